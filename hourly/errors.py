@@ -1,0 +1,56 @@
+"""The one error hierarchy of hourly.
+
+Every error hourly raises on purpose derives from :class:`HourlyError`. The CLI's top-level
+handler turns a :class:`UserError` into one line naming the fix (exit 1, or 2 for usage errors);
+anything else is unexpected and exits 3 with the path of a log.
+"""
+
+from __future__ import annotations
+
+
+class HourlyError(Exception):
+    """Base class of every error hourly raises on purpose."""
+
+    exit_code = 3
+
+
+class UserError(HourlyError):
+    """Something the user can fix: bad input, a dirty tree, a missing command.
+
+    ``message`` says what is wrong; ``fix`` says what to do about it.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, fix: str | None = None):
+        self.message = message
+        self.fix = fix
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        return f"{self.message} — {self.fix}" if self.fix else self.message
+
+
+class UsageError(UserError):
+    """The command line itself is wrong (exit 2, like click's usage errors)."""
+
+    exit_code = 2
+
+
+class ProcessError(HourlyError):
+    """An external process failed: carries the command, its exit code and its output tail."""
+
+    exit_code = 1
+
+    def __init__(self, cmd: list[str], returncode: int | None, tail: str, cwd: str | None = None,
+                 timed_out: bool = False, log_path: str | None = None):
+        self.cmd = list(cmd)
+        self.returncode = returncode
+        self.tail = tail
+        self.cwd = cwd
+        self.timed_out = timed_out
+        self.log_path = log_path
+        what = "timed out" if timed_out else f"exited with {returncode}"
+        where = f" in {cwd}" if cwd else ""
+        last = tail.strip().splitlines()[-1] if tail.strip() else "(no output)"
+        super().__init__(f"`{' '.join(cmd)}`{where} {what}: {last}")
