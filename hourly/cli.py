@@ -14,6 +14,14 @@ from typing import List, Optional
 
 import click
 import typer
+
+try:  # newer typer vendors its own copy of click
+    from typer._click.exceptions import ClickException as _VendoredClickException
+except ImportError:  # pragma: no cover - older typer uses click itself
+    _VendoredClickException = click.ClickException
+_CLICK_ERRORS = (click.ClickException, _VendoredClickException)
+_EXITS = (click.exceptions.Exit, typer.Exit)
+_ABORTS = (click.exceptions.Abort, typer.Abort, KeyboardInterrupt)
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -174,31 +182,39 @@ def version() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    code = _main(argv)
+    if code == 130:
+        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+    return code
+
+
+def _main(argv: list[str]) -> int:
     try:
-        app(args=argv, prog_name="hourly", standalone_mode=False)
-        return 0
-    except click.exceptions.Exit as e:
+        rv = app(args=argv, prog_name="hourly", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0  # typer returns Exit codes; 130 is its Ctrl-C
+    except _EXITS as e:
         return e.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        err_console.print(f"\ninterrupted. Finished points are stored; resume with:\n  "
-                          f"{shlex.join(['hourly', *argv])}", highlight=False)
+    except _ABORTS:
         return 130
-    except click.ClickException as e:
+    except _CLICK_ERRORS as e:
         e.show()
         return e.exit_code
     except UserError as e:
-        err_console.print(f"hourly: error: {e.one_line()}", highlight=False, markup=False)
+        _err(f"hourly: error: {e.one_line()}")
         return e.exit_code
     except ProcessError as e:
         log = _crash_log(e)
-        err_console.print(f"hourly: error: {e}\n  full log: {e.log_path or log}", highlight=False, markup=False)
+        _err(f"hourly: error: {e}\n  full log: {e.log_path or log}")
         return e.exit_code
     except Exception as e:  # noqa: BLE001 - the one place that catches everything
         log = _crash_log(e)
-        err_console.print(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
-                          f"  details in {log}; please attach it to a bug report", highlight=False,
-                          markup=False)
+        _err(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
+             f"  details in {log}; please attach it to a bug report")
         return 3
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _crash_log(e: BaseException) -> str:
