@@ -19,7 +19,6 @@ import gzip
 import json
 import os
 import shlex
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -224,7 +223,8 @@ _LIBRARY_MARKERS = ("/jax/_src/", "/jax/experimental/", "/jaxlib/", "/flax/", "/
 
 def _is_library_frame(filename: str) -> bool:
     name = filename.replace("\\", "/")
-    return any(marker in name for marker in _LIBRARY_MARKERS) or name.endswith("/jax/numpy/__init__.py")
+    return (any(marker in name for marker in _LIBRARY_MARKERS)
+            or name.endswith("/jax/numpy/__init__.py"))
 
 
 def _short(filename: str, keep: int = 2) -> str:
@@ -355,7 +355,8 @@ class Change:
         return self.bad / self.good if self.good else None
 
 
-def diff_tables(good: dict[str, tuple[float, int]], bad: dict[str, tuple[float, int]]) -> list[Change]:
+def diff_tables(good: dict[str, tuple[float, int]],
+                bad: dict[str, tuple[float, int]]) -> list[Change]:
     """Join two ``name -> (amount, count)`` tables; biggest absolute change first."""
     changes = []
     for name in set(good) | set(bad):

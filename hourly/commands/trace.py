@@ -63,7 +63,8 @@ def tracing_command(cmd: list[str], out_dir: str | os.PathLike, options: TraceOp
     Anything else cannot be traced from outside and raises :class:`UserError`.
     """
     if not cmd:
-        raise UsageError("no benchmark command given", "put it after --: hourly trace -- python b.py")
+        raise UsageError("no benchmark command given",
+                         "put it after --: hourly trace -- python bench.py")
     options = options or TraceOptions()
     ours = ["-m", "hourly.trace", "--out", str(out_dir), *options.to_args(), "--"]
     if is_python(cmd[0]):
