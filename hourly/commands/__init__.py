@@ -1,0 +1,1 @@
+"""CLI command functions that ``hourly.cli`` registers with ``app.command()``."""
