@@ -172,6 +172,16 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
     run_demo(directory, console=console, json_out=json_out)
 
 
+def _register_stage_commands() -> None:
+    """Commands that live with their stage, each in hourly/commands/."""
+    from .commands.trace import compare_profiles, trace
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
+    app.command("compare-profiles")(compare_profiles)
+
+
+_register_stage_commands()
+
+
 @app.command()
 def version() -> None:
     """Print hourly's version."""

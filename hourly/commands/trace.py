@@ -151,7 +151,8 @@ def capture(cmd: list[str], out_dir: str | os.PathLike, env: dict[str, str] | No
     return CaptureResult(out_dir, full, result, load_capture(out_dir).manifest)
 
 
-def default_out_dir(base: str | os.PathLike = ".") -> Path:
+def default_out_dir(base: str | os.PathLike = "hourly-work") -> Path:
+    """A new folder under the workdir (``./hourly-work`` unless given)."""
     return Path(base) / "traces" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
@@ -159,7 +160,7 @@ def trace(
     command: Annotated[list[str], typer.Argument(
         help="The benchmark command, after --: python bench.py args (or python -m module).")],
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Folder for the trace and memory profiles [default: ./traces/<UTC time>]")
+        "--out", help="Folder for the trace and memory profiles [default: ./hourly-work/traces/<UTC time>]")
     ] = None,
     host_tracer_level: Annotated[Optional[int], typer.Option(
         min=0, max=3, help="Host tracer: 0 off, 1 user TraceMe, 2 default, 3 verbose.")] = None,
