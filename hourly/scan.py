@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import environment
 from .bench import Status, run_benchmark, spread
 from .build import Builder, BuildSpec, BuildStatus, Workspace
 from .config import Settings
@@ -128,6 +129,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
+    store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
     todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
     done = len(pairs) - len(todo)
