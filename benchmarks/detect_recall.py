@@ -20,6 +20,15 @@ import numpy as np
 from hourly.detect import detect
 
 
+HEAVY_TAILS = False  # --heavy-tails: Student-t noise with 3 degrees of freedom (scaled to the same sd)
+
+
+def _noise(rng: np.random.Generator, size: int) -> np.ndarray:
+    if HEAVY_TAILS:
+        return rng.standard_t(3, size) / np.sqrt(3.0)
+    return rng.standard_normal(size)
+
+
 def make_series(rng: np.random.Generator, n: int,
                 steps_allowed: bool = True) -> tuple[list, list[int], float, list[float]]:
     noise = rng.uniform(0.0005, 0.01)
@@ -40,7 +49,7 @@ def make_series(rng: np.random.Generator, n: int,
     repeats = int(rng.choice([1, 1, 3]))
     series: list = []
     for i in range(n):
-        vals = level[i] * (1 + noise * rng.standard_normal(repeats))
+        vals = level[i] * (1 + noise * _noise(rng, repeats))
         series.append(float(vals[0]) if repeats == 1 else [float(x) for x in vals])
     if rng.random() < 0.5:  # one outlier
         i = int(rng.integers(0, n))
@@ -95,7 +104,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20230824)
     ap.add_argument("--tolerance", type=int, default=1)
     ap.add_argument("--lengths", default="8,20,40,75,200")
+    ap.add_argument("--heavy-tails", action="store_true",
+                    help="Student-t (3 dof) noise instead of Gaussian: real runs have rare slow ones")
     a = ap.parse_args()
+    global HEAVY_TAILS
+    HEAVY_TAILS = a.heavy_tails
     run(a.series, a.seed, [int(x) for x in a.lengths.split(",")], a.tolerance)
 
 
