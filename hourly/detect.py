@@ -16,11 +16,14 @@ How it works (details and the reasons in docs/detection.md):
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
    ``z_min`` standard errors.
-4. Single-point segments are outliers, not steps: they are set aside and the fit is redone. (In a
-   series of 2 or 3 good points only a point *between* two agreeing points is an outlier.)
-5. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors, or by
-   less than ``min_change`` (relative), are merged, least significant first, until every
-   remaining step is significant.
+4. Single-point segments are outliers, not steps: the worst is set aside and the fit redone
+   until none is left. (In a series of fewer than 4 good points a single point at either end
+   is allowed; a lone point between two others is still an outlier.)
+5. ``sigma`` is refined from the differences inside the fitted segments (RMS / sqrt(2)) and the
+   fit is redone.
+6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors
+   (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
+   merged, least significant first, until every remaining step is significant.
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -196,8 +199,9 @@ def segment(values: np.ndarray, penalty: float) -> list[int]:
     n = len(values)
     if n == 0:
         return []
-    s1 = np.concatenate([[0.0], np.cumsum(values)])
-    s2 = np.concatenate([[0.0], np.cumsum(values * values)])
+    x = values - np.median(values)  # centred: keeps the sums of squares exact for big levels
+    s1 = np.concatenate([[0.0], np.cumsum(x)])
+    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
     best = np.empty(n + 1)
     best[0] = -penalty
     last = np.zeros(n + 1, dtype=int)

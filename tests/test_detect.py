@@ -200,3 +200,9 @@ def test_segment_is_exact_on_clean_steps():
 def test_threshold_grows_slowly_with_length():
     assert z_threshold(2) >= 3.5
     assert z_threshold(75) < z_threshold(1000) < 5
+
+
+def test_large_levels_with_tiny_noise_keep_their_precision():
+    # nanosecond timings around 1e12 with 0.05 % noise and a 1 % step
+    series = [v * 1e10 for v in noisy([(30, 100.0), (30, 101.0)], 0.0005, seed=8)]
+    assert spans(detect_changes(series, higher_is_better=False)) == [(29, 30)]
