@@ -1,1 +1,1 @@
-"""CLI command functions that ``hourly.cli`` registers with ``app.command()``."""
+"""CLI command functions that live with their stage; hourly.cli registers them with ``app.command()``."""
