@@ -146,6 +146,20 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
     return s
 
 
+@app.command()
+def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           config: Optional[str] = ConfigOpt) -> None:
+    """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
+    from .report import write_report
+    store = Store(_workdir(workdir, config), create=False)
+    s = _stored_settings(store, config, workdir=workdir)
+    files = write_report(store, s, Path(out) if out else None, min_change)
+    print(f"report: {files.markdown}")
+    if files.plot:
+        print(f"plot:   {files.plot}")
+
+
 @app.command("config")
 def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
     """Print the effective settings and where each came from."""
@@ -174,7 +188,9 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
 
 def _register_stage_commands() -> None:
     """Commands that live with their stage, each in hourly/commands/."""
+    from .commands.detect import detect
     from .commands.trace import compare_profiles, trace
+    app.command()(detect)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
     app.command("compare-profiles")(compare_profiles)
 

@@ -170,8 +170,13 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     if failed:
         md.append("## Points that did not measure")
         md.append("")
-        for p in failed:
-            md.append(f"- {p.time}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
+        from .steps import group_points
+        for g in group_points(points):
+            p = g.point
+            if p.status == "ok":
+                continue
+            when = p.time if g.first == g.last else f"{p.time} … {points[g.last].time}"
+            md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
                       + (f" — {p.detail}" if p.detail else ""))
         md.append("")
     md.extend(bisect_sections(store))

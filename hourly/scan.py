@@ -109,7 +109,7 @@ class Measurer:
         build = self.builder.prepare(pair)
         if build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
-                            f"build failed; log {build.log_path}: {build.tail.strip().splitlines()[-1:] or ''}",
+                            f"build failed: {_last_line(build.tail)} (log {build.log_path})",
                             origin)
         else:
             res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.workdir / "logs", pair.key())
@@ -118,6 +118,11 @@ class Measurer:
                             [r.as_dict() for r in res.runs], res.detail(), origin)
         self.store.add_measurement(self.key, m)
         return m
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "no output"
 
 
 def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
