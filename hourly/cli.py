@@ -164,6 +164,11 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
     run_demo(directory, console=console, json_out=json_out)
 
 
+from .commands.bisect import bisect as _bisect  # noqa: E402
+
+app.command()(_bisect)
+
+
 @app.command()
 def version() -> None:
     """Print hourly's version."""
