@@ -36,6 +36,8 @@ from .scan import LEVEL, Measurer, open_repos
 from .store import Measurement, Store
 from .timeparse import iso_utc, parse_time
 
+#: The ends' means must lie this many standard errors apart.
+SEPARATION_MIN = 3.0
 #: Samples each end needs before probes are classified against it (capped by --max-repeats).
 MIN_END_SAMPLES = 3
 DEFAULT_MAX_REPEATS = 10
@@ -77,10 +79,11 @@ class Probe:
     returncodes: list = field(default_factory=list)
     builds: int = 0
     runs: int = 0
+    between: bool = False  # between the ends: another step comes after this state
 
     def row(self) -> dict:
         return {"role": self.role, "xla": self.pair.xla, "jax": self.pair.jax, "verdict": self.verdict.value,
-                "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
+                "between": self.between, "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
                 "builds": self.builds, "runs": self.runs}
 
 
@@ -253,7 +256,8 @@ class Bisector:
             if samples:
                 c = classify(samples, good, bad)
                 if c.verdict is not Verdict.UNSURE:
-                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs)
+                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
+                                 between=c.between)
                 if len(samples) >= self.max_repeats:
                     return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
                                  samples, builds=builds, runs=runs)
@@ -285,7 +289,24 @@ class Bisector:
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
-    def bisect(self, w: Window) -> dict:
+    def bisect(self, w: Window) -> list[dict]:
+        """Every regression in the window: when the first bad state lies significantly between the
+        ends, a second step comes after it, and the rest of the window is bisected in turn."""
+        answers = []
+        while True:
+            try:
+                a = self.bisect_one(w)
+            except UserError:
+                if answers:  # the rest of the window turned out to hold no further step
+                    return answers
+                raise
+            answers.append(a)
+            nxt = a.get("continues_at")
+            if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
+                return answers
+            w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
+
+    def bisect_one(self, w: Window) -> dict:
         states = candidate_states(self.walks, w.good_time, w.bad_time)
         if len(states) < 2:
             raise UserError(f"nothing changed between {_iso(w.good_time)} and {_iso(w.bad_time)}",
@@ -322,6 +343,11 @@ class Bisector:
                 raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
                                 f"(good {len(good)} samples, bad {len(bad)})",
                                 "pick ends that measure, or use --mode exit for crashes")
+            sep = separation(good, bad)
+            if sep < SEPARATION_MIN:
+                raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
+                                f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
+                                "pass ends on either side of the regression, or more --repeats")
             if not worse(good, bad, self.s.higher_is_better):
                 raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                                 "swap --good and --bad, or set --higher-is-better/--lower-is-better")
@@ -346,11 +372,15 @@ class Bisector:
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
-        confirm = {}
+        confirm, partial = {}, False
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
-            confirm[role] = Verdict(r["verdict"]) if r else \
-                self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
+            if r:
+                confirm[role], between = Verdict(r["verdict"]), bool(r["partial"])
+            else:
+                p = self._record(bid, self.evaluate(pair, role, refs, fresh=True))
+                confirm[role], between = p.verdict, p.between
+            partial = partial or (role == "confirm_bad" and between)
         confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
 
         # blame
@@ -359,6 +389,7 @@ class Bisector:
         if b.adjacent and moved["xla"] and moved["jax"]:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
+        answer["continues_at"] = states[b.hi].time if partial and b.hi < len(states) - 1 else None
         self.store.finish_bisection(bid, answer)
         return answer
 
@@ -418,9 +449,15 @@ class Bisector:
         }
 
     def commit(self, repo: str, sha: str) -> dict:
-        info: CommitInfo = self.repos[repo].commits([sha])[sha]
-        return {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
-                "committer_time": _iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
+        r = self.repos[repo]
+        info: CommitInfo = r.commits([sha])[sha]
+        out = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
+               "committer_time": _iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
+        parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
+        if len(parents) > 1:  # a merged pull request: name the commits it brought
+            out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author}
+                             for c in r.log(parents[0], sha, first_parent=False) if c.sha != sha]
+        return out
 
 
 def _mean(xs: list[float]) -> float:

@@ -178,8 +178,9 @@ PRIOR_RELATIVE_NOISE = 0.002
 @dataclass(frozen=True)
 class Classification:
     verdict: Verdict
-    llr: float          # log likelihood ratio, bad vs good (positive: looks bad)
+    llr: float            # log likelihood ratio, bad vs good (positive: looks bad)
     reason: str
+    between: bool = False  # significantly between the ends: a second step lies after this state
 
 
 def pooled_sigma(groups: Iterable[Sequence[float]]) -> float | None:
@@ -194,6 +195,7 @@ def pooled_sigma(groups: Iterable[Sequence[float]]) -> float | None:
 
 
 def noise(good: Sequence[float], bad: Sequence[float], probe: Sequence[float] = ()) -> float:
+    """The standard deviation of one sample: pooled over the groups, floored, or a prior."""
     level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
     s = pooled_sigma([good, bad, probe])
     floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
@@ -215,25 +217,37 @@ def worse(good: Sequence[float], bad: Sequence[float], higher_is_better: bool) -
 def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]) -> Classification:
     """GOOD, BAD or UNSURE for a probe's samples, against the good and bad ends' samples.
 
-    Direction does not matter here: the ends define which level is which.
+    Direction does not matter here: the ends define which level is which. A probe that fits
+    neither end is placed by where it lies: beyond the bad end is BAD, beyond the good end GOOD,
+    and between the two BAD with ``between`` set (worse than good, so a regression came before
+    it; not yet as bad as the bad end, so another one comes after).
     """
     if not probe:
         return Classification(Verdict.UNSURE, 0.0, "no samples")
     p = np.asarray(probe, float)
     g, b = np.asarray(good, float), np.asarray(bad, float)
     sigma = noise(g, b, p)
-    mg, mb = float(g.mean()), float(b.mean())
+    mg, mb, mp = float(g.mean()), float(b.mean()), float(p.mean())
     vg = sigma ** 2 * (1 + 1 / len(g))  # predictive variance of one new sample under each end
     vb = sigma ** 2 * (1 + 1 / len(b))
     llr = float(np.sum(_lognorm(p, mb, vb) - _lognorm(p, mg, vg)))
+    zg = abs(mp - mg) / (sigma * math.sqrt(1 / len(p) + 1 / len(g)))
+    zb = abs(mp - mb) / (sigma * math.sqrt(1 / len(p) + 1 / len(b)))
+    if zg > Z_VETO and zb > Z_VETO:
+        t = (mp - mg) / (mb - mg) if mb != mg else 0.5
+        if t < 0:
+            return Classification(Verdict.GOOD, llr, f"beyond the good end ({zg:.1f} standard errors)")
+        if t > 1:
+            return Classification(Verdict.BAD, llr, f"beyond the bad end ({zb:.1f} standard errors)")
+        return Classification(Verdict.BAD, llr, f"between the ends ({t * 100:.0f}% of the way to bad): "
+                              "a second step comes later", between=True)
     upper, lower = math.log((1 - BETA) / ALPHA), math.log(BETA / (1 - ALPHA))
     if llr >= upper:
-        verdict, side, ref = Verdict.BAD, mb, b
+        verdict, z, ref = Verdict.BAD, zb, b
     elif llr <= lower:
-        verdict, side, ref = Verdict.GOOD, mg, g
+        verdict, z, ref = Verdict.GOOD, zg, g
     else:
         return Classification(Verdict.UNSURE, llr, f"between the ends after {len(p)} samples (LLR {llr:+.2f})")
-    z = abs(float(p.mean()) - side) / (sigma * math.sqrt(1 / len(p) + 1 / len(ref)))
     if z > Z_VETO:
         return Classification(Verdict.UNSURE, llr,
                               f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")

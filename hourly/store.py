@@ -217,8 +217,9 @@ class Store:
         with self.transaction() as c:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
-            c.execute("INSERT INTO bisect_probes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], p.get("reason"),
+            c.execute("INSERT INTO bisect_probes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
+                       p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
                        int(p.get("builds", 0)), int(p.get("runs", 0)), time.time()))
 
@@ -256,7 +257,7 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE IF NOT EXISTS bisect_probes (
             bisection INTEGER NOT NULL REFERENCES bisections (id), seq INTEGER NOT NULL,
             role TEXT NOT NULL, xla TEXT NOT NULL, jax TEXT NOT NULL, verdict TEXT NOT NULL,
-            reason TEXT, samples TEXT NOT NULL, returncodes TEXT NOT NULL, builds INTEGER NOT NULL,
+            partial INTEGER NOT NULL, reason TEXT, samples TEXT NOT NULL, returncodes TEXT NOT NULL, builds INTEGER NOT NULL,
             runs INTEGER NOT NULL, created REAL NOT NULL, PRIMARY KEY (bisection, seq))""",
     ],
 }

@@ -58,7 +58,7 @@ def bisect(
     store = Store(wd.workdir, create=good is not None)
     s, _ = effective(flags, config, base=store.load_settings("scan") or {})
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun,
-                         say=(lambda _: None) if json_out or log else err_console.print)
+                         say=(lambda _: None) if json_out or log else _say)
     if json_out:
         out = {"regressions": answers}
         if log:
@@ -94,7 +94,7 @@ def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mod
             windows = windows_from_store(store, s, mode)
             if not windows:
                 say("no regression in the stored scan: nothing to bisect")
-        return [b.bisect(w) for w in windows]
+        return [a for w in windows for a in b.bisect(w)]
 
 
 def describe(a: dict) -> list[str]:
@@ -107,6 +107,8 @@ def describe(a: dict) -> list[str]:
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
+        for m in c.get("merged", []):
+            lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
     else:
         lines.append(f"  no single commit: {a.get('reason')}")
         for rc in a.get("range_commits", []):
@@ -125,4 +127,8 @@ def describe(a: dict) -> list[str]:
 def print_answers(console: Console, answers: list[dict]) -> None:
     for a in answers:
         for line in describe(a):
-            console.print(line, highlight=False)
+            console.print(line, highlight=False, soft_wrap=True)
+
+
+def _say(line: str) -> None:
+    err_console.print(line, soft_wrap=True, highlight=False, markup=False)
