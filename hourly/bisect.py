@@ -276,12 +276,11 @@ class Bisector:
                  + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
         return p
 
-    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, done: set) -> tuple[list[float], int, int]:
-        """The end's samples, measuring more until it has MIN_END_SAMPLES (or max_repeats)."""
+    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
+        """The end's samples, measuring more until it has ``want``."""
         samples = [x for m in self._stored(pair) if m.status == Status.OK.value for x in m.samples]
         builds = runs = 0
-        want = min(MIN_END_SAMPLES, self.max_repeats)
-        if len(samples) < want and ("end", pair) not in done:
+        if len(samples) < want:
             m, builds, runs = self._measure(pair, want - len(samples))
             samples += m.samples if m.status == Status.OK.value else []
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
@@ -337,17 +336,22 @@ class Bisector:
         # the ends
         refs = None
         if self.mode is Mode.METRIC:
-            good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, done)
-            bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, done)
-            if not good or not bad:
-                raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
-                                f"(good {len(good)} samples, bad {len(bad)})",
-                                "pick ends that measure, or use --mode exit for crashes")
-            sep = separation(good, bad)
+            want = min(MIN_END_SAMPLES, self.max_repeats)
+            while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
+                good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
+                bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
+                if not good or not bad:
+                    raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
+                                    f"(good {len(good)} samples, bad {len(bad)})",
+                                    "pick ends that measure, or use --mode exit for crashes")
+                sep = separation(good, bad)
+                if sep >= SEPARATION_MIN or want >= self.max_repeats:
+                    break
+                want = min(2 * want, self.max_repeats)
             if sep < SEPARATION_MIN:
                 raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
                                 f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
-                                "pass ends on either side of the regression, or more --repeats")
+                                "pass ends on either side of the regression, or a larger --max-repeats")
             if not worse(good, bad, self.s.higher_is_better):
                 raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                                 "swap --good and --bad, or set --higher-is-better/--lower-is-better")

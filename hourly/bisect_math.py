@@ -183,23 +183,30 @@ class Classification:
     between: bool = False  # significantly between the ends: a second step lies after this state
 
 
-def pooled_sigma(groups: Iterable[Sequence[float]]) -> float | None:
-    """Pooled within-group standard deviation, or None without any repeated group."""
+def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
+    """Pooled within-group standard deviation (None without any repeated group) and its degrees of freedom."""
     ss, dof = 0.0, 0
     for g in groups:
         g = np.asarray(g, dtype=float)
         if len(g) >= 2:
             ss += float(np.sum((g - g.mean()) ** 2))
             dof += len(g) - 1
-    return math.sqrt(ss / dof) if dof else None
+    return (math.sqrt(ss / dof) if dof else None), dof
 
 
 def noise(good: Sequence[float], bad: Sequence[float], probe: Sequence[float] = ()) -> float:
     """The standard deviation of one sample: pooled over the groups, floored, or a prior."""
     level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
-    s = pooled_sigma([good, bad, probe])
+    s, _ = pooled_sigma([good, bad, probe])
     floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
     return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor)
+
+
+def veto_threshold(dof: int) -> float:
+    """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin."""
+    if dof <= 0:
+        return float("inf")
+    return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
 
 
 def separation(good: Sequence[float], bad: Sequence[float]) -> float:
@@ -233,7 +240,8 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     llr = float(np.sum(_lognorm(p, mb, vb) - _lognorm(p, mg, vg)))
     zg = abs(mp - mg) / (sigma * math.sqrt(1 / len(p) + 1 / len(g)))
     zb = abs(mp - mb) / (sigma * math.sqrt(1 / len(p) + 1 / len(b)))
-    if zg > Z_VETO and zb > Z_VETO:
+    veto = veto_threshold(pooled_sigma([g, b, p])[1])
+    if zg > veto and zb > veto:
         t = (mp - mg) / (mb - mg) if mb != mg else 0.5
         if t < 0:
             return Classification(Verdict.GOOD, llr, f"beyond the good end ({zg:.1f} standard errors)")
@@ -248,7 +256,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
         verdict, z, ref = Verdict.GOOD, zg, g
     else:
         return Classification(Verdict.UNSURE, llr, f"between the ends after {len(p)} samples (LLR {llr:+.2f})")
-    if z > Z_VETO:
+    if z > veto:
         return Classification(Verdict.UNSURE, llr,
                               f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
     if len(p) >= NONPARAMETRIC_MIN and len(ref) >= 3:
