@@ -16,6 +16,9 @@ from .scan import run_scan
 from .store import Store
 
 
+DEMO_MAX_REPEATS = 10
+
+
 def demo_settings(made, python: str, workdir: Path) -> dict:
     return dict(from_="Aug 24 2023", to="Aug 26 2023", xla_repo=str(made.xla), jax_repo=str(made.jax),
                 build_cmd=str(made.build_script), python=python, bench_cmd=f"python3 {made.bench_script}",
@@ -46,8 +49,15 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         f"--workdir {s.workdir}")
     report = run_scan(s, store)
     result = {"directory": str(root), "scan": report.as_json()}
+    if not json_out:
+        print_report(console, report)
+    # detection finds the steps in the table; bisection pins each regression to its commit
+    from .commands.bisect import print_answers, run_bisect
+    say(f"$ hourly bisect --workdir {s.workdir}")
+    answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
+    result["bisect"] = {"regressions": answers}
     if json_out:
         print(json.dumps(result, indent=1))
     else:
-        print_report(console, report)
+        print_answers(console, answers)
     return result

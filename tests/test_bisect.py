@@ -274,3 +274,39 @@ def test_kill_9_then_rerun_continues(tmp_path, python):
         head = subprocess.run(["git", "-C", str(repo), "symbolic-ref", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip()
         assert head == "main"
+
+
+# -- blame when one step moves both repositories -------------------------------------------------------
+
+def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python, capsys):
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Slower collectives", {"perf/coll.txt": "0.9\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"}),
+    ]))
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    (r,) = bisect_json(capsys, ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z", *args])["regressions"]
+    assert r["blame"] == "xla"
+    assert r["culprit"]["sha"] == made.shas["Slower collectives"]
+    assert r["first_bad"] == {"xla": made.shas["Slower collectives"], "jax": made.shas["Harmless jax change"]}
+    mixed = [p for p in r["probes"] if p["role"] == "blame"]
+    assert [(p["xla"], p["jax"], p["verdict"]) for p in mixed] == [
+        (r["last_good"]["xla"], r["first_bad"]["jax"], "good"),
+        (r["first_bad"]["xla"], r["last_good"]["jax"], "bad")]
+    # the log pins jax at the first bad state's commit, where the mixed pair was good
+    capsys.readouterr()
+    assert main(["bisect", "--log", "--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z", *args]) == 0
+    (tmp_path / "bisect.log").write_text(capsys.readouterr().out)
+    replay = subprocess.run(["git", "-C", str(made.xla), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True)
+    assert f"{made.shas['Slower collectives']} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
+
+
+@pytest.mark.slow
+def test_demo_ends_with_the_planted_culprits(tmp_path, capsys):
+    from hourly.demo import run_demo
+    from rich.console import Console
+    result = run_demo(str(tmp_path / "demo"), Console(), json_out=True)
+    culprits = [r["culprit"]["subject"] for r in result["bisect"]["regressions"]]
+    assert culprits[0] == "[XLA:GPU] Change priority fusion heuristic"
+    assert culprits[1].startswith("Merge pull request") and \
+        result["bisect"]["regressions"][1]["culprit"]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
