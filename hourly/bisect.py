@@ -190,6 +190,8 @@ class Bisector:
             r.rev_parse(s.ref)
         self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
         self._stack = ExitStack()
+        self._bid: int | None = None
+        self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
                                                                   s.python), store)
@@ -262,6 +264,8 @@ class Bisector:
                     return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
                                  samples, builds=builds, runs=runs)
                 need = min(len(samples), self.max_repeats - len(samples))
+                # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
+                self._grow_ends(good, bad, len(samples) + need)
             else:
                 need = self.s.repeats
             m, b, r = self._measure(pair, need)
@@ -275,6 +279,13 @@ class Bisector:
         self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
                  + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
         return p
+
+    def _grow_ends(self, good: list[float], bad: list[float], want: int) -> None:
+        if self._ends is None:
+            return
+        for ref, pair, v in ((good, self._ends[0], Verdict.GOOD), (bad, self._ends[1], Verdict.BAD)):
+            if len(ref) < want:
+                ref[:] = self._end_samples(self._bid, pair, v, want)[0]
 
     def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
         """The end's samples, measuring more until it has ``want``."""
@@ -295,10 +306,19 @@ class Bisector:
         while True:
             try:
                 a = self.bisect_one(w)
-            except UserError:
+            except UserError as e:
                 if answers:  # the rest of the window turned out to hold no further step
                     return answers
-                raise
+                if w.origin == "flags":
+                    raise
+                # one window of many (from the store) that cannot be bisected: say why, go on
+                self.say(f"  cannot bisect: {e.one_line()}")
+                return [{"window": {"good_time": _iso(w.good_time), "bad_time": _iso(w.bad_time),
+                                    "origin": w.origin, "note": w.note},
+                         "mode": self.mode.value, "error": e.one_line(), "culprit": None, "range": [],
+                         "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
+                         "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
+                         "runs": 0, "continues_at": None}]
             answers.append(a)
             nxt = a.get("continues_at")
             if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
@@ -323,6 +343,7 @@ class Bisector:
         if status == "done":
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
+        self._bid, self._ends = bid, (good_pair, bad_pair)
         self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {len(states)} states"
                  + (f" (resuming after {len(rows)} stored verdicts)" if rows else ""))
         index = {st.pair: i for i, st in enumerate(states)}

@@ -163,9 +163,10 @@ def plain_bisection_probes(n: int, first_bad: int) -> int:
 
 # -- verdicts ---------------------------------------------------------------------------------
 
-#: Wald's SPRT error rates (false bad, false good).
-ALPHA = 0.01
-BETA = 0.01
+#: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
+#: (benchmarks: 0.01 pins 99.3 %, 0.002 pins 99.7 % of 8 % steps in 3 % noise, for ~1 more sample).
+ALPHA = 0.002
+BETA = 0.002
 #: A probe whose mean is this many standard errors from the side it leans to fits neither end.
 Z_VETO = 4.0
 #: Pinpoint's pair of tests vetoes once the probe has this many samples.
@@ -235,12 +236,20 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     g, b = np.asarray(good, float), np.asarray(bad, float)
     sigma = noise(g, b, p)
     mg, mb, mp = float(g.mean()), float(b.mean()), float(p.mean())
-    vg = sigma ** 2 * (1 + 1 / len(g))  # predictive variance of one new sample under each end
-    vb = sigma ** 2 * (1 + 1 / len(b))
-    llr = float(np.sum(_lognorm(p, mb, vb) - _lognorm(p, mg, vg)))
+    dof = pooled_sigma([g, b, p])[1]
+    # The probe's mean is sufficient for its level; under each end it is distributed around that
+    # end's mean with the uncertainty of both means (Student-t when the noise is estimated, its
+    # tails carrying the uncertainty of a noise estimate from few samples). Comparing means, not
+    # summing per-sample ratios, keeps an end's own error from counting once per probe sample.
+    sg = sigma * math.sqrt(1 / len(p) + 1 / len(g))
+    sb = sigma * math.sqrt(1 / len(p) + 1 / len(b))
+    if dof > 0:
+        llr = float(stats.t.logpdf(mp, dof, mb, sb) - stats.t.logpdf(mp, dof, mg, sg))
+    else:
+        llr = float(_lognorm(np.array([mp]), mb, sb ** 2)[0] - _lognorm(np.array([mp]), mg, sg ** 2)[0])
     zg = abs(mp - mg) / (sigma * math.sqrt(1 / len(p) + 1 / len(g)))
     zb = abs(mp - mb) / (sigma * math.sqrt(1 / len(p) + 1 / len(b)))
-    veto = veto_threshold(pooled_sigma([g, b, p])[1])
+    veto = veto_threshold(dof)
     if zg > veto and zb > veto:
         t = (mp - mg) / (mb - mg) if mb != mg else 0.5
         if t < 0:

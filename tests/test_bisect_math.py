@@ -125,7 +125,8 @@ def test_classify_between_the_ends_means_a_second_step(rng):
 
 
 def test_classifier_error_rate_on_many_draws(rng):
-    """Sequential sampling as the bisector does it: start at 1 sample, double while unsure, cap 16."""
+    """Sequential sampling as the bisector does it: start at 1 sample, double while unsure (the
+    ends as often as the probe), cap 16."""
     wrong = unsure = 0
     trials = 400
     for k in range(trials):
@@ -139,6 +140,8 @@ def test_classifier_error_rate_on_many_draws(rng):
             if c.verdict is not Verdict.UNSURE or len(samples) >= 16:
                 break
             samples += list(rng.normal(mean, 2, len(samples)))
+            good += list(rng.normal(100, 2, max(0, len(samples) - len(good))))  # the ends grow too
+            bad += list(rng.normal(96, 2, max(0, len(samples) - len(bad))))
         if c.verdict is Verdict.UNSURE:
             unsure += 1
         elif c.verdict is not truth:

@@ -66,6 +66,7 @@ def bisect(
                 a["git_bisect_log"] = _log_or_none(a)
         print(json.dumps(out, indent=1))
     elif log:
+        answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):
             if len(answers) > 1:
                 print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
@@ -76,6 +77,8 @@ def bisect(
 
 
 def _log_or_none(a: dict) -> str | None:
+    if a.get("error"):
+        return None
     try:
         return bisect_log(a)[1]
     except UserError:
@@ -101,6 +104,8 @@ def describe(a: dict) -> list[str]:
     """The answer for one regression, as lines of text."""
     w = a["window"]
     lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    if a.get("error"):
+        return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
     if c:
         lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
