@@ -214,9 +214,11 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
 
 def _register_stage_commands() -> None:
     """Commands that live with their stage, each in hourly/commands/."""
+    from .commands.bisect import bisect
     from .commands.detect import detect
     from .commands.trace import compare_profiles, trace
     app.command()(detect)
+    app.command()(bisect)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
     app.command("compare-profiles")(compare_profiles)
 

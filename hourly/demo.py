@@ -19,6 +19,9 @@ from .store import Store
 from .timeparse import iso_utc, parse_time
 
 
+DEMO_MAX_REPEATS = 10
+
+
 def demo_settings(made, python: str, workdir: Path) -> dict:
     return dict(from_="Aug 24 2023", to="Aug 26 2023", xla_repo=str(made.xla), jax_repo=str(made.jax),
                 build_cmd=str(made.build_script), python=python, bench_cmd=f"python3 {made.bench_script}",
@@ -49,22 +52,29 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         f"--workdir {s.workdir}")
     report = run_scan(s, store)
     steps = find_steps(report.points, s.higher_is_better)[0]
-    planted = check_planted(steps)
-    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
-              "planted": planted}
+    if not json_out:
+        marks, lines = marks_for_report(report, s)
+        print_report(console, report, marks)
+        for line in lines:
+            console.print(line, highlight=False)
+    # detection found the steps in the table; bisection pins each regression to its commit
+    from .commands.bisect import print_answers, run_bisect
+    say(f"\n$ hourly bisect --workdir {s.workdir}")
+    answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
+    planted = check_planted(steps, answers, made.shas)
     files = write_report(store, s)
-    result["report"] = str(files.markdown)
+    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+              "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown)}
     if json_out:
         print(json.dumps(result, indent=1))
         return result
-    marks, lines = marks_for_report(report, s)
-    print_report(console, report, marks)
-    for line in lines:
-        console.print(line, highlight=False)
+    print_answers(console, answers)
     console.print("\n[bold]planted changes[/]")
     for p in planted:
-        console.print(f"  {'found' if p['found'] else 'MISSED'}: {p['kind']} at {p['commit']} "
-                      f"({p['repo']} {p['subject']!r})", highlight=False)
+        state = "found" if p["found"] else "MISSED"
+        if p["kind"] == "regression":
+            state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
+        console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
     return result
 
@@ -75,13 +85,16 @@ PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("xla", "[XLA:GPU] Enable cuDNN fused attention", "improvement")]
 
 
-def check_planted(steps) -> list[dict]:
-    """For each planted change: did a detected step of that kind move past its commit?"""
+def check_planted(steps, answers: list[dict], shas: dict[str, str]) -> list[dict]:
+    """For each planted change: did a detected step of that kind move past its commit, and (for a
+    regression) did bisection name exactly the commit that landed it on main?"""
+    culprits = {(a["culprit"]["repo"], a["culprit"]["sha"]) for a in answers if a.get("culprit")}
     out = []
     for repo, subject, kind in PLANTED:
         when = next(c for c in DEMO_CHANGES if c.subject == subject)
         t = parse_time(when.merged_at or when.when).when
         found = any(st.kind.value == kind and parse_time(st.before.time).when < t <= parse_time(st.after.time).when
                     for st in steps)
-        out.append({"repo": repo, "subject": subject, "kind": kind, "commit": iso_utc(t), "found": found})
+        out.append({"repo": repo, "subject": subject, "kind": kind, "commit": iso_utc(t), "found": found,
+                    "sha": shas[subject], "culprit_found": (repo, shas[subject]) in culprits})
     return out

@@ -67,12 +67,9 @@ def parse_state(text: str, s: Settings) -> Pair:
 
 
 def targets_from_store(store: Store, s: Settings) -> list[Target]:
-    try:
-        from .bisect import stored_culprits  # the bisection's last-good/first-bad, when there is one
-        culprits = stored_culprits(store)
-    except ImportError:
-        culprits = []
-    if culprits:
+    culprits = [(Pair(**a["last_good"]), Pair(**a["first_bad"])) for a in store.bisection_results()
+                if a.get("last_good") and a.get("first_bad")]
+    if culprits:  # the bisection's last-good/first-bad states, when there are any
         return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
     points = show(store, s).points
     if not any(p.status == "ok" for p in points):

@@ -114,12 +114,32 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str) 
 
 
 def bisect_sections(store: Store) -> list[str]:
-    """The bisected culprits, when the bisection stage has stored any."""
-    try:
-        from .bisect import report_lines
-    except ImportError:
+    """The culprit of every finished bisection, with its window and ends."""
+    answers = store.bisection_results()
+    if not answers:
         return []
-    return report_lines(store)
+    md = ["## Bisected culprits", ""]
+    for a in answers:
+        w = a.get("window", {})
+        md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {w['note']}" if w.get("note") else ""))
+        md.append("")
+        c = a.get("culprit")
+        if c:
+            md.append(f"- **culprit: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
+                      f"(by {c.get('author')}, committed {c.get('committer_time')})")
+        else:
+            shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
+            md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
+        if a.get("blame"):
+            md.append(f"- blame: {a['blame']}")
+        for side in ("last_good", "first_bad"):
+            pair = a.get(side)
+            if pair:
+                md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
+        md.append(f"- {a.get('builds', 0)} builds, {a.get('runs', 0)} benchmark runs"
+                  + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
+        md.append("")
+    return md
 
 
 def write_report(store: Store, s: Settings, out_dir: Path | None = None,

@@ -104,14 +104,21 @@ class Measurer:
         self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
                                                               s.python, s.env_dict(), s.build_timeout), store)
         self.runs = 0
+        self.installed: Pair | None = None  # the pair whose build is installed now
 
     def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
-        build = self.builder.prepare(pair)
-        if build.status is BuildStatus.FAILED:
+        """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install."""
+        if pair == self.installed:
+            build = None
+        else:
+            self.installed = None
+            build = self.builder.prepare(pair)
+        if build is not None and build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
                             origin)
         else:
+            self.installed = pair
             res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.workdir / "logs", pair.key())
             self.runs += len(res.runs)
             m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,

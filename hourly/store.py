@@ -11,6 +11,8 @@ Tables:
 - ``builds``: one row per built pair: status, whether it installs in place, wheels, log.
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
+- ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
+- ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Iterator
 
 from .errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -183,6 +185,59 @@ class Store:
             (bench_key, xla, jax))
         return [_measurement(r) for r in rows]
 
+    # -- bisections (schema 2) --------------------------------------------------------------
+    def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
+        """Find or create the bisection ``key``: (id, status, stored result or None)."""
+        with self.transaction() as c:
+            r = c.execute("SELECT id, status, result FROM bisections WHERE key=?", (key,)).fetchone()
+            if r:
+                return r["id"], r["status"], json.loads(r["result"]) if r["result"] else None
+            now = time.time()
+            cur = c.execute(
+                "INSERT INTO bisections (key, bench_key, mode, good_time, bad_time, good_xla, good_jax,"
+                " bad_xla, bad_jax, status, result, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key, fields["bench_key"], fields["mode"], fields["good_time"], fields["bad_time"],
+                 fields["good_xla"], fields["good_jax"], fields["bad_xla"], fields["bad_jax"], "running",
+                 None, now, now))
+            return cur.lastrowid, "running", None
+
+    def finish_bisection(self, bid: int, result: dict) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",
+                      (json.dumps(result), time.time(), bid))
+
+    def restart_bisection(self, bid: int) -> None:
+        """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
+            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
+                      (time.time(), bid))
+
+    def add_probe(self, bid: int, p: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
+                            (bid,)).fetchone()[0]
+            c.execute("INSERT INTO bisect_probes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
+                       p.get("reason"),
+                       json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
+                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time()))
+
+    def probes(self, bid: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["samples"] = json.loads(d["samples"])
+            d["returncodes"] = json.loads(d["returncodes"])
+            out.append(d)
+        return out
+
+    def bisection_results(self) -> list[dict[str, Any]]:
+        """Every finished bisection's answer, oldest first (for reports)."""
+        rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
+        return [json.loads(r[0]) for r in rows if r[0]]
+
 
 def _measurement(r: sqlite3.Row) -> Measurement:
     return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
@@ -190,4 +245,19 @@ def _measurement(r: sqlite3.Row) -> Measurement:
 
 
 #: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
-MIGRATIONS: dict[int, list[str]] = {1: []}
+MIGRATIONS: dict[int, list[str]] = {
+    1: [],
+    # 2: bisections and their probes, so a killed `hourly bisect` continues where it stopped
+    2: [
+        """CREATE TABLE IF NOT EXISTS bisections (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, bench_key TEXT NOT NULL,
+            mode TEXT NOT NULL, good_time INTEGER NOT NULL, bad_time INTEGER NOT NULL,
+            good_xla TEXT NOT NULL, good_jax TEXT NOT NULL, bad_xla TEXT NOT NULL, bad_jax TEXT NOT NULL,
+            status TEXT NOT NULL, result TEXT, created REAL NOT NULL, updated REAL NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS bisect_probes (
+            bisection INTEGER NOT NULL REFERENCES bisections (id), seq INTEGER NOT NULL,
+            role TEXT NOT NULL, xla TEXT NOT NULL, jax TEXT NOT NULL, verdict TEXT NOT NULL,
+            partial INTEGER NOT NULL, reason TEXT, samples TEXT NOT NULL, returncodes TEXT NOT NULL, builds INTEGER NOT NULL,
+            runs INTEGER NOT NULL, created REAL NOT NULL, PRIMARY KEY (bisection, seq))""",
+    ],
+}

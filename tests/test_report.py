@@ -56,3 +56,11 @@ def test_demo_finds_every_planted_change(tmp_path):
     result = json.loads(out.stdout)
     assert result["planted"] and all(p["found"] for p in result["planted"]), result["planted"]
     assert len(result["steps"]) == len(result["planted"])
+    regressions = [p for p in result["planted"] if p["kind"] == "regression"]
+    assert all(p["culprit_found"] for p in regressions)
+    culprits = [r["culprit"] for r in result["bisect"]["regressions"]]
+    assert culprits[0]["subject"] == "[XLA:GPU] Change priority fusion heuristic"
+    assert culprits[1]["subject"].startswith("Merge pull request")
+    assert culprits[1]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
+    md = open(result["report"]).read()
+    assert "Bisected culprits" in md and culprits[0]["sha"] in md

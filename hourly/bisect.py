@@ -1,0 +1,528 @@
+"""Bisection: narrow each regression window to one commit of xla or jax.
+
+For every window (from detection over the stored scan, from ``--good/--bad``, or in exit mode
+from every good→bad transition of the scan) it lists the candidate states
+(:func:`hourly.bisect_math.candidate_states`), probes them in the order
+:func:`~hourly.bisect_math.next_probe` chooses — reusing every measurement in the store and
+every cached build — then re-measures the last good and first bad states, and, when that step
+moves both repositories, tests the mixed pair to say which one is to blame.
+
+Every verdict is a row of ``bisect_probes`` and every measurement a row of ``measurements``
+(origin ``bisect``), each committed as it is reached: after ``kill -9`` the same command
+continues from the stored verdicts, and a finished bisection prints its stored answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Callable
+
+from .bench import Status
+from .build import Builder, BuildSpec, Workspace
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, REPOS, State, Verdict, bounds,
+                          candidate_states, classify, exit_transitions, exit_verdict, next_probe,
+                          separation, step_commits, worse)
+from .config import Settings
+from .errors import UserError
+from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
+from .resolve import Pair, Resolver
+from .scan import LEVEL, Measurer, open_repos
+from .store import Measurement, Store
+from .timeparse import iso_utc, parse_time
+
+#: The ends' means must lie this many standard errors apart.
+SEPARATION_MIN = 3.0
+#: Samples each end needs before probes are classified against it (capped by --max-repeats).
+MIN_END_SAMPLES = 3
+DEFAULT_MAX_REPEATS = 10
+
+
+class Mode(str, Enum):
+    METRIC = "metric"
+    EXIT = "exit"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Blame(str, Enum):
+    XLA = "xla"
+    JAX = "jax"
+    BOTH = "both"        # neither change alone regresses: the pair of them does
+    UNKNOWN = "unknown"  # a mixed pair could not be tested
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Window:
+    good_time: int
+    bad_time: int
+    origin: str  # "detect", "flags" or "exit transitions"
+    note: str = ""
+
+
+@dataclass
+class Probe:
+    role: str  # end, probe, confirm, blame
+    pair: Pair
+    verdict: Verdict
+    reason: str = ""
+    samples: list[float] = field(default_factory=list)
+    returncodes: list = field(default_factory=list)
+    builds: int = 0
+    runs: int = 0
+    between: bool = False  # between the ends: another step comes after this state
+
+    def row(self) -> dict:
+        return {"role": self.role, "xla": self.pair.xla, "jax": self.pair.jax, "verdict": self.verdict.value,
+                "between": self.between, "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
+                "builds": self.builds, "runs": self.runs}
+
+
+def _ts(label: str) -> int:
+    return int(datetime.fromisoformat(label.replace("Z", "+00:00")).timestamp())
+
+
+def _iso(ts: int) -> str:
+    return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
+
+
+# -- windows ----------------------------------------------------------------------------------
+
+_SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
+
+
+def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
+    """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
+    (the state at that commit's committer time)."""
+    m = _SHA_END.match(text.strip())
+    if not m:
+        return int(parse_time(text, tz).when.timestamp())
+    name = m["repo"]
+    sha = repos[name].resolve_sha(m["sha"])
+    times = dict(walks[name])
+    if sha not in times:
+        raise UserError(f"{name}@{m['sha']} is not on the first-parent history of the ref",
+                        "pass a commit of the ref's first-parent history (the merge commit of a pull request), or a time")
+    if Resolver(walks[name]).at(times[sha]) != sha:
+        raise UserError(f"{name}@{m['sha']} never stood alone at the tip: a later commit has an earlier time",
+                        "pass a time instead")
+    return times[sha]
+
+
+def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
+    """The scan's instants with consecutive equal pairs merged: (first label, last label, pair)."""
+    out: list[tuple[str, str, Pair]] = []
+    for label, x, j in store.points(LEVEL):
+        p = Pair(x, j)
+        if out and out[-1][2] == p:
+            out[-1] = (out[-1][0], label, p)
+        else:
+            out.append((label, label, p))
+    return out
+
+
+def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
+    """Every regression of the stored scan: detection's regressions (metric) or good→bad
+    transitions of the exit status (exit)."""
+    points = collapsed_points(store)
+    if len(points) < 2:
+        raise UserError("the store holds no scan of two or more pairs",
+                        "run `hourly scan` first, or pass --good and --bad")
+    latest = store.all_latest(s.bench_key())
+    ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
+    out = []
+    if mode is Mode.METRIC:
+        from .detect import ChangeKind
+        from .scan import show
+        from .steps import find_steps
+        for st in find_steps(show(store, s).points, s.higher_is_better)[0]:
+            c = st.change
+            if c.kind is ChangeKind.REGRESSION:
+                out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
+                                  f"{c.level_before:.4g} → {c.level_after:.4g} ({c.relative_change * 100:+.1f}%)"))
+    else:
+        verdicts = [_exit_of(m) if m else None for m in ms]
+        for a, b in exit_transitions(verdicts):
+            out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
+                              f"exit status good → bad"))
+    return out
+
+
+def _exit_of(m: Measurement) -> Verdict | None:
+    if m.status == Status.BUILD_FAILED.value:
+        return Verdict.SKIP
+    return exit_verdict([r.get("returncode") for r in m.runs])
+
+
+def default_mode(store: Store, s: Settings) -> Mode:
+    """Metric when the scan measured a metric, else exit status."""
+    latest = store.all_latest(s.bench_key())
+    rows = store.points(LEVEL)
+    if not rows:
+        return Mode.METRIC
+    return Mode.METRIC if any(latest.get((x, j)) and latest[(x, j)].status == Status.OK.value
+                              for _, x, j in rows) else Mode.EXIT
+
+
+# -- the bisector -----------------------------------------------------------------------------
+
+class Bisector:
+    """Bisects windows under one set of settings; a context manager that holds the trees only
+    while something has to be built or run."""
+
+    def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
+                 rerun: bool = False, say: Callable[[str], None] = lambda _: None):
+        if max_repeats < 1:
+            raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
+        self.s, self.store, self.mode, self.rerun, self.say = s, store, mode, rerun, say
+        self.max_repeats = max(max_repeats, s.repeats)
+        self.key = s.bench_key()
+        self.xla, self.jax = open_repos(s)
+        self.repos = {"xla": self.xla, "jax": self.jax}
+        for r in self.repos.values():
+            r.rev_parse(s.ref)
+        self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
+        self._stack = ExitStack()
+        self._bid: int | None = None
+        self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
+        self._measurer: Measurer | None = None
+        self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
+                                                                  s.python), store)
+
+    def __enter__(self) -> "Bisector":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    def measurer(self) -> Measurer:
+        if self._measurer is None:
+            ws = self._stack.enter_context(Workspace([self.xla, self.jax], force=self.s.force))
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws)
+        return self._measurer
+
+    # -- measuring ----------------------------------------------------------------------------
+    def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
+        m = self.measurer()
+        b0, r0 = m.builder.builds_run, m.runs
+        meas = m.measure(pair, repeats, origin="bisect")
+        return meas, m.builder.builds_run - b0, m.runs - r0
+
+    def _stored(self, pair: Pair) -> list[Measurement]:
+        return self.store.measurements(self.key, pair.xla, pair.jax)
+
+    def _known_failed(self, pair: Pair) -> str | None:
+        rec = self.store.build(pair.xla, pair.jax)
+        if rec and rec.status == "failed":
+            return f"build failed (log {rec.log_path})"
+        return None
+
+    def cost(self, pair: Pair) -> float:
+        if self._known_failed(pair) or self._stored(pair):
+            return COST_MEASURED
+        return COST_CACHED if self._cache.is_cached(pair) else COST_BUILD
+
+    def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]] | None,
+                 fresh: bool = False) -> Probe:
+        """The verdict on one state: from stored measurements when they decide, else measured
+        (more repeats while unsure, up to --max-repeats)."""
+        failed = self._known_failed(pair)
+        if failed:
+            return Probe(role, pair, Verdict.SKIP, failed)
+        stored = [] if fresh else self._stored(pair)
+        builds = runs = 0
+        if self.mode is Mode.EXIT:
+            rcs = [r.get("returncode") for m in stored for r in m.runs]
+            if any(m.status == Status.BUILD_FAILED.value for m in stored):
+                return Probe(role, pair, Verdict.SKIP, "build failed")
+            if not rcs:
+                m, builds, runs = self._measure(pair, self.s.repeats)
+                if m.status == Status.BUILD_FAILED.value:
+                    return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
+                rcs = [r.get("returncode") for r in m.runs]
+            v = exit_verdict(rcs)
+            return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+        good, bad = refs
+        samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
+        if not samples and any(m.status != Status.OK.value for m in stored):
+            why = next(m for m in stored if m.status != Status.OK.value)
+            return Probe(role, pair, Verdict.SKIP, f"{why.status}: {why.detail}")
+        while True:
+            if samples:
+                c = classify(samples, good, bad)
+                if c.verdict is not Verdict.UNSURE:
+                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
+                                 between=c.between)
+                if len(samples) >= self.max_repeats:
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
+                                 samples, builds=builds, runs=runs)
+                need = min(len(samples), self.max_repeats - len(samples))
+                # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
+                self._grow_ends(good, bad, len(samples) + need)
+            else:
+                need = self.s.repeats
+            m, b, r = self._measure(pair, need)
+            builds, runs = builds + b, runs + r
+            if m.status != Status.OK.value:
+                return Probe(role, pair, Verdict.SKIP, f"{m.status}: {m.detail}", samples, builds=builds, runs=runs)
+            samples = samples + m.samples
+
+    def _record(self, bid: int, p: Probe) -> Probe:
+        self.store.add_probe(bid, p.row())
+        self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
+                 + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
+        return p
+
+    def _grow_ends(self, good: list[float], bad: list[float], want: int) -> None:
+        if self._ends is None:
+            return
+        for ref, pair, v in ((good, self._ends[0], Verdict.GOOD), (bad, self._ends[1], Verdict.BAD)):
+            if len(ref) < want:
+                ref[:] = self._end_samples(self._bid, pair, v, want)[0]
+
+    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
+        """The end's samples, measuring more until it has ``want``."""
+        samples = [x for m in self._stored(pair) if m.status == Status.OK.value for x in m.samples]
+        builds = runs = 0
+        if len(samples) < want:
+            m, builds, runs = self._measure(pair, want - len(samples))
+            samples += m.samples if m.status == Status.OK.value else []
+            self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
+                                    f"{len(samples)} samples of an end", m.samples, builds=builds, runs=runs))
+        return samples, builds, runs
+
+    # -- one window ---------------------------------------------------------------------------
+    def bisect(self, w: Window) -> list[dict]:
+        """Every regression in the window: when the first bad state lies significantly between the
+        ends, a second step comes after it, and the rest of the window is bisected in turn."""
+        answers = []
+        while True:
+            try:
+                a = self.bisect_one(w)
+            except UserError as e:
+                if answers:  # the rest of the window turned out to hold no further step
+                    return answers
+                if w.origin == "flags":
+                    raise
+                # one window of many (from the store) that cannot be bisected: say why, go on
+                self.say(f"  cannot bisect: {e.one_line()}")
+                return [{"window": {"good_time": _iso(w.good_time), "bad_time": _iso(w.bad_time),
+                                    "origin": w.origin, "note": w.note},
+                         "mode": self.mode.value, "error": e.one_line(), "culprit": None, "range": [],
+                         "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
+                         "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
+                         "runs": 0, "continues_at": None}]
+            answers.append(a)
+            nxt = a.get("continues_at")
+            if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
+                return answers
+            w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
+
+    def bisect_one(self, w: Window) -> dict:
+        states = candidate_states(self.walks, w.good_time, w.bad_time)
+        if len(states) < 2:
+            raise UserError(f"nothing changed between {_iso(w.good_time)} and {_iso(w.bad_time)}",
+                            "pass a good end before the bad end with commits between them")
+        good_pair, bad_pair = states[0].pair, states[-1].pair
+        ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
+                 "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
+                 "ref": self.s.ref, "fp": self.s.first_parent}
+        key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+        bid, status, result = self.store.bisection(key, {
+            "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
+            "good_xla": good_pair.xla, "good_jax": good_pair.jax, "bad_xla": bad_pair.xla, "bad_jax": bad_pair.jax})
+        if status == "done" and not self.rerun:
+            return result
+        if status == "done":
+            self.store.restart_bisection(bid)
+        rows = self.store.probes(bid)
+        self._bid, self._ends = bid, (good_pair, bad_pair)
+        self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {len(states)} states"
+                 + (f" (resuming after {len(rows)} stored verdicts)" if rows else ""))
+        index = {st.pair: i for i, st in enumerate(states)}
+        done = {(r["role"], Pair(r["xla"], r["jax"])) for r in rows}
+        stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
+        verdicts: dict[int, Verdict] = {}
+        for r in rows:
+            if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index:
+                verdicts[index[Pair(r["xla"], r["jax"])]] = Verdict(r["verdict"])
+
+        # the ends
+        refs = None
+        if self.mode is Mode.METRIC:
+            want = min(MIN_END_SAMPLES, self.max_repeats)
+            while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
+                good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
+                bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
+                if not good or not bad:
+                    raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
+                                    f"(good {len(good)} samples, bad {len(bad)})",
+                                    "pick ends that measure, or use --mode exit for crashes")
+                sep = separation(good, bad)
+                if sep >= SEPARATION_MIN or want >= self.max_repeats:
+                    break
+                want = min(2 * want, self.max_repeats)
+            if sep < SEPARATION_MIN:
+                raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
+                                f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
+                                "pass ends on either side of the regression, or a larger --max-repeats")
+            if not worse(good, bad, self.s.higher_is_better):
+                raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
+                                "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+            refs = (good, bad)
+        else:
+            for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
+                p = stored.get(("end", role_pair))
+                v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+                if v is not want:
+                    raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
+                                    "pass --good at a state that passes and --bad at one that fails")
+
+        # the search
+        while True:
+            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+            i = next_probe(len(states), verdicts, costs)
+            if i is None:
+                break
+            p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
+            verdicts[i] = p.verdict
+        b = bounds(len(states), verdicts)
+        last_good, first_bad = states[b.lo].pair, states[b.hi].pair
+
+        # confirmation: fresh measurements of the two states the answer rests on
+        confirm, partial = {}, False
+        for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
+            r = stored.get((role, pair))
+            if r:
+                confirm[role], between = Verdict(r["verdict"]), bool(r["partial"])
+            else:
+                p = self._record(bid, self.evaluate(pair, role, refs, fresh=True))
+                confirm[role], between = p.verdict, p.between
+            partial = partial or (role == "confirm_bad" and between)
+        confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+
+        # blame
+        moved = step_commits(self.walks, last_good, first_bad)
+        blame = None
+        if b.adjacent and moved["xla"] and moved["jax"]:
+            blame = self._blame(bid, last_good, first_bad, stored, refs)
+        answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
+        answer["continues_at"] = states[b.hi].time if partial and b.hi < len(states) - 1 else None
+        self.store.finish_bisection(bid, answer)
+        return answer
+
+    def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
+        """Old xla + new jax, then new xla + old jax: which change alone brings the regression."""
+        verdicts = []
+        for mixed in (Pair(good.xla, bad.jax), Pair(bad.xla, good.jax)):
+            r = stored.get(("blame", mixed))
+            v = Verdict(r["verdict"]) if r else self._record(bid, self.evaluate(mixed, "blame", refs)).verdict
+            verdicts.append(v)
+            if v is Verdict.BAD:
+                return Blame.JAX if mixed.xla == good.xla else Blame.XLA
+            if v is not Verdict.GOOD:
+                return Blame.UNKNOWN
+        return Blame.BOTH
+
+    def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
+        rows = self.store.probes(bid)
+        last_good, first_bad = states[b.lo].pair, states[b.hi].pair
+        culprit, reason = None, None
+        if b.adjacent:
+            repos = [n for n in REPOS if moved[n]]
+            if blame in (Blame.XLA, Blame.JAX):
+                repos = [blame.value]
+            if len(repos) == 1 and len(moved[repos[0]]) == 1:
+                culprit = self.commit(repos[0], moved[repos[0]][0])
+            elif len(repos) == 1:
+                reason = (f"{len(moved[repos[0]])} {repos[0]} commits arrived in one step (their committer "
+                          "times are out of order), so no state between them existed")
+            elif blame is Blame.BOTH:
+                reason = "neither repository's change alone regresses: the combination does"
+            else:
+                reason = "both repositories moved in one step and the mixed pairs could not be tested"
+        else:
+            skipped = [(i, next((r for r in rows if r["role"] == "probe" and
+                                 Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
+            whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
+            reason = f"{b.hi - b.lo - 1} untestable state(s) between last good and first bad: " + "; ".join(whys)
+        all_moved = step_commits(self.walks, last_good, first_bad)
+        range_commits = [] if culprit else [self.commit(n, sha) for n in REPOS for sha in all_moved[n]]
+        return {
+            "window": {"good_time": _iso(w.good_time), "bad_time": _iso(w.bad_time), "origin": w.origin,
+                       "note": w.note},
+            "mode": self.mode.value,
+            "culprit": culprit,
+            "range": [c["sha"] for c in range_commits],
+            "range_commits": range_commits,
+            "reason": reason,
+            "blame": blame.value if blame else None,
+            "confirmed": confirmed,
+            "last_good": {"xla": last_good.xla, "jax": last_good.jax},
+            "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
+            "states": len(states),
+            "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]} for r in rows],
+            "builds": sum(r["builds"] for r in rows),
+            "runs": sum(r["runs"] for r in rows),
+        }
+
+    def commit(self, repo: str, sha: str) -> dict:
+        r = self.repos[repo]
+        info: CommitInfo = r.commits([sha])[sha]
+        out = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
+               "committer_time": _iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
+        parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
+        if len(parents) > 1:  # a merged pull request: name the commits it brought
+            out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author}
+                             for c in r.log(parents[0], sha, first_parent=False) if c.sha != sha]
+        return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+# -- git bisect log ---------------------------------------------------------------------------
+
+def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = None) -> tuple[str, str]:
+    """A ``git bisect`` log for the repository to blame, the other repository pinned at its
+    first-bad commit: (repo, log text). Only probes with the other repository at that commit count.
+    ``git bisect replay <file>`` in that repository continues the search by hand."""
+    lg, fb = answer["last_good"], answer["first_bad"]
+    if answer.get("culprit"):
+        repo = answer["culprit"]["repo"]
+    else:
+        moved = [n for n in REPOS if lg[n] != fb[n]]
+        if len(moved) != 1:
+            raise UserError("both repositories move between the last good and first bad states",
+                            "bisect one repository by hand with the other pinned, or test the mixed pairs")
+        repo = moved[0]
+    other = "jax" if repo == "xla" else "xla"
+    pinned = fb[other]
+    lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
+             f"# (check out {other} at {pinned} before continuing)",
+             "git bisect start '--first-parent'"]
+    marks: dict[str, str] = {}
+    for p in answer["probes"]:
+        if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):
+            marks[p[repo]] = p["verdict"]
+    marks[fb[repo]] = "bad"
+    if lg[other] == pinned:
+        marks[lg[repo]] = "good"
+    if "good" not in marks.values():
+        raise UserError(f"no good state with {other} at {pinned[:12]} was tested",
+                        "rerun the bisection with --rerun; it tests the mixed pair when both repositories move")
+    for word in ("bad", "good", "skip"):
+        for sha, w in marks.items():
+            if w == word:
+                lines += [f"# {word}: [{sha}]", f"git bisect {word} {sha}"]
+    return repo, "\n".join(lines) + "\n"

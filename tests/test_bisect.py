@@ -1,0 +1,301 @@
+"""``hourly bisect`` end to end on real stand-in repos: real git, real builds, real benchmarks, real SQLite."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hourly.cli import main
+from hourly.config import effective
+from hourly.demo import make_venv
+from hourly.fixtures import Change, make_repos
+from hourly.scan import run_scan
+from hourly.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def python(tmp_path_factory) -> str:
+    return make_venv(tmp_path_factory.mktemp("venv") / "v")
+
+
+def flags(made, python, workdir, **extra) -> list[str]:
+    args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+            "--python", python, "--bench-cmd", extra.pop("bench_cmd", f"python3 {made.bench_script}"),
+            "--workdir", str(workdir)]
+    for k, v in extra.items():
+        if isinstance(v, list):
+            for item in v:
+                args += [f"--{k.replace('_', '-')}", str(item)]
+        else:
+            args += [f"--{k.replace('_', '-')}", str(v)]
+    return args
+
+
+def bisect_json(capsys, args) -> dict:
+    capsys.readouterr()
+    rc = main(["bisect", "--json", *args])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    return json.loads(out.out)
+
+
+def rev_list_pair(made, when: int) -> tuple[str, str]:
+    """What the guide's loop would build at ``when`` (first-parent)."""
+    out = []
+    for repo in (made.xla, made.jax):
+        out.append(subprocess.run(["git", "-C", str(repo), "rev-list", "-1", "--first-parent",
+                                   f"--before={when}", "origin/main"], capture_output=True, text=True,
+                                  check=True).stdout.strip())
+    return tuple(out)
+
+
+def committer_times(repo: Path) -> list[int]:
+    out = subprocess.run(["git", "-C", str(repo), "log", "--first-parent", "--format=%ct", "origin/main"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(int(x) for x in out.split())
+
+
+def busy_day(regressions: list[Change], hours: int = 7) -> list[Change]:
+    """``hours`` with a commit every 40 minutes in xla and every 70 in jax, plus the given changes."""
+    changes = []
+    for i in range(30):
+        m = 20 + 40 * i
+        if m >= hours * 60:
+            break
+        changes.append(Change("xla", f"2023-08-24T{m // 60:02d}:{m % 60:02d}:00Z", f"[XLA] change {i}", {f"x/{i}.txt": "1\n"}))
+    for i in range(18):
+        m = 35 + 70 * i
+        if m >= hours * 60:
+            break
+        changes.append(Change("jax", f"2023-08-24T{m // 60:02d}:{m % 60:02d}:00Z", f"jax change {i}", {f"j/{i}.txt": "1\n"}))
+    return changes + regressions
+
+
+# -- two regressions in one scan, one in each repository -------------------------------------------
+
+def test_every_regression_of_a_scan_is_bisected_to_its_commit(tmp_path, python, capsys):
+    fusion = Change("xla", "2023-08-24T04:50:00Z", "[XLA:GPU] Slower fusion", {"perf/fusion.txt": "0.9\n"},
+                    author="Fusion Author")
+    dispatch = Change("jax", "2023-08-24T13:05:00Z", "Slower dispatch", {"perf/dispatch.txt": "0.93\n"},
+                      merged_at="2023-08-24T14:10:00Z", author="Dispatch Author")
+    made = make_repos(tmp_path / "repos", busy_day([fusion, dispatch], hours=18))
+    work = tmp_path / "work"
+    s, _ = effective(dict(from_="2023-08-24T00:00Z", to="2023-08-24T18:00Z", step="3h", xla_repo=str(made.xla),
+                          jax_repo=str(made.jax), build_cmd=str(made.build_script), python=python,
+                          bench_cmd=f"python3 {made.bench_script}", repeats=3, workdir=str(work), sync=False))
+    run_scan(s, Store(work))
+    regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert [r["culprit"]["sha"] for r in regs] == [made.shas[fusion.subject], made.shas[dispatch.subject]]
+    x, j = regs
+    assert x["culprit"]["repo"] == "xla" and x["culprit"]["author"] == "Fusion Author"
+    assert x["culprit"]["link"] == f"https://github.com/openxla/xla/commit/{made.shas[fusion.subject]}"
+    assert j["culprit"]["repo"] == "jax" and j["culprit"]["subject"].startswith("Merge pull request")
+    assert j["culprit"]["merged"][0]["sha"] == made.branch_shas[dispatch.subject]
+    for r in regs:
+        assert r["confirmed"] and r["last_good"]["xla"] and r["first_bad"]["jax"]
+        # builds stay near log2 of the states (each 3 h window holds ~7 states)
+        assert r["builds"] <= math.ceil(math.log2(r["states"])) + 2, r
+        # every probed state is one the hourly loop could have built
+        times = sorted(set(committer_times(made.xla) + committer_times(made.jax)))
+        possible = {rev_list_pair(made, t) for t in times if 1692835200 <= t <= 1692907200}
+        for p in r["probes"]:
+            assert (p["xla"], p["jax"]) in possible
+    # a rerun answers from the store: no builds, no runs
+    again = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert again == regs
+    assert Store(work).conn.execute("SELECT COUNT(*) FROM bisections WHERE status='done'").fetchone()[0] == 2
+
+
+def test_two_steps_inside_one_window_are_both_found(tmp_path, python, capsys):
+    a = Change("jax", "2023-08-24T02:05:00Z", "Slower tracing", {"perf/trace.txt": "0.9\n"})
+    b = Change("xla", "2023-08-24T05:10:00Z", "Slower layout", {"perf/layout.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([a, b]))
+    args = flags(made, python, tmp_path / "work", repeats=3)
+    regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T07:00Z", *args])["regressions"]
+    assert [(r["culprit"]["repo"], r["culprit"]["sha"]) for r in regs] == \
+        [("jax", made.shas[a.subject]), ("xla", made.shas[b.subject])]
+
+
+# -- untestable states -----------------------------------------------------------------------------
+
+def test_build_failure_next_to_the_culprit(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
+        Change("xla", "2023-08-24T02:02:00Z", "Fix the build", {"BROKEN": None}),
+        Change("xla", "2023-08-24T02:03:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
+    (r,) = regs
+    assert r["culprit"]["sha"] == made.shas["Slower reduction"]
+
+
+def test_skips_that_hide_the_culprit_give_the_smallest_range(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
+        Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
+        Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    (r,) = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
+    assert r["culprit"] is None
+    assert r["range"] == [made.shas["Break the build"], made.shas["Slower reduction"], made.shas["Fix the build"]]
+    assert "build failed" in r["reason"]
+
+
+# -- exit status mode and the git bisect log ---------------------------------------------------------
+
+EXIT_TEST = r'''
+import pathlib, sys
+import jax_demo
+if jax_demo.CRASH:
+    sys.exit(3)
+sys.exit(125 if abs(jax_demo.FACTOR - 1.5) < 1e-9 else 0)
+'''
+
+
+def test_exit_mode_with_skips_and_a_replayable_log(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("jax", "2023-08-24T02:10:00Z", "Untestable for a moment", {"perf/odd.txt": "1.5\n"}),
+        Change("jax", "2023-08-24T02:12:00Z", "Back to testable", {"perf/odd.txt": None}),
+        Change("jax", "2023-08-24T02:52:00Z", "Rewrite custom_vjp", {"CRASH": "1\n"}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    test = tmp_path / "check.py"
+    test.write_text(EXIT_TEST)
+    args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}")
+    window = ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T06:00Z", "--mode", "exit"]
+    (r,) = bisect_json(capsys, [*window, *args])["regressions"]
+    assert r["mode"] == "exit"
+    assert r["culprit"]["sha"] == made.shas["Rewrite custom_vjp"]
+    capsys.readouterr()
+    assert main(["bisect", "--log", *window, *args]) == 0
+    log = capsys.readouterr().out
+    assert "git bisect start" in log and f"git bisect bad {made.shas['Rewrite custom_vjp']}" in log
+    (tmp_path / "bisect.log").write_text(log)
+    # the culprit's repository, the other one pinned: git itself continues (here: concludes)
+    replay = subprocess.run(["git", "-C", str(made.jax), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True)
+    assert replay.returncode == 0, replay.stderr
+    assert f"{made.shas['Rewrite custom_vjp']} is the first bad commit" in replay.stdout
+    subprocess.run(["git", "-C", str(made.jax), "bisect", "reset"], capture_output=True, check=True)
+
+
+def test_exit_mode_log_with_a_skipped_range(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("jax", "2023-08-24T02:50:00Z", "Untestable", {"perf/odd.txt": "1.5\n"}),
+        Change("jax", "2023-08-24T02:52:00Z", "Rewrite custom_vjp", {"CRASH": "1\n"}),
+        Change("jax", "2023-08-24T02:54:00Z", "Still crashing", {"x.txt": "1\n"}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    test = tmp_path / "check.py"
+    test.write_text(EXIT_TEST)
+    args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}")
+    window = ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T06:00Z", "--mode", "exit"]
+    (r,) = bisect_json(capsys, [*window, *args])["regressions"]
+    assert r["culprit"] is None
+    assert r["range"] == [made.shas["Untestable"], made.shas["Rewrite custom_vjp"]]
+    capsys.readouterr()
+    assert main(["bisect", "--log", *window, *args]) == 0
+    (tmp_path / "bisect.log").write_text(capsys.readouterr().out)
+    replay = subprocess.run(["git", "-C", str(made.jax), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True)
+    assert "only 'skip'ped commits left" in replay.stdout + replay.stderr
+    subprocess.run(["git", "-C", str(made.jax), "bisect", "reset"], capture_output=True, check=True)
+
+
+# -- noise ---------------------------------------------------------------------------------------------
+
+def test_noisy_metric_gets_more_repeats(tmp_path, python, capsys):
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Slower GEMM", {"perf/gemm.txt": "0.92\n"})]))
+    args = flags(made, python, tmp_path / "work", repeats=1, env=["DEMO_NOISE=0.03"])
+    (r,) = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
+                                "--max-repeats", "24", *args])["regressions"]
+    assert r["culprit"]["sha"] == made.shas["Slower GEMM"]
+    rows = Store(tmp_path / "work").conn.execute(
+        "SELECT samples FROM bisect_probes WHERE role='probe'").fetchall()
+    assert max(len(json.loads(x[0])) for x in rows) > 1  # some probe needed more than --repeats 1
+    assert r["runs"] > len(rows)
+
+
+# -- interruption --------------------------------------------------------------------------------------
+
+def test_kill_9_then_rerun_continues(tmp_path, python):
+    culprit = Change("xla", "2023-08-24T09:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([culprit], hours=20))
+    work = tmp_path / "work"
+    cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
+           "--bad", "2023-08-24T20:00Z", *flags(made, python, work, repeats=2)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    db = work / "hourly.sqlite"
+    deadline = time.time() + 60
+    probes = 0
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                probes = sqlite3.connect(db).execute(
+                    "SELECT COUNT(*) FROM bisect_probes WHERE role='probe'").fetchone()[0]
+            except sqlite3.OperationalError:
+                probes = 0
+            if probes >= 2:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the bisection finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = sqlite3.connect(db).execute(
+        "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq").fetchall()
+    assert len(before) >= 2
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (r,) = json.loads(done.stdout)["regressions"]
+    assert r["culprit"]["sha"] == made.shas[culprit.subject]
+    after = sqlite3.connect(db).execute(
+        "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq").fetchall()
+    assert after[:len(before)] == before
+    assert len({(x, j) for x, j, _ in after}) == len(after)  # no state was probed twice
+    # the trees are back on their branches
+    for repo in (made.xla, made.jax):
+        head = subprocess.run(["git", "-C", str(repo), "symbolic-ref", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+        assert head == "main"
+
+
+# -- blame when one step moves both repositories -------------------------------------------------------
+
+def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python, capsys):
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Slower collectives", {"perf/coll.txt": "0.9\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"}),
+    ]))
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    (r,) = bisect_json(capsys, ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z", *args])["regressions"]
+    assert r["blame"] == "xla"
+    assert r["culprit"]["sha"] == made.shas["Slower collectives"]
+    assert r["first_bad"] == {"xla": made.shas["Slower collectives"], "jax": made.shas["Harmless jax change"]}
+    mixed = [p for p in r["probes"] if p["role"] == "blame"]
+    assert [(p["xla"], p["jax"], p["verdict"]) for p in mixed] == [
+        (r["last_good"]["xla"], r["first_bad"]["jax"], "good"),
+        (r["first_bad"]["xla"], r["last_good"]["jax"], "bad")]
+    # the log pins jax at the first bad state's commit, where the mixed pair was good
+    capsys.readouterr()
+    assert main(["bisect", "--log", "--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z", *args]) == 0
+    (tmp_path / "bisect.log").write_text(capsys.readouterr().out)
+    replay = subprocess.run(["git", "-C", str(made.xla), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True)
+    assert f"{made.shas['Slower collectives']} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
