@@ -1,0 +1,152 @@
+"""The benchmark executor: run a command N times, parse one metric, classify each run.
+
+The command is an argument list (split like a shell would by the caller, never run through a
+shell string). Every run keeps its exit code, duration, log and parsed value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from . import proc
+from .errors import UserError
+
+NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+DEFAULT_METRIC_REGEX = rf"MLUPS:\s*(?P<value>{NUMBER})"
+
+
+class Status(str, Enum):
+    """The outcome of a run, and of a point (a point adds ``build_failed``)."""
+
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    NO_METRIC = "no_metric"
+    BUILD_FAILED = "build_failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def compile_metric_regex(pattern: str) -> re.Pattern:
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"--metric-regex {pattern!r} is not a valid regular expression ({e})",
+                        r"fix the pattern, e.g. 'MLUPS:\s*(?P<value>[0-9.]+)'") from e
+    if "value" not in rx.groupindex and rx.groups < 1:
+        raise UserError(f"--metric-regex {pattern!r} captures nothing",
+                        "add a named group (?P<value>...) around the number")
+    return rx
+
+
+def parse_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> float | None:
+    """The metric's value in ``text``: the last match wins; None when there is none."""
+    rx = pattern if isinstance(pattern, re.Pattern) else compile_metric_regex(pattern)
+    value = None
+    for m in rx.finditer(text):
+        raw = m.group("value") if "value" in rx.groupindex else m.group(1)
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            continue
+    return value
+
+
+@dataclass
+class Run:
+    status: Status
+    value: float | None
+    returncode: int | None
+    duration: float
+    log_path: str
+
+    def as_dict(self) -> dict:
+        return {"status": self.status.value, "value": self.value, "returncode": self.returncode,
+                "duration": round(self.duration, 3), "log": self.log_path}
+
+
+@dataclass
+class BenchResult:
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def samples(self) -> list[float]:
+        return [r.value for r in self.runs if r.status is Status.OK and r.value is not None]
+
+    @property
+    def status(self) -> Status:
+        """OK when any run measured; otherwise the first failure's class."""
+        if self.samples:
+            return Status.OK
+        return self.runs[0].status if self.runs else Status.NO_METRIC
+
+    @property
+    def value(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
+
+    def detail(self) -> str | None:
+        bad = [r for r in self.runs if r.status is not Status.OK]
+        if not bad:
+            return None
+        r = bad[0]
+        what = {Status.CRASHED: f"exit code {r.returncode}", Status.TIMEOUT: "timed out",
+                Status.NO_METRIC: "metric never printed"}.get(r.status, r.status.value)
+        return f"{what}; log {r.log_path}"
+
+
+@dataclass
+class BenchSpec:
+    cmd: list[str]
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    timeout: float | None = None
+    python: str | None = None  # its directory goes first on PATH, so `python3` means it
+
+
+def bench_env(spec: BenchSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    if spec.python:
+        env["PATH"] = str(Path(spec.python).parent) + os.pathsep + env.get("PATH", "")
+    env.update(spec.env)
+    return env
+
+
+def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> BenchResult:
+    """Run the benchmark ``repeats`` times; each run's log goes to ``log_dir/bench-<tag>-<i>.log``."""
+    rx = compile_metric_regex(spec.metric_regex)
+    if spec.cwd and not Path(spec.cwd).is_dir():
+        raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    env = bench_env(spec)
+    result = BenchResult()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for i in range(repeats):
+        log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
+        res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
+        value = parse_metric(res.output, rx)
+        if res.timed_out:
+            status = Status.TIMEOUT
+        elif res.returncode != 0:
+            status = Status.CRASHED
+        elif value is None:
+            status = Status.NO_METRIC
+        else:
+            status = Status.OK
+        result.runs.append(Run(status, value if status is Status.OK else None, res.returncode,
+                               res.duration, str(log)))
+    return result
+
+
+def spread(samples: list[float]) -> float | None:
+    """Half the range relative to the median (0.01 = ±1%); None for fewer than two samples."""
+    if len(samples) < 2:
+        return None
+    med = statistics.median(samples)
+    return (max(samples) - min(samples)) / 2 / abs(med) if med else None

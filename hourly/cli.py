@@ -1,0 +1,214 @@
+"""The command line: a thin layer over the stages, and the one top-level error handler."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from . import __version__
+from .config import Settings, effective
+from .errors import HourlyError, ProcessError, UserError
+from .render import print_report
+from .scan import dry_run, run_scan, show as show_stored
+from .store import Store
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find the JAX or XLA commit that made a program slower or made it crash.")
+console = Console()
+err_console = Console(stderr=True)
+
+# -- shared options --------------------------------------------------------------------------
+Opt = typer.Option
+XlaRepo = Opt(None, "--xla-repo", help="XLA checkout [default: /opt/xla-source or /opt/xla]")
+JaxRepo = Opt(None, "--jax-repo", help="JAX checkout [default: /opt/jax-source or /opt/jax]")
+Workdir = Opt(None, "--workdir", help="Results store, logs and wheel cache [default: ./hourly-work]")
+ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
+JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
+
+
+def _scan_flags(**kw) -> dict:
+    return {k: v for k, v in kw.items()}
+
+
+@app.command()
+def scan(
+    from_: Optional[str] = Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601.'),
+    to: Optional[str] = Opt(None, "--to", help="End of the window; a date alone means the end of that day."),
+    tz: Optional[str] = Opt(None, "--tz", help="Zone of times given without one [default: UTC]."),
+    step: Optional[str] = Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h]."),
+    xla_repo: Optional[str] = XlaRepo,
+    jax_repo: Optional[str] = JaxRepo,
+    ref: Optional[str] = Opt(None, "--ref", help="Ref to walk [default: origin/main]."),
+    first_parent: Optional[bool] = Opt(None, "--first-parent/--no-first-parent",
+                                       help="Walk merged history only [default: on]."),
+    sync: Optional[bool] = Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on]."),
+    build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh]."),
+    build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped."),
+    wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist]."),
+    python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark."),
+    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark command (split like a shell would)."),
+    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable)."),
+    repeats: Optional[int] = Opt(None, "--repeats", help="Runs per pair [default: 1]."),
+    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
+    metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS]."),
+    workdir: Optional[str] = Workdir,
+    force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored)."),
+    rerun: Optional[bool] = Opt(None, "--rerun", help="Measure again pairs that are already stored."),
+    dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
+) -> None:
+    """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
+    flags = dict(from_=from_, to=to, tz=tz, step=step, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref,
+                 first_parent=first_parent, sync=sync, build_cmd=build_cmd, build_timeout=build_timeout,
+                 wheel_dir=wheel_dir, python=python, bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
+                 repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
+                 force=force, rerun=rerun)
+    s, _ = effective(flags, config)
+    store = Store(s.workdir)
+    if dry_run_:
+        report = dry_run(s, store)
+    elif json_out:
+        report = run_scan(s, store)
+    else:
+        report = _scan_with_progress(s, store)
+    _emit(report, json_out, s, store)
+
+
+def _scan_with_progress(s: Settings, store: Store):
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task("planning", total=None)
+
+        def on_progress(done, total, pair):
+            desc = f"building + measuring {pair.short()}" if pair else "pairs"
+            progress.update(task, completed=done, total=total, description=desc)
+
+        return run_scan(s, store, on_progress)
+
+
+def _emit(report, json_out: bool, s: Settings, store: Store) -> None:
+    if json_out:
+        print(json.dumps(report.as_json(), indent=1))
+        return
+    marks, lines = _step_marks(report, s)
+    print_report(console, report, marks)
+    for line in lines:
+        console.print(line)
+
+
+def _step_marks(report, s: Settings) -> tuple[dict[int, str], list[str]]:
+    """Detection marks for the table, when the detection stage is available."""
+    try:
+        from .steps import marks_for_report
+    except ImportError:
+        return {}, []
+    return marks_for_report(report, s)
+
+
+@app.command()
+def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt) -> None:
+    """Print the stored scan table again."""
+    store = Store(_workdir(workdir, config), create=False)
+    s = _stored_settings(store, config, workdir=workdir)
+    _emit(show_stored(store, s), json_out, s, store)
+
+
+def _workdir(workdir: Optional[str], config: Optional[str]) -> str:
+    s, _ = effective({"workdir": workdir}, config)
+    return s.workdir
+
+
+def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
+    base = store.load_settings("scan") or {}
+    s, _ = effective(flags, config, base=base)
+    return s
+
+
+@app.command("config")
+def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
+    """Print the effective settings and where each came from."""
+    s, origin = effective({}, config)
+    values = s.as_dict()
+    if json_out:
+        print(json.dumps({k: {"value": v, "from": origin[k]} for k, v in values.items()}, indent=1))
+        return
+    from rich.table import Table
+    t = Table(title="hourly settings")
+    t.add_column("setting")
+    t.add_column("value")
+    t.add_column("from")
+    for k, v in values.items():
+        t.add_row(k.rstrip("_"), repr(v), origin[k])
+    console.print(t)
+
+
+@app.command()
+def demo(directory: Optional[str] = typer.Argument(None, help="Where to build the demo [default: a new temporary dir]."),
+         json_out: bool = JsonOpt) -> None:
+    """Make two small real repos with planted regressions, then find them."""
+    from .demo import run_demo
+    run_demo(directory, console=console, json_out=json_out)
+
+
+@app.command()
+def version() -> None:
+    """Print hourly's version."""
+    print(__version__)
+
+
+# -- the one top-level handler ---------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=argv, prog_name="hourly", standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err_console.print(f"\ninterrupted. Finished points are stored; resume with:\n  "
+                          f"{shlex.join(['hourly', *argv])}", highlight=False)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except UserError as e:
+        err_console.print(f"hourly: error: {e.one_line()}", highlight=False, markup=False)
+        return e.exit_code
+    except ProcessError as e:
+        log = _crash_log(e)
+        err_console.print(f"hourly: error: {e}\n  full log: {e.log_path or log}", highlight=False, markup=False)
+        return e.exit_code
+    except Exception as e:  # noqa: BLE001 - the one place that catches everything
+        log = _crash_log(e)
+        err_console.print(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
+                          f"  details in {log}; please attach it to a bug report", highlight=False,
+                          markup=False)
+        return 3
+
+
+def _crash_log(e: BaseException) -> str:
+    d = Path(os.environ.get("HOURLY_LOG_DIR") or Path(tempfile.gettempdir()) / "hourly-logs")
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    path.write_text(f"hourly {__version__}\nargv: {sys.argv}\n\n" +
+                    "".join(traceback.format_exception(type(e), e, e.__traceback__)))
+    return str(path)
+
+
+def entry() -> None:
+    sys.exit(main())

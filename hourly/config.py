@@ -1,0 +1,166 @@
+"""Settings: defaults, then ``hourly.toml`` (or ``--config``), then flags — and where each came from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .bench import DEFAULT_METRIC_REGEX, BenchSpec
+from .errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_NAME = "hourly.toml"
+
+
+def _default_tree(new: str, old: str) -> str:
+    """Nightly containers keep sources at /opt/xla-source (older) or /opt/xla (newer)."""
+    return old if Path(old).exists() or not Path(new).exists() else new
+
+
+@dataclass
+class Settings:
+    xla_repo: str = field(default_factory=lambda: _default_tree("/opt/xla", "/opt/xla-source"))
+    jax_repo: str = field(default_factory=lambda: _default_tree("/opt/jax", "/opt/jax-source"))
+    from_: str | None = None
+    to: str | None = None
+    tz: str = "UTC"
+    step: str = "1h"
+    ref: str = "origin/main"
+    first_parent: bool = True
+    sync: bool = True
+    build_cmd: str = "build-jax.sh"
+    build_timeout: float | None = None
+    wheel_dir: str | None = None  # default: <jax_repo>/dist
+    python: str = field(default_factory=lambda: sys.executable)
+    bench_cmd: str | None = None
+    bench_cwd: str | None = None
+    env: list[str] = field(default_factory=list)
+    repeats: int = 1
+    bench_timeout: float | None = None
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    higher_is_better: bool = True
+    workdir: str = "hourly-work"
+    force: bool = False
+    rerun: bool = False
+
+    # -- derived ----------------------------------------------------------------------------
+    def env_dict(self) -> dict[str, str]:
+        out = {}
+        for item in self.env:
+            if "=" not in item or item.startswith("="):
+                raise UserError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+            k, v = item.split("=", 1)
+            out[k] = v
+        return out
+
+    def bench_argv(self) -> list[str]:
+        if not self.bench_cmd:
+            raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ..." or set bench_cmd in hourly.toml')
+        try:
+            argv = shlex.split(self.bench_cmd)
+        except ValueError as e:
+            raise UserError(f"cannot split --bench-cmd ({e})", "check its quotes") from e
+        if not argv:
+            raise UserError("empty --bench-cmd", "pass the command that runs the benchmark")
+        return argv
+
+    def build_argv(self) -> list[str]:
+        try:
+            argv = shlex.split(self.build_cmd)
+        except ValueError as e:
+            raise UserError(f"cannot split --build-cmd ({e})", "check its quotes") from e
+        if not argv:
+            raise UserError("empty --build-cmd", "pass the build command, e.g. build-jax.sh")
+        if "/" in argv[0] and not Path(argv[0]).is_absolute():
+            argv[0] = str(Path(argv[0]).absolute())
+        return argv
+
+    def bench_spec(self) -> BenchSpec:
+        return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
+                         self.bench_timeout, self.python)
+
+    def bench_key(self) -> str:
+        """What makes two measurements comparable: command, directory, environment, regex, Python."""
+        ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
+                 "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def resolved_wheel_dir(self) -> Path:
+        return Path(self.wheel_dir) if self.wheel_dir else Path(self.jax_repo) / "dist"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+FIELD_NAMES = {f.name for f in fields(Settings)}
+
+
+def _key(name: str) -> str:
+    k = name.replace("-", "_")
+    return "from_" if k == "from" else k
+
+
+def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
+    """Values from the config file: ``--config`` path, else ./hourly.toml when present."""
+    p = Path(path) if path else Path(CONFIG_NAME)
+    if not p.exists():
+        if path:
+            raise UserError(f"config file {path} does not exist", "pass --config with an existing file")
+        return {}, None
+    try:
+        data = tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p} is not valid TOML ({e})", "fix the file or pass --config with another") from e
+    table = data.get("scan", {}) if isinstance(data.get("scan"), dict) else {}
+    flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    flat.update(table)
+    values = {}
+    for name, v in flat.items():
+        k = _key(name)
+        if k not in FIELD_NAMES:
+            raise UserError(f"{p}: unknown setting {name!r}",
+                            "remove it; `hourly config` lists the settings")
+        values[k] = v
+    return values, str(p)
+
+
+def effective(flags: dict[str, Any], config_path: str | None = None,
+              base: dict[str, Any] | None = None) -> tuple[Settings, dict[str, str]]:
+    """Merge defaults < ``base`` (e.g. a stored scan's settings) < config file < flags.
+
+    Flags whose value is None were not given. Returns the settings and where each came from.
+    """
+    file_values, file_name = load_config(config_path)
+    s = Settings()
+    origin = {name: "default" for name in FIELD_NAMES}
+    for layer, label in ((base or {}, "stored scan"), (file_values, file_name or ""),
+                         ({k: v for k, v in flags.items() if v is not None}, "flag")):
+        for k, v in layer.items():
+            k = _key(k)
+            if k in FIELD_NAMES:
+                if k == "env" and isinstance(v, (list, tuple)) and not v and label == "flag":
+                    continue
+                setattr(s, k, list(v) if isinstance(v, tuple) else v)
+                origin[k] = label
+    _validate(s)
+    return s, origin
+
+
+def _validate(s: Settings) -> None:
+    if not isinstance(s.repeats, int) or s.repeats < 1:
+        raise UserError(f"repeats must be a positive integer, not {s.repeats!r}", "pass --repeats 1 or more")
+    for name in ("bench_timeout", "build_timeout"):
+        v = getattr(s, name)
+        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
+            raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
+    if isinstance(s.env, str):
+        s.env = [s.env]

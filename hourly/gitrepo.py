@@ -1,0 +1,179 @@
+"""The narrow git adapter: everything hourly asks of a repository.
+
+Built on GitPython; bulk history walks use the git CLI through it (one process per walk). Git
+failures become :class:`~hourly.errors.ProcessError` (command, exit code, output tail).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from .errors import ProcessError, UserError
+
+#: Repository names hourly knows, in the order pairs are written: (xla, jax).
+REPOS = ("xla", "jax")
+
+COMMIT_URLS = {
+    "xla": "https://github.com/openxla/xla/commit/{sha}",
+    "jax": "https://github.com/jax-ml/jax/commit/{sha}",
+}
+
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    committer_time: int  # unix seconds
+    author: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """Where a working tree stood: a branch name (or None when detached) and the commit."""
+
+    branch: str | None
+    sha: str
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, ProcessError) and not exc.timed_out
+
+
+class GitRepo:
+    def __init__(self, path: str | os.PathLike, name: str):
+        self.name = name
+        self.path = Path(path).expanduser().absolute()
+        if not self.path.exists():
+            raise UserError(f"{name} repository {self.path} does not exist",
+                            f"pass --{name}-repo with the path of your {name} checkout")
+        try:
+            self.repo = git.Repo(self.path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+            raise UserError(f"{self.path} is not a git repository",
+                            f"pass --{name}-repo with the path of your {name} checkout") from e
+        if self.repo.bare:
+            raise UserError(f"{self.path} is a bare repository", "pass a checkout with a working tree")
+
+    # -- raw access -------------------------------------------------------------------------
+    def git(self, *args: str, timeout: float | None = None) -> str:
+        cmd = ["git", *args]
+        try:
+            return self.repo.git.execute(cmd, kill_after_timeout=timeout, strip_newline_in_stdout=False)
+        except git.GitCommandError as e:
+            out = (e.stdout or "") + (e.stderr or "")
+            raise ProcessError(cmd, e.status if isinstance(e.status, int) else None,
+                               str(out).strip(), str(self.path)) from e
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.repo.git_dir)
+
+    # -- queries ----------------------------------------------------------------------------
+    def rev_parse(self, ref: str) -> str:
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        except ProcessError as e:
+            raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
+                            "run `git remote update` there, or pass --ref with a ref that exists") from e
+
+    def resolve_sha(self, prefix: str) -> str:
+        """A full SHA from a (possibly abbreviated) one."""
+        return self.rev_parse(prefix)
+
+    def history(self, ref: str, first_parent: bool = True) -> list[tuple[str, int]]:
+        """(sha, committer time) in the order ``git rev-list`` walks them from ``ref``."""
+        args = ["rev-list", "--timestamp"] + (["--first-parent"] if first_parent else []) + [ref, "--"]
+        out = self.git(*args)
+        walk = []
+        for line in out.splitlines():
+            ts, sha = line.split()
+            walk.append((sha, int(ts)))
+        return walk
+
+    def commits(self, shas: list[str]) -> dict[str, CommitInfo]:
+        """Metadata of the given commits, in one git process."""
+        if not shas:
+            return {}
+        out = self.git("show", "-s", "--no-walk=unsorted", f"--format=%H{_SEP}%ct{_SEP}%an{_SEP}%s", *shas)
+        return {c.sha: c for c in map(_parse_commit, out.splitlines()) if c}
+
+    def log(self, old: str, new: str, first_parent: bool = True) -> list[CommitInfo]:
+        """Commits in ``old..new`` (newest first), first-parent by default."""
+        args = ["log", f"--format=%H{_SEP}%ct{_SEP}%an{_SEP}%s"] + (["--first-parent"] if first_parent else [])
+        out = self.git(*args, f"{old}..{new}", "--")
+        return [c for c in map(_parse_commit, out.splitlines()) if c]
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        try:
+            self.git("merge-base", "--is-ancestor", a, b)
+            return True
+        except ProcessError:
+            return False
+
+    def head_state(self) -> HeadState:
+        sha = self.git("rev-parse", "HEAD").strip()
+        try:
+            branch = self.git("symbolic-ref", "--quiet", "--short", "HEAD").strip() or None
+        except ProcessError:
+            branch = None
+        return HeadState(branch, sha)
+
+    def dirty_files(self) -> list[str]:
+        """Tracked files with changes (untracked build outputs do not count)."""
+        out = self.git("status", "--porcelain", "--untracked-files=no")
+        return [line[3:] for line in out.splitlines() if line.strip()]
+
+    # -- changes ----------------------------------------------------------------------------
+    @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
+           wait=wait_exponential(multiplier=1, max=20), reraise=True)
+    def remote_update(self) -> None:
+        self.git("remote", "update", timeout=600)
+
+    def checkout(self, sha: str) -> None:
+        """Detached, forced: edits the builds made to tracked files never block the next checkout."""
+        self.git("checkout", "--quiet", "--force", "--detach", sha)
+
+    def restore(self, state: HeadState) -> None:
+        if state.branch:
+            self.git("checkout", "--quiet", "--force", state.branch)
+        else:
+            self.checkout(state.sha)
+
+    def stash(self, message: str) -> str | None:
+        """Stash the user's tracked changes; returns the stash commit or None if nothing."""
+        before = self._stash_top()
+        self.git("stash", "push", "--quiet", "--message", message)
+        after = self._stash_top()
+        return after if after != before else None
+
+    def unstash(self, stash_sha: str) -> None:
+        self.git("stash", "apply", "--quiet", stash_sha)
+        out = self.git("stash", "list", "--format=%H")
+        for i, sha in enumerate(out.split()):
+            if sha == stash_sha:
+                self.git("stash", "drop", "--quiet", f"stash@{{{i}}}")
+                break
+
+    def _stash_top(self) -> str | None:
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
+        except ProcessError:
+            return None
+
+
+def _parse_commit(line: str) -> CommitInfo | None:
+    parts = line.split(_SEP)
+    if len(parts) != 4:
+        return None
+    return CommitInfo(parts[0], int(parts[1]), parts[2], parts[3])

@@ -1,0 +1,46 @@
+"""Terminal output: the scan table and its summary line (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .scan import PointResult, ScanReport
+
+
+def fmt_value(p: PointResult) -> str:
+    if p.value is None:
+        return p.status
+    text = f"{p.value:.4g}"
+    if p.spread is not None:
+        text += f" ±{p.spread * 100:.2f}% (n={len(p.samples)})"
+    return text
+
+
+def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
+    t = Table(title=title)
+    t.add_column("time (UTC)")
+    t.add_column("xla")
+    t.add_column("jax")
+    t.add_column("metric", justify="right")
+    t.add_column("")
+    marks = marks or {}
+    prev = None
+    for i, p in enumerate(report.points):
+        same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
+        style = None if p.status in ("ok", "cached", "planned") else "red"
+        t.add_row(p.time, p.xla[:10], p.jax[:10], fmt_value(p), marks.get(i, "" if not same else "·"),
+                  style=style)
+        prev = p
+    return t
+
+
+def summary_line(report: ScanReport) -> str:
+    n = len(report.points)
+    return (f"{report.builds} build{'s' if report.builds != 1 else ''} for {n} instant{'s' if n != 1 else ''}"
+            f" ({report.distinct_pairs} distinct (xla, jax) pair{'s' if report.distinct_pairs != 1 else ''})")
+
+
+def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
+    console.print(scan_table(report, marks))
+    console.print(summary_line(report))

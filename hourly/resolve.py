@@ -1,0 +1,83 @@
+"""Revision resolution: which (xla, jax) pair stood at each instant.
+
+For an instant T and a walk of ``ref``'s history (first-parent by default), the commit is the first
+one in ``git rev-list`` walk order whose committer time is ≤ T — exactly what
+``git rev-list -1 [--first-parent] --before=T ref`` prints — found for every instant from ONE walk
+per repository. Committer times along a walk are not always monotonic, so the search runs on the
+walk's running minimum, which is monotonic and first drops to ≤ T exactly at the answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from datetime import datetime
+
+from .gitrepo import GitRepo
+from .timeparse import iso_utc
+
+
+@dataclass(frozen=True)
+class Pair:
+    xla: str
+    jax: str
+
+    def short(self) -> str:
+        return f"{self.xla[:8]}/{self.jax[:8]}"
+
+    def key(self) -> str:
+        return f"{self.xla[:12]}-{self.jax[:12]}"
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    time: datetime
+    pair: Pair
+
+    @property
+    def label(self) -> str:
+        return iso_utc(self.time)
+
+
+class Resolver:
+    """Answers 'which commit stood at T' for one walk, without running git again."""
+
+    def __init__(self, walk: list[tuple[str, int]]):
+        self._shas = [sha for sha, _ in walk]
+        # running minimum of committer times along the walk, negated to be non-decreasing
+        neg_min = []
+        lowest = None
+        for _, ts in walk:
+            lowest = ts if lowest is None else min(lowest, ts)
+            neg_min.append(-lowest)
+        self._neg_min = neg_min
+
+    def at(self, ts: int) -> str | None:
+        """The first commit of the walk with committer time ≤ ts (None if none)."""
+        i = bisect.bisect_left(self._neg_min, -ts)
+        return self._shas[i] if i < len(self._shas) else None
+
+
+def resolve_pairs(xla: GitRepo, jax: GitRepo, times: list[datetime], ref: str = "origin/main",
+                  first_parent: bool = True) -> list[PlannedPoint]:
+    """One history walk per repository, then every instant is a lookup."""
+    resolvers = {}
+    for repo in (xla, jax):
+        repo.rev_parse(ref)  # a clear error for an unknown ref
+        resolvers[repo.name] = Resolver(repo.history(ref, first_parent))
+    points = []
+    for t in times:
+        ts = int(t.timestamp())
+        x, j = resolvers["xla"].at(ts), resolvers["jax"].at(ts)
+        if x is None or j is None:
+            continue  # before the first commit of a repo: nothing to build
+        points.append(PlannedPoint(t, Pair(x, j)))
+    return points
+
+
+def distinct_pairs(points: list[PlannedPoint]) -> list[Pair]:
+    """Each pair once, in the order of its first instant."""
+    seen: dict[Pair, None] = {}
+    for p in points:
+        seen.setdefault(p.pair, None)
+    return list(seen)

@@ -1,0 +1,160 @@
+"""The hourly scan: resolve → plan → (build → benchmark → store) per distinct pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .bench import Status, run_benchmark, spread
+from .build import Builder, BuildSpec, BuildStatus, Workspace
+from .config import Settings
+from .gitrepo import GitRepo
+from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
+from .store import Measurement, Store
+from .timeparse import instants, iso_utc, parse_step, window
+
+LEVEL = "hourly"
+
+
+@dataclass
+class PointResult:
+    time: str
+    xla: str
+    jax: str
+    status: str  # Status value, or "planned"/"cached" in a dry run
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    detail: str | None = None
+
+    def as_json(self) -> dict:
+        return {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
+                "value": self.value, "samples": self.samples}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+
+@dataclass
+class ScanReport:
+    points: list[PointResult]
+    distinct_pairs: int
+    builds: int
+
+    def as_json(self) -> dict:
+        return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
+                "builds": self.builds}
+
+
+def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
+    return GitRepo(s.xla_repo, "xla"), GitRepo(s.jax_repo, "jax")
+
+
+def plan(s: Settings, xla: GitRepo, jax: GitRepo) -> list[PlannedPoint]:
+    from .errors import UserError
+    if not s.from_ or not s.to:
+        raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
+    t0, t1 = window(s.from_, s.to, s.tz)
+    times = instants(t0, t1, parse_step(s.step))
+    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent)
+    if not points:
+        raise UserError("no commit of both repositories lies before the window's end",
+                        "move the window later or check --ref")
+    return points
+
+
+def sync(repos: list[GitRepo]) -> None:
+    for r in repos:
+        r.remote_update()
+
+
+def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[PointResult]:
+    latest = store.all_latest(key)
+    out = []
+    for p in points:
+        m = latest.get((p.pair.xla, p.pair.jax))
+        if m:
+            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, m.status, m.value, m.samples, m.detail))
+        else:
+            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, "planned"))
+    return out
+
+
+def dry_run(s: Settings, store: Store) -> ScanReport:
+    xla, jax = open_repos(s)
+    points = plan(s, xla, jax)
+    key = s.bench_key()
+    results = stored_results(store, key, points)
+    for r in results:
+        if r.status != "planned":
+            r.status = "cached"
+    return ScanReport(results, len(distinct_pairs(points)), 0)
+
+
+class Measurer:
+    """Builds and measures pairs under one set of settings; shared by scan and bisect."""
+
+    def __init__(self, s: Settings, store: Store, xla: GitRepo, jax: GitRepo, workspace: Workspace):
+        self.s = s
+        self.store = store
+        self.key = s.bench_key()
+        self.spec = s.bench_spec()
+        self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
+                                                              s.python, s.env_dict(), s.build_timeout), store)
+        self.runs = 0
+
+    def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
+        build = self.builder.prepare(pair)
+        if build.status is BuildStatus.FAILED:
+            m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
+                            f"build failed; log {build.log_path}: {build.tail.strip().splitlines()[-1:] or ''}",
+                            origin)
+        else:
+            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.workdir / "logs", pair.key())
+            self.runs += len(res.runs)
+            m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
+                            [r.as_dict() for r in res.runs], res.detail(), origin)
+        self.store.add_measurement(self.key, m)
+        return m
+
+
+def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
+             ) -> ScanReport:
+    xla, jax = open_repos(s)
+    if s.sync:
+        sync([xla, jax])
+    points = plan(s, xla, jax)
+    pairs = distinct_pairs(points)
+    key = s.bench_key()
+    store.save_settings("scan", s.as_dict())
+    store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
+    todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
+    done = len(pairs) - len(todo)
+    if on_progress:
+        on_progress(done, len(pairs), None)
+    builds = 0
+    if todo:
+        with Workspace([xla, jax], force=s.force) as ws:
+            m = Measurer(s, store, xla, jax, ws)
+            for pair in todo:
+                if on_progress:
+                    on_progress(done, len(pairs), pair)
+                m.measure(pair)
+                done += 1
+                if on_progress:
+                    on_progress(done, len(pairs), None)
+            builds = m.builder.builds_run
+    return ScanReport(stored_results(store, key, points), len(pairs), builds)
+
+
+def show(store: Store, s: Settings) -> ScanReport:
+    rows = store.points(LEVEL)
+    key = s.bench_key()
+    latest = store.all_latest(key)
+    out = []
+    for t, x, j in rows:
+        m = latest.get((x, j))
+        out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
+                   else PointResult(t, x, j, "planned"))
+    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0)

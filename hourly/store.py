@@ -1,0 +1,193 @@
+"""The results store: one SQLite file per workdir, versioned, committed point by point.
+
+Every finished measurement is written in its own transaction, so a scan killed at any moment
+(Ctrl-C or ``kill -9``) keeps everything finished before it; rerunning the command measures only
+what is missing.
+
+Tables:
+- ``meta``: the schema version.
+- ``settings``: the settings of the last scan (JSON), which later commands (bisect) reuse.
+- ``points``: the instants a scan planned, per level ("hourly"), with the pair each resolved to.
+- ``builds``: one row per built pair: status, whether it installs in place, wheels, log.
+- ``measurements``: every measurement of a pair under one benchmark key (the command, its
+  directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import UserError
+
+SCHEMA_VERSION = 1
+STORE_NAME = "hourly.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS points (
+    level TEXT NOT NULL, time TEXT NOT NULL, xla TEXT NOT NULL, jax TEXT NOT NULL,
+    PRIMARY KEY (level, time));
+CREATE TABLE IF NOT EXISTS builds (
+    xla TEXT NOT NULL, jax TEXT NOT NULL, status TEXT NOT NULL, in_place INTEGER NOT NULL,
+    wheels TEXT NOT NULL, log_path TEXT, tail TEXT, duration REAL, finished REAL NOT NULL,
+    PRIMARY KEY (xla, jax));
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, xla TEXT NOT NULL,
+    jax TEXT NOT NULL, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+    runs TEXT NOT NULL, detail TEXT, origin TEXT NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS measurements_pair ON measurements (bench_key, xla, jax);
+"""
+
+
+@dataclass
+class Measurement:
+    xla: str
+    jax: str
+    status: str  # a hourly.bench.Status value
+    value: float | None
+    samples: list[float] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+    origin: str = "scan"
+    id: int | None = None
+    created: float | None = None
+
+
+@dataclass
+class BuildRecord:
+    xla: str
+    jax: str
+    status: str
+    in_place: bool
+    wheels: list[str]
+    log_path: str | None
+    tail: str | None
+    duration: float | None
+
+
+class Store:
+    def __init__(self, workdir: str | Path, create: bool = True):
+        self.workdir = Path(workdir).expanduser().absolute()
+        self.path = self.workdir / STORE_NAME
+        if not create and not self.path.exists():
+            raise UserError(f"no results store in {self.workdir}",
+                            "run `hourly scan` first, or pass --workdir with the scan's workdir")
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            probe = self.workdir / ".hourly-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise UserError(f"workdir {self.workdir} is not writable ({e.strerror})",
+                            "pass --workdir with a directory you can write to") from e
+        self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    # -- schema -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        self.conn.executescript(_SCHEMA)
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise UserError(f"{self.path} was written by a newer hourly (schema {version})",
+                            "upgrade hourly, or use another --workdir")
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction() as c:
+                for stmt in MIGRATIONS.get(v, []):
+                    c.execute(stmt)
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v),))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- settings ---------------------------------------------------------------------------
+    def save_settings(self, name: str, value: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (name, json.dumps(value)))
+
+    def load_settings(self, name: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT value FROM settings WHERE name=?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # -- points -----------------------------------------------------------------------------
+    def save_points(self, level: str, points: list[tuple[str, str, str]]) -> None:
+        """(time label, xla, jax) for each planned instant."""
+        with self.transaction() as c:
+            c.executemany("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)",
+                          [(level, t, x, j) for t, x, j in points])
+
+    def points(self, level: str = "hourly") -> list[tuple[str, str, str]]:
+        rows = self.conn.execute("SELECT time, xla, jax FROM points WHERE level=? ORDER BY time",
+                                 (level,))
+        return [tuple(r) for r in rows]
+
+    # -- builds -----------------------------------------------------------------------------
+    def record_build(self, b: BuildRecord) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO builds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (b.xla, b.jax, b.status, int(b.in_place), json.dumps(b.wheels), b.log_path,
+                       b.tail, b.duration, time.time()))
+
+    def build(self, xla: str, jax: str) -> BuildRecord | None:
+        r = self.conn.execute("SELECT * FROM builds WHERE xla=? AND jax=?", (xla, jax)).fetchone()
+        if not r:
+            return None
+        return BuildRecord(r["xla"], r["jax"], r["status"], bool(r["in_place"]),
+                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"])
+
+    # -- measurements -----------------------------------------------------------------------
+    def add_measurement(self, bench_key: str, m: Measurement) -> int:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail,"
+                " origin, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
+                 json.dumps(m.runs), m.detail, m.origin, time.time()))
+            m.id = cur.lastrowid
+        return m.id
+
+    def latest(self, bench_key: str, xla: str, jax: str) -> Measurement | None:
+        r = self.conn.execute(
+            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? ORDER BY id DESC LIMIT 1",
+            (bench_key, xla, jax)).fetchone()
+        return _measurement(r) if r else None
+
+    def all_latest(self, bench_key: str) -> dict[tuple[str, str], Measurement]:
+        rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {(r["xla"], r["jax"]): _measurement(r) for r in rows}
+
+    def measurements(self, bench_key: str, xla: str, jax: str) -> list[Measurement]:
+        rows = self.conn.execute(
+            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? ORDER BY id",
+            (bench_key, xla, jax))
+        return [_measurement(r) for r in rows]
+
+
+def _measurement(r: sqlite3.Row) -> Measurement:
+    return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
+                       json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"])
+
+
+#: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
+MIGRATIONS: dict[int, list[str]] = {1: []}
