@@ -567,3 +567,43 @@ def _first_line(e: BaseException | str) -> str:
     s = _explanation(e) if isinstance(e, BaseException) else e
     s = s.strip()
     return s.splitlines()[0] if s else type(e).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# interactive containers
+
+def image_env(image: str, *, docker_client: docker.DockerClient | None = None) -> dict[str, str]:
+    """The environment baked into ``image`` (so PATH can be extended, not replaced)."""
+    c = docker_client or client()
+    env = (c.images.get(image).attrs.get("Config") or {}).get("Env") or []
+    return dict(e.split("=", 1) for e in env if "=" in e)
+
+
+def start_detached(image: str, cmd: Sequence[str], *, name: str,
+                   labels: Mapping[str, str] | None = None,
+                   mounts: Iterable[str | tuple[str, str] | docker.types.Mount] = (),
+                   env: Mapping[str, str] | Iterable[str] | None = None,
+                   gpus: str | int | Sequence[str] | None = None, workdir: str | None = None,
+                   docker_client: docker.DockerClient | None = None):
+    """Start a long-lived container for interactive use; it is removed when it stops
+    (``auto_remove``), and removed at once if starting it fails."""
+    c = docker_client or client()
+    device_requests = parse_gpus(gpus)
+    container = None
+    try:
+        container = c.containers.run(
+            image, command=list(cmd), name=name, labels=dict(labels or {}),
+            mounts=[parse_mount(m) for m in mounts], environment=_env_list(env),
+            working_dir=workdir, device_requests=device_requests or None, detach=True,
+            auto_remove=True, stdin_open=True, tty=True, init=True)
+        return container
+    except docker.errors.APIError as e:
+        if e.status_code == 409:  # the name is taken: that container is not ours to remove
+            raise UserError(f"a container named {name} already exists",
+                            f"attach to it (docker exec -it {name} bash) or stop it "
+                            f"(docker stop {name})") from e
+        _remove(c, container, name)
+        raise _start_error(image, e, bool(device_requests)) from e
+    except BaseException:
+        _remove(c, container, name)
+        raise

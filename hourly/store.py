@@ -11,6 +11,8 @@ Tables:
 - ``builds``: one row per built pair: status, whether it installs in place, wheels, log.
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
+- ``nightly`` (schema 2): every date ``hourly nightly`` measured: image, digest, status, value,
+  samples, runs, and the JAX/XLA commits found in the image (hourly/nightly.py reads and writes it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Iterator
 
 from .errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -190,4 +192,13 @@ def _measurement(r: sqlite3.Row) -> Measurement:
 
 
 #: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
-MIGRATIONS: dict[int, list[str]] = {1: []}
+MIGRATIONS: dict[int, list[str]] = {
+    1: [],
+    # 2: results of `hourly nightly`, one row per (benchmark key, date) attempt; see hourly/nightly.py
+    2: ["""CREATE TABLE IF NOT EXISTS nightly (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, date TEXT NOT NULL,
+            image TEXT NOT NULL, digest TEXT, status TEXT NOT NULL, value REAL,
+            samples TEXT NOT NULL, runs TEXT NOT NULL, xla TEXT, jax TEXT, detail TEXT,
+            created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS nightly_date ON nightly (bench_key, date)"],
+}

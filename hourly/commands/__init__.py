@@ -1,0 +1,1 @@
+"""CLI command functions that hourly/cli.py registers (one module per feature)."""

@@ -1,0 +1,157 @@
+"""``hourly container``: the pinned nightly container for the second phase, with hourly inside.
+
+hourly reaches the container without any package index: the hourly package and the pure-Python
+packages it needs are copied from the Python running hourly on the host into
+``<workdir>/.container/python`` and mounted read-only at ``/opt/hourly/python`` (first on
+``PYTHONPATH``); a two-line ``hourly`` launcher is mounted at ``/opt/hourly/bin`` (first on
+``PATH``). Compiled dependencies (numpy, matplotlib) are not copied: the JAX images have numpy,
+and plots are optional. The current directory is mounted at ``/dir`` (the container starts
+there, like the nightly runs) and the workdir too, so results stay on the host.
+
+The container keeps running (``tail -f /dev/null`` under an init process) until stopped, and is
+removed when it stops. hourly does not drive the user's terminal: it prints the exact commands
+to enter and to stop the container.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+
+from . import containers
+from .errors import UserError
+
+PY_TARGET = "/opt/hourly/python"
+BIN_TARGET = "/opt/hourly/bin"
+WORKDIR_TARGET = "/hourly-work"
+#: what hourly needs inside the container (its scan/bisect side); their dependencies follow
+ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli")
+#: compiled or heavy distributions that are never copied (different Python ABI inside)
+SKIP = {"numpy", "matplotlib", "pydantic", "pydantic-core", "pydantic_core", "colorama",
+        "docker", "requests", "urllib3", "charset-normalizer", "idna", "certifi", "pillow",
+        "contourpy", "kiwisolver", "fonttools", "setuptools", "pip"}
+
+LAUNCHER = '#!/bin/sh\nexec python3 -m hourly "$@"\n'
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dependency_closure(roots=ROOTS, skip=SKIP) -> list[md.Distribution]:
+    """Installed distributions reachable from ``roots`` (skipping ``skip``), host-side."""
+    skip_n = {_norm(s) for s in skip}
+    seen: dict[str, md.Distribution] = {}
+    stack = list(roots)
+    while stack:
+        name = _norm(stack.pop())
+        if name in seen or name in skip_n:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue  # e.g. tomli on Python >= 3.11: the container may need it; see missing()
+        seen[name] = dist
+        for req in dist.requires or []:
+            if "extra ==" in req:
+                continue
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+            if m:
+                stack.append(m.group(1))
+    return list(seen.values())
+
+
+def build_python_dir(dest: Path) -> list[str]:
+    """Copy hourly and its pure-Python dependencies into ``dest``; returns the copied
+    distribution names. ``dest`` is rebuilt from scratch each time."""
+    import hourly
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    pkg = Path(hourly.__file__).resolve().parent
+    shutil.copytree(pkg, dest / "hourly", ignore=shutil.ignore_patterns("__pycache__"))
+    names = []
+    for dist in dependency_closure():
+        for f in dist.files or []:
+            parts = Path(str(f)).parts
+            if not parts or parts[0] == ".." or "__pycache__" in parts or parts[0].endswith(".data"):
+                continue
+            src = Path(dist.locate_file(f))
+            if not src.is_file():
+                continue
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+        names.append(dist.metadata["Name"])
+    return sorted(names)
+
+
+@dataclass
+class Started:
+    name: str
+    image: str
+    created: bool  # False: it was already running
+    workdir_inside: str
+
+    def instructions(self) -> list[str]:
+        return [f"docker exec -it {self.name} bash",
+                f"docker stop {self.name}   # when done; the container is then removed"]
+
+
+def container_name(image: str) -> str:
+    tag = image.rsplit("/", 1)[-1]
+    return "hourly-" + re.sub(r"[^a-zA-Z0-9_.-]", "-", tag)
+
+
+def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = True,
+          env: list[str] | None = None, extra_mounts: list[str] | None = None,
+          name: str | None = None, docker_client=None) -> Started:
+    """Start (or find running) the pinned container of ``image`` with hourly inside."""
+    c = docker_client or containers.client()
+    res = containers.ensure_image(image, pull=pull, docker_client=c)
+    if not res.present:
+        raise UserError(f"image {image} is not available ({res.reason})",
+                        "pick a date that has a nightly (see `hourly nightly`), or drop --no-pull")
+    name = name or container_name(image)
+    cwd = Path.cwd().resolve()
+    wd = Path(workdir).expanduser().absolute()
+    wd.mkdir(parents=True, exist_ok=True)
+    try:
+        rel = wd.resolve().relative_to(cwd)
+        workdir_inside = str(Path("/dir") / rel)
+    except ValueError:
+        workdir_inside = WORKDIR_TARGET
+    try:
+        existing = c.containers.get(name)
+    except docker.errors.NotFound:
+        existing = None
+    if existing is not None:
+        if existing.status == "running" and existing.image.id == c.images.get(image).id:
+            return Started(name, image, False, workdir_inside)
+        raise UserError(f"a container named {name} already exists ({existing.status})",
+                        f"stop it first: docker stop {name}")
+    bundle = wd / ".container"
+    build_python_dir(bundle / "python")
+    (bundle / "bin").mkdir(parents=True, exist_ok=True)
+    launcher = bundle / "bin" / "hourly"
+    launcher.write_text(LAUNCHER)
+    launcher.chmod(0o755)
+    base = containers.image_env(image, docker_client=c)
+    path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    pythonpath = PY_TARGET + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
+    mounts = [f"{cwd}:/dir", f"{bundle / 'python'}:{PY_TARGET}:ro", f"{bundle / 'bin'}:{BIN_TARGET}:ro"]
+    if workdir_inside == WORKDIR_TARGET:
+        mounts.append(f"{wd}:{WORKDIR_TARGET}")
+    mounts += list(extra_mounts or [])
+    envs = [f"PATH={BIN_TARGET}:{path}", f"PYTHONPATH={pythonpath}", *(env or [])]
+    containers.start_detached(image, ["tail", "-f", "/dev/null"], name=name,
+                              labels={"hourly.role": "interactive", "hourly.image": image},
+                              mounts=mounts, env=envs, gpus=gpus, workdir="/dir",
+                              docker_client=c)
+    return Started(name, image, True, workdir_inside)
