@@ -4,8 +4,10 @@ hourly reaches the container without any package index: the hourly package and t
 packages it needs are copied from the Python running hourly on the host into
 ``<workdir>/.container/python`` and mounted read-only at ``/opt/hourly/python`` (first on
 ``PYTHONPATH``); a two-line ``hourly`` launcher is mounted at ``/opt/hourly/bin`` (first on
-``PATH``). Compiled dependencies (numpy, matplotlib) are not copied: the JAX images have numpy,
-and plots are optional. The current directory is mounted at ``/dir`` (the container starts
+``PATH``). numpy and matplotlib are not copied: the JAX images have numpy, and plots are
+optional. One dependency is compiled (pydantic-core, through typer), so this works as is when
+the image's Python has the host's minor version; otherwise :func:`start` says so and how to fix
+it (``pip install`` inside, or the image from docker/Dockerfile). The current directory is mounted at ``/dir`` (the container starts
 there, like the nightly runs) and the workdir too, so results stay on the host.
 
 The container keeps running (``tail -f /dev/null`` under an init process) until stopped, and is
@@ -32,8 +34,8 @@ BIN_TARGET = "/opt/hourly/bin"
 WORKDIR_TARGET = "/hourly-work"
 #: what hourly needs inside the container (its scan/bisect side); their dependencies follow
 ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli")
-#: compiled or heavy distributions that are never copied (different Python ABI inside)
-SKIP = {"numpy", "matplotlib", "pydantic", "pydantic-core", "pydantic_core", "colorama",
+#: heavy or unneeded distributions that are never copied (the scan side needs none of them)
+SKIP = {"numpy", "matplotlib", "colorama",
         "docker", "requests", "urllib3", "charset-normalizer", "idna", "certifi", "pillow",
         "contourpy", "kiwisolver", "fonttools", "setuptools", "pip"}
 
@@ -67,9 +69,13 @@ def dependency_closure(roots=ROOTS, skip=SKIP) -> list[md.Distribution]:
     return list(seen.values())
 
 
-def build_python_dir(dest: Path) -> list[str]:
-    """Copy hourly and its pure-Python dependencies into ``dest``; returns the copied
-    distribution names. ``dest`` is rebuilt from scratch each time."""
+def _compiled(dist: md.Distribution) -> bool:
+    return any(str(f).endswith((".so", ".pyd")) for f in dist.files or [])
+
+
+def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
+    """Copy hourly and its dependencies into ``dest`` (compiled ones only ``with_compiled``);
+    returns the copied distribution names. ``dest`` is rebuilt from scratch each time."""
     import hourly
     if dest.exists():
         shutil.rmtree(dest)
@@ -78,6 +84,8 @@ def build_python_dir(dest: Path) -> list[str]:
     shutil.copytree(pkg, dest / "hourly", ignore=shutil.ignore_patterns("__pycache__"))
     names = []
     for dist in dependency_closure():
+        if not with_compiled and _compiled(dist):
+            continue
         for f in dist.files or []:
             parts = Path(str(f)).parts
             if not parts or parts[0] == ".." or "__pycache__" in parts or parts[0].endswith(".data"):
@@ -98,6 +106,7 @@ class Started:
     image: str
     created: bool  # False: it was already running
     workdir_inside: str
+    warning: str | None = None
 
     def instructions(self) -> list[str]:
         return [f"docker exec -it {self.name} bash",
@@ -136,8 +145,9 @@ def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = Tr
             return Started(name, image, False, workdir_inside)
         raise UserError(f"a container named {name} already exists ({existing.status})",
                         f"stop it first: docker stop {name}")
+    warning = python_mismatch(image, docker_client=c)
     bundle = wd / ".container"
-    build_python_dir(bundle / "python")
+    build_python_dir(bundle / "python", with_compiled=warning is None)
     (bundle / "bin").mkdir(parents=True, exist_ok=True)
     launcher = bundle / "bin" / "hourly"
     launcher.write_text(LAUNCHER)
@@ -154,4 +164,25 @@ def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = Tr
                               labels={"hourly.role": "interactive", "hourly.image": image},
                               mounts=mounts, env=envs, gpus=gpus, workdir="/dir",
                               docker_client=c)
-    return Started(name, image, True, workdir_inside)
+    return Started(name, image, True, workdir_inside, warning)
+
+
+def python_mismatch(image: str, docker_client=None) -> str | None:
+    """None when the image's ``python3`` has the host's minor version (so the copied packages,
+    compiled ones included, import there); otherwise what to do about it."""
+    import sys
+    host = f"{sys.version_info.major}.{sys.version_info.minor}"
+    try:
+        res = containers.run_container(
+            image, ["python3", "-c", "import sys; print('PY=%d.%d' % sys.version_info[:2])"],
+            labels={"hourly.role": "probe"}, timeout=60, docker_client=docker_client)
+    except UserError:  # no python3 to start
+        return "the image has no python3 on PATH, so hourly can't run inside it"
+    m = re.search(r"PY=(\d+\.\d+)", res.output)
+    if m and m.group(1) == host:
+        return None
+    inside = m.group(1) if m else "no python3"
+    names = ", ".join(sorted(d.metadata["Name"] for d in dependency_closure() if _compiled(d)))
+    return (f"the image has Python {inside}, hourly runs on Python {host} here, so its compiled "
+            f"dependencies ({names}) were not copied in. Inside, run `pip install {names}` "
+            f"(needs a package index), or build an image with hourly from docker/Dockerfile.")

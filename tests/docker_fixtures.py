@@ -83,6 +83,7 @@ class _TarBuilder:
         self.buf = io.BytesIO()
         self.tar = tarfile.open(fileobj=self.buf, mode="w")
         self.dirs: set[str] = set()
+        self.files: set[str] = set()
 
     def _dir(self, path: str) -> None:
         path = path.strip("/")
@@ -98,6 +99,9 @@ class _TarBuilder:
     def file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         data = data.encode() if isinstance(data, str) else data
         path = path.strip("/")
+        if path in self.files:  # the engine refuses tars with duplicate paths
+            return
+        self.files.add(path)
         self._dir(path.rsplit("/", 1)[0] if "/" in path else "")
         info = tarfile.TarInfo(path)
         info.size = len(data)
@@ -106,6 +110,9 @@ class _TarBuilder:
 
     def symlink(self, path: str, target: str) -> None:
         path = path.strip("/")
+        if path in self.files:
+            return
+        self.files.add(path)
         self._dir(path.rsplit("/", 1)[0])
         info = tarfile.TarInfo(path)
         info.type = tarfile.SYMTYPE
@@ -218,3 +225,90 @@ def build_nightly_set(client: docker.DockerClient, local_template: str,
             client.images.remove(remote)
             ns.pushed.append(remote)
     return ns
+
+
+# ------------------------------------------------------------------------------------------
+# an image with a real Python (the one running the tests), for `hourly container`
+
+_SKIP_STDLIB = {"test", "tests", "__pycache__", "site-packages", "idlelib", "tkinter", "turtledemo",
+                "ensurepip", "lib2to3", "pydoc_data"}
+
+
+def _ldd_deps(paths: list[str]) -> set[str]:
+    import re as _re
+
+    from hourly.proc import run
+    deps: set[str] = set()
+    for p in paths:
+        out = run(["ldd", p], check=False).output
+        for line in out.splitlines():
+            m = _re.search(r"=>\s*(/\S+)", line) or _re.match(r"\s*(/\S+)\s+\(", line)
+            if m:
+                deps.add(m.group(1))
+    return deps
+
+
+def python_rootfs_tar() -> bytes:
+    """busybox + git + the test run's own Python (stdlib only, no site-packages) at the same
+    path, with ``python3`` on PATH: enough for hourly, once its dependencies are mounted in."""
+    import os
+    import sys
+    from pathlib import Path
+
+    t = _TarBuilder()
+    global _APPLETS
+    bb = busybox_path()
+    if _APPLETS is None:
+        _APPLETS = _applets(bb)
+    with open(bb, "rb") as f:
+        t.file("bin/busybox", f.read(), 0o755)
+    for applet in _APPLETS:
+        if applet != "busybox":
+            t.symlink(f"bin/{applet}", "busybox")
+    t.file("bin/bash", BASH_SHIM, 0o755)
+    for d in ("tmp", "dir", "proc", "sys", "dev", "root", "usr/bin"):
+        t.dir(d)
+    t.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+    exe = os.path.realpath(sys.executable)
+    prefix = Path(sys.base_prefix)
+    stdlib = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    elves = [exe]
+    t.file(exe, Path(exe).read_bytes(), 0o755)
+    t.symlink("usr/bin/python3", exe)
+    for lib in (prefix / "lib").glob("libpython*.so*"):
+        t.file(str(lib), lib.read_bytes(), 0o755)
+        elves.append(str(lib))
+    for root, dirs, files in os.walk(stdlib):
+        dirs[:] = [d for d in dirs if d not in _SKIP_STDLIB and not d.startswith("config-")]
+        for name in files:
+            p = Path(root) / name
+            if p.is_file() and not p.is_symlink():
+                t.file(str(p), p.read_bytes(), 0o755 if name.endswith(".so") else 0o644)
+                if name.endswith(".so"):
+                    elves.append(str(p))
+    import shutil as _shutil
+    git = _shutil.which("git")  # hourly imports GitPython, which wants a git binary (JAX images have one)
+    if git:
+        git = os.path.realpath(git)
+        t.file(git, Path(git).read_bytes(), 0o755)
+        if git != "/usr/bin/git":
+            t.symlink("usr/bin/git", git)
+        elves.append(git)
+    # every real image has the whole C runtime; compiled wheels (pydantic-core) need more of it
+    for lib in ("libgcc_s.so.1", "libstdc++.so.6", "librt.so.1", "libpthread.so.0", "libdl.so.2",
+                "libutil.so.1", "libresolv.so.2"):
+        for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"):
+            if Path(d, lib).exists():
+                elves.append(str(Path(d, lib)))
+                t.file(str(Path(d, lib)), Path(d, lib).read_bytes(), 0o755)
+                break
+    for dep in sorted(_ldd_deps(elves)):
+        if not dep.startswith(str(prefix)):
+            t.file(dep, Path(dep).read_bytes(), 0o755)
+    return t.bytes()
+
+
+def make_python_image(client: docker.DockerClient, ref: str) -> str:
+    repo, tag = ref.rsplit(":", 1)
+    client.api.import_image_from_data(python_rootfs_tar(), repository=repo, tag=tag)
+    return client.images.get(ref).id

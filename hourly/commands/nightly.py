@@ -115,15 +115,17 @@ def container(
     if json_out:
         print(json.dumps({"name": st.name, "image": st.image, "created": st.created,
                           "workdir": st.workdir_inside, "attach": st.instructions()[0],
-                          "stop": f"docker stop {st.name}"}, indent=1))
+                          "stop": f"docker stop {st.name}", "warning": st.warning}, indent=1))
         return
     verb = "started" if st.created else "already running"
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
-                  f"{st.workdir_inside}.", highlight=False, markup=False)
-    console.print("enter it with:", highlight=False)
-    console.print(f"  {st.instructions()[0]}", highlight=False, markup=False)
-    console.print("then, inside, for example:", highlight=False)
+                  f"{st.workdir_inside}.", **kw)
+    if st.warning:
+        err_console.print(f"warning: {st.warning}", **kw)
+    console.print("enter it with:", **kw)
+    console.print(f"  {st.instructions()[0]}", **kw)
+    console.print("then, inside, for example:", **kw)
     console.print(f"  hourly scan --from <good day> --to <bad day> --bench-cmd '{N.DEFAULT_BENCH_CMD}'"
-                  f" --workdir {st.workdir_inside}", highlight=False, markup=False)
-    console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", highlight=False,
-                  markup=False)
+                  f" --workdir {st.workdir_inside}", **kw)
+    console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)
