@@ -66,9 +66,22 @@ def registry(docker_client) -> str:
 
 
 @pytest.fixture(scope="session")
-def test_scan_id() -> str:
-    """Unique per session, so registry repos and labels never meet a previous run's."""
-    return f"t{uuid.uuid4().hex[:10]}"
+def test_scan_id():
+    """Unique per session, so registry repos and labels never meet a previous run's; images
+    whose tag carries it are removed at the end of the session."""
+    sid = f"t{uuid.uuid4().hex[:10]}"
+    yield sid
+    try:
+        client = containers.new_client()
+    except UserError:
+        return
+    for img in client.images.list():
+        for tag in img.tags:
+            if sid in tag:
+                try:
+                    client.images.remove(tag, force=True)
+                except Exception:  # noqa: BLE001 - best-effort tidying, never a test failure
+                    pass
 
 
 @pytest.fixture(scope="session")

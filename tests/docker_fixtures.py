@@ -17,6 +17,7 @@ import tarfile
 from dataclasses import dataclass, field
 
 import docker
+import docker.errors
 
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 
@@ -184,6 +185,7 @@ def rootfs_tar(spec: NightlySpec) -> bytes:
 def make_image(client: docker.DockerClient, ref: str, spec: NightlySpec) -> str:
     """Import the fake nightly image for ``spec`` as ``ref``; returns its image ID."""
     repo, tag = ref.rsplit(":", 1)
+    _drop(client, ref)
     client.api.import_image_from_data(rootfs_tar(spec), repository=repo, tag=tag)
     return client.images.get(ref).id
 
@@ -248,9 +250,11 @@ def _ldd_deps(paths: list[str]) -> set[str]:
     return deps
 
 
-def python_rootfs_tar() -> bytes:
-    """busybox + git + the test run's own Python (stdlib only, no site-packages) at the same
-    path, with ``python3`` on PATH: enough for hourly, once its dependencies are mounted in."""
+def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
+    """busybox + git + the test run's own Python (stdlib only) at the same path, with
+    ``python3`` on PATH: enough for hourly, once its dependencies are mounted in.
+    ``site_packages`` names distributions (and their dependencies) to install from the host's
+    site-packages, e.g. pip and setuptools to build an image on top of it without an index."""
     import os
     import sys
     from pathlib import Path
@@ -286,6 +290,14 @@ def python_rootfs_tar() -> bytes:
                 t.file(str(p), p.read_bytes(), 0o755 if name.endswith(".so") else 0o644)
                 if name.endswith(".so"):
                     elves.append(str(p))
+    if site_packages:
+        from hourly.pinned import dependency_closure
+        for dist in dependency_closure(site_packages, skip=()):
+            for f in dist.files or []:
+                src = Path(dist.locate_file(f))
+                if str(f).startswith("..") or "__pycache__" in str(f) or not src.is_file():
+                    continue
+                t.file(str(src), src.read_bytes(), 0o755 if str(f).endswith(".so") else 0o644)
     import shutil as _shutil
     git = _shutil.which("git")  # hourly imports GitPython, which wants a git binary (JAX images have one)
     if git:
@@ -308,7 +320,22 @@ def python_rootfs_tar() -> bytes:
     return t.bytes()
 
 
-def make_python_image(client: docker.DockerClient, ref: str) -> str:
+def _drop(client: docker.DockerClient, ref: str) -> None:
+    """Remove the previous session's image under ``ref``, so re-imports leave no dangling ones."""
+    try:
+        client.images.remove(ref, force=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def make_python_image(client: docker.DockerClient, ref: str,
+                      site_packages: tuple[str, ...] = ()) -> str:
+    import sys
+    from pathlib import Path
     repo, tag = ref.rsplit(":", 1)
-    client.api.import_image_from_data(python_rootfs_tar(), repository=repo, tag=tag)
+    _drop(client, ref)
+    # like the JAX images: the Python's script directory is on PATH
+    path = f"{Path(sys.base_prefix) / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    client.api.import_image_from_data(python_rootfs_tar(site_packages), repository=repo, tag=tag,
+                                      changes=[f"ENV PATH={path}"])
     return client.images.get(ref).id

@@ -345,3 +345,23 @@ def test_container_missing_date_is_a_clear_error(docker_client, nightly_images, 
     res = hourly("container", "--date", "2023-08-23", "--image", nightly_images.registry_template,
                  "--gpus", "none", cwd=bench_dir)
     assert res.returncode == 1 and "is not available" in res.output
+
+
+@pytest.mark.docker
+def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
+    """docker/Dockerfile built for real (SDK build, legacy builder) on a base with a Python, pip
+    and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
+    base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
+    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
+                                            "tenacity", "rich", "click"))
+    tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
+    docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
+                               rm=True, forcerm=True,
+                               buildargs={"BASE": base,
+                                          "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
+    from hourly import containers as C
+    res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
+                          docker_client=docker_client)
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and lines[:2] == ["/dir", "0.1.0"], res.output
+    assert lines[2] == "gone"  # the source copy is not left in the image
