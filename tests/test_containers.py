@@ -265,9 +265,10 @@ def test_read_commits_both_layouts_and_ref_styles(docker_client, nightly_images,
 @pytest.mark.docker
 def test_read_commits_of_an_image_without_sources(docker_client, nightly_images, tmp_path):
     if __package__:
-        from .docker_fixtures import _TarBuilder, busybox_path
+        from .docker_fixtures import _drop, _TarBuilder, busybox_path
     else:
-        from docker_fixtures import _TarBuilder, busybox_path
+        from docker_fixtures import _drop, _TarBuilder, busybox_path
+    _drop(docker_client, "localhost/hourly-test/bare:1")
     t = _TarBuilder()
     t.file("bin/busybox", Path(busybox_path()).read_bytes(), 0o755)
     docker_client.api.import_image_from_data(t.bytes(), repository="localhost/hourly-test/bare",
