@@ -185,24 +185,25 @@ def aggregate(runs: list[dict[str, Any]]) -> tuple[NightlyStatus, float | None, 
 def gpu_slots(gpus: str, parallel: int) -> list[str]:
     """The ``--gpus`` value each of ``parallel`` workers uses, one GPU set per worker (pure).
 
-    ``all`` → GPU i for worker i; ``0,3,5`` → one listed id each; ``N`` → N consecutive GPUs
-    each; ``none`` → none for all.
+    ``all`` → GPU i for worker i; ``0,3,5`` (or ``device=0,3,5``) → one listed id each; ``N`` →
+    N consecutive GPUs each; ``none`` → none for all.
     """
     g = str(gpus).strip().lower()
     if parallel == 1:
         return [g]
     if g in ("none", "0", ""):
         return ["none"] * parallel
+    # "device=…" because a bare number means a count to Docker (and to parse_gpus)
     if g == "all":
-        return [str(i) for i in range(parallel)]
+        return [f"device={i}" for i in range(parallel)]
     if g.isdigit():
         k = int(g)
-        return [",".join(str(i * k + j) for j in range(k)) for i in range(parallel)]
+        return ["device=" + ",".join(str(i * k + j) for j in range(k)) for i in range(parallel)]
     ids = [p.strip() for p in g.removeprefix("device=").split(",") if p.strip()]
     if len(ids) < parallel:
         raise UserError(f"--parallel {parallel} needs at least {parallel} GPUs, --gpus names {len(ids)}",
                         "name more GPUs or lower --parallel")
-    return ids[:parallel]
+    return [f"device={i}" for i in ids[:parallel]]
 
 
 @dataclass
@@ -422,9 +423,12 @@ def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, on_progres
                     if on_progress:
                         on_progress(done, total, None)
         except BaseException:
+            # Workers sit in container.wait(): remove their containers first, or leaving the
+            # pool (which joins the workers) would wait for the benchmarks to finish.
             stop.set()
             for fut in pending:
                 fut.cancel()
+            containers.cleanup(f"hourly.scan={scan_id}")
             raise
     return done
 

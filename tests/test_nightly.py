@@ -77,10 +77,13 @@ def test_image_ref_and_template_validation(tmp_path):
 
 def test_gpu_slots_pin_one_gpu_set_per_worker():
     assert N.gpu_slots("all", 1) == ["all"]
-    assert N.gpu_slots("all", 3) == ["0", "1", "2"]
+    assert N.gpu_slots("all", 3) == ["device=0", "device=1", "device=2"]
     assert N.gpu_slots("none", 2) == ["none", "none"]
-    assert N.gpu_slots("2", 2) == ["0,1", "2,3"]
-    assert N.gpu_slots("1,3,5", 2) == ["1", "3"]
+    assert N.gpu_slots("2", 2) == ["device=0,1", "device=2,3"]
+    assert N.gpu_slots("device=1,3,5", 2) == ["device=1", "device=3"]
+    # each slot means exactly those devices to Docker (a bare "0" would mean zero GPUs)
+    from hourly.containers import parse_gpus
+    assert [parse_gpus(g)[0]["DeviceIDs"] for g in N.gpu_slots("all", 2)] == [["0"], ["1"]]
     with pytest.raises(UserError, match="at least 3"):
         N.gpu_slots("0,1", 3)
 
