@@ -10,13 +10,14 @@
 #   DOCKERD_LOG        where dockerd logs            (default /tmp/dockerd.log)
 #   REGISTRY_ADDR      registry listen address       (default 127.0.0.1:5000)
 #   REGISTRY_DIR       registry config + storage dir (default /tmp/hourly-registry)
-#   DOCKER_WAIT_S      seconds to wait per attempt   (default 30)
+#   DOCKER_WAIT_S      seconds to wait per attempt   (default 90; a restart can spend
+#                      half a minute "loading containers")
 set -uo pipefail
 
 DOCKERD_LOG=${DOCKERD_LOG:-/tmp/dockerd.log}
 REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_DIR=${REGISTRY_DIR:-/tmp/hourly-registry}
-DOCKER_WAIT_S=${DOCKER_WAIT_S:-30}
+DOCKER_WAIT_S=${DOCKER_WAIT_S:-90}
 
 say() { echo "docker-up: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
