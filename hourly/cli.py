@@ -14,6 +14,14 @@ from typing import List, Optional
 
 import click
 import typer
+
+try:  # newer typer vendors its own copy of click
+    from typer._click.exceptions import ClickException as _VendoredClickException
+except ImportError:  # pragma: no cover - older typer uses click itself
+    _VendoredClickException = click.ClickException
+_CLICK_ERRORS = (click.ClickException, _VendoredClickException)
+_EXITS = (click.exceptions.Exit, typer.Exit)
+_ABORTS = (click.exceptions.Abort, typer.Abort, KeyboardInterrupt)
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -138,6 +146,46 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
     return s
 
 
+@app.command()
+def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           config: Optional[str] = ConfigOpt) -> None:
+    """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
+    from .report import write_report
+    store = Store(_workdir(workdir, config), create=False)
+    s = _stored_settings(store, config, workdir=workdir)
+    files = write_report(store, s, Path(out) if out else None, min_change)
+    print(f"report: {files.markdown}")
+    if files.plot:
+        print(f"plot:   {files.plot}")
+
+
+@app.command()
+def profile(workdir: Optional[str] = Workdir,
+            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha>."),
+            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha>."),
+            python_tracer_level: Optional[int] = Opt(0, "--python-tracer-level", min=0, max=1,
+                                                     help="Python tracer: 0 off (small traces), 1 on."),
+            host_tracer_level: Optional[int] = Opt(None, "--host-tracer-level", min=0, max=3,
+                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose."),
+            top: int = Opt(10, "--top", min=1, help="Rows per comparison table."),
+            config: Optional[str] = ConfigOpt) -> None:
+    """Trace the last-good and first-bad states of each regression and compare them."""
+    from .commands.trace import TraceOptions
+    from .profile import Target, parse_state, run_profiles, targets_from_store
+    store = Store(_workdir(workdir, config), create=False)
+    s = _stored_settings(store, config, workdir=workdir)
+    if bool(good) != bool(bad):
+        raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
+    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
+    options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
+    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
+        console.print(f"[bold]{r.target.name}[/]: good {r.good_dir}  bad {r.bad_dir}")
+        print(r.text)
+        print(f"comparison saved to {r.comparison_path}")
+        print(f"memory diff with pprof: pprof -http=: --diff_base {r.good_dir / 'memory.prof'} {r.bad_dir / 'memory.prof'}")
+
+
 @app.command("config")
 def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
     """Print the effective settings and where each came from."""
@@ -164,6 +212,18 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
     run_demo(directory, console=console, json_out=json_out)
 
 
+def _register_stage_commands() -> None:
+    """Commands that live with their stage, each in hourly/commands/."""
+    from .commands.detect import detect
+    from .commands.trace import compare_profiles, trace
+    app.command()(detect)
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
+    app.command("compare-profiles")(compare_profiles)
+
+
+_register_stage_commands()
+
+
 @app.command()
 def version() -> None:
     """Print hourly's version."""
@@ -174,31 +234,39 @@ def version() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    code = _main(argv)
+    if code == 130:
+        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+    return code
+
+
+def _main(argv: list[str]) -> int:
     try:
-        app(args=argv, prog_name="hourly", standalone_mode=False)
-        return 0
-    except click.exceptions.Exit as e:
+        rv = app(args=argv, prog_name="hourly", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0  # typer returns Exit codes; 130 is its Ctrl-C
+    except _EXITS as e:
         return e.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        err_console.print(f"\ninterrupted. Finished points are stored; resume with:\n  "
-                          f"{shlex.join(['hourly', *argv])}", highlight=False)
+    except _ABORTS:
         return 130
-    except click.ClickException as e:
+    except _CLICK_ERRORS as e:
         e.show()
         return e.exit_code
     except UserError as e:
-        err_console.print(f"hourly: error: {e.one_line()}", highlight=False, markup=False)
+        _err(f"hourly: error: {e.one_line()}")
         return e.exit_code
     except ProcessError as e:
         log = _crash_log(e)
-        err_console.print(f"hourly: error: {e}\n  full log: {e.log_path or log}", highlight=False, markup=False)
+        _err(f"hourly: error: {e}\n  full log: {e.log_path or log}")
         return e.exit_code
     except Exception as e:  # noqa: BLE001 - the one place that catches everything
         log = _crash_log(e)
-        err_console.print(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
-                          f"  details in {log}; please attach it to a bug report", highlight=False,
-                          markup=False)
+        _err(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
+             f"  details in {log}; please attach it to a bug report")
         return 3
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _crash_log(e: BaseException) -> str:

@@ -13,7 +13,10 @@ from .config import effective
 from .fixtures import DEMO_CHANGES, make_repos
 from .render import print_report
 from .scan import run_scan
+from .report import write_report
+from .steps import find_steps, marks_for_report
 from .store import Store
+from .timeparse import iso_utc, parse_time
 
 
 def demo_settings(made, python: str, workdir: Path) -> dict:
@@ -45,9 +48,40 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         f"--build-cmd {s.build_cmd} --python {s.python} --bench-cmd '{s.bench_cmd}' --repeats {s.repeats} "
         f"--workdir {s.workdir}")
     report = run_scan(s, store)
-    result = {"directory": str(root), "scan": report.as_json()}
+    steps = find_steps(report.points, s.higher_is_better)[0]
+    planted = check_planted(steps)
+    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+              "planted": planted}
+    files = write_report(store, s)
+    result["report"] = str(files.markdown)
     if json_out:
         print(json.dumps(result, indent=1))
-    else:
-        print_report(console, report)
+        return result
+    marks, lines = marks_for_report(report, s)
+    print_report(console, report, marks)
+    for line in lines:
+        console.print(line, highlight=False)
+    console.print("\n[bold]planted changes[/]")
+    for p in planted:
+        console.print(f"  {'found' if p['found'] else 'MISSED'}: {p['kind']} at {p['commit']} "
+                      f"({p['repo']} {p['subject']!r})", highlight=False)
+    console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
     return result
+
+
+#: What the demo planted (see hourly.fixtures.DEMO_CHANGES): the commit and the kind of change.
+PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
+           ("jax", "Use a faster dispatch path for pjit", "regression"),
+           ("xla", "[XLA:GPU] Enable cuDNN fused attention", "improvement")]
+
+
+def check_planted(steps) -> list[dict]:
+    """For each planted change: did a detected step of that kind move past its commit?"""
+    out = []
+    for repo, subject, kind in PLANTED:
+        when = next(c for c in DEMO_CHANGES if c.subject == subject)
+        t = parse_time(when.merged_at or when.when).when
+        found = any(st.kind.value == kind and parse_time(st.before.time).when < t <= parse_time(st.after.time).when
+                    for st in steps)
+        out.append({"repo": repo, "subject": subject, "kind": kind, "commit": iso_utc(t), "found": found})
+    return out

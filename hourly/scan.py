@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import environment
 from .bench import Status, run_benchmark, spread
 from .build import Builder, BuildSpec, BuildStatus, Workspace
 from .config import Settings
@@ -108,7 +109,7 @@ class Measurer:
         build = self.builder.prepare(pair)
         if build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
-                            f"build failed; log {build.log_path}: {build.tail.strip().splitlines()[-1:] or ''}",
+                            f"build failed: {_last_line(build.tail)} (log {build.log_path})",
                             origin)
         else:
             res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.workdir / "logs", pair.key())
@@ -117,6 +118,11 @@ class Measurer:
                             [r.as_dict() for r in res.runs], res.detail(), origin)
         self.store.add_measurement(self.key, m)
         return m
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "no output"
 
 
 def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
@@ -128,6 +134,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
+    store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
     todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
     done = len(pairs) - len(todo)

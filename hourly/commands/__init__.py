@@ -1,1 +1,1 @@
-"""CLI command functions that hourly/cli.py registers (one module per feature)."""
+"""CLI command functions that live with their stage; hourly.cli registers them with ``app.command()``."""

@@ -1,0 +1,213 @@
+"""``hourly report``: a markdown file (and a PNG plot) ready to paste into a JAX/XLA issue."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import environment
+from .config import Settings
+from .gitrepo import COMMIT_URLS, GitRepo, REPOS
+from .scan import PointResult, show
+from .steps import Step, find_steps
+from .store import Store
+
+MAX_COMMITS = 50
+
+
+@dataclass
+class ReportFiles:
+    markdown: Path
+    plot: Path | None
+
+
+def link(repo: str, sha: str) -> str:
+    return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
+
+
+def scan_command(s: Settings) -> str:
+    """The `hourly scan` command line that reproduces the stored measurement."""
+    argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
+            "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
+            "--build-cmd", s.build_cmd, "--bench-cmd", s.bench_cmd or "", "--repeats", str(s.repeats),
+            "--metric-regex", s.metric_regex]
+    if not s.first_parent:
+        argv.append("--no-first-parent")
+    if s.bench_cwd:
+        argv += ["--bench-cwd", s.bench_cwd]
+    for e in s.env:
+        argv += ["--env", e]
+    return shlex.join(argv)
+
+
+def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
+    lines = []
+    for name in REPOS:
+        old, new = getattr(step.before, name), getattr(step.after, name)
+        if old == new:
+            lines.append(f"- **{name}**: unchanged at {link(name, old)}")
+            continue
+        repo = repos.get(name)
+        if repo is None:
+            lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
+            continue
+        commits = repo.log(old, new)
+        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, {len(commits)} first-parent "
+                     f"commit{'s' if len(commits) != 1 else ''}:")
+        lines.append("")
+        lines.append("  | commit | committed (UTC) | author | subject |")
+        lines.append("  |---|---|---|---|")
+        for c in reversed(commits[:MAX_COMMITS]):
+            when = datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%d %H:%M")
+            subject = c.subject.replace("|", "\\|")
+            lines.append(f"  | {link(name, c.sha)} | {when} | {c.author} | {subject} |")
+        if len(commits) > MAX_COMMITS:
+            lines.append(f"  | … | | | {len(commits) - MAX_COMMITS} more |")
+        lines.append("")
+    return lines
+
+
+def _open_repos(s: Settings) -> dict[str, GitRepo | None]:
+    out: dict[str, GitRepo | None] = {}
+    for name, path in (("xla", s.xla_repo), ("jax", s.jax_repo)):
+        try:
+            out[name] = GitRepo(path, name)
+        except Exception:  # noqa: BLE001 - a report is still useful without the commit lists
+            out[name] = None
+    return out
+
+
+def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%SZ") for p in points]
+    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    ok = [(t, p) for t, p in zip(times, points) if p.status == "ok" and p.value is not None]
+    if ok:
+        ax.plot([t for t, _ in ok], [p.value for _, p in ok], "-", color="tab:blue", lw=1.2, label="median")
+        xs = [t for t, p in ok for _ in p.samples]
+        ys = [v for _, p in ok for v in p.samples]
+        ax.plot(xs, ys, ".", color="tab:blue", alpha=0.5, ms=4, label="repeats")
+    failed = [(t, p) for t, p in zip(times, points) if p.status != "ok"]
+    if failed:
+        low = min((p.value for _, p in ok), default=0.0)
+        ax.plot([t for t, _ in failed], [low] * len(failed), "x", color="tab:red", ms=7,
+                label="failed (" + ", ".join(sorted({p.status for _, p in failed})) + ")")
+    for st in steps:
+        color = "tab:red" if st.kind.value == "regression" else "tab:green"
+        ax.axvspan(times[st.before_index], times[st.after_index], color=color, alpha=0.2)
+        ax.annotate(f"{st.change.relative_change * 100:+.1f}%", (times[st.after_index], st.change.level_after),
+                    textcoords="offset points", xytext=(4, 6), fontsize=8, color=color)
+    ax.set_xlabel("time (UTC)")
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def bisect_sections(store: Store) -> list[str]:
+    """The bisected culprits, when the bisection stage has stored any."""
+    try:
+        from .bisect import report_lines
+    except ImportError:
+        return []
+    return report_lines(store)
+
+
+def write_report(store: Store, s: Settings, out_dir: Path | None = None,
+                 min_change: float | None = None) -> ReportFiles:
+    out_dir = Path(out_dir) if out_dir else store.workdir / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    points = show(store, s).points
+    ok = [p for p in points if p.status == "ok"]
+    steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
+    metric = "metric"
+    if "MLUPS" in s.metric_regex:
+        metric = "MLUPS"
+    plot_path = plot(points, steps, out_dir / "plot.png", metric) if points else None
+    repos = _open_repos(s)
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+
+    md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    if points:
+        md.append(f"Scanned {points[0].time} → {points[-1].time} ({len(points)} instants, "
+                  f"{len({(p.xla, p.jax) for p in points})} distinct (xla, jax) pairs), metric `{metric}` "
+                  f"({'higher' if s.higher_is_better else 'lower'} is better).")
+    md.append("")
+    if not steps:
+        md.append("No step change was detected in the scanned window.")
+    md.append("")
+    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change |")
+    md.append("|---|---|---|---|---|---|")
+    for i, st in enumerate(steps, 1):
+        c = st.change
+        md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
+                  f"{c.level_before:.4g} → {c.level_after:.4g} | {c.relative_change * 100:+.2f}% |")
+    md.append("")
+    for i, st in enumerate(steps, 1):
+        c = st.change
+        md.append(f"## {i}. {c.kind.value.capitalize()} of {c.relative_change * 100:+.2f}% "
+                  f"between {st.before.time} and {st.after.time}")
+        md.append("")
+        md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
+                  f"jax {link('jax', st.before.jax)}, {c.level_before:.4g}")
+        md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
+                  f"jax {link('jax', st.after.jax)}, {c.level_after:.4g}")
+        md.append("")
+        md.append("Commits in the window (first-parent, oldest first):")
+        md.append("")
+        md.extend(_commits_section(repos, st))
+        md.append("")
+    failed = [p for p in points if p.status != "ok"]
+    if failed:
+        md.append("## Points that did not measure")
+        md.append("")
+        from .steps import group_points
+        for g in group_points(points):
+            p = g.point
+            if p.status == "ok":
+                continue
+            when = p.time if g.first == g.last else f"{p.time} … {points[g.last].time}"
+            md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
+                      + (f" — {p.detail}" if p.detail else ""))
+        md.append("")
+    md.extend(bisect_sections(store))
+    md.append("## Reproduce")
+    md.append("")
+    md.append("The measurement (inside the nightly container, per pair):")
+    md.append("")
+    md.append("```sh")
+    md.append(scan_command(s))
+    md.append("```")
+    md.append("")
+    md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
+              + f", {s.repeats} run{'s' if s.repeats != 1 else ''} per pair.")
+    md.append("")
+    md.append("## Environment")
+    md.append("")
+    md.extend(environment.render_markdown(env))
+    md.append("")
+    if plot_path:
+        md.append("## Plot")
+        md.append("")
+        md.append(f"![metric over time]({plot_path.name})")
+        md.append("")
+    profiles = sorted((store.workdir / "profiles").glob("*/comparison.txt")) \
+        if (store.workdir / "profiles").is_dir() else []
+    if profiles:
+        md.append("## Traces and memory profiles")
+        md.append("")
+        for comp in profiles:
+            md.append(f"- {comp.parent.name}: `{comp.parent}` (comparison: `{comp}`)")
+        md.append("")
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plot_path)

@@ -1,0 +1,20 @@
+"""A workdir's results store as a labelled series, for ``hourly detect WORKDIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import effective
+from .scan import show
+from .series import Series
+from .steps import series_from_points
+from .store import Store
+
+
+def load_store_series(path: str | Path) -> Series:
+    store = Store(path, create=False)
+    try:
+        s, _ = effective({}, base=store.load_settings("scan") or {})
+        return series_from_points(show(store, s).points, str(store.path))
+    finally:
+        store.close()

@@ -1,0 +1,58 @@
+"""The benchmark executor against real subprocesses."""
+
+import sys
+import textwrap
+
+import pytest
+
+from hourly.bench import BenchSpec, Status, parse_metric, run_benchmark, spread
+from hourly.errors import UserError
+
+
+def script(tmp_path, body: str) -> list[str]:
+    p = tmp_path / "b.py"
+    p.write_text(textwrap.dedent(body))
+    return [sys.executable, str(p)]
+
+
+def test_parse_metric_last_match_wins_and_custom_regex():
+    assert parse_metric("MLUPS: 1\nMLUPS: 577.1\n") == 577.1
+    assert parse_metric("MLUPS: 5.7e2") == 570.0
+    assert parse_metric('File "MLUPS3d.py", line 3') is None
+    assert parse_metric("METRIC step_time_ms: 1.25", r"METRIC step_time_ms:\s*(?P<value>[0-9.]+)") == 1.25
+
+
+def test_bad_regexes_are_user_errors():
+    with pytest.raises(UserError, match="not a valid"):
+        parse_metric("x", "MLUPS: (")
+    with pytest.raises(UserError, match="captures nothing"):
+        parse_metric("x", "MLUPS")
+
+
+def test_outcomes(tmp_path):
+    log = tmp_path / "logs"
+    ok = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 577.1')")), 2, log, "ok")
+    assert ok.status is Status.OK and ok.samples == [577.1, 577.1] and ok.value == 577.1
+    assert len(list(log.glob("bench-ok-*.log"))) == 2
+
+    crash = run_benchmark(BenchSpec(script(tmp_path, "import sys; print('MLUPS: 1'); sys.exit(3)")), 1, log, "c")
+    assert crash.status is Status.CRASHED and crash.runs[0].returncode == 3 and crash.value is None
+
+    none = run_benchmark(BenchSpec(script(tmp_path, "print('hello')")), 1, log, "n")
+    assert none.status is Status.NO_METRIC and "metric never printed" in none.detail()
+
+    slow = run_benchmark(BenchSpec(script(tmp_path, "import time; time.sleep(30)"), timeout=0.5), 1, log, "t")
+    assert slow.status is Status.TIMEOUT and slow.runs[0].duration < 10
+
+
+def test_env_and_cwd_reach_the_benchmark(tmp_path):
+    cmd = script(tmp_path, "import os; print('MLUPS:', os.environ['FACTOR'], os.getcwd())")
+    (tmp_path / "here").mkdir()
+    res = run_benchmark(BenchSpec(cmd, cwd=str(tmp_path / "here"), env={"FACTOR": "2.5"}), 1, tmp_path, "e")
+    assert res.value == 2.5
+    assert str(tmp_path / "here") in open(res.runs[0].log_path).read()
+
+
+def test_spread():
+    assert spread([1.0]) is None
+    assert spread([99.0, 101.0]) == pytest.approx(0.01)

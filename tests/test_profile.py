@@ -1,0 +1,51 @@
+"""`hourly profile`: real builds, real JAX on the CPU, real traces and memory profiles."""
+
+import pytest
+
+from hourly.cli import main
+
+pytest.importorskip("jax")
+
+JAX_BENCH = '''
+import jax, jax.numpy as jnp
+import jax_demo
+
+def work(x, n):
+    for _ in range(n):
+        x = jnp.tanh(x @ x)
+    return x
+
+def slow_path(x):
+    return work(x, int(round(8 / jax_demo.FACTOR - 7)) * 6)
+
+x = jax.device_put(jnp.ones((128, 128), jnp.float32)).block_until_ready()
+keep = []
+if jax_demo.FACTOR < 1:  # the regression also holds on to a 4 MiB buffer
+    keep.append(jnp.zeros((1024, 1024), jnp.float32).block_until_ready())
+y = jax.jit(slow_path)(x).block_until_ready()
+print("MLUPS:", 577.1 * jax_demo.FACTOR)
+'''
+
+
+def test_profile_compares_good_and_bad_states_of_a_detected_step(capsys, scan_args, made, tmp_path):
+    made.bench_script.write_text(JAX_BENCH)
+    code = main(scan_args("Aug 24 2023 11:00", "Aug 24 2023 20:00"))
+    assert code == 0
+    capsys.readouterr()
+    code = main(["profile", "--workdir", str(tmp_path / "work")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    comparison = (tmp_path / "work" / "profiles" / "step-1" / "comparison.txt").read_text()
+    assert comparison in out
+    for side in ("good", "bad"):
+        assert (tmp_path / "work" / "profiles" / "step-1" / side / "memory.prof").stat().st_size > 0
+    # the bad state holds 4 MiB more, allocated at the benchmark's line
+    line = JAX_BENCH.split("\n").index(next(x for x in JAX_BENCH.split("\n") if "keep.append" in x)) + 1
+    site = next(x for x in comparison.splitlines() if f"MLUPS3d.py:{line})" in x)
+    assert "+4.000" in site
+    assert "jit_slow_path" in comparison  # the extra work shows up as op time
+    assert "pprof -http=: --diff_base" in out
+    # the report links the captures
+    main(["report", "--workdir", str(tmp_path / "work")])
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    assert "profiles/step-1" in md or "step-1" in md

@@ -1,0 +1,58 @@
+"""Detection on stored scans, the marked table, `hourly report`, and the demo end to end."""
+
+import json
+import struct
+import subprocess
+import sys
+
+from hourly.cli import main
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tmp_path):
+    out = run(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00", "--repeats", "2"))
+    assert "▼" in out and "1 step found" in out and "moved: xla" in out
+    found = json.loads(run(capsys, ["detect", str(tmp_path / "work"), "--json"]))
+    assert [(c["before"], c["after"], c["kind"]) for c in found["changes"]] == [
+        ("2023-08-24T13:00:00Z", "2023-08-24T14:00:00Z", "regression")]
+    assert found["changes"][0]["relative_change"] < -0.06
+    # one point per pair-run, labelled by its first instant, in time order
+    labels = [p["label"] for p in found["points"]]
+    assert labels == sorted(labels) and "2023-08-24T14:00:00Z" in labels
+    shown = run(capsys, ["show", "--workdir", str(tmp_path / "work")])
+    assert "▼" in shown
+
+
+def test_report_has_links_commits_reproduction_and_a_real_png(capsys, scan_args, made, tmp_path):
+    run(capsys, scan_args("Aug 24 2023 09:00", "Aug 25 2023 20:00", "--env", "XLA_FLAGS=--xla_gpu_autotune_level=0"))
+    out = run(capsys, ["report", "--workdir", str(tmp_path / "work")])
+    md_path = tmp_path / "work" / "report" / "report.md"
+    assert str(md_path) in out
+    md = md_path.read_text()
+    fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
+    dispatch = made.shas["Use a faster dispatch path for pjit"]
+    assert f"https://github.com/openxla/xla/commit/{fusion}" in md
+    assert f"https://github.com/jax-ml/jax/commit/{dispatch}" in md
+    assert "[XLA:GPU] Change priority fusion heuristic" in md and "Fusion Author" in md
+    assert "build_failed" in md  # the broken-build hours are listed
+    assert "hourly scan --from" in md and "--bench-cmd" in md
+    assert "XLA_FLAGS=--xla_gpu_autotune_level=0" in md and "Python" in md
+    png = (tmp_path / "work" / "report" / "plot.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width > 500 and height > 300
+
+
+def test_demo_finds_every_planted_change(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "hourly", "demo", str(tmp_path / "demo"), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["planted"] and all(p["found"] for p in result["planted"]), result["planted"]
+    assert len(result["steps"]) == len(result["planted"])

@@ -1,0 +1,260 @@
+"""The scan end to end: the real CLI over real repos, builds, benchmarks and SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hourly.cli import main
+from hourly.gitrepo import GitRepo
+
+
+def run_cli(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def scan_json(capsys, argv):
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def measurements(workdir: Path) -> list[tuple]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return c.execute("SELECT xla, jax, status, origin FROM measurements ORDER BY id").fetchall()
+
+
+def test_scan_json_dedupes_builds_and_measures_planted_step(capsys, scan_args, made, tmp_path):
+    result = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--repeats", "2"))
+    pts = result["points"]
+    assert [p["time"] for p in pts] == ["2023-08-24T12:00:00Z", "2023-08-24T13:00:00Z",
+                                        "2023-08-24T14:00:00Z", "2023-08-24T15:00:00Z"]
+    assert all(len(p["xla"]) == 40 and len(p["jax"]) == 40 for p in pts)
+    assert result["distinct_pairs"] == 2 and result["builds"] == 2
+    assert [p["status"] for p in pts] == ["ok"] * 4
+    assert all(len(p["samples"]) == 2 for p in pts)
+    before, after = pts[0]["value"], pts[2]["value"]
+    assert after / before == pytest.approx(0.93, abs=0.01)  # the planted XLA fusion regression
+    assert pts[2]["xla"] == made.shas["[XLA] Fix typo in comment"]
+
+
+def test_rerun_reuses_everything_and_rerun_flag_measures_again(capsys, scan_args, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    first = scan_json(capsys, args)
+    n = len(measurements(tmp_path / "work"))
+    again = scan_json(capsys, args)
+    assert again["builds"] == 0 and again["points"] == first["points"]
+    assert len(measurements(tmp_path / "work")) == n
+    forced = scan_json(capsys, args + ["--rerun"])
+    assert forced["builds"] == 0  # wheels come from the cache
+    assert len(measurements(tmp_path / "work")) == 2 * n
+
+
+def test_trees_restored_and_build_edits_never_block(capsys, scan_args, made):
+    jax = GitRepo(made.jax, "jax")
+    before = jax.head_state()
+    scan_json(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00"))  # several builds in a row
+    assert jax.head_state() == before and before.branch == "main"
+    assert jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+
+
+def test_failed_build_and_crash_are_recorded_and_the_scan_goes_on(capsys, scan_args):
+    pts = scan_json(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 17:00"))["points"]
+    statuses = {p["time"][11:13]: p["status"] for p in pts}
+    assert statuses["06"] == "build_failed" and statuses["09"] == "ok"
+    assert statuses["16"] == "crashed" and statuses["05"] == "ok"
+    assert all(p["value"] is None for p in pts if p["status"] != "ok")
+
+
+def test_table_output_and_show(capsys, scan_args, tmp_path):
+    code, out, _ = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00"))
+    assert code == 0
+    assert "2 builds for 4 instants" in out and "2023-08-24T14:00:00Z" in out
+    code, shown, _ = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work")])
+    assert code == 0 and "2023-08-24T14:00:00Z" in shown
+    code, js, _ = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
+    assert [p["status"] for p in json.loads(js)["points"]] == ["ok"] * 4
+
+
+def test_dry_run_touches_nothing(capsys, scan_args, made, tmp_path):
+    jax = GitRepo(made.jax, "jax")
+    before = jax.head_state()
+    plan = scan_json(capsys, scan_args("Aug 24 2023", "Aug 24 2023", "--dry-run"))
+    assert {p["status"] for p in plan["points"]} == {"planned"} and plan["builds"] == 0
+    assert len(plan["points"]) == 25 and plan["distinct_pairs"] < 25
+    assert jax.head_state() == before and not (tmp_path / "work" / "wheels").exists()
+    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00"))
+    plan = scan_json(capsys, scan_args("Aug 24 2023", "Aug 24 2023", "--dry-run"))
+    assert {p["status"] for p in plan["points"] if p["time"] == "2023-08-24T12:00:00Z"} == {"cached"}
+
+
+def test_dirty_tree_is_refused_then_forced_changes_come_back(capsys, scan_args, made):
+    readme = made.jax / "README"
+    readme.write_text("my local edit\n")
+    code, _, err = run_cli(capsys, scan_args())
+    assert code == 1 and "uncommitted changes" in err and "--force" in err
+    assert "Traceback" not in err
+    result = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--force"))
+    assert result["points"][0]["status"] == "ok"
+    assert readme.read_text() == "my local edit\n"
+
+
+def test_locked_tree_is_refused(capsys, scan_args, made):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = GitRepo(made.xla, "xla").git_dir / "hourly.lock"
+        import socket
+        lock.write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname(), "sha": "x"}))
+        code, _, err = run_cli(capsys, scan_args())
+        assert code == 1 and "in use by another hourly" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("change,message", [
+    (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
+    (["--ref", "origin/nope"], "unknown ref"),
+    (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+    (["--from", "Aug 26 2023", "--to", "Aug 24 2023"], "reversed"),
+    (["--from", "someday"], "cannot parse time"),
+    (["--env", "NOEQUALS"], "KEY=VALUE"),
+    (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
+])
+def test_user_errors_are_one_line_exit_1(capsys, scan_args, change, message):
+    code, _, err = run_cli(capsys, scan_args() + change)
+    assert code == 1, err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_not_a_git_repo_and_unwritable_workdir(capsys, scan_args, tmp_path):
+    (tmp_path / "plain").mkdir()
+    code, _, err = run_cli(capsys, scan_args() + ["--xla-repo", str(tmp_path / "plain")])
+    assert code == 1 and "not a git repository" in err
+    (tmp_path / "afile").write_text("")
+    code, _, err = run_cli(capsys, scan_args() + ["--workdir", str(tmp_path / "afile" / "work")])
+    assert code == 1 and "not writable" in err
+
+
+def test_metric_never_printed_is_recorded(capsys, scan_args):
+    pts = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--metric-regex",
+                                      r"GFLOPS:\s*(?P<value>[0-9.]+)"))["points"]
+    assert pts[0]["status"] == "no_metric" and pts[0]["value"] is None
+
+
+def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, tmp_path):
+    code, _, _ = run_cli(capsys, ["scan", "--no-such-flag"])
+    assert code == 2
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "hourly.sqlite").write_bytes(b"this is not a database" * 100)
+    code, _, err = run_cli(capsys, scan_args())
+    assert code == 3 and "unexpected error" in err
+    log = next((tmp_path / "crash-logs").glob("error-*.log"))
+    assert "Traceback" in log.read_text() and str(log) in err
+
+
+def test_in_place_builds_run_every_time(capsys, scan_args, tmp_path):
+    """Newer build-jax.sh installs editable builds and leaves no wheels: nothing to cache."""
+    marker = tmp_path / "builds.txt"
+    build = tmp_path / "build-inplace.sh"
+    build.write_text(f"#!/bin/sh\necho built >> {marker}\n")
+    build.chmod(0o755)
+    bench = tmp_path / "b.py"
+    bench.write_text("print('MLUPS: 100')\n")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00") + [
+        "--build-cmd", str(build), "--bench-cmd", f"python3 {bench}"]
+    assert scan_json(capsys, args)["builds"] == 2
+    assert scan_json(capsys, args + ["--rerun"])["builds"] == 2
+    assert marker.read_text().count("built") == 4
+
+
+def test_config_file_and_flags(capsys, scan_args, made, venv_python, tmp_path):
+    Path("hourly.toml").write_text(
+        f'[scan]\nfrom = "Aug 24 2023 12:00"\nto = "Aug 24 2023 13:00"\nxla-repo = "{made.xla}"\n'
+        f'jax_repo = "{made.jax}"\nbuild_cmd = "{made.build_script}"\npython = "{venv_python}"\n'
+        f'bench_cmd = "python3 {made.bench_script}"\nrepeats = 2\n')
+    result = scan_json(capsys, ["scan", "--to", "Aug 24 2023 14:00"])
+    assert len(result["points"]) == 3 and len(result["points"][0]["samples"]) == 2
+    code, out, _ = run_cli(capsys, ["config", "--json"])
+    cfg = json.loads(out)
+    assert cfg["repeats"] == {"value": 2, "from": "hourly.toml"}
+    assert cfg["step"] == {"value": "1h", "from": "default"}
+    Path("hourly.toml").write_text("no_such_setting = 1\n")
+    code, _, err = run_cli(capsys, ["config"])
+    assert code == 1 and "unknown setting" in err
+
+
+def _store_count(workdir: Path) -> int:
+    try:
+        with sqlite3.connect(workdir / "hourly.sqlite", timeout=5) as c:
+            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for(pred, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_kill_9_midway_then_rerun_finishes_without_redoing(scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00", "--json")
+    env = dict(os.environ, DEMO_SLEEP="0.4")
+    bench = made.bench_script
+    bench.write_text("import os, time; time.sleep(float(os.environ.get('DEMO_SLEEP', 0)))\n" + bench.read_text())
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert _wait_for(lambda: _store_count(tmp_path / "work") >= 2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    done = _store_count(tmp_path / "work")
+    jax = GitRepo(made.jax, "jax")
+    assert (jax.git_dir / "hourly.lock").exists()  # left behind by the killed scan
+    out = subprocess.run([sys.executable, "-m", "hourly", *args], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert all(pt["status"] == "ok" for pt in result["points"])
+    # finished pairs are neither rebuilt nor re-run; the interrupted one may come from the wheel cache
+    assert result["builds"] <= result["distinct_pairs"] - done
+    rows = measurements(tmp_path / "work")
+    assert len(rows) == len({(x, j) for x, j, *_ in rows}) == result["distinct_pairs"]
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+
+
+def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00")
+    bench = made.bench_script
+    bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: _store_count(tmp_path / "work") >= 1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "resume with" in err and "hourly scan --from" in err
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+
+
+def test_console_script_runs(tmp_path):
+    out = subprocess.run(["hourly", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "scan" in out.stdout

@@ -1,0 +1,160 @@
+"""Loading series (grep output, CSV) and the `detect` command through a real Typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from hourly.commands.detect import change_marks, detect, format_change, load_series
+from hourly.detect import detect_changes
+from hourly.errors import UsageError, UserError
+from hourly.series import PointStatus, load_csv, load_grep_text, natural_key, parse_grep_lines
+
+ISSUE_GREP = """\
+OUT-a:MLUPS: 100
+OUT-b:MLUPS: 100.1
+OUT-c:MLUPS: 99.9
+OUT-d:  File "/home/me/lbm/MLUPS3d.py", line 212, in <module>
+OUT-e:MLUPS: 90
+OUT-f:MLUPS: 90.2
+"""
+
+
+def make_app() -> typer.Typer:
+    app = typer.Typer()
+    app.command()(detect)
+
+    @app.command()
+    def version() -> None:  # a second command, so `detect` is a subcommand as in hourly
+        typer.echo("0")
+
+    return app
+
+
+def run(args: list[str]):
+    return CliRunner().invoke(make_app(), ["detect", *args])
+
+
+@pytest.fixture
+def grep_file(tmp_path: Path) -> Path:
+    p = tmp_path / "runs.txt"
+    p.write_text(ISSUE_GREP)
+    return p
+
+
+def test_grep_lines_label_value_and_failed_traceback(grep_file):
+    s = load_grep_text(grep_file)
+    assert s.labels == ["OUT-a", "OUT-b", "OUT-c", "OUT-d", "OUT-e", "OUT-f"]
+    assert [p.value for p in s.points] == [100.0, 100.1, 99.9, None, 90.0, 90.2]
+    assert s.points[3].status is PointStatus.FAILED
+
+
+def test_grep_repeats_become_samples_and_labels_sort_naturally():
+    s = parse_grep_lines(["run10:MLUPS: 5", "run2:MLUPS: 3", "run2:MLUPS: 4", "run2:MLUPS: 8",
+                          "Binary file run3 matches", "", "run1:MLUPS: 1.5e0"])
+    assert s.labels == ["run1", "run2", "run10"]
+    assert s.points[1].samples == (3.0, 4.0, 8.0)
+    assert s.points[1].value == 4.0
+    assert s.points[0].value == 1.5
+    assert natural_key("OUT-2") < natural_key("OUT-10")
+
+
+def test_grep_with_custom_metric_regex():
+    s = parse_grep_lines(["a:step time 12.5 ms", "b:step time 13.0 ms", "c:oops"],
+                         metric_regex=r"time (?P<value>[0-9.]+) ms")
+    assert [p.value for p in s.points] == [12.5, 13.0, None]
+
+
+def test_bad_inputs_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="no such file"):
+        load_grep_text(tmp_path / "missing.txt")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("no colon here\n")
+    with pytest.raises(UserError, match="no `LABEL"):
+        load_grep_text(empty)
+    with pytest.raises(UserError, match="not a valid regular expression"):
+        parse_grep_lines(["a:MLUPS: 1"], metric_regex="(")
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text("when,mlups\n1,2\n")
+    with pytest.raises(UserError, match="'label' and 'value'") as e:
+        load_csv(bad_csv)
+    assert e.value.fix
+
+
+def test_csv_empty_and_unparsable_values_are_failed(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text("label,value,note\nday-10,537.0,\nday-2,577.1,x\nday-3,,crash\nday-4,n/a,\n"
+                 "day-5,536.5,\n")
+    s = load_csv(p)
+    assert s.labels == ["day-2", "day-3", "day-4", "day-5", "day-10"]
+    assert [str(pt.status) for pt in s.points] == ["ok", "failed", "failed", "ok", "ok"]
+
+
+def test_cli_grep_json_is_the_issue_example(grep_file):
+    r = run([str(grep_file), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["points"][3] == {"label": "OUT-d", "value": None, "status": "failed"}
+    assert out["points"][0] == {"label": "OUT-a", "value": 100.0, "status": "ok"}
+    assert len(out["changes"]) == 1
+    c = out["changes"][0]
+    assert (c["before"], c["after"], c["kind"]) == ("OUT-c", "OUT-e", "regression")
+    assert c["relative_change"] == pytest.approx(-0.1, abs=0.005)
+    assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind"}
+    assert set(out) == {"points", "changes"}
+
+
+def test_cli_grep_table_marks_the_step(grep_file):
+    r = run([str(grep_file)])
+    assert r.exit_code == 0, r.output
+    assert "▼ regression -9.9%" in r.output
+    assert "regression -9.9% between OUT-c and OUT-e" in r.output
+    assert "failed" in r.output
+
+
+def test_cli_csv_lower_is_better_and_min_change(tmp_path):
+    p = tmp_path / "times.csv"
+    rows = [f"t{i},{v}" for i, v in enumerate([10.0, 10.02, 9.98, 10.01, 10.3, 10.29, 10.31, 10.3,
+                                               12.0, 12.02, 11.98, 12.01])]
+    p.write_text("label,value\n" + "\n".join(rows) + "\n")
+    out = json.loads(run([str(p), "--json", "--lower-is-better"]).output)
+    assert [(c["before"], c["after"], c["kind"]) for c in out["changes"]] == [
+        ("t3", "t4", "regression"), ("t7", "t8", "regression")]
+    out = json.loads(run([str(p), "--json", "--lower-is-better", "--min-change", "0.1"]).output)
+    assert [(c["before"], c["after"]) for c in out["changes"]] == [("t7", "t8")]
+    out = json.loads(run([str(p), "--json"]).output)
+    assert {c["kind"] for c in out["changes"]} == {"improvement"}
+
+
+def test_cli_metric_regex(tmp_path):
+    p = tmp_path / "g.txt"
+    p.write_text("".join(f"r{i}:time: {v} s\n" for i, v in enumerate([5, 5.01, 4.99, 5, 6, 6.01, 5.99, 6])))
+    out = json.loads(run([str(p), "--json", "--lower-is-better",
+                          "--metric-regex", r"time: (?P<value>[0-9.]+)"]).output)
+    assert [(c["before"], c["after"], c["kind"]) for c in out["changes"]] == [("r3", "r4", "regression")]
+
+
+def test_cli_errors_reach_the_top_level_handler(tmp_path):
+    r = run([str(tmp_path / "nope.txt")])
+    assert isinstance(r.exception, UserError)
+    r = run([str(tmp_path / "nope.txt"), "--min-change", "-1"])
+    assert isinstance(r.exception, UsageError)
+
+
+def test_default_source_without_a_workdir_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="no results store at ./hourly-work") as e:
+        load_series(None)
+    assert "hourly scan" in (e.value.fix or "")
+
+
+def test_format_change_and_marks():
+    values = [100, 100.1, 99.9, None, 90, 90.2]
+    labels = list("abcdef")
+    (c,) = detect_changes(values)
+    assert format_change(c, labels).startswith("regression -9.9% between c and e: 100 -> 90.1")
+    assert change_marks([c]) == {3: "│", 4: "▼ regression -9.9%"}
