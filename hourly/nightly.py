@@ -35,9 +35,6 @@ LEVEL = "nightly"
 DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
 DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
-#: relative change between consecutive good days that counts as a step when no detection
-#: stage is available (the noise of most benchmarks on one GPU is well under this)
-STEP_THRESHOLD = 0.03
 
 
 class NightlyStatus(str, Enum):
@@ -242,25 +239,33 @@ class Boundary:
                 "bad": {k: getattr(self.bad, k) for k in ("date", "image", "digest", "xla", "jax")}}
 
 
-def find_boundary(points: list[NightlyPoint], higher_is_better: bool = True,
-                  threshold: float = STEP_THRESHOLD) -> Boundary | None:
+def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> list:
+    """hourly's detection (hourly.steps) over the dates; missing and broken dates are gaps.
+
+    Returns :class:`hourly.steps.Step` objects whose indices are positions in ``points``.
+    """
+    from .scan import PointResult
+    from .steps import find_steps
+    if not any(p.status is NightlyStatus.OK for p in points):
+        return []
+    # a date without commits must not merge with its neighbours: give it its own "pair"
+    rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
+                        p.status.value, p.value, list(p.samples)) for p in points]
+    steps, _, _ = find_steps(rows, higher_is_better)
+    return steps
+
+
+def find_boundary(points: list[NightlyPoint],
+                  regressions: list[tuple[int, int, float]]) -> Boundary | None:
     """The good day → bad day to hand to the next phase (pure).
 
-    The largest worsening beyond ``threshold`` between consecutive OK dates (dates in between
-    that are missing or broken are skipped); failing that, the first OK date followed by a
-    crash or timeout.
+    ``regressions`` are detected slowdowns as (index of the last date before, index of the
+    first date after, relative change); the largest wins. Without one, the first OK date
+    followed by a crash or timeout.
     """
-    ok = [p for p in points if p.status is NightlyStatus.OK and p.value is not None]
-    best: Boundary | None = None
-    for a, b in zip(ok, ok[1:]):
-        if a.value == 0:
-            continue
-        change = (b.value - a.value) / abs(a.value)
-        worse = -change if higher_is_better else change
-        if worse > threshold and (best is None or worse > abs(best.change or 0)):
-            best = Boundary(a, b, "slower", change)
-    if best:
-        return best
+    if regressions:
+        before, after, change = max(regressions, key=lambda r: abs(r[2]))
+        return Boundary(points[before], points[after], "slower", change)
     last_ok = None
     for p in points:
         if p.status is NightlyStatus.OK:
@@ -314,9 +319,11 @@ class NightlyReport:
     boundary: Boundary | None
     settings: NightlySettings
     measured: int = 0  # dates run now (not from the store)
+    steps: list = field(default_factory=list)  # hourly.steps.Step, indices into points
 
     def as_json(self) -> dict[str, Any]:
         return {"points": [p.as_json() for p in self.points],
+                "steps": [st.as_json() for st in self.steps],
                 "boundary": self.boundary.as_json() if self.boundary else None}
 
     def next_commands(self) -> list[str]:
@@ -448,7 +455,11 @@ def show(store: Store, s: NightlySettings | None = None, measured: int = 0,
     points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
                                                       NightlyStatus.MISSING, detail="not measured")
               for d in dates]
-    return NightlyReport(points, find_boundary(points, s.higher_is_better), s, measured)
+    steps = detect_steps(points, s.higher_is_better)
+    from .detect import ChangeKind
+    regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
+                   if st.kind is ChangeKind.REGRESSION]
+    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,8 +479,11 @@ def fmt_value(p: NightlyPoint) -> str:
 
 
 def table(report: NightlyReport):
-    """The guide's ``grep MLUPS OUT*``, readable: one row per date with image facts."""
+    """The guide's ``grep MLUPS OUT*``, readable: one row per date with image facts, every
+    detected step marked (▼ worse, ▲ better) on the first date after it, and the boundary."""
     from rich.table import Table
+
+    from .detect import ChangeKind
     t = Table(title="hourly nightly", caption=f"images: {report.settings.image}")
     t.add_column("date", no_wrap=True)
     t.add_column("digest", no_wrap=True)
@@ -477,13 +491,15 @@ def table(report: NightlyReport):
     t.add_column("jax", no_wrap=True)
     t.add_column("metric", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
+    marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
+             f"{st.change.relative_change * 100:+.1f}%" for st in report.steps}
     b = report.boundary
-    for p in report.points:
-        mark = ""
+    for i, p in enumerate(report.points):
+        mark = marks.get(i, "")
         if b and p is b.good:
             mark = "good"
         elif b and p is b.bad:
-            mark = f"bad {b.change * 100:+.1f}%" if b.change is not None else f"bad ({p.status.value})"
+            mark = f"bad {mark}" if mark else f"bad ({p.status.value})"
         style = None if p.status is NightlyStatus.OK else ("dim" if p.status is NightlyStatus.MISSING else "red")
         t.add_row(p.date, _short((p.digest or "").removeprefix("sha256:") or None, 12),
                   _short(p.xla, 8), _short(p.jax, 8), fmt_value(p), mark, style=style)
@@ -491,6 +507,7 @@ def table(report: NightlyReport):
 
 
 def print_report(console, report: NightlyReport) -> None:
+    from .steps import describe
     kw = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     counts: dict[str, int] = {}
@@ -498,10 +515,14 @@ def print_report(console, report: NightlyReport) -> None:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
     console.print(f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
+    n = len(report.steps)
+    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    for st in report.steps:
+        console.print(f"  {describe(st)}", **kw)
     b = report.boundary
     if b is None:
-        console.print("no step between consecutive good days beyond "
-                      f"{STEP_THRESHOLD:.0%} and no crash after a good day", **kw)
+        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
+                      "over", **kw)
         return
     what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
     console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)

@@ -1,24 +1,25 @@
 """``hourly container``: the pinned nightly container for the second phase, with hourly inside.
 
-hourly reaches the container without any package index: the hourly package and the pure-Python
-packages it needs are copied from the Python running hourly on the host into
-``<workdir>/.container/python`` and mounted read-only at ``/opt/hourly/python`` (first on
-``PYTHONPATH``); a two-line ``hourly`` launcher is mounted at ``/opt/hourly/bin`` (first on
-``PATH``). numpy and matplotlib are not copied: the JAX images have numpy, and plots are
-optional. One dependency is compiled (pydantic-core, through typer), so this works as is when
-the image's Python has the host's minor version; otherwise :func:`start` says so and how to fix
-it (``pip install`` inside, or the image from docker/Dockerfile). The current directory is mounted at ``/dir`` (the container starts
-there, like the nightly runs) and the workdir too, so results stay on the host.
+hourly reaches the container without any package index: the hourly package and the packages it
+needs are copied from the Python running hourly on the host into ``<workdir>/.container/python``
+and mounted read-only at ``/opt/hourly/python``; an ``hourly`` launcher mounted at
+``/opt/hourly/bin`` (first on ``PATH``) puts that directory first on ``sys.path`` of hourly's own
+process only. Nothing is added to ``PYTHONPATH``, so the benchmarks hourly runs see the image's
+Python exactly as it is. numpy and matplotlib are never copied: hourly uses the image's numpy
+(the JAX images have it), and plots are optional. One dependency is compiled (pydantic-core,
+through typer), so the copy works as is when the image's Python has the host's minor version;
+otherwise the compiled packages (and those built on them) are left out and :func:`start` says
+what to install inside, or to use the image from docker/Dockerfile.
 
-The container keeps running (``tail -f /dev/null`` under an init process) until stopped, and is
-removed when it stops. hourly does not drive the user's terminal: it prints the exact commands
-to enter and to stop the container.
+The current directory is mounted at ``/dir`` (the container starts there, like the nightly runs)
+and the workdir too, so results stay on the host. The container keeps running (``tail -f
+/dev/null`` under an init process) until stopped, and is removed when it stops. hourly does not
+drive the user's terminal: it prints the exact commands to enter and to stop the container.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -39,7 +40,12 @@ SKIP = {"numpy", "matplotlib", "colorama",
         "docker", "requests", "urllib3", "charset-normalizer", "idna", "certifi", "pillow",
         "contourpy", "kiwisolver", "fonttools", "setuptools", "pip"}
 
-LAUNCHER = '#!/bin/sh\nexec python3 -m hourly "$@"\n'
+# hourly's own packages first on sys.path of this process only (never via PYTHONPATH, which the
+# benchmark would inherit)
+LAUNCHER = (
+    "#!/bin/sh\n"
+    "exec python3 -c 'import runpy, sys; sys.path.insert(0, \"%s\"); sys.argv[0] = \"hourly\"; "
+    "runpy.run_module(\"hourly\", run_name=\"__main__\", alter_sys=True)' \"$@\"\n" % PY_TARGET)
 
 
 def _norm(name: str) -> str:
@@ -73,9 +79,28 @@ def _compiled(dist: md.Distribution) -> bool:
     return any(str(f).endswith((".so", ".pyd")) for f in dist.files or [])
 
 
+def compiled_closure(dists: list[md.Distribution]) -> set[str]:
+    """Names of the compiled distributions and of those that require them (pure)."""
+    out = {_norm(d.metadata["Name"]) for d in dists if _compiled(d)}
+    changed = True
+    while changed:
+        changed = False
+        for d in dists:
+            name = _norm(d.metadata["Name"])
+            if name in out:
+                continue
+            reqs = {_norm(m.group(1)) for r in d.requires or [] if "extra ==" not in r
+                    for m in [re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", r)] if m}
+            if reqs & out:
+                out.add(name)
+                changed = True
+    return out
+
+
 def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
-    """Copy hourly and its dependencies into ``dest`` (compiled ones only ``with_compiled``);
-    returns the copied distribution names. ``dest`` is rebuilt from scratch each time."""
+    """Copy hourly and its dependencies into ``dest`` (compiled ones, and those built on them,
+    only ``with_compiled``); returns the copied distribution names. ``dest`` is rebuilt from
+    scratch each time."""
     import hourly
     if dest.exists():
         shutil.rmtree(dest)
@@ -83,8 +108,10 @@ def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
     pkg = Path(hourly.__file__).resolve().parent
     shutil.copytree(pkg, dest / "hourly", ignore=shutil.ignore_patterns("__pycache__"))
     names = []
-    for dist in dependency_closure():
-        if not with_compiled and _compiled(dist):
+    dists = dependency_closure()
+    leave_out = set() if with_compiled else compiled_closure(dists)
+    for dist in dists:
+        if _norm(dist.metadata["Name"]) in leave_out:
             continue
         for f in dist.files or []:
             parts = Path(str(f)).parts
@@ -154,12 +181,11 @@ def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = Tr
     launcher.chmod(0o755)
     base = containers.image_env(image, docker_client=c)
     path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    pythonpath = PY_TARGET + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
     mounts = [f"{cwd}:/dir", f"{bundle / 'python'}:{PY_TARGET}:ro", f"{bundle / 'bin'}:{BIN_TARGET}:ro"]
     if workdir_inside == WORKDIR_TARGET:
         mounts.append(f"{wd}:{WORKDIR_TARGET}")
     mounts += list(extra_mounts or [])
-    envs = [f"PATH={BIN_TARGET}:{path}", f"PYTHONPATH={pythonpath}", *(env or [])]
+    envs = [f"PATH={BIN_TARGET}:{path}", *(env or [])]
     containers.start_detached(image, ["tail", "-f", "/dev/null"], name=name,
                               labels={"hourly.role": "interactive", "hourly.image": image},
                               mounts=mounts, env=envs, gpus=gpus, workdir="/dir",
@@ -182,7 +208,9 @@ def python_mismatch(image: str, docker_client=None) -> str | None:
     if m and m.group(1) == host:
         return None
     inside = m.group(1) if m else "no python3"
-    names = ", ".join(sorted(d.metadata["Name"] for d in dependency_closure() if _compiled(d)))
+    dists = dependency_closure()
+    left_out = compiled_closure(dists)
+    names = " ".join(sorted(d.metadata["Name"] for d in dists if _norm(d.metadata["Name"]) in left_out))
     return (f"the image has Python {inside}, hourly runs on Python {host} here, so its compiled "
             f"dependencies ({names}) were not copied in. Inside, run `pip install {names}` "
             f"(needs a package index), or build an image with hourly from docker/Dockerfile.")

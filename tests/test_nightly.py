@@ -99,23 +99,33 @@ def test_run_status_and_aggregate():
     assert N.aggregate(runs[:1]) == (N.NightlyStatus.CRASHED, None, [])
 
 
-def test_find_boundary_skips_missing_and_broken_days():
-    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 101), P("2023-08-22", "missing"),
-           P("2023-08-23", "crashed"), P("2023-08-24", "ok", 80), P("2023-08-25", "ok", 79)]
-    b = N.find_boundary(pts)
-    assert (b.good.date, b.bad.date, b.kind) == ("2023-08-21", "2023-08-24", "slower")
-    assert b.change == pytest.approx(80 / 101 - 1)
-    # a time: lower is better, so the jump up is the step
-    t = [P("2023-08-20", "ok", 10), P("2023-08-21", "ok", 10.1), P("2023-08-22", "ok", 13)]
-    assert N.find_boundary(t, higher_is_better=False).bad.date == "2023-08-22"
-    assert N.find_boundary(t, higher_is_better=True) is None
+def test_detection_over_dates_skips_missing_and_broken_days():
+    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 101), P("2023-08-22", "ok", 99),
+           P("2023-08-23", "missing"), P("2023-08-24", "crashed"), P("2023-08-25", "ok", 80),
+           P("2023-08-26", "ok", 79.5)]
+    for p in pts:
+        p.samples = [p.value - 0.5, p.value + 0.5] if p.value is not None else []
+    pts[3].xla = pts[3].jax = None  # a missing date has no commits
+    (step,) = N.detect_steps(pts)
+    assert (step.before_index, step.after_index) == (2, 5)  # spans the missing and crashed days
+    assert step.change.relative_change == pytest.approx(79.75 / 100 - 1)
+    b = N.find_boundary(pts, [(2, 5, step.change.relative_change)])
+    assert (b.good.date, b.bad.date, b.kind) == ("2023-08-22", "2023-08-25", "slower")
+    assert N.detect_steps([P("2023-08-20", "crashed"), P("2023-08-21", "missing")]) == []
+
+
+def test_find_boundary_takes_the_largest_regression():
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 90, 90, 60, 60])]
+    b = N.find_boundary(pts, [(0, 1, -0.1), (2, 3, -0.33)])
+    assert (b.good.date, b.bad.date, b.change) == ("2023-08-22", "2023-08-23", -0.33)
 
 
 def test_find_boundary_falls_back_to_first_crash_after_a_good_day():
     pts = [P("2023-08-20", "crashed"), P("2023-08-21", "ok", 100), P("2023-08-22", "ok", 100.5),
            P("2023-08-23", "timeout"), P("2023-08-24", "crashed")]
-    b = N.find_boundary(pts)
+    b = N.find_boundary(pts, [])
     assert (b.good.date, b.bad.date, b.kind, b.change) == ("2023-08-22", "2023-08-23", "crash", None)
+    assert N.find_boundary(pts[:3], []) is None
 
 
 def test_next_commands_hand_over_the_window(tmp_path):
@@ -183,6 +193,9 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
         assert p["samples"] == ([spec.value] * 2 if spec.mode == "ok" else [])
     b = out["boundary"]
     assert (b["good"]["date"], b["bad"]["date"], b["kind"]) == ("2023-08-22", "2023-08-25", "slower")
+    assert b["change"] == pytest.approx(79.75 / 100 - 1)  # detection: segment medians 100 → 79.75
+    (step,) = out["steps"]
+    assert (step["before"], step["after"], step["kind"]) == ("2023-08-22", "2023-08-25", "regression")
     assert b["bad"]["xla"] == nightly_images.spec("2023-08-25").xla
     # full output per date and run, in the workdir
     log = (wd / "logs" / "nightly" / "2023-08-24-run1.log").read_text()
@@ -193,7 +206,8 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
     # the table: the guide's grep MLUPS, readable, with the boundary and the next commands
     shown = hourly("nightly", "--show", "--workdir", str(wd), cwd=bench_dir)
     assert shown.returncode == 0, shown.output
-    assert "2023-08-25" in shown.output and "bad -19.2%" in shown.output
+    assert "2023-08-25" in shown.output and "bad ▼ -20.2%" in shown.output
+    assert "1 step found" in shown.output
     assert "hourly container --date 2023-08-22" in shown.output
     assert "hourly scan --from 2023-08-22 --to 2023-08-25" in shown.output
     assert nightly_images.spec("2023-08-22").jax in shown.output  # exact SHAs handed over
@@ -283,18 +297,9 @@ def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
 
 
 @pytest.mark.docker
-def test_nightly_ctrl_c_leaves_no_container_and_keeps_finished_dates(docker_client, bench_dir,
-                                                                      test_scan_id):
-    _interrupt_nightly(docker_client, bench_dir, test_scan_id)
-
-
-@pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="hourly.cli.main ignores the return value of app(..., "
-                   "standalone_mode=False): typer turns Ctrl-C into a returned 130, so the "
-                   "process exits 0 without the 'interrupted' message (lead: see helper report)")
-def test_nightly_ctrl_c_exits_130_with_the_resume_hint(docker_client, bench_dir, nightly_images,
-                                                       test_scan_id):
-    code, out = _interrupt_nightly(docker_client, bench_dir, test_scan_id + "b")
+def test_nightly_ctrl_c_leaves_no_container_keeps_finished_dates_and_exits_130(docker_client, bench_dir,
+                                                                                 test_scan_id):
+    code, out = _interrupt_nightly(docker_client, bench_dir, test_scan_id)
     assert code == 130, out
     assert "interrupted" in out
 
@@ -302,7 +307,7 @@ def test_nightly_ctrl_c_exits_130_with_the_resume_hint(docker_client, bench_dir,
 @pytest.mark.docker
 def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, test_scan_id):
     ref = f"localhost/hourly-test/python-{test_scan_id}:1"
-    make_python_image(docker_client, ref)
+    make_python_image(docker_client, ref, ("numpy",))  # JAX images have numpy; hourly uses theirs
     name = f"hourly-test-{test_scan_id}"
     res = hourly("container", "--image", ref, "--gpus", "none", "--no-pull", "--name", name,
                  cwd=bench_dir)
@@ -313,6 +318,9 @@ def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, 
         assert c.status == "running"
         code, out = c.exec_run(["hourly", "version"])
         assert (code, out.decode().strip()) == (0, "0.1.0")
+        # hourly's packages are visible to hourly only: a benchmark sees the image's Python as is
+        code, out = c.exec_run(["sh", "-c", "echo \"[$PYTHONPATH]\"; python3 -c 'import typer'"])
+        assert code != 0 and out.decode().startswith("[]") and "No module named 'typer'" in out.decode()
         # the current directory is /dir (and the cwd); the default workdir is shared with the host
         code, out = c.exec_run(["sh", "-c", "pwd; cat test.sh | head -1; touch hourly-work/made-inside"])
         assert code == 0 and out.decode().splitlines()[:2] == ["/dir", "#!/bin/sh"]
@@ -356,7 +364,7 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
     make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
-                                            "tenacity", "rich", "click"))
+                                            "tenacity", "rich", "click", "numpy"))
     tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
     docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
                                rm=True, forcerm=True,
@@ -368,3 +376,19 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     lines = res.output.splitlines()
     assert res.exit_code == 0 and lines[:2] == ["/dir", "0.1.0"], res.output
     assert lines[2] == "gone"  # the source copy is not left in the image
+
+
+def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_dependents():
+    """On this host's real installed packages: what `hourly container` leaves out of the copy
+    when the image's Python differs is compiled, or requires something that is."""
+    from hourly.pinned import _compiled, _norm, compiled_closure, dependency_closure
+    dists = {_norm(d.metadata["Name"]): d for d in dependency_closure()}
+    out = compiled_closure(list(dists.values()))
+    assert "hourly" not in out and "gitpython" in dists and "gitpython" not in out
+    for name, d in dists.items():
+        if _compiled(d):
+            assert name in out
+        if name in out and not _compiled(d):
+            reqs = {_norm(r.split(";")[0].split(" ")[0].split(">")[0].split("=")[0].split("<")[0])
+                    for r in d.requires or [] if "extra ==" not in r}
+            assert reqs & out, name
