@@ -216,7 +216,10 @@ def _register_stage_commands() -> None:
     """Commands that live with their stage, each in hourly/commands/."""
     from .commands.bisect import bisect
     from .commands.detect import detect
+    from .commands.nightly import container, nightly
     from .commands.trace import compare_profiles, trace
+    app.command()(nightly)
+    app.command()(container)
     app.command()(detect)
     app.command()(bisect)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)

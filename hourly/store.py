@@ -13,6 +13,8 @@ Tables:
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
+- ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
+  samples, runs, and the JAX/XLA commits found in the image (hourly/nightly.py reads and writes it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Iterator
 
 from .errors import UserError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -260,4 +262,11 @@ MIGRATIONS: dict[int, list[str]] = {
             partial INTEGER NOT NULL, reason TEXT, samples TEXT NOT NULL, returncodes TEXT NOT NULL, builds INTEGER NOT NULL,
             runs INTEGER NOT NULL, created REAL NOT NULL, PRIMARY KEY (bisection, seq))""",
     ],
+    # 3: results of `hourly nightly`, one row per (benchmark key, date) attempt; see hourly/nightly.py
+    3: ["""CREATE TABLE IF NOT EXISTS nightly (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, date TEXT NOT NULL,
+            image TEXT NOT NULL, digest TEXT, status TEXT NOT NULL, value REAL,
+            samples TEXT NOT NULL, runs TEXT NOT NULL, xla TEXT, jax TEXT, detail TEXT,
+            created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS nightly_date ON nightly (bench_key, date)"],
 }

@@ -1,0 +1,149 @@
+"""Pytest plugin for tests that need a real Docker engine (and a loopback registry).
+
+Load it from a test module with ``pytest_plugins = [...]`` (see tests/test_containers.py).
+Tests that need Docker carry ``@pytest.mark.docker`` and use the ``docker_client`` fixture: when
+no engine can be reached they are SKIPPED with the reason, except when ``CI=true``, where they
+FAIL — CI must never silently skip them (``.ci/docker-up.sh`` starts the engine there).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hourly import containers
+from hourly.errors import UserError
+
+try:  # tests/ as a package, or as a plain directory on sys.path
+    from .docker_fixtures import BENCH_SCRIPT, build_nightly_set
+except ImportError:
+    from docker_fixtures import BENCH_SCRIPT, build_nightly_set
+
+REGISTRY = os.environ.get("HOURLY_TEST_REGISTRY", "127.0.0.1:5000")
+HINT = "start one with `sudo bash .ci/docker-up.sh`"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "docker: needs a real Docker engine (see .ci/docker-up.sh)")
+
+
+def _unavailable(what: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {what}; CI must run the Docker tests ({HINT})", pytrace=False)
+    pytest.skip(f"{what}; {HINT}")
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    try:
+        return containers.new_client()
+    except UserError as e:
+        _unavailable(e.message)
+
+
+def _registry_up(addr: str) -> bool:
+    try:
+        urllib.request.urlopen(f"http://{addr}/v2/", timeout=2).read()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def registry(docker_client) -> str:
+    """Address of the loopback registry (``127.0.0.1:5000`` unless HOURLY_TEST_REGISTRY)."""
+    if not _registry_up(REGISTRY):
+        _unavailable(f"no registry answering on {REGISTRY}")
+    return REGISTRY
+
+
+@pytest.fixture(scope="session")
+def test_scan_id():
+    """Unique per session, so registry repos and labels never meet a previous run's; images
+    whose tag carries it are removed at the end of the session."""
+    sid = f"t{uuid.uuid4().hex[:10]}"
+    yield sid
+    try:
+        client = containers.new_client()
+    except UserError:
+        return
+    for img in client.images.list():
+        for tag in img.tags:
+            if sid in tag:
+                try:
+                    client.images.remove(tag, force=True)
+                except Exception:  # noqa: BLE001 - best-effort tidying, never a test failure
+                    pass
+
+
+@pytest.fixture(scope="session")
+def nightly_images(docker_client, registry, test_scan_id):
+    """The standard fake nightlies: local tags ``localhost/hourly-test/jax:nightly-<date>`` and
+    the same images pushed to ``<registry>/hourly-<id>/jax:nightly-<date>`` (not kept locally)."""
+    return build_nightly_set(docker_client, "localhost/hourly-test/jax:nightly-{date}",
+                             f"{registry}/hourly-{test_scan_id}/jax:nightly-{{date}}")
+
+
+@pytest.fixture
+def bench_dir(tmp_path) -> Path:
+    """A user's directory with the guide's ``test.sh`` in it (mounted at /dir)."""
+    d = tmp_path / "bench"
+    d.mkdir()
+    (d / "test.sh").write_text(BENCH_SCRIPT)
+    (d / "test.sh").chmod(0o755)
+    return d
+
+
+@pytest.fixture
+def no_leftovers(docker_client):
+    """Asserts, after the test, that no container with an ``hourly.scan`` label is left."""
+    label = f"hourly.scan=l{uuid.uuid4().hex[:10]}"
+    yield label
+    left = docker_client.containers.list(all=True, filters={"label": label})
+    assert [c.name for c in left] == [], f"containers left behind: {[c.name for c in left]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def auth_registry(tmp_path_factory, docker_client) -> str:
+    """A second real registry on loopback that requires credentials nobody has."""
+    d = tmp_path_factory.mktemp("auth-registry")
+    port = _free_port()
+    # Any unauthenticated request gets 401, so the hash never needs to match a password.
+    (d / "htpasswd").write_text("nobody:$2y$05$" + "a" * 53 + "\n")
+    (d / "config.yml").write_text(f"""version: 0.1
+log: {{level: error}}
+storage: {{filesystem: {{rootdirectory: {d / 'storage'}}}}}
+http: {{addr: 127.0.0.1:{port}}}
+auth: {{htpasswd: {{realm: hourly-test, path: {d / 'htpasswd'}}}}}
+""")
+    try:
+        proc = subprocess.Popen(["docker-registry", "serve", str(d / "config.yml")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except FileNotFoundError:
+        _unavailable("docker-registry is not installed")
+    addr = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://{addr}/v2/", timeout=1)
+        except urllib.error.HTTPError:  # 401: it is up and wants credentials
+            break
+        except Exception:
+            time.sleep(0.1)
+    yield addr
+    proc.terminate()
+    proc.wait(timeout=10)

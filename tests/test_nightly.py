@@ -1,0 +1,381 @@
+"""hourly nightly / hourly container: pure parts, the store migration, and the real CLI against
+a real Docker engine with locally made nightly images and a loopback registry."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from hourly import nightly as N
+from hourly.errors import UserError
+from hourly.proc import run
+from hourly.store import SCHEMA_VERSION, Store
+
+pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
+
+if __package__:
+    from .docker_fixtures import NightlySpec, make_image, make_python_image
+else:
+    from docker_fixtures import NightlySpec, make_image, make_python_image
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Runs the real CLI in a real process, as a user would.
+def hourly(*args, cwd, timeout=240):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return run([sys.executable, "-m", "hourly", *args], cwd=cwd, env=env, timeout=timeout,
+               check=False)
+
+
+def P(d, status, value=None):
+    return N.NightlyPoint(d, f"img:{d}", N.NightlyStatus(status), value=value,
+                          xla=f"x{d}", jax=f"j{d}")
+
+
+# ---------------------------------------------------------------- pure parts
+
+def test_date_range_includes_both_ends_and_steps():
+    assert N.date_range("2023-07-06", "2023-07-08") == [date(2023, 7, 6), date(2023, 7, 7), date(2023, 7, 8)]
+    assert N.date_range("Jul 6 2023", "2023-07-12", every=3) == [date(2023, 7, 6), date(2023, 7, 9), date(2023, 7, 12)]
+    assert N.date_range("2023-07-06", "2023-07-06") == [date(2023, 7, 6)]
+    with pytest.raises(UserError, match="before"):
+        N.date_range("2023-07-08", "2023-07-06")
+    with pytest.raises(UserError, match="takes dates"):
+        N.date_range("2023-07-06 12:00", "2023-07-08")
+
+
+def test_image_ref_and_template_validation(tmp_path):
+    assert N.image_ref(N.DEFAULT_IMAGE, date(2023, 7, 6)) == "ghcr.io/nvidia/jax:nightly-2023-07-06"
+    assert N.image_ref("ghcr.io/nvidia/jax:jax-{date}", date(2023, 9, 1)) == "ghcr.io/nvidia/jax:jax-2023-09-01"
+    s = N.NightlySettings("2023-07-06", "2023-07-07", image="ghcr.io/nvidia/jax:latest",
+                          mounts=[f"{tmp_path}:/dir"])
+    with pytest.raises(UserError, match="no {date}"):
+        s.validate()
+
+
+def test_gpu_slots_pin_one_gpu_set_per_worker():
+    assert N.gpu_slots("all", 1) == ["all"]
+    assert N.gpu_slots("all", 3) == ["device=0", "device=1", "device=2"]
+    assert N.gpu_slots("none", 2) == ["none", "none"]
+    assert N.gpu_slots("2", 2) == ["device=0,1", "device=2,3"]
+    assert N.gpu_slots("device=1,3,5", 2) == ["device=1", "device=3"]
+    # each slot means exactly those devices to Docker (a bare "0" would mean zero GPUs)
+    from hourly.containers import parse_gpus
+    assert [parse_gpus(g)[0]["DeviceIDs"] for g in N.gpu_slots("all", 2)] == [["0"], ["1"]]
+    with pytest.raises(UserError, match="at least 3"):
+        N.gpu_slots("0,1", 3)
+
+
+def test_run_status_and_aggregate():
+    assert N.run_status(0, False, 1.0) is N.NightlyStatus.OK
+    assert N.run_status(0, False, None) is N.NightlyStatus.NO_METRIC
+    assert N.run_status(2, False, 1.0) is N.NightlyStatus.CRASHED
+    assert N.run_status(None, True, None) is N.NightlyStatus.TIMEOUT
+    runs = [{"status": "crashed", "value": None}, {"status": "ok", "value": 3.0},
+            {"status": "ok", "value": 5.0}]
+    assert N.aggregate(runs) == (N.NightlyStatus.OK, 4.0, [3.0, 5.0])
+    assert N.aggregate(runs[:1]) == (N.NightlyStatus.CRASHED, None, [])
+
+
+def test_detection_over_dates_skips_missing_and_broken_days():
+    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 101), P("2023-08-22", "ok", 99),
+           P("2023-08-23", "missing"), P("2023-08-24", "crashed"), P("2023-08-25", "ok", 80),
+           P("2023-08-26", "ok", 79.5)]
+    for p in pts:
+        p.samples = [p.value - 0.5, p.value + 0.5] if p.value is not None else []
+    pts[3].xla = pts[3].jax = None  # a missing date has no commits
+    (step,) = N.detect_steps(pts)
+    assert (step.before_index, step.after_index) == (2, 5)  # spans the missing and crashed days
+    assert step.change.relative_change == pytest.approx(79.75 / 100 - 1)
+    b = N.find_boundary(pts, [(2, 5, step.change.relative_change)])
+    assert (b.good.date, b.bad.date, b.kind) == ("2023-08-22", "2023-08-25", "slower")
+    assert N.detect_steps([P("2023-08-20", "crashed"), P("2023-08-21", "missing")]) == []
+
+
+def test_find_boundary_takes_the_largest_regression():
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 90, 90, 60, 60])]
+    b = N.find_boundary(pts, [(0, 1, -0.1), (2, 3, -0.33)])
+    assert (b.good.date, b.bad.date, b.change) == ("2023-08-22", "2023-08-23", -0.33)
+
+
+def test_find_boundary_falls_back_to_first_crash_after_a_good_day():
+    pts = [P("2023-08-20", "crashed"), P("2023-08-21", "ok", 100), P("2023-08-22", "ok", 100.5),
+           P("2023-08-23", "timeout"), P("2023-08-24", "crashed")]
+    b = N.find_boundary(pts, [])
+    assert (b.good.date, b.bad.date, b.kind, b.change) == ("2023-08-22", "2023-08-23", "crash", None)
+    assert N.find_boundary(pts[:3], []) is None
+
+
+def test_next_commands_hand_over_the_window(tmp_path):
+    s = N.NightlySettings("2023-08-20", "2023-08-26", mounts=[f"{tmp_path}:/dir"], gpus="none")
+    b = N.Boundary(P("2023-08-21", "ok", 101), P("2023-08-24", "ok", 80), "slower", -0.2)
+    assert N.next_commands(b, s) == [
+        "hourly container --date 2023-08-21 --gpus none",
+        "hourly scan --from 2023-08-21 --to 2023-08-24 --bench-cmd '/bin/bash /dir/test.sh'"]
+
+
+def test_settings_key_ignores_where_runs_happen(tmp_path):
+    a = N.NightlySettings("2023-08-20", "2023-08-26", mounts=[f"{tmp_path}:/dir"])
+    b = N.NightlySettings("2023-08-01", "2023-08-02", mounts=[f"{tmp_path}:/dir"], gpus="0,1", parallel=2)
+    c = N.NightlySettings("2023-08-20", "2023-08-26", mounts=[f"{tmp_path}:/dir"], bench_cmd="python3 /dir/b.py")
+    assert a.key() == b.key() != c.key()
+
+
+def test_store_migrates_a_schema_1_store_to_add_the_nightly_table(tmp_path):
+    # a store as the first release wrote it
+    conn = sqlite3.connect(tmp_path / "hourly.sqlite")
+    conn.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                       "INSERT INTO meta VALUES ('schema_version', '1');")
+    conn.commit()
+    conn.close()
+    store = Store(tmp_path)
+    assert SCHEMA_VERSION >= 2
+    version = store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION
+    p = N.NightlyPoint("2023-08-20", "img", N.NightlyStatus.OK, "sha256:ab", 1.5, [1.5], "x" * 40, "j" * 40)
+    N.record(store, "k", p)
+    N.record(store, "k", N.NightlyPoint("2023-08-21", "img2", N.NightlyStatus.MISSING))
+    got = N.stored(store, "k")
+    assert got["2023-08-20"].value == 1.5 and got["2023-08-21"].status is N.NightlyStatus.MISSING
+    assert store.points(N.LEVEL) == [("2023-08-20", "x" * 40, "j" * 40)]  # only dates with commits
+
+
+# ---------------------------------------------------------------- the real CLI, real engine
+
+def _expected(spec: NightlySpec) -> dict:
+    status = {"ok": "ok", "crash": "crashed", "missing": "missing", "hang": "timeout",
+              "nometric": "no_metric"}[spec.mode]
+    return {"status": status, "value": spec.value if status == "ok" else None,
+            "xla": spec.xla, "jax": spec.jax}
+
+
+def _leftovers(client):
+    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=nightly"})]
+
+
+@pytest.mark.docker
+def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images, bench_dir):
+    template = nightly_images.registry_template
+    wd = bench_dir / "work"
+    res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--image", template,
+                 "--gpus", "none", "--repeats", "2", "--workdir", str(wd), "--json", cwd=bench_dir)
+    assert res.returncode == 0, res.output
+    out = json.loads(res.output)
+    assert [p["date"] for p in out["points"]] == nightly_images.dates  # oldest first, one per date
+    for p in out["points"]:
+        spec = nightly_images.spec(p["date"])
+        want = _expected(spec)
+        assert {k: p[k] for k in want} == want, p["date"]
+        assert p["image"] == template.format(date=p["date"])
+        assert (p["digest"] is None) == (spec.mode == "missing")
+        assert p["samples"] == ([spec.value] * 2 if spec.mode == "ok" else [])
+    b = out["boundary"]
+    assert (b["good"]["date"], b["bad"]["date"], b["kind"]) == ("2023-08-22", "2023-08-25", "slower")
+    assert b["change"] == pytest.approx(79.75 / 100 - 1)  # detection: segment medians 100 → 79.75
+    (step,) = out["steps"]
+    assert (step["before"], step["after"], step["kind"]) == ("2023-08-22", "2023-08-25", "regression")
+    assert b["bad"]["xla"] == nightly_images.spec("2023-08-25").xla
+    # full output per date and run, in the workdir
+    log = (wd / "logs" / "nightly" / "2023-08-24-run1.log").read_text()
+    assert "fake crash" in log and "# exit: 1" in log
+    assert "MLUPS: 80.0" in (wd / "logs" / "nightly" / "2023-08-25-run2.log").read_text()
+    assert _leftovers(docker_client) == []
+
+    # the table: the guide's grep MLUPS, readable, with the boundary and the next commands
+    shown = hourly("nightly", "--show", "--workdir", str(wd), cwd=bench_dir)
+    assert shown.returncode == 0, shown.output
+    assert "2023-08-25" in shown.output and "bad ▼ -20.2%" in shown.output
+    assert "1 step found" in shown.output
+    assert "hourly container --date 2023-08-22" in shown.output
+    assert "hourly scan --from 2023-08-22 --to 2023-08-25" in shown.output
+    assert nightly_images.spec("2023-08-22").jax in shown.output  # exact SHAs handed over
+
+    # resuming measures nothing already stored (only the missing date is looked up again)
+    rows = Store(wd).conn.execute("SELECT COUNT(*) FROM nightly").fetchone()[0]
+    again = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--image", template,
+                   "--gpus", "none", "--repeats", "2", "--workdir", str(wd), cwd=bench_dir)
+    assert again.returncode == 0, again.output
+    assert "1 measured now" in again.output
+    assert Store(wd).conn.execute("SELECT COUNT(*) FROM nightly").fetchone()[0] == rows + 1
+
+
+@pytest.mark.docker
+def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench_dir):
+    wd = bench_dir / "work"
+    args = ["nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--every", "2", "--gpus", "none",
+            "--json"]
+    local = hourly(*args, "--image", nightly_images.local_template, "--no-pull", "--parallel", "3",
+                   "--workdir", str(wd / "a"), cwd=bench_dir)
+    assert local.returncode == 0, local.output
+    pts = json.loads(local.output)["points"]
+    assert [p["date"] for p in pts] == ["2023-08-20", "2023-08-22", "2023-08-24", "2023-08-26"]
+    assert [p["status"] for p in pts] == ["ok", "ok", "crashed", "ok"]
+    assert pts[3]["jax"] == nightly_images.spec("2023-08-26").jax  # the /opt/jax layout
+    # a registry ref that is not local, with --no-pull: missing, and nothing was pulled
+    remote = hourly(*args, "--image", nightly_images.registry_template.replace("jax:", "jax2:"),
+                    "--no-pull", "--workdir", str(wd / "b"), cwd=bench_dir)
+    assert remote.returncode == 0, remote.output
+    assert {p["status"] for p in json.loads(remote.output)["points"]} == {"missing"}
+    assert _leftovers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
+    tmpl = f"localhost/hourly-test/odd-{test_scan_id}:nightly-{{date}}"
+    make_image(docker_client, tmpl.format(date="2023-09-01"), NightlySpec("2023-09-01", mode="hang"))
+    make_image(docker_client, tmpl.format(date="2023-09-02"), NightlySpec("2023-09-02", mode="nometric"))
+    res = hourly("nightly", "--from", "2023-09-01", "--to", "2023-09-02", "--image", tmpl, "--no-pull",
+                 "--gpus", "none", "--timeout", "2", "--workdir", str(bench_dir / "w"), "--json",
+                 cwd=bench_dir)
+    assert res.returncode == 0, res.output
+    assert [p["status"] for p in json.loads(res.output)["points"]] == ["timeout", "no_metric"]
+    assert _leftovers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_nightly_unreachable_registry_is_a_clear_error(docker_client, bench_dir):
+    res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-20",
+                 "--image", "127.0.0.1:1/nothing/jax:nightly-{date}", "--gpus", "none",
+                 "--workdir", str(bench_dir / "w"), cwd=bench_dir)
+    assert res.returncode == 1
+    assert "could not pull 127.0.0.1:1/nothing/jax:nightly-2023-08-20" in res.output
+    assert "Traceback" not in res.output
+
+
+def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
+    """Start a real `hourly nightly` whose second date hangs, Ctrl-C it while that container
+    runs; check no container is left and the first date is stored; return (exit code, output)."""
+    tmpl = f"localhost/hourly-test/int-{test_scan_id}:nightly-{{date}}"
+    make_image(docker_client, tmpl.format(date="2023-09-01"), NightlySpec("2023-09-01", value=5.0))
+    make_image(docker_client, tmpl.format(date="2023-09-02"), NightlySpec("2023-09-02", mode="hang"))
+    wd = bench_dir / "w"
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "nightly", "--from", "2023-09-01",
+                             "--to", "2023-09-02", "--image", tmpl, "--no-pull", "--gpus", "none",
+                             "--workdir", str(wd), "--json"],
+                            cwd=bench_dir, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        running = []
+        while time.monotonic() < deadline and not running:
+            running = docker_client.containers.list(
+                filters={"label": "hourly.date=2023-09-02", "status": "running"})
+            running = [c for c in running if c.labels.get("hourly.level") == "nightly"]
+            time.sleep(0.1)
+        assert running, "the hanging date never started"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _leftovers(docker_client) == []
+    done = N.stored(Store(wd), N.NightlySettings(**Store(wd).load_settings("nightly")).key())
+    assert done["2023-09-01"].value == 5.0 and "2023-09-02" not in done
+    return proc.returncode, out
+
+
+@pytest.mark.docker
+def test_nightly_ctrl_c_leaves_no_container_keeps_finished_dates_and_exits_130(docker_client, bench_dir,
+                                                                                 test_scan_id):
+    code, out = _interrupt_nightly(docker_client, bench_dir, test_scan_id)
+    assert code == 130, out
+    assert "interrupted" in out
+
+
+@pytest.mark.docker
+def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, test_scan_id):
+    ref = f"localhost/hourly-test/python-{test_scan_id}:1"
+    make_python_image(docker_client, ref, ("numpy",))  # JAX images have numpy; hourly uses theirs
+    name = f"hourly-test-{test_scan_id}"
+    res = hourly("container", "--image", ref, "--gpus", "none", "--no-pull", "--name", name,
+                 cwd=bench_dir)
+    try:
+        assert res.returncode == 0, res.output
+        assert f"docker exec -it {name} bash" in res.output
+        c = docker_client.containers.get(name)
+        assert c.status == "running"
+        code, out = c.exec_run(["hourly", "version"])
+        assert (code, out.decode().strip()) == (0, "0.1.0")
+        # hourly's packages are visible to hourly only: a benchmark sees the image's Python as is
+        code, out = c.exec_run(["sh", "-c", "echo \"[$PYTHONPATH]\"; python3 -c 'import typer'"])
+        assert code != 0 and out.decode().startswith("[]") and "No module named 'typer'" in out.decode()
+        # the current directory is /dir (and the cwd); the default workdir is shared with the host
+        code, out = c.exec_run(["sh", "-c", "pwd; cat test.sh | head -1; touch hourly-work/made-inside"])
+        assert code == 0 and out.decode().splitlines()[:2] == ["/dir", "#!/bin/sh"]
+        assert (bench_dir / "hourly-work" / "made-inside").exists()
+        again = hourly("container", "--image", ref, "--gpus", "none", "--no-pull", "--name", name,
+                       cwd=bench_dir)
+        assert again.returncode == 0 and "already running" in again.output
+    finally:
+        try:
+            docker_client.containers.get(name).stop(timeout=1)
+        except Exception:
+            pass
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and docker_client.containers.list(all=True, filters={"name": name}):
+        time.sleep(0.2)
+    assert docker_client.containers.list(all=True, filters={"name": name}) == []  # removed on stop
+
+
+@pytest.mark.docker
+def test_container_of_an_image_without_python_warns(docker_client, nightly_images, bench_dir, test_scan_id):
+    name = f"hourly-test-nopy-{test_scan_id}"
+    res = hourly("container", "--date", "2023-08-20", "--image", nightly_images.local_template,
+                 "--gpus", "none", "--no-pull", "--name", name, cwd=bench_dir)
+    try:
+        assert res.returncode == 0, res.output
+        assert "no python3" in res.output
+    finally:
+        docker_client.containers.get(name).stop(timeout=1)
+
+
+@pytest.mark.docker
+def test_container_missing_date_is_a_clear_error(docker_client, nightly_images, bench_dir):
+    res = hourly("container", "--date", "2023-08-23", "--image", nightly_images.registry_template,
+                 "--gpus", "none", cwd=bench_dir)
+    assert res.returncode == 1 and "is not available" in res.output
+
+
+@pytest.mark.docker
+def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
+    """docker/Dockerfile built for real (SDK build, legacy builder) on a base with a Python, pip
+    and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
+    base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
+    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
+                                            "tenacity", "rich", "click", "numpy"))
+    tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
+    docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
+                               rm=True, forcerm=True,
+                               buildargs={"BASE": base,
+                                          "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
+    from hourly import containers as C
+    res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
+                          docker_client=docker_client)
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and lines[:2] == ["/dir", "0.1.0"], res.output
+    assert lines[2] == "gone"  # the source copy is not left in the image
+
+
+def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_dependents():
+    """On this host's real installed packages: what `hourly container` leaves out of the copy
+    when the image's Python differs is compiled, or requires something that is."""
+    from hourly.pinned import _compiled, _norm, compiled_closure, dependency_closure
+    dists = {_norm(d.metadata["Name"]): d for d in dependency_closure()}
+    out = compiled_closure(list(dists.values()))
+    assert "hourly" not in out and "gitpython" in dists and "gitpython" not in out
+    for name, d in dists.items():
+        if _compiled(d):
+            assert name in out
+        if name in out and not _compiled(d):
+            reqs = {_norm(r.split(";")[0].split(" ")[0].split(">")[0].split("=")[0].split("<")[0])
+                    for r in d.requires or [] if "extra ==" not in r}
+            assert reqs & out, name
