@@ -184,7 +184,8 @@ def ensure_image(ref: str, pull: bool = True, *, attempts: int = 4, wait_s: floa
 
 
 def image_digest(ref: str, *, docker_client: docker.DockerClient | None = None) -> str | None:
-    """The repo digest (``sha256:…``) ``ref`` was pulled by, else the image ID; None if absent."""
+    """The repo digest (``sha256:…``) ``ref``'s repository was pulled by, else the image ID; None
+    if absent. (A digest under another repository name is not this ref's.)"""
     c = docker_client or client()
     img = _local_image(c, ref)
     if img is None:
@@ -195,8 +196,6 @@ def image_digest(ref: str, *, docker_client: docker.DockerClient | None = None) 
         name, _, digest = d.partition("@")
         if name == repo:
             return digest
-    if digests:
-        return digests[0].partition("@")[2]
     return img.id
 
 

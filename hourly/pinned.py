@@ -34,10 +34,10 @@ PY_TARGET = "/opt/hourly/python"
 BIN_TARGET = "/opt/hourly/bin"
 WORKDIR_TARGET = "/hourly-work"
 #: what hourly needs inside the container (its scan/bisect side); their dependencies follow
-ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli")
-#: heavy or unneeded distributions that are never copied (the scan side needs none of them)
-SKIP = {"numpy", "matplotlib", "colorama",
-        "docker", "requests", "urllib3", "charset-normalizer", "idna", "certifi", "pillow",
+ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli", "docker")
+#: heavy or unneeded distributions that are never copied: JAX images bring numpy and scipy
+#: (jax requires both), and the scan side needs none of the others
+SKIP = {"numpy", "scipy", "matplotlib", "colorama", "pillow",
         "contourpy", "kiwisolver", "fonttools", "setuptools", "pip"}
 
 # hourly's own packages first on sys.path of this process only (never via PYTHONPATH, which the

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import docker.types
+import docker
 import pytest
 
 from hourly import containers as C
@@ -80,8 +81,18 @@ def test_resolve_head_from_file_reads():
 # ---------------------------------------------------------------- against the engine
 
 @pytest.mark.docker
-def test_ensure_image_local(docker_client, nightly_images):
-    ref = nightly_images.local_template.format(date="2023-08-20")
+def _not_local(client, ref):
+    """Other tests of the session may have pulled ``ref``: take the local tag away again."""
+    try:
+        client.images.remove(ref)
+    except docker.errors.ImageNotFound:
+        pass
+
+
+def test_ensure_image_local(docker_client, nightly_images, test_scan_id):
+    # a tag of its own, never pushed anywhere (other tests may push or pull the shared ones)
+    ref = f"localhost/hourly-test/local-{test_scan_id}:nightly-2023-08-20"
+    docker_client.images.get(nightly_images.local_template.format(date="2023-08-20")).tag(ref)
     res = C.ensure_image(ref, docker_client=docker_client)
     assert res.status is C.ImageStatus.LOCAL
     assert res.digest == docker_client.images.get(ref).id  # never pushed from here: the ID
@@ -90,6 +101,7 @@ def test_ensure_image_local(docker_client, nightly_images):
 @pytest.mark.docker
 def test_ensure_image_pulls_from_registry(docker_client, nightly_images):
     ref = nightly_images.registry_template.format(date="2023-08-21")
+    _not_local(docker_client, ref)
     assert C.image_digest(ref, docker_client=docker_client) is None  # not local yet
     res = C.ensure_image(ref, docker_client=docker_client)
     assert res.status is C.ImageStatus.PULLED
@@ -111,6 +123,7 @@ def test_ensure_image_missing_tag_is_missing_not_error(docker_client, nightly_im
 @pytest.mark.docker
 def test_ensure_image_no_pull_uses_local_only(docker_client, nightly_images):
     ref = nightly_images.registry_template.format(date="2023-08-22")
+    _not_local(docker_client, ref)
     res = C.ensure_image(ref, pull=False, docker_client=docker_client)
     assert res.status is C.ImageStatus.MISSING
     assert C.image_digest(ref, docker_client=docker_client) is None  # really not pulled

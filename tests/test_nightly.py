@@ -258,7 +258,7 @@ def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
     make_image(docker_client, tmpl.format(date="2023-09-01"), NightlySpec("2023-09-01", value=5.0))
     make_image(docker_client, tmpl.format(date="2023-09-02"), NightlySpec("2023-09-02", mode="hang"))
     wd = bench_dir / "w"
-    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "nightly", "--from", "2023-09-01",
+    proc = subprocess.Popen([sys.executable, "-m", "hourly", "nightly", "--from", "2023-09-01",
                              "--to", "2023-09-02", "--image", tmpl, "--no-pull", "--gpus", "none",
                              "--workdir", str(wd), "--json"],
                             cwd=bench_dir, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -294,7 +294,7 @@ def test_nightly_ctrl_c_leaves_no_container_keeps_finished_dates_and_exits_130(d
 @pytest.mark.docker
 def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, test_scan_id):
     ref = f"localhost/hourly-test/python-{test_scan_id}:1"
-    make_python_image(docker_client, ref, ("numpy",))  # JAX images have numpy; hourly uses theirs
+    make_python_image(docker_client, ref, ("numpy", "scipy"))  # JAX images have both; hourly uses theirs
     name = f"hourly-test-{test_scan_id}"
     res = hourly("container", "--image", ref, "--gpus", "none", "--no-pull", "--name", name,
                  cwd=bench_dir)
@@ -351,7 +351,8 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
     make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
-                                            "tenacity", "rich", "click", "numpy"))
+                                            "tenacity", "rich", "click", "numpy", "scipy", "docker",
+                                            "requests", "urllib3", "idna", "certifi", "charset-normalizer"))
     tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
     docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
                                rm=True, forcerm=True,
