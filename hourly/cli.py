@@ -94,6 +94,10 @@ def scan(
     else:
         report = _scan_with_progress(s, store)
     _emit(report, json_out, s, store)
+    if not dry_run_ and report.points and all(p.status == "no_metric" for p in report.points):
+        log = next((p.detail for p in report.points if p.detail), "")
+        raise UserError(f"the metric was never printed by any run ({log})",
+                        "check --metric-regex against the benchmark's output in that log")
 
 
 def _scan_with_progress(s: Settings, store: Store):
@@ -128,9 +132,18 @@ def _step_marks(report, s: Settings) -> tuple[dict[int, str], list[str]]:
 
 
 @app.command()
-def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt) -> None:
-    """Print the stored scan table again."""
+def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
+         nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
+    """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
     store = Store(_workdir(workdir, config), create=False)
+    if nightly or (not store.points("hourly") and store.load_settings("nightly")):
+        from . import nightly as N
+        report = N.show(store)
+        if json_out:
+            print(json.dumps(report.as_json(), indent=1))
+        else:
+            N.print_report(console, report)
+        return
     s = _stored_settings(store, config, workdir=workdir)
     _emit(show_stored(store, s), json_out, s, store)
 

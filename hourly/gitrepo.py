@@ -136,7 +136,7 @@ class GitRepo:
 
     # -- changes ----------------------------------------------------------------------------
     @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
-           wait=wait_exponential(multiplier=1, max=20), reraise=True)
+           wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
     def remote_update(self) -> None:
         self.git("remote", "update", timeout=600)
 

@@ -198,6 +198,11 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
     assert "hourly container --date 2023-08-22" in shown.output
     assert "hourly scan --from 2023-08-22 --to 2023-08-25" in shown.output
     assert nightly_images.spec("2023-08-22").jax in shown.output  # exact SHAs handed over
+    # `hourly show` prints the daily table too (this workdir holds no hourly scan)
+    plain = hourly("show", "--workdir", str(wd), cwd=bench_dir)
+    assert plain.returncode == 0 and "bad ▼ -20.2%" in plain.output
+    as_json = json.loads(hourly("show", "--nightly", "--json", "--workdir", str(wd), cwd=bench_dir).output)
+    assert [p["date"] for p in as_json["points"]][:2] == ["2023-08-20", "2023-08-21"]
 
     # resuming measures nothing already stored (only the missing date is looked up again)
     rows = Store(wd).conn.execute("SELECT COUNT(*) FROM nightly").fetchone()[0]

@@ -148,10 +148,24 @@ def test_not_a_git_repo_and_unwritable_workdir(capsys, scan_args, tmp_path):
     assert code == 1 and "not writable" in err
 
 
-def test_metric_never_printed_is_recorded(capsys, scan_args):
-    pts = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--metric-regex",
-                                      r"GFLOPS:\s*(?P<value>[0-9.]+)"))["points"]
-    assert pts[0]["status"] == "no_metric" and pts[0]["value"] is None
+def test_metric_never_printed_is_recorded_then_a_one_line_error(capsys, scan_args, tmp_path):
+    code, out, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--metric-regex",
+                                               r"GFLOPS:\s*(?P<value>[0-9.]+)", "--json"))
+    pts = json.loads(out)["points"]
+    assert [p["status"] for p in pts] == ["no_metric", "no_metric"] and pts[0]["value"] is None
+    assert code == 1 and "metric was never printed" in err and "--metric-regex" in err
+    assert len(err.strip().splitlines()) == 1
+    assert len(measurements(tmp_path / "work")) == 1  # stored all the same: nothing is lost
+
+
+def test_sync_retries_then_names_repo_and_command(capsys, scan_args, made):
+    subprocess.run(["git", "-C", str(made.jax), "remote", "set-url", "origin", "/nonexistent/upstream"], check=True)
+    t0 = time.monotonic()
+    code, _, err = run_cli(capsys, scan_args())
+    assert code == 1
+    assert "git remote update" in err and str(made.jax) in err
+    assert time.monotonic() - t0 > 3  # it backed off between attempts
+    assert scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync"))["points"]
 
 
 def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, tmp_path):
