@@ -153,7 +153,7 @@ def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
         verdicts = [_exit_of(m) if m else None for m in ms]
         for a, b in exit_transitions(verdicts):
             out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
-                              f"exit status good → bad"))
+                              "exit status good → bad"))
     return out
 
 
@@ -349,7 +349,6 @@ class Bisector:
         self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {len(states)} states"
                  + (f" (resuming after {len(rows)} stored verdicts)" if rows else ""))
         index = {st.pair: i for i, st in enumerate(states)}
-        done = {(r["role"], Pair(r["xla"], r["jax"])) for r in rows}
         stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
         verdicts: dict[int, Verdict] = {}
         for r in rows:

@@ -23,12 +23,11 @@ _CLICK_ERRORS = (click.ClickException, _VendoredClickException)
 _EXITS = (click.exceptions.Exit, typer.Exit)
 _ABORTS = (click.exceptions.Abort, typer.Abort, KeyboardInterrupt)
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from . import __version__
 from .config import Settings, effective
-from .errors import HourlyError, ProcessError, UserError
-from .render import print_report
+from .errors import ProcessError, UserError
+from .render import print_report, progress_bar
 from .scan import dry_run, run_scan, show as show_stored
 from .store import Store
 
@@ -101,14 +100,7 @@ def scan(
 
 
 def _scan_with_progress(s: Settings, store: Store):
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=True) as progress:
-        task = progress.add_task("planning", total=None)
-
-        def on_progress(done, total, pair):
-            desc = f"building + measuring {pair.short()}" if pair else "pairs"
-            progress.update(task, completed=done, total=total, description=desc)
-
+    with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}") as on_progress:
         return run_scan(s, store, on_progress)
 
 

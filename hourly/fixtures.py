@@ -17,7 +17,6 @@ import os
 import stat
 import textwrap
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import git

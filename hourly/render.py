@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from .scan import PointResult, ScanReport
@@ -44,3 +48,18 @@ def summary_line(report: ScanReport) -> str:
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
     console.print(scan_table(report, marks))
     console.print(summary_line(report))
+
+
+@contextmanager
+def progress_bar(console: Console, unit: str, describe: Callable[[object], str]) -> Iterator[Callable]:
+    """A progress bar (done/total, current item, time left); yields ``on_progress(done, total, item)``
+    where ``item`` is what is being worked on now (None between items: the bar shows ``unit``)."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(unit, total=None)
+
+        def on_progress(done: int, total: int, item) -> None:
+            progress.update(task, completed=done, total=total,
+                            description=describe(item) if item else unit)
+
+        yield on_progress

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from . import environment
@@ -13,7 +12,7 @@ from .config import Settings
 from .gitrepo import GitRepo
 from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
 from .store import Measurement, Store
-from .timeparse import instants, iso_utc, parse_step, window
+from .timeparse import instants, parse_step, window
 
 LEVEL = "hourly"
 

@@ -6,7 +6,6 @@ import gzip
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 

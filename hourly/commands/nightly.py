@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from ..render import progress_bar
 
 from .. import nightly as N
 from ..bench import DEFAULT_METRIC_REGEX
@@ -70,14 +70,7 @@ def nightly(
         if json_out:
             report = N.run_nightly(s, store)
         else:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeRemainingColumn(), console=err_console, transient=True) as progress:
-                task = progress.add_task("nightly", total=None)
-
-                def on_progress(done, total, current):
-                    desc = f"running {current}" if current else "dates"
-                    progress.update(task, completed=done, total=total, description=desc)
-
+            with progress_bar(err_console, "dates", lambda current: f"running {current}") as on_progress:
                 report = N.run_nightly(s, store, on_progress)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
