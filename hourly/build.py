@@ -105,12 +105,12 @@ class Workspace:
                 raise UserError(f"{repo.name} tree {repo.path} is locked by hourly on {old.get('host')}",
                                 f"if that run is gone, delete {lock}")
             inherited = old  # a run that was killed: its builds' changes are not the user's
-        if inherited and inherited.get("branch_or_sha"):
-            state = {"branch": inherited.get("branch"), "sha": inherited["sha"],
-                     "stash": inherited.get("stash"), "branch_or_sha": True}
+        if inherited and inherited.get("sha"):
+            # restore what the killed run would have restored, including its stash of the user's edits
+            state = {"branch": inherited.get("branch"), "sha": inherited["sha"], "stash": inherited.get("stash")}
         else:
             head = repo.head_state()
-            state = {"branch": head.branch, "sha": head.sha, "stash": None, "branch_or_sha": True}
+            state = {"branch": head.branch, "sha": head.sha, "stash": None}
             dirty = repo.dirty_files()
             if dirty:
                 if not self.force:

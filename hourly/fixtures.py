@@ -242,3 +242,42 @@ DEMO_CHANGES = [
            merged_at="2023-08-26T15:20:00Z"),
     Change("xla", "2023-08-26T20:45:00Z", "[XLA] Integrate StableHLO", {"stablehlo.txt": "1\n"}),
 ]
+
+
+def replay_history(csv_path: str | Path, dest: str | Path) -> dict[str, str]:
+    """Replay a first-parent history from ``shared/data/history/*.csv`` (sha, parent, author and
+    committer times, subject) into a new repository at ``dest``, with ``origin/main`` at its tip.
+
+    The commits carry the real times and subjects (and the original SHA in their message), so
+    resolution can be checked against what git picked on the real repositories. Returns
+    {new sha: original sha}.
+    """
+    import csv
+
+    from . import proc
+
+    rows = list(csv.DictReader(open(csv_path, newline="")))
+    by_parent = {r["parent_sha"]: r for r in rows}
+    shas = {r["sha"] for r in rows}
+    chain = [next(r for r in rows if r["parent_sha"] not in shas)]
+    while chain[-1]["sha"] in by_parent:
+        chain.append(by_parent[chain[-1]["sha"]])
+    stream = []
+    for i, r in enumerate(chain, 1):
+        msg = f"{r['subject']}\n\noriginal: {r['sha']}\n".encode()
+        stream.append(f"commit refs/heads/main\nmark :{i}\n"
+                      f"author Real Author <author@example.com> {r['author_time_unix']} +0000\n"
+                      f"committer Real Committer <committer@example.com> {r['committer_time_unix']} +0000\n"
+                      f"data {len(msg)}\n{msg.decode()}" + (f"from :{i - 1}\n" if i > 1 else "") + "\n")
+    dest = Path(dest)
+    dest.mkdir(parents=True)
+    proc.run(["git", "init", "-q", "-b", "main", str(dest)])
+    proc.run(["git", "fast-import", "--quiet"], cwd=dest, input="".join(stream))
+    proc.run(["git", "update-ref", "refs/remotes/origin/main", "refs/heads/main"], cwd=dest)
+    out = proc.run(["git", "log", "--format=%H%x1f%b%x1e", "refs/heads/main"], cwd=dest).output
+    mapping = {}
+    for record in out.split("\x1e"):
+        if "\x1f" in record:
+            new, body = record.strip().split("\x1f", 1)
+            mapping[new] = body.split("original:", 1)[1].split()[0]
+    return mapping
