@@ -240,6 +240,14 @@ def version() -> None:
     print(__version__)
 
 
+#: --help lists the commands in the order of a hunt
+_ORDER = ["demo", "nightly", "container", "scan", "show", "detect", "bisect", "report", "profile", "trace",
+          "compare-profiles", "config", "version"]
+app.registered_commands.sort(
+    key=lambda c: _ORDER.index(c.name or c.callback.__name__.replace("_", "-")) if
+    (c.name or c.callback.__name__.replace("_", "-")) in _ORDER else len(_ORDER))
+
+
 # -- the one top-level handler ---------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
