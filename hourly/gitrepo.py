@@ -153,7 +153,9 @@ class GitRepo:
     def stash(self, message: str) -> str | None:
         """Stash the user's tracked changes; returns the stash commit or None if nothing."""
         before = self._stash_top()
-        self.git("stash", "push", "--quiet", "--message", message)
+        # a stash is a commit: never fail for want of a configured identity
+        self.git("-c", "user.name=hourly", "-c", "user.email=hourly@localhost",
+                 "stash", "push", "--quiet", "--message", message)
         after = self._stash_top()
         return after if after != before else None
 
