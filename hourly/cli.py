@@ -12,18 +12,13 @@ import traceback
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
-
-try:  # newer typer vendors its own copy of click
-    from typer._click.exceptions import ClickException as _VendoredClickException
-except ImportError:  # pragma: no cover - older typer uses click itself
-    _VendoredClickException = click.ClickException
-_CLICK_ERRORS = (click.ClickException, _VendoredClickException)
-_EXITS = (click.exceptions.Exit, typer.Exit)
-_ABORTS = (click.exceptions.Abort, typer.Abort, KeyboardInterrupt)
 from rich.console import Console
 
+# typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
+_CLICK_ERRORS = (typer.TyperException,)
+_EXITS = (typer.Exit,)
+_ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .config import Settings, effective
 from .errors import ProcessError, UserError
