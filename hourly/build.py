@@ -2,9 +2,11 @@
 
 :class:`Workspace` owns the two working trees for the duration of a scan or bisection: it refuses
 trees with the user's uncommitted changes (unless forced, then it stashes them and gives them back),
-locks the trees against a second hourly, and restores both original HEADs at the end — normal end,
-error or Ctrl-C. After ``kill -9`` the lock stays behind with the original HEADs in it; the next
-run takes it over, knows the trees' changes are the builds' own, and restores the right HEADs.
+locks the trees against a second hourly (an ``flock`` held for the run, see hourly/locks.py), and
+restores both original HEADs at the end — normal end, error or Ctrl-C. After ``kill -9`` the kernel
+drops the flock but the state file (``.git/hourly.lock``) stays behind with the original HEADs and
+the stash in it; the next run takes the free flock, knows the trees' changes are the builds' own,
+and restores the right HEADs.
 
 :class:`Builder` builds a pair: a pair whose wheels are cached is only reinstalled; a build that
 leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs every time.
@@ -25,10 +27,12 @@ from pathlib import Path
 from . import proc
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo, HeadState
+from .locks import RunLock
 from .resolve import Pair
 from .store import BuildRecord, Store
 
-LOCK_NAME = "hourly.lock"
+LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs, stash)
+RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree
 
 
 class BuildStatus(str, Enum):
@@ -54,16 +58,6 @@ class BuildResult:
         return self.status is not BuildStatus.FAILED
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Workspace:
     """Exclusive, restorable use of the xla and jax working trees."""
 
@@ -71,6 +65,7 @@ class Workspace:
         self.repos = repos
         self.force = force
         self._states: dict[str, dict] = {}
+        self._locks: dict[str, RunLock] = {}
         self._entered = False
 
     def _lock_path(self, repo: GitRepo) -> Path:
@@ -90,21 +85,25 @@ class Workspace:
         return self
 
     def _acquire(self, repo: GitRepo) -> dict:
+        run_lock = RunLock(repo.git_dir / RUN_LOCK_NAME, f"{repo.name} tree {repo.path}").acquire()
+        self._locks[repo.name] = run_lock
+        try:
+            return self._take(repo)
+        except BaseException:
+            run_lock.release()
+            self._locks.pop(repo.name, None)
+            raise
+
+    def _take(self, repo: GitRepo) -> dict:
         lock = self._lock_path(repo)
         inherited = None
         if lock.exists():
+            # we hold the flock, so nobody runs on this tree: a state file is a dead run's, whatever
+            # its pid (pids are reused) — its builds' changes are not the user's
             try:
-                old = json.loads(lock.read_text())
+                inherited = json.loads(lock.read_text())
             except (OSError, ValueError):
-                old = {}
-            if old.get("host") == socket.gethostname() and old.get("pid") and _pid_alive(old["pid"]) \
-                    and old["pid"] != os.getpid():
-                raise UserError(f"{repo.name} tree {repo.path} is in use by another hourly (pid {old['pid']})",
-                                "wait for it to finish, or stop it")
-            if old.get("host") not in (None, socket.gethostname()):
-                raise UserError(f"{repo.name} tree {repo.path} is locked by hourly on {old.get('host')}",
-                                f"if that run is gone, delete {lock}")
-            inherited = old  # a run that was killed: its builds' changes are not the user's
+                inherited = {}
         if inherited and inherited.get("sha"):
             # restore what the killed run would have restored, including its stash of the user's edits
             state = {"branch": inherited.get("branch"), "sha": inherited["sha"], "stash": inherited.get("stash")}
@@ -119,7 +118,7 @@ class Workspace:
                                     "commit or stash them, or pass --force (hourly stashes them and gives them back)")
                 state["stash"] = repo.stash("hourly: the user's changes, saved before a scan")
         state.update(pid=os.getpid(), host=socket.gethostname(), since=time.time())
-        tmp = lock.with_suffix(".tmp")
+        tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(state))
         os.replace(tmp, lock)
         return state
@@ -135,6 +134,9 @@ class Workspace:
             if state.get("stash"):
                 repo.unstash(state["stash"])
         self._lock_path(repo).unlink(missing_ok=True)
+        run_lock = self._locks.pop(repo.name, None)
+        if run_lock:
+            run_lock.release()
 
     def __exit__(self, *exc) -> None:
         errors = []

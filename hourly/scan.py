@@ -10,6 +10,7 @@ from .bench import Status, run_benchmark, spread
 from .build import Builder, BuildSpec, BuildStatus, Workspace
 from .config import Settings
 from .gitrepo import GitRepo
+from .locks import holds_store_lock
 from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
 from .store import Measurement, Store
 from .timeparse import instants, parse_step, window
@@ -131,6 +132,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+@holds_store_lock
 def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
              ) -> ScanReport:
     xla, jax = open_repos(s)

@@ -11,6 +11,7 @@ from rich.console import Console
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
+from ..locks import holds_store_lock
 from ..store import Store
 
 Opt = typer.Option
@@ -85,6 +86,7 @@ def _log_or_none(a: dict) -> str | None:
         return None
 
 
+@holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, say=lambda _: None) -> list[dict]:
     mode = mode or default_mode(store, s)

@@ -1,0 +1,132 @@
+"""Exclusive locks that die with their holder.
+
+A :class:`RunLock` is an ``fcntl.flock`` on a small file that is never removed. The kernel
+releases it when the holding process ends, however it ends (``kill -9``, OOM killer, reboot), so
+"is someone running?" is answered by trying the lock — never by guessing from a PID that may have
+been reused. After taking the lock, the holder writes who it is (pid, host, command, start time)
+into the file; that text is for people and error messages only and decides nothing.
+
+Two processes on one host, or on hosts sharing the file over NFS (where Linux maps ``flock`` to
+byte-range locks), exclude each other.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import inspect
+import json
+import os
+import shlex
+import socket
+import sys
+import time
+from pathlib import Path
+
+from .errors import UserError
+
+
+def holder_info(command: str | None = None) -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "command": command or shlex.join(["hourly", *sys.argv[1:]]),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def describe(info: dict) -> str:
+    if not info:
+        return "another hourly (it did not say who it is yet)"
+    return (f"pid {info.get('pid')} on {info.get('host')} since {info.get('since')}: "
+            f"{info.get('command')}")
+
+
+#: locks this process holds, by path: taking one again nests instead of locking against itself
+_HELD: dict[Path, list] = {}
+
+
+class LockHeld(UserError):
+    """Another process holds the lock."""
+
+
+class RunLock:
+    """``with RunLock(path, what):`` — exclusive for the ``with`` block, or :class:`LockHeld` at once."""
+
+    def __init__(self, path: str | os.PathLike, what: str, command: str | None = None):
+        self.path = Path(path)
+        self.what = what
+        self.command = command
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = self.path.absolute()
+        if key in _HELD:
+            _HELD[key][1] += 1
+            self._fd = -1  # nested: the outer holder releases
+            return self
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LockHeld(f"{self.what} is in use by another hourly ({describe(self.holder())})",
+                           "wait for that run to finish, or stop it; its lock goes away with its process")
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(holder_info(self.command)) + "\n").encode(), 0)
+        self._fd = fd
+        _HELD[key] = [fd, 1]
+        return self
+
+    def holder(self) -> dict:
+        try:
+            return json.loads(self.path.read_text() or "{}")
+        except (OSError, ValueError):
+            return {}
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        key = self.path.absolute()
+        entry = _HELD.get(key)
+        if entry:
+            entry[1] -= 1
+            if entry[1] > 0:
+                self._fd = None
+                return
+            del _HELD[key]
+        try:
+            os.ftruncate(self._fd, 0)  # nobody holds it now: no stale name to read
+        except OSError:
+            pass
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def store_lock(workdir: str | os.PathLike) -> RunLock:
+    """The lock of one results store (scan, bisect and profile write to it)."""
+    return RunLock(Path(workdir) / "hourly.run.lock", f"the results store in {workdir}")
+
+
+def holds_store_lock(fn):
+    """Decorate a stage function with a ``store`` argument: it runs holding that store's lock."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        store = sig.bind(*args, **kwargs).arguments["store"]
+        with store_lock(store.workdir):
+            return fn(*args, **kwargs)
+    return wrapper

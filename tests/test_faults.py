@@ -1,0 +1,127 @@
+"""Faults: concurrent runs, kills, interrupted builds, moved directories — real processes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hourly.cli import main
+from hourly.gitrepo import GitRepo
+
+
+def run_cli(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _count(workdir: Path) -> int:
+    try:
+        with sqlite3.connect(workdir / "hourly.sqlite", timeout=5) as c:
+            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for(pred, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _slow_bench(made, seconds: float) -> None:
+    made.bench_script.write_text(f"import time; time.sleep({seconds})\n" + made.bench_script.read_text())
+
+
+HOLD_FLOCK = ("import fcntl, os, sys, time\n"
+              "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+              "os.write(fd, b'{\"pid\": %d, \"host\": \"h\", \"command\": \"hourly scan\", \"since\": \"t\"}' % os.getpid())\n"
+              "print('locked', flush=True)\n"
+              "time.sleep(60)\n")
+
+
+# -- 1. exclusive locks ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("same_workdir", [True, False], ids=["same-store", "other-store"])
+def test_two_scans_started_together_exactly_one_runs(scan_args, made, tmp_path, same_workdir):
+    _slow_bench(made, 0.3)
+    procs = []
+    for i in range(2):
+        args = scan_args("Aug 24 2023 10:00", "Aug 24 2023 14:00", "--json", "--no-sync")
+        if not same_workdir:
+            args[args.index("--workdir") + 1] = str(tmp_path / f"work{i}")
+        procs.append(subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    codes = sorted(rc for _, _, rc in results)
+    assert codes == [0, 1], results
+    (_, _, _), = [r for r in results if r[2] == 0]
+    winner = procs[[r[2] for r in results].index(0)]
+    _, err, _ = next(r for r in results if r[2] == 1)
+    assert "in use by another hourly" in err and f"pid {winner.pid} on {socket.gethostname()}" in err
+    assert "hourly scan --from" in err and len(err.strip().splitlines()) == 1
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+
+
+def test_a_held_tree_lock_refuses_at_once_naming_the_holder(capsys, scan_args, made):
+    lock = GitRepo(made.xla, "xla").git_dir / "hourly.run.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        code, _, err = run_cli(capsys, scan_args())
+        assert code == 1 and f"xla tree {made.xla} is in use by another hourly (pid {holder.pid} on h" in err
+        assert time.monotonic() - t0 < 10
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone: the kernel dropped its lock, and the next scan runs
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync"))
+    assert code == 0, err
+
+
+def test_a_dead_runs_state_file_with_a_reused_pid_is_taken_over(capsys, scan_args, made):
+    """A killed run's state names a pid that now belongs to someone else: no flock, so it is taken over."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        xla = GitRepo(made.xla, "xla")
+        head = xla.head_state()
+        (xla.git_dir / "hourly.lock").write_text(json.dumps(
+            {"pid": other.pid, "host": socket.gethostname(), "branch": head.branch, "sha": head.sha, "stash": None}))
+        code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync"))
+        assert code == 0, err
+        assert xla.head_state() == head and not (xla.git_dir / "hourly.lock").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_held_store_refuses_bisect(capsys, scan_args, made, tmp_path):
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    assert code == 0, err
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(tmp_path / "work" / "hourly.run.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, _, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
+        assert code == 1 and f"the results store in {tmp_path / 'work'} is in use" in err
+        assert f"pid {holder.pid}" in err
+    finally:
+        holder.kill()
+        holder.wait()
