@@ -95,7 +95,9 @@ def scan(
 
 
 def _scan_with_progress(s: Settings, store: Store):
-    with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}") as on_progress:
+    logs = Path(s.workdir).absolute() / "logs"
+    with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
+                      f" (build log {logs / f'build-{pair.key()}.log'})") as on_progress:
         return run_scan(s, store, on_progress)
 
 

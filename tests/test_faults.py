@@ -125,3 +125,55 @@ def test_a_held_store_refuses_bisect(capsys, scan_args, made, tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+# -- 4. logs as they happen -------------------------------------------------------------------------
+
+CHATTY = ("import os, sys, time\n"
+          "print('pid', os.getpid(), flush=True)\n"
+          "for i in range(1, 200):\n"
+          "    print('line', i, flush=True)\n"
+          "    time.sleep(0.05)\n")
+
+
+def test_log_is_written_while_the_process_runs_and_survives_kill_9_of_hourly(tmp_path):
+    log = tmp_path / "logs" / "build.log"
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from hourly.proc import run; "
+                               "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
+                               CHATTY, str(log)])
+    child = None
+    try:
+        assert _wait_for(lambda: log.exists() and "line 5\n" in log.read_text(), timeout=30)
+        assert driver.poll() is None  # read while the process runs, as tail -f would
+        child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+        text = log.read_text()
+        assert text.startswith("$ ") and "# cwd: " in text
+        got = [line for line in text.splitlines() if line.startswith("line ")]
+        assert len(got) >= 5 and got == [f"line {i}" for i in range(1, len(got) + 1)]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_run_still_returns_output_and_tail_and_closes_the_log(tmp_path):
+    from hourly import proc
+    log = tmp_path / "x.log"
+    res = proc.run([sys.executable, "-c", "import sys\nfor i in range(40): print(i)\n"
+                    "print('err', file=sys.stderr); print(sys.stdin.read().upper(), end='')"],
+                   log_path=log, check=False, input="fed")
+    assert res.ok and res.output.splitlines()[:2] == ["0", "1"] and res.output.endswith("err\nFED")
+    assert res.tail(2) == "err\nFED"
+    text = log.read_text()
+    assert "0\n1\n" in text and "FED\n# exit: 0 after" in text
+    res = proc.run([sys.executable, "-u", "-c", "import time; print('started'); time.sleep(30)"],
+                   log_path=log, check=False, timeout=1)
+    assert res.timed_out and res.output == "started\n" and "# exit: timeout" in log.read_text()
