@@ -20,7 +20,7 @@ _CLICK_ERRORS = (typer.TyperException,)
 _EXITS = (typer.Exit,)
 _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
-from .config import Settings, effective
+from .config import Settings, effective, stored_scan_settings
 from .errors import ProcessError, UserError
 from .render import print_report, progress_bar
 from .scan import dry_run, run_scan, show as show_stored
@@ -143,7 +143,7 @@ def _workdir(workdir: Optional[str], config: Optional[str]) -> str:
 
 
 def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
-    base = store.load_settings("scan") or {}
+    base = stored_scan_settings(store.load_settings("scan"), store.workdir)
     s, _ = effective(flags, config, base=base)
     return s
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -89,7 +90,10 @@ class Settings:
                          self.bench_timeout, self.python)
 
     def bench_key(self) -> str:
-        """What makes two measurements comparable: command, directory, environment, regex, Python."""
+        """What makes two measurements comparable: command, directory, environment, regex, Python.
+
+        The directory is absolute in the settings (see :func:`effective`), so the key reads the same
+        from wherever hourly is started."""
         ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
                  "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
@@ -102,6 +106,58 @@ class Settings:
 
 
 FIELD_NAMES = {f.name for f in fields(Settings)}
+#: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
+PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir")
+#: flags that apply to the command they are given to, never to later commands reading the store
+ONE_OFF = ("force", "rerun")
+
+
+def _absolute(value: str, base: Path) -> str:
+    p = Path(value).expanduser()
+    return os.path.normpath(p if p.is_absolute() else base / p)
+
+
+def _canonical(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative places in ``values`` made absolute against ``base`` (symlinks are kept: a venv's
+    python is a link that must stay one)."""
+    out = dict(values)
+    for name in PATH_SETTINGS:
+        if isinstance(out.get(name), str) and out[name]:
+            out[name] = _absolute(out[name], base)
+    py = out.get("python")
+    if isinstance(py, str) and os.sep in py:
+        out["python"] = _absolute(py, base)
+    cmd = out.get("build_cmd")
+    if isinstance(cmd, str):
+        try:
+            argv = shlex.split(cmd)
+        except ValueError:
+            argv = []  # reported when the build command is used
+        if argv and os.sep in argv[0] and not Path(argv[0]).expanduser().is_absolute():
+            out["build_cmd"] = shlex.join([_absolute(argv[0], base), *argv[1:]])
+    return out
+
+
+def scan_dir_of(stored_workdir: str | None, store_workdir: Path) -> Path:
+    """The directory an old scan (which stored relative paths) ran in: the store's directory less
+    the relative workdir it was given (``hourly-work`` found at /a/b/hourly-work ran in /a/b);
+    when that cannot tell, the directory holding the workdir."""
+    found = Path(os.path.normpath(store_workdir))
+    if stored_workdir and not Path(stored_workdir).expanduser().is_absolute():
+        rel = Path(os.path.normpath(stored_workdir)).parts
+        if rel and rel[0] != ".." and found.parts[-len(rel):] == rel:
+            return Path(*found.parts[:-len(rel)])
+    return found.parent
+
+
+def stored_scan_settings(stored: dict[str, Any] | None, store_workdir: str | Path) -> dict[str, Any]:
+    """A stored scan's settings as the base of a later command (show, report, bisect, profile):
+    one-off flags dropped; relative places, which stores written before hourly stored them
+    absolute may hold, resolved against the directory that scan ran in (:func:`scan_dir_of`)."""
+    if not stored:
+        return {}
+    out = {k: v for k, v in stored.items() if k not in ONE_OFF}
+    return _canonical(out, scan_dir_of(stored.get("workdir"), Path(store_workdir)))
 
 
 def _key(name: str) -> str:
@@ -151,6 +207,8 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
                     continue
                 setattr(s, k, list(v) if isinstance(v, tuple) else v)
                 origin[k] = label
+    for k, v in _canonical(asdict(s), Path.cwd()).items():
+        setattr(s, k, v)
     _validate(s)
     return s, origin
 

@@ -177,3 +177,65 @@ def test_run_still_returns_output_and_tail_and_closes_the_log(tmp_path):
     res = proc.run([sys.executable, "-u", "-c", "import time; print('started'); time.sleep(30)"],
                    log_path=log, check=False, timeout=1)
     assert res.timed_out and res.output == "started\n" and "# exit: timeout" in log.read_text()
+
+
+# -- 6. keys that do not depend on where you stand --------------------------------------------------
+
+def _points(capsys, argv) -> list[dict]:
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)["points"]
+
+
+def test_relative_settings_read_the_same_from_any_directory(capsys, made, venv_python, tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    (here / "bench").mkdir(parents=True)
+    (here / "bench" / "b.py").write_text(made.bench_script.read_text())
+    monkeypatch.chdir(here)
+    rel = lambda p: os.path.relpath(p, here)  # noqa: E731
+    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--no-sync",
+                            "--xla-repo", rel(made.xla), "--jax-repo", rel(made.jax),
+                            "--build-cmd", rel(made.build_script), "--python", venv_python,
+                            "--bench-cmd", "python3 b.py", "--bench-cwd", "bench", "--workdir", "work"])
+    assert [p["status"] for p in scan] == ["ok"] * 4
+    stored = json.loads(sqlite3.connect(here / "work" / "hourly.sqlite").execute(
+        "SELECT value FROM settings WHERE name='scan'").fetchone()[0])
+    for name in ("xla_repo", "jax_repo", "bench_cwd", "workdir"):
+        assert Path(stored[name]).is_absolute(), (name, stored[name])
+    assert stored["build_cmd"] == str(made.build_script)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    shown = _points(capsys, ["show", "--workdir", str(here / "work")])
+    assert [p["status"] for p in shown] == ["ok"] * 4 and shown == scan
+
+
+def test_a_store_written_with_relative_settings_still_reads(capsys, scan_args, made, tmp_path, monkeypatch):
+    """Stores written before settings were stored absolute: relative values are resolved against the
+    directory the scan ran in, inferred from its relative workdir."""
+    here = tmp_path / "here"
+    (here / "bench").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync", "--bench-cwd", "bench")
+    args[args.index("--workdir") + 1] = "work"
+    assert [p["status"] for p in _points(capsys, args)] == ["ok"] * 2
+    db = sqlite3.connect(here / "work" / "hourly.sqlite")
+    stored = json.loads(db.execute("SELECT value FROM settings WHERE name='scan'").fetchone()[0])
+    stored.update(bench_cwd="bench", workdir="work")  # as the older hourly stored them
+    db.execute("UPDATE settings SET value=? WHERE name='scan'", (json.dumps(stored),))
+    db.commit()
+    db.close()
+    monkeypatch.chdir(tmp_path)
+    shown = _points(capsys, ["show", "--workdir", str(here / "work")])
+    assert [p["status"] for p in shown] == ["ok"] * 2
+
+
+def test_force_is_not_inherited_by_a_later_bisect(capsys, scan_args, made, tmp_path):
+    readme = made.jax / "README"
+    readme.write_text("my edit\n")
+    assert _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync", "--force"))
+    assert readme.read_text() == "my edit\n"
+    code, _, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"),
+                                    "--good", "2023-08-24T12:00Z", "--bad", "2023-08-24T15:00Z"])
+    assert code == 1 and "uncommitted changes" in err and "--force" in err
+    assert readme.read_text() == "my edit\n"

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
-from ..config import Settings, effective
+from ..config import Settings, effective, stored_scan_settings
 from ..errors import UsageError, UserError
 from ..locks import holds_store_lock
 from ..store import Store
@@ -57,7 +57,7 @@ def bisect(
                  higher_is_better=higher_is_better)
     wd, _ = effective({"workdir": workdir}, config)
     store = Store(wd.workdir, create=good is not None)
-    s, _ = effective(flags, config, base=store.load_settings("scan") or {})
+    s, _ = effective(flags, config, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun,
                          say=(lambda _: None) if json_out or log else _say)
     if json_out:
