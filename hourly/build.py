@@ -18,13 +18,13 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from . import proc
+from .cache import WheelCache, produced, snapshot
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo, HeadState
 from .locks import RunLock
@@ -167,6 +167,7 @@ class Builder:
         self.spec = spec
         self.store = store
         self.cache_root = store.workdir / "wheels"
+        self.cache = WheelCache(self.cache_root)
         self.log_dir = store.workdir / "logs"
         self.builds_run = 0
 
@@ -174,8 +175,7 @@ class Builder:
         return self.cache_root / pair.key()
 
     def cached_wheels(self, pair: Pair) -> list[Path]:
-        d = self.cache_dir(pair)
-        return sorted(d.glob("*.whl")) if d.is_dir() else []
+        return self.cache.get(pair.key())
 
     def is_cached(self, pair: Pair) -> bool:
         return bool(self.cached_wheels(pair))
@@ -194,8 +194,7 @@ class Builder:
     def _build(self, pair: Pair) -> BuildResult:
         self.workspace.checkout(pair)
         wheel_dir = self.spec.wheel_dir
-        for stale in wheel_dir.glob("*.whl") if wheel_dir.is_dir() else []:
-            stale.unlink()
+        before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
         env = dict(os.environ)
         env.update(self.spec.env)
         env.update(HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
@@ -211,7 +210,7 @@ class Builder:
             result = BuildResult(BuildStatus.FAILED, str(log), res.tail(), res.duration)
             self._record(pair, result, in_place=False)
             return result
-        built = sorted(wheel_dir.glob("*.whl")) if wheel_dir.is_dir() else []
+        built = produced(wheel_dir, before)
         if not built:
             result = BuildResult(BuildStatus.IN_PLACE, str(log), res.tail(), res.duration)
             self._record(pair, result, in_place=True)
@@ -225,16 +224,11 @@ class Builder:
         return result
 
     def _cache(self, pair: Pair, wheels: list[Path]) -> list[Path]:
-        """Copy into a temporary folder, then rename: a cache entry is whole or absent."""
-        self.cache_root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.cache_root))
+        """Into the cache (whole or not at all), then out of the wheel folder: they were this build's."""
+        cached = self.cache.put(pair.key(), wheels)
         for w in wheels:
-            shutil.copy2(w, tmp / w.name)
-        final = self.cache_dir(pair)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        return sorted(final.glob("*.whl"))
+            w.unlink(missing_ok=True)
+        return cached
 
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
         log = self.log_dir / f"install-{pair.key()}.log"

@@ -239,3 +239,32 @@ def test_force_is_not_inherited_by_a_later_bisect(capsys, scan_args, made, tmp_p
                                     "--good", "2023-08-24T12:00Z", "--bad", "2023-08-24T15:00Z"])
     assert code == 1 and "uncommitted changes" in err and "--force" in err
     assert readme.read_text() == "my edit\n"
+
+
+# -- 7. only hourly's own files are removed ----------------------------------------------------------
+
+def test_the_users_wheels_in_the_wheel_dir_survive_and_the_builds_own_are_moved_to_the_cache(
+        capsys, scan_args, made, tmp_path):
+    dist = made.jax / "dist"
+    dist.mkdir()
+    mine = dist / "mine-1.0-py3-none-any.whl"
+    mine.write_bytes(b"the user's own wheel")
+    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    assert [p["status"] for p in pts] == ["ok"] * 4
+    assert mine.read_bytes() == b"the user's own wheel"
+    assert sorted(p.name for p in dist.iterdir()) == [mine.name]  # the builds' wheels went to the cache
+    cached = sorted(w.name for w in (tmp_path / "work").rglob("jax_demo-*.whl"))
+    assert len(cached) == 2
+
+
+def test_a_failed_copy_into_the_cache_leaves_no_temporary_folder(capsys, scan_args, made, tmp_path):
+    build = tmp_path / "build-broken.sh"
+    build.write_text(f"#!/bin/sh\nset -e\n{made.build_script}\n"
+                     "ln -sf /nonexistent/wheel dist/zz-broken-1.0-py3-none-any.whl\n")
+    build.chmod(0o755)
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync",
+                                             "--build-cmd", str(build)))
+    assert code == 1 and "cannot copy the build's wheels into the cache" in err, err
+    assert list((tmp_path / "work").rglob(".tmp-*")) == []
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and not (jax.git_dir / "hourly.lock").exists()
