@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -192,6 +193,7 @@ class Bisector:
             r.rev_parse(s.ref)
         self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
         self._stack = ExitStack()
+        self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
@@ -218,11 +220,14 @@ class Bisector:
         return meas, m.builder.builds_run - b0, m.runs - r0
 
     def _stored(self, pair: Pair) -> list[Measurement]:
-        return self.store.measurements(self.key, pair.xla, pair.jax)
+        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        if self.s.retry_failed:
+            ms = [m for m in ms if not (m.status == Status.BUILD_FAILED.value and (m.created or 0) < self._since)]
+        return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
         rec = self.store.build(pair.xla, pair.jax)
-        if rec and rec.status == "failed":
+        if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
         return None
 

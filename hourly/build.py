@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from . import proc
 from .cache import WheelCache, produced, snapshot
@@ -39,7 +42,8 @@ class BuildStatus(str, Enum):
     BUILT = "built"          # built now, wheels cached and installed
     CACHED = "cached"        # wheels from the cache, installed, no build
     IN_PLACE = "in_place"    # the build installed itself (editable); nothing to cache
-    FAILED = "failed"
+    FAILED = "failed"            # the build ran and reported an error: recorded, a skip from then on
+    INTERRUPTED = "interrupted"  # killed (signal, OOM killer, time-out): retried, never recorded
 
     def __str__(self) -> str:
         return self.value
@@ -55,7 +59,36 @@ class BuildResult:
 
     @property
     def ok(self) -> bool:
-        return self.status is not BuildStatus.FAILED
+        return self.status not in (BuildStatus.FAILED, BuildStatus.INTERRUPTED)
+
+
+#: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
+BUILD_ATTEMPTS = 3
+BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
+
+
+def interruption(res: proc.Result) -> str | None:
+    """Why a build was interrupted rather than failed, or None when it ran to its own end.
+
+    Interrupted: hourly's time-out, a signal (the OOM killer sends SIGKILL), or a shell reporting its
+    child's death by SIGKILL/SIGTERM as 128+N. Any other non-zero exit is the build's own error."""
+    if res.timed_out:
+        return f"timed out after {res.duration:.0f}s"
+    rc = res.returncode
+    if rc is None or rc == 0:
+        return None
+    sig = -rc if rc < 0 else rc - 128 if rc in (128 + signal.SIGKILL, 128 + signal.SIGTERM) else None
+    if sig is None:
+        return None
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return f"killed by {name}" + (" (the OOM killer sends it)" if sig == signal.SIGKILL else "")
+
+
+class BuildInterrupted(UserError):
+    """A build was interrupted on every attempt: nothing is recorded for the pair."""
 
 
 class Workspace:
@@ -203,9 +236,12 @@ class Builder:
         env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
         log = self.log_dir / f"build-{pair.key()}.log"
         _require_command(self.spec.cmd[0], env["PATH"])
-        self.builds_run += 1
-        res = proc.run(self.spec.cmd, cwd=self.jax_repo.path, env=env, timeout=self.spec.timeout,
-                       log_path=log, check=False)
+        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
+                       retry=retry_if_result(lambda r: interruption(r) is not None),
+                       retry_error_callback=lambda state: state.outcome.result())(self._run_build, env, log)
+        why = interruption(res)
+        if why:  # not the pair's verdict: the next run builds it again
+            return BuildResult(BuildStatus.INTERRUPTED, str(log), f"{why}\n{res.tail()}", res.duration)
         if not res.ok:
             result = BuildResult(BuildStatus.FAILED, str(log), res.tail(), res.duration)
             self._record(pair, result, in_place=False)
@@ -222,6 +258,11 @@ class Builder:
         result = BuildResult(BuildStatus.BUILT, str(log), res.tail(), res.duration, [str(w) for w in cached])
         self._record(pair, result, in_place=False)
         return result
+
+    def _run_build(self, env: dict[str, str], log: Path) -> proc.Result:
+        self.builds_run += 1
+        return proc.run(self.spec.cmd, cwd=self.jax_repo.path, env=env, timeout=self.spec.timeout,
+                        log_path=log, check=False)
 
     def _cache(self, pair: Pair, wheels: list[Path]) -> list[Path]:
         """Into the cache (whole or not at all), then out of the wheel folder: they were this build's."""

@@ -69,6 +69,7 @@ def scan(
     workdir: Optional[str] = Workdir,
     force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored)."),
     rerun: Optional[bool] = Opt(None, "--rerun", help="Measure again pairs that are already stored."),
+    retry_failed: Optional[bool] = Opt(None, "--retry-failed", help="Build again pairs whose build failed before."),
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -78,7 +79,7 @@ def scan(
                  first_parent=first_parent, sync=sync, build_cmd=build_cmd, build_timeout=build_timeout,
                  wheel_dir=wheel_dir, python=python, bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
                  repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
-                 force=force, rerun=rerun)
+                 force=force, rerun=rerun, retry_failed=retry_failed)
     s, _ = effective(flags, config)
     store = Store(s.workdir)
     if dry_run_:

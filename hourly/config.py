@@ -52,6 +52,7 @@ class Settings:
     workdir: str = "hourly-work"
     force: bool = False
     rerun: bool = False
+    retry_failed: bool = False
 
     # -- derived ----------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:
@@ -109,7 +110,7 @@ FIELD_NAMES = {f.name for f in fields(Settings)}
 #: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
 PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir")
 #: flags that apply to the command they are given to, never to later commands reading the store
-ONE_OFF = ("force", "rerun")
+ONE_OFF = ("force", "rerun", "retry_failed")
 
 
 def _absolute(value: str, base: Path) -> str:

@@ -7,7 +7,7 @@ from typing import Callable
 
 from . import environment
 from .bench import Status, run_benchmark, spread
-from .build import Builder, BuildSpec, BuildStatus, Workspace
+from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
 from .config import Settings
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
@@ -113,6 +113,11 @@ class Measurer:
         else:
             self.installed = None
             build = self.builder.prepare(pair)
+        if build is not None and build.status is BuildStatus.INTERRUPTED:
+            raise BuildInterrupted(
+                f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times ({_first_line(build.tail)};"
+                f" log {build.log_path}); nothing was recorded for it",
+                "free memory or raise --build-timeout, then run the same command again: it goes on from there")
         if build is not None and build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
@@ -125,6 +130,16 @@ class Measurer:
                             [r.as_dict() for r in res.runs], res.detail(), origin)
         self.store.add_measurement(self.key, m)
         return m
+
+
+def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
+    """Not measured yet, or (with --retry-failed) its build failed."""
+    return m is None or (retry_failed and m.status == Status.BUILD_FAILED.value)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "no output"
 
 
 def _last_line(text: str) -> str:
@@ -144,7 +159,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
     store.save_settings("scan", s.as_dict())
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
-    todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
+    todo = pairs if s.rerun else [p for p in pairs if _wanted(store.latest(key, p.xla, p.jax), s.retry_failed)]
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)

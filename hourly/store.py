@@ -74,6 +74,7 @@ class BuildRecord:
     log_path: str | None
     tail: str | None
     duration: float | None
+    finished: float | None = None
 
 
 class Store:
@@ -158,7 +159,7 @@ class Store:
         if not r:
             return None
         return BuildRecord(r["xla"], r["jax"], r["status"], bool(r["in_place"]),
-                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"])
+                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"], r["finished"])
 
     # -- measurements -----------------------------------------------------------------------
     def add_measurement(self, bench_key: str, m: Measurement) -> int:

@@ -268,3 +268,57 @@ def test_a_failed_copy_into_the_cache_leaves_no_temporary_folder(capsys, scan_ar
     assert list((tmp_path / "work").rglob(".tmp-*")) == []
     jax = GitRepo(made.jax, "jax")
     assert jax.head_state().branch == "main" and not (jax.git_dir / "hourly.lock").exists()
+
+
+# -- 3. failures that can be retried ------------------------------------------------------------------
+
+def _wrapped_build(tmp_path, made, before: str) -> Path:
+    """A build command that runs ``before`` (shell) first, then the stand-in build."""
+    build = tmp_path / "build-wrapped.sh"
+    build.write_text(f"#!/bin/bash\necho attempt >> {tmp_path / 'attempts'}\n{before}\nexec {made.build_script}\n")
+    build.chmod(0o755)
+    return build
+
+
+def _attempts(tmp_path) -> int:
+    p = tmp_path / "attempts"
+    return p.read_text().count("attempt") if p.exists() else 0
+
+
+def _builds(workdir: Path) -> list[tuple]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return c.execute("SELECT xla, jax, status FROM builds").fetchall()
+
+
+def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path):
+    # the first attempt is killed (as the OOM killer would), the second runs through
+    build = _wrapped_build(tmp_path, made, f"if [ ! -e {tmp_path / 'once'} ]; then touch {tmp_path / 'once'}; "
+                                           "kill -9 $$; fi")
+    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync",
+                                    "--build-cmd", str(build)))
+    assert [p["status"] for p in pts] == ["ok"] and _attempts(tmp_path) == 2
+
+
+def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_it(
+        capsys, scan_args, made, tmp_path):
+    build = _wrapped_build(tmp_path, made, f"[ -e {tmp_path / 'fixed'} ] || kill -KILL $$")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync", "--build-cmd", str(build))
+    code, _, err = run_cli(capsys, args)
+    assert code == 1 and "was interrupted 3 times (killed by SIGKILL" in err and "run the same command again" in err
+    assert _attempts(tmp_path) == 3
+    assert _builds(tmp_path / "work") == [] and _count(tmp_path / "work") == 0  # not the pair's verdict
+    (tmp_path / "fixed").touch()
+    assert [p["status"] for p in _points(capsys, args)] == ["ok"]
+    assert [b[2] for b in _builds(tmp_path / "work")] == ["built"]
+
+
+def test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed(capsys, scan_args, made, tmp_path):
+    build = _wrapped_build(tmp_path, made, "")
+    args = scan_args("Aug 25 2023 06:00", "Aug 25 2023 06:00", "--no-sync", "--build-cmd", str(build))
+    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"]  # the planted broken XLA commit
+    assert _attempts(tmp_path) == 1  # an error of the build itself: not retried
+    assert [b[2] for b in _builds(tmp_path / "work")] == ["failed"]
+    n = _attempts(tmp_path)
+    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"] and _attempts(tmp_path) == n
+    assert [p["status"] for p in _points(capsys, args + ["--retry-failed"])] == ["build_failed"]
+    assert _attempts(tmp_path) == n + 1

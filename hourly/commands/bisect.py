@@ -44,6 +44,7 @@ def bisect(
     metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group."),
     workdir: Optional[str] = Opt(None, "--workdir", help="The scan's workdir: store, logs, wheel cache [default: ./hourly-work]."),
     force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (stashed and restored)."),
+    retry_failed: Optional[bool] = Opt(None, "--retry-failed", help="Build again states whose build failed before (with --rerun for finished windows)."),
     json_out: bool = Opt(False, "--json", help="Print one JSON object."),
     config: Optional[str] = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]."),
 ) -> None:
@@ -54,7 +55,7 @@ def bisect(
                  build_cmd=build_cmd, build_timeout=build_timeout, wheel_dir=wheel_dir, python=python,
                  bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env, repeats=repeats,
                  bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir, force=force,
-                 higher_is_better=higher_is_better)
+                 higher_is_better=higher_is_better, retry_failed=retry_failed)
     wd, _ = effective({"workdir": workdir}, config)
     store = Store(wd.workdir, create=good is not None)
     s, _ = effective(flags, config, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
