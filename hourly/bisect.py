@@ -198,7 +198,8 @@ class Bisector:
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                                  s.python), store)
+                                                                  s.python, s.env_dict(), s.build_timeout,
+                                                                  s.resolved_cache_dir(), s.cache_bytes()), store)
 
     def __enter__(self) -> "Bisector":
         return self
@@ -226,7 +227,7 @@ class Bisector:
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
-        rec = self.store.build(pair.xla, pair.jax)
+        rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
         return None

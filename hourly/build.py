@@ -27,7 +27,7 @@ from pathlib import Path
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from . import proc
-from .cache import WheelCache, produced, snapshot
+from .cache import WheelCache, build_identity, default_cache_dir, entry_key, produced, public_identity, snapshot
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo, HeadState
 from .locks import RunLock
@@ -189,6 +189,8 @@ class BuildSpec:
     python: str
     env: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
+    cache_dir: Path | None = None     # default: hourly.cache.default_cache_dir()
+    cache_size: int | None = None     # bytes; None: no bound
 
 
 class Builder:
@@ -199,23 +201,34 @@ class Builder:
         self.xla_repo = xla_repo
         self.spec = spec
         self.store = store
-        self.cache_root = store.workdir / "wheels"
-        self.cache = WheelCache(self.cache_root)
+        self.cache_root = Path(spec.cache_dir or default_cache_dir()) / "wheels"
+        self.cache = WheelCache(self.cache_root, spec.cache_size)
+        self._identity: dict | None = None
         self.log_dir = store.workdir / "logs"
         self.builds_run = 0
 
-    def cache_dir(self, pair: Pair) -> Path:
-        return self.cache_root / pair.key()
+    @property
+    def identity(self) -> dict:
+        """How this builder builds (command, environment, Python ABI): with the pair, the cache key."""
+        if self._identity is None:
+            self._identity = build_identity(self.spec.cmd, self.spec.env, self.spec.python)
+        return self._identity
 
-    def cached_wheels(self, pair: Pair) -> list[Path]:
-        return self.cache.get(pair.key())
+    def build_key(self, pair: Pair) -> str:
+        return entry_key(pair.key(), pair.xla, pair.jax, self.identity)
+
+    def cache_dir(self, pair: Pair) -> Path:
+        return self.cache.entry(self.build_key(pair))
+
+    def cached_wheels(self, pair: Pair, touch: bool = False) -> list[Path]:
+        return self.cache.get(self.build_key(pair), touch)
 
     def is_cached(self, pair: Pair) -> bool:
         return bool(self.cached_wheels(pair))
 
     def prepare(self, pair: Pair) -> BuildResult:
         """Make ``pair`` the installed build: from the cache, or by building it now."""
-        wheels = self.cached_wheels(pair)
+        wheels = self.cached_wheels(pair, touch=True)
         if wheels:
             self.workspace.checkout(pair)  # benchmarks may read the trees too
             err = self._install(wheels, pair)
@@ -266,7 +279,8 @@ class Builder:
 
     def _cache(self, pair: Pair, wheels: list[Path]) -> list[Path]:
         """Into the cache (whole or not at all), then out of the wheel folder: they were this build's."""
-        cached = self.cache.put(pair.key(), wheels)
+        cached = self.cache.put(self.build_key(pair), wheels,
+                                {"xla": pair.xla, "jax": pair.jax, "identity": public_identity(self.identity)})
         for w in wheels:
             w.unlink(missing_ok=True)
         return cached
@@ -285,7 +299,9 @@ class Builder:
 
     def _record(self, pair: Pair, r: BuildResult, in_place: bool) -> None:
         self.store.record_build(BuildRecord(pair.xla, pair.jax, r.status.value, in_place, r.wheels,
-                                            r.log_path, r.tail[-4000:], r.duration))
+                                            r.log_path, r.tail[-4000:], r.duration,
+                                            build_key=self.build_key(pair),
+                                            identity=public_identity(self.identity)))
 
 
 def _require_command(cmd: str, path: str) -> None:

@@ -59,6 +59,8 @@ def scan(
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh]."),
     build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped."),
     wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist]."),
+    cache_dir: Optional[str] = Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly]."),
+    cache_size: Optional[str] = Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none]."),
     python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark."),
     bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark command (split like a shell would)."),
     bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
@@ -77,7 +79,8 @@ def scan(
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     flags = dict(from_=from_, to=to, tz=tz, step=step, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref,
                  first_parent=first_parent, sync=sync, build_cmd=build_cmd, build_timeout=build_timeout,
-                 wheel_dir=wheel_dir, python=python, bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
+                 wheel_dir=wheel_dir, cache_dir=cache_dir, cache_size=cache_size, python=python,
+                 bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
                  repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
                  force=force, rerun=rerun, retry_failed=retry_failed)
     s, _ = effective(flags, config)

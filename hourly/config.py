@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench import DEFAULT_METRIC_REGEX, BenchSpec
+from .cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
 from .errors import UserError
 
 if sys.version_info >= (3, 11):
@@ -41,6 +42,8 @@ class Settings:
     build_cmd: str = "build-jax.sh"
     build_timeout: float | None = None
     wheel_dir: str | None = None  # default: <jax_repo>/dist
+    cache_dir: str | None = None  # default: hourly.cache.default_cache_dir()
+    cache_size: str = DEFAULT_CACHE_SIZE  # least recently used builds go past it; "0": no bound
     python: str = field(default_factory=lambda: sys.executable)
     bench_cmd: str | None = None
     bench_cwd: str | None = None
@@ -102,13 +105,19 @@ class Settings:
     def resolved_wheel_dir(self) -> Path:
         return Path(self.wheel_dir) if self.wheel_dir else Path(self.jax_repo) / "dist"
 
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_dir()
+
+    def cache_bytes(self) -> int | None:
+        return parse_size(self.cache_size)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 FIELD_NAMES = {f.name for f in fields(Settings)}
 #: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
-PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir")
+PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir")
 #: flags that apply to the command they are given to, never to later commands reading the store
 ONE_OFF = ("force", "rerun", "retry_failed")
 
@@ -221,5 +230,6 @@ def _validate(s: Settings) -> None:
         v = getattr(s, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
+    s.cache_bytes()  # a one-line error now rather than after the first build
     if isinstance(s.env, str):
         s.env = [s.env]

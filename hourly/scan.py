@@ -102,7 +102,8 @@ class Measurer:
         self.key = s.bench_key()
         self.spec = s.bench_spec()
         self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                              s.python, s.env_dict(), s.build_timeout), store)
+                                                              s.python, s.env_dict(), s.build_timeout,
+                                                              s.resolved_cache_dir(), s.cache_bytes()), store)
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 

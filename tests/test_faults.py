@@ -253,7 +253,7 @@ def test_the_users_wheels_in_the_wheel_dir_survive_and_the_builds_own_are_moved_
     assert [p["status"] for p in pts] == ["ok"] * 4
     assert mine.read_bytes() == b"the user's own wheel"
     assert sorted(p.name for p in dist.iterdir()) == [mine.name]  # the builds' wheels went to the cache
-    cached = sorted(w.name for w in (tmp_path / "work").rglob("jax_demo-*.whl"))
+    cached = sorted(w.name for w in (tmp_path / "cache").rglob("jax_demo-*.whl"))
     assert len(cached) == 2
 
 
@@ -265,7 +265,7 @@ def test_a_failed_copy_into_the_cache_leaves_no_temporary_folder(capsys, scan_ar
     code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync",
                                              "--build-cmd", str(build)))
     assert code == 1 and "cannot copy the build's wheels into the cache" in err, err
-    assert list((tmp_path / "work").rglob(".tmp-*")) == []
+    assert list((tmp_path / "cache").rglob(".tmp-*")) == [] and list((tmp_path / "work").rglob(".tmp-*")) == []
     jax = GitRepo(made.jax, "jax")
     assert jax.head_state().branch == "main" and not (jax.git_dir / "hourly.lock").exists()
 
@@ -322,3 +322,60 @@ def test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed(c
     assert [p["status"] for p in _points(capsys, args)] == ["build_failed"] and _attempts(tmp_path) == n
     assert [p["status"] for p in _points(capsys, args + ["--retry-failed"])] == ["build_failed"]
     assert _attempts(tmp_path) == n + 1
+
+
+# -- 2. a cache that knows what it holds -------------------------------------------------------------
+
+def _scan_json(capsys, argv) -> dict:
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_changed_build_command_or_build_env_rebuilds_and_another_workdir_reuses(
+        capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync")
+    assert _scan_json(capsys, args)["builds"] == 2
+    other = list(args)
+    other[other.index("--workdir") + 1] = str(tmp_path / "work2")
+    assert _scan_json(capsys, other)["builds"] == 0  # same builds, another scenario: from the shared cache
+    flagged = _wrapped_build(tmp_path, made, "")  # another build command: not the same wheels
+    assert _scan_json(capsys, args + ["--rerun", "--build-cmd", str(flagged)])["builds"] == 2
+    assert _scan_json(capsys, args + ["--rerun", "--env", "TF_CUDA_COMPUTE_CAPABILITIES=sm_90"])["builds"] == 2
+    assert _scan_json(capsys, args + ["--rerun"])["builds"] == 0  # the first identity is still cached
+    metas = [json.loads(m.read_text()) for m in (tmp_path / "cache" / "wheels").glob("*/meta.json")]
+    assert len(metas) == 6 and all(m["identity"]["python_abi"].startswith("cpython-") for m in metas)
+    with sqlite3.connect(tmp_path / "work" / "hourly.sqlite") as c:
+        assert c.execute("SELECT COUNT(DISTINCT build_key), COUNT(DISTINCT xla || jax) FROM builds").fetchone() == (6, 2)
+
+
+def test_the_cache_keeps_within_its_size_least_recently_used_first(capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00", "--no-sync", "--cache-size", "3K")
+    result = _scan_json(capsys, args)
+    assert result["distinct_pairs"] >= 4 and all(p["status"] == "ok" for p in result["points"])
+    entries = [d for d in (tmp_path / "cache" / "wheels").iterdir()]
+    total = sum(f.stat().st_size for d in entries for f in d.iterdir())
+    assert 1 <= len(entries) < result["distinct_pairs"] and total <= 3 * 1024
+    last = result["points"][-1]
+    assert any(d.name.startswith(f"{last['xla'][:12]}-{last['jax'][:12]}") for d in entries)  # the newest stays
+
+
+def test_a_store_of_schema_3_is_migrated_and_keeps_its_builds(tmp_path):
+    from hourly.store import SCHEMA_VERSION, Store
+    work = tmp_path / "old"
+    work.mkdir()
+    db = sqlite3.connect(work / "hourly.sqlite")
+    from hourly import store as S
+    db.executescript(S._SCHEMA)
+    for v in (2, 3):
+        for stmt in S.MIGRATIONS[v]:
+            db.execute(stmt)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    db.execute("INSERT INTO builds VALUES ('x1', 'j1', 'failed', 0, '[]', '/log', 'boom', 1.0, 5.0)")
+    db.commit()
+    db.close()
+    st = Store(work)
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    old = st.build("x1", "j1")
+    assert old.status == "failed" and old.tail == "boom" and old.build_key == "pair:x1-j1"
+    assert st.build("x1", "j1", "x1-j1-someidentity") is None  # how it was built is unknown: not reused

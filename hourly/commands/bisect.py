@@ -35,6 +35,8 @@ def bisect(
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command [default: the scan's]."),
     build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped."),
     wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels."),
+    cache_dir: Optional[str] = Opt(None, "--cache-dir", help="Build cache [default: the scan's, ~/.cache/hourly]."),
+    cache_size: Optional[str] = Opt(None, "--cache-size", help="Bound of the build cache [default: the scan's, 50G]."),
     python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark."),
     bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark (or test) command [default: the scan's]."),
     bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
@@ -52,7 +54,8 @@ def bisect(
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     flags = dict(tz=tz, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, first_parent=first_parent,
-                 build_cmd=build_cmd, build_timeout=build_timeout, wheel_dir=wheel_dir, python=python,
+                 build_cmd=build_cmd, build_timeout=build_timeout, wheel_dir=wheel_dir, cache_dir=cache_dir,
+                 cache_size=cache_size, python=python,
                  bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env, repeats=repeats,
                  bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir, force=force,
                  higher_is_better=higher_is_better, retry_failed=retry_failed)
