@@ -22,6 +22,7 @@ _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .config import Settings, effective, stored_scan_settings
 from .errors import ProcessError, UserError
+from .privacy import redact_assignments
 from .render import print_report, progress_bar
 from .scan import dry_run, run_scan, show as show_stored
 from .store import Store
@@ -155,12 +156,13 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
 @app.command()
 def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
            min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from .report import write_report
     store = Store(_workdir(workdir, config), create=False)
     s = _stored_settings(store, config, workdir=workdir)
-    files = write_report(store, s, Path(out) if out else None, min_change)
+    files = write_report(store, s, Path(out) if out else None, min_change, anonymous)
     print(f"report: {files.markdown}")
     if files.plot:
         print(f"plot:   {files.plot}")
@@ -197,6 +199,7 @@ def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> N
     """Print the effective settings and where each came from."""
     s, origin = effective({}, config)
     values = s.as_dict()
+    values["env"] = redact_assignments(values["env"])
     if json_out:
         print(json.dumps({k: {"value": v, "from": origin[k]} for k, v in values.items()}, indent=1))
         return

@@ -24,11 +24,12 @@ import time
 from pathlib import Path
 
 from .errors import UserError
+from .privacy import redact_assignments
 
 
 def holder_info(command: str | None = None) -> dict:
     return {"pid": os.getpid(), "host": socket.gethostname(),
-            "command": command or shlex.join(["hourly", *sys.argv[1:]]),
+            "command": command or shlex.join(["hourly", *redact_assignments(sys.argv[1:])]),
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import environment
 from .config import Settings
 from .gitrepo import COMMIT_URLS, GitRepo, REPOS
+from .privacy import redact_assignments
 from .scan import PointResult, show
 from .steps import Step, find_steps
 from .store import Store
@@ -37,7 +38,7 @@ def scan_command(s: Settings) -> str:
         argv.append("--no-first-parent")
     if s.bench_cwd:
         argv += ["--bench-cwd", s.bench_cwd]
-    for e in s.env:
+    for e in redact_assignments(s.env):
         argv += ["--env", e]
     return shlex.join(argv)
 
@@ -143,7 +144,9 @@ def bisect_sections(store: Store) -> list[str]:
 
 
 def write_report(store: Store, s: Settings, out_dir: Path | None = None,
-                 min_change: float | None = None) -> ReportFiles:
+                 min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
+    """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
+    the host name."""
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     points = show(store, s).points
@@ -213,7 +216,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md.append("")
     md.append("## Environment")
     md.append("")
-    md.extend(environment.render_markdown(env))
+    md.extend(environment.render_markdown(env, anonymous))
     md.append("")
     if plot_path:
         md.append("## Plot")

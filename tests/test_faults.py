@@ -379,3 +379,39 @@ def test_a_store_of_schema_3_is_migrated_and_keeps_its_builds(tmp_path):
     old = st.build("x1", "j1")
     assert old.status == "failed" and old.tail == "boom" and old.build_key == "pair:x1-j1"
     assert st.build("x1", "j1", "x1-j1-someidentity") is None  # how it was built is unknown: not reused
+
+
+# -- 8. privacy ---------------------------------------------------------------------------------------
+
+def test_the_report_redacts_secret_values_and_can_leave_out_the_host(capsys, scan_args, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_API_KEY", "hunter2-from-the-shell")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync", "--env", "HF_TOKEN=supersecret-42",
+                     "--env", "XLA_FLAGS=--xla_gpu_autotune_level=0")
+    assert _points(capsys, args)
+    code, _, err = run_cli(capsys, ["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "r")])
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "supersecret-42" not in md and "hunter2" not in md
+    assert "HF_TOKEN=<redacted>" in md and "XLA_PYTHON_CLIENT_API_KEY=<redacted>" in md
+    assert "XLA_FLAGS=--xla_gpu_autotune_level=0" in md  # what is not secret stays
+    assert socket.gethostname() in md
+    code, _, err = run_cli(capsys, ["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "a"),
+                                    "--anonymous"])
+    assert code == 0, err
+    assert socket.gethostname() not in (tmp_path / "a" / "report.md").read_text()
+
+
+def test_config_json_and_lock_files_redact_secret_values(capsys, tmp_path):
+    Path("hourly.toml").write_text('env = ["GH_TOKEN=ghp_abc123", "JAX_PLATFORMS=cuda"]\n')
+    code, out, _ = run_cli(capsys, ["config", "--json"])
+    assert code == 0 and "ghp_abc123" not in out
+    assert json.loads(out)["env"]["value"] == ["GH_TOKEN=<redacted>", "JAX_PLATFORMS=cuda"]
+    from hourly.locks import RunLock
+    saved = sys.argv
+    sys.argv = ["hourly", "scan", "--env", "DB_PASSWORD=pw-1", "--env", "A=1"]
+    try:
+        with RunLock(tmp_path / "x.lock", "x") as lock:
+            info = lock.holder()
+    finally:
+        sys.argv = saved
+    assert "pw-1" not in info["command"] and "DB_PASSWORD=<redacted>" in info["command"] and "A=1" in info["command"]
