@@ -10,9 +10,11 @@ the command, the exit code and the tail of the output.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -54,7 +56,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
         proc = subprocess.Popen(
             cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            text=True, errors="replace", start_new_session=True)
+            text=True, errors="replace", start_new_session=True, preexec_fn=_die_with_parent())
     except FileNotFoundError as e:
         _close_log(log, "not started")
         raise UserError(f"command not found: {cmd[0]}",
@@ -130,6 +132,27 @@ def _feed(stream, text: str) -> None:
         stream.close()
     except (BrokenPipeError, OSError):  # the process exited without reading all of it
         pass
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """On Linux, the child is killed when hourly dies (even by ``kill -9``): no orphaned build keeps
+    checking out or writing in the trees while the next run takes them over."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # hourly died before the line above took effect
+            os._exit(1)
+    return preexec
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

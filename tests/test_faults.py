@@ -415,3 +415,31 @@ def test_config_json_and_lock_files_redact_secret_values(capsys, tmp_path):
     finally:
         sys.argv = saved
     assert "pw-1" not in info["command"] and "DB_PASSWORD=<redacted>" in info["command"] and "A=1" in info["command"]
+
+
+def test_the_running_child_dies_with_hourly(tmp_path):
+    """After kill -9 of hourly, its build or benchmark does not run on in the trees."""
+    log = tmp_path / "child.log"
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from hourly.proc import run; "
+                               "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
+                               "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\n", str(log)])
+    assert _wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30)
+    child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+
+    def gone() -> bool:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return True
+        try:  # a zombie of an orphan: reaped by init soon
+            return Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+        except OSError:
+            return True
+    try:
+        assert _wait_for(gone, timeout=10)
+    finally:
+        if not gone():
+            os.kill(child, signal.SIGKILL)
