@@ -443,3 +443,84 @@ def test_the_running_child_dies_with_hourly(tmp_path):
     finally:
         if not gone():
             os.kill(child, signal.SIGKILL)
+
+
+# -- 10. kill -9 at seeded moments, then the same command again ------------------------------------
+
+def _slow_build(tmp_path, made, seconds: float) -> Path:
+    return _wrapped_build(tmp_path, made, f"sleep {seconds}")
+
+
+def _tree_state_ok(made) -> None:
+    from hourly.locks import RunLock
+    for path, name in ((made.xla, "xla"), (made.jax, "jax")):
+        repo = GitRepo(path, name)
+        assert repo.head_state().branch == "main" and repo.dirty_files() == []
+        assert not (repo.git_dir / "hourly.lock").exists()
+        with RunLock(repo.git_dir / "hourly.run.lock", name):  # no stale lock: free at once
+            pass
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db, timeout=10) as c:
+        return c.execute(sql).fetchall()
+
+
+def _kill_at(cmd: list[str], seconds: float) -> bool:
+    """Run ``cmd``; kill -9 hourly itself (not its group) after ``seconds``. False when it finished first."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return True
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made, tmp_path, seed):
+    import random
+    moment = random.Random(seed).uniform(0.5, 3.0)  # mid-build, mid-benchmark or between the two
+    _slow_bench(made, 0.2)
+    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 15:00", "--no-sync", "--json",
+                     "--build-cmd", str(_slow_build(tmp_path, made, 0.3)))
+    cmd = [sys.executable, "-m", "hourly", *args]
+    killed = _kill_at(cmd, moment)
+    db = tmp_path / "work" / "hourly.sqlite"
+    before = _rows(db, "SELECT id, xla, jax, status FROM measurements") if db.exists() else []
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (killed, moment, done.stderr)
+    result = json.loads(done.stdout)
+    assert all(p["status"] == "ok" for p in result["points"])
+    after = _rows(db, "SELECT id, xla, jax, status FROM measurements")
+    assert after[:len(before)] == before  # nothing finished was lost
+    assert len({(x, j) for _, x, j, _ in after}) == len(after) == result["distinct_pairs"]  # nor redone
+    _tree_state_ok(made)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path, venv_python, seed):
+    import random
+    from hourly.fixtures import Change, make_repos
+    culprit = Change("xla", "2023-08-24T05:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
+    changes = [Change("xla", f"2023-08-24T{h:02d}:20:00Z", f"[XLA] change {h}", {f"x/{h}.txt": "1\n"})
+               for h in range(8)] + [culprit]
+    made = make_repos(tmp_path / "repos", changes)
+    _slow_bench(made, 0.1)
+    cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
+           "--bad", "2023-08-24T08:00Z", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
+           "--build-cmd", str(made.build_script), "--python", venv_python, "--repeats", "2",
+           "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work")]
+    moment = random.Random(seed).uniform(1.0, 5.0)
+    _kill_at(cmd, moment)
+    db = tmp_path / "work" / "hourly.sqlite"
+    q = "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq"
+    before = _rows(db, q) if db.exists() else []
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (moment, done.stderr)
+    (r,) = json.loads(done.stdout)["regressions"]
+    assert r["culprit"]["sha"] == made.shas[culprit.subject]
+    after = _rows(db, q)
+    assert after[:len(before)] == before and len({(x, j) for x, j, _ in after}) == len(after)
+    _tree_state_ok(made)
