@@ -224,6 +224,7 @@ def demo(directory: Optional[str] = typer.Argument(None, help="Where to build th
 def _register_stage_commands() -> None:
     """Commands that live with their stage, each in hourly/commands/."""
     from .commands.bisect import bisect
+    from .commands.clean import clean
     from .commands.detect import detect
     from .commands.nightly import container, nightly
     from .commands.trace import compare_profiles, trace
@@ -231,6 +232,7 @@ def _register_stage_commands() -> None:
     app.command()(container)
     app.command()(detect)
     app.command()(bisect)
+    app.command()(clean)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
     app.command("compare-profiles")(compare_profiles)
 
@@ -246,7 +248,7 @@ def version() -> None:
 
 #: --help lists the commands in the order of a hunt
 _ORDER = ["demo", "nightly", "container", "scan", "show", "detect", "bisect", "report", "profile", "trace",
-          "compare-profiles", "config", "version"]
+          "compare-profiles", "clean", "config", "version"]
 app.registered_commands.sort(
     key=lambda c: _ORDER.index(c.name or c.callback.__name__.replace("_", "-")) if
     (c.name or c.callback.__name__.replace("_", "-")) in _ORDER else len(_ORDER))

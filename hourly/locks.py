@@ -20,6 +20,7 @@ import os
 import shlex
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,3 +132,41 @@ def holds_store_lock(fn):
         with store_lock(store.workdir):
             return fn(*args, **kwargs)
     return wrapper
+
+
+# -- the owner of a run's containers ---------------------------------------------------------------
+
+#: one lock file per run that starts containers; labels on its containers name it
+RUNS_DIR = Path(tempfile.gettempdir()) / "hourly-runs"
+OWNER_LABELS = ("hourly.owner.host", "hourly.owner.pid", "hourly.owner.lock")
+
+
+def run_lock(run_id: str) -> RunLock:
+    return RunLock(RUNS_DIR / f"{run_id}.lock", f"run {run_id}")
+
+
+def owner_labels(run_id: str) -> dict[str, str]:
+    """Labels that let a later hourly tell whether the run that made a container still lives."""
+    return {"hourly.owner.host": socket.gethostname(), "hourly.owner.pid": str(os.getpid()),
+            "hourly.owner.lock": str(RUNS_DIR / f"{run_id}.lock")}
+
+
+def owner_dead(labels: dict[str, str]) -> bool:
+    """True only when the owner is known dead: same host, and its run lock is free (or gone, after a
+    reboot). Containers without owner labels, or of another host, are never judged dead."""
+    path = labels.get("hourly.owner.lock")
+    if not path or labels.get("hourly.owner.host") != socket.gethostname():
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # held: the owner lives (perhaps this very process)
+    finally:
+        os.close(fd)  # closing drops a lock taken just now
+    return True

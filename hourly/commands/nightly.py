@@ -103,6 +103,8 @@ def container(
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = _workdir(workdir, config)
+    from ..clean import remove_dead_runs
+    remove_dead_runs()  # containers left by killed runs (never a pinned one: those carry no owner)
     st = pinned.start(ref, wd, gpus=gpus, pull=pull, env=list(env or []),
                       extra_mounts=list(mount or []), name=name)
     if json_out:
