@@ -161,15 +161,17 @@ class Workspace:
             repo.checkout(getattr(pair, repo.name))
 
     def _release(self, repo: GitRepo) -> None:
-        state = self._states.get(repo.name)
-        if state:
-            repo.restore(HeadState(state["branch"], state["sha"]))
-            if state.get("stash"):
-                repo.unstash(state["stash"])
-        self._lock_path(repo).unlink(missing_ok=True)
-        run_lock = self._locks.pop(repo.name, None)
-        if run_lock:
-            run_lock.release()
+        try:
+            state = self._states.get(repo.name)
+            if state:
+                repo.restore(HeadState(state["branch"], state["sha"]))
+                if state.get("stash"):
+                    repo.unstash(state["stash"])
+            self._lock_path(repo).unlink(missing_ok=True)
+        finally:  # a failed restore keeps the state file for the next run, never the lock
+            run_lock = self._locks.pop(repo.name, None)
+            if run_lock:
+                run_lock.release()
 
     def __exit__(self, *exc) -> None:
         errors = []

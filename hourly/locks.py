@@ -90,21 +90,24 @@ class RunLock:
     def release(self) -> None:
         if self._fd is None:
             return
+        self._fd = None
         key = self.path.absolute()
         entry = _HELD.get(key)
-        if entry:
-            entry[1] -= 1
-            if entry[1] > 0:
-                self._fd = None
-                return
-            del _HELD[key]
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:  # nested: the lock stays until its last holder in this process lets go
+            return
+        del _HELD[key]
+        fd = entry[0]
         try:
-            os.ftruncate(self._fd, 0)  # nobody holds it now: no stale name to read
+            os.ftruncate(fd, 0)  # nobody holds it now: no stale name to read
         except OSError:
             pass
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     @property
     def held(self) -> bool:

@@ -524,3 +524,26 @@ def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path
     after = _rows(db, q)
     assert after[:len(before)] == before and len({(x, j) for x, j, _ in after}) == len(after)
     _tree_state_ok(made)
+
+
+def test_run_lock_nests_in_one_process_and_frees_for_the_next(tmp_path):
+    from hourly.locks import LockHeld, RunLock
+    path = tmp_path / "l.lock"
+    outer = RunLock(path, "thing").acquire()
+    inner = RunLock(path, "thing").acquire()  # the same run taking it again: nests
+    outer.release()
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+                            "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
+    assert other.returncode != 0 and "in use by another hourly" in other.stderr  # still held by inner
+    inner.release()
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+                            "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    with pytest.raises(LockHeld):
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(path)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            RunLock(path, "thing").acquire()
+        finally:
+            holder.kill()
+            holder.wait()
