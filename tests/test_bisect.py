@@ -299,3 +299,25 @@ def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python,
     replay = subprocess.run(["git", "-C", str(made.xla), "bisect", "replay", str(tmp_path / "bisect.log")],
                             capture_output=True, text=True)
     assert f"{made.shas['Slower collectives']} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
+
+
+def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):
+    changes = busy_day([Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"})])
+    made = make_repos(tmp_path / "repos", changes)
+    culprit = made.shas["Slower reduction"]
+    flaky, attempts = tmp_path / "flaky", tmp_path / "attempts"
+    flaky.touch()
+    build = tmp_path / "build.sh"  # fails (an error of its own, e.g. a fetch that failed) while `flaky` exists
+    build.write_text(f"#!/bin/bash\nif [ \"$HOURLY_XLA_SHA\" = {culprit} ]; then echo x >> {attempts};"
+                     f" [ -e {flaky} ] && {{ echo 'ERROR: fetch failed'; exit 1; }}; fi\nexec {made.build_script}\n")
+    build.chmod(0o755)
+    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
+            *flags(made, python, tmp_path / "work", repeats=2, build_cmd=str(build))]
+    (r,) = bisect_json(capsys, args)["regressions"]
+    assert r["culprit"] is None and culprit in r["range"] and "build failed" in r["reason"]
+    assert attempts.read_text().count("x") == 1
+    flaky.unlink()
+    (r,) = bisect_json(capsys, args + ["--rerun"])["regressions"]
+    assert r["culprit"] is None and attempts.read_text().count("x") == 1  # the failure is the pair's verdict
+    (r,) = bisect_json(capsys, args + ["--rerun", "--retry-failed"])["regressions"]
+    assert r["culprit"]["sha"] == culprit and attempts.read_text().count("x") == 2
