@@ -199,7 +199,10 @@ class Bisector:
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
                                                                   s.python, s.env_dict(), s.build_timeout,
-                                                                  s.resolved_cache_dir(), s.cache_bytes()), store)
+                                                                  s.resolved_cache_dir(), s.cache_bytes(),
+                                                                  list(s.cherry_pick)), store)
+        from .cherry import parse
+        self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
 
     def __enter__(self) -> "Bisector":
         return self
@@ -475,10 +478,17 @@ class Bisector:
             "last_good": {"xla": last_good.xla, "jax": last_good.jax},
             "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
             "states": len(states),
-            "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]} for r in rows],
+            "probes": [self._probe_row(r) for r in rows],
             "builds": sum(r["builds"] for r in rows),
             "runs": sum(r["runs"] for r in rows),
         }
+
+    def _probe_row(self, r: dict) -> dict:
+        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]}
+        if self.picks:  # per probe, what --cherry-pick did to it
+            from .cherry import statuses
+            out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
+        return out
 
     def commit(self, repo: str, sha: str) -> dict:
         r = self.repos[repo]

@@ -99,6 +99,8 @@ class Workspace:
         self.force = force
         self._states: dict[str, dict] = {}
         self._locks: dict[str, RunLock] = {}
+        self.picks: list = []  # hourly.cherry.Pick: applied on top of every checkout where they apply
+        self.applied: dict[Pair, dict[str, str]] = {}
         self._entered = False
 
     def _lock_path(self, repo: GitRepo) -> Path:
@@ -157,8 +159,14 @@ class Workspace:
         return state
 
     def checkout(self, pair: Pair) -> None:
+        applied: dict[str, str] = {}
         for repo in self.repos:
             repo.checkout(getattr(pair, repo.name))
+            if self.picks:
+                from .cherry import apply
+                applied.update(apply(repo, getattr(pair, repo.name), self.picks))
+        if self.picks:
+            self.applied[pair] = applied
 
     def _release(self, repo: GitRepo) -> None:
         try:
@@ -193,6 +201,7 @@ class BuildSpec:
     timeout: float | None = None
     cache_dir: Path | None = None     # default: hourly.cache.default_cache_dir()
     cache_size: int | None = None     # bytes; None: no bound
+    picks: list[str] = field(default_factory=list)  # --cherry-pick specs (part of the identity)
 
 
 class Builder:
@@ -213,7 +222,7 @@ class Builder:
     def identity(self) -> dict:
         """How this builder builds (command, environment, Python ABI): with the pair, the cache key."""
         if self._identity is None:
-            self._identity = build_identity(self.spec.cmd, self.spec.env, self.spec.python)
+            self._identity = build_identity(self.spec.cmd, self.spec.env, self.spec.python, self.spec.picks)
         return self._identity
 
     def build_key(self, pair: Pair) -> str:

@@ -76,12 +76,15 @@ def python_abi(python: str) -> str:
     return res.output.strip() if res.ok and res.output.strip() else f"unknown ({python})"
 
 
-def build_identity(cmd: list[str], env: dict[str, str], python: str) -> dict:
-    """How a build is made, less the pair (see the module's text)."""
+def build_identity(cmd: list[str], env: dict[str, str], python: str, picks: list[str] | None = None) -> dict:
+    """How a build is made, less the pair (see the module's text; ``picks``: ``--cherry-pick``)."""
     seen = {k: v for k, v in os.environ.items()
             if k in BUILD_ENV_NAMES or k.startswith(BUILD_ENV_PREFIXES)}
     seen.update(env)
-    return {"cmd": [str(c) for c in cmd], "env": sorted(seen.items()), "python_abi": python_abi(python)}
+    ident = {"cmd": [str(c) for c in cmd], "env": sorted(seen.items()), "python_abi": python_abi(python)}
+    if picks:
+        ident["cherry_pick"] = sorted(picks)
+    return ident
 
 
 def entry_key(pair_key: str, xla: str, jax: str, identity: dict) -> str:

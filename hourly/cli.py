@@ -66,6 +66,7 @@ def scan(
     bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark command (split like a shell would)."),
     bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
     env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable)."),
+    cherry_pick: Optional[List[str]] = Opt(None, "--cherry-pick", help="REPO@SHA applied on top of every pair where it applies cleanly (repeatable)."),
     repeats: Optional[int] = Opt(None, "--repeats", help="Runs per pair [default: 1]."),
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
     metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS]."),
@@ -81,7 +82,7 @@ def scan(
     flags = dict(from_=from_, to=to, tz=tz, step=step, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref,
                  first_parent=first_parent, sync=sync, build_cmd=build_cmd, build_timeout=build_timeout,
                  wheel_dir=wheel_dir, cache_dir=cache_dir, cache_size=cache_size, python=python,
-                 bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
+                 bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env, cherry_pick=cherry_pick,
                  repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
                  force=force, rerun=rerun, retry_failed=retry_failed)
     s, _ = effective(flags, config)

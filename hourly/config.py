@@ -48,6 +48,7 @@ class Settings:
     bench_cmd: str | None = None
     bench_cwd: str | None = None
     env: list[str] = field(default_factory=list)
+    cherry_pick: list[str] = field(default_factory=list)  # REPO@SHA applied on top of every state
     repeats: int = 1
     bench_timeout: float | None = None
     metric_regex: str = DEFAULT_METRIC_REGEX
@@ -100,6 +101,8 @@ class Settings:
         from wherever hourly is started."""
         ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
                  "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        if self.cherry_pick:  # measurements of patched states never mix with plain ones
+            ident["cherry_pick"] = sorted(self.cherry_pick)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def resolved_wheel_dir(self) -> Path:
@@ -213,7 +216,7 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
         for k, v in layer.items():
             k = _key(k)
             if k in FIELD_NAMES:
-                if k == "env" and isinstance(v, (list, tuple)) and not v and label == "flag":
+                if k in ("env", "cherry_pick") and isinstance(v, (list, tuple)) and not v and label == "flag":
                     continue
                 setattr(s, k, list(v) if isinstance(v, tuple) else v)
                 origin[k] = label
@@ -233,3 +236,5 @@ def _validate(s: Settings) -> None:
     s.cache_bytes()  # a one-line error now rather than after the first build
     if isinstance(s.env, str):
         s.env = [s.env]
+    if isinstance(s.cherry_pick, str):
+        s.cherry_pick = [s.cherry_pick]

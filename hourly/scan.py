@@ -103,7 +103,11 @@ class Measurer:
         self.spec = s.bench_spec()
         self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
                                                               s.python, s.env_dict(), s.build_timeout,
-                                                              s.resolved_cache_dir(), s.cache_bytes()), store)
+                                                              s.resolved_cache_dir(), s.cache_bytes(),
+                                                              list(s.cherry_pick)), store)
+        if s.cherry_pick:
+            from .cherry import parse
+            workspace.picks = parse(s.cherry_pick, {"xla": xla, "jax": jax})
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 

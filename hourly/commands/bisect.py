@@ -41,6 +41,7 @@ def bisect(
     bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark (or test) command [default: the scan's]."),
     bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
     env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable)."),
+    cherry_pick: Optional[List[str]] = Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every probe where it applies cleanly (repeatable)."),
     repeats: Optional[int] = Opt(None, "--repeats", help="Runs per probe before more are asked for [default: the scan's]."),
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
     metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group."),
@@ -56,7 +57,7 @@ def bisect(
     flags = dict(tz=tz, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, first_parent=first_parent,
                  build_cmd=build_cmd, build_timeout=build_timeout, wheel_dir=wheel_dir, cache_dir=cache_dir,
                  cache_size=cache_size, python=python,
-                 bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env, repeats=repeats,
+                 bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env, cherry_pick=cherry_pick, repeats=repeats,
                  bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir, force=force,
                  higher_is_better=higher_is_better, retry_failed=retry_failed)
     wd, _ = effective({"workdir": workdir}, config)
