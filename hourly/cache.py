@@ -135,9 +135,17 @@ class WheelCache:
                 shutil.copy2(w, tmp / w.name)
             (tmp / "meta.json").write_text(json.dumps({**(meta or {}), "created": time.time()}, indent=1))
             final = self.entry(key)
-            if final.exists():  # a build under the same identity that is no longer wanted
+            if self.get(key):  # another run (sharing the cache) wrote this identity meanwhile: keep it
+                shutil.rmtree(tmp, ignore_errors=True)
+                return self.get(key)
+            if final.exists():  # an entry without wheels is no entry
                 shutil.rmtree(final)
-            os.replace(tmp, final)
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                if not self.get(key):
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)  # lost the race to an equal build: theirs stays
         except (OSError, shutil.Error) as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise CacheError(f"cannot copy the build's wheels into the cache {self.root} ({e})",

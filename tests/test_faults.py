@@ -547,3 +547,14 @@ def test_run_lock_nests_in_one_process_and_frees_for_the_next(tmp_path):
         finally:
             holder.kill()
             holder.wait()
+
+
+def test_a_cache_entry_written_meanwhile_by_another_run_is_kept(tmp_path):
+    from hourly.cache import WheelCache
+    cache = WheelCache(tmp_path / "c")
+    (tmp_path / "a.whl").write_bytes(b"first run's")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "a.whl").write_bytes(b"second run's")
+    assert [w.read_bytes() for w in cache.put("k", [tmp_path / "a.whl"])] == [b"first run's"]
+    assert [w.read_bytes() for w in cache.put("k", [tmp_path / "b" / "a.whl"])] == [b"first run's"]
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["k"]  # and no temporary folder
