@@ -142,6 +142,10 @@ def _die_with_parent():
     checking out or writing in the trees while the next run takes them over."""
     if not sys.platform.startswith("linux"):
         return None
+    # a preexec function makes Python fork (not vfork): only safe in a single-threaded process, and
+    # JAX (imported by in-process tracing) warns at every fork — then the child runs without it
+    if threading.active_count() > 1 or "jax" in sys.modules:
+        return None
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
