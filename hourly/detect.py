@@ -7,7 +7,10 @@ How it works (details and the reasons in docs/detection.md):
 
 1. Failed points are dropped; the good points keep their original indices, so a step that spans a
    failed point is one step from the last good point before to the first good point after.
-2. The noise of one point, ``sigma``, is estimated robustly: from the spread of repeated samples
+2. When every sample is positive (times, rates) the series is analysed on a log scale, so the noise
+   is relative: a run timed at 200 us +-20 % and at 3.5 us +-10 % has comparable noise, where one
+   absolute sigma would be set by one level and find false steps in the other.
+   The noise of one point, ``sigma``, is estimated robustly: from the spread of repeated samples
    (median over points of the scaled MAD, divided by sqrt(samples)), and from the point-to-point
    noise (scaled MAD of successive differences / sqrt(2)), which a few steps or outliers do not
    move. With both, the larger wins (repeats miss run-to-run noise). With neither (under 4 good
@@ -16,14 +19,19 @@ How it works (details and the reasons in docs/detection.md):
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
    ``z_min`` standard errors.
-4. Single-point segments are outliers, not steps: the worst is set aside and the fit redone
-   until none is left. (In a series of fewer than 4 good points a single point at either end
-   is allowed; a lone point between two others is still an outlier.)
+4. Single-point segments between two others are outliers, not steps: the worst is set aside and
+   the fit redone until none is left. A single point at either end is an *edge step* (the new
+   level holds for one point only: "it got slower in the last nightly"); it is reported with
+   ``edge=True`` once it passes the stricter test of step 6, so that it can be measured again.
+   An outlier set aside right next to a step that lies beyond one side's level (away from the
+   other level) belongs to that side: a slow run just before a speed-up is the old code's, so
+   the step's window keeps its real ends. One between the two levels stays inside the window.
 5. ``sigma`` is refined from the differences inside the fitted segments (RMS / sqrt(2)) and the
    fit is redone.
 6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors
    (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
-   merged, least significant first, until every remaining step is significant.
+   merged, least significant first, until every remaining step is significant. ``min_change``
+   is a practical floor: 1 % unless given (0 reports every significant step).
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -47,6 +55,8 @@ Point = Union[float, int, None, Sequence[float]]
 PRIOR_RELATIVE_NOISE = 0.002
 #: Noise is never taken below this fraction of the level (constant or quantised series).
 NOISE_FLOOR_RELATIVE = 1e-4
+#: By default a step smaller than this relative change is not reported (``min_change``).
+DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
 _MAD_TO_SIGMA = 1.4826
 
@@ -64,6 +74,8 @@ class Change:
 
     Indices are positions in the series as given (failed points included). ``strength`` is the
     step divided by its standard error (a z-score; >= ``z_min`` for every reported change).
+    ``edge`` is True when one side of the step holds a single good point at the end (or start)
+    of the series: the step may be a lone slow run, so measure that point again to confirm it.
     """
 
     before_index: int
@@ -73,6 +85,7 @@ class Change:
     relative_change: float
     strength: float
     kind: ChangeKind
+    edge: bool = False
 
     @property
     def absolute_change(self) -> float:
@@ -91,10 +104,27 @@ class Detection:
     threshold: float = 0.0          #: z_min used
 
     level: float = 0.0              #: median level of the good points
+    log_scale: bool = False         #: analysed on a log scale (noise relative to the level)
 
     @property
     def relative_noise(self) -> float:
         return self.noise / abs(self.level) if self.level else 0.0
+
+
+def percent(x: float) -> str:
+    """A relative change as a signed percentage that never reads "+0.0%".
+
+    One decimal from 1 % up ("-6.9%"), two significant digits below ("+0.12%", "-0.0043%").
+    """
+    if not math.isfinite(x):
+        return "+inf" if x > 0 else ("-inf" if x < 0 else "nan")
+    p = x * 100
+    if p == 0:
+        return "0%"
+    if abs(p) >= 0.995:
+        return f"{p:+.1f}%"
+    decimals = 1 - math.floor(math.log10(abs(p)))
+    return f"{p:+.{decimals}f}%"
 
 
 def point_value(point: Point) -> float | None:
@@ -125,12 +155,14 @@ def z_threshold(n: int) -> float:
     return max(3.5, math.sqrt(2.0 * math.log(max(n, 2)) + 8.0))
 
 
-def estimate_noise(values: np.ndarray, samples: list[list[float]]) -> tuple[float, str]:
+def estimate_noise(values: np.ndarray, samples: list[list[float]],
+                   relative: bool = False) -> tuple[float, str]:
     """Robust noise (sigma) of one point value, and where it came from.
 
     ``values`` are the good point values in order; ``samples`` their repeated samples.
+    ``relative``: they are logarithms, so sigma is relative and the floor and prior are too.
     """
-    level = float(np.median(np.abs(values))) if len(values) else 0.0
+    level = 1.0 if relative else (float(np.median(np.abs(values))) if len(values) else 0.0)
     floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
     rep = _repeat_noise(samples)
     diff = None
@@ -223,50 +255,70 @@ def segment(values: np.ndarray, penalty: float) -> list[int]:
 
 def detect(series: Sequence[Point], *, higher_is_better: bool = True,
            min_change: float | None = None) -> Detection:
-    """Find every step in ``series``; see the module docstring for how."""
+    """Find every step in ``series``; see the module docstring for how.
+
+    ``min_change``: steps smaller than this relative change are not reported; None means
+    :data:`DEFAULT_MIN_CHANGE` (1 %), 0 reports every significant step.
+    """
+    if min_change is None:
+        min_change = DEFAULT_MIN_CHANGE
     samples_all = [point_samples(p) for p in series]
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
-    values = np.array([float(np.median(samples_all[i])) for i in good_idx], dtype=float)
+    raw = np.array([float(np.median(samples_all[i])) for i in good_idx], dtype=float)
     samples = [samples_all[i] for i in good_idx]
-    if len(values) == 0:
+    if len(raw) == 0:
         return Detection(changes=[], failed=failed, noise_source="none")
-    sigma, source = estimate_noise(values, samples)
-    level = float(np.median(np.abs(values)))
+    level = float(np.median(np.abs(raw)))
+    # Times and rates are positive and their noise grows with their level: work on log values,
+    # where sigma is relative. Zero or negative values keep the linear scale.
+    log_scale = all(x > 0 for s in samples for x in s)
+    if log_scale:
+        samples = [[math.log(x) for x in s] for s in samples]
+        values = np.array([float(np.median(s)) for s in samples], dtype=float)
+    else:
+        values = raw
+    sigma, source = estimate_noise(values, samples, relative=log_scale)
+    floor = max(NOISE_FLOOR_RELATIVE * (1.0 if log_scale else level), 1e-12)
     z_min = z_threshold(len(values))
 
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
         refined = within_segment_noise(v, segs)
         if refined is not None:
             rep = _repeat_noise(samples) if source == "both" else None
-            floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
             new_sigma = max(refined, rep or 0.0, floor)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
+    r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
         a0, a1, b1 = segs[k - 1], segs[k], segs[k + 1]
-        before = float(np.median(v[a0:a1]))
-        after = float(np.median(v[a1:b1]))
+        before = float(np.median(r[a0:a1]))
+        after = float(np.median(r[a1:b1]))
         z = _z(v[a0:a1], v[a1:b1], sigma)
+        lo, hi = _window(values, int(pos[a1 - 1]), int(pos[a1]), float(np.median(v[a0:a1])),
+                         float(np.median(v[a1:b1])))
         rel = _relative(before, after)
         worse = (after < before) if higher_is_better else (after > before)
+        edge = (k == 1 and a1 - a0 == 1) or (k == len(segs) - 2 and b1 - a1 == 1)
         changes.append(Change(
-            before_index=good_idx[pos[a1 - 1]],
-            after_index=good_idx[pos[a1]],
+            before_index=good_idx[lo],
+            after_index=good_idx[hi],
             level_before=before, level_after=after, relative_change=rel, strength=z,
-            kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT,
+            kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT, edge=edge,
         ))
     outliers = [good_idx[i] for i in np.flatnonzero(~keep)]
-    return Detection(changes=changes, failed=failed, outliers=outliers, noise=sigma,
-                     noise_source=source, threshold=z_min, level=level)
+    return Detection(changes=changes, failed=failed, outliers=outliers,
+                     noise=sigma * level if log_scale else sigma,
+                     noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
 
 
-def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None):
+def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
+         log_scale: bool = False):
     """Fit, set aside outliers (single-point segments) one by one, refit; then prune."""
     keep = np.ones(len(values), dtype=bool)
     while True:
@@ -280,7 +332,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         # set aside only the worst one: the others may be artefacts of it
         worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
         keep[pos[worst]] = False
-    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4)
+    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale)
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -290,20 +342,30 @@ def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
 
 
 def _outliers(bounds: list[int], n_good: int) -> list[int]:
-    """Positions of single-point segments: outliers rather than steps.
+    """Positions of single-point segments between two others: outliers rather than steps.
 
-    A single point between two other segments is always an outlier. One at either end of the
-    series is too, unless the series has fewer than 4 good points (then it is all there is).
+    A single point at either end of the series is kept: it is an edge step if it passes the
+    pruning (with the stricter test for short segments), else it merges with its neighbour.
     """
     nseg = len(bounds) - 1
-    out = []
-    for k in range(nseg):
-        if bounds[k + 1] - bounds[k] != 1:
-            continue
-        interior = 0 < k < nseg - 1
-        if interior or n_good >= 4:
-            out.append(bounds[k])
-    return out
+    return [bounds[k] for k in range(1, nseg - 1) if bounds[k + 1] - bounds[k] == 1]
+
+
+def _window(values: np.ndarray, lo: int, hi: int, level_before: float,
+            level_after: float) -> tuple[int, int]:
+    """A step's window (good-point positions) once the outliers set aside inside it are placed.
+
+    An outlier between ``lo`` and ``hi`` that lies beyond the level before the step (on the side
+    away from the level after) belongs before it, so the window starts at it; one beyond the
+    level after belongs after. Outliers between the two levels stay inside the window.
+    """
+    up = 1.0 if level_after > level_before else -1.0
+    inside = list(range(lo + 1, hi))
+    while inside and (values[inside[0]] - level_before) * up < 0:
+        lo = inside.pop(0)
+    while inside and (values[inside[-1]] - level_after) * up > 0:
+        hi = inside.pop()
+    return lo, hi
 
 
 def _deviation(v: np.ndarray, bounds: list[int], i: int) -> float:
@@ -329,7 +391,7 @@ def _relative(before: float, after: float) -> float:
 
 
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
-           min_change: float | None, strict_short: bool = True) -> list[int]:
+           min_change: float | None, strict_short: bool = True, log_scale: bool = False) -> list[int]:
     """Merge adjacent segments whose difference is not significant (or below min_change)."""
     bounds = list(bounds)
     while len(bounds) > 2:
@@ -337,9 +399,10 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
             z = _z(a, b, sigma)
-            rel = abs(_relative(float(np.median(a)), float(np.median(b))))
+            ma, mb = float(np.median(a)), float(np.median(b))
+            rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
-            weak = z < need or (min_change is not None and rel < min_change)
+            weak = z < need or (bool(min_change) and rel < min_change)
             if weak:
                 score = min(z / need, rel / min_change if min_change else math.inf)
                 if worst_score is None or score < worst_score:

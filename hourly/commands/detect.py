@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench import DEFAULT_METRIC_REGEX
-from ..detect import Change, ChangeKind, Detection, detect as detect_steps
+from ..detect import DEFAULT_MIN_CHANGE, Change, ChangeKind, Detection, detect as detect_steps, percent
 from ..errors import UsageError, UserError
 from ..series import PointStatus, Series, load_csv, load_grep_text
 
@@ -45,18 +45,20 @@ def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) ->
 
 
 def _pct(x: float) -> str:
-    return f"{x * 100:+.1f}%" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+    return percent(x)
 
 
 def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None) -> str:
     """One line per step, as an engineer would file it.
 
-    e.g. "regression -9.9% between c and e: 100 -> 90.1 (51 sigma)"
+    e.g. "regression -9.9% between c and e: 100 -> 90.1 (51 sigma)"; an edge step (one point
+    on its side) says so, since that point should be measured again before bisecting.
     """
     return (f"{change.kind.value} {_pct(change.relative_change)} between "
             f"{(before_labels or labels)[change.before_index]} and {labels[change.after_index]}: "
             f"{change.level_before:.4g} -> {change.level_after:.4g} "
-            f"({change.strength:.0f} sigma)")
+            f"({change.strength:.0f} sigma)"
+            + ("; edge step: one point on its side, measure it again to confirm" if change.edge else ""))
 
 
 def change_marks(changes: Sequence[Change], failed: Sequence[int] = (),
@@ -70,7 +72,7 @@ def change_marks(changes: Sequence[Change], failed: Sequence[int] = (),
     marks: dict[int, str] = {i: "outlier" for i in outliers}
     for c in changes:
         arrow = "▼" if c.kind is ChangeKind.REGRESSION else "▲"
-        marks[c.after_index] = f"{arrow} {c.kind.value} {_pct(c.relative_change)}"
+        marks[c.after_index] = f"{arrow} {c.kind.value} {_pct(c.relative_change)}" + (" edge" if c.edge else "")
         for i in range(c.before_index + 1, c.after_index):
             marks[i] = "│" + (" outlier" if i in outliers else "")
     return marks
@@ -88,7 +90,7 @@ def detection_json(series: Series, found: Detection) -> dict:
         "changes": [{
             "before": series.before_labels[c.before_index], "after": labels[c.after_index],
             "from_value": c.level_before, "to_value": c.level_after,
-            "relative_change": _finite(c.relative_change), "kind": c.kind.value,
+            "relative_change": _finite(c.relative_change), "kind": c.kind.value, "edge": c.edge,
         } for c in found.changes],
     }
 
@@ -122,7 +124,8 @@ def detect(
                                           help="Direction of the metric: higher (throughput, e.g. MLUPS) or lower (times)."),
     min_change: Optional[float] = typer.Option(None, "--min-change",
                                                help="Ignore steps smaller than this relative change, "
-                                                    "e.g. 0.02 for 2% (default: every significant step)."),
+                                                    f"e.g. 0.02 for 2%; 0 reports every significant step "
+                                                    f"[default: {DEFAULT_MIN_CHANGE:g}]."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
