@@ -28,7 +28,8 @@ How it works (details and the reasons in docs/detection.md):
    the step's window keeps its real ends. One between the two levels stays inside the window.
 5. ``sigma`` is refined from the differences inside the fitted segments (RMS / sqrt(2)) and the
    fit is redone.
-6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors
+6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors (each
+   side's noise from the differences inside it, pulled towards sigma and never below it)
    (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
    merged, least significant first, until every remaining step is significant. ``min_change``
    is a practical floor: 1 % unless given (0 reports every significant step).
@@ -146,6 +147,15 @@ def point_samples(point: Point) -> list[float]:
     return [s for s in raw if math.isfinite(s)]
 
 
+def _median(s: list[float]) -> float:
+    """The median of a short list (np.median costs more than the detector on long series)."""
+    if len(s) == 1:
+        return s[0]
+    o = sorted(s)
+    m = len(o) // 2
+    return o[m] if len(o) % 2 else 0.5 * (o[m - 1] + o[m])
+
+
 def z_threshold(n: int) -> float:
     """How many standard errors a step must be for ``n`` good points.
 
@@ -222,8 +232,46 @@ def _repeat_noise(samples: list[list[float]]) -> float | None:
     return sd * factor / math.sqrt(k)
 
 
-def segment(values: np.ndarray, penalty: float) -> list[int]:
-    """Optimal partitioning (least squares + ``penalty`` per extra segment).
+#: Half-width (in differences) of the window that measures the local noise around a point.
+LOCAL_NOISE_HALF_WINDOW = 5
+#: ... and how much noisier than the series that stretch must be before it is weighted down.
+LOCAL_NOISE_FACTOR = 2.0
+
+
+def local_weights(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW) -> np.ndarray | None:
+    """Least-squares weights that give a noisier stretch of the series less say: (sigma / s_i)^2
+    where ``s_i`` (:func:`local_noise`) > ``LOCAL_NOISE_FACTOR`` x sigma, else 1."""
+    s = local_noise(v, sigma, half)
+    if s is None:
+        return None
+    # only a stretch clearly noisier than the series (twice sigma) is weighted down: ten
+    # differences give a rough estimate, and an outlier's two differences must not hide it
+    return np.where(s > LOCAL_NOISE_FACTOR * sigma, (sigma / s) ** 2, 1.0)
+
+
+def local_noise(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW) -> np.ndarray | None:
+    """The noise around each point, ``s_i``, never below ``sigma``.
+
+    ``s_i`` is the noise around point i (from the successive differences within ``half``
+    differences of it; a step is one large difference among them, which a low quantile
+    ignores), never below ``sigma``. None when the series is too short to tell (under 2*half+1 points).
+    """
+    n = len(v)
+    if n < 2 * half + 1:
+        return None
+    d = np.abs(np.diff(v))
+    # the 2*half differences around point i, shifted inwards at the ends so that every window is
+    # full (an outlier's two differences never make half of one)
+    starts = np.clip(np.arange(n) - half, 0, len(d) - 2 * half)
+    windows = np.lib.stride_tricks.sliding_window_view(d, 2 * half)[starts]
+    # the 40th percentile of |difference| (0.524 sigma*sqrt(2) for normal noise): a step's or an
+    # outlier's large differences, two of ten, barely move it
+    s = np.quantile(windows, 0.4, axis=1) / 0.524 / math.sqrt(2.0)
+    return np.maximum(s, sigma)
+
+
+def segment(values: np.ndarray, penalty: float, weights: np.ndarray | None = None) -> list[int]:
+    """Optimal partitioning (weighted least squares + ``penalty`` per extra segment).
 
     Returns the start index of every segment (the first is 0). Exact, O(n^2) with numpy; series
     here are at most a few thousand points.
@@ -232,14 +280,16 @@ def segment(values: np.ndarray, penalty: float) -> list[int]:
     if n == 0:
         return []
     x = values - np.median(values)  # centred: keeps the sums of squares exact for big levels
-    s1 = np.concatenate([[0.0], np.cumsum(x)])
-    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
+    w = np.ones(n) if weights is None else weights
+    s0 = np.concatenate([[0.0], np.cumsum(w)])
+    s1 = np.concatenate([[0.0], np.cumsum(w * x)])
+    s2 = np.concatenate([[0.0], np.cumsum(w * x * x)])
     best = np.empty(n + 1)
     best[0] = -penalty
     last = np.zeros(n + 1, dtype=int)
     for t in range(1, n + 1):
         s = np.arange(t)                       # candidate start of the last segment
-        m = t - s
+        m = s0[t] - s0[s]
         seg = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / m
         total = best[s] + seg + penalty
         j = int(np.argmin(total))
@@ -265,7 +315,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     samples_all = [point_samples(p) for p in series]
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
-    raw = np.array([float(np.median(samples_all[i])) for i in good_idx], dtype=float)
+    raw = np.array([_median(samples_all[i]) for i in good_idx], dtype=float)
     samples = [samples_all[i] for i in good_idx]
     if len(raw) == 0:
         return Detection(changes=[], failed=failed, noise_source="none")
@@ -275,7 +325,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     log_scale = all(x > 0 for s in samples for x in s)
     if log_scale:
         samples = [[math.log(x) for x in s] for s in samples]
-        values = np.array([float(np.median(s)) for s in samples], dtype=float)
+        values = np.log(raw)
     else:
         values = raw
     sigma, source = estimate_noise(values, samples, relative=log_scale)
@@ -324,7 +374,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
     while True:
         pos = np.flatnonzero(keep)
         v = values[pos]
-        starts = segment(v, (z_min * sigma) ** 2)
+        starts = segment(v, (z_min * sigma) ** 2, local_weights(v, sigma))
         bounds = starts + [len(v)]
         lonely = _outliers(bounds, len(values))
         if not lonely:
@@ -332,7 +382,8 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         # set aside only the worst one: the others may be artefacts of it
         worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
         keep[pos[worst]] = False
-    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale)
+    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
+                                local_noise(v, sigma))
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -379,8 +430,31 @@ def _deviation(v: np.ndarray, bounds: list[int], i: int) -> float:
     return min(abs(v[i] - m) for m in near) if near else 0.0
 
 
-def _z(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
-    se = sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b))
+#: Weight (in degrees of freedom) of the series' noise when a segment's own noise is estimated.
+SEGMENT_NOISE_PRIOR_DOF = 4.0
+
+
+def segment_noise(seg: np.ndarray, sigma: float) -> float:
+    """The noise of one segment: its own (differences inside it) pulled towards ``sigma``.
+
+    Never below ``sigma``. Noise differs from level to level (a run at 200 us +-20 % before a
+    speed-up, 3.5 us +-10 % after); one sigma for all would split the noisier level.
+    """
+    if len(seg) < 2:
+        return sigma
+    d = np.diff(seg)
+    own = float(np.mean(d * d)) / 2.0
+    dof = float(len(d))
+    pooled = (dof * own + SEGMENT_NOISE_PRIOR_DOF * sigma * sigma) / (dof + SEGMENT_NOISE_PRIOR_DOF)
+    return max(sigma, math.sqrt(pooled))
+
+
+def _z(a: np.ndarray, b: np.ndarray, sigma: float, prior_a: float | None = None,
+       prior_b: float | None = None) -> float:
+    """The step between segments ``a`` and ``b`` in standard errors, each side with its own noise
+    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``)."""
+    sa, sb = segment_noise(a, prior_a or sigma), segment_noise(b, prior_b or sigma)
+    se = math.sqrt(sa * sa / len(a) + sb * sb / len(b))
     return abs(float(np.median(b)) - float(np.median(a))) / se
 
 
@@ -391,14 +465,19 @@ def _relative(before: float, after: float) -> float:
 
 
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
-           min_change: float | None, strict_short: bool = True, log_scale: bool = False) -> list[int]:
+           min_change: float | None, strict_short: bool = True, log_scale: bool = False,
+           local: np.ndarray | None = None) -> list[int]:
     """Merge adjacent segments whose difference is not significant (or below min_change)."""
     bounds = list(bounds)
     while len(bounds) > 2:
         worst, worst_score = None, None
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
-            z = _z(a, b, sigma)
+            if local is None:
+                z = _z(a, b, sigma)
+            else:   # each side's noise is pulled towards the noise around it, not the series'
+                z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
+                       float(np.median(local[bounds[k]:bounds[k + 1]])))
             ma, mb = float(np.median(a)), float(np.median(b))
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
