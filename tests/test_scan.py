@@ -305,3 +305,36 @@ def test_runs_get_no_persistent_compilation_cache_unless_the_user_sets_it(capsys
     assert _cache_lines(tmp_path / "w3") == {"JAX_ENABLE_COMPILATION_CACHE=1"}
     env3 = Store(tmp_path / "w3", create=False).load_settings("environment")["env"]
     assert env3["JAX_ENABLE_COMPILATION_CACHE"] == "1" and "JAX_COMPILATION_CACHE_DIR" in env3
+
+
+def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys, venv_python, tmp_path):
+    # issue 11: a time metric's 60x speed-up (lower is better) is an improvement everywhere,
+    # not "regression -98%", without telling each later command again
+    from hourly.fixtures import Change, make_repos
+    made = make_repos(tmp_path / "repos", [
+        Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
+        Change("xla", "2023-08-24T11:30:00Z", "[XLA:GPU] Sixty times faster", {"perf/fast.txt": "0.0166667\n"}),
+        Change("xla", "2023-08-24T12:30:00Z", "[XLA] Tidy again", {"tidy.txt": "2\n"}),
+    ])
+    work = tmp_path / "work"
+    code, out, err = run_cli(capsys, [
+        "scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 13:00", "--xla-repo", str(made.xla),
+        "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+        "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), "--lower-is-better"])
+    assert code == 0, err
+    assert "▲ improvement -98.3%" in out and "regression" not in out
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 0, err
+    assert "▲ improvement -98.3%" in out and "regression" not in out
+    code, out, err = run_cli(capsys, ["detect", str(work), "--json"])
+    assert code == 0, err
+    (change,) = json.loads(out)["changes"]
+    assert change["kind"] == "improvement"
+    assert change["relative_change"] == pytest.approx(-0.983, abs=0.002)
+    code, out, err = run_cli(capsys, ["report", "--workdir", str(work)])
+    assert code == 0, err
+    md = (work / "report" / "report.md").read_text()
+    assert "(lower is better)" in md and "| improvement |" in md and "regression" not in md.lower()
+    # a flag still wins over the stored direction
+    code, out, err = run_cli(capsys, ["detect", str(work), "--json", "--higher-is-better"])
+    assert json.loads(out)["changes"][0]["kind"] == "regression"

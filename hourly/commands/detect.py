@@ -44,6 +44,16 @@ def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) ->
     return load_grep_text(path, metric_regex)
 
 
+def _stored_direction(source: str | None) -> bool:
+    """The direction stored with a workdir's scan; higher is better for files and old stores."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if not path.is_dir():
+        return True
+    from ..store_series import stored_direction
+    found = stored_direction(path)
+    return True if found is None else found
+
+
 def _pct(x: float) -> str:
     return percent(x)
 
@@ -120,8 +130,10 @@ def detect(
                    "label,value columns, or the output of `grep METRIC OUT*`."),
     metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
                                      help="Regex with a (?P<value>...) group, for grep output."),
-    higher_is_better: bool = typer.Option(True, "--higher-is-better/--lower-is-better",
-                                          help="Direction of the metric: higher (throughput, e.g. MLUPS) or lower (times)."),
+    higher_is_better: Optional[bool] = typer.Option(None, "--higher-is-better/--lower-is-better",
+                                                    help="Direction of the metric: higher (throughput, e.g. MLUPS) "
+                                                         "or lower (times) [default: the stored scan's for a "
+                                                         "workdir, else higher]."),
     min_change: Optional[float] = typer.Option(None, "--min-change",
                                                help="Ignore steps smaller than this relative change, "
                                                     f"e.g. 0.02 for 2%; 0 reports every significant step "
@@ -133,6 +145,8 @@ def detect(
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
     series = load_series(source, metric_regex)
+    if higher_is_better is None:
+        higher_is_better = _stored_direction(source)
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
     if json_out:
