@@ -18,7 +18,8 @@ How it works (details and the reasons in docs/detection.md):
 3. The series is fitted exactly by a piecewise-constant function (optimal partitioning, least
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
-   ``z_min`` standard errors.
+   ``z_min`` standard errors. A stretch whose local noise is over twice sigma is weighted down
+   (:func:`local_weights`), so a much noisier level is not split.
 4. Single-point segments between two others are outliers, not steps: the worst is set aside and
    the fit redone until none is left. A single point at either end is an *edge step* (the new
    level holds for one point only: "it got slower in the last nightly"); it is reported with
@@ -29,7 +30,8 @@ How it works (details and the reasons in docs/detection.md):
 5. ``sigma`` is refined from the differences inside the fitted segments (RMS / sqrt(2)) and the
    fit is redone.
 6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors (each
-   side's noise from the differences inside it, pulled towards sigma and never below it)
+   side's noise from the differences inside it, pulled towards the local noise around it and
+   never below sigma)
    (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
    merged, least significant first, until every remaining step is significant. ``min_change``
    is a practical floor: 1 % unless given (0 reports every significant step).
