@@ -152,7 +152,7 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
 
 @app.command()
 def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
-           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from .report import write_report
