@@ -74,10 +74,6 @@ class Change:
     strength: float
     kind: ChangeKind
 
-    @property
-    def absolute_change(self) -> float:
-        return self.level_after - self.level_before
-
 
 @dataclass(frozen=True)
 class Detection:
