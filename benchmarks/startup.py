@@ -10,6 +10,7 @@ use them (tests/test_layout.py checks that ``import hourly.cli`` leaves them out
 from __future__ import annotations
 
 import argparse
+import resource
 import shlex
 import shutil
 import statistics
@@ -29,15 +30,19 @@ def main() -> None:
     cmd = [exe] if exe else [sys.executable, "-m", "hourly"]
     cmd += shlex.split(args.command)
     subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)  # warm the file cache
-    times = []
+    times, cpu = [], []
     for _ in range(args.runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     median = statistics.median(times)
-    print(f"{shlex.join(cmd)}: median {median:.3f} s over {args.runs} runs "
-          f"(min {min(times):.3f} s, max {max(times):.3f} s); target < {TARGET_S} s: "
-          f"{'met' if median < TARGET_S else 'NOT met'}")
+    # CPU time (user + system) is what the start costs; wall time also counts waiting for a busy CPU
+    print(f"{shlex.join(cmd)}: median {median:.3f} s wall, {statistics.median(cpu):.3f} s CPU over "
+          f"{args.runs} runs (wall min {min(times):.3f} s, max {max(times):.3f} s); "
+          f"target < {TARGET_S} s wall: {'met' if median < TARGET_S else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import hourly
 
 PACKAGE = Path(hourly.__file__).resolve().parent
@@ -25,6 +27,15 @@ def test_importing_the_cli_leaves_the_heavy_libraries_out():
             f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["version"], ["config", "--json"]])
+def test_light_commands_run_without_the_heavy_libraries(argv, tmp_path):
+    code = ("import json, sys\nfrom hourly.cli import main\n"
+            f"code = main({argv!r})\n"
+            f"print(json.dumps([code, sorted(m for m in {list(HEAVY)!r} if m in sys.modules)]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, []]
 
 
 def _imported_modules(path: Path) -> set[str]:
