@@ -11,14 +11,18 @@ from ..errors import UserError
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
 
+# options of every command that starts containers
+Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
+ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable).")
+
 
 def nightly(
     from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included)."),
     to: Optional[str] = Opt(None, "--to", help="Last date (included)."),
     image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
     mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
-    gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
+    gpus: str = Gpus,
+    env: Optional[List[str]] = ContainerEnv,
     bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date."),
@@ -67,8 +71,8 @@ def nightly(
 def container(
     date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24."),
     image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
-    gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
+    gpus: str = Gpus,
+    env: Optional[List[str]] = ContainerEnv,
     mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable)."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
     name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
