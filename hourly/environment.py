@@ -8,6 +8,7 @@ import shutil
 import socket
 
 from . import proc
+from .bench import cache_defaults
 from .privacy import redact_env
 
 #: Environment variables that change what JAX/XLA measure.
@@ -25,8 +26,17 @@ for name in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax_demo"
 
 
 def capture(python: str, extra_env: dict[str, str] | None = None) -> dict:
-    """A snapshot of the environment; every probe is best-effort and never fails the scan."""
+    """A snapshot of the environment; every probe is best-effort and never fails the scan.
+
+    ``env`` is what the benchmark runs get: the relevant inherited variables, with hourly's own
+    defaults (the compilation cache off, see :func:`hourly.bench.cache_defaults`) applied, then
+    the user's ``--env``.
+    """
     env = {k: v for k, v in os.environ.items() if k.startswith(RELEVANT_ENV_PREFIXES)}
+    set_, removed = cache_defaults(extra_env or {})
+    for k in removed:
+        env.pop(k, None)
+    env.update(set_)
     env.update({k: v for k, v in (extra_env or {}).items()})
     info: dict = {"host": socket.gethostname(), "platform": platform.platform(), "env": env,
                   "python": python, "packages": {}, "gpus": []}

@@ -501,7 +501,7 @@ def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made
 @pytest.mark.parametrize("seed", [5])
 def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path, venv_python, seed):
     import random
-    from hourly.fixtures import Change, make_repos
+    from hourly.demo.repos import Change, make_repos
     culprit = Change("xla", "2023-08-24T05:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
     changes = [Change("xla", f"2023-08-24T{h:02d}:20:00Z", f"[XLA] change {h}", {f"x/{h}.txt": "1\n"})
                for h in range(8)] + [culprit]

@@ -1,20 +1,15 @@
-"""``hourly clean``: register with ``app.command()(clean)`` in hourly/cli.py."""
+"""``hourly clean``: remove the containers of hourly runs that died."""
 
 from __future__ import annotations
 
 import json
 
-import typer
-from rich.console import Console
-
-from ..clean import remove_dead_runs
-
-Opt = typer.Option
-console = Console()
+from .common import JsonOpt, console
 
 
-def clean(json_out: bool = Opt(False, "--json", help="Print one JSON object.")) -> None:
+def clean(json_out: bool = JsonOpt) -> None:
     """Remove containers whose hourly run is dead (killed, rebooted); live runs' are kept."""
+    from ..clean import remove_dead_runs
     removed = remove_dead_runs()
     if json_out:
         print(json.dumps({"removed": removed}, indent=1))
