@@ -165,7 +165,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _steps_sections(points, steps, repos, s, metric)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
-    md += _reproduce_section(s, env, plot_path, store.workdir)
+    md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plot_path)
@@ -228,7 +228,8 @@ def _failed_section(points: list[PointResult]) -> list[str]:
     return md
 
 
-def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path) -> list[str]:
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
+                       anonymous: bool = False) -> list[str]:
     """How to reproduce the measurement, the environment, the plot and any profiles."""
     md = ["## Reproduce"]
     md.append("")
