@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 import time
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,7 +38,7 @@ from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
 from .resolve import Resolver
-from .scan import LEVEL, Measurer, open_repos
+from .scan import LEVEL, SCAN_ORIGIN, Measurer, open_repos
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
@@ -54,6 +55,7 @@ class Window:
     bad_time: int
     origin: str  # "detect", "flags" or "exit transitions"
     note: str = ""
+    kind: str = "regression"  # "regression" (metric) or "crash" (exit status good → bad)
 
 
 @dataclass
@@ -114,23 +116,23 @@ def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
                         "run `hourly scan` first, or pass --good and --bad")
-    latest = store.all_latest(s.bench_key())
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.METRIC:
-        from .detect import ChangeKind
+        from .detect import ChangeKind, percent
         from .scan import show
         from .steps import find_steps
         for st in find_steps(show(store, s).points, s.higher_is_better)[0]:
-            c = st.change
+            c, n = st.change, st.numbers()
             if c.kind is ChangeKind.REGRESSION:
                 out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
-                                  f"{c.level_before:.4g} → {c.level_after:.4g} ({c.relative_change * 100:+.1f}%)"))
+                                  f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})"))
     else:
         verdicts = [_exit_of(m) if m else None for m in ms]
         for a, b in exit_transitions(verdicts):
             out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
-                              "exit status good → bad"))
+                              "exit status good → bad", kind="crash"))
     return out
 
 
@@ -141,8 +143,11 @@ def _exit_of(m: Measurement) -> Verdict | None:
 
 
 def default_mode(store: Store, s: Settings) -> Mode:
-    """Metric when the scan measured a metric, else exit status."""
-    latest = store.all_latest(s.bench_key())
+    """Exit status for an exit-status scan (``--mode exit``); metric when the scan measured a
+    metric; else exit status."""
+    if s.mode == Mode.EXIT.value:
+        return Mode.EXIT
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     rows = store.points(LEVEL)
     if not rows:
         return Mode.METRIC
@@ -174,6 +179,8 @@ class Bisector:
         self._bid: int | None = None
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
+        #: per end of the current window: how many samples the verdicts compared against, and from where
+        self.end_samples: dict[str, dict] = {}
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
                                                                   s.python, s.env_dict(), s.build_timeout,
                                                                   s.resolved_cache_dir(), s.cache_bytes(),
@@ -275,14 +282,21 @@ class Bisector:
                 ref[:] = self._end_samples(self._bid, pair, v, want)[0]
 
     def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
-        """The end's samples, measuring more until it has ``want``."""
-        samples = [x for m in self._stored(pair) if m.status == Status.OK.value for x in m.samples]
+        """The end's samples — the scan's and any earlier bisection's, never changed — measuring
+        more (rows of their own, origin ``bisect``) until it has ``want``."""
+        stored = [m for m in self._stored(pair) if m.status == Status.OK.value]
+        samples = [x for m in stored for x in m.samples]
+        origins = [m.origin for m in stored for _ in m.samples]
         builds = runs = 0
         if len(samples) < want:
             m, builds, runs = self._measure(pair, want - len(samples))
-            samples += m.samples if m.status == Status.OK.value else []
+            new = m.samples if m.status == Status.OK.value else []
+            samples += new
+            origins += [m.origin] * len(new)
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
-                                    f"{len(samples)} samples of an end", m.samples, builds=builds, runs=runs))
+                                    f"{len(samples)} samples of the {verdict.value} end ({_from(origins)})",
+                                    m.samples, builds=builds, runs=runs))
+        self.end_samples[verdict.value] = {"n": len(samples), "from": dict(sorted(Counter(origins).items()))}
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
@@ -300,7 +314,8 @@ class Bisector:
                     raise
                 # one window of many (from the store) that cannot be bisected: say why, go on
                 self.handler.cannot_bisect(w, e)
-                return [error_answer(w, self.mode.value, e)]
+                return [dict(error_answer(w, self.mode.value, e), kind=w.kind)]
+            a["kind"] = a.get("kind") or w.kind  # answers stored before kinds existed
             answers.append(a)
             nxt = a.get("continues_at")
             if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
@@ -326,6 +341,7 @@ class Bisector:
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
         self._bid, self._ends = bid, (good_pair, bad_pair)
+        self.end_samples = {}
         self.handler.started(w, len(states), len(rows))
         index = {st.pair: i for i, st in enumerate(states)}
         stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
@@ -422,6 +438,12 @@ class Bisector:
         return out
 
 
+def _from(origins: list[str]) -> str:
+    """``3 from the scan, 2 from bisect``"""
+    c = Counter(origins)
+    return ", ".join(f"{n} from {'the scan' if o == SCAN_ORIGIN else o}" for o, n in sorted(c.items())) or "none"
+
+
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
@@ -430,16 +452,28 @@ def _mean(xs: list[float]) -> float:
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None) -> list[dict]:
     """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
-    regression of the stored scan; returns one answer per regression found."""
+    regression and every crash window of the stored scan; returns one answer per regression or
+    crash found (``"kind"``: ``regression`` or ``crash``)."""
     handler = handler or BisectHandler()
-    mode = mode or default_mode(store, s)
-    with Bisector(s, store, mode, max_repeats, rerun, handler) as b:
-        if good is not None:
-            windows = [Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags")]
-            if windows[0].bad_time <= windows[0].good_time:
+    if good is not None:
+        mode = mode or default_mode(store, s)
+        with Bisector(s, store, mode, max_repeats, rerun, handler) as b:
+            w = Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags",
+                       kind="crash" if mode is Mode.EXIT else "regression")
+            if w.bad_time <= w.good_time:
                 raise UserError(f"--bad {bad} is not later than --good {good}", "swap them")
-        else:
-            windows = windows_from_store(store, s, mode)
-            if not windows:
-                handler.nothing_to_bisect()
-        return [a for w in windows for a in b.bisect(w)]
+            return b.bisect(w)
+    # every regression of the stored scan, and (unless a mode was asked for) every crash window,
+    # each in its own mode: the metric for regressions, the exit status for crashes
+    base = mode or default_mode(store, s)
+    plan = [(base, windows_from_store(store, s, base))]
+    if mode is None and base is Mode.METRIC:
+        plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT)))
+    if not any(ws for _, ws in plan):
+        handler.nothing_to_bisect()
+    answers: list[dict] = []
+    for m, windows in plan:
+        if windows:
+            with Bisector(s, store, m, max_repeats, rerun, handler) as b:
+                answers += [a for w in windows for a in b.bisect(w)]
+    return answers

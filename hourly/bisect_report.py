@@ -51,10 +51,13 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         skipped = [(i, next((r for r in rows if r["role"] == "probe" and
                              Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
         whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
-        reason = f"{b.hi - b.lo - 1} untestable state(s) between last good and first bad: " + "; ".join(whys)
+        k = b.hi - b.lo - 1
+        reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
+                  + "; ".join(whys))
     all_moved = step_commits(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
     return {
+        "kind": w.kind,
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
@@ -67,6 +70,8 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "last_good": {"xla": last_good.xla, "jax": last_good.jax},
         "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
         "states": len(states),
+        # metric mode: the samples each end's verdicts were compared with, and where they came from
+        "end_samples": dict(bisector.end_samples),
         "probes": [bisector.probe_row(r) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         "runs": sum(r["runs"] for r in rows),
@@ -158,7 +163,7 @@ class BisectHandler:
         """A window from the store cannot be bisected; the others go on."""
 
     def nothing_to_bisect(self) -> None:
-        """The stored scan holds no regression."""
+        """The stored scan holds no regression and no crash window."""
 
 
 class LineHandler(BisectHandler):
@@ -179,7 +184,7 @@ class LineHandler(BisectHandler):
         self.say(f"  cannot bisect: {e.one_line()}")
 
     def nothing_to_bisect(self) -> None:
-        self.say("no regression in the stored scan: nothing to bisect")
+        self.say("no regression and no crash window in the stored scan: nothing to bisect")
 
 
 # -- terminal -----------------------------------------------------------------------------------
@@ -187,7 +192,8 @@ class LineHandler(BisectHandler):
 def describe(a: dict) -> list[str]:
     """The answer for one regression, as lines of text."""
     w = a["window"]
-    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    lines = [f"[bold]{a.get('kind') or 'regression'}[/] {w['good_time']} .. {w['bad_time']}"
+             + (f"  {w['note']}" if w.get("note") else "")]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
@@ -203,14 +209,29 @@ def describe(a: dict) -> list[str]:
         for rc in a.get("range_commits", []):
             lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
     if a.get("blame"):
-        lines.append(f"  blame (mixed pairs tested): {a['blame']}")
+        lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
+    ends = a.get("end_samples") or {}
+    if ends:
+        lines.append("  ends compared with: " + "; ".join(
+            f"{side} {e['n']} samples (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
+                                                   for o, k in e["from"].items()) + ")"
+            for side, e in ends.items()))
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
     lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
+                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate state{'s' if a['states'] != 1 else ''}"
                  + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
     return lines
+
+
+#: What a blame value means, for the terminal (the JSON keeps the value).
+BLAME_WORDS = {
+    "xla": "xla: its change alone, with the old jax, is bad",
+    "jax": "jax: its change alone, with the old xla, is bad",
+    "both": "neither change alone is bad; only the two together are",
+    "unknown": "unknown: a mixed pair could not be tested",
+}
 
 
 def print_answers(console: Console, answers: list[dict]) -> None:

@@ -14,7 +14,7 @@ from .model import REPOS, PointResult, Step
 from .detect import percent
 from .privacy import redact_assignments
 from .scan import show
-from .steps import find_steps, group_points
+from .steps import bisect_command, crash_windows, find_steps, group_points
 from .store import Store
 
 MAX_COMMITS = 50
@@ -134,12 +134,14 @@ def bisect_sections(store: Store) -> list[str]:
             shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
             md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
         if a.get("blame"):
-            md.append(f"- blame: {a['blame']}")
+            from .bisect_report import BLAME_WORDS
+            md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
         for side in ("last_good", "first_bad"):
             pair = a.get(side)
             if pair:
                 md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-        md.append(f"- {a.get('builds', 0)} builds, {a.get('runs', 0)} benchmark runs"
+        nb, nr = a.get("builds", 0), a.get("runs", 0)
+        md.append(f"- {nb} build{'s' if nb != 1 else ''}, {nr} benchmark run{'s' if nr != 1 else ''}"
                   + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
         md.append("")
     return md
@@ -163,6 +165,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _steps_sections(points, steps, repos, s, metric)
+    md += _crash_section(points, s)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
     md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
@@ -182,13 +185,13 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     if not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
-    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change |")
-    md.append("|---|---|---|---|---|---|")
+    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change | points each side |")
+    md.append("|---|---|---|---|---|---|---|")
     for i, st in enumerate(steps, 1):
-        c = st.change
+        c, n = st.change, st.numbers()
         md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
-                  f"{c.level_before:.4g} → {c.level_after:.4g} | {percent(c.relative_change)}"
-                  + (" (edge)" if c.edge else "") + " |")
+                  f"{n.levels()} | {percent(n.relative_change)}"
+                  + (" (edge)" if c.edge else "") + f" | {n.counts()} |")
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
@@ -198,16 +201,46 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         if c.edge:
             md.append("Edge step: one pair on its side; measure that pair again to confirm before bisecting.")
             md.append("")
+        n = st.numbers()
+        md.append(f"- level {n.levels()}: medians of the scan's points on each side ({n.counts()})")
         md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
-                  f"jax {link('jax', st.before.jax)}, {c.level_before:.4g}")
+                  f"jax {link('jax', st.before.jax)}, {_value(st.before)}")
         md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
-                  f"jax {link('jax', st.after.jax)}, {c.level_after:.4g}")
+                  f"jax {link('jax', st.after.jax)}, {_value(st.after)}")
         md.append("")
         md.append("Commits in the window (first-parent, oldest first):")
         md.append("")
         md.extend(_commits_section(repos, st))
         md.append("")
     return md
+
+
+def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
+    """Every window where the benchmark goes from running to crashing (or back), with the
+    command that bisects a crash."""
+    windows = crash_windows(points)
+    if not windows:
+        return []
+    md = ["## Crash windows", ""]
+    for w in windows:
+        moved = ", ".join(f"{name} {link(name, getattr(w.before, name))} → {link(name, getattr(w.after, name))}"
+                          for name in REPOS if getattr(w.before, name) != getattr(w.after, name))
+        if w.kind == "crash":
+            md.append(f"- **crash** between {w.before.time} (runs) and {w.after.time} ({w.after.status}); "
+                      f"moved: {moved or 'nothing'}. Bisect it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+        else:
+            md.append(f"- **fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again); "
+                      f"moved: {moved or 'nothing'}")
+    md.append("")
+    return md
+
+
+def _value(p: PointResult) -> str:
+    """A point's own value as the scan measured it, with its sample count."""
+    if p.value is None:
+        return p.status
+    return f"{p.value:.4g}" + (f" (median of {len(p.samples)} samples)" if len(p.samples) > 1 else "")
 
 
 def _failed_section(points: list[PointResult]) -> list[str]:

@@ -55,12 +55,17 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["planted"] and all(p["found"] for p in result["planted"]), result["planted"]
-    assert len(result["steps"]) == len(result["planted"])
-    regressions = [p for p in result["planted"] if p["kind"] == "regression"]
-    assert all(p["culprit_found"] for p in regressions)
-    culprits = [r["culprit"] for r in result["bisect"]["regressions"]]
+    assert len(result["steps"]) == len([p for p in result["planted"] if p["kind"] in ("regression", "improvement")])
+    regressions = [p for p in result["planted"] if p["kind"] in ("regression", "crash")]
+    assert [p["kind"] for p in regressions] == ["regression", "regression", "crash"]
+    assert all(p["culprit_found"] for p in regressions)  # the crash bisected in exit mode, as a crash
+    answers = result["bisect"]["regressions"]
+    assert [a["kind"] for a in answers] == ["regression", "regression", "crash"]
+    assert answers[2]["mode"] == "exit" and answers[2]["culprit"]["subject"] == "Rewrite custom_vjp residuals"
+    culprits = [r["culprit"] for r in answers]
     assert culprits[0]["subject"] == "[XLA:GPU] Change priority fusion heuristic"
     assert culprits[1]["subject"].startswith("Merge pull request")
     assert culprits[1]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
     md = open(result["report"]).read()
     assert "Bisected culprits" in md and culprits[0]["sha"] in md
+    assert "## Crash windows" in md and "hourly bisect --mode exit --good 2023-08-25T15:00:00Z" in md

@@ -37,7 +37,7 @@ def detect(
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
     from ..detect import detect as detect_steps
-    from ..render import detection_json, detection_table, format_change
+    from ..render import detection_json, detection_table, format_change, noise_words
     from ..series import load_series
     series = load_series(source, metric_regex)
     if higher_is_better is None:
@@ -51,10 +51,11 @@ def detect(
     from .common import console
     console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
-    console.print(f"{len(series)} points ({good} ok, {len(found.failed)} failed"
+    console.print(f"{len(series)} point{'s' if len(series) != 1 else ''} ({good} ok, {len(found.failed)} failed"
                   + (f", {len(found.outliers)} outlier{'s' if len(found.outliers) != 1 else ''}"
                      if found.outliers else "")
-                  + f"); noise {found.relative_noise * 100:.2f}% per point ({found.noise_source})")
+                  + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
+                  markup=False, highlight=False)
     if not found.changes:
         console.print("no step found")
     for c in found.changes:
