@@ -41,12 +41,58 @@ def _unavailable(what: str) -> None:
     pytest.skip(f"{what}; {HINT}")
 
 
+def _engine_objects(client) -> tuple[set[str], set[str]]:
+    """IDs of every image (intermediate and dangling ones included) and every container."""
+    return ({i.id for i in client.images.list(all=True)},
+            {c.id for c in client.containers.list(all=True)})
+
+
+def _describe_images(client, ids: set[str]) -> list[str]:
+    out = []
+    for i in ids:
+        try:
+            img = client.images.get(i)
+            out.append(f"{i[7:19]} {img.tags or '<dangling>'}")
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            pass
+    return out
+
+
 @pytest.fixture(scope="session")
-def docker_client():
+def docker_client(test_scan_id):
+    """The engine; at the end of the session, every image and container the tests made must be
+    gone (failed builds included). Images tagged with the session id are removed first (that is
+    their cleanup); anything else new is a leak: an error under CI=true, where the engine is the
+    run's own, a warning elsewhere (another run may share the engine)."""
     try:
-        return containers.new_client()
+        client = containers.new_client()
     except UserError as e:
         _unavailable(e.message)
+    images0, containers0 = _engine_objects(client)
+    yield client
+    remove_session_images(client, test_scan_id)
+    images1, containers1 = _engine_objects(client)
+    new_images = _describe_images(client, images1 - images0)
+    new_containers = [c.name for c in client.containers.list(all=True) if c.id in containers1 - containers0]
+    if not new_images and not new_containers:
+        return
+    msg = (f"the Docker tests left {len(new_images)} image(s) and {len(new_containers)} "
+           f"container(s) on the engine: images {sorted(new_images)}, containers {sorted(new_containers)}")
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg, pytrace=False)
+    import warnings
+    warnings.warn(msg + " (not an error outside CI: another run may share this engine)")
+
+
+def remove_session_images(client, sid: str) -> None:
+    """Remove every image tagged with the session id ``sid`` (idempotent)."""
+    for img in client.images.list():
+        for tag in img.tags:
+            if sid in tag:
+                try:
+                    client.images.remove(tag, force=True)
+                except Exception:  # noqa: BLE001 - best-effort tidying; the leak check reports
+                    pass
 
 
 def _registry_up(addr: str) -> bool:
@@ -75,21 +121,22 @@ def test_scan_id():
         client = containers.new_client()
     except UserError:
         return
-    for img in client.images.list():
-        for tag in img.tags:
-            if sid in tag:
-                try:
-                    client.images.remove(tag, force=True)
-                except Exception:  # noqa: BLE001 - best-effort tidying, never a test failure
-                    pass
+    remove_session_images(client, sid)
 
 
 @pytest.fixture(scope="session")
 def nightly_images(docker_client, registry, test_scan_id):
-    """The standard fake nightlies: local tags ``localhost/hourly-test/jax:nightly-<date>`` and
-    the same images pushed to ``<registry>/hourly-<id>/jax:nightly-<date>`` (not kept locally)."""
-    return build_nightly_set(docker_client, "localhost/hourly-test/jax:nightly-{date}",
-                             f"{registry}/hourly-{test_scan_id}/jax:nightly-{{date}}")
+    """The standard fake nightlies: local tags ``localhost/hourly-test/jax-<id>:nightly-<date>``
+    and the same images pushed to ``<registry>/hourly-<id>/jax:nightly-<date>`` (not kept
+    locally); the session id keeps runs that share an engine from removing each other's."""
+    ns = build_nightly_set(docker_client, f"localhost/hourly-test/jax-{test_scan_id}:nightly-{{date}}",
+                           f"{registry}/hourly-{test_scan_id}/jax:nightly-{{date}}")
+    yield ns
+    for d in ns.dates:
+        try:
+            docker_client.images.remove(ns.local_template.format(date=d), force=True)
+        except Exception:  # noqa: BLE001 - a missing date has no image; the leak check reports
+            pass
 
 
 @pytest.fixture

@@ -286,5 +286,8 @@ def test_read_commits_of_an_image_without_sources(docker_client, nightly_images,
     t.file("bin/busybox", Path(busybox_path()).read_bytes(), 0o755)
     docker_client.api.import_image_from_data(t.bytes(), repository="localhost/hourly-test/bare",
                                              tag="1")
-    got = C.read_commits("localhost/hourly-test/bare:1", docker_client=docker_client)
+    try:
+        got = C.read_commits("localhost/hourly-test/bare:1", docker_client=docker_client)
+    finally:
+        _drop(docker_client, "localhost/hourly-test/bare:1")
     assert got == C.ImageCommits(None, None, None)

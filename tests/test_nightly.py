@@ -329,6 +329,7 @@ def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, 
     while time.monotonic() < deadline and docker_client.containers.list(all=True, filters={"name": name}):
         time.sleep(0.2)
     assert docker_client.containers.list(all=True, filters={"name": name}) == []  # removed on stop
+    docker_client.images.remove(ref, force=True)
 
 
 @pytest.mark.docker
@@ -354,18 +355,46 @@ def test_container_missing_date_is_a_clear_error(docker_client, nightly_images, 
 def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     """docker/Dockerfile built for real (SDK build, legacy builder) on a base with a Python, pip
     and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
+    import re
+
+    import docker.errors
+
+    from hourly.pinned import required_roots
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
-    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
-                                            "tenacity", "rich", "click", "numpy", "scipy", "docker",
-                                            "requests", "urllib3", "idna", "certifi", "charset-normalizer"))
+    # pip, a build backend and what hourly really requires (its declared dependencies, as
+    # `hourly container` copies them, with the numpy and scipy JAX images have), all from the
+    # Python running the tests (a venv, usually)
+    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", *required_roots(),
+                                            "numpy", "scipy"))
     tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
-    docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
-                               rm=True, forcerm=True,
-                               buildargs={"BASE": base,
-                                          "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
-    from hourly import containers as C
-    res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
-                          docker_client=docker_client)
+    try:
+        try:
+            docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag,
+                                       pull=False, rm=True, forcerm=True,
+                                       buildargs={"BASE": base,
+                                                  "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
+        except docker.errors.BuildError as e:
+            # a failed build leaves the layers of its finished steps untagged: remove them,
+            # newest first, so no dangling image stays on the engine
+            chunks = list(e.build_log)  # an iterator, readable once
+            made = [m.group(1) for chunk in chunks for m in
+                    [re.match(r"\s*---> ([0-9a-f]{12})\s*$", chunk.get("stream", ""))] if m]
+            for image_id in reversed(made[1:]):  # made[0] is the base image itself
+                try:
+                    docker_client.images.remove(image_id, force=True)
+                except docker.errors.APIError:
+                    pass
+            log = "".join(chunk.get("stream", "") for chunk in chunks)
+            pytest.fail(f"docker/Dockerfile did not build: {e}\n{log[-3000:]}")
+        from hourly import containers as C
+        res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
+                              docker_client=docker_client)
+    finally:
+        for ref in (tag, base):
+            try:
+                docker_client.images.remove(ref, force=True)
+            except docker.errors.NotFound:
+                pass
     lines = res.output.splitlines()
     assert res.exit_code == 0 and lines[:2] == ["/dir", "0.1.0"], res.output
     assert lines[2] == "gone"  # the source copy is not left in the image
