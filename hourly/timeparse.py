@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from dateutil import parser as _dateparser
-
 from .errors import UserError
 
 _ZONE_SUFFIX = re.compile(r"^(?P<body>.*?)(?:\s+(?P<name>[A-Za-z_]+/[A-Za-z_/+-]+))$")
@@ -65,9 +63,10 @@ def _tzinfos(name: str | None, offset: int | None):
 
 
 def _parse(body: str, default: datetime) -> datetime:
+    from dateutil import parser  # where it is used: commands that read no time start faster
     with warnings.catch_warnings():
-        warnings.simplefilter("error", _dateparser.UnknownTimezoneWarning)
-        return _dateparser.parse(body, default=default, tzinfos=_tzinfos)
+        warnings.simplefilter("error", parser.UnknownTimezoneWarning)
+        return parser.parse(body, default=default, tzinfos=_tzinfos)
 
 
 def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
@@ -91,7 +90,7 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
     except _ZoneAbbreviation as e:
         raise UserError(f"cannot tell which zone {e.args[0]!r} in {text!r} is",
                         "give an offset (-07:00), an IANA name (America/Los_Angeles) or --tz") from None
-    except (ValueError, OverflowError, _dateparser.UnknownTimezoneWarning):
+    except (ValueError, OverflowError, RuntimeWarning):  # RuntimeWarning: dateutil's UnknownTimezoneWarning
         raise UserError(f"cannot parse time {text!r}", f"use {_FORMS}") from None
     if (a.year, a.month, a.day) != (b.year, b.month, b.day):
         raise UserError(f"{text!r} is not a whole date", f"give the year, month and day, e.g. {_FORMS}")
