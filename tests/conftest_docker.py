@@ -47,23 +47,35 @@ def _engine_objects(client) -> tuple[set[str], set[str]]:
             {c.id for c in client.containers.list(all=True)})
 
 
-def _describe_images(client, ids: set[str]) -> list[str]:
-    out = []
-    for i in ids:
+def _leaks(client, sid: str, images0: set[str], containers0: set[str]) -> tuple[list[str], list[str]]:
+    """What appeared on the engine since the session began and is this session's: untagged
+    images (a failed build's layers) or ones tagged with ``sid``; containers whose name, image
+    or labels carry ``sid``. Images tagged for other runs sharing the engine are theirs."""
+    images1, containers1 = _engine_objects(client)
+    images = []
+    for i in images1 - images0:
         try:
             img = client.images.get(i)
-            out.append(f"{i[7:19]} {img.tags or '<dangling>'}")
         except Exception:  # noqa: BLE001 - gone meanwhile
-            pass
-    return out
+            continue
+        if not img.tags or any(sid in t for t in img.tags):
+            images.append(f"{i[7:19]} {img.tags or '<untagged>'}")
+    conts = []
+    for c in client.containers.list(all=True):
+        if c.id in containers1 - containers0:
+            text = " ".join([c.name, str(c.attrs.get("Config", {}).get("Image", "")),
+                             *(f"{k}={v}" for k, v in (c.labels or {}).items())])
+            if sid in text:
+                conts.append(f"{c.name} ({c.status})")
+    return sorted(images), sorted(conts)
 
 
 @pytest.fixture(scope="session")
 def docker_client(test_scan_id):
     """The engine; at the end of the session, every image and container the tests made must be
     gone (failed builds included). Images tagged with the session id are removed first (that is
-    their cleanup); anything else new is a leak: an error under CI=true, where the engine is the
-    run's own, a warning elsewhere (another run may share the engine)."""
+    their cleanup); anything else of this session still there is a leak: an error under CI=true,
+    a warning elsewhere (an untagged image may then be another run's, on a shared engine)."""
     try:
         client = containers.new_client()
     except UserError as e:
@@ -71,17 +83,15 @@ def docker_client(test_scan_id):
     images0, containers0 = _engine_objects(client)
     yield client
     remove_session_images(client, test_scan_id)
-    images1, containers1 = _engine_objects(client)
-    new_images = _describe_images(client, images1 - images0)
-    new_containers = [c.name for c in client.containers.list(all=True) if c.id in containers1 - containers0]
-    if not new_images and not new_containers:
+    images, conts = _leaks(client, test_scan_id, images0, containers0)
+    if not images and not conts:
         return
-    msg = (f"the Docker tests left {len(new_images)} image(s) and {len(new_containers)} "
-           f"container(s) on the engine: images {sorted(new_images)}, containers {sorted(new_containers)}")
+    msg = (f"the Docker tests left {len(images)} image(s) and {len(conts)} container(s) on the "
+           f"engine: images {images}, containers {conts}")
     if os.environ.get("CI") == "true":
         pytest.fail(msg, pytrace=False)
     import warnings
-    warnings.warn(msg + " (not an error outside CI: another run may share this engine)")
+    warnings.warn(msg + " (not an error outside CI: untagged images may be another run's)")
 
 
 def remove_session_images(client, sid: str) -> None:
