@@ -86,3 +86,16 @@ def test_the_check_catches_an_undeclared_import(tmp_path):
                  "def f():\n    import click.exceptions\n    from jax import numpy\n")
     assert imports(f) == [("os", 1, True), ("tomli", 3, True), ("click", 7, False), ("jax", 8, False)]
     assert "click" not in declared() and "typer" in declared()
+
+
+def test_container_copy_starts_from_what_pyproject_declares():
+    """`hourly container` copies hourly's declared dependencies (less the heavy ones the images
+    bring), not a hand-kept list: click (gone with typer 0.29) is not among them, and every root
+    that applies to this Python is installed, so the copy is complete."""
+    from hourly.pinned import SKIP, dependency_closure, required_roots
+    roots = {_norm(r) for r in required_roots()}
+    assert roots == declared() - {_norm(s) for s in SKIP}
+    assert "click" not in roots and {"typer", "rich", "gitpython", "docker", "python-dateutil"} <= roots
+    copied = {_norm(d.metadata["Name"]) for d in dependency_closure()}
+    assert roots - copied <= ({"tomli"} if sys.version_info >= (3, 11) else set())
+    assert not copied & {_norm(s) for s in SKIP}
