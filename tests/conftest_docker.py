@@ -58,7 +58,7 @@ def _leaks(client, sid: str, images0: set[str], containers0: set[str]) -> tuple[
             img = client.images.get(i)
         except Exception:  # noqa: BLE001 - gone meanwhile
             continue
-        if not img.tags or any(sid in t for t in img.tags):
+        if any(sid in t for t in img.tags) or (not img.tags and not _anothers(client, img, sid)):
             images.append(f"{i[7:19]} {img.tags or '<untagged>'}")
     conts = []
     for c in client.containers.list(all=True):
@@ -68,6 +68,22 @@ def _leaks(client, sid: str, images0: set[str], containers0: set[str]) -> tuple[
             if sid in text:
                 conts.append(f"{c.name} ({c.status})")
     return sorted(images), sorted(conts)
+
+
+def _anothers(client, img, sid: str) -> bool:
+    """Whether an untagged image is a layer built on another run's tagged image (its nearest
+    tagged ancestor does not carry ``sid``)."""
+    for _ in range(100):
+        parent = img.attrs.get("Parent") or ""
+        if not parent:
+            return False
+        try:
+            img = client.images.get(parent)
+        except Exception:  # noqa: BLE001 - its base is gone: count it
+            return False
+        if img.tags:
+            return not any(sid in t for t in img.tags)
+    return False
 
 
 @pytest.fixture(scope="session")

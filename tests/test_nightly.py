@@ -158,12 +158,15 @@ def _expected(spec: NightlySpec) -> dict:
             "xla": spec.xla, "jax": spec.jax}
 
 
-def _leftovers(client):
-    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=nightly"})]
+def _leftovers(client, sid):
+    """Nightly containers of this session (all its images carry ``sid``) still on the engine;
+    other runs sharing the engine may have their own running meanwhile."""
+    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=nightly"})
+            if sid in str(c.attrs.get("Config", {}).get("Image", ""))]
 
 
 @pytest.mark.docker
-def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images, bench_dir):
+def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images, bench_dir, test_scan_id):
     template = nightly_images.registry_template
     wd = bench_dir / "work"
     res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--image", template,
@@ -188,7 +191,7 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
     log = (wd / "logs" / "nightly" / "2023-08-24-run1.log").read_text()
     assert "fake crash" in log and "# exit: 1" in log
     assert "MLUPS: 80.0" in (wd / "logs" / "nightly" / "2023-08-25-run2.log").read_text()
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
     # the table: the guide's grep MLUPS, readable, with the boundary and the next commands
     shown = hourly("nightly", "--show", "--workdir", str(wd), cwd=bench_dir)
@@ -214,7 +217,7 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
 
 
 @pytest.mark.docker
-def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench_dir):
+def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench_dir, test_scan_id):
     wd = bench_dir / "work"
     args = ["nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--every", "2", "--gpus", "none",
             "--json"]
@@ -230,7 +233,7 @@ def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench
                     "--no-pull", "--workdir", str(wd / "b"), cwd=bench_dir)
     assert remote.returncode == 0, remote.output
     assert {p["status"] for p in json.loads(remote.output)["points"]} == {"missing"}
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
 
 @pytest.mark.docker
@@ -243,7 +246,7 @@ def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
                  cwd=bench_dir)
     assert res.returncode == 0, res.output
     assert [p["status"] for p in json.loads(res.output)["points"]] == ["timeout", "no_metric"]
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
 
 @pytest.mark.docker
@@ -282,7 +285,7 @@ def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
     done = N.stored(Store(wd), N.NightlySettings(**Store(wd).load_settings("nightly")).key())
     assert done["2023-09-01"].value == 5.0 and "2023-09-02" not in done
     return proc.returncode, out
