@@ -41,48 +41,56 @@ def _unavailable(what: str) -> None:
     pytest.skip(f"{what}; {HINT}")
 
 
+# Low-level listings throughout: the SDK's images.list()/containers.list() inspect each object
+# after listing, and fail when another run sharing the engine removes one in between.
+
 def _engine_objects(client) -> tuple[set[str], set[str]]:
     """IDs of every image (intermediate and dangling ones included) and every container."""
-    return ({i.id for i in client.images.list(all=True)},
-            {c.id for c in client.containers.list(all=True)})
+    return ({i["Id"] for i in client.api.images(all=True)},
+            {c["Id"] for c in client.api.containers(all=True)})
+
+
+def _tags(image: dict) -> list[str]:
+    return [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
 
 
 def _leaks(client, sid: str, images0: set[str], containers0: set[str]) -> tuple[list[str], list[str]]:
     """What appeared on the engine since the session began and is this session's: untagged
     images (a failed build's layers) or ones tagged with ``sid``; containers whose name, image
     or labels carry ``sid``. Images tagged for other runs sharing the engine are theirs."""
-    images1, containers1 = _engine_objects(client)
     images = []
-    for i in images1 - images0:
-        try:
-            img = client.images.get(i)
-        except Exception:  # noqa: BLE001 - gone meanwhile
+    for i in client.api.images(all=True):
+        if i["Id"] in images0:
             continue
-        if any(sid in t for t in img.tags) or (not img.tags and not _anothers(client, img, sid)):
-            images.append(f"{i[7:19]} {img.tags or '<untagged>'}")
+        tags = _tags(i)
+        if any(sid in t for t in tags) or (not tags and not _anothers(client, i["Id"], sid)):
+            images.append(f"{i['Id'][7:19]} {tags or '<untagged>'}")
     conts = []
-    for c in client.containers.list(all=True):
-        if c.id in containers1 - containers0:
-            text = " ".join([c.name, str(c.attrs.get("Config", {}).get("Image", "")),
-                             *(f"{k}={v}" for k, v in (c.labels or {}).items())])
-            if sid in text:
-                conts.append(f"{c.name} ({c.status})")
+    for c in client.api.containers(all=True):
+        if c["Id"] in containers0:
+            continue
+        name = (c.get("Names") or ["?"])[0].lstrip("/")
+        text = " ".join([name, str(c.get("Image", "")),
+                         *(f"{k}={v}" for k, v in (c.get("Labels") or {}).items())])
+        if sid in text:
+            conts.append(f"{name} ({c.get('State', '?')})")
     return sorted(images), sorted(conts)
 
 
-def _anothers(client, img, sid: str) -> bool:
+def _anothers(client, image_id: str, sid: str) -> bool:
     """Whether an untagged image is a layer built on another run's tagged image (its nearest
     tagged ancestor does not carry ``sid``)."""
     for _ in range(100):
-        parent = img.attrs.get("Parent") or ""
-        if not parent:
-            return False
         try:
-            img = client.images.get(parent)
-        except Exception:  # noqa: BLE001 - its base is gone: count it
+            parent = client.api.inspect_image(image_id).get("Parent") or ""
+            if not parent:
+                return False
+            tags = _tags({"RepoTags": client.api.inspect_image(parent).get("RepoTags")})
+        except Exception:  # noqa: BLE001 - gone meanwhile: count it
             return False
-        if img.tags:
-            return not any(sid in t for t in img.tags)
+        if tags:
+            return not any(sid in t for t in tags)
+        image_id = parent
     return False
 
 
@@ -112,8 +120,8 @@ def docker_client(test_scan_id):
 
 def remove_session_images(client, sid: str) -> None:
     """Remove every image tagged with the session id ``sid`` (idempotent)."""
-    for img in client.images.list():
-        for tag in img.tags:
+    for img in client.api.images():
+        for tag in _tags(img):
             if sid in tag:
                 try:
                     client.images.remove(tag, force=True)
