@@ -25,9 +25,9 @@ from typing import Callable
 
 from .bench import Status
 from .build import Builder, BuildSpec, Workspace
-from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, REPOS, State, Verdict, bounds,
-                          candidate_states, classify, exit_transitions, exit_verdict, next_probe,
-                          separation, step_commits, worse)
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, DEFAULT_MIN_CHANGE, REPOS, Bounds, Level,
+                          State, Step, StepSearch, Verdict, bounds, candidate_states, classify, exit_transitions,
+                          exit_verdict, next_probe, separation, step_commits, worse)
 from .config import Settings
 from .errors import UserError
 from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
@@ -180,10 +180,15 @@ class Bisector:
     while something has to be built or run."""
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
-                 rerun: bool = False, say: Callable[[str], None] = lambda _: None):
+                 rerun: bool = False, say: Callable[[str], None] = lambda _: None,
+                 min_change: float = DEFAULT_MIN_CHANGE):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
+        if not 0 < min_change < 1:
+            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
+                            "pass --min-change 0.02 for 2 %")
         self.s, self.store, self.mode, self.rerun, self.say = s, store, mode, rerun, say
+        self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
@@ -302,8 +307,9 @@ class Bisector:
 
     # -- one window ---------------------------------------------------------------------------
     def bisect(self, w: Window) -> list[dict]:
-        """Every regression in the window: when the first bad state lies significantly between the
-        ends, a second step comes after it, and the rest of the window is bisected in turn."""
+        """Every regression in the window: the search pins the earliest and says whether the rest
+        of the window (from its first bad state) still holds a step; then that rest is bisected in
+        turn, reusing every measurement."""
         answers = []
         while True:
             try:
@@ -323,7 +329,7 @@ class Bisector:
                          "runs": 0, "continues_at": None}]
             answers.append(a)
             nxt = a.get("continues_at")
-            if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
+            if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
                 return answers
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
@@ -387,27 +393,35 @@ class Bisector:
                                     "pass --good at a state that passes and --bad at one that fails")
 
         # the search
-        while True:
-            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
-            i = next_probe(len(states), verdicts, costs)
-            if i is None:
-                break
-            p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
-            verdicts[i] = p.verdict
-        b = bounds(len(states), verdicts)
+        more_after = False
+        if self.mode is Mode.METRIC:
+            step, search = self._search_steps(bid, w, states, rows)
+            b = Bounds(step.lo, step.hi)
+            more_after = search.more_after
+        else:
+            while True:
+                costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+                i = next_probe(len(states), verdicts, costs)
+                if i is None:
+                    break
+                p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
+                verdicts[i] = p.verdict
+            b = bounds(len(states), verdicts)
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
-        confirm, partial = {}, False
+        confirm = {}
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
             if r:
-                confirm[role], between = Verdict(r["verdict"]), bool(r["partial"])
+                confirm[role] = Verdict(r["verdict"])
+            elif self.mode is Mode.METRIC:
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
             else:
-                p = self._record(bid, self.evaluate(pair, role, refs, fresh=True))
-                confirm[role], between = p.verdict, p.between
-            partial = partial or (role == "confirm_bad" and between)
+                confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+        if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
+            refs, self._ends = (search.ref(b.lo), search.ref(b.hi)), (last_good, first_bad)
 
         # blame
         moved = step_commits(self.walks, last_good, first_bad)
@@ -415,9 +429,81 @@ class Bisector:
         if b.adjacent and moved["xla"] and moved["jax"]:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
-        answer["continues_at"] = states[b.hi].time if partial and b.hi < len(states) - 1 else None
+        answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
         self.store.finish_bisection(bid, answer)
         return answer
+
+    def _search_steps(self, bid: int, w: Window, states: list[State], rows: list[dict]) -> tuple[Step, StepSearch]:
+        """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
+        states: every stored measurement is reused, every verdict recorded as it is reached."""
+        pairs = [st.pair for st in states]
+        recorded = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] == "probe"}
+        known: dict[int, list[float]] = {}
+        failed: dict[int, str] = {}
+        for i, pair in enumerate(pairs):
+            why = self._known_failed(pair)
+            ms = self._stored(pair)
+            samples = [x for m in ms if m.status == Status.OK.value for x in m.samples]
+            if samples:
+                known[i] = samples
+            elif why or ms:
+                failed[i] = why or next(f"{m.status}: {m.detail}" for m in ms if m.status != Status.OK.value)
+        pending: dict[int, list[int]] = {}  # builds and runs not yet in a recorded row
+
+        def measure(i: int, count: int) -> list[float] | None:
+            m, builds, runs = self._measure(pairs[i], count)
+            acc = pending.setdefault(i, [0, 0])
+            acc[0] += builds
+            acc[1] += runs
+            if m.status != Status.OK.value:
+                search.failed[i] = f"{m.status}: {m.detail}"
+                return None
+            return list(m.samples)
+
+        def on_verdict(i: int, j) -> None:
+            builds, runs = pending.pop(i, [0, 0])
+            v = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}.get(j.level, Verdict.SKIP)
+            role = "end" if pairs[i] in recorded else "probe"  # resumed: the state has its row already
+            if role == "probe" or builds or runs:
+                self._record(bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
+                                        builds=builds, runs=runs, between=j.level is Level.NEITHER))
+
+        search = StepSearch(len(states), measure, repeats=self.s.repeats, max_repeats=self.max_repeats,
+                            min_change=self.min_change, higher_is_better=self.s.higher_is_better,
+                            cost=lambda i: self.cost(pairs[i]), known=known, failed=failed,
+                            on_verdict=on_verdict, stop_at_regression=True)
+        steps = search.run()
+        for i, (builds, runs) in pending.items():  # more samples of an interval's end
+            if builds or runs:
+                v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(states) - 1 else \
+                    {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD}.get(getattr(search.verdicts.get(i), "level", None), Verdict.UNSURE)
+                self._record(bid, Probe("end", pairs[i], v, f"{len(search.samples.get(i, []))} samples of an interval's end",
+                                        list(search.samples.get(i, [])), builds=builds, runs=runs))
+        regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
+        if not regressions:
+            raise UserError(f"no step of {self.min_change * 100:g} % or more between {_iso(w.good_time)} and "
+                            f"{_iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
+                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
+        return regressions[0], search
+
+    def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
+        """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
+        the step's two levels: the last good state must be at the earlier, the first bad at the later."""
+        got: list[float] = []
+        cost = [0, 0]
+
+        def sample(want: int) -> list[float] | None:
+            if len(got) < want:
+                m, builds, runs = self._measure(pair, want - len(got))
+                cost[0] += builds
+                cost[1] += runs
+                if m.status != Status.OK.value:
+                    return None
+                got.extend(m.samples)
+            return got
+        j = search.sequential(sample, step.lo, step.hi)
+        v = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.SKIP: Verdict.SKIP}.get(j.level, Verdict.UNSURE)
+        return Probe(role, pair, v, j.reason, got, builds=cost[0], runs=cost[1])
 
     def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
         """Old xla + new jax, then new xla + old jax: which change alone brings the regression."""
@@ -469,10 +555,26 @@ class Bisector:
             "last_good": {"xla": last_good.xla, "jax": last_good.jax},
             "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
             "states": len(states),
-            "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]} for r in rows],
+            "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": self._side(r, states, b)}
+                       for r in rows],
             "builds": sum(r["builds"] for r in rows),
             "runs": sum(r["runs"] for r in rows),
         }
+
+    def _side(self, row: dict, states: list[State], b) -> str:
+        """A probe's verdict as this answer's step sees it (metric mode): good before the step, bad
+        from its first bad state on. A window may hold several steps, and a probe is judged against
+        the two ends of the interval it split, not against this step; git bisect's terms are this."""
+        index = {st.pair: i for i, st in enumerate(states)}
+        i = index.get(Pair(row["xla"], row["jax"]))
+        if self.mode is Mode.EXIT or row["role"] not in ("probe", "end") or i is None \
+                or row["verdict"] not in (Verdict.GOOD.value, Verdict.BAD.value, Verdict.UNSURE.value):
+            return row["verdict"]
+        if i <= b.lo:
+            return Verdict.GOOD.value
+        if i >= b.hi:
+            return Verdict.BAD.value
+        return row["verdict"]
 
     def commit(self, repo: str, sha: str) -> dict:
         r = self.repos[repo]

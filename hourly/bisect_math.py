@@ -512,7 +512,7 @@ class StepSearch:
         if len(s) < want:
             new = self.measure(i, want - len(s))
             if new is None:
-                self.failed[i] = "untestable"
+                self.failed.setdefault(i, "untestable")
                 return None
             s.extend(new)
         return s

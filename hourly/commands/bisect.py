@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from ..bisect_math import DEFAULT_MIN_CHANGE
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
@@ -23,6 +24,7 @@ def bisect(
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
     mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
+    min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
@@ -58,7 +60,7 @@ def bisect(
     store = Store(wd.workdir, create=good is not None)
     s, _ = effective(flags, config, base=store.load_settings("scan") or {})
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun,
-                         say=(lambda _: None) if json_out or log else _say)
+                         say=(lambda _: None) if json_out or log else _say, min_change=min_change)
     if json_out:
         out = {"regressions": answers}
         if log:
@@ -86,9 +88,10 @@ def _log_or_none(a: dict) -> str | None:
 
 
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
-               max_repeats: int, rerun: bool = False, say=lambda _: None) -> list[dict]:
+               max_repeats: int, rerun: bool = False, say=lambda _: None,
+               min_change: float = DEFAULT_MIN_CHANGE) -> list[dict]:
     mode = mode or default_mode(store, s)
-    with Bisector(s, store, mode, max_repeats, rerun, say) as b:
+    with Bisector(s, store, mode, max_repeats, rerun, say, min_change) as b:
         if good is not None:
             windows = [Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags")]
             if windows[0].bad_time <= windows[0].good_time:
