@@ -265,7 +265,7 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.007)
     ap.add_argument("--days", type=int, default=3)
-    ap.add_argument("--max-repeats", type=int, default=10)
+    ap.add_argument("--max-repeats", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=1, help="first runs per probe (hourly's default --repeats 1)")
     ap.add_argument("--min-change", type=float, default=DEFAULT_MIN_CHANGE)
     ap.add_argument("--kinds", choices=["regressions", "compensate"], default="regressions")

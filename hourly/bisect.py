@@ -40,7 +40,7 @@ from .timeparse import iso_utc, parse_time
 SEPARATION_MIN = 3.0
 #: Samples each end needs before probes are classified against it (capped by --max-repeats).
 MIN_END_SAMPLES = 3
-DEFAULT_MAX_REPEATS = 10
+DEFAULT_MAX_REPEATS = 20
 
 
 class Mode(str, Enum):

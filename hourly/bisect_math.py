@@ -330,6 +330,9 @@ FALLBACK_LLR = math.log(20.0)
 #: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
 #: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
 INDIFFERENCE = 0.75
+#: Error rate of each of the search's verdicts (Wald's bound log(1/STEP_ALPHA)): a window takes
+#: ~25 of them and one wrong verdict can hide a step, so they are held stricter than ALPHA.
+STEP_ALPHA = 0.0005
 
 
 class Level(str, Enum):
@@ -358,7 +361,7 @@ def resolvable_change(sigma: float, max_repeats: int) -> float:
     ``log((1-β)/α)``. Steps smaller than this are not searched for: more repeats could not
     decide them, and a verdict by coin toss would name wrong culprits.
     """
-    return sigma * math.sqrt(4 * math.log((1 - BETA) / ALPHA) / max(max_repeats, 1))
+    return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
 
 
 def _logpdf(x: float, loc: float, scale: float, dof: int) -> float:
@@ -375,7 +378,7 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     level at least ``delta`` from both (a composite hypothesis, taken at its most likely point).
     The probe's mean is compared under each with the Student-t predictive of the difference of
     two means on the pooled noise ``sigma`` (``dof`` degrees of freedom; 0: a prior, Gaussian).
-    One hypothesis is accepted when it beats both others by ``log((1-β)/α)`` (Wald's bound).
+    One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
     ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
     Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
     while an end taken wrongly only hides a step below --min-change.
@@ -399,7 +402,7 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     margin = scores[best] - max(v for k, v in scores.items() if k is not best)
     span = abs(mb - ma)
     where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
-    if margin >= math.log((1 - BETA) / ALPHA):
+    if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
         what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                 Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                "a step on each side"}[best]
@@ -422,7 +425,7 @@ def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta
     se = sigma * math.sqrt(1 / len(x) + 1 / len(y))
     l0 = _logpdf(d, 0.0, se, dof)
     l1 = _logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)
-    bound = 0.0 if final else math.log((1 - BETA) / ALPHA)
+    bound = 0.0 if final else math.log((1 - STEP_ALPHA) / STEP_ALPHA)
     if l1 - l0 >= bound:
         return True
     if l0 - l1 >= bound:
@@ -466,7 +469,7 @@ class StepSearch:
     ``more_after`` whether intervals after it still hold a step.
     """
 
-    def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 10,
+    def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
                  min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
                  cost: Callable[[int], float] | None = None, known: dict[int, Sequence[float]] | None = None,
                  failed: dict[int, str] | None = None,
