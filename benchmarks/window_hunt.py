@@ -19,6 +19,9 @@ every time) and benchmark runs:
 - scan + bisect: ``hourly scan --step 1h --repeats 3`` (a build per distinct pair of the hourly
   instants), detection (``hourly.detect``), then ``hourly bisect`` of every regression it found,
   reusing the scan's samples.
+- ``--kinds compensate``: the second planted step is an improvement that wins back 30–80 % of the
+  first regression (the window's ends show only what is left of it).
+
 - guide: the guide's loop (a build and a run every hour), detection on that series (generous: the
   guide's user eyeballs it), then ``git bisect`` inside each hour with a regression, one build and
   one run per probe, each verdict the nearer of the hour's two values.
@@ -97,33 +100,33 @@ class Bench:
 
 def hourly_bisect(bench: Bench, states: list[State], max_repeats: int, repeats: int, min_change: float) -> list[tuple]:
     """What ``Bisector.bisect`` does over a window: answers as (last good pair, first bad pair)."""
+    good_pair, bad_pair = states[0].pair, states[-1].pair
+    want = min(MIN_END_SAMPLES, max_repeats)
+    while True:  # the ends, until they separate
+        good, bad = bench.samples(good_pair, want), bench.samples(bad_pair, want)
+        sep = separation(good, bad)
+        if sep >= SEPARATION_MIN or want >= max_repeats:
+            break
+        want = min(2 * want, max_repeats)
+    if sep < SEPARATION_MIN or not worse(good, bad, True):
+        return []
+    pairs = [s.pair for s in states]
+    search = StepSearch(len(states), lambda i, c: bench.measure(pairs[i], c), repeats=repeats,
+                        max_repeats=max_repeats, min_change=min_change, higher_is_better=True,
+                        cost=lambda i: COST_MEASURED if pairs[i] in bench.store else COST_BUILD,
+                        known={i: bench.store[p] for i, p in enumerate(pairs) if p in bench.store},
+                        stop_at_regression=True)
     found = []
-    while True:
-        good_pair, bad_pair = states[0].pair, states[-1].pair
-        want = min(MIN_END_SAMPLES, max_repeats)
-        while True:
-            good, bad = bench.samples(good_pair, want), bench.samples(bad_pair, want)
-            sep = separation(good, bad)
-            if sep >= SEPARATION_MIN or want >= max_repeats:
-                break
-            want = min(2 * want, max_repeats)
-        if sep < SEPARATION_MIN or not worse(good, bad, True):
-            return found
-        pairs = [s.pair for s in states]
-        search = StepSearch(len(states), lambda i, c: bench.measure(pairs[i], c), repeats=repeats,
-                            max_repeats=max_repeats, min_change=min_change, higher_is_better=True,
-                            cost=lambda i: COST_MEASURED if pairs[i] in bench.store else COST_BUILD,
-                            known={i: bench.store[p] for i, p in enumerate(pairs) if p in bench.store},
-                            stop_at_regression=True)
-        steps = [s for s in search.run() if s.regression(True)]
+    while True:  # one answer per regression; the rest of the window goes on with the same search
+        seen = len(search.steps)
+        steps = [s for s in search.run()[seen:] if s.regression(True)]
         if not steps:
             return found
         st = steps[0]
-        search.confirm(st, lambda i, c: bench.draw(pairs[i], c))  # its runs count; an unconfirmed step is still answered
+        search.confirm(st, lambda i, c: bench.draw(pairs[i], c))  # its runs count; answered even if unconfirmed
         found.append((pairs[st.lo], pairs[st.hi]))
         if not search.more_after or st.hi >= len(states) - 1:
             return found
-        states = states[st.hi:]
 
 
 def plain_git_bisect(bench: Bench, states: list[State], good: float, bad: float) -> tuple:
@@ -183,10 +186,14 @@ def run(windows: int, seed: int, noise: float, days: int, max_repeats: int, repe
         k = int(rng.integers(1, 4))
         picks = rng.choice(len(single), size=k, replace=False)
         planted = []
+        if kinds == "compensate":
+            k = max(k, 2)
+            picks = rng.choice(len(single), size=k, replace=False)
         for j, p in enumerate(sorted(picks)):
             size = float(rng.uniform(*sizes))
-            # 'compensate': the second step is an improvement that hides part of the first
-            f = 1 + size if (kinds == "compensate" and j == 1) else 1 - size
+            f = 1 - size
+            if kinds == "compensate" and j == 1:  # an improvement that wins back 30-80 % of the first step
+                f = 1 + float(rng.uniform(0.3, 0.8)) * (1 - planted[0][2])
             planted.append((*single[p], f))
         regs = [p for p in planted if p[2] < 1]
         big = [p for p in regs if p[2] <= 1 - 0.02]

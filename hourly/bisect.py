@@ -198,6 +198,7 @@ class Bisector:
         self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
         self._stack = ExitStack()
         self._bid: int | None = None
+        self._going = None  # metric mode: (search, its states, offset of the current window in them)
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
@@ -311,6 +312,7 @@ class Bisector:
         of the window (from its first bad state) still holds a step; then that rest is bisected in
         turn, reusing every measurement."""
         answers = []
+        self._going = None  # metric mode: the search, its states, and where this window starts in them
         while True:
             try:
                 a = self.bisect_one(w)
@@ -361,9 +363,14 @@ class Bisector:
             if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index:
                 verdicts[index[Pair(r["xla"], r["jax"])]] = Verdict(r["verdict"])
 
-        # the ends
+        # the ends (unless this is the rest of a window whose search goes on: it knows a step is left)
         refs = None
-        if self.mode is Mode.METRIC:
+        going = self._going
+        if going is not None and [st.pair for st in going[1][going[2]:]] != [st.pair for st in states]:
+            going = self._going = None
+        if self.mode is Mode.METRIC and going is not None:
+            pass
+        elif self.mode is Mode.METRIC:
             want = min(MIN_END_SAMPLES, self.max_repeats)
             while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
                 good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
@@ -395,9 +402,10 @@ class Bisector:
         # the search
         more_after = False
         if self.mode is Mode.METRIC:
-            step, search = self._search_steps(bid, w, states, rows)
-            b = Bounds(step.lo, step.hi)
+            step, search, off = self._search_steps(w, states, rows, going)
+            b = Bounds(step.lo - off, step.hi - off)
             more_after = search.more_after
+            self._going = (search, going[1] if going else states, step.hi)
         else:
             while True:
                 costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
@@ -433,11 +441,17 @@ class Bisector:
         self.store.finish_bisection(bid, answer)
         return answer
 
-    def _search_steps(self, bid: int, w: Window, states: list[State], rows: list[dict]) -> tuple[Step, StepSearch]:
+    def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
         """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
-        states: every stored measurement is reused, every verdict recorded as it is reached."""
-        pairs = [st.pair for st in states]
+        states: every stored measurement is reused, every verdict recorded as it is reached.
+        ``going``: (search, its states, offset) when this window is the rest of one whose search
+        goes on from where it pinned the previous regression (then its indices are offset)."""
         recorded = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] == "probe"}
+        self._recorded = recorded
+        if going is not None:
+            search, parent, off = going
+            return self._next_regression(w, search, [st.pair for st in parent]), search, off
+        pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
         for i, pair in enumerate(pairs):
@@ -448,7 +462,7 @@ class Bisector:
                 known[i] = samples
             elif why or ms:
                 failed[i] = why or next(f"{m.status}: {m.detail}" for m in ms if m.status != Status.OK.value)
-        pending: dict[int, list[int]] = {}  # builds and runs not yet in a recorded row
+        pending = self._pending = {}  # builds and runs not yet in a recorded row
 
         def measure(i: int, count: int) -> list[float] | None:
             m, builds, runs = self._measure(pairs[i], count)
@@ -463,28 +477,34 @@ class Bisector:
         def on_verdict(i: int, j) -> None:
             builds, runs = pending.pop(i, [0, 0])
             v = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}.get(j.level, Verdict.SKIP)
-            role = "end" if pairs[i] in recorded else "probe"  # resumed: the state has its row already
+            role = "end" if pairs[i] in self._recorded else "probe"  # resumed: the state has its row already
             if role == "probe" or builds or runs:
-                self._record(bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
+                self._recorded.add(pairs[i])
+                self._record(self._bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
                                         builds=builds, runs=runs, between=j.level is Level.NEITHER))
 
         search = StepSearch(len(states), measure, repeats=self.s.repeats, max_repeats=self.max_repeats,
                             min_change=self.min_change, higher_is_better=self.s.higher_is_better,
                             cost=lambda i: self.cost(pairs[i]), known=known, failed=failed,
                             on_verdict=on_verdict, stop_at_regression=True)
-        steps = search.run()
-        for i, (builds, runs) in pending.items():  # more samples of an interval's end
+        return self._next_regression(w, search, pairs), search, 0
+
+    def _next_regression(self, w: Window, search: StepSearch, pairs: list[Pair]) -> Step:
+        seen = len(search.steps)
+        steps = search.run()[seen:]
+        for i, (builds, runs) in self._pending.items():  # more samples of an interval's end
             if builds or runs:
-                v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(states) - 1 else \
+                v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD}.get(getattr(search.verdicts.get(i), "level", None), Verdict.UNSURE)
-                self._record(bid, Probe("end", pairs[i], v, f"{len(search.samples.get(i, []))} samples of an interval's end",
-                                        list(search.samples.get(i, [])), builds=builds, runs=runs))
+                self._record(self._bid, Probe("end", pairs[i], v, f"{len(search.samples.get(i, []))} samples of an interval's end",
+                                              list(search.samples.get(i, [])), builds=builds, runs=runs))
+        self._pending.clear()
         regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
         if not regressions:
             raise UserError(f"no step of {self.min_change * 100:g} % or more between {_iso(w.good_time)} and "
                             f"{_iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
                             "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
-        return regressions[0], search
+        return regressions[0]
 
     def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
         """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between

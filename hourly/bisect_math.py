@@ -489,6 +489,9 @@ class StepSearch:
         self.steps: list[Step] = []
         self.more_after = False
         self.dropped: list[tuple[int, int]] = []  # intervals whose ends turned out not to differ
+        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
+        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
+        self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
         self._root = list(range(n))  # states judged at one level share a root: their samples pool
 
     def _find(self, i: int) -> int:
@@ -596,10 +599,9 @@ class StepSearch:
 
     # -- the search ---------------------------------------------------------------------------
     def run(self) -> list[Step]:
-        """Pin every step (or, with ``stop_at_regression``, up to the first regression)."""
-        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
-        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
-        stack = [(0, self.n - 1, False)]
+        """Pin every step (or, with ``stop_at_regression``, up to the next regression: call again
+        to go on to the one after it). Returns every step pinned so far."""
+        stack = self._stack
         while stack:
             a, b, check = stack.pop()
             if check and not self.apart(a, b):
@@ -630,6 +632,7 @@ class StepSearch:
                 stack.append((a, i, False))
             else:
                 stack += [(i, b, True), (a, i, True)]
+        self.more_after = False
         return self.steps
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
