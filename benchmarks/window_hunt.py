@@ -22,6 +22,8 @@ every time) and benchmark runs:
 - ``--kinds compensate``: the second planted step is an improvement that wins back 30–80 % of the
   first regression (the window's ends show only what is left of it).
 
+- before: ``hourly bisect`` over the window as it was before issue 17 (one good/bad verdict per
+  probe against the window's ends; the rest searched only when a state lay between them).
 - guide: the guide's loop (a build and a run every hour), detection on that series (generous: the
   guide's user eyeballs it), then ``git bisect`` inside each hour with a regression, one build and
   one run per probe, each verdict the nearer of the hour's two values.
@@ -45,7 +47,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hourly.bisect_math import (COST_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, State, StepSearch,  # noqa: E402
-                                candidate_states, separation, step_commits, worse)
+                                Verdict, bounds, candidate_states, classify, next_probe, separation, step_commits,
+                                worse)
 from hourly.detect import ChangeKind, detect  # noqa: E402
 
 DAY, HOUR = 86400, 3600
@@ -129,6 +132,54 @@ def hourly_bisect(bench: Bench, states: list[State], max_repeats: int, repeats: 
             return found
 
 
+def before_bisect(bench: Bench, states: list[State], max_repeats: int = 10, repeats: int = 1) -> list[tuple]:
+    """``hourly bisect`` before issue 17 (commit d8db7d5), for comparison: one good/bad verdict per
+    probe against the window's ends (``classify``), and the rest of the window bisected only when
+    the first bad state's re-measurement lay significantly between the ends."""
+    found = []
+    while True:
+        pairs = [s.pair for s in states]
+        want = min(MIN_END_SAMPLES, max_repeats)
+        while True:
+            good, bad = list(bench.samples(pairs[0], want)), list(bench.samples(pairs[-1], want))
+            sep = separation(good, bad)
+            if sep >= SEPARATION_MIN or want >= max_repeats:
+                break
+            want = min(2 * want, max_repeats)
+        if sep < SEPARATION_MIN or not worse(good, bad, True):
+            return found
+
+        def evaluate(pair, fresh=False):
+            samples = [] if fresh else list(bench.store.get(pair, []))
+            while True:
+                if samples:
+                    c = classify(samples, good, bad)
+                    if c.verdict is not Verdict.UNSURE:
+                        return c
+                    if len(samples) >= max_repeats:
+                        return None
+                    need = min(len(samples), max_repeats - len(samples))
+                    for ref, p in ((good, pairs[0]), (bad, pairs[-1])):
+                        if len(ref) < len(samples) + need:
+                            ref[:] = bench.samples(p, len(samples) + need)
+                else:
+                    need = repeats
+                samples += bench.draw(pair, need) if fresh else bench.measure(pair, need)
+
+        verdicts: dict[int, Verdict] = {}
+        while (i := next_probe(len(states), verdicts, {j: COST_MEASURED if pairs[j] in bench.store else COST_BUILD
+                                                       for j in range(1, len(states) - 1)})) is not None:
+            c = evaluate(pairs[i])
+            verdicts[i] = c.verdict if c else Verdict.SKIP
+        b = bounds(len(states), verdicts)
+        cg, cb = evaluate(pairs[b.lo], fresh=True), evaluate(pairs[b.hi], fresh=True)
+        found.append((pairs[b.lo], pairs[b.hi]))
+        confirmed = cg is not None and cg.verdict is Verdict.GOOD and cb is not None and cb.verdict is Verdict.BAD
+        if not (confirmed and cb.between and b.hi < len(states) - 1):
+            return found
+        states = states[b.hi:]
+
+
 def plain_git_bisect(bench: Bench, states: list[State], good: float, bad: float) -> tuple:
     lo, hi = 0, len(states) - 1
     while hi - lo > 1:
@@ -169,7 +220,7 @@ def run(windows: int, seed: int, noise: float, days: int, max_repeats: int, repe
     t1 = min(max(t for _, t in w) for w in walks.values())
     starts = list(range((t0 // DAY + 1) * DAY, (t1 // DAY) * DAY - days * DAY, DAY))
     stats_ = {k: {"found": 0, "found_big": 0, "wrong": 0, "ranges": 0, "builds": [], "runs": [], "over": [],
-                  "all_big": 0} for k in ("bisect", "scan", "guide")}
+                  "all_big": 0} for k in ("bisect", "scan", "guide", "before")}
     planted_n = big_n = 0
     n_states = []
     for w in range(windows):
@@ -216,12 +267,15 @@ def run(windows: int, seed: int, noise: float, days: int, max_repeats: int, repe
             st["over"].append(bench.builds - lim)
 
         def noisy():  # each strategy its own noise, the same windows whatever the search draws
-            return np.random.default_rng([seed, w, len(stats_["bisect"]["builds"]) + len(stats_["scan"]["builds"])
-                                          + len(stats_["guide"]["builds"])])
+            return np.random.default_rng([seed, w, sum(len(st["builds"]) for st in stats_.values())])
 
         # hourly bisect over the whole window
         bench = Bench(walks, planted, noise, noisy())
         account("bisect", bench, hourly_bisect(bench, states, max_repeats, repeats, min_change))
+
+        # hourly bisect as it was before issue 17
+        bench = Bench(walks, planted, noise, noisy())
+        account("before", bench, before_bisect(bench, states))
 
         # hourly scan (1 h, --repeats 3) + detection + hourly bisect of each regression
         bench = Bench(walks, planted, noise, noisy())
