@@ -343,6 +343,14 @@ def test_a_small_step_after_a_large_one_under_noise(tmp_path, python, capsys):
     assert sum(r["runs"] for r in regs) > 3 * sum(r["builds"] for r in regs)
 
 
+def test_min_change_out_of_range_is_one_line(tmp_path, capsys):
+    rc = main(["bisect", "--min-change", "2", "--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z",
+               "--workdir", str(tmp_path / "work")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--min-change must lie between 0 and 1" in err and "0.02" in err
+    assert not (tmp_path / "work").exists()  # nothing was created
+
+
 def test_a_regression_an_improvement_and_a_regression(tmp_path, python, capsys):
     """An improvement between two regressions hides part of them from the window's ends; a probe
     that fits neither end splits the search, and both regressions are named."""

@@ -49,6 +49,9 @@ def bisect(
     config: Optional[str] = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]."),
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
+    if not 0 < min_change < 1:
+        raise UsageError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
+                         "pass --min-change 0.02 for 2 %")
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     flags = dict(tz=tz, xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, first_parent=first_parent,
