@@ -41,6 +41,9 @@ SEPARATION_MIN = 3.0
 #: Samples each end needs before probes are classified against it (capped by --max-repeats).
 MIN_END_SAMPLES = 3
 DEFAULT_MAX_REPEATS = 20
+#: A verdict of the window search as a probe row's verdict: the earlier level is good, the later bad
+#: (and a probe between two steps is bad: a regression came before it).
+_VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
 
 
 class Mode(str, Enum):
@@ -476,7 +479,7 @@ class Bisector:
 
         def on_verdict(i: int, j) -> None:
             builds, runs = pending.pop(i, [0, 0])
-            v = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}.get(j.level, Verdict.SKIP)
+            v = _VERDICT_OF.get(j.level, Verdict.SKIP)
             role = "end" if pairs[i] in self._recorded else "probe"  # resumed: the state has its row already
             if role == "probe" or builds or runs:
                 self._recorded.add(pairs[i])
@@ -494,10 +497,12 @@ class Bisector:
         steps = search.run()[seen:]
         for i, (builds, runs) in self._pending.items():  # more samples of an interval's end
             if builds or runs:
+                level = getattr(search.verdicts.get(i), "level", None)
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
-                    {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD}.get(getattr(search.verdicts.get(i), "level", None), Verdict.UNSURE)
-                self._record(self._bid, Probe("end", pairs[i], v, f"{len(search.samples.get(i, []))} samples of an interval's end",
-                                              list(search.samples.get(i, [])), builds=builds, runs=runs))
+                    _VERDICT_OF.get(level, Verdict.UNSURE)
+                samples = list(search.samples.get(i, []))
+                self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
+                                              samples, builds=builds, runs=runs))
         self._pending.clear()
         regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
         if not regressions:
@@ -522,7 +527,8 @@ class Bisector:
                 got.extend(m.samples)
             return got
         j = search.sequential(sample, step.lo, step.hi)
-        v = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.SKIP: Verdict.SKIP}.get(j.level, Verdict.UNSURE)
+        v = Verdict.SKIP if j.level is Level.SKIP else Verdict.UNSURE if j.level is Level.NEITHER \
+            else _VERDICT_OF.get(j.level, Verdict.UNSURE)
         return Probe(role, pair, v, j.reason, got, builds=cost[0], runs=cost[1])
 
     def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
