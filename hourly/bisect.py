@@ -432,7 +432,8 @@ class Bisector:
                 confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
         if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
-            refs, self._ends = (search.ref(b.lo), search.ref(b.hi)), (last_good, first_bad)
+            self._flush(search, [st.pair for st in self._going[1]])
+            refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
 
         # blame
         moved = step_commits(self.walks, last_good, first_bad)
@@ -495,7 +496,17 @@ class Bisector:
     def _next_regression(self, w: Window, search: StepSearch, pairs: list[Pair]) -> Step:
         seen = len(search.steps)
         steps = search.run()[seen:]
-        for i, (builds, runs) in self._pending.items():  # more samples of an interval's end
+        self._flush(search, pairs)
+        regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
+        if not regressions:
+            raise UserError(f"no step of {self.min_change * 100:g} % or more between {_iso(w.good_time)} and "
+                            f"{_iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
+                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
+        return regressions[0]
+
+    def _flush(self, search: StepSearch, pairs: list[Pair]) -> None:
+        """Rows for the runs (and builds) that went to more samples of an interval's end."""
+        for i, (builds, runs) in self._pending.items():
             if builds or runs:
                 level = getattr(search.verdicts.get(i), "level", None)
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
@@ -504,12 +515,6 @@ class Bisector:
                 self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
-        regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
-        if not regressions:
-            raise UserError(f"no step of {self.min_change * 100:g} % or more between {_iso(w.good_time)} and "
-                            f"{_iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
-                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
-        return regressions[0]
 
     def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
         """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
