@@ -363,3 +363,18 @@ def test_a_regression_an_improvement_and_a_regression(tmp_path, python, capsys):
     assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas[second.subject]]
     # the improvement is a step of the search, never an answer
     assert made.shas[better.subject] not in {r["culprit"]["sha"] for r in regs}
+
+
+def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, python, capsys):
+    """The rest of a window goes on with the same search; its step moves both repositories, and the
+    mixed pairs are judged between that step's two levels (not the first step's)."""
+    first = Change("jax", "2023-08-24T01:25:00Z", "Slower tracing", {"perf/trace.txt": "0.92\n"})
+    made = make_repos(tmp_path / "repos", busy_day([
+        first,
+        Change("xla", "2023-08-24T03:30:00Z", "Slower collectives", {"perf/coll.txt": "0.95\n"}),
+        Change("jax", "2023-08-24T03:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"}),
+    ], hours=4))
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
+    assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas["Slower collectives"]]
+    assert regs[1]["blame"] == "xla" and regs[1]["confirmed"]
