@@ -20,6 +20,12 @@ good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinp
 attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
 on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
 samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad.
+
+*Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
+different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
+end's, or at least ``--min-change`` from both — then both halves are searched. It is driven by a
+``measure(state, count)`` callback, so the Bisector and ``benchmarks/window_hunt.py`` (simulated
+measurements) run the same decisions.
 """
 
 from __future__ import annotations
