@@ -72,7 +72,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "states": len(states),
         # metric mode: the samples each end's verdicts were compared with, and where they came from
         "end_samples": dict(bisector.end_samples),
-        "probes": [bisector.probe_row(r) for r in rows],
+        "probes": [bisector.probe_row(r, states, b) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         "runs": sum(r["runs"] for r in rows),
     }

@@ -289,8 +289,9 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     """The scanned window, the table of steps, and one section per step with its commits."""
     md = []
     if points:
-        md.append(f"Scanned {points[0].time} → {points[-1].time} ({len(points)} instants, "
-                  f"{len({(p.xla, p.jax) for p in points})} distinct (xla, jax) pairs), metric `{metric}` "
+        n, k = len(points), len({(p.xla, p.jax) for p in points})
+        md.append(f"Scanned {points[0].time} → {points[-1].time} ({n} instant{'s' if n != 1 else ''}, "
+                  f"{k} distinct (xla, jax) pair{'s' if k != 1 else ''}), metric `{metric}` "
                   f"({'higher' if s.higher_is_better else 'lower'} is better).")
     md.append("")
     if not steps:
