@@ -24,7 +24,7 @@ import re
 import time
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .build import Builder, BuildSpec, Workspace
@@ -58,7 +58,9 @@ class Window:
     bad_time: int
     origin: str  # "detect", "flags" or "exit transitions"
     note: str = ""
-    kind: str = "regression"  # "regression" (metric) or "crash" (exit status good → bad)
+    #: "regression" (metric, worse after) or "crash" (exit status good → bad); with --find-fix,
+    #: "improvement" (metric, better after) or "fix" (exit status bad → good)
+    kind: str = "regression"
 
 
 @dataclass
@@ -112,9 +114,10 @@ def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
     return [(rows[g.first].time, rows[g.last].time, Pair(g.point.xla, g.point.jax)) for g in group_points(rows)]
 
 
-def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
+def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = False) -> list[Window]:
     """Every regression of the stored scan: detection's regressions (metric) or good→bad
-    transitions of the exit status (exit)."""
+    transitions of the exit status (exit); with ``find_fix``, its improvements or bad→good
+    transitions."""
     points = collapsed_points(store)
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
@@ -128,15 +131,24 @@ def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
         from .steps import find_steps
         for st in find_steps(show(store, s).points, s.higher_is_better)[0]:
             c, n = st.change, st.numbers()
-            if c.kind is ChangeKind.REGRESSION:
+            if c.kind is (ChangeKind.IMPROVEMENT if find_fix else ChangeKind.REGRESSION):
                 out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
-                                  f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})"))
+                                  f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})",
+                                  kind="improvement" if find_fix else "regression"))
     else:
         verdicts = [_exit_of(m) if m else None for m in ms]
+        if find_fix:  # a fix is a good→bad transition of the flipped verdicts
+            verdicts = [_flip(v) for v in verdicts]
         for a, b in exit_transitions(verdicts):
             out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
-                              "exit status good → bad", kind="crash"))
+                              "exit status bad → good" if find_fix else "exit status good → bad",
+                              kind="fix" if find_fix else "crash"))
     return out
+
+
+def _flip(v: Verdict | None) -> Verdict | None:
+    """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
+    return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
 
 
 def _exit_of(m: Measurement) -> Verdict | None:
@@ -166,14 +178,22 @@ class Bisector:
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
                  rerun: bool = False, handler: BisectHandler | None = None,
-                 min_change: float = DEFAULT_MIN_CHANGE):
+                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
         if not 0 < min_change < 1:
             raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
                             "pass --min-change 0.02 for 2 %")
+        # finding a fix: the search looks for the first state that changed; in metric mode a change
+        # for the better is a regression of the flipped direction, in exit mode verdicts flip
+        self.find_fix = find_fix
+        if find_fix and mode is Mode.METRIC:
+            s = replace(s, higher_is_better=not s.higher_is_better)
+        self.invert = find_fix and mode is Mode.EXIT
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
         self.handler = handler or BisectHandler()
+        if find_fix:
+            self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
         self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
@@ -251,7 +271,7 @@ class Bisector:
                 if m.status == Status.BUILD_FAILED.value:
                     return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
                 rcs = [r.get("returncode") for r in m.runs]
-            v = exit_verdict(rcs)
+            v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
             return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
@@ -342,6 +362,8 @@ class Bisector:
         ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
                  "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
                  "ref": self.s.ref, "fp": self.s.first_parent}
+        if self.find_fix:
+            ident["find_fix"] = True
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
@@ -385,6 +407,10 @@ class Bisector:
                 raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
                                 f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
                                 "pass ends on either side of the regression, or a larger --max-repeats")
+            if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
+                raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
+                                "pass --bad before the improvement and --good after it, or set "
+                                "--higher-is-better/--lower-is-better")
             if not worse(good, bad, self.s.higher_is_better):
                 raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                                 "swap --good and --bad, or set --higher-is-better/--lower-is-better")
@@ -393,6 +419,10 @@ class Bisector:
             for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
                 p = stored.get(("end", role_pair))
                 v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+                if v is not want and self.find_fix:
+                    said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
+                    raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                                    "pass --bad at a state that fails and a later --good at one that passes")
                 if v is not want:
                     raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
                                     "pass --good at a state that passes and --bad at one that fails")
@@ -583,30 +613,38 @@ def _mean(xs: list[float]) -> float:
 @holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
-               min_change: float = DEFAULT_MIN_CHANGE) -> list[dict]:
+               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False) -> list[dict]:
     """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
     regression and every crash window of the stored scan; returns one answer per regression or
-    crash found (``"kind"``: ``regression`` or ``crash``)."""
+    crash found (``"kind"``: ``regression`` or ``crash``). With ``find_fix``: every improvement
+    and every fix (exit status bad → good) instead, the good end later than the bad end."""
     handler = handler or BisectHandler()
     if good is not None:
         mode = mode or default_mode(store, s)
-        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change) as b:
-            w = Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags",
-                       kind="crash" if mode is Mode.EXIT else "regression")
+        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix) as b:
+            g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
+            if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+                if g <= x:
+                    raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                                    "(fixed) end comes after the bad one", "swap them")
+                w = Window(x, g, "flags", kind="fix" if mode is Mode.EXIT else "improvement")
+            else:
+                w = Window(g, x, "flags", kind="crash" if mode is Mode.EXIT else "regression")
             if w.bad_time <= w.good_time:
-                raise UserError(f"--bad {bad} is not later than --good {good}", "swap them")
+                raise UserError(f"--bad {bad} is not later than --good {good}",
+                                "swap them, or pass --find-fix to find what fixed it")
             return b.bisect(w)
     # every regression of the stored scan, and (unless a mode was asked for) every crash window,
     # each in its own mode: the metric for regressions, the exit status for crashes
     base = mode or default_mode(store, s)
-    plan = [(base, windows_from_store(store, s, base))]
+    plan = [(base, windows_from_store(store, s, base, find_fix))]
     if mode is None and base is Mode.METRIC:
-        plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT)))
+        plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
     if not any(ws for _, ws in plan):
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:
         if windows:
-            with Bisector(s, store, m, max_repeats, rerun, handler, min_change) as b:
+            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers

@@ -268,7 +268,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     elif llr <= lower:
         verdict, z, ref = Verdict.GOOD, zg, g
     else:
-        return Classification(Verdict.UNSURE, llr, f"between the ends after {len(p)} samples (LLR {llr:+.2f})")
+        return Classification(Verdict.UNSURE, llr, f"between the ends after {len(p)} samples (odds {odds(llr)})")
     if z > veto:
         return Classification(Verdict.UNSURE, llr,
                               f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
@@ -278,7 +278,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
         if mw < ALPHA and ks < ALPHA:
             return Classification(Verdict.UNSURE, llr,
                                   f"leans {verdict.value} but differs from that end (Mann-Whitney p={mw:.3g}, KS p={ks:.3g})")
-    return Classification(verdict, llr, f"{verdict.value} (LLR {llr:+.2f}, {len(p)} samples)")
+    return Classification(verdict, llr, f"{verdict.value} (odds {odds(llr)}, {len(p)} samples)")
 
 
 def _lognorm(x: np.ndarray, mean: float, var: float) -> np.ndarray:
@@ -331,6 +331,13 @@ DEFAULT_MIN_CHANGE = BISECT_MIN_CHANGE
 #: When repeats run out, a probe still takes the verdict it leans to by at least this log-likelihood
 #: ratio (20:1); otherwise it is untestable.
 FALLBACK_LLR = math.log(20.0)
+
+
+def odds(llr: float) -> str:
+    """A log-likelihood ratio as the odds it stands for, for people: ``20:1`` for the likelier
+    level against the other."""
+    x = math.exp(min(abs(llr), 50.0))
+    return f"{x:,.0f}:1" if x < 1e6 else "over 1,000,000:1"
 #: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
 #: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
 INDIFFERENCE = 0.75
@@ -410,13 +417,13 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
         what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                 Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                "a step on each side"}[best]
-        return Judgement(best, f"{what} ({where}, {np_} samples, LLR {margin:+.1f})", margin)
+        return Judgement(best, f"{what} ({where}, {np_} samples, odds {odds(margin)})", margin)
     if not final:
-        return Judgement(Level.UNSURE, f"undecided after {np_} samples ({where}, LLR {margin:+.1f})", margin)
+        return Judgement(Level.UNSURE, f"undecided after {np_} samples ({where}, odds only {odds(margin)})", margin)
     lean = Level.LOW if la >= lb else Level.HIGH
     if abs(la - lb) >= FALLBACK_LLR:
         return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
-                               f"{np_} samples ({where}, LLR {abs(la - lb):+.1f})", abs(la - lb))
+                               f"{np_} samples ({where}, odds {odds(abs(la - lb))})", abs(la - lb))
     return Judgement(Level.SKIP, f"unsure after {np_} samples ({where})", margin)
 
 

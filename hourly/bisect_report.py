@@ -153,6 +153,9 @@ class BisectHandler:
     """What a bisection reports while it runs (mozregression's BisectorHandler): the search calls
     these; a command that shows progress overrides them. The default stays silent."""
 
+    #: words for the verdicts (finding a fix, git bisect's --term-old/--term-new: old, fixed)
+    terms: dict[str, str] = {}
+
     def started(self, w: Window, states: int, resumed: int) -> None:
         """A window's search begins (``resumed`` stored verdicts are reused)."""
 
@@ -177,14 +180,16 @@ class LineHandler(BisectHandler):
                  + (f" (resuming after {resumed} stored verdicts)" if resumed else ""))
 
     def verdict(self, p: Probe) -> None:
-        self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
+        word = self.terms.get(p.verdict.value, p.verdict.value)
+        self.say(f"  {p.role:8} {p.pair.short()}  {word:6} {p.reason}"
                  + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
 
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         self.say(f"  cannot bisect: {e.one_line()}")
 
     def nothing_to_bisect(self) -> None:
-        self.say("no regression and no crash window in the stored scan: nothing to bisect")
+        self.say("nothing to bisect: the stored scan holds no window of that kind"
+                 " (regressions and crashes; with --find-fix, improvements and fixes)")
 
 
 # -- terminal -----------------------------------------------------------------------------------
@@ -197,8 +202,10 @@ def describe(a: dict) -> list[str]:
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
+    fixing = a.get("kind") in ("improvement", "fix")
     if c:
-        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+        lines += [f"  {label}: [bold]{c['repo']}[/] {c['sha']}",
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -212,13 +219,16 @@ def describe(a: dict) -> list[str]:
         lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
     ends = a.get("end_samples") or {}
     if ends:
+        names = {"good": "earlier end", "bad": "later end"} if a.get("kind") in ("improvement", "fix") \
+            else {"good": "good end", "bad": "bad end"}
         lines.append("  ends compared with: " + "; ".join(
-            f"{side} {e['n']} samples (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
+            f"{names.get(side, side)} {e['n']} samples (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
                                                    for o, k in e["from"].items()) + ")"
             for side, e in ends.items()))
     lg, fb = a["last_good"], a["first_bad"]
-    lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
-    lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
+    before, after = ("last before", "first after") if fixing else ("last good", "first bad")
+    lines.append(f"  {before}: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
+    lines.append(f"  {after}: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
     lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
                  f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate state{'s' if a['states'] != 1 else ''}"
                  + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))

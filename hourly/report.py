@@ -239,7 +239,8 @@ def bisect_sections(store: Store) -> list[str]:
         md.append("")
         c = a.get("culprit")
         if c:
-            md.append(f"- **culprit: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
+            label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+            md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
                       f"(by {c.get('author')}, committed {c.get('committer_time')})")
         else:
             shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))

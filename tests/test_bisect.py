@@ -501,3 +501,35 @@ def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, 
     regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
     assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas["Slower collectives"]]
     assert regs[1]["blame"] == "xla" and regs[1]["confirmed"]
+
+
+# -- finding the fix (#11 item 4) ---------------------------------------------------------------------
+
+def test_find_fix_names_the_improvement_and_the_fix(tmp_path, capsys, scan_args, made):
+    work = tmp_path / "work"
+    # Aug 25 09:00 .. Aug 26 22:00: the dispatch regression, the crash and its fix, the cuDNN improvement
+    assert main(scan_args("Aug 25 2023 09:00", "Aug 26 2023 22:00", "--repeats", "3")) == 0
+    capsys.readouterr()
+    plain = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert sorted(a["kind"] for a in plain) == ["crash", "regression"]  # improvements need --find-fix
+    fixes = bisect_json(capsys, ["--workdir", str(work), "--find-fix"])["regressions"]
+    by_kind = {a["kind"]: a for a in fixes}
+    assert sorted(by_kind) == ["fix", "improvement"], fixes
+    assert by_kind["improvement"]["mode"] == "metric"
+    assert by_kind["improvement"]["culprit"]["sha"] == made.shas["[XLA:GPU] Enable cuDNN fused attention"]
+    assert by_kind["fix"]["mode"] == "exit"
+    assert by_kind["fix"]["culprit"]["sha"] == made.shas["Fix custom_vjp residual crash"]
+    # the answers say so in words
+    assert main(["bisect", "--workdir", str(work), "--find-fix"]) == 0
+    out = capsys.readouterr().out
+    assert "improved by: xla " + made.shas["[XLA:GPU] Enable cuDNN fused attention"] in out
+    assert "fixed by: jax " + made.shas["Fix custom_vjp residual crash"] in out
+    # with --good/--bad the good end is the later one (and the other order is a one-line error)
+    ends = ["--workdir", str(work), "--find-fix", "--mode", "exit", "--bad", "2023-08-25T17:00:00Z",
+            "--good", "2023-08-25T21:00:00Z"]
+    (fix,) = bisect_json(capsys, ends)["regressions"]
+    assert fix["kind"] == "fix" and fix["culprit"]["sha"] == made.shas["Fix custom_vjp residual crash"]
+    rc = main(["bisect", "--workdir", str(work), "--find-fix", "--mode", "exit", "--good", "2023-08-25T17:00:00Z",
+               "--bad", "2023-08-25T21:00:00Z"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "with --find-fix the good (fixed) end comes after the bad one" in err

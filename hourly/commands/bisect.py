@@ -21,6 +21,7 @@ def bisect(
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
+    find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
     flags: Any = None,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -40,7 +41,7 @@ def bisect(
     quiet = json_out or log
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change)
+    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix)
     if json_out:
         out = {"regressions": answers}
         if log:
