@@ -344,7 +344,8 @@ def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
             md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
         else:
             md.append(f"- **fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again); "
-                      f"moved: {moved or 'nothing'}")
+                      f"moved: {moved or 'nothing'}. Find the commit that fixed it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
     md.append("")
     return md
 

@@ -118,7 +118,11 @@ def crash_windows(points: list[PointResult]) -> list[CrashWindow]:
 
 
 def bisect_command(w: CrashWindow, workdir: str) -> str:
-    """The command that bisects a crash window to its commit (exit status: 0 good, else bad)."""
+    """The command that bisects a crash window to its commit (exit status: 0 good, else bad), or
+    a fix window to the commit that fixed it (``--find-fix``: the good end is the later one)."""
+    if w.kind == "fix":
+        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", "exit", "--bad", w.before.time,
+                           "--good", w.after.time, "--workdir", workdir])
     return shlex.join(["hourly", "bisect", "--mode", "exit", "--good", w.before.time, "--bad", w.after.time,
                        "--workdir", workdir])
 
@@ -129,9 +133,7 @@ def describe_crash(w: CrashWindow, workdir: str) -> str:
     what = (f"✖ crash: runs at {w.before.time}, {w.after.status} from {w.after.time}" if w.kind == "crash"
             else f"✔ fix: {w.before.status} at {w.before.time}, runs again from {w.after.time}")
     line = f"{what}; moved: {', '.join(moved) or 'nothing'}"
-    if w.kind == "crash":
-        line += f"; bisect it: {bisect_command(w, workdir)}"
-    return line
+    return line + f"; {'bisect it' if w.kind == 'crash' else 'find the fix'}: {bisect_command(w, workdir)}"
 
 
 def crash_marks(windows: list[CrashWindow]) -> dict[int, str]:
