@@ -212,7 +212,9 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
             Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
-                     likely_fix(m.status, tail, s) + ("; --keep-going scans on anyway" if first else ""), tail)
+                     likely_fix(m.status, tail, s)
+                     + ("; then run the scan again with --rerun (that pair is stored as failed), or"
+                        " --keep-going to scan on anyway" if first else ""), tail)
 
 
 def show(store: Store, s: Settings) -> ScanReport:
