@@ -18,6 +18,7 @@ _EXITS = (typer.Exit,)
 _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .commands.bisect import bisect
+from .commands.clean import clean
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
@@ -43,6 +44,7 @@ app.command()(report)
 app.command()(profile)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 app.command("compare-profiles")(compare_profiles)
+app.command()(clean)
 app.command("config")(config_cmd)
 app.command()(version)
 
