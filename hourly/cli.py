@@ -217,6 +217,8 @@ def _register_stage_commands() -> None:
     from .commands.bisect import bisect
     from .commands.detect import detect
     from .commands.nightly import container, nightly
+    from .commands.releases import releases
+    app.command()(releases)
     from .commands.trace import compare_profiles, trace
     app.command()(nightly)
     app.command()(container)
@@ -236,7 +238,7 @@ def version() -> None:
 
 
 #: --help lists the commands in the order of a hunt
-_ORDER = ["demo", "nightly", "container", "scan", "show", "detect", "bisect", "report", "profile", "trace",
+_ORDER = ["demo", "releases", "nightly", "container", "scan", "show", "detect", "bisect", "report", "profile", "trace",
           "compare-profiles", "config", "version"]
 app.registered_commands.sort(
     key=lambda c: _ORDER.index(c.name or c.callback.__name__.replace("_", "-")) if

@@ -34,7 +34,7 @@ PY_TARGET = "/opt/hourly/python"
 BIN_TARGET = "/opt/hourly/bin"
 WORKDIR_TARGET = "/hourly-work"
 #: what hourly needs inside the container (its scan/bisect side); their dependencies follow
-ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli", "docker")
+ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli", "docker", "packaging")
 #: heavy or unneeded distributions that are never copied: JAX images bring numpy and scipy
 #: (jax requires both), and the scan side needs none of the others
 SKIP = {"numpy", "scipy", "matplotlib", "colorama", "pillow",

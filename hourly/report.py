@@ -144,8 +144,15 @@ def bisect_sections(store: Store) -> list[str]:
 
 def write_report(store: Store, s: Settings, out_dir: Path | None = None,
                  min_change: float | None = None) -> ReportFiles:
+    from .releases import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
+    releases_md = release_markdown(store)
+    if releases_md and not store.points("hourly"):  # the release level alone
+        path = out_dir / "report.md"
+        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
+                                   *releases_md]))
+        return ReportFiles(path, None)
     points = show(store, s).points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
@@ -200,6 +207,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
                       + (f" — {p.detail}" if p.detail else ""))
         md.append("")
     md.extend(bisect_sections(store))
+    md.extend(releases_md)
     md.append("## Reproduce")
     md.append("")
     md.append("The measurement (inside the nightly container, per pair):")

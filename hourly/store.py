@@ -15,6 +15,9 @@ Tables:
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image (hourly/nightly.py reads and writes it).
+- ``releases`` (schema 4): the release level, every jax release ``hourly releases`` measured from
+  the package index: the jaxlib paired with it, release time, status (a measurement's, or
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, Iterator
 
 from .errors import UserError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -235,6 +238,26 @@ class Store:
             out.append(d)
         return out
 
+    # -- the release level (schema 4) -----------------------------------------------------------
+    def add_release(self, key: str, r: dict[str, Any]) -> None:
+        """One attempt at one jax release under benchmark ``key`` (its own transaction)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (key, r["version"], r.get("jaxlib"), r.get("released"), r["status"], r.get("value"),
+                       json.dumps(r.get("samples", [])), json.dumps(r.get("runs", [])), r.get("installer"),
+                       r.get("env"), r.get("detail"), time.time()))
+
+    def releases(self, key: str) -> dict[str, dict[str, Any]]:
+        """The latest stored attempt at every release under ``key``, by version."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (key,)):
+            d = dict(r)
+            d["samples"] = json.loads(d["samples"])
+            d["runs"] = json.loads(d["runs"])
+            out[d["version"]] = d
+        return out
+
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
@@ -269,4 +292,10 @@ MIGRATIONS: dict[int, list[str]] = {
             samples TEXT NOT NULL, runs TEXT NOT NULL, xla TEXT, jax TEXT, detail TEXT,
             created REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS nightly_date ON nightly (bench_key, date)"],
+    # 4: the release level: one row per (benchmark key, jax release) attempt; see hourly/releases.py
+    4: ["""CREATE TABLE IF NOT EXISTS releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, version TEXT NOT NULL,
+            jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
 }

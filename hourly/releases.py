@@ -1,0 +1,695 @@
+"""``hourly releases``: the release level, the first bad JAX release from the wheels people install.
+
+For every ``jax`` version on the package index between ``--from`` and ``--to`` (both included,
+in version order; dev/nightly versions with ``--pre``): pair it with its jaxlib (the same version
+when the index has it, else the newest jaxlib that jax's own ``Requires-Dist`` allows), make one
+virtual environment per pair under ``--cache-dir`` (uv when it is installed, pip otherwise),
+run the benchmark in it ``--repeats`` times, and store the result in the workdir's store (table
+``releases``, one row per attempt; a killed run resumes with the versions not finished yet).
+Versions without an installable file for this Python and platform are listed as *missing*, with
+the reason. Steps come from hourly's detection (direction, noise floor) plus crash boundaries;
+each names the last good and first bad releases, their git tags, the JAX commits and XLA pins
+between them when a JAX checkout is given, and the commands that narrow it further.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from .bench import DEFAULT_METRIC_REGEX, BenchSpec, compile_metric_regex, run_benchmark, spread
+from .errors import ProcessError, UserError
+from .pkgindex import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
+from .store import Store
+from .venvs import InstallerKind, TargetPython, choose_installer, ensure_env, target_python
+
+LEVEL = "releases"
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return str(Path(base).expanduser() / "hourly" / "releases")
+
+
+class ReleaseStatus(str, Enum):
+    """The outcome of one release: a benchmark's four, or why it could not run."""
+
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    NO_METRIC = "no_metric"
+    MISSING = "missing"                # no installable file for this Python/platform
+    INSTALL_FAILED = "install_failed"  # the installer failed (log kept)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Results that are final: a rerun of the same command does not measure these again.
+FINISHED = {ReleaseStatus.OK, ReleaseStatus.CRASHED, ReleaseStatus.TIMEOUT, ReleaseStatus.NO_METRIC}
+
+
+# --------------------------------------------------------------------------------------------
+# settings
+
+@dataclass
+class ReleaseSettings:
+    from_: str
+    to: str
+    bench_cmd: str = ""
+    bench_cwd: str | None = None
+    env: list[str] = field(default_factory=list)
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    repeats: int = 1
+    timeout: float | None = None
+    higher_is_better: bool = True
+    extra: str | None = None
+    with_: list[str] = field(default_factory=list)
+    index_url: str | None = None
+    find_links: str | None = None
+    pre: bool = False
+    python: str | None = None
+    installer: str = InstallerKind.AUTO.value
+    cache_dir: str = field(default_factory=default_cache_dir)
+    jax_repo: str | None = None
+    workdir: str = "hourly-work"
+    rerun: bool = False
+
+    def bounds(self) -> tuple[Version, Version]:
+        try:
+            lo, hi = Version(self.from_), Version(self.to)
+        except InvalidVersion as e:
+            raise UserError(f"{e}: --from and --to take jax versions", "pass e.g. --from 0.4.13 --to 0.4.20") from e
+        if hi < lo:
+            raise UserError(f"--to {self.to} is before --from {self.from_}", "swap them")
+        return lo, hi
+
+    def argv(self) -> list[str]:
+        try:
+            argv = shlex.split(self.bench_cmd)
+        except ValueError as e:
+            raise UserError(f"cannot split --bench-cmd ({e})", "check its quotes") from e
+        if not argv:
+            raise UserError("the release level needs a benchmark", 'pass --bench-cmd "python bench.py"')
+        return argv
+
+    def env_dict(self) -> dict[str, str]:
+        out = {}
+        for e in self.env:
+            k, sep, v = e.partition("=")
+            if not sep or not k:
+                raise UserError(f"--env {e!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+            out[k] = v
+        return out
+
+    def requirements(self, version: str, jaxlib: str) -> list[str]:
+        jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"
+        return [jax, f"jaxlib=={jaxlib}", *self.with_]
+
+    def validate(self) -> None:
+        """Check everything before anything runs; pin relative paths to absolute ones now, so the
+        stored settings (``--show`` from elsewhere) keep meaning the same directories."""
+        self.bounds()
+        self.argv()
+        self.env_dict()
+        compile_metric_regex(self.metric_regex)
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
+        if self.index_url and self.find_links:
+            raise UserError("--index-url and --find-links both name where wheels come from",
+                            "pass one of them")
+        if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
+            raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
+        for w in self.with_:
+            try:
+                Requirement(w)
+            except InvalidRequirement as e:
+                raise UserError(f"--with {w!r} is not a requirement ({e})", "write it like 'numpy<2'") from e
+        InstallerKind(self.installer)
+        self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
+        if not Path(self.bench_cwd).is_dir():
+            raise UserError(f"--bench-cwd {self.bench_cwd} is not a directory", "pass an existing directory")
+        self.cache_dir = str(Path(self.cache_dir).expanduser().absolute())
+        if self.find_links:
+            self.find_links = str(Path(self.find_links).expanduser().absolute())
+        if self.jax_repo:
+            self.jax_repo = str(Path(self.jax_repo).expanduser().absolute())
+
+    def source(self) -> str:
+        return f"find-links:{self.find_links}" if self.find_links else f"index:{self.index_url or SimpleIndex().url}"
+
+    def key(self, target: TargetPython) -> str:
+        """What makes two results comparable: the benchmark, where it runs, what is installed
+        with jax (extra, --with, the wheels' source) and the Python minor version."""
+        ident = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
+                 "regex": self.metric_regex, "extra": self.extra, "with": sorted(self.with_),
+                 "source": self.source(), "python": target.short}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def make_index(self) -> PackageIndex:
+        if self.find_links:
+            return LocalDir(self.find_links)
+        return SimpleIndex(self.index_url or SimpleIndex().url, Path(self.cache_dir) / "downloads")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# versions and pairs (pure, given the index's file lists)
+
+@dataclass
+class Planned:
+    version: str
+    jaxlib: str | None
+    released: str | None           # ISO 8601 UTC, from the index's upload time or the file
+    missing: str | None = None     # why this release cannot be installed here
+    pairing: str = ""              # how the jaxlib was chosen
+    yanked: str | None = None
+
+
+def choose_jaxlib(version: Version, jaxlib_versions: list[Version], requires: list[str] | None,
+                  extra: str | None) -> tuple[Version | None, str]:
+    """The jaxlib released with jax ``version``: the same version when the index has it;
+    otherwise the newest jaxlib, not newer than jax, allowed by jax's Requires-Dist for
+    ``jax[extra]`` (then ``jax[cpu]``, then jax alone, then the ``minimum-jaxlib`` extra as a
+    lower bound). Returns (choice or None, how it was chosen / why there is none)."""
+    if version in jaxlib_versions:
+        return version, "same version"
+    requires = requires or []
+    reqs = []
+    for e in dict.fromkeys([extra, "cpu", None]):
+        reqs = jaxlib_requirements(requires, e)
+        if reqs:
+            break
+    spec = SpecifierSet()
+    for r in reqs:
+        spec &= r.specifier
+    if not reqs:
+        for r in jaxlib_requirements(requires, "minimum-jaxlib"):
+            for s in r.specifier:
+                spec &= SpecifierSet(f">={s.version}" if s.operator in ("==", "===", "~=") else str(s))
+    if not str(spec) and not reqs:
+        return None, f"jaxlib {version} is not on the index and jax {version} names no jaxlib requirement"
+    allowed = [v for v in jaxlib_versions if v <= version and spec.contains(v, prereleases=True)]
+    if not allowed:
+        return None, (f"jaxlib {version} is not on the index, and no jaxlib there satisfies jax {version}'s "
+                      f"requirement jaxlib{spec}")
+    return max(allowed), f"jaxlib {version} is not on the index; the newest allowed by jaxlib{spec}"
+
+
+def _pythons(files: list[DistFile]) -> str:
+    interp = sorted({t.interpreter for f in files for t in f.tags},
+                    key=lambda s: (len(s), s))
+    return ", ".join(interp) or "none"
+
+
+def _summarise(files: list[DistFile]) -> str:
+    platforms = sorted({t.platform for f in files for t in f.tags})
+    return f"wheels for {_pythons(files)} on {', '.join(platforms) or 'no platform'}"
+
+
+def plan_releases(index: PackageIndex, s: ReleaseSettings, target: TargetPython) -> list[Planned]:
+    """Every jax version of the window with its jaxlib and, when it cannot be installed, why."""
+    lo, hi = s.bounds()
+    jax_files = index.files("jax")
+    if not jax_files:
+        raise UserError(f"no jax on {index.describe()}", "check --index-url / --find-links")
+    jaxlib_files = index.files("jaxlib")
+    by_jax: dict[Version, list[DistFile]] = {}
+    for f in jax_files:
+        by_jax.setdefault(f.version, []).append(f)
+    by_jaxlib: dict[Version, list[DistFile]] = {}
+    for f in jaxlib_files:
+        by_jaxlib.setdefault(f.version, []).append(f)
+    pre = s.pre or lo.is_prerelease or hi.is_prerelease
+    versions = sorted(v for v in by_jax if lo <= v <= hi and (pre or not v.is_prerelease))
+    if not versions:
+        raise UserError(f"no jax release between {s.from_} and {s.to} on {index.describe()}",
+                        "widen --from/--to" + ("" if pre else ", or pass --pre for dev versions"))
+    jaxlib_versions = sorted(by_jaxlib)
+    out = []
+    for v in versions:
+        files = by_jax[v]
+        times = [f.uploaded for f in files if f.uploaded]
+        released = min(times).strftime("%Y-%m-%dT%H:%M:%SZ") if times else None
+        yanked = next((f.yanked for f in files if f.yanked), None)
+        installable = [f for f in files if f.compatible(set(target.tags), target.version)]
+        requires = None
+        if v not in by_jaxlib and installable:
+            best = sorted(installable, key=lambda f: f.kind != "wheel")[0]
+            requires = index.requires(best)
+        lib, how = choose_jaxlib(v, jaxlib_versions, requires, s.extra)
+        p = Planned(str(v), str(lib) if lib else None, released, pairing=how, yanked=yanked)
+        if not installable:
+            p.missing = (f"no jax {v} file installs on Python {target.version} here "
+                         f"({_summarise(files) if any(f.kind == 'wheel' for f in files) else 'no sdist or wheel'})")
+        elif lib is None:
+            p.missing = how
+        elif not any(f.compatible(set(target.tags), target.version) for f in by_jaxlib[lib]):
+            p.missing = (f"no jaxlib {lib} wheel for {target.short} on this platform "
+                         f"(the index has {_summarise(by_jaxlib[lib])})")
+        out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+@dataclass
+class ReleasePoint:
+    version: str
+    jaxlib: str | None
+    released: str | None
+    status: ReleaseStatus
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+    installer: str | None = None
+    env: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"version": self.version, "jaxlib": self.jaxlib, "released": self.released,
+                "status": self.status.value, "value": self.value, "samples": self.samples,
+                "detail": self.detail, "installer": self.installer}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+    @property
+    def date(self) -> str | None:
+        return self.released[:10] if self.released else None
+
+
+def _point(row: dict[str, Any]) -> ReleasePoint:
+    return ReleasePoint(row["version"], row.get("jaxlib"), row.get("released"), ReleaseStatus(row["status"]),
+                        row.get("value"), list(row.get("samples") or []), list(row.get("runs") or []),
+                        row.get("detail"), row.get("installer"), row.get("env"))
+
+
+# --------------------------------------------------------------------------------------------
+# steps and the hand-off
+
+def jax_tag(version: str) -> str:
+    return f"jax-v{version}"
+
+
+def jaxlib_tag(version: str) -> str:
+    return f"jaxlib-v{version}"
+
+
+_XLA_COMMIT = re.compile(r"""XLA_COMMIT\s*=\s*["']([0-9a-f]{7,40})["']""")
+
+
+def xla_pin(workspace_bzl: str | None) -> str | None:
+    """The XLA commit in JAX's ``third_party/xla/workspace.bzl`` (pure)."""
+    m = _XLA_COMMIT.search(workspace_bzl or "")
+    return m.group(1) if m else None
+
+
+@dataclass
+class TagFacts:
+    """What a JAX checkout says about the releases on both sides of a step."""
+
+    commits: int | None = None          # JAX commits in jax-vA..jax-vB
+    xla_before: str | None = None       # XLA commit pinned at jax-vA
+    xla_after: str | None = None
+    time_before: str | None = None      # the tags' commit times (ISO UTC)
+    time_after: str | None = None
+    unknown: str | None = None          # why the facts are unknown
+
+    def as_json(self) -> dict[str, Any]:
+        return {"jax_commits": self.commits, "xla_before": self.xla_before, "xla_after": self.xla_after,
+                "tag_time_before": self.time_before, "tag_time_after": self.time_after, "unknown": self.unknown}
+
+
+def tag_facts(jax_repo: str | None, before: str, after: str) -> TagFacts:
+    """Commits between ``jax-v<before>`` and ``jax-v<after>`` and XLA pins, from a JAX checkout."""
+    if not jax_repo:
+        return TagFacts(unknown="no --jax-repo: pass a JAX checkout (with tags) for commits and XLA pins")
+    from .gitrepo import GitRepo
+    repo = GitRepo(jax_repo, "jax")
+    a, b = repo.tag(jax_tag(before)), repo.tag(jax_tag(after))
+    lacking = [jax_tag(v) for v, c in ((before, a), (after, b)) if c is None]
+    if lacking:
+        return TagFacts(unknown=f"{repo.path} has no tag {' or '.join(lacking)} (git fetch --tags)")
+    path = "third_party/xla/workspace.bzl"
+
+    def iso(c) -> str:
+        return datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return TagFacts(repo.count(a.sha, b.sha), xla_pin(repo.file_at(a.sha, path)),
+                    xla_pin(repo.file_at(b.sha, path)), iso(a), iso(b))
+
+
+@dataclass
+class ReleaseStep:
+    kind: str                      # "regression" | "improvement" | "crash"
+    before: ReleasePoint           # last good release (last before the step)
+    after: ReleasePoint            # first bad release (first after it)
+    change: float | None = None    # relative change of the metric
+    level_before: float | None = None
+    level_after: float | None = None
+    strength: float | None = None
+    facts: TagFacts = field(default_factory=TagFacts)
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        out = [f"{jax_tag(self.before.version)}..{jax_tag(self.after.version)}"]
+        if (self.before.jaxlib, self.after.jaxlib) != (self.before.version, self.after.version) \
+                and self.before.jaxlib and self.after.jaxlib:
+            out.append(f"{jaxlib_tag(self.before.jaxlib)}..{jaxlib_tag(self.after.jaxlib)}")
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        side = lambda p: {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}  # noqa: E731
+        return {"kind": self.kind, "relative_change": self.change, "from_value": self.level_before,
+                "to_value": self.level_after, "strength": self.strength, "last_good": side(self.before),
+                "first_bad": side(self.after), "tags": self.tags, **self.facts.as_json(),
+                "next_commands": self.commands}
+
+
+def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
+    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
+    plus every good → crashed/timed-out boundary (pure)."""
+    from .detect import ChangeKind
+    from .scan import PointResult
+    from .steps import find_steps
+    ran = [p for p in points if p.status not in (ReleaseStatus.MISSING, ReleaseStatus.INSTALL_FAILED)]
+    steps: list[ReleaseStep] = []
+    if any(p.status is ReleaseStatus.OK for p in ran):
+        rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
+                for p in ran]
+        found, _, _ = find_steps(rows, higher_is_better)
+        for st in found:
+            c = st.change
+            steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
+                                     ran[st.before_index], ran[st.after_index], c.relative_change,
+                                     c.level_before, c.level_after, c.strength))
+    for prev, p in zip(ran, ran[1:]):
+        if prev.status is ReleaseStatus.OK and p.status in (ReleaseStatus.CRASHED, ReleaseStatus.TIMEOUT):
+            steps.append(ReleaseStep("crash", prev, p))
+    steps.sort(key=lambda st: Version(st.after.version))
+    return steps
+
+
+def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
+    """The nightly-container scan between the two release dates, and the two-repository
+    bisection between the two releases' times (their tags' commit times when known)."""
+    bench = ["--bench-cmd", s.bench_cmd]
+    if s.metric_regex != DEFAULT_METRIC_REGEX:
+        bench += ["--metric-regex", s.metric_regex]
+    if s.repeats > 1:
+        bench += ["--repeats", str(s.repeats)]
+    out = []
+    if step.before.date and step.after.date:
+        cmd = ["hourly", "nightly", "--from", step.before.date, "--to", step.after.date, *bench]
+        if not s.higher_is_better:
+            cmd.append("--lower-is-better")
+        out.append(shlex.join(cmd))
+    good = step.facts.time_before or step.before.released
+    bad = step.facts.time_after or step.after.released
+    if good and bad:
+        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
+        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
+            cmd += ["--bench-cwd", s.bench_cwd]
+        if step.kind == "crash":
+            cmd += ["--mode", "exit"]
+        elif not s.higher_is_better:
+            cmd.append("--lower-is-better")
+        if s.jax_repo:
+            cmd += ["--jax-repo", s.jax_repo]
+        out.append(shlex.join(cmd))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# running
+
+@dataclass
+class ReleaseReport:
+    points: list[ReleasePoint]
+    steps: list[ReleaseStep]
+    settings: ReleaseSettings
+    measured: int = 0
+    installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
+                "installer": self.installer}
+
+
+def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:
+    ident = json.dumps({"source": s.source(), "extra": s.extra, "with": sorted(s.with_), "pre": s.pre,
+                        "python": target.exe}, sort_keys=True)
+    tail = f"-{s.extra}" if s.extra else ""
+    return f"{target.short}-jax{p.version}-jaxlib{p.jaxlib}{tail}-{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
+
+
+def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
+    store.save_settings(LEVEL, {"settings": s.as_dict(), "key": key})
+
+
+def run_releases(s: ReleaseSettings, store: Store,
+                 on_progress: Callable[[int, int, str | None], None] | None = None) -> ReleaseReport:
+    """Measure every release of the window not finished yet (all with ``rerun``) and return the
+    window's report. Each release's result is stored as soon as it is known."""
+    s.validate()
+    target = target_python(s.python)
+    installer = choose_installer(s.installer)
+    index = s.make_index()
+    planned = plan_releases(index, s, target)
+    key = s.key(target)
+    _save_settings(store, s, key)
+    have = store.releases(key)
+
+    def finished(p: Planned) -> bool:
+        row = have.get(p.version)
+        return row is not None and ReleaseStatus(row["status"]) in FINISHED
+
+    todo = [p for p in planned if s.rerun or not finished(p)]
+    total, done = len(planned), len(planned) - len(todo)
+    log_dir = store.workdir / "logs" / "releases"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    measured = 0
+    for p in todo:
+        if on_progress:
+            on_progress(done, total, p.version)
+        row = {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}
+        if p.missing:
+            if have.get(p.version, {}).get("detail") != p.missing:
+                store.add_release(key, {**row, "status": ReleaseStatus.MISSING.value, "detail": p.missing})
+        else:
+            store.add_release(key, {**row, **_measure(p, s, target, installer, log_dir)})
+            measured += 1
+        done += 1
+        if on_progress:
+            on_progress(done, total, None)
+    return show(store, s, key, measured=measured, installer=installer.describe())
+
+
+def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> dict[str, Any]:
+    """Environment + benchmark for one release (no store access): a row for the store."""
+    env = Path(s.cache_dir) / env_name(target, p, s)
+    try:
+        made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), s.make_index().installer_args(),
+                          installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
+    except ProcessError as e:
+        last = e.tail.strip().splitlines()[-1] if e.tail.strip() else "no output"
+        return {"status": ReleaseStatus.INSTALL_FAILED.value, "installer": installer.kind.value,
+                "env": str(env), "detail": f"{installer.kind.value} failed: {last}; log {e.log_path}"}
+    spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
+                     s.timeout, made.python)
+    res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
+    detail = res.detail()
+    if p.yanked:
+        detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
+    return {"status": res.status.value, "value": res.value, "samples": res.samples,
+            "runs": [r.as_dict() for r in res.runs], "installer": made.installer, "env": str(env),
+            "detail": detail}
+
+
+def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
+         installer: str | None = None) -> ReleaseReport:
+    """The stored release results of the window (the last run's settings unless ``s``)."""
+    if s is None or key is None:
+        saved = store.load_settings(LEVEL)
+        if not saved:
+            raise UserError(f"no release results in {store.workdir}",
+                            "run `hourly releases --from 0.4.13 --to 0.4.20 --bench-cmd ...` first")
+        s = ReleaseSettings(**saved["settings"])
+        key = saved["key"]
+    lo, hi = s.bounds()
+    rows = [r for v, r in store.releases(key).items() if lo <= Version(v) <= hi]
+    points = sorted((_point(r) for r in rows), key=lambda p: Version(p.version))
+    steps = find_release_steps(points, s.higher_is_better)
+    for st in steps:
+        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
+        st.commands = next_commands(st, s)
+    return ReleaseReport(points, steps, s, measured, installer)
+
+
+# --------------------------------------------------------------------------------------------
+# terminal output
+
+def fmt_value(p: ReleasePoint) -> str:
+    if p.value is None:
+        return p.status.value
+    text = f"{p.value:.4g}"
+    if p.spread is not None:
+        text += f" ±{p.spread * 100:.1f}%"
+    return text
+
+
+def mark(st: ReleaseStep) -> str:
+    if st.kind == "crash":
+        return f"✗ {st.after.status.value}"
+    return ("▼ " if st.kind == "regression" else "▲ ") + f"{(st.change or 0) * 100:+.1f}%"
+
+
+def table(report: ReleaseReport):
+    from rich.table import Table
+    t = Table(title="hourly releases", caption=f"wheels: {report.settings.source().split(':', 1)[1]}")
+    t.add_column("jax", no_wrap=True)
+    t.add_column("jaxlib", no_wrap=True)
+    t.add_column("released", no_wrap=True)
+    t.add_column("metric", justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    marks = {}
+    for st in report.steps:
+        marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
+    for p in report.points:
+        style = None if p.status is ReleaseStatus.OK else (
+            "dim" if p.status in (ReleaseStatus.MISSING, ReleaseStatus.INSTALL_FAILED) else "red")
+        t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", fmt_value(p), marks.get(id(p), ""), style=style)
+    return t
+
+
+def describe_step(st: ReleaseStep) -> list[str]:
+    """A step in words: what changed, the releases, tags, commits, XLA pins, next commands."""
+    if st.kind == "crash":
+        head = f"✗ {st.after.status.value} from jax {st.after.version} on"
+    else:
+        head = (f"{mark(st)} {st.kind} ({st.level_before:.4g} → {st.level_after:.4g},"
+                f" z={st.strength:.0f})")
+    good, bad = ("last good", "first bad") if st.kind != "improvement" else ("before", "after")
+    lines = [f"{head}: {good} jax {st.before.version} (jaxlib {st.before.jaxlib}, released "
+             f"{st.before.date or 'unknown'}), {bad} jax {st.after.version} (jaxlib {st.after.jaxlib}, released "
+             f"{st.after.date or 'unknown'})",
+             f"  tags: {', '.join(st.tags)}"]
+    f = st.facts
+    if f.unknown:
+        lines.append(f"  JAX commits between the tags and XLA pins: unknown ({f.unknown})")
+    else:
+        lines.append(f"  {f.commits} JAX commits between the tags; XLA pinned {f.xla_before or 'unknown'} → "
+                     f"{f.xla_after or 'unknown'}")
+    for cmd in st.commands:
+        who = "containers (nightly images)" if cmd.startswith("hourly nightly") else "sources (two repositories)"
+        lines.append(f"  next, {who}:")
+        lines.append(f"    {cmd}")
+    return lines
+
+
+def print_report(console, report: ReleaseReport) -> None:
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    console.print(table(report))
+    counts: dict[str, int] = {}
+    for p in report.points:
+        counts[p.status.value] = counts.get(p.status.value, 0) + 1
+    console.print(f"{len(report.points)} releases ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+                  f" {report.measured} measured now, the rest from {report.settings.workdir}"
+                  + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
+    for p in report.points:
+        if p.status is not ReleaseStatus.OK and p.detail:
+            console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
+    n = len(report.steps)
+    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    for st in report.steps:
+        for line in describe_step(st):
+            console.print(f"  {line}", **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# markdown (for `hourly report`)
+
+def command_line(s: ReleaseSettings) -> str:
+    """The `hourly releases` command that reproduces the stored results."""
+    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd,
+            "--repeats", str(s.repeats)]
+    if s.bench_cwd:
+        argv += ["--bench-cwd", s.bench_cwd]
+    if s.metric_regex != DEFAULT_METRIC_REGEX:
+        argv += ["--metric-regex", s.metric_regex]
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    for flag, value in (("--extra", s.extra), ("--index-url", s.index_url), ("--find-links", s.find_links),
+                        ("--python", s.python), ("--jax-repo", s.jax_repo)):
+        if value:
+            argv += [flag, value]
+    for w in s.with_:
+        argv += ["--with", w]
+    for e in s.env:
+        argv += ["--env", e]
+    if s.pre:
+        argv.append("--pre")
+    return shlex.join(argv)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def release_markdown(store: Store) -> list[str]:
+    """The release level's section of the report; [] when the workdir has no release results."""
+    if not store.load_settings(LEVEL):
+        return []
+    report = show(store)
+    s = report.settings
+    md = ["## Release level (`hourly releases`)", "",
+          f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "
+          f"{s.repeats} run{'s' if s.repeats != 1 else ''} per release, "
+          f"{'higher' if s.higher_is_better else 'lower'} is better.", "",
+          "| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
+    marks = {id(st.after): mark(st) for st in report.steps}
+    for p in report.points:
+        md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | {_md(fmt_value(p))} | "
+                  f"{marks.get(id(p), '')} |")
+    md.append("")
+    failed = [p for p in report.points if p.status is not ReleaseStatus.OK and p.detail]
+    for p in failed:
+        md.append(f"- jax {p.version}: {p.status.value} — {_md(p.detail or '')}")
+    if failed:
+        md.append("")
+    if not report.steps:
+        md.append("No step between releases was detected.")
+        md.append("")
+    for st in report.steps:
+        lines = describe_step(st)
+        md.append(f"### {lines[0]}")
+        md.append("")
+        md.extend(f"- {line.strip()}" for line in lines[1:] if not line.strip().startswith("hourly "))
+        if st.commands:
+            md.append("")
+            md.append("```sh")
+            md.extend(st.commands)
+            md.append("```")
+        md.append("")
+    md += ["Reproduce:", "", "```sh", command_line(s), "```", ""]
+    return md
