@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
@@ -86,6 +86,7 @@ class ReleaseSettings:
     jax_repo: str | None = None
     workdir: str = "hourly-work"
     rerun: bool = False
+    deps_as_of_release: bool = False
 
     def bounds(self) -> tuple[Version, Version]:
         try:
@@ -139,6 +140,9 @@ class ReleaseSettings:
                 Requirement(w)
             except InvalidRequirement as e:
                 raise UserError(f"--with {w!r} is not a requirement ({e})", "write it like 'numpy<2'") from e
+        if self.deps_as_of_release and InstallerKind(self.installer) is InstallerKind.PIP:
+            raise UserError("--deps-as-of-release needs uv (pip cannot exclude newer uploads)",
+                            "pip install 'hourly[uv]', or drop --deps-as-of-release and pin with --with")
         InstallerKind(self.installer)
         self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
         if not Path(self.bench_cwd).is_dir():
@@ -158,6 +162,8 @@ class ReleaseSettings:
         ident = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
                  "regex": self.metric_regex, "extra": self.extra, "with": sorted(self.with_),
                  "source": self.source(), "python": target.short}
+        if self.deps_as_of_release:
+            ident["deps"] = "as of release"
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def make_index(self) -> PackageIndex:
@@ -457,8 +463,11 @@ class ReleaseReport:
 
 
 def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:
-    ident = json.dumps({"source": s.source(), "extra": s.extra, "with": sorted(s.with_), "pre": s.pre,
-                        "python": target.exe}, sort_keys=True)
+    ident = {"source": s.source(), "extra": s.extra, "with": sorted(s.with_), "pre": s.pre,
+             "python": target.exe}
+    if s.deps_as_of_release:
+        ident["deps"] = "as of release"
+    ident = json.dumps(ident, sort_keys=True)
     tail = f"-{s.extra}" if s.extra else ""
     return f"{target.short}-jax{p.version}-jaxlib{p.jaxlib}{tail}-{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
 
@@ -505,11 +514,28 @@ def run_releases(s: ReleaseSettings, store: Store,
     return show(store, s, key, measured=measured, installer=installer.describe())
 
 
+def as_of_release_args(released: str | None, now: datetime) -> list[str]:
+    """uv arguments that resolve a release's dependencies as they were the day after its release
+    (pure): newer numpy/scipy/ml_dtypes are excluded, jax and jaxlib themselves are not (their
+    versions are pinned, and old wheels are sometimes uploaded again later)."""
+    if not released:
+        return []
+    day_after = datetime.strptime(released, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc) + timedelta(days=1)
+    stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return ["--exclude-newer", day_after.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "--exclude-newer-package", f"jax={stamp}", "--exclude-newer-package", f"jaxlib={stamp}"]
+
+
 def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> dict[str, Any]:
     """Environment + benchmark for one release (no store access): a row for the store."""
     env = Path(s.cache_dir) / env_name(target, p, s)
+    source_args = s.make_index().installer_args()
+    if s.deps_as_of_release:
+        if installer.kind is not InstallerKind.UV:
+            raise UserError("--deps-as-of-release needs uv, and uv is not installed", "pip install 'hourly[uv]'")
+        source_args += as_of_release_args(p.released, datetime.now(timezone.utc))
     try:
-        made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), s.make_index().installer_args(),
+        made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), source_args,
                           installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
     except ProcessError as e:
         last = e.tail.strip().splitlines()[-1] if e.tail.strip() else "no output"
@@ -645,6 +671,8 @@ def command_line(s: ReleaseSettings) -> str:
             argv += [flag, value]
     for w in s.with_:
         argv += ["--with", w]
+    if s.deps_as_of_release:
+        argv.append("--deps-as-of-release")
     for e in s.env:
         argv += ["--env", e]
     if s.pre:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,14 @@ def test_metadata_readers():
     assert R.xla_pin("nothing") is None
 
 
+def test_dependencies_as_of_the_day_after_the_release():
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert R.as_of_release_args("2023-06-23T00:24:04Z", now) == [
+        "--exclude-newer", "2023-06-24T00:24:04Z", "--exclude-newer-package", "jax=2026-01-02T03:04:05Z",
+        "--exclude-newer-package", "jaxlib=2026-01-02T03:04:05Z"]
+    assert R.as_of_release_args(None, now) == []
+
+
 def test_plan_from_a_local_index(wheel_dir, tmp_path):
     s = R.ReleaseSettings("0.1.0", "0.3.1.dev20230701", bench_cmd="python b.py", find_links=str(wheel_dir),
                           cache_dir=str(tmp_path))
@@ -213,6 +222,9 @@ def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert main(["releases", "--from", "5.0", "--to", "6.0", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--cache-dir", str(tmp_path / "c")]) == 1
     assert "no jax release between 5.0 and 6.0" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--installer", "pip", "--deps-as-of-release"]) == 1
+    assert "needs uv" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
 
 
@@ -221,7 +233,7 @@ def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
 @pytest.mark.skipif(find_uv() is None, reason="uv is not installed (pip install 'hourly[uv]')")
 def test_releases_find_the_step_and_hand_over(wheel_dir, bench, jax_repo, tmp_path, capsys):
     assert main(args(wheel_dir, bench, tmp_path, "0.1.0", "0.3.0", "--repeats", "2", "--jax-repo",
-                     str(jax_repo), "--json")) == 0
+                     str(jax_repo), "--deps-as-of-release", "--json")) == 0
     out = json.loads(capsys.readouterr().out)
     points = {p["version"]: p for p in out["points"]}
     assert list(points) == ["0.1.0", "0.1.1", "0.2.0", "0.2.1", "0.2.2", "0.3.0"]
@@ -259,7 +271,7 @@ def test_releases_find_the_step_and_hand_over(wheel_dir, bench, jax_repo, tmp_pa
 
     # the same command again measures nothing; the table shows the stored results and marks
     assert main(args(wheel_dir, bench, tmp_path, "0.1.0", "0.3.0", "--repeats", "2",
-                     "--jax-repo", str(jax_repo))) == 0
+                     "--jax-repo", str(jax_repo), "--deps-as-of-release")) == 0
     text = capsys.readouterr().out
     assert "0 measured now" in text and "✗ crashed" in text
     assert re.search(r"▼ \+(49|50)\.\d%", text), text

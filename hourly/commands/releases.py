@@ -35,6 +35,7 @@ def releases(
     with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable)."),
     index_url: Optional[str] = Opt(None, "--index-url", help="Package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
     find_links: Optional[str] = Opt(None, "--find-links", help="A local directory of wheels instead of an index (offline)."),
+    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),
     pre: bool = Opt(False, "--pre", help="Include dev/nightly versions."),
     python: Optional[str] = Opt(None, "--python", help="Interpreter the environments are made from [default: hourly's]."),
     installer: InstallerKind = Opt(InstallerKind.AUTO, "--installer", help="auto: uv when installed, else pip."),
@@ -59,7 +60,8 @@ def releases(
             metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
             higher_is_better=higher_is_better, extra=extra, with_=list(with_ or []), index_url=index_url,
             find_links=find_links, pre=pre, python=python, installer=installer.value,
-            cache_dir=cache_dir or R.default_cache_dir(), jax_repo=jax_repo, workdir=wd.workdir, rerun=rerun)
+            cache_dir=cache_dir or R.default_cache_dir(), jax_repo=jax_repo, workdir=wd.workdir, rerun=rerun,
+            deps_as_of_release=deps_as_of_release)
         if dry_run:
             _print_plan(s, json_out)
             return
