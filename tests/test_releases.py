@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from hourly import releases as R
 from hourly.cli import main
+from hourly.errors import UserError
 from hourly.pkgindex import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
 from hourly.store import SCHEMA_VERSION, Store
 from hourly.venvs import find_uv, target_python
@@ -198,6 +199,74 @@ def test_plan_from_a_local_index(wheel_dir, tmp_path):
     assert "0.3.1.dev20230701" in [p.version for p in R.plan_releases(LocalDir(wheel_dir), s, target)]
     wheel = next(wheel_dir.glob("jax-0.2.1-*.whl"))
     assert 'jaxlib<=0.2.1,>=0.2.0; extra == "cpu"' in read_requires(wheel)
+
+
+@pytest.fixture
+def http_index(wheel_dir):
+    """A real HTTP server on localhost speaking PEP 691 JSON for the wheel directory: upload
+    times, a yanked release, PEP 658 metadata files (and 404 for other projects)."""
+    import http.server
+    import threading
+
+    def page(project: str) -> bytes:
+        files = []
+        for f in sorted(wheel_dir.glob(f"{project}-*.whl")):
+            version = f.name.split("-")[1]
+            when = next(w for v, _, _, w in JAX if v == version) if project == "jax" else (2023, 1, 1)
+            files.append({"filename": f.name, "url": f"../../files/{f.name}", "hashes": {},
+                          "requires-python": ">=3.8", "upload-time": "%04d-%02d-%02dT08:30:00.123456Z" % when,
+                          "core-metadata": True, "yanked": "broken wheel" if version == "0.1.1" else False})
+        return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            parts = self.path.strip("/").split("/")
+            if parts[0] == "simple" and len(parts) == 2 and parts[1] in ("jax", "jaxlib"):
+                body, kind = page(parts[1]), "application/vnd.pypi.simple.v1+json"
+            elif parts[0] == "files" and parts[-1].endswith(".metadata"):
+                with zipfile.ZipFile(wheel_dir / parts[-1][: -len(".metadata")]) as z:
+                    body = z.read(next(n for n in z.namelist() if n.endswith("/METADATA")))
+                kind = "text/plain"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+
+
+def test_plan_from_a_json_simple_index_over_http(http_index, tmp_path):
+    s = R.ReleaseSettings("0.1.0", "0.3.0", bench_cmd="python b.py", index_url=http_index, cache_dir=str(tmp_path))
+    s.validate()
+    plan = {p.version: p for p in R.plan_releases(s.make_index(), s, target_python(None))}
+    assert list(plan) == ["0.1.0", "0.1.1", "0.2.0", "0.2.1", "0.2.2", "0.3.0"]
+    assert plan["0.2.0"].released == "2023-03-10T08:30:00Z"           # PEP 700 upload time
+    assert plan["0.1.1"].yanked == "broken wheel"
+    assert plan["0.2.1"].jaxlib == "0.2.0" and "newest allowed" in plan["0.2.1"].pairing  # PEP 658 metadata
+    assert plan["0.3.0"].missing and "cp27" in plan["0.3.0"].missing
+    assert not (tmp_path / "downloads").exists()  # metadata files sufficed: no wheel downloaded
+    s.index_url = http_index.replace("/simple", "/nothing")
+    with pytest.raises(UserError, match="no jax on"):
+        R.plan_releases(s.make_index(), s, target_python(None))
+
+
+def test_another_interpreter_gets_its_own_tags(tmp_path):
+    other = tmp_path / "python-other"
+    other.symlink_to(sys.executable)  # another path: hourly asks the interpreter itself
+    t = target_python(str(other))
+    assert t.exe == str(other) and t.version == ".".join(map(str, sys.version_info[:3]))
+    assert any(str(tag).startswith(f"{t.short}-{t.short}-") for tag in t.tags)
+    assert any(str(tag) == "py3-none-any" for tag in t.tags)
 
 
 def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
