@@ -198,7 +198,7 @@ def choose_jaxlib(version: Version, jaxlib_versions: list[Version], requires: li
         return version, "same version"
     requires = requires or []
     reqs = []
-    for e in dict.fromkeys([extra, "cpu", None]):
+    for e in dict.fromkeys([extra or "cpu", "cpu", None]):  # each includes the unconditional ones
         reqs = jaxlib_requirements(requires, e)
         if reqs:
             break
@@ -563,7 +563,9 @@ def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None,
         s = ReleaseSettings(**saved["settings"])
         key = saved["key"]
     lo, hi = s.bounds()
-    rows = [r for v, r in store.releases(key).items() if lo <= Version(v) <= hi]
+    pre = s.pre or lo.is_prerelease or hi.is_prerelease
+    rows = [r for v, r in store.releases(key).items()
+            if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)]
     points = sorted((_point(r) for r in rows), key=lambda p: Version(p.version))
     steps = find_release_steps(points, s.higher_is_better)
     for st in steps:

@@ -162,6 +162,10 @@ def test_choose_jaxlib_same_version_then_jax_requirement_then_none():
     reqs = ['jaxlib==0.1.0; extra == "cpu"', 'jaxlib==0.2.0; extra == "cuda12"']
     assert R.choose_jaxlib(Version("0.2.4"), libs, reqs, "cuda12")[0] == Version("0.2.0")
     assert R.choose_jaxlib(Version("0.2.4"), libs, [], None)[0] is None
+    # newer jax: an unconditional requirement, combined with the extra's
+    reqs = ["jaxlib<=0.3.0,>=0.1.0", 'jaxlib<0.2.0; extra == "cpu"']
+    assert R.choose_jaxlib(Version("0.2.4"), libs, reqs, None)[0] == Version("0.1.0")
+    assert R.choose_jaxlib(Version("0.2.4"), libs, reqs[:1], None)[0] == Version("0.2.0")
 
 
 def test_metadata_readers():
