@@ -119,11 +119,13 @@ class ReleaseSettings:
         jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"
         return [jax, f"jaxlib=={jaxlib}", *self.with_]
 
-    def validate(self) -> None:
+    def validate(self, benchmark: bool = True) -> None:
         """Check everything before anything runs; pin relative paths to absolute ones now, so the
-        stored settings (``--show`` from elsewhere) keep meaning the same directories."""
+        stored settings (``--show`` from elsewhere) keep meaning the same directories.
+        ``benchmark=False`` (a dry run) does not ask for a benchmark command."""
         self.bounds()
-        self.argv()
+        if benchmark or self.bench_cmd:
+            self.argv()
         self.env_dict()
         compile_metric_regex(self.metric_regex)
         if not isinstance(self.repeats, int) or self.repeats < 1:

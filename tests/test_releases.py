@@ -273,6 +273,15 @@ def test_another_interpreter_gets_its_own_tags(tmp_path):
     assert any(str(tag) == "py3-none-any" for tag in t.tags)
 
 
+def test_dry_run_lists_the_plan_and_installs_nothing(wheel_dir, tmp_path, capsys):
+    assert main(["releases", "--from", "0.2.0", "--to", "0.3.0", "--find-links", str(wheel_dir), "--dry-run",
+                 "--json", "--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work")]) == 0
+    plan = json.loads(capsys.readouterr().out)["releases"]
+    assert [(p["version"], p["jaxlib"], bool(p["missing"])) for p in plan] == [
+        ("0.2.0", "0.2.0", False), ("0.2.1", "0.2.0", False), ("0.2.2", "0.2.2", False), ("0.3.0", "0.3.0", True)]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "work").exists()
+
+
 def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
     store = Store(tmp_path)
     store.conn.execute("DROP TABLE releases")

@@ -80,7 +80,7 @@ def releases(
 
 def _print_plan(s: R.ReleaseSettings, json_out: bool) -> None:
     from ..venvs import target_python
-    s.validate()
+    s.validate(benchmark=False)
     target = target_python(s.python)
     plan = R.plan_releases(s.make_index(), s, target)
     if json_out:
