@@ -21,7 +21,6 @@ import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,11 +28,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .bench import DEFAULT_METRIC_REGEX, BenchSpec, compile_metric_regex, run_benchmark, spread
+from .bench import DEFAULT_METRIC_REGEX, BenchSpec, compile_metric_regex, run_benchmark
 from .errors import ProcessError, UserError
+from .model import InstallerKind, ReleasePoint, Status
 from .pkgindex import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from .store import Store
-from .venvs import InstallerKind, TargetPython, choose_installer, ensure_env, target_python
+from .venvs import TargetPython, choose_installer, ensure_env, target_python
 
 LEVEL = "releases"
 
@@ -43,22 +43,8 @@ def default_cache_dir() -> str:
     return str(Path(base).expanduser() / "hourly" / "releases")
 
 
-class ReleaseStatus(str, Enum):
-    """The outcome of one release: a benchmark's four, or why it could not run."""
-
-    OK = "ok"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    NO_METRIC = "no_metric"
-    MISSING = "missing"                # no installable file for this Python/platform
-    INSTALL_FAILED = "install_failed"  # the installer failed (log kept)
-
-    def __str__(self) -> str:
-        return self.value
-
-
 #: Results that are final: a rerun of the same command does not measure these again.
-FINISHED = {ReleaseStatus.OK, ReleaseStatus.CRASHED, ReleaseStatus.TIMEOUT, ReleaseStatus.NO_METRIC}
+FINISHED = {Status.OK, Status.CRASHED, Status.TIMEOUT, Status.NO_METRIC}
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,39 +264,6 @@ def plan_releases(index: PackageIndex, s: ReleaseSettings, target: TargetPython)
 # --------------------------------------------------------------------------------------------
 # results
 
-@dataclass
-class ReleasePoint:
-    version: str
-    jaxlib: str | None
-    released: str | None
-    status: ReleaseStatus
-    value: float | None = None
-    samples: list[float] = field(default_factory=list)
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    detail: str | None = None
-    installer: str | None = None
-    env: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"version": self.version, "jaxlib": self.jaxlib, "released": self.released,
-                "status": self.status.value, "value": self.value, "samples": self.samples,
-                "detail": self.detail, "installer": self.installer}
-
-    @property
-    def spread(self) -> float | None:
-        return spread(self.samples)
-
-    @property
-    def date(self) -> str | None:
-        return self.released[:10] if self.released else None
-
-
-def _point(row: dict[str, Any]) -> ReleasePoint:
-    return ReleasePoint(row["version"], row.get("jaxlib"), row.get("released"), ReleaseStatus(row["status"]),
-                        row.get("value"), list(row.get("samples") or []), list(row.get("runs") or []),
-                        row.get("detail"), row.get("installer"), row.get("env"))
-
-
 # --------------------------------------------------------------------------------------------
 # steps and the hand-off
 
@@ -398,11 +351,11 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
     """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
     plus every good → crashed/timed-out boundary (pure)."""
     from .detect import ChangeKind
-    from .scan import PointResult
+    from .model import PointResult
     from .steps import find_steps
-    ran = [p for p in points if p.status not in (ReleaseStatus.MISSING, ReleaseStatus.INSTALL_FAILED)]
+    ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
-    if any(p.status is ReleaseStatus.OK for p in ran):
+    if any(p.status is Status.OK for p in ran):
         rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
                 for p in ran]
         found, _, _ = find_steps(rows, higher_is_better)
@@ -412,7 +365,7 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
                                      ran[st.before_index], ran[st.after_index], c.relative_change,
                                      c.level_before, c.level_after, c.strength))
     for prev, p in zip(ran, ran[1:]):
-        if prev.status is ReleaseStatus.OK and p.status in (ReleaseStatus.CRASHED, ReleaseStatus.TIMEOUT):
+        if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
             steps.append(ReleaseStep("crash", prev, p))
     steps.sort(key=lambda st: Version(st.after.version))
     return steps
@@ -492,8 +445,7 @@ def run_releases(s: ReleaseSettings, store: Store,
     have = store.releases(key)
 
     def finished(p: Planned) -> bool:
-        row = have.get(p.version)
-        return row is not None and ReleaseStatus(row["status"]) in FINISHED
+        return p.version in have and have[p.version].status in FINISHED
 
     todo = [p for p in planned if s.rerun or not finished(p)]
     total, done = len(planned), len(planned) - len(todo)
@@ -503,12 +455,13 @@ def run_releases(s: ReleaseSettings, store: Store,
     for p in todo:
         if on_progress:
             on_progress(done, total, p.version)
-        row = {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}
         if p.missing:
-            if have.get(p.version, {}).get("detail") != p.missing:
-                store.add_release(key, {**row, "status": ReleaseStatus.MISSING.value, "detail": p.missing})
+            before = have.get(p.version)
+            if before is None or before.detail != p.missing:
+                store.add_release(key, ReleasePoint(p.version, p.jaxlib, p.released, Status.MISSING,
+                                                    detail=p.missing))
         else:
-            store.add_release(key, {**row, **_measure(p, s, target, installer, log_dir)})
+            store.add_release(key, _measure(p, s, target, installer, log_dir))
             measured += 1
         done += 1
         if on_progress:
@@ -528,8 +481,8 @@ def as_of_release_args(released: str | None, now: datetime) -> list[str]:
             "--exclude-newer-package", f"jax={stamp}", "--exclude-newer-package", f"jaxlib={stamp}"]
 
 
-def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> dict[str, Any]:
-    """Environment + benchmark for one release (no store access): a row for the store."""
+def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> ReleasePoint:
+    """Environment + benchmark for one release (no store access): its result."""
     env = Path(s.cache_dir) / env_name(target, p, s)
     source_args = s.make_index().installer_args()
     if s.deps_as_of_release:
@@ -541,17 +494,16 @@ def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, lo
                           installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
     except ProcessError as e:
         last = e.tail.strip().splitlines()[-1] if e.tail.strip() else "no output"
-        return {"status": ReleaseStatus.INSTALL_FAILED.value, "installer": installer.kind.value,
-                "env": str(env), "detail": f"{installer.kind.value} failed: {last}; log {e.log_path}"}
+        return ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
+                            env=str(env), detail=f"{installer.kind.value} failed: {last}; log {e.log_path}")
     spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
                      s.timeout, made.python)
     res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
     detail = res.detail()
     if p.yanked:
         detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
-    return {"status": res.status.value, "value": res.value, "samples": res.samples,
-            "runs": [r.as_dict() for r in res.runs], "installer": made.installer, "env": str(env),
-            "detail": detail}
+    return ReleasePoint(p.version, p.jaxlib, p.released, Status(res.status.value), res.value, res.samples,
+                        [r.as_dict() for r in res.runs], detail, made.installer, str(env))
 
 
 def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
@@ -566,9 +518,9 @@ def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None,
         key = saved["key"]
     lo, hi = s.bounds()
     pre = s.pre or lo.is_prerelease or hi.is_prerelease
-    rows = [r for v, r in store.releases(key).items()
-            if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)]
-    points = sorted((_point(r) for r in rows), key=lambda p: Version(p.version))
+    points = sorted((p for v, p in store.releases(key).items()
+                     if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
+                    key=lambda p: Version(p.version))
     steps = find_release_steps(points, s.higher_is_better)
     for st in steps:
         st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
@@ -606,8 +558,8 @@ def table(report: ReleaseReport):
     for st in report.steps:
         marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
     for p in report.points:
-        style = None if p.status is ReleaseStatus.OK else (
-            "dim" if p.status in (ReleaseStatus.MISSING, ReleaseStatus.INSTALL_FAILED) else "red")
+        style = None if p.status is Status.OK else (
+            "dim" if p.status in (Status.MISSING, Status.INSTALL_FAILED) else "red")
         t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", fmt_value(p), marks.get(id(p), ""), style=style)
     return t
 
@@ -647,7 +599,7 @@ def print_report(console, report: ReleaseReport) -> None:
                   f" {report.measured} measured now, the rest from {report.settings.workdir}"
                   + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
     for p in report.points:
-        if p.status is not ReleaseStatus.OK and p.detail:
+        if p.status is not Status.OK and p.detail:
             console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
     n = len(report.steps)
     console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
@@ -704,7 +656,7 @@ def release_markdown(store: Store) -> list[str]:
         md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | {_md(fmt_value(p))} | "
                   f"{marks.get(id(p), '')} |")
     md.append("")
-    failed = [p for p in report.points if p.status is not ReleaseStatus.OK and p.detail]
+    failed = [p for p in report.points if p.status is not Status.OK and p.detail]
     for p in failed:
         md.append(f"- jax {p.version}: {p.status.value} — {_md(p.detail or '')}")
     if failed:

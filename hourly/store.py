@@ -14,10 +14,12 @@ Tables:
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
-  samples, runs, and the JAX/XLA commits found in the image (hourly/nightly.py reads and writes it).
+  samples, runs, and the JAX/XLA commits found in the image.
 - ``releases`` (schema 4): the release level, every jax release ``hourly releases`` measured from
   the package index: the jaxlib paired with it, release time, status (a measurement's, or
   ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
+
+Every SQL statement of hourly is in this module.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UserError
+from .model import NightlyPoint, ReleasePoint, Status
 
 SCHEMA_VERSION = 4
 STORE_NAME = "hourly.sqlite"
@@ -57,7 +60,7 @@ CREATE INDEX IF NOT EXISTS measurements_pair ON measurements (bench_key, xla, ja
 class Measurement:
     xla: str
     jax: str
-    status: str  # a hourly.bench.Status value
+    status: str  # a hourly.model.Status value
     value: float | None
     samples: list[float] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
@@ -239,29 +242,43 @@ class Store:
         return out
 
     # -- the release level (schema 4) -----------------------------------------------------------
-    def add_release(self, key: str, r: dict[str, Any]) -> None:
-        """One attempt at one jax release under benchmark ``key`` (its own transaction)."""
+    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
+        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
         with self.transaction() as c:
             c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
                       " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (key, r["version"], r.get("jaxlib"), r.get("released"), r["status"], r.get("value"),
-                       json.dumps(r.get("samples", [])), json.dumps(r.get("runs", [])), r.get("installer"),
-                       r.get("env"), r.get("detail"), time.time()))
+                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
 
-    def releases(self, key: str) -> dict[str, dict[str, Any]]:
-        """The latest stored attempt at every release under ``key``, by version."""
-        out: dict[str, dict[str, Any]] = {}
-        for r in self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (key,)):
-            d = dict(r)
-            d["samples"] = json.loads(d["samples"])
-            d["runs"] = json.loads(d["runs"])
-            out[d["version"]] = d
-        return out
+    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version."""
+        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
+                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
+                                           r["detail"], r["installer"], r["env"]) for r in rows}
 
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
         return [json.loads(r[0]) for r in rows if r[0]]
+
+    # -- nightly (schema 3) --------------------------------------------------------------------
+    def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
+        """One date's result; a date whose commits are known is also a point of ``level``."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
+                      " xla, jax, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
+                       json.dumps(p.runs), p.xla, p.jax, p.detail, time.time()))
+            if p.xla and p.jax:
+                c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
+
+    def nightly_points(self, bench_key: str) -> dict[str, NightlyPoint]:
+        """The latest stored result of every date under ``bench_key``."""
+        rows = self.conn.execute("SELECT * FROM nightly WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
+                                        r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
+                                        json.loads(r["runs"]), r["detail"]) for r in rows}
 
 
 def _measurement(r: sqlite3.Row) -> Measurement:

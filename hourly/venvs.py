@@ -17,25 +17,16 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from packaging.tags import Tag, compatible_tags, cpython_tags, sys_tags
 
 from . import proc
 from .errors import UserError
+from .model import InstallerKind
 
 READY = ".hourly-ready"
 INSTALL_TIMEOUT = 1800
-
-
-class InstallerKind(str, Enum):
-    AUTO = "auto"
-    UV = "uv"
-    PIP = "pip"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from packaging.version import Version
 from hourly import releases as R
 from hourly.cli import main
 from hourly.errors import UserError
+from hourly.model import ReleasePoint, Status
 from hourly.pkgindex import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
 from hourly.store import SCHEMA_VERSION, Store
 from hourly.venvs import find_uv, target_python
@@ -290,9 +291,12 @@ def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
     store = Store(tmp_path)
     assert SCHEMA_VERSION >= 4
     assert int(store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]) == SCHEMA_VERSION
-    store.add_release("k", {"version": "0.1.0", "jaxlib": "0.1.0", "status": "ok", "value": 1.0, "samples": [1.0]})
-    store.add_release("k", {"version": "0.1.0", "jaxlib": "0.1.0", "status": "crashed"})
-    assert store.releases("k")["0.1.0"]["status"] == "crashed"  # the latest attempt
+    store.add_release("k", ReleasePoint("0.1.0", "0.1.0", "2023-01-10T12:00:00Z", Status.OK, 1.0, [1.0]))
+    store.add_release("k", ReleasePoint("0.1.0", "0.1.0", "2023-01-10T12:00:00Z", Status.CRASHED))
+    store.add_release("k", ReleasePoint("0.2.0", None, None, Status.MISSING, detail="no wheel"))
+    got = store.releases("k")
+    assert got["0.1.0"].status is Status.CRASHED and got["0.1.0"].released == "2023-01-10T12:00:00Z"  # the latest
+    assert got["0.2.0"] == ReleasePoint("0.2.0", None, None, Status.MISSING, detail="no wheel")
 
 
 def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):

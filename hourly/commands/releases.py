@@ -1,24 +1,16 @@
-"""``hourly releases``: the typer command function for hourly/cli.py (logic in hourly/releases.py)."""
+"""``hourly releases``: the release level, one environment per jax release from the package index
+(logic in hourly/releases.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import List, Optional
 
-import typer
-from rich.console import Console
-
-from .. import releases as R
 from ..bench import DEFAULT_METRIC_REGEX
-from ..config import effective
+from ..config import effective, workdir_setting
 from ..errors import UsageError
-from ..render import progress_bar
-from ..store import Store
-from ..venvs import InstallerKind
-
-Opt = typer.Option
-console = Console()
-err_console = Console(stderr=True)
+from ..model import InstallerKind
+from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
 
 
 def releases(
@@ -30,12 +22,14 @@ def releases(
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per release."),
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
-    higher_is_better: bool = Opt(True, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better]."),
+    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
+                                           help="Direction of the metric, stored with the results: higher (rates) "
+                                                "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
     extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins."),
     with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable)."),
+    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),
     index_url: Optional[str] = Opt(None, "--index-url", help="Package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
     find_links: Optional[str] = Opt(None, "--find-links", help="A local directory of wheels instead of an index (offline)."),
-    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),
     pre: bool = Opt(False, "--pre", help="Include dev/nightly versions."),
     python: Optional[str] = Opt(None, "--python", help="Interpreter the environments are made from [default: hourly's]."),
     installer: InstallerKind = Opt(InstallerKind.AUTO, "--installer", help="auto: uv when installed, else pip."),
@@ -44,29 +38,33 @@ def releases(
     rerun: bool = Opt(False, "--rerun", help="Measure again releases already stored."),
     dry_run: bool = Opt(False, "--dry-run", help="List the releases, their jaxlib and what is missing; install nothing."),
     show: bool = Opt(False, "--show", help="Print the stored release results; run nothing."),
-    workdir: Optional[str] = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]."),
-    json_out: bool = Opt(False, "--json", help="Print one JSON object instead of tables."),
-    config: Optional[str] = Opt(None, "--config", help="Settings file (for the workdir)."),
+    workdir: Optional[str] = Workdir,
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
-    wd, _ = effective({"workdir": workdir}, config)
+    from .. import releases as R
+    from ..render import progress_bar
+    from ..store import Store
+    wd = workdir_setting(workdir, config)
     if show:
-        report = R.show(Store(wd.workdir, create=False))
+        report = R.show(Store(wd, create=False))
     else:
         if not from_ or not to:
             raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")
         s = R.ReleaseSettings(
             from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=list(env or []),
             metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
-            higher_is_better=higher_is_better, extra=extra, with_=list(with_ or []), index_url=index_url,
-            find_links=find_links, pre=pre, python=python, installer=installer.value,
-            cache_dir=cache_dir or R.default_cache_dir(), jax_repo=jax_repo, workdir=wd.workdir, rerun=rerun,
-            deps_as_of_release=deps_as_of_release)
+            higher_is_better=(effective({}, config)[0].higher_is_better if higher_is_better is None
+                              else higher_is_better),
+            extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
+            python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
+            jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=deps_as_of_release)
         if dry_run:
             _print_plan(s, json_out)
             return
         s.validate()
-        store = Store(wd.workdir)
+        store = Store(wd)
         if json_out:
             report = R.run_releases(s, store)
         else:
@@ -78,11 +76,12 @@ def releases(
         R.print_report(console, report)
 
 
-def _print_plan(s: R.ReleaseSettings, json_out: bool) -> None:
+def _print_plan(s, json_out: bool) -> None:
+    from ..releases import plan_releases
     from ..venvs import target_python
     s.validate(benchmark=False)
     target = target_python(s.python)
-    plan = R.plan_releases(s.make_index(), s, target)
+    plan = plan_releases(s.make_index(), s, target)
     if json_out:
         print(json.dumps({"python": target.version, "releases": [p.__dict__ for p in plan]}, indent=1))
         return
