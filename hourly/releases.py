@@ -10,6 +10,10 @@ Versions without an installable file for this Python and platform are listed as 
 the reason. Steps come from hourly's detection (direction, noise floor) plus crash boundaries;
 each names the last good and first bad releases, their git tags, the JAX commits and XLA pins
 between them when a JAX checkout is given, and the commands that narrow it further.
+
+This module holds the level's settings, the versions and their pairing, the steps and the
+hand-off, and the report of what the store holds (``show``); releases_run.py makes the
+environments and runs the benchmark; releases_render.py draws the table and the markdown.
 """
 
 from __future__ import annotations
@@ -20,20 +24,20 @@ import os
 import re
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .bench import DEFAULT_METRIC_REGEX, BenchSpec, compile_metric_regex, run_benchmark
-from .errors import ProcessError, UserError
+from .bench import DEFAULT_METRIC_REGEX, compile_metric_regex
+from .errors import UserError
 from .model import InstallerKind, ReleasePoint, Status
 from .pkgindex import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from .store import Store
-from .venvs import TargetPython, choose_installer, ensure_env, target_python
+from .venvs import TargetPython
 
 LEVEL = "releases"
 
@@ -417,95 +421,6 @@ class ReleaseReport:
                 "installer": self.installer}
 
 
-def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:
-    ident = {"source": s.source(), "extra": s.extra, "with": sorted(s.with_), "pre": s.pre,
-             "python": target.exe}
-    if s.deps_as_of_release:
-        ident["deps"] = "as of release"
-    ident = json.dumps(ident, sort_keys=True)
-    tail = f"-{s.extra}" if s.extra else ""
-    return f"{target.short}-jax{p.version}-jaxlib{p.jaxlib}{tail}-{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
-
-
-def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
-    store.save_settings(LEVEL, {"settings": s.as_dict(), "key": key})
-
-
-def run_releases(s: ReleaseSettings, store: Store,
-                 on_progress: Callable[[int, int, str | None], None] | None = None) -> ReleaseReport:
-    """Measure every release of the window not finished yet (all with ``rerun``) and return the
-    window's report. Each release's result is stored as soon as it is known."""
-    s.validate()
-    target = target_python(s.python)
-    installer = choose_installer(s.installer)
-    index = s.make_index()
-    planned = plan_releases(index, s, target)
-    key = s.key(target)
-    _save_settings(store, s, key)
-    have = store.releases(key)
-
-    def finished(p: Planned) -> bool:
-        return p.version in have and have[p.version].status in FINISHED
-
-    todo = [p for p in planned if s.rerun or not finished(p)]
-    total, done = len(planned), len(planned) - len(todo)
-    log_dir = store.workdir / "logs" / "releases"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    measured = 0
-    for p in todo:
-        if on_progress:
-            on_progress(done, total, p.version)
-        if p.missing:
-            before = have.get(p.version)
-            if before is None or before.detail != p.missing:
-                store.add_release(key, ReleasePoint(p.version, p.jaxlib, p.released, Status.MISSING,
-                                                    detail=p.missing))
-        else:
-            store.add_release(key, _measure(p, s, target, installer, log_dir))
-            measured += 1
-        done += 1
-        if on_progress:
-            on_progress(done, total, None)
-    return show(store, s, key, measured=measured, installer=installer.describe())
-
-
-def as_of_release_args(released: str | None, now: datetime) -> list[str]:
-    """uv arguments that resolve a release's dependencies as they were the day after its release
-    (pure): newer numpy/scipy/ml_dtypes are excluded, jax and jaxlib themselves are not (their
-    versions are pinned, and old wheels are sometimes uploaded again later)."""
-    if not released:
-        return []
-    day_after = datetime.strptime(released, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc) + timedelta(days=1)
-    stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return ["--exclude-newer", day_after.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "--exclude-newer-package", f"jax={stamp}", "--exclude-newer-package", f"jaxlib={stamp}"]
-
-
-def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> ReleasePoint:
-    """Environment + benchmark for one release (no store access): its result."""
-    env = Path(s.cache_dir) / env_name(target, p, s)
-    source_args = s.make_index().installer_args()
-    if s.deps_as_of_release:
-        if installer.kind is not InstallerKind.UV:
-            raise UserError("--deps-as-of-release needs uv, and uv is not installed", "pip install 'hourly[uv]'")
-        source_args += as_of_release_args(p.released, datetime.now(timezone.utc))
-    try:
-        made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), source_args,
-                          installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
-    except ProcessError as e:
-        last = e.tail.strip().splitlines()[-1] if e.tail.strip() else "no output"
-        return ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
-                            env=str(env), detail=f"{installer.kind.value} failed: {last}; log {e.log_path}")
-    spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
-                     s.timeout, made.python)
-    res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
-    detail = res.detail()
-    if p.yanked:
-        detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
-    return ReleasePoint(p.version, p.jaxlib, p.released, Status(res.status.value), res.value, res.samples,
-                        [r.as_dict() for r in res.runs], detail, made.installer, str(env))
-
-
 def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
          installer: str | None = None) -> ReleaseReport:
     """The stored release results of the window (the last run's settings unless ``s``)."""
@@ -526,154 +441,3 @@ def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None,
         st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
         st.commands = next_commands(st, s)
     return ReleaseReport(points, steps, s, measured, installer)
-
-
-# --------------------------------------------------------------------------------------------
-# terminal output
-
-def fmt_value(p: ReleasePoint) -> str:
-    if p.value is None:
-        return p.status.value
-    text = f"{p.value:.4g}"
-    if p.spread is not None:
-        text += f" ±{p.spread * 100:.1f}%"
-    return text
-
-
-def mark(st: ReleaseStep) -> str:
-    if st.kind == "crash":
-        return f"✗ {st.after.status.value}"
-    return ("▼ " if st.kind == "regression" else "▲ ") + f"{(st.change or 0) * 100:+.1f}%"
-
-
-def table(report: ReleaseReport):
-    from rich.table import Table
-    t = Table(title="hourly releases", caption=f"wheels: {report.settings.source().split(':', 1)[1]}")
-    t.add_column("jax", no_wrap=True)
-    t.add_column("jaxlib", no_wrap=True)
-    t.add_column("released", no_wrap=True)
-    t.add_column("metric", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True)
-    marks = {}
-    for st in report.steps:
-        marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
-    for p in report.points:
-        style = None if p.status is Status.OK else (
-            "dim" if p.status in (Status.MISSING, Status.INSTALL_FAILED) else "red")
-        t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", fmt_value(p), marks.get(id(p), ""), style=style)
-    return t
-
-
-def describe_step(st: ReleaseStep) -> list[str]:
-    """A step in words: what changed, the releases, tags, commits, XLA pins, next commands."""
-    if st.kind == "crash":
-        head = f"✗ {st.after.status.value} from jax {st.after.version} on"
-    else:
-        head = (f"{mark(st)} {st.kind} ({st.level_before:.4g} → {st.level_after:.4g},"
-                f" z={st.strength:.0f})")
-    good, bad = ("last good", "first bad") if st.kind != "improvement" else ("before", "after")
-    lines = [f"{head}: {good} jax {st.before.version} (jaxlib {st.before.jaxlib}, released "
-             f"{st.before.date or 'unknown'}), {bad} jax {st.after.version} (jaxlib {st.after.jaxlib}, released "
-             f"{st.after.date or 'unknown'})",
-             f"  tags: {', '.join(st.tags)}"]
-    f = st.facts
-    if f.unknown:
-        lines.append(f"  JAX commits between the tags and XLA pins: unknown ({f.unknown})")
-    else:
-        lines.append(f"  {f.commits} JAX commits between the tags; XLA pinned {f.xla_before or 'unknown'} → "
-                     f"{f.xla_after or 'unknown'}")
-    for cmd in st.commands:
-        who = "containers (nightly images)" if cmd.startswith("hourly nightly") else "sources (two repositories)"
-        lines.append(f"  next, {who}:")
-        lines.append(f"    {cmd}")
-    return lines
-
-
-def print_report(console, report: ReleaseReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
-    console.print(table(report))
-    counts: dict[str, int] = {}
-    for p in report.points:
-        counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{len(report.points)} releases ({', '.join(f'{n} {k}' for k, n in counts.items())});"
-                  f" {report.measured} measured now, the rest from {report.settings.workdir}"
-                  + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
-    for p in report.points:
-        if p.status is not Status.OK and p.detail:
-            console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
-    n = len(report.steps)
-    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
-    for st in report.steps:
-        for line in describe_step(st):
-            console.print(f"  {line}", **kw)
-
-
-# --------------------------------------------------------------------------------------------
-# markdown (for `hourly report`)
-
-def command_line(s: ReleaseSettings) -> str:
-    """The `hourly releases` command that reproduces the stored results."""
-    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd,
-            "--repeats", str(s.repeats)]
-    if s.bench_cwd:
-        argv += ["--bench-cwd", s.bench_cwd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        argv += ["--metric-regex", s.metric_regex]
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    for flag, value in (("--extra", s.extra), ("--index-url", s.index_url), ("--find-links", s.find_links),
-                        ("--python", s.python), ("--jax-repo", s.jax_repo)):
-        if value:
-            argv += [flag, value]
-    for w in s.with_:
-        argv += ["--with", w]
-    if s.deps_as_of_release:
-        argv.append("--deps-as-of-release")
-    for e in s.env:
-        argv += ["--env", e]
-    if s.pre:
-        argv.append("--pre")
-    return shlex.join(argv)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def release_markdown(store: Store) -> list[str]:
-    """The release level's section of the report; [] when the workdir has no release results."""
-    if not store.load_settings(LEVEL):
-        return []
-    report = show(store)
-    s = report.settings
-    md = ["## Release level (`hourly releases`)", "",
-          f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "
-          f"{s.repeats} run{'s' if s.repeats != 1 else ''} per release, "
-          f"{'higher' if s.higher_is_better else 'lower'} is better.", "",
-          "| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
-    marks = {id(st.after): mark(st) for st in report.steps}
-    for p in report.points:
-        md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | {_md(fmt_value(p))} | "
-                  f"{marks.get(id(p), '')} |")
-    md.append("")
-    failed = [p for p in report.points if p.status is not Status.OK and p.detail]
-    for p in failed:
-        md.append(f"- jax {p.version}: {p.status.value} — {_md(p.detail or '')}")
-    if failed:
-        md.append("")
-    if not report.steps:
-        md.append("No step between releases was detected.")
-        md.append("")
-    for st in report.steps:
-        lines = describe_step(st)
-        md.append(f"### {lines[0]}")
-        md.append("")
-        md.extend(f"- {line.strip()}" for line in lines[1:] if not line.strip().startswith("hourly "))
-        if st.commands:
-            md.append("")
-            md.append("```sh")
-            md.extend(st.commands)
-            md.append("```")
-        md.append("")
-    md += ["Reproduce:", "", "```sh", command_line(s), "```", ""]
-    return md

@@ -146,7 +146,7 @@ def bisect_sections(store: Store) -> list[str]:
 
 def write_report(store: Store, s: Settings, out_dir: Path | None = None,
                  min_change: float | None = None) -> ReportFiles:
-    from .releases import release_markdown
+    from .releases_render import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     releases_md = release_markdown(store)

@@ -22,6 +22,7 @@ import pytest
 from packaging.version import Version
 
 from hourly import releases as R
+from hourly.releases_run import as_of_release_args
 from hourly.cli import main
 from hourly.errors import UserError
 from hourly.model import ReleasePoint, Status
@@ -181,10 +182,10 @@ def test_metadata_readers():
 
 def test_dependencies_as_of_the_day_after_the_release():
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    assert R.as_of_release_args("2023-06-23T00:24:04Z", now) == [
+    assert as_of_release_args("2023-06-23T00:24:04Z", now) == [
         "--exclude-newer", "2023-06-24T00:24:04Z", "--exclude-newer-package", "jax=2026-01-02T03:04:05Z",
         "--exclude-newer-package", "jaxlib=2026-01-02T03:04:05Z"]
-    assert R.as_of_release_args(None, now) == []
+    assert as_of_release_args(None, now) == []
 
 
 def test_plan_from_a_local_index(wheel_dir, tmp_path):

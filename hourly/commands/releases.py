@@ -44,6 +44,8 @@ def releases(
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
     from .. import releases as R
+    from ..releases_render import print_report
+    from ..releases_run import run_releases
     from ..render import progress_bar
     from ..store import Store
     wd = workdir_setting(workdir, config)
@@ -66,14 +68,14 @@ def releases(
         s.validate()
         store = Store(wd)
         if json_out:
-            report = R.run_releases(s, store)
+            report = run_releases(s, store)
         else:
             with progress_bar(err_console, "releases", lambda v: f"installing + measuring jax {v}") as on_progress:
-                report = R.run_releases(s, store, on_progress)
+                report = run_releases(s, store, on_progress)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:
-        R.print_report(console, report)
+        print_report(console, report)
 
 
 def _print_plan(s, json_out: bool) -> None:
