@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,14 +40,13 @@ class Installer:
 
 
 def find_uv() -> str | None:
-    """The uv binary: the one the ``uv`` package installed next to hourly, else one on PATH."""
-    try:
-        import uv  # type: ignore[import-not-found]
-        path = uv.find_uv_bin()
-        if path and Path(path).exists():
-            return str(path)
-    except (ImportError, FileNotFoundError):
-        pass
+    """The uv binary: the one ``pip install 'hourly[uv]'`` put next to hourly's Python (its
+    scripts directory, whether or not it is on PATH), else one on PATH."""
+    exe = "uv.exe" if os.name == "nt" else "uv"
+    for scripts in dict.fromkeys([sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]):
+        candidate = Path(scripts) / exe
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
     return shutil.which("uv")
 
 
