@@ -144,6 +144,9 @@ class ReleaseSettings:
             self.find_links = str(Path(self.find_links).expanduser().absolute())
         if self.jax_repo:
             self.jax_repo = str(Path(self.jax_repo).expanduser().absolute())
+            if not Path(self.jax_repo).is_dir():
+                raise UserError(f"--jax-repo {self.jax_repo} is not a directory",
+                                "pass a JAX checkout with its tags, or leave --jax-repo out")
 
     def source(self) -> str:
         return f"find-links:{self.find_links}" if self.find_links else f"index:{self.index_url or SimpleIndex().url}"

@@ -312,6 +312,9 @@ def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--installer", "pip", "--deps-as-of-release"]) == 1
     assert "needs uv" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--jax-repo", str(tmp_path / "no-such-checkout")]) == 1
+    assert "--jax-repo" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
 
 
