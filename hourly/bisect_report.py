@@ -121,6 +121,9 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
     lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
              f"# (check out {other} at {pinned} before continuing)",
              "git bisect start '--first-parent'"]
+    if answer.get("kind") in ("improvement", "fix"):  # --find-fix: "bad" is the new, changed state
+        lines.insert(2, f"# finding the {'fix' if answer['kind'] == 'fix' else 'improvement'}: "
+                        "'good' is the old state, 'bad' the changed one; the first bad commit is what changed it")
     marks: dict[str, str] = {}
     for p in answer["probes"]:
         if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):

@@ -24,6 +24,7 @@ from .commands.demo import demo
 from .commands.detect import detect
 from .commands.nightly import container, nightly
 from .commands.profile import profile
+from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
@@ -34,6 +35,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 # --help lists the commands in the order of a hunt
 app.command()(demo)
+app.command()(releases)
 app.command()(nightly)
 app.command()(container)
 app.command()(scan)

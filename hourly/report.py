@@ -263,8 +263,15 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
                  min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
     """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
     the host name."""
+    from .releases_render import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
+    releases_md = release_markdown(store)
+    if releases_md and not store.points("hourly"):  # the release level alone
+        path = out_dir / "report.md"
+        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
+                                   *releases_md]))
+        return ReportFiles(path, None)
     points = show(store, s).points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
@@ -280,6 +287,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _crash_section(points, s)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
+    md.extend(releases_md)
     md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"
     path.write_text("\n".join(md))

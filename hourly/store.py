@@ -18,6 +18,9 @@ Tables:
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
+- ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
+  the package index: the jaxlib paired with it, release time, status (a measurement's, or
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
 
 Every SQL statement of hourly is in this module.
 """
@@ -33,9 +36,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UserError
-from .model import NightlyPoint, Status
+from .model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -256,6 +259,22 @@ class Store:
             out.append(d)
         return out
 
+    # -- the release level (schema 5) -----------------------------------------------------------
+    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
+        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
+
+    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version."""
+        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
+                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
+                                           r["detail"], r["installer"], r["env"]) for r in rows}
+
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
@@ -320,4 +339,10 @@ MIGRATIONS: dict[int, list[str]] = {
             log_path, tail, duration, finished, NULL FROM builds_v3""",
         "DROP TABLE builds_v3",
         "CREATE INDEX IF NOT EXISTS builds_pair ON builds (xla, jax)"],
+    # 5: the release level: one row per (benchmark key, jax release) attempt; see hourly/releases.py
+    5: ["""CREATE TABLE IF NOT EXISTS releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, version TEXT NOT NULL,
+            jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
 }

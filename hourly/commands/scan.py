@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..model import Mode
-from .common import (BENCHMARK, BUILD, REPOSITORIES, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+from .common import (BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
 SCAN_ONLY = {
@@ -25,7 +25,7 @@ SCAN_ONLY = {
 }
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, BENCHMARK, STORE, SCAN_ONLY)
+@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
 def scan(
     flags: Any = None,
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
