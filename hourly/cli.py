@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
 _CLICK_ERRORS = (typer.TyperException,)
@@ -22,14 +20,15 @@ _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .config import Settings, effective
 from .errors import ProcessError, UserError
+from .output import command_line, console as make_console, print_lines, print_table, print_text, styled
 from .render import print_report, progress_bar
 from .scan import dry_run, run_scan, show as show_stored
 from .store import Store
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Find the JAX or XLA commit that made a program slower or made it crash.")
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()   # text from outside is printed verbatim: see hourly/output.py
+err_console = make_console(stderr=True)
 
 # -- shared options --------------------------------------------------------------------------
 Opt = typer.Option
@@ -46,8 +45,8 @@ def _scan_flags(**kw) -> dict:
 
 @app.command()
 def scan(
-    from_: Optional[str] = Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601.'),
-    to: Optional[str] = Opt(None, "--to", help="End of the window; a date alone means the end of that day."),
+    from_: Optional[str] = Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].'),
+    to: Optional[str] = Opt(None, "--to", help="End of the window; a date alone means the end of that day [required, here or in hourly.toml]."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of times given without one [default: UTC]."),
     step: Optional[str] = Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h]."),
     xla_repo: Optional[str] = XlaRepo,
@@ -57,14 +56,14 @@ def scan(
                                        help="Walk merged history only [default: on]."),
     sync: Optional[bool] = Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on]."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh]."),
-    build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped."),
+    build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped [default: no limit]."),
     wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist]."),
-    python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark."),
-    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark command (split like a shell would)."),
-    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable)."),
+    python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the Python running hourly]."),
+    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark command, split like a shell would [required to measure, here or in hourly.toml]."),
+    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current directory]."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none]."),
     repeats: Optional[int] = Opt(None, "--repeats", help="Runs per pair [default: 1]."),
-    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
+    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit]."),
     metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS]."),
     workdir: Optional[str] = Workdir,
     force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored)."),
@@ -105,8 +104,7 @@ def _emit(report, json_out: bool, s: Settings, store: Store) -> None:
         return
     marks, lines = _step_marks(report, s)
     print_report(console, report, marks)
-    for line in lines:
-        console.print(line)
+    print_lines(console, lines)
 
 
 def _step_marks(report, s: Settings) -> tuple[dict[int, str], list[str]]:
@@ -148,7 +146,7 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
 
 @app.command()
 def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
-           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change, e.g. 0.02 [default: every significant step]."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from .report import write_report
@@ -162,12 +160,12 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
 
 @app.command()
 def profile(workdir: Optional[str] = Workdir,
-            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha>."),
-            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha>."),
+            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
+            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
             python_tracer_level: Optional[int] = Opt(0, "--python-tracer-level", min=0, max=1,
                                                      help="Python tracer: 0 off (small traces), 1 on."),
             host_tracer_level: Optional[int] = Opt(None, "--host-tracer-level", min=0, max=3,
-                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose."),
+                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose [default: JAX's, 2]."),
             top: int = Opt(10, "--top", min=1, help="Rows per comparison table."),
             config: Optional[str] = ConfigOpt) -> None:
     """Trace the last-good and first-bad states of each regression and compare them."""
@@ -179,11 +177,12 @@ def profile(workdir: Optional[str] = Workdir,
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
-    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
-        console.print(f"[bold]{r.target.name}[/]: good {r.good_dir}  bad {r.bad_dir}")
+    for r in run_profiles(store, s, targets, options, say=lambda t: print_text(err_console, t)):
+        print_text(console, styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
         print(r.text)
         print(f"comparison saved to {r.comparison_path}")
-        print(f"memory diff with pprof: pprof -http=: --diff_base {r.good_dir / 'memory.prof'} {r.bad_dir / 'memory.prof'}")
+        print("memory diff with pprof: " + command_line(
+            ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))
 
 
 @app.command("config")
@@ -201,7 +200,7 @@ def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> N
     t.add_column("from")
     for k, v in values.items():
         t.add_row(k.rstrip("_"), repr(v), origin[k])
-    console.print(t)
+    print_table(console, t)
 
 
 @app.command()
@@ -249,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     code = _main(argv)
     if code == 130:
-        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {command_line(['hourly', *argv])}")
     return code
 
 

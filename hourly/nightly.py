@@ -507,28 +507,26 @@ def table(report: NightlyReport):
 
 
 def print_report(console, report: NightlyReport) -> None:
+    from .output import print_command, print_table, print_text
     from .steps import describe
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
-    console.print(table(report))
+    print_table(console, table(report))
     counts: dict[str, int] = {}
     for p in report.points:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
-                  f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
+    print_text(console, f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+                        f" {report.measured} measured now, the rest from {report.settings.workdir}")
     n = len(report.steps)
-    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    print_text(console, f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""))
     for st in report.steps:
-        console.print(f"  {describe(st)}", **kw)
+        print_text(console, f"  {describe(st)}")
     b = report.boundary
     if b is None:
-        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
-                      "over", **kw)
+        print_text(console, "no slowdown between good days and no crash after a good day: nothing to hand over")
         return
     what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
-    console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
+    print_text(console, f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})")
     for side, p in (("good", b.good), ("bad", b.bad)):
-        console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",
-                      **kw)
-    console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
+        print_text(console, f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}")
+    print_text(console, "next: start the good day's container, then scan the window hour by hour inside it:")
     for cmd in report.next_commands():
-        console.print(f"  {cmd}", **kw)
+        print_command(console, cmd, prefix="  ")

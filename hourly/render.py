@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from .output import print_table, print_text
 from .scan import PointResult, ScanReport
 
 
@@ -23,11 +24,11 @@ def fmt_value(p: PointResult) -> str:
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
     t = Table(title=title)
-    t.add_column("time (UTC)")
-    t.add_column("xla")
-    t.add_column("jax")
-    t.add_column("metric", justify="right")
-    t.add_column("")
+    t.add_column("time (UTC)", no_wrap=True)
+    t.add_column("xla", no_wrap=True)
+    t.add_column("jax", no_wrap=True)
+    t.add_column("metric", justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)
     marks = marks or {}
     prev = None
     for i, p in enumerate(report.points):
@@ -46,15 +47,15 @@ def summary_line(report: ScanReport) -> str:
 
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
-    console.print(scan_table(report, marks))
-    console.print(summary_line(report))
+    print_table(console, scan_table(report, marks))
+    print_text(console, summary_line(report))
 
 
 @contextmanager
 def progress_bar(console: Console, unit: str, describe: Callable[[object], str]) -> Iterator[Callable]:
     """A progress bar (done/total, current item, time left); yields ``on_progress(done, total, item)``
     where ``item`` is what is being worked on now (None between items: the bar shows ``unit``)."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as progress:
         task = progress.add_task(unit, total=None)
 

@@ -7,21 +7,23 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
+from ..output import console as make_console, print_lines, print_text, styled
 from ..store import Store
 
 Opt = typer.Option
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha>.'),
-    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
-    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
+    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> [default: each regression detection finds in the store].'),
+    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
+    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad [default: metric when the scan measured one, else exit]."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
@@ -30,17 +32,17 @@ def bisect(
     xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA checkout [default: the scan's]."),
     jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX checkout [default: the scan's]."),
     ref: Optional[str] = Opt(None, "--ref", help="Ref whose history is bisected [default: the scan's, origin/main]."),
-    first_parent: Optional[bool] = Opt(None, "--first-parent/--no-first-parent", help="Walk merged history only."),
+    first_parent: Optional[bool] = Opt(None, "--first-parent/--no-first-parent", help="Walk merged history only [default: the scan's, on]."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command [default: the scan's]."),
-    build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped."),
-    wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels."),
-    python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark."),
+    build_timeout: Optional[float] = Opt(None, "--build-timeout", help="Seconds before a build is stopped [default: the scan's, no limit]."),
+    wheel_dir: Optional[str] = Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: the scan's, <jax-repo>/dist]."),
+    python: Optional[str] = Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the scan's]."),
     bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="Benchmark (or test) command [default: the scan's]."),
-    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable)."),
+    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the scan's]."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: the scan's]."),
     repeats: Optional[int] = Opt(None, "--repeats", help="Runs per probe before more are asked for [default: the scan's]."),
-    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
-    metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group."),
+    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: the scan's, no limit]."),
+    metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: the scan's]."),
     workdir: Optional[str] = Opt(None, "--workdir", help="The scan's workdir: store, logs, wheel cache [default: ./hourly-work]."),
     force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (stashed and restored)."),
     json_out: bool = Opt(False, "--json", help="Print one JSON object."),
@@ -100,15 +102,16 @@ def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mod
         return [a for w in windows for a in b.bisect(w)]
 
 
-def describe(a: dict) -> list[str]:
-    """The answer for one regression, as lines of text."""
+def describe(a: dict) -> list[str | Text]:
+    """The answer for one regression, as lines of text (subjects and authors verbatim)."""
     w = a["window"]
-    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    lines: list[str | Text] = [styled(("regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+                                      + (f"  {w['note']}" if w.get("note") else ""))]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
     if c:
-        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+        lines += [styled("  culprit: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -123,17 +126,16 @@ def describe(a: dict) -> list[str]:
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
-                 + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
+    lines.append(styled(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
+                        f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states",
+                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
 
 
 def print_answers(console: Console, answers: list[dict]) -> None:
     for a in answers:
-        for line in describe(a):
-            console.print(line, highlight=False, soft_wrap=True)
+        print_lines(console, describe(a))
 
 
 def _say(line: str) -> None:
-    err_console.print(line, soft_wrap=True, highlight=False, markup=False)
+    print_text(err_console, line)

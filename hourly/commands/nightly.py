@@ -13,18 +13,18 @@ import json
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from ..render import progress_bar
 
 from .. import nightly as N
 from ..bench import DEFAULT_METRIC_REGEX
 from ..config import effective
 from ..errors import UserError
+from ..output import console as make_console, print_command, print_text
 from ..store import Store
 
 Opt = typer.Option
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 def _workdir(workdir: Optional[str], config: Optional[str]) -> str:
@@ -33,25 +33,25 @@ def _workdir(workdir: Optional[str], config: Optional[str]) -> str:
 
 
 def nightly(
-    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included)."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included)."),
+    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
+    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
     image: str = Opt(N.DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
     mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
     gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none]."),
     bench_cmd: str = Opt(N.DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date."),
-    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out."),
+    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
     every: int = Opt(1, "--every", help="Measure every N days."),
     parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local [default: pull]."),
+    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
     lower_is_better: bool = Opt(False, "--lower-is-better", help="The metric is a time, not a rate."),
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
     workdir: Optional[str] = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]."),
     json_out: bool = Opt(False, "--json", help="Print one JSON object instead of tables."),
-    config: Optional[str] = Opt(None, "--config", help="Settings file (for the workdir)."),
+    config: Optional[str] = Opt(None, "--config", help="Settings file, for the workdir [default: ./hourly.toml when present]."),
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     wd = _workdir(workdir, config)
@@ -79,16 +79,16 @@ def nightly(
 
 
 def container(
-    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24."),
+    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24 [required when the image has {date}]."),
     image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {N.DEFAULT_IMAGE}]."),
     gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
-    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable)."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none]."),
+    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
     name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
     workdir: Optional[str] = Opt(None, "--workdir", help="Workdir to mount [default: ./hourly-work]."),
     json_out: bool = Opt(False, "--json", help="Print one JSON object instead of text."),
-    config: Optional[str] = Opt(None, "--config", help="Settings file (for the workdir)."),
+    config: Optional[str] = Opt(None, "--config", help="Settings file, for the workdir [default: ./hourly.toml when present]."),
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
     from .. import pinned
@@ -111,14 +111,14 @@ def container(
                           "stop": f"docker stop {st.name}", "warning": st.warning}, indent=1))
         return
     verb = "started" if st.created else "already running"
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
-    console.print(f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
-                  f"{st.workdir_inside}.", **kw)
+    print_text(console, f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
+                        f"{st.workdir_inside}.")
     if st.warning:
-        err_console.print(f"warning: {st.warning}", **kw)
-    console.print("enter it with:", **kw)
-    console.print(f"  {st.instructions()[0]}", **kw)
-    console.print("then, inside, for example:", **kw)
-    console.print(f"  hourly scan --from <good day> --to <bad day> --bench-cmd '{N.DEFAULT_BENCH_CMD}'"
-                  f" --workdir {st.workdir_inside}", **kw)
-    console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)
+        print_text(err_console, f"warning: {st.warning}")
+    print_text(console, "enter it with:")
+    print_command(console, st.instructions()[0], prefix="  ")
+    print_text(console, "then, inside, for example:")
+    print_command(console, ["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
+                            N.DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside], prefix="  ")
+    print_text(console, "stop it (it is removed then) with:")
+    print_command(console, st.instructions()[1], prefix="  ")

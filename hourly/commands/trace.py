@@ -163,14 +163,14 @@ def trace(
         "--out", help="Folder for the trace and memory profiles [default: ./hourly-work/traces/<UTC time>]")
     ] = None,
     host_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=3, help="Host tracer: 0 off, 1 user TraceMe, 2 default, 3 verbose.")] = None,
+        min=0, max=3, help="Host tracer: 0 off, 1 user TraceMe, 2 default, 3 verbose [default: JAX's, 2].")] = None,
     python_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=1, help="Python tracer: 0 off, 1 on.")] = None,
+        min=0, max=1, help="Python tracer: 0 off, 1 on [default: JAX's].")] = None,
     device_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=1, help="Device tracer: 0 off, 1 on.")] = None,
+        min=0, max=1, help="Device tracer: 0 off, 1 on [default: JAX's].")] = None,
     memprof_at: Annotated[Optional[list[str]], typer.Option(
         "--memprof-at", help="Save memory-<NAME>.prof at jaxbench.memory_checkpoint(NAME); "
-                             "repeat for several, * for all.")] = None,
+                             "repeat for several, * for all [default: none].")] = None,
 ) -> None:
     """Run a Python benchmark under the JAX profiler; save a trace and memory profiles."""
     out_dir = out or default_out_dir()
