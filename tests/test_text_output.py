@@ -25,7 +25,6 @@ import pytest
 import typer
 
 from hourly.cli import app, main
-from hourly.demo import make_venv
 from hourly.fixtures import Change, make_repos
 from hourly.store import Store
 
@@ -33,16 +32,19 @@ A, B, C, D = "[XLA:GPU] a", "[pallas] b", "[/c] d", "[bold]e[/bold]"
 SUBJECTS = [A, B, C, D]
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
-#: One step window with a build failure around the culprit (so bisection names a range of three
-#: subjects), and a later improvement in jax (so the report lists the fourth).
+#: A regression whose window holds a build failure around the culprit (so bisection names a range
+#: of three subjects), and a later improvement in jax (so the report lists the fourth).
 CHANGES = [
-    Change("xla", "2023-08-24T00:20:00Z", "[XLA] before", {"x0.txt": "1\n"}),
-    Change("jax", "2023-08-24T00:40:00Z", "jax before", {"j0.txt": "1\n"}),
-    Change("xla", "2023-08-24T01:10:00Z", A, {"BROKEN": "1\n"}),
-    Change("xla", "2023-08-24T01:20:00Z", C, {"perf/slow.txt": "0.9\n"}),
-    Change("xla", "2023-08-24T01:30:00Z", D, {"BROKEN": None}),
-    Change("jax", "2023-08-24T02:40:00Z", B, {"perf/pallas.txt": "1.1\n"}),
-    Change("xla", "2023-08-24T03:20:00Z", "[XLA] after", {"x1.txt": "1\n"}),
+    Change("xla", "2023-08-24T00:20:00Z", "[XLA] n1", {"n1.txt": "1\n"}),
+    Change("jax", "2023-08-24T01:40:00Z", "jax n2", {"n2.txt": "1\n"}),
+    Change("xla", "2023-08-24T02:20:00Z", "[XLA] n3", {"n3.txt": "1\n"}),
+    Change("xla", "2023-08-24T03:10:00Z", A, {"BROKEN": "1\n"}),
+    Change("xla", "2023-08-24T03:20:00Z", C, {"perf/slow.txt": "0.9\n"}),
+    Change("xla", "2023-08-24T03:30:00Z", D, {"BROKEN": None}),
+    Change("jax", "2023-08-24T04:40:00Z", "jax n4", {"n4.txt": "1\n"}),
+    Change("xla", "2023-08-24T05:20:00Z", "[XLA] n5", {"n5.txt": "1\n"}),
+    Change("jax", "2023-08-24T06:40:00Z", B, {"perf/pallas.txt": "1.1\n"}),
+    Change("xla", "2023-08-24T07:20:00Z", "[XLA] n6", {"n6.txt": "1\n"}),
 ]
 
 
@@ -69,15 +71,15 @@ def assert_no_cut_cells(out: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def hunt(tmp_path_factory):
+def hunt(tmp_path_factory, venv_python):
     """One real scan (and bisection) over repositories whose subjects look like markup."""
     root = tmp_path_factory.mktemp("text")
     made = make_repos(root / "repos", CHANGES)
-    python = make_venv(root / "venv")
+    python = venv_python
     work = root / "w[" / "c] d" / "work"   # the path holds "[/c] d"
-    args = ["--from", "2023-08-24T00:00Z", "--to", "2023-08-24T04:00Z", "--xla-repo", str(made.xla),
+    args = ["--from", "2023-08-24T00:00Z", "--to", "2023-08-24T08:00Z", "--xla-repo", str(made.xla),
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", python,
-            "--bench-cmd", f"python3 {made.bench_script}", "--repeats", "3", "--workdir", str(work),
+            "--bench-cmd", f"python3 {made.bench_script}", "--repeats", "2", "--workdir", str(work),
             "--no-sync"]
     env = {**os.environ, "DEMO_NOISE": "0.002"}
     scan = subprocess.run([sys.executable, "-m", "hourly", "scan", *args], cwd=root, env={**env, "COLUMNS": "80"},
@@ -93,7 +95,7 @@ def hunt(tmp_path_factory):
 
 def test_scan_and_show_tables_keep_every_cell_whole(hunt):
     points = json.loads(ok(pipe("show", "--json", "--workdir", str(hunt["work"]), cwd=hunt["root"])))["points"]
-    assert len(points) == 5
+    assert len(points) == 9
     for out in (hunt["scan"], ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))):
         assert_no_cut_cells(out)
         rows = [line for line in out.splitlines() if TIME.search(line)]
@@ -133,7 +135,8 @@ def test_report_lists_subjects_verbatim(hunt):
     # the command that reproduces the scan is one shell-quoted line that splits back to its words
     line = next(x for x in md.splitlines() if "hourly scan --from" in x)
     cmd = shlex.split(line[line.index("hourly scan"):].rstrip("`"))
-    assert cmd[cmd.index("--workdir") + 1] == str(hunt["work"])
+    assert cmd[cmd.index("--xla-repo") + 1] == str(hunt["made"].xla)
+    assert cmd[cmd.index("--bench-cmd") + 1] == f"python3 {hunt['made'].bench_script}"
 
 
 def test_detect_prints_labels_verbatim(tmp_path):
@@ -150,7 +153,7 @@ def test_detect_prints_labels_verbatim(tmp_path):
 def test_detect_reads_the_store_under_a_bracketed_path(hunt):
     out = ok(pipe("detect", str(hunt["work"]), cwd=hunt["root"]))
     assert_no_cut_cells(out)
-    assert "regression" in out and "2023-08-24T02:00:00Z" in out
+    assert "between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in out
 
 
 def test_config_prints_values_verbatim(tmp_path):
@@ -187,6 +190,8 @@ def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
 
 def test_profile_prints_paths_verbatim(hunt):
     pytest.importorskip("jax")
+    if subprocess.run([hunt["python"], "-c", "import jax"], capture_output=True).returncode:
+        pytest.skip("the builds' venv cannot import jax here (issue #9 item 2)")
     from test_profile import JAX_BENCH
     bench = hunt["made"].bench_script
     original = bench.read_text()
