@@ -93,8 +93,14 @@ def hunt(tmp_path_factory, venv_python):
 
 # -- item 4: text from outside is text --------------------------------------------------------------
 
-def test_scan_and_show_tables_keep_every_cell_whole(hunt):
-    points = json.loads(ok(pipe("show", "--json", "--workdir", str(hunt["work"]), cwd=hunt["root"])))["points"]
+def stored_points(hunt, capsys) -> list[dict]:
+    capsys.readouterr()
+    assert main(["show", "--json", "--workdir", str(hunt["work"])]) == 0
+    return json.loads(capsys.readouterr().out)["points"]
+
+
+def test_scan_and_show_tables_keep_every_cell_whole(hunt, capsys):
+    points = stored_points(hunt, capsys)
     assert len(points) == 9
     for out in (hunt["scan"], ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))):
         assert_no_cut_cells(out)
@@ -209,11 +215,10 @@ def test_profile_prints_paths_verbatim(hunt):
 
 # -- item 6: a pipe, a colour terminal, commands on one line ---------------------------------------
 
-def test_colour_never_splits_a_time_or_a_sha(hunt):
+def test_colour_never_splits_a_time_or_a_sha(hunt, capsys):
     out = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"], colour=True))
     assert "\x1b[" in out  # it is colour output
-    points = json.loads(ok(pipe("show", "--json", "--workdir", str(hunt["work"]), cwd=hunt["root"])))["points"]
-    for p in points:
+    for p in stored_points(hunt, capsys):
         assert p["time"] in out and p["xla"][:10] in out and p["jax"][:10] in out
     bisect = ok(pipe("bisect", "--workdir", str(hunt["work"]), cwd=hunt["root"], colour=True))
     for subject in (A, C, D):
