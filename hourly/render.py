@@ -23,7 +23,7 @@ def fmt_value(p: PointResult) -> str:
 
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
-    t = Table(title=title)
+    t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
     t.add_column("time (UTC)", no_wrap=True)
     t.add_column("xla", no_wrap=True)
     t.add_column("jax", no_wrap=True)
