@@ -23,6 +23,7 @@ import typer
 
 from .. import proc
 from ..errors import UsageError, UserError
+from ..output import command_line
 from ..profiles import Comparison, compare, load_capture  # noqa: F401  (re-exported)
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -183,8 +184,9 @@ def trace(
     for kind in ("perfetto", "xplane", "memory_profiles"):
         for name in files.get(kind, []):
             typer.echo(f"  {name}")
-    typer.echo(f"view: xprof --port 8791 {captured.out_dir}   (or tensorboard --logdir "
-               f"{captured.out_dir}; or open the perfetto_trace.json.gz at ui.perfetto.dev)")
+    typer.echo(f"view: {command_line(['xprof', '--port', '8791', captured.out_dir])}   (or "
+               f"{command_line(['tensorboard', '--logdir', captured.out_dir])}; "
+               "or open the perfetto_trace.json.gz at ui.perfetto.dev)")
     if not captured.ok:
         code = captured.result.returncode
         typer.echo(f"the benchmark {'timed out' if code is None else f'exited with {code}'}",
