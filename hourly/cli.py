@@ -240,6 +240,9 @@ _ORDER = ["demo", "nightly", "container", "scan", "show", "detect", "bisect", "r
 app.registered_commands.sort(
     key=lambda c: _ORDER.index(c.name or c.callback.__name__.replace("_", "-")) if
     (c.name or c.callback.__name__.replace("_", "-")) in _ORDER else len(_ORDER))
+#: ... each with its whole first sentence (click would cut it to fit the width, ending in "...")
+for _c in app.registered_commands:
+    _c.short_help = _c.short_help or (_c.help or _c.callback.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
 
 
 # -- the one top-level handler ---------------------------------------------------------------

@@ -319,3 +319,14 @@ def test_help_text_in_brackets_is_not_eaten(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Zone of times given without one [default: UTC]" in re.sub(r"\s+", " ", out)
     assert "(?P<value>...)" in out
+
+
+def test_command_list_keeps_each_summary_whole_at_80_columns(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "..." not in out.split("Commands:")[1]
+    flat = re.sub(r"\s+", " ", out)
+    for name, command in typer.main.get_command(app).commands.items():
+        first = re.sub(r"\s+", " ", (command.help or "").strip().split("\n\n")[0])
+        assert f"{name} {first}" in flat, name
