@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -20,7 +21,7 @@ _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .config import Settings, effective
 from .errors import ProcessError, UserError
-from .output import command_line, console as make_console, print_lines, print_table, print_text, styled
+from .output import command_line, console as make_console, styled
 from .render import print_report, progress_bar
 from .scan import dry_run, run_scan, show as show_stored
 from .store import Store
@@ -104,7 +105,8 @@ def _emit(report, json_out: bool, s: Settings, store: Store) -> None:
         return
     marks, lines = _step_marks(report, s)
     print_report(console, report, marks)
-    print_lines(console, lines)
+    for line in lines:
+        console.print(line)
 
 
 def _step_marks(report, s: Settings) -> tuple[dict[int, str], list[str]]:
@@ -177,8 +179,8 @@ def profile(workdir: Optional[str] = Workdir,
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
-    for r in run_profiles(store, s, targets, options, say=lambda t: print_text(err_console, t)):
-        print_text(console, styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
+    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
+        console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
         print(r.text)
         print(f"comparison saved to {r.comparison_path}")
         print("memory diff with pprof: " + command_line(
@@ -200,7 +202,7 @@ def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> N
     t.add_column("from")
     for k, v in values.items():
         t.add_row(k.rstrip("_"), repr(v), origin[k])
-    print_table(console, t)
+    console.print(t)
 
 
 @app.command()
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     code = _main(argv)
     if code == 130:
-        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {command_line(['hourly', *argv])}")
+        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
     return code
 
 

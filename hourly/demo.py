@@ -11,7 +11,7 @@ from rich.console import Console
 
 from .config import effective
 from .fixtures import DEMO_CHANGES, make_repos
-from .output import print_command, print_lines, print_text, styled
+from .output import command_line, styled
 from .render import print_report
 from .scan import run_scan
 from .report import write_report
@@ -41,28 +41,26 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         from .errors import UserError
         raise UserError(f"demo directory {root} is not empty", "pass a new or empty directory")
     root.mkdir(parents=True, exist_ok=True)
-    say = (lambda *a, **k: None) if json_out else (lambda text: print_text(console, text))
+    say = (lambda *a, **k: None) if json_out else console.print
     say(styled(("hourly demo", "bold"), f" in {root}"))
     made = make_repos(root / "repos", DEMO_CHANGES)
     say(f"made stand-in repos: xla {made.xla}, jax {made.jax}")
     python = make_venv(root / "venv")
     s, _ = effective(demo_settings(made, python, root / "work"))
     store = Store(s.workdir)
-    if not json_out:
-        print_command(console, ["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
-                                "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,
-                                "--bench-cmd", s.bench_cmd, "--repeats", str(s.repeats), "--workdir", s.workdir],
-                      prefix="$ ")
+    say("$ " + command_line(["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
+                             "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,
+                             "--bench-cmd", s.bench_cmd, "--repeats", str(s.repeats), "--workdir", s.workdir]))
     report = run_scan(s, store)
     steps = find_steps(report.points, s.higher_is_better)[0]
     if not json_out:
         marks, lines = marks_for_report(report, s)
         print_report(console, report, marks)
-        print_lines(console, lines)
+        for line in lines:
+            console.print(line, highlight=False)
     # detection found the steps in the table; bisection pins each regression to its commit
     from .commands.bisect import print_answers, run_bisect
-    if not json_out:
-        print_command(console, ["hourly", "bisect", "--workdir", s.workdir], prefix="\n$ ")
+    say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
     planted = check_planted(steps, answers, made.shas)
     files = write_report(store, s)
@@ -72,13 +70,13 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         print(json.dumps(result, indent=1))
         return result
     print_answers(console, answers)
-    print_text(console, styled("\n", ("planted changes", "bold")))
+    console.print(styled("\n", ("planted changes", "bold")))
     for p in planted:
         state = "found" if p["found"] else "MISSED"
         if p["kind"] == "regression":
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
-        print_text(console, f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})")
-    print_text(console, f"\nreport: {files.markdown}\nplot:   {files.plot}")
+        console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
+    console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
     return result
 
 

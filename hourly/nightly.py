@@ -507,26 +507,28 @@ def table(report: NightlyReport):
 
 
 def print_report(console, report: NightlyReport) -> None:
-    from .output import print_command, print_table, print_text
     from .steps import describe
-    print_table(console, table(report))
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    console.print(table(report))
     counts: dict[str, int] = {}
     for p in report.points:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    print_text(console, f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
-                        f" {report.measured} measured now, the rest from {report.settings.workdir}")
+    console.print(f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+                  f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
     n = len(report.steps)
-    print_text(console, f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""))
+    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
     for st in report.steps:
-        print_text(console, f"  {describe(st)}")
+        console.print(f"  {describe(st)}", **kw)
     b = report.boundary
     if b is None:
-        print_text(console, "no slowdown between good days and no crash after a good day: nothing to hand over")
+        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
+                      "over", **kw)
         return
     what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
-    print_text(console, f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})")
+    console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
     for side, p in (("good", b.good), ("bad", b.bad)):
-        print_text(console, f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}")
-    print_text(console, "next: start the good day's container, then scan the window hour by hour inside it:")
+        console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",
+                      **kw)
+    console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
     for cmd in report.next_commands():
-        print_command(console, cmd, prefix="  ")
+        console.print(f"  {cmd}", **kw)

@@ -6,14 +6,14 @@ rich markup (``[pallas] Fix ...`` keeps its tag, ``[/c] d`` is no MarkupError), 
 codes (``:memory:``), and never coloured by rich's highlighter (no coloured digits inside a date
 or a SHA, which would also split them with escape codes). So:
 
-* every rich Console is made by :func:`console`: markup, emoji and highlighting off. Style is
-  given as :class:`rich.text.Text` with explicit styles (:func:`styled`), never as markup in a
-  string — so no string ever needs escaping.
-* tables go through :func:`print_table`: a cell is never cut. A table wider than the console (a
-  pipe is 80 columns) is printed at its natural width instead of squeezed, so times stay
-  ``2023-08-24T00:00:00Z`` and SHAs stay whole; through a pipe every row stays one line.
-* lines of text go through :func:`print_text`: one logical line is one line (no wrapping by rich;
-  a terminal folds it visually, a pipe keeps it whole for grep).
+* every rich Console is made by :func:`console` (a :class:`HourlyConsole`): markup, emoji and
+  highlighting off, whatever a call site passes. Style is given as :class:`rich.text.Text` with
+  explicit styles (:func:`styled`), never as markup in a string — so no string needs escaping.
+* tables (``console.print(table)``, :func:`print_table`): a cell is never cut. A table wider
+  than the console (a pipe is 80 columns) is printed at its natural width instead of squeezed,
+  so times stay ``2023-08-24T00:00:00Z`` and SHAs stay whole; each row stays one line.
+* text (``console.print(text)``, :func:`print_text`): one logical line is one line, never
+  wrapped by rich (a terminal folds it visually; a pipe keeps it whole for grep).
 * commands for the user to run (resume, next step, reproduce) are built with :func:`shlex.join`
   and printed by :func:`print_command`: one line, quoted so that a shell splits it back into the
   same words.
@@ -36,9 +36,23 @@ from rich.text import Text
 _UNLIMITED = 1_000_000
 
 
+class HourlyConsole(Console):
+    """A Console that keeps the rule whatever the call site passes: no markup, emoji or highlighting;
+    text is soft-wrapped (one logical line stays one line); a table is never squeezed (see
+    :func:`print_table`)."""
+
+    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]
+        kwargs.update(markup=False, emoji=False, highlight=False)
+        if len(objects) == 1 and isinstance(objects[0], Table):
+            print_table(self, objects[0], **kwargs)
+            return
+        kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
 def console(stderr: bool = False, **kwargs) -> Console:
     """A Console for hourly's output: text is printed as given (no markup, emoji or highlighting)."""
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, **kwargs)
+    return HourlyConsole(stderr=stderr, markup=False, emoji=False, highlight=False, **kwargs)
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -72,12 +86,12 @@ def natural_width(con: Console, renderable: RenderableType) -> int:
     return Measurement.get(con, con.options.update(max_width=_UNLIMITED), renderable).maximum
 
 
-def print_table(con: Console, table: Table) -> None:
+def print_table(con: Console, table: Table, **kwargs) -> None:
     """Print a table whose cells are never cut: when it is wider than the console, it is laid out
-    at its natural width (a terminal folds the long lines; a pipe keeps them)."""
+    at its natural width and no line of it is cropped (a terminal folds the long lines; a pipe
+    keeps them)."""
     width = natural_width(con, table)
-    if width <= con.width:
-        con.print(table)
-        return
-    table.width = width
-    con.print(table, crop=False, soft_wrap=False)
+    if width > con.width:
+        table.width = width
+        kwargs["crop"] = False
+    Console.print(con, table, **kwargs)

@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .output import print_table, print_text
 from .scan import PointResult, ScanReport
 
 
@@ -24,11 +23,11 @@ def fmt_value(p: PointResult) -> str:
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
     t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
-    t.add_column("time (UTC)", no_wrap=True)
-    t.add_column("xla", no_wrap=True)
-    t.add_column("jax", no_wrap=True)
-    t.add_column("metric", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True)
+    t.add_column("time (UTC)")
+    t.add_column("xla")
+    t.add_column("jax")
+    t.add_column("metric", justify="right")
+    t.add_column("")
     marks = marks or {}
     prev = None
     for i, p in enumerate(report.points):
@@ -47,8 +46,8 @@ def summary_line(report: ScanReport) -> str:
 
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
-    print_table(console, scan_table(report, marks))
-    print_text(console, summary_line(report))
+    console.print(scan_table(report, marks))
+    console.print(summary_line(report))
 
 
 @contextmanager

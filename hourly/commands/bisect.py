@@ -12,7 +12,7 @@ from rich.text import Text
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
-from ..output import console as make_console, print_lines, print_text, styled
+from ..output import console as make_console, styled
 from ..store import Store
 
 Opt = typer.Option
@@ -134,8 +134,9 @@ def describe(a: dict) -> list[str | Text]:
 
 def print_answers(console: Console, answers: list[dict]) -> None:
     for a in answers:
-        print_lines(console, describe(a))
+        for line in describe(a):
+            console.print(line, highlight=False, soft_wrap=True)
 
 
 def _say(line: str) -> None:
-    print_text(err_console, line)
+    err_console.print(line, soft_wrap=True, highlight=False, markup=False)

@@ -17,7 +17,7 @@ from rich.table import Table
 from ..bench import DEFAULT_METRIC_REGEX
 from ..detect import Change, ChangeKind, Detection, detect as detect_steps
 from ..errors import UsageError, UserError
-from ..output import console as make_console, print_table, print_text
+from ..output import console as make_console
 from ..series import PointStatus, Series, load_csv, load_grep_text
 
 DEFAULT_SOURCE = "./hourly-work"
@@ -96,10 +96,10 @@ def detection_json(series: Series, found: Detection) -> dict:
 def detection_table(series: Series, found: Detection, title: str = "hourly detect") -> Table:
     marks = change_marks(found.changes, found.failed, found.outliers)
     t = Table(title=title)
-    t.add_column("label", no_wrap=True)
-    t.add_column("value", justify="right", no_wrap=True)
-    t.add_column("status", no_wrap=True)
-    t.add_column("step", no_wrap=True)
+    t.add_column("label")
+    t.add_column("value", justify="right")
+    t.add_column("status")
+    t.add_column("step")
     for i, p in enumerate(series.points):
         if p.value is None:
             value = "—"
@@ -136,13 +136,13 @@ def detect(
         typer.echo(json.dumps(detection_json(series, found)))
         return
     console = make_console()
-    print_table(console, detection_table(series, found))
+    console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
-    print_text(console, f"{len(series)} points ({good} ok, {len(found.failed)} failed"
+    console.print(f"{len(series)} points ({good} ok, {len(found.failed)} failed"
                   + (f", {len(found.outliers)} outlier{'s' if len(found.outliers) != 1 else ''}"
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({found.noise_source})")
     if not found.changes:
-        print_text(console, "no step found")
+        console.print("no step found")
     for c in found.changes:
-        print_text(console, format_change(c, series.labels, series.before_labels))
+        console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)

@@ -19,7 +19,7 @@ from .. import nightly as N
 from ..bench import DEFAULT_METRIC_REGEX
 from ..config import effective
 from ..errors import UserError
-from ..output import console as make_console, print_command, print_text
+from ..output import command_line, console as make_console
 from ..store import Store
 
 Opt = typer.Option
@@ -111,14 +111,14 @@ def container(
                           "stop": f"docker stop {st.name}", "warning": st.warning}, indent=1))
         return
     verb = "started" if st.created else "already running"
-    print_text(console, f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
-                        f"{st.workdir_inside}.")
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    console.print(f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
+                  f"{st.workdir_inside}.", **kw)
     if st.warning:
-        print_text(err_console, f"warning: {st.warning}")
-    print_text(console, "enter it with:")
-    print_command(console, st.instructions()[0], prefix="  ")
-    print_text(console, "then, inside, for example:")
-    print_command(console, ["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
-                            N.DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside], prefix="  ")
-    print_text(console, "stop it (it is removed then) with:")
-    print_command(console, st.instructions()[1], prefix="  ")
+        err_console.print(f"warning: {st.warning}", **kw)
+    console.print("enter it with:", **kw)
+    console.print(f"  {st.instructions()[0]}", **kw)
+    console.print("then, inside, for example:", **kw)
+    console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
+                                       N.DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
+    console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)
