@@ -11,27 +11,14 @@ import re
 import statistics
 import time
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from . import proc
 from .errors import UserError
+from .model import Status
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 DEFAULT_METRIC_REGEX = rf"MLUPS:\s*(?P<value>{NUMBER})"
-
-
-class Status(str, Enum):
-    """The outcome of a run, and of a point (a point adds ``build_failed``)."""
-
-    OK = "ok"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    NO_METRIC = "no_metric"
-    BUILD_FAILED = "build_failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def compile_metric_regex(pattern: str) -> re.Pattern:
@@ -111,12 +98,47 @@ class BenchSpec:
     python: str | None = None  # its directory goes first on PATH, so `python3` means it
 
 
+#: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
+CACHE_SWITCH = "JAX_ENABLE_COMPILATION_CACHE"
+CACHE_DIR = "JAX_COMPILATION_CACHE_DIR"
+
+
+def cache_defaults(user_env: dict[str, str], inherited: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """What hourly sets and removes so that no run gets an executable compiled by another build.
+
+    Source builds at different commits can share a version string, so JAX's persistent
+    compilation cache could serve a probe an executable compiled by another XLA. Unless the user
+    set ``JAX_ENABLE_COMPILATION_CACHE`` (in ``--env`` or the environment) or gave a cache
+    directory in ``--env``, runs get ``JAX_ENABLE_COMPILATION_CACHE=false`` and lose an inherited
+    ``JAX_COMPILATION_CACHE_DIR``. Returns (variables to set, variables to remove).
+    """
+    inherited = dict(os.environ) if inherited is None else inherited
+    if CACHE_SWITCH in user_env or CACHE_SWITCH in inherited or CACHE_DIR in user_env:
+        return {}, []
+    return {CACHE_SWITCH: "false"}, [CACHE_DIR] if CACHE_DIR in inherited else []
+
+
 def bench_env(spec: BenchSpec) -> dict[str, str]:
     env = dict(os.environ)
     if spec.python:
         env["PATH"] = str(Path(spec.python).parent) + os.pathsep + env.get("PATH", "")
+    set_, removed = cache_defaults(spec.env, env)
+    for k in removed:
+        env.pop(k, None)
+    env.update(set_)
     env.update(spec.env)
     return env
+
+
+def run_status(returncode: int | None, timed_out: bool, value: float | None) -> Status:
+    """The class of one run: timed out, crashed (non-zero exit), no metric printed, or OK."""
+    if timed_out:
+        return Status.TIMEOUT
+    if returncode != 0:
+        return Status.CRASHED
+    if value is None:
+        return Status.NO_METRIC
+    return Status.OK
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> BenchResult:
@@ -131,22 +153,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> Ben
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         value = parse_metric(res.output, rx)
-        if res.timed_out:
-            status = Status.TIMEOUT
-        elif res.returncode != 0:
-            status = Status.CRASHED
-        elif value is None:
-            status = Status.NO_METRIC
-        else:
-            status = Status.OK
+        status = run_status(res.returncode, res.timed_out, value)
         result.runs.append(Run(status, value if status is Status.OK else None, res.returncode,
                                res.duration, str(log)))
     return result
-
-
-def spread(samples: list[float]) -> float | None:
-    """Half the range relative to the median (0.01 = ±1%); None for fewer than two samples."""
-    if len(samples) < 2:
-        return None
-    med = statistics.median(samples)
-    return (max(samples) - min(samples)) / 2 / abs(med) if med else None

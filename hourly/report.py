@@ -9,9 +9,11 @@ from pathlib import Path
 
 from . import environment
 from .config import Settings
-from .gitrepo import COMMIT_URLS, GitRepo, REPOS
-from .scan import PointResult, show
-from .steps import Step, find_steps
+from .gitrepo import COMMIT_URLS, GitRepo
+from .model import REPOS, PointResult, Step
+from .detect import percent
+from .scan import show
+from .steps import find_steps, group_points
 from .store import Store
 
 MAX_COMMITS = 50
@@ -100,7 +102,7 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str) 
     for st in steps:
         color = "tab:red" if st.kind.value == "regression" else "tab:green"
         ax.axvspan(times[st.before_index], times[st.after_index], color=color, alpha=0.2)
-        ax.annotate(f"{st.change.relative_change * 100:+.1f}%", (times[st.after_index], st.change.level_after),
+        ax.annotate(percent(st.change.relative_change), (times[st.after_index], st.change.level_after),
                     textcoords="offset points", xytext=(4, 6), fontsize=8, color=color)
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel(metric)
@@ -157,6 +159,18 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _steps_sections(points, steps, repos, s, metric)
+    md += _failed_section(points)
+    md.extend(bisect_sections(store))
+    md += _reproduce_section(s, env, plot_path, store.workdir)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plot_path)
+
+
+def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str) -> list[str]:
+    """The scanned window, the table of steps, and one section per step with its commits."""
+    md = []
     if points:
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({len(points)} instants, "
                   f"{len({(p.xla, p.jax) for p in points})} distinct (xla, jax) pairs), metric `{metric}` "
@@ -170,13 +184,17 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     for i, st in enumerate(steps, 1):
         c = st.change
         md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
-                  f"{c.level_before:.4g} → {c.level_after:.4g} | {c.relative_change * 100:+.2f}% |")
+                  f"{c.level_before:.4g} → {c.level_after:.4g} | {percent(c.relative_change)}"
+                  + (" (edge)" if c.edge else "") + " |")
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
-        md.append(f"## {i}. {c.kind.value.capitalize()} of {c.relative_change * 100:+.2f}% "
+        md.append(f"## {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
                   f"between {st.before.time} and {st.after.time}")
         md.append("")
+        if c.edge:
+            md.append("Edge step: one pair on its side; measure that pair again to confirm before bisecting.")
+            md.append("")
         md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
                   f"jax {link('jax', st.before.jax)}, {c.level_before:.4g}")
         md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
@@ -186,11 +204,16 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         md.append("")
         md.extend(_commits_section(repos, st))
         md.append("")
+    return md
+
+
+def _failed_section(points: list[PointResult]) -> list[str]:
+    """The points that did not measure, consecutive instants of one pair together."""
+    md = []
     failed = [p for p in points if p.status != "ok"]
     if failed:
         md.append("## Points that did not measure")
         md.append("")
-        from .steps import group_points
         for g in group_points(points):
             p = g.point
             if p.status == "ok":
@@ -199,8 +222,12 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
             md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
                       + (f" — {p.detail}" if p.detail else ""))
         md.append("")
-    md.extend(bisect_sections(store))
-    md.append("## Reproduce")
+    return md
+
+
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path) -> list[str]:
+    """How to reproduce the measurement, the environment, the plot and any profiles."""
+    md = ["## Reproduce"]
     md.append("")
     md.append("The measurement (inside the nightly container, per pair):")
     md.append("")
@@ -220,14 +247,12 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         md.append("")
         md.append(f"![metric over time]({plot_path.name})")
         md.append("")
-    profiles = sorted((store.workdir / "profiles").glob("*/comparison.txt")) \
-        if (store.workdir / "profiles").is_dir() else []
+    profiles = sorted((workdir / "profiles").glob("*/comparison.txt")) \
+        if (workdir / "profiles").is_dir() else []
     if profiles:
         md.append("## Traces and memory profiles")
         md.append("")
         for comp in profiles:
             md.append(f"- {comp.parent.name}: `{comp.parent}` (comparison: `{comp}`)")
         md.append("")
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md))
-    return ReportFiles(path, plot_path)
+    return md

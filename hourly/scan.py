@@ -2,49 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 from . import environment
-from .bench import Status, run_benchmark, spread
+from .bench import run_benchmark
 from .build import Builder, BuildSpec, BuildStatus, Workspace
 from .config import Settings
+from .errors import UserError
 from .gitrepo import GitRepo
-from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
+from .model import Pair, PointResult, ScanReport, Status
+from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import Measurement, Store
 from .timeparse import instants, parse_step, window
 
 LEVEL = "hourly"
-
-
-@dataclass
-class PointResult:
-    time: str
-    xla: str
-    jax: str
-    status: str  # Status value, or "planned"/"cached" in a dry run
-    value: float | None = None
-    samples: list[float] = field(default_factory=list)
-    detail: str | None = None
-
-    def as_json(self) -> dict:
-        return {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
-                "value": self.value, "samples": self.samples}
-
-    @property
-    def spread(self) -> float | None:
-        return spread(self.samples)
-
-
-@dataclass
-class ScanReport:
-    points: list[PointResult]
-    distinct_pairs: int
-    builds: int
-
-    def as_json(self) -> dict:
-        return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-                "builds": self.builds}
 
 
 def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
@@ -52,7 +23,6 @@ def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
 
 
 def plan(s: Settings, xla: GitRepo, jax: GitRepo) -> list[PlannedPoint]:
-    from .errors import UserError
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)
@@ -171,3 +141,11 @@ def show(store: Store, s: Settings) -> ScanReport:
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
     return ScanReport(out, len({(x, j) for _, x, j in rows}), 0)
+
+
+def require_metric(report: ScanReport) -> None:
+    """A scan whose every run printed no metric is a user error: the regex or the command is wrong."""
+    if report.points and all(p.status == "no_metric" for p in report.points):
+        log = next((p.detail for p in report.points if p.detail), "")
+        raise UserError(f"the metric was never printed by any run ({log})",
+                        "check --metric-regex against the benchmark's output in that log")

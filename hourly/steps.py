@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .detect import Change, ChangeKind, Detection, detect
-from .scan import PointResult
+from .detect import Change, Detection, detect, percent
+from .model import PointResult, Step
+from .render import arrow, step_marks
 from .series import Series, SeriesPoint
 
 
@@ -25,27 +26,6 @@ class Group:
         if self.point.status != "ok":
             return None
         return list(self.point.samples) or ([self.point.value] if self.point.value is not None else None)
-
-
-@dataclass
-class Step:
-    change: Change
-    before: PointResult   # last instant before the step
-    after: PointResult    # first instant after it
-    before_index: int     # indices into the scan's points
-    after_index: int
-
-    @property
-    def kind(self) -> ChangeKind:
-        return self.change.kind
-
-    def as_json(self) -> dict:
-        c = self.change
-        return {"before": self.before.time, "after": self.after.time, "from_value": c.level_before,
-                "to_value": c.level_after, "relative_change": c.relative_change, "kind": c.kind.value,
-                "strength": c.strength,
-                "before_pair": {"xla": self.before.xla, "jax": self.before.jax},
-                "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
 
 
 def group_points(points: list[PointResult]) -> list[Group]:
@@ -76,14 +56,22 @@ def series_from_points(points: list[PointResult], source: str = "") -> Series:
                         for p in group_points(points)), source)
 
 
+def edge_note(change: Change) -> str:
+    """What an edge step means, for a line that describes it ("" for any other step)."""
+    if not change.edge:
+        return ""
+    return "; edge step: one pair on its side, measure it again to confirm"
+
+
 def describe(step: Step) -> str:
     c = step.change
-    sign = "▼" if c.kind is ChangeKind.REGRESSION else "▲"
+    sign = arrow(c.kind)
     moved = [name for name in ("xla", "jax") if getattr(step.before, name) != getattr(step.after, name)]
-    return (f"{sign} {c.kind.value} {c.relative_change * 100:+.1f}% ({c.level_before:.4g} → {c.level_after:.4g},"
+    return (f"{sign} {c.kind.value} {percent(c.relative_change)} ({c.level_before:.4g} → {c.level_after:.4g},"
             f" z={c.strength:.0f}) between {step.before.time} and {step.after.time}; "
             f"moved: {', '.join(moved) or 'nothing'}"
-            f" (xla {step.before.xla[:10]}→{step.after.xla[:10]}, jax {step.before.jax[:10]}→{step.after.jax[:10]})")
+            f" (xla {step.before.xla[:10]}→{step.after.xla[:10]}, jax {step.before.jax[:10]}→{step.after.jax[:10]})"
+            + edge_note(c))
 
 
 def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
@@ -91,7 +79,6 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     if not any(p.status == "ok" for p in report.points):
         return {}, []
     steps, _, _ = find_steps(report.points, s.higher_is_better)
-    marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
-             f"{st.change.relative_change * 100:+.1f}%" for st in steps}
+    marks = step_marks(steps)
     lines = [f"{len(steps)} step{'s' if len(steps) != 1 else ''} found:"] + [describe(st) for st in steps]
     return marks, lines

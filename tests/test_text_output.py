@@ -25,7 +25,7 @@ import pytest
 import typer
 
 from hourly.cli import app, main
-from hourly.fixtures import Change, make_repos
+from hourly.demo.repos import Change, make_repos
 from hourly.store import Store
 
 A, B, C, D = "[XLA:GPU] a", "[pallas] b", "[/c] d", "[bold]e[/bold]"
@@ -171,6 +171,7 @@ def test_config_prints_values_verbatim(tmp_path):
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
     from hourly import nightly as N
+    from hourly.model import NightlyPoint, Status
     work = tmp_path / "n[" / "c] d"
     mount = f"{tmp_path / B}:/dir"
     bench = f"python3 '{D}.py' --tag '{A}'"
@@ -180,7 +181,7 @@ def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
     shas = {d: (f"{i}" * 40, f"{i + 4}" * 40) for i, d in enumerate(["2023-08-20", "2023-08-21", "2023-08-22",
                                                                       "2023-08-23"], 1)}
     for d, value in (("2023-08-20", 100.0), ("2023-08-21", 100.2), ("2023-08-22", 80.0), ("2023-08-23", 80.1)):
-        N.record(store, s.key(), N.NightlyPoint(d, N.image_ref(s.image, N.parse_date(d)), N.NightlyStatus.OK,
+        store.add_nightly(s.key(), NightlyPoint(d, N.image_ref(s.image, N.parse_date(d)), Status.OK,
                                                 "sha256:" + "ab" * 32, value, [value], *shas[d],
                                                 detail=f"log {work}/{d}.log"))
     for args in (["nightly", "--show"], ["show", "--nightly"]):
