@@ -117,5 +117,4 @@ def container(
     console.print("then, inside, for example:", **kw)
     console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
                                        DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
-    # (shell-quoted: hourly/output.py)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)
