@@ -41,6 +41,7 @@ def nightly(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
+    from ..config import effective
     from ..nightly import NightlySettings
     from ..nightly_render import print_report
     from ..nightly import show as show_nightly
@@ -55,11 +56,11 @@ def nightly(
         if not from_ or not to:
             raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
         s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
-                              env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
-                              repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
-                              parallel=parallel, rerun=rerun,
-                              higher_is_better=(effective({}, config)[0].higher_is_better
-                                                if higher_is_better is None else higher_is_better))
+                            env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
+                            repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
+                            parallel=parallel, rerun=rerun,
+                            higher_is_better=(effective({}, config)[0].higher_is_better
+                                              if higher_is_better is None else higher_is_better))
         s.validate()
         store = Store(wd)
         if json_out:
