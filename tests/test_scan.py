@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -270,7 +271,9 @@ def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, ma
 
 
 def test_console_script_runs(tmp_path):
-    out = subprocess.run(["hourly", "--help"], capture_output=True, text=True)
+    # the script pip installed for the Python running the tests (not whatever `hourly` PATH finds)
+    script = Path(sysconfig.get_path("scripts")) / "hourly"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "scan" in out.stdout
 
 
@@ -310,7 +313,7 @@ def test_runs_get_no_persistent_compilation_cache_unless_the_user_sets_it(capsys
 def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys, venv_python, tmp_path):
     # issue 11: a time metric's 60x speed-up (lower is better) is an improvement everywhere,
     # not "regression -98%", without telling each later command again
-    from hourly.fixtures import Change, make_repos
+    from hourly.demo.repos import Change, make_repos
     made = make_repos(tmp_path / "repos", [
         Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
         Change("xla", "2023-08-24T11:30:00Z", "[XLA:GPU] Sixty times faster", {"perf/fast.txt": "0.0166667\n"}),
