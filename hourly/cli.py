@@ -18,22 +18,26 @@ _EXITS = (typer.Exit,)
 _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .commands.bisect import bisect
+from .commands.clean import clean
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
 from .commands.nightly import container, nightly
 from .commands.profile import profile
+from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
 from .errors import ProcessError, UserError
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+# help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None, rich_markup_mode=None,
                   help="Find the JAX or XLA commit that made a program slower or made it crash.")
 
 # --help lists the commands in the order of a hunt
 app.command()(demo)
+app.command()(releases)
 app.command()(nightly)
 app.command()(container)
 app.command()(scan)
@@ -44,8 +48,13 @@ app.command()(report)
 app.command()(profile)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 app.command("compare-profiles")(compare_profiles)
+app.command()(clean)
 app.command("config")(config_cmd)
 app.command()(version)
+
+#: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
+for _c in app.registered_commands:
+    _c.short_help = _c.short_help or (_c.help or _c.callback.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:

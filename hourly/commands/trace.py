@@ -9,6 +9,7 @@ import typer
 
 from ..errors import UserError
 from ..output import command_line
+from ..output import command_line
 
 
 def trace(
