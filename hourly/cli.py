@@ -31,8 +31,7 @@ from .commands.trace import compare_profiles, trace
 from .errors import ProcessError, UserError
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
-# help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None, rich_markup_mode=None,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Find the JAX or XLA commit that made a program slower or made it crash.")
 
 # --help lists the commands in the order of a hunt
@@ -51,10 +50,6 @@ app.command("compare-profiles")(compare_profiles)
 app.command()(clean)
 app.command("config")(config_cmd)
 app.command()(version)
-
-#: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
-for _c in app.registered_commands:
-    _c.short_help = _c.short_help or (_c.help or _c.callback.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:

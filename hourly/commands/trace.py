@@ -9,7 +9,6 @@ import typer
 
 from ..errors import UserError
 from ..output import command_line
-from ..output import command_line
 
 
 def trace(

@@ -14,7 +14,6 @@ from ..bisect_report import print_answers
 from ..config import effective
 from ..errors import UserError
 from ..output import command_line, styled
-from ..output import command_line, styled
 from ..render import print_report
 from ..report import write_report
 from ..scan import run_scan
