@@ -166,7 +166,7 @@ def test_detect_reads_the_store_under_a_bracketed_path(hunt):
 def test_config_prints_values_verbatim(tmp_path):
     (tmp_path / "hourly.toml").write_text(f'workdir = "{C}"\nbench_cmd = "python3 \'{D}.py\'"\n')
     out = ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path))
-    assert repr(C) in out and repr(f"python3 '{D}.py'") in out
+    assert repr(str(tmp_path / C)) in out and repr(f"python3 '{D}.py'") in out
 
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):

@@ -51,7 +51,7 @@ BUILD: OptionSet = {
     "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the Python running hourly].")),
     "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
     "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),
-    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable).")),
+    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable) [default: none; after a scan: the scan's].")),
 }
 BENCHMARK: OptionSet = {
     "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would [required for a scan; later: the scan's].")),
