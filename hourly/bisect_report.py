@@ -184,15 +184,17 @@ class LineHandler(BisectHandler):
 
 # -- terminal -----------------------------------------------------------------------------------
 
-def describe(a: dict) -> list[str]:
-    """The answer for one regression, as lines of text."""
+def describe(a: dict) -> list:
+    """The answer for one regression, as lines of text (subjects and authors verbatim)."""
+    from .output import styled
     w = a["window"]
-    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    lines: list = [styled(("regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+                          + (f"  {w['note']}" if w.get("note") else ""))]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
     if c:
-        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+        lines += [styled("  culprit: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -207,9 +209,9 @@ def describe(a: dict) -> list[str]:
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
-                 + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
+    lines.append(styled(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
+                        f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states",
+                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
 
 

@@ -39,7 +39,7 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
-    t = Table(title=title)
+    t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
     t.add_column("time (UTC)")
     t.add_column("xla")
     t.add_column("jax")

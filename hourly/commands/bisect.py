@@ -12,9 +12,9 @@ from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, Jso
 
 @with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha>.'),
-    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
-    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
+    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> [default: each regression detection finds in the store].'),
+    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
+    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad [default: metric when the scan measured one, else exit]."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
     min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),

@@ -13,6 +13,7 @@ from ..bisect import run_bisect
 from ..bisect_report import print_answers
 from ..config import effective
 from ..errors import UserError
+from ..output import command_line, styled
 from ..render import print_report
 from ..report import write_report
 from ..scan import run_scan
@@ -43,15 +44,15 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         raise UserError(f"demo directory {root} is not empty", "pass a new or empty directory")
     root.mkdir(parents=True, exist_ok=True)
     say = (lambda *a, **k: None) if json_out else console.print
-    say(f"[bold]hourly demo[/] in {root}")
+    say(styled(("hourly demo", "bold"), f" in {root}"))
     made = make_repos(root / "repos", DEMO_CHANGES)
     say(f"made stand-in repos: xla {made.xla}, jax {made.jax}")
     python = make_venv(root / "venv")
     s, _ = effective(demo_settings(made, python, root / "work"))
     store = Store(s.workdir)
-    say(f"$ hourly scan --from '{s.from_}' --to '{s.to}' --xla-repo {s.xla_repo} --jax-repo {s.jax_repo} "
-        f"--build-cmd {s.build_cmd} --python {s.python} --bench-cmd '{s.bench_cmd}' --repeats {s.repeats} "
-        f"--workdir {s.workdir}")
+    say("$ " + command_line(["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
+                             "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,
+                             "--bench-cmd", s.bench_cmd, "--repeats", str(s.repeats), "--workdir", s.workdir]))
     report = run_scan(s, store)
     steps = find_steps(report.points, s.higher_is_better)[0]
     if not json_out:
@@ -60,7 +61,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         for line in lines:
             console.print(line, highlight=False)
     # detection found the steps in the table; bisection pins each regression to its commit
-    say(f"\n$ hourly bisect --workdir {s.workdir}")
+    say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
     planted = check_planted(steps, answers, made.shas)
     files = write_report(store, s)
@@ -70,7 +71,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         print(json.dumps(result, indent=1))
         return result
     print_answers(console, answers)
-    console.print("\n[bold]planted changes[/]")
+    console.print(styled("\n", ("planted changes", "bold")))
     for p in planted:
         state = "found" if p["found"] else "MISSED"
         if p["kind"] == "regression":
