@@ -201,7 +201,7 @@ class Builder:
                    HOURLY_PYTHON=self.spec.python)
         env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
         log = self.log_dir / f"build-{pair.key()}.log"
-        _require_command(self.spec.cmd[0], env["PATH"])
+        require_command(self.spec.cmd[0], env["PATH"])
         self.builds_run += 1
         res = proc.run(self.spec.cmd, cwd=self.jax_repo.path, env=env, timeout=self.spec.timeout,
                        log_path=log, check=False)
@@ -251,7 +251,7 @@ class Builder:
                                             r.log_path, r.tail[-4000:], r.duration))
 
 
-def _require_command(cmd: str, path: str) -> None:
+def require_command(cmd: str, path: str) -> None:
     if os.sep in cmd:
         if not Path(cmd).exists():
             raise UserError(f"build command not found: {cmd}", "pass --build-cmd with the build script's path")

@@ -80,26 +80,26 @@ def scan(
                  repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
                  force=force, rerun=rerun)
     s, _ = effective(flags, config)
-    store = Store(s.workdir)
+    # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
-        report = dry_run(s, store)
+        report = dry_run(s, s.workdir)
     elif json_out:
-        report = run_scan(s, store)
+        report = run_scan(s, s.workdir)
     else:
-        report = _scan_with_progress(s, store)
-    _emit(report, json_out, s, store)
+        report = _scan_with_progress(s, s.workdir)
+    _emit(report, json_out, s)
     if not dry_run_ and report.points and all(p.status == "no_metric" for p in report.points):
         log = next((p.detail for p in report.points if p.detail), "")
         raise UserError(f"the metric was never printed by any run ({log})",
                         "check --metric-regex against the benchmark's output in that log")
 
 
-def _scan_with_progress(s: Settings, store: Store):
+def _scan_with_progress(s: Settings, store: Store | str):
     with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}") as on_progress:
         return run_scan(s, store, on_progress)
 
 
-def _emit(report, json_out: bool, s: Settings, store: Store) -> None:
+def _emit(report, json_out: bool, s: Settings, store: Store | None = None) -> None:
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
         return

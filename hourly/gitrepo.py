@@ -7,6 +7,7 @@ failures become :class:`~hourly.errors.ProcessError` (command, exit code, output
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,30 @@ class HeadState:
     sha: str
 
 
+#: What git prints when the network, not the request, failed: worth another try after a pause.
+_TRANSIENT = re.compile(r"connection reset|timed out|timeout|early eof|rpc failed|remote end hung up|"
+                        r"returned error: 5\d\d|http 5\d\d|connection refused|resource temporarily unavailable",
+                        re.IGNORECASE)
+#: What no retry can fix: a wrong name or path, missing rights, or no network at all (a host that does
+#: not resolve means the user is offline or the name is wrong; retrying only makes them wait).
+_PERMANENT = re.compile(r"does not appear to be a git repository|repository not found|not found|"
+                        r"authentication failed|permission denied|access denied|could not read username|"
+                        r"could not read password|terminal prompts disabled|returned error: 4\d\d|"
+                        r"could not resolve host|name resolution|network is unreachable|no such remote|no such file",
+                        re.IGNORECASE)
+
+
+def transient_git_failure(output: str) -> bool:
+    """Whether a failed git network command's output shows a transient failure (a reset, time-out,
+    5xx, cut stream): only those are retried. Anything else, including what we do not recognise,
+    fails at once."""
+    return bool(_TRANSIENT.search(output)) and not _PERMANENT.search(output)
+
+
 def _transient(exc: BaseException) -> bool:
-    return isinstance(exc, ProcessError) and not exc.timed_out
+    # our own time-out (10 minutes) is not retried: another 30 minutes of waiting is worse than
+    # one line that names --no-sync
+    return isinstance(exc, ProcessError) and not exc.timed_out and transient_git_failure(exc.tail)
 
 
 class GitRepo:
@@ -66,12 +89,13 @@ class GitRepo:
             raise UserError(f"{self.path} is a bare repository", "pass a checkout with a working tree")
 
     # -- raw access -------------------------------------------------------------------------
-    def git(self, *args: str, timeout: float | None = None) -> str:
+    def git(self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None) -> str:
         cmd = ["git", *args]
         try:
-            return self.repo.git.execute(cmd, kill_after_timeout=timeout, strip_newline_in_stdout=False)
+            return self.repo.git.execute(cmd, kill_after_timeout=timeout, strip_newline_in_stdout=False,
+                                         env=env)
         except git.GitCommandError as e:
-            out = (e.stdout or "") + (e.stderr or "")
+            out = _unwrap(e.stdout or "") + _unwrap(e.stderr or "")
             raise ProcessError(cmd, e.status if isinstance(e.status, int) else None,
                                str(out).strip(), str(self.path)) from e
 
@@ -138,7 +162,8 @@ class GitRepo:
     @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
            wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
     def remote_update(self) -> None:
-        self.git("remote", "update", timeout=600)
+        """``git remote update``; transient network failures are retried, anything else raises at once."""
+        self.git("remote", "update", timeout=600, env={"GIT_TERMINAL_PROMPT": "0"})
 
     def checkout(self, sha: str) -> None:
         """Detached, forced: edits the builds made to tracked files never block the next checkout."""
@@ -172,6 +197,12 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
         except ProcessError:
             return None
+
+
+def _unwrap(text: str) -> str:
+    """GitPython hands output back wrapped as ``\n  stderr: '...'``: git's own text, please."""
+    m = re.fullmatch(r"\s*(?:stdout|stderr): '(.*)'\s*", str(text), re.DOTALL)
+    return m.group(1) if m else str(text)
 
 
 def _parse_commit(line: str) -> CommitInfo | None:
