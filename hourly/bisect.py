@@ -35,6 +35,7 @@ from .resolve import Pair, Resolver
 from .scan import LEVEL, Measurer, open_repos
 from .store import Measurement, Store
 from .timeparse import iso_utc, parse_time
+from .words import plural
 
 #: The ends' means must lie this many standard errors apart.
 SEPARATION_MIN = 3.0
@@ -263,7 +264,7 @@ class Bisector:
                     return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
                                  between=c.between)
                 if len(samples) >= self.max_repeats:
-                    return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(samples), 'sample')}: {c.reason}",
                                  samples, builds=builds, runs=runs)
                 need = min(len(samples), self.max_repeats - len(samples))
                 # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
@@ -279,7 +280,7 @@ class Bisector:
     def _record(self, bid: int, p: Probe) -> Probe:
         self.store.add_probe(bid, p.row())
         self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
-                 + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
+                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
         return p
 
     def _grow_ends(self, good: list[float], bad: list[float], want: int) -> None:
@@ -297,7 +298,7 @@ class Bisector:
             m, builds, runs = self._measure(pair, want - len(samples))
             samples += m.samples if m.status == Status.OK.value else []
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
-                                    f"{len(samples)} samples of an end", m.samples, builds=builds, runs=runs))
+                                    f"{plural(len(samples), 'sample')} of an end", m.samples, builds=builds, runs=runs))
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
@@ -346,8 +347,8 @@ class Bisector:
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
         self._bid, self._ends = bid, (good_pair, bad_pair)
-        self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {len(states)} states"
-                 + (f" (resuming after {len(rows)} stored verdicts)" if rows else ""))
+        self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {plural(len(states), 'state')}"
+                 + (f" (resuming after {plural(len(rows), 'stored verdict')})" if rows else ""))
         index = {st.pair: i for i, st in enumerate(states)}
         stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
         verdicts: dict[int, Verdict] = {}
@@ -364,7 +365,7 @@ class Bisector:
                 bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
                 if not good or not bad:
                     raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
-                                    f"(good {len(good)} samples, bad {len(bad)})",
+                                    f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
                                     "pick ends that measure, or use --mode exit for crashes")
                 sep = separation(good, bad)
                 if sep >= SEPARATION_MIN or want >= self.max_repeats:

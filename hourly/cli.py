@@ -122,7 +122,8 @@ def _step_marks(report, s: Settings) -> tuple[dict[int, str], list[str]]:
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
          nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
-    store = Store(_workdir(workdir, config), create=False)
+    store = Store(_workdir(workdir, config), create=False,
+                  made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
         from . import nightly as N
         report = N.show(store)

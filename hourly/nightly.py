@@ -30,6 +30,7 @@ from .bench import DEFAULT_METRIC_REGEX, compile_metric_regex, parse_metric, spr
 from .errors import UserError
 from .store import Store
 from .timeparse import parse_time
+from .words import found, plural
 
 LEVEL = "nightly"
 DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
@@ -514,10 +515,10 @@ def print_report(console, report: NightlyReport) -> None:
     counts: dict[str, int] = {}
     for p in report.points:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+    console.print(f"{plural(len(report.points), 'date')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
     n = len(report.steps)
-    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    console.print(found(n, "step"), **kw)
     for st in report.steps:
         console.print(f"  {describe(st)}", **kw)
     b = report.boundary

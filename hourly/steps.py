@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .detect import Change, ChangeKind, Detection, detect
 from .scan import PointResult
 from .series import Series, SeriesPoint
+from .words import found
 
 
 @dataclass
@@ -93,5 +94,5 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     steps, _, _ = find_steps(report.points, s.higher_is_better)
     marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
              f"{st.change.relative_change * 100:+.1f}%" for st in steps}
-    lines = [f"{len(steps)} step{'s' if len(steps) != 1 else ''} found:"] + [describe(st) for st in steps]
+    lines = [found(len(steps), "step")] + [describe(st) for st in steps]
     return marks, lines

@@ -12,6 +12,7 @@ from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, de
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
 from ..store import Store
+from ..words import plural
 
 Opt = typer.Option
 console = Console()
@@ -123,8 +124,8 @@ def describe(a: dict) -> list[str]:
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
+    lines.append(f"  {plural(a['builds'], 'build')}, {plural(a['runs'], 'benchmark run')}, "
+                 f"{plural(a['states'], 'candidate state')}"
                  + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
     return lines
 

@@ -19,6 +19,7 @@ from ..bench import DEFAULT_METRIC_REGEX
 from ..detect import Change, ChangeKind, Detection, detect as detect_steps
 from ..errors import UsageError, UserError
 from ..series import PointStatus, Series, load_csv, load_grep_text
+from ..words import plural
 
 DEFAULT_SOURCE = "./hourly-work"
 
@@ -138,8 +139,8 @@ def detect(
     console = Console()
     console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
-    console.print(f"{len(series)} points ({good} ok, {len(found.failed)} failed"
-                  + (f", {len(found.outliers)} outlier{'s' if len(found.outliers) != 1 else ''}"
+    console.print(f"{plural(len(series), 'point')} ({good} ok, {len(found.failed)} failed"
+                  + (f", {plural(len(found.outliers), 'outlier')}"
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({found.noise_source})")
     if not found.changes:

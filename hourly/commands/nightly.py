@@ -56,7 +56,7 @@ def nightly(
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     wd = _workdir(workdir, config)
     if show:
-        store = Store(wd, create=False)
+        store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
         report = N.show(store)
     else:
         if not from_ or not to:
