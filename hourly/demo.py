@@ -84,12 +84,17 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
         console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
-    # the demo's folder may be temporary: say where its results are, as commands to paste
+    print_next(console, result["next"])
+    return result
+
+
+def print_next(console: Console, commands: list[str]) -> None:
+    """The demo's folder may be temporary: say where its results are, as commands to paste, one
+    line each however narrow the terminal or pipe."""
     plain = dict(markup=False, highlight=False, soft_wrap=True)
     console.print("\nnext, with this demo's results:", **plain)
-    for cmd in result["next"]:
+    for cmd in commands:
         console.print(cmd, **plain)
-    return result
 
 
 def next_commands(workdir: str) -> list[str]:

@@ -5,16 +5,16 @@ Every test drives the real CLI (``hourly.cli.main`` or a subprocess) over real r
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from hourly.cli import main
+from hourly.demo import next_commands, print_next
 from hourly.words import plural
 
 
@@ -143,20 +143,17 @@ def test_one_instant_reads_in_the_singular_and_no_steps_has_no_colon(capsys, sca
     assert "1 point (1 ok, 0 failed)" in out and "1 points" not in out
 
 
-def test_demo_says_which_workdir_to_pass_next(tmp_path):
-    """The demo's default folder is temporary: it prints the next commands with the real workdir."""
-    env = dict(os.environ, TMPDIR=str(tmp_path))
-    p = subprocess.run([sys.executable, "-m", "hourly", "demo"], capture_output=True, text=True,
-                       timeout=300, env=env, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
-    start = lines.index("next, with this demo's results:")
-    commands = [shlex.split(line) for line in lines[start + 1:start + 4]]
-    workdir = next(tmp_path.glob("hourly-demo-*")) / "work"
-    assert [c[:2] for c in commands] == [["hourly", "show"], ["hourly", "bisect"], ["hourly", "report"]]
-    assert all(c[2:] == ["--workdir", str(workdir)] for c in commands)
-    assert "1 builds" not in p.stdout and "1 points" not in p.stdout
-    for c in (commands[0], commands[2]):  # they work as printed, from any directory
-        out = subprocess.run([sys.executable, "-m", "hourly", *c[1:]], capture_output=True, text=True,
-                             timeout=120, cwd=Path(tmp_path).anchor)
-        assert out.returncode == 0, out.stderr
+def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, tmp_path):
+    """The demo ends with these (its JSON carries them too: tests/test_report.py runs the demo)."""
+    work = tmp_path / "a folder with spaces" / "work"
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00") + ["--workdir", str(work)])
+    assert code == 0, err
+    out = io.StringIO()
+    print_next(Console(file=out, width=40), next_commands(str(work)))
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["", "next, with this demo's results:"]
+    commands = [shlex.split(line) for line in lines[2:]]
+    assert commands == [["hourly", c, "--workdir", str(work)] for c in ("show", "bisect", "report")]
+    for c in (commands[0], commands[2]):  # they work as printed
+        code, _, err = run_cli(capsys, c[1:])
+        assert code == 0, err
