@@ -118,6 +118,20 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
     assert not (tmp_path / "work").exists()
 
 
+@pytest.mark.parametrize("change,message", [
+    (["--good", "someday"], "cannot parse time"),
+    (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+    (["--env", "NOEQUALS"], "KEY=VALUE"),
+])
+def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
+    args = scan_args()
+    common = args[args.index("--xla-repo"):]  # repositories, build, python, benchmark, workdir
+    code, _, err = run_cli(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+                                    *common, *change])
+    assert code == 1 and message in err, err
+    assert not (tmp_path / "work").exists()
+
+
 def test_nightly_input_errors_create_no_workdir(capsys, tmp_path):
     code, _, err = run_cli(capsys, ["nightly", "--from", "2023-07-06", "--to", "2023-07-01",
                                     "--workdir", str(tmp_path / "work")])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -11,7 +13,7 @@ from rich.console import Console
 from ..bisect import DEFAULT_MAX_REPEATS, Bisector, Mode, Window, bisect_log, default_mode, parse_end, windows_from_store
 from ..config import Settings, effective
 from ..errors import UsageError, UserError
-from ..store import Store
+from ..store import STORE_NAME, Store
 from ..words import plural
 
 Opt = typer.Option
@@ -56,6 +58,8 @@ def bisect(
                  bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir, force=force,
                  higher_is_better=higher_is_better)
     wd, _ = effective({"workdir": workdir}, config)
+    if good is not None and not (Path(wd.workdir).expanduser() / STORE_NAME).exists():
+        _check_before_creating(effective(flags, config)[0], good, bad)
     store = Store(wd.workdir, create=good is not None)
     s, _ = effective(flags, config, base=store.load_settings("scan") or {})
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun,
@@ -75,6 +79,20 @@ def bisect(
             print(bisect_log(a)[1], end="")
     else:
         print_answers(console, answers)
+
+
+def _check_before_creating(s: Settings, good: str, bad: str) -> None:
+    """A bisection into a new workdir checks its input first, so bad input leaves no workdir behind."""
+    from ..bench import compile_metric_regex
+    from ..scan import open_repos
+    from ..timeparse import parse_time
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not re.match(r"(xla|jax)@", end.strip()):
+            parse_time(end, s.tz)
+    open_repos(s)
 
 
 def _log_or_none(a: dict) -> str | None:
