@@ -13,7 +13,7 @@ from .build import Builder, BuildSpec, BuildStatus, Workspace, require_command
 from .config import Settings
 from .gitrepo import GitRepo
 from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
-from .errors import UserError
+from .errors import ProcessError, UserError
 from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
 
@@ -106,7 +106,6 @@ def plan(s: Settings, xla: GitRepo, jax: GitRepo) -> list[PlannedPoint]:
 def sync(repos: list[GitRepo]) -> None:
     """``git remote update`` each repository; a failure (after retries of transient ones) is one line
     that names ``--no-sync``, for a user who is offline or whose remote is wrong."""
-    from .errors import ProcessError
     for r in repos:
         try:
             r.remote_update()
