@@ -111,10 +111,34 @@ class BenchSpec:
     python: str | None = None  # its directory goes first on PATH, so `python3` means it
 
 
+#: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
+CACHE_SWITCH = "JAX_ENABLE_COMPILATION_CACHE"
+CACHE_DIR = "JAX_COMPILATION_CACHE_DIR"
+
+
+def cache_defaults(user_env: dict[str, str], inherited: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """What hourly sets and removes so that no run gets an executable compiled by another build.
+
+    Source builds at different commits can share a version string, so JAX's persistent
+    compilation cache could serve a probe an executable compiled by another XLA. Unless the user
+    set ``JAX_ENABLE_COMPILATION_CACHE`` (in ``--env`` or the environment) or gave a cache
+    directory in ``--env``, runs get ``JAX_ENABLE_COMPILATION_CACHE=false`` and lose an inherited
+    ``JAX_COMPILATION_CACHE_DIR``. Returns (variables to set, variables to remove).
+    """
+    inherited = dict(os.environ) if inherited is None else inherited
+    if CACHE_SWITCH in user_env or CACHE_SWITCH in inherited or CACHE_DIR in user_env:
+        return {}, []
+    return {CACHE_SWITCH: "false"}, [CACHE_DIR] if CACHE_DIR in inherited else []
+
+
 def bench_env(spec: BenchSpec) -> dict[str, str]:
     env = dict(os.environ)
     if spec.python:
         env["PATH"] = str(Path(spec.python).parent) + os.pathsep + env.get("PATH", "")
+    set_, removed = cache_defaults(spec.env, env)
+    for k in removed:
+        env.pop(k, None)
+    env.update(set_)
     env.update(spec.env)
     return env
 

@@ -66,6 +66,10 @@ def scan(
     repeats: Optional[int] = Opt(None, "--repeats", help="Runs per pair [default: 1]."),
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out."),
     metric_regex: Optional[str] = Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS]."),
+    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
+                                           help="Direction of the metric, stored with the scan for show, detect, "
+                                                "bisect, report and profile: higher (rates, MLUPS) or lower "
+                                                "(times) [default: higher]."),
     workdir: Optional[str] = Workdir,
     force: Optional[bool] = Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored)."),
     rerun: Optional[bool] = Opt(None, "--rerun", help="Measure again pairs that are already stored."),
@@ -78,7 +82,7 @@ def scan(
                  first_parent=first_parent, sync=sync, build_cmd=build_cmd, build_timeout=build_timeout,
                  wheel_dir=wheel_dir, python=python, bench_cmd=bench_cmd, bench_cwd=bench_cwd, env=env,
                  repeats=repeats, bench_timeout=bench_timeout, metric_regex=metric_regex, workdir=workdir,
-                 force=force, rerun=rerun)
+                 force=force, rerun=rerun, higher_is_better=higher_is_better)
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
@@ -149,7 +153,7 @@ def _stored_settings(store: Store, config: Optional[str], **flags) -> Settings:
 
 @app.command()
 def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
-           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change."),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from .report import write_report

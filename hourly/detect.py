@@ -7,7 +7,10 @@ How it works (details and the reasons in docs/detection.md):
 
 1. Failed points are dropped; the good points keep their original indices, so a step that spans a
    failed point is one step from the last good point before to the first good point after.
-2. The noise of one point, ``sigma``, is estimated robustly: from the spread of repeated samples
+2. When every sample is positive (times, rates) the series is analysed on a log scale, so the noise
+   is relative: a run timed at 200 us +-20 % and at 3.5 us +-10 % has comparable noise, where one
+   absolute sigma would be set by one level and find false steps in the other.
+   The noise of one point, ``sigma``, is estimated robustly: from the spread of repeated samples
    (median over points of the scaled MAD, divided by sqrt(samples)), and from the point-to-point
    noise (scaled MAD of successive differences / sqrt(2)), which a few steps or outliers do not
    move. With both, the larger wins (repeats miss run-to-run noise). With neither (under 4 good
@@ -15,15 +18,23 @@ How it works (details and the reasons in docs/detection.md):
 3. The series is fitted exactly by a piecewise-constant function (optimal partitioning, least
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
-   ``z_min`` standard errors.
-4. Single-point segments are outliers, not steps: the worst is set aside and the fit redone
-   until none is left. (In a series of fewer than 4 good points a single point at either end
-   is allowed; a lone point between two others is still an outlier.)
+   ``z_min`` standard errors. A stretch whose local noise is over twice sigma is weighted down
+   (:func:`local_weights`), so a much noisier level is not split.
+4. Single-point segments between two others are outliers, not steps: the worst is set aside and
+   the fit redone until none is left. A single point at either end is an *edge step* (the new
+   level holds for one point only: "it got slower in the last nightly"); it is reported with
+   ``edge=True`` once it passes the stricter test of step 6, so that it can be measured again.
+   An outlier set aside right next to a step that lies beyond one side's level (away from the
+   other level) belongs to that side: a slow run just before a speed-up is the old code's, so
+   the step's window keeps its real ends. One between the two levels stays inside the window.
 5. ``sigma`` is refined from the differences inside the fitted segments (RMS / sqrt(2)) and the
    fit is redone.
-6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors
+6. Adjacent segments whose levels (medians) differ by less than ``z_min`` standard errors (each
+   side's noise from the differences inside it, pulled towards the local noise around it and
+   never below sigma)
    (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
-   merged, least significant first, until every remaining step is significant.
+   merged, least significant first, until every remaining step is significant. ``min_change``
+   is a practical floor: 1 % unless given (0 reports every significant step).
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -47,6 +58,8 @@ Point = Union[float, int, None, Sequence[float]]
 PRIOR_RELATIVE_NOISE = 0.002
 #: Noise is never taken below this fraction of the level (constant or quantised series).
 NOISE_FLOOR_RELATIVE = 1e-4
+#: By default a step smaller than this relative change is not reported (``min_change``).
+DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
 _MAD_TO_SIGMA = 1.4826
 
@@ -64,6 +77,8 @@ class Change:
 
     Indices are positions in the series as given (failed points included). ``strength`` is the
     step divided by its standard error (a z-score; >= ``z_min`` for every reported change).
+    ``edge`` is True when one side of the step holds a single good point at the end (or start)
+    of the series: the step may be a lone slow run, so measure that point again to confirm it.
     """
 
     before_index: int
@@ -73,6 +88,7 @@ class Change:
     relative_change: float
     strength: float
     kind: ChangeKind
+    edge: bool = False
 
     @property
     def absolute_change(self) -> float:
@@ -91,10 +107,27 @@ class Detection:
     threshold: float = 0.0          #: z_min used
 
     level: float = 0.0              #: median level of the good points
+    log_scale: bool = False         #: analysed on a log scale (noise relative to the level)
 
     @property
     def relative_noise(self) -> float:
         return self.noise / abs(self.level) if self.level else 0.0
+
+
+def percent(x: float) -> str:
+    """A relative change as a signed percentage that never reads "+0.0%".
+
+    One decimal from 1 % up ("-6.9%"), two significant digits below ("+0.12%", "-0.0043%").
+    """
+    if not math.isfinite(x):
+        return "+inf" if x > 0 else ("-inf" if x < 0 else "nan")
+    p = x * 100
+    if p == 0:
+        return "0%"
+    if abs(p) >= 0.995:
+        return f"{p:+.1f}%"
+    decimals = 1 - math.floor(math.log10(abs(p)))
+    return f"{p:+.{decimals}f}%"
 
 
 def point_value(point: Point) -> float | None:
@@ -116,6 +149,15 @@ def point_samples(point: Point) -> list[float]:
     return [s for s in raw if math.isfinite(s)]
 
 
+def _median(s: list[float]) -> float:
+    """The median of a short list (np.median costs more than the detector on long series)."""
+    if len(s) == 1:
+        return s[0]
+    o = sorted(s)
+    m = len(o) // 2
+    return o[m] if len(o) % 2 else 0.5 * (o[m - 1] + o[m])
+
+
 def z_threshold(n: int) -> float:
     """How many standard errors a step must be for ``n`` good points.
 
@@ -125,12 +167,14 @@ def z_threshold(n: int) -> float:
     return max(3.5, math.sqrt(2.0 * math.log(max(n, 2)) + 8.0))
 
 
-def estimate_noise(values: np.ndarray, samples: list[list[float]]) -> tuple[float, str]:
+def estimate_noise(values: np.ndarray, samples: list[list[float]],
+                   relative: bool = False) -> tuple[float, str]:
     """Robust noise (sigma) of one point value, and where it came from.
 
     ``values`` are the good point values in order; ``samples`` their repeated samples.
+    ``relative``: they are logarithms, so sigma is relative and the floor and prior are too.
     """
-    level = float(np.median(np.abs(values))) if len(values) else 0.0
+    level = 1.0 if relative else (float(np.median(np.abs(values))) if len(values) else 0.0)
     floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
     rep = _repeat_noise(samples)
     diff = None
@@ -190,8 +234,46 @@ def _repeat_noise(samples: list[list[float]]) -> float | None:
     return sd * factor / math.sqrt(k)
 
 
-def segment(values: np.ndarray, penalty: float) -> list[int]:
-    """Optimal partitioning (least squares + ``penalty`` per extra segment).
+#: Half-width (in differences) of the window that measures the local noise around a point.
+LOCAL_NOISE_HALF_WINDOW = 5
+#: ... and how much noisier than the series that stretch must be before it is weighted down.
+LOCAL_NOISE_FACTOR = 2.0
+
+
+def local_weights(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW) -> np.ndarray | None:
+    """Least-squares weights that give a noisier stretch of the series less say: (sigma / s_i)^2
+    where ``s_i`` (:func:`local_noise`) > ``LOCAL_NOISE_FACTOR`` x sigma, else 1."""
+    s = local_noise(v, sigma, half)
+    if s is None:
+        return None
+    # only a stretch clearly noisier than the series (twice sigma) is weighted down: ten
+    # differences give a rough estimate, and an outlier's two differences must not hide it
+    return np.where(s > LOCAL_NOISE_FACTOR * sigma, (sigma / s) ** 2, 1.0)
+
+
+def local_noise(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW) -> np.ndarray | None:
+    """The noise around each point, ``s_i``, never below ``sigma``.
+
+    ``s_i`` is the noise around point i (from the successive differences within ``half``
+    differences of it; a step is one large difference among them, which a low quantile
+    ignores), never below ``sigma``. None when the series is too short to tell (under 2*half+1 points).
+    """
+    n = len(v)
+    if n < 2 * half + 1:
+        return None
+    d = np.abs(np.diff(v))
+    # the 2*half differences around point i, shifted inwards at the ends so that every window is
+    # full (an outlier's two differences never make half of one)
+    starts = np.clip(np.arange(n) - half, 0, len(d) - 2 * half)
+    windows = np.lib.stride_tricks.sliding_window_view(d, 2 * half)[starts]
+    # the 40th percentile of |difference| (0.524 sigma*sqrt(2) for normal noise): a step's or an
+    # outlier's large differences, two of ten, barely move it
+    s = np.quantile(windows, 0.4, axis=1) / 0.524 / math.sqrt(2.0)
+    return np.maximum(s, sigma)
+
+
+def segment(values: np.ndarray, penalty: float, weights: np.ndarray | None = None) -> list[int]:
+    """Optimal partitioning (weighted least squares + ``penalty`` per extra segment).
 
     Returns the start index of every segment (the first is 0). Exact, O(n^2) with numpy; series
     here are at most a few thousand points.
@@ -200,14 +282,16 @@ def segment(values: np.ndarray, penalty: float) -> list[int]:
     if n == 0:
         return []
     x = values - np.median(values)  # centred: keeps the sums of squares exact for big levels
-    s1 = np.concatenate([[0.0], np.cumsum(x)])
-    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
+    w = np.ones(n) if weights is None else weights
+    s0 = np.concatenate([[0.0], np.cumsum(w)])
+    s1 = np.concatenate([[0.0], np.cumsum(w * x)])
+    s2 = np.concatenate([[0.0], np.cumsum(w * x * x)])
     best = np.empty(n + 1)
     best[0] = -penalty
     last = np.zeros(n + 1, dtype=int)
     for t in range(1, n + 1):
         s = np.arange(t)                       # candidate start of the last segment
-        m = t - s
+        m = s0[t] - s0[s]
         seg = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / m
         total = best[s] + seg + penalty
         j = int(np.argmin(total))
@@ -223,56 +307,76 @@ def segment(values: np.ndarray, penalty: float) -> list[int]:
 
 def detect(series: Sequence[Point], *, higher_is_better: bool = True,
            min_change: float | None = None) -> Detection:
-    """Find every step in ``series``; see the module docstring for how."""
+    """Find every step in ``series``; see the module docstring for how.
+
+    ``min_change``: steps smaller than this relative change are not reported; None means
+    :data:`DEFAULT_MIN_CHANGE` (1 %), 0 reports every significant step.
+    """
+    if min_change is None:
+        min_change = DEFAULT_MIN_CHANGE
     samples_all = [point_samples(p) for p in series]
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
-    values = np.array([float(np.median(samples_all[i])) for i in good_idx], dtype=float)
+    raw = np.array([_median(samples_all[i]) for i in good_idx], dtype=float)
     samples = [samples_all[i] for i in good_idx]
-    if len(values) == 0:
+    if len(raw) == 0:
         return Detection(changes=[], failed=failed, noise_source="none")
-    sigma, source = estimate_noise(values, samples)
-    level = float(np.median(np.abs(values)))
+    level = float(np.median(np.abs(raw)))
+    # Times and rates are positive and their noise grows with their level: work on log values,
+    # where sigma is relative. Zero or negative values keep the linear scale.
+    log_scale = all(x > 0 for s in samples for x in s)
+    if log_scale:
+        samples = [[math.log(x) for x in s] for s in samples]
+        values = np.log(raw)
+    else:
+        values = raw
+    sigma, source = estimate_noise(values, samples, relative=log_scale)
+    floor = max(NOISE_FLOOR_RELATIVE * (1.0 if log_scale else level), 1e-12)
     z_min = z_threshold(len(values))
 
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
         refined = within_segment_noise(v, segs)
         if refined is not None:
             rep = _repeat_noise(samples) if source == "both" else None
-            floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
             new_sigma = max(refined, rep or 0.0, floor)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
+    r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
         a0, a1, b1 = segs[k - 1], segs[k], segs[k + 1]
-        before = float(np.median(v[a0:a1]))
-        after = float(np.median(v[a1:b1]))
+        before = float(np.median(r[a0:a1]))
+        after = float(np.median(r[a1:b1]))
         z = _z(v[a0:a1], v[a1:b1], sigma)
+        lo, hi = _window(values, int(pos[a1 - 1]), int(pos[a1]), float(np.median(v[a0:a1])),
+                         float(np.median(v[a1:b1])))
         rel = _relative(before, after)
         worse = (after < before) if higher_is_better else (after > before)
+        edge = (k == 1 and a1 - a0 == 1) or (k == len(segs) - 2 and b1 - a1 == 1)
         changes.append(Change(
-            before_index=good_idx[pos[a1 - 1]],
-            after_index=good_idx[pos[a1]],
+            before_index=good_idx[lo],
+            after_index=good_idx[hi],
             level_before=before, level_after=after, relative_change=rel, strength=z,
-            kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT,
+            kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT, edge=edge,
         ))
     outliers = [good_idx[i] for i in np.flatnonzero(~keep)]
-    return Detection(changes=changes, failed=failed, outliers=outliers, noise=sigma,
-                     noise_source=source, threshold=z_min, level=level)
+    return Detection(changes=changes, failed=failed, outliers=outliers,
+                     noise=sigma * level if log_scale else sigma,
+                     noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
 
 
-def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None):
+def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
+         log_scale: bool = False):
     """Fit, set aside outliers (single-point segments) one by one, refit; then prune."""
     keep = np.ones(len(values), dtype=bool)
     while True:
         pos = np.flatnonzero(keep)
         v = values[pos]
-        starts = segment(v, (z_min * sigma) ** 2)
+        starts = segment(v, (z_min * sigma) ** 2, local_weights(v, sigma))
         bounds = starts + [len(v)]
         lonely = _outliers(bounds, len(values))
         if not lonely:
@@ -280,7 +384,8 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         # set aside only the worst one: the others may be artefacts of it
         worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
         keep[pos[worst]] = False
-    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4)
+    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
+                                local_noise(v, sigma))
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -290,20 +395,30 @@ def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
 
 
 def _outliers(bounds: list[int], n_good: int) -> list[int]:
-    """Positions of single-point segments: outliers rather than steps.
+    """Positions of single-point segments between two others: outliers rather than steps.
 
-    A single point between two other segments is always an outlier. One at either end of the
-    series is too, unless the series has fewer than 4 good points (then it is all there is).
+    A single point at either end of the series is kept: it is an edge step if it passes the
+    pruning (with the stricter test for short segments), else it merges with its neighbour.
     """
     nseg = len(bounds) - 1
-    out = []
-    for k in range(nseg):
-        if bounds[k + 1] - bounds[k] != 1:
-            continue
-        interior = 0 < k < nseg - 1
-        if interior or n_good >= 4:
-            out.append(bounds[k])
-    return out
+    return [bounds[k] for k in range(1, nseg - 1) if bounds[k + 1] - bounds[k] == 1]
+
+
+def _window(values: np.ndarray, lo: int, hi: int, level_before: float,
+            level_after: float) -> tuple[int, int]:
+    """A step's window (good-point positions) once the outliers set aside inside it are placed.
+
+    An outlier between ``lo`` and ``hi`` that lies beyond the level before the step (on the side
+    away from the level after) belongs before it, so the window starts at it; one beyond the
+    level after belongs after. Outliers between the two levels stay inside the window.
+    """
+    up = 1.0 if level_after > level_before else -1.0
+    inside = list(range(lo + 1, hi))
+    while inside and (values[inside[0]] - level_before) * up < 0:
+        lo = inside.pop(0)
+    while inside and (values[inside[-1]] - level_after) * up > 0:
+        hi = inside.pop()
+    return lo, hi
 
 
 def _deviation(v: np.ndarray, bounds: list[int], i: int) -> float:
@@ -317,8 +432,31 @@ def _deviation(v: np.ndarray, bounds: list[int], i: int) -> float:
     return min(abs(v[i] - m) for m in near) if near else 0.0
 
 
-def _z(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
-    se = sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b))
+#: Weight (in degrees of freedom) of the series' noise when a segment's own noise is estimated.
+SEGMENT_NOISE_PRIOR_DOF = 4.0
+
+
+def segment_noise(seg: np.ndarray, sigma: float) -> float:
+    """The noise of one segment: its own (differences inside it) pulled towards ``sigma``.
+
+    Never below ``sigma``. Noise differs from level to level (a run at 200 us +-20 % before a
+    speed-up, 3.5 us +-10 % after); one sigma for all would split the noisier level.
+    """
+    if len(seg) < 2:
+        return sigma
+    d = np.diff(seg)
+    own = float(np.mean(d * d)) / 2.0
+    dof = float(len(d))
+    pooled = (dof * own + SEGMENT_NOISE_PRIOR_DOF * sigma * sigma) / (dof + SEGMENT_NOISE_PRIOR_DOF)
+    return max(sigma, math.sqrt(pooled))
+
+
+def _z(a: np.ndarray, b: np.ndarray, sigma: float, prior_a: float | None = None,
+       prior_b: float | None = None) -> float:
+    """The step between segments ``a`` and ``b`` in standard errors, each side with its own noise
+    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``)."""
+    sa, sb = segment_noise(a, prior_a or sigma), segment_noise(b, prior_b or sigma)
+    se = math.sqrt(sa * sa / len(a) + sb * sb / len(b))
     return abs(float(np.median(b)) - float(np.median(a))) / se
 
 
@@ -329,17 +467,23 @@ def _relative(before: float, after: float) -> float:
 
 
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
-           min_change: float | None, strict_short: bool = True) -> list[int]:
+           min_change: float | None, strict_short: bool = True, log_scale: bool = False,
+           local: np.ndarray | None = None) -> list[int]:
     """Merge adjacent segments whose difference is not significant (or below min_change)."""
     bounds = list(bounds)
     while len(bounds) > 2:
         worst, worst_score = None, None
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
-            z = _z(a, b, sigma)
-            rel = abs(_relative(float(np.median(a)), float(np.median(b))))
+            if local is None:
+                z = _z(a, b, sigma)
+            else:   # each side's noise is pulled towards the noise around it, not the series'
+                z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
+                       float(np.median(local[bounds[k]:bounds[k + 1]])))
+            ma, mb = float(np.median(a)), float(np.median(b))
+            rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
-            weak = z < need or (min_change is not None and rel < min_change)
+            weak = z < need or (bool(min_change) and rel < min_change)
             if weak:
                 score = min(z / need, rel / min_change if min_change else math.inf)
                 if worst_score is None or score < worst_score:

@@ -8,6 +8,7 @@ import shutil
 import socket
 
 from . import proc
+from .bench import cache_defaults
 
 #: Environment variables that change what JAX/XLA measure.
 RELEVANT_ENV_PREFIXES = ("XLA_", "JAX_", "CUDA_", "NCCL_", "TF_CPP_", "TF_GPU", "NVIDIA_", "LD_LIBRARY_PATH")
@@ -24,8 +25,17 @@ for name in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax_demo"
 
 
 def capture(python: str, extra_env: dict[str, str] | None = None) -> dict:
-    """A snapshot of the environment; every probe is best-effort and never fails the scan."""
+    """A snapshot of the environment; every probe is best-effort and never fails the scan.
+
+    ``env`` is what the benchmark runs get: the relevant inherited variables, with hourly's own
+    defaults (the compilation cache off, see :func:`hourly.bench.cache_defaults`) applied, then
+    the user's ``--env``.
+    """
     env = {k: v for k, v in os.environ.items() if k.startswith(RELEVANT_ENV_PREFIXES)}
+    set_, removed = cache_defaults(extra_env or {})
+    for k in removed:
+        env.pop(k, None)
+    env.update(set_)
     env.update({k: v for k, v in (extra_env or {}).items()})
     info: dict = {"host": socket.gethostname(), "platform": platform.platform(), "env": env,
                   "python": python, "packages": {}, "gpus": []}

@@ -192,6 +192,7 @@ if jax_demo.CRASH:
 noise = float(os.environ.get("DEMO_NOISE", "0.002"))
 value = 577.1 * jax_demo.FACTOR * (1 + random.gauss(0, noise))
 print(f"jax_demo {jax_demo.JAX_SHA[:8]} xla {jax_demo.XLA_SHA[:8]}")
+print(f"JAX_ENABLE_COMPILATION_CACHE={os.environ.get('JAX_ENABLE_COMPILATION_CACHE', '(unset)')}")
 print(f"MLUPS: {value:.2f}")
 '''
 

@@ -11,6 +11,7 @@ from . import environment
 from .config import Settings
 from .gitrepo import COMMIT_URLS, GitRepo, REPOS
 from .scan import PointResult, show
+from .detect import percent
 from .steps import Step, find_steps
 from .store import Store
 from .words import plural
@@ -101,7 +102,7 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str) 
     for st in steps:
         color = "tab:red" if st.kind.value == "regression" else "tab:green"
         ax.axvspan(times[st.before_index], times[st.after_index], color=color, alpha=0.2)
-        ax.annotate(f"{st.change.relative_change * 100:+.1f}%", (times[st.after_index], st.change.level_after),
+        ax.annotate(percent(st.change.relative_change), (times[st.after_index], st.change.level_after),
                     textcoords="offset points", xytext=(4, 6), fontsize=8, color=color)
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel(metric)
@@ -171,13 +172,17 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     for i, st in enumerate(steps, 1):
         c = st.change
         md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
-                  f"{c.level_before:.4g} → {c.level_after:.4g} | {c.relative_change * 100:+.2f}% |")
+                  f"{c.level_before:.4g} → {c.level_after:.4g} | {percent(c.relative_change)}"
+                  + (" (edge)" if c.edge else "") + " |")
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
-        md.append(f"## {i}. {c.kind.value.capitalize()} of {c.relative_change * 100:+.2f}% "
+        md.append(f"## {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
                   f"between {st.before.time} and {st.after.time}")
         md.append("")
+        if c.edge:
+            md.append("Edge step: one pair on its side; measure that pair again to confirm before bisecting.")
+            md.append("")
         md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
                   f"jax {link('jax', st.before.jax)}, {c.level_before:.4g}")
         md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "

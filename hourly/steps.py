@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .detect import Change, ChangeKind, Detection, detect
+from .detect import Change, ChangeKind, Detection, detect, percent
 from .scan import PointResult
 from .series import Series, SeriesPoint
 from .words import found
@@ -44,7 +44,7 @@ class Step:
         c = self.change
         return {"before": self.before.time, "after": self.after.time, "from_value": c.level_before,
                 "to_value": c.level_after, "relative_change": c.relative_change, "kind": c.kind.value,
-                "strength": c.strength,
+                "strength": c.strength, "edge": c.edge,
                 "before_pair": {"xla": self.before.xla, "jax": self.before.jax},
                 "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
 
@@ -77,14 +77,22 @@ def series_from_points(points: list[PointResult], source: str = "") -> Series:
                         for p in group_points(points)), source)
 
 
+def edge_note(change: Change) -> str:
+    """What an edge step means, for a line that describes it ("" for any other step)."""
+    if not change.edge:
+        return ""
+    return "; edge step: one pair on its side, measure it again to confirm"
+
+
 def describe(step: Step) -> str:
     c = step.change
     sign = "▼" if c.kind is ChangeKind.REGRESSION else "▲"
     moved = [name for name in ("xla", "jax") if getattr(step.before, name) != getattr(step.after, name)]
-    return (f"{sign} {c.kind.value} {c.relative_change * 100:+.1f}% ({c.level_before:.4g} → {c.level_after:.4g},"
+    return (f"{sign} {c.kind.value} {percent(c.relative_change)} ({c.level_before:.4g} → {c.level_after:.4g},"
             f" z={c.strength:.0f}) between {step.before.time} and {step.after.time}; "
             f"moved: {', '.join(moved) or 'nothing'}"
-            f" (xla {step.before.xla[:10]}→{step.after.xla[:10]}, jax {step.before.jax[:10]}→{step.after.jax[:10]})")
+            f" (xla {step.before.xla[:10]}→{step.after.xla[:10]}, jax {step.before.jax[:10]}→{step.after.jax[:10]})"
+            + edge_note(c))
 
 
 def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
@@ -93,6 +101,6 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         return {}, []
     steps, _, _ = find_steps(report.points, s.higher_is_better)
     marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
-             f"{st.change.relative_change * 100:+.1f}%" for st in steps}
+             percent(st.change.relative_change) + (" edge" if st.change.edge else "") for st in steps}
     lines = [found(len(steps), "step")] + [describe(st) for st in steps]
     return marks, lines

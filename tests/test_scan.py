@@ -339,3 +339,69 @@ def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, ma
 def test_console_script_runs(tmp_path):
     out = subprocess.run(["hourly", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "scan" in out.stdout
+
+
+def _cache_lines(workdir: Path) -> set[str]:
+    return {line.strip() for log in (workdir / "logs").glob("bench-*.log")
+            for line in log.read_text().splitlines() if line.startswith("JAX_ENABLE_COMPILATION_CACHE=")}
+
+
+def test_runs_get_no_persistent_compilation_cache_unless_the_user_sets_it(capsys, scan_args, tmp_path, monkeypatch):
+    # issue 11: builds at different commits can share a version string, so a persistent cache
+    # could serve an executable compiled by another XLA
+    from hourly.store import Store
+    monkeypatch.delenv("JAX_ENABLE_COMPILATION_CACHE", raising=False)
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax-cache"))
+    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00"))
+    work = tmp_path / "work"
+    assert _cache_lines(work) == {"JAX_ENABLE_COMPILATION_CACHE=false"}
+    env = Store(work, create=False).load_settings("environment")["env"]
+    assert env["JAX_ENABLE_COMPILATION_CACHE"] == "false"
+    assert "JAX_COMPILATION_CACHE_DIR" not in env
+    code, out, err = run_cli(capsys, ["report", "--workdir", str(work)])
+    assert code == 0, err
+    assert "`JAX_ENABLE_COMPILATION_CACHE=false`" in (work / "report" / "report.md").read_text()
+
+    # the user's own choice, in --env or in the environment, is kept
+    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--workdir", str(tmp_path / "w2"),
+                                "--env", "JAX_ENABLE_COMPILATION_CACHE=true"))
+    assert _cache_lines(tmp_path / "w2") == {"JAX_ENABLE_COMPILATION_CACHE=true"}
+    assert Store(tmp_path / "w2", create=False).load_settings("environment")["env"]["JAX_ENABLE_COMPILATION_CACHE"] == "true"
+    monkeypatch.setenv("JAX_ENABLE_COMPILATION_CACHE", "1")
+    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--workdir", str(tmp_path / "w3")))
+    assert _cache_lines(tmp_path / "w3") == {"JAX_ENABLE_COMPILATION_CACHE=1"}
+    env3 = Store(tmp_path / "w3", create=False).load_settings("environment")["env"]
+    assert env3["JAX_ENABLE_COMPILATION_CACHE"] == "1" and "JAX_COMPILATION_CACHE_DIR" in env3
+
+
+def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys, venv_python, tmp_path):
+    # issue 11: a time metric's 60x speed-up (lower is better) is an improvement everywhere,
+    # not "regression -98%", without telling each later command again
+    from hourly.fixtures import Change, make_repos
+    made = make_repos(tmp_path / "repos", [
+        Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
+        Change("xla", "2023-08-24T11:30:00Z", "[XLA:GPU] Sixty times faster", {"perf/fast.txt": "0.0166667\n"}),
+        Change("xla", "2023-08-24T12:30:00Z", "[XLA] Tidy again", {"tidy.txt": "2\n"}),
+    ])
+    work = tmp_path / "work"
+    code, out, err = run_cli(capsys, [
+        "scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 13:00", "--xla-repo", str(made.xla),
+        "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+        "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), "--lower-is-better"])
+    assert code == 0, err
+    assert "▲ improvement -98.3%" in out and "regression" not in out
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 0, err
+    assert "▲ improvement -98.3%" in out and "regression" not in out
+    code, out, err = run_cli(capsys, ["detect", str(work), "--json"])
+    assert code == 0, err
+    (change,) = json.loads(out)["changes"]
+    assert change["kind"] == "improvement"
+    assert change["relative_change"] == pytest.approx(-0.983, abs=0.002)
+    code, out, err = run_cli(capsys, ["report", "--workdir", str(work)])
+    assert code == 0, err
+    md = (work / "report" / "report.md").read_text()
+    assert "(lower is better)" in md and "| improvement |" in md and "regression" not in md.lower()
+    # a flag still wins over the stored direction
+    code, out, err = run_cli(capsys, ["detect", str(work), "--json", "--higher-is-better"])
+    assert json.loads(out)["changes"][0]["kind"] == "regression"

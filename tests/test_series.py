@@ -104,7 +104,8 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     c = out["changes"][0]
     assert (c["before"], c["after"], c["kind"]) == ("OUT-c", "OUT-e", "regression")
     assert c["relative_change"] == pytest.approx(-0.1, abs=0.005)
-    assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind"}
+    assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge"}
+    assert c["edge"] is False
     assert set(out) == {"points", "changes"}
 
 
@@ -158,3 +159,26 @@ def test_format_change_and_marks():
     (c,) = detect_changes(values)
     assert format_change(c, labels).startswith("regression -9.9% between c and e: 100 -> 90.1")
     assert change_marks([c]) == {3: "│", 4: "▼ regression -9.9%"}
+
+
+def test_cli_edge_step_is_reported_and_marked(tmp_path):
+    # issue 11: a new level at the last point only is an edge step, in the table, the line and JSON
+    p = tmp_path / "runs.txt"
+    p.write_text("".join(f"OUT-{i:02d}:MLUPS: {v}\n" for i, v in
+                         enumerate([577.0, 577.4, 576.8, 577.2, 576.9, 577.3, 537.0])))
+    out = json.loads(run([str(p), "--json"]).output)
+    (c,) = out["changes"]
+    assert (c["before"], c["after"], c["kind"], c["edge"]) == ("OUT-05", "OUT-06", "regression", True)
+    text = " ".join(run([str(p)]).output.split())   # the console wraps long lines
+    assert "▼ regression -6.9% edge" in text
+    assert "edge step: one point on its side, measure it again to confirm" in text
+
+
+def test_cli_default_floor_and_no_plus_zero(tmp_path):
+    # 0.3 % shift in 0.01 % noise: significant, below the 1 % floor; shown with --min-change 0
+    p = tmp_path / "runs.csv"
+    vals = [577.0, 577.05, 576.98, 577.02, 577.01, 575.3, 575.28, 575.33, 575.31, 575.29]
+    p.write_text("label,value\n" + "".join(f"d{i},{v}\n" for i, v in enumerate(vals)))
+    assert json.loads(run([str(p), "--json"]).output)["changes"] == []
+    low = run([str(p), "--min-change", "0"]).output
+    assert "regression -0.30% between d4 and d5" in low and "+0.0%" not in low and "-0.0%" not in low

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench import DEFAULT_METRIC_REGEX
-from ..detect import Change, ChangeKind, Detection, detect as detect_steps
+from ..detect import DEFAULT_MIN_CHANGE, Change, ChangeKind, Detection, detect as detect_steps, percent
 from ..errors import UsageError, UserError
 from ..series import PointStatus, Series, load_csv, load_grep_text
 from ..words import plural
@@ -45,19 +45,31 @@ def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) ->
     return load_grep_text(path, metric_regex)
 
 
+def _stored_direction(source: str | None) -> bool:
+    """The direction stored with a workdir's scan; higher is better for files and old stores."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if not path.is_dir():
+        return True
+    from ..store_series import stored_direction
+    found = stored_direction(path)
+    return True if found is None else found
+
+
 def _pct(x: float) -> str:
-    return f"{x * 100:+.1f}%" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+    return percent(x)
 
 
 def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None) -> str:
     """One line per step, as an engineer would file it.
 
-    e.g. "regression -9.9% between c and e: 100 -> 90.1 (51 sigma)"
+    e.g. "regression -9.9% between c and e: 100 -> 90.1 (51 sigma)"; an edge step (one point
+    on its side) says so, since that point should be measured again before bisecting.
     """
     return (f"{change.kind.value} {_pct(change.relative_change)} between "
             f"{(before_labels or labels)[change.before_index]} and {labels[change.after_index]}: "
             f"{change.level_before:.4g} -> {change.level_after:.4g} "
-            f"({change.strength:.0f} sigma)")
+            f"({change.strength:.0f} sigma)"
+            + ("; edge step: one point on its side, measure it again to confirm" if change.edge else ""))
 
 
 def change_marks(changes: Sequence[Change], failed: Sequence[int] = (),
@@ -71,7 +83,7 @@ def change_marks(changes: Sequence[Change], failed: Sequence[int] = (),
     marks: dict[int, str] = {i: "outlier" for i in outliers}
     for c in changes:
         arrow = "▼" if c.kind is ChangeKind.REGRESSION else "▲"
-        marks[c.after_index] = f"{arrow} {c.kind.value} {_pct(c.relative_change)}"
+        marks[c.after_index] = f"{arrow} {c.kind.value} {_pct(c.relative_change)}" + (" edge" if c.edge else "")
         for i in range(c.before_index + 1, c.after_index):
             marks[i] = "│" + (" outlier" if i in outliers else "")
     return marks
@@ -89,7 +101,7 @@ def detection_json(series: Series, found: Detection) -> dict:
         "changes": [{
             "before": series.before_labels[c.before_index], "after": labels[c.after_index],
             "from_value": c.level_before, "to_value": c.level_after,
-            "relative_change": _finite(c.relative_change), "kind": c.kind.value,
+            "relative_change": _finite(c.relative_change), "kind": c.kind.value, "edge": c.edge,
         } for c in found.changes],
     }
 
@@ -119,11 +131,14 @@ def detect(
                    "label,value columns, or the output of `grep METRIC OUT*`."),
     metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
                                      help="Regex with a (?P<value>...) group, for grep output."),
-    higher_is_better: bool = typer.Option(True, "--higher-is-better/--lower-is-better",
-                                          help="Direction of the metric: higher (throughput, e.g. MLUPS) or lower (times)."),
+    higher_is_better: Optional[bool] = typer.Option(None, "--higher-is-better/--lower-is-better",
+                                                    help="Direction of the metric: higher (throughput, e.g. MLUPS) "
+                                                         "or lower (times) [default: the stored scan's for a "
+                                                         "workdir, else higher]."),
     min_change: Optional[float] = typer.Option(None, "--min-change",
                                                help="Ignore steps smaller than this relative change, "
-                                                    "e.g. 0.02 for 2% (default: every significant step)."),
+                                                    f"e.g. 0.02 for 2%; 0 reports every significant step "
+                                                    f"[default: {DEFAULT_MIN_CHANGE:g}]."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
@@ -131,6 +146,8 @@ def detect(
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
     series = load_series(source, metric_regex)
+    if higher_is_better is None:
+        higher_is_better = _stored_direction(source)
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
     if json_out:

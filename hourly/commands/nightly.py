@@ -47,7 +47,9 @@ def nightly(
     parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local [default: pull]."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    lower_is_better: bool = Opt(False, "--lower-is-better", help="The metric is a time, not a rate."),
+    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
+                                           help="Direction of the metric, stored with the results: higher (rates) "
+                                                "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
     workdir: Optional[str] = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]."),
     json_out: bool = Opt(False, "--json", help="Print one JSON object instead of tables."),
@@ -64,7 +66,9 @@ def nightly(
         s = N.NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
                               env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
                               repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
-                              parallel=parallel, rerun=rerun, higher_is_better=not lower_is_better)
+                              parallel=parallel, rerun=rerun,
+                              higher_is_better=(effective({}, config)[0].higher_is_better
+                                                if higher_is_better is None else higher_is_better))
         s.validate()
         store = Store(wd)
         if json_out:
