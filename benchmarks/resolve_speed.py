@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hourly.fixtures import replay_history
+from hourly.demo.repos import replay_history
 from hourly.gitrepo import GitRepo
 from hourly.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, window

@@ -11,27 +11,14 @@ import re
 import statistics
 import time
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from . import proc
 from .errors import UserError
+from .model import Status
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 DEFAULT_METRIC_REGEX = rf"MLUPS:\s*(?P<value>{NUMBER})"
-
-
-class Status(str, Enum):
-    """The outcome of a run, and of a point (a point adds ``build_failed``)."""
-
-    OK = "ok"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    NO_METRIC = "no_metric"
-    BUILD_FAILED = "build_failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def compile_metric_regex(pattern: str) -> re.Pattern:
@@ -143,6 +130,17 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
     return env
 
 
+def run_status(returncode: int | None, timed_out: bool, value: float | None) -> Status:
+    """The class of one run: timed out, crashed (non-zero exit), no metric printed, or OK."""
+    if timed_out:
+        return Status.TIMEOUT
+    if returncode != 0:
+        return Status.CRASHED
+    if value is None:
+        return Status.NO_METRIC
+    return Status.OK
+
+
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> BenchResult:
     """Run the benchmark ``repeats`` times; each run's log goes to ``log_dir/bench-<tag>-<i>.log``."""
     rx = compile_metric_regex(spec.metric_regex)
@@ -155,22 +153,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> Ben
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         value = parse_metric(res.output, rx)
-        if res.timed_out:
-            status = Status.TIMEOUT
-        elif res.returncode != 0:
-            status = Status.CRASHED
-        elif value is None:
-            status = Status.NO_METRIC
-        else:
-            status = Status.OK
+        status = run_status(res.returncode, res.timed_out, value)
         result.runs.append(Run(status, value if status is Status.OK else None, res.returncode,
                                res.duration, str(log)))
     return result
-
-
-def spread(samples: list[float]) -> float | None:
-    """Half the range relative to the median (0.01 = ±1%); None for fewer than two samples."""
-    if len(samples) < 2:
-        return None
-    med = statistics.median(samples)
-    return (max(samples) - min(samples)) / 2 / abs(med) if med else None

@@ -10,6 +10,10 @@ moves both repositories, tests the mixed pair to say which one is to blame.
 Every verdict is a row of ``bisect_probes`` and every measurement a row of ``measurements``
 (origin ``bisect``), each committed as it is reached: after ``kill -9`` the same command
 continues from the stored verdicts, and a finished bisection prints its stored answer.
+
+This module decides; it reports what it does as events to a
+:class:`~hourly.bisect_report.BisectHandler` (the command renders them), and
+:mod:`hourly.bisect_report` builds the answers and their text.
 """
 
 from __future__ import annotations
@@ -19,47 +23,28 @@ import json
 import re
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
-from typing import Callable
+from datetime import datetime
 
-from .bench import Status
 from .build import Builder, BuildSpec, Workspace
-from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, REPOS, State, Verdict, bounds,
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, State, Verdict, bounds,
                           candidate_states, classify, exit_transitions, exit_verdict, next_probe,
                           separation, step_commits, worse)
+from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
 from .config import Settings
 from .errors import UserError
-from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
-from .resolve import Pair, Resolver
+from .gitrepo import GitRepo
+from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
+from .resolve import Resolver
 from .scan import LEVEL, Measurer, open_repos
+from .steps import group_points
 from .store import Measurement, Store
-from .timeparse import iso_utc, parse_time
+from .timeparse import parse_time
 from .words import plural
 
 #: The ends' means must lie this many standard errors apart.
 SEPARATION_MIN = 3.0
 #: Samples each end needs before probes are classified against it (capped by --max-repeats).
 MIN_END_SAMPLES = 3
-DEFAULT_MAX_REPEATS = 10
-
-
-class Mode(str, Enum):
-    METRIC = "metric"
-    EXIT = "exit"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Blame(str, Enum):
-    XLA = "xla"
-    JAX = "jax"
-    BOTH = "both"        # neither change alone regresses: the pair of them does
-    UNKNOWN = "unknown"  # a mixed pair could not be tested
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass
@@ -92,10 +77,6 @@ def _ts(label: str) -> int:
     return int(datetime.fromisoformat(label.replace("Z", "+00:00")).timestamp())
 
 
-def _iso(ts: int) -> str:
-    return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
-
-
 # -- windows ----------------------------------------------------------------------------------
 
 _SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
@@ -121,14 +102,8 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
 
 def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
     """The scan's instants with consecutive equal pairs merged: (first label, last label, pair)."""
-    out: list[tuple[str, str, Pair]] = []
-    for label, x, j in store.points(LEVEL):
-        p = Pair(x, j)
-        if out and out[-1][2] == p:
-            out[-1] = (out[-1][0], label, p)
-        else:
-            out.append((label, label, p))
-    return out
+    rows = [PointResult(label, x, j, "planned") for label, x, j in store.points(LEVEL)]
+    return [(rows[g.first].time, rows[g.last].time, Pair(g.point.xla, g.point.jax)) for g in group_points(rows)]
 
 
 def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
@@ -181,10 +156,11 @@ class Bisector:
     while something has to be built or run."""
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
-                 rerun: bool = False, say: Callable[[str], None] = lambda _: None):
+                 rerun: bool = False, handler: BisectHandler | None = None):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
-        self.s, self.store, self.mode, self.rerun, self.say = s, store, mode, rerun, say
+        self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
+        self.handler = handler or BisectHandler()
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
@@ -279,8 +255,7 @@ class Bisector:
 
     def _record(self, bid: int, p: Probe) -> Probe:
         self.store.add_probe(bid, p.row())
-        self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
-                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
+        self.handler.verdict(p)
         return p
 
     def _grow_ends(self, good: list[float], bad: list[float], want: int) -> None:
@@ -315,13 +290,8 @@ class Bisector:
                 if w.origin == "flags":
                     raise
                 # one window of many (from the store) that cannot be bisected: say why, go on
-                self.say(f"  cannot bisect: {e.one_line()}")
-                return [{"window": {"good_time": _iso(w.good_time), "bad_time": _iso(w.bad_time),
-                                    "origin": w.origin, "note": w.note},
-                         "mode": self.mode.value, "error": e.one_line(), "culprit": None, "range": [],
-                         "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
-                         "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
-                         "runs": 0, "continues_at": None}]
+                self.handler.cannot_bisect(w, e)
+                return [error_answer(w, self.mode.value, e)]
             answers.append(a)
             nxt = a.get("continues_at")
             if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
@@ -347,8 +317,7 @@ class Bisector:
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
         self._bid, self._ends = bid, (good_pair, bad_pair)
-        self.say(f"bisecting {_iso(w.good_time)} .. {_iso(w.bad_time)}: {plural(len(states), 'state')}"
-                 + (f" (resuming after {plural(len(rows), 'stored verdict')})" if rows else ""))
+        self.handler.started(w, len(states), len(rows))
         index = {st.pair: i for i, st in enumerate(states)}
         stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
         verdicts: dict[int, Verdict] = {}
@@ -434,95 +403,39 @@ class Bisector:
         return Blame.BOTH
 
     def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
-        rows = self.store.probes(bid)
-        last_good, first_bad = states[b.lo].pair, states[b.hi].pair
-        culprit, reason = None, None
-        if b.adjacent:
-            repos = [n for n in REPOS if moved[n]]
-            if blame in (Blame.XLA, Blame.JAX):
-                repos = [blame.value]
-            if len(repos) == 1 and len(moved[repos[0]]) == 1:
-                culprit = self.commit(repos[0], moved[repos[0]][0])
-            elif len(repos) == 1:
-                reason = (f"{len(moved[repos[0]])} {repos[0]} commits arrived in one step (their committer "
-                          "times are out of order), so no state between them existed")
-            elif blame is Blame.BOTH:
-                reason = "neither repository's change alone regresses: the combination does"
-            else:
-                reason = "both repositories moved in one step and the mixed pairs could not be tested"
-        else:
-            skipped = [(i, next((r for r in rows if r["role"] == "probe" and
-                                 Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
-            whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
-            reason = f"{b.hi - b.lo - 1} untestable state(s) between last good and first bad: " + "; ".join(whys)
-        all_moved = step_commits(self.walks, last_good, first_bad)
-        range_commits = [] if culprit else [self.commit(n, sha) for n in REPOS for sha in all_moved[n]]
-        return {
-            "window": {"good_time": _iso(w.good_time), "bad_time": _iso(w.bad_time), "origin": w.origin,
-                       "note": w.note},
-            "mode": self.mode.value,
-            "culprit": culprit,
-            "range": [c["sha"] for c in range_commits],
-            "range_commits": range_commits,
-            "reason": reason,
-            "blame": blame.value if blame else None,
-            "confirmed": confirmed,
-            "last_good": {"xla": last_good.xla, "jax": last_good.jax},
-            "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
-            "states": len(states),
-            "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]} for r in rows],
-            "builds": sum(r["builds"] for r in rows),
-            "runs": sum(r["runs"] for r in rows),
-        }
-
-    def commit(self, repo: str, sha: str) -> dict:
-        r = self.repos[repo]
-        info: CommitInfo = r.commits([sha])[sha]
-        out = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
-               "committer_time": _iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
-        parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
-        if len(parents) > 1:  # a merged pull request: name the commits it brought
-            out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author}
-                             for c in r.log(parents[0], sha, first_parent=False) if c.sha != sha]
-        return out
+        return answer(self, w, states, b, moved, blame, confirmed, bid)
 
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-# -- git bisect log ---------------------------------------------------------------------------
+def check_new_window(s: Settings, good: str, bad: str) -> None:
+    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    from .bench import compile_metric_regex
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not _SHA_END.match(end.strip()):
+            parse_time(end, s.tz)
+    open_repos(s)
 
-def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = None) -> tuple[str, str]:
-    """A ``git bisect`` log for the repository to blame, the other repository pinned at its
-    first-bad commit: (repo, log text). Only probes with the other repository at that commit count.
-    ``git bisect replay <file>`` in that repository continues the search by hand."""
-    lg, fb = answer["last_good"], answer["first_bad"]
-    if answer.get("culprit"):
-        repo = answer["culprit"]["repo"]
-    else:
-        moved = [n for n in REPOS if lg[n] != fb[n]]
-        if len(moved) != 1:
-            raise UserError("both repositories move between the last good and first bad states",
-                            "bisect one repository by hand with the other pinned, or test the mixed pairs")
-        repo = moved[0]
-    other = "jax" if repo == "xla" else "xla"
-    pinned = fb[other]
-    lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
-             f"# (check out {other} at {pinned} before continuing)",
-             "git bisect start '--first-parent'"]
-    marks: dict[str, str] = {}
-    for p in answer["probes"]:
-        if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):
-            marks[p[repo]] = p["verdict"]
-    marks[fb[repo]] = "bad"
-    if lg[other] == pinned:
-        marks[lg[repo]] = "good"
-    if "good" not in marks.values():
-        raise UserError(f"no good state with {other} at {pinned[:12]} was tested",
-                        "rerun the bisection with --rerun; it tests the mixed pair when both repositories move")
-    for word in ("bad", "good", "skip"):
-        for sha, w in marks.items():
-            if w == word:
-                lines += [f"# {word}: [{sha}]", f"git bisect {word} {sha}"]
-    return repo, "\n".join(lines) + "\n"
+
+def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
+               max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None) -> list[dict]:
+    """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
+    regression of the stored scan; returns one answer per regression found."""
+    handler = handler or BisectHandler()
+    mode = mode or default_mode(store, s)
+    with Bisector(s, store, mode, max_repeats, rerun, handler) as b:
+        if good is not None:
+            windows = [Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags")]
+            if windows[0].bad_time <= windows[0].good_time:
+                raise UserError(f"--bad {bad} is not later than --good {good}", "swap them")
+        else:
+            windows = windows_from_store(store, s, mode)
+            if not windows:
+                handler.nothing_to_bisect()
+        return [a for w in windows for a in b.bisect(w)]

@@ -32,9 +32,10 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from .resolve import Pair, Resolver
-
-REPOS = ("xla", "jax")
+# the noise floor and prior are detection's: one definition, so a step and its bisection agree
+from .detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from .model import REPOS, Pair
+from .resolve import Resolver
 
 
 class Verdict(str, Enum):
@@ -171,9 +172,6 @@ BETA = 0.002
 Z_VETO = 4.0
 #: Pinpoint's pair of tests vetoes once the probe has this many samples.
 NONPARAMETRIC_MIN = 8
-#: Noise is never taken below this fraction of the level; without repeats, this prior is used.
-NOISE_FLOOR_RELATIVE = 1e-4
-PRIOR_RELATIVE_NOISE = 0.002
 
 
 @dataclass(frozen=True)

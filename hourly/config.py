@@ -8,10 +8,13 @@ import shlex
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bench import DEFAULT_METRIC_REGEX, BenchSpec
 from .errors import UserError
+
+if TYPE_CHECKING:
+    from .store import Store
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,6 +22,28 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CONFIG_NAME = "hourly.toml"
+
+
+def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
+    """A command given as one string, split like a shell would (never run through a shell)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise UserError(f"cannot split {flag} ({e})", "check its quotes") from e
+    if not argv:
+        raise UserError(f"empty {flag}", hint_empty)
+    return argv
+
+
+def parse_env(items: list[str]) -> dict[str, str]:
+    """``--env KEY=VALUE`` items as a dict; anything else is a one-line error."""
+    out = {}
+    for item in items:
+        if "=" not in item or item.startswith("="):
+            raise UserError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
 
 
 def _default_tree(new: str, old: str) -> str:
@@ -54,32 +79,15 @@ class Settings:
 
     # -- derived ----------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:
-        out = {}
-        for item in self.env:
-            if "=" not in item or item.startswith("="):
-                raise UserError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
-            k, v = item.split("=", 1)
-            out[k] = v
-        return out
+        return parse_env(self.env)
 
     def bench_argv(self) -> list[str]:
         if not self.bench_cmd:
             raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ..." or set bench_cmd in hourly.toml')
-        try:
-            argv = shlex.split(self.bench_cmd)
-        except ValueError as e:
-            raise UserError(f"cannot split --bench-cmd ({e})", "check its quotes") from e
-        if not argv:
-            raise UserError("empty --bench-cmd", "pass the command that runs the benchmark")
-        return argv
+        return split_command(self.bench_cmd, "--bench-cmd", "pass the command that runs the benchmark")
 
     def build_argv(self) -> list[str]:
-        try:
-            argv = shlex.split(self.build_cmd)
-        except ValueError as e:
-            raise UserError(f"cannot split --build-cmd ({e})", "check its quotes") from e
-        if not argv:
-            raise UserError("empty --build-cmd", "pass the build command, e.g. build-jax.sh")
+        argv = split_command(self.build_cmd, "--build-cmd", "pass the build command, e.g. build-jax.sh")
         if "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str(Path(argv[0]).absolute())
         return argv
@@ -164,3 +172,15 @@ def _validate(s: Settings) -> None:
             raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
     if isinstance(s.env, str):
         s.env = [s.env]
+
+
+def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
+    """The workdir: ``--workdir``, else the settings file's, else the default."""
+    s, _ = effective({"workdir": workdir}, config_path)
+    return s.workdir
+
+
+def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
+    """The settings of the stored scan, under the settings file and the flags given now."""
+    s, _ = effective(flags, config_path, base=store.load_settings("scan") or {})
+    return s

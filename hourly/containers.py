@@ -292,11 +292,9 @@ def _env_list(env: Mapping[str, str] | Iterable[str] | None) -> list[str]:
         return []
     if isinstance(env, Mapping):
         return [f"{k}={v}" for k, v in env.items()]
-    out = []
-    for e in env:
-        if "=" not in e:
-            raise UserError(f"--env {e!r} is not NAME=VALUE", "write it like --env XLA_FLAGS=...")
-        out.append(e)
+    from .config import parse_env  # the one KEY=VALUE check
+    out = list(env)
+    parse_env(out)
     return out
 
 

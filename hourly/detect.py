@@ -90,10 +90,6 @@ class Change:
     kind: ChangeKind
     edge: bool = False
 
-    @property
-    def absolute_change(self) -> float:
-        return self.level_after - self.level_before
-
 
 @dataclass(frozen=True)
 class Detection:

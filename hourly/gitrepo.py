@@ -1,7 +1,9 @@
 """The narrow git adapter: everything hourly asks of a repository.
 
-Built on GitPython; bulk history walks use the git CLI through it (one process per walk). Git
-failures become :class:`~hourly.errors.ProcessError` (command, exit code, output tail).
+GitPython validates the checkout (is it a repository, is it bare, where is its git dir); every git
+command, bulk history walks included (one process per walk), runs through :func:`hourly.proc.run`
+like every other process: the same time-outs, process-group kill and
+:class:`~hourly.errors.ProcessError` (command, exit code, output tail).
 """
 
 from __future__ import annotations
@@ -11,13 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
+from . import proc
 from .errors import ProcessError, UserError
-
-#: Repository names hourly knows, in the order pairs are written: (xla, jax).
-REPOS = ("xla", "jax")
 
 COMMIT_URLS = {
     "xla": "https://github.com/openxla/xla/commit/{sha}",
@@ -80,6 +79,7 @@ class GitRepo:
         if not self.path.exists():
             raise UserError(f"{name} repository {self.path} does not exist",
                             f"pass --{name}-repo with the path of your {name} checkout")
+        import git  # GitPython only where a repository is opened
         try:
             self.repo = git.Repo(self.path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
@@ -90,14 +90,9 @@ class GitRepo:
 
     # -- raw access -------------------------------------------------------------------------
     def git(self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None) -> str:
-        cmd = ["git", *args]
-        try:
-            return self.repo.git.execute(cmd, kill_after_timeout=timeout, strip_newline_in_stdout=False,
-                                         env=env)
-        except git.GitCommandError as e:
-            out = _unwrap(e.stdout or "") + _unwrap(e.stderr or "")
-            raise ProcessError(cmd, e.status if isinstance(e.status, int) else None,
-                               str(out).strip(), str(self.path)) from e
+        """Run git here; ``env`` adds variables to this process's environment."""
+        return proc.run(["git", *args], cwd=self.path, timeout=timeout,
+                        env={**os.environ, **env} if env else None).output
 
     @property
     def git_dir(self) -> Path:
@@ -121,8 +116,9 @@ class GitRepo:
         out = self.git(*args)
         walk = []
         for line in out.splitlines():
-            ts, sha = line.split()
-            walk.append((sha, int(ts)))
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():  # stderr (a warning) shares the output
+                walk.append((parts[1], int(parts[0])))
         return walk
 
     def commits(self, shas: list[str]) -> dict[str, CommitInfo]:
@@ -137,13 +133,6 @@ class GitRepo:
         args = ["log", f"--format=%H{_SEP}%ct{_SEP}%an{_SEP}%s"] + (["--first-parent"] if first_parent else [])
         out = self.git(*args, f"{old}..{new}", "--")
         return [c for c in map(_parse_commit, out.splitlines()) if c]
-
-    def is_ancestor(self, a: str, b: str) -> bool:
-        try:
-            self.git("merge-base", "--is-ancestor", a, b)
-            return True
-        except ProcessError:
-            return False
 
     def head_state(self) -> HeadState:
         sha = self.git("rev-parse", "HEAD").strip()
@@ -163,7 +152,9 @@ class GitRepo:
            wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
     def remote_update(self) -> None:
         """``git remote update``; transient network failures are retried, anything else raises at once."""
-        self.git("remote", "update", timeout=600, env={"GIT_TERMINAL_PROMPT": "0"})
+        # English messages (transient_git_failure reads them); a remote that wants credentials fails
+        # instead of prompting
+        self.git("remote", "update", timeout=600, env={"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"})
 
     def checkout(self, sha: str) -> None:
         """Detached, forced: edits the builds made to tracked files never block the next checkout."""
@@ -197,12 +188,6 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
         except ProcessError:
             return None
-
-
-def _unwrap(text: str) -> str:
-    """GitPython hands output back wrapped as ``\n  stderr: '...'``: git's own text, please."""
-    m = re.fullmatch(r"\s*(?:stdout|stderr): '(.*)'\s*", str(text), re.DOTALL)
-    return m.group(1) if m else str(text)
 
 
 def _parse_commit(line: str) -> CommitInfo | None:

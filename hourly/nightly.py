@@ -7,6 +7,10 @@ containers (always removed), keep each run's full output under ``<workdir>/logs/
 store the date's result in the workdir's SQLite store (table ``nightly``, and the ``points`` table
 at level "nightly" for dates whose commits are known). The report names the good day → bad day
 boundary with the exact commits on both sides and the next commands to run.
+
+This module holds the settings, the pure parts (dates, GPU slots, the boundary, the report record)
+and the report of what the store holds (:func:`show`); hourly/nightly_run.py runs the containers;
+hourly/nightly_render.py prints.
 """
 
 from __future__ import annotations
@@ -14,41 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import statistics
-import threading
-import time
-import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
-from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from . import containers
-from .bench import DEFAULT_METRIC_REGEX, compile_metric_regex, parse_metric, spread
+from .bench import DEFAULT_METRIC_REGEX, compile_metric_regex
+from .config import parse_env, split_command
 from .errors import UserError
+from .model import NightlyPoint, PointResult, Status
 from .store import Store
 from .timeparse import parse_time
-from .words import found, plural
 
 LEVEL = "nightly"
 DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
 DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
-
-
-class NightlyStatus(str, Enum):
-    """The outcome of one date (runs use the first four)."""
-
-    OK = "ok"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    NO_METRIC = "no_metric"
-    MISSING = "missing"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,14 +68,7 @@ class NightlySettings:
         return DEFAULT_MOUNT_TARGET if DEFAULT_MOUNT_TARGET in targets else None
 
     def argv(self) -> list[str]:
-        import shlex
-        try:
-            argv = shlex.split(self.bench_cmd)
-        except ValueError as e:
-            raise UserError(f"cannot split --bench-cmd ({e})", "check its quotes") from e
-        if not argv:
-            raise UserError("empty --bench-cmd", f"pass the benchmark command, e.g. {DEFAULT_BENCH_CMD!r}")
-        return argv
+        return split_command(self.bench_cmd, "--bench-cmd", f"pass the benchmark command, e.g. {DEFAULT_BENCH_CMD!r}")
 
     def key(self) -> str:
         """What makes two nightly results comparable: images, command, mounts, env, regex.
@@ -122,9 +101,8 @@ class NightlySettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--timeout must be positive, not {self.timeout}", "pass seconds, e.g. 3600")
         compile_metric_regex(self.metric_regex)
-        for e in self.env:
-            if "=" not in e or e.startswith("="):
-                raise UserError(f"--env {e!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+        parse_env(self.env)
+        from . import containers  # the Docker SDK only when a nightly scan is set up
         for m in self.effective_mounts():
             containers.parse_mount(m)
         containers.parse_gpus(self.gpus)
@@ -163,24 +141,6 @@ def image_ref(template: str, d: date) -> str:
     return template.format(date=d.isoformat())
 
 
-def run_status(exit_code: int | None, timed_out: bool, value: float | None) -> NightlyStatus:
-    if timed_out:
-        return NightlyStatus.TIMEOUT
-    if exit_code != 0:
-        return NightlyStatus.CRASHED
-    if value is None:
-        return NightlyStatus.NO_METRIC
-    return NightlyStatus.OK
-
-
-def aggregate(runs: list[dict[str, Any]]) -> tuple[NightlyStatus, float | None, list[float]]:
-    """A date is OK when any run measured (value: median); else its first run's outcome."""
-    samples = [r["value"] for r in runs if r["status"] == "ok" and r["value"] is not None]
-    if samples:
-        return NightlyStatus.OK, statistics.median(samples), samples
-    return (NightlyStatus(runs[0]["status"]) if runs else NightlyStatus.NO_METRIC), None, []
-
-
 def gpu_slots(gpus: str, parallel: int) -> list[str]:
     """The ``--gpus`` value each of ``parallel`` workers uses, one GPU set per worker (pure).
 
@@ -206,29 +166,6 @@ def gpu_slots(gpus: str, parallel: int) -> list[str]:
 
 
 @dataclass
-class NightlyPoint:
-    date: str
-    image: str
-    status: NightlyStatus
-    digest: str | None = None
-    value: float | None = None
-    samples: list[float] = field(default_factory=list)
-    xla: str | None = None
-    jax: str | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    detail: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"date": self.date, "image": self.image, "digest": self.digest,
-                "status": self.status.value, "value": self.value, "samples": self.samples,
-                "xla": self.xla, "jax": self.jax}
-
-    @property
-    def spread(self) -> float | None:
-        return spread(self.samples)
-
-
-@dataclass
 class Boundary:
     good: NightlyPoint
     bad: NightlyPoint
@@ -246,9 +183,8 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
 
     Returns :class:`hourly.steps.Step` objects whose indices are positions in ``points``.
     """
-    from .scan import PointResult
     from .steps import find_steps
-    if not any(p.status is NightlyStatus.OK for p in points):
+    if not any(p.status is Status.OK for p in points):
         return []
     # a date without commits must not merge with its neighbours: give it its own "pair"
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
@@ -270,16 +206,15 @@ def find_boundary(points: list[NightlyPoint],
         return Boundary(points[before], points[after], "slower", change)
     last_ok = None
     for p in points:
-        if p.status is NightlyStatus.OK:
+        if p.status is Status.OK:
             last_ok = p
-        elif p.status in (NightlyStatus.CRASHED, NightlyStatus.TIMEOUT) and last_ok is not None:
+        elif p.status in (Status.CRASHED, Status.TIMEOUT) and last_ok is not None:
             return Boundary(last_ok, p, "crash", None)
     return None
 
 
 def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     """What to run next: the good day's container, then the hourly scan inside it."""
-    import shlex
     container = ["hourly", "container", "--date", b.good.date]
     if s.image != DEFAULT_IMAGE:
         container += ["--image", s.image]
@@ -290,30 +225,6 @@ def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
         scan += ["--metric-regex", s.metric_regex]
     return [shlex.join(container), shlex.join(scan)]
 
-
-# --------------------------------------------------------------------------------------------
-# store
-
-def record(store: Store, key: str, p: NightlyPoint) -> None:
-    with store.transaction() as c:
-        c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
-                  " xla, jax, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
-                   json.dumps(p.runs), p.xla, p.jax, p.detail, time.time()))
-        if p.xla and p.jax:
-            c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (LEVEL, p.date, p.xla, p.jax))
-
-
-def stored(store: Store, key: str) -> dict[str, NightlyPoint]:
-    """The latest stored result of every date under ``key``."""
-    rows = store.conn.execute("SELECT * FROM nightly WHERE bench_key=? ORDER BY id", (key,))
-    return {r["date"]: NightlyPoint(r["date"], r["image"], NightlyStatus(r["status"]), r["digest"],
-                                    r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
-                                    json.loads(r["runs"]), r["detail"]) for r in rows}
-
-
-# --------------------------------------------------------------------------------------------
-# running
 
 @dataclass
 class NightlyReport:
@@ -332,116 +243,6 @@ class NightlyReport:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
 
-def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
-                 docker_client=None, stop: threading.Event | None = None) -> NightlyPoint:
-    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access)."""
-    ref = image_ref(s.image, d)
-    img = containers.ensure_image(ref, pull=s.pull, docker_client=docker_client)
-    if not img.present:
-        return NightlyPoint(d.isoformat(), ref, NightlyStatus.MISSING, detail=img.reason)
-    commits = containers.read_commits(ref, docker_client=docker_client)
-    rx = compile_metric_regex(s.metric_regex)
-    runs = []
-    for i in range(1, s.repeats + 1):
-        if stop is not None and stop.is_set():
-            raise KeyboardInterrupt
-        log = log_dir / f"{d.isoformat()}-run{i}.log"
-        res = containers.run_container(
-            ref, s.argv(), name=f"hourly-{scan_id}-{d.isoformat()}-{i}",
-            labels=containers.scan_labels(scan_id, level=LEVEL, date=d.isoformat(), run=str(i)),
-            mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
-            workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
-        value = parse_metric(res.output, rx)
-        status = run_status(res.exit_code, res.timed_out, value)
-        runs.append({"status": status.value, "value": value if status is NightlyStatus.OK else None,
-                     "returncode": res.exit_code, "duration": round(res.duration, 3), "log": str(log)})
-    status, value, samples = aggregate(runs)
-    detail = None
-    bad = [r for r in runs if r["status"] != "ok"]
-    if bad:
-        r = bad[0]
-        what = {"crashed": f"exit code {r['returncode']}", "timeout": "timed out",
-                "no_metric": "metric never printed"}[r["status"]]
-        detail = f"{what}; log {r['log']}"
-    return NightlyPoint(d.isoformat(), ref, status, img.digest, value, samples, commits.xla,
-                        commits.jax, runs, detail)
-
-
-def run_nightly(s: NightlySettings, store: Store,
-                on_progress: Callable[[int, int, str | None], None] | None = None,
-                docker_client=None) -> NightlyReport:
-    """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
-    nightly may have been published since) and return the whole window's report."""
-    s.validate()
-    dates = date_range(s.from_, s.to, s.every)
-    key = s.key()
-    store.save_settings(LEVEL, s.as_dict())
-    have = stored(store, key)
-    todo = [d for d in dates if s.rerun or d.isoformat() not in have
-            or have[d.isoformat()].status is NightlyStatus.MISSING]
-    total, done = len(dates), len(dates) - len(todo)
-    if on_progress:
-        on_progress(done, total, None)
-    scan_id = f"n{uuid.uuid4().hex[:8]}"
-    log_dir = store.workdir / "logs" / "nightly"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    first = docker_client or containers.client()
-    slots = gpu_slots(s.gpus, min(s.parallel, max(1, len(todo))))
-    stop = threading.Event()
-    try:
-        if len(slots) == 1:
-            for d in todo:
-                if on_progress:
-                    on_progress(done, total, d.isoformat())
-                record(store, key, measure_date(d, s, scan_id, slots[0], log_dir, first))
-                done += 1
-                if on_progress:
-                    on_progress(done, total, None)
-        else:
-            done = _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop,
-                                 on_progress, done, total)
-    except BaseException:
-        stop.set()
-        containers.cleanup(f"hourly.scan={scan_id}", docker_client=first)
-        raise
-    return show(store, s, measured=len(todo), dates=dates)
-
-
-def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, on_progress, done, total):
-    """One worker per GPU slot, each with its own client; results are stored from this thread
-    (the SQLite connection belongs to it)."""
-    free = list(slots)
-    pending: dict[Future, tuple[date, str]] = {}
-    queue = list(todo)
-    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-        try:
-            while queue or pending:
-                while queue and free:
-                    d, gpu = queue.pop(0), free.pop(0)
-                    fut = pool.submit(lambda d=d, gpu=gpu: measure_date(
-                        d, s, scan_id, gpu, log_dir, containers.new_client(), stop))
-                    pending[fut] = (d, gpu)
-                    if on_progress:
-                        on_progress(done, total, d.isoformat())
-                finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    d, gpu = pending.pop(fut)
-                    free.append(gpu)
-                    record(store, key, fut.result())
-                    done += 1
-                    if on_progress:
-                        on_progress(done, total, None)
-        except BaseException:
-            # Workers sit in container.wait(): remove their containers first, or leaving the
-            # pool (which joins the workers) would wait for the benchmarks to finish.
-            stop.set()
-            for fut in pending:
-                fut.cancel()
-            containers.cleanup(f"hourly.scan={scan_id}")
-            raise
-    return done
-
-
 def show(store: Store, s: NightlySettings | None = None, measured: int = 0,
          dates: list[date] | None = None) -> NightlyReport:
     """The stored nightly results (of the last nightly run's settings unless ``s``)."""
@@ -451,86 +252,14 @@ def show(store: Store, s: NightlySettings | None = None, measured: int = 0,
             raise UserError(f"no nightly results in {store.workdir}",
                             "run `hourly nightly --from ... --to ...` first")
         s = NightlySettings(**saved)
-    have = stored(store, s.key())
+    have = store.nightly_points(s.key())
     if dates is None:
         dates = date_range(s.from_, s.to, s.every)
     points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
-                                                      NightlyStatus.MISSING, detail="not measured")
+                                                      Status.MISSING, detail="not measured")
               for d in dates]
     steps = detect_steps(points, s.higher_is_better)
-    from .detect import ChangeKind
+    from .detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
     return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)
-
-
-# --------------------------------------------------------------------------------------------
-# terminal output
-
-def _short(sha: str | None, n: int = 10) -> str:
-    return sha[:n] if sha else "-"
-
-
-def fmt_value(p: NightlyPoint) -> str:
-    if p.value is None:
-        return p.status.value
-    text = f"{p.value:.4g}"
-    if p.spread is not None:
-        text += f" ±{p.spread * 100:.1f}%"
-    return text
-
-
-def table(report: NightlyReport):
-    """The guide's ``grep MLUPS OUT*``, readable: one row per date with image facts, every
-    detected step marked (▼ worse, ▲ better) on the first date after it, and the boundary."""
-    from rich.table import Table
-
-    from .detect import ChangeKind
-    t = Table(title="hourly nightly", caption=f"images: {report.settings.image}")
-    t.add_column("date", no_wrap=True)
-    t.add_column("digest", no_wrap=True)
-    t.add_column("xla", no_wrap=True)
-    t.add_column("jax", no_wrap=True)
-    t.add_column("metric", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True)
-    marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
-             f"{st.change.relative_change * 100:+.1f}%" for st in report.steps}
-    b = report.boundary
-    for i, p in enumerate(report.points):
-        mark = marks.get(i, "")
-        if b and p is b.good:
-            mark = "good"
-        elif b and p is b.bad:
-            mark = f"bad {mark}" if mark else f"bad ({p.status.value})"
-        style = None if p.status is NightlyStatus.OK else ("dim" if p.status is NightlyStatus.MISSING else "red")
-        t.add_row(p.date, _short((p.digest or "").removeprefix("sha256:") or None, 12),
-                  _short(p.xla, 8), _short(p.jax, 8), fmt_value(p), mark, style=style)
-    return t
-
-
-def print_report(console, report: NightlyReport) -> None:
-    from .steps import describe
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
-    console.print(table(report))
-    counts: dict[str, int] = {}
-    for p in report.points:
-        counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{plural(len(report.points), 'date')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
-                  f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
-    n = len(report.steps)
-    console.print(found(n, "step"), **kw)
-    for st in report.steps:
-        console.print(f"  {describe(st)}", **kw)
-    b = report.boundary
-    if b is None:
-        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
-                      "over", **kw)
-        return
-    what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
-    console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
-    for side, p in (("good", b.good), ("bad", b.bad)):
-        console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",
-                      **kw)
-    console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
-    for cmd in report.next_commands():
-        console.print(f"  {cmd}", **kw)

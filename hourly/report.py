@@ -9,10 +9,11 @@ from pathlib import Path
 
 from . import environment
 from .config import Settings
-from .gitrepo import COMMIT_URLS, GitRepo, REPOS
-from .scan import PointResult, show
+from .gitrepo import COMMIT_URLS, GitRepo
+from .model import REPOS, PointResult, Step
 from .detect import percent
-from .steps import Step, find_steps
+from .scan import show
+from .steps import find_steps, group_points
 from .store import Store
 from .words import plural
 
@@ -159,6 +160,18 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _steps_sections(points, steps, repos, s, metric)
+    md += _failed_section(points)
+    md.extend(bisect_sections(store))
+    md += _reproduce_section(s, env, plot_path, store.workdir)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plot_path)
+
+
+def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str) -> list[str]:
+    """The scanned window, the table of steps, and one section per step with its commits."""
+    md = []
     if points:
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                   f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
@@ -192,11 +205,16 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         md.append("")
         md.extend(_commits_section(repos, st))
         md.append("")
+    return md
+
+
+def _failed_section(points: list[PointResult]) -> list[str]:
+    """The points that did not measure, consecutive instants of one pair together."""
+    md = []
     failed = [p for p in points if p.status != "ok"]
     if failed:
         md.append("## Points that did not measure")
         md.append("")
-        from .steps import group_points
         for g in group_points(points):
             p = g.point
             if p.status == "ok":
@@ -205,8 +223,12 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
             md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
                       + (f" — {p.detail}" if p.detail else ""))
         md.append("")
-    md.extend(bisect_sections(store))
-    md.append("## Reproduce")
+    return md
+
+
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path) -> list[str]:
+    """How to reproduce the measurement, the environment, the plot and any profiles."""
+    md = ["## Reproduce"]
     md.append("")
     md.append("The measurement (inside the nightly container, per pair):")
     md.append("")
@@ -226,14 +248,12 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         md.append("")
         md.append(f"![metric over time]({plot_path.name})")
         md.append("")
-    profiles = sorted((store.workdir / "profiles").glob("*/comparison.txt")) \
-        if (store.workdir / "profiles").is_dir() else []
+    profiles = sorted((workdir / "profiles").glob("*/comparison.txt")) \
+        if (workdir / "profiles").is_dir() else []
     if profiles:
         md.append("## Traces and memory profiles")
         md.append("")
         for comp in profiles:
             md.append(f"- {comp.parent.name}: `{comp.parent}` (comparison: `{comp}`)")
         md.append("")
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md))
-    return ReportFiles(path, plot_path)
+    return md

@@ -14,19 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .gitrepo import GitRepo
+from .model import Pair
 from .timeparse import iso_utc
-
-
-@dataclass(frozen=True)
-class Pair:
-    xla: str
-    jax: str
-
-    def short(self) -> str:
-        return f"{self.xla[:8]}/{self.jax[:8]}"
-
-    def key(self) -> str:
-        return f"{self.xla[:12]}-{self.jax[:12]}"
 
 
 @dataclass(frozen=True)

@@ -3,66 +3,21 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from . import environment
-from .bench import Status, compile_metric_regex, run_benchmark, spread
+from .bench import compile_metric_regex, run_benchmark
 from .build import Builder, BuildSpec, BuildStatus, Workspace, require_command
 from .config import Settings
-from .gitrepo import GitRepo
-from .resolve import Pair, PlannedPoint, distinct_pairs, resolve_pairs
 from .errors import ProcessError, UserError
+from .gitrepo import GitRepo
+from .model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
 
 LEVEL = "hourly"
-
-
-@dataclass
-class PointResult:
-    time: str
-    xla: str
-    jax: str
-    status: str  # Status value, or "planned"/"cached" in a dry run
-    value: float | None = None
-    samples: list[float] = field(default_factory=list)
-    detail: str | None = None
-
-    def as_json(self) -> dict:
-        return {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
-                "value": self.value, "samples": self.samples}
-
-    @property
-    def spread(self) -> float | None:
-        return spread(self.samples)
-
-
-@dataclass
-class DryRunPlan:
-    """What a scan would do: builds to run (distinct pairs whose wheels are not cached, among those it
-    would measure), pairs already built, and pairs already measured (None without a benchmark
-    command: measurements are kept per benchmark)."""
-
-    builds: int
-    built: int
-    measured: int | None
-
-
-@dataclass
-class ScanReport:
-    points: list[PointResult]
-    distinct_pairs: int
-    builds: int
-    plan: DryRunPlan | None = None  # set by a dry run
-
-    def as_json(self) -> dict:
-        out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-               "builds": self.builds}
-        if self.plan is not None:
-            out["plan"] = asdict(self.plan)
-        return out
 
 
 def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
@@ -247,3 +202,11 @@ def show(store: Store, s: Settings) -> ScanReport:
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
     return ScanReport(out, len({(x, j) for _, x, j in rows}), 0)
+
+
+def require_metric(report: ScanReport) -> None:
+    """A scan whose every run printed no metric is a user error: the regex or the command is wrong."""
+    if report.points and all(p.status == "no_metric" for p in report.points):
+        log = next((p.detail for p in report.points if p.detail), "")
+        raise UserError(f"the metric was never printed by any run ({log})",
+                        "check --metric-regex against the benchmark's output in that log")

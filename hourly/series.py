@@ -168,3 +168,33 @@ def load_grep_text(path: str | Path, metric_regex: str = DEFAULT_METRIC_REGEX) -
 
 def load_csv(path: str | Path) -> Series:
     return parse_csv_text(_read(path), source=str(path))
+
+
+DEFAULT_SOURCE = "./hourly-work"
+
+
+def stored_direction_of(source: str | None) -> bool:
+    """The direction stored with a workdir's scan; higher is better for files and old stores."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if not path.is_dir():
+        return True
+    from .store_series import stored_direction
+    found = stored_direction(path)
+    return True if found is None else found
+
+
+def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
+    """The series behind ``hourly detect``'s SOURCE: a workdir's store, a CSV or grep output."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir():
+        from .store_series import load_store_series  # the store and the scan only for a workdir
+        return load_store_series(path)
+    if not path.exists():
+        if source is None:
+            raise UserError(f"no results store at {DEFAULT_SOURCE}",
+                            "run `hourly scan` first, or pass a file: `hourly detect runs.txt`")
+        raise UserError(f"{path}: no such file or directory",
+                        "give a workdir, a CSV with label,value columns, or `grep METRIC OUT*` output")
+    if path.suffix.lower() == ".csv":
+        return load_csv(path)
+    return load_grep_text(path, metric_regex)

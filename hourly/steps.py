@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .detect import Change, ChangeKind, Detection, detect, percent
-from .scan import PointResult
+from .detect import Change, Detection, detect, percent
+from .model import PointResult, Step
+from .render import arrow, step_marks
 from .series import Series, SeriesPoint
 from .words import found
 
@@ -26,27 +27,6 @@ class Group:
         if self.point.status != "ok":
             return None
         return list(self.point.samples) or ([self.point.value] if self.point.value is not None else None)
-
-
-@dataclass
-class Step:
-    change: Change
-    before: PointResult   # last instant before the step
-    after: PointResult    # first instant after it
-    before_index: int     # indices into the scan's points
-    after_index: int
-
-    @property
-    def kind(self) -> ChangeKind:
-        return self.change.kind
-
-    def as_json(self) -> dict:
-        c = self.change
-        return {"before": self.before.time, "after": self.after.time, "from_value": c.level_before,
-                "to_value": c.level_after, "relative_change": c.relative_change, "kind": c.kind.value,
-                "strength": c.strength, "edge": c.edge,
-                "before_pair": {"xla": self.before.xla, "jax": self.before.jax},
-                "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
 
 
 def group_points(points: list[PointResult]) -> list[Group]:
@@ -86,7 +66,7 @@ def edge_note(change: Change) -> str:
 
 def describe(step: Step) -> str:
     c = step.change
-    sign = "▼" if c.kind is ChangeKind.REGRESSION else "▲"
+    sign = arrow(c.kind)
     moved = [name for name in ("xla", "jax") if getattr(step.before, name) != getattr(step.after, name)]
     return (f"{sign} {c.kind.value} {percent(c.relative_change)} ({c.level_before:.4g} → {c.level_after:.4g},"
             f" z={c.strength:.0f}) between {step.before.time} and {step.after.time}; "
@@ -100,7 +80,6 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     if not any(p.status == "ok" for p in report.points):
         return {}, []
     steps, _, _ = find_steps(report.points, s.higher_is_better)
-    marks = {st.after_index: ("▼ " if st.kind is ChangeKind.REGRESSION else "▲ ") +
-             percent(st.change.relative_change) + (" edge" if st.change.edge else "") for st in steps}
+    marks = step_marks(steps)
     lines = [found(len(steps), "step")] + [describe(st) for st in steps]
     return marks, lines

@@ -14,7 +14,9 @@ Tables:
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
-  samples, runs, and the JAX/XLA commits found in the image (hourly/nightly.py reads and writes it).
+  samples, runs, and the JAX/XLA commits found in the image.
+
+Every SQL statement of hourly is in this module.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UserError
+from .model import NightlyPoint, Status
 
 SCHEMA_VERSION = 3
 STORE_NAME = "hourly.sqlite"
@@ -54,7 +57,7 @@ CREATE INDEX IF NOT EXISTS measurements_pair ON measurements (bench_key, xla, ja
 class Measurement:
     xla: str
     jax: str
-    status: str  # a hourly.bench.Status value
+    status: str  # a hourly.model.Status value
     value: float | None
     samples: list[float] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
@@ -240,6 +243,24 @@ class Store:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
         return [json.loads(r[0]) for r in rows if r[0]]
+
+    # -- nightly (schema 3) --------------------------------------------------------------------
+    def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
+        """One date's result; a date whose commits are known is also a point of ``level``."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
+                      " xla, jax, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
+                       json.dumps(p.runs), p.xla, p.jax, p.detail, time.time()))
+            if p.xla and p.jax:
+                c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
+
+    def nightly_points(self, bench_key: str) -> dict[str, NightlyPoint]:
+        """The latest stored result of every date under ``bench_key``."""
+        rows = self.conn.execute("SELECT * FROM nightly WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
+                                        r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
+                                        json.loads(r["runs"]), r["detail"]) for r in rows}
 
 
 def _measurement(r: sqlite3.Row) -> Measurement:

@@ -111,22 +111,8 @@ def _relative_files(out: Path) -> dict[str, list[str]]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    ns = parse_args(list(sys.argv[1:] if argv is None else argv))
-    out: Path = ns.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    os.environ[jaxbench.ENV_TRACE_DIR] = str(out)
-    wanted = jaxbench.requested_checkpoints() | {
-        p.strip() for p in ns.memprof_at.split(",") if p.strip()}
-    if wanted:
-        os.environ[jaxbench.ENV_MEMPROF_AT] = ",".join(sorted(wanted))
-
-    import jax
-    options, applied, skipped = profiler_options(
-        jax, ns.host_tracer_level, ns.python_tracer_level, ns.device_tracer_level)
-    for key, why in skipped.items():
-        print(f"# hourly.trace: {key} ignored: {why}", file=sys.stderr)
-
+def _manifest(ns: argparse.Namespace, jax, applied: dict, skipped: dict, wanted: set[str]) -> dict:
+    """What the capture records about itself; status and files are filled in when it ends."""
     manifest = {
         "version": MANIFEST_VERSION,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -145,6 +131,26 @@ def main(argv: list[str] | None = None) -> int:
         manifest["devices"] = [str(d) for d in jax.devices()]
     except Exception as e:  # no backend: the script will fail too, say so in the manifest
         manifest["error"] = f"jax backend unavailable: {e}"
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = parse_args(list(sys.argv[1:] if argv is None else argv))
+    out: Path = ns.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ[jaxbench.ENV_TRACE_DIR] = str(out)
+    wanted = jaxbench.requested_checkpoints() | {
+        p.strip() for p in ns.memprof_at.split(",") if p.strip()}
+    if wanted:
+        os.environ[jaxbench.ENV_MEMPROF_AT] = ",".join(sorted(wanted))
+
+    import jax
+    options, applied, skipped = profiler_options(
+        jax, ns.host_tracer_level, ns.python_tracer_level, ns.device_tracer_level)
+    for key, why in skipped.items():
+        print(f"# hourly.trace: {key} ignored: {why}", file=sys.stderr)
+
+    manifest = _manifest(ns, jax, applied, skipped, wanted)
 
     trace_kwargs = {"create_perfetto_trace": True}
     if options is not None:
@@ -183,14 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     old_argv, old_path0 = sys.argv, (sys.path[0] if sys.path else None)
     try:
-        if ns.script:
-            sys.argv = [ns.script, *ns.args]
-            sys.path.insert(0, str(Path(ns.script).resolve().parent))
-            program_globals = runpy.run_path(ns.script, run_name="__main__")
-        else:
-            sys.argv = [ns.module, *ns.args]
-            sys.path.insert(0, os.getcwd())
-            program_globals = runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
+        program_globals = _run_program(ns)
     except SystemExit as e:  # the frames (and the program's arrays) are alive until we return
         code = _exit_code(e.code)
         if code != 0 and not isinstance(e.code, int) and e.code is not None:
@@ -210,6 +209,17 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = old_argv
         if old_path0 is not None and sys.path and sys.path[0] != old_path0:
             sys.path.pop(0)
+
+
+def _run_program(ns: argparse.Namespace) -> dict:
+    """Run the script or module as ``__main__``, as ``python`` would; returns its globals."""
+    if ns.script:
+        sys.argv = [ns.script, *ns.args]
+        sys.path.insert(0, str(Path(ns.script).resolve().parent))
+        return runpy.run_path(ns.script, run_name="__main__")
+    sys.argv = [ns.module, *ns.args]
+    sys.path.insert(0, os.getcwd())
+    return runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
 
 
 def _exit_code(code) -> int:

@@ -1,4 +1,4 @@
-"""Shared fixtures: real stand-in repositories, builds and benchmarks (see hourly.fixtures)."""
+"""Shared fixtures: real stand-in repositories, builds and benchmarks (see hourly.demo.repos)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import venv
 
 import pytest
 
-from hourly.fixtures import DEMO_CHANGES, make_repos
+from hourly.demo.repos import DEMO_CHANGES, make_repos
 
 
 @pytest.fixture(scope="session")

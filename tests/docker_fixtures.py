@@ -291,7 +291,7 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
                 if name.endswith(".so"):
                     elves.append(str(p))
     if site_packages:
-        from hourly.pinned import dependency_closure
+        from hourly.nightly_container import dependency_closure
         for dist in dependency_closure(site_packages, skip=()):
             for f in dist.files or []:
                 src = Path(dist.locate_file(f))

@@ -16,8 +16,8 @@ import pytest
 
 from hourly.cli import main
 from hourly.config import effective
-from hourly.demo import make_venv
-from hourly.fixtures import Change, make_repos
+from hourly.demo.hunt import make_venv
+from hourly.demo.repos import Change, make_repos
 from hourly.scan import run_scan
 from hourly.store import Store
 

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from hourly.cli import main
-from hourly.demo import next_commands, print_next
+from hourly.demo.hunt import next_commands, print_next
 from hourly.words import plural
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from hourly import nightly as N
+from hourly.bench import BenchResult, Run, run_status
+from hourly.model import NightlyPoint, Status
 from hourly.errors import UserError
 from hourly.proc import run
 from hourly.store import SCHEMA_VERSION, Store
@@ -37,7 +39,7 @@ def hourly(*args, cwd, timeout=240):
 
 
 def P(d, status, value=None):
-    return N.NightlyPoint(d, f"img:{d}", N.NightlyStatus(status), value=value,
+    return NightlyPoint(d, f"img:{d}", Status(status), value=value,
                           xla=f"x{d}", jax=f"j{d}")
 
 
@@ -76,14 +78,18 @@ def test_gpu_slots_pin_one_gpu_set_per_worker():
 
 
 def test_run_status_and_aggregate():
-    assert N.run_status(0, False, 1.0) is N.NightlyStatus.OK
-    assert N.run_status(0, False, None) is N.NightlyStatus.NO_METRIC
-    assert N.run_status(2, False, 1.0) is N.NightlyStatus.CRASHED
-    assert N.run_status(None, True, None) is N.NightlyStatus.TIMEOUT
-    runs = [{"status": "crashed", "value": None}, {"status": "ok", "value": 3.0},
-            {"status": "ok", "value": 5.0}]
-    assert N.aggregate(runs) == (N.NightlyStatus.OK, 4.0, [3.0, 5.0])
-    assert N.aggregate(runs[:1]) == (N.NightlyStatus.CRASHED, None, [])
+    assert run_status(0, False, 1.0) is Status.OK
+    assert run_status(0, False, None) is Status.NO_METRIC
+    assert run_status(2, False, 1.0) is Status.CRASHED
+    assert run_status(None, True, None) is Status.TIMEOUT
+    runs = [Run(Status.CRASHED, None, 2, 0.1, "1.log"), Run(Status.OK, 3.0, 0, 0.1, "2.log"),
+            Run(Status.OK, 5.0, 0, 0.1, "3.log")]
+
+    def aggregate(runs):
+        r = BenchResult(runs)
+        return r.status, r.value, r.samples
+    assert aggregate(runs) == (Status.OK, 4.0, [3.0, 5.0])
+    assert aggregate(runs[:1]) == (Status.CRASHED, None, [])
 
 
 def test_detection_over_dates_skips_missing_and_broken_days():
@@ -141,11 +147,11 @@ def test_store_migrates_a_schema_1_store_to_add_the_nightly_table(tmp_path):
     assert SCHEMA_VERSION >= 2
     version = store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     assert int(version) == SCHEMA_VERSION
-    p = N.NightlyPoint("2023-08-20", "img", N.NightlyStatus.OK, "sha256:ab", 1.5, [1.5], "x" * 40, "j" * 40)
-    N.record(store, "k", p)
-    N.record(store, "k", N.NightlyPoint("2023-08-21", "img2", N.NightlyStatus.MISSING))
-    got = N.stored(store, "k")
-    assert got["2023-08-20"].value == 1.5 and got["2023-08-21"].status is N.NightlyStatus.MISSING
+    p = NightlyPoint("2023-08-20", "img", Status.OK, "sha256:ab", 1.5, [1.5], "x" * 40, "j" * 40)
+    store.add_nightly("k", p)
+    store.add_nightly("k", NightlyPoint("2023-08-21", "img2", Status.MISSING))
+    got = store.nightly_points("k")
+    assert got["2023-08-20"].value == 1.5 and got["2023-08-21"].status is Status.MISSING
     assert store.points(N.LEVEL) == [("2023-08-20", "x" * 40, "j" * 40)]  # only dates with commits
 
 
@@ -283,7 +289,7 @@ def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
         if proc.poll() is None:
             proc.kill()
     assert _leftovers(docker_client) == []
-    done = N.stored(Store(wd), N.NightlySettings(**Store(wd).load_settings("nightly")).key())
+    done = Store(wd).nightly_points(N.NightlySettings(**Store(wd).load_settings("nightly")).key())
     assert done["2023-09-01"].value == 5.0 and "2023-09-02" not in done
     return proc.returncode, out
 
@@ -374,7 +380,7 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
 def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_dependents():
     """On this host's real installed packages: what `hourly container` leaves out of the copy
     when the image's Python differs is compiled, or requires something that is."""
-    from hourly.pinned import _compiled, _norm, compiled_closure, dependency_closure
+    from hourly.nightly_container import _compiled, _norm, compiled_closure, dependency_closure
     dists = {_norm(d.metadata["Name"]): d for d in dependency_closure()}
     out = compiled_closure(list(dists.values()))
     assert "hourly" not in out and "gitpython" in dists and "gitpython" not in out

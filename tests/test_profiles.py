@@ -156,7 +156,7 @@ GOOD_OR_BAD = textwrap.dedent("""\
 @pytest.fixture(scope="module")
 def good_and_bad(tmp_path_factory):
     pytest.importorskip("jax")
-    from hourly.commands.trace import TraceOptions, capture
+    from hourly.capture import TraceOptions, capture
 
     work = tmp_path_factory.mktemp("goodbad")
     (work / "bench.py").write_text(GOOD_OR_BAD)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hourly.fixtures import replay_history
+from hourly.demo.repos import replay_history
 from hourly.gitrepo import GitRepo
 from hourly.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, parse_time, window

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from hourly.fixtures import _git, _init
+from hourly.demo.repos import _git, _init
 from hourly.gitrepo import GitRepo
 from hourly.resolve import Resolver, distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, parse_time, window

@@ -377,7 +377,7 @@ def test_runs_get_no_persistent_compilation_cache_unless_the_user_sets_it(capsys
 def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys, venv_python, tmp_path):
     # issue 11: a time metric's 60x speed-up (lower is better) is an improvement everywhere,
     # not "regression -98%", without telling each later command again
-    from hourly.fixtures import Change, make_repos
+    from hourly.demo.repos import Change, make_repos
     made = make_repos(tmp_path / "repos", [
         Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
         Change("xla", "2023-08-24T11:30:00Z", "[XLA:GPU] Sixty times faster", {"perf/fast.txt": "0.0166667\n"}),

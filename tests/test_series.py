@@ -9,7 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from hourly.commands.detect import change_marks, detect, format_change, load_series
+from hourly.commands.detect import detect
+from hourly.render import change_marks, format_change
+from hourly.series import load_series
 from hourly.detect import detect_changes
 from hourly.errors import UsageError, UserError
 from hourly.series import PointStatus, load_csv, load_grep_text, natural_key, parse_grep_lines

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 pytest.importorskip("jax")
 
-from hourly.commands.trace import TraceOptions, capture, trace, tracing_command  # noqa: E402
+from hourly.capture import TraceOptions, capture, tracing_command  # noqa: E402
+from hourly.commands.trace import trace  # noqa: E402
 from hourly.errors import ProcessError, UsageError, UserError  # noqa: E402
 from hourly.profiles import load_capture, parse_memory_profile, parse_perfetto_trace  # noqa: E402
 

@@ -1,1 +1,2 @@
-"""CLI command functions that live with their stage; hourly.cli registers them with ``app.command()``."""
+"""Every command of hourly, one module each, each a thin function: read its options, build the
+settings (hourly.config), call the core, render. hourly/cli.py assembles them into the app."""

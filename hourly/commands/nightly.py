@@ -1,45 +1,29 @@
-"""``hourly nightly`` and ``hourly container``: typer command functions for hourly/cli.py.
-
-Registered there with::
-
-    from .commands.nightly import container, nightly
-    app.command()(nightly)
-    app.command()(container)
-"""
+"""``hourly nightly`` (one nightly container per date) and ``hourly container`` (start one)."""
 
 from __future__ import annotations
 
 import json
 from typing import List, Optional
 
-import typer
-from rich.console import Console
-from ..render import progress_bar
-
-from .. import nightly as N
 from ..bench import DEFAULT_METRIC_REGEX
-from ..config import effective
+from ..config import workdir_setting
 from ..errors import UserError
-from ..store import Store
+from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
 
-Opt = typer.Option
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _workdir(workdir: Optional[str], config: Optional[str]) -> str:
-    s, _ = effective({"workdir": workdir}, config)
-    return s.workdir
+# options of every command that starts containers
+Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
+ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable).")
 
 
 def nightly(
     from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included)."),
     to: Optional[str] = Opt(None, "--to", help="Last date (included)."),
-    image: str = Opt(N.DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
+    image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
     mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
-    gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
-    bench_cmd: str = Opt(N.DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
+    gpus: str = Gpus,
+    env: Optional[List[str]] = ContainerEnv,
+    bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date."),
     timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out."),
@@ -51,63 +35,71 @@ def nightly(
                                            help="Direction of the metric, stored with the results: higher (rates) "
                                                 "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
-    workdir: Optional[str] = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]."),
-    json_out: bool = Opt(False, "--json", help="Print one JSON object instead of tables."),
-    config: Optional[str] = Opt(None, "--config", help="Settings file (for the workdir)."),
+    workdir: Optional[str] = Workdir,
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
-    wd = _workdir(workdir, config)
+    from ..config import effective
+    from ..nightly import NightlySettings
+    from ..nightly_render import print_report
+    from ..nightly import show as show_nightly
+    from ..nightly_run import run_nightly
+    from ..render import progress_bar
+    from ..store import Store
+    wd = workdir_setting(workdir, config)
     if show:
         store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
-        report = N.show(store)
+        report = show_nightly(store)
     else:
         if not from_ or not to:
             raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
-        s = N.NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
-                              env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
-                              repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
-                              parallel=parallel, rerun=rerun,
-                              higher_is_better=(effective({}, config)[0].higher_is_better
-                                                if higher_is_better is None else higher_is_better))
+        s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
+                            env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
+                            repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
+                            parallel=parallel, rerun=rerun,
+                            higher_is_better=(effective({}, config)[0].higher_is_better
+                                              if higher_is_better is None else higher_is_better))
         s.validate()
         store = Store(wd)
         if json_out:
-            report = N.run_nightly(s, store)
+            report = run_nightly(s, store)
         else:
             with progress_bar(err_console, "dates", lambda current: f"running {current}") as on_progress:
-                report = N.run_nightly(s, store, on_progress)
+                report = run_nightly(s, store, on_progress)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:
-        N.print_report(console, report)
+        print_report(console, report)
 
 
 def container(
     date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24."),
-    image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {N.DEFAULT_IMAGE}]."),
-    gpus: str = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable)."),
+    image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
+    gpus: str = Gpus,
+    env: Optional[List[str]] = ContainerEnv,
     mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable)."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
     name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
-    workdir: Optional[str] = Opt(None, "--workdir", help="Workdir to mount [default: ./hourly-work]."),
-    json_out: bool = Opt(False, "--json", help="Print one JSON object instead of text."),
-    config: Optional[str] = Opt(None, "--config", help="Settings file (for the workdir)."),
+    workdir: Optional[str] = Workdir,
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
-    from .. import pinned
-    template = image or N.DEFAULT_IMAGE
+    from .. import nightly_container
+    from ..nightly import image_ref, parse_date
+    template = image or DEFAULT_IMAGE
     if "{date}" in template:
         if not date:
             raise UserError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
-        ref = N.image_ref(template, N.parse_date(date))
+        ref = image_ref(template, parse_date(date))
     else:
         if date:
             raise UserError(f"--image {template} has no {{date}}, so --date means nothing",
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
-    wd = _workdir(workdir, config)
-    st = pinned.start(ref, wd, gpus=gpus, pull=pull, env=list(env or []),
+    wd = workdir_setting(workdir, config)
+    st = nightly_container.start(ref, wd, gpus=gpus, pull=pull, env=list(env or []),
                       extra_mounts=list(mount or []), name=name)
     if json_out:
         print(json.dumps({"name": st.name, "image": st.image, "created": st.created,
@@ -123,6 +115,6 @@ def container(
     console.print("enter it with:", **kw)
     console.print(f"  {st.instructions()[0]}", **kw)
     console.print("then, inside, for example:", **kw)
-    console.print(f"  hourly scan --from <good day> --to <bad day> --bench-cmd '{N.DEFAULT_BENCH_CMD}'"
+    console.print(f"  hourly scan --from <good day> --to <bad day> --bench-cmd '{DEFAULT_BENCH_CMD}'"
                   f" --workdir {st.workdir_inside}", **kw)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from .bench import bench_env
 from .build import Workspace
-from .commands.trace import TraceOptions, capture, compare
+from .capture import TraceOptions, capture
 from .config import Settings
+from .model import Pair
+from .profiles import compare
 from .errors import UserError
-from .resolve import Pair, resolve_pairs
+from .resolve import resolve_pairs
 from .scan import Measurer, open_repos, show
 from .steps import find_steps
 from .store import Store

@@ -19,9 +19,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
-from .timeparse import parse_time
+from .. import proc
+from ..timeparse import parse_time
 
 AUTHOR = {"GIT_AUTHOR_NAME": "Demo Author", "GIT_AUTHOR_EMAIL": "author@example.com",
           "GIT_COMMITTER_NAME": "Demo Committer", "GIT_COMMITTER_EMAIL": "committer@example.com"}
@@ -65,7 +64,7 @@ def _git(path: Path, *args: str, when: str | None = None, author: str | None = N
         env["GIT_AUTHOR_NAME"] = author
     if when:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = _ts(when)
-    return git.Git(str(path)).execute(["git", *args], env=env, strip_newline_in_stdout=True)
+    return proc.run(["git", *args], cwd=path, env=env).output.rstrip("\n")
 
 
 def _write(repo: Path, files: dict[str, str | None]) -> None:
@@ -123,7 +122,7 @@ def make_repos(root: str | Path, changes: list[Change], start: str = "2023-08-23
     clones = {}
     for name, path in up.items():
         clone = root / name
-        git.Repo.clone_from(str(path), str(clone), no_checkout=False)
+        _git(root, "clone", "-q", str(path), str(clone))
         _git(clone, "config", "advice.detachedHead", "false")
         _git(clone, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
         clones[name] = clone
@@ -255,7 +254,6 @@ def replay_history(csv_path: str | Path, dest: str | Path) -> dict[str, str]:
     """
     import csv
 
-    from . import proc
 
     rows = list(csv.DictReader(open(csv_path, newline="")))
     by_parent = {r["parent_sha"]: r for r in rows}

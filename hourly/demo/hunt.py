@@ -10,14 +10,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .config import effective
-from .fixtures import DEMO_CHANGES, make_repos
-from .render import print_report
-from .scan import run_scan
-from .report import write_report
-from .steps import find_steps, marks_for_report
-from .store import Store
-from .timeparse import iso_utc, parse_time
+from ..bisect import run_bisect
+from ..bisect_report import print_answers
+from ..config import effective
+from ..errors import UserError
+from ..render import print_report
+from ..report import write_report
+from ..scan import run_scan
+from ..steps import find_steps, marks_for_report
+from ..store import Store
+from ..timeparse import iso_utc, parse_time
+from .repos import DEMO_CHANGES, make_repos
 
 
 DEMO_MAX_REPEATS = 10
@@ -36,7 +39,6 @@ def make_venv(path: Path) -> str:
 
 
 def run_demo(directory: str | None, console: Console, json_out: bool = False) -> dict:
-    from .errors import UserError
     root = Path(directory).absolute() if directory else Path(tempfile.mkdtemp(prefix="hourly-demo-"))
     if root.exists() and not root.is_dir():
         raise UserError(f"demo directory {root} is not a directory", "pass a new or empty directory")
@@ -65,7 +67,6 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         for line in lines:
             console.print(line, highlight=False)
     # detection found the steps in the table; bisection pins each regression to its commit
-    from .commands.bisect import print_answers, run_bisect
     say(f"\n$ hourly bisect --workdir {s.workdir}")
     answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
     planted = check_planted(steps, answers, made.shas)
@@ -102,7 +103,7 @@ def next_commands(workdir: str) -> list[str]:
     return [shlex.join(["hourly", command, "--workdir", str(workdir)]) for command in ("show", "bisect", "report")]
 
 
-#: What the demo planted (see hourly.fixtures.DEMO_CHANGES): the commit and the kind of change.
+#: What the demo planted (see hourly.demo.repos.DEMO_CHANGES): the commit and the kind of change.
 PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("jax", "Use a faster dispatch path for pjit", "regression"),
            ("xla", "[XLA:GPU] Enable cuDNN fused attention", "improvement")]

@@ -1,0 +1,220 @@
+"""What a bisection found, as data and as text: the answer record of each window, the
+``git bisect`` log that continues it by hand, the terminal lines, and the handler that turns the
+search's events (hourly.bisect reports them) into progress lines.
+
+The search in hourly/bisect.py decides; this module only describes what it decided.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable
+
+from .bisect_math import step_commits
+from .errors import UserError
+from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
+from .model import REPOS, Blame, Pair
+from .timeparse import iso_utc
+from .words import plural
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .bisect import Bisector, Probe, Window
+    from .bisect_math import State
+
+
+def iso(ts: int) -> str:
+    return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
+
+
+# -- the answer record --------------------------------------------------------------------------
+
+def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, confirmed, bid) -> dict:
+    """The answer for one window, as stored and printed with --json."""
+    rows = bisector.store.probes(bid)
+    last_good, first_bad = states[b.lo].pair, states[b.hi].pair
+    culprit, reason = None, None
+    if b.adjacent:
+        repos = [n for n in REPOS if moved[n]]
+        if blame in (Blame.XLA, Blame.JAX):
+            repos = [blame.value]
+        if len(repos) == 1 and len(moved[repos[0]]) == 1:
+            culprit = commit(bisector.repos, repos[0], moved[repos[0]][0])
+        elif len(repos) == 1:
+            reason = (f"{len(moved[repos[0]])} {repos[0]} commits arrived in one step (their committer "
+                      "times are out of order), so no state between them existed")
+        elif blame is Blame.BOTH:
+            reason = "neither repository's change alone regresses: the combination does"
+        else:
+            reason = "both repositories moved in one step and the mixed pairs could not be tested"
+    else:
+        skipped = [(i, next((r for r in rows if r["role"] == "probe" and
+                             Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
+        whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
+        reason = f"{b.hi - b.lo - 1} untestable state(s) between last good and first bad: " + "; ".join(whys)
+    all_moved = step_commits(bisector.walks, last_good, first_bad)
+    range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
+    return {
+        "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
+                   "note": w.note},
+        "mode": bisector.mode.value,
+        "culprit": culprit,
+        "range": [c["sha"] for c in range_commits],
+        "range_commits": range_commits,
+        "reason": reason,
+        "blame": blame.value if blame else None,
+        "confirmed": confirmed,
+        "last_good": {"xla": last_good.xla, "jax": last_good.jax},
+        "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
+        "states": len(states),
+        "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]} for r in rows],
+        "builds": sum(r["builds"] for r in rows),
+        "runs": sum(r["runs"] for r in rows),
+    }
+
+
+def commit(repos: dict[str, GitRepo], repo: str, sha: str) -> dict:
+    """One commit as the answer names it (a merged pull request also names what it brought)."""
+    r = repos[repo]
+    info: CommitInfo = r.commits([sha])[sha]
+    out = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
+           "committer_time": iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
+    parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
+    if len(parents) > 1:  # a merged pull request: name the commits it brought
+        out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author}
+                         for c in r.log(parents[0], sha, first_parent=False) if c.sha != sha]
+    return out
+
+
+def error_answer(w: Window, mode: str, e: UserError) -> dict:
+    """The answer for a window (one of many from the store) that cannot be bisected."""
+    return {"window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time),
+                       "origin": w.origin, "note": w.note},
+            "mode": mode, "error": e.one_line(), "culprit": None, "range": [],
+            "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
+            "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
+            "runs": 0, "continues_at": None}
+
+
+# -- git bisect log -----------------------------------------------------------------------------
+
+def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = None) -> tuple[str, str]:
+    """A ``git bisect`` log for the repository to blame, the other repository pinned at its
+    first-bad commit: (repo, log text). Only probes with the other repository at that commit count.
+    ``git bisect replay <file>`` in that repository continues the search by hand."""
+    lg, fb = answer["last_good"], answer["first_bad"]
+    if answer.get("culprit"):
+        repo = answer["culprit"]["repo"]
+    else:
+        moved = [n for n in REPOS if lg[n] != fb[n]]
+        if len(moved) != 1:
+            raise UserError("both repositories move between the last good and first bad states",
+                            "bisect one repository by hand with the other pinned, or test the mixed pairs")
+        repo = moved[0]
+    other = "jax" if repo == "xla" else "xla"
+    pinned = fb[other]
+    lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
+             f"# (check out {other} at {pinned} before continuing)",
+             "git bisect start '--first-parent'"]
+    marks: dict[str, str] = {}
+    for p in answer["probes"]:
+        if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):
+            marks[p[repo]] = p["verdict"]
+    marks[fb[repo]] = "bad"
+    if lg[other] == pinned:
+        marks[lg[repo]] = "good"
+    if "good" not in marks.values():
+        raise UserError(f"no good state with {other} at {pinned[:12]} was tested",
+                        "rerun the bisection with --rerun; it tests the mixed pair when both repositories move")
+    for word in ("bad", "good", "skip"):
+        for sha, w in marks.items():
+            if w == word:
+                lines += [f"# {word}: [{sha}]", f"git bisect {word} {sha}"]
+    return repo, "\n".join(lines) + "\n"
+
+
+def log_or_none(a: dict) -> str | None:
+    if a.get("error"):
+        return None
+    try:
+        return bisect_log(a)[1]
+    except UserError:
+        return None
+
+
+# -- events -------------------------------------------------------------------------------------
+
+class BisectHandler:
+    """What a bisection reports while it runs (mozregression's BisectorHandler): the search calls
+    these; a command that shows progress overrides them. The default stays silent."""
+
+    def started(self, w: Window, states: int, resumed: int) -> None:
+        """A window's search begins (``resumed`` stored verdicts are reused)."""
+
+    def verdict(self, p: Probe) -> None:
+        """A state was judged (an end, a probe, a confirmation or a mixed pair)."""
+
+    def cannot_bisect(self, w: Window, e: UserError) -> None:
+        """A window from the store cannot be bisected; the others go on."""
+
+    def nothing_to_bisect(self) -> None:
+        """The stored scan holds no regression."""
+
+
+class LineHandler(BisectHandler):
+    """Each event as one line of text, handed to ``say`` (e.g. printed to stderr)."""
+
+    def __init__(self, say: Callable[[str], None]):
+        self.say = say
+
+    def started(self, w: Window, states: int, resumed: int) -> None:
+        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {plural(states, 'state')}"
+                 + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))
+
+    def verdict(self, p: Probe) -> None:
+        self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
+                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
+
+    def cannot_bisect(self, w: Window, e: UserError) -> None:
+        self.say(f"  cannot bisect: {e.one_line()}")
+
+    def nothing_to_bisect(self) -> None:
+        self.say("no regression in the stored scan: nothing to bisect")
+
+
+# -- terminal -----------------------------------------------------------------------------------
+
+def describe(a: dict) -> list[str]:
+    """The answer for one regression, as lines of text."""
+    w = a["window"]
+    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    if a.get("error"):
+        return lines + [f"  cannot bisect: {a['error']}"]
+    c = a.get("culprit")
+    if c:
+        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+                  f"           {c['subject']}",
+                  f"           by {c['author']}, committed {c['committer_time']}",
+                  f"           {c['link']}"]
+        for m in c.get("merged", []):
+            lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
+    else:
+        lines.append(f"  no single commit: {a.get('reason')}")
+        for rc in a.get("range_commits", []):
+            lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
+    if a.get("blame"):
+        lines.append(f"  blame (mixed pairs tested): {a['blame']}")
+    lg, fb = a["last_good"], a["first_bad"]
+    lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
+    lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
+    lines.append(f"  {plural(a['builds'], 'build')}, {plural(a['runs'], 'benchmark run')}, "
+                 f"{plural(a['states'], 'candidate state')}"
+                 + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
+    return lines
+
+
+def print_answers(console: Console, answers: list[dict]) -> None:
+    for a in answers:
+        for line in describe(a):
+            console.print(line, highlight=False, soft_wrap=True)

@@ -1,0 +1,86 @@
+"""What every command shares: the option declarations (each declared once, here), the option sets
+of the scan-shaped settings, and the consoles.
+
+A command takes an option set with :func:`with_options`: its parameters are added to the command's
+signature (in place of its ``flags`` parameter) and their values reach the command as one dict,
+``flags``, which :func:`hourly.config.effective` layers over defaults, the settings file and a
+stored scan's settings, remembering where each value came from.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, List, Optional
+
+import typer
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True)
+
+Opt = typer.Option
+
+# -- options every command may take ----------------------------------------------------------------
+Workdir = Opt(None, "--workdir", help="Results store, logs and wheel cache [default: ./hourly-work]")
+ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
+JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
+
+# -- option sets of the scan-shaped settings (hourly.config.Settings), by stage --------------------
+#: name -> (annotation, typer option); the name is the Settings field it sets.
+OptionSet = dict[str, tuple[Any, Any]]
+
+WINDOW: OptionSet = {
+    "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601.')),
+    "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day.")),
+    "tz": (Optional[str], Opt(None, "--tz", help="Zone of times given without one [default: UTC].")),
+    "step": (Optional[str], Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].")),
+}
+REPOSITORIES: OptionSet = {
+    "xla_repo": (Optional[str], Opt(None, "--xla-repo", help="XLA checkout [default: /opt/xla-source or /opt/xla; after a scan: the scan's]")),
+    "jax_repo": (Optional[str], Opt(None, "--jax-repo", help="JAX checkout [default: /opt/jax-source or /opt/jax; after a scan: the scan's]")),
+    "ref": (Optional[str], Opt(None, "--ref", help="Ref whose history is walked [default: origin/main].")),
+    "first_parent": (Optional[bool], Opt(None, "--first-parent/--no-first-parent",
+                                         help="Walk merged history only [default: on].")),
+}
+BUILD: OptionSet = {
+    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh].")),
+    "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped.")),
+    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist].")),
+    "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark.")),
+}
+BENCHMARK: OptionSet = {
+    "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would.")),
+    "bench_cwd": (Optional[str], Opt(None, "--bench-cwd", help="Directory the benchmark runs in.")),
+    "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable).")),
+    "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
+    "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out.")),
+    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
+}
+STORE: OptionSet = {
+    "workdir": (Optional[str], Workdir),
+    "force": (Optional[bool], Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored).")),
+}
+
+
+def with_options(*sets: OptionSet) -> Callable[[Callable], Callable]:
+    """Give a command the options of ``sets``; it receives their values as ``flags``."""
+    names = [name for s in sets for name in s]
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        shared = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=opt, annotation=ann)
+                  for s in sets for name, (ann, opt) in s.items()]
+        params = []
+        for p in sig.parameters.values():
+            params += shared if p.name == "flags" else [p]
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> Any:
+            flags = {name: kw.pop(name) for name in names}
+            return fn(flags=flags, **kw)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return command
+
+    return wrap

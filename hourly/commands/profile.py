@@ -1,0 +1,35 @@
+"""``hourly profile``: trace the last-good and first-bad states of each regression and compare them."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import UserError
+from .common import ConfigOpt, Opt, Workdir, console, err_console
+
+
+def profile(workdir: Optional[str] = Workdir,
+            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha>."),
+            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha>."),
+            python_tracer_level: Optional[int] = Opt(0, "--python-tracer-level", min=0, max=1,
+                                                     help="Python tracer: 0 off (small traces), 1 on."),
+            host_tracer_level: Optional[int] = Opt(None, "--host-tracer-level", min=0, max=3,
+                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose."),
+            top: int = Opt(10, "--top", min=1, help="Rows per comparison table."),
+            config: Optional[str] = ConfigOpt) -> None:
+    """Trace the last-good and first-bad states of each regression and compare them."""
+    from ..capture import TraceOptions
+    from ..config import stored_settings, workdir_setting
+    from ..regression_profile import Target, parse_state, run_profiles, targets_from_store
+    from ..store import Store
+    store = Store(workdir_setting(workdir, config), create=False)
+    s = stored_settings(store, config, workdir=workdir)
+    if bool(good) != bool(bad):
+        raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
+    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
+    options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
+    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
+        console.print(f"[bold]{r.target.name}[/]: good {r.good_dir}  bad {r.bad_dir}")
+        print(r.text)
+        print(f"comparison saved to {r.comparison_path}")
+        print(f"memory diff with pprof: pprof -http=: --diff_base {r.good_dir / 'memory.prof'} {r.bad_dir / 'memory.prof'}")

@@ -1,0 +1,23 @@
+"""``hourly report``: a markdown report (with a PNG plot) of the stored scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from .common import ConfigOpt, Opt, Workdir
+
+
+def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
+           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
+           config: Optional[str] = ConfigOpt) -> None:
+    """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
+    from ..config import stored_settings, workdir_setting
+    from ..report import write_report
+    from ..store import Store
+    store = Store(workdir_setting(workdir, config), create=False)
+    s = stored_settings(store, config, workdir=workdir)
+    files = write_report(store, s, Path(out) if out else None, min_change)
+    print(f"report: {files.markdown}")
+    if files.plot:
+        print(f"plot:   {files.plot}")

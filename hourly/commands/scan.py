@@ -1,0 +1,77 @@
+"""``hourly scan`` and ``hourly show``: build and benchmark every hour of a window; print it again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from .common import (BENCHMARK, BUILD, REPOSITORIES, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+                     err_console, with_options)
+
+SCAN_ONLY = {
+    "sync": (Optional[bool], Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on].")),
+    "rerun": (Optional[bool], Opt(None, "--rerun", help="Measure again pairs that are already stored.")),
+    "higher_is_better": (Optional[bool], Opt(None, "--higher-is-better/--lower-is-better",
+                                             help="Direction of the metric, stored with the scan for show, detect, "
+                                                  "bisect, report and profile: higher (rates, MLUPS) or lower "
+                                                  "(times) [default: higher].")),
+}
+
+
+@with_options(WINDOW, REPOSITORIES, BUILD, BENCHMARK, STORE, SCAN_ONLY)
+def scan(
+    flags: Any = None,
+    dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
+) -> None:
+    """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
+    from ..config import effective
+    from ..render import progress_bar
+    from ..scan import dry_run, require_metric, run_scan
+    s, _ = effective(flags, config)
+    # the workdir is created only once the scan has checked its input and has something to store
+    if dry_run_:
+        report = dry_run(s, s.workdir)
+    elif json_out:
+        report = run_scan(s, s.workdir)
+    else:
+        with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}") as on_progress:
+            report = run_scan(s, s.workdir, on_progress)
+    emit(report, json_out, s)
+    if not dry_run_:
+        require_metric(report)
+
+
+def emit(report, json_out: bool, s) -> None:
+    """A scan report as JSON, or as the table with detection's marks and one line per step."""
+    if json_out:
+        print(json.dumps(report.as_json(), indent=1))
+        return
+    from ..render import print_report
+    from ..steps import marks_for_report
+    marks, lines = marks_for_report(report, s)
+    print_report(console, report, marks)
+    for line in lines:
+        console.print(line)
+
+
+def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
+         nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
+    """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
+    from ..config import stored_settings, workdir_setting
+    from ..scan import show as show_stored
+    from ..store import Store
+    store = Store(workdir_setting(workdir, config), create=False,
+                  made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
+    if nightly or (not store.points("hourly") and store.load_settings("nightly")):
+        from ..nightly_render import print_report
+        from ..nightly import show as show_nightly
+        report = show_nightly(store)
+        if json_out:
+            print(json.dumps(report.as_json(), indent=1))
+        else:
+            print_report(console, report)
+        return
+    s = stored_settings(store, config, workdir=workdir)
+    emit(show_stored(store, s), json_out, s)

@@ -1,0 +1,175 @@
+"""The records that flow between the stages (no I/O, no heavy imports).
+
+resolve → plan gives :class:`Pair` per instant; bench/store give a :class:`Status` and samples per
+pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanReport`; detection
+(hourly.steps) turns rows into :class:`Step` objects; the nightly level has one
+:class:`NightlyPoint` per date. Every module that passes these around imports them from here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # detection pulls in numpy: only for the annotations
+    from .detect import Change, ChangeKind
+
+#: Repository names hourly knows, in the order pairs are written: (xla, jax).
+REPOS = ("xla", "jax")
+
+
+class Status(str, Enum):
+    """The outcome of a run, of a point and of a nightly date.
+
+    Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed``
+    (hourly scan) and a date adds ``missing`` (its nightly image does not exist).
+    """
+
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    NO_METRIC = "no_metric"
+    BUILD_FAILED = "build_failed"
+    MISSING = "missing"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def spread(samples: list[float]) -> float | None:
+    """Half the range relative to the median (0.01 = ±1%); None for fewer than two samples."""
+    if len(samples) < 2:
+        return None
+    med = statistics.median(samples)
+    return (max(samples) - min(samples)) / 2 / abs(med) if med else None
+
+
+@dataclass(frozen=True)
+class Pair:
+    xla: str
+    jax: str
+
+    def short(self) -> str:
+        return f"{self.xla[:8]}/{self.jax[:8]}"
+
+    def key(self) -> str:
+        return f"{self.xla[:12]}-{self.jax[:12]}"
+
+
+@dataclass
+class PointResult:
+    time: str
+    xla: str
+    jax: str
+    status: str  # Status value, or "planned"/"built"/"cached" in a dry run
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    detail: str | None = None
+
+    def as_json(self) -> dict:
+        return {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
+                "value": self.value, "samples": self.samples}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+
+@dataclass
+class DryRunPlan:
+    """What a scan would do: builds to run (distinct pairs whose wheels are not cached, among those it
+    would measure), pairs already built, and pairs already measured (None without a benchmark
+    command: measurements are kept per benchmark)."""
+
+    builds: int
+    built: int
+    measured: int | None
+
+
+@dataclass
+class ScanReport:
+    points: list[PointResult]
+    distinct_pairs: int
+    builds: int
+    plan: DryRunPlan | None = None  # set by a dry run
+
+    def as_json(self) -> dict:
+        out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
+               "builds": self.builds}
+        if self.plan is not None:
+            out["plan"] = asdict(self.plan)
+        return out
+
+
+@dataclass
+class Step:
+    """A step detection found in a series of points: the change and the points on either side."""
+
+    change: Change
+    before: PointResult   # last instant before the step
+    after: PointResult    # first instant after it
+    before_index: int     # indices into the scan's points
+    after_index: int
+
+    @property
+    def kind(self) -> ChangeKind:
+        return self.change.kind
+
+    def as_json(self) -> dict:
+        c = self.change
+        return {"before": self.before.time, "after": self.after.time, "from_value": c.level_before,
+                "to_value": c.level_after, "relative_change": c.relative_change, "kind": c.kind.value,
+                "strength": c.strength, "edge": c.edge,
+                "before_pair": {"xla": self.before.xla, "jax": self.before.jax},
+                "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
+
+
+@dataclass
+class NightlyPoint:
+    date: str
+    image: str
+    status: Status
+    digest: str | None = None
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    xla: str | None = None
+    jax: str | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"date": self.date, "image": self.image, "digest": self.digest,
+                "status": self.status.value, "value": self.value, "samples": self.samples,
+                "xla": self.xla, "jax": self.jax}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+
+#: Most samples of one state while a bisection's verdict on it is unsure (--max-repeats).
+DEFAULT_MAX_REPEATS = 10
+
+
+class Mode(str, Enum):
+    """What a bisection compares: the metric against the ends, or the exit status."""
+
+    METRIC = "metric"
+    EXIT = "exit"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Blame(str, Enum):
+    """Which repository's change alone brings a regression (bisection, when a step moves both)."""
+
+    XLA = "xla"
+    JAX = "jax"
+    BOTH = "both"        # neither change alone regresses: the pair of them does
+    UNKNOWN = "unknown"  # a mixed pair could not be tested
+
+    def __str__(self) -> str:
+        return self.value
