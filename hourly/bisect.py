@@ -482,7 +482,7 @@ class Bisector:
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     _VERDICT_OF.get(level, Verdict.UNSURE)
                 samples = list(search.samples.get(i, []))
-                self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
+                self._record(self._bid, Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
 
