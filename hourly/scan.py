@@ -8,10 +8,11 @@ from typing import Callable
 
 from . import environment
 from .bench import compile_metric_regex, run_benchmark
-from .build import Builder, BuildSpec, BuildStatus, Workspace, require_command
+from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace, require_command
 from .config import Settings
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo
+from .locks import holds_store_lock
 from .model import DryRunPlan, Pair, PointResult, ScanReport, Status
 from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import STORE_NAME, Measurement, Store
@@ -104,10 +105,9 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     key = s.bench_key() if s.bench_cmd else None
     latest = store.all_latest(key) if store and key else {}
     measured = {p for p in pairs if (p.xla, p.jax) in latest}
-    builder = Builder(None, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python), store) \
-        if store else None
-    built = {p for p in pairs if builder and builder.is_cached(p)}
-    todo = [p for p in pairs if s.rerun or p not in measured]
+    builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
+    built = {p for p in pairs if builder.is_cached(p)}
+    todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     results = []
     for p in points:
         m = latest.get((p.pair.xla, p.pair.jax))
@@ -119,6 +119,11 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
                                  len(measured) if key else None))
 
 
+def build_spec(s: Settings) -> BuildSpec:
+    return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
+                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick))
+
+
 class Measurer:
     """Builds and measures pairs under one set of settings; shared by scan and bisect."""
 
@@ -127,8 +132,10 @@ class Measurer:
         self.store = store
         self.key = s.bench_key()
         self.spec = s.bench_spec()
-        self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                              s.python, s.env_dict(), s.build_timeout), store)
+        self.builder = Builder(workspace, jax, xla, build_spec(s), store)
+        if s.cherry_pick:
+            from .cherry import parse
+            workspace.picks = parse(s.cherry_pick, {"xla": xla, "jax": jax})
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 
@@ -139,6 +146,11 @@ class Measurer:
         else:
             self.installed = None
             build = self.builder.prepare(pair)
+        if build is not None and build.status is BuildStatus.INTERRUPTED:
+            raise BuildInterrupted(
+                f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times ({_first_line(build.tail)};"
+                f" log {build.log_path}); nothing was recorded for it",
+                "free memory or raise --build-timeout, then run the same command again: it goes on from there")
         if build is not None and build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
@@ -151,6 +163,16 @@ class Measurer:
                             [r.as_dict() for r in res.runs], res.detail(), origin)
         self.store.add_measurement(self.key, m)
         return m
+
+
+def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
+    """Not measured yet, or (with --retry-failed) its build failed."""
+    return m is None or (retry_failed and m.status == Status.BUILD_FAILED.value)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "no output"
 
 
 def _last_line(text: str) -> str:
@@ -168,12 +190,18 @@ def run_scan(s: Settings, store: Store | str | os.PathLike,
     points = plan(s, xla, jax)
     if not isinstance(store, Store):
         store = Store(store)
+    return _measure_points(s, store, xla, jax, points, on_progress)
+
+
+@holds_store_lock
+def _measure_points(s: Settings, store: Store, xla: GitRepo, jax: GitRepo, points: list[PlannedPoint],
+                    on_progress: Callable[[int, int, Pair | None], None] | None) -> ScanReport:
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
-    todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
+    todo = pairs if s.rerun else [p for p in pairs if _wanted(store.latest(key, p.xla, p.jax), s.retry_failed)]
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)

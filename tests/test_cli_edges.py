@@ -30,7 +30,7 @@ def repo_args(made, work: Path) -> list[str]:
 
 # -- item 8: a dry run needs no benchmark ------------------------------------------------------
 
-def test_dry_run_with_only_the_repositories_prints_the_plan(capsys, made, scan_args, tmp_path):
+def test_dry_run_with_only_the_repositories_prints_the_plan(capsys, made, scan_args, venv_python, tmp_path):
     work = tmp_path / "work"
     day = ["scan", "--from", "Aug 24 2023", "--to", "Aug 24 2023", "--dry-run", *repo_args(made, work)]
     code, out, err = run_cli(capsys, day + ["--json"])
@@ -51,6 +51,9 @@ def test_dry_run_with_only_the_repositories_prints_the_plan(capsys, made, scan_a
     done = {(p["xla"], p["jax"]) for p in scanned["points"]}
     assert scanned["builds"] == len(done)
 
+    # the build cache is keyed by the build (command, Python, environment): another build has none
+    assert json.loads(run_cli(capsys, day + ["--json"])[1])["plan"]["built"] == 0
+    day += ["--build-cmd", str(made.build_script), "--python", venv_python]
     plan = json.loads(run_cli(capsys, day + ["--json"])[1])  # no --bench-cmd: "measured" is unknown
     assert plan["plan"] == {"builds": pairs - len(done), "built": len(done), "measured": None}
     assert {p["status"] for p in plan["points"] if (p["xla"], p["jax"]) in done} == {"built"}
