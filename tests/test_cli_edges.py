@@ -92,6 +92,8 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
         code, _, err = run_cli(capsys, argv + ["--workdir", str(tmp_path / "empty")])
         assert code == 1, err
         assert "`hourly nightly" in err and "hourly scan" not in err
+    code, _, err = run_cli(capsys, ["releases", "--show", "--workdir", str(tmp_path / "empty")])
+    assert code == 1 and "`hourly releases" in err and "hourly scan" not in err
     code, _, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "empty")])
     assert code == 1 and "`hourly scan" in err
     assert not (tmp_path / "empty").exists()
