@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import UsageError
@@ -33,9 +34,14 @@ def bisect(
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from ..bisect import run_bisect
     from ..bisect_report import BisectHandler, LineHandler, bisect_log, log_or_none, print_answers
-    from ..config import stored_settings, workdir_setting
-    from ..store import Store
-    store = Store(workdir_setting(flags["workdir"], config), create=good is not None)
+    from ..bisect import check_new_window
+    from ..config import effective, stored_settings, workdir_setting
+    from ..store import STORE_NAME, Store
+    workdir = workdir_setting(flags["workdir"], config)
+    if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
+        # a new workdir is created only once the input is known good
+        check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
+    store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     quiet = json_out or log
     handler = BisectHandler() if quiet else LineHandler(

@@ -50,7 +50,7 @@ def nightly(
     from ..store import Store
     wd = workdir_setting(workdir, config)
     if show:
-        store = Store(wd, create=False)
+        store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
         report = show_nightly(store)
     else:
         if not from_ or not to:
