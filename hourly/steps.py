@@ -14,6 +14,7 @@ from .detect import Change, Detection, detect, percent
 from .model import PointResult, Step
 from .render import arrow, step_marks
 from .series import Series, SeriesPoint
+from .words import found, plural
 
 
 @dataclass
@@ -148,9 +149,8 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     if any(p.status == "ok" and p.value is not None for p in report.points):
         steps, _, _ = find_steps(report.points, s.higher_is_better)
         marks.update(step_marks(steps))
-        lines = [f"{len(steps)} step{'s' if len(steps) != 1 else ''} found:"] + [describe(st) for st in steps]
+        lines = [found(len(steps), "step")] + [describe(st) for st in steps]
     if crashes:
-        n = len(crashes)
-        lines += [f"{n} crash window{'s' if n != 1 else ''} (running ↔ crashing):"]
+        lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
         lines += [describe_crash(w, s.workdir) for w in crashes]
     return marks, lines

@@ -1,6 +1,7 @@
 """Detection on stored scans, the marked table, `hourly report`, and the demo end to end."""
 
 import json
+import shlex
 import struct
 import subprocess
 import sys
@@ -69,6 +70,8 @@ def test_demo_finds_every_planted_change(tmp_path):
     md = open(result["report"]).read()
     assert "Bisected culprits" in md and culprits[0]["sha"] in md
     assert "## Crash windows" in md and "hourly bisect --mode exit --good 2023-08-25T15:00:00Z" in md
+    workdir = str(tmp_path / "demo" / "work")
+    assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]
 
 
 def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_path, venv_python):
