@@ -95,10 +95,10 @@ class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
     builds: int
+    plan: DryRunPlan | None = None  # set by a dry run
     #: why the scan stopped early (fail fast: its first measured pair never worked), as the
     #: hourly.errors.UserError the command raises after printing what was measured
     stopped: Any = None
-    plan: DryRunPlan | None = None  # set by a dry run
 
     def as_json(self) -> dict:
         out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,

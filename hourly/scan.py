@@ -231,7 +231,7 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo, jax: GitRepo, point
                         stopped = never_worked(got, s, first=True)
                         break
             builds = m.builder.builds_run
-    return ScanReport(stored_results(store, key, points), len(pairs), builds, stopped)
+    return ScanReport(stored_results(store, key, points), len(pairs), builds, stopped=stopped)
 
 
 def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
