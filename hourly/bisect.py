@@ -86,7 +86,10 @@ _SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
 
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
-    (the state at that commit's committer time)."""
+    (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
+    once both had landed, as a nightly image pins them)."""
+    if "," in text and all(_SHA_END.match(p.strip()) for p in text.split(",")):
+        return max(parse_end(p, tz, repos, walks) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
         return int(parse_time(text, tz).when.timestamp())

@@ -21,6 +21,7 @@ from .commands.bisect import bisect
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
+from .commands.hunt import hunt
 from .commands.nightly import container, nightly
 from .commands.profile import profile
 from .commands.report import report
@@ -35,6 +36,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.command()(demo)
 app.command()(nightly)
 app.command()(container)
+app.command()(hunt)
 app.command()(scan)
 app.command()(show)
 app.command()(detect)

@@ -604,3 +604,28 @@ def start_detached(image: str, cmd: Sequence[str], *, name: str,
     except BaseException:
         _remove(c, container, name)
         raise
+
+
+def exec_in(container_name: str, cmd: Sequence[str], *, workdir: str | None = None,
+            env: Mapping[str, str] | Iterable[str] | None = None,
+            log_path: str | Path | None = None,
+            docker_client: docker.DockerClient | None = None) -> RunResult:
+    """Run ``cmd`` in the running container ``container_name`` (``docker exec``) and return its
+    exit code and output (stdout and stderr together); ``log_path`` gets the full output."""
+    c = docker_client or client()
+    start = time.monotonic()
+    try:
+        container = c.containers.get(container_name)
+        res = container.exec_run([str(x) for x in cmd], workdir=workdir, environment=_env_list(env),
+                                 stdout=True, stderr=True)
+    except docker.errors.APIError as e:
+        raise UserError(f"could not run a command in {container_name}: {_first_line(_explanation(e))}",
+                        "check that the container is still running") from e
+    output = (res.output or b"").decode("utf-8", errors="replace")
+    duration = time.monotonic() - start
+    if log_path is not None:
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"# container: {container_name}\n$ {' '.join(map(str, cmd))}\n"
+                            f"{output}\n# exit: {res.exit_code} after {duration:.2f}s\n")
+    return RunResult(res.exit_code, output, duration, False, container_name)

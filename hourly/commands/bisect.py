@@ -12,7 +12,7 @@ from .common import BENCHMARK, BUILD, REPOSITORIES, STORE, ConfigOpt, JsonOpt, O
 
 @with_options(REPOSITORIES, BUILD, BENCHMARK, STORE)
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha>.'),
+    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha>.'),
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
     mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
