@@ -297,8 +297,9 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
 def _error_line(output: str) -> str:
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     for ln in lines:
-        if ln.startswith("error:"):
-            return ln.removeprefix("error:").strip()
+        for prefix in ("hourly: error:", "error:"):
+            if ln.startswith(prefix):
+                return ln.removeprefix(prefix).strip()
     return lines[-1] if lines else "no output"
 
 
