@@ -108,6 +108,10 @@ class HuntWindow:
                  self.bad.xla, self.bad.jax, self.kind, bisect_in]
         return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
+    @property
+    def same_sources(self) -> bool:
+        return (self.good.xla, self.good.jax) == (self.bad.xla, self.bad.jax)
+
     def end(self, which: str) -> str:
         p = self.good if which == "good" else self.bad
         return f"xla@{p.xla},jax@{p.jax}"
@@ -261,6 +265,11 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     from . import containers
     s = h.nightly
     image = (w.bad if h.bisect_in == "bad" else w.good).image
+    if w.same_sources:  # nothing to bisect: both images were built from the same commits
+        return {"regressions": [], "bisected_in": None, "log": None,
+                "reason": "the change is in the container's environment: both images hold the same "
+                          "xla and jax commits",
+                "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
     name = f"hourly-{run_id}-{w.good.date}-{w.bad.date}"
     sub = f"bisect/{w.good.date}..{w.bad.date}-{key[:6]}"
     (store.workdir / sub).mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,10 @@ else:
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24")
+DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25", "2023-08-26")
+#: from this day on, the images hold a slower build (of a harmless commit) and a newer CUDA: a step
+#: the sources do not explain
+ENV_DAY = "2023-08-25"
 CULPRIT = "[XLA:GPU] Change priority fusion heuristic"
 CHANGES = [
     Change("xla", "2023-08-21T03:00:00Z", "[XLA] day one", {"one.txt": "1\n"}),
@@ -45,6 +48,8 @@ CHANGES = [
     Change("xla", "2023-08-23T14:00:00Z", "[XLA] typo", {"typo.txt": "1\n"}),
     Change("jax", "2023-08-23T16:00:00Z", "jax changelog", {"log.txt": "1\n"}),
     Change("xla", "2023-08-24T03:00:00Z", "[XLA] day four", {"four.txt": "1\n"}),
+    Change("jax", "2023-08-25T04:00:00Z", "jax day five", {"five.txt": "1\n"}),
+    Change("xla", "2023-08-26T04:00:00Z", "[XLA] day six", {"six.txt": "1\n"}),
 ]
 
 
@@ -90,6 +95,8 @@ def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
         with zipfile.ZipFile(wheel) as z:
             for member in z.namelist():
                 data = z.read(member)
+                if day >= ENV_DAY and member == "jax_demo/__init__.py":
+                    data = data.replace(b"FACTOR = ", b"FACTOR = 0.9 * ")
                 info = tarfile.TarInfo(f"{base_site}/{member}")
                 info.size = len(data)
                 t.addfile(info, io.BytesIO(data))
@@ -116,7 +123,8 @@ def hunt_images(docker_client, test_scan_id, tmp_path_factory):
                 repo, tag = ref.rsplit(":", 1)
                 c.commit(repository=repo, tag=tag, changes=[
                     f"ENV PATH={docker_client.images.get(base).attrs['Config']['Env'][0].split('=', 1)[1]}",
-                    f"ENV HUNT_TEST_DAY={day}"])
+                    f"ENV HUNT_TEST_DAY={day}",
+                    f"ENV CUDA_VERSION={'12.2.0' if day >= ENV_DAY else '12.1.1'}"])
                 made_refs.append(ref)
             finally:
                 c.remove(force=True)
@@ -165,7 +173,13 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     assert res.returncode == 0, res.output
     assert sorted((work / "logs" / "nightly").glob("*.log")) == nightly_logs
     out = json.loads(res.output[res.output.index("{"):])
-    (step,) = out["steps"]
+    step, env_step = out["steps"]
+    assert (env_step["good_date"], env_step["bad_date"], env_step["culprit"]) == ("2023-08-24", ENV_DAY, None)
+    assert "container's environment" in env_step["reason"]
+    diff = {d["name"]: (d["good"], d["bad"]) for d in env_step["environment"]}
+    assert diff["CUDA_VERSION"] == ("12.1.1", "12.2.0") and diff["HUNT_TEST_DAY"] == ("2023-08-24", ENV_DAY)
+    # the Python packages: only the nightly's own build differs (numpy, scipy, pip are the same)
+    assert [n for n in diff if n.startswith("pip:")] == ["pip:jax_demo"]
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-22", "2023-08-23", "regression")
     assert step["to_value"] / step["from_value"] == pytest.approx(0.8, rel=0.02)
     assert step["culprit"]["sha"] == made.shas[CULPRIT] and step["culprit"]["subject"] == CULPRIT
@@ -174,5 +188,5 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     # 3. once more: the finished window comes from the store, nothing is started
     again = hourly(*args[:-1], cwd=tmp_path)
     assert again.returncode == 0, again.output
-    assert CULPRIT in again.output and "0 bisected now" in again.output
+    assert CULPRIT in again.output and "0 bisected now" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
     assert _hunt_containers(docker_client) == []
