@@ -88,9 +88,14 @@ def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
         wheel = next((trees / "jax-source" / "dist").glob("*.whl"))
         for name in ("xla", "jax"):
             _tar_dir(t, trees / f"{name}-source", f"opt/{name}-source")
-        env = tarfile.TarInfo("usr/bin/env")  # the build script's #!/usr/bin/env bash
-        env.type, env.linkname = tarfile.SYMTYPE, "/bin/busybox"
-        t.addfile(env)
+        links = {"usr/bin/env": "/bin/busybox"}  # the build script's #!/usr/bin/env bash
+        # `git fetch` from a local origin runs git-upload-pack (a link to git, as in git's packages)
+        exec_path = run(["git", "--exec-path"]).output.strip()
+        links[f"{exec_path.lstrip('/')}/git-upload-pack"] = "/usr/bin/git"
+        for path, target in links.items():
+            link = tarfile.TarInfo(path)
+            link.type, link.linkname = tarfile.SYMTYPE, target
+            t.addfile(link)
         base_site = site.getsitepackages([sys.base_prefix])[0].lstrip("/")
         with zipfile.ZipFile(wheel) as z:
             for member in z.namelist():
@@ -189,4 +194,22 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     again = hourly(*args[:-1], cwd=tmp_path)
     assert again.returncode == 0, again.output
     assert CULPRIT in again.output and "0 bisected now" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23", "--bisect-in", "good",
+                 "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+                 "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+                 "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+                 "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    assert step["bisected_in"] == template.format(date="2023-08-22")
+    assert step["culprit"]["sha"] == made.shas[CULPRIT]
+    # only the two dates were measured, no daily search
+    assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
+        "2023-08-22-run1.log", "2023-08-23-run1.log"]
     assert _hunt_containers(docker_client) == []
