@@ -180,7 +180,8 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
            "builds": sum(r.get("builds", 0) for r in regressions),
            "runs": sum(r.get("runs", 0) for r in regressions),
            "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
-           "bisected_in": answer.get("bisected_in"), "log": answer.get("log")}
+           "bisected_in": answer.get("bisected_in"), "log": answer.get("log"),
+           "error": answer.get("error")}
     return row
 
 
@@ -195,6 +196,10 @@ class HuntReport:
 
     def as_json(self) -> dict[str, Any]:
         return {"steps": self.rows}
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("error")]
 
 
 def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
@@ -252,7 +257,12 @@ def run_hunt(h: HuntSettings, store: Store,
         if answer is None:
             say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
                 f"{h.bisect_in} day's image")
-            answer = bisect_window(w, h, store, run_id, key, c)
+            try:
+                answer = bisect_window(w, h, store, run_id, key, c)
+            except UserError as e:  # the other windows are still hunted; this one is retried next time
+                say(f"window {w.name} failed: {e.message}")
+                report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
+                continue
             store.save_settings(f"{LEVEL}/{key}", answer)
             report.bisected += 1
         report.rows.append(step_row(w, answer))

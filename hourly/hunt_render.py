@@ -27,6 +27,8 @@ def _size(row: dict) -> str:
 
 def answer_text(row: dict) -> str:
     """The culprit (repo, SHA, subject, link), or the range and why."""
+    if row.get("error"):
+        return f"not bisected: {row['error']}"
     c = row.get("culprit")
     if c:
         return f"{c['repo']} {c['sha'][:12]} {c['subject']}\n{c['link']}"

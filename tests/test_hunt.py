@@ -138,3 +138,14 @@ def test_a_combined_end_is_the_state_once_both_commits_landed(tmp_path):
     t = parse_end(f"xla@{x1},jax@{j1}", "UTC", repos, walks)
     assert t == parse_end(f"jax@{j1}", "UTC", repos, walks) > parse_end(f"xla@{x1}", "UTC", repos, walks)
     assert parse_end(f"xla@{x2},jax@{j1}", "UTC", repos, walks) == parse_end(f"xla@{x2}", "UTC", repos, walks)
+
+
+def test_a_window_that_could_not_be_bisected_says_why_and_counts_as_failed():
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash", 100.0, None)
+    ok = H.step_row(w, {"regressions": [{"culprit": CULPRIT, "builds": 1, "runs": 2}]})
+    bad = H.step_row(w, {"regressions": [], "error": "the bisection failed — see the log"})
+    report = H.HuntReport([ok, bad])
+    assert report.failed == [bad] and answer_text(bad) == "not bisected: the bisection failed — see the log"
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=240), report)
+    assert "not bisected" in buf.getvalue() and "crash" in buf.getvalue()

@@ -77,3 +77,8 @@ def hunt(
         print(json.dumps(report.as_json(), indent=1))
     else:
         print_report(console, report)
+    if report.failed:
+        raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
+                        f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",
+                        "see each window's log under the workdir's logs/hunt/, fix it and run the same "
+                        "command again (finished dates and windows are kept)")
