@@ -66,11 +66,19 @@ class HuntSettings:
     max_repeats: int | None = None
     min_change: float | None = None
     rerun: bool = False
+    dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
+    _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
 
     def validate(self) -> None:
+        if self.dates not in ("all", "search"):
+            raise UserError(f"--dates {self.dates!r} is neither all nor search",
+                            "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
         if self.bisect_in not in BISECT_IN:
             raise UserError(f"--bisect-in {self.bisect_in!r} is neither bad nor good",
                             "pass --bisect-in bad (the default) or --bisect-in good")
+        if self.min_change is not None and not 0 < self.min_change < 1:
+            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {self.min_change}",
+                            "pass --min-change 0.02 for 2 %")
         if (self.good_date is None) != (self.bad_date is None):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
         if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
@@ -142,6 +150,45 @@ def windows_of(points: list[NightlyPoint], steps: list) -> list[HuntWindow]:
     return sorted(out, key=lambda w: (w.good.date, w.bad.date))
 
 
+def search_dates(n: int, is_good: Callable[[int], bool | None]) -> tuple[int, int]:
+    """``--dates search``: the last good and first bad of ``n`` dates, the last one bad, with few
+    measurements (pure given ``is_good``): an exponential back-search from the bad end (1, 2, 4, …
+    dates back) until a good date, then a bisection of the dates between. ``is_good(i)`` is None
+    for a date that cannot be judged (missing image, no commits): the search steps past it.
+    Finds one boundary (as JAX-Toolbox's triage does), not every step."""
+    bad, back, good = n - 1, 1, None
+    while good is None:
+        i = max(bad - back, 0)
+        v = is_good(i)
+        if v:
+            good = i
+        elif v is False:
+            bad = i
+        if i == 0 and good is None:
+            raise UserError("no good date found before the bad date", "pass an earlier --from")
+        back *= 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        v, j = None, mid
+        while v is None and j < bad:  # unjudgeable dates: try the next one towards bad
+            v = is_good(j)
+            if v is None:
+                j += 1
+        if v is None:  # every date between mid and bad is unjudgeable: look below mid
+            j = mid - 1
+            while v is None and j > good:
+                v = is_good(j)
+                if v is None:
+                    j -= 1
+            if v is None:
+                break
+        if v:
+            good = j
+        else:
+            bad = j
+    return good, bad
+
+
 def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]]:
     """What differs between two environments, one row per name: {name, good, bad} (pure)."""
     return [{"name": k, "good": a.get(k), "bad": b.get(k)} for k in sorted(set(a) | set(b))
@@ -205,19 +252,12 @@ class HuntReport:
 def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
     """--good-date/--bad-date: the two images' commits (each date measured and stored as the
     daily level would, so their values and commits are known)."""
-    from . import nightly_run
     s = h.nightly
-    key = s.key()
-    have = store.nightly_points(key)
+    store.save_settings(NIGHTLY_LEVEL, s.as_dict())
     ends = []
     for d in (h.good_date, h.bad_date):
         day = parse_date(d)
-        p = have.get(day.isoformat())
-        if p is None or p.status is Status.MISSING:
-            log_dir = store.workdir / "logs" / "nightly"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            p = nightly_run.measure_date(day, s, f"h{uuid.uuid4().hex[:8]}", s.gpus, log_dir, docker_client)
-            store.add_nightly(key, p, NIGHTLY_LEVEL)
+        p = _point(day, h, store, docker_client)
         if p.status is Status.MISSING:
             raise UserError(f"no image for {d}: {image_ref(s.image, day)} ({p.detail})",
                             "pick dates that have a nightly")
@@ -228,6 +268,64 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
     good, bad = ends
     kind = "crash" if good.status is Status.OK and bad.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
     return [HuntWindow(good, bad, kind, good.value, bad.value)]
+
+
+def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
+    """One date of the daily level: from the store, else measured and stored as `nightly` does."""
+    from . import nightly_run
+    s = h.nightly
+    key = s.key()
+    p = store.nightly_points(key).get(day.isoformat())
+    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
+        log_dir = store.workdir / "logs" / "nightly"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        p = nightly_run.measure_date(day, s, f"h{uuid.uuid4().hex[:8]}", s.gpus, log_dir, docker_client)
+        store.add_nightly(key, p, NIGHTLY_LEVEL)
+        h._measured.add(day.isoformat())
+    return p
+
+
+def _searched(h: HuntSettings, store: Store, docker_client,
+              say: Callable[[str], None]) -> list[HuntWindow]:
+    """``--dates search``: one boundary, found by :func:`search_dates` from the last date back."""
+    from .model import BISECT_MIN_CHANGE
+    from .nightly import date_range
+    s = h.nightly
+    store.save_settings(NIGHTLY_LEVEL, s.as_dict())
+    dates = date_range(s.from_, s.to, s.every)
+    points: dict[int, NightlyPoint] = {}
+
+    def point(i: int) -> NightlyPoint:
+        if i not in points:
+            say(f"date {dates[i].isoformat()}")
+            points[i] = _point(dates[i], h, store, docker_client)
+        return points[i]
+
+    bad = point(len(dates) - 1)
+    if bad.status in (Status.MISSING,) or not (bad.xla and bad.jax):
+        raise UserError(f"the last date {dates[-1]} has no usable image ({bad.status.value})",
+                        "pass a --to date that has a nightly")
+    crash = bad.status in (Status.CRASHED, Status.TIMEOUT)
+    if not crash and bad.value is None:
+        raise UserError(f"the last date {dates[-1]} neither measured nor crashed ({bad.status.value})",
+                        "pass a --to date whose run measures or crashes")
+    threshold = h.min_change if h.min_change is not None else BISECT_MIN_CHANGE
+
+    def is_good(i: int) -> bool | None:
+        p = point(i)
+        if p.status is Status.MISSING or not (p.xla and p.jax):
+            return None
+        if crash:
+            return p.status is Status.OK
+        if p.value is None:
+            return False if p.status in (Status.CRASHED, Status.TIMEOUT) else None
+        change = (bad.value - p.value) / p.value
+        return (-change if s.higher_is_better else change) >= threshold
+
+    g, b = search_dates(len(dates), is_good)
+    good, bad_p = point(g), point(b)
+    kind = "crash" if bad_p.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
+    return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
 
 
 def run_hunt(h: HuntSettings, store: Store,
@@ -243,10 +341,12 @@ def run_hunt(h: HuntSettings, store: Store,
     # a dead run on this workdir (kill -9) may have left its bisection container running
     containers.cleanup(f"hourly.hunt={h.workdir_id()}", docker_client=c)
     store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                **{k: v for k, v in h.__dict__.items() if k != "nightly"}})
+                                **{k: v for k, v in h.__dict__.items() if k not in ("nightly", "_measured")}})
     report = HuntReport()
     if h.good_date:
         windows = _entered(h, store, c)
+    elif h.dates == "search":
+        windows = _searched(h, store, c, say)
     else:
         report.nightly = run_nightly(h.nightly, store, on_dates, docker_client=c)
         windows = windows_of(report.nightly.points, report.nightly.steps)

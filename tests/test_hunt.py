@@ -87,6 +87,10 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
 def test_settings_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError, match="neither bad nor good"):
         settings(tmp_path, bisect_in="middle").validate()
+    with pytest.raises(UserError, match="between 0 and 1"):
+        settings(tmp_path, min_change=2).validate()
+    with pytest.raises(UserError, match="neither all nor search"):
+        settings(tmp_path, dates="some").validate()
     with pytest.raises(UserError, match="go together"):
         settings(tmp_path, good_date="2023-08-22").validate()
     with pytest.raises(UserError, match="not after"):
@@ -149,3 +153,23 @@ def test_a_window_that_could_not_be_bisected_says_why_and_counts_as_failed():
     buf = io.StringIO()
     print_report(Console(file=buf, width=240), report)
     assert "not bisected" in buf.getvalue() and "crash" in buf.getvalue()
+
+
+@pytest.mark.parametrize("n,first_bad", [(2, 1), (9, 1), (9, 8), (30, 13), (64, 40)])
+def test_dates_search_finds_the_boundary_with_few_measurements(n, first_bad):
+    seen = []
+
+    def is_good(i):
+        seen.append(i)
+        return i < first_bad
+
+    assert H.search_dates(n, is_good) == (first_bad - 1, first_bad)
+    assert len(seen) <= 2 * max(1, n).bit_length() and len(set(seen)) == len(seen)
+
+
+def test_dates_search_steps_past_dates_it_cannot_judge():
+    missing = {5, 6, 9}
+    assert H.search_dates(12, lambda i: None if i in missing else i < 7) == (4, 7)
+    assert H.search_dates(12, lambda i: None if i in missing else i < 10) == (8, 10)
+    with pytest.raises(UserError, match="no good date"):
+        H.search_dates(5, lambda i: False)

@@ -213,3 +213,21 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
     assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
         "2023-08-22-run1.log", "2023-08-23-run1.log"]
     assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search",
+                 "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+                 "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+                 "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+                 "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    assert (step["good_date"], step["bad_date"]) == ("2023-08-22", "2023-08-23")
+    assert step["culprit"]["sha"] == made.shas[CULPRIT]
+    # the bad date, then one day back: good; 2023-08-21 is never run
+    assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
+        "2023-08-22-run1.log", "2023-08-23-run1.log"]
+    assert _hunt_containers(docker_client) == []

@@ -29,12 +29,14 @@ def hunt(
     every: int = Opt(1, "--every", help="Measure every N days."),
     parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local [default: pull]."),
+    dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
     bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
     xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
     jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX tree inside the container [default: /opt/jax-source or /opt/jax]."),
     ref: Optional[str] = Opt(None, "--ref", help="Ref whose history is bisected inside [default: origin/main]."),
     max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure."),
+    min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
                                            help="Direction of the metric [default: hourly.toml's higher_is_better, else higher]."),
@@ -63,7 +65,7 @@ def hunt(
                         higher_is_better=(effective({}, config)[0].higher_is_better
                                           if higher_is_better is None else higher_is_better))
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
-                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, rerun=rerun)
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates)
     h.validate()
     store = Store(wd)
     say = (lambda line: None) if json_out else (
