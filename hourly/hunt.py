@@ -198,7 +198,7 @@ def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]
 def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
     """The `hourly bisect` command run inside the container for ``w`` (pure)."""
     s = h.nightly
-    argv = ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json",
+    argv = ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
             "--mode", w.mode.value, "--workdir", workdir_inside, "--bench-cmd", s.bench_cmd,
             "--metric-regex", s.metric_regex, "--repeats", str(s.repeats), "--force",
             "--higher-is-better" if s.higher_is_better else "--lower-is-better"]
@@ -358,7 +358,7 @@ def run_hunt(h: HuntSettings, store: Store,
             say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
                 f"{h.bisect_in} day's image")
             try:
-                answer = bisect_window(w, h, store, run_id, key, c)
+                answer = bisect_window(w, h, store, run_id, key, c, say)
             except UserError as e:  # the other windows are still hunted; this one is retried next time
                 say(f"window {w.name} failed: {e.message}")
                 report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
@@ -370,7 +370,7 @@ def run_hunt(h: HuntSettings, store: Store,
 
 
 def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key: str,
-                  docker_client) -> dict[str, Any]:
+                  docker_client, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Start the image to bisect in, run `hourly bisect` inside it, remove it; the answer."""
     from . import containers
     s = h.nightly
@@ -394,7 +394,8 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
         argv = bisect_argv(w, h, f"{WORKDIR_TARGET}/{sub}")
         out_inside = f"{WORKDIR_TARGET}/{sub}/answer.json"
         res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {out_inside}"],
-                                 log_path=log, docker_client=docker_client)
+                                 log_path=log, docker_client=docker_client,
+                                 on_line=lambda line: say(f"  {w.name}: {line}") if line.strip() else None)
     finally:
         containers.cleanup(f"hourly.scan={run_id}", docker_client=docker_client)
     answer_file = store.workdir / sub / "answer.json"

@@ -75,8 +75,8 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     h = settings(tmp_path, build_cmd="/opt/build.sh", max_repeats=5)
     w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
     argv = H.bisect_argv(w, h, "/hourly-work/bisect/x")
-    assert argv[:7] == ["hourly", "bisect", "--good", "xla@x2023-08-22,jax@j2023-08-22",
-                        "--bad", "xla@x2023-08-23,jax@j2023-08-23", "--json"]
+    assert argv[:8] == ["hourly", "bisect", "--good", "xla@x2023-08-22,jax@j2023-08-22",
+                        "--bad", "xla@x2023-08-23,jax@j2023-08-23", "--json", "--progress"]
     opts = dict(zip(argv[7::1], argv[8::1]))
     assert opts["--mode"] == "exit" and opts["--bench-cmd"] == "python3 /dir/b.py --n 3"
     assert opts["--workdir"] == "/hourly-work/bisect/x" and opts["--bench-cwd"] == "/dir"

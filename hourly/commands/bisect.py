@@ -20,6 +20,7 @@ def bisect(
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
+    progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     flags: Any = None,
     json_out: bool = JsonOpt,
@@ -37,7 +38,7 @@ def bisect(
     from ..store import Store
     store = Store(workdir_setting(flags["workdir"], config), create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
-    quiet = json_out or log
+    quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change)
