@@ -366,6 +366,7 @@ def run_hunt(h: HuntSettings, store: Store,
             store.save_settings(f"{LEVEL}/{key}", answer)
             report.bisected += 1
         report.rows.append(step_row(w, answer))
+    store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/hunt_report.py)
     return report
 
 

@@ -173,3 +173,28 @@ def test_dates_search_steps_past_dates_it_cannot_judge():
     assert H.search_dates(12, lambda i: None if i in missing else i < 10) == (8, 10)
     with pytest.raises(UserError, match="no good date"):
         H.search_dates(5, lambda i: False)
+
+
+def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path):
+    from hourly.cli import main
+    from hourly.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "w"))
+    store = Store(s.workdir)
+    store.save_settings(N.LEVEL, s.as_dict())
+    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 100.3), P("2023-08-22", "ok", 99.8),
+           P("2023-08-23", "ok", 80), P("2023-08-24", "ok", 80.2), P("2023-08-25", "crashed")]
+    for p in pts:
+        p.image = N.image_ref(s.image, N.parse_date(p.date))
+        store.add_nightly(s.key(), p)
+    reg = H.HuntWindow(pts[2], pts[3], "regression", 100.0, 80.0)
+    env = H.HuntWindow(pts[4], pts[5], "crash", 80.2, None)
+    rows = [H.step_row(reg, {"regressions": [{"culprit": CULPRIT, "builds": 3, "runs": 9}]}),
+            H.step_row(env, {"regressions": [], "reason": "the change is in the container's environment",
+                             "environment": [{"name": "CUDA_VERSION", "good": "12.1", "bad": "12.2"}]})]
+    store.save_settings("hunt-rows", H.HuntReport(rows).as_json())
+    assert main(["report", "--workdir", s.workdir]) == 0
+    md = (tmp_path / "w" / "report" / "report.md").read_text()
+    assert f"[`{CULPRIT['sha'][:12]}`]({CULPRIT['link']})" in md and CULPRIT["subject"] in md
+    assert "| CUDA_VERSION | 12.1 | 12.2 |" in md and "| 2023-08-25 |" in md and "crashed" in md
+    assert (tmp_path / "w" / "report" / "plot.png").stat().st_size > 0

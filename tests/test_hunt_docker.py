@@ -195,6 +195,11 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     assert again.returncode == 0, again.output
     assert CULPRIT in again.output and "0 bisected now" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
     assert _hunt_containers(docker_client) == []
+    # 4. the report of the whole hunt
+    rep = hourly("report", "--workdir", str(work), cwd=tmp_path)
+    assert rep.returncode == 0, rep.output
+    md = (work / "report" / "report.md").read_text()
+    assert made.shas[CULPRIT][:12] in md and "| CUDA_VERSION | 12.1.1 | 12.2.0 |" in md
 
 
 @pytest.mark.docker
