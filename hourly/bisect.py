@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +34,7 @@ from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
 from .config import Settings
 from .errors import UserError
 from .gitrepo import GitRepo
+from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
 from .resolve import Resolver
 from .scan import LEVEL, Measurer, open_repos
@@ -179,12 +181,17 @@ class Bisector:
             r.rev_parse(s.ref)
         self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
         self._stack = ExitStack()
+        self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
         self._going = None  # metric mode: (search, its states, offset of the current window in them)
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                                  s.python), store)
+                                                                  s.python, s.env_dict(), s.build_timeout,
+                                                                  s.resolved_cache_dir(), s.cache_bytes(),
+                                                                  list(s.cherry_pick)), store)
+        from .cherry import parse
+        self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
 
     def __enter__(self) -> "Bisector":
         return self
@@ -206,11 +213,14 @@ class Bisector:
         return meas, m.builder.builds_run - b0, m.runs - r0
 
     def _stored(self, pair: Pair) -> list[Measurement]:
-        return self.store.measurements(self.key, pair.xla, pair.jax)
+        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        if self.s.retry_failed:
+            ms = [m for m in ms if not (m.status == Status.BUILD_FAILED.value and (m.created or 0) < self._since)]
+        return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
-        rec = self.store.build(pair.xla, pair.jax)
-        if rec and rec.status == "failed":
+        rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
+        if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
         return None
 
@@ -539,12 +549,19 @@ class Bisector:
             return Verdict.BAD.value
         return row["verdict"]
 
+    def probe_row(self, r: dict, states: list[State], b) -> dict:
+        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": self._side(r, states, b)}
+        if self.picks:  # per probe, what --cherry-pick did to it
+            from .cherry import statuses
+            out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
+        return out
 
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+@holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
                min_change: float = DEFAULT_MIN_CHANGE) -> list[dict]:

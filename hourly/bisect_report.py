@@ -67,7 +67,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "last_good": {"xla": last_good.xla, "jax": last_good.jax},
         "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
         "states": len(states),
-        "probes": [{"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": bisector._side(r, states, b)} for r in rows],
+        "probes": [bisector.probe_row(r, states, b) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         "runs": sum(r["runs"] for r in rows),
     }

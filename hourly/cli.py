@@ -18,12 +18,14 @@ _EXITS = (typer.Exit,)
 _ABORTS = (typer.Abort, KeyboardInterrupt)
 from . import __version__
 from .commands.bisect import bisect
+from .commands.clean import clean
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
 from .commands.hunt import hunt
 from .commands.nightly import container, nightly
 from .commands.profile import profile
+from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
@@ -34,6 +36,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 # --help lists the commands in the order of a hunt
 app.command()(demo)
+app.command()(releases)
 app.command()(nightly)
 app.command()(container)
 app.command()(hunt)
@@ -45,6 +48,7 @@ app.command()(report)
 app.command()(profile)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 app.command("compare-profiles")(compare_profiles)
+app.command()(clean)
 app.command("config")(config_cmd)
 app.command()(version)
 

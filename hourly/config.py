@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bench import DEFAULT_METRIC_REGEX, BenchSpec
+from .cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -65,10 +67,13 @@ class Settings:
     build_cmd: str = "build-jax.sh"
     build_timeout: float | None = None
     wheel_dir: str | None = None  # default: <jax_repo>/dist
+    cache_dir: str | None = None  # default: hourly.cache.default_cache_dir()
+    cache_size: str = DEFAULT_CACHE_SIZE  # least recently used builds go past it; "0": no bound
     python: str = field(default_factory=lambda: sys.executable)
     bench_cmd: str | None = None
     bench_cwd: str | None = None
     env: list[str] = field(default_factory=list)
+    cherry_pick: list[str] = field(default_factory=list)  # REPO@SHA applied on top of every state
     repeats: int = 1
     bench_timeout: float | None = None
     metric_regex: str = DEFAULT_METRIC_REGEX
@@ -76,6 +81,7 @@ class Settings:
     workdir: str = "hourly-work"
     force: bool = False
     rerun: bool = False
+    retry_failed: bool = False
 
     # -- derived ----------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:
@@ -97,19 +103,82 @@ class Settings:
                          self.bench_timeout, self.python)
 
     def bench_key(self) -> str:
-        """What makes two measurements comparable: command, directory, environment, regex, Python."""
+        """What makes two measurements comparable: command, directory, environment, regex, Python.
+
+        The directory is absolute in the settings (see :func:`effective`), so the key reads the same
+        from wherever hourly is started."""
         ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
                  "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        if self.cherry_pick:  # measurements of patched states never mix with plain ones
+            ident["cherry_pick"] = sorted(self.cherry_pick)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def resolved_wheel_dir(self) -> Path:
         return Path(self.wheel_dir) if self.wheel_dir else Path(self.jax_repo) / "dist"
+
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_dir()
+
+    def cache_bytes(self) -> int | None:
+        return parse_size(self.cache_size)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 FIELD_NAMES = {f.name for f in fields(Settings)}
+#: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
+PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir")
+#: flags that apply to the command they are given to, never to later commands reading the store
+ONE_OFF = ("force", "rerun", "retry_failed")
+
+
+def _absolute(value: str, base: Path) -> str:
+    p = Path(value).expanduser()
+    return os.path.normpath(p if p.is_absolute() else base / p)
+
+
+def _canonical(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative places in ``values`` made absolute against ``base`` (symlinks are kept: a venv's
+    python is a link that must stay one)."""
+    out = dict(values)
+    for name in PATH_SETTINGS:
+        if isinstance(out.get(name), str) and out[name]:
+            out[name] = _absolute(out[name], base)
+    py = out.get("python")
+    if isinstance(py, str) and os.sep in py:
+        out["python"] = _absolute(py, base)
+    cmd = out.get("build_cmd")
+    if isinstance(cmd, str):
+        try:
+            argv = shlex.split(cmd)
+        except ValueError:
+            argv = []  # reported when the build command is used
+        if argv and os.sep in argv[0] and not Path(argv[0]).expanduser().is_absolute():
+            out["build_cmd"] = shlex.join([_absolute(argv[0], base), *argv[1:]])
+    return out
+
+
+def scan_dir_of(stored_workdir: str | None, store_workdir: Path) -> Path:
+    """The directory an old scan (which stored relative paths) ran in: the store's directory less
+    the relative workdir it was given (``hourly-work`` found at /a/b/hourly-work ran in /a/b);
+    when that cannot tell, the directory holding the workdir."""
+    found = Path(os.path.normpath(store_workdir))
+    if stored_workdir and not Path(stored_workdir).expanduser().is_absolute():
+        rel = Path(os.path.normpath(stored_workdir)).parts
+        if rel and rel[0] != ".." and found.parts[-len(rel):] == rel:
+            return Path(*found.parts[:-len(rel)])
+    return found.parent
+
+
+def stored_scan_settings(stored: dict[str, Any] | None, store_workdir: str | Path) -> dict[str, Any]:
+    """A stored scan's settings as the base of a later command (show, report, bisect, profile):
+    one-off flags dropped; relative places, which stores written before hourly stored them
+    absolute may hold, resolved against the directory that scan ran in (:func:`scan_dir_of`)."""
+    if not stored:
+        return {}
+    out = {k: v for k, v in stored.items() if k not in ONE_OFF}
+    return _canonical(out, scan_dir_of(stored.get("workdir"), Path(store_workdir)))
 
 
 def _key(name: str) -> str:
@@ -155,10 +224,12 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
         for k, v in layer.items():
             k = _key(k)
             if k in FIELD_NAMES:
-                if k == "env" and isinstance(v, (list, tuple)) and not v and label == "flag":
+                if k in ("env", "cherry_pick") and isinstance(v, (list, tuple)) and not v and label == "flag":
                     continue
                 setattr(s, k, list(v) if isinstance(v, tuple) else v)
                 origin[k] = label
+    for k, v in _canonical(asdict(s), Path.cwd()).items():
+        setattr(s, k, v)
     _validate(s)
     return s, origin
 
@@ -170,8 +241,11 @@ def _validate(s: Settings) -> None:
         v = getattr(s, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
+    s.cache_bytes()  # a one-line error now rather than after the first build
     if isinstance(s.env, str):
         s.env = [s.env]
+    if isinstance(s.cherry_pick, str):
+        s.cherry_pick = [s.cherry_pick]
 
 
 def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
@@ -182,5 +256,5 @@ def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
 
 def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
     """The settings of the stored scan, under the settings file and the flags given now."""
-    s, _ = effective(flags, config_path, base=store.load_settings("scan") or {})
+    s, _ = effective(flags, config_path, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
     return s

@@ -9,6 +9,7 @@ import socket
 
 from . import proc
 from .bench import cache_defaults
+from .privacy import redact_env
 
 #: Environment variables that change what JAX/XLA measure.
 RELEVANT_ENV_PREFIXES = ("XLA_", "JAX_", "CUDA_", "NCCL_", "TF_CPP_", "TF_GPU", "NVIDIA_", "LD_LIBRARY_PATH")
@@ -55,13 +56,15 @@ def capture(python: str, extra_env: dict[str, str] | None = None) -> dict:
     return info
 
 
-def render_markdown(info: dict) -> list[str]:
-    lines = [f"- host: `{info.get('host')}` ({info.get('platform')})",
+def render_markdown(info: dict, anonymous: bool = False) -> list[str]:
+    """For a public issue: values of secret-looking variables redacted; ``anonymous``: no host name."""
+    host = "" if anonymous else f"`{info.get('host')}` "
+    lines = [f"- host: {host}({info.get('platform')})",
              f"- Python: `{info.get('python')}` {info.get('python_version', '')}"]
     for name, version in sorted(info.get("packages", {}).items()):
         lines.append(f"- {name}: {version}")
     gpus = info.get("gpus") or []
     lines.append(f"- GPU: {'; '.join(gpus) if gpus else 'none found (no nvidia-smi)'}")
-    for k, v in sorted(info.get("env", {}).items()):
+    for k, v in sorted(redact_env(info.get("env", {})).items()):
         lines.append(f"- `{k}={v}`")
     return lines

@@ -109,6 +109,25 @@ class GitRepo:
         out = self.git(*args, f"{old}..{new}", "--")
         return [c for c in map(_parse_commit, out.splitlines()) if c]
 
+    def tag(self, name: str) -> CommitInfo | None:
+        """The commit a tag points at, or None when the checkout lacks the tag."""
+        try:
+            sha = self.git("rev-parse", "--verify", "--quiet", f"refs/tags/{name}^{{commit}}").strip()
+        except ProcessError:
+            return None
+        return self.commits([sha]).get(sha) if sha else None
+
+    def count(self, old: str, new: str) -> int:
+        """How many commits ``old..new`` holds (all parents, as ``git rev-list --count``)."""
+        return int(self.git("rev-list", "--count", f"{old}..{new}", "--").strip())
+
+    def file_at(self, ref: str, path: str) -> str | None:
+        """A file's text at ``ref``; None when it is not there."""
+        try:
+            return self.git("show", f"{ref}:{path}")
+        except ProcessError:
+            return None
+
     def head_state(self) -> HeadState:
         sha = self.git("rev-parse", "HEAD").strip()
         try:

@@ -21,9 +21,10 @@ The funnel has two levels:
 
 Each window's answer is stored in the workdir's store (settings table, name ``hunt/<key>``) when
 it is reached, so a rerun of the same command redoes neither finished dates nor finished windows.
-Every container carries the labels ``hourly.level=hunt``, ``hourly.hunt=<workdir identity>`` and
-``hourly.scan=<this run>``; a new run first removes every container a dead run on the same workdir
-left (``kill -9`` of the host process leaves its bisection container running).
+Every container carries ``hourly.level=hunt``, ``hourly.scan=<this run>`` and the owner labels of
+hourly/locks.py; the run holds its owner lock while it lives and the workdir's store lock, so a
+new run first removes the containers of dead runs (``kill -9`` of the host process leaves its
+bisection container running) through hourly/clean.py, as ``hourly nightly`` does.
 
 Pure parts here: :func:`windows_of` (windows from the daily report), :func:`env_diff`,
 :func:`bisect_argv`, :func:`step_row`. hourly/hunt_render.py prints the answer table.
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import UserError
+from .locks import holds_store_lock
 from .model import Mode, NightlyPoint, Status
 from .nightly import LEVEL as NIGHTLY_LEVEL
 from .nightly import NightlySettings, image_ref, parse_date
@@ -68,6 +70,7 @@ class HuntSettings:
     rerun: bool = False
     dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
     _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
+    _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
 
     def validate(self) -> None:
         if self.dates not in ("all", "search"):
@@ -201,7 +204,9 @@ def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str
     argv = ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
             "--mode", w.mode.value, "--workdir", workdir_inside, "--bench-cmd", s.bench_cmd,
             "--metric-regex", s.metric_regex, "--repeats", str(s.repeats), "--force",
-            "--higher-is-better" if s.higher_is_better else "--lower-is-better"]
+            "--higher-is-better" if s.higher_is_better else "--lower-is-better",
+            # the build cache on the host too: a resumed or later window never rebuilds a pair
+            "--cache-dir", f"{WORKDIR_TARGET}/cache"]
     if s.container_workdir():
         argv += ["--bench-cwd", s.container_workdir()]
     if s.timeout:
@@ -279,7 +284,7 @@ def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
     if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
         log_dir = store.workdir / "logs" / "nightly"
         log_dir.mkdir(parents=True, exist_ok=True)
-        p = nightly_run.measure_date(day, s, f"h{uuid.uuid4().hex[:8]}", s.gpus, log_dir, docker_client)
+        p = nightly_run.measure_date(day, s, h._run_id, s.gpus, log_dir, docker_client)
         store.add_nightly(key, p, NIGHTLY_LEVEL)
         h._measured.add(day.isoformat())
     return p
@@ -328,20 +333,33 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
 
 
+@holds_store_lock
 def run_hunt(h: HuntSettings, store: Store,
              on_progress: Callable[[str], None] | None = None,
              on_dates: Callable[[int, int, str | None], None] | None = None,
              docker_client=None) -> HuntReport:
     """The whole funnel: the daily level (or the entered dates), then one bisection per window."""
     from . import containers
-    from .nightly_run import run_nightly
+    from .clean import remove_dead_runs
+    from .locks import run_lock
     h.validate()
-    say = on_progress or (lambda line: None)
     c = docker_client or containers.client()
-    # a dead run on this workdir (kill -9) may have left its bisection container running
-    containers.cleanup(f"hourly.hunt={h.workdir_id()}", docker_client=c)
+    # a dead run (kill -9) may have left its bisection container running: its owner lock is free
+    remove_dead_runs(c)
+    h._run_id = f"h{uuid.uuid4().hex[:8]}"
+    owner = run_lock(h._run_id).acquire()  # while held, this run's containers are known to be alive
+    try:
+        return _run_hunt(h, store, on_progress, on_dates, c)
+    finally:
+        owner.release()
+        owner.path.unlink(missing_ok=True)
+
+
+def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntReport:
+    from .nightly_run import run_nightly
+    say = on_progress or (lambda line: None)
     store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                **{k: v for k, v in h.__dict__.items() if k not in ("nightly", "_measured")}})
+                                **{k: v for k, v in h.__dict__.items() if not k.startswith("_") and k != "nightly"}})
     report = HuntReport()
     if h.good_date:
         windows = _entered(h, store, c)
@@ -350,7 +368,7 @@ def run_hunt(h: HuntSettings, store: Store,
     else:
         report.nightly = run_nightly(h.nightly, store, on_dates, docker_client=c)
         windows = windows_of(report.nightly.points, report.nightly.steps)
-    run_id = f"h{uuid.uuid4().hex[:8]}"
+    run_id = h._run_id
     for i, w in enumerate(windows, 1):
         key = w.key(h.nightly.key(), h.bisect_in)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
@@ -385,7 +403,9 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     sub = f"bisect/{w.good.date}..{w.bad.date}-{key[:6]}"
     (store.workdir / sub).mkdir(parents=True, exist_ok=True)
     log = store.workdir / "logs" / "hunt" / f"{w.good.date}..{w.bad.date}.log"
-    labels = containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name)
+    from .locks import owner_labels
+    labels = {**containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name),
+              **owner_labels(run_id)}
     start_bisect_container(image, store.workdir, name, labels, s, docker_client)
     try:
         if h.bisect_in == "good":

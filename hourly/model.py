@@ -3,7 +3,7 @@
 resolve → plan gives :class:`Pair` per instant; bench/store give a :class:`Status` and samples per
 pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanReport`; detection
 (hourly.steps) turns rows into :class:`Step` objects; the nightly level has one
-:class:`NightlyPoint` per date. Every module that passes these around imports them from here.
+:class:`NightlyPoint` per date, the release level one :class:`ReleasePoint` per jax release. Every module that passes these around imports them from here.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ REPOS = ("xla", "jax")
 
 
 class Status(str, Enum):
-    """The outcome of a run, of a point and of a nightly date.
+    """The outcome of a run, of a point, of a nightly date and of a release.
 
     Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed``
-    (hourly scan) and a date adds ``missing`` (its nightly image does not exist).
+    (hourly scan), a date adds ``missing`` (its nightly image does not exist) and a release adds
+    ``missing`` (no installable wheel here) and ``install_failed`` (the installer failed).
     """
 
     OK = "ok"
@@ -33,6 +34,7 @@ class Status(str, Enum):
     NO_METRIC = "no_metric"
     BUILD_FAILED = "build_failed"
     MISSING = "missing"
+    INSTALL_FAILED = "install_failed"
 
     def __str__(self) -> str:
         return self.value
@@ -160,3 +162,43 @@ class Blame(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class InstallerKind(str, Enum):
+    """What makes and fills the release level's environments (``auto``: uv when installed)."""
+
+    AUTO = "auto"
+    UV = "uv"
+    PIP = "pip"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class ReleasePoint:
+    """The result of one jax release at the release level (``hourly releases``)."""
+
+    version: str
+    jaxlib: str | None
+    released: str | None     # ISO 8601 UTC: the index's upload time, or the wheel's build time
+    status: Status
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+    installer: str | None = None  # "uv" | "pip"
+    env: str | None = None        # the environment's directory
+
+    def as_json(self) -> dict[str, Any]:
+        return {"version": self.version, "jaxlib": self.jaxlib, "released": self.released,
+                "status": self.status.value, "value": self.value, "samples": self.samples,
+                "detail": self.detail, "installer": self.installer}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+    @property
+    def date(self) -> str | None:
+        return self.released[:10] if self.released else None

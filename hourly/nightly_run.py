@@ -16,6 +16,8 @@ from typing import Callable
 
 from . import containers
 from .bench import BenchResult, Run, compile_metric_regex, parse_metric, run_status
+from .clean import remove_dead_runs
+from .locks import owner_labels, run_lock
 from .model import NightlyPoint, Status
 from .nightly import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
 from .nightly import show as nightly_show
@@ -38,7 +40,8 @@ def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: 
         log = log_dir / f"{d.isoformat()}-run{i}.log"
         res = containers.run_container(
             ref, s.argv(), name=f"hourly-{scan_id}-{d.isoformat()}-{i}",
-            labels=containers.scan_labels(scan_id, level=LEVEL, date=d.isoformat(), run=str(i)),
+            labels={**containers.scan_labels(scan_id, level=LEVEL, date=d.isoformat(), run=str(i)),
+                    **owner_labels(scan_id)},
             mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
             workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
         value = parse_metric(res.output, rx)
@@ -68,8 +71,10 @@ def run_nightly(s: NightlySettings, store: Store,
     log_dir = store.workdir / "logs" / "nightly"
     log_dir.mkdir(parents=True, exist_ok=True)
     first = docker_client or containers.client()
+    remove_dead_runs(first)  # containers of runs killed before (kill -9, reboot)
     slots = gpu_slots(s.gpus, min(s.parallel, max(1, len(todo))))
     stop = threading.Event()
+    owner = run_lock(scan_id).acquire()  # while held, this run's containers are known to be alive
     try:
         if len(slots) == 1:
             for d in todo:
@@ -86,6 +91,9 @@ def run_nightly(s: NightlySettings, store: Store,
         stop.set()
         containers.cleanup(f"hourly.scan={scan_id}", docker_client=first)
         raise
+    finally:
+        owner.release()
+        owner.path.unlink(missing_ok=True)
     return nightly_show(store, s, measured=len(todo), dates=dates)
 
 

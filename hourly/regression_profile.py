@@ -20,6 +20,7 @@ from .config import Settings
 from .model import Pair
 from .profiles import compare
 from .errors import UserError
+from .locks import holds_store_lock
 from .resolve import resolve_pairs
 from .scan import Measurer, open_repos, show
 from .steps import find_steps
@@ -81,6 +82,7 @@ def targets_from_store(store: Store, s: Settings) -> list[Target]:
             for i, st in enumerate(steps, 1)]
 
 
+@holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
                  say=lambda text: None) -> list[ProfileResult]:
     if not targets:

@@ -71,7 +71,7 @@ def print_report(console: Console, report: ScanReport, marks: dict[int, str] | N
 def progress_bar(console: Console, unit: str, describe: Callable[[object], str]) -> Iterator[Callable]:
     """A progress bar (done/total, current item, time left); yields ``on_progress(done, total, item)``
     where ``item`` is what is being worked on now (None between items: the bar shows ``unit``)."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as progress:
         task = progress.add_task(unit, total=None)
 

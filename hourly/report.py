@@ -12,6 +12,7 @@ from .config import Settings
 from .gitrepo import COMMIT_URLS, GitRepo
 from .model import REPOS, PointResult, Step
 from .detect import percent
+from .privacy import redact_assignments
 from .scan import show
 from .steps import find_steps, group_points
 from .store import Store
@@ -39,7 +40,7 @@ def scan_command(s: Settings) -> str:
         argv.append("--no-first-parent")
     if s.bench_cwd:
         argv += ["--bench-cwd", s.bench_cwd]
-    for e in s.env:
+    for e in redact_assignments(s.env):
         argv += ["--env", e]
     return shlex.join(argv)
 
@@ -145,9 +146,18 @@ def bisect_sections(store: Store) -> list[str]:
 
 
 def write_report(store: Store, s: Settings, out_dir: Path | None = None,
-                 min_change: float | None = None) -> ReportFiles:
+                 min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
+    """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
+    the host name."""
+    from .releases_render import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
+    releases_md = release_markdown(store)
+    if releases_md and not store.points("hourly"):  # the release level alone
+        path = out_dir / "report.md"
+        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
+                                   *releases_md]))
+        return ReportFiles(path, None)
     points = show(store, s).points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
@@ -162,7 +172,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _steps_sections(points, steps, repos, s, metric)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
-    md += _reproduce_section(s, env, plot_path, store.workdir)
+    md.extend(releases_md)
+    md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plot_path)
@@ -225,7 +236,8 @@ def _failed_section(points: list[PointResult]) -> list[str]:
     return md
 
 
-def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path) -> list[str]:
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
+                       anonymous: bool = False) -> list[str]:
     """How to reproduce the measurement, the environment, the plot and any profiles."""
     md = ["## Reproduce"]
     md.append("")
@@ -240,7 +252,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append("")
     md.append("## Environment")
     md.append("")
-    md.extend(environment.render_markdown(env))
+    md.extend(environment.render_markdown(env, anonymous))
     md.append("")
     if plot_path:
         md.append("## Plot")

@@ -6,10 +6,11 @@ from typing import Callable
 
 from . import environment
 from .bench import run_benchmark
-from .build import Builder, BuildSpec, BuildStatus, Workspace
+from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
 from .config import Settings
 from .errors import UserError
 from .gitrepo import GitRepo
+from .locks import holds_store_lock
 from .model import Pair, PointResult, ScanReport, Status
 from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import Measurement, Store
@@ -71,7 +72,12 @@ class Measurer:
         self.key = s.bench_key()
         self.spec = s.bench_spec()
         self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                              s.python, s.env_dict(), s.build_timeout), store)
+                                                              s.python, s.env_dict(), s.build_timeout,
+                                                              s.resolved_cache_dir(), s.cache_bytes(),
+                                                              list(s.cherry_pick)), store)
+        if s.cherry_pick:
+            from .cherry import parse
+            workspace.picks = parse(s.cherry_pick, {"xla": xla, "jax": jax})
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 
@@ -82,6 +88,11 @@ class Measurer:
         else:
             self.installed = None
             build = self.builder.prepare(pair)
+        if build is not None and build.status is BuildStatus.INTERRUPTED:
+            raise BuildInterrupted(
+                f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times ({_first_line(build.tail)};"
+                f" log {build.log_path}); nothing was recorded for it",
+                "free memory or raise --build-timeout, then run the same command again: it goes on from there")
         if build is not None and build.status is BuildStatus.FAILED:
             m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
@@ -96,11 +107,22 @@ class Measurer:
         return m
 
 
+def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
+    """Not measured yet, or (with --retry-failed) its build failed."""
+    return m is None or (retry_failed and m.status == Status.BUILD_FAILED.value)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "no output"
+
+
 def _last_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[-1] if lines else "no output"
 
 
+@holds_store_lock
 def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
              ) -> ScanReport:
     xla, jax = open_repos(s)
@@ -112,7 +134,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
     store.save_settings("scan", s.as_dict())
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
-    todo = pairs if s.rerun else [p for p in pairs if store.latest(key, p.xla, p.jax) is None]
+    todo = pairs if s.rerun else [p for p in pairs if _wanted(store.latest(key, p.xla, p.jax), s.retry_failed)]
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)

@@ -8,13 +8,17 @@ Tables:
 - ``meta``: the schema version.
 - ``settings``: the settings of the last scan (JSON), which later commands (bisect) reuse.
 - ``points``: the instants a scan planned, per level ("hourly"), with the pair each resolved to.
-- ``builds``: one row per built pair: status, whether it installs in place, wheels, log.
+- ``builds``: one row per build identity (schema 4; before: per pair): the pair, status, whether it
+  installs in place, wheels, log, and how it was built (hourly/cache.py's identity, secrets redacted).
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
 - ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
+- ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
+  the package index: the jaxlib paired with it, release time, status (a measurement's, or
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
 
 Every SQL statement of hourly is in this module.
 """
@@ -30,9 +34,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UserError
-from .model import NightlyPoint, Status
+from .model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -77,6 +81,9 @@ class BuildRecord:
     log_path: str | None
     tail: str | None
     duration: float | None
+    finished: float | None = None
+    build_key: str | None = None  # hourly.cache.entry_key: the pair and how it was built
+    identity: dict | None = None
 
 
 class Store:
@@ -152,16 +159,24 @@ class Store:
     # -- builds -----------------------------------------------------------------------------
     def record_build(self, b: BuildRecord) -> None:
         with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO builds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (b.xla, b.jax, b.status, int(b.in_place), json.dumps(b.wheels), b.log_path,
-                       b.tail, b.duration, time.time()))
+            c.execute("INSERT OR REPLACE INTO builds (build_key, xla, jax, status, in_place, wheels, log_path,"
+                      " tail, duration, finished, identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (b.build_key or f"pair:{b.xla}-{b.jax}", b.xla, b.jax, b.status, int(b.in_place),
+                       json.dumps(b.wheels), b.log_path, b.tail, b.duration, time.time(),
+                       json.dumps(b.identity) if b.identity is not None else None))
 
-    def build(self, xla: str, jax: str) -> BuildRecord | None:
-        r = self.conn.execute("SELECT * FROM builds WHERE xla=? AND jax=?", (xla, jax)).fetchone()
+    def build(self, xla: str, jax: str, build_key: str | None = None) -> BuildRecord | None:
+        """The build of a pair under ``build_key`` (how it was built), or its latest under any."""
+        if build_key:
+            r = self.conn.execute("SELECT * FROM builds WHERE build_key=?", (build_key,)).fetchone()
+        else:
+            r = self.conn.execute("SELECT * FROM builds WHERE xla=? AND jax=? ORDER BY finished DESC LIMIT 1",
+                                  (xla, jax)).fetchone()
         if not r:
             return None
         return BuildRecord(r["xla"], r["jax"], r["status"], bool(r["in_place"]),
-                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"])
+                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"], r["finished"],
+                           r["build_key"], json.loads(r["identity"]) if r["identity"] else None)
 
     # -- measurements -----------------------------------------------------------------------
     def add_measurement(self, bench_key: str, m: Measurement) -> int:
@@ -238,6 +253,22 @@ class Store:
             out.append(d)
         return out
 
+    # -- the release level (schema 5) -----------------------------------------------------------
+    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
+        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
+
+    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version."""
+        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
+                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
+                                           r["detail"], r["installer"], r["env"]) for r in rows}
+
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
@@ -290,4 +321,22 @@ MIGRATIONS: dict[int, list[str]] = {
             samples TEXT NOT NULL, runs TEXT NOT NULL, xla TEXT, jax TEXT, detail TEXT,
             created REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS nightly_date ON nightly (bench_key, date)"],
+    # 4: builds keyed by the build's identity (pair + command + environment + Python ABI), not the
+    # pair alone. Rows of older stores keep their pair under a key no identity has ("pair:<xla>-<jax>"):
+    # how they were built is unknown, so they are never reused as a verdict for a build identity.
+    4: ["ALTER TABLE builds RENAME TO builds_v3",
+        """CREATE TABLE builds (
+            build_key TEXT PRIMARY KEY, xla TEXT NOT NULL, jax TEXT NOT NULL, status TEXT NOT NULL,
+            in_place INTEGER NOT NULL, wheels TEXT NOT NULL, log_path TEXT, tail TEXT, duration REAL,
+            finished REAL NOT NULL, identity TEXT)""",
+        """INSERT INTO builds SELECT 'pair:' || xla || '-' || jax, xla, jax, status, in_place, wheels,
+            log_path, tail, duration, finished, NULL FROM builds_v3""",
+        "DROP TABLE builds_v3",
+        "CREATE INDEX IF NOT EXISTS builds_pair ON builds (xla, jax)"],
+    # 5: the release level: one row per (benchmark key, jax release) attempt; see hourly/releases.py
+    5: ["""CREATE TABLE IF NOT EXISTS releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, version TEXT NOT NULL,
+            jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import effective
+from .config import effective, stored_scan_settings
 from .scan import show
 from .series import Series
 from .steps import series_from_points
@@ -24,7 +24,7 @@ def stored_direction(path: str | Path) -> bool | None:
 def load_store_series(path: str | Path) -> Series:
     store = Store(path, create=False)
     try:
-        s, _ = effective({}, base=store.load_settings("scan") or {})
+        s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
         return series_from_points(show(store, s).points, str(store.path))
     finally:
         store.close()

@@ -63,7 +63,9 @@ def scan_args(made, venv_python, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _no_user_config(tmp_path, monkeypatch):
-    """Run each test in its own directory so no ./hourly.toml leaks in; crash logs stay there."""
+    """Run each test in its own directory so no ./hourly.toml leaks in; crash logs and the build cache
+    stay there."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOURLY_LOG_DIR", str(tmp_path / "crash-logs"))
+    monkeypatch.setenv("HOURLY_CACHE_DIR", str(tmp_path / "cache"))  # never the real ~/.cache/hourly
     monkeypatch.setenv("DEMO_NOISE", os.environ.get("DEMO_NOISE", "0.002"))

@@ -82,6 +82,7 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     assert opts["--workdir"] == "/hourly-work/bisect/x" and opts["--bench-cwd"] == "/dir"
     assert opts["--build-cmd"] == "/opt/build.sh" and opts["--max-repeats"] == "5"
     assert opts["--repeats"] == "2" and "--lower-is-better" in argv and "--xla-repo" not in argv
+    assert opts["--cache-dir"] == "/hourly-work/cache"  # wheels land on the host
 
 
 def test_settings_are_checked_before_anything_runs(tmp_path):

@@ -423,3 +423,38 @@ def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_depende
             reqs = {_norm(r.split(";")[0].split(" ")[0].split(">")[0].split("=")[0].split("<")[0])
                     for r in d.requires or [] if "extra ==" not in r}
             assert reqs & out, name
+
+
+@pytest.mark.docker
+def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are_kept(
+        docker_client, bench_dir, test_scan_id):
+    tmpl = f"localhost/hourly-test/kill-{test_scan_id}:nightly-{{date}}"
+    make_image(docker_client, tmpl.format(date="2023-09-03"), NightlySpec("2023-09-03", mode="hang"))
+    proc = subprocess.Popen([sys.executable, "-m", "hourly", "nightly", "--from", "2023-09-03",
+                             "--to", "2023-09-03", "--image", tmpl, "--no-pull", "--gpus", "none",
+                             "--workdir", str(bench_dir / "w"), "--json"],
+                            cwd=bench_dir, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        running = []
+        while time.monotonic() < deadline and not running:
+            running = [c for c in docker_client.containers.list(filters={"label": "hourly.date=2023-09-03"})
+                       if c.labels.get("hourly.owner.pid") == str(proc.pid)]
+            time.sleep(0.1)
+        assert running, "the hanging date never started"
+        (cont,) = running
+        res = hourly("clean", "--json", cwd=bench_dir)
+        assert res.ok and cont.name not in json.loads(res.output)["removed"]  # its owner lives
+        proc.send_signal(signal.SIGKILL)  # kill -9: no clean-up in the run
+        proc.wait()
+        assert cont.name in _leftovers(docker_client)
+        res = hourly("clean", "--json", cwd=bench_dir)
+        assert res.ok and cont.name in json.loads(res.output)["removed"], res.output
+        assert cont.name not in _leftovers(docker_client)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for c in docker_client.containers.list(all=True, filters={"label": "hourly.date=2023-09-03"}):
+            if c.labels.get("hourly.owner.pid") == str(proc.pid):
+                c.remove(force=True)

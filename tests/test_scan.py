@@ -112,11 +112,13 @@ def test_dirty_tree_is_refused_then_forced_changes_come_back(capsys, scan_args, 
 
 
 def test_locked_tree_is_refused(capsys, scan_args, made):
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # a live hourly holds the tree's flock (a pid in a file alone no longer counts: pids are reused)
+    lock = GitRepo(made.xla, "xla").git_dir / "hourly.run.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], "
+                               "os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('ok', flush=True); "
+                               "time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
     try:
-        lock = GitRepo(made.xla, "xla").git_dir / "hourly.lock"
-        import socket
-        lock.write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname(), "sha": "x"}))
+        assert holder.stdout.readline().strip() == "ok"
         code, _, err = run_cli(capsys, scan_args())
         assert code == 1 and "in use by another hourly" in err
     finally:

@@ -7,10 +7,10 @@ from typing import Any, Optional
 
 from ..errors import UsageError
 from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
-from .common import BENCHMARK, BUILD, REPOSITORIES, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
 
 
-@with_options(REPOSITORIES, BUILD, BENCHMARK, STORE)
+@with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
 def bisect(
     good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha>.'),
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),

@@ -48,6 +48,9 @@ BUILD: OptionSet = {
     "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped.")),
     "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist].")),
     "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark.")),
+    "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
+    "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),
+    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable).")),
 }
 BENCHMARK: OptionSet = {
     "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would.")),
@@ -56,6 +59,10 @@ BENCHMARK: OptionSet = {
     "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out.")),
     "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
+}
+#: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
+RETRY: OptionSet = {
+    "retry_failed": (Optional[bool], Opt(None, "--retry-failed", help="Build again states whose build failed before (in a bisection, with --rerun for finished windows).")),
 }
 STORE: OptionSet = {
     "workdir": (Optional[str], Workdir),

@@ -99,6 +99,8 @@ def container(
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = workdir_setting(workdir, config)
+    from ..clean import remove_dead_runs
+    remove_dead_runs()  # containers left by killed runs (never a pinned one: those carry no owner)
     st = nightly_container.start(ref, wd, gpus=gpus, pull=pull, env=list(env or []),
                       extra_mounts=list(mount or []), name=name)
     if json_out:

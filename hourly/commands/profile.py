@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import UserError
-from .common import ConfigOpt, Opt, Workdir, console, err_console
+from .common import BUILD, ConfigOpt, Opt, Workdir, console, err_console, with_options
 
 
+@with_options(BUILD)
 def profile(workdir: Optional[str] = Workdir,
             good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha>."),
             bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha>."),
@@ -16,6 +17,7 @@ def profile(workdir: Optional[str] = Workdir,
             host_tracer_level: Optional[int] = Opt(None, "--host-tracer-level", min=0, max=3,
                                                    help="Host tracer: 0 off, 1 user, 2 default, 3 verbose."),
             top: int = Opt(10, "--top", min=1, help="Rows per comparison table."),
+            flags: Any = None,
             config: Optional[str] = ConfigOpt) -> None:
     """Trace the last-good and first-bad states of each regression and compare them."""
     from ..capture import TraceOptions
@@ -23,7 +25,7 @@ def profile(workdir: Optional[str] = Workdir,
     from ..regression_profile import Target, parse_state, run_profiles, targets_from_store
     from ..store import Store
     store = Store(workdir_setting(workdir, config), create=False)
-    s = stored_settings(store, config, workdir=workdir)
+    s = stored_settings(store, config, workdir=workdir, **flags)
     if bool(good) != bool(bad):
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)

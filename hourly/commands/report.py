@@ -10,6 +10,7 @@ from .common import ConfigOpt, Opt, Workdir
 
 def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
            min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
+           anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from ..config import stored_settings, workdir_setting
@@ -21,7 +22,7 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
         files = write_hunt_report(store, Path(out) if out else None)
     else:
         s = stored_settings(store, config, workdir=workdir)
-        files = write_report(store, s, Path(out) if out else None, min_change)
+        files = write_report(store, s, Path(out) if out else None, min_change, anonymous)
     print(f"report: {files.markdown}")
     if files.plot:
         print(f"plot:   {files.plot}")

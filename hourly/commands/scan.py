@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Optional
 
-from .common import (BENCHMARK, BUILD, REPOSITORIES, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+from .common import (BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
 SCAN_ONLY = {
@@ -18,7 +19,7 @@ SCAN_ONLY = {
 }
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, BENCHMARK, STORE, SCAN_ONLY)
+@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
 def scan(
     flags: Any = None,
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
@@ -37,7 +38,9 @@ def scan(
     elif json_out:
         report = run_scan(s, store)
     else:
-        with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}") as on_progress:
+        logs = Path(s.workdir).absolute() / "logs"
+        with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
+                          f" (build log {logs / f'build-{pair.key()}.log'})") as on_progress:
             report = run_scan(s, store, on_progress)
     emit(report, json_out, s)
     if not dry_run_:

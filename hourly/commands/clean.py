@@ -1,0 +1,21 @@
+"""``hourly clean``: remove the containers of hourly runs that died."""
+
+from __future__ import annotations
+
+import json
+
+from .common import JsonOpt, console
+
+
+def clean(json_out: bool = JsonOpt) -> None:
+    """Remove containers whose hourly run is dead (killed, rebooted); live runs' are kept."""
+    from ..clean import remove_dead_runs
+    removed = remove_dead_runs()
+    if json_out:
+        print(json.dumps({"removed": removed}, indent=1))
+        return
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    if not removed:
+        console.print("no container of a dead hourly run", **kw)
+    for name in removed:
+        console.print(f"removed {name}", **kw)

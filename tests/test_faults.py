@@ -1,0 +1,559 @@
+"""Faults: concurrent runs, kills, interrupted builds, moved directories — real processes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hourly.cli import main
+from hourly.gitrepo import GitRepo
+
+
+def run_cli(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _count(workdir: Path) -> int:
+    try:
+        with sqlite3.connect(workdir / "hourly.sqlite", timeout=5) as c:
+            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for(pred, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _slow_bench(made, seconds: float) -> None:
+    made.bench_script.write_text(f"import time; time.sleep({seconds})\n" + made.bench_script.read_text())
+
+
+HOLD_FLOCK = ("import fcntl, os, sys, time\n"
+              "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+              "os.write(fd, b'{\"pid\": %d, \"host\": \"h\", \"command\": \"hourly scan\", \"since\": \"t\"}' % os.getpid())\n"
+              "print('locked', flush=True)\n"
+              "time.sleep(60)\n")
+
+
+# -- 1. exclusive locks ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("same_workdir", [True, False], ids=["same-store", "other-store"])
+def test_two_scans_started_together_exactly_one_runs(scan_args, made, tmp_path, same_workdir):
+    _slow_bench(made, 0.3)
+    procs = []
+    for i in range(2):
+        args = scan_args("Aug 24 2023 10:00", "Aug 24 2023 14:00", "--json", "--no-sync")
+        if not same_workdir:
+            args[args.index("--workdir") + 1] = str(tmp_path / f"work{i}")
+        procs.append(subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    codes = sorted(rc for _, _, rc in results)
+    assert codes == [0, 1], results
+    winner = procs[[r[2] for r in results].index(0)]
+    _, err, _ = next(r for r in results if r[2] == 1)
+    assert "in use by another hourly" in err and f"pid {winner.pid} on {socket.gethostname()}" in err
+    assert "hourly scan --from" in err and len(err.strip().splitlines()) == 1
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+
+
+def test_a_held_tree_lock_refuses_at_once_naming_the_holder(capsys, scan_args, made):
+    lock = GitRepo(made.xla, "xla").git_dir / "hourly.run.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        code, _, err = run_cli(capsys, scan_args())
+        assert code == 1 and f"xla tree {made.xla} is in use by another hourly (pid {holder.pid} on h" in err
+        assert time.monotonic() - t0 < 10
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone: the kernel dropped its lock, and the next scan runs
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync"))
+    assert code == 0, err
+
+
+def test_a_dead_runs_state_file_with_a_reused_pid_is_taken_over(capsys, scan_args, made):
+    """A killed run's state names a pid that now belongs to someone else: no flock, so it is taken over."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        xla = GitRepo(made.xla, "xla")
+        head = xla.head_state()
+        (xla.git_dir / "hourly.lock").write_text(json.dumps(
+            {"pid": other.pid, "host": socket.gethostname(), "branch": head.branch, "sha": head.sha, "stash": None}))
+        code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync"))
+        assert code == 0, err
+        assert xla.head_state() == head and not (xla.git_dir / "hourly.lock").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_held_store_refuses_bisect(capsys, scan_args, made, tmp_path):
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    assert code == 0, err
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(tmp_path / "work" / "hourly.run.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, _, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
+        assert code == 1 and f"the results store in {tmp_path / 'work'} is in use" in err
+        assert f"pid {holder.pid}" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- 4. logs as they happen -------------------------------------------------------------------------
+
+CHATTY = ("import os, sys, time\n"
+          "print('pid', os.getpid(), flush=True)\n"
+          "for i in range(1, 200):\n"
+          "    print('line', i, flush=True)\n"
+          "    time.sleep(0.05)\n")
+
+
+def test_log_is_written_while_the_process_runs_and_survives_kill_9_of_hourly(tmp_path):
+    log = tmp_path / "logs" / "build.log"
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from hourly.proc import run; "
+                               "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
+                               CHATTY, str(log)])
+    child = None
+    try:
+        assert _wait_for(lambda: log.exists() and "line 5\n" in log.read_text(), timeout=30)
+        assert driver.poll() is None  # read while the process runs, as tail -f would
+        child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+        text = log.read_text()
+        assert text.startswith("$ ") and "# cwd: " in text
+        got = [line for line in text.splitlines() if line.startswith("line ")]
+        assert len(got) >= 5 and got == [f"line {i}" for i in range(1, len(got) + 1)]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_run_still_returns_output_and_tail_and_closes_the_log(tmp_path):
+    from hourly import proc
+    log = tmp_path / "x.log"
+    res = proc.run([sys.executable, "-c", "import sys\nfor i in range(40): print(i)\n"
+                    "print('err', file=sys.stderr); print(sys.stdin.read().upper(), end='')"],
+                   log_path=log, check=False, input="fed")
+    assert res.ok and res.output.splitlines()[:2] == ["0", "1"] and res.output.endswith("err\nFED")
+    assert res.tail(2) == "err\nFED"
+    text = log.read_text()
+    assert "0\n1\n" in text and "FED\n# exit: 0 after" in text
+    res = proc.run([sys.executable, "-u", "-c", "import time; print('started'); time.sleep(30)"],
+                   log_path=log, check=False, timeout=1)
+    assert res.timed_out and res.output == "started\n" and "# exit: timeout" in log.read_text()
+
+
+# -- 6. keys that do not depend on where you stand --------------------------------------------------
+
+def _points(capsys, argv) -> list[dict]:
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)["points"]
+
+
+def test_relative_settings_read_the_same_from_any_directory(capsys, made, venv_python, tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    (here / "bench").mkdir(parents=True)
+    (here / "bench" / "b.py").write_text(made.bench_script.read_text())
+    monkeypatch.chdir(here)
+    rel = lambda p: os.path.relpath(p, here)  # noqa: E731
+    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--no-sync",
+                            "--xla-repo", rel(made.xla), "--jax-repo", rel(made.jax),
+                            "--build-cmd", rel(made.build_script), "--python", venv_python,
+                            "--bench-cmd", "python3 b.py", "--bench-cwd", "bench", "--workdir", "work"])
+    assert [p["status"] for p in scan] == ["ok"] * 4
+    stored = json.loads(sqlite3.connect(here / "work" / "hourly.sqlite").execute(
+        "SELECT value FROM settings WHERE name='scan'").fetchone()[0])
+    for name in ("xla_repo", "jax_repo", "bench_cwd", "workdir"):
+        assert Path(stored[name]).is_absolute(), (name, stored[name])
+    assert stored["build_cmd"] == str(made.build_script)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    shown = _points(capsys, ["show", "--workdir", str(here / "work")])
+    assert [p["status"] for p in shown] == ["ok"] * 4 and shown == scan
+
+
+def test_a_store_written_with_relative_settings_still_reads(capsys, scan_args, made, tmp_path, monkeypatch):
+    """Stores written before settings were stored absolute: relative values are resolved against the
+    directory the scan ran in, inferred from its relative workdir."""
+    here = tmp_path / "here"
+    (here / "bench").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync", "--bench-cwd", "bench")
+    args[args.index("--workdir") + 1] = "work"
+    assert [p["status"] for p in _points(capsys, args)] == ["ok"] * 2
+    db = sqlite3.connect(here / "work" / "hourly.sqlite")
+    stored = json.loads(db.execute("SELECT value FROM settings WHERE name='scan'").fetchone()[0])
+    stored.update(bench_cwd="bench", workdir="work")  # as the older hourly stored them
+    db.execute("UPDATE settings SET value=? WHERE name='scan'", (json.dumps(stored),))
+    db.commit()
+    db.close()
+    monkeypatch.chdir(tmp_path)
+    shown = _points(capsys, ["show", "--workdir", str(here / "work")])
+    assert [p["status"] for p in shown] == ["ok"] * 2
+
+
+def test_force_is_not_inherited_by_a_later_bisect(capsys, scan_args, made, tmp_path):
+    readme = made.jax / "README"
+    readme.write_text("my edit\n")
+    assert _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync", "--force"))
+    assert readme.read_text() == "my edit\n"
+    code, _, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"),
+                                    "--good", "2023-08-24T12:00Z", "--bad", "2023-08-24T15:00Z"])
+    assert code == 1 and "uncommitted changes" in err and "--force" in err
+    assert readme.read_text() == "my edit\n"
+
+
+# -- 7. only hourly's own files are removed ----------------------------------------------------------
+
+def test_the_users_wheels_in_the_wheel_dir_survive_and_the_builds_own_are_moved_to_the_cache(
+        capsys, scan_args, made, tmp_path):
+    dist = made.jax / "dist"
+    dist.mkdir()
+    mine = dist / "mine-1.0-py3-none-any.whl"
+    mine.write_bytes(b"the user's own wheel")
+    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    assert [p["status"] for p in pts] == ["ok"] * 4
+    assert mine.read_bytes() == b"the user's own wheel"
+    assert sorted(p.name for p in dist.iterdir()) == [mine.name]  # the builds' wheels went to the cache
+    cached = sorted(w.name for w in (tmp_path / "cache").rglob("jax_demo-*.whl"))
+    assert len(cached) == 2
+
+
+def test_a_failed_copy_into_the_cache_leaves_no_temporary_folder(capsys, scan_args, made, tmp_path):
+    build = tmp_path / "build-broken.sh"
+    build.write_text(f"#!/bin/sh\nset -e\n{made.build_script}\n"
+                     "ln -sf /nonexistent/wheel dist/zz-broken-1.0-py3-none-any.whl\n")
+    build.chmod(0o755)
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync",
+                                             "--build-cmd", str(build)))
+    assert code == 1 and "cannot copy the build's wheels into the cache" in err, err
+    assert list((tmp_path / "cache").rglob(".tmp-*")) == [] and list((tmp_path / "work").rglob(".tmp-*")) == []
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and not (jax.git_dir / "hourly.lock").exists()
+
+
+# -- 3. failures that can be retried ------------------------------------------------------------------
+
+def _wrapped_build(tmp_path, made, before: str) -> Path:
+    """A build command that runs ``before`` (shell) first, then the stand-in build."""
+    build = tmp_path / "build-wrapped.sh"
+    build.write_text(f"#!/bin/bash\necho attempt >> {tmp_path / 'attempts'}\n{before}\nexec {made.build_script}\n")
+    build.chmod(0o755)
+    return build
+
+
+def _attempts(tmp_path) -> int:
+    p = tmp_path / "attempts"
+    return p.read_text().count("attempt") if p.exists() else 0
+
+
+def _builds(workdir: Path) -> list[tuple]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return c.execute("SELECT xla, jax, status FROM builds").fetchall()
+
+
+def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path):
+    # the first attempt is killed (as the OOM killer would), the second runs through
+    build = _wrapped_build(tmp_path, made, f"if [ ! -e {tmp_path / 'once'} ]; then touch {tmp_path / 'once'}; "
+                                           "kill -9 $$; fi")
+    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync",
+                                    "--build-cmd", str(build)))
+    assert [p["status"] for p in pts] == ["ok"] and _attempts(tmp_path) == 2
+
+
+def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_it(
+        capsys, scan_args, made, tmp_path):
+    build = _wrapped_build(tmp_path, made, f"[ -e {tmp_path / 'fixed'} ] || kill -KILL $$")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync", "--build-cmd", str(build))
+    code, _, err = run_cli(capsys, args)
+    assert code == 1 and "was interrupted 3 times (killed by SIGKILL" in err and "run the same command again" in err
+    assert _attempts(tmp_path) == 3
+    assert _builds(tmp_path / "work") == [] and _count(tmp_path / "work") == 0  # not the pair's verdict
+    (tmp_path / "fixed").touch()
+    assert [p["status"] for p in _points(capsys, args)] == ["ok"]
+    assert [b[2] for b in _builds(tmp_path / "work")] == ["built"]
+
+
+def test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed(capsys, scan_args, made, tmp_path):
+    build = _wrapped_build(tmp_path, made, "")
+    args = scan_args("Aug 25 2023 06:00", "Aug 25 2023 06:00", "--no-sync", "--build-cmd", str(build))
+    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"]  # the planted broken XLA commit
+    assert _attempts(tmp_path) == 1  # an error of the build itself: not retried
+    assert [b[2] for b in _builds(tmp_path / "work")] == ["failed"]
+    n = _attempts(tmp_path)
+    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"] and _attempts(tmp_path) == n
+    assert [p["status"] for p in _points(capsys, args + ["--retry-failed"])] == ["build_failed"]
+    assert _attempts(tmp_path) == n + 1
+
+
+# -- 2. a cache that knows what it holds -------------------------------------------------------------
+
+def _scan_json(capsys, argv) -> dict:
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_changed_build_command_or_build_env_rebuilds_and_another_workdir_reuses(
+        capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync")
+    assert _scan_json(capsys, args)["builds"] == 2
+    other = list(args)
+    other[other.index("--workdir") + 1] = str(tmp_path / "work2")
+    assert _scan_json(capsys, other)["builds"] == 0  # same builds, another scenario: from the shared cache
+    flagged = _wrapped_build(tmp_path, made, "")  # another build command: not the same wheels
+    assert _scan_json(capsys, args + ["--rerun", "--build-cmd", str(flagged)])["builds"] == 2
+    assert _scan_json(capsys, args + ["--rerun", "--env", "TF_CUDA_COMPUTE_CAPABILITIES=sm_90"])["builds"] == 2
+    assert _scan_json(capsys, args + ["--rerun"])["builds"] == 0  # the first identity is still cached
+    metas = [json.loads(m.read_text()) for m in (tmp_path / "cache" / "wheels").glob("*/meta.json")]
+    assert len(metas) == 6 and all(m["identity"]["python_abi"].startswith("cpython-") for m in metas)
+    with sqlite3.connect(tmp_path / "work" / "hourly.sqlite") as c:
+        assert c.execute("SELECT COUNT(DISTINCT build_key), COUNT(DISTINCT xla || jax) FROM builds").fetchone() == (6, 2)
+
+
+def test_the_cache_keeps_within_its_size_least_recently_used_first(capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00", "--no-sync", "--cache-size", "3K")
+    result = _scan_json(capsys, args)
+    assert result["distinct_pairs"] >= 4 and all(p["status"] == "ok" for p in result["points"])
+    entries = [d for d in (tmp_path / "cache" / "wheels").iterdir()]
+    total = sum(f.stat().st_size for d in entries for f in d.iterdir())
+    assert 1 <= len(entries) < result["distinct_pairs"] and total <= 3 * 1024
+    last = result["points"][-1]
+    assert any(d.name.startswith(f"{last['xla'][:12]}-{last['jax'][:12]}") for d in entries)  # the newest stays
+
+
+def test_a_store_of_schema_3_is_migrated_and_keeps_its_builds(tmp_path):
+    from hourly.store import SCHEMA_VERSION, Store
+    work = tmp_path / "old"
+    work.mkdir()
+    db = sqlite3.connect(work / "hourly.sqlite")
+    from hourly import store as S
+    db.executescript(S._SCHEMA)
+    for v in (2, 3):
+        for stmt in S.MIGRATIONS[v]:
+            db.execute(stmt)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    db.execute("INSERT INTO builds VALUES ('x1', 'j1', 'failed', 0, '[]', '/log', 'boom', 1.0, 5.0)")
+    db.commit()
+    db.close()
+    st = Store(work)
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    old = st.build("x1", "j1")
+    assert old.status == "failed" and old.tail == "boom" and old.build_key == "pair:x1-j1"
+    assert st.build("x1", "j1", "x1-j1-someidentity") is None  # how it was built is unknown: not reused
+
+
+# -- 8. privacy ---------------------------------------------------------------------------------------
+
+def test_the_report_redacts_secret_values_and_can_leave_out_the_host(capsys, scan_args, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_API_KEY", "hunter2-from-the-shell")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync", "--env", "HF_TOKEN=supersecret-42",
+                     "--env", "XLA_FLAGS=--xla_gpu_autotune_level=0")
+    assert _points(capsys, args)
+    code, _, err = run_cli(capsys, ["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "r")])
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "supersecret-42" not in md and "hunter2" not in md
+    assert "HF_TOKEN=<redacted>" in md and "XLA_PYTHON_CLIENT_API_KEY=<redacted>" in md
+    assert "XLA_FLAGS=--xla_gpu_autotune_level=0" in md  # what is not secret stays
+    assert socket.gethostname() in md
+    code, _, err = run_cli(capsys, ["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "a"),
+                                    "--anonymous"])
+    assert code == 0, err
+    assert socket.gethostname() not in (tmp_path / "a" / "report.md").read_text()
+
+
+def test_config_json_and_lock_files_redact_secret_values(capsys, tmp_path):
+    Path("hourly.toml").write_text('env = ["GH_TOKEN=ghp_abc123", "JAX_PLATFORMS=cuda"]\n')
+    code, out, _ = run_cli(capsys, ["config", "--json"])
+    assert code == 0 and "ghp_abc123" not in out
+    assert json.loads(out)["env"]["value"] == ["GH_TOKEN=<redacted>", "JAX_PLATFORMS=cuda"]
+    from hourly.locks import RunLock
+    saved = sys.argv
+    sys.argv = ["hourly", "scan", "--env", "DB_PASSWORD=pw-1", "--env", "A=1"]
+    try:
+        with RunLock(tmp_path / "x.lock", "x") as lock:
+            info = lock.holder()
+    finally:
+        sys.argv = saved
+    assert "pw-1" not in info["command"] and "DB_PASSWORD=<redacted>" in info["command"] and "A=1" in info["command"]
+
+
+def test_the_running_child_dies_with_hourly(tmp_path):
+    """After kill -9 of hourly, its build or benchmark does not run on in the trees."""
+    log = tmp_path / "child.log"
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from hourly.proc import run; "
+                               "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
+                               "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\n", str(log)])
+    assert _wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30)
+    child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+
+    def gone() -> bool:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return True
+        try:  # a zombie of an orphan: reaped by init soon
+            return Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+        except OSError:
+            return True
+    try:
+        assert _wait_for(gone, timeout=10)
+    finally:
+        if not gone():
+            os.kill(child, signal.SIGKILL)
+
+
+# -- 10. kill -9 at seeded moments, then the same command again ------------------------------------
+
+def _slow_build(tmp_path, made, seconds: float) -> Path:
+    return _wrapped_build(tmp_path, made, f"sleep {seconds}")
+
+
+def _tree_state_ok(made) -> None:
+    from hourly.locks import RunLock
+    for path, name in ((made.xla, "xla"), (made.jax, "jax")):
+        repo = GitRepo(path, name)
+        assert repo.head_state().branch == "main" and repo.dirty_files() == []
+        assert not (repo.git_dir / "hourly.lock").exists()
+        with RunLock(repo.git_dir / "hourly.run.lock", name):  # no stale lock: free at once
+            pass
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db, timeout=10) as c:
+        return c.execute(sql).fetchall()
+
+
+def _kill_at(cmd: list[str], seconds: float) -> bool:
+    """Run ``cmd``; kill -9 hourly itself (not its group) after ``seconds``. False when it finished first."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return True
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made, tmp_path, seed):
+    import random
+    moment = random.Random(seed).uniform(0.5, 3.0)  # mid-build, mid-benchmark or between the two
+    _slow_bench(made, 0.2)
+    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 15:00", "--no-sync", "--json",
+                     "--build-cmd", str(_slow_build(tmp_path, made, 0.3)))
+    cmd = [sys.executable, "-m", "hourly", *args]
+    killed = _kill_at(cmd, moment)
+    db = tmp_path / "work" / "hourly.sqlite"
+    before = _rows(db, "SELECT id, xla, jax, status FROM measurements") if db.exists() else []
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (killed, moment, done.stderr)
+    result = json.loads(done.stdout)
+    assert all(p["status"] == "ok" for p in result["points"])
+    after = _rows(db, "SELECT id, xla, jax, status FROM measurements")
+    assert after[:len(before)] == before  # nothing finished was lost
+    assert len({(x, j) for _, x, j, _ in after}) == len(after) == result["distinct_pairs"]  # nor redone
+    _tree_state_ok(made)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path, venv_python, seed):
+    import random
+    from hourly.demo.repos import Change, make_repos
+    culprit = Change("xla", "2023-08-24T05:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
+    changes = [Change("xla", f"2023-08-24T{h:02d}:20:00Z", f"[XLA] change {h}", {f"x/{h}.txt": "1\n"})
+               for h in range(8)] + [culprit]
+    made = make_repos(tmp_path / "repos", changes)
+    _slow_bench(made, 0.1)
+    cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
+           "--bad", "2023-08-24T08:00Z", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
+           "--build-cmd", str(made.build_script), "--python", venv_python, "--repeats", "2",
+           "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work")]
+    moment = random.Random(seed).uniform(1.0, 5.0)
+    _kill_at(cmd, moment)
+    db = tmp_path / "work" / "hourly.sqlite"
+    q = "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq"
+    before = _rows(db, q) if db.exists() else []
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (moment, done.stderr)
+    (r,) = json.loads(done.stdout)["regressions"]
+    assert r["culprit"]["sha"] == made.shas[culprit.subject]
+    after = _rows(db, q)
+    assert after[:len(before)] == before and len({(x, j) for x, j, _ in after}) == len(after)
+    _tree_state_ok(made)
+
+
+def test_run_lock_nests_in_one_process_and_frees_for_the_next(tmp_path):
+    from hourly.locks import LockHeld, RunLock
+    path = tmp_path / "l.lock"
+    outer = RunLock(path, "thing").acquire()
+    inner = RunLock(path, "thing").acquire()  # the same run taking it again: nests
+    outer.release()
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+                            "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
+    assert other.returncode != 0 and "in use by another hourly" in other.stderr  # still held by inner
+    inner.release()
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+                            "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    with pytest.raises(LockHeld):
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_FLOCK, str(path)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            RunLock(path, "thing").acquire()
+        finally:
+            holder.kill()
+            holder.wait()
+
+
+def test_a_cache_entry_written_meanwhile_by_another_run_is_kept(tmp_path):
+    from hourly.cache import WheelCache
+    cache = WheelCache(tmp_path / "c")
+    (tmp_path / "a.whl").write_bytes(b"first run's")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "a.whl").write_bytes(b"second run's")
+    assert [w.read_bytes() for w in cache.put("k", [tmp_path / "a.whl"])] == [b"first run's"]
+    assert [w.read_bytes() for w in cache.put("k", [tmp_path / "b" / "a.whl"])] == [b"first run's"]
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["k"]  # and no temporary folder
