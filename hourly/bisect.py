@@ -41,6 +41,7 @@ from .scan import LEVEL, Measurer, open_repos
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
+from .words import plural
 
 #: The ends' means must lie this many standard errors apart.
 SEPARATION_MIN = 3.0
@@ -86,11 +87,16 @@ def _ts(label: str) -> int:
 _SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
 
 
+def _sha_end(text: str) -> bool:
+    """``xla@<sha>``, ``jax@<sha>`` or both, comma-separated (not a time)."""
+    return all(_SHA_END.match(p.strip()) for p in text.split(","))
+
+
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
     (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
     once both had landed, as a nightly image pins them)."""
-    if "," in text and all(_SHA_END.match(p.strip()) for p in text.split(",")):
+    if "," in text and _sha_end(text):
         return max(parse_end(p, tz, repos, walks) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
@@ -261,7 +267,7 @@ class Bisector:
                     return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
                                  between=c.between)
                 if len(samples) >= self.max_repeats:
-                    return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(samples), 'sample')}: {c.reason}",
                                  samples, builds=builds, runs=runs)
                 need = min(len(samples), self.max_repeats - len(samples))
                 # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
@@ -294,7 +300,7 @@ class Bisector:
             m, builds, runs = self._measure(pair, want - len(samples))
             samples += m.samples if m.status == Status.OK.value else []
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
-                                    f"{len(samples)} samples of an end", m.samples, builds=builds, runs=runs))
+                                    f"{plural(len(samples), 'sample')} of an end", m.samples, builds=builds, runs=runs))
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
@@ -362,7 +368,7 @@ class Bisector:
                 bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
                 if not good or not bad:
                     raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
-                                    f"(good {len(good)} samples, bad {len(bad)})",
+                                    f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
                                     "pick ends that measure, or use --mode exit for crashes")
                 sep = separation(good, bad)
                 if sep >= SEPARATION_MIN or want >= self.max_repeats:
@@ -494,7 +500,7 @@ class Bisector:
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     _VERDICT_OF.get(level, Verdict.UNSURE)
                 samples = list(search.samples.get(i, []))
-                self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
+                self._record(self._bid, Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
 
@@ -559,6 +565,19 @@ class Bisector:
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
+
+
+def check_new_window(s: Settings, good: str, bad: str) -> None:
+    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    from .bench import compile_metric_regex
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not _sha_end(end):
+            parse_time(end, s.tz)
+    open_repos(s)
 
 
 @holds_store_lock

@@ -15,6 +15,7 @@ from .errors import UserError
 from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from .model import REPOS, Blame, Pair
 from .timeparse import iso_utc
+from .words import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -168,12 +169,12 @@ class LineHandler(BisectHandler):
         self.say = say
 
     def started(self, w: Window, states: int, resumed: int) -> None:
-        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {states} states"
-                 + (f" (resuming after {resumed} stored verdicts)" if resumed else ""))
+        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {plural(states, 'state')}"
+                 + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))
 
     def verdict(self, p: Probe) -> None:
         self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
-                 + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
+                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
 
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         self.say(f"  cannot bisect: {e.one_line()}")
@@ -184,15 +185,17 @@ class LineHandler(BisectHandler):
 
 # -- terminal -----------------------------------------------------------------------------------
 
-def describe(a: dict) -> list[str]:
-    """The answer for one regression, as lines of text."""
+def describe(a: dict) -> list:
+    """The answer for one regression, as lines of text (subjects and authors verbatim)."""
+    from .output import styled
     w = a["window"]
-    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    lines: list = [styled(("regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+                          + (f"  {w['note']}" if w.get("note") else ""))]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
     if c:
-        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+        lines += [styled("  culprit: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -207,9 +210,9 @@ def describe(a: dict) -> list[str]:
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
-                 + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
+    lines.append(styled(f"  {plural(a['builds'], 'build')}, {plural(a['runs'], 'benchmark run')}, "
+                        f"{plural(a['states'], 'candidate state')}",
+                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
 
 

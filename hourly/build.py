@@ -206,7 +206,7 @@ class BuildSpec:
 
 class Builder:
     def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo,
-                 spec: BuildSpec, store: Store):
+                 spec: BuildSpec, store: Store | None):
         self.workspace = workspace
         self.jax_repo = jax_repo
         self.xla_repo = xla_repo
@@ -215,7 +215,7 @@ class Builder:
         self.cache_root = Path(spec.cache_dir or default_cache_dir()) / "wheels"
         self.cache = WheelCache(self.cache_root, spec.cache_size)
         self._identity: dict | None = None
-        self.log_dir = store.workdir / "logs"
+        self.log_dir = store.workdir / "logs" if store else None  # no store: only the cache is asked
         self.builds_run = 0
 
     @property
@@ -259,7 +259,7 @@ class Builder:
                    HOURLY_PYTHON=self.spec.python)
         env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
         log = self.log_dir / f"build-{pair.key()}.log"
-        _require_command(self.spec.cmd[0], env["PATH"])
+        require_command(self.spec.cmd[0], env["PATH"])
         res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
                        retry=retry_if_result(lambda r: interruption(r) is not None),
                        retry_error_callback=lambda state: state.outcome.result())(self._run_build, env, log)
@@ -315,7 +315,7 @@ class Builder:
                                             identity=public_identity(self.identity)))
 
 
-def _require_command(cmd: str, path: str) -> None:
+def require_command(cmd: str, path: str) -> None:
     if os.sep in cmd:
         if not Path(cmd).exists():
             raise UserError(f"build command not found: {cmd}", "pass --build-cmd with the build script's path")

@@ -9,7 +9,7 @@ pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanRe
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ class PointResult:
     time: str
     xla: str
     jax: str
-    status: str  # Status value, or "planned"/"cached" in a dry run
+    status: str  # Status value, or "planned"/"built"/"cached" in a dry run
     value: float | None = None
     samples: list[float] = field(default_factory=list)
     detail: str | None = None
@@ -80,14 +80,29 @@ class PointResult:
 
 
 @dataclass
+class DryRunPlan:
+    """What a scan would do: builds to run (distinct pairs whose wheels are not cached, among those it
+    would measure), pairs already built, and pairs already measured (None without a benchmark
+    command: measurements are kept per benchmark)."""
+
+    builds: int
+    built: int
+    measured: int | None
+
+
+@dataclass
 class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
     builds: int
+    plan: DryRunPlan | None = None  # set by a dry run
 
     def as_json(self) -> dict:
-        return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-                "builds": self.builds}
+        out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
+               "builds": self.builds}
+        if self.plan is not None:
+            out["plan"] = asdict(self.plan)
+        return out
 
 
 @dataclass

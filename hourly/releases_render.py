@@ -8,6 +8,7 @@ from .bench import DEFAULT_METRIC_REGEX
 from .model import ReleasePoint, Status
 from .releases import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
 from .store import Store
+from .words import found, plural
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -76,14 +77,14 @@ def print_report(console, report: ReleaseReport) -> None:
     counts: dict[str, int] = {}
     for p in report.points:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{len(report.points)} releases ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+    console.print(f"{plural(len(report.points), 'release')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}"
                   + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
     for p in report.points:
         if p.status is not Status.OK and p.detail:
             console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
     n = len(report.steps)
-    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    console.print(found(n, "step"), **kw)
     for st in report.steps:
         for line in describe_step(st):
             console.print(f"  {line}", **kw)
@@ -129,7 +130,7 @@ def release_markdown(store: Store) -> list[str]:
     s = report.settings
     md = ["## Release level (`hourly releases`)", "",
           f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "
-          f"{s.repeats} run{'s' if s.repeats != 1 else ''} per release, "
+          f"{plural(s.repeats, 'run')} per release, "
           f"{'higher' if s.higher_is_better else 'lower'} is better.", "",
           "| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
     marks = {id(st.after): mark(st) for st in report.steps}

@@ -16,6 +16,7 @@ from .privacy import redact_assignments
 from .scan import show
 from .steps import find_steps, group_points
 from .store import Store
+from .words import plural
 
 MAX_COMMITS = 50
 
@@ -57,8 +58,8 @@ def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
             lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
             continue
         commits = repo.log(old, new)
-        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, {len(commits)} first-parent "
-                     f"commit{'s' if len(commits) != 1 else ''}:")
+        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, "
+                     f"{plural(len(commits), 'first-parent commit')}:")
         lines.append("")
         lines.append("  | commit | committed (UTC) | author | subject |")
         lines.append("  |---|---|---|---|")
@@ -139,7 +140,7 @@ def bisect_sections(store: Store) -> list[str]:
             pair = a.get(side)
             if pair:
                 md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-        md.append(f"- {a.get('builds', 0)} builds, {a.get('runs', 0)} benchmark runs"
+        md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
                   + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
         md.append("")
     return md
@@ -183,8 +184,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     """The scanned window, the table of steps, and one section per step with its commits."""
     md = []
     if points:
-        md.append(f"Scanned {points[0].time} → {points[-1].time} ({len(points)} instants, "
-                  f"{len({(p.xla, p.jax) for p in points})} distinct (xla, jax) pairs), metric `{metric}` "
+        md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
+                  f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
                   f"({'higher' if s.higher_is_better else 'lower'} is better).")
     md.append("")
     if not steps:
@@ -248,7 +249,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append("```")
     md.append("")
     md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
-              + f", {s.repeats} run{'s' if s.repeats != 1 else ''} per pair.")
+              + f", {plural(s.repeats, 'run')} per pair.")
     md.append("")
     md.append("## Environment")
     md.append("")

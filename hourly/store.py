@@ -87,12 +87,13 @@ class BuildRecord:
 
 
 class Store:
-    def __init__(self, workdir: str | Path, create: bool = True):
+    def __init__(self, workdir: str | Path, create: bool = True, made_by: str = "hourly scan"):
+        """``made_by``: the command that fills this store, named when there is none."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.path = self.workdir / STORE_NAME
         if not create and not self.path.exists():
             raise UserError(f"no results store in {self.workdir}",
-                            "run `hourly scan` first, or pass --workdir with the scan's workdir")
+                            f"run `{made_by}` first, or pass --workdir with the workdir it used")
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
             probe = self.workdir / ".hourly-write-test"

@@ -199,3 +199,16 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
     assert f"[`{CULPRIT['sha'][:12]}`]({CULPRIT['link']})" in md and CULPRIT["subject"] in md
     assert "| CUDA_VERSION | 12.1 | 12.2 |" in md and "| 2023-08-25 |" in md and "crashed" in md
     assert (tmp_path / "w" / "report" / "plot.png").stat().st_size > 0
+
+
+def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
+    """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
+    from hourly.bisect import check_new_window
+    from hourly.config import effective
+    from hourly.demo.repos import Change, make_repos
+    made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
+                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
+    s = effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0]
+    check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
+    with pytest.raises(UserError):
+        check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
