@@ -8,19 +8,20 @@ from typing import Any, Optional
 
 from ..errors import UsageError
 from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
-from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
 
 
 @with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> [default: each regression detection finds in the store].'),
+    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha> [default: each regression detection finds in the store].'),
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
     mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad [default: metric when the scan measured one, else exit]."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
     min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
-    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
+    higher_is_better: Optional[bool] = Direction,
+    progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
     flags: Any = None,
@@ -44,7 +45,7 @@ def bisect(
         check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
-    quiet = json_out or log
+    quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix)
