@@ -26,7 +26,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .build import Builder, BuildSpec, Workspace
+from .build import Builder, Workspace
 from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, State, Verdict, bounds,
                           candidate_states, classify, exit_transitions, exit_verdict, next_probe,
                           separation, step_commits, worse)
@@ -37,7 +37,8 @@ from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
 from .resolve import Resolver
-from .scan import LEVEL, Measurer, open_repos
+from .pin import JaxlibGate
+from .scan import LEVEL, Measurer, build_spec, open_repos, pin_of, trees
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
@@ -90,6 +91,9 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     if not m:
         return int(parse_time(text, tz).when.timestamp())
     name = m["repo"]
+    if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
+        raise UserError(f"{text}: {name} is pinned in this hunt (--only), its commits are not candidates",
+                        "pass a time, or a commit of the repository being hunted")
     sha = repos[name].resolve_sha(m["sha"])
     times = dict(walks[name])
     if sha not in times:
@@ -165,19 +169,21 @@ class Bisector:
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
-        self.repos = {"xla": self.xla, "jax": self.jax}
-        for r in self.repos.values():
+        self.repos = {r.name: r for r in trees(self.xla, self.jax)}
+        self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
+        hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
+        for r in hunted:
             r.rev_parse(s.ref)
-        self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
+        self.walks = {r.name: r.history(s.ref, s.first_parent) for r in hunted}
+        if self.pin:
+            self.walks[self.pin.side] = self.pin.walk()
         self._stack = ExitStack()
         self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
-        self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                                  s.python, s.env_dict(), s.build_timeout,
-                                                                  s.resolved_cache_dir(), s.cache_bytes(),
-                                                                  list(s.cherry_pick)), store)
+        self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
+        self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
         from .cherry import parse
         self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
 
@@ -189,8 +195,8 @@ class Bisector:
 
     def measurer(self) -> Measurer:
         if self._measurer is None:
-            ws = self._stack.enter_context(Workspace([self.xla, self.jax], force=self.s.force))
-            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws)
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
         return self._measurer
 
     # -- measuring ----------------------------------------------------------------------------
@@ -213,7 +219,7 @@ class Bisector:
         return None
 
     def cost(self, pair: Pair) -> float:
-        if self._known_failed(pair) or self._stored(pair):
+        if self._known_failed(pair) or self._stored(pair) or (self._gate and self._gate.untestable(pair.jax)):
             return COST_MEASURED
         return COST_CACHED if self._cache.is_cached(pair) else COST_BUILD
 
@@ -221,7 +227,7 @@ class Bisector:
                  fresh: bool = False) -> Probe:
         """The verdict on one state: from stored measurements when they decide, else measured
         (more repeats while unsure, up to --max-repeats)."""
-        failed = self._known_failed(pair)
+        failed = self._known_failed(pair) or (self._gate and self._gate.untestable(pair.jax))
         if failed:
             return Probe(role, pair, Verdict.SKIP, failed)
         stored = [] if fresh else self._stored(pair)
@@ -232,7 +238,7 @@ class Bisector:
                 return Probe(role, pair, Verdict.SKIP, "build failed")
             if not rcs:
                 m, builds, runs = self._measure(pair, self.s.repeats)
-                if m.status == Status.BUILD_FAILED.value:
+                if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
                     return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
                 rcs = [r.get("returncode") for r in m.runs]
             v = exit_verdict(rcs)

@@ -14,6 +14,7 @@ from .bisect_math import step_commits
 from .errors import UserError
 from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from .model import REPOS, Blame, Pair
+from .pin import pinned_line
 from .timeparse import iso_utc
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "probes": [bisector.probe_row(r) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         "runs": sum(r["runs"] for r in rows),
+        "pinned": bisector.pin.as_json() if getattr(bisector, "pin", None) else None,
     }
 
 
@@ -93,7 +95,7 @@ def error_answer(w: Window, mode: str, e: UserError) -> dict:
             "mode": mode, "error": e.one_line(), "culprit": None, "range": [],
             "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
             "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
-            "runs": 0, "continues_at": None}
+            "runs": 0, "continues_at": None, "pinned": None}
 
 
 # -- git bisect log -----------------------------------------------------------------------------
@@ -204,6 +206,9 @@ def describe(a: dict) -> list[str]:
             lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
     if a.get("blame"):
         lines.append(f"  blame (mixed pairs tested): {a['blame']}")
+    pinned = pinned_line(a.get("pinned"))
+    if pinned:
+        lines.append(f"  {pinned}")
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")

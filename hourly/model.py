@@ -23,8 +23,8 @@ REPOS = ("xla", "jax")
 class Status(str, Enum):
     """The outcome of a run, of a point and of a nightly date.
 
-    Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed``
-    (hourly scan) and a date adds ``missing`` (its nightly image does not exist).
+    Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed`` and
+    ``untestable`` (hourly scan) and a date adds ``missing`` (its nightly image does not exist).
     """
 
     OK = "ok"
@@ -32,6 +32,7 @@ class Status(str, Enum):
     TIMEOUT = "timeout"
     NO_METRIC = "no_metric"
     BUILD_FAILED = "build_failed"
+    UNTESTABLE = "untestable"  # cannot run at all (--only jax: the installed jaxlib is older than it needs)
     MISSING = "missing"
 
     def __str__(self) -> str:
@@ -82,10 +83,11 @@ class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
     builds: int
+    pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.pin.Pin.as_json)
 
     def as_json(self) -> dict:
         return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-                "builds": self.builds}
+                "builds": self.builds, "pinned": self.pinned}
 
 
 @dataclass

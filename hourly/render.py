@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
+from .pin import pinned_line
 from .model import NightlyPoint, PointResult, ScanReport, Step
 from .series import PointStatus, Series
 
@@ -40,9 +42,10 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
     t = Table(title=title)
+    pinned = (report.pinned or {}).get("side")
     t.add_column("time (UTC)")
-    t.add_column("xla")
-    t.add_column("jax")
+    t.add_column("xla (pinned)" if pinned == "xla" else "xla")
+    t.add_column("jax (pinned)" if pinned == "jax" else "jax")
     t.add_column("metric", justify="right")
     t.add_column("")
     marks = marks or {}
@@ -50,21 +53,28 @@ def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: s
     for i, p in enumerate(report.points):
         same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
         style = None if p.status in ("ok", "cached", "planned") else "red"
-        t.add_row(p.time, p.xla[:10], p.jax[:10], fmt_value(p), marks.get(i, "" if not same else "·"),
+        t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p), marks.get(i, "" if not same else "·"),
                   style=style)
         prev = p
     return t
 
 
+def _rev(value: str) -> Text:
+    """A commit cell: a SHA shortened, a pinned jaxlib's label (``jaxlib-0.4.14``) whole; never markup."""
+    return Text(value[:10] if all(c in "0123456789abcdef" for c in value) else value)
+
+
 def summary_line(report: ScanReport) -> str:
     n = len(report.points)
-    return (f"{report.builds} build{'s' if report.builds != 1 else ''} for {n} instant{'s' if n != 1 else ''}"
+    line = (f"{report.builds} build{'s' if report.builds != 1 else ''} for {n} instant{'s' if n != 1 else ''}"
             f" ({report.distinct_pairs} distinct (xla, jax) pair{'s' if report.distinct_pairs != 1 else ''})")
+    pinned = pinned_line(report.pinned)
+    return line + ("; " + pinned if pinned else "")
 
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
     console.print(scan_table(report, marks))
-    console.print(summary_line(report))
+    console.print(summary_line(report), markup=False)
 
 
 @contextmanager

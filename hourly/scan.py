@@ -12,6 +12,7 @@ from .errors import UserError
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import Pair, PointResult, ScanReport, Status
+from .pin import JaxlibGate, Pin, make_pin
 from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import Measurement, Store
 from .timeparse import instants, parse_step, window
@@ -19,20 +20,36 @@ from .timeparse import instants, parse_step, window
 LEVEL = "hourly"
 
 
-def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
-    return GitRepo(s.xla_repo, "xla"), GitRepo(s.jax_repo, "jax")
+def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
+    """The checkouts a hunt needs: with --only jax no XLA checkout (jaxlib stays as installed)."""
+    xla = None if s.only == "jax" else GitRepo(s.xla_repo, "xla")
+    return xla, GitRepo(s.jax_repo, "jax")
 
 
-def plan(s: Settings, xla: GitRepo, jax: GitRepo) -> list[PlannedPoint]:
+def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
+    return [r for r in (xla, jax) if r is not None]
+
+
+def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)
     times = instants(t0, t1, parse_step(s.step))
-    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent)
+    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent, pin)
     if not points:
         raise UserError("no commit of both repositories lies before the window's end",
                         "move the window later or check --ref")
     return points
+
+
+def build_spec(s: Settings) -> BuildSpec:
+    """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
+                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd())
+
+
+def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
+    return make_pin(s.only, s.python, jax, s.jax_ref)
 
 
 def sync(repos: list[GitRepo]) -> None:
@@ -54,35 +71,44 @@ def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[P
 
 def dry_run(s: Settings, store: Store) -> ScanReport:
     xla, jax = open_repos(s)
-    points = plan(s, xla, jax)
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
     key = s.bench_key()
     results = stored_results(store, key, points)
     for r in results:
         if r.status != "planned":
             r.status = "cached"
-    return ScanReport(results, len(distinct_pairs(points)), 0)
+    return ScanReport(results, len(distinct_pairs(points)), 0, pin.as_json() if pin else None)
 
 
 class Measurer:
     """Builds and measures pairs under one set of settings; shared by scan and bisect."""
 
-    def __init__(self, s: Settings, store: Store, xla: GitRepo, jax: GitRepo, workspace: Workspace):
+    def __init__(self, s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, workspace: Workspace,
+                 pin: Pin | None = None):
         self.s = s
         self.store = store
         self.key = s.bench_key()
         self.spec = s.bench_spec()
-        self.builder = Builder(workspace, jax, xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                              s.python, s.env_dict(), s.build_timeout,
-                                                              s.resolved_cache_dir(), s.cache_bytes(),
-                                                              list(s.cherry_pick)), store)
+        self.builder = Builder(workspace, jax, xla, build_spec(s), store)
         if s.cherry_pick:
             from .cherry import parse
-            workspace.picks = parse(s.cherry_pick, {"xla": xla, "jax": jax})
+            workspace.picks = parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
+        self.gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 
+    def untestable(self, pair: Pair) -> str | None:
+        """Why ``pair`` cannot be tested at all (--only jax: the installed jaxlib is too old for it)."""
+        return self.gate.untestable(pair.jax) if self.gate else None
+
     def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
         """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install."""
+        why = self.untestable(pair)
+        if why:
+            m = Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)
+            self.store.add_measurement(self.key, m)
+            return m
         if pair == self.installed:
             build = None
         else:
@@ -109,7 +135,7 @@ class Measurer:
 
 def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
     """Not measured yet, or (with --retry-failed) its build failed."""
-    return m is None or (retry_failed and m.status == Status.BUILD_FAILED.value)
+    return m is None or (retry_failed and m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value))
 
 
 def _first_line(text: str) -> str:
@@ -127,11 +153,13 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
              ) -> ScanReport:
     xla, jax = open_repos(s)
     if s.sync:
-        sync([xla, jax])
-    points = plan(s, xla, jax)
+        sync(trees(xla, jax))
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
+    store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
     todo = pairs if s.rerun else [p for p in pairs if _wanted(store.latest(key, p.xla, p.jax), s.retry_failed)]
@@ -140,8 +168,8 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
         on_progress(done, len(pairs), None)
     builds = 0
     if todo:
-        with Workspace([xla, jax], force=s.force) as ws:
-            m = Measurer(s, store, xla, jax, ws)
+        with Workspace(trees(xla, jax), force=s.force) as ws:
+            m = Measurer(s, store, xla, jax, ws, pin)
             for pair in todo:
                 if on_progress:
                     on_progress(done, len(pairs), pair)
@@ -150,7 +178,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
                 if on_progress:
                     on_progress(done, len(pairs), None)
             builds = m.builder.builds_run
-    return ScanReport(stored_results(store, key, points), len(pairs), builds)
+    return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None)
 
 
 def show(store: Store, s: Settings) -> ScanReport:
@@ -162,7 +190,7 @@ def show(store: Store, s: Settings) -> ScanReport:
         m = latest.get((x, j))
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
-    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0)
+    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None)
 
 
 def require_metric(report: ScanReport) -> None:

@@ -42,11 +42,17 @@ REPOSITORIES: OptionSet = {
     "ref": (Optional[str], Opt(None, "--ref", help="Ref whose history is walked [default: origin/main].")),
     "first_parent": (Optional[bool], Opt(None, "--first-parent/--no-first-parent",
                                          help="Walk merged history only [default: on].")),
+    "only": (Optional[str], Opt(None, "--only", help="Hunt one repository: jax (jaxlib stays what --python has "
+                                "installed; no --xla-repo needed) or xla (JAX stays at --jax-ref) [default: both].")),
+    "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="With --only xla: the JAX commit kept [default: the JAX checkout's HEAD].")),
 }
 BUILD: OptionSet = {
-    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh].")),
+    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh; with --only jax: --jax-build-cmd; none: nothing to build].")),
+    "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
+                                         "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
+                                         "is installed editable) or a command [default: pip-wheel].")),
     "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped.")),
-    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist].")),
+    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: <workdir>/jax-wheels].")),
     "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark.")),
     "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
     "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),
