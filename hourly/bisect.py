@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .build import Builder, Workspace
-from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, State, Verdict, bounds,
-                          candidate_states, classify, exit_transitions, exit_verdict, next_probe,
-                          separation, step_commits, worse)
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
+                          State, Step, StepSearch, Verdict, bounds, candidate_states, classify, exit_transitions,
+                          exit_verdict, next_probe, separation, step_commits, worse)
 from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
 from .config import Settings
 from .errors import UserError
@@ -47,6 +47,9 @@ from .timeparse import parse_time
 SEPARATION_MIN = 3.0
 #: Samples each end needs before probes are classified against it (capped by --max-repeats).
 MIN_END_SAMPLES = 3
+#: A verdict of the window search as a probe row's verdict: the earlier level is good, the later bad
+#: (and a probe between two steps is bad: a regression came before it).
+_VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
 
 
 @dataclass
@@ -161,11 +164,16 @@ class Bisector:
     while something has to be built or run."""
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
-                 rerun: bool = False, handler: BisectHandler | None = None):
+                 rerun: bool = False, handler: BisectHandler | None = None,
+                 min_change: float = DEFAULT_MIN_CHANGE):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
+        if not 0 < min_change < 1:
+            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
+                            "pass --min-change 0.02 for 2 %")
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
         self.handler = handler or BisectHandler()
+        self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
@@ -180,6 +188,7 @@ class Bisector:
         self._stack = ExitStack()
         self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
+        self._going = None  # metric mode: (search, its states, offset of the current window in them)
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
@@ -213,13 +222,15 @@ class Bisector:
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
+        if self._gate is not None and self._gate.untestable(pair.jax):  # --only jax: too new for the jaxlib
+            return self._gate.untestable(pair.jax)
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
         return None
 
     def cost(self, pair: Pair) -> float:
-        if self._known_failed(pair) or self._stored(pair) or (self._gate and self._gate.untestable(pair.jax)):
+        if self._known_failed(pair) or self._stored(pair):
             return COST_MEASURED
         return COST_CACHED if self._cache.is_cached(pair) else COST_BUILD
 
@@ -227,7 +238,7 @@ class Bisector:
                  fresh: bool = False) -> Probe:
         """The verdict on one state: from stored measurements when they decide, else measured
         (more repeats while unsure, up to --max-repeats)."""
-        failed = self._known_failed(pair) or (self._gate and self._gate.untestable(pair.jax))
+        failed = self._known_failed(pair)
         if failed:
             return Probe(role, pair, Verdict.SKIP, failed)
         stored = [] if fresh else self._stored(pair)
@@ -293,9 +304,11 @@ class Bisector:
 
     # -- one window ---------------------------------------------------------------------------
     def bisect(self, w: Window) -> list[dict]:
-        """Every regression in the window: when the first bad state lies significantly between the
-        ends, a second step comes after it, and the rest of the window is bisected in turn."""
+        """Every regression in the window: the search pins the earliest and says whether the rest
+        of the window (from its first bad state) still holds a step; then that rest is bisected in
+        turn, reusing every measurement."""
         answers = []
+        self._going = None  # metric mode: the search, its states, and where this window starts in them
         while True:
             try:
                 a = self.bisect_one(w)
@@ -309,7 +322,7 @@ class Bisector:
                 return [error_answer(w, self.mode.value, e)]
             answers.append(a)
             nxt = a.get("continues_at")
-            if not a.get("confirmed") or nxt is None or nxt >= w.bad_time:
+            if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
                 return answers
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
@@ -340,9 +353,14 @@ class Bisector:
             if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index:
                 verdicts[index[Pair(r["xla"], r["jax"])]] = Verdict(r["verdict"])
 
-        # the ends
+        # the ends (unless this is the rest of a window whose search goes on: it knows a step is left)
         refs = None
-        if self.mode is Mode.METRIC:
+        going = self._going
+        if going is not None and [st.pair for st in going[1][going[2]:]] != [st.pair for st in states]:
+            going = self._going = None
+        if self.mode is Mode.METRIC and going is not None:
+            pass
+        elif self.mode is Mode.METRIC:
             want = min(MIN_END_SAMPLES, self.max_repeats)
             while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
                 good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
@@ -372,27 +390,37 @@ class Bisector:
                                     "pass --good at a state that passes and --bad at one that fails")
 
         # the search
-        while True:
-            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
-            i = next_probe(len(states), verdicts, costs)
-            if i is None:
-                break
-            p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
-            verdicts[i] = p.verdict
-        b = bounds(len(states), verdicts)
+        more_after = False
+        if self.mode is Mode.METRIC:
+            step, search, off = self._search_steps(w, states, rows, going)
+            b = Bounds(step.lo - off, step.hi - off)
+            more_after = search.more_after
+            self._going = (search, going[1] if going else states, step.hi)
+        else:
+            while True:
+                costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+                i = next_probe(len(states), verdicts, costs)
+                if i is None:
+                    break
+                p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
+                verdicts[i] = p.verdict
+            b = bounds(len(states), verdicts)
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
-        confirm, partial = {}, False
+        confirm = {}
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
             if r:
-                confirm[role], between = Verdict(r["verdict"]), bool(r["partial"])
+                confirm[role] = Verdict(r["verdict"])
+            elif self.mode is Mode.METRIC:
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
             else:
-                p = self._record(bid, self.evaluate(pair, role, refs, fresh=True))
-                confirm[role], between = p.verdict, p.between
-            partial = partial or (role == "confirm_bad" and between)
+                confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+        if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
+            self._flush(search, [st.pair for st in self._going[1]])
+            refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
 
         # blame
         moved = step_commits(self.walks, last_good, first_bad)
@@ -400,9 +428,100 @@ class Bisector:
         if b.adjacent and moved["xla"] and moved["jax"]:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
-        answer["continues_at"] = states[b.hi].time if partial and b.hi < len(states) - 1 else None
+        answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
         self.store.finish_bisection(bid, answer)
         return answer
+
+    def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
+        """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
+        states: every stored measurement is reused, every verdict recorded as it is reached.
+        ``going``: (search, its states, offset) when this window is the rest of one whose search
+        goes on from where it pinned the previous regression (then its indices are offset)."""
+        recorded = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] == "probe"}
+        self._recorded = recorded
+        if going is not None:
+            search, parent, off = going
+            return self._next_regression(w, search, [st.pair for st in parent]), search, off
+        pairs = [st.pair for st in states]
+        known: dict[int, list[float]] = {}
+        failed: dict[int, str] = {}
+        for i, pair in enumerate(pairs):
+            why = self._known_failed(pair)
+            ms = self._stored(pair)
+            samples = [x for m in ms if m.status == Status.OK.value for x in m.samples]
+            if samples:
+                known[i] = samples
+            elif why or ms:
+                failed[i] = why or next(f"{m.status}: {m.detail}" for m in ms if m.status != Status.OK.value)
+        pending = self._pending = {}  # builds and runs not yet in a recorded row
+
+        def measure(i: int, count: int) -> list[float] | None:
+            m, builds, runs = self._measure(pairs[i], count)
+            acc = pending.setdefault(i, [0, 0])
+            acc[0] += builds
+            acc[1] += runs
+            if m.status != Status.OK.value:
+                search.failed[i] = f"{m.status}: {m.detail}"
+                return None
+            return list(m.samples)
+
+        def on_verdict(i: int, j) -> None:
+            builds, runs = pending.pop(i, [0, 0])
+            v = _VERDICT_OF.get(j.level, Verdict.SKIP)
+            role = "end" if pairs[i] in self._recorded else "probe"  # resumed: the state has its row already
+            if role == "probe" or builds or runs:
+                self._recorded.add(pairs[i])
+                self._record(self._bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
+                                        builds=builds, runs=runs, between=j.level is Level.NEITHER))
+
+        search = StepSearch(len(states), measure, repeats=self.s.repeats, max_repeats=self.max_repeats,
+                            min_change=self.min_change, higher_is_better=self.s.higher_is_better,
+                            cost=lambda i: self.cost(pairs[i]), known=known, failed=failed,
+                            on_verdict=on_verdict, stop_at_regression=True)
+        return self._next_regression(w, search, pairs), search, 0
+
+    def _next_regression(self, w: Window, search: StepSearch, pairs: list[Pair]) -> Step:
+        seen = len(search.steps)
+        steps = search.run()[seen:]
+        self._flush(search, pairs)
+        regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
+        if not regressions:
+            raise UserError(f"no step of {self.min_change * 100:g} % or more between {_iso(w.good_time)} and "
+                            f"{_iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
+                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
+        return regressions[0]
+
+    def _flush(self, search: StepSearch, pairs: list[Pair]) -> None:
+        """Rows for the runs (and builds) that went to more samples of an interval's end."""
+        for i, (builds, runs) in self._pending.items():
+            if builds or runs:
+                level = getattr(search.verdicts.get(i), "level", None)
+                v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
+                    _VERDICT_OF.get(level, Verdict.UNSURE)
+                samples = list(search.samples.get(i, []))
+                self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
+                                              samples, builds=builds, runs=runs))
+        self._pending.clear()
+
+    def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
+        """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
+        the step's two levels: the last good state must be at the earlier, the first bad at the later."""
+        got: list[float] = []
+        cost = [0, 0]
+
+        def sample(want: int) -> list[float] | None:
+            if len(got) < want:
+                m, builds, runs = self._measure(pair, want - len(got))
+                cost[0] += builds
+                cost[1] += runs
+                if m.status != Status.OK.value:
+                    return None
+                got.extend(m.samples)
+            return got
+        j = search.sequential(sample, step.lo, step.hi)
+        v = Verdict.SKIP if j.level is Level.SKIP else Verdict.UNSURE if j.level is Level.NEITHER \
+            else _VERDICT_OF.get(j.level, Verdict.UNSURE)
+        return Probe(role, pair, v, j.reason, got, builds=cost[0], runs=cost[1])
 
     def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
         """Old xla + new jax, then new xla + old jax: which change alone brings the regression."""
@@ -420,12 +539,28 @@ class Bisector:
     def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
         return answer(self, w, states, b, moved, blame, confirmed, bid)
 
-    def probe_row(self, r: dict) -> dict:
-        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": r["verdict"]}
+    def probe_row(self, r: dict, verdict: str | None = None) -> dict:
+        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": verdict or r["verdict"]}
         if self.picks:  # per probe, what --cherry-pick did to it
             from .cherry import statuses
             out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
         return out
+
+    def _side(self, row: dict, states: list[State], b) -> str:
+        """A probe's verdict as this answer's step sees it (metric mode): good before the step, bad
+        from its first bad state on. A window may hold several steps, and a probe is judged against
+        the two ends of the interval it split, not against this step; git bisect's terms are this."""
+        index = {st.pair: i for i, st in enumerate(states)}
+        i = index.get(Pair(row["xla"], row["jax"]))
+        if self.mode is Mode.EXIT or row["role"] not in ("probe", "end") or i is None \
+                or row["verdict"] not in (Verdict.GOOD.value, Verdict.BAD.value, Verdict.UNSURE.value):
+            return row["verdict"]
+        if i <= b.lo:
+            return Verdict.GOOD.value
+        if i >= b.hi:
+            return Verdict.BAD.value
+        return row["verdict"]
+
 
 
 def _mean(xs: list[float]) -> float:
@@ -434,12 +569,13 @@ def _mean(xs: list[float]) -> float:
 
 @holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
-               max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None) -> list[dict]:
+               max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
+               min_change: float = DEFAULT_MIN_CHANGE) -> list[dict]:
     """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
     regression of the stored scan; returns one answer per regression found."""
     handler = handler or BisectHandler()
     mode = mode or default_mode(store, s)
-    with Bisector(s, store, mode, max_repeats, rerun, handler) as b:
+    with Bisector(s, store, mode, max_repeats, rerun, handler, min_change) as b:
         if good is not None:
             windows = [Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags")]
             if windows[0].bad_time <= windows[0].good_time:

@@ -20,6 +20,12 @@ good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinp
 attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
 on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
 samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad.
+
+*Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
+different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
+end's, or at least ``--min-change`` from both — then both halves are searched. It is driven by a
+``measure(state, count)`` callback, so the Bisector and ``benchmarks/window_hunt.py`` (simulated
+measurements) run the same decisions.
 """
 
 from __future__ import annotations
@@ -27,14 +33,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import stats
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from .detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
-from .model import REPOS, Pair
+from .model import BISECT_MIN_CHANGE, REPOS, Pair
 from .resolve import Resolver
 
 
@@ -306,3 +312,346 @@ def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]
                 out.append((last_good, i))
             seen_bad = True
     return out
+
+
+# -- every step of a window, under noise --------------------------------------------------------
+#
+# The search above needs a verdict per state, good or bad, against two fixed ends: one step. A
+# window may hold several (two regressions, a regression and an improvement that hides part of
+# it), and a state between two steps fits neither end. ``StepSearch`` finds them all: it keeps
+# intervals whose ends are known to differ, probes inside one (``next_probe``'s cost-aware choice),
+# and decides by a sequential test whether the probe sits at the level of the interval's earlier
+# end, of its later end, or at least ``min_change`` away from both — then the interval is split
+# on that side, or on both. The same test answers "does the rest of the window hold another step
+# of at least min_change": every interval is only ever narrowed by it, never by a comparison of
+# a few fixed samples.
+
+#: The smallest step worth pinning, relative to the level (``hourly bisect --min-change``).
+DEFAULT_MIN_CHANGE = BISECT_MIN_CHANGE
+#: When repeats run out, a probe still takes the verdict it leans to by at least this log-likelihood
+#: ratio (20:1); otherwise it is untestable.
+FALLBACK_LLR = math.log(20.0)
+#: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
+#: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
+INDIFFERENCE = 0.75
+#: Error rate of each of the search's verdicts (Wald's bound log(1/STEP_ALPHA)): a window takes
+#: ~25 of them and one wrong verdict can hide a step, so they are held stricter than ALPHA.
+STEP_ALPHA = 0.0005
+
+
+class Level(str, Enum):
+    """Where a probe stands inside an interval whose ends differ."""
+    LOW = "low"          # at the level of the interval's earlier end: the step is after it
+    HIGH = "high"        # at the level of the later end: the step is before it
+    NEITHER = "neither"  # at least min-change from both: a step on each side
+    UNSURE = "unsure"    # more samples may decide
+    SKIP = "skip"        # untestable: failed, or unsure after all repeats
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Judgement:
+    level: Level
+    reason: str
+    margin: float = 0.0  # log-likelihood of the chosen level over the best other
+
+
+def resolvable_change(sigma: float, max_repeats: int) -> float:
+    """The smallest difference two states of ``max_repeats`` samples each can tell from none.
+
+    At ``d`` apart the test's log-likelihood ratio grows to ``d²·R / (4σ²)``; it must reach
+    ``log((1-β)/α)``. Steps smaller than this are not searched for: more repeats could not
+    decide them, and a verdict by coin toss would name wrong culprits.
+    """
+    return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
+
+
+def _logpdf(x: float, loc: float, scale: float, dof: int) -> float:
+    if dof > 0:
+        return float(stats.t.logpdf(x, dof, loc, scale))
+    return float(_lognorm(np.array([x]), loc, scale ** 2)[0])
+
+
+def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], sigma: float, dof: int,
+          delta: float, final: bool = False) -> Judgement:
+    """LOW, HIGH or NEITHER for a probe's samples between the samples of an interval's two ends.
+
+    Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
+    level at least ``delta`` from both (a composite hypothesis, taken at its most likely point).
+    The probe's mean is compared under each with the Student-t predictive of the difference of
+    two means on the pooled noise ``sigma`` (``dof`` degrees of freedom; 0: a prior, Gaussian).
+    One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
+    ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
+    Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
+    while an end taken wrongly only hides a step below --min-change.
+    """
+    if not probe:
+        return Judgement(Level.UNSURE, "no samples")
+    mp, np_ = float(np.mean(probe)), len(probe)
+    ma, mb = float(np.mean(low)), float(np.mean(high))
+    sa = sigma * math.sqrt(1 / np_ + 1 / len(low))
+    sb = sigma * math.sqrt(1 / np_ + 1 / len(high))
+    la, lb = _logpdf(mp, ma, sa, dof), _logpdf(mp, mb, sb, dof)
+    # the most likely level at least delta from both ends, and the scale of the end it borders
+    cands = [(mp, sa if abs(mp - ma) <= abs(mp - mb) else sb)]
+    cands += [(ma + s * delta, sa) for s in (-1, 1)] + [(mb + s * delta, sb) for s in (-1, 1)]
+    ok = [(abs(mp - mu), mu, sc) for mu, sc in cands
+          if abs(mu - ma) >= delta * (1 - 1e-9) and abs(mu - mb) >= delta * (1 - 1e-9)]
+    _, mu, sc = min(ok)
+    lo = _logpdf(mp, mu, sc, dof)
+    scores = {Level.LOW: la, Level.HIGH: lb, Level.NEITHER: lo}
+    best = max(scores, key=scores.get)
+    margin = scores[best] - max(v for k, v in scores.items() if k is not best)
+    span = abs(mb - ma)
+    where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
+    if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
+        what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
+                Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
+                               "a step on each side"}[best]
+        return Judgement(best, f"{what} ({where}, {np_} samples, LLR {margin:+.1f})", margin)
+    if not final:
+        return Judgement(Level.UNSURE, f"undecided after {np_} samples ({where}, LLR {margin:+.1f})", margin)
+    lean = Level.LOW if la >= lb else Level.HIGH
+    if abs(la - lb) >= FALLBACK_LLR:
+        return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
+                               f"{np_} samples ({where}, LLR {abs(la - lb):+.1f})", abs(la - lb))
+    return Judgement(Level.SKIP, f"unsure after {np_} samples ({where})", margin)
+
+
+def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta: float,
+           final: bool = False) -> bool | None:
+    """Whether ``y``'s level differs from ``x``'s by at least ``delta``: True, False, or None while
+    unsure — Wald's test of "no difference" against "at least delta", on the same Student-t
+    predictive as :func:`judge`. ``final``: the likelier side."""
+    d = float(np.mean(y)) - float(np.mean(x))
+    se = sigma * math.sqrt(1 / len(x) + 1 / len(y))
+    l0 = _logpdf(d, 0.0, se, dof)
+    l1 = _logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)
+    bound = 0.0 if final else math.log((1 - STEP_ALPHA) / STEP_ALPHA)
+    if l1 - l0 >= bound:
+        return True
+    if l0 - l1 >= bound:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step between states ``lo`` (last at the earlier level) and ``hi`` (first at the later);
+    ``hi - lo > 1`` when only untestable states lie between them."""
+    lo: int
+    hi: int
+    before: float  # mean level at lo
+    after: float   # mean level at hi
+
+    @property
+    def adjacent(self) -> bool:
+        return self.hi - self.lo == 1
+
+    @property
+    def relative(self) -> float:
+        return (self.after - self.before) / abs(self.before) if self.before else 0.0
+
+    def regression(self, higher_is_better: bool) -> bool:
+        return self.after < self.before if higher_is_better else self.after > self.before
+
+
+#: measure(state, count) -> ``count`` new samples, or None when the state is untestable.
+MeasureFn = Callable[[int, int], "list[float] | None"]
+
+
+class StepSearch:
+    """Every step of at least ``min_change`` between states 0 and n-1 (whose levels differ),
+    earliest first, driven by ``measure``; pure logic, no I/O of its own.
+
+    ``known`` gives samples already in hand per state (a scan's, an earlier search's);
+    ``failed`` states already known untestable (with the reason); ``cost(i)`` a state's cost in
+    builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict.
+    With ``stop_at_regression`` the search stops at the first regression it pins and says in
+    ``more_after`` whether intervals after it still hold a step.
+    """
+
+    def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
+                 min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
+                 cost: Callable[[int], float] | None = None, known: dict[int, Sequence[float]] | None = None,
+                 failed: dict[int, str] | None = None,
+                 on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False):
+        if n < 2:
+            raise ValueError("a window needs two states")
+        self.n, self.measure = n, measure
+        self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
+        self.min_change, self.higher_is_better = min_change, higher_is_better
+        self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}
+        self.failed: dict[int, str] = dict(failed or {})
+        self.unsure: set[int] = set()
+        self.verdicts: dict[int, Judgement] = {}
+        self._cost = cost
+        self.on_verdict = on_verdict or (lambda i, j: None)
+        self.stop_at_regression = stop_at_regression
+        self.steps: list[Step] = []
+        self.more_after = False
+        self.dropped: list[tuple[int, int]] = []  # intervals whose ends turned out not to differ
+        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
+        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
+        self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
+        self._root = list(range(n))  # states judged at one level share a root: their samples pool
+
+    def _find(self, i: int) -> int:
+        while self._root[i] != i:
+            self._root[i] = self._root[self._root[i]]
+            i = self._root[i]
+        return i
+
+    def _join(self, i: int, j: int) -> None:
+        self._root[self._find(i)] = self._find(j)
+
+    def ref(self, i: int) -> list[float]:
+        """Every sample of the states judged at state ``i``'s level: the reference for that level,
+        more precise with every probe that lands on it."""
+        r = self._find(i)
+        return [x for j in range(self.n) if self._find(j) == r for x in self.samples.get(j, ())]
+
+    # -- samples and noise ------------------------------------------------------------------
+    def get(self, i: int, want: int) -> list[float] | None:
+        """State ``i``'s samples, measuring more until there are ``want`` (None: untestable)."""
+        if i in self.failed:
+            return None
+        s = self.samples.setdefault(i, [])
+        if len(s) < want:
+            new = self.measure(i, want - len(s))
+            if new is None:
+                self.failed.setdefault(i, "untestable")
+                return None
+            s.extend(new)
+        return s
+
+    def noise(self) -> tuple[float, int]:
+        """One sample's standard deviation, pooled over every state sampled more than once."""
+        groups = [g for g in self.samples.values() if g]
+        level = float(np.median([abs(float(np.mean(g))) for g in groups])) if groups else 1.0
+        s, dof = pooled_sigma(groups)
+        floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
+        return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor), dof
+
+    def delta(self, sigma: float) -> float:
+        """The smallest step searched for: --min-change of the level (or the whole window's change,
+        when that is smaller: the window was asked for), or what the repeats can resolve."""
+        level = abs(float(np.mean(self.samples[0]))) if self.samples.get(0) else 1.0
+        want = self.min_change * level
+        if self.samples.get(self.n - 1) and self.samples.get(0):
+            want = min(want, abs(float(np.mean(self.samples[self.n - 1])) - float(np.mean(self.samples[0]))))
+        return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
+
+    def cost(self, i: int) -> float:
+        if self._cost is not None:
+            return self._cost(i)
+        return COST_MEASURED if self.samples.get(i) else COST_BUILD
+
+    def mean(self, i: int) -> float:
+        return float(np.mean(self.samples[i]))
+
+    # -- one verdict --------------------------------------------------------------------------
+    def sequential(self, sample: Callable[[int], "list[float] | None"], a: int, b: int) -> Judgement:
+        """Judge samples from ``sample(want)`` between states ``a`` and ``b``: more samples (doubling,
+        the ends as many as the probe) while unsure, up to ``max_repeats``."""
+        p = sample(self.repeats)
+        while True:
+            if p is None:
+                return Judgement(Level.SKIP, "untestable")
+            want = min(len(p), self.max_repeats)
+            self.get(a, want), self.get(b, want)
+            low, high = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = len(p) >= self.max_repeats
+            j = judge(p, low, high, sigma, dof, self.delta(sigma), final)
+            if j.level is not Level.UNSURE:
+                return j
+            p = sample(min(2 * len(p), self.max_repeats))
+
+    def apart(self, a: int, b: int, own: bool = False) -> bool:
+        """Whether states ``a`` and ``b`` (their levels' pooled samples, or with ``own`` their own)
+        differ by at least the smallest step searched for: a sequential test, both states sampled
+        more (as often as each other, up to --max-repeats) while it is unsure; then the likelier."""
+        want = max(len(self.samples.get(a, ())), len(self.samples.get(b, ())), 1)
+        while True:
+            x, y = self.get(a, want), self.get(b, want)
+            if x is None or y is None:
+                return True
+            if not own:
+                x, y = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = want >= self.max_repeats
+            d = differ(x, y, sigma, dof, self.delta(sigma), final)
+            if d is not None or final:
+                return d is not False
+            want = min(2 * want, self.max_repeats)
+
+    def decide(self, i: int, a: int, b: int) -> Judgement:
+        if i in self.failed:
+            j = Judgement(Level.SKIP, self.failed[i])
+        else:
+            j = self.sequential(lambda want: self.get(i, want), a, b)
+            if j.level is Level.SKIP and i in self.failed:
+                j = Judgement(Level.SKIP, self.failed[i])
+        if j.level is Level.SKIP:
+            self.unsure.add(i)
+        self.verdicts[i] = j
+        self.on_verdict(i, j)
+        return j
+
+    # -- the search ---------------------------------------------------------------------------
+    def run(self) -> list[Step]:
+        """Pin every step (or, with ``stop_at_regression``, up to the next regression: call again
+        to go on to the one after it). Returns every step pinned so far."""
+        stack = self._stack
+        while stack:
+            a, b, check = stack.pop()
+            if check and not self.apart(a, b):
+                self.dropped.append((a, b))
+                continue
+            skip = {i - a: Verdict.SKIP for i in range(a + 1, b) if i in self.failed or i in self.unsure}
+            costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
+            j = next_probe(b - a + 1, skip, costs)
+            if j is None:
+                if b - a == 1 and not self.apart(a, b, own=True):
+                    self.dropped.append((a, b))  # the two states themselves do not differ
+                    continue
+                step = Step(a, b, float(np.mean(self.ref(a))), float(np.mean(self.ref(b))))
+                self.steps.append(step)
+                if self.stop_at_regression and step.regression(self.higher_is_better):
+                    self.more_after = bool(stack)
+                    return self.steps
+                continue
+            i = a + j
+            v = self.decide(i, a, b).level
+            if v is Level.SKIP:
+                stack.append((a, b, i in self.unsure and i not in self.failed))
+            elif v is Level.LOW:
+                self._join(i, a)
+                stack.append((i, b, False))
+            elif v is Level.HIGH:
+                self._join(i, b)
+                stack.append((a, i, False))
+            else:
+                stack += [(i, b, True), (a, i, True)]
+        self.more_after = False
+        return self.steps
+
+    def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
+        """Fresh samples of the step's two states (``fresh(state, count)``), each judged between
+        their stored samples: LOW then HIGH confirms the step."""
+        out = []
+        for i in (step.lo, step.hi):
+            got: list[float] = []
+
+            def sample(want: int, i=i, got=got) -> list[float] | None:
+                if len(got) < want:
+                    new = fresh(i, want - len(got))
+                    if new is None:
+                        return None
+                    got.extend(new)
+                return got
+            out.append(self.sequential(sample, step.lo, step.hi))
+        return out[0], out[1]

@@ -137,7 +137,9 @@ class NightlyPoint:
 
 
 #: Most samples of one state while a bisection's verdict on it is unsure (--max-repeats).
-DEFAULT_MAX_REPEATS = 10
+DEFAULT_MAX_REPEATS = 20
+#: The smallest step a bisection pins, as a fraction of the level (``--min-change`` of bisect).
+BISECT_MIN_CHANGE = 0.02
 
 
 class Mode(str, Enum):

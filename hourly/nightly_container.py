@@ -33,8 +33,6 @@ from .errors import UserError
 PY_TARGET = "/opt/hourly/python"
 BIN_TARGET = "/opt/hourly/bin"
 WORKDIR_TARGET = "/hourly-work"
-#: what hourly needs inside the container (its scan/bisect side); their dependencies follow
-ROOTS = ("typer", "click", "rich", "GitPython", "tenacity", "tomli", "docker")
 #: heavy or unneeded distributions that are never copied: JAX images bring numpy and scipy
 #: (jax requires both), and the scan side needs none of the others
 SKIP = {"numpy", "scipy", "matplotlib", "colorama", "pillow",
@@ -52,11 +50,32 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def dependency_closure(roots=ROOTS, skip=SKIP) -> list[md.Distribution]:
-    """Installed distributions reachable from ``roots`` (skipping ``skip``), host-side."""
+def _requirement_names(dist: md.Distribution) -> list[str]:
+    """Names of what ``dist`` requires outside any extra (environment markers are not
+    evaluated: a requirement that does not apply here is simply not installed)."""
+    out = []
+    for req in dist.requires or []:
+        if "extra ==" in req:
+            continue
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def required_roots() -> tuple[str, ...]:
+    """What hourly needs inside the container: the distributions hourly's installed metadata
+    really requires (pyproject's dependencies), less :data:`SKIP`; their dependencies follow."""
+    skip_n = {_norm(s) for s in SKIP}
+    return tuple(n for n in _requirement_names(md.distribution("hourly")) if _norm(n) not in skip_n)
+
+
+def dependency_closure(roots=None, skip=SKIP) -> list[md.Distribution]:
+    """Installed distributions reachable from ``roots`` (default: :func:`required_roots`), skipping
+    ``skip``, host-side."""
     skip_n = {_norm(s) for s in skip}
     seen: dict[str, md.Distribution] = {}
-    stack = list(roots)
+    stack = list(required_roots() if roots is None else roots)
     while stack:
         name = _norm(stack.pop())
         if name in seen or name in skip_n:
@@ -66,12 +85,7 @@ def dependency_closure(roots=ROOTS, skip=SKIP) -> list[md.Distribution]:
         except md.PackageNotFoundError:
             continue  # e.g. tomli on Python >= 3.11: the container may need it; see missing()
         seen[name] = dist
-        for req in dist.requires or []:
-            if "extra ==" in req:
-                continue
-            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-            if m:
-                stack.append(m.group(1))
+        stack.extend(_requirement_names(dist))
     return list(seen.values())
 
 

@@ -1,26 +1,33 @@
-"""Time parsing: the guide's forms and ISO 8601, always in an explicit zone.
+"""Time parsing: dates and times as people write them, always in an explicit zone.
 
-A time string without a zone is read in the zone the user names (``--tz``, default UTC), never in
+The text is read by python-dateutil's parser ("Aug 24 2023", "Sept 3 2023", "24 Aug 2023",
+"2023-08-24 13:00", ISO 8601 with an offset, …), with a trailing IANA zone name accepted on top. A
+time string without a zone is read in the zone the user names (``--tz``, default UTC), never in
 the process's local zone: ``git rev-list --before="Aug 24 2023 12:00:00"`` reads it in local time,
-which changed 68 of 75 (xla, jax) pairs between UTC and Los Angeles on the real histories.
+which changed 68 of 75 (xla, jax) pairs between UTC and Los Angeles on the real histories. Zone
+abbreviations other than UTC/GMT/Z are refused (dateutil would read one that matches the machine's
+own zone as local time, and ignore any other).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import UserError
 
-_GUIDE_FORMATS = [
-    "%b %d %Y %H:%M:%S", "%b %d %Y %H:%M", "%b %d %Y",
-    "%B %d %Y %H:%M:%S", "%B %d %Y %H:%M", "%B %d %Y",
-    "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d",
-]
+_ZONE_SUFFIX = re.compile(r"^(?P<body>.*?)(?:\s+(?P<name>[A-Za-z_]+/[A-Za-z_/+-]+))$")
+_UTC_NAMES = ("UTC", "Z", "GMT")
+_FORMS = '"Aug 24 2023", "24 Aug 2023 13:00", 2023-08-24 or ISO 8601 like 2023-08-24T12:00:00Z'
 
-_ZONE_SUFFIX = re.compile(r"^(?P<body>.*?)(?:\s+(?P<name>UTC|GMT|Z|[A-Za-z_]+/[A-Za-z_/+-]+))$")
+# Two defaults that differ in every field: a field the text gives is the same in both parses, a
+# field it leaves out comes from the default and differs. (Comparing the parses, not looking for
+# ":" in the text, is what tells "Aug 24 2023 00:00" (a time) from "Aug 24 2023" (a whole day).)
+_DEFAULT_A = datetime(2001, 1, 1, 0, 0, 0, 0)
+_DEFAULT_B = datetime(2002, 2, 2, 1, 1, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,7 @@ class ParsedTime:
 
 
 def get_zone(name: str):
-    if name.upper() in ("UTC", "Z", "GMT"):
+    if name.upper() in _UTC_NAMES:
         return timezone.utc
     try:
         return ZoneInfo(name)
@@ -42,48 +49,58 @@ def get_zone(name: str):
                         "use an IANA name such as UTC or America/Los_Angeles") from e
 
 
+class _ZoneAbbreviation(Exception):
+    pass
+
+
+def _tzinfos(name: str | None, offset: int | None):
+    """dateutil's hook (called for every text, with or without a zone): offsets and UTC only."""
+    if name is None and offset is None:
+        return None  # no zone in the text: read it in --tz
+    if name is None or name.upper() in _UTC_NAMES:
+        return timezone(timedelta(seconds=offset or 0))
+    raise _ZoneAbbreviation(name)
+
+
+def _parse(body: str, default: datetime) -> datetime:
+    from dateutil import parser  # where it is used: commands that read no time start faster
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", parser.UnknownTimezoneWarning)
+        return parser.parse(body, default=default, tzinfos=_tzinfos)
+
+
 def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
-    """Parse ``text`` (guide form or ISO 8601); a time without a zone is in ``tz``."""
-    raw = text.strip()
+    """Parse ``text`` (a date, a date and time, ISO 8601); a time without a zone is in ``tz``."""
+    raw = re.sub(r"\s+", " ", text.strip())
     if not raw:
-        raise UserError("empty time", 'give a time such as "Aug 24 2023" or 2023-08-24T12:00Z')
+        raise UserError("empty time", f"give a time such as {_FORMS}")
     zone = get_zone(tz)
     body = raw
     m = _ZONE_SUFFIX.match(raw)
-    if m and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
+    if m:
         body, zone = m.group("body"), get_zone(m.group("name"))
     # "24:00" is the next day's 00:00: accept it, but it names the same instant.
     extra = timedelta(0)
-    m24 = re.search(r"\b24:00(:00)?$", body)
+    m24 = re.search(r"(?<![\d:])24:00(:00)?(?=\s*(?:[A-Za-z]+|[+-]\d\d:?\d\d)?$)", body)
     if m24:
-        body = body[:m24.start()] + "00:00" + (m24.group(1) or "")
+        body = body[:m24.start()] + "00:00" + (m24.group(1) or "") + body[m24.end():]
         extra = timedelta(days=1)
-    dt = _parse_body(body)
-    if dt is None:
-        raise UserError(f"cannot parse time {text!r}",
-                        'use "Aug 24 2023", "Aug 24 2023 12:00:00" or ISO 8601 like 2023-08-24T12:00:00Z')
-    date_only = _looks_date_only(body)
+    try:
+        a, b = _parse(body, _DEFAULT_A), _parse(body, _DEFAULT_B)
+    except _ZoneAbbreviation as e:
+        raise UserError(f"cannot tell which zone {e.args[0]!r} in {text!r} is",
+                        "give an offset (-07:00), an IANA name (America/Los_Angeles) or --tz") from None
+    except (ValueError, OverflowError, RuntimeWarning):  # RuntimeWarning: dateutil's UnknownTimezoneWarning
+        raise UserError(f"cannot parse time {text!r}", f"use {_FORMS}") from None
+    if (a.year, a.month, a.day) != (b.year, b.month, b.day):
+        raise UserError(f"{text!r} is not a whole date", f"give the year, month and day, e.g. {_FORMS}")
+    date_only = a.hour != b.hour and a.minute != b.minute
+    dt = a  # missing time fields are 0
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=zone)
+    elif m:
+        raise UserError(f"{text!r} names two zones", "give either an offset or a zone name")
     return ParsedTime((dt + extra).astimezone(timezone.utc), date_only and not extra, dt.tzinfo)
-
-
-def _parse_body(body: str) -> datetime | None:
-    body = re.sub(r"\s+", " ", body.strip())
-    try:
-        return datetime.fromisoformat(body.replace("Z", "+00:00") if body.endswith("Z") else body)
-    except ValueError:
-        pass
-    for fmt in _GUIDE_FORMATS:
-        try:
-            return datetime.strptime(body, fmt)
-        except ValueError:
-            continue
-    return None
-
-
-def _looks_date_only(body: str) -> bool:
-    return ":" not in body and "T" not in body.upper().replace("OCT", "").replace("SEPT", "")
 
 
 _STEP = re.compile(r"^\s*(?P<n>\d+)\s*(?P<unit>s|sec|m|min|h|hr|hour|hours|d|day|days)?\s*$", re.I)

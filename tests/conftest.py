@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import site
+import subprocess
 import venv
+from pathlib import Path
 
 import pytest
 
@@ -23,12 +26,28 @@ def made(tmp_path):
     return make_repos(tmp_path / "repos", DEMO_CHANGES)
 
 
+def make_venv_seeing_this_python(path) -> str:
+    """A venv whose own site-packages come first, then those of the Python running the tests.
+
+    ``system_site_packages=True`` is not that when the tests run in a venv themselves: it
+    reaches the *base* interpreter's site-packages, where jax (or anything the suite installed)
+    is not. A ``.pth`` line that calls ``site.addsitedir`` on the running interpreter's
+    site-packages adds them, with their own ``.pth`` files (an editable hourly) processed."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(path)
+    python = str(path / "bin" / "python")
+    own = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
+    (Path(own) / "_running_python.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs))
+    return python
+
+
 @pytest.fixture(scope="session")
 def venv_python(tmp_path_factory) -> str:
-    """A virtual environment that receives the builds (never the test runner's own Python)."""
-    path = tmp_path_factory.mktemp("venv")
-    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(path)
-    return str(path / "bin" / "python")
+    """A virtual environment that receives the builds (never the test runner's own Python), and
+    sees the packages of the Python running the tests (jax, for the profile test)."""
+    return make_venv_seeing_this_python(tmp_path_factory.mktemp("venv"))
 
 
 @pytest.fixture

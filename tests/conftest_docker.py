@@ -41,12 +41,92 @@ def _unavailable(what: str) -> None:
     pytest.skip(f"{what}; {HINT}")
 
 
+# Low-level listings throughout: the SDK's images.list()/containers.list() inspect each object
+# after listing, and fail when another run sharing the engine removes one in between.
+
+def _engine_objects(client) -> tuple[set[str], set[str]]:
+    """IDs of every image (intermediate and dangling ones included) and every container."""
+    return ({i["Id"] for i in client.api.images(all=True)},
+            {c["Id"] for c in client.api.containers(all=True)})
+
+
+def _tags(image: dict) -> list[str]:
+    return [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
+
+
+def _leaks(client, sid: str, images0: set[str], containers0: set[str]) -> tuple[list[str], list[str]]:
+    """What appeared on the engine since the session began and is this session's: untagged
+    images (a failed build's layers) or ones tagged with ``sid``; containers whose name, image
+    or labels carry ``sid``. Images tagged for other runs sharing the engine are theirs."""
+    images = []
+    for i in client.api.images(all=True):
+        if i["Id"] in images0:
+            continue
+        tags = _tags(i)
+        if any(sid in t for t in tags) or (not tags and not _anothers(client, i["Id"], sid)):
+            images.append(f"{i['Id'][7:19]} {tags or '<untagged>'}")
+    conts = []
+    for c in client.api.containers(all=True):
+        if c["Id"] in containers0:
+            continue
+        name = (c.get("Names") or ["?"])[0].lstrip("/")
+        text = " ".join([name, str(c.get("Image", "")),
+                         *(f"{k}={v}" for k, v in (c.get("Labels") or {}).items())])
+        if sid in text:
+            conts.append(f"{name} ({c.get('State', '?')})")
+    return sorted(images), sorted(conts)
+
+
+def _anothers(client, image_id: str, sid: str) -> bool:
+    """Whether an untagged image is a layer built on another run's tagged image (its nearest
+    tagged ancestor does not carry ``sid``)."""
+    for _ in range(100):
+        try:
+            parent = client.api.inspect_image(image_id).get("Parent") or ""
+            if not parent:
+                return False
+            tags = _tags({"RepoTags": client.api.inspect_image(parent).get("RepoTags")})
+        except Exception:  # noqa: BLE001 - gone meanwhile: count it
+            return False
+        if tags:
+            return not any(sid in t for t in tags)
+        image_id = parent
+    return False
+
+
 @pytest.fixture(scope="session")
-def docker_client():
+def docker_client(test_scan_id):
+    """The engine; at the end of the session, every image and container the tests made must be
+    gone (failed builds included). Images tagged with the session id are removed first (that is
+    their cleanup); anything else of this session still there is a leak: an error under CI=true,
+    a warning elsewhere (an untagged image may then be another run's, on a shared engine)."""
     try:
-        return containers.new_client()
+        client = containers.new_client()
     except UserError as e:
         _unavailable(e.message)
+    images0, containers0 = _engine_objects(client)
+    yield client
+    remove_session_images(client, test_scan_id)
+    images, conts = _leaks(client, test_scan_id, images0, containers0)
+    if not images and not conts:
+        return
+    msg = (f"the Docker tests left {len(images)} image(s) and {len(conts)} container(s) on the "
+           f"engine: images {images}, containers {conts}")
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg, pytrace=False)
+    import warnings
+    warnings.warn(msg + " (not an error outside CI: untagged images may be another run's)")
+
+
+def remove_session_images(client, sid: str) -> None:
+    """Remove every image tagged with the session id ``sid`` (idempotent)."""
+    for img in client.api.images():
+        for tag in _tags(img):
+            if sid in tag:
+                try:
+                    client.images.remove(tag, force=True)
+                except Exception:  # noqa: BLE001 - best-effort tidying; the leak check reports
+                    pass
 
 
 def _registry_up(addr: str) -> bool:
@@ -75,21 +155,22 @@ def test_scan_id():
         client = containers.new_client()
     except UserError:
         return
-    for img in client.images.list():
-        for tag in img.tags:
-            if sid in tag:
-                try:
-                    client.images.remove(tag, force=True)
-                except Exception:  # noqa: BLE001 - best-effort tidying, never a test failure
-                    pass
+    remove_session_images(client, sid)
 
 
 @pytest.fixture(scope="session")
 def nightly_images(docker_client, registry, test_scan_id):
-    """The standard fake nightlies: local tags ``localhost/hourly-test/jax:nightly-<date>`` and
-    the same images pushed to ``<registry>/hourly-<id>/jax:nightly-<date>`` (not kept locally)."""
-    return build_nightly_set(docker_client, "localhost/hourly-test/jax:nightly-{date}",
-                             f"{registry}/hourly-{test_scan_id}/jax:nightly-{{date}}")
+    """The standard fake nightlies: local tags ``localhost/hourly-test/jax-<id>:nightly-<date>``
+    and the same images pushed to ``<registry>/hourly-<id>/jax:nightly-<date>`` (not kept
+    locally); the session id keeps runs that share an engine from removing each other's."""
+    ns = build_nightly_set(docker_client, f"localhost/hourly-test/jax-{test_scan_id}:nightly-{{date}}",
+                           f"{registry}/hourly-{test_scan_id}/jax:nightly-{{date}}")
+    yield ns
+    for d in ns.dates:
+        try:
+            docker_client.images.remove(ns.local_template.format(date=d), force=True)
+        except Exception:  # noqa: BLE001 - a missing date has no image; the leak check reports
+            pass
 
 
 @pytest.fixture

@@ -291,13 +291,18 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
                 if name.endswith(".so"):
                     elves.append(str(p))
     if site_packages:
+        import site
+
         from hourly.nightly_container import dependency_closure
+        # The packages come from the Python running the tests, often a venv; the image has its
+        # base interpreter only, so they go to that interpreter's own site-packages.
+        base_site = Path(site.getsitepackages([sys.base_prefix])[0])
         for dist in dependency_closure(site_packages, skip=()):
             for f in dist.files or []:
                 src = Path(dist.locate_file(f))
                 if str(f).startswith("..") or "__pycache__" in str(f) or not src.is_file():
                     continue
-                t.file(str(src), src.read_bytes(), 0o755 if str(f).endswith(".so") else 0o644)
+                t.file(str(base_site / f), src.read_bytes(), 0o755 if str(f).endswith(".so") else 0o644)
     import shutil as _shutil
     git = _shutil.which("git")  # hourly imports GitPython, which wants a git binary (JAX images have one)
     if git:

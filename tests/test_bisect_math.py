@@ -148,3 +148,105 @@ def test_classifier_error_rate_on_many_draws(rng):
             wrong += 1
     assert wrong / trials < 0.05
     assert unsure / trials < 0.25
+
+
+# -- every step of a window: StepSearch ---------------------------------------------------------
+
+from hourly.bisect_math import Level, StepSearch, differ, judge, resolvable_change  # noqa: E402
+
+
+def levels(n, steps, base=1000.0):
+    """Level of each of n states with (first state at the new level, factor) steps."""
+    out = []
+    for i in range(n):
+        v = base
+        for pos, f in steps:
+            if i >= pos:
+                v *= f
+        out.append(v)
+    return out
+
+
+def simulate(n, steps, noise, seed, **kw):
+    """StepSearch against simulated measurements: (steps found, distinct states measured, runs)."""
+    rng = np.random.default_rng(seed)
+    lv = levels(n, steps)
+    measured, runs = set(), [0]
+
+    def measure(i, count):
+        measured.add(i)
+        runs[0] += count
+        return list(lv[i] * (1 + noise * rng.standard_normal(count)))
+    search = StepSearch(n, measure, **kw)
+    search.get(0, 3), search.get(n - 1, 3)
+    return search.run(), len(measured), runs[0]
+
+
+def test_judge_three_ways():
+    low = [100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7, 100.0]
+    high = [91.1, 90.9, 91.0, 91.2, 90.8, 91.0, 91.1, 90.9]
+    at = lambda m: [m - 0.2, m + 0.1, m + 0.2, m - 0.1, m]  # noqa: E731
+    assert judge(at(100.0), low, high, 0.3, 30, 1.5).level is Level.LOW
+    assert judge(at(91.0), low, high, 0.3, 30, 1.5).level is Level.HIGH
+    # 2 below the earlier end, 7 above the later: a step on each side
+    assert judge(at(98.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
+    # beyond the later end (a regression, then an improvement back up to it)
+    assert judge(at(87.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
+    # one sample at 0.7 noise cannot tell 1.5 from 0; out of repeats: the nearer end by 20:1, else skip
+    assert judge([99.0], low, high, 0.7, 30, 1.5).level is Level.UNSURE
+    assert judge([99.2], low, high, 0.7, 30, 1.5, final=True).level is Level.LOW
+    near = [x + 7 for x in high]  # ends 2 apart: halfway is neither's nor either end's
+    assert judge([99.0], low, near, 0.7, 30, 1.5, final=True).level is Level.SKIP
+
+
+def test_differ_and_the_resolvable_change():
+    same = [100.0, 100.5, 99.5, 100.2, 99.8, 100.1]
+    assert differ(same, [100.1, 99.9, 100.3, 99.7, 100.0, 100.2], 0.3, 10, 2.0) is False
+    assert differ(same, [97.9, 98.1, 98.0, 97.7, 98.2, 98.0], 0.3, 10, 2.0) is True
+    assert differ(same, [99.0], 0.3, 10, 2.0) is None
+    # what --max-repeats can resolve shrinks as 1/sqrt(repeats)
+    assert resolvable_change(0.7, 40) == pytest.approx(resolvable_change(0.7, 10) / 2)
+
+
+def test_two_steps_one_small_under_real_noise_every_seed():
+    """The issue's window: -7 % and -2 % among 107 states, 0.7 % noise per run, 100 seeds."""
+    for seed in range(100):
+        steps, builds, runs = simulate(107, [(31, 0.93), (77, 0.98)], 0.007, seed)
+        assert [(s.lo, s.hi) for s in steps] == [(30, 31), (76, 77)], seed
+        assert builds <= math.ceil(math.log2(math.comb(106, 2))) + 2 + 2 + 3, (seed, builds)
+
+
+def test_compensating_steps_are_both_found():
+    # a regression, then an improvement that wins back most of it: the ends differ by little
+    for seed in range(20):
+        steps, _, _ = simulate(64, [(20, 0.92), (45, 1.06)], 0.005, seed)
+        assert [(s.lo, s.hi, s.regression(True)) for s in steps] == [(19, 20, True), (44, 45, False)], seed
+    # stopping at the first regression says the rest of the window holds a step
+    rng = np.random.default_rng(1)
+    lv = levels(64, [(20, 0.92), (45, 1.06)])
+    search = StepSearch(64, lambda i, c: list(lv[i] * (1 + 0.005 * rng.standard_normal(c))), stop_at_regression=True)
+    assert [(s.lo, s.hi) for s in search.run()] == [(19, 20)] and search.more_after
+
+
+def test_noise_free_builds_stay_within_the_limit():
+    """ceil(log2 C(N-1, k)) + k + 2 builds for k steps among N states (one commit each)."""
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(8, 160))
+        k = int(rng.integers(1, 4))
+        pos = sorted(int(p) for p in rng.choice(np.arange(1, n), size=k, replace=False))
+        steps = [(p, float(rng.choice([0.9, 0.95, 0.97]))) for p in pos]
+        found, builds, _ = simulate(n, steps, 0.0, 0)
+        assert [(s.lo, s.hi) for s in found] == [(p - 1, p) for p in pos], (n, steps)
+        assert builds <= math.ceil(math.log2(math.comb(n - 1, k))) + k + 2, (n, steps, builds)
+
+
+def test_untestable_states_leave_a_range_and_a_step_below_min_change_is_not_searched():
+    lv = levels(40, [(20, 0.95)])
+    search = StepSearch(40, lambda i, c: None if i in (19, 20, 21) else [lv[i]] * c,
+                        failed={18: "build failed"})
+    (step,) = search.run()
+    assert (step.lo, step.hi) == (17, 22) and not step.adjacent
+    # a 0.5 % step beside a 6 % one: with --min-change 2 % only the 6 % step is pinned
+    steps, _, _ = simulate(50, [(10, 0.995), (30, 0.94)], 0.001, 0, min_change=0.02)
+    assert [(s.lo, s.hi) for s in steps] == [(29, 30)]

@@ -164,12 +164,15 @@ def _expected(spec: NightlySpec) -> dict:
             "xla": spec.xla, "jax": spec.jax}
 
 
-def _leftovers(client):
-    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=nightly"})]
+def _leftovers(client, sid):
+    """Nightly containers of this session (all its images carry ``sid``) still on the engine;
+    other runs sharing the engine may have their own running meanwhile."""
+    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=nightly"})
+            if sid in str(c.attrs.get("Config", {}).get("Image", ""))]
 
 
 @pytest.mark.docker
-def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images, bench_dir):
+def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images, bench_dir, test_scan_id):
     template = nightly_images.registry_template
     wd = bench_dir / "work"
     res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--image", template,
@@ -194,7 +197,7 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
     log = (wd / "logs" / "nightly" / "2023-08-24-run1.log").read_text()
     assert "fake crash" in log and "# exit: 1" in log
     assert "MLUPS: 80.0" in (wd / "logs" / "nightly" / "2023-08-25-run2.log").read_text()
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
     # the table: the guide's grep MLUPS, readable, with the boundary and the next commands
     shown = hourly("nightly", "--show", "--workdir", str(wd), cwd=bench_dir)
@@ -220,7 +223,7 @@ def test_nightly_pulls_runs_stores_and_hands_over(docker_client, nightly_images,
 
 
 @pytest.mark.docker
-def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench_dir):
+def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench_dir, test_scan_id):
     wd = bench_dir / "work"
     args = ["nightly", "--from", "2023-08-20", "--to", "2023-08-26", "--every", "2", "--gpus", "none",
             "--json"]
@@ -236,7 +239,7 @@ def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench
                     "--no-pull", "--workdir", str(wd / "b"), cwd=bench_dir)
     assert remote.returncode == 0, remote.output
     assert {p["status"] for p in json.loads(remote.output)["points"]} == {"missing"}
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
 
 @pytest.mark.docker
@@ -249,7 +252,7 @@ def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
                  cwd=bench_dir)
     assert res.returncode == 0, res.output
     assert [p["status"] for p in json.loads(res.output)["points"]] == ["timeout", "no_metric"]
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
 
 
 @pytest.mark.docker
@@ -288,7 +291,7 @@ def _interrupt_nightly(docker_client, bench_dir, test_scan_id):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert _leftovers(docker_client) == []
+    assert _leftovers(docker_client, test_scan_id) == []
     done = Store(wd).nightly_points(N.NightlySettings(**Store(wd).load_settings("nightly")).key())
     assert done["2023-09-01"].value == 5.0 and "2023-09-02" not in done
     return proc.returncode, out
@@ -335,6 +338,7 @@ def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, 
     while time.monotonic() < deadline and docker_client.containers.list(all=True, filters={"name": name}):
         time.sleep(0.2)
     assert docker_client.containers.list(all=True, filters={"name": name}) == []  # removed on stop
+    docker_client.images.remove(ref, force=True)
 
 
 @pytest.mark.docker
@@ -360,18 +364,46 @@ def test_container_missing_date_is_a_clear_error(docker_client, nightly_images, 
 def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     """docker/Dockerfile built for real (SDK build, legacy builder) on a base with a Python, pip
     and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
+    import re
+
+    import docker.errors
+
+    from hourly.nightly_container import required_roots
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
-    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", "typer", "GitPython",
-                                            "tenacity", "rich", "click", "numpy", "scipy", "docker",
-                                            "requests", "urllib3", "idna", "certifi", "charset-normalizer"))
+    # pip, a build backend and what hourly really requires (its declared dependencies, as
+    # `hourly container` copies them, with the numpy and scipy JAX images have), all from the
+    # Python running the tests (a venv, usually)
+    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", *required_roots(),
+                                            "numpy", "scipy"))
     tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
-    docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, pull=False,
-                               rm=True, forcerm=True,
-                               buildargs={"BASE": base,
-                                          "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
-    from hourly import containers as C
-    res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
-                          docker_client=docker_client)
+    try:
+        try:
+            docker_client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag,
+                                       pull=False, rm=True, forcerm=True,
+                                       buildargs={"BASE": base,
+                                                  "PIP_ARGS": "--no-index --no-deps --no-build-isolation"})
+        except docker.errors.BuildError as e:
+            # a failed build leaves the layers of its finished steps untagged: remove them,
+            # newest first, so no dangling image stays on the engine
+            chunks = list(e.build_log)  # an iterator, readable once
+            made = [m.group(1) for chunk in chunks for m in
+                    [re.match(r"\s*---> ([0-9a-f]{12})\s*$", chunk.get("stream", ""))] if m]
+            for image_id in reversed(made[1:]):  # made[0] is the base image itself
+                try:
+                    docker_client.images.remove(image_id, force=True)
+                except docker.errors.APIError:
+                    pass
+            log = "".join(chunk.get("stream", "") for chunk in chunks)
+            pytest.fail(f"docker/Dockerfile did not build: {e}\n{log[-3000:]}")
+        from hourly import containers as C
+        res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
+                              docker_client=docker_client)
+    finally:
+        for ref in (tag, base):
+            try:
+                docker_client.images.remove(ref, force=True)
+            except docker.errors.NotFound:
+                pass
     lines = res.output.splitlines()
     assert res.exit_code == 0 and lines[:2] == ["/dir", "0.1.0"], res.output
     assert lines[2] == "gone"  # the source copy is not left in the image

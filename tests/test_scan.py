@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -272,7 +273,9 @@ def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, ma
 
 
 def test_console_script_runs(tmp_path):
-    out = subprocess.run(["hourly", "--help"], capture_output=True, text=True)
+    # the script pip installed for the Python running the tests (not whatever `hourly` PATH finds)
+    script = Path(sysconfig.get_path("scripts")) / "hourly"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "scan" in out.stdout
 
 

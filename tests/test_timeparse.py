@@ -22,6 +22,68 @@ def test_forms_read_in_utc_by_default(text, expected):
     assert iso_utc(parse_time(text).when) == expected
 
 
+# (text, --tz, instant in UTC, date alone?): the forms people write, each read once
+FORMS = [
+    ("Aug 24 2023", "UTC", "2023-08-24T00:00:00Z", True),
+    ("August 24 2023", "UTC", "2023-08-24T00:00:00Z", True),  # was read as a time (T of AUGUST)
+    ("Sept 3 2023", "UTC", "2023-09-03T00:00:00Z", True),  # did not parse at all
+    ("Sep 3 2023", "UTC", "2023-09-03T00:00:00Z", True),
+    ("September 3 2023", "UTC", "2023-09-03T00:00:00Z", True),
+    ("October 2 2023", "UTC", "2023-10-02T00:00:00Z", True),
+    ("24 Aug 2023", "UTC", "2023-08-24T00:00:00Z", True),
+    ("Thu Aug 24 2023", "UTC", "2023-08-24T00:00:00Z", True),
+    ("2023-08-24", "UTC", "2023-08-24T00:00:00Z", True),
+    ("2023-08-24", "America/Los_Angeles", "2023-08-24T07:00:00Z", True),
+    ("  Aug   24  2023 ", "UTC", "2023-08-24T00:00:00Z", True),
+    ("2023-08-24 13:00", "UTC", "2023-08-24T13:00:00Z", False),
+    ("2023-08-24 13:00", "America/Los_Angeles", "2023-08-24T20:00:00Z", False),
+    ("Aug 24 2023 13:00", "UTC", "2023-08-24T13:00:00Z", False),
+    ("August 24 2023 13:00", "Europe/Paris", "2023-08-24T11:00:00Z", False),
+    ("24 Aug 2023 13:00:30", "UTC", "2023-08-24T13:00:30Z", False),
+    ("Aug 24 2023 1pm", "UTC", "2023-08-24T13:00:00Z", False),
+    ("Aug 24 2023 00:00", "UTC", "2023-08-24T00:00:00Z", False),  # midnight given is a time
+    ("2023-08-24 00:00:00", "UTC", "2023-08-24T00:00:00Z", False),
+    ("2023-08-24T00:00", "UTC", "2023-08-24T00:00:00Z", False),
+    ("2023-08-24T13:00:00Z", "America/Los_Angeles", "2023-08-24T13:00:00Z", False),  # its zone wins
+    ("2023-08-24T13:00:00+02:00", "UTC", "2023-08-24T11:00:00Z", False),
+    ("2023-08-24T13:00-0700", "UTC", "2023-08-24T20:00:00Z", False),
+    ("2023-08-24T13:00:00.5Z", "UTC", "2023-08-24T13:00:00Z", False),  # shown to the second
+    ("Aug 24 2023 13:00 UTC", "America/Los_Angeles", "2023-08-24T13:00:00Z", False),
+    ("Aug 24 2023 13:00 GMT", "UTC", "2023-08-24T13:00:00Z", False),
+    ("Aug 24 2023 13:00 America/Los_Angeles", "UTC", "2023-08-24T20:00:00Z", False),
+    ("2023-08-24 Europe/Paris", "UTC", "2023-08-23T22:00:00Z", True),
+    ("Aug 24 2023 24:00", "UTC", "2023-08-25T00:00:00Z", False),
+    ("2023-08-24T24:00Z", "UTC", "2023-08-25T00:00:00Z", False),
+]
+
+
+@pytest.mark.parametrize("text,tz,expected,date_only", FORMS)
+def test_times_as_people_write_them(text, tz, expected, date_only):
+    p = parse_time(text, tz=tz)
+    assert (iso_utc(p.when), p.date_only) == (expected, date_only)
+
+
+@pytest.mark.parametrize("end", ["August 26 2023", "Aug 26 2023", "26 Aug 2023", "2023-08-26", "Sept 3 2023"])
+def test_a_date_alone_as_end_always_covers_the_whole_day(end):
+    t0, t1 = window("Aug 24 2023", end)
+    day = parse_time(end).when
+    assert t1 == day + timedelta(days=1)  # the end of that day: none of its hours is dropped
+
+
+@pytest.mark.parametrize("bad,says", [
+    ("Aug 2023", "not a whole date"), ("2023", "not a whole date"), ("13:00", "not a whole date"),
+    ("Aug 24 2023 13:00 PST", "which zone"),  # an abbreviation dateutil would read as local or drop
+    ("Aug 24 2023 13:00 EST", "which zone"),
+    ("Aug 24 2023 13:00+02:00 Europe/Paris", "two zones"),
+    ("Aug 24 2023 13:00 Mars/Olympus", "time zone"),
+    ("Augus 24 2023", "cannot parse"), ("Feb 30 2023", "cannot parse"), ("Aug 24 2023 25:00", "cannot parse"),
+])
+def test_unreadable_times_say_what_is_wrong(bad, says):
+    with pytest.raises(UserError, match=says) as e:
+        parse_time(bad)
+    assert e.value.fix
+
+
 def test_zone_less_time_uses_tz_never_the_process_zone(monkeypatch):
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     assert iso_utc(parse_time("Aug 24 2023 12:00:00").when) == "2023-08-24T12:00:00Z"

@@ -6,7 +6,7 @@ import json
 from typing import Any, Optional
 
 from ..errors import UsageError
-from ..model import DEFAULT_MAX_REPEATS, Mode
+from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
 from .common import BENCHMARK, BUILD, REPOSITORIES, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
 
 
@@ -16,6 +16,7 @@ def bisect(
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
     mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
+    min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
@@ -25,6 +26,9 @@ def bisect(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
+    if not 0 < min_change < 1:
+        raise UsageError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
+                         "pass --min-change 0.02 for 2 %")
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from ..bisect import run_bisect
@@ -36,7 +40,7 @@ def bisect(
     quiet = json_out or log
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler)
+    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change)
     if json_out:
         out = {"regressions": answers}
         if log:
