@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .build import Builder, Workspace
-from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
                           State, Step, StepSearch, Verdict, bounds, candidate_states, classify, exit_transitions,
                           exit_verdict, next_probe, separation, step_commits, worse)
 from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
@@ -192,6 +192,7 @@ class Bisector:
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
+        self._split = [0, 0]  # jaxlib builds, jax package builds not yet in a recorded row
         self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
         from .cherry import parse
         self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
@@ -212,7 +213,11 @@ class Bisector:
     def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
         m = self.measurer()
         b0, r0 = m.builder.builds_run, m.runs
+        l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
         meas = m.measure(pair, repeats, origin="bisect")
+        # jaxlib and jax package builds, carried by the next recorded row (answers report their sums)
+        self._split[0] += m.builder.jaxlib_builds - l0
+        self._split[1] += m.builder.jax_builds - j0
         return meas, m.builder.builds_run - b0, m.runs - r0
 
     def _stored(self, pair: Pair) -> list[Measurement]:
@@ -232,7 +237,8 @@ class Bisector:
     def cost(self, pair: Pair) -> float:
         if self._known_failed(pair) or self._stored(pair):
             return COST_MEASURED
-        return COST_CACHED if self._cache.is_cached(pair) else COST_BUILD
+        # priced by what it rebuilds: jaxlib cached (same XLA commit and native inputs) is nearly free
+        return {"cached": COST_CACHED, "jax": COST_JAX_BUILD}.get(self._cache.need(pair).value, COST_BUILD)
 
     def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]] | None,
                  fresh: bool = False) -> Probe:
@@ -280,7 +286,10 @@ class Bisector:
             samples = samples + m.samples
 
     def _record(self, bid: int, p: Probe) -> Probe:
-        self.store.add_probe(bid, p.row())
+        row = p.row()
+        row["jaxlib_builds"], row["jax_builds"] = self._split
+        self._split = [0, 0]
+        self.store.add_probe(bid, row)
         self.handler.verdict(p)
         return p
 

@@ -70,6 +70,10 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "states": len(states),
         "probes": [bisector.probe_row(r, bisector._side(r, states, b)) for r in rows],
         "builds": sum(r["builds"] for r in rows),
+        # priced builds (docs/builds.md): runs of --build-cmd (each builds jaxlib) and builds of the
+        # jax package alone (--only jax, or a state whose jaxlib was cached)
+        "jaxlib_builds": sum(r.get("jaxlib_builds") or 0 for r in rows),
+        "jax_builds": sum(r.get("jax_builds") or 0 for r in rows),
         "runs": sum(r["runs"] for r in rows),
         "pinned": bisector.pin.as_json() if getattr(bisector, "pin", None) else None,
     }
@@ -95,7 +99,7 @@ def error_answer(w: Window, mode: str, e: UserError) -> dict:
             "mode": mode, "error": e.one_line(), "culprit": None, "range": [],
             "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
             "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
-            "runs": 0, "continues_at": None, "pinned": None}
+            "runs": 0, "continues_at": None, "pinned": None, "jaxlib_builds": 0, "jax_builds": 0}
 
 
 # -- git bisect log -----------------------------------------------------------------------------
@@ -115,8 +119,10 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
         repo = moved[0]
     other = "jax" if repo == "xla" else "xla"
     pinned = fb[other]
+    held = pinned_line(answer.get("pinned"))
     lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
-             f"# (check out {other} at {pinned} before continuing)",
+             f"# ({held})" if held and answer["pinned"].get("side") == "xla"
+             else f"# (check out {other} at {pinned} before continuing)",
              "git bisect start '--first-parent'"]
     marks: dict[str, str] = {}
     for p in answer["probes"]:
@@ -212,7 +218,9 @@ def describe(a: dict) -> list[str]:
     lg, fb = a["last_good"], a["first_bad"]
     lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}, {a['runs']} benchmark run"
+    split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
+             if a.get("jax_builds") else "")
+    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}{split}, {a['runs']} benchmark run"
                  f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
                  + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
     return lines

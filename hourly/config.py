@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .bench import DEFAULT_METRIC_REGEX, BenchSpec
 from .cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
 from .errors import UserError
+from .native import DEFAULT_NATIVE_INPUTS
 
 if TYPE_CHECKING:
     from .store import Store
@@ -74,6 +75,7 @@ class Settings:
     only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.pin)
     jax_ref: str | None = None  # --only xla: the JAX commit kept [default: the checkout's HEAD]
     jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
+    native_inputs: list[str] = field(default_factory=lambda: list(DEFAULT_NATIVE_INPUTS))  # hourly.native
     build_timeout: float | None = None
     wheel_dir: str | None = None  # default: <jax_repo>/dist
     cache_dir: str | None = None  # default: hourly.cache.default_cache_dir()
@@ -128,6 +130,10 @@ class Settings:
         if "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str(Path(argv[0]).absolute())
         return argv
+
+    def jax_package_identity(self) -> list[str]:
+        cmd = self.jax_package_cmd().strip()
+        return [cmd] if cmd in (PIP_WHEEL, NO_BUILD) else self.jax_package_argv()
 
     def build_identity_cmd(self) -> list[str]:
         """The build command as the cache's identity sees it (the built-in one by name, so the
@@ -266,7 +272,7 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
         for k, v in layer.items():
             k = _key(k)
             if k in FIELD_NAMES:
-                if k in ("env", "cherry_pick") and isinstance(v, (list, tuple)) and not v and label == "flag":
+                if k in ("env", "cherry_pick", "native_inputs") and isinstance(v, (list, tuple)) and not v and label == "flag":
                     continue
                 setattr(s, k, list(v) if isinstance(v, tuple) else v)
                 origin[k] = label
@@ -294,6 +300,8 @@ def _validate(s: Settings) -> None:
         s.env = [s.env]
     if isinstance(s.cherry_pick, str):
         s.cherry_pick = [s.cherry_pick]
+    if isinstance(s.native_inputs, str):
+        s.native_inputs = [s.native_inputs]
 
 
 def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:

@@ -84,10 +84,13 @@ class ScanReport:
     distinct_pairs: int
     builds: int
     pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.pin.Pin.as_json)
+    jaxlib_builds: int = 0  # of ``builds``: runs of --build-cmd (each builds jaxlib; docs/builds.md)
+    jax_builds: int = 0     # of ``builds``: the jax package alone (--only jax, or its jaxlib was cached)
 
     def as_json(self) -> dict:
         return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-                "builds": self.builds, "pinned": self.pinned}
+                "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
+                "pinned": self.pinned}
 
 
 @dataclass

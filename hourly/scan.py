@@ -44,8 +44,11 @@ def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None)
 
 def build_spec(s: Settings) -> BuildSpec:
     """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    two = s.only is None  # jaxlib and the jax package priced and cached apart (hourly.native)
     return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
-                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd())
+                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd(),
+                     package_only=s.only == "jax", jax_cmd=s.jax_package_argv() if two else None,
+                     jax_ident_cmd=s.jax_package_identity() if two else None, native_inputs=list(s.native_inputs))
 
 
 def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
@@ -166,7 +169,7 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)
-    builds = 0
+    builds = jaxlib_builds = jax_builds = 0
     if todo:
         with Workspace(trees(xla, jax), force=s.force) as ws:
             m = Measurer(s, store, xla, jax, ws, pin)
@@ -178,7 +181,9 @@ def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | 
                 if on_progress:
                     on_progress(done, len(pairs), None)
             builds = m.builder.builds_run
-    return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None)
+            jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
+    return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None,
+                      jaxlib_builds, jax_builds)
 
 
 def show(store: Store, s: Settings) -> ScanReport:

@@ -13,7 +13,7 @@ Tables:
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
-- ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
+- ``bisect_probes`` (schema 2; 5 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
 
@@ -33,7 +33,7 @@ from typing import Any, Iterator
 from .errors import UserError
 from .model import NightlyPoint, Status
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -234,11 +234,14 @@ class Store:
         with self.transaction() as c:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
-            c.execute("INSERT INTO bisect_probes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
                        p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
-                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time()))
+                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0))))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
@@ -314,4 +317,7 @@ MIGRATIONS: dict[int, list[str]] = {
             log_path, tail, duration, finished, NULL FROM builds_v3""",
         "DROP TABLE builds_v3",
         "CREATE INDEX IF NOT EXISTS builds_pair ON builds (xla, jax)"],
+    # 5: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
+    5: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE bisect_probes ADD COLUMN jax_builds INTEGER NOT NULL DEFAULT 0"],
 }

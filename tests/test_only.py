@@ -74,6 +74,7 @@ def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jax
     assert by_time["03:00"]["status"] == "untestable"
     assert by_time["04:00"]["status"] == "ok" and by_time["05:00"]["status"] == "ok"
     assert by_time["05:00"]["value"] < 0.93 * by_time["04:00"]["value"]
+    assert scan["jaxlib_builds"] == 0 and scan["jax_builds"] == scan["builds"] >= 5  # the jax package alone
     # no wheel of the jax package was left behind in the tree: they went to hourly's own folder, then the cache
     assert not (made.jax / "dist").exists()
     assert not list((tmp_path / "work" / "jax-wheels").glob("*.whl"))
@@ -91,6 +92,13 @@ def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jax
     assert a["culprit"]["sha"] == made.shas["Remove trivial execution from jax (slower dispatch)"]
     assert a["pinned"]["side"] == "xla" and a["pinned"]["to"] == label
     assert a["confirmed"]
+    assert a["jaxlib_builds"] == 0 and a["jax_builds"] == a["builds"]  # only the jax package was ever built
+    # the stored answer, as a git bisect log of the JAX repository, says what xla was
+    capsys.readouterr()
+    assert main(["bisect", "--log", "--good", "Aug 24 2023 00:00", "--bad", "Aug 24 2023 06:30",
+                 "--workdir", str(tmp_path / "work")]) == 0
+    log = capsys.readouterr().out
+    assert f"xla pinned to the installed jaxlib {JAXLIB_VERSION}" in log and f"git bisect bad {a['culprit']['sha']}" in log
 
 
 def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, capsys):

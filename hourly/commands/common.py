@@ -51,6 +51,9 @@ BUILD: OptionSet = {
     "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
                                          "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
                                          "is installed editable) or a command [default: pip-wheel].")),
+    "native_inputs": (Optional[List[str]], Opt(None, "--native-input", help="A native input of JAX: what a "
+                                               "jaxlib build reads (dir/, a file name anywhere such as BUILD or *.bzl, or "
+                                               "a path); repeatable, replaces the default list (docs/builds.md).")),
     "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped.")),
     "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: <workdir>/jax-wheels].")),
     "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark.")),
