@@ -10,6 +10,10 @@ and restores the right HEADs.
 
 :class:`Builder` builds a pair: a pair whose wheels are cached is only reinstalled; a build that
 leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs every time.
+Builds are priced by their inputs (docs/builds.md): a build that leaves a jaxlib wheel is cached as
+jaxlib (under the XLA commit and JAX's native inputs, :mod:`hourly.native`) and the ``jax`` package
+(under the JAX commit), so a later pair whose jaxlib is cached builds the ``jax`` package alone
+(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``).
 """
 
 from __future__ import annotations
