@@ -42,6 +42,7 @@ from .scan import LEVEL, Measurer, build_spec, open_repos, pin_of, trees
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
+from .words import plural
 
 #: The ends' means must lie this many standard errors apart.
 SEPARATION_MIN = 3.0
@@ -272,7 +273,7 @@ class Bisector:
                     return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
                                  between=c.between)
                 if len(samples) >= self.max_repeats:
-                    return Probe(role, pair, Verdict.SKIP, f"unsure after {len(samples)} samples: {c.reason}",
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(samples), 'sample')}: {c.reason}",
                                  samples, builds=builds, runs=runs)
                 need = min(len(samples), self.max_repeats - len(samples))
                 # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
@@ -308,7 +309,7 @@ class Bisector:
             m, builds, runs = self._measure(pair, want - len(samples))
             samples += m.samples if m.status == Status.OK.value else []
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
-                                    f"{len(samples)} samples of an end", m.samples, builds=builds, runs=runs))
+                                    f"{plural(len(samples), 'sample')} of an end", m.samples, builds=builds, runs=runs))
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
@@ -376,7 +377,7 @@ class Bisector:
                 bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
                 if not good or not bad:
                     raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
-                                    f"(good {len(good)} samples, bad {len(bad)})",
+                                    f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
                                     "pick ends that measure, or use --mode exit for crashes")
                 sep = separation(good, bad)
                 if sep >= SEPARATION_MIN or want >= self.max_repeats:
@@ -508,7 +509,7 @@ class Bisector:
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     _VERDICT_OF.get(level, Verdict.UNSURE)
                 samples = list(search.samples.get(i, []))
-                self._record(self._bid, Probe("end", pairs[i], v, f"{len(samples)} samples of an interval's end",
+                self._record(self._bid, Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
 
@@ -548,13 +549,6 @@ class Bisector:
     def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
         return answer(self, w, states, b, moved, blame, confirmed, bid)
 
-    def probe_row(self, r: dict, verdict: str | None = None) -> dict:
-        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": verdict or r["verdict"]}
-        if self.picks:  # per probe, what --cherry-pick did to it
-            from .cherry import statuses
-            out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
-        return out
-
     def _side(self, row: dict, states: list[State], b) -> str:
         """A probe's verdict as this answer's step sees it (metric mode): good before the step, bad
         from its first bad state on. A window may hold several steps, and a probe is judged against
@@ -570,10 +564,29 @@ class Bisector:
             return Verdict.BAD.value
         return row["verdict"]
 
+    def probe_row(self, r: dict, states: list[State], b) -> dict:
+        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": self._side(r, states, b)}
+        if self.picks:  # per probe, what --cherry-pick did to it
+            from .cherry import statuses
+            out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
+        return out
 
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
+
+
+def check_new_window(s: Settings, good: str, bad: str) -> None:
+    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    from .bench import compile_metric_regex
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not _SHA_END.match(end.strip()):
+            parse_time(end, s.tz)
+    open_repos(s)
 
 
 @holds_store_lock

@@ -43,6 +43,7 @@ from scipy import stats
 from .detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from .model import BISECT_MIN_CHANGE, REPOS, Pair
 from .resolve import Resolver
+from .words import plural
 
 
 class Verdict(str, Enum):
@@ -270,7 +271,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     elif llr <= lower:
         verdict, z, ref = Verdict.GOOD, zg, g
     else:
-        return Classification(Verdict.UNSURE, llr, f"between the ends after {len(p)} samples (LLR {llr:+.2f})")
+        return Classification(Verdict.UNSURE, llr, f"between the ends after {plural(len(p), 'sample')} (LLR {llr:+.2f})")
     if z > veto:
         return Classification(Verdict.UNSURE, llr,
                               f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
@@ -280,7 +281,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
         if mw < ALPHA and ks < ALPHA:
             return Classification(Verdict.UNSURE, llr,
                                   f"leans {verdict.value} but differs from that end (Mann-Whitney p={mw:.3g}, KS p={ks:.3g})")
-    return Classification(verdict, llr, f"{verdict.value} (LLR {llr:+.2f}, {len(p)} samples)")
+    return Classification(verdict, llr, f"{verdict.value} (LLR {llr:+.2f}, {plural(len(p), 'sample')})")
 
 
 def _lognorm(x: np.ndarray, mean: float, var: float) -> np.ndarray:
@@ -412,14 +413,14 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
         what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                 Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                "a step on each side"}[best]
-        return Judgement(best, f"{what} ({where}, {np_} samples, LLR {margin:+.1f})", margin)
+        return Judgement(best, f"{what} ({where}, {plural(np_, 'sample')}, LLR {margin:+.1f})", margin)
     if not final:
-        return Judgement(Level.UNSURE, f"undecided after {np_} samples ({where}, LLR {margin:+.1f})", margin)
+        return Judgement(Level.UNSURE, f"undecided after {plural(np_, 'sample')} ({where}, LLR {margin:+.1f})", margin)
     lean = Level.LOW if la >= lb else Level.HIGH
     if abs(la - lb) >= FALLBACK_LLR:
         return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
-                               f"{np_} samples ({where}, LLR {abs(la - lb):+.1f})", abs(la - lb))
-    return Judgement(Level.SKIP, f"unsure after {np_} samples ({where})", margin)
+                               f"{plural(np_, 'sample')} ({where}, LLR {abs(la - lb):+.1f})", abs(la - lb))
+    return Judgement(Level.SKIP, f"unsure after {plural(np_, 'sample')} ({where})", margin)
 
 
 def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta: float,

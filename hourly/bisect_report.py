@@ -16,6 +16,7 @@ from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from .model import REPOS, Blame, Pair
 from .pin import pinned_line
 from .timeparse import iso_utc
+from .words import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,7 +69,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "last_good": {"xla": last_good.xla, "jax": last_good.jax},
         "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
         "states": len(states),
-        "probes": [bisector.probe_row(r, bisector._side(r, states, b)) for r in rows],
+        "probes": [bisector.probe_row(r, states, b) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         # priced builds (docs/builds.md): runs of --build-cmd (each builds jaxlib) and builds of the
         # jax package alone (--only jax, or a state whose jaxlib was cached)
@@ -176,12 +177,12 @@ class LineHandler(BisectHandler):
         self.say = say
 
     def started(self, w: Window, states: int, resumed: int) -> None:
-        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {states} states"
-                 + (f" (resuming after {resumed} stored verdicts)" if resumed else ""))
+        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {plural(states, 'state')}"
+                 + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))
 
     def verdict(self, p: Probe) -> None:
         self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
-                 + (f"  [{p.builds} build{'s' if p.builds != 1 else ''}]" if p.builds else ""))
+                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
 
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         self.say(f"  cannot bisect: {e.one_line()}")
@@ -192,15 +193,17 @@ class LineHandler(BisectHandler):
 
 # -- terminal -----------------------------------------------------------------------------------
 
-def describe(a: dict) -> list[str]:
-    """The answer for one regression, as lines of text."""
+def describe(a: dict) -> list:
+    """The answer for one regression, as lines of text (subjects and authors verbatim)."""
+    from .output import styled
     w = a["window"]
-    lines = [f"[bold]regression[/] {w['good_time']} .. {w['bad_time']}" + (f"  {w['note']}" if w.get("note") else "")]
+    lines: list = [styled(("regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+                          + (f"  {w['note']}" if w.get("note") else ""))]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
     if c:
-        lines += [f"  culprit: [bold]{c['repo']}[/] {c['sha']}",
+        lines += [styled("  culprit: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -220,9 +223,9 @@ def describe(a: dict) -> list[str]:
     lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
     split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
              if a.get("jax_builds") else "")
-    lines.append(f"  {a['builds']} build{'s' if a['builds'] != 1 else ''}{split}, {a['runs']} benchmark run"
-                 f"{'s' if a['runs'] != 1 else ''}, {a['states']} candidate states"
-                 + ("" if a["confirmed"] else "  [yellow]NOT confirmed on re-measurement[/]"))
+    lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
+                        f"{plural(a['states'], 'candidate state')}",
+                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
 
 

@@ -234,7 +234,7 @@ def is_jax_package(wheel: Path) -> bool:
 
 class Builder:
     def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo | None,
-                 spec: BuildSpec, store: Store):
+                 spec: BuildSpec, store: Store | None):
         self.workspace = workspace
         self.jax_repo = jax_repo
         self.xla_repo = xla_repo
@@ -243,7 +243,7 @@ class Builder:
         self.cache_root = Path(spec.cache_dir or default_cache_dir()) / "wheels"
         self.cache = WheelCache(self.cache_root, spec.cache_size)
         self._identity: dict | None = None
-        self.log_dir = store.workdir / "logs"
+        self.log_dir = store.workdir / "logs" if store else None  # no store: only the cache is asked
         self.builds_run = 0    # build commands run (jaxlib builds + jax package builds)
         self.jaxlib_builds = 0  # runs of --build-cmd in a two-repository hunt (each builds jaxlib)
         self.jax_builds = 0     # builds of the jax package alone (--only jax, or jaxlib cached)
@@ -376,7 +376,7 @@ class Builder:
         before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
         env = self._env(pair, wheel_dir)
         log = self.log_dir / f"build-{pair.key()}.log"
-        _require_command(self.spec.cmd[0], env["PATH"])
+        require_command(self.spec.cmd[0], env["PATH"])
         res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
                        retry=retry_if_result(lambda r: interruption(r) is not None),
                        retry_error_callback=lambda state: state.outcome.result())(self._run_build, env, log)
@@ -451,7 +451,7 @@ class Builder:
                                             identity=public_identity(self.identity)))
 
 
-def _require_command(cmd: str, path: str) -> None:
+def require_command(cmd: str, path: str) -> None:
     if os.sep in cmd:
         if not Path(cmd).exists():
             raise UserError(f"build command not found: {cmd}", "pass --build-cmd with the build script's path")

@@ -9,6 +9,7 @@ like every other process: the same time-outs, process-group kill and
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +46,30 @@ class HeadState:
     sha: str
 
 
+#: What git prints when the network, not the request, failed: worth another try after a pause.
+_TRANSIENT = re.compile(r"connection reset|timed out|timeout|early eof|rpc failed|remote end hung up|"
+                        r"returned error: 5\d\d|http 5\d\d|connection refused|resource temporarily unavailable",
+                        re.IGNORECASE)
+#: What no retry can fix: a wrong name or path, missing rights, or no network at all (a host that does
+#: not resolve means the user is offline or the name is wrong; retrying only makes them wait).
+_PERMANENT = re.compile(r"does not appear to be a git repository|repository not found|not found|"
+                        r"authentication failed|permission denied|access denied|could not read username|"
+                        r"could not read password|terminal prompts disabled|returned error: 4\d\d|"
+                        r"could not resolve host|name resolution|network is unreachable|no such remote|no such file",
+                        re.IGNORECASE)
+
+
+def transient_git_failure(output: str) -> bool:
+    """Whether a failed git network command's output shows a transient failure (a reset, time-out,
+    5xx, cut stream): only those are retried. Anything else, including what we do not recognise,
+    fails at once."""
+    return bool(_TRANSIENT.search(output)) and not _PERMANENT.search(output)
+
+
 def _transient(exc: BaseException) -> bool:
-    return isinstance(exc, ProcessError) and not exc.timed_out
+    # our own time-out (10 minutes) is not retried: another 30 minutes of waiting is worse than
+    # one line that names --no-sync
+    return isinstance(exc, ProcessError) and not exc.timed_out and transient_git_failure(exc.tail)
 
 
 class GitRepo:
@@ -66,8 +89,10 @@ class GitRepo:
             raise UserError(f"{self.path} is a bare repository", "pass a checkout with a working tree")
 
     # -- raw access -------------------------------------------------------------------------
-    def git(self, *args: str, timeout: float | None = None) -> str:
-        return proc.run(["git", *args], cwd=self.path, timeout=timeout).output
+    def git(self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None) -> str:
+        """Run git here; ``env`` adds variables to this process's environment."""
+        return proc.run(["git", *args], cwd=self.path, timeout=timeout,
+                        env={**os.environ, **env} if env else None).output
 
     @property
     def git_dir(self) -> Path:
@@ -109,6 +134,25 @@ class GitRepo:
         out = self.git(*args, f"{old}..{new}", "--")
         return [c for c in map(_parse_commit, out.splitlines()) if c]
 
+    def tag(self, name: str) -> CommitInfo | None:
+        """The commit a tag points at, or None when the checkout lacks the tag."""
+        try:
+            sha = self.git("rev-parse", "--verify", "--quiet", f"refs/tags/{name}^{{commit}}").strip()
+        except ProcessError:
+            return None
+        return self.commits([sha]).get(sha) if sha else None
+
+    def count(self, old: str, new: str) -> int:
+        """How many commits ``old..new`` holds (all parents, as ``git rev-list --count``)."""
+        return int(self.git("rev-list", "--count", f"{old}..{new}", "--").strip())
+
+    def file_at(self, ref: str, path: str) -> str | None:
+        """A file's text at ``ref``; None when it is not there."""
+        try:
+            return self.git("show", f"{ref}:{path}")
+        except ProcessError:
+            return None
+
     def head_state(self) -> HeadState:
         sha = self.git("rev-parse", "HEAD").strip()
         try:
@@ -126,7 +170,10 @@ class GitRepo:
     @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
            wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
     def remote_update(self) -> None:
-        self.git("remote", "update", timeout=600)
+        """``git remote update``; transient network failures are retried, anything else raises at once."""
+        # English messages (transient_git_failure reads them); a remote that wants credentials fails
+        # instead of prompting
+        self.git("remote", "update", timeout=600, env={"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"})
 
     def checkout(self, sha: str) -> None:
         """Detached, forced: edits the builds made to tracked files never block the next checkout."""

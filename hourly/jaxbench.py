@@ -22,8 +22,8 @@ which ``hourly scan --metric-regex`` picks up with :func:`metric_regex` (see ``d
 ``hourly trace`` (or ``HOURLY_MEMPROF_AT``) asks for that point, and does nothing otherwise, so
 benchmarks can keep the calls in for normal scans.
 
-This module imports only the standard library and JAX: it runs inside the benchmarked program,
-under whatever Python the build under test uses.
+This module imports only the standard library, JAX and :mod:`hourly.words` (standard library
+only): it runs inside the benchmarked program, under whatever Python the build under test uses.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
+
+from .words import plural
 
 #: One number as the benchmark lines print it (also matches ``1e-05`` and ``-3``).
 NUMBER_PATTERN = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -160,7 +162,7 @@ class BenchResult:
         u, f = self.unit, self.in_unit
         return (f"# {self.name}: median {f(self.median_s):.4g} {u}, IQR {f(self.iqr_s):.3g} {u}, "
                 f"MAD {f(self.mad_s):.3g} {u}, min {f(self.min_s):.4g} {u}, "
-                f"max {f(self.max_s):.4g} {u} over {self.iters} calls after {self.warmup} warm-up;"
+                f"max {f(self.max_s):.4g} {u} over {plural(self.iters, 'call')} after {self.warmup} warm-up;"
                 f" first call (compile) {self.compile_time_s:.4g} s")
 
     def report(self, file: TextIO | None = None) -> None:

@@ -142,6 +142,8 @@ def holds_store_lock(fn):
 #: one lock file per run that starts containers; labels on its containers name it
 RUNS_DIR = Path(tempfile.gettempdir()) / "hourly-runs"
 OWNER_LABELS = ("hourly.owner.host", "hourly.owner.pid", "hourly.owner.lock")
+#: how often a held owner lock is tried before its owner counts as alive
+OWNER_CHECK_TRIES = 5
 
 
 def run_lock(run_id: str) -> RunLock:
@@ -167,9 +169,15 @@ def owner_dead(labels: dict[str, str]) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False  # held: the owner lives (perhaps this very process)
+        # Another hourly checking the same owner holds the lock for an instant too: only a lock
+        # held through a few tries means the owner lives (perhaps this very process).
+        for attempt in range(OWNER_CHECK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if attempt + 1 < OWNER_CHECK_TRIES:
+                    time.sleep(0.05)
+        return False
     finally:
         os.close(fd)  # closing drops a lock taken just now
-    return True

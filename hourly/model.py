@@ -3,13 +3,13 @@
 resolve → plan gives :class:`Pair` per instant; bench/store give a :class:`Status` and samples per
 pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanReport`; detection
 (hourly.steps) turns rows into :class:`Step` objects; the nightly level has one
-:class:`NightlyPoint` per date. Every module that passes these around imports them from here.
+:class:`NightlyPoint` per date, the release level one :class:`ReleasePoint` per jax release. Every module that passes these around imports them from here.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +21,11 @@ REPOS = ("xla", "jax")
 
 
 class Status(str, Enum):
-    """The outcome of a run, of a point and of a nightly date.
+    """The outcome of a run, of a point, of a nightly date and of a release.
 
     Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed`` and
-    ``untestable`` (hourly scan) and a date adds ``missing`` (its nightly image does not exist).
+    ``untestable`` (hourly scan), a date adds ``missing`` (its nightly image does not exist) and a
+    release adds ``missing`` (no installable wheel here) and ``install_failed`` (the installer failed).
     """
 
     OK = "ok"
@@ -34,6 +35,7 @@ class Status(str, Enum):
     BUILD_FAILED = "build_failed"
     UNTESTABLE = "untestable"  # cannot run at all (--only jax: the installed jaxlib is older than it needs)
     MISSING = "missing"
+    INSTALL_FAILED = "install_failed"
 
     def __str__(self) -> str:
         return self.value
@@ -64,7 +66,7 @@ class PointResult:
     time: str
     xla: str
     jax: str
-    status: str  # Status value, or "planned"/"cached" in a dry run
+    status: str  # Status value, or "planned"/"built"/"cached" in a dry run
     value: float | None = None
     samples: list[float] = field(default_factory=list)
     detail: str | None = None
@@ -79,6 +81,17 @@ class PointResult:
 
 
 @dataclass
+class DryRunPlan:
+    """What a scan would do: builds to run (distinct pairs whose wheels are not cached, among those it
+    would measure), pairs already built, and pairs already measured (None without a benchmark
+    command: measurements are kept per benchmark)."""
+
+    builds: int
+    built: int
+    measured: int | None
+
+
+@dataclass
 class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
@@ -86,11 +99,15 @@ class ScanReport:
     pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.pin.Pin.as_json)
     jaxlib_builds: int = 0  # of ``builds``: runs of --build-cmd (each builds jaxlib; docs/builds.md)
     jax_builds: int = 0     # of ``builds``: the jax package alone (--only jax, or its jaxlib was cached)
+    plan: DryRunPlan | None = None  # set by a dry run
 
     def as_json(self) -> dict:
-        return {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-                "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
-                "pinned": self.pinned}
+        out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
+               "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
+               "pinned": self.pinned}
+        if self.plan is not None:
+            out["plan"] = asdict(self.plan)
+        return out
 
 
 @dataclass
@@ -165,3 +182,43 @@ class Blame(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class InstallerKind(str, Enum):
+    """What makes and fills the release level's environments (``auto``: uv when installed)."""
+
+    AUTO = "auto"
+    UV = "uv"
+    PIP = "pip"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class ReleasePoint:
+    """The result of one jax release at the release level (``hourly releases``)."""
+
+    version: str
+    jaxlib: str | None
+    released: str | None     # ISO 8601 UTC: the index's upload time, or the wheel's build time
+    status: Status
+    value: float | None = None
+    samples: list[float] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+    installer: str | None = None  # "uv" | "pip"
+    env: str | None = None        # the environment's directory
+
+    def as_json(self) -> dict[str, Any]:
+        return {"version": self.version, "jaxlib": self.jaxlib, "released": self.released,
+                "status": self.status.value, "value": self.value, "samples": self.samples,
+                "detail": self.detail, "installer": self.installer}
+
+    @property
+    def spread(self) -> float | None:
+        return spread(self.samples)
+
+    @property
+    def date(self) -> str | None:
+        return self.released[:10] if self.released else None

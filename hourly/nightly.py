@@ -95,6 +95,7 @@ class NightlySettings:
             raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
         if self.every < 1:
             raise UserError(f"--every must be 1 or more days, not {self.every}", "pass --every 1")
+        date_range(self.from_, self.to, self.every)  # the dates parse and are in order
         if self.parallel < 1:
             raise UserError(f"--parallel must be 1 or more, not {self.parallel}", "pass --parallel 1")
         if self.timeout is not None and self.timeout <= 0:

@@ -8,6 +8,7 @@ from .model import Status
 from .nightly import NightlyReport
 from .render import fmt_value, step_marks
 from .steps import describe
+from .words import found, plural
 
 
 def _short(sha: str | None, n: int = 10) -> str:
@@ -44,10 +45,10 @@ def print_report(console, report: NightlyReport) -> None:
     counts: dict[str, int] = {}
     for p in report.points:
         counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{len(report.points)} dates ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+    console.print(f"{plural(len(report.points), 'date')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
     n = len(report.steps)
-    console.print(f"{n} step{'s' if n != 1 else ''} found" + (":" if n else ""), **kw)
+    console.print(found(n, "step"), **kw)
     for st in report.steps:
         console.print(f"  {describe(st)}", **kw)
     b = report.boundary

@@ -14,6 +14,7 @@ from rich.text import Text
 from .pin import pinned_line
 from .model import NightlyPoint, PointResult, ScanReport, Step
 from .series import PointStatus, Series
+from .words import plural
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from .detect import Change, ChangeKind, Detection
@@ -41,7 +42,7 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
-    t = Table(title=title)
+    t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
     pinned = (report.pinned or {}).get("side")
     t.add_column("time (UTC)")
     t.add_column("xla (pinned)" if pinned == "xla" else "xla")
@@ -52,7 +53,7 @@ def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: s
     prev = None
     for i, p in enumerate(report.points):
         same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
-        style = None if p.status in ("ok", "cached", "planned") else "red"
+        style = None if p.status in ("ok", "cached", "built", "planned") else "red"
         t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p), marks.get(i, "" if not same else "·"),
                   style=style)
         prev = p
@@ -66,10 +67,18 @@ def _rev(value: str) -> Text:
 
 def summary_line(report: ScanReport) -> str:
     n = len(report.points)
-    line = (f"{report.builds} build{'s' if report.builds != 1 else ''} for {n} instant{'s' if n != 1 else ''}"
-            f" ({report.distinct_pairs} distinct (xla, jax) pair{'s' if report.distinct_pairs != 1 else ''})")
+    pairs = plural(report.distinct_pairs, "distinct (xla, jax) pair")
     pinned = pinned_line(report.pinned)
-    return line + ("; " + pinned if pinned else "")
+    held = ("; " + pinned) if pinned else ""
+    if report.plan is None:
+        return f"{plural(report.builds, 'build')} for {plural(n, 'instant')} ({pairs}){held}"
+    p = report.plan
+    lines = [f"dry run: {plural(n, 'instant')}, {pairs}{held}", f"the scan would run {plural(p.builds, 'build')}"]
+    if p.measured is None:
+        lines.append(f"{plural(p.built, 'pair')} already built (add --bench-cmd to count those measured)")
+    else:
+        lines.append(f"{plural(p.built, 'pair')} already built, {p.measured} measured")
+    return "\n".join(lines)
 
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:

@@ -16,6 +16,7 @@ from .privacy import redact_assignments
 from .scan import show
 from .steps import find_steps, group_points
 from .store import Store
+from .words import plural
 
 MAX_COMMITS = 50
 
@@ -63,8 +64,8 @@ def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
             lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
             continue
         commits = repo.log(old, new)
-        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, {len(commits)} first-parent "
-                     f"commit{'s' if len(commits) != 1 else ''}:")
+        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, "
+                     f"{plural(len(commits), 'first-parent commit')}:")
         lines.append("")
         lines.append("  | commit | committed (UTC) | author | subject |")
         lines.append("  |---|---|---|---|")
@@ -145,7 +146,7 @@ def bisect_sections(store: Store) -> list[str]:
             pair = a.get(side)
             if pair:
                 md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-        md.append(f"- {a.get('builds', 0)} builds, {a.get('runs', 0)} benchmark runs"
+        md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
                   + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
         md.append("")
     return md
@@ -155,8 +156,15 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
                  min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
     """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
     the host name."""
+    from .releases_render import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
+    releases_md = release_markdown(store)
+    if releases_md and not store.points("hourly"):  # the release level alone
+        path = out_dir / "report.md"
+        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
+                                   *releases_md]))
+        return ReportFiles(path, None)
     points = show(store, s).points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
@@ -171,7 +179,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _steps_sections(points, steps, repos, s, metric)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
-    md += _reproduce_section(s, env, plot_path, store.workdir)
+    md.extend(releases_md)
+    md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plot_path)
@@ -181,8 +190,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     """The scanned window, the table of steps, and one section per step with its commits."""
     md = []
     if points:
-        md.append(f"Scanned {points[0].time} → {points[-1].time} ({len(points)} instants, "
-                  f"{len({(p.xla, p.jax) for p in points})} distinct (xla, jax) pairs), metric `{metric}` "
+        md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
+                  f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
                   f"({'higher' if s.higher_is_better else 'lower'} is better).")
     md.append("")
     if not steps:
@@ -234,7 +243,8 @@ def _failed_section(points: list[PointResult]) -> list[str]:
     return md
 
 
-def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path) -> list[str]:
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
+                       anonymous: bool = False) -> list[str]:
     """How to reproduce the measurement, the environment, the plot and any profiles."""
     md = ["## Reproduce"]
     md.append("")
@@ -245,7 +255,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append("```")
     md.append("")
     md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
-              + f", {s.repeats} run{'s' if s.repeats != 1 else ''} per pair.")
+              + f", {plural(s.repeats, 'run')} per pair.")
     md.append("")
     md.append("## Environment")
     md.append("")

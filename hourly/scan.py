@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Callable
 
 from . import environment
-from .bench import run_benchmark
-from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
+from .bench import compile_metric_regex, run_benchmark
+from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace, require_command
 from .config import Settings
-from .errors import UserError
+from .errors import ProcessError, UserError
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
-from .model import Pair, PointResult, ScanReport, Status
+from .model import DryRunPlan, Pair, PointResult, ScanReport, Status
 from .pin import JaxlibGate, Pin, make_pin
 from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
-from .store import Measurement, Store
+from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
 
 LEVEL = "hourly"
@@ -30,11 +32,35 @@ def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
     return [r for r in (xla, jax) if r is not None]
 
 
-def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
+def check(s: Settings, benchmark: bool = True) -> None:
+    """Every input error a scan can find before it touches anything (the workdir included);
+    ``benchmark=False`` for a dry run, which needs only the repositories and the window."""
+    _window(s)
+    if not benchmark:
+        return
+    if not s.bench_cmd:
+        raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ...", set bench_cmd in '
+                        "hourly.toml, or add --dry-run to see the plan without one")
+    spec = s.bench_spec()
+    compile_metric_regex(spec.metric_regex)
+    if spec.cwd and not Path(spec.cwd).is_dir():
+        raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    env = {**os.environ, **s.env_dict()}
+    argv = s.build_argv()
+    if argv:  # --only jax with an editable tree builds nothing
+        require_command(argv[0], str(Path(s.python).parent) + os.pathsep + env.get("PATH", ""))
+
+
+def _window(s: Settings):
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)
-    times = instants(t0, t1, parse_step(s.step))
+    return t0, t1, parse_step(s.step)
+
+
+def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
+    t0, t1, step = _window(s)
+    times = instants(t0, t1, step)
     points = resolve_pairs(xla, jax, times, s.ref, s.first_parent, pin)
     if not points:
         raise UserError("no commit of both repositories lies before the window's end",
@@ -56,8 +82,25 @@ def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
 
 
 def sync(repos: list[GitRepo]) -> None:
+    """``git remote update`` each repository; a failure (after retries of transient ones) is one line
+    that names ``--no-sync``, for a user who is offline or whose remote is wrong."""
     for r in repos:
-        r.remote_update()
+        try:
+            r.remote_update()
+        except ProcessError as e:
+            what = "timed out" if e.timed_out else _first_complaint(e.tail)
+            raise UserError(f"`git remote update` failed in {r.name} repository {r.path}: {what}",
+                            "check the network and the remote, or pass --no-sync to scan the history "
+                            "you already have") from e
+
+
+def _first_complaint(output: str) -> str:
+    """The line of git's output that says what went wrong (git adds generic lines after it)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.split(":", 1)[0].lower() in ("fatal", "error", "ssh", "remote"):
+            return line
+    return lines[-1] if lines else "no output"
 
 
 def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[PointResult]:
@@ -72,16 +115,31 @@ def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[P
     return out
 
 
-def dry_run(s: Settings, store: Store) -> ScanReport:
+def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
+    """The plan, without syncing, building or measuring; needs no benchmark command and creates no
+    workdir. Points are "cached" (measured with this benchmark), "built" (wheels cached) or "planned"."""
+    check(s, benchmark=False)
     xla, jax = open_repos(s)
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
-    key = s.bench_key()
-    results = stored_results(store, key, points)
-    for r in results:
-        if r.status != "planned":
-            r.status = "cached"
-    return ScanReport(results, len(distinct_pairs(points)), 0, pin.as_json() if pin else None)
+    pairs = distinct_pairs(points)
+    path = Path(workdir).expanduser().absolute()
+    store = Store(path, create=False) if (path / STORE_NAME).exists() else None
+    key = s.bench_key() if s.bench_cmd else None
+    latest = store.all_latest(key) if store and key else {}
+    measured = {p for p in pairs if (p.xla, p.jax) in latest}
+    builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
+    built = {p for p in pairs if builder.need(p).value == "cached"}
+    todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
+    results = []
+    for p in points:
+        m = latest.get((p.pair.xla, p.pair.jax))
+        status = "cached" if m else "built" if p.pair in built else "planned"
+        results.append(PointResult(p.label, p.pair.xla, p.pair.jax, status, m.value if m else None,
+                                   m.samples if m else [], m.detail if m else None))
+    return ScanReport(results, len(pairs), 0, pin.as_json() if pin else None,
+                      plan=DryRunPlan(sum(p not in built for p in todo), len(built),
+                                      len(measured) if key else None))
 
 
 class Measurer:
@@ -151,14 +209,24 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-@holds_store_lock
-def run_scan(s: Settings, store: Store, on_progress: Callable[[int, int, Pair | None], None] | None = None
-             ) -> ScanReport:
+def run_scan(s: Settings, store: Store | str | os.PathLike,
+             on_progress: Callable[[int, int, Pair | None], None] | None = None) -> ScanReport:
+    """Scan; given a workdir rather than a Store, it is created only once the input is known good."""
+    check(s)
     xla, jax = open_repos(s)
     if s.sync:
         sync(trees(xla, jax))
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
+    if not isinstance(store, Store):
+        store = Store(store)
+    return _measure_points(s, store, xla, jax, points, on_progress, pin)
+
+
+@holds_store_lock
+def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None
+                    ) -> ScanReport:
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())

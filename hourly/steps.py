@@ -13,6 +13,7 @@ from .detect import Change, Detection, detect, percent
 from .model import PointResult, Step
 from .render import arrow, step_marks
 from .series import Series, SeriesPoint
+from .words import found
 
 
 @dataclass
@@ -80,5 +81,5 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         return {}, []
     steps, _, _ = find_steps(report.points, s.higher_is_better)
     marks = step_marks(steps)
-    lines = [f"{len(steps)} step{'s' if len(steps) != 1 else ''} found:"] + [describe(st) for st in steps]
+    lines = [found(len(steps), "step")] + [describe(st) for st in steps]
     return marks, lines

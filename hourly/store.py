@@ -13,9 +13,12 @@ Tables:
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
-- ``bisect_probes`` (schema 2; 5 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
+- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
+- ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
+  the package index: the jaxlib paired with it, release time, status (a measurement's, or
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
 
 Every SQL statement of hourly is in this module.
 """
@@ -31,9 +34,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UserError
-from .model import NightlyPoint, Status
+from .model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -84,12 +87,13 @@ class BuildRecord:
 
 
 class Store:
-    def __init__(self, workdir: str | Path, create: bool = True):
+    def __init__(self, workdir: str | Path, create: bool = True, made_by: str = "hourly scan"):
+        """``made_by``: the command that fills this store, named when there is none."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.path = self.workdir / STORE_NAME
         if not create and not self.path.exists():
             raise UserError(f"no results store in {self.workdir}",
-                            "run `hourly scan` first, or pass --workdir with the scan's workdir")
+                            f"run `{made_by}` first, or pass --workdir with the workdir it used")
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
             probe = self.workdir / ".hourly-write-test"
@@ -253,6 +257,22 @@ class Store:
             out.append(d)
         return out
 
+    # -- the release level (schema 5) -----------------------------------------------------------
+    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
+        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
+
+    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version."""
+        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
+                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
+                                           r["detail"], r["installer"], r["env"]) for r in rows}
+
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
@@ -317,7 +337,13 @@ MIGRATIONS: dict[int, list[str]] = {
             log_path, tail, duration, finished, NULL FROM builds_v3""",
         "DROP TABLE builds_v3",
         "CREATE INDEX IF NOT EXISTS builds_pair ON builds (xla, jax)"],
-    # 5: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
-    5: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
+    # 5: the release level: one row per (benchmark key, jax release) attempt; see hourly/releases.py
+    5: ["""CREATE TABLE IF NOT EXISTS releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, version TEXT NOT NULL,
+            jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
+    # 6: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
+    6: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE bisect_probes ADD COLUMN jax_builds INTEGER NOT NULL DEFAULT 0"],
 }

@@ -301,51 +301,6 @@ def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python,
     assert f"{made.shas['Slower collectives']} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
 
 
-def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):
-    changes = busy_day([Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"})])
-    made = make_repos(tmp_path / "repos", changes)
-    culprit = made.shas["Slower reduction"]
-    flaky, attempts = tmp_path / "flaky", tmp_path / "attempts"
-    flaky.touch()
-    build = tmp_path / "build.sh"  # fails (an error of its own, e.g. a fetch that failed) while `flaky` exists
-    build.write_text(f"#!/bin/bash\nif [ \"$HOURLY_XLA_SHA\" = {culprit} ]; then echo x >> {attempts};"
-                     f" [ -e {flaky} ] && {{ echo 'ERROR: fetch failed'; exit 1; }}; fi\nexec {made.build_script}\n")
-    build.chmod(0o755)
-    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
-            *flags(made, python, tmp_path / "work", repeats=2, build_cmd=str(build))]
-    (r,) = bisect_json(capsys, args)["regressions"]
-    assert r["culprit"] is None and culprit in r["range"] and "build failed" in r["reason"]
-    assert attempts.read_text().count("x") == 1
-    flaky.unlink()
-    (r,) = bisect_json(capsys, args + ["--rerun"])["regressions"]
-    assert r["culprit"] is None and attempts.read_text().count("x") == 1  # the failure is the pair's verdict
-    (r,) = bisect_json(capsys, args + ["--rerun", "--retry-failed"])["regressions"]
-    assert r["culprit"]["sha"] == culprit and attempts.read_text().count("x") == 2
-
-
-def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path, python, capsys):
-    changes = busy_day([
-        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
-        Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
-        Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
-    ])
-    made = make_repos(tmp_path / "repos", changes)
-    fix = made.shas["Fix the build"]
-    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
-            *flags(made, python, tmp_path / "work", repeats=2), "--cherry-pick", f"xla@{fix[:10]}"]
-    (r,) = bisect_json(capsys, args)["regressions"]
-    assert r["culprit"]["sha"] == made.shas["Slower reduction"]  # not the range of skips it is without
-    picks = {(p["xla"], p["role"]): p["cherry_picks"][f"xla@{fix}"] for p in r["probes"]}
-    assert picks[(made.shas["Slower reduction"], "confirm_bad")] == "applied"
-    assert picks[(r["last_good"]["xla"], "confirm_good")] == "applied"  # "Break the build": fixed on top
-    assert "ancestor" in set(picks.values()) and "does_not_apply" in set(picks.values())
-    assert subprocess.run(["git", "-C", str(made.xla), "status", "--porcelain", "--untracked-files=no"],
-                          capture_output=True, text=True).stdout == ""
-    capsys.readouterr()
-    assert main(["bisect", "--json", *args[:-1], "xla@nothex"]) == 1
-    assert "is not REPO@SHA" in capsys.readouterr().err
-
-
 # -- every step of a window under real noise (issue 17) ------------------------------------------------
 
 SEEDED_BENCH = r'''
@@ -423,3 +378,48 @@ def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, 
     regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
     assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas["Slower collectives"]]
     assert regs[1]["blame"] == "xla" and regs[1]["confirmed"]
+
+
+def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):
+    changes = busy_day([Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"})])
+    made = make_repos(tmp_path / "repos", changes)
+    culprit = made.shas["Slower reduction"]
+    flaky, attempts = tmp_path / "flaky", tmp_path / "attempts"
+    flaky.touch()
+    build = tmp_path / "build.sh"  # fails (an error of its own, e.g. a fetch that failed) while `flaky` exists
+    build.write_text(f"#!/bin/bash\nif [ \"$HOURLY_XLA_SHA\" = {culprit} ]; then echo x >> {attempts};"
+                     f" [ -e {flaky} ] && {{ echo 'ERROR: fetch failed'; exit 1; }}; fi\nexec {made.build_script}\n")
+    build.chmod(0o755)
+    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
+            *flags(made, python, tmp_path / "work", repeats=2, build_cmd=str(build))]
+    (r,) = bisect_json(capsys, args)["regressions"]
+    assert r["culprit"] is None and culprit in r["range"] and "build failed" in r["reason"]
+    assert attempts.read_text().count("x") == 1
+    flaky.unlink()
+    (r,) = bisect_json(capsys, args + ["--rerun"])["regressions"]
+    assert r["culprit"] is None and attempts.read_text().count("x") == 1  # the failure is the pair's verdict
+    (r,) = bisect_json(capsys, args + ["--rerun", "--retry-failed"])["regressions"]
+    assert r["culprit"]["sha"] == culprit and attempts.read_text().count("x") == 2
+
+
+def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
+        Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
+        Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    fix = made.shas["Fix the build"]
+    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
+            *flags(made, python, tmp_path / "work", repeats=2), "--cherry-pick", f"xla@{fix[:10]}"]
+    (r,) = bisect_json(capsys, args)["regressions"]
+    assert r["culprit"]["sha"] == made.shas["Slower reduction"]  # not the range of skips it is without
+    picks = {(p["xla"], p["role"]): p["cherry_picks"][f"xla@{fix}"] for p in r["probes"]}
+    assert picks[(made.shas["Slower reduction"], "confirm_bad")] == "applied"
+    assert picks[(r["last_good"]["xla"], "confirm_good")] == "applied"  # "Break the build": fixed on top
+    assert "ancestor" in set(picks.values()) and "does_not_apply" in set(picks.values())
+    assert subprocess.run(["git", "-C", str(made.xla), "status", "--porcelain", "--untracked-files=no"],
+                          capture_output=True, text=True).stdout == ""
+    capsys.readouterr()
+    assert main(["bisect", "--json", *args[:-1], "xla@nothex"]) == 1
+    assert "is not REPO@SHA" in capsys.readouterr().err

@@ -448,10 +448,10 @@ def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are
         assert res.ok and cont.name not in json.loads(res.output)["removed"]  # its owner lives
         proc.send_signal(signal.SIGKILL)  # kill -9: no clean-up in the run
         proc.wait()
-        assert cont.name in _leftovers(docker_client)
+        assert cont.name in _leftovers(docker_client, test_scan_id)
         res = hourly("clean", "--json", cwd=bench_dir)
         assert res.ok and cont.name in json.loads(res.output)["removed"], res.output
-        assert cont.name not in _leftovers(docker_client)
+        assert cont.name not in _leftovers(docker_client, test_scan_id)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,6 +1,7 @@
 """Detection on stored scans, the marked table, `hourly report`, and the demo end to end."""
 
 import json
+import shlex
 import struct
 import subprocess
 import sys
@@ -64,3 +65,5 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert culprits[1]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
     md = open(result["report"]).read()
     assert "Bisected culprits" in md and culprits[0]["sha"] in md
+    workdir = str(tmp_path / "demo" / "work")
+    assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hourly.cli import main
-from hourly.gitrepo import GitRepo
+from hourly.gitrepo import GitRepo, transient_git_failure
 
 
 def run_cli(capsys, argv):
@@ -161,14 +161,81 @@ def test_metric_never_printed_is_recorded_then_a_one_line_error(capsys, scan_arg
     assert len(measurements(tmp_path / "work")) == 1  # stored all the same: nothing is lost
 
 
-def test_sync_retries_then_names_repo_and_command(capsys, scan_args, made):
+def upload_pack_counter(tmp_path: Path, fail_first: int, message: str) -> tuple[Path, Path]:
+    """A real upload-pack wrapper for a remote: logs each call, fails the first ``fail_first`` calls
+    with ``message`` (as a network would), then serves the fetch with git's own upload-pack."""
+    calls = tmp_path / "upload-pack-calls"
+    script = tmp_path / "upload-pack"
+    script.write_text(f"""#!/bin/sh
+echo "$@" >> {calls}
+if [ "$(wc -l < {calls})" -le {fail_first} ]; then
+  echo "{message}" >&2
+  exit 128
+fi
+exec git upload-pack "$@"
+""")
+    script.chmod(0o755)
+    return script, calls
+
+
+@pytest.mark.parametrize("output,transient", [
+    ("fatal: unable to access 'https://github.com/openxla/xla/': Connection reset by peer", True),
+    ("error: RPC failed; curl 56 GnuTLS recv error (-9)\nfatal: early EOF", True),
+    ("fatal: unable to access 'https://github.com/openxla/xla/': The requested URL returned error: 502", True),
+    ("fatal: unable to access 'https://github.com/openxla/xla/': Failed to connect to github.com port 443"
+     " after 130000 ms: Connection timed out", True),
+    ("ssh: connect to host github.com port 22: Operation timed out\nfatal: Could not read from remote repository.",
+     True),
+    ("fatal: the remote end hung up unexpectedly", True),
+    # offline, or a wrong name: retrying only makes the user wait
+    ("fatal: unable to access 'https://github.com/openxla/xla/': Could not resolve host: github.com", False),
+    ("ssh: Could not resolve hostname github.com: Temporary failure in name resolution", False),
+    ("fatal: '/nonexistent/upstream' does not appear to be a git repository\n"
+     "fatal: Could not read from remote repository.", False),
+    ("remote: Repository not found.\nfatal: repository 'https://github.com/openxla/nope/' not found", False),
+    ("fatal: Authentication failed for 'https://github.com/openxla/xla/'", False),
+    ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", False),
+    ("fatal: could not read Username for 'https://github.com': terminal prompts disabled", False),
+    ("fatal: unable to access 'https://github.com/openxla/xla/': The requested URL returned error: 403", False),
+    ("error: could not fetch origin", False),
+])
+def test_which_git_failures_are_transient(output, transient):
+    assert transient_git_failure(output) is transient
+
+
+def test_sync_of_a_missing_remote_fails_at_once_naming_no_sync(capsys, scan_args, made, tmp_path):
+    """A remote that does not exist is no network hiccup: one attempt, then one line naming --no-sync.
+    (Before issue 9 every git failure was retried four times with back-off.)"""
+    script, calls = upload_pack_counter(tmp_path, 0, "")
     subprocess.run(["git", "-C", str(made.jax), "remote", "set-url", "origin", "/nonexistent/upstream"], check=True)
+    subprocess.run(["git", "-C", str(made.jax), "config", "remote.origin.uploadpack", str(script)], check=True)
     t0 = time.monotonic()
     code, _, err = run_cli(capsys, scan_args())
-    assert code == 1
-    assert "git remote update" in err and str(made.jax) in err
-    assert time.monotonic() - t0 > 3  # it backed off between attempts
+    assert code == 1, err
+    assert len(calls.read_text().splitlines()) == 1 and time.monotonic() - t0 < 5
+    assert "git remote update" in err and str(made.jax) in err and "--no-sync" in err
+    assert "does not appear to be a git repository" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "work").exists()
     assert scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync"))["points"]
+
+
+def test_sync_retries_a_connection_reset_and_goes_on(capsys, scan_args, made, tmp_path):
+    script, calls = upload_pack_counter(
+        tmp_path, 1, "fatal: unable to access 'https://github.com/jax-ml/jax/': Connection reset by peer")
+    subprocess.run(["git", "-C", str(made.jax), "config", "remote.origin.uploadpack", str(script)], check=True)
+    result = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00"))
+    assert result["points"][0]["status"] == "ok"
+    assert len(calls.read_text().splitlines()) == 2  # failed once, served the second time
+
+
+def test_sync_gives_up_on_a_network_that_stays_down(capsys, scan_args, made, tmp_path):
+    script, calls = upload_pack_counter(tmp_path, 99, "error: RPC failed; curl 56 Recv failure: Connection reset by peer")
+    subprocess.run(["git", "-C", str(made.xla), "config", "remote.origin.uploadpack", str(script)], check=True)
+    code, _, err = run_cli(capsys, scan_args())
+    assert code == 1, err
+    assert len(calls.read_text().splitlines()) == 4  # retried, with back-off, then stopped
+    assert "git remote update" in err and str(made.xla) in err and "--no-sync" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, tmp_path):

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import UsageError
 from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
-from .common import BENCHMARK, BUILD, REPOSITORIES, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
 
 
-@with_options(REPOSITORIES, BUILD, BENCHMARK, STORE)
+@with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha>.'),
-    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms. Without --good/--bad: every regression detection finds in the store."),
-    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends [default when the scan measured one]; exit: 0 good, 125 skip, other bad."),
+    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> [default: each regression detection finds in the store].'),
+    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
+    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad [default: metric when the scan measured one, else exit]."),
     max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
     min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
@@ -33,9 +34,14 @@ def bisect(
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from ..bisect import run_bisect
     from ..bisect_report import BisectHandler, LineHandler, bisect_log, log_or_none, print_answers
-    from ..config import stored_settings, workdir_setting
-    from ..store import Store
-    store = Store(workdir_setting(flags["workdir"], config), create=good is not None)
+    from ..bisect import check_new_window
+    from ..config import effective, stored_settings, workdir_setting
+    from ..store import STORE_NAME, Store
+    workdir = workdir_setting(flags["workdir"], config)
+    if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
+        # a new workdir is created only once the input is known good
+        check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
+    store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     quiet = json_out or log
     handler = BisectHandler() if quiet else LineHandler(

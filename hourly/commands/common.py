@@ -14,10 +14,11 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
-from rich.console import Console
+from ..output import console as make_console
 
-console = Console()
-err_console = Console(stderr=True)
+# text from outside is printed verbatim, tables never cut a cell: see hourly/output.py
+console = make_console()
+err_console = make_console(stderr=True)
 
 Opt = typer.Option
 
@@ -31,8 +32,8 @@ JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
 OptionSet = dict[str, tuple[Any, Any]]
 
 WINDOW: OptionSet = {
-    "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601.')),
-    "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day.")),
+    "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].')),
+    "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day [required, here or in hourly.toml].")),
     "tz": (Optional[str], Opt(None, "--tz", help="Zone of times given without one [default: UTC].")),
     "step": (Optional[str], Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].")),
 }
@@ -53,22 +54,25 @@ BUILD: OptionSet = {
                                          "is installed editable) or a command [default: pip-wheel].")),
     "native_inputs": (Optional[List[str]], Opt(None, "--native-input", help="A native input of JAX: what a "
                                                "jaxlib build reads (dir/, a file name anywhere such as BUILD or *.bzl, or "
-                                               "a path); repeatable, replaces the default list (docs/builds.md).")),
-    "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped.")),
+                                               "a path); repeatable, replaces the default list [default: docs/builds.md's list].")),
+    "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped [default: no limit].")),
     "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: <workdir>/jax-wheels].")),
-    "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark.")),
+    "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the Python running hourly].")),
     "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
     "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),
-    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable).")),
-    "retry_failed": (Optional[bool], Opt(None, "--retry-failed", help="Build again states whose build failed before (in a bisection, with --rerun for finished windows).")),
+    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable) [default: none; after a scan: the scan's].")),
 }
 BENCHMARK: OptionSet = {
-    "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would.")),
-    "bench_cwd": (Optional[str], Opt(None, "--bench-cwd", help="Directory the benchmark runs in.")),
-    "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable).")),
+    "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would [required for a scan; later: the scan's].")),
+    "bench_cwd": (Optional[str], Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current directory].")),
+    "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none].")),
     "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
-    "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out.")),
+    "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
     "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
+}
+#: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
+RETRY: OptionSet = {
+    "retry_failed": (Optional[bool], Opt(None, "--retry-failed", help="Build again states whose build failed before (in a bisection, with --rerun for finished windows).")),
 }
 STORE: OptionSet = {
     "workdir": (Optional[str], Workdir),

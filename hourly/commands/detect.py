@@ -14,6 +14,7 @@ import typer
 
 from ..bench import DEFAULT_METRIC_REGEX
 from ..errors import UsageError
+from ..words import plural
 
 
 def detect(
@@ -51,8 +52,8 @@ def detect(
     from .common import console
     console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
-    console.print(f"{len(series)} points ({good} ok, {len(found.failed)} failed"
-                  + (f", {len(found.outliers)} outlier{'s' if len(found.outliers) != 1 else ''}"
+    console.print(f"{plural(len(series), 'point')} ({good} ok, {len(found.failed)} failed"
+                  + (f", {plural(len(found.outliers), 'outlier')}"
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({found.noise_source})")
     if not found.changes:

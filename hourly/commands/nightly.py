@@ -9,16 +9,17 @@ from ..bench import DEFAULT_METRIC_REGEX
 from ..config import workdir_setting
 from ..errors import UserError
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from ..output import command_line
 from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
 
 # options of every command that starts containers
 Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
-ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable).")
+ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none].")
 
 
 def nightly(
-    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included)."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included)."),
+    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
+    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
     image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
     mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
     gpus: str = Gpus,
@@ -26,10 +27,10 @@ def nightly(
     bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date."),
-    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out."),
+    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
     every: int = Opt(1, "--every", help="Measure every N days."),
     parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local [default: pull]."),
+    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
     higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
                                            help="Direction of the metric, stored with the results: higher (rates) "
@@ -49,7 +50,7 @@ def nightly(
     from ..store import Store
     wd = workdir_setting(workdir, config)
     if show:
-        store = Store(wd, create=False)
+        store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
         report = show_nightly(store)
     else:
         if not from_ or not to:
@@ -74,11 +75,11 @@ def nightly(
 
 
 def container(
-    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24."),
+    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24 [required when the image has {date}]."),
     image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
     gpus: str = Gpus,
     env: Optional[List[str]] = ContainerEnv,
-    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable)."),
+    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."),
     pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
     name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
     workdir: Optional[str] = Workdir,
@@ -117,6 +118,6 @@ def container(
     console.print("enter it with:", **kw)
     console.print(f"  {st.instructions()[0]}", **kw)
     console.print("then, inside, for example:", **kw)
-    console.print(f"  hourly scan --from <good day> --to <bad day> --bench-cmd '{DEFAULT_BENCH_CMD}'"
-                  f" --workdir {st.workdir_inside}", **kw)
+    console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
+                                       DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)

@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import UserError
+from ..output import command_line, styled
 from .common import BUILD, ConfigOpt, Opt, Workdir, console, err_console, with_options
 
 
 @with_options(BUILD)
 def profile(workdir: Optional[str] = Workdir,
-            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha>."),
-            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha>."),
+            good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
+            bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
             python_tracer_level: Optional[int] = Opt(0, "--python-tracer-level", min=0, max=1,
                                                      help="Python tracer: 0 off (small traces), 1 on."),
             host_tracer_level: Optional[int] = Opt(None, "--host-tracer-level", min=0, max=3,
-                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose."),
+                                                   help="Host tracer: 0 off, 1 user, 2 default, 3 verbose [default: JAX's, 2]."),
             top: int = Opt(10, "--top", min=1, help="Rows per comparison table."),
             flags: Any = None,
             config: Optional[str] = ConfigOpt) -> None:
@@ -31,7 +32,8 @@ def profile(workdir: Optional[str] = Workdir,
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
     for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
-        console.print(f"[bold]{r.target.name}[/]: good {r.good_dir}  bad {r.bad_dir}")
+        console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
         print(r.text)
         print(f"comparison saved to {r.comparison_path}")
-        print(f"memory diff with pprof: pprof -http=: --diff_base {r.good_dir / 'memory.prof'} {r.bad_dir / 'memory.prof'}")
+        print("memory diff with pprof: " + command_line(
+            ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))

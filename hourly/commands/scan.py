@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import (BENCHMARK, BUILD, REPOSITORIES, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+from .common import (BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
 SCAN_ONLY = {
@@ -19,7 +19,7 @@ SCAN_ONLY = {
 }
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, BENCHMARK, STORE, SCAN_ONLY)
+@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
 def scan(
     flags: Any = None,
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
@@ -30,18 +30,17 @@ def scan(
     from ..config import effective
     from ..render import progress_bar
     from ..scan import dry_run, require_metric, run_scan
-    from ..store import Store
     s, _ = effective(flags, config)
-    store = Store(s.workdir)
+    # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
-        report = dry_run(s, store)
+        report = dry_run(s, s.workdir)
     elif json_out:
-        report = run_scan(s, store)
+        report = run_scan(s, s.workdir)
     else:
         logs = Path(s.workdir).absolute() / "logs"
         with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
                           f" (build log {logs / f'build-{pair.key()}.log'})") as on_progress:
-            report = run_scan(s, store, on_progress)
+            report = run_scan(s, s.workdir, on_progress)
     emit(report, json_out, s)
     if not dry_run_:
         require_metric(report)
@@ -66,7 +65,8 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
     from ..config import stored_settings, workdir_setting
     from ..scan import show as show_stored
     from ..store import Store
-    store = Store(workdir_setting(workdir, config), create=False)
+    store = Store(workdir_setting(workdir, config), create=False,
+                  made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
         from ..nightly_render import print_report
         from ..nightly import show as show_nightly

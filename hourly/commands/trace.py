@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UserError
+from ..output import command_line
 
 
 def trace(
@@ -17,14 +18,14 @@ def trace(
         "--out", help="Folder for the trace and memory profiles [default: ./hourly-work/traces/<UTC time>]")
     ] = None,
     host_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=3, help="Host tracer: 0 off, 1 user TraceMe, 2 default, 3 verbose.")] = None,
+        min=0, max=3, help="Host tracer: 0 off, 1 user TraceMe, 2 default, 3 verbose [default: JAX's, 2].")] = None,
     python_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=1, help="Python tracer: 0 off, 1 on.")] = None,
+        min=0, max=1, help="Python tracer: 0 off, 1 on [default: JAX's].")] = None,
     device_tracer_level: Annotated[Optional[int], typer.Option(
-        min=0, max=1, help="Device tracer: 0 off, 1 on.")] = None,
+        min=0, max=1, help="Device tracer: 0 off, 1 on [default: JAX's]")] = None,
     memprof_at: Annotated[Optional[list[str]], typer.Option(
         "--memprof-at", help="Save memory-<NAME>.prof at jaxbench.memory_checkpoint(NAME); "
-                             "repeat for several, * for all.")] = None,
+                             "repeat for several, * for all [default: none].")] = None,
 ) -> None:
     """Run a Python benchmark under the JAX profiler; save a trace and memory profiles."""
     from ..capture import TraceOptions, capture, default_out_dir
@@ -38,8 +39,9 @@ def trace(
     for kind in ("perfetto", "xplane", "memory_profiles"):
         for name in files.get(kind, []):
             typer.echo(f"  {name}")
-    typer.echo(f"view: xprof --port 8791 {captured.out_dir}   (or tensorboard --logdir "
-               f"{captured.out_dir}; or open the perfetto_trace.json.gz at ui.perfetto.dev)")
+    typer.echo(f"view: {command_line(['xprof', '--port', '8791', captured.out_dir])}   (or "
+               f"{command_line(['tensorboard', '--logdir', captured.out_dir])}; "
+               "or open the perfetto_trace.json.gz at ui.perfetto.dev)")
     if not captured.ok:
         code = captured.result.returncode
         typer.echo(f"the benchmark {'timed out' if code is None else f'exited with {code}'}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import tempfile
 import venv
 from pathlib import Path
@@ -13,6 +14,7 @@ from ..bisect import run_bisect
 from ..bisect_report import print_answers
 from ..config import effective
 from ..errors import UserError
+from ..output import command_line, styled
 from ..render import print_report
 from ..report import write_report
 from ..scan import run_scan
@@ -39,19 +41,25 @@ def make_venv(path: Path) -> str:
 
 def run_demo(directory: str | None, console: Console, json_out: bool = False) -> dict:
     root = Path(directory).absolute() if directory else Path(tempfile.mkdtemp(prefix="hourly-demo-"))
+    if root.exists() and not root.is_dir():
+        raise UserError(f"demo directory {root} is not a directory", "pass a new or empty directory")
     if root.exists() and any(root.iterdir()):
         raise UserError(f"demo directory {root} is not empty", "pass a new or empty directory")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create demo directory {root} ({e.strerror})",
+                        "pass a new or empty directory you can write to") from e
     say = (lambda *a, **k: None) if json_out else console.print
-    say(f"[bold]hourly demo[/] in {root}")
+    say(styled(("hourly demo", "bold"), f" in {root}"))
     made = make_repos(root / "repos", DEMO_CHANGES)
     say(f"made stand-in repos: xla {made.xla}, jax {made.jax}")
     python = make_venv(root / "venv")
     s, _ = effective(demo_settings(made, python, root / "work"))
     store = Store(s.workdir)
-    say(f"$ hourly scan --from '{s.from_}' --to '{s.to}' --xla-repo {s.xla_repo} --jax-repo {s.jax_repo} "
-        f"--build-cmd {s.build_cmd} --python {s.python} --bench-cmd '{s.bench_cmd}' --repeats {s.repeats} "
-        f"--workdir {s.workdir}")
+    say("$ " + command_line(["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
+                             "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,
+                             "--bench-cmd", s.bench_cmd, "--repeats", str(s.repeats), "--workdir", s.workdir]))
     report = run_scan(s, store)
     steps = find_steps(report.points, s.higher_is_better)[0]
     if not json_out:
@@ -60,24 +68,40 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         for line in lines:
             console.print(line, highlight=False)
     # detection found the steps in the table; bisection pins each regression to its commit
-    say(f"\n$ hourly bisect --workdir {s.workdir}")
+    say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
     planted = check_planted(steps, answers, made.shas)
     files = write_report(store, s)
     result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
-              "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown)}
+              "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
+              "next": next_commands(s.workdir)}
     if json_out:
         print(json.dumps(result, indent=1))
         return result
     print_answers(console, answers)
-    console.print("\n[bold]planted changes[/]")
+    console.print(styled("\n", ("planted changes", "bold")))
     for p in planted:
         state = "found" if p["found"] else "MISSED"
         if p["kind"] == "regression":
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
         console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
+    print_next(console, result["next"])
     return result
+
+
+def print_next(console: Console, commands: list[str]) -> None:
+    """The demo's folder may be temporary: say where its results are, as commands to paste, one
+    line each however narrow the terminal or pipe."""
+    plain = dict(markup=False, highlight=False, soft_wrap=True)
+    console.print("\nnext, with this demo's results:", **plain)
+    for cmd in commands:
+        console.print(cmd, **plain)
+
+
+def next_commands(workdir: str) -> list[str]:
+    """The commands to look at the demo's results again, one line each, quoted for a shell."""
+    return [shlex.join(["hourly", command, "--workdir", str(workdir)]) for command in ("show", "bisect", "report")]
 
 
 #: What the demo planted (see hourly.demo.repos.DEMO_CHANGES): the commit and the kind of change.

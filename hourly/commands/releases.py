@@ -1,0 +1,93 @@
+"""``hourly releases``: the release level, one environment per jax release from the package index
+(logic in hourly/releases.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import List, Optional
+
+from ..bench import DEFAULT_METRIC_REGEX
+from ..config import effective, workdir_setting
+from ..errors import UsageError
+from ..model import InstallerKind
+from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
+
+
+def releases(
+    from_: Optional[str] = Opt(None, "--from", help="First jax version, e.g. 0.4.13 (included) [required unless --show]."),
+    to: Optional[str] = Opt(None, "--to", help="Last jax version (included) [required unless --show]."),
+    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help='Benchmark run in each release\'s environment, e.g. "python bench.py" [required to measure].'),
+    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current one]."),
+    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none]."),
+    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
+    repeats: int = Opt(1, "--repeats", help="Runs per release."),
+    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit]."),
+    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
+                                           help="Direction of the metric, stored with the results: higher (rates) "
+                                                "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
+    extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins [default: none, CPU only]."),
+    with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
+    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),
+    index_url: Optional[str] = Opt(None, "--index-url", help="Package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
+    find_links: Optional[str] = Opt(None, "--find-links", help="A local directory of wheels instead of an index (offline) [default: none, the index]."),
+    pre: bool = Opt(False, "--pre", help="Include dev/nightly versions."),
+    python: Optional[str] = Opt(None, "--python", help="Interpreter the environments are made from [default: hourly's]."),
+    installer: InstallerKind = Opt(InstallerKind.AUTO, "--installer", help="auto: uv when installed, else pip."),
+    cache_dir: Optional[str] = Opt(None, "--cache-dir", help="Where the environments are kept [default: ~/.cache/hourly/releases]."),
+    jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX checkout with tags: commits and XLA pins between releases [default: none, no commit lists]."),
+    rerun: bool = Opt(False, "--rerun", help="Measure again releases already stored."),
+    dry_run: bool = Opt(False, "--dry-run", help="List the releases, their jaxlib and what is missing; install nothing."),
+    show: bool = Opt(False, "--show", help="Print the stored release results; run nothing."),
+    workdir: Optional[str] = Workdir,
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
+) -> None:
+    """Benchmark every jax release from the package index, find the first bad one, hand over."""
+    from .. import releases as R
+    from ..releases_render import print_report
+    from ..releases_run import run_releases
+    from ..render import progress_bar
+    from ..store import Store
+    wd = workdir_setting(workdir, config)
+    if show:
+        report = R.show(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
+    else:
+        if not from_ or not to:
+            raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")
+        s = R.ReleaseSettings(
+            from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=list(env or []),
+            metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
+            higher_is_better=(effective({}, config)[0].higher_is_better if higher_is_better is None
+                              else higher_is_better),
+            extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
+            python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
+            jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=deps_as_of_release)
+        if dry_run:
+            _print_plan(s, json_out)
+            return
+        s.validate()
+        store = Store(wd)
+        if json_out:
+            report = run_releases(s, store)
+        else:
+            with progress_bar(err_console, "releases", lambda v: f"installing + measuring jax {v}") as on_progress:
+                report = run_releases(s, store, on_progress)
+    if json_out:
+        print(json.dumps(report.as_json(), indent=1))
+    else:
+        print_report(console, report)
+
+
+def _print_plan(s, json_out: bool) -> None:
+    from ..releases import plan_releases
+    from ..venvs import target_python
+    s.validate(benchmark=False)
+    target = target_python(s.python)
+    plan = plan_releases(s.make_index(), s, target)
+    if json_out:
+        print(json.dumps({"python": target.version, "releases": [p.__dict__ for p in plan]}, indent=1))
+        return
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    for p in plan:
+        state = f"missing: {p.missing}" if p.missing else f"jaxlib {p.jaxlib} ({p.pairing})"
+        console.print(f"jax {p.version}  released {p.released or 'unknown'}  {state}", **kw)

@@ -1,0 +1,97 @@
+"""What hourly prints to the terminal, and the one rule for it.
+
+Text from outside — commit subjects and authors, paths, series labels, log lines, benchmark
+output, image names, the user's own commands — is data. It is printed verbatim: never read as
+rich markup (``[pallas] Fix ...`` keeps its tag, ``[/c] d`` is no MarkupError), never as emoji
+codes (``:memory:``), and never coloured by rich's highlighter (no coloured digits inside a date
+or a SHA, which would also split them with escape codes). So:
+
+* every rich Console is made by :func:`console` (a :class:`HourlyConsole`): markup, emoji and
+  highlighting off, whatever a call site passes. Style is given as :class:`rich.text.Text` with
+  explicit styles (:func:`styled`), never as markup in a string — so no string needs escaping.
+* tables (``console.print(table)``, :func:`print_table`): a cell is never cut. A table wider
+  than the console (a pipe is 80 columns) is printed at its natural width instead of squeezed,
+  so times stay ``2023-08-24T00:00:00Z`` and SHAs stay whole; each row stays one line.
+* text (``console.print(text)``, :func:`print_text`): one logical line is one line, never
+  wrapped by rich (a terminal folds it visually; a pipe keeps it whole for grep).
+* commands for the user to run (resume, next step, reproduce) are built with :func:`shlex.join`
+  and printed by :func:`print_command`: one line, quoted so that a shell splits it back into the
+  same words.
+
+Help text follows the same rule: the Typer app renders help as plain text (``rich_markup_mode=None``),
+so ``[default: UTC]`` in a help string is shown as written.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Iterable, Sequence
+
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+#: wide enough to measure any table's natural width
+_UNLIMITED = 1_000_000
+
+
+class HourlyConsole(Console):
+    """A Console that keeps the rule whatever the call site passes: no markup, emoji or highlighting;
+    text is soft-wrapped (one logical line stays one line); a table is never squeezed (see
+    :func:`print_table`)."""
+
+    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]
+        kwargs.update(markup=False, emoji=False, highlight=False)
+        if len(objects) == 1 and isinstance(objects[0], Table):
+            print_table(self, objects[0], **kwargs)
+            return
+        kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
+def console(stderr: bool = False, **kwargs) -> Console:
+    """A Console for hourly's output: text is printed as given (no markup, emoji or highlighting)."""
+    return HourlyConsole(stderr=stderr, markup=False, emoji=False, highlight=False, **kwargs)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Text from plain pieces and ``(text, style)`` pairs; nothing in the pieces is interpreted."""
+    return Text.assemble(*parts)
+
+
+def print_text(con: Console, text: str | Text = "") -> None:
+    """One logical line (or several, split at ``\\n``), never wrapped by rich."""
+    con.print(text, soft_wrap=True, markup=False, emoji=False, highlight=False)
+
+
+def print_lines(con: Console, lines: Iterable[str | Text]) -> None:
+    for line in lines:
+        print_text(con, line)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """A command the user can paste: shell-quoted, one line."""
+    return shlex.join([str(a) for a in argv])
+
+
+def print_command(con: Console, argv: Sequence[str] | str, prefix: str = "") -> None:
+    """A command for the user to run, on one line (``argv`` is quoted with :func:`shlex.join`;
+    a string is taken as an already quoted command)."""
+    line = argv if isinstance(argv, str) else command_line(argv)
+    print_text(con, prefix + line)
+
+
+def natural_width(con: Console, renderable: RenderableType) -> int:
+    return Measurement.get(con, con.options.update(max_width=_UNLIMITED), renderable).maximum
+
+
+def print_table(con: Console, table: Table, **kwargs) -> None:
+    """Print a table whose cells are never cut: when it is wider than the console, it is laid out
+    at its natural width and no line of it is cropped (a terminal folds the long lines; a pipe
+    keeps them)."""
+    width = natural_width(con, table)
+    if width > con.width:
+        table.width = width
+        kwargs["crop"] = False
+    Console.print(con, table, **kwargs)

@@ -1,0 +1,178 @@
+"""Edges a newcomer meets in the first hour (issue 9, items 8 and 10): a dry run without a benchmark,
+one-line errors that create nothing, the demo's next commands, and counted nouns that read right.
+
+Every test drives the real CLI (``hourly.cli.main`` or a subprocess) over real repositories."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hourly.cli import main
+from hourly.demo.hunt import next_commands, print_next
+from hourly.words import plural
+
+
+def run_cli(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def repo_args(made, work: Path) -> list[str]:
+    return ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--workdir", str(work)]
+
+
+# -- item 8: a dry run needs no benchmark ------------------------------------------------------
+
+def test_dry_run_with_only_the_repositories_prints_the_plan(capsys, made, scan_args, venv_python, tmp_path):
+    work = tmp_path / "work"
+    day = ["scan", "--from", "Aug 24 2023", "--to", "Aug 24 2023", "--dry-run", *repo_args(made, work)]
+    code, out, err = run_cli(capsys, day + ["--json"])
+    assert code == 0, err
+    plan = json.loads(out)
+    assert len(plan["points"]) == 25 and {p["status"] for p in plan["points"]} == {"planned"}
+    pairs = plan["distinct_pairs"]
+    assert 1 < pairs < 25
+    assert plan["plan"] == {"builds": pairs, "built": 0, "measured": None}
+    assert not work.exists()  # a dry run touches nothing, not even the workdir
+
+    code, out, err = run_cli(capsys, day)
+    assert code == 0, err
+    assert f"the scan would run {pairs} builds" in out and "Traceback" not in err
+
+    # measure two hours for real; their pairs are then built (wheels cached) and measured
+    scanned = json.loads(run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--json"))[1])
+    done = {(p["xla"], p["jax"]) for p in scanned["points"]}
+    assert scanned["builds"] == len(done)
+
+    # the build cache is keyed by the build (command, Python, environment): another build has none
+    assert json.loads(run_cli(capsys, day + ["--json"])[1])["plan"]["built"] == 0
+    day += ["--build-cmd", str(made.build_script), "--python", venv_python]
+    plan = json.loads(run_cli(capsys, day + ["--json"])[1])  # no --bench-cmd: "measured" is unknown
+    assert plan["plan"] == {"builds": pairs - len(done), "built": len(done), "measured": None}
+    assert {p["status"] for p in plan["points"] if (p["xla"], p["jax"]) in done} == {"built"}
+    code, out, _ = run_cli(capsys, day)
+    assert f"{plural(len(done), 'pair')} already built" in out and "--bench-cmd" in out
+
+    with_bench = scan_args("Aug 24 2023", "Aug 24 2023", "--dry-run", "--json")
+    plan = json.loads(run_cli(capsys, with_bench)[1])
+    assert plan["plan"] == {"builds": pairs - len(done), "built": len(done), "measured": len(done)}
+    assert {p["status"] for p in plan["points"] if (p["xla"], p["jax"]) in done} == {"cached"}
+    assert {p["status"] for p in plan["points"] if (p["xla"], p["jax"]) not in done} == {"planned"}
+    # --rerun measures again, but the cached wheels still spare the builds
+    plan = json.loads(run_cli(capsys, with_bench + ["--rerun"])[1])
+    assert plan["plan"]["builds"] == pairs - len(done)
+
+
+def test_dry_run_still_needs_the_window(capsys, made, tmp_path):
+    code, _, err = run_cli(capsys, ["scan", "--dry-run", *repo_args(made, tmp_path / "work")])
+    assert code == 1 and "--from" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "work").exists()
+
+
+# -- item 10: small edges ----------------------------------------------------------------------
+
+def test_demo_into_a_file_is_a_one_line_error(capsys, tmp_path):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine\n")
+    code, _, err = run_cli(capsys, ["demo", str(afile)])
+    assert code == 1, err
+    assert "not a directory" in err and str(afile) in err and len(err.strip().splitlines()) == 1
+    assert afile.read_text() == "mine\n"
+
+
+def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_path):
+    for argv in (["show", "--nightly"], ["nightly", "--show"]):
+        code, _, err = run_cli(capsys, argv + ["--workdir", str(tmp_path / "empty")])
+        assert code == 1, err
+        assert "`hourly nightly" in err and "hourly scan" not in err
+    code, _, err = run_cli(capsys, ["releases", "--show", "--workdir", str(tmp_path / "empty")])
+    assert code == 1 and "`hourly releases" in err and "hourly scan" not in err
+    code, _, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "empty")])
+    assert code == 1 and "`hourly scan" in err
+    assert not (tmp_path / "empty").exists()
+
+
+@pytest.mark.parametrize("change,message", [
+    (["--from", "someday"], "cannot parse time"),
+    (["--from", "Aug 26 2023", "--to", "Aug 24 2023"], "reversed"),
+    (["--step", "0h"], "step"),
+    (["--env", "NOEQUALS"], "KEY=VALUE"),
+    (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
+    (["--bench-cwd", "/nonexistent/dir"], "not a directory"),
+    (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
+    (["--ref", "origin/nope", "--no-sync"], "unknown ref"),
+    (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+])
+def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
+    code, _, err = run_cli(capsys, scan_args() + change)
+    assert code == 1 and message in err, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, tmp_path):
+    argv = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 13:00", *repo_args(made, tmp_path / "work")]
+    code, _, err = run_cli(capsys, argv)
+    assert code == 1 and "--bench-cmd" in err and "--dry-run" in err
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("change,message", [
+    (["--good", "someday"], "cannot parse time"),
+    (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+    (["--env", "NOEQUALS"], "KEY=VALUE"),
+])
+def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
+    args = scan_args()
+    common = args[args.index("--xla-repo"):]  # repositories, build, python, benchmark, workdir
+    code, _, err = run_cli(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+                                    *common, *change])
+    assert code == 1 and message in err, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_nightly_input_errors_create_no_workdir(capsys, tmp_path):
+    code, _, err = run_cli(capsys, ["nightly", "--from", "2023-07-06", "--to", "2023-07-01",
+                                    "--workdir", str(tmp_path / "work")])
+    assert code == 1 and "before" in err
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("n,word,many,text", [
+    (0, "build", None, "0 builds"), (1, "build", None, "1 build"), (2, "build", None, "2 builds"),
+    (1, "point", None, "1 point"), (1, "match", "matches", "1 match"), (3, "match", "matches", "3 matches"),
+])
+def test_plural(n, word, many, text):
+    assert plural(n, word, many) == text
+
+
+def test_one_instant_reads_in_the_singular_and_no_steps_has_no_colon(capsys, scan_args, tmp_path):
+    code, out, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00"))
+    assert code == 0, err
+    assert "1 build for 1 instant (1 distinct (xla, jax) pair)" in out
+    assert "no steps found" in out and "steps found:" not in out
+    code, out, err = run_cli(capsys, ["detect", str(tmp_path / "work")])
+    assert code == 0, err
+    assert "1 point (1 ok, 0 failed)" in out and "1 points" not in out
+
+
+def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, tmp_path):
+    """The demo ends with these (its JSON carries them too: tests/test_report.py runs the demo)."""
+    work = tmp_path / "a folder with spaces" / "work"
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00") + ["--workdir", str(work)])
+    assert code == 0, err
+    out = io.StringIO()
+    print_next(Console(file=out, width=40), next_commands(str(work)))
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["", "next, with this demo's results:"]
+    commands = [shlex.split(line) for line in lines[2:]]
+    assert commands == [["hourly", c, "--workdir", str(work)] for c in ("show", "bisect", "report")]
+    for c in (commands[0], commands[2]):  # they work as printed
+        code, _, err = run_cli(capsys, c[1:])
+        assert code == 0, err

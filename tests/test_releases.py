@@ -1,0 +1,414 @@
+"""The release level: real wheels of stand-in jax/jaxlib in a local index, real environments made
+by uv (and by pip), real installs with --no-index, a real JAX-like git repo with release tags."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from hourly import releases as R
+from hourly.releases_run import as_of_release_args
+from hourly.cli import main
+from hourly.errors import UserError
+from hourly.model import ReleasePoint, Status
+from hourly.pkgindex import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
+from hourly.store import SCHEMA_VERSION, Store
+from hourly.venvs import find_uv, target_python
+
+REGEX = r"dispatch_us:\s*(?P<value>[0-9.]+)"
+XLA_A, XLA_B = "a" * 40, "b" * 40
+
+# (jax version, its dispatch time in µs or "crash", its Requires-Dist on jaxlib for [cpu], build date)
+JAX = [
+    ("0.1.0", 100.0, "jaxlib==0.1.0", (2023, 1, 10)),
+    ("0.1.1", 100.0, "jaxlib==0.1.1", (2023, 2, 10)),
+    ("0.2.0", 150.0, "jaxlib==0.2.0", (2023, 3, 10)),          # the planted regression
+    ("0.2.1", 150.0, "jaxlib<=0.2.1,>=0.2.0", (2023, 4, 10)),  # no jaxlib 0.2.1: paired with 0.2.0
+    ("0.2.2", "crash", "jaxlib==0.2.2", (2023, 5, 10)),
+    ("0.3.0", 150.0, "jaxlib==0.3.0", (2023, 6, 10)),          # jaxlib 0.3.0 only for another Python
+    ("0.3.1.dev20230701", 150.0, "jaxlib==0.3.1.dev20230701", (2023, 7, 1)),
+]
+JAXLIB = {"0.1.0": "py3-none-any", "0.1.1": "py3-none-any", "0.2.0": "py3-none-any",
+          "0.2.2": "py3-none-any", "0.3.0": "cp27-cp27mu-manylinux1_x86_64",
+          "0.3.1.dev20230701": "py3-none-any"}
+
+
+def write_wheel(dist: Path, name: str, version: str, files: dict[str, str], requires: list[str] = (),
+                tag: str = "py3-none-any", when: tuple = (2023, 1, 1)) -> Path:
+    """A real wheel: METADATA, WHEEL and a RECORD with every file's hash, dated ``when``."""
+    info = f"{name}-{version}.dist-info"
+    extras = sorted({r.split('extra == "')[1].split('"')[0] for r in requires if 'extra == "' in r})
+    meta = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.8\n"
+            + "".join(f"Provides-Extra: {e}\n" for e in extras)
+            + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    wheel = (f"Wheel-Version: 1.0\nGenerator: hourly-tests\nRoot-Is-Purelib: "
+             f"{'true' if tag.endswith('none-any') else 'false'}\nTag: {tag}\n")
+    entries = {**files, f"{info}/METADATA": meta, f"{info}/WHEEL": wheel}
+    record = []
+    for path, text in entries.items():
+        data = text.encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    entries[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+    out = dist / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(out, "w") as z:
+        for path, text in entries.items():
+            z.writestr(zipfile.ZipInfo(path, date_time=(*when, 12, 0, 0)), text)
+    return out
+
+
+@pytest.fixture(scope="session")
+def wheel_dir(tmp_path_factory) -> Path:
+    """The local index: stand-in jax and jaxlib wheels at several versions."""
+    dist = tmp_path_factory.mktemp("wheels")
+    for version, value, req, when in JAX:
+        body = ('raise RuntimeError("stand-in jax crashes at import")\n' if value == "crash" else
+                f'import jaxlib\n__version__ = "{version}"\nDISPATCH_US = {value}\n')
+        write_wheel(dist, "jax", version, {"jax/__init__.py": body},
+                    [f'{req}; extra == "cpu"', 'jaxlib==0.1.0; extra == "minimum-jaxlib"'], when=when)
+    for version, tag in JAXLIB.items():
+        write_wheel(dist, "jaxlib", version, {"jaxlib/__init__.py": f'__version__ = "{version}"\n'}, tag=tag)
+    (dist / "README.txt").write_text("not a wheel\n")
+    return dist
+
+
+BENCH = """\
+import os, random, sys, time
+import jax
+with open(os.environ["RUNS_FILE"], "a") as f:
+    f.write(jax.__version__ + "\\n")
+block = os.environ.get("BLOCK_FILE", "")
+if block and os.path.exists(block) and jax.__version__ == os.environ.get("BLOCK_VERSION"):
+    with open(block + ".started", "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(120)
+print("dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
+"""
+
+
+@pytest.fixture
+def bench(tmp_path) -> Path:
+    d = tmp_path / "bench"
+    d.mkdir()
+    (d / "bench.py").write_text(BENCH)
+    return d
+
+
+@pytest.fixture(scope="session")
+def jax_repo(tmp_path_factory) -> Path:
+    """A real git repository with JAX's release tags and XLA pins in third_party/xla/workspace.bzl."""
+    repo = tmp_path_factory.mktemp("jax-src")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def git(*args, when=None):
+        e = dict(env, **({"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else {}))
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=e, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    bzl = repo / "third_party" / "xla" / "workspace.bzl"
+    bzl.parent.mkdir(parents=True)
+    for version, _, _, (y, m, d) in JAX[:3]:
+        # one commit moving the XLA pin (to B from 0.2.0 on), then two more, then the tag
+        bzl.write_text(f'XLA_COMMIT = "{XLA_B if Version(version) >= Version("0.2.0") else XLA_A}"\n'
+                       f'XLA_SHA256 = "0"\n')
+        for i in range(3):
+            (repo / "log.txt").write_text(f"{version} {i}\n")
+            git("add", "-A")
+            git("commit", "-q", "-m", f"{version} change {i}", when=f"{y}-{m:02d}-{d - 2 + i:02d}T10:00:00Z")
+        git("tag", f"jax-v{version}")
+    return repo
+
+
+def args(wheel_dir, bench, tmp_path, frm="0.1.0", to="0.3.0", *extra) -> list[str]:
+    return ["releases", "--from", frm, "--to", to, "--find-links", str(wheel_dir), "--bench-cmd", "python bench.py",
+            "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
+            "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--cache-dir", str(tmp_path / "cache"),
+            "--workdir", str(tmp_path / "work"), *extra]
+
+
+def runs(tmp_path) -> list[str]:
+    p = tmp_path / "runs.txt"
+    return p.read_text().split() if p.exists() else []
+
+
+# ------------------------------------------------------------------------------ pure parts
+
+def test_choose_jaxlib_same_version_then_jax_requirement_then_none():
+    libs = [Version(v) for v in ("0.1.0", "0.2.0", "0.3.0")]
+    assert R.choose_jaxlib(Version("0.2.0"), libs, None, None) == (Version("0.2.0"), "same version")
+    reqs = ['jaxlib<=0.2.1,>=0.1.0; extra == "cpu"', 'jaxlib==0.1.0; extra == "minimum-jaxlib"']
+    got, how = R.choose_jaxlib(Version("0.2.1"), libs, reqs, None)
+    assert got == Version("0.2.0") and "newest allowed" in how  # 0.3.0 is newer than jax itself
+    got, how = R.choose_jaxlib(Version("0.2.5"), libs, ['jaxlib==0.2.5; extra == "cpu"'], None)
+    assert got is None and "jaxlib==0.2.5" in how
+    # only a minimum: a lower bound, still never newer than jax
+    got, _ = R.choose_jaxlib(Version("0.2.9"), libs, ['jaxlib==0.1.0; extra == "minimum-jaxlib"'], None)
+    assert got == Version("0.2.0")
+    # the GPU extra's own requirement wins over the CPU one
+    reqs = ['jaxlib==0.1.0; extra == "cpu"', 'jaxlib==0.2.0; extra == "cuda12"']
+    assert R.choose_jaxlib(Version("0.2.4"), libs, reqs, "cuda12")[0] == Version("0.2.0")
+    assert R.choose_jaxlib(Version("0.2.4"), libs, [], None)[0] is None
+    # newer jax: an unconditional requirement, combined with the extra's
+    reqs = ["jaxlib<=0.3.0,>=0.1.0", 'jaxlib<0.2.0; extra == "cpu"']
+    assert R.choose_jaxlib(Version("0.2.4"), libs, reqs, None)[0] == Version("0.1.0")
+    assert R.choose_jaxlib(Version("0.2.4"), libs, reqs[:1], None)[0] == Version("0.2.0")
+
+
+def test_metadata_readers():
+    text = "numpy>=1.22\n\n[cpu]\njaxlib==0.4.14\n\n[cuda:python_version < \"3.12\"]\njaxlib==0.4.14\n"
+    reqs = requires_from_egg_info(text)
+    assert reqs[0] == "numpy>=1.22" and reqs[1] == 'jaxlib==0.4.14; extra == "cpu"'
+    assert [str(r.specifier) for r in jaxlib_requirements(reqs, "cpu")] == ["==0.4.14"]
+    assert jaxlib_requirements(reqs, None) == []
+    assert R.xla_pin('XLA_COMMIT = "0123456789abcdef0123456789abcdef01234567"\n') == "0123456789abcdef0123456789abcdef01234567"
+    assert R.xla_pin("nothing") is None
+
+
+def test_dependencies_as_of_the_day_after_the_release():
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert as_of_release_args("2023-06-23T00:24:04Z", now) == [
+        "--exclude-newer", "2023-06-24T00:24:04Z", "--exclude-newer-package", "jax=2026-01-02T03:04:05Z",
+        "--exclude-newer-package", "jaxlib=2026-01-02T03:04:05Z"]
+    assert as_of_release_args(None, now) == []
+
+
+def test_plan_from_a_local_index(wheel_dir, tmp_path):
+    s = R.ReleaseSettings("0.1.0", "0.3.1.dev20230701", bench_cmd="python b.py", find_links=str(wheel_dir),
+                          cache_dir=str(tmp_path))
+    s.validate()
+    target = target_python(None)
+    plan = {p.version: p for p in R.plan_releases(LocalDir(wheel_dir), s, target)}
+    # the dev version is inside the window because --to names one; without it and without --pre, not
+    assert list(plan) == [v for v, *_ in JAX]
+    assert plan["0.2.1"].jaxlib == "0.2.0" and not plan["0.2.1"].missing
+    assert plan["0.3.0"].missing and "jaxlib 0.3.0" in plan["0.3.0"].missing and target.short in plan["0.3.0"].missing
+    assert plan["0.1.1"].released == "2023-02-10T12:00:00Z"
+    s.to = "0.3.0"
+    assert "0.3.1.dev20230701" not in [p.version for p in R.plan_releases(LocalDir(wheel_dir), s, target)]
+    s.to, s.pre = "0.4.0", True
+    assert "0.3.1.dev20230701" in [p.version for p in R.plan_releases(LocalDir(wheel_dir), s, target)]
+    wheel = next(wheel_dir.glob("jax-0.2.1-*.whl"))
+    assert 'jaxlib<=0.2.1,>=0.2.0; extra == "cpu"' in read_requires(wheel)
+
+
+@pytest.fixture
+def http_index(wheel_dir):
+    """A real HTTP server on localhost speaking PEP 691 JSON for the wheel directory: upload
+    times, a yanked release, PEP 658 metadata files (and 404 for other projects)."""
+    import http.server
+    import threading
+
+    def page(project: str) -> bytes:
+        files = []
+        for f in sorted(wheel_dir.glob(f"{project}-*.whl")):
+            version = f.name.split("-")[1]
+            when = next(w for v, _, _, w in JAX if v == version) if project == "jax" else (2023, 1, 1)
+            files.append({"filename": f.name, "url": f"../../files/{f.name}", "hashes": {},
+                          "requires-python": ">=3.8", "upload-time": "%04d-%02d-%02dT08:30:00.123456Z" % when,
+                          "core-metadata": True, "yanked": "broken wheel" if version == "0.1.1" else False})
+        return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            parts = self.path.strip("/").split("/")
+            if parts[0] == "simple" and len(parts) == 2 and parts[1] in ("jax", "jaxlib"):
+                body, kind = page(parts[1]), "application/vnd.pypi.simple.v1+json"
+            elif parts[0] == "files" and parts[-1].endswith(".metadata"):
+                with zipfile.ZipFile(wheel_dir / parts[-1][: -len(".metadata")]) as z:
+                    body = z.read(next(n for n in z.namelist() if n.endswith("/METADATA")))
+                kind = "text/plain"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+
+
+def test_plan_from_a_json_simple_index_over_http(http_index, tmp_path):
+    s = R.ReleaseSettings("0.1.0", "0.3.0", bench_cmd="python b.py", index_url=http_index, cache_dir=str(tmp_path))
+    s.validate()
+    plan = {p.version: p for p in R.plan_releases(s.make_index(), s, target_python(None))}
+    assert list(plan) == ["0.1.0", "0.1.1", "0.2.0", "0.2.1", "0.2.2", "0.3.0"]
+    assert plan["0.2.0"].released == "2023-03-10T08:30:00Z"           # PEP 700 upload time
+    assert plan["0.1.1"].yanked == "broken wheel"
+    assert plan["0.2.1"].jaxlib == "0.2.0" and "newest allowed" in plan["0.2.1"].pairing  # PEP 658 metadata
+    assert plan["0.3.0"].missing and "cp27" in plan["0.3.0"].missing
+    assert not (tmp_path / "downloads").exists()  # metadata files sufficed: no wheel downloaded
+    s.index_url = http_index.replace("/simple", "/nothing")
+    with pytest.raises(UserError, match="no jax on"):
+        R.plan_releases(s.make_index(), s, target_python(None))
+
+
+def test_another_interpreter_gets_its_own_tags(tmp_path):
+    other = tmp_path / "python-other"
+    other.symlink_to(sys.executable)  # another path: hourly asks the interpreter itself
+    t = target_python(str(other))
+    assert t.exe == str(other) and t.version == ".".join(map(str, sys.version_info[:3]))
+    assert any(str(tag).startswith(f"{t.short}-{t.short}-") for tag in t.tags)
+    assert any(str(tag) == "py3-none-any" for tag in t.tags)
+
+
+def test_dry_run_lists_the_plan_and_installs_nothing(wheel_dir, tmp_path, capsys):
+    assert main(["releases", "--from", "0.2.0", "--to", "0.3.0", "--find-links", str(wheel_dir), "--dry-run",
+                 "--json", "--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work")]) == 0
+    plan = json.loads(capsys.readouterr().out)["releases"]
+    assert [(p["version"], p["jaxlib"], bool(p["missing"])) for p in plan] == [
+        ("0.2.0", "0.2.0", False), ("0.2.1", "0.2.0", False), ("0.2.2", "0.2.2", False), ("0.3.0", "0.3.0", True)]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "work").exists()
+
+
+def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
+    store = Store(tmp_path)
+    store.conn.execute("DROP TABLE releases")
+    store.conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    store.close()
+    store = Store(tmp_path)
+    assert SCHEMA_VERSION >= 4
+    assert int(store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]) == SCHEMA_VERSION
+    store.add_release("k", ReleasePoint("0.1.0", "0.1.0", "2023-01-10T12:00:00Z", Status.OK, 1.0, [1.0]))
+    store.add_release("k", ReleasePoint("0.1.0", "0.1.0", "2023-01-10T12:00:00Z", Status.CRASHED))
+    store.add_release("k", ReleasePoint("0.2.0", None, None, Status.MISSING, detail="no wheel"))
+    got = store.releases("k")
+    assert got["0.1.0"].status is Status.CRASHED and got["0.1.0"].released == "2023-01-10T12:00:00Z"  # the latest
+    assert got["0.2.0"] == ReleasePoint("0.2.0", None, None, Status.MISSING, detail="no wheel")
+
+
+def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
+    assert main(["releases", "--from", "0.3", "--to", "0.1", "--bench-cmd", "x", "--find-links", str(wheel_dir)]) == 1
+    assert "swap them" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--index-url", "https://example.invalid/simple"]) == 1
+    assert main(["releases", "--from", "nope", "--to", "0.2", "--bench-cmd", "x"]) == 1
+    assert main(["releases", "--from", "5.0", "--to", "6.0", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--cache-dir", str(tmp_path / "c")]) == 1
+    assert "no jax release between 5.0 and 6.0" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--installer", "pip", "--deps-as-of-release"]) == 1
+    assert "needs uv" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--jax-repo", str(tmp_path / "no-such-checkout")]) == 1
+    assert "--jax-repo" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+# ------------------------------------------------------------------ real environments, real runs
+
+@pytest.mark.skipif(find_uv() is None, reason="uv is not installed (pip install 'hourly[uv]')")
+def test_releases_find_the_step_and_hand_over(wheel_dir, bench, jax_repo, tmp_path, capsys):
+    assert main(args(wheel_dir, bench, tmp_path, "0.1.0", "0.3.0", "--repeats", "2", "--jax-repo",
+                     str(jax_repo), "--deps-as-of-release", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    points = {p["version"]: p for p in out["points"]}
+    assert list(points) == ["0.1.0", "0.1.1", "0.2.0", "0.2.1", "0.2.2", "0.3.0"]
+    assert [points[v]["status"] for v in points] == ["ok", "ok", "ok", "ok", "crashed", "missing"]
+    assert points["0.2.1"]["jaxlib"] == "0.2.0"
+    assert "no jaxlib 0.3.0 wheel" in points["0.3.0"]["detail"]
+    assert points["0.1.0"]["released"] == "2023-01-10T12:00:00Z"
+    assert {p["installer"] for p in out["points"] if p["status"] != "missing"} == {"uv"}
+    for v in ("0.1.0", "0.1.1"):
+        assert len(points[v]["samples"]) == 2 and abs(points[v]["value"] - 100) < 1
+    assert abs(points["0.2.0"]["value"] - 150) < 1
+    assert sorted(runs(tmp_path)) == sorted(["0.1.0", "0.1.1", "0.2.0", "0.2.1"] * 2)
+
+    kinds = {st["kind"]: st for st in out["steps"]}
+    assert set(kinds) == {"regression", "crash"}
+    reg = kinds["regression"]
+    assert (reg["last_good"]["version"], reg["first_bad"]["version"]) == ("0.1.1", "0.2.0")
+    assert reg["tags"] == ["jax-v0.1.1..jax-v0.2.0"]
+    assert reg["jax_commits"] == 3 and (reg["xla_before"], reg["xla_after"]) == (XLA_A, XLA_B)
+    assert reg["relative_change"] == pytest.approx(0.5, abs=0.01)
+    nightly, bisect = reg["next_commands"]
+    assert shlex.split(nightly)[:6] == ["hourly", "nightly", "--from", "2023-02-10", "--to", "2023-03-10"]
+    b = shlex.split(bisect)
+    assert b[b.index("--good") + 1] == "2023-02-10T10:00:00Z"  # the tag's commit time
+    assert "--lower-is-better" in b and b[b.index("--bench-cmd") + 1] == "python bench.py"
+    for cmd in (nightly, bisect):  # every printed command parses with hourly's own CLI
+        assert main(shlex.split(cmd)[1:] + ["--help"]) == 0
+    capsys.readouterr()
+    crash = kinds["crash"]
+    assert (crash["last_good"]["version"], crash["first_bad"]["version"]) == ("0.2.1", "0.2.2")
+    assert crash["unknown"] and "jax-v0.2.2" in crash["unknown"]  # the checkout lacks that tag
+    assert "--mode" in crash["next_commands"][1]
+    assert crash["first_bad"]["jaxlib"] == "0.2.2" and crash["tags"] == ["jax-v0.2.1..jax-v0.2.2",
+                                                                          "jaxlib-v0.2.0..jaxlib-v0.2.2"]
+
+    # the same command again measures nothing; the table shows the stored results and marks
+    assert main(args(wheel_dir, bench, tmp_path, "0.1.0", "0.3.0", "--repeats", "2",
+                     "--jax-repo", str(jax_repo), "--deps-as-of-release")) == 0
+    text = capsys.readouterr().out
+    assert "0 measured now" in text and "✗ crashed" in text
+    assert re.search(r"▼ \+(49|50)\.\d%", text), text
+    assert "3 JAX commits between the tags" in text and "hourly nightly --from 2023-02-10" in text
+    assert len(runs(tmp_path)) == 8
+
+    # --show, and hourly report on the workdir
+    assert main(["releases", "--show", "--workdir", str(tmp_path / "work"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["points"]) == 6
+    assert main(["report", "--workdir", str(tmp_path / "work")]) == 0
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    assert "| 0.2.0 | 0.2.0 |" in md and "jax-v0.1.1..jax-v0.2.0" in md
+
+
+def test_pip_fills_the_environments_without_uv(wheel_dir, bench, tmp_path, capsys):
+    assert main(args(wheel_dir, bench, tmp_path, "0.1.1", "0.2.0", "--installer", "pip", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(p["version"], p["status"], p["installer"]) for p in out["points"]] == [
+        ("0.1.1", "ok", "pip"), ("0.2.0", "ok", "pip")]
+    assert "pip" in out["installer"]
+    envs = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(envs) == 2 and all((tmp_path / "cache" / e / ".hourly-ready").exists() for e in envs)
+
+
+@pytest.mark.skipif(find_uv() is None, reason="uv is not installed (pip install 'hourly[uv]')")
+def test_kill_9_then_rerun_does_not_redo_finished_releases(wheel_dir, bench, tmp_path, capsys):
+    block = tmp_path / "block"
+    block.write_text("")
+    argv = args(wheel_dir, bench, tmp_path, "0.1.0", "0.2.1", "--env", f"BLOCK_FILE={block}",
+                "--env", "BLOCK_VERSION=0.2.0")
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *argv], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    started = Path(str(block) + ".started")
+    deadline = time.monotonic() + 60
+    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the blocked benchmark never started"
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    os.kill(int(started.read_text()), signal.SIGKILL)  # the benchmark runs in its own session
+    assert runs(tmp_path) == ["0.1.0", "0.1.1", "0.2.0"]
+    block.unlink()
+
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["status"] for p in out["points"]] == ["ok"] * 4
+    assert runs(tmp_path) == ["0.1.0", "0.1.1", "0.2.0", "0.2.0", "0.2.1"]  # 0.1.x not run again
+    rows = sqlite3.connect(tmp_path / "work" / "hourly.sqlite").execute(
+        "SELECT version, COUNT(*) FROM releases GROUP BY version ORDER BY version").fetchall()
+    assert rows == [("0.1.0", 1), ("0.1.1", 1), ("0.2.0", 1), ("0.2.1", 1)]
