@@ -88,9 +88,17 @@ def _ts(label: str) -> int:
 _SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
 
 
+def _sha_end(text: str) -> bool:
+    """``xla@<sha>``, ``jax@<sha>`` or both, comma-separated (not a time)."""
+    return all(_SHA_END.match(p.strip()) for p in text.split(","))
+
+
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
-    (the state at that commit's committer time)."""
+    (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
+    once both had landed, as a nightly image pins them)."""
+    if "," in text and _sha_end(text):
+        return max(parse_end(p, tz, repos, walks) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
         return int(parse_time(text, tz).when.timestamp())
@@ -584,7 +592,7 @@ def check_new_window(s: Settings, good: str, bad: str) -> None:
     s.env_dict()
     compile_metric_regex(s.metric_regex)
     for end in (good, bad):
-        if not _SHA_END.match(end.strip()):
+        if not _sha_end(end):
             parse_time(end, s.tz)
     open_repos(s)
 

@@ -22,6 +22,7 @@ from .commands.clean import clean
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
+from .commands.hunt import hunt
 from .commands.nightly import container, nightly
 from .commands.profile import profile
 from .commands.releases import releases
@@ -39,6 +40,7 @@ app.command()(demo)
 app.command()(releases)
 app.command()(nightly)
 app.command()(container)
+app.command()(hunt)
 app.command()(scan)
 app.command()(show)
 app.command()(detect)

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import docker
 import docker.errors
@@ -604,3 +604,40 @@ def start_detached(image: str, cmd: Sequence[str], *, name: str,
     except BaseException:
         _remove(c, container, name)
         raise
+
+
+def exec_in(container_name: str, cmd: Sequence[str], *, workdir: str | None = None,
+            env: Mapping[str, str] | Iterable[str] | None = None,
+            log_path: str | Path | None = None, on_line: Callable[[str], None] | None = None,
+            docker_client: docker.DockerClient | None = None) -> RunResult:
+    """Run ``cmd`` in the running container ``container_name`` (``docker exec``) and return its
+    exit code and output (stdout and stderr together); ``log_path`` gets the full output and
+    ``on_line`` each line as it comes."""
+    c = docker_client or client()
+    start = time.monotonic()
+    chunks: list[bytes] = []
+    try:
+        exec_id = c.api.exec_create(container_name, [str(x) for x in cmd], stdout=True, stderr=True,
+                                    workdir=workdir, environment=_env_list(env))["Id"]
+        pending = b""
+        for chunk in c.api.exec_start(exec_id, stream=True):
+            chunks.append(chunk)
+            if on_line is not None:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    on_line(line.decode("utf-8", errors="replace"))
+        if on_line is not None and pending:
+            on_line(pending.decode("utf-8", errors="replace"))
+        exit_code = c.api.exec_inspect(exec_id).get("ExitCode")
+    except docker.errors.APIError as e:
+        raise UserError(f"could not run a command in {container_name}: {_first_line(_explanation(e))}",
+                        "check that the container is still running") from e
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    duration = time.monotonic() - start
+    if log_path is not None:
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"# container: {container_name}\n$ {' '.join(map(str, cmd))}\n"
+                            f"{output}\n# exit: {exit_code} after {duration:.2f}s\n")
+    return RunResult(exit_code, output, duration, False, container_name)

@@ -78,11 +78,13 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
             timed_out = True
             _kill_group(proc)
             proc.wait()
+            _wait_group_gone(proc.pid)
         for t in threads:
             t.join()
     except BaseException:  # Ctrl-C: never leave the child running
         _kill_group(proc)
         proc.wait()
+        _wait_group_gone(proc.pid)
         for t in threads:
             t.join(timeout=5)
         _close_log(log, "interrupted")
@@ -164,3 +166,19 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+#: how long to wait for the rest of a killed process group (grandchildren) to be gone
+GROUP_GONE_S = 2.0
+
+
+def _wait_group_gone(pgid: int, limit: float = GROUP_GONE_S) -> None:
+    """After the child is reaped, wait (bounded) until no process of its group is left, so that
+    no grandchild still writes into a tree hourly is about to restore."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)

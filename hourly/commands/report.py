@@ -17,8 +17,12 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
     from ..report import write_report
     from ..store import Store
     store = Store(workdir_setting(workdir, config), create=False)
-    s = stored_settings(store, config, workdir=workdir)
-    files = write_report(store, s, Path(out) if out else None, min_change, anonymous)
+    if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
+        from ..hunt_report import write_hunt_report  # a workdir of `hourly hunt`
+        files = write_hunt_report(store, Path(out) if out else None)
+    else:
+        s = stored_settings(store, config, workdir=workdir)
+        files = write_report(store, s, Path(out) if out else None, min_change, anonymous)
     print(f"report: {files.markdown}")
     if files.plot:
         print(f"plot:   {files.plot}")

@@ -1,0 +1,86 @@
+"""``hourly hunt``: the daily level, then a commit-level bisection inside a container per step."""
+
+from __future__ import annotations
+
+import json
+from typing import List, Optional
+
+from ..bench import DEFAULT_METRIC_REGEX
+from ..config import workdir_setting
+from ..errors import UserError
+from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
+from .nightly import ContainerEnv, Gpus
+
+
+def hunt(
+    from_: Optional[str] = Opt(None, "--from", help="First date of the daily level, e.g. 2023-07-06 (included) [required unless --good-date]."),
+    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --bad-date]."),
+    good_date: Optional[str] = Opt(None, "--good-date", help="Enter at the commit level: a good day (with --bad-date; skips the daily search) [default: the daily level finds them]."),
+    bad_date: Optional[str] = Opt(None, "--bad-date", help="The bad day to bisect against --good-date [default: the daily level finds it]."),
+    image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}."),
+    mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
+    gpus: str = Gpus,
+    env: Optional[List[str]] = ContainerEnv,
+    bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Benchmark run in each container (split like a shell would)."),
+    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
+    repeats: int = Opt(1, "--repeats", help="Runs per date and per pair."),
+    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
+    every: int = Opt(1, "--every", help="Measure every N days."),
+    parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
+    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local."),
+    dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
+    bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
+    build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
+    xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
+    jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX tree inside the container [default: /opt/jax-source or /opt/jax]."),
+    ref: Optional[str] = Opt(None, "--ref", help="Ref whose history is bisected inside [default: origin/main]."),
+    max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
+    min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
+    rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
+    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
+                                           help="Direction of the metric [default: hourly.toml's higher_is_better, else higher]."),
+    workdir: Optional[str] = Workdir,
+    json_out: bool = JsonOpt,
+    config: Optional[str] = ConfigOpt,
+) -> None:
+    """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
+    from ..config import effective
+    from ..hunt import HuntSettings, run_hunt
+    from ..hunt_render import print_report
+    from ..nightly import NightlySettings
+    from ..render import progress_bar
+    from ..store import Store
+    if good_date or bad_date:
+        if not (good_date and bad_date):
+            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+        from_, to = from_ or good_date, to or bad_date
+    if not from_ or not to:
+        raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, or --good-date and --bad-date")
+    wd = workdir_setting(workdir, config)
+    s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
+                        env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
+                        repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
+                        parallel=parallel, rerun=rerun,
+                        higher_is_better=(effective({}, config)[0].higher_is_better
+                                          if higher_is_better is None else higher_is_better))
+    h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates)
+    h.validate()
+    store = Store(wd)
+    say = (lambda line: None) if json_out else (
+        lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
+    if json_out:
+        report = run_hunt(h, store, say)
+    else:
+        with progress_bar(err_console, "dates", lambda current: f"running {current}") as on_dates:
+            report = run_hunt(h, store, say, on_dates)
+    if json_out:
+        print(json.dumps(report.as_json(), indent=1))
+    else:
+        print_report(console, report)
+    if report.failed:
+        raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
+                        f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",
+                        "see each window's log under the workdir's logs/hunt/, fix it and run the same "
+                        "command again (finished dates and windows are kept)")

@@ -1,0 +1,64 @@
+"""``hourly report`` on a hunt workdir: the daily series with its plot and every window's answer,
+as markdown ready to paste into a JAX/XLA issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .model import PointResult, Status
+from .report import ReportFiles, plot
+from .store import Store
+
+#: the last hunt's answer rows, stored by hourly/hunt.py at the end of each run
+ROWS = "hunt-rows"
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
+    from .nightly import show
+    out_dir = Path(out_dir) if out_dir else store.workdir / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nightly = show(store)
+    rows = (store.load_settings(ROWS) or {}).get("steps", [])
+    s = nightly.settings
+    points = [PointResult(f"{p.date}T00:00:00Z", p.xla or "-", p.jax or "-", p.status.value, p.value,
+                          list(p.samples)) for p in nightly.points]
+    plot_path = None
+    if any(p.status is Status.OK for p in nightly.points):
+        plot_path = plot(points, nightly.steps, out_dir / "plot.png",
+                         "MLUPS" if "MLUPS" in s.metric_regex else "metric")
+    md = [f"# {len(rows)} change{'s' if len(rows) != 1 else ''} hunted down by hourly", "",
+          f"Nightly images `{s.image}` from {s.from_} to {s.to}, benchmark `{s.bench_cmd}`.", ""]
+    if plot_path:
+        md += [f"![daily series]({plot_path.name})", ""]
+    md += ["| good day | bad day | kind | from | to | answer | builds | runs |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r.get("culprit")
+        if c:
+            answer = f"{c['repo']} [`{c['sha'][:12]}`]({c['link']}) {c['subject']}"
+        elif r.get("error"):
+            answer = f"not bisected: {r['error']}"
+        else:
+            answer = r.get("reason") or ""
+            if r.get("range"):
+                answer = f"range of {len(r['range'])} commits: " + ", ".join(f"`{x[:10]}`" for x in r["range"]) + ". " + answer
+        md.append("| " + " | ".join(_cell(x) for x in (
+            r["good_date"], r["bad_date"], r["kind"], "-" if r["from_value"] is None else f"{r['from_value']:.4g}",
+            "-" if r["to_value"] is None else f"{r['to_value']:.4g}", answer, r["builds"], r["runs"])) + " |")
+    for r in rows:
+        if r.get("environment"):
+            md += ["", f"## {r['good_date']} → {r['bad_date']}: what differs between the two images", "",
+                   "| name | good | bad |", "|---|---|---|"]
+            md += [f"| {_cell(d['name'])} | {_cell(d['good'] or '(unset)')} | {_cell(d['bad'] or '(unset)')} |"
+                   for d in r["environment"]]
+    md += ["", "## Daily level", "", "| date | image | xla | jax | status | value |", "|---|---|---|---|---|---|"]
+    for p in nightly.points:
+        md.append(f"| {p.date} | `{_cell(p.image)}` | {(p.xla or '-')[:10]} | {(p.jax or '-')[:10]} | "
+                  f"{p.status.value} | {'-' if p.value is None else f'{p.value:.4g}'} |")
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md) + "\n")
+    return ReportFiles(path, plot_path)

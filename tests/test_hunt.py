@@ -1,0 +1,214 @@
+"""``hourly hunt``: the pure parts (windows from the daily level, environment diff, the bisect
+command, the answer rows and table), the combined ``xla@..,jax@..`` end on real repositories, and
+one end-to-end hunt against the real Docker engine (tests/test_hunt_docker.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from hourly import hunt as H
+from hourly import nightly as N
+from hourly.errors import UserError
+from hourly.hunt_render import answer_text, print_report
+from hourly.model import NightlyPoint, Status
+
+
+def P(d, status, value=None):
+    p = NightlyPoint(d, f"img:{d}", Status(status), value=value, xla=f"x{d}", jax=f"j{d}")
+    p.samples = [value - 0.5, value + 0.5] if value is not None else []
+    return p
+
+
+def test_every_regression_and_every_crash_window_becomes_a_window():
+    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 100.4), P("2023-08-22", "ok", 99.6),
+           P("2023-08-23", "ok", 80), P("2023-08-24", "ok", 80.3), P("2023-08-25", "crashed"),
+           P("2023-08-26", "timeout"), P("2023-08-27", "ok", 79.8), P("2023-08-28", "missing"),
+           P("2023-08-29", "ok", 80.1)]
+    pts[8].xla = pts[8].jax = None
+    steps = N.detect_steps(pts)
+    ws = H.windows_of(pts, steps)
+    assert [(w.good.date, w.bad.date, w.kind, w.mode.value) for w in ws] == [
+        ("2023-08-22", "2023-08-23", "regression", "metric"),
+        ("2023-08-24", "2023-08-25", "crash", "exit")]  # one crash window for two broken days
+    reg = ws[0]
+    assert reg.from_value == pytest.approx(100, abs=0.5) and reg.to_value == pytest.approx(80, abs=0.5)
+    assert reg.end("good") == "xla@x2023-08-22,jax@j2023-08-22"
+    # an improvement is not hunted; a date without commits cannot bound a window
+    up = [P("2023-08-20", "ok", 80), P("2023-08-21", "ok", 80.2), P("2023-08-22", "ok", 100),
+          P("2023-08-23", "ok", 100.3)]
+    assert H.windows_of(up, N.detect_steps(up)) == []
+    blind = [P("2023-08-20", "ok", 100), P("2023-08-21", "crashed")]
+    blind[1].xla = None
+    assert H.windows_of(blind, []) == []
+
+
+def test_window_keys_differ_by_ends_kind_and_container():
+    a, b = P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80)
+    w = H.HuntWindow(a, b, "regression")
+    assert w.key("k", "bad") == H.HuntWindow(a, b, "regression").key("k", "bad")
+    assert len({w.key("k", "bad"), w.key("k", "good"), w.key("k2", "bad"),
+                H.HuntWindow(a, b, "crash").key("k", "bad")}) == 4
+
+
+def test_env_diff_lists_only_what_changed():
+    good = {"CUDA_VERSION": "12.1.1", "PATH": "/bin", "pip:jax": "0.4.14", "NCCL_VERSION": "2.18"}
+    bad = {"CUDA_VERSION": "12.2.0", "PATH": "/bin", "pip:jax": "0.4.14", "CUDNN_VERSION": "8.9"}
+    assert H.env_diff(good, bad) == [
+        {"name": "CUDA_VERSION", "good": "12.1.1", "bad": "12.2.0"},
+        {"name": "CUDNN_VERSION", "good": None, "bad": "8.9"},
+        {"name": "NCCL_VERSION", "good": "2.18", "bad": None}]
+    assert H.env_diff(good, dict(good)) == []
+
+
+def settings(tmp_path, **kw):
+    s = N.NightlySettings("2023-08-20", "2023-08-26", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          bench_cmd="python3 /dir/b.py --n 3", workdir=str(tmp_path / "w"),
+                          higher_is_better=False, repeats=2)
+    return H.HuntSettings(s, **kw)
+
+
+def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
+    h = settings(tmp_path, build_cmd="/opt/build.sh", max_repeats=5)
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
+    argv = H.bisect_argv(w, h, "/hourly-work/bisect/x")
+    assert argv[:8] == ["hourly", "bisect", "--good", "xla@x2023-08-22,jax@j2023-08-22",
+                        "--bad", "xla@x2023-08-23,jax@j2023-08-23", "--json", "--progress"]
+    opts = dict(zip(argv[7::1], argv[8::1]))
+    assert opts["--mode"] == "exit" and opts["--bench-cmd"] == "python3 /dir/b.py --n 3"
+    assert opts["--workdir"] == "/hourly-work/bisect/x" and opts["--bench-cwd"] == "/dir"
+    assert opts["--build-cmd"] == "/opt/build.sh" and opts["--max-repeats"] == "5"
+    assert opts["--repeats"] == "2" and "--lower-is-better" in argv and "--xla-repo" not in argv
+    assert opts["--cache-dir"] == "/hourly-work/cache"  # wheels land on the host
+
+
+def test_settings_are_checked_before_anything_runs(tmp_path):
+    with pytest.raises(UserError, match="neither bad nor good"):
+        settings(tmp_path, bisect_in="middle").validate()
+    with pytest.raises(UserError, match="between 0 and 1"):
+        settings(tmp_path, min_change=2).validate()
+    with pytest.raises(UserError, match="neither all nor search"):
+        settings(tmp_path, dates="some").validate()
+    with pytest.raises(UserError, match="go together"):
+        settings(tmp_path, good_date="2023-08-22").validate()
+    with pytest.raises(UserError, match="not after"):
+        settings(tmp_path, good_date="2023-08-23", bad_date="2023-08-22").validate()
+    a, b = settings(tmp_path), settings(tmp_path)
+    b.nightly.workdir = str(tmp_path / "other")
+    assert a.workdir_id() != b.workdir_id() and a.workdir_id() == settings(tmp_path).workdir_id()
+
+
+CULPRIT = {"repo": "xla", "sha": "ab" * 20, "subject": "[XLA:GPU] [bold]fusion[/bold] heuristic",
+           "link": "https://github.com/openxla/xla/commit/" + "ab" * 20}
+
+
+def test_rows_and_table_name_the_culprit_verbatim(tmp_path):
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100.0, 80.0)
+    answer = {"regressions": [{"culprit": CULPRIT, "range": [], "builds": 4, "runs": 11},
+                              {"culprit": None, "range": ["cd" * 20, "ef" * 20], "builds": 1, "runs": 2}],
+              "reason": None}
+    row = H.step_row(w, answer)
+    assert (row["good_date"], row["bad_date"], row["kind"], row["culprit"], row["range"]) == (
+        "2023-08-22", "2023-08-23", "regression", CULPRIT, None)
+    assert (row["builds"], row["runs"]) == (5, 13) and row["more"] == [{"range": ["cd" * 20, "ef" * 20]}]
+    json.dumps(row)  # the --json answer
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=240), H.HuntReport([row], bisected=1))
+    out = buf.getvalue()
+    assert "[bold]fusion[/bold]" in out and CULPRIT["link"] in out and "-20.0%" in out
+
+
+def test_an_environment_answer_shows_the_diff():
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100.0, 80.0)
+    row = H.step_row(w, {"regressions": [], "reason": "the change is in the container's environment",
+                         "environment": [{"name": "CUDA_VERSION", "good": "12.1", "bad": "12.2"}]})
+    assert row["culprit"] is None and row["builds"] == 0
+    text = answer_text(row)
+    assert "container's environment" in text and "CUDA_VERSION: 12.1 → 12.2" in text
+
+
+def test_a_combined_end_is_the_state_once_both_commits_landed(tmp_path):
+    from hourly.bisect import parse_end
+    from hourly.demo.repos import Change, make_repos
+    from hourly.gitrepo import GitRepo
+    made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
+                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"}),
+                                 Change("xla", "2023-08-24T03:00:00Z", "x2", {"a": "2"})])
+    repos = {"xla": GitRepo(made.xla, "xla"), "jax": GitRepo(made.jax, "jax")}
+    walks = {n: r.history("origin/main") for n, r in repos.items()}
+    x1, j1, x2 = made.shas["x1"], made.shas["j1"], made.shas["x2"]
+    t = parse_end(f"xla@{x1},jax@{j1}", "UTC", repos, walks)
+    assert t == parse_end(f"jax@{j1}", "UTC", repos, walks) > parse_end(f"xla@{x1}", "UTC", repos, walks)
+    assert parse_end(f"xla@{x2},jax@{j1}", "UTC", repos, walks) == parse_end(f"xla@{x2}", "UTC", repos, walks)
+
+
+def test_a_window_that_could_not_be_bisected_says_why_and_counts_as_failed():
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash", 100.0, None)
+    ok = H.step_row(w, {"regressions": [{"culprit": CULPRIT, "builds": 1, "runs": 2}]})
+    bad = H.step_row(w, {"regressions": [], "error": "the bisection failed — see the log"})
+    report = H.HuntReport([ok, bad])
+    assert report.failed == [bad] and answer_text(bad) == "not bisected: the bisection failed — see the log"
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=240), report)
+    assert "not bisected" in buf.getvalue() and "crash" in buf.getvalue()
+
+
+@pytest.mark.parametrize("n,first_bad", [(2, 1), (9, 1), (9, 8), (30, 13), (64, 40)])
+def test_dates_search_finds_the_boundary_with_few_measurements(n, first_bad):
+    seen = []
+
+    def is_good(i):
+        seen.append(i)
+        return i < first_bad
+
+    assert H.search_dates(n, is_good) == (first_bad - 1, first_bad)
+    assert len(seen) <= 2 * max(1, n).bit_length() and len(set(seen)) == len(seen)
+
+
+def test_dates_search_steps_past_dates_it_cannot_judge():
+    missing = {5, 6, 9}
+    assert H.search_dates(12, lambda i: None if i in missing else i < 7) == (4, 7)
+    assert H.search_dates(12, lambda i: None if i in missing else i < 10) == (8, 10)
+    with pytest.raises(UserError, match="no good date"):
+        H.search_dates(5, lambda i: False)
+
+
+def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path):
+    from hourly.cli import main
+    from hourly.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "w"))
+    store = Store(s.workdir)
+    store.save_settings(N.LEVEL, s.as_dict())
+    pts = [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 100.3), P("2023-08-22", "ok", 99.8),
+           P("2023-08-23", "ok", 80), P("2023-08-24", "ok", 80.2), P("2023-08-25", "crashed")]
+    for p in pts:
+        p.image = N.image_ref(s.image, N.parse_date(p.date))
+        store.add_nightly(s.key(), p)
+    reg = H.HuntWindow(pts[2], pts[3], "regression", 100.0, 80.0)
+    env = H.HuntWindow(pts[4], pts[5], "crash", 80.2, None)
+    rows = [H.step_row(reg, {"regressions": [{"culprit": CULPRIT, "builds": 3, "runs": 9}]}),
+            H.step_row(env, {"regressions": [], "reason": "the change is in the container's environment",
+                             "environment": [{"name": "CUDA_VERSION", "good": "12.1", "bad": "12.2"}]})]
+    store.save_settings("hunt-rows", H.HuntReport(rows).as_json())
+    assert main(["report", "--workdir", s.workdir]) == 0
+    md = (tmp_path / "w" / "report" / "report.md").read_text()
+    assert f"[`{CULPRIT['sha'][:12]}`]({CULPRIT['link']})" in md and CULPRIT["subject"] in md
+    assert "| CUDA_VERSION | 12.1 | 12.2 |" in md and "| 2023-08-25 |" in md and "crashed" in md
+    assert (tmp_path / "w" / "report" / "plot.png").stat().st_size > 0
+
+
+def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
+    """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
+    from hourly.bisect import check_new_window
+    from hourly.config import effective
+    from hourly.demo.repos import Change, make_repos
+    made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
+                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
+    s = effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0]
+    check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
+    with pytest.raises(UserError):
+        check_new_window(s, "xla@nothex,jax@1234", "jax@1234")

@@ -1,0 +1,240 @@
+"""``hourly hunt`` end to end against the real Docker engine: day images made locally, each with a
+real Python (the tests' own) and hourly's dependencies, git trees of stand-in xla and jax at that
+day's commits (their origin, the upstream repositories, mounted at the same path), the stand-in
+build-jax.sh that builds a real wheel, and that day's wheel installed. A regression is planted in
+xla between two days; the hunt must name its commit, survive ``kill -9`` mid-bisection, and leave
+no container behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import site
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hourly.demo.repos import Change, make_repos, write_build_script
+from hourly.proc import run
+
+pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
+
+if __package__:
+    from .docker_fixtures import make_python_image
+else:
+    from docker_fixtures import make_python_image
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25", "2023-08-26")
+#: from this day on, the images hold a slower build (of a harmless commit) and a newer CUDA: a step
+#: the sources do not explain
+ENV_DAY = "2023-08-25"
+CULPRIT = "[XLA:GPU] Change priority fusion heuristic"
+CHANGES = [
+    Change("xla", "2023-08-21T03:00:00Z", "[XLA] day one", {"one.txt": "1\n"}),
+    Change("jax", "2023-08-21T05:00:00Z", "jax day one", {"one.txt": "1\n"}),
+    Change("xla", "2023-08-22T04:00:00Z", "[XLA] day two", {"two.txt": "1\n"}),
+    Change("xla", "2023-08-23T02:00:00Z", "[XLA] tidy", {"tidy.txt": "1\n"}),
+    Change("jax", "2023-08-23T05:00:00Z", "jax docs", {"docs.txt": "1\n"}),
+    Change("xla", "2023-08-23T10:00:00Z", CULPRIT, {"perf/fusion.txt": "0.8\n"}),
+    Change("xla", "2023-08-23T14:00:00Z", "[XLA] typo", {"typo.txt": "1\n"}),
+    Change("jax", "2023-08-23T16:00:00Z", "jax changelog", {"log.txt": "1\n"}),
+    Change("xla", "2023-08-24T03:00:00Z", "[XLA] day four", {"four.txt": "1\n"}),
+    Change("jax", "2023-08-25T04:00:00Z", "jax day five", {"five.txt": "1\n"}),
+    Change("xla", "2023-08-26T04:00:00Z", "[XLA] day six", {"six.txt": "1\n"}),
+]
+
+
+def hourly(*args, cwd, timeout=400):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return run([sys.executable, "-m", "hourly", *args], cwd=cwd, env=env, timeout=timeout, check=False)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return run(["git", "-C", str(repo), *args]).output.strip()
+
+
+def _tar_dir(t: tarfile.TarFile, src: Path, arcname: str) -> None:
+    def root_owned(info):
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+    t.add(src, arcname=arcname, filter=root_owned)
+
+
+def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
+    """The trees at the end of ``day`` (clones of upstream, origin = upstream) and that day's wheel
+    unpacked into the image Python's site-packages, as one tar."""
+    end = f"{day}T23:59:59Z"
+    trees = work / day
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name in ("xla", "jax"):
+            tree = trees / f"{name}-source"
+            run(["git", "clone", "-q", str(made.upstream[name]), str(tree)])
+            sha = _git(tree, "rev-list", "-1", "--first-parent", f"--before={end}", "origin/main")
+            _git(tree, "-c", "advice.detachedHead=false", "checkout", "-q", sha)
+        # the nightly's own build of that day
+        run([str(build_script)], cwd=trees / "jax-source")
+        _git(trees / "jax-source", "checkout", "-q", "--", "build/requirements.in")
+        wheel = next((trees / "jax-source" / "dist").glob("*.whl"))
+        for name in ("xla", "jax"):
+            _tar_dir(t, trees / f"{name}-source", f"opt/{name}-source")
+        links = {"usr/bin/env": "/bin/busybox"}  # the build script's #!/usr/bin/env bash
+        # `git fetch` from a local origin runs git-upload-pack (a link to git, as in git's packages)
+        exec_path = run(["git", "--exec-path"]).output.strip()
+        links[f"{exec_path.lstrip('/')}/git-upload-pack"] = "/usr/bin/git"
+        for path, target in links.items():
+            link = tarfile.TarInfo(path)
+            link.type, link.linkname = tarfile.SYMTYPE, target
+            t.addfile(link)
+        base_site = site.getsitepackages([sys.base_prefix])[0].lstrip("/")
+        with zipfile.ZipFile(wheel) as z:
+            for member in z.namelist():
+                data = z.read(member)
+                if day >= ENV_DAY and member == "jax_demo/__init__.py":
+                    data = data.replace(b"FACTOR = ", b"FACTOR = 0.9 * ")
+                info = tarfile.TarInfo(f"{base_site}/{member}")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def hunt_images(docker_client, test_scan_id, tmp_path_factory):
+    root = tmp_path_factory.mktemp("hunt")
+    made = make_repos(root / "repos", CHANGES, start="2023-08-20T12:00:00Z")
+    # the build script as the images have it: the XLA tree at /opt/xla-source
+    standin = write_build_script(root / "standin", Path("/opt/xla-source"))
+    host_build = write_build_script(root / "hostbuild", Path("../xla-source"))
+    base = f"localhost/hourly-test/hunt-{test_scan_id}:base"
+    make_python_image(docker_client, base, ("numpy", "scipy", "pip"))
+    template = f"localhost/hourly-test/hunt-{test_scan_id}:nightly-{{date}}"
+    made_refs = []
+    try:
+        for day in DAYS:
+            ref = template.format(date=day)
+            c = docker_client.containers.create(base, command=["true"])
+            try:
+                c.put_archive("/", _day_layer(made, day, root / "days", host_build))
+                repo, tag = ref.rsplit(":", 1)
+                c.commit(repository=repo, tag=tag, changes=[
+                    f"ENV PATH={docker_client.images.get(base).attrs['Config']['Env'][0].split('=', 1)[1]}",
+                    f"ENV HUNT_TEST_DAY={day}",
+                    f"ENV CUDA_VERSION={'12.2.0' if day >= ENV_DAY else '12.1.1'}"])
+                made_refs.append(ref)
+            finally:
+                c.remove(force=True)
+        yield made, template, standin, root
+    finally:
+        for ref in [*made_refs, base]:
+            try:
+                docker_client.images.remove(ref, force=True)
+            except Exception:  # noqa: BLE001 - the session's leak check reports
+                pass
+
+
+def _hunt_containers(client):
+    return [c.name for c in client.containers.list(all=True, filters={"label": "hourly.level=hunt"})]
+
+
+@pytest.mark.docker
+def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    work = tmp_path / "work"
+    args = ["hunt", "--from", DAYS[0], "--to", DAYS[-1], "--image", template, "--no-pull",
+            "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py", "--repeats", "2",
+            "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+            "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+            "--build-cmd", str(standin), "--workdir", str(work), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "DEMO_NOISE": "0.001"}
+    # 1. start the hunt, kill -9 it while its bisection container runs
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and not _hunt_containers(docker_client) and p.poll() is None:
+            time.sleep(0.2)
+        assert p.poll() is None, p.stdout.read().decode()
+        time.sleep(3)  # into the bisection
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+    assert _hunt_containers(docker_client)  # kill -9 left it running: the rerun must clean it
+    nightly_logs = sorted((work / "logs" / "nightly").glob("*.log"))
+    assert len(nightly_logs) == 2 * len(DAYS)  # every date measured before the bisection
+    # 2. the same command again: dates are not measured again, the planted commit is named
+    res = hourly(*args, cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    assert sorted((work / "logs" / "nightly").glob("*.log")) == nightly_logs
+    out = json.loads(res.output[res.output.index("{"):])
+    step, env_step = out["steps"]
+    assert (env_step["good_date"], env_step["bad_date"], env_step["culprit"]) == ("2023-08-24", ENV_DAY, None)
+    assert "container's environment" in env_step["reason"]
+    diff = {d["name"]: (d["good"], d["bad"]) for d in env_step["environment"]}
+    assert diff["CUDA_VERSION"] == ("12.1.1", "12.2.0") and diff["HUNT_TEST_DAY"] == ("2023-08-24", ENV_DAY)
+    # the Python packages: only the nightly's own build differs (numpy, scipy, pip are the same)
+    assert [n for n in diff if n.startswith("pip:")] == ["pip:jax_demo"]
+    assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-22", "2023-08-23", "regression")
+    assert step["to_value"] / step["from_value"] == pytest.approx(0.8, rel=0.02)
+    assert step["culprit"]["sha"] == made.shas[CULPRIT] and step["culprit"]["subject"] == CULPRIT
+    assert step["builds"] > 0 and step["runs"] > 0
+    assert _hunt_containers(docker_client) == []
+    # 3. once more: the finished window comes from the store, nothing is started
+    again = hourly(*args[:-1], cwd=tmp_path)
+    assert again.returncode == 0, again.output
+    assert CULPRIT in again.output and "0 bisected now" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
+    assert _hunt_containers(docker_client) == []
+    # 4. the report of the whole hunt
+    rep = hourly("report", "--workdir", str(work), cwd=tmp_path)
+    assert rep.returncode == 0, rep.output
+    md = (work / "report" / "report.md").read_text()
+    assert made.shas[CULPRIT][:12] in md and "| CUDA_VERSION | 12.1.1 | 12.2.0 |" in md
+
+
+@pytest.mark.docker
+def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23", "--bisect-in", "good",
+                 "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+                 "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+                 "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+                 "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    assert step["bisected_in"] == template.format(date="2023-08-22")
+    assert step["culprit"]["sha"] == made.shas[CULPRIT]
+    # only the two dates were measured, no daily search
+    assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
+        "2023-08-22-run1.log", "2023-08-23-run1.log"]
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search",
+                 "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+                 "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+                 "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+                 "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "2023-08-22" in ln and "2023-08-23" in ln and "│" in ln)
+    assert made.shas[CULPRIT][:12] in row and CULPRIT in row
+    # the bisection's progress inside the container shows on the host, line by line
+    progress = [ln for ln in res.output.splitlines() if ln.startswith("  2023-08-22..2023-08-23: ")]
+    assert len(progress) >= 3, res.output
+    # the bad date, then one day back: good; 2023-08-21 is never run
+    assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
+        "2023-08-22-run1.log", "2023-08-23-run1.log"]
+    assert _hunt_containers(docker_client) == []
