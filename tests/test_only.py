@@ -84,6 +84,9 @@ def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jax
     assert main(["show", "--workdir", str(tmp_path / "work")]) == 0
     shown = capsys.readouterr().out
     assert "xla (pinned)" in shown and f"installed jaxlib {JAXLIB_VERSION}" in shown and "untestable" in shown
+    assert main(["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"`{label}` (pinned)" in md and "--only jax" in md and "github.com/openxla/xla/commit/jaxlib" not in md
 
     out = run_json(capsys, ["bisect", "--good", "Aug 24 2023 00:00", "--bad", "Aug 24 2023 06:30",
                             "--workdir", str(tmp_path / "work")])
@@ -171,3 +174,20 @@ def python_for_demo(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("venv-demo")
     venv.EnvBuilder(with_pip=False, system_site_packages=True).create(path)
     return str(path / "bin" / "python")
+
+
+def test_minimum_jaxlib_is_read_from_the_commit(tmp_path):
+    from hourly.gitrepo import GitRepo
+    from hourly.pin import JaxlibGate, minimum_jaxlib, version_tuple
+    made = make_repos(tmp_path / "repos", [
+        Change("jax", "2023-08-24T01:00:00Z", "jax/version.py names it",
+               {"jax/version.py": jax_version_py(minimum_jaxlib="0.4.16")})],
+        base={"jax": {"setup.py": "install_requires=['jaxlib >= 0.4.7', 'numpy']\n"}})
+    repo = GitRepo(made.jax, "jax")
+    first, second = [sha for sha, _ in reversed(repo.history("origin/main"))]
+    assert minimum_jaxlib(repo, first) == "0.4.7"   # setup.py, before jax/version.py had it
+    assert minimum_jaxlib(repo, second) == "0.4.16"
+    assert version_tuple("0.4.14.dev20230801") == (0, 4, 14) < version_tuple("0.4.16")
+    gate = JaxlibGate(repo, "0.4.14.dev20230801")
+    assert gate.untestable(first) is None
+    assert "needs jaxlib >= 0.4.16" in gate.untestable(second) and "0.4.14.dev20230801" in gate.untestable(second)
