@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from ..errors import UsageError
 from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
-from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
 
 
 @with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
@@ -20,7 +20,7 @@ def bisect(
     min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
     log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
     rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
-    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better", help="Direction of the metric [default: higher is better, or the scan's]."),
+    higher_is_better: Optional[bool] = Direction,
     progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     flags: Any = None,

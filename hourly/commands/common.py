@@ -26,6 +26,19 @@ Opt = typer.Option
 Workdir = Opt(None, "--workdir", help="Results store, logs and wheel cache [default: ./hourly-work]")
 ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
 JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
+#: the metric's direction; a command that finds nothing given reads it from its store or hourly.toml
+Direction = Opt(None, "--higher-is-better/--lower-is-better",
+                help="Direction of the metric: higher (rates, MLUPS) or lower (times) [default: the stored "
+                     "results' direction, else hourly.toml's higher_is_better, else higher].")
+
+# -- options of the commands that run one container per date (nightly, hunt) -----------------------
+Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
+ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none].")
+Mount = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir].")
+ContainerTimeout = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit].")
+Every = Opt(1, "--every", help="Measure every N days.")
+Parallel = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s).")
+Pull = Opt(True, "--pull/--no-pull", help="Pull images that are not local.")
 
 # -- option sets of the scan-shaped settings (hourly.config.Settings), by stage --------------------
 #: name -> (annotation, typer option); the name is the Settings field it sets.

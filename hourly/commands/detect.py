@@ -15,6 +15,7 @@ import typer
 from ..bench import DEFAULT_METRIC_REGEX
 from ..errors import UsageError
 from ..words import plural
+from .common import Direction
 
 
 def detect(
@@ -23,10 +24,7 @@ def detect(
                    "label,value columns, or the output of `grep METRIC OUT*`."),
     metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
                                      help="Regex with a (?P<value>...) group, for grep output."),
-    higher_is_better: Optional[bool] = typer.Option(None, "--higher-is-better/--lower-is-better",
-                                                    help="Direction of the metric: higher (throughput, e.g. MLUPS) "
-                                                         "or lower (times) [default: the stored scan's for a "
-                                                         "workdir, else higher]."),
+    higher_is_better: Optional[bool] = Direction,
     min_change: Optional[float] = typer.Option(None, "--min-change",
                                                help="Ignore steps smaller than this relative change, "
                                                     "e.g. 0.02 for 2%; 0 reports every significant step "

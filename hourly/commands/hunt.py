@@ -9,8 +9,8 @@ from ..bench import DEFAULT_METRIC_REGEX
 from ..config import workdir_setting
 from ..errors import UserError
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
-from .nightly import ContainerEnv, Gpus
+from .common import (ConfigOpt, ContainerEnv, ContainerTimeout, Direction, Every, Gpus, JsonOpt, Mount, Opt,
+                     Parallel, Pull, Workdir, console, err_console)
 
 
 def hunt(
@@ -19,16 +19,16 @@ def hunt(
     good_date: Optional[str] = Opt(None, "--good-date", help="Enter at the commit level: a good day (with --bad-date; skips the daily search) [default: the daily level finds them]."),
     bad_date: Optional[str] = Opt(None, "--bad-date", help="The bad day to bisect against --good-date [default: the daily level finds it]."),
     image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}."),
-    mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
+    mount: Optional[List[str]] = Mount,
     gpus: str = Gpus,
     env: Optional[List[str]] = ContainerEnv,
     bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Benchmark run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date and per pair."),
-    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
-    every: int = Opt(1, "--every", help="Measure every N days."),
-    parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local."),
+    timeout: Optional[float] = ContainerTimeout,
+    every: int = Every,
+    parallel: int = Parallel,
+    pull: bool = Pull,
     dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
     bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
@@ -38,8 +38,7 @@ def hunt(
     max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
     min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
-    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
-                                           help="Direction of the metric [default: hourly.toml's higher_is_better, else higher]."),
+    higher_is_better: Optional[bool] = Direction,
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,

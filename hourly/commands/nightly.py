@@ -10,31 +10,26 @@ from ..config import workdir_setting
 from ..errors import UserError
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from ..output import command_line
-from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
-
-# options of every command that starts containers
-Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
-ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none].")
+from .common import (ConfigOpt, ContainerEnv, ContainerTimeout, Direction, Every, Gpus, JsonOpt, Mount, Opt,
+                     Parallel, Pull, Workdir, console, err_console)
 
 
 def nightly(
     from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
     to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
     image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
-    mount: Optional[List[str]] = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
+    mount: Optional[List[str]] = Mount,
     gpus: str = Gpus,
     env: Optional[List[str]] = ContainerEnv,
     bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per date."),
-    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
-    every: int = Opt(1, "--every", help="Measure every N days."),
-    parallel: int = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s)."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull images that are not local."),
+    timeout: Optional[float] = ContainerTimeout,
+    every: int = Every,
+    parallel: int = Parallel,
+    pull: bool = Pull,
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
-                                           help="Direction of the metric, stored with the results: higher (rates) "
-                                                "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
+    higher_is_better: Optional[bool] = Direction,
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,

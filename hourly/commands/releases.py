@@ -10,7 +10,7 @@ from ..bench import DEFAULT_METRIC_REGEX
 from ..config import effective, workdir_setting
 from ..errors import UsageError
 from ..model import InstallerKind
-from .common import ConfigOpt, JsonOpt, Opt, Workdir, console, err_console
+from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
 
 
 def releases(
@@ -22,9 +22,7 @@ def releases(
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per release."),
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit]."),
-    higher_is_better: Optional[bool] = Opt(None, "--higher-is-better/--lower-is-better",
-                                           help="Direction of the metric, stored with the results: higher (rates) "
-                                                "or lower (times) [default: hourly.toml's higher_is_better, else higher]."),
+    higher_is_better: Optional[bool] = Direction,
     extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins [default: none, CPU only]."),
     with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
     deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),

@@ -6,16 +6,13 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import (BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+from .common import (BENCHMARK, BUILD, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
 SCAN_ONLY = {
     "sync": (Optional[bool], Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on].")),
     "rerun": (Optional[bool], Opt(None, "--rerun", help="Measure again pairs that are already stored.")),
-    "higher_is_better": (Optional[bool], Opt(None, "--higher-is-better/--lower-is-better",
-                                             help="Direction of the metric, stored with the scan for show, detect, "
-                                                  "bisect, report and profile: higher (rates, MLUPS) or lower "
-                                                  "(times) [default: higher].")),
+    "higher_is_better": (Optional[bool], Direction),  # stored with the scan for show, detect, bisect, report, profile
 }
 
 
