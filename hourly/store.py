@@ -26,6 +26,7 @@ Every SQL statement of hourly is in this module.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -119,6 +120,9 @@ class Store:
         for v in range(version + 1, SCHEMA_VERSION + 1):
             with self.transaction() as c:
                 for stmt in MIGRATIONS.get(v, []):
+                    m = re.match(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", stmt)
+                    if m and any(r[1] == m[2] for r in c.execute(f"PRAGMA table_info({m[1]})")):
+                        continue  # a store whose version was set back already has it: migrations stay idempotent
                     c.execute(stmt)
                 c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v),))
 
