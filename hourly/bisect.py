@@ -27,8 +27,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from .build import Builder, BuildSpec, Workspace
-from .bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
+from .build import Builder, Workspace
+from .bisect_math import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
                           State, Step, StepSearch, Verdict, bounds, candidate_states, classify, exit_transitions,
                           exit_verdict, next_probe, separation, step_commits, worse)
 from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
@@ -38,7 +38,8 @@ from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
 from .resolve import Resolver
-from .scan import LEVEL, SCAN_ORIGIN, Measurer, open_repos
+from .pin import JaxlibGate
+from .scan import LEVEL, SCAN_ORIGIN, Measurer, build_spec, open_repos, pin_of, trees
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
@@ -106,6 +107,9 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     if not m:
         return int(parse_time(text, tz).when.timestamp())
     name = m["repo"]
+    if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
+        raise UserError(f"{text}: {name} is pinned in this hunt (--only), its commits are not candidates",
+                        "pass a time, or a commit of the repository being hunted")
     sha = repos[name].resolve_sha(m["sha"])
     times = dict(walks[name])
     if sha not in times:
@@ -207,10 +211,14 @@ class Bisector:
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
-        self.repos = {"xla": self.xla, "jax": self.jax}
-        for r in self.repos.values():
+        self.repos = {r.name: r for r in trees(self.xla, self.jax)}
+        self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
+        hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
+        for r in hunted:
             r.rev_parse(s.ref)
-        self.walks = {n: r.history(s.ref, s.first_parent) for n, r in self.repos.items()}
+        self.walks = {r.name: r.history(s.ref, s.first_parent) for r in hunted}
+        if self.pin:
+            self.walks[self.pin.side] = self.pin.walk()
         self._stack = ExitStack()
         self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
@@ -219,10 +227,9 @@ class Bisector:
         self._measurer: Measurer | None = None
         #: per end of the current window: how many samples the verdicts compared against, and from where
         self.end_samples: dict[str, dict] = {}
-        self._cache = Builder(None, self.jax, self.xla, BuildSpec(s.build_argv(), s.resolved_wheel_dir(),
-                                                                  s.python, s.env_dict(), s.build_timeout,
-                                                                  s.resolved_cache_dir(), s.cache_bytes(),
-                                                                  list(s.cherry_pick)), store)
+        self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
+        self._split = [0, 0]  # jaxlib builds, jax package builds not yet in a recorded row
+        self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
         from .cherry import parse
         self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
 
@@ -234,15 +241,19 @@ class Bisector:
 
     def measurer(self) -> Measurer:
         if self._measurer is None:
-            ws = self._stack.enter_context(Workspace([self.xla, self.jax], force=self.s.force))
-            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws)
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
         return self._measurer
 
     # -- measuring ----------------------------------------------------------------------------
     def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
         m = self.measurer()
         b0, r0 = m.builder.builds_run, m.runs
+        l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
         meas = m.measure(pair, repeats, origin="bisect")
+        # jaxlib and jax package builds, carried by the next recorded row (answers report their sums)
+        self._split[0] += m.builder.jaxlib_builds - l0
+        self._split[1] += m.builder.jax_builds - j0
         return meas, m.builder.builds_run - b0, m.runs - r0
 
     def _stored(self, pair: Pair) -> list[Measurement]:
@@ -252,6 +263,8 @@ class Bisector:
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
+        if self._gate is not None and self._gate.untestable(pair.jax):  # --only jax: too new for the jaxlib
+            return self._gate.untestable(pair.jax)
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
@@ -260,7 +273,8 @@ class Bisector:
     def cost(self, pair: Pair) -> float:
         if self._known_failed(pair) or self._stored(pair):
             return COST_MEASURED
-        return COST_CACHED if self._cache.is_cached(pair) else COST_BUILD
+        # priced by what it rebuilds: jaxlib cached (same XLA commit and native inputs) is nearly free
+        return {"cached": COST_CACHED, "jax": COST_JAX_BUILD}.get(self._cache.need(pair).value, COST_BUILD)
 
     def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]] | None,
                  fresh: bool = False) -> Probe:
@@ -277,7 +291,7 @@ class Bisector:
                 return Probe(role, pair, Verdict.SKIP, "build failed")
             if not rcs:
                 m, builds, runs = self._measure(pair, self.s.repeats)
-                if m.status == Status.BUILD_FAILED.value:
+                if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
                     return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
                 rcs = [r.get("returncode") for r in m.runs]
             v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
@@ -308,7 +322,10 @@ class Bisector:
             samples = samples + m.samples
 
     def _record(self, bid: int, p: Probe) -> Probe:
-        self.store.add_probe(bid, p.row())
+        row = p.row()
+        row["jaxlib_builds"], row["jax_builds"] = self._split
+        self._split = [0, 0]
+        self.store.add_probe(bid, row)
         self.handler.verdict(p)
         return p
 

@@ -8,7 +8,8 @@ adjacent states differ by the commits of one step — usually one commit of one 
 
 *Search.* States ``0..n-1`` with 0 known good and ``n-1`` known bad. A probe's cost is what it
 needs: 0 for a state already measured, a little for a state whose wheels are cached (benchmark runs
-only), 1 for a build. The next probe minimises its cost plus the expected number of halvings still
+only), a little more when only the jax package must be built (its jaxlib is cached, docs/builds.md), 1 for
+a build. The next probe minimises its cost plus the expected number of halvings still
 needed after it (``(a·log2 a + b·log2 b)/N`` for the two sides ``a`` and ``b``), so a free state
 near the middle beats a build at the exact middle, and builds stay near ``log2(n)``. Untestable
 states (build failed, unsure after all repeats) are left out and the search goes on with their
@@ -110,6 +111,7 @@ def step_commits(walks: dict[str, list[tuple[str, int]]], old: Pair, new: Pair) 
 #: Probe costs, in builds.
 COST_MEASURED = 0.0
 COST_CACHED = 0.05
+COST_JAX_BUILD = 0.1  # jaxlib cached, the pure-Python jax package built (hourly.native): seconds
 COST_BUILD = 1.0
 
 

@@ -14,6 +14,7 @@ from .bisect_math import step_commits
 from .errors import UserError
 from .gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from .model import REPOS, Blame, Pair
+from .pin import pinned_line
 from .timeparse import iso_utc
 from .words import plural
 
@@ -75,7 +76,12 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "end_samples": dict(bisector.end_samples),
         "probes": [bisector.probe_row(r, states, b) for r in rows],
         "builds": sum(r["builds"] for r in rows),
+        # priced builds (docs/builds.md): runs of --build-cmd (each builds jaxlib) and builds of the
+        # jax package alone (--only jax, or a state whose jaxlib was cached)
+        "jaxlib_builds": sum(r.get("jaxlib_builds") or 0 for r in rows),
+        "jax_builds": sum(r.get("jax_builds") or 0 for r in rows),
         "runs": sum(r["runs"] for r in rows),
+        "pinned": bisector.pin.as_json() if getattr(bisector, "pin", None) else None,
     }
 
 
@@ -99,7 +105,7 @@ def error_answer(w: Window, mode: str, e: UserError) -> dict:
             "mode": mode, "error": e.one_line(), "culprit": None, "range": [],
             "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
             "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
-            "runs": 0, "continues_at": None}
+            "runs": 0, "continues_at": None, "pinned": None, "jaxlib_builds": 0, "jax_builds": 0}
 
 
 # -- git bisect log -----------------------------------------------------------------------------
@@ -119,8 +125,10 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
         repo = moved[0]
     other = "jax" if repo == "xla" else "xla"
     pinned = fb[other]
+    held = pinned_line(answer.get("pinned"))
     lines = [f"# hourly bisect: {repo} commits, {other} pinned at {pinned}",
-             f"# (check out {other} at {pinned} before continuing)",
+             f"# ({held})" if held and answer["pinned"].get("side") == "xla"
+             else f"# (check out {other} at {pinned} before continuing)",
              "git bisect start '--first-parent'"]
     if answer.get("kind") in ("improvement", "fix"):  # --find-fix: "bad" is the new, changed state
         lines.insert(2, f"# finding the {'fix' if answer['kind'] == 'fix' else 'improvement'}: "
@@ -222,6 +230,9 @@ def describe(a: dict) -> list:
             lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
     if a.get("blame"):
         lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
+    pinned = pinned_line(a.get("pinned"))
+    if pinned:
+        lines.append(f"  {pinned}")
     ends = a.get("end_samples") or {}
     if ends:
         names = {"good": "earlier end", "bad": "later end"} if a.get("kind") in ("improvement", "fix") \
@@ -234,7 +245,9 @@ def describe(a: dict) -> list:
     before, after = ("last before", "first after") if fixing else ("last good", "first bad")
     lines.append(f"  {before}: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
     lines.append(f"  {after}: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
-    lines.append(styled(f"  {plural(a['builds'], 'build')}, {plural(a['runs'], 'benchmark run')}, "
+    split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
+             if a.get("jax_builds") else "")
+    lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
                         f"{plural(a['states'], 'candidate state')}",
                         *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines

@@ -10,6 +10,10 @@ and restores the right HEADs.
 
 :class:`Builder` builds a pair: a pair whose wheels are cached is only reinstalled; a build that
 leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs every time.
+Builds are priced by their inputs (docs/builds.md): a build that leaves a jaxlib wheel is cached as
+jaxlib (under the XLA commit and JAX's native inputs, :mod:`hourly.native`) and the ``jax`` package
+(under the JAX commit), so a later pair whose jaxlib is cached builds the ``jax`` package alone
+(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``).
 """
 
 from __future__ import annotations
@@ -202,10 +206,34 @@ class BuildSpec:
     cache_dir: Path | None = None     # default: hourly.cache.default_cache_dir()
     cache_size: int | None = None     # bytes; None: no bound
     picks: list[str] = field(default_factory=list)  # --cherry-pick specs (part of the identity)
+    ident_cmd: list[str] | None = None  # the command as the identity names it [default: cmd]
+    package_only: bool = False  # --only jax: cmd builds the jax package alone (no jaxlib)
+    #: builds priced by their inputs (two-repository hunts): the jax package's own build (argv;
+    #: [] when the tree is installed editable; None: jaxlib and jax are never cached apart), how the
+    #: identity names it, and the patterns of JAX's native inputs (hourly.native)
+    jax_cmd: list[str] | None = None
+    jax_ident_cmd: list[str] | None = None
+    native_inputs: list[str] = field(default_factory=list)
+
+
+class Need(str, Enum):
+    """What making a state the installed build takes (the bisection prices states by it)."""
+
+    CACHED = "cached"   # everything is in the cache: an install
+    JAX = "jax"         # jaxlib is cached: the jax package alone is built (seconds)
+    BUILD = "build"     # a full build (jaxlib too)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: wheels of a build that belong to the jax package; every other wheel is jaxlib's (plugins too)
+def is_jax_package(wheel: Path) -> bool:
+    return wheel.name.startswith("jax-")
 
 
 class Builder:
-    def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo,
+    def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo | None,
                  spec: BuildSpec, store: Store | None):
         self.workspace = workspace
         self.jax_repo = jax_repo
@@ -216,13 +244,18 @@ class Builder:
         self.cache = WheelCache(self.cache_root, spec.cache_size)
         self._identity: dict | None = None
         self.log_dir = store.workdir / "logs" if store else None  # no store: only the cache is asked
-        self.builds_run = 0
+        self.builds_run = 0    # build commands run (jaxlib builds + jax package builds)
+        self.jaxlib_builds = 0  # runs of --build-cmd in a two-repository hunt (each builds jaxlib)
+        self.jax_builds = 0     # builds of the jax package alone (--only jax, or jaxlib cached)
+        self._native = None
+        self._jax_identity: dict | None = None
 
     @property
     def identity(self) -> dict:
         """How this builder builds (command, environment, Python ABI): with the pair, the cache key."""
         if self._identity is None:
-            self._identity = build_identity(self.spec.cmd, self.spec.env, self.spec.python, self.spec.picks)
+            self._identity = build_identity(self.spec.ident_cmd or self.spec.cmd, self.spec.env, self.spec.python,
+                                            self.spec.picks)
         return self._identity
 
     def build_key(self, pair: Pair) -> str:
@@ -237,6 +270,38 @@ class Builder:
     def is_cached(self, pair: Pair) -> bool:
         return bool(self.cached_wheels(pair))
 
+    # -- builds priced by their inputs (hourly.native) -------------------------------------------
+    @property
+    def split(self) -> bool:
+        """Whether jaxlib and the jax package are cached apart (two-repository hunts)."""
+        return self.spec.jax_cmd is not None and not self.spec.package_only
+
+    def native_key(self, jax_sha: str) -> str:
+        if self._native is None:
+            from .native import DEFAULT_NATIVE_INPUTS, NativeKeys
+            self._native = NativeKeys(self.jax_repo, self.spec.native_inputs or DEFAULT_NATIVE_INPUTS)
+        return self._native(jax_sha)
+
+    def jaxlib_key(self, pair: Pair) -> str:
+        """jaxlib's cache entry: the XLA commit, JAX's native inputs, and how it is built."""
+        native = self.native_key(pair.jax)
+        return entry_key(f"jaxlib-{pair.xla[:12]}-{native[:12]}", pair.xla, f"native:{native}", self.identity)
+
+    def jax_key(self, pair: Pair) -> str:
+        """The jax package's cache entry: the JAX commit and how the package is built."""
+        if self._jax_identity is None:
+            self._jax_identity = build_identity(self.spec.jax_ident_cmd or self.spec.jax_cmd or [], self.spec.env,
+                                                self.spec.python, self.spec.picks)
+        return entry_key(f"jax-{pair.jax[:12]}", "", pair.jax, self._jax_identity)
+
+    def need(self, pair: Pair) -> Need:
+        """What making ``pair`` the installed build takes now."""
+        if self.cached_wheels(pair):
+            return Need.CACHED
+        if self.split and self.cache.get(self.jaxlib_key(pair)):
+            return Need.CACHED if not self.spec.jax_cmd or self.cache.get(self.jax_key(pair)) else Need.JAX
+        return Need.BUILD
+
     def prepare(self, pair: Pair) -> BuildResult:
         """Make ``pair`` the installed build: from the cache, or by building it now."""
         wheels = self.cached_wheels(pair, touch=True)
@@ -246,18 +311,70 @@ class Builder:
             if err:
                 return err
             return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
+        if not self.spec.cmd:  # nothing to build: the tree is installed editable
+            self.workspace.checkout(pair)
+            return BuildResult(BuildStatus.IN_PLACE)
+        if self.split:
+            jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
+            if jaxlib:  # the same XLA and native inputs were built before: the jax package alone
+                return self._jax_package(pair, jaxlib)
         return self._build(pair)
+
+    def _jax_package(self, pair: Pair, jaxlib: list[Path]) -> BuildResult:
+        """Install the cached jaxlib and the jax package of ``pair`` (from the cache, or built now)."""
+        self.workspace.checkout(pair)
+        status, jax_wheels, log, tail, duration = BuildStatus.CACHED, [], None, "", 0.0
+        if self.spec.jax_cmd:
+            jax_wheels = self.cache.get(self.jax_key(pair), touch=True)
+            if not jax_wheels:
+                wheel_dir = self.spec.wheel_dir
+                wheel_dir.mkdir(parents=True, exist_ok=True)
+                before = snapshot(wheel_dir)
+                log = self.log_dir / f"build-jax-{pair.jax[:12]}.log"
+                self.builds_run += 1
+                self.jax_builds += 1
+                res = proc.run(self.spec.jax_cmd, cwd=self.jax_repo.path, env=self._env(pair, wheel_dir),
+                               timeout=self.spec.timeout, log_path=log, check=False)
+                tail, duration = res.tail(), res.duration
+                built = [w for w in produced(wheel_dir, before) if is_jax_package(w)]
+                if not res.ok or not built:
+                    why = interruption(res)
+                    if why:
+                        return BuildResult(BuildStatus.INTERRUPTED, str(log), f"{why}\n{tail}", duration)
+                    result = BuildResult(BuildStatus.FAILED, str(log),
+                                         tail if not res.ok else f"the jax package's build left no jax wheel in {wheel_dir}",
+                                         duration)
+                    self._record(pair, result, in_place=False)
+                    return result
+                jax_wheels = self.cache.put(self.jax_key(pair), built, {"jax": pair.jax, "package": "jax"})
+                for w in built:
+                    w.unlink(missing_ok=True)
+                status = BuildStatus.BUILT
+        wheels = list(jaxlib) + list(jax_wheels)
+        err = self._install(wheels, pair)
+        if err:
+            return err
+        result = BuildResult(status, str(log) if log else None, tail, duration, [str(w) for w in wheels])
+        if status is BuildStatus.BUILT:
+            self._record(pair, result, in_place=False)
+        return result
+
+    def _env(self, pair: Pair, wheel_dir: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.spec.env)
+        env.update(HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax, HOURLY_JAX_DIR=str(self.jax_repo.path),
+                   HOURLY_PYTHON=self.spec.python, HOURLY_WHEEL_DIR=str(wheel_dir))
+        if self.xla_repo is not None:  # --only jax: no XLA tree (HOURLY_XLA_SHA names the installed jaxlib)
+            env["HOURLY_XLA_DIR"] = str(self.xla_repo.path)
+        env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
+        return env
 
     def _build(self, pair: Pair) -> BuildResult:
         self.workspace.checkout(pair)
         wheel_dir = self.spec.wheel_dir
+        wheel_dir.mkdir(parents=True, exist_ok=True)
         before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
-        env = dict(os.environ)
-        env.update(self.spec.env)
-        env.update(HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
-                   HOURLY_XLA_DIR=str(self.xla_repo.path), HOURLY_JAX_DIR=str(self.jax_repo.path),
-                   HOURLY_PYTHON=self.spec.python)
-        env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
+        env = self._env(pair, wheel_dir)
         log = self.log_dir / f"build-{pair.key()}.log"
         require_command(self.spec.cmd[0], env["PATH"])
         res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
@@ -285,11 +402,30 @@ class Builder:
 
     def _run_build(self, env: dict[str, str], log: Path) -> proc.Result:
         self.builds_run += 1
+        if self.spec.package_only:
+            self.jax_builds += 1
+        else:
+            self.jaxlib_builds += 1
         return proc.run(self.spec.cmd, cwd=self.jax_repo.path, env=env, timeout=self.spec.timeout,
                         log_path=log, check=False)
 
     def _cache(self, pair: Pair, wheels: list[Path]) -> list[Path]:
-        """Into the cache (whole or not at all), then out of the wheel folder: they were this build's."""
+        """Into the cache (whole or not at all), then out of the wheel folder: they were this build's.
+
+        Priced builds whose output holds a jaxlib wheel are cached in two entries: jaxlib (and its
+        plugins) under the XLA commit and JAX's native inputs, the jax package under the JAX commit."""
+        if self.split and any(w.name.startswith("jaxlib-") for w in wheels):
+            lib = [w for w in wheels if not is_jax_package(w)]
+            pkg = [w for w in wheels if is_jax_package(w)]
+            native = self.native_key(pair.jax)
+            cached = self.cache.put(self.jaxlib_key(pair), lib,
+                                    {"xla": pair.xla, "native": native, "from_jax": pair.jax,
+                                     "identity": public_identity(self.identity)})
+            if pkg:
+                cached += self.cache.put(self.jax_key(pair), pkg, {"jax": pair.jax, "package": "jax"})
+            for w in wheels:
+                w.unlink(missing_ok=True)
+            return cached
         cached = self.cache.put(self.build_key(pair), wheels,
                                 {"xla": pair.xla, "jax": pair.jax, "identity": public_identity(self.identity)})
         for w in wheels:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .bench import DEFAULT_METRIC_REGEX, BenchSpec
 from .cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
 from .errors import UserError
+from .native import DEFAULT_NATIVE_INPUTS
 
 if TYPE_CHECKING:
     from .store import Store
@@ -24,6 +25,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CONFIG_NAME = "hourly.toml"
+DEFAULT_BUILD_CMD = "build-jax.sh"
+#: the built-in build of the pure-Python jax package: ``python -m pip wheel --no-deps
+#: --no-build-isolation`` of the checkout into a wheel folder of hourly's own
+PIP_WHEEL = "pip-wheel"
+#: a build command meaning "nothing to build: the tree is installed editable, a checkout is all it takes"
+NO_BUILD = "none"
 
 
 def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
@@ -64,7 +71,11 @@ class Settings:
     ref: str = "origin/main"
     first_parent: bool = True
     sync: bool = True
-    build_cmd: str = "build-jax.sh"
+    build_cmd: str = DEFAULT_BUILD_CMD
+    only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.pin)
+    jax_ref: str | None = None  # --only xla: the JAX commit kept [default: the checkout's HEAD]
+    jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
+    native_inputs: list[str] = field(default_factory=lambda: list(DEFAULT_NATIVE_INPUTS))  # hourly.native
     build_timeout: float | None = None
     wheel_dir: str | None = None  # default: <jax_repo>/dist
     cache_dir: str | None = None  # default: hourly.cache.default_cache_dir()
@@ -95,10 +106,43 @@ class Settings:
         return split_command(self.bench_cmd, "--bench-cmd", "pass the command that runs the benchmark")
 
     def build_argv(self) -> list[str]:
+        if self.only == "jax":
+            return self.jax_package_argv()
         argv = split_command(self.build_cmd, "--build-cmd", "pass the build command, e.g. build-jax.sh")
         if "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str(Path(argv[0]).absolute())
         return argv
+
+    def jax_package_cmd(self) -> str:
+        """The command that builds the jax package alone: with --only jax a --build-cmd that was
+        given replaces --jax-build-cmd (so ``--build-cmd none`` means an editable tree)."""
+        if self.only == "jax" and self.build_cmd != DEFAULT_BUILD_CMD:
+            return self.build_cmd
+        return self.jax_build_cmd
+
+    def jax_package_argv(self) -> list[str]:
+        """argv of the jax package's build; [] when the tree is installed editable (nothing to run)."""
+        cmd = self.jax_package_cmd().strip()
+        if cmd == NO_BUILD:
+            return []
+        if cmd == PIP_WHEEL:
+            return [self.python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--wheel-dir", str(self.resolved_wheel_dir()), "."]
+        argv = split_command(cmd, "--jax-build-cmd", f"pass {PIP_WHEEL}, {NO_BUILD} or the command that builds the jax wheel")
+        if "/" in argv[0] and not Path(argv[0]).is_absolute():
+            argv[0] = str(Path(argv[0]).absolute())
+        return argv
+
+    def jax_package_identity(self) -> list[str]:
+        cmd = self.jax_package_cmd().strip()
+        return [cmd] if cmd in (PIP_WHEEL, NO_BUILD) else self.jax_package_argv()
+
+    def build_identity_cmd(self) -> list[str]:
+        """The build command as the cache's identity sees it (the built-in one by name, so the
+        identity does not change with the workdir its wheel folder lies in)."""
+        if self.only == "jax" and self.jax_package_cmd().strip() == PIP_WHEEL:
+            return [PIP_WHEEL]
+        return self.build_argv()
 
     def bench_spec(self) -> BenchSpec:
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
@@ -118,7 +162,11 @@ class Settings:
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def resolved_wheel_dir(self) -> Path:
-        return Path(self.wheel_dir) if self.wheel_dir else Path(self.jax_repo) / "dist"
+        if self.wheel_dir:
+            return Path(self.wheel_dir)
+        if self.only == "jax":  # hourly's own folder: whatever is in the tree's dist/ is not ours
+            return Path(self.workdir).absolute() / "jax-wheels"
+        return Path(self.jax_repo) / "dist"
 
     def resolved_cache_dir(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else default_cache_dir()
@@ -228,7 +276,7 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
         for k, v in layer.items():
             k = _key(k)
             if k in FIELD_NAMES:
-                if k in ("env", "cherry_pick") and isinstance(v, (list, tuple)) and not v and label == "flag":
+                if k in ("env", "cherry_pick", "native_inputs") and isinstance(v, (list, tuple)) and not v and label == "flag":
                     continue
                 setattr(s, k, list(v) if isinstance(v, tuple) else v)
                 origin[k] = label
@@ -249,10 +297,18 @@ def _validate(s: Settings) -> None:
         raise UserError(f"mode must be metric or exit, not {s.mode!r}", "pass --mode metric or --mode exit")
     s.mode = str(s.mode.value if hasattr(s.mode, "value") else s.mode)
     s.cache_bytes()  # a one-line error now rather than after the first build
+    if s.only in ("both", ""):  # a later command may widen a stored one-repository scan again
+        s.only = None
+    if s.only is not None and s.only not in ("jax", "xla"):
+        raise UserError(f"--only {s.only!r} is not a repository", "pass --only jax, --only xla or --only both")
+    if s.jax_ref and s.only != "xla":
+        raise UserError("--jax-ref pins JAX in an XLA-only hunt", "pass --only xla with it, or leave it out")
     if isinstance(s.env, str):
         s.env = [s.env]
     if isinstance(s.cherry_pick, str):
         s.cherry_pick = [s.cherry_pick]
+    if isinstance(s.native_inputs, str):
+        s.native_inputs = [s.native_inputs]
 
 
 def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:

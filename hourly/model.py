@@ -23,9 +23,9 @@ REPOS = ("xla", "jax")
 class Status(str, Enum):
     """The outcome of a run, of a point, of a nightly date and of a release.
 
-    Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed``
-    (hourly scan), a date adds ``missing`` (its nightly image does not exist) and a release adds
-    ``missing`` (no installable wheel here) and ``install_failed`` (the installer failed).
+    Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed`` and
+    ``untestable`` (hourly scan), a date adds ``missing`` (its nightly image does not exist) and a
+    release adds ``missing`` (no installable wheel here) and ``install_failed`` (the installer failed).
     """
 
     OK = "ok"
@@ -33,6 +33,7 @@ class Status(str, Enum):
     TIMEOUT = "timeout"
     NO_METRIC = "no_metric"
     BUILD_FAILED = "build_failed"
+    UNTESTABLE = "untestable"  # cannot run at all (--only jax: the installed jaxlib is older than it needs)
     MISSING = "missing"
     INSTALL_FAILED = "install_failed"
 
@@ -95,6 +96,9 @@ class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
     builds: int
+    pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.pin.Pin.as_json)
+    jaxlib_builds: int = 0  # of ``builds``: runs of --build-cmd (each builds jaxlib; docs/builds.md)
+    jax_builds: int = 0     # of ``builds``: the jax package alone (--only jax, or its jaxlib was cached)
     plan: DryRunPlan | None = None  # set by a dry run
     #: why the scan stopped early (fail fast: its first measured pair never worked), as the
     #: hourly.errors.UserError the command raises after printing what was measured
@@ -102,7 +106,8 @@ class ScanReport:
 
     def as_json(self) -> dict:
         out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
-               "builds": self.builds}
+               "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
+               "pinned": self.pinned}
         if self.plan is not None:
             out["plan"] = asdict(self.plan)
         return out

@@ -22,7 +22,7 @@ from .profiles import compare
 from .errors import UserError
 from .locks import holds_store_lock
 from .resolve import resolve_pairs
-from .scan import Measurer, open_repos, show
+from .scan import Measurer, open_repos, pin_of, show, trees
 from .steps import find_steps
 from .store import Store
 from .timeparse import parse_time
@@ -48,22 +48,28 @@ def parse_state(text: str, s: Settings) -> Pair:
     """``xla@<sha>,jax@<sha>`` (either may be omitted: then it is resolved at the other's time)
     or a time, resolved like the scan does."""
     xla, jax = open_repos(s)
+    pin = pin_of(s, jax)  # --only: the pinned side is what it is at every instant
     parts = dict(p.split("@", 1) for p in text.split(",") if "@" in p)
     if parts:
         if set(parts) - {"xla", "jax"}:
             raise UserError(f"cannot read state {text!r}", "write xla@<sha>,jax@<sha> or a time")
+        if pin and pin.side in parts:
+            raise UserError(f"{pin.side} is pinned in this hunt (--only): {text!r} names a commit of it",
+                            f"name a {pin.hunted} commit or a time")
         shas = {name: repo.resolve_sha(parts[name]) for name, repo in (("xla", xla), ("jax", jax))
                 if name in parts}
+        if pin:
+            shas[pin.side] = pin.label
         if len(shas) == 2:
             return Pair(shas["xla"], shas["jax"])
         known = next(iter(shas))
         info = (xla if known == "xla" else jax).commits([shas[known]])[shas[known]]
         from datetime import datetime, timezone
         t = datetime.fromtimestamp(info.committer_time, timezone.utc)
-        pair = resolve_pairs(xla, jax, [t], s.ref, s.first_parent)[0].pair
+        pair = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)[0].pair
         return Pair(shas.get("xla", pair.xla), shas.get("jax", pair.jax))
     t = parse_time(text, s.tz).when
-    points = resolve_pairs(xla, jax, [t], s.ref, s.first_parent)
+    points = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)
     if not points:
         raise UserError(f"no commit of both repositories before {text!r}", "give a later time")
     return points[0].pair
@@ -92,8 +98,8 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
     spec = s.bench_spec()
     env = bench_env(spec)
     results = []
-    with Workspace([xla, jax], force=s.force) as ws:
-        m = Measurer(s, store, xla, jax, ws)
+    with Workspace(trees(xla, jax), force=s.force) as ws:
+        m = Measurer(s, store, xla, jax, ws, pin_of(s, jax))
         for target in targets:
             base = store.workdir / "profiles" / target.name
             dirs = {}

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
+from .pin import pinned_line
 from .model import NightlyPoint, PointResult, ScanReport, Step
 from .series import PointStatus, Series
 from .words import plural
@@ -41,9 +43,10 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
     t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
+    pinned = (report.pinned or {}).get("side")
     t.add_column("time (UTC)")
-    t.add_column("xla")
-    t.add_column("jax")
+    t.add_column("xla (pinned)" if pinned == "xla" else "xla")
+    t.add_column("jax (pinned)" if pinned == "jax" else "jax")
     t.add_column("metric", justify="right")
     t.add_column("")
     marks = marks or {}
@@ -51,19 +54,26 @@ def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: s
     for i, p in enumerate(report.points):
         same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
         style = None if p.status in ("ok", "cached", "built", "planned") else "red"
-        t.add_row(p.time, p.xla[:10], p.jax[:10], fmt_value(p), marks.get(i, "" if not same else "·"),
+        t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p), marks.get(i, "" if not same else "·"),
                   style=style)
         prev = p
     return t
 
 
+def _rev(value: str) -> Text:
+    """A commit cell: a SHA shortened, a pinned jaxlib's label (``jaxlib-0.4.14``) whole; never markup."""
+    return Text(value[:10] if all(c in "0123456789abcdef" for c in value) else value)
+
+
 def summary_line(report: ScanReport) -> str:
     n = len(report.points)
     pairs = plural(report.distinct_pairs, "distinct (xla, jax) pair")
+    pinned = pinned_line(report.pinned)
+    held = ("; " + pinned) if pinned else ""
     if report.plan is None:
-        return f"{plural(report.builds, 'build')} for {plural(n, 'instant')} ({pairs})"
+        return f"{plural(report.builds, 'build')} for {plural(n, 'instant')} ({pairs}){held}"
     p = report.plan
-    lines = [f"dry run: {plural(n, 'instant')}, {pairs}", f"the scan would run {plural(p.builds, 'build')}"]
+    lines = [f"dry run: {plural(n, 'instant')}, {pairs}{held}", f"the scan would run {plural(p.builds, 'build')}"]
     if p.measured is None:
         lines.append(f"{plural(p.built, 'pair')} already built (add --bench-cmd to count those measured)")
     else:
@@ -73,7 +83,7 @@ def summary_line(report: ScanReport) -> str:
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
     console.print(scan_table(report, marks))
-    console.print(summary_line(report))
+    console.print(summary_line(report), markup=False)
 
 
 @contextmanager

@@ -28,6 +28,8 @@ class ReportFiles:
 
 
 def link(repo: str, sha: str) -> str:
+    if not all(c in "0123456789abcdef" for c in sha):  # --only jax: the pinned jaxlib, not a commit
+        return f"`{sha}` (pinned)"
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
@@ -48,6 +50,10 @@ def scan_command(s: Settings) -> str:
             argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
     for pick in s.cherry_pick:
         argv += ["--cherry-pick", pick]
+    if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
+        argv += ["--only", s.only] + (["--jax-ref", s.jax_ref] if s.jax_ref else [])
+        if s.only == "jax":
+            argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
     if s.bench_cwd:
         argv += ["--bench-cwd", s.bench_cwd]
     for e in redact_assignments(s.env):

@@ -12,10 +12,14 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .gitrepo import GitRepo
 from .model import Pair
 from .timeparse import iso_utc
+
+if TYPE_CHECKING:
+    from .pin import Pin
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,18 @@ class Resolver:
         return self._shas[i] if i < len(self._shas) else None
 
 
-def resolve_pairs(xla: GitRepo, jax: GitRepo, times: list[datetime], ref: str = "origin/main",
-                  first_parent: bool = True) -> list[PlannedPoint]:
-    """One history walk per repository, then every instant is a lookup."""
+def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref: str = "origin/main",
+                  first_parent: bool = True, pin: Pin | None = None) -> list[PlannedPoint]:
+    """One history walk per repository, then every instant is a lookup; the side ``pin`` keeps
+    (``--only``) is a walk of one commit that stood at every instant."""
     resolvers = {}
     for repo in (xla, jax):
+        if repo is None or (pin is not None and repo.name == pin.side):
+            continue
         repo.rev_parse(ref)  # a clear error for an unknown ref
         resolvers[repo.name] = Resolver(repo.history(ref, first_parent))
+    if pin is not None:
+        resolvers[pin.side] = Resolver(pin.walk())
     points = []
     for t in times:
         ts = int(t.timestamp())

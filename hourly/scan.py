@@ -14,6 +14,7 @@ from .errors import ProcessError, UserError
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from .pin import JaxlibGate, Pin, make_pin
 from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
@@ -26,8 +27,14 @@ SCAN_ORIGIN = "scan"
 LOG_TAIL_LINES = 8
 
 
-def open_repos(s: Settings) -> tuple[GitRepo, GitRepo]:
-    return GitRepo(s.xla_repo, "xla"), GitRepo(s.jax_repo, "jax")
+def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
+    """The checkouts a hunt needs: with --only jax no XLA checkout (jaxlib stays as installed)."""
+    xla = None if s.only == "jax" else GitRepo(s.xla_repo, "xla")
+    return xla, GitRepo(s.jax_repo, "jax")
+
+
+def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
+    return [r for r in (xla, jax) if r is not None]
 
 
 def check(s: Settings, benchmark: bool = True) -> None:
@@ -44,7 +51,9 @@ def check(s: Settings, benchmark: bool = True) -> None:
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
     env = {**os.environ, **s.env_dict()}
-    require_command(s.build_argv()[0], str(Path(s.python).parent) + os.pathsep + env.get("PATH", ""))
+    argv = s.build_argv()
+    if argv:  # --only jax with an editable tree builds nothing
+        require_command(argv[0], str(Path(s.python).parent) + os.pathsep + env.get("PATH", ""))
 
 
 def _window(s: Settings):
@@ -54,14 +63,27 @@ def _window(s: Settings):
     return t0, t1, parse_step(s.step)
 
 
-def plan(s: Settings, xla: GitRepo, jax: GitRepo) -> list[PlannedPoint]:
+def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
     t0, t1, step = _window(s)
     times = instants(t0, t1, step)
-    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent)
+    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent, pin)
     if not points:
         raise UserError("no commit of both repositories lies before the window's end",
                         "move the window later or check --ref")
     return points
+
+
+def build_spec(s: Settings) -> BuildSpec:
+    """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    two = s.only is None  # jaxlib and the jax package priced and cached apart (hourly.native)
+    return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
+                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd(),
+                     package_only=s.only == "jax", jax_cmd=s.jax_package_argv() if two else None,
+                     jax_ident_cmd=s.jax_package_identity() if two else None, native_inputs=list(s.native_inputs))
+
+
+def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
+    return make_pin(s.only, s.python, jax, s.jax_ref)
 
 
 def sync(repos: list[GitRepo]) -> None:
@@ -103,7 +125,8 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     workdir. Points are "cached" (measured with this benchmark), "built" (wheels cached) or "planned"."""
     check(s, benchmark=False)
     xla, jax = open_repos(s)
-    points = plan(s, xla, jax)
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
     pairs = distinct_pairs(points)
     path = Path(workdir).expanduser().absolute()
     store = Store(path, create=False) if (path / STORE_NAME).exists() else None
@@ -111,7 +134,7 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     latest = store.all_latest(key) if store and key else {}
     measured = {p for p in pairs if (p.xla, p.jax) in latest}
     builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
-    built = {p for p in pairs if builder.is_cached(p)}
+    built = {p for p in pairs if builder.need(p).value == "cached"}
     todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     results = []
     for p in points:
@@ -119,20 +142,16 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
         status = "cached" if m else "built" if p.pair in built else "planned"
         results.append(PointResult(p.label, p.pair.xla, p.pair.jax, status, m.value if m else None,
                                    m.samples if m else [], m.detail if m else None))
-    return ScanReport(results, len(pairs), 0,
-                      DryRunPlan(sum(p not in built for p in todo), len(built),
-                                 len(measured) if key else None))
-
-
-def build_spec(s: Settings) -> BuildSpec:
-    return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
-                     s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick))
+    return ScanReport(results, len(pairs), 0, pin.as_json() if pin else None,
+                      plan=DryRunPlan(sum(p not in built for p in todo), len(built),
+                                      len(measured) if key else None))
 
 
 class Measurer:
     """Builds and measures pairs under one set of settings; shared by scan and bisect."""
 
-    def __init__(self, s: Settings, store: Store, xla: GitRepo, jax: GitRepo, workspace: Workspace):
+    def __init__(self, s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, workspace: Workspace,
+                 pin: Pin | None = None):
         self.s = s
         self.store = store
         self.key = s.bench_key()
@@ -140,12 +159,22 @@ class Measurer:
         self.builder = Builder(workspace, jax, xla, build_spec(s), store)
         if s.cherry_pick:
             from .cherry import parse
-            workspace.picks = parse(s.cherry_pick, {"xla": xla, "jax": jax})
+            workspace.picks = parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
+        self.gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 
+    def untestable(self, pair: Pair) -> str | None:
+        """Why ``pair`` cannot be tested at all (--only jax: the installed jaxlib is too old for it)."""
+        return self.gate.untestable(pair.jax) if self.gate else None
+
     def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
         """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install."""
+        why = self.untestable(pair)
+        if why:
+            m = Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)
+            self.store.add_measurement(self.key, m)
+            return m
         if pair == self.installed:
             build = None
         else:
@@ -172,7 +201,7 @@ class Measurer:
 
 def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
     """Not measured yet, or (with --retry-failed) its build failed."""
-    return m is None or (retry_failed and m.status == Status.BUILD_FAILED.value)
+    return m is None or (retry_failed and m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value))
 
 
 def _first_line(text: str) -> str:
@@ -191,19 +220,22 @@ def run_scan(s: Settings, store: Store | str | os.PathLike,
     check(s)
     xla, jax = open_repos(s)
     if s.sync:
-        sync([xla, jax])
-    points = plan(s, xla, jax)
+        sync(trees(xla, jax))
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
     if not isinstance(store, Store):
         store = Store(store)
-    return _measure_points(s, store, xla, jax, points, on_progress)
+    return _measure_points(s, store, xla, jax, points, on_progress, pin)
 
 
 @holds_store_lock
-def _measure_points(s: Settings, store: Store, xla: GitRepo, jax: GitRepo, points: list[PlannedPoint],
-                    on_progress: Callable[[int, int, Pair | None], None] | None) -> ScanReport:
+def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None
+                    ) -> ScanReport:
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
+    store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
@@ -211,13 +243,14 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo, jax: GitRepo, point
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)
-    builds, stopped = 0, None
+    builds = jaxlib_builds = jax_builds = 0
+    stopped = None
     # fail fast: the first pair that gets measured decides whether the benchmark works at all
     # (unless an earlier run of this scan already measured one)
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
     if todo:
-        with Workspace([xla, jax], force=s.force) as ws:
-            m = Measurer(s, store, xla, jax, ws)
+        with Workspace(trees(xla, jax), force=s.force) as ws:
+            m = Measurer(s, store, xla, jax, ws, pin)
             for pair in todo:
                 if on_progress:
                     on_progress(done, len(pairs), pair)
@@ -231,7 +264,9 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo, jax: GitRepo, point
                         stopped = never_worked(got, s, first=True)
                         break
             builds = m.builder.builds_run
-    return ScanReport(stored_results(store, key, points), len(pairs), builds, stopped=stopped)
+            jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
+    return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None,
+                      jaxlib_builds, jax_builds, stopped=stopped)
 
 
 def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
@@ -292,7 +327,7 @@ def show(store: Store, s: Settings) -> ScanReport:
         m = latest.get((x, j))
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
-    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0)
+    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None)
 
 
 def require_measured(report: ScanReport, s: Settings) -> None:

@@ -15,7 +15,7 @@ Tables:
   and its ``origin`` (``scan``, ``bisect``). A row is never updated: the scan's table reads the
   ``scan`` rows alone, so later commands' measurements never change it.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
-- ``bisect_probes`` (schema 2): every verdict a bisection reached, with the builds and runs it cost.
+- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
 - ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
@@ -28,6 +28,7 @@ Every SQL statement of hourly is in this module.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from typing import Any, Iterator
 from .errors import UserError
 from .model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STORE_NAME = "hourly.sqlite"
 
 _SCHEMA = """
@@ -121,6 +122,9 @@ class Store:
         for v in range(version + 1, SCHEMA_VERSION + 1):
             with self.transaction() as c:
                 for stmt in MIGRATIONS.get(v, []):
+                    m = re.match(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", stmt)
+                    if m and any(r[1] == m[2] for r in c.execute(f"PRAGMA table_info({m[1]})")):
+                        continue  # a store whose version was set back already has it: migrations stay idempotent
                     c.execute(stmt)
                 c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v),))
 
@@ -244,11 +248,14 @@ class Store:
         with self.transaction() as c:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
-            c.execute("INSERT INTO bisect_probes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
                        p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
-                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time()))
+                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0))))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
@@ -346,4 +353,7 @@ MIGRATIONS: dict[int, list[str]] = {
             jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
             runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
+    # 6: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
+    6: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE bisect_probes ADD COLUMN jax_builds INTEGER NOT NULL DEFAULT 0"],
 }

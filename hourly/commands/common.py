@@ -56,11 +56,20 @@ REPOSITORIES: OptionSet = {
     "ref": (Optional[str], Opt(None, "--ref", help="Ref whose history is walked [default: origin/main].")),
     "first_parent": (Optional[bool], Opt(None, "--first-parent/--no-first-parent",
                                          help="Walk merged history only [default: on].")),
+    "only": (Optional[str], Opt(None, "--only", help="Hunt one repository: jax (jaxlib stays what --python has "
+                                "installed; no --xla-repo needed) or xla (JAX stays at --jax-ref) [default: both].")),
+    "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="With --only xla: the JAX commit kept [default: the JAX checkout's HEAD].")),
 }
 BUILD: OptionSet = {
-    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh].")),
+    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh; with --only jax: --jax-build-cmd; none: nothing to build].")),
+    "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
+                                         "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
+                                         "is installed editable) or a command [default: pip-wheel].")),
+    "native_inputs": (Optional[List[str]], Opt(None, "--native-input", help="A native input of JAX: what a "
+                                               "jaxlib build reads (dir/, a file name anywhere such as BUILD or *.bzl, or "
+                                               "a path); repeatable, replaces the default list [default: docs/builds.md's list].")),
     "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped [default: no limit].")),
-    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist].")),
+    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: <workdir>/jax-wheels].")),
     "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the Python running hourly].")),
     "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
     "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),

@@ -86,13 +86,17 @@ def _init(path: Path, base_files: dict[str, str], when: str) -> None:
     _git(path, "commit", "-q", "-m", "Initial commit", when=when)
 
 
-def make_repos(root: str | Path, changes: list[Change], start: str = "2023-08-23T12:00:00Z") -> Made:
-    """Create upstream repos from ``changes``, clone them, and write the build and bench scripts."""
+def make_repos(root: str | Path, changes: list[Change], start: str = "2023-08-23T12:00:00Z",
+               base: dict[str, dict[str, str]] | None = None) -> Made:
+    """Create upstream repos from ``changes``, clone them, and write the build and bench scripts.
+    ``base`` replaces a repository's first commit (e.g. hourly.demo.split's JAX package tree)."""
     root = Path(root).absolute()
     up = {"xla": root / "upstream" / "xla", "jax": root / "upstream" / "jax"}
-    _init(up["xla"], {"README": "stand-in for openxla/xla\n", "perf/base.txt": "1.0\n"}, start)
-    _init(up["jax"], {"README": "stand-in for jax-ml/jax\n", "perf/base.txt": "1.0\n",
-                      "build/requirements.in": "jaxlib\n", ".gitignore": "dist/\nbuild/cache/\n"}, start)
+    base = base or {}
+    _init(up["xla"], base.get("xla") or {"README": "stand-in for openxla/xla\n", "perf/base.txt": "1.0\n"}, start)
+    _init(up["jax"], base.get("jax") or {"README": "stand-in for jax-ml/jax\n", "perf/base.txt": "1.0\n",
+                                         "build/requirements.in": "jaxlib\n", ".gitignore": "dist/\nbuild/cache/\n"},
+          start)
     events = []
     for i, c in enumerate(changes):
         events.append((parse_time(c.when).when, i, "commit", c))
