@@ -69,10 +69,14 @@ class BenchResult:
 
     @property
     def status(self) -> Status:
-        """OK when any run measured; otherwise the first failure's class."""
+        """OK when any run measured (or, in exit mode, every run passed); otherwise the first
+        failure's class."""
         if self.samples:
             return Status.OK
-        return self.runs[0].status if self.runs else Status.NO_METRIC
+        bad = [r for r in self.runs if r.status is not Status.OK]
+        if self.runs and not bad:
+            return Status.OK
+        return bad[0].status if bad else Status.NO_METRIC
 
     @property
     def value(self) -> float | None:
@@ -96,6 +100,7 @@ class BenchSpec:
     metric_regex: str = DEFAULT_METRIC_REGEX
     timeout: float | None = None
     python: str | None = None  # its directory goes first on PATH, so `python3` means it
+    expect_metric: bool = True  # False (--mode exit): a run passes or fails by its exit code alone
 
 
 #: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
@@ -130,13 +135,16 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
     return env
 
 
-def run_status(returncode: int | None, timed_out: bool, value: float | None) -> Status:
-    """The class of one run: timed out, crashed (non-zero exit), no metric printed, or OK."""
+def run_status(returncode: int | None, timed_out: bool, value: float | None,
+               expect_metric: bool = True) -> Status:
+    """The class of one run: timed out, crashed (non-zero exit), no metric printed, or OK.
+
+    Without ``expect_metric`` (an exit-status scan) a run that exits 0 is OK."""
     if timed_out:
         return Status.TIMEOUT
     if returncode != 0:
         return Status.CRASHED
-    if value is None:
+    if value is None and expect_metric:
         return Status.NO_METRIC
     return Status.OK
 
@@ -152,8 +160,8 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str) -> Ben
     for i in range(repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        value = parse_metric(res.output, rx)
-        status = run_status(res.returncode, res.timed_out, value)
+        value = parse_metric(res.output, rx) if spec.expect_metric else None
+        status = run_status(res.returncode, res.timed_out, value, spec.expect_metric)
         result.runs.append(Run(status, value if status is Status.OK else None, res.returncode,
                                res.duration, str(log)))
     return result

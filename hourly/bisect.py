@@ -22,8 +22,9 @@ import hashlib
 import json
 import re
 import time
+from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .build import Builder, Workspace
@@ -38,7 +39,7 @@ from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
 from .resolve import Resolver
 from .pin import JaxlibGate
-from .scan import LEVEL, Measurer, build_spec, open_repos, pin_of, trees
+from .scan import LEVEL, SCAN_ORIGIN, Measurer, build_spec, open_repos, pin_of, trees
 from .steps import group_points
 from .store import Measurement, Store
 from .timeparse import parse_time
@@ -59,6 +60,9 @@ class Window:
     bad_time: int
     origin: str  # "detect", "flags" or "exit transitions"
     note: str = ""
+    #: "regression" (metric, worse after) or "crash" (exit status good → bad); with --find-fix,
+    #: "improvement" (metric, better after) or "fix" (exit status bad → good)
+    kind: str = "regression"
 
 
 @dataclass
@@ -123,31 +127,41 @@ def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
     return [(rows[g.first].time, rows[g.last].time, Pair(g.point.xla, g.point.jax)) for g in group_points(rows)]
 
 
-def windows_from_store(store: Store, s: Settings, mode: Mode) -> list[Window]:
+def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = False) -> list[Window]:
     """Every regression of the stored scan: detection's regressions (metric) or good→bad
-    transitions of the exit status (exit)."""
+    transitions of the exit status (exit); with ``find_fix``, its improvements or bad→good
+    transitions."""
     points = collapsed_points(store)
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
                         "run `hourly scan` first, or pass --good and --bad")
-    latest = store.all_latest(s.bench_key())
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.METRIC:
-        from .detect import ChangeKind
+        from .detect import ChangeKind, percent
         from .scan import show
         from .steps import find_steps
         for st in find_steps(show(store, s).points, s.higher_is_better)[0]:
-            c = st.change
-            if c.kind is ChangeKind.REGRESSION:
+            c, n = st.change, st.numbers()
+            if c.kind is (ChangeKind.IMPROVEMENT if find_fix else ChangeKind.REGRESSION):
                 out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
-                                  f"{c.level_before:.4g} → {c.level_after:.4g} ({c.relative_change * 100:+.1f}%)"))
+                                  f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})",
+                                  kind="improvement" if find_fix else "regression"))
     else:
         verdicts = [_exit_of(m) if m else None for m in ms]
+        if find_fix:  # a fix is a good→bad transition of the flipped verdicts
+            verdicts = [_flip(v) for v in verdicts]
         for a, b in exit_transitions(verdicts):
             out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
-                              "exit status good → bad"))
+                              "exit status bad → good" if find_fix else "exit status good → bad",
+                              kind="fix" if find_fix else "crash"))
     return out
+
+
+def _flip(v: Verdict | None) -> Verdict | None:
+    """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
+    return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
 
 
 def _exit_of(m: Measurement) -> Verdict | None:
@@ -157,8 +171,11 @@ def _exit_of(m: Measurement) -> Verdict | None:
 
 
 def default_mode(store: Store, s: Settings) -> Mode:
-    """Metric when the scan measured a metric, else exit status."""
-    latest = store.all_latest(s.bench_key())
+    """Exit status for an exit-status scan (``--mode exit``); metric when the scan measured a
+    metric; else exit status."""
+    if s.mode == Mode.EXIT.value:
+        return Mode.EXIT
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     rows = store.points(LEVEL)
     if not rows:
         return Mode.METRIC
@@ -174,14 +191,22 @@ class Bisector:
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
                  rerun: bool = False, handler: BisectHandler | None = None,
-                 min_change: float = DEFAULT_MIN_CHANGE):
+                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
         if not 0 < min_change < 1:
             raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
                             "pass --min-change 0.02 for 2 %")
+        # finding a fix: the search looks for the first state that changed; in metric mode a change
+        # for the better is a regression of the flipped direction, in exit mode verdicts flip
+        self.find_fix = find_fix
+        if find_fix and mode is Mode.METRIC:
+            s = replace(s, higher_is_better=not s.higher_is_better)
+        self.invert = find_fix and mode is Mode.EXIT
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
         self.handler = handler or BisectHandler()
+        if find_fix:
+            self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
         self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
@@ -200,6 +225,8 @@ class Bisector:
         self._going = None  # metric mode: (search, its states, offset of the current window in them)
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
+        #: per end of the current window: how many samples the verdicts compared against, and from where
+        self.end_samples: dict[str, dict] = {}
         self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
         self._split = [0, 0]  # jaxlib builds, jax package builds not yet in a recorded row
         self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
@@ -267,7 +294,7 @@ class Bisector:
                 if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
                     return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
                 rcs = [r.get("returncode") for r in m.runs]
-            v = exit_verdict(rcs)
+            v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
             return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
@@ -310,14 +337,21 @@ class Bisector:
                 ref[:] = self._end_samples(self._bid, pair, v, want)[0]
 
     def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
-        """The end's samples, measuring more until it has ``want``."""
-        samples = [x for m in self._stored(pair) if m.status == Status.OK.value for x in m.samples]
+        """The end's samples — the scan's and any earlier bisection's, never changed — measuring
+        more (rows of their own, origin ``bisect``) until it has ``want``."""
+        stored = [m for m in self._stored(pair) if m.status == Status.OK.value]
+        samples = [x for m in stored for x in m.samples]
+        origins = [m.origin for m in stored for _ in m.samples]
         builds = runs = 0
         if len(samples) < want:
             m, builds, runs = self._measure(pair, want - len(samples))
-            samples += m.samples if m.status == Status.OK.value else []
+            new = m.samples if m.status == Status.OK.value else []
+            samples += new
+            origins += [m.origin] * len(new)
             self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
-                                    f"{plural(len(samples), 'sample')} of an end", m.samples, builds=builds, runs=runs))
+                                    f"{plural(len(samples), 'sample')} of the {verdict.value} end ({_from(origins)})",
+                                    m.samples, builds=builds, runs=runs))
+        self.end_samples[verdict.value] = {"n": len(samples), "from": dict(sorted(Counter(origins).items()))}
         return samples, builds, runs
 
     # -- one window ---------------------------------------------------------------------------
@@ -337,7 +371,8 @@ class Bisector:
                     raise
                 # one window of many (from the store) that cannot be bisected: say why, go on
                 self.handler.cannot_bisect(w, e)
-                return [error_answer(w, self.mode.value, e)]
+                return [dict(error_answer(w, self.mode.value, e), kind=w.kind)]
+            a["kind"] = a.get("kind") or w.kind  # answers stored before kinds existed
             answers.append(a)
             nxt = a.get("continues_at")
             if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
@@ -353,6 +388,8 @@ class Bisector:
         ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
                  "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
                  "ref": self.s.ref, "fp": self.s.first_parent}
+        if self.find_fix:
+            ident["find_fix"] = True
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
@@ -363,6 +400,7 @@ class Bisector:
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
         self._bid, self._ends = bid, (good_pair, bad_pair)
+        self.end_samples = {}
         self.handler.started(w, len(states), len(rows))
         index = {st.pair: i for i, st in enumerate(states)}
         stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
@@ -395,6 +433,10 @@ class Bisector:
                 raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
                                 f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
                                 "pass ends on either side of the regression, or a larger --max-repeats")
+            if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
+                raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
+                                "pass --bad before the improvement and --good after it, or set "
+                                "--higher-is-better/--lower-is-better")
             if not worse(good, bad, self.s.higher_is_better):
                 raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                                 "swap --good and --bad, or set --higher-is-better/--lower-is-better")
@@ -403,6 +445,10 @@ class Bisector:
             for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
                 p = stored.get(("end", role_pair))
                 v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+                if v is not want and self.find_fix:
+                    said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
+                    raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                                    "pass --bad at a state that fails and a later --good at one that passes")
                 if v is not want:
                     raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
                                     "pass --good at a state that passes and --bad at one that fails")
@@ -580,6 +626,12 @@ class Bisector:
         return out
 
 
+def _from(origins: list[str]) -> str:
+    """``3 from the scan, 2 from bisect``"""
+    c = Counter(origins)
+    return ", ".join(f"{n} from {'the scan' if o == SCAN_ORIGIN else o}" for o, n in sorted(c.items())) or "none"
+
+
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
@@ -600,18 +652,38 @@ def check_new_window(s: Settings, good: str, bad: str) -> None:
 @holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
-               min_change: float = DEFAULT_MIN_CHANGE) -> list[dict]:
+               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False) -> list[dict]:
     """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
-    regression of the stored scan; returns one answer per regression found."""
+    regression and every crash window of the stored scan; returns one answer per regression or
+    crash found (``"kind"``: ``regression`` or ``crash``). With ``find_fix``: every improvement
+    and every fix (exit status bad → good) instead, the good end later than the bad end."""
     handler = handler or BisectHandler()
-    mode = mode or default_mode(store, s)
-    with Bisector(s, store, mode, max_repeats, rerun, handler, min_change) as b:
-        if good is not None:
-            windows = [Window(parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks), "flags")]
-            if windows[0].bad_time <= windows[0].good_time:
-                raise UserError(f"--bad {bad} is not later than --good {good}", "swap them")
-        else:
-            windows = windows_from_store(store, s, mode)
-            if not windows:
-                handler.nothing_to_bisect()
-        return [a for w in windows for a in b.bisect(w)]
+    if good is not None:
+        mode = mode or default_mode(store, s)
+        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix) as b:
+            g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
+            if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+                if g <= x:
+                    raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                                    "(fixed) end comes after the bad one", "swap them")
+                w = Window(x, g, "flags", kind="fix" if mode is Mode.EXIT else "improvement")
+            else:
+                w = Window(g, x, "flags", kind="crash" if mode is Mode.EXIT else "regression")
+            if w.bad_time <= w.good_time:
+                raise UserError(f"--bad {bad} is not later than --good {good}",
+                                "swap them, or pass --find-fix to find what fixed it")
+            return b.bisect(w)
+    # every regression of the stored scan, and (unless a mode was asked for) every crash window,
+    # each in its own mode: the metric for regressions, the exit status for crashes
+    base = mode or default_mode(store, s)
+    plan = [(base, windows_from_store(store, s, base, find_fix))]
+    if mode is None and base is Mode.METRIC:
+        plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
+    if not any(ws for _, ws in plan):
+        handler.nothing_to_bisect()
+    answers: list[dict] = []
+    for m, windows in plan:
+        if windows:
+            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix) as b:
+                answers += [a for w in windows for a in b.bisect(w)]
+    return answers

@@ -271,7 +271,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     elif llr <= lower:
         verdict, z, ref = Verdict.GOOD, zg, g
     else:
-        return Classification(Verdict.UNSURE, llr, f"between the ends after {plural(len(p), 'sample')} (LLR {llr:+.2f})")
+        return Classification(Verdict.UNSURE, llr, f"between the ends after {plural(len(p), 'sample')} (odds {odds(llr)})")
     if z > veto:
         return Classification(Verdict.UNSURE, llr,
                               f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
@@ -281,7 +281,7 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
         if mw < ALPHA and ks < ALPHA:
             return Classification(Verdict.UNSURE, llr,
                                   f"leans {verdict.value} but differs from that end (Mann-Whitney p={mw:.3g}, KS p={ks:.3g})")
-    return Classification(verdict, llr, f"{verdict.value} (LLR {llr:+.2f}, {plural(len(p), 'sample')})")
+    return Classification(verdict, llr, f"{verdict.value} (odds {odds(llr)}, {plural(len(p), 'sample')})")
 
 
 def _lognorm(x: np.ndarray, mean: float, var: float) -> np.ndarray:
@@ -334,6 +334,13 @@ DEFAULT_MIN_CHANGE = BISECT_MIN_CHANGE
 #: When repeats run out, a probe still takes the verdict it leans to by at least this log-likelihood
 #: ratio (20:1); otherwise it is untestable.
 FALLBACK_LLR = math.log(20.0)
+
+
+def odds(llr: float) -> str:
+    """A log-likelihood ratio as the odds it stands for, for people: ``20:1`` for the likelier
+    level against the other."""
+    x = math.exp(min(abs(llr), 50.0))
+    return f"{x:,.0f}:1" if x < 1e6 else "over 1,000,000:1"
 #: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
 #: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
 INDIFFERENCE = 0.75
@@ -413,13 +420,13 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
         what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                 Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                "a step on each side"}[best]
-        return Judgement(best, f"{what} ({where}, {plural(np_, 'sample')}, LLR {margin:+.1f})", margin)
+        return Judgement(best, f"{what} ({where}, {plural(np_, 'sample')}, odds {odds(margin)})", margin)
     if not final:
-        return Judgement(Level.UNSURE, f"undecided after {plural(np_, 'sample')} ({where}, LLR {margin:+.1f})", margin)
+        return Judgement(Level.UNSURE, f"undecided after {plural(np_, 'sample')} ({where}, odds only {odds(margin)})", margin)
     lean = Level.LOW if la >= lb else Level.HIGH
     if abs(la - lb) >= FALLBACK_LLR:
         return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
-                               f"{plural(np_, 'sample')} ({where}, LLR {abs(la - lb):+.1f})", abs(la - lb))
+                               f"{plural(np_, 'sample')} ({where}, odds {odds(abs(la - lb))})", abs(la - lb))
     return Judgement(Level.SKIP, f"unsure after {plural(np_, 'sample')} ({where})", margin)
 
 

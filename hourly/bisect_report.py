@@ -53,10 +53,13 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         skipped = [(i, next((r for r in rows if r["role"] == "probe" and
                              Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
         whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
-        reason = f"{b.hi - b.lo - 1} untestable state(s) between last good and first bad: " + "; ".join(whys)
+        k = b.hi - b.lo - 1
+        reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
+                  + "; ".join(whys))
     all_moved = step_commits(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
     return {
+        "kind": w.kind,
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
@@ -69,6 +72,8 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "last_good": {"xla": last_good.xla, "jax": last_good.jax},
         "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
         "states": len(states),
+        # metric mode: the samples each end's verdicts were compared with, and where they came from
+        "end_samples": dict(bisector.end_samples),
         "probes": [bisector.probe_row(r, states, b) for r in rows],
         "builds": sum(r["builds"] for r in rows),
         # priced builds (docs/builds.md): runs of --build-cmd (each builds jaxlib) and builds of the
@@ -125,6 +130,9 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
              f"# ({held})" if held and answer["pinned"].get("side") == "xla"
              else f"# (check out {other} at {pinned} before continuing)",
              "git bisect start '--first-parent'"]
+    if answer.get("kind") in ("improvement", "fix"):  # --find-fix: "bad" is the new, changed state
+        lines.insert(2, f"# finding the {'fix' if answer['kind'] == 'fix' else 'improvement'}: "
+                        "'good' is the old state, 'bad' the changed one; the first bad commit is what changed it")
     marks: dict[str, str] = {}
     for p in answer["probes"]:
         if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):
@@ -157,6 +165,9 @@ class BisectHandler:
     """What a bisection reports while it runs (mozregression's BisectorHandler): the search calls
     these; a command that shows progress overrides them. The default stays silent."""
 
+    #: words for the verdicts (finding a fix, git bisect's --term-old/--term-new: old, fixed)
+    terms: dict[str, str] = {}
+
     def started(self, w: Window, states: int, resumed: int) -> None:
         """A window's search begins (``resumed`` stored verdicts are reused)."""
 
@@ -167,7 +178,7 @@ class BisectHandler:
         """A window from the store cannot be bisected; the others go on."""
 
     def nothing_to_bisect(self) -> None:
-        """The stored scan holds no regression."""
+        """The stored scan holds no regression and no crash window."""
 
 
 class LineHandler(BisectHandler):
@@ -181,14 +192,16 @@ class LineHandler(BisectHandler):
                  + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))
 
     def verdict(self, p: Probe) -> None:
-        self.say(f"  {p.role:8} {p.pair.short()}  {p.verdict.value:6} {p.reason}"
+        word = self.terms.get(p.verdict.value, p.verdict.value)
+        self.say(f"  {p.role:8} {p.pair.short()}  {word:6} {p.reason}"
                  + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
 
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         self.say(f"  cannot bisect: {e.one_line()}")
 
     def nothing_to_bisect(self) -> None:
-        self.say("no regression in the stored scan: nothing to bisect")
+        self.say("nothing to bisect: the stored scan holds no window of that kind"
+                 " (regressions and crashes; with --find-fix, improvements and fixes)")
 
 
 # -- terminal -----------------------------------------------------------------------------------
@@ -197,13 +210,15 @@ def describe(a: dict) -> list:
     """The answer for one regression, as lines of text (subjects and authors verbatim)."""
     from .output import styled
     w = a["window"]
-    lines: list = [styled(("regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+    lines: list = [styled((a.get("kind") or "regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
                           + (f"  {w['note']}" if w.get("note") else ""))]
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
+    fixing = a.get("kind") in ("improvement", "fix")
     if c:
-        lines += [styled("  culprit: ", (c["repo"], "bold"), f" {c['sha']}"),
+        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+        lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
@@ -214,19 +229,37 @@ def describe(a: dict) -> list:
         for rc in a.get("range_commits", []):
             lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
     if a.get("blame"):
-        lines.append(f"  blame (mixed pairs tested): {a['blame']}")
+        lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
     pinned = pinned_line(a.get("pinned"))
     if pinned:
         lines.append(f"  {pinned}")
+    ends = a.get("end_samples") or {}
+    if ends:
+        names = {"good": "earlier end", "bad": "later end"} if a.get("kind") in ("improvement", "fix") \
+            else {"good": "good end", "bad": "bad end"}
+        lines.append("  ends compared with: " + "; ".join(
+            f"{names.get(side, side)} {plural(e['n'], 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
+                                                   for o, k in e["from"].items()) + ")"
+            for side, e in ends.items()))
     lg, fb = a["last_good"], a["first_bad"]
-    lines.append(f"  last good: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
-    lines.append(f"  first bad: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
+    before, after = ("last before", "first after") if fixing else ("last good", "first bad")
+    lines.append(f"  {before}: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
+    lines.append(f"  {after}: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
     split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
              if a.get("jax_builds") else "")
     lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
                         f"{plural(a['states'], 'candidate state')}",
                         *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
+
+
+#: What a blame value means, for the terminal (the JSON keeps the value).
+BLAME_WORDS = {
+    "xla": "xla: its change alone, with the old jax, is bad",
+    "jax": "jax: its change alone, with the old xla, is bad",
+    "both": "neither change alone is bad; only the two together are",
+    "unknown": "unknown: a mixed pair could not be tested",
+}
 
 
 def print_answers(console: Console, answers: list[dict]) -> None:

@@ -81,6 +81,8 @@ def _main(argv: list[str]) -> int:
         return e.exit_code
     except UserError as e:
         _err(f"hourly: error: {e.one_line()}")
+        for line in e.details:
+            _err(f"  | {line}")
         return e.exit_code
     except ProcessError as e:
         log = _crash_log(e)

@@ -89,10 +89,12 @@ class Settings:
     bench_timeout: float | None = None
     metric_regex: str = DEFAULT_METRIC_REGEX
     higher_is_better: bool = True
+    mode: str = "metric"  # a hourly.model.Mode value: "exit" scans pass/fail by exit code, no metric
     workdir: str = "hourly-work"
     force: bool = False
     rerun: bool = False
     retry_failed: bool = False
+    keep_going: bool = False  # scan on after a first measured pair whose every run failed
 
     # -- derived ----------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:
@@ -144,7 +146,7 @@ class Settings:
 
     def bench_spec(self) -> BenchSpec:
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
-                         self.bench_timeout, self.python)
+                         self.bench_timeout, self.python, expect_metric=self.mode != "exit")
 
     def bench_key(self) -> str:
         """What makes two measurements comparable: command, directory, environment, regex, Python.
@@ -153,6 +155,8 @@ class Settings:
         from wherever hourly is started."""
         ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
                  "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (keys before it unchanged)
+            ident["mode"] = "exit"
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
@@ -178,7 +182,7 @@ FIELD_NAMES = {f.name for f in fields(Settings)}
 #: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
 PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir")
 #: flags that apply to the command they are given to, never to later commands reading the store
-ONE_OFF = ("force", "rerun", "retry_failed")
+ONE_OFF = ("force", "rerun", "retry_failed", "keep_going")
 
 
 def _absolute(value: str, base: Path) -> str:
@@ -289,6 +293,9 @@ def _validate(s: Settings) -> None:
         v = getattr(s, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
+    if s.mode not in ("metric", "exit"):
+        raise UserError(f"mode must be metric or exit, not {s.mode!r}", "pass --mode metric or --mode exit")
+    s.mode = str(s.mode.value if hasattr(s.mode, "value") else s.mode)
     s.cache_bytes()  # a one-line error now rather than after the first build
     if s.only in ("both", ""):  # a later command may widen a stored one-repository scan again
         s.only = None

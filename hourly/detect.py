@@ -89,6 +89,11 @@ class Change:
     strength: float
     kind: ChangeKind
     edge: bool = False
+    #: points (pairs) and samples each level rests on (its segment, outliers set aside)
+    n_before: int = 0
+    n_after: int = 0
+    samples_before: int = 0
+    samples_after: int = 0
 
 
 @dataclass(frozen=True)
@@ -358,6 +363,9 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             after_index=good_idx[hi],
             level_before=before, level_after=after, relative_change=rel, strength=z,
             kind=ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT, edge=edge,
+            n_before=a1 - a0, n_after=b1 - a1,
+            samples_before=sum(len(samples[int(pos[i])]) for i in range(a0, a1)),
+            samples_after=sum(len(samples[int(pos[i])]) for i in range(a1, b1)),
         ))
     outliers = [good_idx[i] for i in np.flatnonzero(~keep)]
     return Detection(changes=changes, failed=failed, outliers=outliers,

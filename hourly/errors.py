@@ -17,14 +17,16 @@ class HourlyError(Exception):
 class UserError(HourlyError):
     """Something the user can fix: bad input, a dirty tree, a missing command.
 
-    ``message`` says what is wrong; ``fix`` says what to do about it.
+    ``message`` says what is wrong; ``fix`` says what to do about it; ``details`` (optional) are
+    lines of evidence printed after that one line, verbatim (e.g. the end of a failing run's log).
     """
 
     exit_code = 1
 
-    def __init__(self, message: str, fix: str | None = None):
+    def __init__(self, message: str, fix: str | None = None, details: list[str] | None = None):
         self.message = message
         self.fix = fix
+        self.details = list(details or [])
         super().__init__(self.one_line())
 
     def one_line(self) -> str:

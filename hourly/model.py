@@ -100,6 +100,9 @@ class ScanReport:
     jaxlib_builds: int = 0  # of ``builds``: runs of --build-cmd (each builds jaxlib; docs/builds.md)
     jax_builds: int = 0     # of ``builds``: the jax package alone (--only jax, or its jaxlib was cached)
     plan: DryRunPlan | None = None  # set by a dry run
+    #: why the scan stopped early (fail fast: its first measured pair never worked), as the
+    #: hourly.errors.UserError the command raises after printing what was measured
+    stopped: Any = None
 
     def as_json(self) -> dict:
         out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
@@ -107,6 +110,30 @@ class ScanReport:
                "pinned": self.pinned}
         if self.plan is not None:
             out["plan"] = asdict(self.plan)
+        return out
+
+
+@dataclass(frozen=True)
+class StepNumbers:
+    """A step's levels (medians of the scan's points on each side) and what they rest on."""
+
+    before: float
+    after: float
+    relative_change: float
+    n_before: int          # points (pairs) on each side
+    n_after: int
+    samples_before: int    # samples of those points
+    samples_after: int
+
+    def levels(self) -> str:
+        """``576.4 → 540.1``"""
+        return f"{self.before:.4g} → {self.after:.4g}"
+
+    def counts(self) -> str:
+        """``n=3 / n=4 points`` (with samples when points were repeated)."""
+        out = f"n={self.n_before} / n={self.n_after} point{'s' if self.n_after != 1 else ''}"
+        if (self.samples_before, self.samples_after) != (self.n_before, self.n_after):
+            out += f" ({self.samples_before} / {self.samples_after} samples)"
         return out
 
 
@@ -124,11 +151,17 @@ class Step:
     def kind(self) -> ChangeKind:
         return self.change.kind
 
+    def numbers(self) -> StepNumbers:
+        """The step's numbers, the same for every command (show, detect, bisect, report)."""
+        c = self.change
+        return StepNumbers(c.level_before, c.level_after, c.relative_change, c.n_before, c.n_after,
+                           c.samples_before, c.samples_after)
+
     def as_json(self) -> dict:
         c = self.change
         return {"before": self.before.time, "after": self.after.time, "from_value": c.level_before,
                 "to_value": c.level_after, "relative_change": c.relative_change, "kind": c.kind.value,
-                "strength": c.strength, "edge": c.edge,
+                "strength": c.strength, "edge": c.edge, "n_before": c.n_before, "n_after": c.n_after,
                 "before_pair": {"xla": self.before.xla, "jax": self.before.jax},
                 "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
 

@@ -108,6 +108,20 @@ def _pct(x: float) -> str:
     return percent(x)
 
 
+#: How detection estimated the noise (hourly.detect.Detection.noise_source), in words.
+NOISE_SOURCES = {
+    "repeats": "from the repeats within each pair",
+    "successive differences": "from the differences between neighbouring points",
+    "both": "from the repeats within each pair and the differences between neighbouring points",
+    "prior": "assumed: too few points to estimate it",
+    "none": "no points to estimate it from",
+}
+
+
+def noise_words(source: str) -> str:
+    return NOISE_SOURCES.get(source, source)
+
+
 def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None) -> str:
     """One line per step, as an engineer would file it.
 
@@ -117,7 +131,7 @@ def format_change(change: Change, labels: Sequence[str], before_labels: Sequence
     return (f"{change.kind.value} {_pct(change.relative_change)} between "
             f"{(before_labels or labels)[change.before_index]} and {labels[change.after_index]}: "
             f"{change.level_before:.4g} -> {change.level_after:.4g} "
-            f"({change.strength:.0f} sigma)"
+            f"(n={change.n_before} / n={change.n_after} points; step {change.strength:.0f}x its standard error)"
             + ("; edge step: one point on its side, measure it again to confirm" if change.edge else ""))
 
 
@@ -150,6 +164,7 @@ def detection_json(series: Series, found: Detection) -> dict:
             "before": series.before_labels[c.before_index], "after": labels[c.after_index],
             "from_value": c.level_before, "to_value": c.level_after,
             "relative_change": _finite(c.relative_change), "kind": c.kind.value, "edge": c.edge,
+            "n_before": c.n_before, "n_after": c.n_after,
         } for c in found.changes],
     }
 

@@ -14,7 +14,7 @@ from .model import REPOS, PointResult, Step
 from .detect import percent
 from .privacy import redact_assignments
 from .scan import show
-from .steps import find_steps, group_points
+from .steps import bisect_command, crash_windows, find_steps, group_points
 from .store import Store
 from .words import plural
 
@@ -37,10 +37,19 @@ def scan_command(s: Settings) -> str:
     """The `hourly scan` command line that reproduces the stored measurement."""
     argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
             "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
-            "--build-cmd", s.build_cmd, "--bench-cmd", s.bench_cmd or "", "--repeats", str(s.repeats),
-            "--metric-regex", s.metric_regex]
+            "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
+            "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
     if not s.first_parent:
         argv.append("--no-first-parent")
+    if s.mode == "exit":
+        argv += ["--mode", "exit"]
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    for name in ("bench_timeout", "build_timeout"):
+        if getattr(s, name) is not None:
+            argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
+    for pick in s.cherry_pick:
+        argv += ["--cherry-pick", pick]
     if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
         argv += ["--only", s.only] + (["--jax-ref", s.jax_ref] if s.jax_ref else [])
         if s.only == "jax":
@@ -89,35 +98,137 @@ def _open_repos(s: Settings) -> dict[str, GitRepo | None]:
     return out
 
 
-def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str) -> Path:
+#: How each failed status is drawn in the plot's status strip: (row, marker, colour, words).
+FAILURE_MARKERS = {
+    "build_failed": (0, "x", "tab:gray", "build failed"),
+    "crashed": (1, "v", "tab:red", "crashed"),
+    "timeout": (1, "s", "tab:orange", "timed out"),
+    "no_metric": (1, "o", "tab:purple", "no metric printed"),
+}
+
+
+def _short(text: str, n: int = 48) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def culprit_label(answers: list[dict], before: str, after: str) -> str | None:
+    """``xla 69ce7f18 [XLA:GPU] Change priority fusion…`` for the bisected culprit whose commit
+    landed between ``before`` and ``after`` (UTC labels), or None when none was bisected."""
+    for a in answers:
+        c = a.get("culprit")
+        if c and before < c.get("committer_time", "") <= after:
+            return f"{c['repo']} {c['sha'][:8]} {_short(c['subject'])}"
+    return None
+
+
+def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, bool]]:
+    """(row, text to the right of its time?) per label, so that no two labels overlap: the width
+    of a label is estimated from its length (8-point text on a 10-inch plot)."""
+    t0, t1 = times[0], times[-1]
+    total = (t1 - t0).total_seconds() or 1.0
+    taken: list[list[tuple[float, float]]] = []
+    out = []
+    for t, text, _ in labels:
+        x = (t - t0).total_seconds() / total
+        w = 0.0065 * (len(text) + 2)
+        left = x + w <= 1.02 or x - w < 0
+        span = (x, x + w) if left else (x - w, x)
+        for row, spans in enumerate(taken):
+            if all(span[1] <= a or span[0] >= b for a, b in spans):
+                spans.append(span)
+                break
+        else:
+            row = len(taken)
+            taken.append([span])
+        out.append((row, left))
+    return out
+
+
+def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
+         answers: list[dict] | None = None) -> Path:
+    """The metric over time: the median line (broken at failed points), the repeats as dots, each
+    step as a band labelled with its change and bisected culprit; failed points as distinct markers
+    in a strip of their own under the data, so that they never hide a measurement."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .steps import crash_windows
+
+    answers = answers or []
     times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%SZ") for p in points]
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    failed = [(t, p) for t, p in zip(times, points) if p.status in FAILURE_MARKERS]
+    fig, (ax, strip) = plt.subplots(2, 1, sharex=True, figsize=(10, 5.2), dpi=110,
+                                    gridspec_kw={"height_ratios": [6, 1]})
     ok = [(t, p) for t, p in zip(times, points) if p.status == "ok" and p.value is not None]
+    # the median line, one run of consecutive measured points at a time
+    runs: list[list[tuple]] = [[]]
+    for t, p in zip(times, points):
+        if p.status == "ok" and p.value is not None:
+            runs[-1].append((t, p.value))
+        elif p.status in FAILURE_MARKERS and runs[-1]:
+            runs.append([])
+    for i, run in enumerate(r for r in runs if r):
+        ax.plot([t for t, _ in run], [v for _, v in run], "-", color="tab:blue", lw=1.2,
+                label="median" if i == 0 else None)
     if ok:
-        ax.plot([t for t, _ in ok], [p.value for _, p in ok], "-", color="tab:blue", lw=1.2, label="median")
         xs = [t for t, p in ok for _ in p.samples]
         ys = [v for _, p in ok for v in p.samples]
         ax.plot(xs, ys, ".", color="tab:blue", alpha=0.5, ms=4, label="repeats")
-    failed = [(t, p) for t, p in zip(times, points) if p.status != "ok"]
-    if failed:
-        low = min((p.value for _, p in ok), default=0.0)
-        ax.plot([t for t, _ in failed], [low] * len(failed), "x", color="tab:red", ms=7,
-                label="failed (" + ", ".join(sorted({p.status for _, p in failed})) + ")")
+        lo = min(ys + [p.value for _, p in ok])
+        hi = max(ys + [p.value for _, p in ok])
+        span = (hi - lo) or abs(hi) * 0.05 or 1.0
+    else:
+        ax.text(0.5, 0.5, "no successful measurement: every point failed (see the strip below)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=11, color="tab:red")
+        ax.set_yticks([])
+    labels = []  # (time, text, colour): each step's band and each crash window, with its culprit
     for st in steps:
         color = "tab:red" if st.kind.value == "regression" else "tab:green"
-        ax.axvspan(times[st.before_index], times[st.after_index], color=color, alpha=0.2)
-        ax.annotate(percent(st.change.relative_change), (times[st.after_index], st.change.level_after),
-                    textcoords="offset points", xytext=(4, 6), fontsize=8, color=color)
-    ax.set_xlabel("time (UTC)")
+        t0, t1 = times[st.before_index], times[st.after_index]
+        for a in (ax, strip):
+            a.axvspan(t0, t1, color=color, alpha=0.2)
+        culprit = culprit_label(answers, st.before.time, st.after.time)
+        labels.append((t1, percent(st.change.relative_change) + (f"  {culprit}" if culprit else ""), color))
+    for w in crash_windows(points):
+        if w.kind != "crash":
+            continue
+        t0, t1 = times[w.before_index], times[w.after_index]
+        for a in (ax, strip):
+            a.axvspan(t0, t1, color="tab:purple", alpha=0.2)
+        culprit = culprit_label(answers, w.before.time, w.after.time)
+        labels.append((t1, "crash" + (f"  {culprit}" if culprit else ""), "tab:purple"))
+    labels.sort(key=lambda x: x[0])
+    rows = _label_rows(labels, times)
+    for (t1, text, color), (row, left) in zip(labels, rows):
+        ax.text(t1, 0.97 - 0.085 * row, f" {text} ", transform=ax.get_xaxis_transform(), fontsize=8,
+                color=color, va="top", ha="left" if left else "right",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
+    if ok:  # headroom above the points for the rows of labels
+        n_rows = 1 + max((r for r, _ in rows), default=-1) + 1
+        ax.set_ylim(lo - 0.08 * span, hi + span * (0.1 + 0.15 * n_rows))
+    # the status strip: one row for build failures, one for runs that failed
+    shown = set()
+    for t, p in failed:
+        row, marker, color, words = FAILURE_MARKERS[p.status]
+        strip.plot([t], [row], marker, color=color, ms=6, mfc="none" if marker == "o" else color,
+                   label=None if words in shown else words)
+        shown.add(words)
+    strip.set_ylim(-0.7, 1.7)
+    strip.set_yticks([0, 1], ["build", "run"], fontsize=8)
+    if shown:
+        strip.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    else:
+        strip.text(0.5, 0.5, "every point measured", transform=strip.transAxes, ha="center", va="center",
+                   fontsize=8, color="tab:gray")
+    strip.set_xlabel("time (UTC)")
     ax.set_ylabel(metric)
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    strip.grid(alpha=0.3, axis="x")
+    if ok:
+        ax.legend(loc="lower left", fontsize=8)
     fig.autofmt_xdate()
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.85, top=0.97, bottom=0.17, hspace=0.06)
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -135,13 +246,15 @@ def bisect_sections(store: Store) -> list[str]:
         md.append("")
         c = a.get("culprit")
         if c:
-            md.append(f"- **culprit: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
+            label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+            md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
                       f"(by {c.get('author')}, committed {c.get('committer_time')})")
         else:
             shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
             md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
         if a.get("blame"):
-            md.append(f"- blame: {a['blame']}")
+            from .bisect_report import BLAME_WORDS
+            md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
         for side in ("last_good", "first_bad"):
             pair = a.get(side)
             if pair:
@@ -171,12 +284,13 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     metric = "metric"
     if "MLUPS" in s.metric_regex:
         metric = "MLUPS"
-    plot_path = plot(points, steps, out_dir / "plot.png", metric) if points else None
+    plot_path = plot(points, steps, out_dir / "plot.png", metric, store.bisection_results()) if points else None
     repos = _open_repos(s)
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _steps_sections(points, steps, repos, s, metric)
+    md += _crash_section(points, s)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
     md.extend(releases_md)
@@ -197,13 +311,13 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     if not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
-    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change |")
-    md.append("|---|---|---|---|---|---|")
+    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change | points each side |")
+    md.append("|---|---|---|---|---|---|---|")
     for i, st in enumerate(steps, 1):
-        c = st.change
+        c, n = st.change, st.numbers()
         md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
-                  f"{c.level_before:.4g} → {c.level_after:.4g} | {percent(c.relative_change)}"
-                  + (" (edge)" if c.edge else "") + " |")
+                  f"{n.levels()} | {percent(n.relative_change)}"
+                  + (" (edge)" if c.edge else "") + f" | {n.counts()} |")
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
@@ -213,16 +327,47 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         if c.edge:
             md.append("Edge step: one pair on its side; measure that pair again to confirm before bisecting.")
             md.append("")
+        n = st.numbers()
+        md.append(f"- level {n.levels()}: medians of the scan's points on each side ({n.counts()})")
         md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
-                  f"jax {link('jax', st.before.jax)}, {c.level_before:.4g}")
+                  f"jax {link('jax', st.before.jax)}, {_value(st.before)}")
         md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
-                  f"jax {link('jax', st.after.jax)}, {c.level_after:.4g}")
+                  f"jax {link('jax', st.after.jax)}, {_value(st.after)}")
         md.append("")
         md.append("Commits in the window (first-parent, oldest first):")
         md.append("")
         md.extend(_commits_section(repos, st))
         md.append("")
     return md
+
+
+def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
+    """Every window where the benchmark goes from running to crashing (or back), with the
+    command that bisects a crash."""
+    windows = crash_windows(points)
+    if not windows:
+        return []
+    md = ["## Crash windows", ""]
+    for w in windows:
+        moved = ", ".join(f"{name} {link(name, getattr(w.before, name))} → {link(name, getattr(w.after, name))}"
+                          for name in REPOS if getattr(w.before, name) != getattr(w.after, name))
+        if w.kind == "crash":
+            md.append(f"- **crash** between {w.before.time} (runs) and {w.after.time} ({w.after.status}); "
+                      f"moved: {moved or 'nothing'}. Bisect it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+        else:
+            md.append(f"- **fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again); "
+                      f"moved: {moved or 'nothing'}. Find the commit that fixed it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+    md.append("")
+    return md
+
+
+def _value(p: PointResult) -> str:
+    """A point's own value as the scan measured it, with its sample count."""
+    if p.value is None:
+        return p.status
+    return f"{p.value:.4g}" + (f" (median of {len(p.samples)} samples)" if len(p.samples) > 1 else "")
 
 
 def _failed_section(points: list[PointResult]) -> list[str]:

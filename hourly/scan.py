@@ -20,6 +20,11 @@ from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
 
 LEVEL = "hourly"
+#: The origin of the scan's own measurements; bisect, confirmation and profile add rows of their
+#: own origin and never change what the scan's table shows.
+SCAN_ORIGIN = "scan"
+#: Lines of a failing run's log shown when the scan stops.
+LOG_TAIL_LINES = 8
 
 
 def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
@@ -104,7 +109,7 @@ def _first_complaint(output: str) -> str:
 
 
 def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[PointResult]:
-    latest = store.all_latest(key)
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
     out = []
     for p in points:
         m = latest.get((p.pair.xla, p.pair.jax))
@@ -233,31 +238,90 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
     store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
-    todo = pairs if s.rerun else [p for p in pairs if _wanted(store.latest(key, p.xla, p.jax), s.retry_failed)]
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
+    todo = pairs if s.rerun else [p for p in pairs if _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     done = len(pairs) - len(todo)
     if on_progress:
         on_progress(done, len(pairs), None)
     builds = jaxlib_builds = jax_builds = 0
+    stopped = None
+    # fail fast: the first pair that gets measured decides whether the benchmark works at all
+    # (unless an earlier run of this scan already measured one)
+    checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
     if todo:
         with Workspace(trees(xla, jax), force=s.force) as ws:
             m = Measurer(s, store, xla, jax, ws, pin)
             for pair in todo:
                 if on_progress:
                     on_progress(done, len(pairs), pair)
-                m.measure(pair)
+                got = m.measure(pair)
                 done += 1
                 if on_progress:
                     on_progress(done, len(pairs), None)
+                if not checked and got.status != Status.BUILD_FAILED.value:
+                    checked = True
+                    if got.status != Status.OK.value:
+                        stopped = never_worked(got, s, first=True)
+                        break
             builds = m.builder.builds_run
             jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
     return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None,
-                      jaxlib_builds, jax_builds)
+                      jaxlib_builds, jax_builds, stopped=stopped)
+
+
+def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``n`` non-empty lines of a run's log (printed verbatim)."""
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines() if path else []
+    except OSError:
+        return []
+    return [ln for ln in lines if ln.strip()][-n:]
+
+
+def likely_fix(status: str, tail: list[str], s: Settings) -> str:
+    """The likeliest fix for a benchmark that never worked, from how its run failed."""
+    text = "\n".join(tail)
+    if status == Status.TIMEOUT.value:
+        return f"raise --bench-timeout (now {s.bench_timeout} s) or check why the benchmark hangs"
+    if status == Status.NO_METRIC.value:
+        return (f"check --metric-regex ({s.metric_regex}) against the benchmark's output above, or pass "
+                "--mode exit to judge runs by their exit code alone")
+    if "ModuleNotFoundError" in text or "ImportError" in text:
+        return (f"a missing import: install what the benchmark needs into --python ({s.python}), "
+                "or pass the --python that has it")
+    if any(w in text for w in ("No such file or directory", "can't open file", "not found")):
+        where = s.bench_cwd or os.getcwd()
+        return (f"a path that does not exist from --bench-cwd ({where}): pass the --bench-cwd the "
+                "command expects, or absolute paths in --bench-cmd")
+    where = f" in {s.bench_cwd}" if s.bench_cwd else ""
+    return f"run the benchmark command by hand{where} with --python's environment to see why it fails"
+
+
+def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
+    """The error of a scan whose benchmark never worked (``first``: it stopped at the first pair)."""
+    run = next((r for r in m.runs if r.get("status") != Status.OK.value), m.runs[0] if m.runs else {})
+    tail = log_tail(run.get("log"))
+    where = f"the first measured pair {m.xla[:8]}/{m.jax[:8]}" if first else "every measured pair"
+    if s.mode == "exit":
+        what = f"exit code {run.get('returncode')}" if run.get("status") == Status.CRASHED.value else m.status
+        return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
+                         "start the window earlier with --from, or fix the command"
+                         + ("; --keep-going scans on anyway" if first else ""), tail)
+    what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
+            Status.TIMEOUT.value: "timed out",
+            Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
+    stop = "; the scan stopped before building the next pair" if first else ""
+    return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
+                     likely_fix(m.status, tail, s)
+                     + ("; then run the scan again with --rerun (that pair is stored as failed), or"
+                        " --keep-going to scan on anyway" if first else ""), tail)
 
 
 def show(store: Store, s: Settings) -> ScanReport:
+    """The stored scan's table: the scan's own measurements only (never a later command's)."""
     rows = store.points(LEVEL)
     key = s.bench_key()
-    latest = store.all_latest(key)
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
     out = []
     for t, x, j in rows:
         m = latest.get((x, j))
@@ -266,9 +330,21 @@ def show(store: Store, s: Settings) -> ScanReport:
     return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None)
 
 
-def require_metric(report: ScanReport) -> None:
-    """A scan whose every run printed no metric is a user error: the regex or the command is wrong."""
-    if report.points and all(p.status == "no_metric" for p in report.points):
-        log = next((p.detail for p in report.points if p.detail), "")
-        raise UserError(f"the metric was never printed by any run ({log})",
-                        "check --metric-regex against the benchmark's output in that log")
+def require_measured(report: ScanReport, s: Settings) -> None:
+    """A scan that stopped early, or ended with nothing measured, is a user error (exit 1) that
+    says why and what to fix."""
+    if report.stopped is not None:
+        raise report.stopped
+    pts = [p for p in report.points if p.status != "planned"]
+    if not pts or any(p.status == Status.OK.value for p in pts):
+        return
+    if all(p.status == Status.BUILD_FAILED.value for p in pts):
+        raise UserError(f"nothing was measured: every build failed ({pts[0].detail})",
+                        "check --build-cmd in that log, or move the window")
+    p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
+    store = Store(s.workdir, create=False)
+    try:
+        m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
+    finally:
+        store.close()
+    raise never_worked(m, s, first=False)

@@ -11,7 +11,9 @@ Tables:
 - ``builds``: one row per build identity (schema 4; before: per pair): the pair, status, whether it
   installs in place, wheels, log, and how it was built (hourly/cache.py's identity, secrets redacted).
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
-  directory, environment, metric regex and Python): status, value (median), samples, per-run detail.
+  directory, environment, metric regex and Python): status, value (median), samples, per-run detail,
+  and its ``origin`` (``scan``, ``bisect``). A row is never updated: the scan's table reads the
+  ``scan`` rows alone, so later commands' measurements never change it.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
 - ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
@@ -194,14 +196,18 @@ class Store:
             m.id = cur.lastrowid
         return m.id
 
-    def latest(self, bench_key: str, xla: str, jax: str) -> Measurement | None:
+    def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None) -> Measurement | None:
+        """The newest measurement of a pair (of ``origin`` alone when given)."""
         r = self.conn.execute(
-            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? ORDER BY id DESC LIMIT 1",
-            (bench_key, xla, jax)).fetchone()
+            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND (? IS NULL OR origin=?)"
+            " ORDER BY id DESC LIMIT 1", (bench_key, xla, jax, origin, origin)).fetchone()
         return _measurement(r) if r else None
 
-    def all_latest(self, bench_key: str) -> dict[tuple[str, str], Measurement]:
-        rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? ORDER BY id", (bench_key,))
+    def all_latest(self, bench_key: str, origin: str | None = None) -> dict[tuple[str, str], Measurement]:
+        """The newest measurement of every pair (of ``origin`` alone when given: the scan's table
+        reads ``"scan"``, so a later command's rows never change it)."""
+        rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? AND (? IS NULL OR origin=?)"
+                                 " ORDER BY id", (bench_key, origin, origin))
         return {(r["xla"], r["jax"]): _measurement(r) for r in rows}
 
     def measurements(self, bench_key: str, xla: str, jax: str) -> list[Measurement]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -301,6 +302,84 @@ def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python,
     assert f"{made.shas['Slower collectives']} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
 
 
+# -- measurements never change (#11 item 5) --------------------------------------------------------
+
+def test_a_bisection_never_changes_the_scans_numbers(tmp_path, capsys, scan_args, made):
+    work = tmp_path / "work"
+    scan = scan_args("Aug 24 2023 09:00", "Aug 24 2023 23:00", "--repeats", "2")
+
+    def views() -> dict:
+        out = {}
+        for name, argv in (("show_json", ["show", "--workdir", str(work), "--json"]),
+                           ("show", ["show", "--workdir", str(work)]),
+                           ("detect", ["detect", str(work), "--json"])):
+            assert main(argv) == 0
+            out[name] = capsys.readouterr().out
+        assert main(["report", "--workdir", str(work), "--out", str(tmp_path / "report")]) == 0
+        capsys.readouterr()
+        md = (tmp_path / "report" / "report.md").read_text()
+        out["report_table"] = [ln for ln in md.splitlines() if ln.startswith("| 1 |")]
+        return out
+
+    assert main(scan) == 0
+    capsys.readouterr()
+    before = views()
+    changes = json.loads(before["detect"])["changes"]
+    assert [c["kind"] for c in changes] == ["regression"] and changes[0]["n_before"] >= 2
+    assert before["report_table"] and "n=" in before["report_table"][0]
+    scan_rows = Store(work).conn.execute(
+        "SELECT id, value, samples FROM measurements WHERE origin='scan' ORDER BY id").fetchall()
+
+    regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert [r["culprit"]["subject"] for r in regs] == ["[XLA:GPU] Change priority fusion heuristic"]
+    ends = regs[0]["end_samples"]
+    # the ends got more samples than the scan's two, as rows of their own, and it says so
+    assert ends["good"]["from"]["scan"] == 2 and ends["good"]["from"]["bisect"] >= 1
+    assert ends["good"]["n"] == sum(ends["good"]["from"].values())
+    assert "scan: n=" in regs[0]["window"]["note"]
+
+    after = views()
+    assert after == before  # show, show --json, detect on the workdir and the report's table
+    assert Store(work).conn.execute(
+        "SELECT id, value, samples FROM measurements WHERE origin='scan' ORDER BY id").fetchall() == scan_rows
+    assert Store(work).conn.execute("SELECT COUNT(*) FROM measurements WHERE origin='bisect'").fetchone()[0] > 0
+
+
+# -- crashes are first-class (#11 item 2) ----------------------------------------------------------
+
+def test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode(tmp_path, capsys, scan_args, made):
+    work = tmp_path / "work"
+    # Aug 24 23:00 .. Aug 25 20:00: a build failure (06-08), the dispatch regression (merged 12:30),
+    # the crash (16:00) and its fix (19:30)
+    assert main(scan_args("Aug 24 2023 23:00", "Aug 25 2023 20:00", "--repeats", "3")) == 0
+    out = capsys.readouterr().out
+    crash, fix = "Rewrite custom_vjp residuals", "Fix custom_vjp residual crash"
+    assert "1 crash window" not in out and "2 crash windows (running ↔ crashing):" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("✖ crash"))
+    assert "crashed from 2023-08-25T16:00:00Z" in line and "moved: jax" in line and "xla " not in line.split("moved:")[1].split(";")[0]
+    command = shlex.split(line.split("bisect it: ")[1])
+    assert command[:4] == ["hourly", "bisect", "--mode", "exit"] and command[command.index("--good") + 1] == "2023-08-25T15:00:00Z"
+    fix_line = next(ln for ln in out.splitlines() if ln.startswith("✔ fix"))
+    assert "find the fix: hourly bisect --find-fix --mode exit --bad 2023-08-25T19:00:00Z" in fix_line
+    assert main(["show", "--workdir", str(work)]) == 0
+    assert line in capsys.readouterr().out
+    assert main(["report", "--workdir", str(work)]) == 0
+    capsys.readouterr()
+    md = (work / "report" / "report.md").read_text()
+    assert "## Crash windows" in md and shlex.join(command) in md
+
+    regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    kinds = {r["kind"]: r for r in regs}
+    assert sorted(kinds) == ["crash", "regression"], regs
+    assert kinds["regression"]["mode"] == "metric"
+    assert kinds["regression"]["culprit"]["subject"].startswith("Merge pull request")
+    assert kinds["crash"]["mode"] == "exit" and kinds["crash"]["culprit"]["sha"] == made.shas[crash]
+    assert made.shas[fix] not in {r["culprit"]["sha"] for r in regs}
+    # the command the summary printed bisects the same window to the same commit
+    again = bisect_json(capsys, command[2:])["regressions"]
+    assert [(a["kind"], a["culprit"]["sha"]) for a in again] == [("crash", made.shas[crash])]
+
+
 # -- every step of a window under real noise (issue 17) ------------------------------------------------
 
 SEEDED_BENCH = r'''
@@ -378,6 +457,40 @@ def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, 
     regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
     assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas["Slower collectives"]]
     assert regs[1]["blame"] == "xla" and regs[1]["confirmed"]
+
+
+# -- finding the fix (#11 item 4) ---------------------------------------------------------------------
+
+def test_find_fix_names_the_improvement_and_the_fix(tmp_path, capsys, scan_args, made):
+    work = tmp_path / "work"
+    # Aug 25 09:00 .. Aug 26 22:00: the dispatch regression, the crash and its fix, the cuDNN improvement
+    assert main(scan_args("Aug 25 2023 09:00", "Aug 26 2023 22:00", "--repeats", "3")) == 0
+    capsys.readouterr()
+    plain = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert sorted(a["kind"] for a in plain) == ["crash", "regression"]  # improvements need --find-fix
+    fixes = bisect_json(capsys, ["--workdir", str(work), "--find-fix"])["regressions"]
+    by_kind = {a["kind"]: a for a in fixes}
+    assert sorted(by_kind) == ["fix", "improvement"], fixes
+    assert by_kind["improvement"]["mode"] == "metric"
+    assert by_kind["improvement"]["culprit"]["sha"] == made.shas["[XLA:GPU] Enable cuDNN fused attention"]
+    assert by_kind["fix"]["mode"] == "exit"
+    assert by_kind["fix"]["culprit"]["sha"] == made.shas["Fix custom_vjp residual crash"]
+    # the answers say so in words
+    assert main(["bisect", "--workdir", str(work), "--find-fix"]) == 0
+    out = capsys.readouterr().out
+    assert "improved by: xla " + made.shas["[XLA:GPU] Enable cuDNN fused attention"] in out
+    assert "fixed by: jax " + made.shas["Fix custom_vjp residual crash"] in out
+    assert main(["bisect", "--workdir", str(work), "--find-fix", "--log"]) == 0
+    assert "'bad' the changed one" in capsys.readouterr().out
+    # with --good/--bad the good end is the later one (and the other order is a one-line error)
+    ends = ["--workdir", str(work), "--find-fix", "--mode", "exit", "--bad", "2023-08-25T17:00:00Z",
+            "--good", "2023-08-25T21:00:00Z"]
+    (fix,) = bisect_json(capsys, ends)["regressions"]
+    assert fix["kind"] == "fix" and fix["culprit"]["sha"] == made.shas["Fix custom_vjp residual crash"]
+    rc = main(["bisect", "--workdir", str(work), "--find-fix", "--mode", "exit", "--good", "2023-08-25T17:00:00Z",
+               "--bad", "2023-08-25T21:00:00Z"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "with --find-fix the good (fixed) end comes after the bad one" in err
 
 
 def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):

@@ -314,12 +314,17 @@ def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_
 def test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed(capsys, scan_args, made, tmp_path):
     build = _wrapped_build(tmp_path, made, "")
     args = scan_args("Aug 25 2023 06:00", "Aug 25 2023 06:00", "--no-sync", "--build-cmd", str(build))
-    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"]  # the planted broken XLA commit
+
+    def points(argv) -> list[str]:  # nothing measured: the points are printed, then exit 1 saying why
+        code, out, err = run_cli(capsys, argv + ["--json"])
+        assert code == 1 and "nothing was measured: every build failed" in err, err
+        return [p["status"] for p in json.loads(out)["points"]]
+    assert points(args) == ["build_failed"]  # the planted broken XLA commit
     assert _attempts(tmp_path) == 1  # an error of the build itself: not retried
     assert [b[2] for b in _builds(tmp_path / "work")] == ["failed"]
     n = _attempts(tmp_path)
-    assert [p["status"] for p in _points(capsys, args)] == ["build_failed"] and _attempts(tmp_path) == n
-    assert [p["status"] for p in _points(capsys, args + ["--retry-failed"])] == ["build_failed"]
+    assert points(args) == ["build_failed"] and _attempts(tmp_path) == n
+    assert points(args + ["--retry-failed"]) == ["build_failed"]
     assert _attempts(tmp_path) == n + 1
 
 

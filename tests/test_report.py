@@ -56,14 +56,55 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["planted"] and all(p["found"] for p in result["planted"]), result["planted"]
-    assert len(result["steps"]) == len(result["planted"])
-    regressions = [p for p in result["planted"] if p["kind"] == "regression"]
-    assert all(p["culprit_found"] for p in regressions)
-    culprits = [r["culprit"] for r in result["bisect"]["regressions"]]
+    assert len(result["steps"]) == len([p for p in result["planted"] if p["kind"] in ("regression", "improvement")])
+    regressions = [p for p in result["planted"] if p["kind"] in ("regression", "crash")]
+    assert [p["kind"] for p in regressions] == ["regression", "regression", "crash"]
+    assert all(p["culprit_found"] for p in regressions)  # the crash bisected in exit mode, as a crash
+    answers = result["bisect"]["regressions"]
+    assert [a["kind"] for a in answers] == ["regression", "regression", "crash"]
+    assert answers[2]["mode"] == "exit" and answers[2]["culprit"]["subject"] == "Rewrite custom_vjp residuals"
+    culprits = [r["culprit"] for r in answers]
     assert culprits[0]["subject"] == "[XLA:GPU] Change priority fusion heuristic"
     assert culprits[1]["subject"].startswith("Merge pull request")
     assert culprits[1]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
     md = open(result["report"]).read()
     assert "Bisected culprits" in md and culprits[0]["sha"] in md
+    assert "## Crash windows" in md and "hourly bisect --mode exit --good 2023-08-25T15:00:00Z" in md
     workdir = str(tmp_path / "demo" / "work")
     assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]
+
+
+def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_path, venv_python):
+    import shlex
+    cwd = tmp_path / "bench-dir"
+    cwd.mkdir()
+    run(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--env", "DEMO_NOISE=0.001",
+                          "--bench-cwd", str(cwd), "--bench-timeout", "120", "--lower-is-better"))
+    run(capsys, ["report", "--workdir", str(tmp_path / "work")])
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("hourly scan "))
+    argv = shlex.split(line)
+    for flag, value in (("--python", venv_python), ("--env", "DEMO_NOISE=0.001"), ("--bench-cwd", str(cwd)),
+                        ("--bench-timeout", "120")):
+        assert argv[argv.index(flag) + 1] == value, flag
+    assert "--lower-is-better" in argv
+    # the command runs as printed (into a new workdir)
+    assert main(argv[1:] + ["--workdir", str(tmp_path / "again"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["status"] for p in out["points"]] == ["ok", "ok"]
+
+
+def test_a_scan_with_no_successful_point_gives_a_plot_that_says_so(tmp_path):
+    from datetime import datetime
+
+    from hourly.model import PointResult
+    from hourly.report import _label_rows, plot
+    pts = [PointResult(f"2023-08-24T{h:02d}:00:00Z", "x" * 40, "j" * 40, status)
+           for h, status in enumerate(["build_failed", "crashed", "crashed", "timeout"])]
+    path = plot(pts, [], tmp_path / "plot.png", "MLUPS")
+    png = path.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # labels that would overlap go to separate rows
+    times = [datetime(2023, 8, 24, h) for h in range(10)]
+    rows = _label_rows([(times[2], "a" * 40, "r"), (times[3], "b" * 40, "r"), (times[9], "c", "g")], times)
+    assert rows[0][0] != rows[1][0] and rows[2][0] == 0

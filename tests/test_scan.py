@@ -151,14 +151,48 @@ def test_not_a_git_repo_and_unwritable_workdir(capsys, scan_args, tmp_path):
     assert code == 1 and "not writable" in err
 
 
-def test_metric_never_printed_is_recorded_then_a_one_line_error(capsys, scan_args, tmp_path):
-    code, out, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--metric-regex",
+def test_metric_never_printed_stops_at_the_first_pair_with_the_log(capsys, scan_args, tmp_path):
+    # 05:00 builds, 06:00 and 07:00 fail to build (broken XLA), then more pairs: it stops after the first
+    code, out, err = run_cli(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 12:00", "--metric-regex",
                                                r"GFLOPS:\s*(?P<value>[0-9.]+)", "--json"))
     pts = json.loads(out)["points"]
-    assert [p["status"] for p in pts] == ["no_metric", "no_metric"] and pts[0]["value"] is None
-    assert code == 1 and "metric was never printed" in err and "--metric-regex" in err
-    assert len(err.strip().splitlines()) == 1
+    assert pts[0]["status"] == "no_metric" and pts[0]["value"] is None
+    assert {p["status"] for p in pts[1:]} == {"planned"}  # stopped before building the next pair
+    first, *details = err.strip().splitlines()
+    assert code == 1 and "never printed the metric" in first and "--metric-regex" in first
+    assert "stopped before building the next pair" in first and "--keep-going" in first
+    assert any("MLUPS" in line for line in details)  # the end of the run's log, verbatim
     assert len(measurements(tmp_path / "work")) == 1  # stored all the same: nothing is lost
+
+
+def test_a_benchmark_that_never_works_stops_the_scan_keep_going_goes_on(capsys, scan_args, tmp_path):
+    bench = tmp_path / "bench_missing.py"
+    bench.write_text("import module_that_is_not_installed\n")
+    args = scan_args("Aug 25 2023 05:00", "Aug 25 2023 12:00")
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, _, err = run_cli(capsys, args)
+    assert code == 1 and "crashed with exit code 1" in err and "missing import" in err
+    assert "ModuleNotFoundError" in err  # the log's last lines
+    assert len(measurements(tmp_path / "work")) == 1
+    # --keep-going measures every pair; a scan that ends with nothing measured still exits 1
+    code, _, err = run_cli(capsys, args + ["--keep-going"])
+    rows = measurements(tmp_path / "work")
+    assert code == 1 and "every measured pair crashed" in err and "missing import" in err
+    assert len(rows) == 3 and [r[2] for r in rows] == ["crashed", "build_failed", "crashed"]
+
+
+def test_exit_mode_scan_passes_and_fails_by_exit_code(capsys, scan_args, tmp_path):
+    # the demo's crash window: 16:00 .. 19:00 on Aug 25; no metric is expected
+    pts = scan_json(capsys, scan_args("Aug 25 2023 14:00", "Aug 25 2023 21:00", "--mode", "exit",
+                                      "--metric-regex", r"GFLOPS:\s*(?P<value>[0-9.]+)"))["points"]
+    statuses = {p["time"][11:13]: p["status"] for p in pts}
+    assert statuses["14"] == "ok" and statuses["17"] == "crashed" and statuses["20"] == "ok"
+    assert all(p["value"] is None for p in pts)
+    # a window that starts inside the crash holds no good state: stop at once
+    code, _, err = run_cli(capsys, scan_args("Aug 25 2023 17:00", "Aug 25 2023 21:00", "--mode", "exit",
+                                             "--workdir", str(tmp_path / "work2")))
+    assert code == 1 and "holds no good state" in err and "--from" in err
+    assert len(measurements(tmp_path / "work2")) == 1
 
 
 def upload_pack_counter(tmp_path: Path, fail_first: int, message: str) -> tuple[Path, Path]:

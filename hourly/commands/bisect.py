@@ -23,6 +23,7 @@ def bisect(
     higher_is_better: Optional[bool] = Direction,
     progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
+    find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
     flags: Any = None,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -47,7 +48,7 @@ def bisect(
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change)
+    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix)
     if json_out:
         out = {"regressions": answers}
         if log:

@@ -36,7 +36,7 @@ def detect(
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
     from ..detect import detect as detect_steps
-    from ..render import detection_json, detection_table, format_change
+    from ..render import detection_json, detection_table, format_change, noise_words
     from ..series import load_series
     series = load_series(source, metric_regex)
     if higher_is_better is None:
@@ -53,7 +53,8 @@ def detect(
     console.print(f"{plural(len(series), 'point')} ({good} ok, {len(found.failed)} failed"
                   + (f", {plural(len(found.outliers), 'outlier')}"
                      if found.outliers else "")
-                  + f"); noise {found.relative_noise * 100:.2f}% per point ({found.noise_source})")
+                  + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
+                  markup=False, highlight=False)
     if not found.changes:
         console.print("no step found")
     for c in found.changes:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from ..model import Mode
 from .common import (BENCHMARK, BUILD, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
@@ -13,6 +14,11 @@ SCAN_ONLY = {
     "sync": (Optional[bool], Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on].")),
     "rerun": (Optional[bool], Opt(None, "--rerun", help="Measure again pairs that are already stored.")),
     "higher_is_better": (Optional[bool], Direction),  # stored with the scan for show, detect, bisect, report, profile
+    "mode": (Optional[Mode], Opt(None, "--mode", help="metric: parse the metric from each run; exit: each run "
+                                                    "passes or fails by its exit code, no metric expected (hunt "
+                                                    "a crash or a failing test) [default: metric].")),
+    "keep_going": (Optional[bool], Opt(None, "--keep-going", help="Scan on even when every run of the first "
+                                                                  "measured pair fails (default: stop there).")),
 }
 
 
@@ -26,7 +32,8 @@ def scan(
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     from ..config import effective
     from ..render import progress_bar
-    from ..scan import dry_run, require_metric, run_scan
+    from ..scan import dry_run, require_measured, run_scan
+    from ..store import Store
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
@@ -40,7 +47,7 @@ def scan(
             report = run_scan(s, s.workdir, on_progress)
     emit(report, json_out, s)
     if not dry_run_:
-        require_metric(report)
+        require_measured(report, s)
 
 
 def emit(report, json_out: bool, s) -> None:
@@ -53,7 +60,7 @@ def emit(report, json_out: bool, s) -> None:
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
     for line in lines:
-        console.print(line)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,

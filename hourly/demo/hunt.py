@@ -18,7 +18,7 @@ from ..output import command_line, styled
 from ..render import print_report
 from ..report import write_report
 from ..scan import run_scan
-from ..steps import find_steps, marks_for_report
+from ..steps import crash_windows, find_steps, marks_for_report
 from ..store import Store
 from ..timeparse import iso_utc, parse_time
 from .repos import DEMO_CHANGES, make_repos
@@ -70,7 +70,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     # detection found the steps in the table; bisection pins each regression to its commit
     say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
-    planted = check_planted(steps, answers, made.shas)
+    planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
     result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
@@ -82,7 +82,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     console.print(styled("\n", ("planted changes", "bold")))
     for p in planted:
         state = "found" if p["found"] else "MISSED"
-        if p["kind"] == "regression":
+        if p["kind"] in ("regression", "crash"):
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
         console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
@@ -107,19 +107,22 @@ def next_commands(workdir: str) -> list[str]:
 #: What the demo planted (see hourly.demo.repos.DEMO_CHANGES): the commit and the kind of change.
 PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("jax", "Use a faster dispatch path for pjit", "regression"),
-           ("xla", "[XLA:GPU] Enable cuDNN fused attention", "improvement")]
+           ("xla", "[XLA:GPU] Enable cuDNN fused attention", "improvement"),
+           ("jax", "Rewrite custom_vjp residuals", "crash")]
 
 
-def check_planted(steps, answers: list[dict], shas: dict[str, str]) -> list[dict]:
-    """For each planted change: did a detected step of that kind move past its commit, and (for a
-    regression) did bisection name exactly the commit that landed it on main?"""
-    culprits = {(a["culprit"]["repo"], a["culprit"]["sha"]) for a in answers if a.get("culprit")}
+def check_planted(steps, answers: list[dict], shas: dict[str, str], crashes=()) -> list[dict]:
+    """For each planted change: did a detected step (or crash window) of that kind move past its
+    commit, and (for a regression or crash) did bisection name exactly the commit that landed it
+    on main, in an answer of that kind?"""
+    culprits = {(a.get("kind"), a["culprit"]["repo"], a["culprit"]["sha"]) for a in answers if a.get("culprit")}
     out = []
     for repo, subject, kind in PLANTED:
         when = next(c for c in DEMO_CHANGES if c.subject == subject)
         t = parse_time(when.merged_at or when.when).when
         found = any(st.kind.value == kind and parse_time(st.before.time).when < t <= parse_time(st.after.time).when
-                    for st in steps)
+                    for st in steps) or any(
+            w.kind == kind and parse_time(w.before.time).when < t <= parse_time(w.after.time).when for w in crashes)
         out.append({"repo": repo, "subject": subject, "kind": kind, "commit": iso_utc(t), "found": found,
-                    "sha": shas[subject], "culprit_found": (repo, shas[subject]) in culprits})
+                    "sha": shas[subject], "culprit_found": (kind, repo, shas[subject]) in culprits})
     return out
