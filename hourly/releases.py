@@ -379,8 +379,9 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
 
 
 def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
-    """The nightly-container scan between the two release dates, and the two-repository
-    bisection between the two releases' times (their tags' commit times when known)."""
+    """The nightly-container scan between the two release dates, the two-repository bisection
+    between the two releases' times (their tags' commit times when known), and, when both
+    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
     bench = ["--bench-cmd", s.bench_cmd]
     if s.metric_regex != DEFAULT_METRIC_REGEX:
         bench += ["--metric-regex", s.metric_regex]
@@ -405,6 +406,10 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
         if s.jax_repo:
             cmd += ["--jax-repo", s.jax_repo]
         out.append(shlex.join(cmd))
+        if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
+            # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
+            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
+            out.append(shlex.join(only))
     return out
 
 

@@ -65,7 +65,9 @@ def describe_step(st: ReleaseStep) -> list[str]:
         lines.append(f"  {f.commits} JAX commits between the tags; XLA pinned {f.xla_before or 'unknown'} → "
                      f"{f.xla_after or 'unknown'}")
     for cmd in st.commands:
-        who = "containers (nightly images)" if cmd.startswith("hourly nightly") else "sources (two repositories)"
+        who = ("containers (nightly images)" if cmd.startswith("hourly nightly") else
+               "JAX only (the same jaxlib on both sides)" if cmd.startswith("hourly bisect --only jax")
+               else "sources (two repositories)")
         lines.append(f"  next, {who}:")
         lines.append(f"    {cmd}")
     return lines

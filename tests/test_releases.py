@@ -412,3 +412,26 @@ def test_kill_9_then_rerun_does_not_redo_finished_releases(wheel_dir, bench, tmp
     rows = sqlite3.connect(tmp_path / "work" / "hourly.sqlite").execute(
         "SELECT version, COUNT(*) FROM releases GROUP BY version ORDER BY version").fetchall()
     assert rows == [("0.1.0", 1), ("0.1.1", 1), ("0.2.0", 1), ("0.2.1", 1)]
+
+
+def test_a_step_between_releases_with_the_same_jaxlib_offers_the_jax_only_bisection(capsys):
+    """When both releases install the same jaxlib, the step is in JAX's Python: besides the nightly
+    and two-repository commands, the JAX-only bisection of the same window is offered, and every
+    command parses with hourly's own CLI."""
+    from hourly.model import ReleasePoint, Status
+    from hourly.releases import ReleaseSettings, ReleaseStep, TagFacts, next_commands
+    before = ReleasePoint("0.4.24", "0.4.23", "2024-02-06T12:00:00Z", Status.OK, 10.0)
+    after = ReleasePoint("0.4.25", "0.4.23", "2024-02-24T12:00:00Z", Status.OK, 20.0)
+    s = ReleaseSettings("0.4.24", "0.4.25", bench_cmd="python bench.py", higher_is_better=False)
+    step = ReleaseStep("regression", before, after, 1.0, 10.0, 20.0, 9.0,
+                       TagFacts(time_before="2024-02-06T10:00:00Z", time_after="2024-02-24T09:00:00Z"))
+    cmds = [shlex.split(c) for c in next_commands(step, s)]
+    assert [c[:2] for c in cmds] == [["hourly", "nightly"], ["hourly", "bisect"], ["hourly", "bisect"]]
+    only = cmds[2]
+    assert only[2:4] == ["--only", "jax"]
+    assert only[only.index("--good") + 1] == "2024-02-06T10:00:00Z" and "--lower-is-better" in only
+    for c in cmds:
+        assert main(c[1:] + ["--help"]) == 0
+    capsys.readouterr()
+    step.after = ReleasePoint("0.4.25", "0.4.25", "2024-02-24T12:00:00Z", Status.OK, 20.0)
+    assert [shlex.split(c)[:4] for c in next_commands(step, s)][-1] != ["hourly", "bisect", "--only", "jax"]
