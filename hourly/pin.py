@@ -72,7 +72,7 @@ class Pin:
             d = self.detail
             return (f"xla pinned to the installed jaxlib {d['jaxlib_version']}"
                     + (f" (XLA commit {d['xla_commit']})" if d.get("xla_commit") else " (its XLA commit is not recorded in the wheel)")
-                    + f"; only jax commits are candidates")
+                    + "; only jax commits are candidates")
         return f"jax pinned at {self.label} ({self.detail['jax_ref']}); only xla commits are candidates"
 
     def as_json(self) -> dict:

@@ -33,7 +33,6 @@ def scan(
     from ..config import effective
     from ..render import progress_bar
     from ..scan import dry_run, require_measured, run_scan
-    from ..store import Store
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
