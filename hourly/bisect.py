@@ -417,41 +417,9 @@ class Bisector:
         if self.mode is Mode.METRIC and going is not None:
             pass
         elif self.mode is Mode.METRIC:
-            want = min(MIN_END_SAMPLES, self.max_repeats)
-            while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
-                good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
-                bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
-                if not good or not bad:
-                    raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
-                                    f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
-                                    "pick ends that measure, or use --mode exit for crashes")
-                sep = separation(good, bad)
-                if sep >= SEPARATION_MIN or want >= self.max_repeats:
-                    break
-                want = min(2 * want, self.max_repeats)
-            if sep < SEPARATION_MIN:
-                raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
-                                f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
-                                "pass ends on either side of the regression, or a larger --max-repeats")
-            if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
-                raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
-                                "pass --bad before the improvement and --good after it, or set "
-                                "--higher-is-better/--lower-is-better")
-            if not worse(good, bad, self.s.higher_is_better):
-                raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
-                                "swap --good and --bad, or set --higher-is-better/--lower-is-better")
-            refs = (good, bad)
+            refs = self._metric_ends(w, bid, good_pair, bad_pair)
         else:
-            for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
-                p = stored.get(("end", role_pair))
-                v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
-                if v is not want and self.find_fix:
-                    said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
-                    raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
-                                    "pass --bad at a state that fails and a later --good at one that passes")
-                if v is not want:
-                    raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
-                                    "pass --good at a state that passes and --bad at one that fails")
+            self._exit_ends(bid, stored, good_pair, bad_pair)
 
         # the search
         more_after = False
@@ -472,16 +440,8 @@ class Bisector:
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
-        confirm = {}
-        for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
-            r = stored.get((role, pair))
-            if r:
-                confirm[role] = Verdict(r["verdict"])
-            elif self.mode is Mode.METRIC:
-                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
-            else:
-                confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
-        confirmed = confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+        confirmed = self._confirmation(bid, stored, last_good, first_bad, refs,
+                                       *((search, step) if self.mode is Mode.METRIC else (None, None)))
         if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
             self._flush(search, [st.pair for st in self._going[1]])
             refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
@@ -495,6 +455,60 @@ class Bisector:
         answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
         self.store.finish_bisection(bid, answer)
         return answer
+
+    def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
+        """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
+        to differ in the direction of the hunt; they are the references of the verdicts that follow."""
+        want = min(MIN_END_SAMPLES, self.max_repeats)
+        while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
+            good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
+            bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
+            if not good or not bad:
+                raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
+                                f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
+                                "pick ends that measure, or use --mode exit for crashes")
+            sep = separation(good, bad)
+            if sep >= SEPARATION_MIN or want >= self.max_repeats:
+                break
+            want = min(2 * want, self.max_repeats)
+        if sep < SEPARATION_MIN:
+            raise UserError(f"the ends of {_iso(w.good_time)} .. {_iso(w.bad_time)} do not differ "
+                            f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
+                            "pass ends on either side of the regression, or a larger --max-repeats")
+        if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
+            raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
+                            "pass --bad before the improvement and --good after it, or set "
+                            "--higher-is-better/--lower-is-better")
+        if not worse(good, bad, self.s.higher_is_better):
+            raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
+                            "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+        return good, bad
+
+    def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
+        """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails."""
+        for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
+            p = stored.get(("end", role_pair))
+            v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+            if v is not want and self.find_fix:
+                said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
+                raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                                "pass --bad at a state that fails and a later --good at one that passes")
+            if v is not want:
+                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
+                                "pass --good at a state that passes and --bad at one that fails")
+
+    def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
+        """Fresh measurements of the two states the answer rests on (stored ones reused)."""
+        confirm = {}
+        for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
+            r = stored.get((role, pair))
+            if r:
+                confirm[role] = Verdict(r["verdict"])
+            elif self.mode is Mode.METRIC:
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
+            else:
+                confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
+        return confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
 
     def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
         """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
