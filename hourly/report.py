@@ -207,7 +207,21 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
     if ok:  # headroom above the points for the rows of labels
         n_rows = 1 + max((r for r, _ in rows), default=-1) + 1
         ax.set_ylim(lo - 0.08 * span, hi + span * (0.1 + 0.15 * n_rows))
-    # the status strip: one row for build failures, one for runs that failed
+    _status_strip(strip, failed)
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    strip.grid(alpha=0.3, axis="x")
+    if ok:
+        ax.legend(loc="lower left", fontsize=8)
+    fig.autofmt_xdate()
+    fig.subplots_adjust(left=0.08, right=0.85, top=0.97, bottom=0.17, hspace=0.06)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _status_strip(strip, failed: list[tuple]) -> None:
+    """The plot's status strip: one row for build failures, one for runs that failed."""
     shown = set()
     for t, p in failed:
         row, marker, color, words = FAILURE_MARKERS[p.status]
@@ -222,16 +236,6 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
         strip.text(0.5, 0.5, "every point measured", transform=strip.transAxes, ha="center", va="center",
                    fontsize=8, color="tab:gray")
     strip.set_xlabel("time (UTC)")
-    ax.set_ylabel(metric)
-    ax.grid(alpha=0.3)
-    strip.grid(alpha=0.3, axis="x")
-    if ok:
-        ax.legend(loc="lower left", fontsize=8)
-    fig.autofmt_xdate()
-    fig.subplots_adjust(left=0.08, right=0.85, top=0.97, bottom=0.17, hspace=0.06)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 def bisect_sections(store: Store) -> list[str]:
