@@ -8,7 +8,7 @@ from .model import Status
 from .nightly import NightlyReport
 from .render import fmt_value, step_marks
 from .steps import describe
-from .words import found, plural
+from .words import found, status_counts
 
 
 def _short(sha: str | None, n: int = 10) -> str:
@@ -42,10 +42,7 @@ def table(report: NightlyReport):
 def print_report(console, report: NightlyReport) -> None:
     kw = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
-    counts: dict[str, int] = {}
-    for p in report.points:
-        counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{plural(len(report.points), 'date')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+    console.print(f"{status_counts(report.points, 'date')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
     n = len(report.steps)
     console.print(found(n, "step"), **kw)

@@ -8,7 +8,7 @@ from .bench import DEFAULT_METRIC_REGEX
 from .model import ReleasePoint, Status
 from .releases import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
 from .store import Store
-from .words import found, plural
+from .words import found, plural, status_counts
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -76,10 +76,7 @@ def describe_step(st: ReleaseStep) -> list[str]:
 def print_report(console, report: ReleaseReport) -> None:
     kw = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
-    counts: dict[str, int] = {}
-    for p in report.points:
-        counts[p.status.value] = counts.get(p.status.value, 0) + 1
-    console.print(f"{plural(len(report.points), 'release')} ({', '.join(f'{n} {k}' for k, n in counts.items())});"
+    console.print(f"{status_counts(report.points, 'release')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}"
                   + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
     for p in report.points:

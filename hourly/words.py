@@ -13,3 +13,12 @@ def found(n: int, word: str, many: str | None = None) -> str:
     if n == 0:
         return f"no {many or word + 's'} found"
     return f"{plural(n, word, many)} found:"
+
+
+def status_counts(points, noun: str) -> str:
+    """"8 releases (4 ok, 4 missing)": the points counted, and how many hold each status, in the
+    order the statuses first appear."""
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.status.value] = counts.get(p.status.value, 0) + 1
+    return f"{plural(len(points), noun)} ({', '.join(f'{n} {k}' for k, n in counts.items())})"
