@@ -28,6 +28,7 @@ Every SQL statement of hourly is in this module.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import time
@@ -99,9 +100,10 @@ class Store:
                             f"run `{made_by}` first, or pass --workdir with the workdir it used")
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
-            probe = self.workdir / ".hourly-write-test"
+            # one probe per process: two runs starting together on one workdir must not unlink each other's
+            probe = self.workdir / f".hourly-write-test-{os.getpid()}"
             probe.write_text("")
-            probe.unlink()
+            probe.unlink(missing_ok=True)
         except OSError as e:
             raise UserError(f"workdir {self.workdir} is not writable ({e.strerror})",
                             "pass --workdir with a directory you can write to") from e
