@@ -33,6 +33,9 @@ def answer_text(row: dict) -> str:
     if c:
         return f"{c['repo']} {c['sha'][:12]} {c['subject']}\n{c['link']}"
     parts = []
+    scan = row.get("scan")
+    if scan:
+        parts.append(f"hourly scan: {scan['instants']} instants every {scan['step']}, {scan['pairs']} pairs")
     if row.get("range"):
         parts.append(f"range of {len(row['range'])} commit(s): " + " ".join(s[:10] for s in row["range"]))
     if row.get("reason"):

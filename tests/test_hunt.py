@@ -212,3 +212,93 @@ def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
     with pytest.raises(UserError):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
+
+
+# -- --scan-step: the hourly scan inside the container before the bisection ----------------------
+
+def test_scan_window_ends_at_the_bad_pair_and_starts_whole_steps_before_the_good_one():
+    from datetime import datetime, timedelta, timezone
+    good = datetime(2023, 8, 22, 4, 0, tzinfo=timezone.utc)
+    bad = datetime(2023, 8, 23, 16, 30, tzinfo=timezone.utc)
+    t0, t1 = H.scan_window(good, bad, timedelta(hours=1))
+    assert t1 == bad  # its last instant resolves to the bad image's pair, never to a later commit
+    assert t0 == datetime(2023, 8, 22, 3, 30, tzinfo=timezone.utc) and t0 <= good < t0 + timedelta(hours=1)
+    assert (t1 - t0) % timedelta(hours=1) == timedelta(0)
+    assert H.scan_window(good, good + timedelta(hours=2), timedelta(hours=1)) == (good, good + timedelta(hours=2))
+    # ends at the same instant (or reversed): still a window of one step
+    assert H.scan_window(bad, bad, timedelta(hours=1)) == (bad - timedelta(hours=1), bad)
+
+
+def test_scan_and_bisect_argv_of_a_scanned_window(tmp_path):
+    from datetime import datetime, timezone
+    h = settings(tmp_path, build_cmd="/opt/build.sh", scan_step="1h", max_repeats=5, jax_repo="/src/jax")
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
+    t0, t1 = datetime(2023, 8, 22, 3, 30, tzinfo=timezone.utc), datetime(2023, 8, 23, 16, 30, tzinfo=timezone.utc)
+    argv = H.scan_argv(w, h, "/hourly-work/bisect/x", t0, t1)
+    opts = dict(zip(argv[2:], argv[3:]))
+    assert argv[:2] == ["hourly", "scan"] and opts["--from"] == "2023-08-22T03:30:00Z"
+    assert opts["--to"] == "2023-08-23T16:30:00Z" and opts["--step"] == "1h" and opts["--mode"] == "exit"
+    assert opts["--bench-cmd"] == "python3 /dir/b.py --n 3" and opts["--build-cmd"] == "/opt/build.sh"
+    assert opts["--jax-repo"] == "/src/jax" and opts["--cache-dir"] == "/hourly-work/cache"
+    assert {"--json", "--no-sync", "--keep-going", "--lower-is-better"} <= set(argv)
+    bis = H.scanned_bisect_argv(h, "/hourly-work/bisect/x")
+    assert bis[:2] == ["hourly", "bisect"] and "--good" not in bis and "--mode" not in bis  # the scan's windows
+    assert dict(zip(bis, bis[1:]))["--max-repeats"] == "5" and "/hourly-work/bisect/x" in bis
+    # a scanned window's answer is stored apart from a directly bisected one
+    assert w.key("k", "bad", "1h") != w.key("k", "bad") and w.key("k", "bad", None) == w.key("k", "bad")
+    with pytest.raises(UserError, match="cannot parse step"):
+        settings(tmp_path, scan_step="hourly").validate()
+
+
+def test_a_scanned_rows_answer_says_what_was_scanned():
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 100), "regression", 100.0, 80.0)
+    row = H.step_row(w, {"regressions": [], "reason": "the change is in the container's environment: x",
+                         "scan": {"from": "a", "to": "b", "step": "1h", "instants": 37, "pairs": 6}})
+    assert row["scan"]["pairs"] == 6
+    assert answer_text(row).splitlines()[0] == "hourly scan: 37 instants every 1h, 6 pairs"
+
+
+# -- the daily level keeps apart images of the same commits ----------------------------------------
+
+def test_dates_with_the_same_commits_but_different_images_are_kept_apart():
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 100.3, 99.8, 85, 85.2, 84.9])]
+    for i, p in enumerate(pts):  # one commit pair for all: the images differ (a new CUDA at day 3)
+        p.xla, p.jax, p.digest = "x", "j", f"sha256:{i}"
+    steps = N.detect_steps(pts)
+    assert [(st.before_index, st.after_index, st.kind.value) for st in steps] == [(2, 3, "regression")]
+    (w,) = H.windows_of(pts, steps)
+    assert (w.good.date, w.bad.date) == ("2023-08-22", "2023-08-23") and w.same_sources
+    # the same image on several dates (same digest) is still one point, as before
+    for p in pts:
+        p.digest = "sha256:same"
+    assert N.detect_steps(pts) == []
+
+
+# -- CUDA, cuDNN, NCCL ----------------------------------------------------------------------------
+
+def test_toolkit_versions_from_variables_pip_packages_and_library_files():
+    from hourly.toolkit import library_versions, toolkit_versions
+    libs = ["/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3",
+            "/usr/local/cuda/lib64/libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so.12.2.140",
+            "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so.8", "/usr/lib/libfoo.so.1"]
+    assert library_versions(libs) == {"/usr/lib/x86_64-linux-gnu/libnccl.so": "2.18.3",
+                                      "/usr/local/cuda/lib64/libcudart.so": "12.2.140",
+                                      "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so": "8",
+                                      "/usr/lib/libfoo.so": "1"}
+    env = {"CUDA_VERSION": "12.2.0", "NV_CUDNN_VERSION": "8.9.4.25-1+cuda12.2",
+           "pip:nvidia-cudnn-cu12": "8.9.4.25", "NV_LIBNCCL_PACKAGE_VERSION": "2.18.3-1", "PATH": "/bin"}
+    got = toolkit_versions(env, libs)
+    assert got == {
+        "CUDA": "12.2.0 (CUDA_VERSION), 12.2.140 (/usr/local/cuda/lib64/libcudart.so)",
+        "cuDNN": "8.9.4.25 (NV_CUDNN_VERSION, pip nvidia-cudnn-cu12), "
+                 "8 (/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so)",
+        "NCCL": "2.18.3 (NV_LIBNCCL_PACKAGE_VERSION, /usr/lib/x86_64-linux-gnu/libnccl.so)"}
+    assert toolkit_versions({"PATH": "/bin", "pip:numpy": "1.26"}, []) == {}
+    assert toolkit_versions({"pip:nvidia_nccl_cu12": "2.19.3"}, [])["NCCL"] == "2.19.3 (pip nvidia-nccl-cu12)"
+
+
+def test_env_diff_puts_cuda_cudnn_and_nccl_first():
+    good = {"A": "1", "NCCL": "2.17.1 (NCCL_VERSION)", "CUDA": "12.1 (CUDA_VERSION)", "pip:x": "1"}
+    bad = {"A": "2", "NCCL": "2.18.3 (NCCL_VERSION)", "CUDA": "12.2 (CUDA_VERSION)", "pip:x": "1",
+           "cuDNN": "8.9 (CUDNN_VERSION)"}
+    assert [d["name"] for d in H.env_diff(good, bad)] == ["CUDA", "cuDNN", "NCCL", "A"]

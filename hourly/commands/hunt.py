@@ -30,6 +30,7 @@ def hunt(
     parallel: int = Parallel,
     pull: bool = Pull,
     dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
+    scan_step: Optional[str] = Opt(None, "--scan-step", help="Scan each window every STEP (e.g. 1h) inside the container before bisecting, as the guide does by hand [default: bisect the window directly]."),
     bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
     xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
@@ -64,7 +65,8 @@ def hunt(
                         higher_is_better=(effective({}, config)[0].higher_is_better
                                           if higher_is_better is None else higher_is_better))
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
-                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates)
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
+                     scan_step=scan_step)
     h.validate()
     store = Store(wd)
     say = (lambda line: None) if json_out else (
