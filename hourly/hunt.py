@@ -71,6 +71,7 @@ class HuntSettings:
     rerun: bool = False
     dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
     scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
+    releases: Any = None  # hourly.hunt_releases.ReleaseEntry: enter at the release level
     _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
     _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
 
@@ -92,7 +93,28 @@ class HuntSettings:
         if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
-        self.nightly.validate()
+        if self.releases is None:
+            self.nightly.validate()
+            return
+        if self.good_date or self.dates != "all":
+            raise UserError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
+        from dataclasses import replace
+
+        from packaging.version import InvalidVersion, Version
+
+        from .hunt_releases import release_settings
+        r = self.releases
+        try:
+            lo, hi = Version(r.from_release), Version(r.to_release)
+        except InvalidVersion as e:
+            raise UserError(f"{e}: --from-release and --to-release take jax versions",
+                            "pass e.g. --from-release 0.4.13 --to-release 0.4.20") from e
+        if hi < lo:
+            raise UserError(f"--to-release {r.to_release} is before --from-release {r.from_release}", "swap them")
+        self.nightly.mounts = self.nightly.effective_mounts()
+        # the days come from the release level; every other daily setting is checked now
+        replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
+        release_settings(self, self.releases).validate()
 
     def workdir_id(self) -> str:
         """The identity of this workdir's hunts (labels of their containers)."""
@@ -110,6 +132,7 @@ class HuntWindow:
     kind: str  # "regression" | "crash"
     from_value: float | None = None
     to_value: float | None = None
+    release: list | None = None  # the release steps whose days held this window (--from-release)
 
     @property
     def mode(self) -> Mode:
@@ -293,9 +316,13 @@ class HuntReport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     nightly: Any = None  # hourly.nightly.NightlyReport of the daily level (None when entered below)
     bisected: int = 0  # windows bisected now (not from the store)
+    releases: Any = None  # hourly.releases.ReleaseReport of the release level (--from-release)
 
     def as_json(self) -> dict[str, Any]:
-        return {"steps": self.rows}
+        out: dict[str, Any] = {"steps": self.rows}
+        if self.releases is not None:
+            out["releases"] = self.releases.as_json()
+        return out
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -381,6 +408,27 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
 
 
+def _from_releases(h: HuntSettings, store: Store, report: HuntReport, say, on_dates, c) -> list[HuntWindow]:
+    """``--from-release``: the release level (hourly/hunt_releases.py), then the daily level over
+    the days of each release step; the windows of every range, each marked with its releases."""
+    from dataclasses import replace
+
+    from .hunt_releases import run_release_level
+    from .nightly_run import run_nightly
+    report.releases, ranges = run_release_level(h, store, say)
+    windows: list[HuntWindow] = []
+    for first, last, steps in ranges:
+        say(f"daily level: {first.isoformat()} → {last.isoformat()}")
+        report.nightly = run_nightly(replace(h.nightly, from_=first.isoformat(), to=last.isoformat()),
+                                     store, on_dates, docker_client=c)
+        release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
+                   for st in steps]
+        for w in windows_of(report.nightly.points, report.nightly.steps):
+            w.release = release
+            windows.append(w)
+    return windows
+
+
 @holds_store_lock
 def run_hunt(h: HuntSettings, store: Store,
              on_progress: Callable[[str], None] | None = None,
@@ -407,9 +455,13 @@ def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntRe
     from .nightly_run import run_nightly
     say = on_progress or (lambda line: None)
     store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                **{k: v for k, v in h.__dict__.items() if not k.startswith("_") and k != "nightly"}})
+                                "releases": h.releases.as_dict() if h.releases else None,
+                                **{k: v for k, v in h.__dict__.items()
+                                   if not k.startswith("_") and k not in ("nightly", "releases")}})
     report = HuntReport()
-    if h.good_date:
+    if h.releases is not None:
+        windows = _from_releases(h, store, report, say, on_dates, c)
+    elif h.good_date:
         windows = _entered(h, store, c)
     elif h.dates == "search":
         windows = _searched(h, store, c, say)
@@ -432,6 +484,8 @@ def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntRe
             store.save_settings(f"{LEVEL}/{key}", answer)
             report.bisected += 1
         report.rows.append(step_row(w, answer))
+        if w.release:
+            report.rows[-1]["release"] = w.release
     store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/hunt_report.py)
     return report
 

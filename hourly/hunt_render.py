@@ -26,7 +26,14 @@ def _size(row: dict) -> str:
 
 
 def answer_text(row: dict) -> str:
-    """The culprit (repo, SHA, subject, link), or the range and why."""
+    """The culprit (repo, SHA, subject, link), or the range and why (after the releases that
+    framed the window, with --from-release)."""
+    releases = "; ".join(f"between jax {r['last_good']} and {r['first_bad']}" for r in row.get("release") or [])
+    text = _answer(row)
+    return f"{releases}\n{text}" if releases else text
+
+
+def _answer(row: dict) -> str:
     if row.get("error"):
         return f"not bisected: {row['error']}"
     c = row.get("culprit")
@@ -57,6 +64,14 @@ def table(report: HuntReport) -> Table:
 
 def print_report(console, report: HuntReport) -> None:
     kw = dict(highlight=False, markup=False, soft_wrap=True)
+    if report.releases is not None:
+        from .hunt_releases import describe_step
+        hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]
+        if not hunted:
+            console.print("no regression and no crash between the releases: nothing to hunt", **kw)
+            return
+        for st in hunted:
+            console.print(describe_step(st), **kw)
     if not report.rows:
         console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
         return

@@ -302,3 +302,52 @@ def test_env_diff_puts_cuda_cudnn_and_nccl_first():
     bad = {"A": "2", "NCCL": "2.18.3 (NCCL_VERSION)", "CUDA": "12.2 (CUDA_VERSION)", "pip:x": "1",
            "cuDNN": "8.9 (CUDNN_VERSION)"}
     assert [d["name"] for d in H.env_diff(good, bad)] == ["CUDA", "cuDNN", "NCCL", "A"]
+
+
+# -- --from-release: the release level in front of the funnel --------------------------------------
+
+def test_host_bench_maps_the_container_command_onto_the_mounts_sources():
+    from hourly.hunt_releases import host_bench
+    mounts = ["/home/u/bench:/dir", "/data/sets:/dir/data:ro", "/scratch:/tmp/s"]
+    cmd, cwd = host_bench("python3 /dir/MLUPS3d.py 256 --in=/dir/data/a.npz /tmp/s/x /opt/y 'a b'",
+                          mounts, "/dir")
+    assert cmd == "python3 /home/u/bench/MLUPS3d.py 256 --in=/data/sets/a.npz /scratch/x /opt/y 'a b'"
+    assert cwd == "/home/u/bench"
+    # nothing mounted where the containers start: the host's own directory
+    assert host_bench("python3 bench.py", ["/home/u/b:/work"], None) == ("python3 bench.py", None)
+
+
+def test_day_ranges_from_release_steps():
+    from types import SimpleNamespace as NS
+
+    from hourly.hunt_releases import day_ranges
+
+    def step(kind, a, b):
+        return NS(kind=kind, before=NS(version="a", date=a), after=NS(version="b", date=b))
+    s1, s2 = step("regression", "2023-07-06", "2023-07-20"), step("crash", "2023-07-21", "2023-07-31")
+    up, far = step("improvement", "2023-08-01", "2023-08-09"), step("regression", "2023-09-10", "2023-09-12")
+    undated = step("regression", None, "2023-09-30")
+    got = day_ranges([far, s1, up, s2, undated])
+    # the day before the last good release (its tag precedes the upload) through the first bad one;
+    # touching ranges merge; improvements and undated steps are not hunted
+    assert [(a.isoformat(), b.isoformat(), len(sts)) for a, b, sts in got] == [
+        ("2023-07-05", "2023-07-31", 2), ("2023-09-09", "2023-09-12", 1)]
+    assert [(a.isoformat(), b.isoformat()) for a, b, _ in day_ranges([s1], margin_days=0)] == [
+        ("2023-07-06", "2023-07-20")]
+
+
+def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
+    from hourly.cli import main
+    w = ["--workdir", str(tmp_path / "w")]
+    assert main(["hunt", "--from-release", "0.4.13", *w]) == 1
+    assert "--from-release and --to-release go together" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 1
+    assert "finds the days itself" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--dates", "search",
+                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+    assert "finds the days itself" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.20", "--to-release", "0.4.13",
+                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--to-release 0.4.13 is before --from-release 0.4.20" in err
+    assert not (tmp_path / "w").exists()

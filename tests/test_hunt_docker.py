@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import site
 import subprocess
@@ -317,4 +318,53 @@ def test_hunt_scans_a_crash_window_hourly_then_bisects_it_by_exit_status(docker_
     (scan,) = scans
     statuses = {p["status"] for p in json.loads(scan.read_text())["points"]}
     assert statuses == {"ok", "crashed"}  # exit mode: runs pass or fail by their exit status
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then_the_commit(docker_client, hunt_images, tmp_path):
+    if __package__:
+        from .test_releases import write_wheel
+    else:
+        from test_releases import write_wheel
+    made, template, standin, root = hunt_images
+    # the local index: stand-in jax releases whose wheel holds that day's build (the module the
+    # benchmark imports); 0.2.0, uploaded on 2023-08-23, is the slower one
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, day, factor in (("0.1.0", 21, 1.0), ("0.1.1", 22, 1.0), ("0.2.0", 23, 0.8)):
+        body = f"XLA_SHA = 'x{version}'\nJAX_SHA = 'j{version}'\nFACTOR = {factor}\nCRASH = False\n"
+        write_wheel(wheels, "jax", version, {"jax/__init__.py": "import jaxlib\n", "jax_demo/__init__.py": body},
+                    [f"jaxlib=={version}"], when=(2023, 8, day))
+        write_wheel(wheels, "jaxlib", version, {"jaxlib/__init__.py": ""}, when=(2023, 8, day))
+    work = tmp_path / "work"
+    res = hourly("hunt", "--from-release", "0.1.0", "--to-release", "0.2.0", "--find-links", str(wheels),
+                 "--release-cache-dir", str(tmp_path / "envs"), "--repeats", "2",
+                 *_common(made, template, standin, work), cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    out = json.loads(res.output[res.output.index("{"):])
+    # the release level ran the container's command on the host, in one environment per release
+    rel = {p["version"]: p for p in out["releases"]["points"]}
+    assert set(rel) == {"0.1.0", "0.1.1", "0.2.0"} and all(p["status"] == "ok" for p in rel.values())
+    assert rel["0.2.0"]["value"] / rel["0.1.1"]["value"] == pytest.approx(0.8, rel=0.02)
+    (rstep,) = out["releases"]["steps"]
+    assert (rstep["last_good"]["version"], rstep["first_bad"]["version"]) == ("0.1.1", "0.2.0")
+    # the daily level over the day before 0.1.1's upload through 0.2.0's, then the commit level
+    assert sorted(p.name for p in (work / "logs" / "nightly").glob("*.log")) == [
+        f"2023-08-2{d}-run{r}.log" for d in (1, 2, 3) for r in (1, 2)]
+    (step,) = out["steps"]
+    assert (step["good_date"], step["bad_date"]) == ("2023-08-22", "2023-08-23")
+    assert step["culprit"]["sha"] == made.shas[CULPRIT]
+    assert step["release"] == [{"last_good": "0.1.1", "first_bad": "0.2.0", "kind": "regression"}]
+    # the same command again: nothing measured, nothing bisected
+    release_logs = sorted((work / "logs" / "releases").glob("*"))
+    assert len([p for p in release_logs if p.name.startswith("bench-jax-")]) == 6  # 3 releases × 2 runs
+    again = hourly("hunt", "--from-release", "0.1.0", "--to-release", "0.2.0", "--find-links", str(wheels),
+                   "--release-cache-dir", str(tmp_path / "envs"), "--repeats", "2",
+                   *_common(made, template, standin, work)[:-1], cwd=tmp_path)
+    assert again.returncode == 0, again.output
+    assert re.search(r"release step: jax 0\.1\.1 → 0\.2\.0 \(regression -(19|20)\.\d%\), released "
+                     r"2023-08-22 → 2023-08-23", again.output), again.output
+    assert "between jax 0.1.1 and 0.2.0" in again.output and "0 bisected now" in again.output
+    assert sorted((work / "logs" / "releases").glob("*")) == release_logs
     assert _hunt_containers(docker_client) == []
