@@ -255,7 +255,7 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
 @pytest.mark.docker
 def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, hunt_images, tmp_path):
     made, template, standin, root = hunt_images
-    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search",
+    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search", "--scan-step", "1h",
                  "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
                  "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
                  "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
@@ -269,6 +269,12 @@ def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, h
     # the bad date, then one day back: good; 2023-08-21 is never run
     assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
         "2023-08-22-run1.log", "2023-08-23-run1.log"]
+    # --scan-step in metric mode: the window scanned hourly from the good pair (08-22 04:00) to the
+    # bad one (08-23 16:00): its six pairs measured, the step among them bisected to the culprit
+    (scan,) = (tmp_path / "work" / "bisect").glob("*/scan.json")
+    points = json.loads(scan.read_text())["points"]
+    assert len(points) == 37 and len({(p["xla"], p["jax"]) for p in points}) == 6
+    assert {p["status"] for p in points} == {"ok"}
     assert _hunt_containers(docker_client) == []
 
 

@@ -55,24 +55,18 @@ def hunt(
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
     from ..config import effective
-    from ..hunt import HuntSettings, run_hunt
-    from ..hunt_render import print_report
+    from ..hunt import HuntSettings
     from ..nightly import NightlySettings
-    from ..render import progress_bar
     from ..store import Store
     if good_date or bad_date:
         if not (good_date and bad_date):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
         from_, to = from_ or good_date, to or bad_date
-    entry = None
-    if from_release or to_release:
-        if not (from_release and to_release):
-            raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
-        if from_ or to or good_date:
-            raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
-        from ..hunt_releases import ReleaseEntry
-        entry = ReleaseEntry(from_release, to_release, release_bench_cmd, extra, index_url, find_links, pre,
-                             release_cache_dir, list(release_with or []))
+    entry = _release_entry(from_release, to_release, from_ or to or good_date,
+                           dict(bench_cmd=release_bench_cmd, extra=extra, index_url=index_url,
+                                find_links=find_links, pre=pre, cache_dir=release_cache_dir,
+                                with_=list(release_with or [])))
+    if entry is not None:
         from_ = to = ""  # the release level hands the days to the daily level
     elif not from_ or not to:
         raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
@@ -89,6 +83,25 @@ def hunt(
                      scan_step=scan_step, releases=entry)
     h.validate()
     store = Store(wd)
+    _run_and_print(h, store, json_out)
+
+
+def _release_entry(from_release: Optional[str], to_release: Optional[str], dates_given, options: dict):
+    """``--from-release``/``--to-release``: the release level's settings (None without them)."""
+    if not (from_release or to_release):
+        return None
+    if not (from_release and to_release):
+        raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
+    if dates_given:
+        raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
+    from ..hunt_releases import ReleaseEntry
+    return ReleaseEntry(from_release, to_release, **options)
+
+
+def _run_and_print(h, store, json_out: bool) -> None:
+    from ..hunt import run_hunt
+    from ..hunt_render import print_report
+    from ..render import progress_bar
     say = (lambda line: None) if json_out else (
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     if json_out:
