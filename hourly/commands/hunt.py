@@ -19,7 +19,7 @@ def hunt(
     good_date: Optional[str] = Opt(None, "--good-date", help="Enter at the commit level: a good day (with --bad-date; skips the daily search) [default: the daily level finds them]."),
     bad_date: Optional[str] = Opt(None, "--bad-date", help="The bad day to bisect against --good-date [default: the daily level finds it]."),
     from_release: Optional[str] = Opt(None, "--from-release", help="Enter at the release level: first jax release, e.g. 0.4.13 (with --to-release; the release level finds the days) [default: start at the daily level]."),
-    to_release: Optional[str] = Opt(None, "--to-release", help="Last jax release of the release level (included)."),
+    to_release: Optional[str] = Opt(None, "--to-release", help="Last jax release of the release level (included) [required with --from-release]."),
     release_bench_cmd: Optional[str] = Opt(None, "--release-bench-cmd", help="Benchmark in each release's environment on the host [default: --bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder]."),
     extra: Optional[str] = Opt(None, "--extra", help="Release level: install jax[EXTRA], e.g. cuda12 [default: none, CPU only]."),
     index_url: Optional[str] = Opt(None, "--index-url", help="Release level: package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
