@@ -351,3 +351,20 @@ def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--to-release 0.4.13 is before --from-release 0.4.20" in err
     assert not (tmp_path / "w").exists()
+
+
+def test_nightly_output_for_a_boundary_between_two_images_of_the_same_commits(tmp_path):
+    from hourly.nightly_render import print_report as print_nightly
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 100.3, 85, 85.2])]
+    for i, p in enumerate(pts):
+        p.xla, p.jax, p.digest = "x" * 40, "j" * 40, f"sha256:{i}"
+    s = N.NightlySettings("2023-08-20", "2023-08-23", mounts=[f"{tmp_path}:/dir"], workdir=str(tmp_path))
+    steps = N.detect_steps(pts)
+    report = N.NightlyReport(pts, N.find_boundary(pts, [(st.before_index, st.after_index,
+                                                        st.change.relative_change) for st in steps]), s, 0, steps)
+    buf = io.StringIO()
+    print_nightly(Console(file=buf, width=200), report)
+    out = buf.getvalue()
+    assert "boundary: 2023-08-21 (good) → 2023-08-22 (bad" in out
+    assert "the change is in the container's environment" in out
+    assert "hourly hunt --good-date 2023-08-21 --bad-date 2023-08-22" in out and "hourly scan" not in out
