@@ -49,12 +49,26 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
         md.append("| " + " | ".join(_cell(x) for x in (
             r["good_date"], r["bad_date"], r["kind"], "-" if r["from_value"] is None else f"{r['from_value']:.4g}",
             "-" if r["to_value"] is None else f"{r['to_value']:.4g}", answer, r["builds"], r["runs"])) + " |")
+    scanned = [r for r in rows if r.get("scan")]
+    if scanned:
+        md += ["", "Windows scanned inside the container before bisecting (`--scan-step`):", ""]
+        md += [f"- {r['good_date']} → {r['bad_date']}: every {r['scan']['step']} from {r['scan']['from']} to "
+               f"{r['scan']['to']}, {r['scan']['instants']} instants, {r['scan']['pairs']} distinct pairs"
+               for r in scanned]
+    entered = {(x["last_good"], x["first_bad"], x["kind"]) for r in rows for x in r.get("release") or []}
+    if entered:
+        md += ["", "Entered at the release level: the days searched are those of "
+               + ", ".join(f"jax {a} → {b} ({k})" for a, b, k in sorted(entered)) + "."]
     for r in rows:
         if r.get("environment"):
             md += ["", f"## {r['good_date']} → {r['bad_date']}: what differs between the two images", "",
                    "| name | good | bad |", "|---|---|---|"]
             md += [f"| {_cell(d['name'])} | {_cell(d['good'] or '(unset)')} | {_cell(d['bad'] or '(unset)')} |"
                    for d in r["environment"]]
+    from .releases_render import release_markdown
+    releases_md = release_markdown(store)
+    if releases_md:
+        md += ["", *releases_md]
     md += ["", "## Daily level", "", "| date | image | xla | jax | status | value |", "|---|---|---|---|---|---|"]
     for p in nightly.points:
         md.append(f"| {p.date} | `{_cell(p.image)}` | {(p.xla or '-')[:10]} | {(p.jax or '-')[:10]} | "

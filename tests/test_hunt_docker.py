@@ -324,6 +324,10 @@ def test_hunt_scans_a_crash_window_hourly_then_bisects_it_by_exit_status(docker_
     (scan,) = scans
     statuses = {p["status"] for p in json.loads(scan.read_text())["points"]}
     assert statuses == {"ok", "crashed"}  # exit mode: runs pass or fail by their exit status
+    rep = hourly("report", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert rep.returncode == 0, rep.output
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    assert "- 2023-08-28 → 2023-08-29: every 1h from 2023-08-26T04:00" in md and "81 instants, 4 distinct pairs" in md
     assert _hunt_containers(docker_client) == []
 
 
@@ -373,4 +377,11 @@ def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then
                      r"2023-08-22 → 2023-08-23", again.output), again.output
     assert "between jax 0.1.1 and 0.2.0" in again.output and "0 bisected now" in again.output
     assert sorted((work / "logs" / "releases").glob("*")) == release_logs
+    # the report carries the release level: its table, and how the days were entered
+    rep = hourly("report", "--workdir", str(work), cwd=tmp_path)
+    assert rep.returncode == 0, rep.output
+    md = (work / "report" / "report.md").read_text()
+    assert "## Release level" in md and "| 0.2.0 | 0.2.0 | 2023-08-23 |" in md
+    assert "Entered at the release level: the days searched are those of jax 0.1.1 → 0.2.0 (regression)." in md
+    assert md.index("## Release level") < md.index("## Daily level")
     assert _hunt_containers(docker_client) == []
