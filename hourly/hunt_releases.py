@@ -139,5 +139,6 @@ def run_release_level(h, store, say: Callable[[str], None]) -> tuple[Any, list[t
     if undated:
         raise UserError(f"the release dates of jax {undated[0].before.version} → {undated[0].after.version} "
                         "are unknown, so the daily level has no days to search",
-                        "pass the dates yourself: --from <day> --to <day>")
+                        "run the hunt with the dates instead of the releases: --from <day> --to <day> "
+                        "(without --from-release); the release results are kept")
     return report, day_ranges(hunted, h.releases.margin_days)
