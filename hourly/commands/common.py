@@ -14,6 +14,8 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
+from ..bench import DEFAULT_METRIC_REGEX
+from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from ..output import console as make_console
 
 # text from outside is printed verbatim, tables never cut a cell: see hourly/output.py
@@ -43,6 +45,35 @@ Pull = Opt(True, "--pull/--no-pull", help="Pull images that are not local.")
 # -- option sets of the scan-shaped settings (hourly.config.Settings), by stage --------------------
 #: name -> (annotation, typer option); the name is the Settings field it sets.
 OptionSet = dict[str, tuple[Any, Any]]
+
+#: the daily level (hourly.nightly.NightlySettings), shared by nightly and hunt: see daily_settings
+DAILY: OptionSet = {
+    "image": (str, Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}.")),
+    "mount": (Optional[List[str]], Mount),
+    "gpus": (str, Gpus),
+    "env": (Optional[List[str]], ContainerEnv),
+    "bench_cmd": (str, Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Benchmark run in each container (split like a shell would).")),
+    "metric_regex": (str, Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group.")),
+    "repeats": (int, Opt(1, "--repeats", help="Runs per date (hunt: and per pair of its bisections).")),
+    "timeout": (Optional[float], ContainerTimeout),
+    "every": (int, Every),
+    "parallel": (int, Parallel),
+    "pull": (bool, Pull),
+    "higher_is_better": (Optional[bool], Direction),
+}
+
+
+def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
+    """The daily level's settings from DAILY's ``flags``; the direction, when not given, from the
+    settings file (hourly.toml), else higher is better."""
+    from ..config import effective
+    from ..nightly import NightlySettings
+    f = dict(flags)
+    direction = f.pop("higher_is_better")
+    return NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
+                           mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
+                           higher_is_better=(effective({}, config)[0].higher_is_better
+                                             if direction is None else direction), **f)
 
 WINDOW: OptionSet = {
     "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].')),

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from ..bench import DEFAULT_METRIC_REGEX
 from ..config import workdir_setting
 from ..errors import UserError
-from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from .common import (ConfigOpt, ContainerEnv, ContainerTimeout, Direction, Every, Gpus, JsonOpt, Mount, Opt,
-                     Parallel, Pull, Workdir, console, err_console)
+from .common import DAILY, ConfigOpt, JsonOpt, Opt, Workdir, console, daily_settings, err_console, with_options
 
 
+@with_options(DAILY)
 def hunt(
     from_: Optional[str] = Opt(None, "--from", help="First date of the daily level, e.g. 2023-07-06 (included) [required unless --good-date]."),
     to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --bad-date]."),
@@ -27,17 +25,7 @@ def hunt(
     pre: bool = Opt(False, "--pre", help="Release level: include dev/nightly versions."),
     release_with: Optional[List[str]] = Opt(None, "--release-with", help="Release level: another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
     release_cache_dir: Optional[str] = Opt(None, "--release-cache-dir", help="Release level: where the environments are kept [default: ~/.cache/hourly/releases]."),
-    image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}."),
-    mount: Optional[List[str]] = Mount,
-    gpus: str = Gpus,
-    env: Optional[List[str]] = ContainerEnv,
-    bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Benchmark run in each container (split like a shell would)."),
-    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
-    repeats: int = Opt(1, "--repeats", help="Runs per date and per pair."),
-    timeout: Optional[float] = ContainerTimeout,
-    every: int = Every,
-    parallel: int = Parallel,
-    pull: bool = Pull,
+    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
     dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
     scan_step: Optional[str] = Opt(None, "--scan-step", help="Scan each window every STEP (e.g. 1h) inside the container before bisecting, as the guide does by hand [default: bisect the window directly]."),
     bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
@@ -48,15 +36,12 @@ def hunt(
     max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
     min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
-    higher_is_better: Optional[bool] = Direction,
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
-    from ..config import effective
     from ..hunt import HuntSettings
-    from ..nightly import NightlySettings
     from ..store import Store
     if good_date or bad_date:
         if not (good_date and bad_date):
@@ -72,12 +57,7 @@ def hunt(
         raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
                         "or --from-release 0.4.13 --to-release 0.4.20")
     wd = workdir_setting(workdir, config)
-    s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
-                        env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
-                        repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
-                        parallel=parallel, rerun=rerun,
-                        higher_is_better=(effective({}, config)[0].higher_is_better
-                                          if higher_is_better is None else higher_is_better))
+    s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
                      xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
                      scan_step=scan_step, releases=entry)

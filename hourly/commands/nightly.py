@@ -5,39 +5,26 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from ..bench import DEFAULT_METRIC_REGEX
 from ..config import workdir_setting
 from ..errors import UserError
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from ..output import command_line
-from .common import (ConfigOpt, ContainerEnv, ContainerTimeout, Direction, Every, Gpus, JsonOpt, Mount, Opt,
-                     Parallel, Pull, Workdir, console, err_console)
+from .common import (DAILY, ConfigOpt, ContainerEnv, Gpus, JsonOpt, Opt, Workdir, console, daily_settings,
+                     err_console, with_options)
 
 
+@with_options(DAILY)
 def nightly(
     from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
     to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
-    image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}."),
-    mount: Optional[List[str]] = Mount,
-    gpus: str = Gpus,
-    env: Optional[List[str]] = ContainerEnv,
-    bench_cmd: str = Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Command run in each container (split like a shell would)."),
-    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
-    repeats: int = Opt(1, "--repeats", help="Runs per date."),
-    timeout: Optional[float] = ContainerTimeout,
-    every: int = Every,
-    parallel: int = Parallel,
-    pull: bool = Pull,
+    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    higher_is_better: Optional[bool] = Direction,
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
-    from ..config import effective
-    from ..nightly import NightlySettings
     from ..nightly_render import print_report
     from ..nightly import show as show_nightly
     from ..nightly_run import run_nightly
@@ -50,12 +37,7 @@ def nightly(
     else:
         if not from_ or not to:
             raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
-        s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
-                            env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
-                            repeats=repeats, timeout=timeout, every=every, workdir=wd, pull=pull,
-                            parallel=parallel, rerun=rerun,
-                            higher_is_better=(effective({}, config)[0].higher_is_better
-                                              if higher_is_better is None else higher_is_better))
+        s = daily_settings(flags, from_, to, wd, rerun, config)
         s.validate()
         store = Store(wd)
         if json_out:
