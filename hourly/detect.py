@@ -377,12 +377,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
 
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
          log_scale: bool = False):
-    """Fit, set aside outliers (single-point segments) one by one, refit; then prune.
-
-    Where levels are regimes of their own (:func:`regime_z`), a single point at either end that
-    fails as an edge step is set aside as an outlier too, and the fit redone: merged into its
-    neighbour it would count as that level's noise and hide the level's real step.
-    """
+    """Fit, set aside outliers (single-point segments) one by one, refit; then prune."""
     keep = np.ones(len(values), dtype=bool)
     while True:
         pos = np.flatnonzero(keep)
@@ -390,20 +385,13 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         starts = segment(v, (z_min * sigma) ** 2, local_weights(v, sigma))
         bounds = starts + [len(v)]
         lonely = _outliers(bounds, len(values))
-        if lonely:
-            # set aside only the worst one: the others may be artefacts of it
-            worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
-            keep[pos[worst]] = False
-            continue
-        pruned = _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale, local_noise(v, sigma))
-        if len(v) < 4 or not (log_scale and _has_regimes(v, bounds)):
-            return keep, pos, v, pruned
-        last = len(v) - 1
-        ends = ([0] if bounds[1] == 1 and 1 not in pruned else []) + \
-               ([last] if bounds[-2] == last and last not in pruned else [])
-        if not ends:
-            return keep, pos, v, pruned
-        keep[pos[ends[0]]] = False
+        if not lonely:
+            break
+        # set aside only the worst one: the others may be artefacts of it
+        worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
+        keep[pos[worst]] = False
+    return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
+                                local_noise(v, sigma))
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
