@@ -73,11 +73,11 @@ def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
     return f"; edge step NOT confirmed, {again}: the scan's value was an outlier, nothing to bisect"
 
 
-def edge_mark(check: EdgeCheck | None) -> str:
-    """The table mark's suffix for an edge step: its verdict once measured again."""
+def edge_verdict_mark(check: EdgeCheck | None) -> str:
+    """What follows "edge" in an edge step's table mark: its verdict once measured again."""
     if check is None or check.verdict is EdgeVerdict.UNMEASURED:
-        return " edge"
-    return " edge ✔" if check.verdict is EdgeVerdict.CONFIRMED else " edge ✖ outlier"
+        return ""
+    return " ✔" if check.verdict is EdgeVerdict.CONFIRMED else " ✖ outlier"
 
 
 def describe(step: Step, check: EdgeCheck | None = None) -> str:
@@ -195,7 +195,7 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         marks.update(step_marks(steps))
         for st in steps:
             if st.change.edge:
-                marks[st.after_index] += edge_mark(checks.get(step_key(st)))[len(" edge"):]
+                marks[st.after_index] += edge_verdict_mark(checks.get(step_key(st)))
         lines = [found(len(steps), "step")] + [describe(st, checks.get(step_key(st))) for st in steps]
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
