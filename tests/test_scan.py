@@ -480,12 +480,19 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
     # the fusion heuristic (-7 %) lands at 13:20: the scan's last pair alone is at the new level
     work = tmp_path / "work"
     args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00")
+    # --no-confirm-edges: reported, unconfirmed, nothing measured again
+    code, out, _ = run_cli(capsys, args + ["--no-confirm-edges"])
+    assert code == 0 and "edge step: one pair on its side, measure it again to confirm" in out
+    assert origins(work) == {"scan": 4}
+    assert json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])["edge_checks"] == []
+    # the same scan without the flag measures the edge pair and its neighbour again, building nothing
     code, out, err = run_cli(capsys, args)
     assert code == 0, err
     assert "edge ✔" in out  # the table's mark
     line = next(ln for ln in out.splitlines() if "regression" in ln and "between" in ln)
     assert "edge step confirmed, measured again (5 / 5 samples)" in line
-    # the edge pair and its neighbour measured again, 5 runs each, as rows of their own
+    assert "0 builds" in out
+    # 5 runs each, as rows of their own
     assert origins(work) == {"scan": 4, "confirm": 2}
     shown = json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])
     (check,) = shown["edge_checks"]
@@ -496,8 +503,8 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
     # the scan's own table is the scan's: one sample per point, as measured
     assert [len(p["samples"]) for p in shown["points"]] == [1] * len(shown["points"])
     # the same scan again measures nothing: the confirmation is stored
-    code, out, _ = run_cli(capsys, args)
-    assert code == 0 and "edge step confirmed" in out and origins(work) == {"scan": 4, "confirm": 2}
+    result = scan_json(capsys, args)
+    assert result["edge_checks"] == shown["edge_checks"] and origins(work) == {"scan": 4, "confirm": 2}
     run_cli(capsys, ["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()
     assert "(edge, confirmed)" in md and "**confirmed**" in md
@@ -523,15 +530,3 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
     assert code == 0, err
     assert json.loads(out)["regressions"] == []
-
-
-def test_no_confirm_edges_leaves_the_edge_step_unconfirmed(capsys, scan_args, made, tmp_path):
-    work = tmp_path / "work"
-    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00")
-    code, out, _ = run_cli(capsys, args + ["--no-confirm-edges"])
-    assert code == 0 and "edge step: one pair on its side, measure it again to confirm" in out
-    assert origins(work) == {"scan": 4}
-    assert json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])["edge_checks"] == []
-    # the scan run again without the flag confirms it, building nothing
-    result = scan_json(capsys, args)
-    assert result["builds"] == 0 and result["edge_checks"][0]["verdict"] == "confirmed"
