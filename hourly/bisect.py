@@ -139,11 +139,16 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.METRIC:
-        from .detect import ChangeKind, percent
+        from .detect import ChangeKind, EdgeVerdict, percent
         from .scan import show
-        from .steps import find_steps
-        for st in find_steps(show(store, s).points, s.higher_is_better)[0]:
+        from .steps import find_steps, step_key
+        table = show(store, s)
+        checks = table.edge_checks or {}
+        for st in find_steps(table.points, s.higher_is_better)[0]:
             c, n = st.change, st.numbers()
+            check = checks.get(step_key(st))
+            if check is not None and check.verdict is EdgeVerdict.OUTLIER:
+                continue  # an edge step that measuring again called an outlier: nothing to bisect
             if c.kind is (ChangeKind.IMPROVEMENT if find_fix else ChangeKind.REGRESSION):
                 out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
                                   f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})",

@@ -95,6 +95,7 @@ class Settings:
     rerun: bool = False
     retry_failed: bool = False
     keep_going: bool = False  # scan on after a first measured pair whose every run failed
+    confirm_edges: bool = True  # measure an edge step's pair and its neighbour again (hourly.scan.confirm_edges)
 
     # -- derived ----------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:

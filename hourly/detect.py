@@ -48,6 +48,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Sequence, Union
 
 import numpy as np
@@ -353,7 +354,8 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
         before = float(np.median(r[a0:a1]))
         after = float(np.median(r[a1:b1]))
         z = _z(v[a0:a1], v[a1:b1], sigma)
-        lo, hi = _window(values, int(pos[a1 - 1]), int(pos[a1]), float(np.median(v[a0:a1])),
+        first, last = locate(v, a0, a1, b1, sigma)
+        lo, hi = _window(values, int(pos[first - 1]), int(pos[last]), float(np.median(v[a0:a1])),
                          float(np.median(v[a1:b1])))
         rel = _relative(before, after)
         worse = (after < before) if higher_is_better else (after > before)
@@ -406,6 +408,34 @@ def _outliers(bounds: list[int], n_good: int) -> list[int]:
     """
     nseg = len(bounds) - 1
     return [bounds[k] for k in range(1, nseg - 1) if bounds[k + 1] - bounds[k] == 1]
+
+
+#: A split position whose fit is worse than the best by under this many sigma^2 (a likelihood
+#: ratio) is a place the step may be: the window covers them all.
+LOCATE_Q = 6.0
+
+
+def locate(v: np.ndarray, a0: int, a1: int, b1: int, sigma: float) -> tuple[int, int]:
+    """Where the step between segments ``v[a0:a1]`` and ``v[a1:b1]`` may be: the first and last
+    plausible first position of the new level (``a1`` among them).
+
+    Each split ``t`` of ``v[a0:b1]`` into two levels has a residual sum of squares; with a small
+    step in large noise (a x1.5 step at 20 % noise) neighbouring splits fit almost as well, and
+    the step's window must cover them all or a bisection would search the wrong commits. The
+    noise is the larger of ``sigma`` and the pooled noise of the two segments (its own level's).
+    """
+    x = v[a0:b1] - float(np.mean(v[a0:b1]))
+    n = len(x)
+    if n < 3:
+        return a1, a1
+    c1, c2 = np.cumsum(x), np.cumsum(x * x)
+    t = np.arange(1, n)                      # left part x[:t], right part x[t:]
+    left = c2[t - 1] - c1[t - 1] ** 2 / t
+    right = (c2[-1] - c2[t - 1]) - (c1[-1] - c1[t - 1]) ** 2 / (n - t)
+    cost = left + right
+    s2 = max(sigma * sigma, float(cost[a1 - a0 - 1]) / (n - 2))
+    ok = np.flatnonzero(cost - float(cost.min()) <= LOCATE_Q * s2) + 1 + a0
+    return min(int(ok[0]), a1), max(int(ok[-1]), a1)
 
 
 def _window(values: np.ndarray, lo: int, hi: int, level_before: float,
@@ -475,8 +505,12 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
            local: np.ndarray | None = None) -> list[int]:
     """Merge adjacent segments whose difference is not significant (or below min_change)."""
     bounds = list(bounds)
+    # noise that scales with the level: once the series has levels a factor REGIME_RATIO apart,
+    # each step must also hold against the noise of its own levels (regime_z)
+    regimes = log_scale and _has_regimes(v, bounds)
     while len(bounds) > 2:
         worst, worst_score = None, None
+        meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])] if regimes else []
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
             if local is None:
@@ -487,12 +521,122 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
             ma, mb = float(np.median(a)), float(np.median(b))
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
-            weak = z < need or (bool(min_change) and rel < min_change)
-            if weak:
-                score = min(z / need, rel / min_change if min_change else math.inf)
+            # the t test already asks more of a short level (its few degrees of freedom): z_min
+            own = regime_z(v, bounds, meds, k) / z_min if regimes else math.inf
+            score = min(z / need, own, rel / min_change if min_change else math.inf)
+            if score < 1.0:
                 if worst_score is None or score < worst_score:
                     worst, worst_score = k, score
         if worst is None:
             break
         del bounds[worst]
     return bounds
+
+
+#: Levels this factor apart are different regimes: their noise may differ (noise scales with the level).
+REGIME_RATIO = 1.25
+
+
+def _has_regimes(v: np.ndarray, bounds: list[int]) -> bool:
+    """Whether two adjacent fitted segments (log values) lie REGIME_RATIO or more apart."""
+    meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])]
+    return any(abs(q - p) >= math.log(REGIME_RATIO) for p, q in zip(meds, meds[1:]))
+
+
+def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int) -> float:
+    """The step at boundary ``k`` judged against the noise of its own levels alone, as a z-score.
+
+    A regime is a run of adjacent segments less than REGIME_RATIO apart. The step's two sides and
+    the other segments of their regimes give a pooled within-segment noise ``s`` with ``dof``
+    degrees of freedom (points minus segments); under "no step" the two sides are one level with
+    one noise, so ``t = |mean b - mean a| / (s sqrt(1/na + 1/nb))`` follows Student's t. The
+    result is the normal z as unlikely as that t (:func:`t_as_z`): with few points on the level
+    its noise is uncertain and the step must be larger. ``inf`` when there is no noise to use.
+    """
+    lo, hi = k - 1, k
+    cut = math.log(REGIME_RATIO)
+    while lo > 0 and abs(meds[lo] - meds[lo - 1]) < cut:
+        lo -= 1
+    while hi + 1 < len(meds) and abs(meds[hi + 1] - meds[hi]) < cut:
+        hi += 1
+    ss = 0.0
+    dof = 0
+    for j in range(lo, hi + 1):
+        seg = v[bounds[j]:bounds[j + 1]]
+        ss += float(np.sum((seg - seg.mean()) ** 2))
+        dof += len(seg) - 1
+    if dof < 1 or ss <= 0.0:
+        return math.inf
+    a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
+    s = math.sqrt(ss / dof)
+    t = abs(float(b.mean()) - float(a.mean())) / (s * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
+    return t_as_z(t, dof)
+
+
+def t_two_sided(t: float, dof: int) -> float:
+    """P(|T| >= t) for Student's t with integer ``dof`` >= 1 (Abramowitz & Stegun 26.7.3-4)."""
+    th = math.atan(abs(t) / math.sqrt(dof))
+    c2 = math.cos(th) ** 2
+    if dof % 2:
+        term, total = 1.0, 1.0 if dof > 1 else 0.0
+        for j in range(3, dof, 2):   # 1 + (2/3)c2 + (2*4)/(3*5)c2^2 + ...
+            term *= (j - 1) / j * c2
+            total += term
+        inside = 2.0 / math.pi * (th + math.sin(th) * math.cos(th) * total)
+    else:
+        term, total = 1.0, 1.0
+        for j in range(2, dof, 2):   # 1 + (1/2)c2 + (1*3)/(2*4)c2^2 + ...
+            term *= (j - 1) / j * c2
+            total += term
+        inside = math.sin(th) * total
+    return max(0.0, 1.0 - inside)
+
+
+def t_as_z(t: float, dof: int) -> float:
+    """The normal z-score with the same two-sided tail probability as ``t`` with ``dof``."""
+    p = t_two_sided(t, dof)
+    if p <= 0.0:
+        return math.inf
+    if p >= 1.0:
+        return 0.0
+    return -NormalDist().inv_cdf(p / 2.0)
+
+
+class EdgeVerdict(enum.Enum):
+    """What measuring an edge step's pair (and its neighbour) again said about it."""
+
+    CONFIRMED = "confirmed"   # the new level holds: the step is real, bisect it
+    OUTLIER = "outlier"       # the pair measures like its neighbour: the scan's run was an outlier
+    UNMEASURED = "unmeasured"  # measuring again failed (crash, build failure): still unconfirmed
+
+
+@dataclass(frozen=True)
+class EdgeCheck:
+    """An edge step measured again: the verdict and the new numbers (medians of the new samples,
+    oriented like the step: ``before`` is the earlier pair)."""
+
+    verdict: EdgeVerdict
+    level_before: float | None = None
+    level_after: float | None = None
+    relative_change: float | None = None
+    samples_before: int = 0
+    samples_after: int = 0
+
+
+def check_edge(change: Change, before: Sequence[float], after: Sequence[float],
+               min_change: float | None = None) -> EdgeCheck:
+    """Judge an edge step from new samples of its two pairs (``before``: the earlier pair).
+
+    The two pairs measured again, back to back, are a series of two points with repeats; the step
+    is confirmed when :func:`detect` finds a step between them in the same direction as
+    ``change`` (significant against the spread of the new repeats and at least ``min_change``),
+    else the scan's lone value was an outlier.
+    """
+    b, a = point_samples(list(before)), point_samples(list(after))
+    if not b or not a:
+        return EdgeCheck(EdgeVerdict.UNMEASURED, samples_before=len(b), samples_after=len(a))
+    lb, la = _median(b), _median(a)
+    found = detect([b, a], min_change=min_change).changes
+    same = bool(found) and (found[0].level_after > found[0].level_before) == (change.level_after > change.level_before)
+    return EdgeCheck(EdgeVerdict.CONFIRMED if same else EdgeVerdict.OUTLIER, lb, la, _relative(lb, la),
+                     len(b), len(a))

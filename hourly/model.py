@@ -103,11 +103,16 @@ class ScanReport:
     #: why the scan stopped early (fail fast: its first measured pair never worked), as the
     #: hourly.errors.UserError the command raises after printing what was measured
     stopped: Any = None
+    #: edge steps measured again (hourly.scan.edge_checks): {(before time, after time): EdgeCheck}
+    edge_checks: dict | None = None
+    edge_json: list[dict] | None = None   # the same for --json
 
     def as_json(self) -> dict:
         out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
                "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
                "pinned": self.pinned}
+        if self.edge_json is not None:
+            out["edge_checks"] = self.edge_json
         if self.plan is not None:
             out["plan"] = asdict(self.plan)
         return out

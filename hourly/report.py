@@ -11,10 +11,10 @@ from . import environment
 from .config import Settings
 from .gitrepo import COMMIT_URLS, GitRepo
 from .model import REPOS, PointResult, Step
-from .detect import percent
+from .detect import EdgeCheck, EdgeVerdict, percent
 from .privacy import redact_assignments
 from .scan import show
-from .steps import bisect_command, crash_windows, find_steps, group_points
+from .steps import bisect_command, crash_windows, find_steps, group_points, step_key
 from .store import Store
 from .words import plural
 
@@ -282,7 +282,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
                                    *releases_md]))
         return ReportFiles(path, None)
-    points = show(store, s).points
+    table = show(store, s)
+    points = table.points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
     metric = "metric"
@@ -293,7 +294,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
-    md += _steps_sections(points, steps, repos, s, metric)
+    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {})
     md += _crash_section(points, s)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
@@ -304,8 +305,11 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
-def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str) -> list[str]:
-    """The scanned window, the table of steps, and one section per step with its commits."""
+def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
+                    checks: dict | None = None) -> list[str]:
+    """The scanned window, the table of steps, and one section per step with its commits (an edge
+    step with what measuring it again said, ``checks``: hourly.scan.edge_checks)."""
+    checks = checks or {}
     md = []
     if points:
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
@@ -321,7 +325,7 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         c, n = st.change, st.numbers()
         md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
                   f"{n.levels()} | {percent(n.relative_change)}"
-                  + (" (edge)" if c.edge else "") + f" | {n.counts()} |")
+                  + (_edge_tag(checks.get(step_key(st))) if c.edge else "") + f" | {n.counts()} |")
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
@@ -329,7 +333,7 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
                   f"between {st.before.time} and {st.after.time}")
         md.append("")
         if c.edge:
-            md.append("Edge step: one pair on its side; measure that pair again to confirm before bisecting.")
+            md.append(_edge_sentence(checks.get(step_key(st))))
             md.append("")
         n = st.numbers()
         md.append(f"- level {n.levels()}: medians of the scan's points on each side ({n.counts()})")
@@ -343,6 +347,25 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         md.extend(_commits_section(repos, st))
         md.append("")
     return md
+
+
+def _edge_tag(check: EdgeCheck | None) -> str:
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        return " (edge)"
+    return f" (edge, {check.verdict.value})"
+
+
+def _edge_sentence(check: EdgeCheck | None) -> str:
+    """What an edge step is, and what measuring its pair and the neighbour again said."""
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        failed = " Measuring it again failed." if check is not None else ""
+        return f"Edge step: one pair on its side.{failed} Measure that pair again to confirm before bisecting."
+    again = (f"that pair and its neighbour measured again read {check.level_before:.4g} → {check.level_after:.4g}"
+             f" ({percent(check.relative_change)}; {check.samples_before} / {check.samples_after} samples)")
+    if check.verdict is EdgeVerdict.CONFIRMED:
+        return f"Edge step (one pair on its side), **confirmed**: {again}."
+    return (f"Edge step (one pair on its side), **not confirmed**: {again}. The scan's value was an outlier;"
+            " there is nothing to bisect.")
 
 
 def _crash_section(points: list[PointResult], s: Settings) -> list[str]:

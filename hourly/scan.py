@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import environment
 from .bench import compile_metric_regex, run_benchmark
@@ -19,12 +19,19 @@ from .resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from .store import STORE_NAME, Measurement, Store
 from .timeparse import instants, parse_step, window
 
+if TYPE_CHECKING:  # detection pulls in numpy
+    from .detect import EdgeCheck
+
 LEVEL = "hourly"
 #: The origin of the scan's own measurements; bisect, confirmation and profile add rows of their
 #: own origin and never change what the scan's table shows.
 SCAN_ORIGIN = "scan"
 #: Lines of a failing run's log shown when the scan stops.
 LOG_TAIL_LINES = 8
+#: The origin of an edge step's measurements again (confirm_edges): rows of their own, never the table's.
+CONFIRM_ORIGIN = "confirm"
+#: Runs of each pair when an edge step is measured again: this many, or twice --repeats if more.
+CONFIRM_REPEATS = 5
 
 
 def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
@@ -265,8 +272,74 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
                         break
             builds = m.builder.builds_run
             jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
-    return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None,
-                      jaxlib_builds, jax_builds, stopped=stopped)
+    if stopped is None and s.confirm_edges and s.mode != "exit":
+        more = confirm_edges(s, store, xla, jax, points, pin, on_progress)
+        builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
+    results = stored_results(store, key, points)
+    checks, as_json, _ = edge_checks(store, key, results, s)
+    return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
+                      jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json)
+
+
+def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                  pin: Pin | None, on_progress: Callable[[int, int, Pair | None], None] | None = None
+                  ) -> tuple[int, int, int]:
+    """Measure every unconfirmed edge step's two pairs again, back to back, with
+    :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
+    Returns the builds it ran (total, jaxlib, jax package): none unless a build left the cache."""
+    key = s.bench_key()
+    _, _, again = edge_checks(store, key, stored_results(store, key, points), s)
+    if not again:
+        return 0, 0, 0
+    with Workspace(trees(xla, jax), force=s.force) as ws:
+        m = Measurer(s, store, xla, jax, ws, pin)
+        for i, pair in enumerate(again):
+            if on_progress:
+                on_progress(i, len(again), pair)
+            m.measure(pair, confirm_repeats(s), origin=CONFIRM_ORIGIN)
+        if on_progress:
+            on_progress(len(again), len(again), None)
+        return m.builder.builds_run, m.builder.jaxlib_builds, m.builder.jax_builds
+
+
+def confirm_repeats(s: Settings) -> int:
+    return max(CONFIRM_REPEATS, 2 * s.repeats)
+
+
+def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
+                ) -> tuple[dict[tuple[str, str], EdgeCheck], list[dict], list[Pair]]:
+    """The edge steps of the scan's table and what measuring them again said: {step key: check},
+    the same for --json, and the pairs still to measure again (no ``confirm`` row newer than
+    their latest ``scan`` row: a rerun of the scan asks for a new confirmation)."""
+    from .detect import check_edge
+    from .steps import edge_check_json, edge_pairs, find_steps, step_key
+    if not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return {}, [], []
+    steps, _, groups = find_steps(points, s.higher_is_better)
+    checks: dict[tuple[str, str], EdgeCheck] = {}
+    out: list[dict] = []
+    todo: list[Pair] = []
+    for st in steps:
+        pairs = edge_pairs(st.change, groups)
+        if pairs is None:
+            continue
+        rows = [_confirm_rows(store, key, g.point.xla, g.point.jax) for g in pairs[:2]]
+        missing = [Pair(g.point.xla, g.point.jax) for g, r in zip(pairs[:2], rows) if not r]
+        if missing:
+            todo += [p for p in missing if p not in todo]
+            continue
+        samples = [[x for m in r if m.status == Status.OK.value for x in m.samples] for r in rows]
+        check = check_edge(st.change, samples[0], samples[1])
+        checks[step_key(st)] = check
+        out.append(edge_check_json(st, check, pairs))
+    return checks, out, todo
+
+
+def _confirm_rows(store: Store, key: str, xla: str, jax: str) -> list[Measurement]:
+    """A pair's ``confirm`` rows newer than its latest ``scan`` row."""
+    rows = store.measurements(key, xla, jax)
+    since = max((m.id or 0 for m in rows if m.origin == SCAN_ORIGIN), default=0)
+    return [m for m in rows if m.origin == CONFIRM_ORIGIN and (m.id or 0) > since]
 
 
 def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
@@ -327,7 +400,9 @@ def show(store: Store, s: Settings) -> ScanReport:
         m = latest.get((x, j))
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
-    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None)
+    checks, as_json, _ = edge_checks(store, key, out, s)
+    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None,
+                      edge_checks=checks, edge_json=as_json)
 
 
 def require_measured(report: ScanReport, s: Settings) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from .detect import Change, Detection, detect, percent
+from .detect import Change, Detection, EdgeCheck, EdgeVerdict, detect, percent
 from .model import PointResult, Step
 from .render import arrow, step_marks
 from .series import Series, SeriesPoint
@@ -61,14 +61,29 @@ def series_from_points(points: list[PointResult], source: str = "") -> Series:
                         for p in group_points(points)), source)
 
 
-def edge_note(change: Change) -> str:
-    """What an edge step means, for a line that describes it ("" for any other step)."""
+def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
+    """What an edge step means, and what measuring it again said, for a line that describes it
+    ("" for any other step)."""
     if not change.edge:
         return ""
-    return "; edge step: one pair on its side, measure it again to confirm"
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        why = "; measuring it again failed" if check is not None else ""
+        return f"; edge step: one pair on its side{why}, measure it again to confirm"
+    again = (f"measured again ({check.samples_before} / {check.samples_after} samples):"
+             f" {check.level_before:.4g} → {check.level_after:.4g} ({percent(check.relative_change)})")
+    if check.verdict is EdgeVerdict.CONFIRMED:
+        return f"; edge step confirmed, {again}"
+    return f"; edge step NOT confirmed, {again}: the scan's value was an outlier, nothing to bisect"
 
 
-def describe(step: Step) -> str:
+def edge_verdict_mark(check: EdgeCheck | None) -> str:
+    """What follows "edge" in an edge step's table mark: its verdict once measured again."""
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        return ""
+    return " ✔" if check.verdict is EdgeVerdict.CONFIRMED else " ✖ outlier"
+
+
+def describe(step: Step, check: EdgeCheck | None = None) -> str:
     c = step.change
     n = step.numbers()
     sign = arrow(c.kind)
@@ -77,7 +92,35 @@ def describe(step: Step) -> str:
     return (f"{sign} {c.kind.value} {percent(n.relative_change)} ({n.levels()}, {n.counts()};"
             f" {c.strength:.0f}× its standard error) between {step.before.time} and {step.after.time}; "
             f"moved: {', '.join(moved) or 'nothing'}"
-            + edge_note(c))
+            + edge_note(c, check))
+
+
+def edge_pairs(change: Change, groups: list[Group]) -> tuple[Group, Group, str] | None:
+    """The two pairs an edge step is confirmed with, earlier first, and which end of the series
+    the lone pair is at ("last" or "first"): the lone pair and its nearest measured neighbour;
+    None for any other step."""
+    if not change.edge:
+        return None
+    good = [i for i, g in enumerate(groups) if g.samples]
+    if change.n_after == 1 and change.after_index == good[-1]:
+        return groups[good[-2]], groups[good[-1]], "last"
+    if change.n_before == 1 and change.before_index == good[0]:
+        return groups[good[0]], groups[good[1]], "first"
+    return None
+
+
+def step_key(step: Step) -> tuple[str, str]:
+    """How a step is named across commands: the times of its last point before and first after."""
+    return step.before.time, step.after.time
+
+
+def edge_check_json(step: Step, check: EdgeCheck, pairs: tuple[Group, Group, str]) -> dict:
+    """An edge step's check for --json: the step, the verdict, the new numbers and the two pairs."""
+    return {"before": step.before.time, "after": step.after.time, "side": pairs[2],
+            "verdict": check.verdict.value, "level_before": check.level_before, "level_after": check.level_after,
+            "relative_change": check.relative_change, "samples_before": check.samples_before,
+            "samples_after": check.samples_after,
+            "pairs": [{"xla": g.point.xla, "jax": g.point.jax} for g in pairs[:2]]}
 
 
 #: Point statuses where the benchmark ran to its end (exit 0), and where it did not.
@@ -146,13 +189,17 @@ def crash_marks(windows: list[CrashWindow]) -> dict[int, str]:
 
 def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     """Marks for the scan table (at the first instant after each step or crash window) and one
-    line per step and per crash window."""
+    line per step and per crash window (an edge step with what measuring it again said)."""
     crashes = crash_windows(report.points)
     marks, lines = crash_marks(crashes), []
     if any(p.status == "ok" and p.value is not None for p in report.points):
         steps, _, _ = find_steps(report.points, s.higher_is_better)
+        checks = report.edge_checks or {}
         marks.update(step_marks(steps))
-        lines = [found(len(steps), "step")] + [describe(st) for st in steps]
+        for st in steps:
+            if st.change.edge:
+                marks[st.after_index] += edge_verdict_mark(checks.get(step_key(st)))
+        lines = [found(len(steps), "step")] + [describe(st, checks.get(step_key(st))) for st in steps]
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
         lines += [describe_crash(w, s.workdir) for w in crashes]

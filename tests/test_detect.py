@@ -336,3 +336,101 @@ def test_steps_with_several_points_a_side_are_not_edge_steps():
 def test_an_edge_point_within_the_noise_is_no_step():
     series = noisy([(30, 100.0)], 0.01, seed=6) + [101.5]
     assert detect_changes(series) == []
+
+
+# Former false steps of benchmarks/detect_recall.py's level-dependent-noise series (seed 20230824),
+# values as the benchmark drew them (rounded), with the real steps: each level has its own noise of
+# 3-20 %, so one noise for the whole series (set by the quiet level) split a noisy level, or took
+# one of its runs at the edge for an edge step.
+FORMER_FALSE_STEPS = {
+    # a noisy level split into two short segments (3 / 2 points) before the real x30 step
+    "noisy level split": ([114.706, 145.3, 133.418, 237.847, 215.945, 7.369, 7.212, 7.202], [5]),
+    # the first run of a level whose other four look calm by chance: an edge step at z 13.5
+    "first run of a noisy level": ([169.934, 210.542, 209.703, 203.945, 201.52, 65.624, 90.796, 92.663], [5]),
+    # ... the last run of one (levelx: multiplicative noise). The real x0.58 step (3 / 5 points, 65 counted
+    # in its level's noise) is not significant against its own levels' noise: a miss, not a false step
+    "last run of a noisy level": ([198.368, 199.735, 190.051, 114.281, 112.081, 115.801, 121.326, 65.005], []),
+    # both at once, on 8 points
+    "edge and split": ([219.344, 258.86, 264.513, 198.791, 200.395, 19.386, 19.155, 18.775], [5]),
+    # 20 points, 3 repeats each: the 200 us level at 20 % noise split 3 / 3
+    "split with repeats": ([[194.17, 113.06, 212.64], [157.26, 217.97, 185.83], [188.61, 183.42, 170.32],
+                            [239.88, 176.1, 225.23], [233.0, 140.37, 217.59], [258.85, 225.58, 185.13],
+                            [28.56, 26.02, 26.13], [30.58, 29.42, 31.48], [29.03, 27.85, 27.45],
+                            [27.14, 28.88, 26.96], [27.02, 28.78, 26.05], [30.66, 28.09, 27.92],
+                            [28.59, 28.42, 28.39], [28.88, 28.22, 29.35], [27.56, 29.52, 27.84],
+                            [28.39, 28.27, 29.72], [9.3, 9.2, 8.47], [9.15, 8.77, 8.48], [8.74, 9.03, 8.79],
+                            [9.28, 9.18, 8.57]], [6, 16]),
+    # 40 points: the noisiest level (the last, ~1.6 at 20 %) split 5 / 5
+    "split of the last level": ([195.345, 224.66, 174.484, 213.422, 4.051, 4.05, 4.091, 4.023, 4.164, 4.468, 4.271,
+                                 4.2, 4.037, 4.447, 4.405, 4.298, 4.512, 4.287, 4.302, 4.342, 4.156, 4.21, 4.072,
+                                 4.291, 4.458, 4.273, 4.013, 4.133, 1.596, 1.499, 1.651, 1.45, 1.538, 2.397, 1.743,
+                                 1.878, 1.967, 1.93, 1.23, 1.962], [4, 28]),
+    # 40 points, x0.55 at 20 % noise: the best split is two points late; the window must hold the real one
+    "window of a step in large noise": ([193.343, 238.884, 156.0, 222.317, 222.169, 222.068, 290.446, 135.241,
+                                        237.858, 233.304, 179.995, 269.89, 193.502, 236.14, 271.963, 263.817,
+                                        172.278, 165.278, 100.606, 104.106, 181.445, 118.576, 112.312, 131.959,
+                                        110.938, 118.088, 114.26, 107.914, 109.346, 140.186, 114.711, 123.56,
+                                        133.956, 171.162, 129.166, 151.693, 103.43, 167.49, 126.52, 107.81], [16]),
+}
+
+
+@pytest.mark.parametrize("name", list(FORMER_FALSE_STEPS))
+def test_level_dependent_noise_former_false_steps(name):
+    series, real = FORMER_FALSE_STEPS[name]
+    changes = detect(series, higher_is_better=False).changes
+    # every real step found once, in a window that holds it; nothing else
+    assert len(changes) == len(real), spans(changes)
+    for c, step in zip(changes, real):
+        assert c.before_index < step <= c.after_index, (step, spans(changes))
+        assert not c.edge
+
+
+def test_a_step_is_judged_against_its_own_levels_noise():
+    # levels a factor 1.25+ apart are regimes of their own: the 200-level's noise (20 %) shows in
+    # its own points only, and a split of it must beat Student's t with their few degrees of freedom
+    from hourly.detect import regime_z
+    v = np.log(np.array([114.706, 145.3, 133.418, 237.847, 215.945, 7.369, 7.212, 7.202]))
+    bounds = [0, 3, 5, 8]
+    meds = [float(np.median(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+    assert regime_z(v, bounds, meds, 1) < 3.0       # 133 -> 227: t 5.5 with 3 degrees of freedom
+    assert regime_z(v, bounds, meds, 2) > 4.0       # 227 -> 7.2: the real step (t 42, 5 degrees of freedom)
+
+
+def test_student_t_tail_matches_scipy():
+    from scipy import stats
+    from hourly.detect import t_as_z, t_two_sided
+    for dof in (1, 2, 3, 4, 7, 12, 40, 201):
+        for t in (0.3, 1.0, 2.5, 6.0, 20.0):
+            assert t_two_sided(t, dof) == pytest.approx(2 * stats.t.sf(t, dof), rel=1e-9, abs=1e-15)
+    assert t_as_z(3.0, 10_000) == pytest.approx(3.0, abs=0.01)  # many degrees of freedom: the normal
+    assert t_as_z(8.1, 3) < 3.0 < t_as_z(8.1, 30)
+
+
+def test_the_window_covers_every_plausible_place_of_a_step():
+    from hourly.detect import locate
+    rng = np.random.default_rng(5)
+    quiet = np.concatenate([rng.normal(0, 0.001, 20), rng.normal(0.07, 0.001, 20)])
+    assert locate(quiet, 0, 20, 40, 0.001) == (20, 20)  # 70 sigma: one place only
+    loud = np.concatenate([rng.normal(0, 0.2, 20), rng.normal(-0.6, 0.2, 20)])
+    first, last = locate(loud, 0, 20, 40, 0.2)
+    assert first < 20 < last or (first, last) != (20, 20)
+    assert 0 < first <= 20 <= last < 40
+
+
+def test_check_edge_confirms_or_calls_an_outlier():
+    from hourly.detect import EdgeVerdict, check_edge
+    c = detect([577.0, 576.0, 578.0, 577.5, 540.0]).changes[0]
+    assert c.edge
+    ok = check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [540.0, 541.0, 539.5, 540.2, 540.4])
+    assert ok.verdict is EdgeVerdict.CONFIRMED and ok.relative_change == pytest.approx(-0.064, abs=0.001)
+    assert (ok.samples_before, ok.samples_after) == (5, 5)
+    # measured again, the lone pair reads like its neighbour: the scan's run was an outlier
+    assert check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [577.3, 576.1, 578.0, 577.1, 576.8]).verdict \
+        is EdgeVerdict.OUTLIER
+    # ... or moved the other way: not the step that was reported
+    assert check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [600.3, 601.1, 599.0, 600.1, 600.8]).verdict \
+        is EdgeVerdict.OUTLIER
+    # a change below the floor is no confirmation
+    assert check_edge(c, [577.0, 577.01, 576.99, 577.0, 577.02], [574.0, 574.01, 573.99, 574.0, 574.02]).verdict \
+        is EdgeVerdict.OUTLIER
+    assert check_edge(c, [577.0, 576.5], []).verdict is EdgeVerdict.UNMEASURED

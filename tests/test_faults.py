@@ -504,14 +504,19 @@ def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made
     cmd = [sys.executable, "-m", "hourly", *args]
     killed = _kill_at(cmd, moment)
     db = tmp_path / "work" / "hourly.sqlite"
-    before = _rows(db, "SELECT id, xla, jax, status FROM measurements") if db.exists() else []
+    before = _rows(db, "SELECT id, xla, jax, status, origin FROM measurements") if db.exists() else []
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (killed, moment, done.stderr)
     result = json.loads(done.stdout)
     assert all(p["status"] == "ok" for p in result["points"])
-    after = _rows(db, "SELECT id, xla, jax, status FROM measurements")
+    after = _rows(db, "SELECT id, xla, jax, status, origin FROM measurements")
     assert after[:len(before)] == before  # nothing finished was lost
-    assert len({(x, j) for _, x, j, _ in after}) == len(after) == result["distinct_pairs"]  # nor redone
+    scan = [(x, j) for _, x, j, _, o in after if o == "scan"]
+    assert len(set(scan)) == len(scan) == result["distinct_pairs"]  # nor redone
+    # the last pair alone is at a new level (the fusion heuristic): it and its neighbour were
+    # measured again once each, however the kill fell
+    confirm = [(x, j) for _, x, j, _, o in after if o == "confirm"]
+    assert len(set(confirm)) == len(confirm) == 2 and result["edge_checks"][0]["verdict"] == "confirmed"
     _tree_state_ok(made)
 
 

@@ -444,3 +444,89 @@ def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys
     # a flag still wins over the stored direction
     code, out, err = run_cli(capsys, ["detect", str(work), "--json", "--higher-is-better"])
     assert json.loads(out)["changes"][0]["kind"] == "regression"
+
+
+# A benchmark whose first runs of one pair read 10 % slow (a cold cache, a noisy neighbour):
+# SLOW_FILE holds "<xla sha> <slow runs left>".
+SLOW_ONCE = r'''
+import os, random
+from pathlib import Path
+import jax_demo
+slow = Path(os.environ["SLOW_FILE"])
+sha, left = slow.read_text().split()
+value = 577.1 * jax_demo.FACTOR * (1 + random.gauss(0, float(os.environ.get("DEMO_NOISE", "0.002"))))
+if jax_demo.XLA_SHA.startswith(sha) and int(left) > 0:
+    slow.write_text(f"{sha} {int(left) - 1}")
+    value *= 0.9
+print(f"MLUPS: {value:.2f}")
+'''
+
+
+def edge_scan(scan_args, made, tmp_path, frm: str, to: str, slow_sha: str = "none", *extra: str) -> list[str]:
+    bench = tmp_path / "slow_once.py"
+    bench.write_text(SLOW_ONCE)
+    (tmp_path / "slow.txt").write_text(f"{slow_sha} 1")
+    args = scan_args(frm, to, "--env", f"SLOW_FILE={tmp_path / 'slow.txt'}", *extra)
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    return args
+
+
+def origins(workdir: Path) -> dict[str, int]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return dict(c.execute("SELECT origin, COUNT(*) FROM measurements GROUP BY origin").fetchall())
+
+
+def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, tmp_path):
+    # the fusion heuristic (-7 %) lands at 13:20: the scan's last pair alone is at the new level
+    work = tmp_path / "work"
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00")
+    # --no-confirm-edges: reported, unconfirmed, nothing measured again
+    code, out, _ = run_cli(capsys, args + ["--no-confirm-edges"])
+    assert code == 0 and "edge step: one pair on its side, measure it again to confirm" in out
+    assert origins(work) == {"scan": 4}
+    assert json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])["edge_checks"] == []
+    # the same scan without the flag measures the edge pair and its neighbour again, building nothing
+    code, out, err = run_cli(capsys, args)
+    assert code == 0, err
+    assert "edge ✔" in out  # the table's mark
+    line = next(ln for ln in out.splitlines() if "regression" in ln and "between" in ln)
+    assert "edge step confirmed, measured again (5 / 5 samples)" in line
+    assert "0 builds" in out
+    # 5 runs each, as rows of their own
+    assert origins(work) == {"scan": 4, "confirm": 2}
+    shown = json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])
+    (check,) = shown["edge_checks"]
+    assert check["verdict"] == "confirmed" and check["side"] == "last"
+    assert check["samples_before"] == check["samples_after"] == 5
+    assert check["relative_change"] == pytest.approx(-0.07, abs=0.01)
+    assert check["after"] == shown["points"][-1]["time"]
+    # the scan's own table is the scan's: one sample per point, as measured
+    assert [len(p["samples"]) for p in shown["points"]] == [1] * len(shown["points"])
+    # the same scan again measures nothing: the confirmation is stored
+    result = scan_json(capsys, args)
+    assert result["edge_checks"] == shown["edge_checks"] and origins(work) == {"scan": 4, "confirm": 2}
+    run_cli(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert "(edge, confirmed)" in md and "**confirmed**" in md
+
+
+def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_args, made, tmp_path):
+    # no change lands in the window, but the first run of its last pair (xla's autotuning commit) is slow
+    work = tmp_path / "work"
+    sha = made.shas["[XLA:GPU] Add autotuning cache key"]
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 13:00", sha[:12])
+    result = scan_json(capsys, args)
+    (check,) = result["edge_checks"]
+    assert check["verdict"] == "outlier" and check["pairs"][1]["xla"] == sha
+    assert abs(check["relative_change"]) < 0.01
+    assert result["points"][-1]["value"] == pytest.approx(0.9 * 577.1, rel=0.01)  # the scan's value stays
+    code, out, _ = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 0 and "edge ✖ outlier" in out
+    assert "edge step NOT confirmed" in out and "nothing to bisect" in out
+    run_cli(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert "(edge, outlier)" in md and "**not confirmed**" in md
+    # plain `hourly bisect` leaves it alone: measured again, there is no regression
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["regressions"] == []

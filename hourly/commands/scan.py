@@ -19,6 +19,9 @@ SCAN_ONLY = {
                                                     "a crash or a failing test) [default: metric].")),
     "keep_going": (Optional[bool], Opt(None, "--keep-going", help="Scan on even when every run of the first "
                                                                   "measured pair fails (default: stop there).")),
+    "confirm_edges": (Optional[bool], Opt(None, "--confirm-edges/--no-confirm-edges",
+                                          help="Measure an edge step's lone pair and its neighbour again with "
+                                               "more runs, to confirm it or call it an outlier [default: on].")),
 }
 
 
