@@ -206,9 +206,9 @@ def write_build_script(bin_dir: Path, xla_clone: Path) -> Path:
     script = bin_dir / "build-jax.sh"
     script.write_text(textwrap.dedent(f"""\
         #!/usr/bin/env bash
-        # stand-in for the nightly container's build-jax.sh
+        # stand-in for the nightly container's build-jax.sh (the XLA tree hourly names, else the clone)
         set -euo pipefail
-        exec "${{HOURLY_PYTHON:-python3}}" "{bin_dir / 'build_standin.py'}" "{xla_clone}" "$@"
+        exec "${{HOURLY_PYTHON:-python3}}" "{bin_dir / 'build_standin.py'}" "${{HOURLY_XLA_DIR:-{xla_clone}}}" "$@"
         """))
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return script
