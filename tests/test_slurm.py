@@ -1,0 +1,187 @@
+"""The Slurm executor on a real single-node cluster (.ci/slurm-up.sh), and its pure parts.
+
+Without a reachable Slurm the cluster tests skip with the reason, except in CI (CI=true), where
+they fail: CI brings the cluster up itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hourly.cli import main
+from hourly.errors import ProcessError
+from hourly.slurm import JobState, Slurm, SubmitOptions, transient
+
+
+def run_cli(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="session")
+def _cluster() -> Slurm:
+    slurm = Slurm()
+    why = slurm.reachable()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs the Slurm tests on a real cluster, but none is reachable: {why} "
+                        "(.ci/run starts one with .ci/slurm-up.sh)")
+        pytest.skip(f"no Slurm reachable: {why} (bash .ci/slurm-up.sh starts a single-node one)")
+    return slurm
+
+
+@pytest.fixture
+def cluster(_cluster, monkeypatch) -> Slurm:
+    monkeypatch.setenv("HOURLY_SLURM_POLL", "0.2")
+    return _cluster
+
+
+def run_name(workdir: Path) -> str:
+    """The job name of the run whose store is in ``workdir`` (hourly.executor._Round)."""
+    return "hourly-" + hashlib.sha256(str(workdir.absolute() / "hourly.sqlite").encode()).hexdigest()[:10]
+
+
+def rows(workdir: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return [tuple(r) for r in c.execute(sql)]
+
+
+def job_ids(workdir: Path) -> list[list[str]]:
+    return sorted(json.loads(p.read_text())["jobs"] for p in (workdir / "jobs").glob("*/attempts.json"))
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+
+def test_job_states_parse_and_classify():
+    assert JobState.parse("CANCELLED by 0") is JobState.CANCELLED
+    assert JobState.parse("OUT_OF_ME+") is JobState.OUT_OF_MEMORY
+    assert JobState.parse("RUNNING") is JobState.RUNNING and JobState.RUNNING.active
+    assert JobState.parse("gibberish") is JobState.UNKNOWN
+    assert all(JobState(s).cluster_fault for s in ("NODE_FAIL", "PREEMPTED", "TIMEOUT", "CANCELLED"))
+    assert not JobState.FAILED.cluster_fault and not JobState.COMPLETED.active
+
+
+def test_controller_trouble_is_transient_anything_else_is_not():
+    busy = ProcessError(["squeue"], 1, "squeue: error: Unable to contact slurm controller (connect failure)")
+    bad = ProcessError(["sbatch"], 1, "sbatch: error: invalid partition specified: nope")
+    assert transient(busy) and not transient(bad)
+    assert SubmitOptions("gpu", "1:00:00", "gpu:1", ("--account=x",)).argv() == [
+        "--partition=gpu", "--time=1:00:00", "--gres=gpu:1", "--account=x"]
+
+
+def test_local_executor_with_workers_is_a_user_error(capsys, scan_args):
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--workers", "4"))
+    assert code == 1
+    assert "--workers 4 needs --executor slurm" in err and "add --executor slurm" in err
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--gres", "gpu:1"))
+    assert code == 1 and "--gres apply to --executor slurm only" in err
+
+
+# -- the real cluster ------------------------------------------------------------------------------
+
+def test_adapter_submits_reads_and_cancels_a_real_job(cluster, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\nsleep 60\n")
+    name = f"hourly-test-{os.getpid()}"
+    job = cluster.submit(script, name=name, comment="hourly:test:adapter", output=tmp_path / "out-%j.txt",
+                         chdir=tmp_path)
+    try:
+        (only,) = [j for j in cluster.jobs(name) if j.id == job]
+        assert only.comment == "hourly:test:adapter" and only.state.active
+    finally:
+        cluster.cancel([job])
+    end = time.time() + 30
+    while cluster.states(name, [job])[job].active and time.time() < end:
+        time.sleep(0.2)
+    assert cluster.states(name, [job])[job] is JobState.CANCELLED
+
+
+def test_scan_on_slurm_stores_what_a_local_scan_stores(capsys, cluster, scan_args, tmp_path):
+    """Four distinct pairs (a build failure and a crash among them), four jobs at once: the
+    store's measurement rows (in order) and build outcomes equal a local scan's."""
+    window = ("Aug 25 2023 06:00", "Aug 25 2023 18:00", "--step", "4h", "--json")
+    local, remote = tmp_path / "local", tmp_path / "slurm"
+    code, out_local, _ = run_cli(capsys, [*scan_args(*window), "--workdir", str(local),
+                                          "--cache-dir", str(tmp_path / "cache-local")])
+    assert code == 0
+    code, out_slurm, err = run_cli(capsys, [*scan_args(*window), "--workdir", str(remote),
+                                            "--cache-dir", str(tmp_path / "cache-slurm"),
+                                            "--executor", "slurm", "--workers", "4"])
+    assert code == 0, err
+    a, b = json.loads(out_local), json.loads(out_slurm)
+    assert [(p["xla"], p["jax"], p["status"]) for p in a["points"]] == \
+           [(p["xla"], p["jax"], p["status"]) for p in b["points"]]
+    assert {p["status"] for p in b["points"]} >= {"ok", "build_failed", "crashed"}
+    assert (a["distinct_pairs"], a["builds"]) == (b["distinct_pairs"], b["builds"]) == (4, 4)
+    q = "SELECT xla, jax, status, origin, json_array_length(samples) FROM measurements ORDER BY id"
+    assert rows(local, q) == rows(remote, q)
+    q = "SELECT xla, jax, status FROM builds ORDER BY xla, jax"
+    assert rows(local, q) == rows(remote, q)
+    assert len(job_ids(remote)) == 4  # one job per pair, each on its first attempt
+    assert all(len(jobs) == 1 for jobs in job_ids(remote))
+
+
+def _slow_scan(made, venv_python, workdir: Path, seconds: float) -> list[str]:
+    return [sys.executable, "-m", "hourly", "scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00",
+            "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+            "--python", venv_python, "--bench-cmd", f"sh -c 'sleep {seconds}; python3 {made.bench_script}'",
+            "--workdir", str(workdir), "--executor", "slurm", "--workers", "4", "--json"]
+
+
+def _running(cluster: Slurm, workdir: Path, n: int = 1, timeout: float = 60) -> list[str]:
+    end = time.time() + timeout
+    while time.time() < end:
+        jobs = [j.id for j in cluster.jobs(run_name(workdir)) if j.state is JobState.RUNNING]
+        if len(jobs) >= n:
+            return jobs
+        time.sleep(0.2)
+    raise AssertionError(f"no {n} running jobs of {workdir} after {timeout}s")
+
+
+def test_a_cancelled_job_is_submitted_again(cluster, made, venv_python, tmp_path):
+    work = tmp_path / "work"
+    coordinator = subprocess.Popen(_slow_scan(made, venv_python, work, 3), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+    try:
+        victim = _running(cluster, work)[0]
+        subprocess.run(["scancel", victim], check=True)
+        out, err = coordinator.communicate(timeout=120)
+    finally:
+        coordinator.kill()
+    assert coordinator.returncode == 0, err
+    assert all(p["status"] == "ok" for p in json.loads(out)["points"])
+    tried = job_ids(work)
+    assert [victim] in [jobs[:1] for jobs in tried] and sorted(map(len, tried)) == [1, 2]
+    assert len(rows(work, "SELECT id FROM measurements")) == 2  # one row per pair: nothing twice
+
+
+def test_a_killed_coordinator_adopts_its_jobs(cluster, made, venv_python, tmp_path):
+    """SIGKILL the coordinator while its jobs run; the same command again adopts them (no job is
+    submitted twice), records their results, and gives the same answer as an unbroken run."""
+    work = tmp_path / "work"
+    argv = _slow_scan(made, venv_python, work, 3)
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _running(cluster, work, n=2)
+        before = job_ids(work)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert len(before) == 2 and not rows(work, "SELECT id FROM measurements")
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert job_ids(work) == before  # adopted, not submitted again
+    assert all(p["status"] == "ok" for p in json.loads(again.stdout)["points"])
+    assert len(rows(work, "SELECT id FROM measurements")) == 2
