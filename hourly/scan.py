@@ -266,19 +266,17 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
     if todo and executor is not None and not isinstance(executor, LocalExecutor):
         host = ScanHost(s, store, jax, pin)
         results = executor.stream(host, [(p, s.repeats) for p in todo])
-        try:  # W pairs at once; recorded in the scan's order as they come in
-            for got, b, _ in results:
-                builds += b
-                done += 1
-                if on_progress:
-                    on_progress(done, len(pairs), None)
-                if not checked and got.status != Status.BUILD_FAILED.value:
-                    checked = True
-                    if got.status != Status.OK.value:
-                        stopped = never_worked(got, s, first=True)
-                        break
-        finally:
-            results.close()  # a stop cancels the jobs still running
+        for got, b, _ in results:  # W pairs at once; recorded in the scan's order as they come in
+            builds += b
+            done += 1
+            if on_progress:
+                on_progress(done, len(pairs), None)
+            if not checked and got.status != Status.BUILD_FAILED.value:
+                checked = True
+                if got.status != Status.OK.value:
+                    stopped = never_worked(got, s, first=True)
+                    results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
+                    break
         jaxlib_builds, jax_builds = host._split
     elif todo:
         with Workspace(trees(xla, jax), force=s.force) as ws:
