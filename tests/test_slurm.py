@@ -185,3 +185,17 @@ def test_a_killed_coordinator_adopts_its_jobs(cluster, made, venv_python, tmp_pa
     assert job_ids(work) == before  # adopted, not submitted again
     assert all(p["status"] == "ok" for p in json.loads(again.stdout)["points"])
     assert len(rows(work, "SELECT id FROM measurements")) == 2
+
+
+def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster, scan_args, tmp_path):
+    """The first measured pair crashes: both executors stop with the same one line and store the
+    same single row; the Slurm scan's other job is not recorded."""
+    failing = ("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--bench-cmd", "python3 -c 'import sys; sys.exit(3)'")
+    out = {}
+    for name, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "4"])):
+        code, _, err = run_cli(capsys, [*scan_args(*failing), "--workdir", str(tmp_path / name), *extra])
+        assert code == 1
+        out[name] = err.split("(log")[0]
+    assert out["local"] == out["slurm"] and "crashed with exit code 3" in out["slurm"]
+    q = "SELECT xla, jax, status, origin FROM measurements ORDER BY id"
+    assert rows(tmp_path / "local", q) == rows(tmp_path / "slurm", q) and len(rows(tmp_path / "slurm", q)) == 1
