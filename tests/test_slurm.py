@@ -89,6 +89,31 @@ def test_local_executor_with_workers_is_a_user_error(capsys, scan_args):
     assert code == 1 and "--gres apply to --executor slurm only" in err
 
 
+def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_python, tmp_path):
+    """Two scans of the same pair on their own worktrees, one cache, started together: the per-key
+    lock makes the second wait and install the first one's wheels — one build, two measurements."""
+    from hourly.gitrepo import GitRepo
+    log = tmp_path / "builds.log"
+    build = tmp_path / "build-slow.sh"
+    build.write_text(f"#!/bin/bash\necho start >> {log}\nsleep 1\nexec {made.build_script}\n")
+    build.chmod(0o755)
+    sha = {n: GitRepo(getattr(made, n), n).rev_parse("origin/main") for n in ("xla", "jax")}
+    procs = []
+    for run in ("a", "b"):
+        trees = {n: GitRepo(getattr(made, n), n).add_worktree(tmp_path / run / n, sha[n]).path for n in ("xla", "jax")}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "hourly", "scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 12:30",
+             "--no-sync", "--xla-repo", str(trees["xla"]), "--jax-repo", str(trees["jax"]), "--build-cmd", str(build),
+             "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--json",
+             "--workdir", str(tmp_path / run / "work"), "--cache-dir", str(tmp_path / "cache")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert log.read_text().count("start") == 1
+    assert all(json.loads(out)["points"][0]["status"] == "ok" for out, _ in results)
+    assert sorted(json.loads(out)["builds"] for out, _ in results) == [0, 1]
+
+
 # -- the real cluster ------------------------------------------------------------------------------
 
 def test_adapter_submits_reads_and_cancels_a_real_job(cluster, tmp_path):
