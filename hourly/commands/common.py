@@ -102,7 +102,7 @@ EXECUTOR: OptionSet = {
     "time": (Optional[str], Opt(None, "--time", help="Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].")),
     "gres": (Optional[str], Opt(None, "--gres", help="Slurm generic resources of each job, e.g. gpu:1 [default: none].")),
     "slurm_arg": (Optional[List[str]], Opt(None, "--slurm-arg", help="An sbatch option passed through, e.g. "
-                                           "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable).")),
+                                           "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable) [default: none].")),
 }
 
 
