@@ -74,6 +74,9 @@ class Counter:
         self.built: set = set()
         self.builds = 0
 
+    def cost(self, pair) -> float:
+        return COST_MEASURED if pair in self.built else COST_BUILD
+
     def test(self, pair, rebuild: bool = False) -> float | None:
         if rebuild or pair not in self.built:
             self.builds += 1
@@ -93,7 +96,7 @@ def verdict(level: float | None, good: float, bad: float) -> tuple[Verdict, bool
 
 def hourly_bisect(c: Counter, states: list[State]) -> list[tuple]:
     """hourly.bisect's search (cost-aware probes, skips, the rest of the window after a state
-    between the ends), builds counted by ``c``; pairs already built cost nothing."""
+    between the ends), builds counted and priced by ``c`` (``c.cost(pair)``, ``c.test(pair)``)."""
     found = []
     start = 0
     while True:
@@ -104,7 +107,7 @@ def hourly_bisect(c: Counter, states: list[State]) -> list[tuple]:
         verdicts: dict[int, Verdict] = {}
         between: dict[int, bool] = {}
         while True:
-            costs = {i: COST_MEASURED if sub[i].pair in c.built else COST_BUILD for i in range(1, len(sub) - 1)}
+            costs = {i: c.cost(sub[i].pair) for i in range(1, len(sub) - 1)}
             i = next_probe(len(sub), verdicts, costs)
             if i is None:
                 break
@@ -118,7 +121,8 @@ def hourly_bisect(c: Counter, states: list[State]) -> list[tuple]:
 
 def plain_bisect(c: Counter, states: list[State]) -> tuple:
     """git bisect over the states: midpoint, and on a skip the nearest untested neighbour."""
-    good, bad = c.test(states[0].pair), c.test(states[-1].pair)
+    good = c.test(states[0].pair)
+    c.test(states[-1].pair)  # the bad end is built too, as git bisect's user does
     lo, hi, skipped = 0, len(states) - 1, set()
     while True:
         cands = [i for i in range(lo + 1, hi) if i not in skipped]

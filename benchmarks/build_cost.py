@@ -33,10 +33,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bisect_builds import HISTORY, Oracle, exact, load_walks, plain_bisect, verdict  # noqa: E402
+from bisect_builds import HISTORY, Oracle, exact, hourly_bisect, load_walks, plain_bisect  # noqa: E402
 
-from hourly.bisect_math import (COST_BUILD, COST_JAX_BUILD, COST_MEASURED, State, Verdict, bounds,  # noqa: E402
-                                candidate_states, next_probe)
+from hourly.bisect_math import COST_BUILD, COST_JAX_BUILD, COST_MEASURED, candidate_states  # noqa: E402
 from hourly.native import is_native_path  # noqa: E402
 
 DAY = 86400
@@ -81,30 +80,6 @@ class Counter:
             self.built.add(pair)
             self.jaxlibs.add(self.lib(pair))
         return self.oracle.level(pair)
-
-
-def hourly_bisect(c: Counter, states: list[State]) -> list[tuple]:
-    """hourly.bisect's search over a window (cost-aware probes, the rest of the window after a
-    state between the ends), with ``c`` pricing each state."""
-    found, start = [], 0
-    while True:
-        sub = states[start:]
-        good, bad = c.test(sub[0].pair), c.test(sub[-1].pair)
-        if good is None or bad is None or abs(good - bad) < 1e-12:
-            return found
-        verdicts: dict[int, Verdict] = {}
-        between: dict[int, bool] = {}
-        while True:
-            costs = {i: c.cost(sub[i].pair) for i in range(1, len(sub) - 1)}
-            i = next_probe(len(sub), verdicts, costs)
-            if i is None:
-                break
-            verdicts[i], between[i] = verdict(c.test(sub[i].pair), good, bad)
-        b = bounds(len(sub), verdicts)
-        found.append((sub[b.lo].pair, sub[b.hi].pair))
-        if not (between.get(b.hi) and b.hi < len(sub) - 1):
-            return found
-        start += b.hi
 
 
 def one_window(walks, native, oracle, day, planted) -> dict[str, tuple[int, int, int]]:

@@ -36,7 +36,6 @@ with k planted steps among N states is ceil(log2 C(N, k)) + k + 2 builds.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
@@ -45,26 +44,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hourly.bisect_math import (COST_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, State, StepSearch,  # noqa: E402
                                 Verdict, bounds, candidate_states, classify, next_probe, separation, step_commits,
                                 worse)
 from hourly.detect import ChangeKind, detect  # noqa: E402
+from bisect_builds import load_walks  # noqa: E402
 
 DAY, HOUR = 86400, 3600
-HISTORY = [Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "history",
-           Path("/work/shared/data/history")]
 #: hourly.bisect's constants, mirrored (the Bisector drives the search exactly so)
 SEPARATION_MIN, MIN_END_SAMPLES = 3.0, 3
-
-
-def load_walks() -> dict[str, list[tuple[str, int]]]:
-    base = next(p for p in HISTORY if (p / "xla_2023-06_10.csv").exists())
-    walks = {}
-    for name in ("xla", "jax"):
-        rows = list(csv.DictReader(open(base / f"{name}_2023-06_10.csv")))
-        walks[name] = [(r["sha"], int(r["committer_time_unix"])) for r in reversed(rows)]  # newest first
-    return walks
 
 
 class Bench:

@@ -30,7 +30,7 @@ from datetime import datetime
 from .build import Builder, Workspace
 from .bisect_math import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, Bounds, Level,
                           State, Step, StepSearch, Verdict, bounds, candidate_states, classify, exit_transitions,
-                          exit_verdict, next_probe, separation, step_commits, worse)
+                          exit_verdict, next_probe, plan_probes, separation, step_commits, worse)
 from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
 from .config import Settings
 from .errors import UserError
@@ -191,7 +191,7 @@ class Bisector:
 
     def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
                  rerun: bool = False, handler: BisectHandler | None = None,
-                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False):
+                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None):
         if max_repeats < 1:
             raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
         if not 0 < min_change < 1:
@@ -204,6 +204,10 @@ class Bisector:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.invert = find_fix and mode is Mode.EXIT
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
+        #: runs the builds and benchmarks (None: here, one after another); ``workers`` states a round
+        self.executor = executor
+        self.rounds = 0  # calls of measure_many
+        self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
         if find_fix:
             self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
@@ -246,6 +250,24 @@ class Bisector:
         return self._measurer
 
     # -- measuring ----------------------------------------------------------------------------
+    @property
+    def workers(self) -> int:
+        """States probed per round."""
+        return getattr(self.executor, "workers", 1) if self.executor is not None else 1
+
+    def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+        """For each (pair, count): its Measurement (already recorded in the store with origin 'bisect',
+        exactly as Measurer.measure records it), builds run, runs run — in the order asked. One round."""
+        self.rounds += 1
+        self.jobs += len(reqs)
+        if self.executor is None:
+            return [self._measure(p, n) for p, n in reqs]
+        return self.executor.measure_many(self, reqs)
+
+    def _measure_one(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
+        """One state measured: a round of its own."""
+        return self.measure_many([(pair, repeats)])[0]
+
     def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
         m = self.measurer()
         b0, r0 = m.builder.builds_run, m.runs
@@ -290,10 +312,7 @@ class Bisector:
             if any(m.status == Status.BUILD_FAILED.value for m in stored):
                 return Probe(role, pair, Verdict.SKIP, "build failed")
             if not rcs:
-                m, builds, runs = self._measure(pair, self.s.repeats)
-                if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
-                    return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
-                rcs = [r.get("returncode") for r in m.runs]
+                return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
             v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
             return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
         good, bad = refs
@@ -315,11 +334,26 @@ class Bisector:
                 self._grow_ends(good, bad, len(samples) + need)
             else:
                 need = self.s.repeats
-            m, b, r = self._measure(pair, need)
+            m, b, r = self._measure_one(pair, need)
             builds, runs = builds + b, runs + r
             if m.status != Status.OK.value:
                 return Probe(role, pair, Verdict.SKIP, f"{m.status}: {m.detail}", samples, builds=builds, runs=runs)
             samples = samples + m.samples
+
+    def _exit_probe(self, role: str, pair: Pair, m: Measurement, builds: int, runs: int) -> Probe:
+        """The exit-mode verdict on a state just measured."""
+        if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+            return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
+        rcs = [r.get("returncode") for r in m.runs]
+        v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
+        return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+
+    def _evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:
+        """Exit mode: the verdicts on several states, those to measure measured in one round."""
+        todo = [p for p in pairs if not self._known_failed(p) and not any(
+            m.status == Status.BUILD_FAILED.value or m.runs for m in self._stored(p))]
+        got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]))) if todo else {}
+        return [self._exit_probe(role, p, *got[p]) if p in got else self.evaluate(p, role, None) for p in pairs]
 
     def _record(self, bid: int, p: Probe) -> Probe:
         row = p.row()
@@ -336,15 +370,17 @@ class Bisector:
             if len(ref) < want:
                 ref[:] = self._end_samples(self._bid, pair, v, want)[0]
 
-    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int) -> tuple[list[float], int, int]:
+    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int,
+                     got: tuple[Measurement, int, int] | None = None) -> tuple[list[float], int, int]:
         """The end's samples — the scan's and any earlier bisection's, never changed — measuring
-        more (rows of their own, origin ``bisect``) until it has ``want``."""
-        stored = [m for m in self._stored(pair) if m.status == Status.OK.value]
+        more (rows of their own, origin ``bisect``) until it has ``want``; ``got``: that measurement,
+        taken already in a round with the other end."""
+        stored = [m for m in self._stored(pair) if m.status == Status.OK.value and not (got and m.id == got[0].id)]
         samples = [x for m in stored for x in m.samples]
         origins = [m.origin for m in stored for _ in m.samples]
         builds = runs = 0
         if len(samples) < want:
-            m, builds, runs = self._measure(pair, want - len(samples))
+            m, builds, runs = got or self._measure_one(pair, want - len(samples))
             new = m.samples if m.status == Status.OK.value else []
             samples += new
             origins += [m.origin] * len(new)
@@ -399,6 +435,7 @@ class Bisector:
         if status == "done":
             self.store.restart_bisection(bid)
         rows = self.store.probes(bid)
+        rounds0, jobs0 = self.rounds, self.jobs
         self._bid, self._ends = bid, (good_pair, bad_pair)
         self.end_samples = {}
         self.handler.started(w, len(states), len(rows))
@@ -429,14 +466,7 @@ class Bisector:
             more_after = search.more_after
             self._going = (search, going[1] if going else states, step.hi)
         else:
-            while True:
-                costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
-                i = next_probe(len(states), verdicts, costs)
-                if i is None:
-                    break
-                p = self._record(bid, self.evaluate(states[i].pair, "probe", refs))
-                verdicts[i] = p.verdict
-            b = bounds(len(states), verdicts)
+            b = self._exit_search(bid, states, verdicts)
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
@@ -453,16 +483,37 @@ class Bisector:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
         answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
+        # rounds of measure_many (one state each without workers) and the requests they carried
+        answer["rounds"], answer["jobs"] = self.rounds - rounds0, self.jobs - jobs0
         self.store.finish_bisection(bid, answer)
         return answer
+
+    def _exit_search(self, bid: int, states: list[State], verdicts: dict[int, Verdict]) -> Bounds:
+        """Exit mode: probes until the last good and first bad state are settled (``verdicts``: the
+        stored ones, filled in); with workers, k states a round splitting the span into equal parts."""
+        while True:
+            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+            if self.workers > 1:
+                plan = plan_probes(len(states), verdicts, self.workers, costs)
+                if not plan:
+                    break
+                for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe")):
+                    verdicts[i] = self._record(bid, p).verdict
+                continue
+            i = next_probe(len(states), verdicts, costs)
+            if i is None:
+                break
+            verdicts[i] = self._record(bid, self.evaluate(states[i].pair, "probe", None)).verdict
+        return bounds(len(states), verdicts)
 
     def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
         to differ in the direction of the hunt; they are the references of the verdicts that follow."""
         want = min(MIN_END_SAMPLES, self.max_repeats)
         while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
-            good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want)
-            bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want)
+            got = self._ends_round(want, good_pair, bad_pair)
+            good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want, got.get(good_pair))
+            bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want, got.get(bad_pair))
             if not good or not bad:
                 raise UserError(f"an end of {_iso(w.good_time)} .. {_iso(w.bad_time)} has no metric "
                                 f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
@@ -483,6 +534,16 @@ class Bisector:
             raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                             "swap --good and --bad, or set --higher-is-better/--lower-is-better")
         return good, bad
+
+    def _ends_round(self, want: int, *pairs: Pair) -> dict[Pair, tuple[Measurement, int, int]]:
+        """With workers, the ends short of ``want`` samples measured in one round."""
+        if self.workers < 2:
+            return {}
+        short = {p: want - n for p in pairs
+                 if (n := sum(len(m.samples) for m in self._stored(p) if m.status == Status.OK.value)) < want}
+        if len(short) < 2:
+            return {}
+        return dict(zip(short, self.measure_many(list(short.items()))))
 
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
         """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails."""
@@ -534,14 +595,22 @@ class Bisector:
         pending = self._pending = {}  # builds and runs not yet in a recorded row
 
         def measure(i: int, count: int) -> list[float] | None:
-            m, builds, runs = self._measure(pairs[i], count)
-            acc = pending.setdefault(i, [0, 0])
-            acc[0] += builds
-            acc[1] += runs
-            if m.status != Status.OK.value:
-                search.failed[i] = f"{m.status}: {m.detail}"
-                return None
-            return list(m.samples)
+            return many({i: count})[i]
+
+        def many(reqs: dict[int, int]) -> dict[int, list[float] | None]:
+            """One round: every state asked for, through measure_many."""
+            out: dict[int, list[float] | None] = {}
+            for i, (m, builds, runs) in zip(reqs, self.measure_many([(pairs[i], c) for i, c in reqs.items()])):
+                acc = pending.setdefault(i, [0, 0])
+                acc[0] += builds
+                acc[1] += runs
+                if m.status != Status.OK.value:
+                    search.failed[i] = f"{m.status}: {m.detail}"
+                    out[i] = None
+                else:
+                    out[i] = list(m.samples)
+            return out
+        self._many = many
 
         def on_verdict(i: int, j) -> None:
             builds, runs = pending.pop(i, [0, 0])
@@ -560,7 +629,8 @@ class Bisector:
 
     def _next_regression(self, w: Window, search: StepSearch, pairs: list[Pair]) -> Step:
         seen = len(search.steps)
-        steps = search.run()[seen:]
+        # with workers, round by round (the same search, W states measured together)
+        steps = (search.run_rounds(self._many, self.workers)[0] if self.workers > 1 else search.run())[seen:]
         self._flush(search, pairs)
         regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
         if not regressions:
@@ -572,7 +642,17 @@ class Bisector:
     def _flush(self, search: StepSearch, pairs: list[Pair]) -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         for i, (builds, runs) in self._pending.items():
-            if builds or runs:
+            ahead = search._ready.get(i)
+            if (builds or runs) and i not in search.verdicts and 0 < i < len(pairs) - 1 and i in search.failed:
+                # measured ahead in a round and untestable: the search never probes it, this is its verdict
+                self._recorded.add(pairs[i])
+                self._record(self._bid, Probe("probe", pairs[i], Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
+            elif (builds or runs) and ahead and i not in search.verdicts and 0 < i < len(pairs) - 1:
+                # measured ahead in a round and not judged yet: its verdict row comes when it is
+                self._record(self._bid, Probe("ahead", pairs[i], Verdict.UNSURE, f"{plural(len(ahead), 'sample')} "
+                                              "measured ahead in a round, not judged yet", list(ahead),
+                                              builds=builds, runs=runs))
+            elif builds or runs:
                 level = getattr(search.verdicts.get(i), "level", None)
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     _VERDICT_OF.get(level, Verdict.UNSURE)
@@ -589,7 +669,7 @@ class Bisector:
 
         def sample(want: int) -> list[float] | None:
             if len(got) < want:
-                m, builds, runs = self._measure(pair, want - len(got))
+                m, builds, runs = self._measure_one(pair, want - len(got))
                 cost[0] += builds
                 cost[1] += runs
                 if m.status != Status.OK.value:
@@ -666,15 +746,16 @@ def check_new_window(s: Settings, good: str, bad: str) -> None:
 @holds_store_lock
 def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
                max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
-               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False) -> list[dict]:
+               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None) -> list[dict]:
     """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
     regression and every crash window of the stored scan; returns one answer per regression or
     crash found (``"kind"``: ``regression`` or ``crash``). With ``find_fix``: every improvement
-    and every fix (exit status bad → good) instead, the good end later than the bad end."""
+    and every fix (exit status bad → good) instead, the good end later than the bad end.
+    ``executor``: where builds and benchmarks run (None: here; see :attr:`Bisector.workers`)."""
     handler = handler or BisectHandler()
     if good is not None:
         mode = mode or default_mode(store, s)
-        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix) as b:
+        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
             g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
             if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
                 if g <= x:
@@ -698,6 +779,6 @@ def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mod
     answers: list[dict] = []
     for m, windows in plan:
         if windows:
-            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix) as b:
+            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers

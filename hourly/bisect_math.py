@@ -171,6 +171,59 @@ def plain_bisection_probes(n: int, first_bad: int) -> int:
     return k
 
 
+def split_points(m: int, k: int, skip: Iterable[int] = (), costs: dict[int, float] | None = None,
+                 fixed: Iterable[int] = ()) -> list[int]:
+    """``k`` states of ``1..m-2`` to probe at once, which (with the ``fixed`` states, measured
+    already) split states ``0..m-1`` into parts of equal expected cost: a round of a parallel search.
+
+    They minimise the same score as :func:`next_probe` summed over the round: each probe's cost
+    plus the expected log2 of the part left (``Σ d·log2 d / (m-1)`` over the parts ``d``). With
+    equal costs the optimum is ``k+1`` equal parts, about ``log_(k+1)`` rounds in all; a cheap
+    state (cached, measured) pulls a probe towards it. Found by moving one probe at a time between
+    its neighbours from the equal split (``k=1``: exactly :func:`next_probe`'s choice). ``skip``:
+    states not to probe."""
+    costs = costs or {}
+    fixed = set(fixed)
+    taken = set(skip) | fixed
+    eligible = [i for i in range(1, m - 1) if i not in taken]
+    k = min(k, len(eligible))
+    if k <= 0:
+        return []
+
+    def f(d: int) -> float:
+        return d * math.log2(d) if d > 1 else 0.0
+
+    pts: list[int] = []
+    for j in range(1, k + 1):  # start: equal parts, each end snapped to the nearest state left
+        t = (m - 1) * j / (k + 1)
+        pts.append(min((x for x in eligible if x not in pts), key=lambda x: (abs(x - t), x)))
+    pts.sort()
+    for _ in range(20):
+        moved = False
+        for j in range(k):
+            others = fixed | set(pts[:j]) | set(pts[j + 1:])
+            lo = max([x for x in others if x < pts[j]] + [0])
+            hi = min([x for x in others if x > pts[j]] + [m - 1])
+            mid = (lo + hi) / 2
+            best = min((x for x in range(lo + 1, hi) if x not in taken),
+                       key=lambda x: (costs.get(x, COST_BUILD) + (f(x - lo) + f(hi - x)) / (m - 1), abs(x - mid), x))
+            if best != pts[j]:
+                pts[j], moved = best, True
+        if not moved:
+            break
+    return sorted(pts)
+
+
+def plan_probes(n: int, verdicts: dict[int, Verdict], k: int, costs: dict[int, float] | None = None) -> list[int]:
+    """Up to ``k`` states to test at once (a round of a k-ary :func:`next_probe`): they split the
+    span between the last good and the first bad state into ``k+1`` parts of equal expected cost.
+    ``k=1`` is :func:`next_probe`. Empty when the last good and first bad are settled."""
+    b = bounds(n, verdicts)
+    skip = {i - b.lo for i in range(b.lo + 1, b.hi) if verdicts.get(i) in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)}
+    local = {i - b.lo: c for i, c in (costs or {}).items() if b.lo < i < b.hi}
+    return [b.lo + x for x in split_points(b.hi - b.lo + 1, k, skip, local)]
+
+
 # -- verdicts ---------------------------------------------------------------------------------
 
 #: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
@@ -470,6 +523,22 @@ class Step:
 
 #: measure(state, count) -> ``count`` new samples, or None when the state is untestable.
 MeasureFn = Callable[[int, int], "list[float] | None"]
+#: measure_many({state: count}) -> {state: ``count`` new samples, or None when untestable}: one round.
+MeasureManyFn = Callable[[dict[int, int]], "dict[int, list[float] | None]"]
+
+
+class Pending(Exception):
+    """A round driver's answer to ``measure`` when the samples asked for are not in hand yet: the
+    search stops where it stands (nothing is lost; :meth:`StepSearch.run` goes on from there once
+    they are), and the driver measures them in the next round with the states it plans."""
+
+    def __init__(self, state: int, count: int):
+        super().__init__(state, count)
+        self.state, self.count = state, count
+        #: states the same verdict compares with next, and how many samples each needs in all
+        self.ends: dict[int, int] = {}
+        self.probe: int | None = None  # the state being judged, inside ``interval``
+        self.interval: tuple[int, int] | None = None
 
 
 class StepSearch:
@@ -507,6 +576,8 @@ class StepSearch:
         # between two levels, or an unsure one), so a second, on the ends themselves, must agree
         self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
         self._root = list(range(n))  # states judged at one level share a root: their samples pool
+        self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
+        self.rounds = 0  # rounds of measure_many so far (run_rounds)
 
     def _find(self, i: int) -> int:
         while self._root[i] != i:
@@ -555,6 +626,8 @@ class StepSearch:
         return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
 
     def cost(self, i: int) -> float:
+        if self._ready.get(i):
+            return COST_MEASURED
         if self._cost is not None:
             return self._cost(i)
         return COST_MEASURED if self.samples.get(i) else COST_BUILD
@@ -578,7 +651,12 @@ class StepSearch:
             j = judge(p, low, high, sigma, dof, self.delta(sigma), final)
             if j.level is not Level.UNSURE:
                 return j
-            p = sample(min(2 * len(p), self.max_repeats))
+            want = min(2 * len(p), self.max_repeats)
+            try:
+                p = sample(want)
+            except Pending as e:  # the ends follow the probe to as many samples: same round
+                e.ends.update({a: want, b: want})
+                raise
 
     def apart(self, a: int, b: int, own: bool = False) -> bool:
         """Whether states ``a`` and ``b`` (their levels' pooled samples, or with ``own`` their own)
@@ -586,7 +664,11 @@ class StepSearch:
         more (as often as each other, up to --max-repeats) while it is unsure; then the likelier."""
         want = max(len(self.samples.get(a, ())), len(self.samples.get(b, ())), 1)
         while True:
-            x, y = self.get(a, want), self.get(b, want)
+            try:
+                x, y = self.get(a, want), self.get(b, want)
+            except Pending as e:
+                e.ends.update({a: want, b: want})
+                raise
             if x is None or y is None:
                 return True
             if not own:
@@ -602,7 +684,12 @@ class StepSearch:
         if i in self.failed:
             j = Judgement(Level.SKIP, self.failed[i])
         else:
-            j = self.sequential(lambda want: self.get(i, want), a, b)
+            try:
+                j = self.sequential(lambda want: self.get(i, want), a, b)
+            except Pending as e:
+                if e.probe is None:
+                    e.probe, e.interval = i, (a, b)
+                raise
             if j.level is Level.SKIP and i in self.failed:
                 j = Judgement(Level.SKIP, self.failed[i])
         if j.level is Level.SKIP:
@@ -617,8 +704,9 @@ class StepSearch:
         to go on to the one after it). Returns every step pinned so far."""
         stack = self._stack
         while stack:
-            a, b, check = stack.pop()
+            a, b, check = stack[-1]  # popped once dealt with: a round driver re-enters after Pending
             if check and not self.apart(a, b):
+                stack.pop()
                 self.dropped.append((a, b))
                 continue
             skip = {i - a: Verdict.SKIP for i in range(a + 1, b) if i in self.failed or i in self.unsure}
@@ -626,8 +714,10 @@ class StepSearch:
             j = next_probe(b - a + 1, skip, costs)
             if j is None:
                 if b - a == 1 and not self.apart(a, b, own=True):
+                    stack.pop()
                     self.dropped.append((a, b))  # the two states themselves do not differ
                     continue
+                stack.pop()
                 step = Step(a, b, float(np.mean(self.ref(a))), float(np.mean(self.ref(b))))
                 self.steps.append(step)
                 if self.stop_at_regression and step.regression(self.higher_is_better):
@@ -636,6 +726,7 @@ class StepSearch:
                 continue
             i = a + j
             v = self.decide(i, a, b).level
+            stack.pop()
             if v is Level.SKIP:
                 stack.append((a, b, i in self.unsure and i not in self.failed))
             elif v is Level.LOW:
@@ -648,6 +739,108 @@ class StepSearch:
                 stack += [(i, b, True), (a, i, True)]
         self.more_after = False
         return self.steps
+
+    # -- the search, W states a round -------------------------------------------------------
+    def run_rounds(self, measure_many: MeasureManyFn, workers: int) -> tuple[list[Step], int]:
+        """:meth:`run` with up to ``workers`` states measured together per round, through one call
+        ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call took.
+
+        The search itself is unchanged — the same probe choice and verdicts — but its ``measure``
+        answers from samples in hand and otherwise raises :class:`Pending`. The round then holds
+        what the search waits for, the samples the same verdict needs next (its interval's ends),
+        and, to fill ``workers`` states, probes planned ahead: when the search wants a new probe,
+        ``workers`` states splitting the open intervals (the one searched now first, then the
+        rest of the stack, each slot to the interval with the largest parts) into equal expected
+        cost (:func:`split_points`). Measured, they cost nothing, so the search walks through them
+        without waiting. ``workers=1`` makes exactly :meth:`run`'s probes, one per round."""
+        workers = max(1, workers)
+        ready = self._ready
+
+        def take(i: int, count: int) -> list[float]:
+            got = ready.get(i, [])
+            if len(got) >= count:
+                ready[i] = got[count:]
+                return got[:count]
+            raise Pending(i, count - len(got))
+
+        measure, self.measure = self.measure, take
+        rounds = 0
+        try:
+            while True:
+                try:
+                    return self.run(), rounds
+                except Pending as e:
+                    reqs = self.plan_round(e, workers)
+                    got = measure_many(reqs)
+                    rounds += 1
+                    self.rounds += 1
+                    for i in reqs:
+                        new = got.get(i)
+                        if new is None:
+                            self.failed.setdefault(i, "untestable")
+                            ready.pop(i, None)
+                        else:
+                            ready.setdefault(i, []).extend(new)
+        finally:
+            self.measure = measure
+
+    def plan_round(self, e: Pending, workers: int) -> dict[int, int]:
+        """The requests of the next round ({state: samples}) for a search stopped at ``e``."""
+        reqs = {e.state: e.count}
+        for i, total in e.ends.items():
+            have = len(self.samples.get(i, ())) + len(self._ready.get(i, ()))
+            if len(reqs) < workers and i not in reqs and i not in self.failed and total > have:
+                reqs[i] = total - have
+        if workers == 1:
+            return reqs
+        if e.probe == e.state and not self.samples.get(e.state) and not self._ready.get(e.state):
+            del reqs[e.state]  # a new probe: the plan picks the round's new states (the search follows)
+        typical = self.typical()
+        for i in self.plan_ahead(workers - len(reqs), set(reqs)):
+            reqs[i] = typical
+        # slots left: states measured ahead, not yet judged, get the samples a verdict usually takes
+        for i in sorted(self._ready, key=lambda i: -len(self._ready[i])):
+            have = len(self.samples.get(i, ())) + len(self._ready[i])
+            if len(reqs) < workers and i not in reqs and i not in self.failed and i not in self.verdicts \
+                    and have < typical:
+                reqs[i] = typical - have
+        return reqs or {e.state: e.count}
+
+    def typical(self) -> int:
+        """How many samples a verdict took so far (the median; --repeats before the first): a probe
+        measured ahead gets as many at once, so its verdict need not wait for rounds of repeats."""
+        used = sorted(len(self.samples.get(i, ())) for i, j in self.verdicts.items()
+                      if j.level in (Level.LOW, Level.HIGH, Level.NEITHER) and self.samples.get(i))
+        return min(max(self.repeats, used[len(used) // 2] if used else 0), self.max_repeats)
+
+    def plan_ahead(self, k: int, exclude: set[int]) -> list[int]:
+        """Up to ``k`` new states to measure ahead, spread over the open intervals."""
+        if k <= 0:
+            return []
+        spans = []
+        for a, b, _ in reversed(self._stack):  # the interval searched now first
+            skip = {i - a for i in range(a + 1, b) if i in self.failed or i in self.unsure or i in exclude}
+            fixed = {i - a for i in range(a + 1, b)
+                     if i - a not in skip and (self.samples.get(i) or self._ready.get(i))}
+            room = b - a - 1 - len(skip) - len(fixed)
+            if room > 0:
+                spans.append([a, b, skip, fixed, room, 0])
+        if not spans:
+            return []
+        if spans[0][:2] == list(self._stack[-1][:2]):
+            spans[0][5] = 1  # the search waits on the interval it searches now: it gets a state first
+        for _ in range(k - sum(sp[5] for sp in spans)):  # each other slot to the interval whose parts are largest
+            open_ = [sp for sp in spans if sp[5] < sp[4]]
+            if not open_:
+                break
+            sp = max(open_, key=lambda sp: (sp[1] - sp[0]) / (sp[5] + len(sp[3]) + 1))
+            sp[5] += 1
+        out = []
+        for a, b, skip, fixed, _, want in spans:
+            if want:
+                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
+                out += [a + x for x in split_points(b - a + 1, want, skip, costs, fixed)]
+        return out
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
         """Fresh samples of the step's two states (``fresh(state, count)``), each judged between

@@ -105,7 +105,8 @@ def error_answer(w: Window, mode: str, e: UserError) -> dict:
             "mode": mode, "error": e.one_line(), "culprit": None, "range": [],
             "range_commits": [], "reason": e.message, "blame": None, "confirmed": False,
             "last_good": None, "first_bad": None, "states": 0, "probes": [], "builds": 0,
-            "runs": 0, "continues_at": None, "pinned": None, "jaxlib_builds": 0, "jax_builds": 0}
+            "runs": 0, "continues_at": None, "pinned": None, "jaxlib_builds": 0, "jax_builds": 0,
+            "rounds": 0, "jobs": 0}
 
 
 # -- git bisect log -----------------------------------------------------------------------------

@@ -144,6 +144,10 @@ class Workspace:
                 inherited = json.loads(lock.read_text())
             except (OSError, ValueError):
                 inherited = {}
+        if inherited is not None:
+            # a run killed inside a git command leaves git's own lock behind; we hold the tree's
+            # flock, so no hourly is using it, and the next checkout would fail on the stale file
+            (repo.git_dir / "index.lock").unlink(missing_ok=True)
         if inherited and inherited.get("sha"):
             # restore what the killed run would have restored, including its stash of the user's edits
             state = {"branch": inherited.get("branch"), "sha": inherited["sha"], "stash": inherited.get("stash")}

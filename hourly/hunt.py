@@ -37,6 +37,7 @@ import json
 import shlex
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,6 +70,8 @@ class HuntSettings:
     min_change: float | None = None
     rerun: bool = False
     dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
+    scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
+    releases: Any = None  # hourly.hunt_releases.ReleaseEntry: enter at the release level
     _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
     _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
 
@@ -76,6 +79,9 @@ class HuntSettings:
         if self.dates not in ("all", "search"):
             raise UserError(f"--dates {self.dates!r} is neither all nor search",
                             "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
+        if self.scan_step is not None:
+            from .timeparse import parse_step
+            parse_step(self.scan_step)
         if self.bisect_in not in BISECT_IN:
             raise UserError(f"--bisect-in {self.bisect_in!r} is neither bad nor good",
                             "pass --bisect-in bad (the default) or --bisect-in good")
@@ -87,7 +93,28 @@ class HuntSettings:
         if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
-        self.nightly.validate()
+        if self.releases is None:
+            self.nightly.validate()
+            return
+        if self.good_date or self.dates != "all":
+            raise UserError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
+        from dataclasses import replace
+
+        from packaging.version import InvalidVersion, Version
+
+        from .hunt_releases import release_settings
+        r = self.releases
+        try:
+            lo, hi = Version(r.from_release), Version(r.to_release)
+        except InvalidVersion as e:
+            raise UserError(f"{e}: --from-release and --to-release take jax versions",
+                            "pass e.g. --from-release 0.4.13 --to-release 0.4.20") from e
+        if hi < lo:
+            raise UserError(f"--to-release {r.to_release} is before --from-release {r.from_release}", "swap them")
+        self.nightly.mounts = self.nightly.effective_mounts()
+        # the days come from the release level; every other daily setting is checked now
+        replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
+        release_settings(self, self.releases).validate()
 
     def workdir_id(self) -> str:
         """The identity of this workdir's hunts (labels of their containers)."""
@@ -105,6 +132,7 @@ class HuntWindow:
     kind: str  # "regression" | "crash"
     from_value: float | None = None
     to_value: float | None = None
+    release: list | None = None  # the release steps whose days held this window (--from-release)
 
     @property
     def mode(self) -> Mode:
@@ -114,9 +142,11 @@ class HuntWindow:
     def name(self) -> str:
         return f"{self.good.date}..{self.bad.date}"
 
-    def key(self, nightly_key: str, bisect_in: str) -> str:
+    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None) -> str:
         ident = [nightly_key, self.good.date, self.good.xla, self.good.jax, self.bad.date,
                  self.bad.xla, self.bad.jax, self.kind, bisect_in]
+        if scan_step:  # a scanned window's answer is its own (the key of a direct bisection is unchanged)
+            ident.append(f"scan {scan_step}")
         return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
     @property
@@ -193,18 +223,28 @@ def search_dates(n: int, is_good: Callable[[int], bool | None]) -> tuple[int, in
 
 
 def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]]:
-    """What differs between two environments, one row per name: {name, good, bad} (pure)."""
-    return [{"name": k, "good": a.get(k), "bad": b.get(k)} for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k)]
+    """What differs between two environments, one row per name: {name, good, bad} (pure); the
+    CUDA, cuDNN and NCCL lines (hourly/toolkit.py) first, then the rest by name."""
+    from .toolkit import NAMES
+    order = sorted(set(a) | set(b), key=lambda k: (NAMES.index(k) if k in NAMES else len(NAMES), k))
+    return [{"name": k, "good": a.get(k), "bad": b.get(k)} for k in order if a.get(k) != b.get(k)]
 
 
 def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
     """The `hourly bisect` command run inside the container for ``w`` (pure)."""
-    s = h.nightly
     argv = ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
-            "--mode", w.mode.value, "--workdir", workdir_inside, "--bench-cmd", s.bench_cmd,
-            "--metric-regex", s.metric_regex, "--repeats", str(s.repeats), "--force",
-            "--higher-is-better" if s.higher_is_better else "--lower-is-better",
+            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h)]
+    for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
+        if value is not None:
+            argv += [opt, str(value)]
+    return argv
+
+
+def _common_argv(h: HuntSettings) -> list[str]:
+    """What the commands inside the container share: benchmark, direction, cache, trees."""
+    s = h.nightly
+    argv = ["--bench-cmd", s.bench_cmd, "--metric-regex", s.metric_regex, "--repeats", str(s.repeats),
+            "--force", "--higher-is-better" if s.higher_is_better else "--lower-is-better",
             # the build cache on the host too: a resumed or later window never rebuilds a pair
             "--cache-dir", f"{WORKDIR_TARGET}/cache"]
     if s.container_workdir():
@@ -212,8 +252,39 @@ def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str
     if s.timeout:
         argv += ["--bench-timeout", str(s.timeout)]
     for opt, value in (("--build-cmd", h.build_cmd), ("--xla-repo", h.xla_repo),
-                       ("--jax-repo", h.jax_repo), ("--ref", h.ref), ("--max-repeats", h.max_repeats),
-                       ("--min-change", h.min_change)):
+                       ("--jax-repo", h.jax_repo), ("--ref", h.ref)):
+        if value is not None:
+            argv += [opt, str(value)]
+    return argv
+
+
+def scan_window(good_time: datetime, bad_time: datetime, step: timedelta) -> tuple[datetime, datetime]:
+    """The hourly scan's window for ``--scan-step`` (pure): it ends exactly at the bad pair's instant
+    (the later commit time of the bad image's two commits), so its last instant resolves to the bad
+    image's pair and never to a commit after it, and starts a whole number of steps earlier, at or
+    before the good pair's instant (the first instants may resolve to pairs the good image already
+    held: known-good history)."""
+    if bad_time <= good_time:
+        return bad_time - step, bad_time
+    n = -(-(bad_time - good_time) // step)  # ceil
+    return bad_time - n * step, bad_time
+
+
+def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime, t1: datetime) -> list[str]:
+    """The `hourly scan` run inside the container before the bisection, with ``--scan-step`` (pure).
+
+    ``--no-sync``: the trees the image holds (fetched for ``--bisect-in good``) are the history;
+    ``--keep-going``: the daily level already showed the benchmark runs."""
+    from .timeparse import iso_utc
+    return ["hourly", "scan", "--from", iso_utc(t0), "--to", iso_utc(t1), "--step", str(h.scan_step),
+            "--json", "--no-sync", "--keep-going", "--mode", w.mode.value, "--workdir", workdir_inside,
+            *_common_argv(h)]
+
+
+def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
+    """The plain `hourly bisect` after the scan: every regression and crash window it found (pure)."""
+    argv = ["hourly", "bisect", "--json", "--progress", "--force", "--workdir", workdir_inside]
+    for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
         if value is not None:
             argv += [opt, str(value)]
     return argv
@@ -232,7 +303,7 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
            "builds": sum(r.get("builds", 0) for r in regressions),
            "runs": sum(r.get("runs", 0) for r in regressions),
            "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
-           "bisected_in": answer.get("bisected_in"), "log": answer.get("log"),
+           "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
            "error": answer.get("error")}
     return row
 
@@ -245,9 +316,13 @@ class HuntReport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     nightly: Any = None  # hourly.nightly.NightlyReport of the daily level (None when entered below)
     bisected: int = 0  # windows bisected now (not from the store)
+    releases: Any = None  # hourly.releases.ReleaseReport of the release level (--from-release)
 
     def as_json(self) -> dict[str, Any]:
-        return {"steps": self.rows}
+        out: dict[str, Any] = {"steps": self.rows}
+        if self.releases is not None:
+            out["releases"] = self.releases.as_json()
+        return out
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -333,6 +408,27 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
 
 
+def _from_releases(h: HuntSettings, store: Store, report: HuntReport, say, on_dates, c) -> list[HuntWindow]:
+    """``--from-release``: the release level (hourly/hunt_releases.py), then the daily level over
+    the days of each release step; the windows of every range, each marked with its releases."""
+    from dataclasses import replace
+
+    from .hunt_releases import run_release_level
+    from .nightly_run import run_nightly
+    report.releases, ranges = run_release_level(h, store, say)
+    windows: list[HuntWindow] = []
+    for first, last, steps in ranges:
+        say(f"daily level: {first.isoformat()} → {last.isoformat()}")
+        report.nightly = run_nightly(replace(h.nightly, from_=first.isoformat(), to=last.isoformat()),
+                                     store, on_dates, docker_client=c)
+        release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
+                   for st in steps]
+        for w in windows_of(report.nightly.points, report.nightly.steps):
+            w.release = release
+            windows.append(w)
+    return windows
+
+
 @holds_store_lock
 def run_hunt(h: HuntSettings, store: Store,
              on_progress: Callable[[str], None] | None = None,
@@ -359,9 +455,13 @@ def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntRe
     from .nightly_run import run_nightly
     say = on_progress or (lambda line: None)
     store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                **{k: v for k, v in h.__dict__.items() if not k.startswith("_") and k != "nightly"}})
+                                "releases": h.releases.as_dict() if h.releases else None,
+                                **{k: v for k, v in h.__dict__.items()
+                                   if not k.startswith("_") and k not in ("nightly", "releases")}})
     report = HuntReport()
-    if h.good_date:
+    if h.releases is not None:
+        windows = _from_releases(h, store, report, say, on_dates, c)
+    elif h.good_date:
         windows = _entered(h, store, c)
     elif h.dates == "search":
         windows = _searched(h, store, c, say)
@@ -370,7 +470,7 @@ def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntRe
         windows = windows_of(report.nightly.points, report.nightly.steps)
     run_id = h._run_id
     for i, w in enumerate(windows, 1):
-        key = w.key(h.nightly.key(), h.bisect_in)
+        key = w.key(h.nightly.key(), h.bisect_in, h.scan_step)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
         if answer is None:
             say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
@@ -384,13 +484,16 @@ def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntRe
             store.save_settings(f"{LEVEL}/{key}", answer)
             report.bisected += 1
         report.rows.append(step_row(w, answer))
+        if w.release:
+            report.rows[-1]["release"] = w.release
     store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/hunt_report.py)
     return report
 
 
 def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key: str,
                   docker_client, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Start the image to bisect in, run `hourly bisect` inside it, remove it; the answer."""
+    """Start the image to bisect in, run `hourly bisect` inside it (after `hourly scan` with
+    ``--scan-step``), remove it; the answer."""
     from . import containers
     s = h.nightly
     image = (w.bad if h.bisect_in == "bad" else w.good).image
@@ -407,32 +510,92 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     labels = {**containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name),
               **owner_labels(run_id)}
     start_bisect_container(image, store.workdir, name, labels, s, docker_client)
+    scanned = None
     try:
         if h.bisect_in == "good":
             fetch = _fetch_trees(name, w, docker_client)
             if fetch:
                 return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log)}
-        argv = bisect_argv(w, h, f"{WORKDIR_TARGET}/{sub}")
-        out_inside = f"{WORKDIR_TARGET}/{sub}/answer.json"
-        res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {out_inside}"],
+        inside = f"{WORKDIR_TARGET}/{sub}"
+        if h.scan_step:
+            scanned = _scan_inside(name, w, h, inside, store.workdir / sub, log, docker_client, say)
+            argv = scanned_bisect_argv(h, inside)
+        else:
+            argv = bisect_argv(w, h, inside)
+        res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/answer.json"],
                                  log_path=log, docker_client=docker_client,
                                  on_line=lambda line: say(f"  {w.name}: {line}") if line.strip() else None)
     finally:
         containers.cleanup(f"hourly.scan={run_id}", docker_client=docker_client)
-    answer_file = store.workdir / sub / "answer.json"
+    return _answer(w, h, image, store.workdir / sub / "answer.json", res, log, scanned, docker_client)
+
+
+def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, log: Path,
+            scanned: dict | None, docker_client) -> dict[str, Any]:
+    """The window's answer from the bisection's JSON, or the environment when the sources at both
+    ends behave alike (the bisection says so, or the hourly scan found no step)."""
     text = answer_file.read_text() if answer_file.exists() else ""
     if res.exit_code == 0 and text.strip():
-        out = json.loads(text)
-        return {"regressions": out.get("regressions", []), "reason": None, "bisected_in": image,
-                "log": str(log)}
-    message = _error_line(res.output)
-    if any(m in message for m in ENDS_ALIKE):
-        return {"regressions": [], "bisected_in": image, "log": str(log),
-                "reason": f"the change is in the container's environment: measured in {image}, "
-                          f"the sources at both ends behave alike ({message})",
-                "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
-    raise UserError(f"the bisection of {w.name} in {image} failed: {message}",
-                    f"see {log}; fix it and run the same command again (finished windows are kept)")
+        regressions = json.loads(text).get("regressions", [])
+        if regressions or scanned is None:
+            return {"regressions": regressions, "reason": None, "bisected_in": image, "log": str(log),
+                    "scan": scanned}
+        message = (f"the hourly scan of the window ({scanned['instants']} instants every {h.scan_step}, "
+                   f"{scanned['pairs']} pairs) found no step and no crash")
+    else:
+        message = _error_line(res.output)
+        if not any(m in message for m in ENDS_ALIKE):
+            raise UserError(f"the bisection of {w.name} in {image} failed: {message}",
+                            f"see {log}; fix it and run the same command again (finished windows are kept)")
+    return {"regressions": [], "bisected_in": image, "log": str(log), "scan": scanned,
+            "reason": f"the change is in the container's environment: measured in {image}, "
+                      f"the sources at both ends behave alike ({message})",
+            "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
+
+
+def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_dir: Path, log: Path,
+                 docker_client, say: Callable[[str], None]) -> dict[str, Any]:
+    """``--scan-step``: `hourly scan` of the window inside the container (results in the window's
+    store on the host, so a rerun measures no pair twice); what it scanned."""
+    from . import containers
+    from .timeparse import parse_step
+    good_time, bad_time = _pair_times(name, w, h, docker_client)
+    t0, t1 = scan_window(good_time, bad_time, parse_step(h.scan_step))
+    argv = scan_argv(w, h, inside, t0, t1)
+    say(f"  {w.name}: hourly scan from {t0:%Y-%m-%d %H:%M} to {t1:%Y-%m-%d %H:%M} UTC every {h.scan_step}")
+    scan_log = log.with_name(log.name.removesuffix(".log") + "-scan.log")
+    res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/scan.json"],
+                             log_path=scan_log, docker_client=docker_client)
+    scan_file = host_dir / "scan.json"
+    text = scan_file.read_text() if scan_file.exists() else ""
+    if res.exit_code != 0 or not text.strip():
+        raise UserError(f"the hourly scan of {w.name} failed: {_error_line(res.output)}",
+                        f"see {scan_log}; fix it and run the same command again (measured pairs are kept)")
+    points = json.loads(text).get("points", [])
+    pairs = len({(p.get("xla"), p.get("jax")) for p in points})
+    say(f"  {w.name}: scanned {len(points)} instants, {pairs} pairs")
+    return {"from": t0.isoformat(), "to": t1.isoformat(), "step": h.scan_step,
+            "instants": len(points), "pairs": pairs}
+
+
+def _pair_times(name: str, w: HuntWindow, h: HuntSettings, docker_client) -> tuple[datetime, datetime]:
+    """The instants of the good and the bad pair: each the later commit time of its xla and jax
+    commits, read from the trees in the container (``git show``)."""
+    from . import containers
+    from .containers import SOURCE_LAYOUTS
+    layouts = [(h.jax_repo, h.xla_repo)] if h.jax_repo and h.xla_repo else SOURCE_LAYOUTS
+    show = "git -C {0} show -s --format=%ct {1} {2} && git -C {3} show -s --format=%ct {4} {5}"
+    script = [f"if [ -d {j}/.git ] && [ -d {x}/.git ]; then "
+              + show.format(x, w.good.xla, w.bad.xla, j, w.good.jax, w.bad.jax) + "; exit $?; fi"
+              for j, x in layouts]
+    script.append("echo 'no JAX and XLA trees at the known places' >&2; exit 2")
+    res = containers.exec_in(name, ["sh", "-c", "\n".join(script)], docker_client=docker_client)
+    stamps = [int(t) for t in res.output.split() if t.isdigit()]
+    if res.exit_code != 0 or len(stamps) != 4:
+        raise UserError(f"could not read the commit times of {w.name} in the container: "
+                        f"{_error_line(res.output)}", "pass --xla-repo and --jax-repo (the trees inside the image)")
+    xg, xb, jg, jb = (datetime.fromtimestamp(t, timezone.utc) for t in stamps)
+    return max(xg, jg), max(xb, jb)
 
 
 def _error_line(output: str) -> str:
@@ -494,19 +657,25 @@ PACKAGES_PY = ("import importlib.metadata as m\n"
 
 
 def image_environment(image: str, docker_client) -> dict[str, str]:
-    """An image's variables and Python package versions (``pip:<name>``), one dict."""
+    """An image's variables, Python package versions (``pip:<name>``) and CUDA, cuDNN and NCCL
+    versions (``CUDA``, ``cuDNN``, ``NCCL``: hourly/toolkit.py), one dict."""
     from . import containers
+    from .toolkit import LIBRARIES_PY, toolkit_versions
     env = dict(containers.image_env(image, docker_client=docker_client))
+    libraries: list[str] = []
     try:
-        res = containers.run_container(image, ["python3", "-c", PACKAGES_PY],
+        res = containers.run_container(image, ["python3", "-c", PACKAGES_PY + LIBRARIES_PY],
                                        labels={"hourly.role": "probe"}, timeout=120,
                                        docker_client=docker_client)
         for line in res.output.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[0] == "PKG":
                 env[f"pip:{parts[1].lower()}"] = parts[2]
+            elif len(parts) == 2 and parts[0] == "LIB":
+                libraries.append(parts[1])
     except UserError:
         pass  # no python3: the variables alone
+    env.update(toolkit_versions(env, libraries))
     return env
 
 

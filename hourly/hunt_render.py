@@ -26,13 +26,23 @@ def _size(row: dict) -> str:
 
 
 def answer_text(row: dict) -> str:
-    """The culprit (repo, SHA, subject, link), or the range and why."""
+    """The culprit (repo, SHA, subject, link), or the range and why (after the releases that
+    framed the window, with --from-release)."""
+    releases = "; ".join(f"between jax {r['last_good']} and {r['first_bad']}" for r in row.get("release") or [])
+    text = _answer(row)
+    return f"{releases}\n{text}" if releases else text
+
+
+def _answer(row: dict) -> str:
     if row.get("error"):
         return f"not bisected: {row['error']}"
     c = row.get("culprit")
     if c:
         return f"{c['repo']} {c['sha'][:12]} {c['subject']}\n{c['link']}"
     parts = []
+    scan = row.get("scan")
+    if scan:
+        parts.append(f"hourly scan: {scan['instants']} instants every {scan['step']}, {scan['pairs']} pairs")
     if row.get("range"):
         parts.append(f"range of {len(row['range'])} commit(s): " + " ".join(s[:10] for s in row["range"]))
     if row.get("reason"):
@@ -54,6 +64,14 @@ def table(report: HuntReport) -> Table:
 
 def print_report(console, report: HuntReport) -> None:
     kw = dict(highlight=False, markup=False, soft_wrap=True)
+    if report.releases is not None:
+        from .hunt_releases import describe_step
+        hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]
+        if not hunted:
+            console.print("no regression and no crash between the releases: nothing to hunt", **kw)
+            return
+        for st in hunted:
+            console.print(describe_step(st), **kw)
     if not report.rows:
         console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
         return

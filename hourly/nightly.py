@@ -181,6 +181,11 @@ class Boundary:
 def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> list:
     """hourly's detection (hourly.steps) over the dates; missing and broken dates are gaps.
 
+    Each image is its own point: two dates merge only when they ran the same image (same digest),
+    not merely the same (xla, jax) commits, since images built from the same commits can still
+    differ in their environment (CUDA, cuDNN, NCCL, Python packages) and so in speed — such a step
+    is kept, and `hourly hunt` answers it with the difference of the two images' environments.
+
     Returns :class:`hourly.steps.Step` objects whose indices are positions in ``points``.
     """
     from .steps import find_steps
@@ -189,7 +194,8 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
     # a date without commits must not merge with its neighbours: give it its own "pair"
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
                         p.status.value, p.value, list(p.samples)) for p in points]
-    steps, _, _ = find_steps(rows, higher_is_better)
+    keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points)]
+    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
     return steps
 
 

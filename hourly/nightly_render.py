@@ -58,6 +58,11 @@ def print_report(console, report: NightlyReport) -> None:
     for side, p in (("good", b.good), ("bad", b.bad)):
         console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",
                       **kw)
+    if (b.good.xla, b.good.jax) == (b.bad.xla, b.bad.jax):
+        console.print("both images hold the same xla and jax commits: the change is in the container's "
+                      "environment; the same dates through `hourly hunt --good-date "
+                      f"{b.good.date} --bad-date {b.bad.date}` show what differs between them", **kw)
+        return
     console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
     for cmd in report.next_commands():
         console.print(f"  {cmd}", **kw)

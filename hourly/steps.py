@@ -30,10 +30,13 @@ class Group:
         return list(self.point.samples) or ([self.point.value] if self.point.value is not None else None)
 
 
-def group_points(points: list[PointResult]) -> list[Group]:
+def group_points(points: list[PointResult], keys: list | None = None) -> list[Group]:
+    """Consecutive points with the same key are one group; the key is the (xla, jax) pair unless
+    ``keys`` (one per point) says what else tells points apart (the nightly level: the image)."""
+    keys = keys if keys is not None else [(p.xla, p.jax) for p in points]
     groups: list[Group] = []
     for i, p in enumerate(points):
-        if groups and (groups[-1].point.xla, groups[-1].point.jax) == (p.xla, p.jax):
+        if groups and keys[groups[-1].last] == keys[i]:
             groups[-1].last = i
         else:
             groups.append(Group(i, i, p))
@@ -41,8 +44,8 @@ def group_points(points: list[PointResult]) -> list[Group]:
 
 
 def find_steps(points: list[PointResult], higher_is_better: bool = True,
-               min_change: float | None = None) -> tuple[list[Step], Detection, list[Group]]:
-    groups = group_points(points)
+               min_change: float | None = None, keys: list | None = None) -> tuple[list[Step], Detection, list[Group]]:
+    groups = group_points(points, keys)
     detection = detect([g.samples for g in groups], higher_is_better=higher_is_better, min_change=min_change)
     steps = []
     for c in detection.changes:

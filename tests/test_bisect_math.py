@@ -250,3 +250,105 @@ def test_untestable_states_leave_a_range_and_a_step_below_min_change_is_not_sear
     # a 0.5 % step beside a 6 % one: with --min-change 2 % only the 6 % step is pinned
     steps, _, _ = simulate(50, [(10, 0.995), (30, 0.94)], 0.001, 0, min_change=0.02)
     assert [(s.lo, s.hi) for s in steps] == [(29, 30)]
+
+
+# -- rounds: W states at once (StepSearch.run_rounds, plan_probes) ------------------------------
+
+from hourly.bisect_math import plan_probes, split_points  # noqa: E402
+
+
+def _oracle(n: int, culprits: list[int], noise: float = 0.0, seed: int = 0):
+    """Levels that rise 10 % at each culprit state; samples exact, or with seeded relative noise."""
+    lv = [1.1 ** sum(i >= c for c in culprits) for i in range(n)]
+    rng = np.random.default_rng(seed)
+    return lambda i, c: list(lv[i] * (1 + noise * rng.standard_normal(c))) if noise else [lv[i]] * c
+
+
+def _search(n, f, measure=None, **kw):
+    return StepSearch(n, measure or f, known={0: f(0, 3), n - 1: f(n - 1, 3)}, higher_is_better=False, **kw)
+
+
+def _rounds(n, f, workers):
+    built: set[int] = set()
+
+    def many(reqs):
+        assert 0 < len(reqs) <= workers
+        built.update(reqs)
+        return {i: f(i, c) for i, c in reqs.items()}
+    steps, rounds = _search(n, f).run_rounds(many, workers)
+    return [(s.lo, s.hi) for s in steps], rounds, len(built)
+
+
+@pytest.mark.parametrize("n", [8, 13, 40, 150, 400])
+@pytest.mark.parametrize("parts", [(1, 3), (1, 4, 2, 3)])
+def test_rounds_find_the_sequential_steps_in_about_log_w_plus_1_rounds(n, parts):
+    culprits = [max(1, n * parts[0] // parts[1])] + ([max(2, n * parts[2] // parts[3])] if len(parts) > 2 else [])
+    culprits = sorted(set(culprits))
+    f = _oracle(n, culprits)
+    probed: list[int] = []
+    seq = [(s.lo, s.hi) for s in _search(n, f, lambda i, c: (probed.append(i), f(i, c))[1]).run()]
+    assert seq == [(c - 1, c) for c in culprits]
+    got = {w: _rounds(n, f, w) for w in (1, 2, 4, 8)}
+    for w, (steps, rounds, builds) in got.items():
+        assert steps == seq, w
+    # W=1 is the sequential search: the same states, one round each
+    assert got[1][2] == len(set(probed)) and got[1][1] == len(probed)
+    if len(culprits) == 1:
+        for w, (_, rounds, _) in got.items():  # about log_(W+1) of the window, plus a round or two
+            assert rounds <= math.ceil(math.log(n - 1, w + 1)) + 2, (w, rounds)
+        if n >= 40:
+            assert got[8][1] < got[4][1] < got[1][1]
+    else:
+        assert got[8][1] <= got[2][1] < got[1][1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rounds_under_noise_give_the_sequential_steps_in_fewer_rounds(seed):
+    n = 120
+    f = _oracle(n, [37, 90], noise=0.01, seed=seed)
+    seq = [(s.lo, s.hi) for s in _search(n, f).run()]
+    assert seq == [(36, 37), (89, 90)]
+    one = _rounds(n, _oracle(n, [37, 90], noise=0.01, seed=seed), 1)
+    four = _rounds(n, _oracle(n, [37, 90], noise=0.01, seed=seed), 4)
+    assert one[0] == four[0] == seq
+    assert four[1] < one[1]
+
+
+def test_split_points_cut_equal_parts_and_k1_is_next_probe():
+    assert split_points(13, 3) == [3, 6, 9]
+    assert split_points(10, 2) == [3, 6]
+    assert split_points(5, 8) == [1, 2, 3]  # no more than the states inside
+    assert split_points(13, 2, fixed=[6]) == [3, 9]
+    assert split_points(13, 1, costs={4: 0.05}) == [4]  # a cached state near the middle beats a build at it
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(3, 60))
+        verdicts = {int(i): Verdict.SKIP for i in rng.integers(1, n - 1, 3)}
+        costs = {int(i): float(rng.choice([0.0, 0.05, 0.1, 1.0])) for i in range(1, n - 1)}
+        one = plan_probes(n, verdicts, 1, costs)
+        assert one == ([] if next_probe(n, verdicts, costs) is None else [next_probe(n, verdicts, costs)])
+
+
+@pytest.mark.parametrize("n", [9, 57, 400])
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_k_ary_exit_search_gives_the_sequential_answer(n, k):
+    """Exit mode's search (good → bad by exit status, untestable states skipped), k states a round."""
+    rng = np.random.default_rng(n * 10 + k)
+    for _ in range(20):
+        first_bad = int(rng.integers(1, n))
+        skips = {int(i) for i in rng.integers(1, n - 1, max(1, n // 10))}
+
+        def verdict(i):
+            return Verdict.SKIP if i in skips else Verdict.BAD if i >= first_bad else Verdict.GOOD
+        seq: dict[int, Verdict] = {}
+        while (i := next_probe(n, seq)) is not None:
+            seq[i] = verdict(i)
+        par: dict[int, Verdict] = {}
+        rounds = 0
+        while probes := plan_probes(n, par, k):
+            assert len(probes) <= k
+            par.update({i: verdict(i) for i in probes})
+            rounds += 1
+        assert bounds(n, par) == bounds(n, seq)
+        if k == 1:
+            assert par == seq and rounds == len(seq)

@@ -95,6 +95,18 @@ def test_a_held_tree_lock_refuses_at_once_naming_the_holder(capsys, scan_args, m
     assert code == 0, err
 
 
+def test_a_run_killed_inside_git_leaves_an_index_lock_that_the_next_run_clears(capsys, scan_args, made):
+    """kill -9 during a checkout leaves .git/index.lock: the next run (holding the tree's flock) removes it."""
+    xla = GitRepo(made.xla, "xla")
+    head = xla.head_state()
+    (xla.git_dir / "hourly.lock").write_text(json.dumps(
+        {"pid": 2 ** 22 + 1, "host": socket.gethostname(), "branch": head.branch, "sha": head.sha, "stash": None}))
+    (xla.git_dir / "index.lock").write_text("")
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync"))
+    assert code == 0, err
+    assert not (xla.git_dir / "index.lock").exists() and xla.head_state() == head
+
+
 def test_a_dead_runs_state_file_with_a_reused_pid_is_taken_over(capsys, scan_args, made):
     """A killed run's state names a pid that now belongs to someone else: no flock, so it is taken over."""
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

@@ -212,3 +212,159 @@ def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
     with pytest.raises(UserError):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
+
+
+# -- --scan-step: the hourly scan inside the container before the bisection ----------------------
+
+def test_scan_window_ends_at_the_bad_pair_and_starts_whole_steps_before_the_good_one():
+    from datetime import datetime, timedelta, timezone
+    good = datetime(2023, 8, 22, 4, 0, tzinfo=timezone.utc)
+    bad = datetime(2023, 8, 23, 16, 30, tzinfo=timezone.utc)
+    t0, t1 = H.scan_window(good, bad, timedelta(hours=1))
+    assert t1 == bad  # its last instant resolves to the bad image's pair, never to a later commit
+    assert t0 == datetime(2023, 8, 22, 3, 30, tzinfo=timezone.utc) and t0 <= good < t0 + timedelta(hours=1)
+    assert (t1 - t0) % timedelta(hours=1) == timedelta(0)
+    assert H.scan_window(good, good + timedelta(hours=2), timedelta(hours=1)) == (good, good + timedelta(hours=2))
+    # ends at the same instant (or reversed): still a window of one step
+    assert H.scan_window(bad, bad, timedelta(hours=1)) == (bad - timedelta(hours=1), bad)
+
+
+def test_scan_and_bisect_argv_of_a_scanned_window(tmp_path):
+    from datetime import datetime, timezone
+    h = settings(tmp_path, build_cmd="/opt/build.sh", scan_step="1h", max_repeats=5, jax_repo="/src/jax")
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
+    t0, t1 = datetime(2023, 8, 22, 3, 30, tzinfo=timezone.utc), datetime(2023, 8, 23, 16, 30, tzinfo=timezone.utc)
+    argv = H.scan_argv(w, h, "/hourly-work/bisect/x", t0, t1)
+    opts = dict(zip(argv[2:], argv[3:]))
+    assert argv[:2] == ["hourly", "scan"] and opts["--from"] == "2023-08-22T03:30:00Z"
+    assert opts["--to"] == "2023-08-23T16:30:00Z" and opts["--step"] == "1h" and opts["--mode"] == "exit"
+    assert opts["--bench-cmd"] == "python3 /dir/b.py --n 3" and opts["--build-cmd"] == "/opt/build.sh"
+    assert opts["--jax-repo"] == "/src/jax" and opts["--cache-dir"] == "/hourly-work/cache"
+    assert {"--json", "--no-sync", "--keep-going", "--lower-is-better"} <= set(argv)
+    bis = H.scanned_bisect_argv(h, "/hourly-work/bisect/x")
+    assert bis[:2] == ["hourly", "bisect"] and "--good" not in bis and "--mode" not in bis  # the scan's windows
+    assert dict(zip(bis, bis[1:]))["--max-repeats"] == "5" and "/hourly-work/bisect/x" in bis
+    # a scanned window's answer is stored apart from a directly bisected one
+    assert w.key("k", "bad", "1h") != w.key("k", "bad") and w.key("k", "bad", None) == w.key("k", "bad")
+    with pytest.raises(UserError, match="cannot parse step"):
+        settings(tmp_path, scan_step="hourly").validate()
+
+
+def test_a_scanned_rows_answer_says_what_was_scanned():
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 100), "regression", 100.0, 80.0)
+    row = H.step_row(w, {"regressions": [], "reason": "the change is in the container's environment: x",
+                         "scan": {"from": "a", "to": "b", "step": "1h", "instants": 37, "pairs": 6}})
+    assert row["scan"]["pairs"] == 6
+    assert answer_text(row).splitlines()[0] == "hourly scan: 37 instants every 1h, 6 pairs"
+
+
+# -- the daily level keeps apart images of the same commits ----------------------------------------
+
+def test_dates_with_the_same_commits_but_different_images_are_kept_apart():
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 100.3, 99.8, 85, 85.2, 84.9])]
+    for i, p in enumerate(pts):  # one commit pair for all: the images differ (a new CUDA at day 3)
+        p.xla, p.jax, p.digest = "x", "j", f"sha256:{i}"
+    steps = N.detect_steps(pts)
+    assert [(st.before_index, st.after_index, st.kind.value) for st in steps] == [(2, 3, "regression")]
+    (w,) = H.windows_of(pts, steps)
+    assert (w.good.date, w.bad.date) == ("2023-08-22", "2023-08-23") and w.same_sources
+    # the same image on several dates (same digest) is still one point, as before
+    for p in pts:
+        p.digest = "sha256:same"
+    assert N.detect_steps(pts) == []
+
+
+# -- CUDA, cuDNN, NCCL ----------------------------------------------------------------------------
+
+def test_toolkit_versions_from_variables_pip_packages_and_library_files():
+    from hourly.toolkit import library_versions, toolkit_versions
+    libs = ["/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3",
+            "/usr/local/cuda/lib64/libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so.12.2.140",
+            "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so.8", "/usr/lib/libfoo.so.1"]
+    assert library_versions(libs) == {"/usr/lib/x86_64-linux-gnu/libnccl.so": "2.18.3",
+                                      "/usr/local/cuda/lib64/libcudart.so": "12.2.140",
+                                      "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so": "8",
+                                      "/usr/lib/libfoo.so": "1"}
+    env = {"CUDA_VERSION": "12.2.0", "NV_CUDNN_VERSION": "8.9.4.25-1+cuda12.2",
+           "pip:nvidia-cudnn-cu12": "8.9.4.25", "NV_LIBNCCL_PACKAGE_VERSION": "2.18.3-1", "PATH": "/bin"}
+    got = toolkit_versions(env, libs)
+    assert got == {
+        "CUDA": "12.2.0 (CUDA_VERSION), 12.2.140 (/usr/local/cuda/lib64/libcudart.so)",
+        "cuDNN": "8.9.4.25 (NV_CUDNN_VERSION, pip nvidia-cudnn-cu12), "
+                 "8 (/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so)",
+        "NCCL": "2.18.3 (NV_LIBNCCL_PACKAGE_VERSION, /usr/lib/x86_64-linux-gnu/libnccl.so)"}
+    assert toolkit_versions({"PATH": "/bin", "pip:numpy": "1.26"}, []) == {}
+    assert toolkit_versions({"pip:nvidia_nccl_cu12": "2.19.3"}, [])["NCCL"] == "2.19.3 (pip nvidia-nccl-cu12)"
+
+
+def test_env_diff_puts_cuda_cudnn_and_nccl_first():
+    good = {"A": "1", "NCCL": "2.17.1 (NCCL_VERSION)", "CUDA": "12.1 (CUDA_VERSION)", "pip:x": "1"}
+    bad = {"A": "2", "NCCL": "2.18.3 (NCCL_VERSION)", "CUDA": "12.2 (CUDA_VERSION)", "pip:x": "1",
+           "cuDNN": "8.9 (CUDNN_VERSION)"}
+    assert [d["name"] for d in H.env_diff(good, bad)] == ["CUDA", "cuDNN", "NCCL", "A"]
+
+
+# -- --from-release: the release level in front of the funnel --------------------------------------
+
+def test_host_bench_maps_the_container_command_onto_the_mounts_sources():
+    from hourly.hunt_releases import host_bench
+    mounts = ["/home/u/bench:/dir", "/data/sets:/dir/data:ro", "/scratch:/tmp/s"]
+    cmd, cwd = host_bench("python3 /dir/MLUPS3d.py 256 --in=/dir/data/a.npz /tmp/s/x /opt/y 'a b'",
+                          mounts, "/dir")
+    assert cmd == "python3 /home/u/bench/MLUPS3d.py 256 --in=/data/sets/a.npz /scratch/x /opt/y 'a b'"
+    assert cwd == "/home/u/bench"
+    # nothing mounted where the containers start: the host's own directory
+    assert host_bench("python3 bench.py", ["/home/u/b:/work"], None) == ("python3 bench.py", None)
+
+
+def test_day_ranges_from_release_steps():
+    from types import SimpleNamespace as NS
+
+    from hourly.hunt_releases import day_ranges
+
+    def step(kind, a, b):
+        return NS(kind=kind, before=NS(version="a", date=a), after=NS(version="b", date=b))
+    s1, s2 = step("regression", "2023-07-06", "2023-07-20"), step("crash", "2023-07-21", "2023-07-31")
+    up, far = step("improvement", "2023-08-01", "2023-08-09"), step("regression", "2023-09-10", "2023-09-12")
+    undated = step("regression", None, "2023-09-30")
+    got = day_ranges([far, s1, up, s2, undated])
+    # the day before the last good release (its tag precedes the upload) through the first bad one;
+    # touching ranges merge; improvements and undated steps are not hunted
+    assert [(a.isoformat(), b.isoformat(), len(sts)) for a, b, sts in got] == [
+        ("2023-07-05", "2023-07-31", 2), ("2023-09-09", "2023-09-12", 1)]
+    assert [(a.isoformat(), b.isoformat()) for a, b, _ in day_ranges([s1], margin_days=0)] == [
+        ("2023-07-06", "2023-07-20")]
+
+
+def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
+    from hourly.cli import main
+    w = ["--workdir", str(tmp_path / "w")]
+    assert main(["hunt", "--from-release", "0.4.13", *w]) == 1
+    assert "--from-release and --to-release go together" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 1
+    assert "finds the days itself" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--dates", "search",
+                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+    assert "finds the days itself" in capsys.readouterr().err
+    assert main(["hunt", "--from-release", "0.4.20", "--to-release", "0.4.13",
+                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--to-release 0.4.13 is before --from-release 0.4.20" in err
+    assert not (tmp_path / "w").exists()
+
+
+def test_nightly_output_for_a_boundary_between_two_images_of_the_same_commits(tmp_path):
+    from hourly.nightly_render import print_report as print_nightly
+    pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 100.3, 85, 85.2])]
+    for i, p in enumerate(pts):
+        p.xla, p.jax, p.digest = "x" * 40, "j" * 40, f"sha256:{i}"
+    s = N.NightlySettings("2023-08-20", "2023-08-23", mounts=[f"{tmp_path}:/dir"], workdir=str(tmp_path))
+    steps = N.detect_steps(pts)
+    report = N.NightlyReport(pts, N.find_boundary(pts, [(st.before_index, st.after_index,
+                                                        st.change.relative_change) for st in steps]), s, 0, steps)
+    buf = io.StringIO()
+    print_nightly(Console(file=buf, width=200), report)
+    out = buf.getvalue()
+    assert "boundary: 2023-08-21 (good) → 2023-08-22 (bad" in out
+    assert "the change is in the container's environment" in out
+    assert "hourly hunt --good-date 2023-08-21 --bad-date 2023-08-22" in out and "hourly scan" not in out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import site
 import subprocess
@@ -33,11 +34,18 @@ else:
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25", "2023-08-26")
+DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25", "2023-08-26",
+        "2023-08-27", "2023-08-28", "2023-08-29")
+#: the days of the main hunt (the later ones are hunted by the smaller tests)
+HUNT_DAYS = DAYS[:6]
 #: from this day on, the images hold a slower build (of a harmless commit) and a newer CUDA: a step
 #: the sources do not explain
 ENV_DAY = "2023-08-25"
+#: no commit on this day, yet its image is slower again, with a newer cuDNN and NCCL: a step between
+#: two images built from the same commits
+SAME_DAY = "2023-08-27"
 CULPRIT = "[XLA:GPU] Change priority fusion heuristic"
+CRASHER = "jax: planted crash"
 CHANGES = [
     Change("xla", "2023-08-21T03:00:00Z", "[XLA] day one", {"one.txt": "1\n"}),
     Change("jax", "2023-08-21T05:00:00Z", "jax day one", {"one.txt": "1\n"}),
@@ -50,7 +58,17 @@ CHANGES = [
     Change("xla", "2023-08-24T03:00:00Z", "[XLA] day four", {"four.txt": "1\n"}),
     Change("jax", "2023-08-25T04:00:00Z", "jax day five", {"five.txt": "1\n"}),
     Change("xla", "2023-08-26T04:00:00Z", "[XLA] day six", {"six.txt": "1\n"}),
+    Change("xla", "2023-08-29T06:00:00Z", "[XLA] day nine", {"nine.txt": "1\n"}),
+    Change("jax", "2023-08-29T09:00:00Z", CRASHER, {"CRASH": "1\n"}),
+    Change("jax", "2023-08-29T12:00:00Z", "jax after the crash", {"after.txt": "1\n"}),
 ]
+
+
+def _toolkit(day: str) -> dict[str, str]:
+    """The cuDNN and NCCL of a day's image, the three ways a nightly image shows them."""
+    new = day >= SAME_DAY
+    return {"CUDNN_VERSION": "8.9.4.25" if new else "8.9.2.26", "nccl": "2.18.3" if new else "2.17.1",
+            "nvidia-cudnn-cu12": "8.9.4.25" if new else "8.9.2.26"}
 
 
 def hourly(*args, cwd, timeout=400):
@@ -88,7 +106,16 @@ def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
         wheel = next((trees / "jax-source" / "dist").glob("*.whl"))
         for name in ("xla", "jax"):
             _tar_dir(t, trees / f"{name}-source", f"opt/{name}-source")
-        links = {"usr/bin/env": "/bin/busybox"}  # the build script's #!/usr/bin/env bash
+        tk = _toolkit(day)
+        for path, text in ((f"usr/lib/x86_64-linux-gnu/libnccl.so.{tk['nccl']}", ""),
+                           (f"{site.getsitepackages([sys.base_prefix])[0].lstrip('/')}/nvidia_cudnn_cu12-"
+                            f"{tk['nvidia-cudnn-cu12']}.dist-info/METADATA",
+                            f"Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: {tk['nvidia-cudnn-cu12']}\n")):
+            info = tarfile.TarInfo(path)
+            info.size = len(text.encode())
+            t.addfile(info, io.BytesIO(text.encode()))
+        links = {"usr/bin/env": "/bin/busybox", f"usr/lib/x86_64-linux-gnu/libnccl.so.{tk['nccl'][0]}":
+                 f"libnccl.so.{tk['nccl']}"}  # the build script's #!/usr/bin/env bash
         # `git fetch` from a local origin runs git-upload-pack (a link to git, as in git's packages)
         exec_path = run(["git", "--exec-path"]).output.strip()
         links[f"{exec_path.lstrip('/')}/git-upload-pack"] = "/usr/bin/git"
@@ -102,6 +129,8 @@ def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
                 data = z.read(member)
                 if day >= ENV_DAY and member == "jax_demo/__init__.py":
                     data = data.replace(b"FACTOR = ", b"FACTOR = 0.9 * ")
+                if day >= SAME_DAY and member == "jax_demo/__init__.py":
+                    data = data.replace(b"FACTOR = ", b"FACTOR = 0.85 * ")
                 info = tarfile.TarInfo(f"{base_site}/{member}")
                 info.size = len(data)
                 t.addfile(info, io.BytesIO(data))
@@ -129,7 +158,8 @@ def hunt_images(docker_client, test_scan_id, tmp_path_factory):
                 c.commit(repository=repo, tag=tag, changes=[
                     f"ENV PATH={docker_client.images.get(base).attrs['Config']['Env'][0].split('=', 1)[1]}",
                     f"ENV HUNT_TEST_DAY={day}",
-                    f"ENV CUDA_VERSION={'12.2.0' if day >= ENV_DAY else '12.1.1'}"])
+                    f"ENV CUDA_VERSION={'12.2.0' if day >= ENV_DAY else '12.1.1'}",
+                    f"ENV CUDNN_VERSION={_toolkit(day)['CUDNN_VERSION']}"])
                 made_refs.append(ref)
             finally:
                 c.remove(force=True)
@@ -150,7 +180,7 @@ def _hunt_containers(client):
 def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_images, tmp_path):
     made, template, standin, root = hunt_images
     work = tmp_path / "work"
-    args = ["hunt", "--from", DAYS[0], "--to", DAYS[-1], "--image", template, "--no-pull",
+    args = ["hunt", "--from", HUNT_DAYS[0], "--to", HUNT_DAYS[-1], "--image", template, "--no-pull",
             "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py", "--repeats", "2",
             "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
             "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
@@ -172,7 +202,7 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
             os.kill(p.pid, signal.SIGKILL)
     assert _hunt_containers(docker_client)  # kill -9 left it running: the rerun must clean it
     nightly_logs = sorted((work / "logs" / "nightly").glob("*.log"))
-    assert len(nightly_logs) == 2 * len(DAYS)  # every date measured before the bisection
+    assert len(nightly_logs) == 2 * len(HUNT_DAYS)  # every date measured before the bisection
     # 2. the same command again: dates are not measured again, the planted commit is named
     res = hourly(*args, cwd=tmp_path)
     assert res.returncode == 0, res.output
@@ -185,6 +215,8 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     assert diff["CUDA_VERSION"] == ("12.1.1", "12.2.0") and diff["HUNT_TEST_DAY"] == ("2023-08-24", ENV_DAY)
     # the Python packages: only the nightly's own build differs (numpy, scipy, pip are the same)
     assert [n for n in diff if n.startswith("pip:")] == ["pip:jax_demo"]
+    # the toolkit line: CUDA from its variable (cuDNN and NCCL did not change that day)
+    assert diff["CUDA"] == ("12.1.1 (CUDA_VERSION)", "12.2.0 (CUDA_VERSION)") and "cuDNN" not in diff
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-22", "2023-08-23", "regression")
     assert step["to_value"] / step["from_value"] == pytest.approx(0.8, rel=0.02)
     assert step["culprit"]["sha"] == made.shas[CULPRIT] and step["culprit"]["subject"] == CULPRIT
@@ -223,7 +255,7 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
 @pytest.mark.docker
 def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, hunt_images, tmp_path):
     made, template, standin, root = hunt_images
-    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search",
+    res = hourly("hunt", "--from", "2023-08-21", "--to", "2023-08-23", "--dates", "search", "--scan-step", "1h",
                  "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
                  "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
                  "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
@@ -237,4 +269,108 @@ def test_hunt_dates_search_measures_back_from_the_bad_date_only(docker_client, h
     # the bad date, then one day back: good; 2023-08-21 is never run
     assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
         "2023-08-22-run1.log", "2023-08-23-run1.log"]
+    # --scan-step in metric mode: the window scanned hourly from the good pair (08-22 04:00) to the
+    # bad one (08-23 16:00): its six pairs measured, the step among them bisected to the culprit
+    (scan,) = (tmp_path / "work" / "bisect").glob("*/scan.json")
+    points = json.loads(scan.read_text())["points"]
+    assert len(points) == 37 and len({(p["xla"], p["jax"]) for p in points}) == 6
+    assert {p["status"] for p in points} == {"ok"}
+    assert _hunt_containers(docker_client) == []
+
+
+def _common(made, template, standin, work):
+    return ["--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+            "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+            "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+            "--build-cmd", str(standin), "--workdir", str(work), "--json"]
+
+
+@pytest.mark.docker
+def test_hunt_keeps_apart_two_images_of_the_same_commits_and_names_their_cuda_cudnn_nccl(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--from", "2023-08-25", "--to", "2023-08-28", "--repeats", "2",
+                 *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    # 08-25 → 08-26: new commits, same speed; 08-26 → 08-27: same commits, a slower image
+    assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-26", SAME_DAY, "regression")
+    assert step["to_value"] / step["from_value"] == pytest.approx(0.85, rel=0.02)
+    assert step["culprit"] is None and step["bisected_in"] is None  # nothing to bisect: no container
+    assert "container's environment" in step["reason"] and "same xla and jax commits" in step["reason"]
+    diff = {d["name"]: (d["good"], d["bad"]) for d in step["environment"]}
+    assert [d["name"] for d in step["environment"]][:2] == ["cuDNN", "NCCL"]  # the toolkit lines first
+    assert diff["cuDNN"] == ("8.9.2.26 (CUDNN_VERSION, pip nvidia-cudnn-cu12)",
+                             "8.9.4.25 (CUDNN_VERSION, pip nvidia-cudnn-cu12)")
+    assert diff["NCCL"] == ("2.17.1 (/usr/lib/x86_64-linux-gnu/libnccl.so)",
+                            "2.18.3 (/usr/lib/x86_64-linux-gnu/libnccl.so)")
+    assert diff["pip:nvidia-cudnn-cu12"] == ("8.9.2.26", "8.9.4.25") and "CUDA" not in diff
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_scans_a_crash_window_hourly_then_bisects_it_by_exit_status(docker_client, hunt_images, tmp_path):
+    made, template, standin, root = hunt_images
+    res = hourly("hunt", "--good-date", "2023-08-28", "--bad-date", "2023-08-29", "--scan-step", "1h",
+                 *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-28", "2023-08-29", "crash")
+    assert step["culprit"]["sha"] == made.shas[CRASHER] and step["culprit"]["subject"] == CRASHER
+    # the hourly scan: from the good image's pair (08-26 04:00, "[XLA] day six") to the bad one's
+    # (08-29 12:00) every hour; four pairs: good, day nine, the crash, after it
+    assert step["scan"]["instants"] == 81 and step["scan"]["pairs"] == 4
+    assert step["scan"]["to"].startswith("2023-08-29T12:00")
+    scans = list((tmp_path / "work" / "bisect").glob("*/scan.json"))
+    (scan,) = scans
+    statuses = {p["status"] for p in json.loads(scan.read_text())["points"]}
+    assert statuses == {"ok", "crashed"}  # exit mode: runs pass or fail by their exit status
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then_the_commit(docker_client, hunt_images, tmp_path):
+    if __package__:
+        from .test_releases import write_wheel
+    else:
+        from test_releases import write_wheel
+    made, template, standin, root = hunt_images
+    # the local index: stand-in jax releases whose wheel holds that day's build (the module the
+    # benchmark imports); 0.2.0, uploaded on 2023-08-23, is the slower one
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, day, factor in (("0.1.0", 21, 1.0), ("0.1.1", 22, 1.0), ("0.2.0", 23, 0.8)):
+        body = f"XLA_SHA = 'x{version}'\nJAX_SHA = 'j{version}'\nFACTOR = {factor}\nCRASH = False\n"
+        write_wheel(wheels, "jax", version, {"jax/__init__.py": "import jaxlib\n", "jax_demo/__init__.py": body},
+                    [f"jaxlib=={version}"], when=(2023, 8, day))
+        write_wheel(wheels, "jaxlib", version, {"jaxlib/__init__.py": ""}, when=(2023, 8, day))
+    work = tmp_path / "work"
+    res = hourly("hunt", "--from-release", "0.1.0", "--to-release", "0.2.0", "--find-links", str(wheels),
+                 "--release-cache-dir", str(tmp_path / "envs"), "--repeats", "2",
+                 *_common(made, template, standin, work), cwd=tmp_path)
+    assert res.returncode == 0, res.output
+    out = json.loads(res.output[res.output.index("{"):])
+    # the release level ran the container's command on the host, in one environment per release
+    rel = {p["version"]: p for p in out["releases"]["points"]}
+    assert set(rel) == {"0.1.0", "0.1.1", "0.2.0"} and all(p["status"] == "ok" for p in rel.values())
+    assert rel["0.2.0"]["value"] / rel["0.1.1"]["value"] == pytest.approx(0.8, rel=0.02)
+    (rstep,) = out["releases"]["steps"]
+    assert (rstep["last_good"]["version"], rstep["first_bad"]["version"]) == ("0.1.1", "0.2.0")
+    # the daily level over the day before 0.1.1's upload through 0.2.0's, then the commit level
+    assert sorted(p.name for p in (work / "logs" / "nightly").glob("*.log")) == [
+        f"2023-08-2{d}-run{r}.log" for d in (1, 2, 3) for r in (1, 2)]
+    (step,) = out["steps"]
+    assert (step["good_date"], step["bad_date"]) == ("2023-08-22", "2023-08-23")
+    assert step["culprit"]["sha"] == made.shas[CULPRIT]
+    assert step["release"] == [{"last_good": "0.1.1", "first_bad": "0.2.0", "kind": "regression"}]
+    # the same command again: nothing measured, nothing bisected
+    release_logs = sorted((work / "logs" / "releases").glob("*"))
+    assert len([p for p in release_logs if p.name.startswith("bench-jax-")]) == 6  # 3 releases × 2 runs
+    again = hourly("hunt", "--from-release", "0.1.0", "--to-release", "0.2.0", "--find-links", str(wheels),
+                   "--release-cache-dir", str(tmp_path / "envs"), "--repeats", "2",
+                   *_common(made, template, standin, work)[:-1], cwd=tmp_path)
+    assert again.returncode == 0, again.output
+    assert re.search(r"release step: jax 0\.1\.1 → 0\.2\.0 \(regression -(19|20)\.\d%\), released "
+                     r"2023-08-22 → 2023-08-23", again.output), again.output
+    assert "between jax 0.1.1 and 0.2.0" in again.output and "0 bisected now" in again.output
+    assert sorted((work / "logs" / "releases").glob("*")) == release_logs
     assert _hunt_containers(docker_client) == []

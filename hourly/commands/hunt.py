@@ -18,6 +18,15 @@ def hunt(
     to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --bad-date]."),
     good_date: Optional[str] = Opt(None, "--good-date", help="Enter at the commit level: a good day (with --bad-date; skips the daily search) [default: the daily level finds them]."),
     bad_date: Optional[str] = Opt(None, "--bad-date", help="The bad day to bisect against --good-date [default: the daily level finds it]."),
+    from_release: Optional[str] = Opt(None, "--from-release", help="Enter at the release level: first jax release, e.g. 0.4.13 (with --to-release; the release level finds the days) [default: start at the daily level]."),
+    to_release: Optional[str] = Opt(None, "--to-release", help="Last jax release of the release level (included) [required with --from-release]."),
+    release_bench_cmd: Optional[str] = Opt(None, "--release-bench-cmd", help="Benchmark in each release's environment on the host [default: --bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder]."),
+    extra: Optional[str] = Opt(None, "--extra", help="Release level: install jax[EXTRA], e.g. cuda12 [default: none, CPU only]."),
+    index_url: Optional[str] = Opt(None, "--index-url", help="Release level: package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
+    find_links: Optional[str] = Opt(None, "--find-links", help="Release level: a local directory of wheels instead of an index [default: none, the index]."),
+    pre: bool = Opt(False, "--pre", help="Release level: include dev/nightly versions."),
+    release_with: Optional[List[str]] = Opt(None, "--release-with", help="Release level: another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
+    release_cache_dir: Optional[str] = Opt(None, "--release-cache-dir", help="Release level: where the environments are kept [default: ~/.cache/hourly/releases]."),
     image: str = Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}."),
     mount: Optional[List[str]] = Mount,
     gpus: str = Gpus,
@@ -30,6 +39,7 @@ def hunt(
     parallel: int = Parallel,
     pull: bool = Pull,
     dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
+    scan_step: Optional[str] = Opt(None, "--scan-step", help="Scan each window every STEP (e.g. 1h) inside the container before bisecting, as the guide does by hand [default: bisect the window directly]."),
     bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
     build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
     xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
@@ -45,17 +55,22 @@ def hunt(
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
     from ..config import effective
-    from ..hunt import HuntSettings, run_hunt
-    from ..hunt_render import print_report
+    from ..hunt import HuntSettings
     from ..nightly import NightlySettings
-    from ..render import progress_bar
     from ..store import Store
     if good_date or bad_date:
         if not (good_date and bad_date):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
         from_, to = from_ or good_date, to or bad_date
-    if not from_ or not to:
-        raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, or --good-date and --bad-date")
+    entry = _release_entry(from_release, to_release, from_ or to or good_date,
+                           dict(bench_cmd=release_bench_cmd, extra=extra, index_url=index_url,
+                                find_links=find_links, pre=pre, cache_dir=release_cache_dir,
+                                with_=list(release_with or [])))
+    if entry is not None:
+        from_ = to = ""  # the release level hands the days to the daily level
+    elif not from_ or not to:
+        raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
+                        "or --from-release 0.4.13 --to-release 0.4.20")
     wd = workdir_setting(workdir, config)
     s = NightlySettings(from_=from_, to=to, image=image, mounts=list(mount or []), gpus=gpus,
                         env=list(env or []), bench_cmd=bench_cmd, metric_regex=metric_regex,
@@ -64,9 +79,29 @@ def hunt(
                         higher_is_better=(effective({}, config)[0].higher_is_better
                                           if higher_is_better is None else higher_is_better))
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
-                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates)
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
+                     scan_step=scan_step, releases=entry)
     h.validate()
     store = Store(wd)
+    _run_and_print(h, store, json_out)
+
+
+def _release_entry(from_release: Optional[str], to_release: Optional[str], dates_given, options: dict):
+    """``--from-release``/``--to-release``: the release level's settings (None without them)."""
+    if not (from_release or to_release):
+        return None
+    if not (from_release and to_release):
+        raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
+    if dates_given:
+        raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
+    from ..hunt_releases import ReleaseEntry
+    return ReleaseEntry(from_release, to_release, **options)
+
+
+def _run_and_print(h, store, json_out: bool) -> None:
+    from ..hunt import run_hunt
+    from ..hunt_render import print_report
+    from ..render import progress_bar
     say = (lambda line: None) if json_out else (
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     if json_out:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import stat
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,18 +199,22 @@ print(f"MLUPS: {value:.2f}")
 '''
 
 
-def write_build_script(bin_dir: Path, xla_clone: Path) -> Path:
+def write_launcher(bin_dir: Path, py_name: str, py_text: str, *args: str) -> Path:
+    """``bin_dir/build-jax.sh``: a stand-in for the nightly container's build script that runs
+    ``py_text`` (saved as ``bin_dir/py_name``) with ``args`` and the script's own arguments."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "build_standin.py").write_text(BUILD_PY)
+    (bin_dir / py_name).write_text(py_text)
+    quoted = "".join(f' "{a}"' for a in (str(bin_dir / py_name), *args))
     script = bin_dir / "build-jax.sh"
-    script.write_text(textwrap.dedent(f"""\
-        #!/usr/bin/env bash
-        # stand-in for the nightly container's build-jax.sh (the XLA tree hourly names, else the clone)
-        set -euo pipefail
-        exec "${{HOURLY_PYTHON:-python3}}" "{bin_dir / 'build_standin.py'}" "${{HOURLY_XLA_DIR:-{xla_clone}}}" "$@"
-        """))
+    script.write_text("#!/usr/bin/env bash\n# stand-in for the nightly container's build-jax.sh\nset -euo pipefail\n"
+                      f'exec "${{HOURLY_PYTHON:-python3}}"{quoted} "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return script
+
+
+def write_build_script(bin_dir: Path, xla_clone: Path) -> Path:
+    # the XLA tree hourly names (a Slurm job's own worktree), else the clone
+    return write_launcher(bin_dir, "build_standin.py", BUILD_PY, f"${{HOURLY_XLA_DIR:-{xla_clone}}}")
 
 
 def write_bench_script(bench_dir: Path) -> Path:

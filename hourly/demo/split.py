@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import stat
 import textwrap
 import zipfile
 from pathlib import Path
 
 from .. import proc
+from .repos import write_launcher
 
 JAXLIB_VERSION = "0.4.14"
 
@@ -189,13 +189,8 @@ print("built", standin_backend.build_wheel(str(out)))
 
 def write_split_build(bin_dir: Path, version: str = JAXLIB_VERSION) -> Path:
     """The stand-in build-jax.sh of the two-repository hunt (see the module's text)."""
-    bin_dir.mkdir(parents=True, exist_ok=True)
     hourly_root = str(Path(__file__).resolve().parents[2])
-    (bin_dir / "build_split.py").write_text(BUILD_PY.format(hourly_root=hourly_root, version=version))
-    script = bin_dir / "build-jax.sh"
-    script.write_text(f'#!/usr/bin/env bash\nset -euo pipefail\nexec "${{HOURLY_PYTHON:-python3}}" "{bin_dir / "build_split.py"}" "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return script
+    return write_launcher(bin_dir, "build_split.py", BUILD_PY.format(hourly_root=hourly_root, version=version))
 
 
 def write_bench(bench_dir: Path) -> Path:
