@@ -87,6 +87,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
 SchedulerType=sched/backfill
+# test jobs start as soon as they are submitted (batch jobs may otherwise wait up to 3 s)
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2

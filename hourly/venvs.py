@@ -149,11 +149,14 @@ def overlay_env(env: Path, base_python: str, log_path: Path) -> str:
     the benchmark imports (and pip itself) comes from the base. Returns the environment's Python."""
     if env.exists():
         shutil.rmtree(env)  # a killed job's: made again, never trusted
-    sites = json.loads(proc.run([base_python, "-c", "import json, site; print(json.dumps(site.getsitepackages()))"],
-                                timeout=120).output.strip().splitlines()[-1])
-    proc.run([base_python, "-m", "venv", "--without-pip", str(env)], timeout=300, log_path=log_path)
+    # one process: the base's site-packages, and where the new environment's own will be
+    probe = ("import json, site, sys, venv; b = venv.EnvBuilder(with_pip=False); b.create(sys.argv[1]); "
+             "print(json.dumps(site.getsitepackages()))")
+    sites = json.loads(proc.run([base_python, "-c", probe, str(env)], timeout=300,
+                                log_path=log_path).output.strip().splitlines()[-1])
     py = env_python(env)
-    own = proc.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"], timeout=120).output.strip()
-    Path(own, "_hourly_base.pth").write_text(
+    own = next(env.glob("lib/python3*/site-packages"), None) or env / "Lib" / "site-packages"
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "_hourly_base.pth").write_text(
         "".join(f"import site; site.addsitedir({d!r})\n" for d in sites if Path(d).is_dir()))
     return str(py)

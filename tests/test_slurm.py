@@ -158,58 +158,23 @@ def test_scan_on_slurm_stores_what_a_local_scan_stores(capsys, cluster, scan_arg
     assert all(len(jobs) == 1 for jobs in job_ids(remote))
 
 
-def _slow_scan(made, venv_python, workdir: Path, seconds: float) -> list[str]:
-    return [sys.executable, "-m", "hourly", "scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00",
-            "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-            "--python", venv_python, "--bench-cmd", f"sh -c 'sleep {seconds}; python3 {made.bench_script}'",
-            "--workdir", str(workdir), "--executor", "slurm", "--workers", "4", "--json"]
-
-
-def _running(cluster: Slurm, workdir: Path, n: int = 1, timeout: float = 60) -> list[str]:
+def _wait(pred, timeout: float = 60) -> bool:
     end = time.time() + timeout
     while time.time() < end:
-        jobs = [j.id for j in cluster.jobs(run_name(workdir)) if j.state is JobState.RUNNING]
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _running(cluster: Slurm, workdir: Path, n: int = 1, timeout: float = 60, exclude=frozenset()) -> list[str]:
+    end = time.time() + timeout
+    while time.time() < end:
+        jobs = [j.id for j in cluster.jobs(run_name(workdir)) if j.state is JobState.RUNNING and j.id not in exclude]
         if len(jobs) >= n:
             return jobs
         time.sleep(0.2)
     raise AssertionError(f"no {n} running jobs of {workdir} after {timeout}s")
-
-
-def test_a_cancelled_job_is_submitted_again(cluster, made, venv_python, tmp_path):
-    work = tmp_path / "work"
-    coordinator = subprocess.Popen(_slow_scan(made, venv_python, work, 3), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
-    try:
-        victim = _running(cluster, work)[0]
-        subprocess.run(["scancel", victim], check=True)
-        out, err = coordinator.communicate(timeout=120)
-    finally:
-        coordinator.kill()
-    assert coordinator.returncode == 0, err
-    assert all(p["status"] == "ok" for p in json.loads(out)["points"])
-    tried = job_ids(work)
-    assert [victim] in [jobs[:1] for jobs in tried] and sorted(map(len, tried)) == [1, 2]
-    assert len(rows(work, "SELECT id FROM measurements")) == 2  # one row per pair: nothing twice
-
-
-def test_a_killed_coordinator_adopts_its_jobs(cluster, made, venv_python, tmp_path):
-    """SIGKILL the coordinator while its jobs run; the same command again adopts them (no job is
-    submitted twice), records their results, and gives the same answer as an unbroken run."""
-    work = tmp_path / "work"
-    argv = _slow_scan(made, venv_python, work, 3)
-    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _running(cluster, work, n=2)
-        before = job_ids(work)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    assert len(before) == 2 and not rows(work, "SELECT id FROM measurements")
-    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
-    assert job_ids(work) == before  # adopted, not submitted again
-    assert all(p["status"] == "ok" for p in json.loads(again.stdout)["points"])
-    assert len(rows(work, "SELECT id FROM measurements")) == 2
 
 
 def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster, scan_args, tmp_path):
@@ -224,3 +189,67 @@ def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster
     assert out["local"] == out["slurm"] and "crashed with exit code 3" in out["slurm"]
     q = "SELECT xla, jax, status, origin FROM measurements ORDER BY id"
     assert rows(tmp_path / "local", q) == rows(tmp_path / "slurm", q) and len(rows(tmp_path / "slurm", q)) == 1
+
+
+# -- bisect on the cluster -------------------------------------------------------------------------
+
+def _bisect_args(made, venv_python, work: Path, bench: str | None = None) -> list[str]:
+    from test_bisect import flags
+    return ["bisect", "--json", "--good", "2023-08-24T00:00Z", "--bad", "2023-08-24T03:00Z",
+            *flags(made, venv_python, work, **({"bench_cmd": bench} if bench else {}))]
+
+
+def _culprit_repos(tmp_path, monkeypatch):
+    """A busy three hours with one planted culprit; runs without noise (jobs see the same), so that
+    no state needs more samples and the tests stay short."""
+    monkeypatch.setenv("DEMO_NOISE", "0")
+    from hourly.demo.repos import Change, make_repos
+    from test_bisect import busy_day
+    culprit = Change("xla", "2023-08-24T02:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
+    return make_repos(tmp_path / "repos", busy_day([culprit], hours=3)), culprit
+
+
+def test_bisect_on_slurm_finds_the_local_culprit_in_fewer_rounds(capsys, cluster, venv_python, tmp_path, monkeypatch):
+    made, culprit = _culprit_repos(tmp_path, monkeypatch)
+    code, out, err = run_cli(capsys, _bisect_args(made, venv_python, tmp_path / "seq"))
+    assert code == 0, err
+    (seq,) = json.loads(out)["regressions"]
+    code, out, err = run_cli(capsys, [*_bisect_args(made, venv_python, tmp_path / "par"),
+                                      "--executor", "slurm", "--workers", "4"])
+    assert code == 0, err
+    (par,) = json.loads(out)["regressions"]
+    assert seq["culprit"]["sha"] == par["culprit"]["sha"] == made.shas[culprit.subject]
+    assert par["confirmed"] and par["rounds"] < seq["rounds"]
+    # every request was one job, recorded once; no job was lost
+    recorded = list((tmp_path / "par" / "jobs").glob("*/recorded"))
+    assert len(recorded) == par["jobs"] == len(rows(tmp_path / "par", "SELECT id FROM measurements WHERE origin='bisect'"))
+    assert all(len(jobs) == 1 for jobs in job_ids(tmp_path / "par"))
+
+
+def test_bisect_on_slurm_survives_scancel_and_a_killed_coordinator(cluster, venv_python, tmp_path, monkeypatch):
+    """scancel a running job (submitted again), then SIGKILL the coordinator mid-run; the same
+    command again adopts what runs, submits nothing twice and names the planted culprit."""
+    made, culprit = _culprit_repos(tmp_path, monkeypatch)
+    work = tmp_path / "work"
+    slow = tmp_path / "slow"  # runs take 1.5 s while it exists: time to cancel and to kill
+    slow.touch()
+    argv = [sys.executable, "-m", "hourly",
+            *_bisect_args(made, venv_python, work, f"sh -c 'test -e {slow} && sleep 1.5; python3 {made.bench_script}'"),
+            "--executor", "slurm", "--workers", "4"]
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        victim = _running(cluster, work)[0]
+        subprocess.run(["scancel", victim], check=True)
+        assert _wait(lambda: any(jobs[0] == victim and len(jobs) == 2 for jobs in job_ids(work)))
+        _running(cluster, work, exclude={victim})
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    slow.unlink()
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr
+    (r,) = json.loads(again.stdout)["regressions"]
+    assert r["culprit"]["sha"] == made.shas[culprit.subject] and r["confirmed"]
+    tried = job_ids(work)
+    # one job per request, the cancelled one twice: nothing was submitted again after the kill
+    assert sum(map(len, tried)) == len(tried) + 1
