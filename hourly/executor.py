@@ -266,10 +266,17 @@ class _Round:
         if r["outcome"] != "measured":
             raise HourlyError(f"the Slurm job of {task.pair.short()} failed: {r.get('error')} "
                               f"(traceback in {task.dir / 'result.json'})")
-        for b in r["builds"]:
+        for b in r["builds"]:  # INSERT OR REPLACE: recording one twice changes nothing
             self.store.record_build(BuildRecord(**b))
         m = Measurement(**{k: v for k, v in r["measurement"].items() if k not in ("id", "created")})
-        self.store.add_measurement(self.host.key, m)
+        # a coordinator killed between the row and the folder's mark recorded it already: the
+        # runs (each with its own log path) tell the row apart from any other
+        same = [old for old in self.store.measurements(self.host.key, m.xla, m.jax)
+                if m.runs and old.runs == m.runs and old.origin == m.origin]
+        if same:
+            m = same[0]
+        else:
+            self.store.add_measurement(self.host.key, m)
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
         split = getattr(self.host, "_split", None)
         if split is not None:

@@ -114,6 +114,36 @@ def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_pytho
     assert sorted(json.loads(out)["builds"] for out, _ in results) == [0, 1]
 
 
+def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
+    """A coordinator killed between recording a job's result and marking its folder: the next one
+    adopts the result file and finds the row already there (no cluster needed: the result is in)."""
+    from hourly.executor import SlurmExecutor, _Round
+    from hourly.model import Pair
+    from hourly.store import Store
+
+    class Host:  # what a scan or Bisector gives an executor: store, key, origin
+        origin = "scan"
+
+        def __init__(self, store):
+            self.store, self.key = store, "k"
+
+    store = Store(tmp_path / "work")
+    pair = Pair("a" * 40, "b" * 40)
+    ex = SlurmExecutor(4, slurm=object())  # never asked: every result is already there
+    run = {"status": "ok", "value": 1.0, "returncode": 0, "duration": 0.1, "log": str(tmp_path / "bench-1.log")}
+    result = {"outcome": "measured", "builds": [], "builds_run": 1, "runs": 1,
+              "measurement": {"xla": pair.xla, "jax": pair.jax, "status": "ok", "value": 1.0, "samples": [1.0],
+                              "runs": [run], "detail": None, "origin": "scan"}}
+    d = _Round(ex, Host(store))._folder(pair, 1)  # the folder the request gets, by the executor's own naming
+    d.mkdir(parents=True)
+    (d / "result.json").write_text(json.dumps(result))
+    (first,) = ex.measure_many(Host(store), [(pair, 1)])
+    (d / "recorded").unlink()  # killed before the mark
+    (again,) = ex.measure_many(Host(store), [(pair, 1)])
+    assert first[0].id == again[0].id and len(store.measurements("k", pair.xla, pair.jax)) == 1
+    assert ex.adopted == 2 and ex.submitted == 0
+
+
 # -- the real cluster ------------------------------------------------------------------------------
 
 def test_adapter_submits_reads_and_cancels_a_real_job(cluster, tmp_path):
