@@ -207,6 +207,21 @@ def _running(cluster: Slurm, workdir: Path, n: int = 1, timeout: float = 60, exc
     raise AssertionError(f"no {n} running jobs of {workdir} after {timeout}s")
 
 
+def _cancel_a_running_job(cluster: Slurm, workdir: Path) -> str:
+    """scancel a running job of the run in ``workdir`` before it wrote its result; its id. (A job
+    can finish between the look and the cancel: then another is tried.)"""
+    tried: set[str] = set()
+    for _ in range(5):
+        victim = _running(cluster, workdir, exclude=tried)[0]
+        tried.add(victim)
+        subprocess.run(["scancel", victim], capture_output=True)
+        assert _wait(lambda: not cluster.states(run_name(workdir), [victim])[victim].active, timeout=30)
+        results = [json.loads(p.read_text()) for p in (workdir / "jobs").glob("*/result*.json")]
+        if not any(r.get("job_id") == victim for r in results):
+            return victim
+    raise AssertionError(f"every job finished before it could be cancelled: {sorted(tried)}")
+
+
 def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster, scan_args, tmp_path):
     """The first measured pair crashes: both executors stop with the same one line and store the
     same single row; the Slurm scan's other job is not recorded."""
@@ -268,8 +283,7 @@ def test_bisect_on_slurm_survives_scancel_and_a_killed_coordinator(cluster, venv
             "--executor", "slurm", "--workers", "4"]
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        victim = _running(cluster, work)[0]
-        subprocess.run(["scancel", victim], check=True)
+        victim = _cancel_a_running_job(cluster, work)
         assert _wait(lambda: any(jobs[0] == victim and len(jobs) == 2 for jobs in job_ids(work)))
         _running(cluster, work, exclude={victim})
     finally:
