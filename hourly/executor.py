@@ -302,8 +302,7 @@ def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
     """The executor the command line asks for (the EXECUTOR option set); pops its options from ``flags``.
 
     ``--executor local`` with more than one worker, or with Slurm's options, is a user error."""
-    kind = str(flags.pop("executor", None) or "local")
-    kind = getattr(kind, "value", kind)
+    kind = str(flags.pop("executor", None) or "local").lower()
     workers = flags.pop("workers", None)
     slurm = {k: flags.pop(k, None) for k in ("partition", "time", "gres", "slurm_arg")}
     if kind not in EXECUTORS:

@@ -271,12 +271,10 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
             done += 1
             if on_progress:
                 on_progress(done, len(pairs), None)
-            if not checked and got.status != Status.BUILD_FAILED.value:
-                checked = True
-                if got.status != Status.OK.value:
-                    stopped = never_worked(got, s, first=True)
-                    results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
-                    break
+            checked, stopped = _fail_fast(got, s, checked)
+            if stopped:
+                results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
+                break
         jaxlib_builds, jax_builds = host._split
     elif todo:
         with Workspace(trees(xla, jax), force=s.force) as ws:
@@ -288,15 +286,21 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
                 done += 1
                 if on_progress:
                     on_progress(done, len(pairs), None)
-                if not checked and got.status != Status.BUILD_FAILED.value:
-                    checked = True
-                    if got.status != Status.OK.value:
-                        stopped = never_worked(got, s, first=True)
-                        break
+                checked, stopped = _fail_fast(got, s, checked)
+                if stopped:
+                    break
             builds = m.builder.builds_run
             jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
     return ScanReport(stored_results(store, key, points), len(pairs), builds, pin.as_json() if pin else None,
                       jaxlib_builds, jax_builds, stopped=stopped)
+
+
+def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:
+    """The first pair that gets measured (not a build failure) decides whether the benchmark works at
+    all: (checked now, the error that stops the scan when it never worked)."""
+    if checked or got.status == Status.BUILD_FAILED.value:
+        return checked, None
+    return True, never_worked(got, s, first=True) if got.status != Status.OK.value else None
 
 
 def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
