@@ -297,3 +297,15 @@ def test_bisect_on_slurm_survives_scancel_and_a_killed_coordinator(cluster, venv
     tried = job_ids(work)
     # one job per request, the cancelled one twice: nothing was submitted again after the kill
     assert sum(map(len, tried)) == len(tried) + 1
+
+
+def test_a_job_that_never_leaves_a_result_is_tried_three_times(capsys, cluster, scan_args, tmp_path, monkeypatch):
+    """Jobs that end without a result file (here the worker's Python is /bin/false) are submitted
+    again up to the bound; then one line names the jobs and where their output is."""
+    monkeypatch.setenv("HOURLY_WORKER_PYTHON", "/bin/false")
+    code, _, err = run_cli(capsys, [*scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:30"),
+                                    "--executor", "slurm", "--workers", "2"])
+    assert code == 1
+    (jobs,) = job_ids(tmp_path / "work")
+    assert len(jobs) == 3 and f"was lost 3 times (jobs {', '.join(jobs)}" in err and "FAILED" in err
+    assert not rows(tmp_path / "work", "SELECT id FROM measurements")
