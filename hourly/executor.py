@@ -109,7 +109,7 @@ class _Task:
     dir: Path
     job: str | None = None
     result: dict | None = None
-    out: tuple | None = None  # (Measurement, builds, runs) once decided without a job
+    untestable: str | None = None  # why the pair cannot be tested at all (--only jax): no job
 
 
 class _Round:
@@ -136,7 +136,7 @@ class _Round:
                 while waiting and len(running) < self.ex.workers:
                     i, (pair, count) = waiting.pop(0)
                     task = self._start(i, pair, count)
-                    (ready if task.out or task.result else running)[i] = task
+                    (ready if task.untestable or task.result else running)[i] = task
                 while nxt in ready:
                     yield self._record(ready.pop(nxt))
                     nxt += 1
@@ -155,11 +155,8 @@ class _Round:
     def _start(self, index: int, pair: Pair, count: int) -> _Task:
         gate = getattr(self.host, "_gate", None)
         why = gate.untestable(pair.jax) if gate is not None else None
-        if why:  # as Measurer.measure: recorded without a build
-            from .store import Measurement
-            m = Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, self.origin)
-            self.store.add_measurement(self.host.key, m)
-            return _Task(index, pair, count, self.jobs_dir, out=(m, 0, 0))
+        if why:  # as Measurer.measure: recorded (in its turn) without a build
+            return _Task(index, pair, count, self.jobs_dir, untestable=why)
         task = _Task(index, pair, count, self._folder(pair, count))
         task.result = _read(task.dir / "result.json")
         if task.result is not None and task.result.get("outcome") == "measured":
@@ -257,9 +254,12 @@ class _Round:
     # -- recording --------------------------------------------------------------------------
     def _record(self, task: _Task) -> tuple:
         """The result into the store, as Measurer.measure writes it: build rows, then the measurement."""
-        if task.out is not None:
-            return task.out
         from .store import BuildRecord, Measurement
+        if task.untestable:
+            m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
+                            self.origin)
+            self.store.add_measurement(self.host.key, m)
+            return m, 0, 0
         r = task.result
         if r["outcome"] == "user_error":
             raise UserError(r["error"], r.get("fix"), r.get("details"))
