@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from .errors import HourlyError, UserError
-from .model import Pair, Status
+from .model import ExecutorKind, Pair, Status
 
 #: the origin of a host that names none (the Bisector's rows)
 DEFAULT_ORIGIN = "bisect"
@@ -43,7 +43,7 @@ MAX_ATTEMPTS = 3
 #: seconds between looks at the jobs (tests set HOURLY_SLURM_POLL lower)
 POLL_S = 2.0
 RECORDED = "recorded"  # a job folder whose result is in the store
-EXECUTORS = ("local", "slurm")
+EXECUTORS = tuple(k.value for k in ExecutorKind)
 
 
 class Executor(Protocol):
@@ -302,7 +302,7 @@ def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
     """The executor the command line asks for (the EXECUTOR option set); pops its options from ``flags``.
 
     ``--executor local`` with more than one worker, or with Slurm's options, is a user error."""
-    kind = str(flags.pop("executor", None) or "local").lower()
+    kind = str(flags.pop("executor", None) or ExecutorKind.LOCAL).lower()
     workers = flags.pop("workers", None)
     slurm = {k: flags.pop(k, None) for k in ("partition", "time", "gres", "slurm_arg")}
     if kind not in EXECUTORS:

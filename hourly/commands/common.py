@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
+from ..model import ExecutorKind
 from ..output import console as make_console
 
 # text from outside is printed verbatim, tables never cut a cell: see hourly/output.py
@@ -95,9 +96,10 @@ STORE: OptionSet = {
 #: where pairs are built and measured (hourly.executor.make_executor reads these; not Settings fields,
 #: so never stored: a later command picks its own)
 EXECUTOR: OptionSet = {
-    "executor": (Optional[str], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "
+    "executor": (Optional[ExecutorKind], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "
                                     "slurm: each pair is a Slurm job, --workers at once (docs/slurm.md) [default: local].")),
-    "workers": (Optional[int], Opt(None, "--workers", help="Pairs built and measured at once (--executor slurm) [default: 1].")),
+    "workers": (Optional[int], Opt(None, "--workers", help="Jobs at once (--executor slurm): a scan's pairs, a bisection's "
+                                   "states per round [default: 1].")),
     "partition": (Optional[str], Opt(None, "--partition", help="Slurm partition of the jobs [default: the cluster's].")),
     "time": (Optional[str], Opt(None, "--time", help="Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].")),
     "gres": (Optional[str], Opt(None, "--gres", help="Slurm generic resources of each job, e.g. gpu:1 [default: none].")),
