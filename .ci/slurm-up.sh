@@ -63,7 +63,11 @@ else
     $SUDO chmod 0755 /run/munge
     $SUDO chmod 0400 /etc/munge/munge.key
     if [ "$owner" = munge ]; then
-        $SUDO -u munge munged 2>/dev/null || $SUDO runuser -u munge -- munged || die "munged did not start"
+        if [ -z "$SUDO" ]; then
+            runuser -u munge -- munged || die "munged did not start"
+        else
+            sudo -n -u munge munged || die "munged did not start"
+        fi
     else
         $SUDO munged --force || die "munged did not start"
     fi
