@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -34,7 +35,7 @@ from . import proc
 from .cache import WheelCache, build_identity, default_cache_dir, entry_key, produced, public_identity, snapshot
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo, HeadState
-from .locks import RunLock
+from .locks import RunLock, WaitLock
 from .resolve import Pair
 from .store import BuildRecord, Store
 
@@ -307,7 +308,19 @@ class Builder:
         return Need.BUILD
 
     def prepare(self, pair: Pair) -> BuildResult:
-        """Make ``pair`` the installed build: from the cache, or by building it now."""
+        """Make ``pair`` the installed build: from the cache, or by building it now.
+
+        Holds a waiting lock per cache key it may write (hourly.locks.WaitLock): two runs or Slurm
+        jobs sharing the cache never build one key at once; the second waits and finds it cached."""
+        keys = [self.build_key(pair)]
+        if self.split and self.spec.cmd:
+            keys += [self.jaxlib_key(pair), self.jax_key(pair)]
+        with ExitStack() as stack:
+            for key in sorted(set(keys)):  # one order everywhere: no two holders wait on each other
+                stack.enter_context(WaitLock(self.cache_root.parent / "locks" / f"{key}.lock"))
+            return self._prepare(pair)
+
+    def _prepare(self, pair: Pair) -> BuildResult:
         wheels = self.cached_wheels(pair, touch=True)
         if wheels:
             self.workspace.checkout(pair)  # benchmarks may read the trees too

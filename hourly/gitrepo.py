@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,6 +185,25 @@ class GitRepo:
             self.git("checkout", "--quiet", "--force", state.branch)
         else:
             self.checkout(state.sha)
+
+    def add_worktree(self, path: Path, sha: str) -> "GitRepo":
+        """A detached worktree of ``sha`` at ``path`` (one a killed job left there is replaced).
+
+        Jobs on several nodes change the repository's worktree list at once: a waiting lock in its
+        common git directory takes them one at a time."""
+        from .locks import WaitLock
+        with WaitLock(Path(self.repo.common_dir) / "hourly-worktrees.lock"):
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            self.git("worktree", "prune")
+            self.git("worktree", "add", "--quiet", "--force", "--detach", str(path), sha)
+        return GitRepo(path, self.name)
+
+    def remove_worktree(self, path: Path) -> None:
+        from .locks import WaitLock
+        with WaitLock(Path(self.repo.common_dir) / "hourly-worktrees.lock"):
+            shutil.rmtree(path, ignore_errors=True)
+            self.git("worktree", "prune")
 
     def stash(self, message: str) -> str | None:
         """Stash the user's tracked changes; returns the stash commit or None if nothing."""

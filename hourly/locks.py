@@ -181,3 +181,36 @@ def owner_dead(labels: dict[str, str]) -> bool:
         return False
     finally:
         os.close(fd)  # closing drops a lock taken just now
+
+
+# -- waiting locks: one holder at a time, the others wait their turn ------------------------------
+
+class WaitLock:
+    """``with WaitLock(path):`` — an exclusive ``flock`` that waits for the holder instead of failing.
+
+    For short critical sections shared by the jobs of one run (a cache key being built, a
+    repository's worktree list being changed): the second job waits, then finds the first one's work
+    done. The file is never removed; the kernel drops the lock when its holder dies."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def __enter__(self) -> "WaitLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)

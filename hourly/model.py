@@ -210,6 +210,16 @@ class Mode(str, Enum):
         return self.value
 
 
+class ExecutorKind(str, Enum):
+    """Where pairs are built and measured (hourly.executor): here in turn, or as Slurm jobs."""
+
+    LOCAL = "local"
+    SLURM = "slurm"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Blame(str, Enum):
     """Which repository's change alone brings a regression (bisection, when a step moves both)."""
 

@@ -11,6 +11,7 @@ from .bench import compile_metric_regex, run_benchmark
 from .build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace, require_command
 from .config import Settings
 from .errors import ProcessError, UserError
+from .executor import LocalExecutor
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DryRunPlan, Pair, PointResult, ScanReport, Status
@@ -222,8 +223,9 @@ def _last_line(text: str) -> str:
 
 
 def run_scan(s: Settings, store: Store | str | os.PathLike,
-             on_progress: Callable[[int, int, Pair | None], None] | None = None) -> ScanReport:
-    """Scan; given a workdir rather than a Store, it is created only once the input is known good."""
+             on_progress: Callable[[int, int, Pair | None], None] | None = None, executor=None) -> ScanReport:
+    """Scan; given a workdir rather than a Store, it is created only once the input is known good.
+    ``executor`` (hourly.executor): where pairs are built and measured [default: here, in turn]."""
     check(s)
     xla, jax = open_repos(s)
     if s.sync:
@@ -232,13 +234,26 @@ def run_scan(s: Settings, store: Store | str | os.PathLike,
     points = plan(s, xla, jax, pin)
     if not isinstance(store, Store):
         store = Store(store)
-    return _measure_points(s, store, xla, jax, points, on_progress, pin)
+    return _measure_points(s, store, xla, jax, points, on_progress, pin, executor)
+
+
+class ScanHost:
+    """What a remote executor measures for when a scan asks (see hourly/executor.py): the scan's
+    settings, store and benchmark key; its rows are of origin "scan". (The local executor's scan
+    is the loop below, unchanged.)"""
+
+    origin = SCAN_ORIGIN
+
+    def __init__(self, s: Settings, store: Store, jax: GitRepo, pin: Pin | None):
+        self.s, self.store, self.key = s, store, s.bench_key()
+        self._gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+        self._split = [0, 0]  # jaxlib builds, jax package builds
 
 
 @holds_store_lock
 def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
-                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None
-                    ) -> ScanReport:
+                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None,
+                    executor=None) -> ScanReport:
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
@@ -255,7 +270,20 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
     # fail fast: the first pair that gets measured decides whether the benchmark works at all
     # (unless an earlier run of this scan already measured one)
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
-    if todo:
+    if todo and executor is not None and not isinstance(executor, LocalExecutor):
+        host = ScanHost(s, store, jax, pin)
+        results = executor.stream(host, [(p, s.repeats) for p in todo])
+        for got, b, _ in results:  # W pairs at once; recorded in the scan's order as they come in
+            builds += b
+            done += 1
+            if on_progress:
+                on_progress(done, len(pairs), None)
+            checked, stopped = _fail_fast(got, s, checked)
+            if stopped:
+                results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
+                break
+        jaxlib_builds, jax_builds = host._split
+    elif todo:
         with Workspace(trees(xla, jax), force=s.force) as ws:
             m = Measurer(s, store, xla, jax, ws, pin)
             for pair in todo:
@@ -265,11 +293,9 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
                 done += 1
                 if on_progress:
                     on_progress(done, len(pairs), None)
-                if not checked and got.status != Status.BUILD_FAILED.value:
-                    checked = True
-                    if got.status != Status.OK.value:
-                        stopped = never_worked(got, s, first=True)
-                        break
+                checked, stopped = _fail_fast(got, s, checked)
+                if stopped:
+                    break
             builds = m.builder.builds_run
             jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
     if stopped is None and s.confirm_edges and s.mode != "exit":
@@ -340,6 +366,14 @@ def _confirm_rows(store: Store, key: str, xla: str, jax: str) -> list[Measuremen
     rows = store.measurements(key, xla, jax)
     since = max((m.id or 0 for m in rows if m.origin == SCAN_ORIGIN), default=0)
     return [m for m in rows if m.origin == CONFIRM_ORIGIN and (m.id or 0) > since]
+
+
+def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:
+    """The first pair that gets measured (not a build failure) decides whether the benchmark works at
+    all: (checked now, the error that stops the scan when it never worked)."""
+    if checked or got.status == Status.BUILD_FAILED.value:
+        return checked, None
+    return True, never_worked(got, s, first=True) if got.status != Status.OK.value else None
 
 
 def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:

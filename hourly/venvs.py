@@ -138,3 +138,25 @@ def ensure_env(env: Path, requirements: list[str], source_args: list[str], insta
     marker.write_text(json.dumps({"installer": installer.kind.value, "requirements": requirements,
                                   "seconds": round(time.monotonic() - start, 2), "log": str(log_path)}))
     return EnvResult(str(py), installer.kind.value, False, str(log_path))
+
+
+def overlay_env(env: Path, base_python: str, log_path: Path) -> str:
+    """An environment of its own over ``base_python``'s packages: what a Slurm job installs its
+    build into, so that jobs sharing one ``--python`` never install over each other.
+
+    Made without pip (``python -m venv --without-pip``); a ``.pth`` line adds the base's
+    site-packages after the environment's own, so the job's wheels come first and everything else
+    the benchmark imports (and pip itself) comes from the base. Returns the environment's Python."""
+    if env.exists():
+        shutil.rmtree(env)  # a killed job's: made again, never trusted
+    # one process: the base's site-packages, and where the new environment's own will be
+    probe = ("import json, site, sys, venv; b = venv.EnvBuilder(with_pip=False); b.create(sys.argv[1]); "
+             "print(json.dumps(site.getsitepackages()))")
+    sites = json.loads(proc.run([base_python, "-c", probe, str(env)], timeout=300,
+                                log_path=log_path).output.strip().splitlines()[-1])
+    py = env_python(env)
+    own = next(env.glob("lib/python3*/site-packages"), None) or env / "Lib" / "site-packages"
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "_hourly_base.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in sites if Path(d).is_dir()))
+    return str(py)

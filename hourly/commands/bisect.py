@@ -8,10 +8,10 @@ from typing import Any, Optional
 
 from ..errors import UsageError
 from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
-from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
+from .common import BENCHMARK, BUILD, EXECUTOR, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
 
 
-@with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE)
+@with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, EXECUTOR)
 def bisect(
     good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha> [default: each regression detection finds in the store].'),
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
@@ -39,6 +39,8 @@ def bisect(
     from ..bisect import check_new_window
     from ..config import effective, stored_settings, workdir_setting
     from ..store import STORE_NAME, Store
+    from ..executor import LocalExecutor, make_executor
+    executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
     if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
@@ -48,7 +50,8 @@ def bisect(
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix)
+    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix,
+                         executor=None if isinstance(executor, LocalExecutor) else executor)
     if json_out:
         out = {"regressions": answers}
         if log:

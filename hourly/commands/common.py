@@ -15,6 +15,7 @@ from typing import Any, Callable, List, Optional
 
 import typer
 from ..bench import DEFAULT_METRIC_REGEX
+from ..model import ExecutorKind
 from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from ..output import console as make_console
 
@@ -121,6 +122,20 @@ RETRY: OptionSet = {
 STORE: OptionSet = {
     "workdir": (Optional[str], Workdir),
     "force": (Optional[bool], Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored).")),
+}
+
+#: where pairs are built and measured (hourly.executor.make_executor reads these; not Settings fields,
+#: so never stored: a later command picks its own)
+EXECUTOR: OptionSet = {
+    "executor": (Optional[ExecutorKind], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "
+                                    "slurm: each pair is a Slurm job, --workers at once (docs/slurm.md) [default: local].")),
+    "workers": (Optional[int], Opt(None, "--workers", help="Jobs at once (--executor slurm): a scan's pairs, a bisection's "
+                                   "states per round [default: 1].")),
+    "partition": (Optional[str], Opt(None, "--partition", help="Slurm partition of the jobs [default: the cluster's].")),
+    "time": (Optional[str], Opt(None, "--time", help="Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].")),
+    "gres": (Optional[str], Opt(None, "--gres", help="Slurm generic resources of each job, e.g. gpu:1 [default: none].")),
+    "slurm_arg": (Optional[List[str]], Opt(None, "--slurm-arg", help="An sbatch option passed through, e.g. "
+                                           "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable) [default: none].")),
 }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..model import Mode
-from .common import (BENCHMARK, BUILD, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
+from .common import (BENCHMARK, BUILD, EXECUTOR, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
 SCAN_ONLY = {
@@ -25,7 +25,7 @@ SCAN_ONLY = {
 }
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
+@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY, EXECUTOR)
 def scan(
     flags: Any = None,
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
@@ -35,18 +35,20 @@ def scan(
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     from ..config import effective
     from ..render import progress_bar
+    from ..executor import make_executor
     from ..scan import dry_run, require_measured, run_scan
+    executor = make_executor(flags)
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
         report = dry_run(s, s.workdir)
     elif json_out:
-        report = run_scan(s, s.workdir)
+        report = run_scan(s, s.workdir, executor=executor)
     else:
         logs = Path(s.workdir).absolute() / "logs"
         with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
                           f" (build log {logs / f'build-{pair.key()}.log'})") as on_progress:
-            report = run_scan(s, s.workdir, on_progress)
+            report = run_scan(s, s.workdir, on_progress, executor)
     emit(report, json_out, s)
     if not dry_run_:
         require_measured(report, s)

@@ -213,7 +213,8 @@ def write_launcher(bin_dir: Path, py_name: str, py_text: str, *args: str) -> Pat
 
 
 def write_build_script(bin_dir: Path, xla_clone: Path) -> Path:
-    return write_launcher(bin_dir, "build_standin.py", BUILD_PY, str(xla_clone))
+    # the XLA tree hourly names (a Slurm job's own worktree), else the clone
+    return write_launcher(bin_dir, "build_standin.py", BUILD_PY, f"${{HOURLY_XLA_DIR:-{xla_clone}}}")
 
 
 def write_bench_script(bench_dir: Path) -> Path:

@@ -1,0 +1,130 @@
+"""One Slurm job: build and measure one (pair, count) request, write the result to a file.
+
+``python -m hourly.worker <job dir>`` reads ``<job dir>/request.json`` (written by the
+coordinator, hourly/executor.py), and:
+
+1. checks the pair out in worktrees of its own (``<job dir>/trees/{xla,jax}``), so jobs on one
+   node or many never share a working tree;
+2. makes an environment of its own over ``--python``'s packages (hourly.venvs.overlay_env), so
+   jobs never install over each other;
+3. builds through the same :class:`~hourly.build.Builder` as a local run, with the shared wheel
+   cache (an entry appears whole or not at all; a waiting lock per key keeps two jobs from
+   building one key at once), and benchmarks ``count`` times, exactly as
+   :meth:`hourly.scan.Measurer.measure` does;
+4. writes ``<job dir>/result.json`` atomically (a temporary file renamed into place): the
+   measurement, the build rows the coordinator records, and the build and run counts.
+
+The worker never opens the SQLite store: the coordinator is its only writer. Logs go to the
+workdir's ``logs/`` as a local run's do (the workdir is on the shared filesystem).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+
+REQUEST = "request.json"
+RESULT = "result.json"
+
+
+class RecordingStore:
+    """What a :class:`~hourly.scan.Measurer` writes, kept for the coordinator instead of stored."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.builds: list = []
+        self.measurements: list = []
+
+    def record_build(self, b) -> None:
+        self.builds.append(b)
+
+    def add_measurement(self, bench_key: str, m) -> None:
+        self.measurements.append(m)
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Whole or not at all: a reader sees the old file, no file, or this one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def measure(job: Path, req: dict) -> dict:
+    from .build import Workspace
+    from .config import Settings
+    from .gitrepo import GitRepo
+    from .model import Pair
+    from .scan import Measurer
+    from .venvs import overlay_env
+
+    names = {f.name for f in fields(Settings)}
+    s = Settings(**{k: v for k, v in req["settings"].items() if k in names})
+    pair = Pair(*req["pair"])
+    trees = job / "trees"
+    base = {"jax": GitRepo(s.jax_repo, "jax")}
+    if s.only != "jax":
+        base["xla"] = GitRepo(s.xla_repo, "xla")
+    own: dict[str, GitRepo] = {}
+    try:
+        for name, repo in base.items():
+            own[name] = repo.add_worktree(trees / name, getattr(pair, name))
+        python = overlay_env(job / "venv", s.python, job / "venv.log")
+        wheels = s.resolved_wheel_dir()
+        try:  # a wheel folder inside the JAX tree is the job's own tree's; any other is the job's own
+            wheels = own["jax"].path / wheels.absolute().relative_to(Path(s.jax_repo))
+        except ValueError:
+            wheels = job / "wheels"
+        js = replace(s, jax_repo=str(own["jax"].path), xla_repo=str(own["xla"].path) if "xla" in own else s.xla_repo,
+                     python=python, wheel_dir=str(wheels), force=True)
+        store = RecordingStore(Path(req["workdir"]))
+        repos = [own[n] for n in ("xla", "jax") if n in own]
+        with Workspace(repos, force=True) as ws:
+            m = Measurer(js, store, own.get("xla"), own["jax"], ws)
+            got = m.measure(pair, req["count"], origin=req["origin"])
+            b = m.builder
+            return {"outcome": "measured", "measurement": asdict(got),
+                    "builds": [asdict(r) for r in store.builds], "builds_run": b.builds_run,
+                    "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs}
+    finally:
+        for name, tree in own.items():
+            try:
+                base[name].remove_worktree(tree.path)
+            except Exception:  # noqa: BLE001 — a leftover tree is swept by the next job's add
+                pass
+        import shutil
+        shutil.rmtree(job / "venv", ignore_errors=True)
+
+
+def run(job: Path) -> dict:
+    from .build import BuildInterrupted
+    from .errors import UserError
+    req = json.loads((job / REQUEST).read_text())
+    try:
+        result = measure(job, req)
+    except BuildInterrupted as e:
+        result = {"outcome": "interrupted", "error": e.message, "fix": e.fix}
+    except UserError as e:
+        result = {"outcome": "user_error", "error": e.message, "fix": e.fix, "details": e.details}
+    except Exception as e:  # noqa: BLE001 — reported to the coordinator, which stops with it
+        result = {"outcome": "error", "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+    result.update(job_id=os.environ.get("SLURM_JOB_ID"), host=os.uname().nodename, attempt=req.get("attempt"))
+    write_json(job / RESULT, result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or not (Path(args[0]) / REQUEST).is_file():
+        print("usage: python -m hourly.worker <job dir holding request.json>", file=sys.stderr)
+        return 2
+    result = run(Path(args[0]).absolute())
+    print(f"hourly worker: {result['outcome']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
