@@ -14,6 +14,12 @@ have ``origin`` (default ``"bisect"``), ``_gate`` (``--only jax``'s untestable s
   :meth:`~hourly.scan.Measurer.measure` would (build rows, then the measurement), in the order
   the requests were made, as soon as the results before it are in.
 
+A request is of one of two kinds (:class:`~hourly.model.RequestKind`): *measure* — ``(pair,
+count)``, from scan and bisect (``measure_many``, ``stream``) — or *profile* — a
+:class:`ProfileRequest` from ``hourly profile`` (``profile_stream``): build the pair the same way,
+then capture one run of the benchmark under the JAX profiler into a folder of the shared workdir.
+Both go through the same submission, polling, resubmission and adoption.
+
 Faults: a job ended by the cluster (``NODE_FAIL``, ``PREEMPTED``, ``TIMEOUT``, ``CANCELLED`` …)
 or that ended without a result file is submitted again, up to ``max_attempts`` times; a build or
 benchmark failure is a verdict like a local one. Jobs carry the run's identity (job name
@@ -35,7 +41,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from .errors import HourlyError, UserError
-from .model import ExecutorKind, Pair, Status
+from .model import ExecutorKind, Pair, RequestKind, Status
 
 #: the origin of a host that names none (the Bisector's rows)
 DEFAULT_ORIGIN = "bisect"
@@ -44,6 +50,20 @@ MAX_ATTEMPTS = 3
 POLL_S = 2.0
 RECORDED = "recorded"  # a job folder whose result is in the store
 EXECUTORS = tuple(k.value for k in ExecutorKind)
+#: the outcome of a job whose request was done, by kind (anything else is a failure or a fault)
+DONE = {RequestKind.MEASURE: "measured", RequestKind.PROFILE: "profiled"}
+
+
+@dataclass
+class ProfileRequest:
+    """Build ``pair`` and capture one run of the benchmark under the JAX profiler into ``out`` (a
+    folder on the shared filesystem); ``trace``: :class:`~hourly.capture.TraceOptions`' fields;
+    ``label``: what a failure names (``good state of step-1``)."""
+
+    pair: Pair
+    out: Path
+    trace: dict = field(default_factory=dict)
+    label: str = ""
 
 
 class Executor(Protocol):
@@ -100,6 +120,11 @@ class SlurmExecutor:
     def stream(self, host, reqs):
         return _Round(self, host).stream(list(reqs))
 
+    def profile_stream(self, host, reqs: list[ProfileRequest]) -> Iterator[dict]:
+        """Each request one job (kind profile), up to ``workers`` at once; for each, in order, the
+        job's result (its build rows recorded in ``host.store``, its capture folder ``out``)."""
+        return _Round(self, host).stream(list(reqs))
+
 
 @dataclass
 class _Task:
@@ -107,6 +132,8 @@ class _Task:
     pair: Pair
     count: int
     dir: Path
+    kind: RequestKind = RequestKind.MEASURE
+    extra: dict = field(default_factory=dict)  # what the kind adds to request.json (profile: out, trace, label)
     job: str | None = None
     result: dict | None = None
     untestable: str | None = None  # why the pair cannot be tested at all (--only jax): no job
@@ -126,7 +153,7 @@ class _Round:
         self.live: dict[str, str] | None = None  # comment -> job id of this run's queued or running jobs
 
     # -- the loop ---------------------------------------------------------------------------
-    def stream(self, reqs: list[tuple[Pair, int]]) -> Iterator[tuple]:
+    def stream(self, reqs: list) -> Iterator:
         waiting = list(enumerate(reqs))
         running: dict[int, _Task] = {}
         ready: dict[int, _Task] = {}
@@ -134,8 +161,8 @@ class _Round:
         try:
             while nxt < len(reqs):
                 while waiting and len(running) < self.ex.workers:
-                    i, (pair, count) = waiting.pop(0)
-                    task = self._start(i, pair, count)
+                    i, req = waiting.pop(0)
+                    task = self._start(i, req)
                     (ready if task.untestable or task.result else running)[i] = task
                 while nxt in ready:
                     yield self._record(ready.pop(nxt))
@@ -152,14 +179,19 @@ class _Round:
             raise
 
     # -- one request ------------------------------------------------------------------------
-    def _start(self, index: int, pair: Pair, count: int) -> _Task:
-        gate = getattr(self.host, "_gate", None)
-        why = gate.untestable(pair.jax) if gate is not None else None
-        if why:  # as Measurer.measure: recorded (in its turn) without a build
-            return _Task(index, pair, count, self.jobs_dir, untestable=why)
-        task = _Task(index, pair, count, self._folder(pair, count))
+    def _start(self, index: int, req) -> _Task:
+        if isinstance(req, ProfileRequest):
+            kind, pair, count = RequestKind.PROFILE, req.pair, 0
+            extra = {"out": str(Path(req.out).absolute()), "trace": req.trace, "label": req.label}
+        else:
+            (pair, count), kind, extra = req, RequestKind.MEASURE, {}
+            gate = getattr(self.host, "_gate", None)
+            why = gate.untestable(pair.jax) if gate is not None else None
+            if why:  # as Measurer.measure: recorded (in its turn) without a build
+                return _Task(index, pair, count, self.jobs_dir, untestable=why)
+        task = _Task(index, pair, count, self._folder(pair, count, kind, extra), kind, extra)
         task.result = _read(task.dir / "result.json")
-        if task.result is not None and task.result.get("outcome") == "measured":
+        if task.result is not None and task.result.get("outcome") == DONE[kind]:
             self.ex.adopted += 1  # finished while no coordinator watched: recorded now, not redone
             return task
         job = self._live().get(self._comment(task))
@@ -172,11 +204,15 @@ class _Round:
         self._submit(task)
         return task
 
-    def _folder(self, pair: Pair, count: int) -> Path:
+    def _folder(self, pair: Pair, count: int, kind: RequestKind = RequestKind.MEASURE,
+                extra: dict | None = None) -> Path:
         """The request's job folder: the first of its name not yet recorded (the same request made
-        again later, for more samples, gets a folder of its own)."""
-        ident = json.dumps([str(self.store.path), self.host.key, self.origin, pair.xla, pair.jax, count])
-        base = f"{pair.key()}-{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
+        again later, for more samples or another profile, gets a folder of its own)."""
+        ident = [str(self.store.path), self.host.key, self.origin, pair.xla, pair.jax, count]
+        if kind is not RequestKind.MEASURE:
+            ident += [kind.value, extra]
+        digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:8]
+        base = f"{pair.key()}-{digest}" if kind is RequestKind.MEASURE else f"{kind.value}-{pair.key()}-{digest}"
         n = 0
         while True:
             d = self.jobs_dir / f"{base}-{n}"
@@ -208,8 +244,9 @@ class _Round:
         s = self.host.s
         settings = {f.name: getattr(s, f.name) for f in fields(s)}
         settings["cache_dir"] = str(s.resolved_cache_dir().absolute())
-        req = {"settings": settings, "pair": [task.pair.xla, task.pair.jax], "count": task.count,
-               "origin": self.origin, "workdir": str(self.store.workdir), "attempt": len(attempts["jobs"]) + 1}
+        req = {"kind": task.kind.value, "settings": settings, "pair": [task.pair.xla, task.pair.jax],
+               "count": task.count, "origin": self.origin, "workdir": str(self.store.workdir),
+               "attempt": len(attempts["jobs"]) + 1, **task.extra}
         _write(d / "request.json", req)
         script = d / "job.sh"
         worker = os.environ.get("HOURLY_WORKER_PYTHON") or sys.executable
@@ -252,8 +289,9 @@ class _Round:
         return done
 
     # -- recording --------------------------------------------------------------------------
-    def _record(self, task: _Task) -> tuple:
-        """The result into the store, as Measurer.measure writes it: build rows, then the measurement."""
+    def _record(self, task: _Task):
+        """The result into the store, as Measurer.measure writes it: build rows, then the measurement
+        (a profile: its build rows, as a local profile's build writes them; the result is returned)."""
         from .store import BuildRecord, Measurement
         if task.untestable:
             m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
@@ -263,11 +301,14 @@ class _Round:
         r = task.result
         if r["outcome"] == "user_error":
             raise UserError(r["error"], r.get("fix"), r.get("details"))
-        if r["outcome"] != "measured":
+        if r["outcome"] != DONE[task.kind]:
             raise HourlyError(f"the Slurm job of {task.pair.short()} failed: {r.get('error')} "
                               f"(traceback in {task.dir / 'result.json'})")
         for b in r["builds"]:  # INSERT OR REPLACE: recording one twice changes nothing
             self.store.record_build(BuildRecord(**b))
+        if task.kind is RequestKind.PROFILE:
+            (task.dir / RECORDED).write_text(json.dumps({"profile": r["out"]}))
+            return r
         m = Measurement(**{k: v for k, v in r["measurement"].items() if k not in ("id", "created")})
         # a coordinator killed between the row and the folder's mark recorded it already: the
         # runs (each with its own log path) tell the row apart from any other

@@ -220,6 +220,17 @@ class ExecutorKind(str, Enum):
         return self.value
 
 
+class RequestKind(str, Enum):
+    """What one executor job does (hourly/worker.py): build a pair and benchmark it (scan, bisect), or
+    build it and capture one run of the benchmark under the JAX profiler (profile)."""
+
+    MEASURE = "measure"
+    PROFILE = "profile"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Blame(str, Enum):
     """Which repository's change alone brings a regression (bisection, when a step moves both)."""
 

@@ -6,15 +6,21 @@ again (from the wheel cache when possible), the benchmark runs once under the JA
 (:mod:`hourly.trace`), and the two captures are compared: device ops whose total time changed most,
 and memory in use by allocation site. Everything lands in ``<workdir>/profiles/<name>/``.
 Capture is opt-in: it never changes the numbers of a scan.
+
+With a remote executor (``--executor slurm``, hourly/executor.py) each (target, side) is one job of
+kind profile: all sides are submitted at once (up to ``--workers``), each builds its pair in its own
+worktrees and environment and captures into the same folder a local run would; this process records
+the jobs' build rows and compares the captures as a local run does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from .bench import bench_env
-from .build import Workspace
+from .build import BuildResult, Workspace
 from .capture import TraceOptions, capture
 from .config import Settings
 from .model import Pair
@@ -88,36 +94,86 @@ def targets_from_store(store: Store, s: Settings) -> list[Target]:
             for i, st in enumerate(steps, 1)]
 
 
+SIDES = ("good", "bad")
+
+
+def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
+    """With ``build`` installed into ``s.python``, run the benchmark once under the JAX profiler into
+    ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
+    (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
+    if not build.ok:
+        raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
+    spec = s.bench_spec()
+    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=s.python,
+                  options=options, timeout=spec.timeout, check=False)
+    if not cap.ok:
+        raise UserError(f"the benchmark failed under the profiler for the {label} "
+                        f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
+    return cap.out_dir
+
+
+@dataclass
+class ProfileHost:
+    """What an executor needs of ``hourly profile`` (hourly/executor.py): settings, store, benchmark key."""
+
+    s: Settings
+    store: Store
+    key: str
+    origin: str = "profile"
+
+
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
-                 say=lambda text: None) -> list[ProfileResult]:
+                 say=lambda text: None, executor=None) -> list[ProfileResult]:
+    """Capture both states of each target and compare them. ``executor``: a remote one
+    (hourly.executor.SlurmExecutor) captures every side as a job of its own, all at once
+    [default: here, one after another]."""
     if not targets:
         raise UserError("no regression to profile in this workdir",
                         "run `hourly scan` (and `hourly bisect`) first, or pass --good and --bad")
+    from .executor import LocalExecutor
+    sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
+    if executor is not None and not isinstance(executor, LocalExecutor):
+        captured = _capture_remote(store, s, sides, options, say, executor)
+    else:
+        captured = _capture_here(store, s, sides, options, say)
+    results, dirs = [], {}
+    for (target, side, _), out in zip(sides, captured):  # a target is compared once both its sides are in
+        dirs[side] = out
+        if side != SIDES[-1]:
+            continue
+        text = compare(dirs["good"], dirs["bad"]).render()
+        path = store.workdir / "profiles" / target.name / "comparison.txt"
+        path.write_text(text)
+        results.append(ProfileResult(target, dirs["good"], dirs["bad"], path, text))
+    return results
+
+
+def _say_side(say, target: Target, side: str, pair: Pair, where: str = "") -> None:
+    say(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}{where}")
+
+
+def _capture_here(store, s, sides, options, say) -> Iterator[Path]:
+    """Each side in turn, built in the user's trees: its capture folder."""
     xla, jax = open_repos(s)
-    spec = s.bench_spec()
-    env = bench_env(spec)
-    results = []
     with Workspace(trees(xla, jax), force=s.force) as ws:
         m = Measurer(s, store, xla, jax, ws, pin_of(s, jax))
-        for target in targets:
-            base = store.workdir / "profiles" / target.name
-            dirs = {}
-            for side, pair in (("good", target.good), ("bad", target.bad)):
-                say(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}")
-                build = m.builder.prepare(pair)
-                if not build.ok:
-                    raise UserError(f"the {side} state of {target.name} does not build ({build.log_path})",
-                                    "profile another pair with --good/--bad")
-                cap = capture(spec.cmd, base / side, env=env, cwd=spec.cwd, python=s.python,
-                              options=options, timeout=spec.timeout, check=False)
-                if not cap.ok:
-                    raise UserError(f"the benchmark failed under the profiler for the {side} state "
-                                    f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
-                dirs[side] = cap.out_dir
-            comparison = compare(dirs["good"], dirs["bad"])
-            text = comparison.render()
-            path = base / "comparison.txt"
-            path.write_text(text)
-            results.append(ProfileResult(target, dirs["good"], dirs["bad"], path, text))
-    return results
+        for target, side, pair in sides:
+            _say_side(say, target, side, pair)
+            build = m.builder.prepare(pair)
+            yield trace_state(s, build, store.workdir / "profiles" / target.name / side,
+                              options, f"{side} state of {target.name}")
+
+
+def _capture_remote(store, s, sides, options, say, executor) -> Iterator[Path]:
+    """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
+    touched): the capture folders, in order."""
+    from dataclasses import asdict
+    from .executor import ProfileRequest
+    reqs = []
+    for target, side, pair in sides:
+        _say_side(say, target, side, pair, " (a Slurm job)")
+        reqs.append(ProfileRequest(pair, store.workdir / "profiles" / target.name / side, asdict(options),
+                                   f"{side} state of {target.name}"))
+    for r in executor.profile_stream(ProfileHost(s, store, s.bench_key()), reqs):
+        yield Path(r["out"])

@@ -1,4 +1,5 @@
-"""One Slurm job: build and measure one (pair, count) request, write the result to a file.
+"""One Slurm job: build and measure one (pair, count) request — or build one pair and capture a
+trace of it (a request of kind profile) — and write the result to a file.
 
 ``python -m hourly.worker <job dir>`` reads ``<job dir>/request.json`` (written by the
 coordinator, hourly/executor.py), and:
@@ -14,6 +15,11 @@ coordinator, hourly/executor.py), and:
 4. writes ``<job dir>/result.json`` atomically (a temporary file renamed into place): the
    measurement, the build rows the coordinator records, and the build and run counts.
 
+A request of kind ``profile`` (``hourly profile``) does steps 1–3 up to the build, then runs the
+benchmark once under the JAX profiler (:func:`hourly.regression_profile.trace_state`, as a local
+profile does) into the folder the request names (``<workdir>/profiles/<target>/<side>``), and
+writes the build rows and that folder to ``result.json`` the same way.
+
 The worker never opens the SQLite store: the coordinator is its only writer. Logs go to the
 workdir's ``logs/`` as a local run's do (the workdir is on the shared filesystem).
 """
@@ -24,6 +30,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 
@@ -53,7 +60,11 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def measure(job: Path, req: dict) -> dict:
+@contextmanager
+def own_pair(job: Path, req: dict):
+    """The request's pair checked out in the job's own worktrees, with an environment of its own:
+    a :class:`~hourly.scan.Measurer` over them (its store records for the coordinator), and the pair.
+    The trees and the environment are removed after."""
     from .build import Workspace
     from .config import Settings
     from .gitrepo import GitRepo
@@ -83,12 +94,7 @@ def measure(job: Path, req: dict) -> dict:
         store = RecordingStore(Path(req["workdir"]))
         repos = [own[n] for n in ("xla", "jax") if n in own]
         with Workspace(repos, force=True) as ws:
-            m = Measurer(js, store, own.get("xla"), own["jax"], ws)
-            got = m.measure(pair, req["count"], origin=req["origin"])
-            b = m.builder
-            return {"outcome": "measured", "measurement": asdict(got),
-                    "builds": [asdict(r) for r in store.builds], "builds_run": b.builds_run,
-                    "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs}
+            yield Measurer(js, store, own.get("xla"), own["jax"], ws), pair
     finally:
         for name, tree in own.items():
             try:
@@ -99,12 +105,39 @@ def measure(job: Path, req: dict) -> dict:
         shutil.rmtree(job / "venv", ignore_errors=True)
 
 
+def measure(job: Path, req: dict) -> dict:
+    with own_pair(job, req) as (m, pair):
+        got = m.measure(pair, req["count"], origin=req["origin"])
+        b = m.builder
+        return {"outcome": "measured", "measurement": asdict(got),
+                "builds": [asdict(r) for r in m.store.builds], "builds_run": b.builds_run,
+                "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs}
+
+
+def profile(job: Path, req: dict) -> dict:
+    """Build the pair as :func:`measure` does, then capture one run under the profiler into ``out``."""
+    from .build import BuildInterrupted, BuildStatus
+    from .capture import TraceOptions
+    from .regression_profile import trace_state
+    with own_pair(job, req) as (m, pair):
+        build = m.builder.prepare(pair)
+        if build.status is BuildStatus.INTERRUPTED:  # not the pair's verdict: the coordinator submits again
+            raise BuildInterrupted(f"the build of {pair.short()} was interrupted (log {build.log_path})",
+                                   "free memory or raise --build-timeout, then run the same command again")
+        out = trace_state(m.s, build, Path(req["out"]), TraceOptions(**req.get("trace", {})), req.get("label", ""))
+        b = m.builder
+        return {"outcome": "profiled", "out": str(out), "builds": [asdict(r) for r in m.store.builds],
+                "builds_run": b.builds_run, "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds}
+
+
 def run(job: Path) -> dict:
     from .build import BuildInterrupted
     from .errors import UserError
+    from .model import RequestKind
     req = json.loads((job / REQUEST).read_text())
-    try:
-        result = measure(job, req)
+    try:  # a request without a kind (written by an hourly before profile jobs) measures
+        kind = RequestKind(req.get("kind", RequestKind.MEASURE.value))
+        result = {RequestKind.MEASURE: measure, RequestKind.PROFILE: profile}[kind](job, req)
     except BuildInterrupted as e:
         result = {"outcome": "interrupted", "error": e.message, "fix": e.fix}
     except UserError as e:
