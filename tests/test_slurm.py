@@ -81,12 +81,14 @@ def test_controller_trouble_is_transient_anything_else_is_not():
         "--partition=gpu", "--time=1:00:00", "--gres=gpu:1", "--account=x"]
 
 
-def test_local_executor_with_workers_is_a_user_error(capsys, scan_args):
+def test_local_executor_with_workers_is_a_user_error(capsys, scan_args, tmp_path):
     code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--workers", "4"))
     assert code == 1
     assert "--workers 4 needs --executor slurm" in err and "add --executor slurm" in err
     code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--gres", "gpu:1"))
     assert code == 1 and "--gres apply to --executor slurm only" in err
+    code, _, err = run_cli(capsys, ["profile", "--workdir", str(tmp_path / "work"), "--workers", "2"])
+    assert code == 1 and "--workers 2 needs --executor slurm" in err
 
 
 def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_python, tmp_path):
@@ -309,3 +311,56 @@ def test_a_job_that_never_leaves_a_result_is_tried_three_times(capsys, cluster, 
     (jobs,) = job_ids(tmp_path / "work")
     assert len(jobs) == 3 and f"was lost 3 times (jobs {', '.join(jobs)}" in err and "FAILED" in err
     assert not rows(tmp_path / "work", "SELECT id FROM measurements")
+
+
+# -- profile on the cluster ------------------------------------------------------------------------
+
+def _memory_table(comparison: str) -> list[str]:
+    """The comparison's memory-by-site rows (deterministic, unlike op times)."""
+    lines = comparison.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("Live device memory"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def test_profile_on_slurm_compares_as_a_local_profile(capsys, cluster, scan_args, made, tmp_path):
+    """The good and bad state of a step, each captured by a job of its own (both submitted before
+    either finished): the same findings as the local profile — the bad state's 4 MiB at the
+    benchmark's line, its extra work in jit_slow_path."""
+    pytest.importorskip("jax")
+    from test_profile import JAX_BENCH
+    made.bench_script.write_text(JAX_BENCH)
+    work = tmp_path / "work"
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 13:00", "Aug 24 2023 14:00"))
+    assert code == 0, err
+    states = ["--good", "Aug 24 2023 13:00", "--bad", "Aug 24 2023 14:00"]
+    texts = {}
+    for name, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "2"])):
+        code, out, err = run_cli(capsys, ["profile", "--workdir", str(work), *states, *extra])
+        assert code == 0, err
+        texts[name] = (work / "profiles" / "manual" / "comparison.txt").read_text()
+        assert texts[name] in out
+        (work / "profiles").rename(work / f"profiles-{name}")  # the jobs capture afresh
+    line = JAX_BENCH.split("\n").index(next(x for x in JAX_BENCH.split("\n") if "keep.append" in x)) + 1
+    for text in texts.values():
+        site = next(x for x in text.splitlines() if f"MLUPS3d.py:{line})" in x)
+        assert "+4.000" in site and "jit_slow_path" in text
+    assert _memory_table(texts["local"]) == _memory_table(texts["slurm"])
+    # one job per side, each on its first attempt, both submitted before either finished
+    folders = sorted((work / "jobs").glob("profile-*"))
+    assert len(folders) == 2 and all(len(json.loads((d / "attempts.json").read_text())["jobs"]) == 1 for d in folders)
+    results = [json.loads((d / "result.json").read_text()) for d in folders]
+    assert {r["outcome"] for r in results} == {"profiled"}
+    assert sorted(Path(r["out"]).name for r in results) == ["bad", "good"]
+    assert all((work / "profiles-slurm" / "manual" / side / "memory.prof").exists() for side in ("good", "bad"))
+    assert max((d / "attempts.json").stat().st_mtime for d in folders) < min(
+        (d / "result.json").stat().st_mtime for d in folders)
+    assert all((d / "recorded").exists() for d in folders)
+    # a state that does not build stops both with the same one line
+    broken = ["--good", "Aug 25 2023 06:00", "--bad", "Aug 25 2023 07:00"]
+    errs = {}
+    for name, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "2"])):
+        code, _, err = run_cli(capsys, ["profile", "--workdir", str(work), *broken, *extra])
+        assert code == 1
+        errs[name] = next(x for x in err.splitlines() if "error:" in x).split(" (")[0]
+    assert errs["local"] == errs["slurm"] and "the good state of manual does not build" in errs["slurm"]

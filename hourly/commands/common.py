@@ -130,7 +130,7 @@ EXECUTOR: OptionSet = {
     "executor": (Optional[ExecutorKind], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "
                                     "slurm: each pair is a Slurm job, --workers at once (docs/slurm.md) [default: local].")),
     "workers": (Optional[int], Opt(None, "--workers", help="Jobs at once (--executor slurm): a scan's pairs, a bisection's "
-                                   "states per round [default: 1].")),
+                                   "states per round, a profile's captured states [default: 1].")),
     "partition": (Optional[str], Opt(None, "--partition", help="Slurm partition of the jobs [default: the cluster's].")),
     "time": (Optional[str], Opt(None, "--time", help="Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].")),
     "gres": (Optional[str], Opt(None, "--gres", help="Slurm generic resources of each job, e.g. gpu:1 [default: none].")),

@@ -6,10 +6,10 @@ from typing import Any, Optional
 
 from ..errors import UserError
 from ..output import command_line, styled
-from .common import BUILD, ConfigOpt, Opt, Workdir, console, err_console, with_options
+from .common import BUILD, EXECUTOR, ConfigOpt, Opt, Workdir, console, err_console, with_options
 
 
-@with_options(BUILD)
+@with_options(BUILD, EXECUTOR)
 def profile(workdir: Optional[str] = Workdir,
             good: Optional[str] = Opt(None, "--good", help="Good state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
             bad: Optional[str] = Opt(None, "--bad", help="Bad state: a time, or xla@<sha>,jax@<sha> [default: each stored regression]."),
@@ -24,14 +24,17 @@ def profile(workdir: Optional[str] = Workdir,
     from ..capture import TraceOptions
     from ..config import stored_settings, workdir_setting
     from ..regression_profile import Target, parse_state, run_profiles, targets_from_store
+    from ..executor import make_executor
     from ..store import Store
+    executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)
     if bool(good) != bool(bad):
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
-    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False)):
+    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False),
+                          executor=executor):
         console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
         print(r.text)
         print(f"comparison saved to {r.comparison_path}")
