@@ -179,7 +179,8 @@ class _Round:
             raise
 
     # -- one request ------------------------------------------------------------------------
-    def _start(self, index: int, req) -> _Task:
+    def _task(self, index: int, req) -> _Task:
+        """The request — ``(pair, count)`` or a :class:`ProfileRequest` — as a task with its folder."""
         if isinstance(req, ProfileRequest):
             kind, pair, count = RequestKind.PROFILE, req.pair, 0
             extra = {"out": str(Path(req.out).absolute()), "trace": req.trace, "label": req.label}
@@ -189,9 +190,14 @@ class _Round:
             why = gate.untestable(pair.jax) if gate is not None else None
             if why:  # as Measurer.measure: recorded (in its turn) without a build
                 return _Task(index, pair, count, self.jobs_dir, untestable=why)
-        task = _Task(index, pair, count, self._folder(pair, count, kind, extra), kind, extra)
+        return _Task(index, pair, count, self._folder(pair, count, kind, extra), kind, extra)
+
+    def _start(self, index: int, req) -> _Task:
+        task = self._task(index, req)
+        if task.untestable:
+            return task
         task.result = _read(task.dir / "result.json")
-        if task.result is not None and task.result.get("outcome") == DONE[kind]:
+        if task.result is not None and task.result.get("outcome") == DONE[task.kind]:
             self.ex.adopted += 1  # finished while no coordinator watched: recorded now, not redone
             return task
         job = self._live().get(self._comment(task))

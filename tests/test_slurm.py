@@ -146,6 +146,38 @@ def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
     assert ex.adopted == 2 and ex.submitted == 0
 
 
+def test_a_finished_profile_job_is_adopted_not_redone(tmp_path):
+    """A profile job that finished while no coordinator watched (killed): the next coordinator
+    records its build row and hands back its capture folder without submitting anything."""
+    from hourly.executor import ProfileRequest, SlurmExecutor, _Round
+    from hourly.model import Pair
+    from hourly.store import Store
+
+    class Host:  # what hourly profile gives an executor (regression_profile.ProfileHost)
+        origin = "profile"
+
+        def __init__(self, store):
+            self.store, self.key = store, "k"
+
+    store = Store(tmp_path / "work")
+    pair = Pair("a" * 40, "b" * 40)
+    out = store.workdir / "profiles" / "step-1" / "bad"
+    req = ProfileRequest(pair, out, {"python_tracer_level": 0}, "bad state of step-1")
+    ex = SlurmExecutor(2, slurm=object())  # never asked: the result is already there
+    d = _Round(ex, Host(store))._task(0, req).dir
+    assert d.name.startswith(f"profile-{pair.key()}-")
+    d.mkdir(parents=True)
+    build = {"xla": pair.xla, "jax": pair.jax, "status": "built", "in_place": False, "wheels": [],
+             "log_path": None, "tail": "", "duration": 1.0, "finished": 1.0}
+    (d / "result.json").write_text(json.dumps({"outcome": "profiled", "out": str(out), "builds": [build]}))
+    (r,) = ex.profile_stream(Host(store), [req])
+    assert r["out"] == str(out) and store.build(pair.xla, pair.jax).status == "built"
+    assert json.loads((d / "recorded").read_text()) == {"profile": str(out)}
+    assert ex.adopted == 1 and ex.submitted == 0
+    # profiling again later is a new request: a folder of its own
+    assert _Round(ex, Host(store))._task(0, req).dir.name.endswith("-1")
+
+
 # -- the real cluster ------------------------------------------------------------------------------
 
 def test_adapter_submits_reads_and_cancels_a_real_job(cluster, tmp_path):
