@@ -336,7 +336,8 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     floor = max(NOISE_FLOOR_RELATIVE * (1.0 if log_scale else level), 1e-12)
     z_min = z_threshold(len(values))
 
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
+    within = _within_point(samples)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
@@ -346,7 +347,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             new_sigma = max(refined, rep or 0.0, floor)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -375,9 +376,19 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
                      noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
 
 
+def _within_point(samples: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per point, what its repeats say of the noise of its value: the sum of squared deviations
+    from the point's mean divided by its repeats (so on the scale of one point's value), and its
+    degrees of freedom (repeats - 1; 0 for a single run)."""
+    ss = np.array([float(np.sum((np.asarray(s) - np.mean(s)) ** 2)) / len(s) if len(s) > 1 else 0.0
+                   for s in samples])
+    return ss, np.array([max(len(s) - 1, 0) for s in samples])
+
+
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
-         log_scale: bool = False):
-    """Fit, set aside outliers (single-point segments) one by one, refit; then prune."""
+         log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None):
+    """Fit, set aside outliers (single-point segments) one by one, refit; then prune.
+    ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test."""
     keep = np.ones(len(values), dtype=bool)
     while True:
         pos = np.flatnonzero(keep)
@@ -390,8 +401,9 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         # set aside only the worst one: the others may be artefacts of it
         worst = max(lonely, key=lambda i: _deviation(v, bounds, i))
         keep[pos[worst]] = False
+    kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma))
+                                local_noise(v, sigma), kept)
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -502,7 +514,8 @@ def _relative(before: float, after: float) -> float:
 
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
            min_change: float | None, strict_short: bool = True, log_scale: bool = False,
-           local: np.ndarray | None = None) -> list[int]:
+           local: np.ndarray | None = None,
+           within: tuple[np.ndarray, np.ndarray] | None = None) -> list[int]:
     """Merge adjacent segments whose difference is not significant (or below min_change)."""
     bounds = list(bounds)
     # noise that scales with the level: once the series has levels a factor REGIME_RATIO apart,
@@ -522,7 +535,7 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
             # the t test already asks more of a short level (its few degrees of freedom): z_min
-            own = regime_z(v, bounds, meds, k) / z_min if regimes else math.inf
+            own = regime_z(v, bounds, meds, k, within) / z_min if regimes else math.inf
             score = min(z / need, own, rel / min_change if min_change else math.inf)
             if score < 1.0:
                 if worst_score is None or score < worst_score:
@@ -532,6 +545,11 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
         del bounds[worst]
     return bounds
 
+
+#: With repeated runs, the regime test needs this many degrees of freedom among the points of the
+#: step's levels: the first release after two others (2 + 1 points, each run twice) is judged by
+#: the series' noise (from the repeats) alone.
+MIN_REGIME_DOF = 2
 
 #: Levels this factor apart are different regimes: their noise may differ (noise scales with the level).
 REGIME_RATIO = 1.25
@@ -543,7 +561,8 @@ def _has_regimes(v: np.ndarray, bounds: list[int]) -> bool:
     return any(abs(q - p) >= math.log(REGIME_RATIO) for p, q in zip(meds, meds[1:]))
 
 
-def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int) -> float:
+def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
+             within: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """The step at boundary ``k`` judged against the noise of its own levels alone, as a z-score.
 
     A regime is a run of adjacent segments less than REGIME_RATIO apart. The step's two sides and
@@ -552,6 +571,8 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int) -> flo
     one noise, so ``t = |mean b - mean a| / (s sqrt(1/na + 1/nb))`` follows Student's t. The
     result is the normal z as unlikely as that t (:func:`t_as_z`): with few points on the level
     its noise is uncertain and the step must be larger. ``inf`` when there is no noise to use.
+    ``within``: each point's repeats (:func:`_within_point`) add their own evidence of the noise —
+    a level of one point measured three times is not a level of unknown noise.
     """
     lo, hi = k - 1, k
     cut = math.log(REGIME_RATIO)
@@ -565,6 +586,14 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int) -> flo
         seg = v[bounds[j]:bounds[j + 1]]
         ss += float(np.sum((seg - seg.mean()) ** 2))
         dof += len(seg) - 1
+    repeats = within is not None and int(np.sum(within[1][bounds[lo]:bounds[hi + 1]])) > 0
+    if dof < MIN_REGIME_DOF and repeats:
+        # too few points to say anything of the levels' own spread, but repeated runs: the global
+        # test, whose noise comes from the repeats, decides (a single-run series stays strict)
+        return math.inf
+    if repeats:  # each point's repeats add their evidence of the noise
+        ss += float(np.sum(within[0][bounds[lo]:bounds[hi + 1]]))
+        dof += int(np.sum(within[1][bounds[lo]:bounds[hi + 1]]))
     if dof < 1 or ss <= 0.0:
         return math.inf
     a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
