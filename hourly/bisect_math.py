@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -41,19 +40,16 @@ from scipy import stats
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from .detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
-from .model import BISECT_MIN_CHANGE, REPOS, Pair
+from .model import BISECT_MIN_CHANGE, REPOS, Named, Pair
 from .resolve import Resolver
 from .words import plural
 
 
-class Verdict(str, Enum):
+class Verdict(Named):
     GOOD = "good"
     BAD = "bad"
     UNSURE = "unsure"  # more samples may decide
     SKIP = "skip"      # untestable: build failed, benchmark could not say, or unsure after all repeats
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # -- states -----------------------------------------------------------------------------------
@@ -402,16 +398,13 @@ INDIFFERENCE = 0.75
 STEP_ALPHA = 0.0005
 
 
-class Level(str, Enum):
+class Level(Named):
     """Where a probe stands inside an interval whose ends differ."""
     LOW = "low"          # at the level of the interval's earlier end: the step is after it
     HIGH = "high"        # at the level of the later end: the step is before it
     NEITHER = "neither"  # at least min-change from both: a step on each side
     UNSURE = "unsure"    # more samples may decide
     SKIP = "skip"        # untestable: failed, or unsure after all repeats
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

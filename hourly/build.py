@@ -26,7 +26,6 @@ import socket
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
@@ -36,6 +35,7 @@ from .cache import WheelCache, build_identity, default_cache_dir, entry_key, pro
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo, HeadState
 from .locks import RunLock, WaitLock
+from .model import Named
 from .resolve import Pair
 from .store import BuildRecord, Store
 
@@ -43,15 +43,12 @@ LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs
 RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree
 
 
-class BuildStatus(str, Enum):
+class BuildStatus(Named):
     BUILT = "built"          # built now, wheels cached and installed
     CACHED = "cached"        # wheels from the cache, installed, no build
     IN_PLACE = "in_place"    # the build installed itself (editable); nothing to cache
     FAILED = "failed"            # the build ran and reported an error: recorded, a skip from then on
     INTERRUPTED = "interrupted"  # killed (signal, OOM killer, time-out): retried, never recorded
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass
@@ -221,15 +218,12 @@ class BuildSpec:
     native_inputs: list[str] = field(default_factory=list)
 
 
-class Need(str, Enum):
+class Need(Named):
     """What making a state the installed build takes (the bisection prices states by it)."""
 
     CACHED = "cached"   # everything is in the cache: an install
     JAX = "jax"         # jaxlib is cached: the jax package alone is built (seconds)
     BUILD = "build"     # a full build (jaxlib too)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 #: wheels of a build that belong to the jax package; every other wheel is jaxlib's (plugins too)

@@ -18,22 +18,19 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from enum import Enum
 
 from . import proc
 from .errors import ProcessError, UserError
 from .gitrepo import GitRepo
+from .model import Named
 
 _SPEC = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
 
 
-class PickStatus(str, Enum):
+class PickStatus(Named):
     APPLIED = "applied"            # applied on top of the state
     ANCESTOR = "ancestor"          # already in the state: nothing to apply
     DOES_NOT_APPLY = "does_not_apply"  # its patch does not apply cleanly: the state is built as it is
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

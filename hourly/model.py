@@ -20,7 +20,15 @@ if TYPE_CHECKING:  # detection pulls in numpy: only for the annotations
 REPOS = ("xla", "jax")
 
 
-class Status(str, Enum):
+class Named(str, Enum):
+    """An enum of words: its members compare equal to their values and print as them (every
+    verdict, status and kind in hourly; stored and shown as the word)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(Named):
     """The outcome of a run, of a point, of a nightly date and of a release.
 
     Runs are ``ok``, ``crashed``, ``timeout`` or ``no_metric``; a point adds ``build_failed`` and
@@ -36,9 +44,6 @@ class Status(str, Enum):
     UNTESTABLE = "untestable"  # cannot run at all (--only jax: the installed jaxlib is older than it needs)
     MISSING = "missing"
     INSTALL_FAILED = "install_failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def spread(samples: list[float]) -> float | None:
@@ -200,38 +205,29 @@ DEFAULT_MAX_REPEATS = 20
 BISECT_MIN_CHANGE = 0.02
 
 
-class Mode(str, Enum):
+class Mode(Named):
     """What a bisection compares: the metric against the ends, or the exit status."""
 
     METRIC = "metric"
     EXIT = "exit"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class ExecutorKind(str, Enum):
+class ExecutorKind(Named):
     """Where pairs are built and measured (hourly.executor): here in turn, or as Slurm jobs."""
 
     LOCAL = "local"
     SLURM = "slurm"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class RequestKind(str, Enum):
+class RequestKind(Named):
     """What one executor job does (hourly/worker.py): build a pair and benchmark it (scan, bisect), or
     build it and capture one run of the benchmark under the JAX profiler (profile)."""
 
     MEASURE = "measure"
     PROFILE = "profile"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Blame(str, Enum):
+class Blame(Named):
     """Which repository's change alone brings a regression (bisection, when a step moves both)."""
 
     XLA = "xla"
@@ -239,19 +235,13 @@ class Blame(str, Enum):
     BOTH = "both"        # neither change alone regresses: the pair of them does
     UNKNOWN = "unknown"  # a mixed pair could not be tested
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class InstallerKind(str, Enum):
+class InstallerKind(Named):
     """What makes and fills the release level's environments (``auto``: uv when installed)."""
 
     AUTO = "auto"
     UV = "uv"
     PIP = "pip"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass

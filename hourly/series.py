@@ -8,7 +8,6 @@ natural sort (``OUT-2`` before ``OUT-10``); a workdir's results store gives them
 from __future__ import annotations
 
 import csv
-import enum
 import io
 import math
 import re
@@ -19,14 +18,12 @@ from typing import Iterable
 
 from .bench import DEFAULT_METRIC_REGEX, compile_metric_regex
 from .errors import UserError
+from .model import Named
 
 
-class PointStatus(str, enum.Enum):
+class PointStatus(Named):
     OK = "ok"
     FAILED = "failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

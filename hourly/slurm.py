@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from . import proc
 from .errors import ProcessError, UserError
+from .model import Named
 
 #: words in a Slurm command's output that mean "the controller is busy or unreachable, try again"
 TRANSIENT = ("socket timed out", "unable to contact slurm controller", "connection refused",
@@ -34,7 +34,7 @@ CALL_TIMEOUT = 120
 SEP = "\x1f"
 
 
-class JobState(str, Enum):
+class JobState(Named):
     PENDING = "PENDING"
     CONFIGURING = "CONFIGURING"
     RUNNING = "RUNNING"
@@ -73,9 +73,6 @@ class JobState(str, Enum):
         """Ended by the cluster, not by the job's own work: worth submitting again."""
         return self in (JobState.CANCELLED, JobState.TIMEOUT, JobState.NODE_FAIL, JobState.PREEMPTED,
                         JobState.BOOT_FAIL, JobState.DEADLINE, JobState.OUT_OF_MEMORY)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
