@@ -19,26 +19,15 @@ REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_DIR=${REGISTRY_DIR:-/tmp/hourly-registry}
 DOCKER_WAIT_S=${DOCKER_WAIT_S:-90}
 
-say() { echo "docker-up: $*" >&2; }
-die() { say "ERROR: $*"; exit 1; }
-
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 && SUDO="sudo -n" || die "must run as root (or with passwordless sudo)"
-fi
+CI_NAME=docker-up
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # --- 1. packages -------------------------------------------------------------------------
 missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq >/dev/null || die "apt-get update failed"
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-        || die "apt-get install ${missing[*]} failed"
-fi
+apt_install "" "${missing[@]}"
 
 # --- 2. engine ---------------------------------------------------------------------------
 engine_up() { timeout 10 docker info >/dev/null 2>&1; }

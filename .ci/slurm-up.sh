@@ -23,13 +23,8 @@ SLURM_WAIT_S=${SLURM_WAIT_S:-60}
 CONF_DIR=/etc/slurm
 CONF=$CONF_DIR/slurm.conf
 
-say() { echo "slurm-up: $*" >&2; }
-die() { say "ERROR: $*"; exit 1; }
-
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 && SUDO="sudo -n" || die "must run as root (or with passwordless sudo)"
-fi
+CI_NAME=slurm-up
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # --- 1. packages -------------------------------------------------------------------------
 missing=()
@@ -37,13 +32,7 @@ command -v slurmctld >/dev/null 2>&1 || missing+=(slurmctld)
 command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
 command -v sbatch >/dev/null 2>&1 || missing+=(slurm-client)
 command -v munged >/dev/null 2>&1 || missing+=(munge)
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (slurm-wlm's parts)"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq >/dev/null || die "apt-get update failed"
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-        || die "apt-get install ${missing[*]} failed"
-fi
+apt_install " (slurm-wlm's parts)" "${missing[@]}"
 
 # --- 2. munge ----------------------------------------------------------------------------
 munge_up() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
