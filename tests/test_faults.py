@@ -16,6 +16,7 @@ import pytest
 
 from hourly.cli import main
 from hourly.gitrepo import GitRepo
+from waiting import measurement_count, wait_for
 
 
 def run_cli(capsys, argv):
@@ -23,23 +24,6 @@ def run_cli(capsys, argv):
     code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def _count(workdir: Path) -> int:
-    try:
-        with sqlite3.connect(workdir / "hourly.sqlite", timeout=5) as c:
-            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _wait_for(pred, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _slow_bench(made, seconds: float) -> None:
@@ -155,7 +139,7 @@ def test_log_is_written_while_the_process_runs_and_survives_kill_9_of_hourly(tmp
                                CHATTY, str(log)])
     child = None
     try:
-        assert _wait_for(lambda: log.exists() and "line 5\n" in log.read_text(), timeout=30)
+        assert wait_for(lambda: log.exists() and "line 5\n" in log.read_text(), timeout=30, every=0.05)
         assert driver.poll() is None  # read while the process runs, as tail -f would
         child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
         driver.send_signal(signal.SIGKILL)
@@ -317,7 +301,7 @@ def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_
     code, _, err = run_cli(capsys, args)
     assert code == 1 and "was interrupted 3 times (killed by SIGKILL" in err and "run the same command again" in err
     assert _attempts(tmp_path) == 3
-    assert _builds(tmp_path / "work") == [] and _count(tmp_path / "work") == 0  # not the pair's verdict
+    assert _builds(tmp_path / "work") == [] and measurement_count(tmp_path / "work") == 0  # not the pair's verdict
     (tmp_path / "fixed").touch()
     assert [p["status"] for p in _points(capsys, args)] == ["ok"]
     assert [b[2] for b in _builds(tmp_path / "work")] == ["built"]
@@ -440,7 +424,7 @@ def test_the_running_child_dies_with_hourly(tmp_path):
                                "import sys; from hourly.proc import run; "
                                "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
                                "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\n", str(log)])
-    assert _wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30)
+    assert wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30, every=0.05)
     child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
     driver.send_signal(signal.SIGKILL)
     driver.wait()
@@ -455,7 +439,7 @@ def test_the_running_child_dies_with_hourly(tmp_path):
         except OSError:
             return True
     try:
-        assert _wait_for(gone, timeout=10)
+        assert wait_for(gone, timeout=10, every=0.05)
     finally:
         if not gone():
             os.kill(child, signal.SIGKILL)

@@ -16,6 +16,7 @@ import pytest
 
 from hourly.cli import main
 from hourly.gitrepo import GitRepo, transient_git_failure
+from waiting import measurement_count, wait_for
 
 
 def run_cli(capsys, argv):
@@ -315,23 +316,6 @@ def test_config_file_and_flags(capsys, scan_args, made, venv_python, tmp_path):
     assert code == 1 and "unknown setting" in err
 
 
-def _store_count(workdir: Path) -> int:
-    try:
-        with sqlite3.connect(workdir / "hourly.sqlite", timeout=5) as c:
-            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _wait_for(pred, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_kill_9_midway_then_rerun_finishes_without_redoing(scan_args, made, tmp_path):
     args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00", "--json")
     env = dict(os.environ, DEMO_SLEEP="0.4")
@@ -339,10 +323,10 @@ def test_kill_9_midway_then_rerun_finishes_without_redoing(scan_args, made, tmp_
     bench.write_text("import os, time; time.sleep(float(os.environ.get('DEMO_SLEEP', 0)))\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
-    assert _wait_for(lambda: _store_count(tmp_path / "work") >= 2)
+    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 2)
     p.send_signal(signal.SIGKILL)
     p.wait()
-    done = _store_count(tmp_path / "work")
+    done = measurement_count(tmp_path / "work")
     jax = GitRepo(made.jax, "jax")
     assert (jax.git_dir / "hourly.lock").exists()  # left behind by the killed scan
     out = subprocess.run([sys.executable, "-m", "hourly", *args], env=env, capture_output=True, text=True)
@@ -363,7 +347,7 @@ def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, ma
     bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: _store_count(tmp_path / "work") >= 1)
+    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 1)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err

@@ -21,6 +21,7 @@ import pytest
 from hourly.cli import main
 from hourly.errors import ProcessError
 from hourly.slurm import JobState, Slurm, SubmitOptions, transient
+from waiting import wait_for
 
 
 def run_cli(capsys, argv):
@@ -222,15 +223,6 @@ def test_scan_on_slurm_stores_what_a_local_scan_stores(capsys, cluster, scan_arg
     assert all(len(jobs) == 1 for jobs in job_ids(remote))
 
 
-def _wait(pred, timeout: float = 60) -> bool:
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def _running(cluster: Slurm, workdir: Path, n: int = 1, timeout: float = 60, exclude=frozenset()) -> list[str]:
     end = time.time() + timeout
     while time.time() < end:
@@ -249,7 +241,7 @@ def _cancel_a_running_job(cluster: Slurm, workdir: Path) -> str:
         victim = _running(cluster, workdir, exclude=tried)[0]
         tried.add(victim)
         subprocess.run(["scancel", victim], capture_output=True)
-        assert _wait(lambda: not cluster.states(run_name(workdir), [victim])[victim].active, timeout=30)
+        assert wait_for(lambda: not cluster.states(run_name(workdir), [victim])[victim].active, timeout=30, every=0.2)
         results = [json.loads(p.read_text()) for p in (workdir / "jobs").glob("*/result*.json")]
         if not any(r.get("job_id") == victim for r in results):
             return victim
@@ -318,7 +310,7 @@ def test_bisect_on_slurm_survives_scancel_and_a_killed_coordinator(cluster, venv
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         victim = _cancel_a_running_job(cluster, work)
-        assert _wait(lambda: any(jobs[0] == victim and len(jobs) == 2 for jobs in job_ids(work)))
+        assert wait_for(lambda: any(jobs[0] == victim and len(jobs) == 2 for jobs in job_ids(work)), every=0.2)
         _running(cluster, work, exclude={victim})
     finally:
         first.send_signal(signal.SIGKILL)
