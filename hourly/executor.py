@@ -122,8 +122,9 @@ class SlurmExecutor:
 
     def profile_stream(self, host, reqs: list[ProfileRequest]) -> Iterator[dict]:
         """Each request one job (kind profile), up to ``workers`` at once; for each, in order, the
-        job's result (its build rows recorded in ``host.store``, its capture folder ``out``)."""
-        return _Round(self, host).stream(list(reqs))
+        job's result (its build rows recorded in ``host.store``, its capture folder ``out``): the
+        same round as :meth:`stream`, whose tasks tell the two kinds apart."""
+        return self.stream(host, reqs)
 
 
 @dataclass
@@ -271,7 +272,7 @@ class _Round:
         states = None
         for i, task in running.items():
             task.result = _read(task.dir / "result.json")
-            if task.result is not None and task.result.get("outcome") != "interrupted":
+            if _usable(task.result):
                 done.append(i)
                 continue
             if task.result is None:
@@ -281,7 +282,7 @@ class _Round:
                 if state is not None and state.active:
                     continue
                 task.result = _read(task.dir / "result.json")  # written just before the job ended
-                if task.result is not None and task.result.get("outcome") != "interrupted":
+                if _usable(task.result):
                     done.append(i)
                     continue
                 why = f"the cluster ended job {task.job} ({state})"
@@ -330,6 +331,11 @@ class _Round:
             split[0] += r.get("jaxlib_builds", 0)
             split[1] += r.get("jax_builds", 0)
         return m, r.get("builds_run", 0), r.get("runs", 0)
+
+
+def _usable(result: dict | None) -> bool:
+    """A job's result that stands: there is one, and its build was not interrupted."""
+    return result is not None and result.get("outcome") != "interrupted"
 
 
 def _read(path: Path) -> dict | None:
