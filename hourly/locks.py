@@ -41,6 +41,10 @@ def describe(info: dict) -> str:
             f"{info.get('command')}")
 
 
+#: seconds a refused process waits for the holder to write its name (it does so at once; under load
+#: the two may start within that moment)
+HOLDER_WAIT_S = 2.0
+
 #: locks this process holds, by path: taking one again nests instead of locking against itself
 _HELD: dict[Path, list] = {}
 
@@ -70,7 +74,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise LockHeld(f"{self.what} is in use by another hourly ({describe(self.holder())})",
+            raise LockHeld(f"{self.what} is in use by another hourly ({describe(self.holder(wait=HOLDER_WAIT_S))})",
                            "wait for that run to finish, or stop it; its lock goes away with its process")
         except BaseException:
             os.close(fd)
@@ -81,11 +85,18 @@ class RunLock:
         _HELD[key] = [fd, 1]
         return self
 
-    def holder(self) -> dict:
-        try:
-            return json.loads(self.path.read_text() or "{}")
-        except (OSError, ValueError):
-            return {}
+    def holder(self, wait: float = 0.0) -> dict:
+        """Who holds the lock, as its holder wrote it; with ``wait``, read again for up to that
+        many seconds while it says nothing (a holder writes its name just after taking the lock)."""
+        end = time.monotonic() + wait
+        while True:
+            try:
+                info = json.loads(self.path.read_text() or "{}")
+            except (OSError, ValueError):
+                info = {}
+            if info or time.monotonic() >= end:
+                return info
+            time.sleep(0.02)
 
     def release(self) -> None:
         if self._fd is None:
