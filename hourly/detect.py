@@ -34,7 +34,10 @@ How it works (details and the reasons in docs/detection.md):
    never below sigma)
    (1.5x that beside a segment of 1-2 points), or by less than ``min_change`` (relative), are
    merged, least significant first, until every remaining step is significant. ``min_change``
-   is a practical floor: 1 % unless given (0 reports every significant step).
+   is a practical floor: 1 % unless given (0 reports every significant step). On a log scale with
+   levels 1.25x apart, each step must also hold against the noise of its own levels alone
+   (:func:`regime_z`), and an excursion (out and back) against a higher bar
+   (:func:`regime_threshold`).
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -376,12 +379,29 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
                      noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
 
 
+#: Variance of the median of k normal samples over that of their mean (k = 1, 2: the same),
+#: simulated (10^7 samples each); an even k's median is the mean of the middle two, so it varies less.
+_MEDIAN_VARIANCE = {3: 1.346, 4: 1.192, 5: 1.434, 6: 1.286, 7: 1.475, 8: 1.343, 9: 1.496, 10: 1.384,
+                    11: 1.509, 12: 1.411, 13: 1.521, 14: 1.43, 15: 1.526, 16: 1.448, 17: 1.528,
+                    18: 1.458, 19: 1.536, 20: 1.467, 21: 1.537, 22: 1.48, 23: 1.54, 24: 1.482, 25: 1.548}
+
+
+def median_variance_factor(k: int) -> float:
+    """How much more a median of ``k`` samples varies than their mean (towards pi/2 for large k)."""
+    if k <= 2:
+        return 1.0
+    if k in _MEDIAN_VARIANCE:
+        return _MEDIAN_VARIANCE[k]
+    return math.pi / 2.0 * (1.0 - 1.4 / k if k % 2 == 0 else 1.0)
+
+
 def _within_point(samples: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
     """Per point, what its repeats say of the noise of its value: the sum of squared deviations
-    from the point's mean divided by its repeats (so on the scale of one point's value), and its
-    degrees of freedom (repeats - 1; 0 for a single run)."""
-    ss = np.array([float(np.sum((np.asarray(s) - np.mean(s)) ** 2)) / len(s) if len(s) > 1 else 0.0
-                   for s in samples])
+    from the point's mean divided by its repeats (so on the scale of one point's mean), times
+    :func:`median_variance_factor` (a point's value is its median), and its degrees of freedom
+    (repeats - 1; 0 for a single run)."""
+    ss = np.array([float(np.sum((np.asarray(s) - np.mean(s)) ** 2)) / len(s) * median_variance_factor(len(s))
+                   if len(s) > 1 else 0.0 for s in samples])
     return ss, np.array([max(len(s) - 1, 0) for s in samples])
 
 
@@ -538,8 +558,11 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
             ma, mb = float(np.median(a)), float(np.median(b))
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
-            # the t test already asks more of a short level (its few degrees of freedom): z_min
-            own = regime_z(v, bounds, meds, k, within) / z_min if regimes else math.inf
+            # the t test already asks more of a short level (its few degrees of freedom): z_min,
+            # or more for an excursion (a level that goes out and comes back can start and end
+            # anywhere: n x its length placements, not n)
+            own = regime_z(v, bounds, meds, k, within, SHORT_SEGMENT_FACTOR if strict_short else 1.0) \
+                / regime_threshold(len(v), z_min, bounds, meds, k) if regimes else math.inf
             score = min(z / need, own, rel / min_change if min_change else math.inf)
             if score < 1.0:
                 if worst_score is None or score < worst_score:
@@ -550,9 +573,10 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
     return bounds
 
 
-#: With repeated runs, the regime test needs this many degrees of freedom among the points of the
-#: step's levels: the first release after two others (2 + 1 points, each run twice) is judged by
-#: the series' noise (from the repeats) alone.
+#: With repeated runs and fewer degrees of freedom than this among the points of the step's levels
+#: (the first release after two others: 2 + 1 points, each run twice), the regime test takes the
+#: noise of those points' repeats as known (a normal z rather than Student's t on 1-3 degrees of
+#: freedom, which lost a 20 % step in 1 % noise), but still their own noise, not the series'.
 MIN_REGIME_DOF = 2
 
 #: Levels this factor apart are different regimes: their noise may differ (noise scales with the level).
@@ -565,8 +589,35 @@ def _has_regimes(v: np.ndarray, bounds: list[int]) -> bool:
     return any(abs(q - p) >= math.log(REGIME_RATIO) for p, q in zip(meds, meds[1:]))
 
 
+def excursion_length(bounds: list[int], meds: list[float], k: int) -> int:
+    """Points in the shorter excursion at boundary ``k``, 0 if there is none.
+
+    A segment beside the boundary is an excursion when the level beyond it is back within
+    REGIME_RATIO of the level on the boundary's other side: it went out and came back.
+    """
+    cut = math.log(REGIME_RATIO)
+    lengths = []
+    if k + 1 < len(meds) and abs(meds[k + 1] - meds[k - 1]) < cut:   # segment k goes out and back
+        lengths.append(bounds[k + 1] - bounds[k])
+    if k >= 2 and abs(meds[k - 2] - meds[k]) < cut:                   # so does segment k - 1
+        lengths.append(bounds[k] - bounds[k - 1])
+    return min(lengths) if lengths else 0
+
+
+def regime_threshold(n: int, z_min: float, bounds: list[int], meds: list[float], k: int) -> float:
+    """What :func:`regime_z` must reach at boundary ``k`` of a series of ``n`` points.
+
+    ``z_min`` for a step, which has about ``n`` places to be. An excursion of ``m`` points has
+    about ``n x m`` (where it starts and how long it lasts), so it must beat the threshold of a
+    series that long, ``z_threshold(n * m)``: a stretch of a noisy level that reads low by chance
+    is an excursion, and one real speed-up or slow-down is not.
+    """
+    m = excursion_length(bounds, meds, k)
+    return max(z_min, z_threshold(n * m)) if m else z_min
+
+
 def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
-             within: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+             within: tuple[np.ndarray, np.ndarray] | None = None, short_factor: float = 1.0) -> float:
     """The step at boundary ``k`` judged against the noise of its own levels alone, as a z-score.
 
     A regime is a run of adjacent segments less than REGIME_RATIO apart. The step's two sides and
@@ -576,7 +627,10 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
     result is the normal z as unlikely as that t (:func:`t_as_z`): with few points on the level
     its noise is uncertain and the step must be larger. ``inf`` when there is no noise to use.
     ``within``: each point's repeats (:func:`_within_point`) add their own evidence of the noise —
-    a level of one point measured three times is not a level of unknown noise.
+    a level of one point measured three times is not a level of unknown noise. With too few points
+    for Student's t (MIN_REGIME_DOF) the repeats' noise is taken as known, like the global test,
+    and then the global test's rule for a level of 1-2 points applies too: the z is divided by
+    ``short_factor`` (SHORT_SEGMENT_FACTOR, or 1 on a series too short for that rule).
     """
     lo, hi = k - 1, k
     cut = math.log(REGIME_RATIO)
@@ -591,10 +645,7 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
         ss += float(np.sum((seg - seg.mean()) ** 2))
         dof += len(seg) - 1
     repeats = within is not None and int(np.sum(within[1][bounds[lo]:bounds[hi + 1]])) > 0
-    if dof < MIN_REGIME_DOF and repeats:
-        # too few points to say anything of the levels' own spread, but repeated runs: the global
-        # test, whose noise comes from the repeats, decides (a single-run series stays strict)
-        return math.inf
+    few = dof < MIN_REGIME_DOF and repeats
     if repeats:  # each point's repeats add their evidence of the noise
         ss += float(np.sum(within[0][bounds[lo]:bounds[hi + 1]]))
         dof += int(np.sum(within[1][bounds[lo]:bounds[hi + 1]]))
@@ -603,7 +654,9 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
     a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
     s = math.sqrt(ss / dof)
     t = abs(float(b.mean()) - float(a.mean())) / (s * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
-    return t_as_z(t, dof)
+    # too few points to say anything of the levels' own spread, but repeated runs: their noise is
+    # taken as known (a normal z, as the global test does), yet it is theirs, not the series'
+    return t / short_factor if few else t_as_z(t, dof)
 
 
 def t_two_sided(t: float, dof: int) -> float:

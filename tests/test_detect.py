@@ -371,6 +371,26 @@ FORMER_FALSE_STEPS = {
                                         172.278, 165.278, 100.606, 104.106, 181.445, 118.576, 112.312, 131.959,
                                         110.938, 118.088, 114.26, 107.914, 109.346, 140.186, 114.711, 123.56,
                                         133.956, 171.162, 129.166, 151.693, 103.43, 167.49, 126.52, 107.81], [16]),
+    # 20 points, 3 repeats each: the last run of the ~180000 level (19 % noise) reads 1.38x above its
+    # two neighbours, a level apart; its own repeats (127539 .. 283206) show how noisy it is
+    "last run of a noisy level, repeated": ([
+        [199.607, 203.238, 196.713], [210.235, 192.767, 199.431], [209.235, 204.998, 189.872],
+        [192.797, 199.054, 196.49], [206.219, 189.246, 192.058], [199.976, 205.426, 204.922],
+        [191.323, 184.881, 207.706], [198.191, 196.925, 218.698], [205.414, 202.861, 202.461],
+        [7405.89, 7393.35, 7786.55], [7365.46, 8021.82, 7030.47], [7676.95, 7545.06, 7391.48],
+        [7485.57, 7625.04, 7608.62], [7594.23, 7527.81, 7387.61], [7479.7, 7515.64, 7026.47],
+        [7650.8, 7735.7, 7307.96], [7467.99, 7291.88, 7096.13], [213831.0, 189909.0, 177428.0],
+        [165611.0, 138799.0, 191015.0], [127539.0, 244642.0, 283206.0]], [9, 17]),
+    # 75 points: eight runs of the 200 level (15 % noise) read 24 % low, and its first 17 runs are
+    # calm by chance (9 %): an excursion, which has n x 8 places to be, not n
+    "excursion of a noisy level": ([
+        186.454, 186.153, 219.283, 200.55, 213.753, 201.399, 215.321, 237.334, 215.588, 141.233, 164.992,
+        172.954, 149.643, 175.059, 161.566, 186.602, 143.806, 201.051, 219.828, 243.561, 233.695, 237.782,
+        229.442, 231.158, 168.806, 258.995, 237.718, 213.678, 196.552, 269.775, 180.289, 214.079, 196.567,
+        206.968, 156.929, 214.93, 1310.43, 1327.44, 1295.26, 1355.33, 1361.84, 1344.55, 1343.29, 1360.58,
+        1300.91, 1317.09, 1321.77, 1355.3, 1303.13, 1343.94, 1301.19, 1335.33, 1363.66, 1341.69, 1377.39,
+        1307.54, 1376.1, 1318.88, 1328.97, 1281.33, 1343.24, 1314.34, 1298.45, 1267.06, 1318.3, 1349.17,
+        1408.11, 1319.17, 1346.95, 1337.99, 1260.34, 1304.74, 1378.28, 1255.19, 1331.38], [36]),
 }
 
 
@@ -394,6 +414,39 @@ def test_a_step_is_judged_against_its_own_levels_noise():
     meds = [float(np.median(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
     assert regime_z(v, bounds, meds, 1) < 3.0       # 133 -> 227: t 5.5 with 3 degrees of freedom
     assert regime_z(v, bounds, meds, 2) > 4.0       # 227 -> 7.2: the real step (t 42, 5 degrees of freedom)
+
+
+def test_a_real_excursion_in_a_noisy_series_is_still_found():
+    # a slow-down that is fixed again (x1.6 for six runs) in a series whose levels are 30x apart:
+    # the excursion rule asks more of it, and it is far beyond that
+    rng = np.random.default_rng(11)
+    levels = [200.0] * 20 + [320.0] * 6 + [200.0] * 14 + [6.5] * 20
+    series = [float(x * np.exp(0.05 * rng.standard_normal())) for x in levels]
+    changes = detect(series, higher_is_better=False).changes
+    assert [(c.before_index < s <= c.after_index) for c, s in zip(changes, [20, 26, 40])] == [True] * 3, \
+        spans(changes)
+    assert len(changes) == 3
+
+
+def test_an_excursion_must_beat_the_threshold_of_its_placements():
+    from hourly.detect import excursion_length, regime_threshold, z_threshold
+    meds = [0.0, -0.3, 0.01, 3.0]          # out at 9, back at 17, then a real x20 step at 36
+    bounds = [0, 9, 17, 36, 75]
+    assert excursion_length(bounds, meds, 1) == 8 and excursion_length(bounds, meds, 2) == 8
+    assert excursion_length(bounds, meds, 3) == 0   # 0.01 -> 3.0: the level does not come back
+    z_min = z_threshold(75)
+    assert regime_threshold(75, z_min, bounds, meds, 1) == pytest.approx(z_threshold(75 * 8))
+    assert regime_threshold(75, z_min, bounds, meds, 3) == z_min
+
+
+def test_a_point_value_is_a_median_and_varies_like_one():
+    from hourly.detect import median_variance_factor
+    rng = np.random.default_rng(3)
+    assert median_variance_factor(1) == median_variance_factor(2) == 1.0
+    for k in (3, 4, 5, 12, 31, 40):
+        x = rng.standard_normal((60_000, k))
+        ratio = float(np.var(np.median(x, axis=1)) / np.var(x.mean(axis=1)))
+        assert median_variance_factor(k) == pytest.approx(ratio, rel=0.04)
 
 
 def test_student_t_tail_matches_scipy():
