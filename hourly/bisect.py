@@ -34,6 +34,7 @@ from .bisect_math import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from .bisect_report import BisectHandler, answer, error_answer, iso as _iso
 from .config import Settings
 from .errors import UserError
+from .executor import LocalExecutor
 from .gitrepo import GitRepo
 from .locks import holds_store_lock
 from .model import DEFAULT_MAX_REPEATS, Blame, Mode, Pair, PointResult, Status
@@ -209,8 +210,8 @@ class Bisector:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.invert = find_fix and mode is Mode.EXIT
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
-        #: runs the builds and benchmarks (None: here, one after another); ``workers`` states a round
-        self.executor = executor
+        #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
+        self.executor = executor or LocalExecutor()
         self.rounds = 0  # calls of measure_many
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
@@ -258,15 +259,13 @@ class Bisector:
     @property
     def workers(self) -> int:
         """States probed per round."""
-        return getattr(self.executor, "workers", 1) if self.executor is not None else 1
+        return self.executor.workers
 
     def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         """For each (pair, count): its Measurement (already recorded in the store with origin 'bisect',
         exactly as Measurer.measure records it), builds run, runs run — in the order asked. One round."""
         self.rounds += 1
         self.jobs += len(reqs)
-        if self.executor is None:
-            return [self._measure(p, n) for p, n in reqs]
         return self.executor.measure_many(self, reqs)
 
     def _measure_one(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
@@ -318,8 +317,7 @@ class Bisector:
                 return Probe(role, pair, Verdict.SKIP, "build failed")
             if not rcs:
                 return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
-            v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
-            return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+            return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs)
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
         if not samples and any(m.status != Status.OK.value for m in stored):
@@ -350,8 +348,11 @@ class Bisector:
         if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
             return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
         rcs = [r.get("returncode") for r in m.runs]
-        v = _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
-        return Probe(role, pair, v, f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+        return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+
+    def _exit_verdict(self, rcs: list) -> Verdict:
+        """Good or bad by these exit codes (turned round with --find-fix in exit mode)."""
+        return _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
 
     def _evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:
         """Exit mode: the verdicts on several states, those to measure measured in one round."""
@@ -647,17 +648,20 @@ class Bisector:
     def _flush(self, search: StepSearch, pairs: list[Pair]) -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         for i, (builds, runs) in self._pending.items():
+            if not (builds or runs):
+                continue
             ahead = search._ready.get(i)
-            if (builds or runs) and i not in search.verdicts and 0 < i < len(pairs) - 1 and i in search.failed:
+            unjudged = i not in search.verdicts and 0 < i < len(pairs) - 1  # an inner state, measured ahead
+            if unjudged and i in search.failed:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
                 self._recorded.add(pairs[i])
                 self._record(self._bid, Probe("probe", pairs[i], Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
-            elif (builds or runs) and ahead and i not in search.verdicts and 0 < i < len(pairs) - 1:
+            elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
                 self._record(self._bid, Probe("ahead", pairs[i], Verdict.UNSURE, f"{plural(len(ahead), 'sample')} "
                                               "measured ahead in a round, not judged yet", list(ahead),
                                               builds=builds, runs=runs))
-            elif builds or runs:
+            else:
                 level = getattr(search.verdicts.get(i), "level", None)
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
                     _VERDICT_OF.get(level, Verdict.UNSURE)
