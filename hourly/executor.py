@@ -42,6 +42,7 @@ from typing import Iterator, Protocol
 
 from .errors import HourlyError, UserError
 from .model import ExecutorKind, Pair, RequestKind, Status
+from .worker import write_json
 
 #: the origin of a host that names none (the Bisector's rows)
 DEFAULT_ORIGIN = "bisect"
@@ -254,7 +255,7 @@ class _Round:
         req = {"kind": task.kind.value, "settings": settings, "pair": [task.pair.xla, task.pair.jax],
                "count": task.count, "origin": self.origin, "workdir": str(self.store.workdir),
                "attempt": len(attempts["jobs"]) + 1, **task.extra}
-        _write(d / "request.json", req)
+        write_json(d / "request.json", req)
         script = d / "job.sh"
         worker = os.environ.get("HOURLY_WORKER_PYTHON") or sys.executable
         script.write_text("#!/bin/bash\n# one hourly request (hourly/worker.py); written by the coordinator\n"
@@ -262,7 +263,7 @@ class _Round:
         task.job = self.slurm.submit(script, name=self.name, comment=self._comment(task),
                                      output=d / "slurm-%j.out", chdir=d, options=self.ex.options())
         attempts["jobs"].append(task.job)
-        _write(d / "attempts.json", attempts)
+        write_json(d / "attempts.json", attempts)
         self.ex.submitted += 1
 
     # -- polling ----------------------------------------------------------------------------
@@ -290,7 +291,7 @@ class _Round:
                 why = f"the build was interrupted: {task.result.get('error')}"
             attempts = _read(task.dir / "attempts.json") or {"jobs": []}
             attempts["why"] = why
-            _write(task.dir / "attempts.json", attempts)
+            write_json(task.dir / "attempts.json", attempts)
             task.result = None
             self._submit(task)
         return done
@@ -343,12 +344,6 @@ def _read(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def _write(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
