@@ -76,6 +76,11 @@ def hourly(*args, cwd, timeout=400):
     return run([sys.executable, "-m", "hourly", *args], cwd=cwd, env=env, timeout=timeout, check=False)
 
 
+def _json(res) -> dict:
+    """hunt --json's document, after the progress lines."""
+    return json.loads(res.output[res.output.index("{"):])
+
+
 def _git(repo: Path, *args: str) -> str:
     return run(["git", "-C", str(repo), *args]).output.strip()
 
@@ -207,7 +212,7 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     res = hourly(*args, cwd=tmp_path)
     assert res.returncode == 0, res.output
     assert sorted((work / "logs" / "nightly").glob("*.log")) == nightly_logs
-    out = json.loads(res.output[res.output.index("{"):])
+    out = _json(res)
     step, env_step = out["steps"]
     assert (env_step["good_date"], env_step["bad_date"], env_step["culprit"]) == ("2023-08-24", ENV_DAY, None)
     assert "container's environment" in env_step["reason"]
@@ -243,7 +248,7 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
                  "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
                  "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json", cwd=tmp_path)
     assert res.returncode == 0, res.output
-    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    (step,) = _json(res)["steps"]
     assert step["bisected_in"] == template.format(date="2023-08-22")
     assert step["culprit"]["sha"] == made.shas[CULPRIT]
     # only the two dates were measured, no daily search
@@ -291,7 +296,7 @@ def test_hunt_keeps_apart_two_images_of_the_same_commits_and_names_their_cuda_cu
     res = hourly("hunt", "--from", "2023-08-25", "--to", "2023-08-28", "--repeats", "2",
                  *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
     assert res.returncode == 0, res.output
-    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    (step,) = _json(res)["steps"]
     # 08-25 → 08-26: new commits, same speed; 08-26 → 08-27: same commits, a slower image
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-26", SAME_DAY, "regression")
     assert step["to_value"] / step["from_value"] == pytest.approx(0.85, rel=0.02)
@@ -313,7 +318,7 @@ def test_hunt_scans_a_crash_window_hourly_then_bisects_it_by_exit_status(docker_
     res = hourly("hunt", "--good-date", "2023-08-28", "--bad-date", "2023-08-29", "--scan-step", "1h",
                  *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
     assert res.returncode == 0, res.output
-    (step,) = json.loads(res.output[res.output.index("{"):])["steps"]
+    (step,) = _json(res)["steps"]
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-28", "2023-08-29", "crash")
     assert step["culprit"]["sha"] == made.shas[CRASHER] and step["culprit"]["subject"] == CRASHER
     # the hourly scan: from the good image's pair (08-26 04:00, "[XLA] day six") to the bad one's
@@ -352,7 +357,7 @@ def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then
                  "--release-cache-dir", str(tmp_path / "envs"), "--repeats", "2",
                  *_common(made, template, standin, work), cwd=tmp_path)
     assert res.returncode == 0, res.output
-    out = json.loads(res.output[res.output.index("{"):])
+    out = _json(res)
     # the release level ran the container's command on the host, in one environment per release
     rel = {p["version"]: p for p in out["releases"]["points"]}
     assert set(rel) == {"0.1.0", "0.1.1", "0.2.0"} and all(p["status"] == "ok" for p in rel.values())
