@@ -581,12 +581,14 @@ MIN_REGIME_DOF = 2
 
 #: Levels this factor apart are different regimes: their noise may differ (noise scales with the level).
 REGIME_RATIO = 1.25
+#: ... the same on the log scale the regime test works on
+_REGIME_CUT = math.log(REGIME_RATIO)
 
 
 def _has_regimes(v: np.ndarray, bounds: list[int]) -> bool:
     """Whether two adjacent fitted segments (log values) lie REGIME_RATIO or more apart."""
     meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])]
-    return any(abs(q - p) >= math.log(REGIME_RATIO) for p, q in zip(meds, meds[1:]))
+    return any(abs(q - p) >= _REGIME_CUT for p, q in zip(meds, meds[1:]))
 
 
 def excursion_length(bounds: list[int], meds: list[float], k: int) -> int:
@@ -595,7 +597,7 @@ def excursion_length(bounds: list[int], meds: list[float], k: int) -> int:
     A segment beside the boundary is an excursion when the level beyond it is back within
     REGIME_RATIO of the level on the boundary's other side: it went out and came back.
     """
-    cut = math.log(REGIME_RATIO)
+    cut = _REGIME_CUT
     lengths = []
     if k + 1 < len(meds) and abs(meds[k + 1] - meds[k - 1]) < cut:   # segment k goes out and back
         lengths.append(bounds[k + 1] - bounds[k])
@@ -633,7 +635,7 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
     ``short_factor`` (SHORT_SEGMENT_FACTOR, or 1 on a series too short for that rule).
     """
     lo, hi = k - 1, k
-    cut = math.log(REGIME_RATIO)
+    cut = _REGIME_CUT
     while lo > 0 and abs(meds[lo] - meds[lo - 1]) < cut:
         lo -= 1
     while hi + 1 < len(meds) and abs(meds[hi + 1] - meds[hi]) < cut:
