@@ -232,8 +232,13 @@ def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]
 
 def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
     """The `hourly bisect` command run inside the container for ``w`` (pure)."""
-    argv = ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
-            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h)]
+    return ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
+            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h), *_bisect_options(h)]
+
+
+def _bisect_options(h: HuntSettings) -> list[str]:
+    """The bisection's own options that the hunt passes on when given."""
+    argv: list[str] = []
     for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
         if value is not None:
             argv += [opt, str(value)]
@@ -283,11 +288,7 @@ def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime,
 
 def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
     """The plain `hourly bisect` after the scan: every regression and crash window it found (pure)."""
-    argv = ["hourly", "bisect", "--json", "--progress", "--force", "--workdir", workdir_inside]
-    for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
-        if value is not None:
-            argv += [opt, str(value)]
-    return argv
+    return ["hourly", "bisect", "--json", "--progress", "--force", "--workdir", workdir_inside, *_bisect_options(h)]
 
 
 def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
