@@ -290,13 +290,18 @@ def _common(made, template, standin, work):
             "--build-cmd", str(standin), "--workdir", str(work), "--json"]
 
 
-@pytest.mark.docker
-def test_hunt_keeps_apart_two_images_of_the_same_commits_and_names_their_cuda_cudnn_nccl(docker_client, hunt_images, tmp_path):
-    made, template, standin, root = hunt_images
-    res = hourly("hunt", "--from", "2023-08-25", "--to", "2023-08-28", "--repeats", "2",
-                 *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
+def _the_step(hunt_images, tmp_path, *args) -> dict:
+    """``hourly hunt ARGS`` on the test images, which must succeed and find exactly one step: that step."""
+    made, template, standin, _ = hunt_images
+    res = hourly("hunt", *args, *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
     assert res.returncode == 0, res.output
     (step,) = _json(res)["steps"]
+    return step
+
+
+@pytest.mark.docker
+def test_hunt_keeps_apart_two_images_of_the_same_commits_and_names_their_cuda_cudnn_nccl(docker_client, hunt_images, tmp_path):
+    step = _the_step(hunt_images, tmp_path, "--from", "2023-08-25", "--to", "2023-08-28", "--repeats", "2")
     # 08-25 → 08-26: new commits, same speed; 08-26 → 08-27: same commits, a slower image
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-26", SAME_DAY, "regression")
     assert step["to_value"] / step["from_value"] == pytest.approx(0.85, rel=0.02)
@@ -314,11 +319,8 @@ def test_hunt_keeps_apart_two_images_of_the_same_commits_and_names_their_cuda_cu
 
 @pytest.mark.docker
 def test_hunt_scans_a_crash_window_hourly_then_bisects_it_by_exit_status(docker_client, hunt_images, tmp_path):
-    made, template, standin, root = hunt_images
-    res = hourly("hunt", "--good-date", "2023-08-28", "--bad-date", "2023-08-29", "--scan-step", "1h",
-                 *_common(made, template, standin, tmp_path / "work"), cwd=tmp_path)
-    assert res.returncode == 0, res.output
-    (step,) = _json(res)["steps"]
+    made = hunt_images[0]
+    step = _the_step(hunt_images, tmp_path, "--good-date", "2023-08-28", "--bad-date", "2023-08-29", "--scan-step", "1h")
     assert (step["good_date"], step["bad_date"], step["kind"]) == ("2023-08-28", "2023-08-29", "crash")
     assert step["culprit"]["sha"] == made.shas[CRASHER] and step["culprit"]["subject"] == CRASHER
     # the hourly scan: from the good image's pair (08-26 04:00, "[XLA] day six") to the bad one's
