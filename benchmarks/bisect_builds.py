@@ -14,7 +14,7 @@ Strategies, counting builds (one per distinct (xla, jax) pair first tested):
 - guide: the guide's bash loop builds every hour of the day (25 instants, every one rebuilt),
   then the hour with the step is bisected with ``git bisect`` over that hour's states.
 - hourly: ``hourly scan`` (one build per distinct pair of the 25 instants) + ``hourly bisect``
-  of every detected step, reusing the scan's measured states (the code of hourly.bisect_math).
+  of every detected step, reusing the scan's measured states (the code of hourly.analysis.bisection).
 - hourly bisect alone: ``hourly bisect --good <day start> --bad <day end>``, no scan.
 - plain bisection: one ``git bisect``-style midpoint bisection over the day's states, which
   finds only one of several regressions and stops at skipped states' neighbours like git.
@@ -32,8 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hourly.bisect_math import (COST_BUILD, COST_MEASURED, State, Verdict, bounds, candidate_states, next_probe,
-                                step_commits)
+from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, State, Verdict, bounds, candidate_states, next_probe, step_commits
 
 DAY = 86400
 HISTORY = [Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "history",
@@ -95,7 +94,7 @@ def verdict(level: float | None, good: float, bad: float) -> tuple[Verdict, bool
 
 
 def hourly_bisect(c: Counter, states: list[State]) -> list[tuple]:
-    """hourly.bisect's search (cost-aware probes, skips, the rest of the window after a state
+    """hourly.bisect.search's search (cost-aware probes, skips, the rest of the window after a state
     between the ends), builds counted and priced by ``c`` (``c.cost(pair)``, ``c.test(pair)``)."""
     found = []
     start = 0

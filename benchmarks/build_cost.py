@@ -8,7 +8,7 @@ Replays day windows (00:00 → 24:00 UTC) of the real first-parent histories of 
 regressions planted at random first-parent commits inside the day — JAX commits only, XLA commits
 only, or one of each — and oracle verdicts, as benchmarks/bisect_builds.py does. Which JAX commits
 change a native input comes from ``jax_paths_2023-06_10.csv`` (the paths each commit changed),
-matched with hourly.native's default patterns.
+matched with hourly.measure.native_inputs's default patterns.
 
 Strategies (each: the 25 hourly instants of the day, then a bisection of every step they show):
 
@@ -19,7 +19,7 @@ Strategies (each: the 25 hourly instants of the day, then a bisection of every s
 - hourly bisect over the day (``--good <day start> --bad <day end>``, no scan), before and priced.
 - hourly priced: the same, but a new pair whose (XLA commit, native-input state) was built before
   costs a jax package build, not a jaxlib build, and the bisection's probes are priced that way
-  (hourly.bisect_math.COST_JAX_BUILD).
+  (hourly.analysis.bisection.COST_JAX_BUILD).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisect_builds import HISTORY, Oracle, exact, hourly_bisect, load_walks, plain_bisect  # noqa: E402
 
-from hourly.bisect_math import COST_BUILD, COST_JAX_BUILD, COST_MEASURED, candidate_states  # noqa: E402
-from hourly.native import is_native_path  # noqa: E402
+from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD, COST_MEASURED, candidate_states  # noqa: E402
+from hourly.measure.native_inputs import is_native_path  # noqa: E402
 
 DAY = 86400
 

@@ -1,4 +1,4 @@
-"""Recall and false positives of hourly.detect over many random series (seeded).
+"""Recall and false positives of hourly.analysis.detect over many random series (seeded).
 
     PYTHONPATH=. python benchmarks/detect_recall.py [--series N] [--seed S]
 
@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from hourly.detect import detect
+from hourly.analysis.detect import detect
 
 
 HEAVY_TAILS = False  # --heavy-tails: Student-t noise with 3 degrees of freedom (scaled to the same sd)

@@ -4,13 +4,13 @@
 
 Windows of 1–3 days (``--days``) sampled from the real first-parent histories of xla and jax
 (June–October 2023, /work/shared/data/history/), their candidate states made as hourly makes
-them (:func:`hourly.bisect_math.candidate_states`), with one or two regressions of 10 % planted at
+them (:func:`hourly.analysis.bisection.candidate_states`), with one or two regressions of 10 % planted at
 random commits inside that make a state of their own. Oracle verdicts: each state's samples are
 its planted level exactly, so every verdict is right and only the probe choice differs. The
-search is hourly's own :class:`~hourly.bisect_math.StepSearch`, the ends measured first as the
+search is hourly's own :class:`~hourly.analysis.bisection.StepSearch`, the ends measured first as the
 Bisector does; W=1 is ``run()`` (one state a round), W>1 ``run_rounds`` (W states a round). Exit
 mode (a crash at the planted commit, a tenth of the states untestable) runs
-:func:`~hourly.bisect_math.next_probe` against :func:`~hourly.bisect_math.plan_probes`.
+:func:`~hourly.analysis.bisection.next_probe` against :func:`~hourly.analysis.bisection.plan_probes`.
 
 Per W: rounds (calls of measure_many: what wall time scales with, a build and benchmark per
 round), builds (distinct states measured: what the cluster pays), and whether the answer equals
@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hourly.bisect_math import StepSearch, Verdict, bounds, candidate_states, next_probe, plan_probes  # noqa: E402
+from hourly.analysis.bisection import StepSearch, Verdict, bounds, candidate_states, next_probe, plan_probes  # noqa: E402
 from window_hunt import DAY, load_walks  # noqa: E402
 
 WORKERS = (1, 2, 4, 8)

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from hourly.demo.repos import replay_history
-from hourly.gitrepo import GitRepo
-from hourly.resolve import distinct_pairs, resolve_pairs
+from hourly.adapters.gitrepo import GitRepo
+from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, window
 
 

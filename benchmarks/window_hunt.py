@@ -8,8 +8,8 @@ regressions of 1–8 % planted at random commits inside (either repository, in p
 commits; only commits that make a state of their own, so that a culprit is nameable), and a
 benchmark whose every run has a Gaussian noise of ``--noise`` (relative). Nothing is built: a
 simulated measurer draws samples of each state's planted level. The decisions are hourly's own:
-``hourly.bisect_math.StepSearch`` (probe choice, sequential verdicts, the rest of the window),
-driven exactly as ``hourly.bisect.Bisector`` drives it (ends until they separate, one search per
+``hourly.analysis.bisection.StepSearch`` (probe choice, sequential verdicts, the rest of the window),
+driven exactly as ``hourly.bisect.search.Bisector`` drives it (ends until they separate, one search per
 regression, confirmation by fresh runs, the rest of the window in turn).
 
 Strategies, counting builds (one per distinct (xla, jax) pair first measured; the guide rebuilds
@@ -17,7 +17,7 @@ every time) and benchmark runs:
 
 - bisect: ``hourly bisect --good <start> --bad <end>`` over the whole window, no scan.
 - scan + bisect: ``hourly scan --step 1h --repeats 3`` (a build per distinct pair of the hourly
-  instants), detection (``hourly.detect``), then ``hourly bisect`` of every regression it found,
+  instants), detection (``hourly.analysis.detect``), then ``hourly bisect`` of every regression it found,
   reusing the scan's samples.
 - ``--kinds compensate``: the second planted step is an improvement that wins back 30–80 % of the
   first regression (the window's ends show only what is left of it).
@@ -46,14 +46,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hourly.bisect_math import (COST_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, State, StepSearch,  # noqa: E402
-                                Verdict, bounds, candidate_states, classify, next_probe, separation, step_commits,
-                                worse)
-from hourly.detect import ChangeKind, detect  # noqa: E402
+from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, State, StepSearch, Verdict, bounds, candidate_states, classify, next_probe, separation, step_commits, worse
+from hourly.analysis.detect import ChangeKind, detect  # noqa: E402
 from bisect_builds import load_walks  # noqa: E402
 
 DAY, HOUR = 86400, 3600
-#: hourly.bisect's constants, mirrored (the Bisector drives the search exactly so)
+#: hourly.bisect.search's constants, mirrored (the Bisector drives the search exactly so)
 SEPARATION_MIN, MIN_END_SAMPLES = 3.0, 3
 
 

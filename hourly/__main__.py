@@ -1,3 +1,3 @@
-from .cli import entry
+from hourly.cli import entry
 
 entry()

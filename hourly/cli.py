@@ -29,7 +29,7 @@ from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
-from .errors import ProcessError, UserError
+from hourly.errors import ProcessError, UserError
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,

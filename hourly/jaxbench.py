@@ -22,7 +22,7 @@ which ``hourly scan --metric-regex`` picks up with :func:`metric_regex` (see ``d
 ``hourly trace`` (or ``HOURLY_MEMPROF_AT``) asks for that point, and does nothing otherwise, so
 benchmarks can keep the calls in for normal scans.
 
-This module imports only the standard library, JAX and :mod:`hourly.words` (standard library
+This module imports only the standard library, JAX and :mod:`hourly.plurals` (standard library
 only): it runs inside the benchmarked program, under whatever Python the build under test uses.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from .words import plural
+from hourly.plurals import plural
 
 #: One number as the benchmark lines print it (also matches ``1e-05`` and ``-3``).
 NUMBER_PATTERN = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"

@@ -2,7 +2,7 @@
 
 resolve → plan gives :class:`Pair` per instant; bench/store give a :class:`Status` and samples per
 pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanReport`; detection
-(hourly.steps) turns rows into :class:`Step` objects; the nightly level has one
+(hourly.analysis.steps) turns rows into :class:`Step` objects; the nightly level has one
 :class:`NightlyPoint` per date, the release level one :class:`ReleasePoint` per jax release. Every module that passes these around imports them from here.
 """
 
@@ -14,7 +14,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # detection pulls in numpy: only for the annotations
-    from .detect import Change, ChangeKind
+    from hourly.analysis.detect import Change, ChangeKind
 
 #: Repository names hourly knows, in the order pairs are written: (xla, jax).
 REPOS = ("xla", "jax")
@@ -101,14 +101,14 @@ class ScanReport:
     points: list[PointResult]
     distinct_pairs: int
     builds: int
-    pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.pin.Pin.as_json)
+    pinned: dict | None = None  # --only: the side that stayed put and what it was (hourly.measure.pinned.Pin.as_json)
     jaxlib_builds: int = 0  # of ``builds``: runs of --build-cmd (each builds jaxlib; docs/builds.md)
     jax_builds: int = 0     # of ``builds``: the jax package alone (--only jax, or its jaxlib was cached)
     plan: DryRunPlan | None = None  # set by a dry run
     #: why the scan stopped early (fail fast: its first measured pair never worked), as the
     #: hourly.errors.UserError the command raises after printing what was measured
     stopped: Any = None
-    #: edge steps measured again (hourly.scan.edge_checks): {(before time, after time): EdgeCheck}
+    #: edge steps measured again (hourly.scan.table.edge_checks): {(before time, after time): EdgeCheck}
     edge_checks: dict | None = None
     edge_json: list[dict] | None = None   # the same for --json
 
@@ -213,7 +213,7 @@ class Mode(Named):
 
 
 class ExecutorKind(Named):
-    """Where pairs are built and measured (hourly.executor): here in turn, or as Slurm jobs."""
+    """Where pairs are built and measured (hourly.execute.executors): here in turn, or as Slurm jobs."""
 
     LOCAL = "local"
     SLURM = "slurm"

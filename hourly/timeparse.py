@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .errors import UserError
+from hourly.errors import UserError
 
 _ZONE_SUFFIX = re.compile(r"^(?P<body>.*?)(?:\s+(?P<name>[A-Za-z_]+/[A-Za-z_/+-]+))$")
 _UTC_NAMES = ("UTC", "Z", "GMT")

@@ -2,21 +2,21 @@
 trace of it (a request of kind profile) — and write the result to a file.
 
 ``python -m hourly.worker <job dir>`` reads ``<job dir>/request.json`` (written by the
-coordinator, hourly/executor.py), and:
+coordinator, hourly/execute/executors.py), and:
 
 1. checks the pair out in worktrees of its own (``<job dir>/trees/{xla,jax}``), so jobs on one
    node or many never share a working tree;
-2. makes an environment of its own over ``--python``'s packages (hourly.venvs.overlay_env), so
+2. makes an environment of its own over ``--python``'s packages (hourly.adapters.venvs.overlay_env), so
    jobs never install over each other;
-3. builds through the same :class:`~hourly.build.Builder` as a local run, with the shared wheel
+3. builds through the same :class:`~hourly.measure.build.Builder` as a local run, with the shared wheel
    cache (an entry appears whole or not at all; a waiting lock per key keeps two jobs from
    building one key at once), and benchmarks ``count`` times, exactly as
-   :meth:`hourly.scan.Measurer.measure` does;
+   :meth:`hourly.measure.measurer.Measurer.measure` does;
 4. writes ``<job dir>/result.json`` atomically (a temporary file renamed into place): the
    measurement, the build rows the coordinator records, and the build and run counts.
 
 A request of kind ``profile`` (``hourly profile``) does steps 1–3 up to the build, then runs the
-benchmark once under the JAX profiler (:func:`hourly.regression_profile.trace_state`, as a local
+benchmark once under the JAX profiler (:func:`hourly.profile.run.trace_state`, as a local
 profile does) into the folder the request names (``<workdir>/profiles/<target>/<side>``), and
 writes the build rows and that folder to ``result.json`` the same way.
 
@@ -33,13 +33,14 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
 from pathlib import Path
+from hourly.execute.jobfiles import write_json
 
 REQUEST = "request.json"
 RESULT = "result.json"
 
 
 class RecordingStore:
-    """What a :class:`~hourly.scan.Measurer` writes, kept for the coordinator instead of stored."""
+    """What a :class:`~hourly.measure.measurer.Measurer` writes, kept for the coordinator instead of stored."""
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
@@ -53,24 +54,19 @@ class RecordingStore:
         self.measurements.append(m)
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Whole or not at all: a reader sees the old file, no file, or this one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 @contextmanager
 def own_pair(job: Path, req: dict):
     """The request's pair checked out in the job's own worktrees, with an environment of its own:
-    a :class:`~hourly.scan.Measurer` over them (its store records for the coordinator), and the pair.
+    a :class:`~hourly.measure.measurer.Measurer` over them (its store records for the coordinator), and the pair.
     The trees and the environment are removed after."""
-    from .build import Workspace
-    from .config import Settings
-    from .gitrepo import GitRepo
-    from .model import Pair
-    from .scan import Measurer
-    from .venvs import overlay_env
+    from hourly.measure.build import Workspace
+    from hourly.measure.settings import Settings
+    from hourly.adapters.gitrepo import GitRepo
+    from hourly.model import Pair
+    from hourly.measure.measurer import Measurer
+    from hourly.adapters.venvs import overlay_env
 
     names = {f.name for f in fields(Settings)}
     s = Settings(**{k: v for k, v in req["settings"].items() if k in names})
@@ -116,9 +112,9 @@ def measure(job: Path, req: dict) -> dict:
 
 def profile(job: Path, req: dict) -> dict:
     """Build the pair as :func:`measure` does, then capture one run under the profiler into ``out``."""
-    from .build import BuildInterrupted, BuildStatus
-    from .capture import TraceOptions
-    from .regression_profile import trace_state
+    from hourly.measure.build import BuildInterrupted, BuildStatus
+    from hourly.profile.capture import TraceOptions
+    from hourly.profile.run import trace_state
     with own_pair(job, req) as (m, pair):
         build = m.builder.prepare(pair)
         if build.status is BuildStatus.INTERRUPTED:  # not the pair's verdict: the coordinator submits again
@@ -131,9 +127,9 @@ def profile(job: Path, req: dict) -> dict:
 
 
 def run(job: Path) -> dict:
-    from .build import BuildInterrupted
-    from .errors import UserError
-    from .model import RequestKind
+    from hourly.measure.build import BuildInterrupted
+    from hourly.errors import UserError
+    from hourly.model import RequestKind
     req = json.loads((job / REQUEST).read_text())
     try:  # a request without a kind (written by an hourly before profile jobs) measures
         kind = RequestKind(req.get("kind", RequestKind.MEASURE.value))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hourly import containers
+from hourly.adapters import containers
 from hourly.errors import UserError
 
 try:  # tests/ as a package, or as a plain directory on sys.path
@@ -185,7 +185,7 @@ def bench_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def no_leftovers(docker_client):
-    """Asserts, after the test, that no container with an ``hourly.scan`` label is left."""
+    """Asserts, after the test, that no container with an ``hourly.scan.run`` label is left."""
     label = f"hourly.scan=l{uuid.uuid4().hex[:10]}"
     yield label
     left = docker_client.containers.list(all=True, filters={"label": label})

@@ -130,8 +130,8 @@ class _TarBuilder:
 
 def _applets(busybox: str) -> list[str]:
     # `busybox --list` is run once per session; the fixture module may use subprocess (tests
-    # are not hourly code), but going through hourly.proc keeps one way of running things.
-    from hourly.proc import run
+    # are not hourly code), but going through hourly.adapters.proc keeps one way of running things.
+    from hourly.adapters.proc import run
     return [a for a in run([busybox, "--list"]).output.split() if a and "/" not in a]
 
 
@@ -239,7 +239,7 @@ _SKIP_STDLIB = {"test", "tests", "__pycache__", "site-packages", "idlelib", "tki
 def _ldd_deps(paths: list[str]) -> set[str]:
     import re as _re
 
-    from hourly.proc import run
+    from hourly.adapters.proc import run
     deps: set[str] = set()
     for p in paths:
         out = run(["ldd", p], check=False).output
@@ -293,7 +293,7 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
     if site_packages:
         import site
 
-        from hourly.nightly_container import dependency_closure
+        from hourly.nightly.image import dependency_closure
         # The packages come from the Python running the tests, often a venv; the image has its
         # base interpreter only, so they go to that interpreter's own site-packages.
         base_site = Path(site.getsitepackages([sys.base_prefix])[0])

@@ -5,7 +5,8 @@ import textwrap
 
 import pytest
 
-from hourly.bench import BenchSpec, Status, parse_metric, run_benchmark
+from hourly.measure.benchmark import BenchSpec, Status, run_benchmark
+from hourly.metric import parse_metric
 from hourly.model import spread
 from hourly.errors import UserError
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from hourly.cli import main
-from hourly.config import effective
+from hourly.measure.settings import effective
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
-from hourly.scan import run_scan
-from hourly.store import Store
+from hourly.scan.run import run_scan
+from hourly.adapters.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,10 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from hourly.bisect_math import (COST_BUILD, COST_CACHED, COST_MEASURED, Verdict, bounds, candidate_states,
-                                classify, exit_transitions, exit_verdict, next_probe, plain_bisection_probes,
-                                separation, step_commits, worse)
-from hourly.resolve import Pair
+from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_MEASURED, Verdict, bounds, candidate_states, classify, exit_transitions, exit_verdict, next_probe, plain_bisection_probes, separation, step_commits, worse
+from hourly.measure.resolve import Pair
 
 H = 3600
 
@@ -152,7 +150,7 @@ def test_classifier_error_rate_on_many_draws(rng):
 
 # -- every step of a window: StepSearch ---------------------------------------------------------
 
-from hourly.bisect_math import Level, StepSearch, differ, judge, resolvable_change  # noqa: E402
+from hourly.analysis.bisection import Level, StepSearch, differ, judge, resolvable_change  # noqa: E402
 
 
 def levels(n, steps, base=1000.0):
@@ -254,7 +252,7 @@ def test_untestable_states_leave_a_range_and_a_step_below_min_change_is_not_sear
 
 # -- rounds: W states at once (StepSearch.run_rounds, plan_probes) ------------------------------
 
-from hourly.bisect_math import plan_probes, split_points  # noqa: E402
+from hourly.analysis.bisection import plan_probes, split_points  # noqa: E402
 
 
 def _oracle(n: int, culprits: list[int], noise: float = 0.0, seed: int = 0):

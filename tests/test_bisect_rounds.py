@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from hourly.bisect import run_bisect
+from hourly.bisect.search import run_bisect
 from hourly.cli import main
-from hourly.config import effective
+from hourly.measure.settings import effective
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
 from hourly.model import Mode
-from hourly.store import Store
+from hourly.adapters.store import Store
 
 from test_bisect import EXIT_TEST, busy_day, flags
 

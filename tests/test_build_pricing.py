@@ -15,8 +15,8 @@ import pytest
 from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
 from hourly.demo.split import jax_base_files, write_bench, write_split_build, xla_base_files
-from hourly.gitrepo import GitRepo
-from hourly.native import DEFAULT_NATIVE_INPUTS, NativeKeys, is_native_path
+from hourly.adapters.gitrepo import GitRepo
+from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS, NativeKeys, is_native_path
 
 PATHS_CSV = Path("/work/shared/data/history/jax_paths_2023-06_10.csv")
 HERE_CSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "history" / "jax_paths_2023-06_10.csv"

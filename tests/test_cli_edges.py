@@ -15,7 +15,7 @@ from rich.console import Console
 
 from hourly.cli import main
 from hourly.demo.hunt import next_commands, print_next
-from hourly.words import plural
+from hourly.plurals import plural
 
 
 def run_cli(capsys, argv):

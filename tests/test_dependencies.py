@@ -92,7 +92,7 @@ def test_container_copy_starts_from_what_pyproject_declares():
     """`hourly container` copies hourly's declared dependencies (less the heavy ones the images
     bring), not a hand-kept list: click (gone with typer 0.29) is not among them, and every root
     that applies to this Python is installed, so the copy is complete."""
-    from hourly.nightly_container import SKIP, dependency_closure, required_roots
+    from hourly.nightly.image import SKIP, dependency_closure, required_roots
     roots = {_norm(r) for r in required_roots()}
     assert roots == declared() - {_norm(s) for s in SKIP}
     assert "click" not in roots and {"typer", "rich", "gitpython", "docker", "python-dateutil"} <= roots

@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hourly.detect import (Change, ChangeKind, detect, detect_changes, estimate_noise, percent, point_value,
-                           segment, z_threshold)
+from hourly.analysis.detect import Change, ChangeKind, detect, detect_changes, estimate_noise, percent, point_value, segment, z_threshold
 
 
 def noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> list[float]:
@@ -408,7 +407,7 @@ def test_level_dependent_noise_former_false_steps(name):
 def test_a_step_is_judged_against_its_own_levels_noise():
     # levels a factor 1.25+ apart are regimes of their own: the 200-level's noise (20 %) shows in
     # its own points only, and a split of it must beat Student's t with their few degrees of freedom
-    from hourly.detect import regime_z
+    from hourly.analysis.detect import regime_z
     v = np.log(np.array([114.706, 145.3, 133.418, 237.847, 215.945, 7.369, 7.212, 7.202]))
     bounds = [0, 3, 5, 8]
     meds = [float(np.median(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -429,7 +428,7 @@ def test_a_real_excursion_in_a_noisy_series_is_still_found():
 
 
 def test_an_excursion_must_beat_the_threshold_of_its_placements():
-    from hourly.detect import excursion_length, regime_threshold, z_threshold
+    from hourly.analysis.detect import excursion_length, regime_threshold, z_threshold
     meds = [0.0, -0.3, 0.01, 3.0]          # out at 9, back at 17, then a real x20 step at 36
     bounds = [0, 9, 17, 36, 75]
     assert excursion_length(bounds, meds, 1) == 8 and excursion_length(bounds, meds, 2) == 8
@@ -440,7 +439,7 @@ def test_an_excursion_must_beat_the_threshold_of_its_placements():
 
 
 def test_a_point_value_is_a_median_and_varies_like_one():
-    from hourly.detect import median_variance_factor
+    from hourly.analysis.detect import median_variance_factor
     rng = np.random.default_rng(3)
     assert median_variance_factor(1) == median_variance_factor(2) == 1.0
     for k in (3, 4, 5, 12, 31, 40):
@@ -451,7 +450,7 @@ def test_a_point_value_is_a_median_and_varies_like_one():
 
 def test_student_t_tail_matches_scipy():
     from scipy import stats
-    from hourly.detect import t_as_z, t_two_sided
+    from hourly.analysis.detect import t_as_z, t_two_sided
     for dof in (1, 2, 3, 4, 7, 12, 40, 201):
         for t in (0.3, 1.0, 2.5, 6.0, 20.0):
             assert t_two_sided(t, dof) == pytest.approx(2 * stats.t.sf(t, dof), rel=1e-9, abs=1e-15)
@@ -460,7 +459,7 @@ def test_student_t_tail_matches_scipy():
 
 
 def test_the_window_covers_every_plausible_place_of_a_step():
-    from hourly.detect import locate
+    from hourly.analysis.detect import locate
     rng = np.random.default_rng(5)
     quiet = np.concatenate([rng.normal(0, 0.001, 20), rng.normal(0.07, 0.001, 20)])
     assert locate(quiet, 0, 20, 40, 0.001) == (20, 20)  # 70 sigma: one place only
@@ -471,7 +470,7 @@ def test_the_window_covers_every_plausible_place_of_a_step():
 
 
 def test_check_edge_confirms_or_calls_an_outlier():
-    from hourly.detect import EdgeVerdict, check_edge
+    from hourly.analysis.detect import EdgeVerdict, check_edge
     c = detect([577.0, 576.0, 578.0, 577.5, 540.0]).changes[0]
     assert c.edge
     ok = check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [540.0, 541.0, 539.5, 540.2, 540.4])

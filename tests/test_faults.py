@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hourly.cli import main
-from hourly.gitrepo import GitRepo
+from hourly.adapters.gitrepo import GitRepo
 from waiting import measurement_count, wait_for
 
 
@@ -134,7 +134,7 @@ CHATTY = ("import os, sys, time\n"
 def test_log_is_written_while_the_process_runs_and_survives_kill_9_of_hourly(tmp_path):
     log = tmp_path / "logs" / "build.log"
     driver = subprocess.Popen([sys.executable, "-c",
-                               "import sys; from hourly.proc import run; "
+                               "import sys; from hourly.adapters.proc import run; "
                                "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
                                CHATTY, str(log)])
     child = None
@@ -160,7 +160,7 @@ def test_log_is_written_while_the_process_runs_and_survives_kill_9_of_hourly(tmp
 
 
 def test_run_still_returns_output_and_tail_and_closes_the_log(tmp_path):
-    from hourly import proc
+    from hourly.adapters import proc
     log = tmp_path / "x.log"
     res = proc.run([sys.executable, "-c", "import sys\nfor i in range(40): print(i)\n"
                     "print('err', file=sys.stderr); print(sys.stdin.read().upper(), end='')"],
@@ -361,11 +361,11 @@ def test_the_cache_keeps_within_its_size_least_recently_used_first(capsys, scan_
 
 
 def test_a_store_of_schema_3_is_migrated_and_keeps_its_builds(tmp_path):
-    from hourly.store import SCHEMA_VERSION, Store
+    from hourly.adapters.store import SCHEMA_VERSION, Store
     work = tmp_path / "old"
     work.mkdir()
     db = sqlite3.connect(work / "hourly.sqlite")
-    from hourly import store as S
+    from hourly.adapters import store as S
     db.executescript(S._SCHEMA)
     for v in (2, 3):
         for stmt in S.MIGRATIONS[v]:
@@ -406,7 +406,7 @@ def test_config_json_and_lock_files_redact_secret_values(capsys, tmp_path):
     code, out, _ = run_cli(capsys, ["config", "--json"])
     assert code == 0 and "ghp_abc123" not in out
     assert json.loads(out)["env"]["value"] == ["GH_TOKEN=<redacted>", "JAX_PLATFORMS=cuda"]
-    from hourly.locks import RunLock
+    from hourly.adapters.locks import RunLock
     saved = sys.argv
     sys.argv = ["hourly", "scan", "--env", "DB_PASSWORD=pw-1", "--env", "A=1"]
     try:
@@ -421,7 +421,7 @@ def test_the_running_child_dies_with_hourly(tmp_path):
     """After kill -9 of hourly, its build or benchmark does not run on in the trees."""
     log = tmp_path / "child.log"
     driver = subprocess.Popen([sys.executable, "-c",
-                               "import sys; from hourly.proc import run; "
+                               "import sys; from hourly.adapters.proc import run; "
                                "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
                                "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\n", str(log)])
     assert wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30, every=0.05)
@@ -452,7 +452,7 @@ def _slow_build(tmp_path, made, seconds: float) -> Path:
 
 
 def _tree_state_ok(made) -> None:
-    from hourly.locks import RunLock
+    from hourly.adapters.locks import RunLock
     for path, name in ((made.xla, "xla"), (made.jax, "jax")):
         repo = GitRepo(path, name)
         assert repo.head_state().branch == "main" and repo.dirty_files() == []
@@ -532,16 +532,16 @@ def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path
 
 
 def test_run_lock_nests_in_one_process_and_frees_for_the_next(tmp_path):
-    from hourly.locks import LockHeld, RunLock
+    from hourly.adapters.locks import LockHeld, RunLock
     path = tmp_path / "l.lock"
     outer = RunLock(path, "thing").acquire()
     inner = RunLock(path, "thing").acquire()  # the same run taking it again: nests
     outer.release()
-    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.adapters.locks import RunLock; "
                             "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
     assert other.returncode != 0 and "in use by another hourly" in other.stderr  # still held by inner
     inner.release()
-    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.locks import RunLock; "
+    other = subprocess.run([sys.executable, "-c", "import sys; from hourly.adapters.locks import RunLock; "
                             "RunLock(sys.argv[1], 'thing').acquire()", str(path)], capture_output=True, text=True)
     assert other.returncode == 0, other.stderr
     with pytest.raises(LockHeld):
@@ -555,7 +555,7 @@ def test_run_lock_nests_in_one_process_and_frees_for_the_next(tmp_path):
 
 
 def test_a_cache_entry_written_meanwhile_by_another_run_is_kept(tmp_path):
-    from hourly.cache import WheelCache
+    from hourly.measure.build_cache import WheelCache
     cache = WheelCache(tmp_path / "c")
     (tmp_path / "a.whl").write_bytes(b"first run's")
     (tmp_path / "b").mkdir()

@@ -10,10 +10,10 @@ import json
 import pytest
 from rich.console import Console
 
-from hourly import hunt as H
-from hourly import nightly as N
+from hourly.hunt import run as H
+from hourly.nightly import plan as N
 from hourly.errors import UserError
-from hourly.hunt_render import answer_text, print_report
+from hourly.render.hunt import answer_text, print_report
 from hourly.model import NightlyPoint, Status
 
 
@@ -131,9 +131,9 @@ def test_an_environment_answer_shows_the_diff():
 
 
 def test_a_combined_end_is_the_state_once_both_commits_landed(tmp_path):
-    from hourly.bisect import parse_end
+    from hourly.bisect.search import parse_end
     from hourly.demo.repos import Change, make_repos
-    from hourly.gitrepo import GitRepo
+    from hourly.adapters.gitrepo import GitRepo
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"}),
                                  Change("xla", "2023-08-24T03:00:00Z", "x2", {"a": "2"})])
@@ -178,7 +178,7 @@ def test_dates_search_steps_past_dates_it_cannot_judge():
 
 def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path):
     from hourly.cli import main
-    from hourly.store import Store
+    from hourly.adapters.store import Store
     s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
                           workdir=str(tmp_path / "w"))
     store = Store(s.workdir)
@@ -203,8 +203,8 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
 
 def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
-    from hourly.bisect import check_new_window
-    from hourly.config import effective
+    from hourly.bisect.search import check_new_window
+    from hourly.measure.settings import effective
     from hourly.demo.repos import Change, make_repos
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
@@ -277,7 +277,7 @@ def test_dates_with_the_same_commits_but_different_images_are_kept_apart():
 # -- CUDA, cuDNN, NCCL ----------------------------------------------------------------------------
 
 def test_toolkit_versions_from_variables_pip_packages_and_library_files():
-    from hourly.toolkit import library_versions, toolkit_versions
+    from hourly.hunt.cuda_versions import library_versions, toolkit_versions
     libs = ["/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3",
             "/usr/local/cuda/lib64/libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so.12.2.140",
             "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/libcudnn.so.8", "/usr/lib/libfoo.so.1"]
@@ -307,7 +307,7 @@ def test_env_diff_puts_cuda_cudnn_and_nccl_first():
 # -- --from-release: the release level in front of the funnel --------------------------------------
 
 def test_host_bench_maps_the_container_command_onto_the_mounts_sources():
-    from hourly.hunt_releases import host_bench
+    from hourly.hunt.from_releases import host_bench
     mounts = ["/home/u/bench:/dir", "/data/sets:/dir/data:ro", "/scratch:/tmp/s"]
     cmd, cwd = host_bench("python3 /dir/MLUPS3d.py 256 --in=/dir/data/a.npz /tmp/s/x /opt/y 'a b'",
                           mounts, "/dir")
@@ -320,7 +320,7 @@ def test_host_bench_maps_the_container_command_onto_the_mounts_sources():
 def test_day_ranges_from_release_steps():
     from types import SimpleNamespace as NS
 
-    from hourly.hunt_releases import day_ranges
+    from hourly.hunt.from_releases import day_ranges
 
     def step(kind, a, b):
         return NS(kind=kind, before=NS(version="a", date=a), after=NS(version="b", date=b))
@@ -354,7 +354,7 @@ def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
 
 
 def test_nightly_output_for_a_boundary_between_two_images_of_the_same_commits(tmp_path):
-    from hourly.nightly_render import print_report as print_nightly
+    from hourly.render.nightly import print_report as print_nightly
     pts = [P(f"2023-08-2{i}", "ok", v) for i, v in enumerate([100, 100.3, 85, 85.2])]
     for i, p in enumerate(pts):
         p.xla, p.jax, p.digest = "x" * 40, "j" * 40, f"sha256:{i}"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from hourly.demo.repos import Change, make_repos, write_build_script
-from hourly.proc import run
+from hourly.adapters.proc import run
 
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from hourly import jaxbench  # noqa: E402
 from hourly.jaxbench import BenchResult, PrecisionWarning  # noqa: E402
-from hourly.profiles import parse_memory_profile  # noqa: E402
+from hourly.profile.compare import parse_memory_profile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

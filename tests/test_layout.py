@@ -75,3 +75,190 @@ def test_the_import_rule_check_sees_relative_imports():
     assert _is_command_layer("hourly.commands.bisect")
     names = _imported_modules(PACKAGE / "cli.py")
     assert "hourly.commands.scan" in names and "hourly.errors" in names
+
+
+# -- the layers and the import graph (docs/architecture.md draws them) ----------------------------
+
+#: The records and the small pure helpers everything may use: standard library only.
+BASE = ("hourly.errors", "hourly.model", "hourly.plurals", "hourly.timeparse", "hourly.privacy",
+        "hourly.metric", "hourly")
+#: The levels, lowest first: a level may import levels of a lower rank, never its own rank's
+#: neighbours or a higher one (the bisection reads the scan's table; the hunt runs the daily and
+#: release levels).
+LEVEL_RANK = {"hourly.releases": 0, "hourly.nightly": 0, "hourly.scan": 1, "hourly.bisect": 2,
+              "hourly.profile": 2, "hourly.hunt": 3}
+#: Entry points and the command layer: they may import any core module.
+TOP = ("hourly.cli", "hourly.__main__", "hourly.commands", "hourly.worker", "hourly.demo")
+
+
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Every hourly module ``path`` imports when it runs (at the top or lazily inside a function),
+    resolved to the module (``from hourly.a import b`` is ``hourly.a.b`` when that is a module).
+    Imports under ``if TYPE_CHECKING:`` never run and are left out."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for child in node.body for n in ast.walk(child))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("hourly"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            if not (prefix == "hourly" or prefix.startswith("hourly.")):
+                continue
+            for a in node.names:
+                sub = f"{prefix}.{a.name}"
+                found.add(sub if sub in MODULES else prefix)
+    return {n for n in found if n in MODULES} - {module}
+
+
+MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+GRAPH = {name: _runtime_imports(path) for name, path in MODULES.items()}
+
+
+def _within(name: str, roots) -> bool:
+    return any(name == r or name.startswith(r + ".") for r in roots)
+
+
+def _layer(name: str) -> str:
+    if name in BASE:
+        return "base"
+    for layer in ("analysis", "adapters", "measure", "execute", "render"):
+        if _within(name, (f"hourly.{layer}",)):
+            return layer
+    if _within(name, tuple(LEVEL_RANK)):
+        return "level"
+    if _within(name, TOP):
+        return "top"
+    if name in ("hourly.trace", "hourly.jaxbench"):
+        return "tracer"
+    return "unplaced"
+
+
+#: what each layer may import, besides its own layer (levels: see LEVEL_RANK)
+MAY_IMPORT = {
+    "base": set(),
+    "tracer": {"base"},
+    "analysis": {"base"},
+    "adapters": {"base"},
+    "measure": {"base", "analysis", "adapters"},
+    "execute": {"base", "analysis", "adapters", "measure"},
+    "level": {"base", "analysis", "adapters", "measure", "execute", "tracer"},
+    "render": {"base", "analysis", "adapters", "measure", "execute", "level"},
+    "top": {"base", "analysis", "adapters", "measure", "execute", "level", "render", "tracer"},
+}
+
+
+def _level_root(name: str) -> str:
+    return next(r for r in LEVEL_RANK if _within(name, (r,)))
+
+
+def _allowed(src: str, dst: str) -> bool:
+    a, b = _layer(src), _layer(dst)
+    if a == "level" and b == "level":
+        ra, rb = _level_root(src), _level_root(dst)
+        return ra == rb or LEVEL_RANK[rb] < LEVEL_RANK[ra]
+    return a == b or b in MAY_IMPORT[a]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_is_read():
+    assert len(MODULES) > 60
+    assert "hourly.scan.table" in GRAPH["hourly.bisect.search"]
+    assert "hourly.adapters.proc" in GRAPH["hourly.measure.build"]  # a module imported as a name
+
+
+def test_every_module_has_a_place():
+    assert {n: _layer(n) for n in MODULES if _layer(n) == "unplaced"} == {}
+
+
+def test_the_import_graph_has_no_circle():
+    assert _cycles(GRAPH) == []
+
+
+def test_no_import_runs_back_up_the_layers():
+    upward = sorted(f"{src} -> {dst}" for src, dsts in GRAPH.items() for dst in dsts if not _allowed(src, dst))
+    assert upward == []
+
+
+def test_analysis_imports_only_the_records_and_numpy():
+    # pure: the records, errors and words of the base layer, the standard library, numpy and scipy
+    for name, path in MODULES.items():
+        if _layer(name) != "analysis":
+            continue
+        tree = ast.parse(path.read_text())
+        outside = {(a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0]
+                   for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0)
+                   for a in (n.names if isinstance(n, ast.Import) else [n])}
+        assert outside - set(sys.stdlib_module_names) - {"numpy", "scipy", "hourly", "__future__"} == set(), name
+
+
+def test_importing_the_analysis_needs_no_adapter_library():
+    # bisection maths and detection import without GitPython, tenacity, docker or rich
+    code = ("import json, sys\nimport hourly.analysis.bisection, hourly.analysis.steps, hourly.analysis.series\n"
+            "print(json.dumps(sorted(m for m in ('git', 'tenacity', 'docker', 'rich', 'matplotlib') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_cycle_search_finds_a_circle():
+    # the checker itself, on a small graph with one circle of three and a tail
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_layer_check_refuses_an_upward_import():
+    assert not _allowed("hourly.analysis.detect", "hourly.adapters.store")
+    assert not _allowed("hourly.adapters.gitrepo", "hourly.scan.run")
+    assert not _allowed("hourly.scan.run", "hourly.bisect.search")
+    assert _allowed("hourly.bisect.search", "hourly.scan.table")
+    assert not _allowed("hourly.measure.build", "hourly.render.scan")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from hourly import nightly as N
-from hourly.bench import BenchResult, Run, run_status
+from hourly.nightly import plan as N
+from hourly.measure.benchmark import BenchResult, Run, run_status
 from hourly.model import NightlyPoint, Status
 from hourly.errors import UserError
-from hourly.proc import run
-from hourly.store import SCHEMA_VERSION, Store
+from hourly.adapters.proc import run
+from hourly.adapters.store import SCHEMA_VERSION, Store
 
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
@@ -71,7 +71,7 @@ def test_gpu_slots_pin_one_gpu_set_per_worker():
     assert N.gpu_slots("2", 2) == ["device=0,1", "device=2,3"]
     assert N.gpu_slots("device=1,3,5", 2) == ["device=1", "device=3"]
     # each slot means exactly those devices to Docker (a bare "0" would mean zero GPUs)
-    from hourly.containers import parse_gpus
+    from hourly.adapters.containers import parse_gpus
     assert [parse_gpus(g)[0]["DeviceIDs"] for g in N.gpu_slots("all", 2)] == [["0"], ["1"]]
     with pytest.raises(UserError, match="at least 3"):
         N.gpu_slots("0,1", 3)
@@ -368,7 +368,7 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
 
     import docker.errors
 
-    from hourly.nightly_container import required_roots
+    from hourly.nightly.image import required_roots
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
     # pip, a build backend and what hourly really requires (its declared dependencies, as
     # `hourly container` copies them, with the numpy and scipy JAX images have), all from the
@@ -395,7 +395,7 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
                     pass
             log = "".join(chunk.get("stream", "") for chunk in chunks)
             pytest.fail(f"docker/Dockerfile did not build: {e}\n{log[-3000:]}")
-        from hourly import containers as C
+        from hourly.adapters import containers as C
         res = C.run_container(tag, ["sh", "-c", "pwd; hourly version; test -e /opt/hourly-src && echo kept || echo gone"],
                               docker_client=docker_client)
     finally:
@@ -412,7 +412,7 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
 def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_dependents():
     """On this host's real installed packages: what `hourly container` leaves out of the copy
     when the image's Python differs is compiled, or requires something that is."""
-    from hourly.nightly_container import _compiled, _norm, compiled_closure, dependency_closure
+    from hourly.nightly.image import _compiled, _norm, compiled_closure, dependency_closure
     dists = {_norm(d.metadata["Name"]): d for d in dependency_closure()}
     out = compiled_closure(list(dists.values()))
     assert "hourly" not in out and "gitpython" in dists and "gitpython" not in out

@@ -177,8 +177,8 @@ def python_for_demo(tmp_path_factory) -> str:
 
 
 def test_minimum_jaxlib_is_read_from_the_commit(tmp_path):
-    from hourly.gitrepo import GitRepo
-    from hourly.pin import JaxlibGate, minimum_jaxlib, version_tuple
+    from hourly.adapters.gitrepo import GitRepo
+    from hourly.measure.pinned import JaxlibGate, minimum_jaxlib, version_tuple
     made = make_repos(tmp_path / "repos", [
         Change("jax", "2023-08-24T01:00:00Z", "jax/version.py names it",
                {"jax/version.py": jax_version_py(minimum_jaxlib="0.4.16")})],

@@ -1,4 +1,4 @@
-"""hourly.profiles: pprof and Perfetto parsing, and good-vs-bad comparison on real captures."""
+"""hourly.profile.compare: pprof and Perfetto parsing, and good-vs-bad comparison on real captures."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import textwrap
 
 import pytest
 
-from hourly import profiles
-from hourly.profiles import (ProfileFormatError, compare, iter_fields, parse_memory_profile,
-                             parse_perfetto_trace, pprof_diff_command)
+from hourly.profile import compare as profiles
+from hourly.profile.compare import ProfileFormatError, compare, iter_fields, parse_memory_profile, parse_perfetto_trace, pprof_diff_command
 
 # ----------------------------------------------------------------------------- wire format
 
@@ -156,7 +155,7 @@ GOOD_OR_BAD = textwrap.dedent("""\
 @pytest.fixture(scope="module")
 def good_and_bad(tmp_path_factory):
     pytest.importorskip("jax")
-    from hourly.capture import TraceOptions, capture
+    from hourly.profile.capture import TraceOptions, capture
 
     work = tmp_path_factory.mktemp("goodbad")
     (work / "bench.py").write_text(GOOD_OR_BAD)

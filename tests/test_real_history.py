@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hourly.demo.repos import replay_history
-from hourly.gitrepo import GitRepo
-from hourly.resolve import distinct_pairs, resolve_pairs
+from hourly.adapters.gitrepo import GitRepo
+from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, parse_time, window
 
 HISTORY = Path(__file__).resolve().parents[2] / "shared" / "data" / "history"

@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from hourly import releases as R
-from hourly.releases_run import as_of_release_args
+from hourly.releases import plan as R
+from hourly.releases.run import as_of_release_args
 from hourly.cli import main
 from hourly.errors import UserError
 from hourly.model import ReleasePoint, Status
-from hourly.pkgindex import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
-from hourly.store import SCHEMA_VERSION, Store
-from hourly.venvs import find_uv, target_python
+from hourly.adapters.package_index import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
+from hourly.adapters.store import SCHEMA_VERSION, Store
+from hourly.adapters.venvs import find_uv, target_python
 
 REGEX = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 XLA_A, XLA_B = "a" * 40, "b" * 40
@@ -419,7 +419,7 @@ def test_a_step_between_releases_with_the_same_jaxlib_offers_the_jax_only_bisect
     and two-repository commands, the JAX-only bisection of the same window is offered, and every
     command parses with hourly's own CLI."""
     from hourly.model import ReleasePoint, Status
-    from hourly.releases import ReleaseSettings, ReleaseStep, TagFacts, next_commands
+    from hourly.releases.plan import ReleaseSettings, ReleaseStep, TagFacts, next_commands
     before = ReleasePoint("0.4.24", "0.4.23", "2024-02-06T12:00:00Z", Status.OK, 10.0)
     after = ReleasePoint("0.4.25", "0.4.23", "2024-02-24T12:00:00Z", Status.OK, 20.0)
     s = ReleaseSettings("0.4.24", "0.4.25", bench_cmd="python bench.py", higher_is_better=False)

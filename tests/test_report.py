@@ -98,7 +98,7 @@ def test_a_scan_with_no_successful_point_gives_a_plot_that_says_so(tmp_path):
     from datetime import datetime
 
     from hourly.model import PointResult
-    from hourly.report import _label_rows, plot
+    from hourly.render.report import _label_rows, plot
     pts = [PointResult(f"2023-08-24T{h:02d}:00:00Z", "x" * 40, "j" * 40, status)
            for h, status in enumerate(["build_failed", "crashed", "crashed", "timeout"])]
     path = plot(pts, [], tmp_path / "plot.png", "MLUPS")

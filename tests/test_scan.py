@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hourly.cli import main
-from hourly.gitrepo import GitRepo, transient_git_failure
+from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from waiting import measurement_count, wait_for
 
 
@@ -372,7 +372,7 @@ def _cache_lines(workdir: Path) -> set[str]:
 def test_runs_get_no_persistent_compilation_cache_unless_the_user_sets_it(capsys, scan_args, tmp_path, monkeypatch):
     # issue 11: builds at different commits can share a version string, so a persistent cache
     # could serve an executable compiled by another XLA
-    from hourly.store import Store
+    from hourly.adapters.store import Store
     monkeypatch.delenv("JAX_ENABLE_COMPILATION_CACHE", raising=False)
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax-cache"))
     scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00"))

@@ -10,11 +10,12 @@ import typer
 from typer.testing import CliRunner
 
 from hourly.commands.detect import detect
-from hourly.render import change_marks, format_change
-from hourly.series import load_series
-from hourly.detect import detect_changes
+from hourly.render.scan import change_marks, format_change
+from hourly.scan.sources import load_series
+from hourly.analysis.detect import detect_changes
 from hourly.errors import UsageError, UserError
-from hourly.series import PointStatus, load_csv, load_grep_text, natural_key, parse_grep_lines
+from hourly.analysis.series import PointStatus, natural_key, parse_grep_lines
+from hourly.scan.sources import load_csv, load_grep_text
 
 ISSUE_GREP = """\
 OUT-a:MLUPS: 100

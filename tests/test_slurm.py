@@ -20,7 +20,7 @@ import pytest
 
 from hourly.cli import main
 from hourly.errors import ProcessError
-from hourly.slurm import JobState, Slurm, SubmitOptions, transient
+from hourly.adapters.slurm import JobState, Slurm, SubmitOptions, transient
 from waiting import wait_for
 
 
@@ -50,7 +50,7 @@ def cluster(_cluster, monkeypatch) -> Slurm:
 
 
 def run_name(workdir: Path) -> str:
-    """The job name of the run whose store is in ``workdir`` (hourly.executor._Round)."""
+    """The job name of the run whose store is in ``workdir`` (hourly.execute.executors._Round)."""
     return "hourly-" + hashlib.sha256(str(workdir.absolute() / "hourly.sqlite").encode()).hexdigest()[:10]
 
 
@@ -95,7 +95,7 @@ def test_local_executor_with_workers_is_a_user_error(capsys, scan_args, tmp_path
 def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_python, tmp_path):
     """Two scans of the same pair on their own worktrees, one cache, started together: the per-key
     lock makes the second wait and install the first one's wheels — one build, two measurements."""
-    from hourly.gitrepo import GitRepo
+    from hourly.adapters.gitrepo import GitRepo
     log = tmp_path / "builds.log"
     build = tmp_path / "build-slow.sh"
     build.write_text(f"#!/bin/bash\necho start >> {log}\nsleep 1\nexec {made.build_script}\n")
@@ -120,9 +120,9 @@ def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_pytho
 def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
     """A coordinator killed between recording a job's result and marking its folder: the next one
     adopts the result file and finds the row already there (no cluster needed: the result is in)."""
-    from hourly.executor import SlurmExecutor, _Round
+    from hourly.execute.executors import SlurmExecutor, _Round
     from hourly.model import Pair
-    from hourly.store import Store
+    from hourly.adapters.store import Store
 
     class Host:  # what a scan or Bisector gives an executor: store, key, origin
         origin = "scan"
@@ -150,9 +150,9 @@ def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
 def test_a_finished_profile_job_is_adopted_not_redone(tmp_path):
     """A profile job that finished while no coordinator watched (killed): the next coordinator
     records its build row and hands back its capture folder without submitting anything."""
-    from hourly.executor import ProfileRequest, SlurmExecutor, _Round
+    from hourly.execute.executors import ProfileRequest, SlurmExecutor, _Round
     from hourly.model import Pair
-    from hourly.store import Store
+    from hourly.adapters.store import Store
 
     class Host:  # what hourly profile gives an executor (regression_profile.ProfileHost)
         origin = "profile"

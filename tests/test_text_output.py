@@ -26,7 +26,7 @@ import typer
 
 from hourly.cli import app, main
 from hourly.demo.repos import Change, make_repos
-from hourly.store import Store
+from hourly.adapters.store import Store
 
 A, B, C, D = "[XLA:GPU] a", "[pallas] b", "[/c] d", "[bold]e[/bold]"
 SUBJECTS = [A, B, C, D]
@@ -170,7 +170,7 @@ def test_config_prints_values_verbatim(tmp_path):
 
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
-    from hourly import nightly as N
+    from hourly.nightly import plan as N
     from hourly.model import NightlyPoint, Status
     work = tmp_path / "n[" / "c] d"
     mount = f"{tmp_path / B}:/dir"
@@ -238,7 +238,7 @@ def test_colour_never_splits_a_time_or_a_sha(hunt, capsys):
 def test_console_helpers_keep_text_and_commands_whole():
     from rich.table import Table
 
-    from hourly import output
+    from hourly.render import console as output
     buf = io.StringIO()
     con = output.console(file=buf, width=80, force_terminal=True, color_system="truecolor")
     cmd = ["hourly", "scan", "--from", "Aug 24 2023", "--bench-cmd", f"python3 /a/very/long/path/{C}/bench.py " * 3]

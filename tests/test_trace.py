@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 pytest.importorskip("jax")
 
-from hourly.capture import TraceOptions, capture, tracing_command  # noqa: E402
+from hourly.profile.capture import TraceOptions, capture, tracing_command  # noqa: E402
 from hourly.commands.trace import trace  # noqa: E402
 from hourly.errors import ProcessError, UsageError, UserError  # noqa: E402
-from hourly.profiles import load_capture, parse_memory_profile, parse_perfetto_trace  # noqa: E402
+from hourly.profile.compare import load_capture, parse_memory_profile, parse_perfetto_trace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

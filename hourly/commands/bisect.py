@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import UsageError
-from ..model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
+from hourly.errors import UsageError
+from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
 from .common import BENCHMARK, BUILD, EXECUTOR, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
 
 
@@ -34,12 +34,14 @@ def bisect(
                          "pass --min-change 0.02 for 2 %")
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
-    from ..bisect import run_bisect
-    from ..bisect_report import BisectHandler, LineHandler, bisect_log, log_or_none, print_answers
-    from ..bisect import check_new_window
-    from ..config import effective, stored_settings, workdir_setting
-    from ..store import STORE_NAME, Store
-    from ..executor import LocalExecutor, make_executor
+    from hourly.bisect.search import run_bisect
+    from hourly.bisect.events import BisectHandler
+    from hourly.render.bisect import LineHandler, print_answers
+    from hourly.bisect.answer import bisect_log, log_or_none
+    from hourly.bisect.search import check_new_window
+    from hourly.measure.settings import effective, stored_settings, workdir_setting
+    from hourly.adapters.store import STORE_NAME, Store
+    from hourly.execute.executors import LocalExecutor, make_executor
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
     if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():

@@ -9,7 +9,7 @@ from .common import JsonOpt, console
 
 def clean(json_out: bool = JsonOpt) -> None:
     """Remove containers whose hourly run is dead (killed, rebooted); live runs' are kept."""
-    from ..clean import remove_dead_runs
+    from hourly.adapters.stale_runs import remove_dead_runs
     removed = remove_dead_runs()
     if json_out:
         print(json.dumps({"removed": removed}, indent=1))

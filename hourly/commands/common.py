@@ -3,7 +3,7 @@ of the scan-shaped settings, and the consoles.
 
 A command takes an option set with :func:`with_options`: its parameters are added to the command's
 signature (in place of its ``flags`` parameter) and their values reach the command as one dict,
-``flags``, which :func:`hourly.config.effective` layers over defaults, the settings file and a
+``flags``, which :func:`hourly.measure.settings.effective` layers over defaults, the settings file and a
 stored scan's settings, remembering where each value came from.
 """
 
@@ -14,12 +14,12 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
-from ..bench import DEFAULT_METRIC_REGEX
-from ..model import ExecutorKind
-from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from ..output import console as make_console
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.model import ExecutorKind
+from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.render.console import console as make_console
 
-# text from outside is printed verbatim, tables never cut a cell: see hourly/output.py
+# text from outside is printed verbatim, tables never cut a cell: see hourly/render/console.py
 console = make_console()
 err_console = make_console(stderr=True)
 
@@ -43,11 +43,11 @@ Every = Opt(1, "--every", help="Measure every N days.")
 Parallel = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s).")
 Pull = Opt(True, "--pull/--no-pull", help="Pull images that are not local.")
 
-# -- option sets of the scan-shaped settings (hourly.config.Settings), by stage --------------------
+# -- option sets of the scan-shaped settings (hourly.measure.settings.Settings), by stage --------------------
 #: name -> (annotation, typer option); the name is the Settings field it sets.
 OptionSet = dict[str, tuple[Any, Any]]
 
-#: the daily level (hourly.nightly.NightlySettings), shared by nightly and hunt: see daily_settings
+#: the daily level (hourly.nightly.plan.NightlySettings), shared by nightly and hunt: see daily_settings
 DAILY: OptionSet = {
     "image": (str, Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}.")),
     "mount": (Optional[List[str]], Mount),
@@ -67,8 +67,8 @@ DAILY: OptionSet = {
 def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
     """The daily level's settings from DAILY's ``flags``; the direction, when not given, from the
     settings file (hourly.toml), else higher is better."""
-    from ..config import effective
-    from ..nightly import NightlySettings
+    from hourly.measure.settings import effective
+    from hourly.nightly.plan import NightlySettings
     f = dict(flags)
     direction = f.pop("higher_is_better")
     return NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
@@ -124,7 +124,7 @@ STORE: OptionSet = {
     "force": (Optional[bool], Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored).")),
 }
 
-#: where pairs are built and measured (hourly.executor.make_executor reads these; not Settings fields,
+#: where pairs are built and measured (hourly.execute.executors.make_executor reads these; not Settings fields,
 #: so never stored: a later command picks its own)
 EXECUTOR: OptionSet = {
     "executor": (Optional[ExecutorKind], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "

@@ -10,8 +10,8 @@ from .common import ConfigOpt, JsonOpt, console
 
 def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
     """Print the effective settings and where each came from."""
-    from ..config import effective
-    from ..privacy import redact_assignments
+    from hourly.measure.settings import effective
+    from hourly.privacy import redact_assignments
     s, origin = effective({}, config)
     values = s.as_dict()
     values["env"] = redact_assignments(values["env"])

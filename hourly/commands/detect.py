@@ -12,9 +12,9 @@ from typing import Optional
 
 import typer
 
-from ..bench import DEFAULT_METRIC_REGEX
-from ..errors import UsageError
-from ..words import plural
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.errors import UsageError
+from hourly.plurals import plural
 from .common import Direction
 
 
@@ -35,12 +35,12 @@ def detect(
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
-    from ..detect import detect as detect_steps
-    from ..render import detection_json, detection_table, format_change, noise_words
-    from ..series import load_series
+    from hourly.analysis.detect import detect as detect_steps
+    from hourly.render.scan import detection_json, detection_table, format_change, noise_words
+    from hourly.scan.sources import load_series
     series = load_series(source, metric_regex)
     if higher_is_better is None:
-        from ..series import stored_direction_of
+        from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)

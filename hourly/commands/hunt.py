@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from ..config import workdir_setting
-from ..errors import UserError
+from hourly.measure.settings import workdir_setting
+from hourly.errors import UserError
 from .common import DAILY, ConfigOpt, JsonOpt, Opt, Workdir, console, daily_settings, err_console, with_options
 
 
@@ -41,8 +41,8 @@ def hunt(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
-    from ..hunt import HuntSettings
-    from ..store import Store
+    from hourly.hunt.run import HuntSettings
+    from hourly.adapters.store import Store
     if good_date or bad_date:
         if not (good_date and bad_date):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
@@ -74,14 +74,14 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
         raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
     if dates_given:
         raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
-    from ..hunt_releases import ReleaseEntry
+    from hourly.hunt.from_releases import ReleaseEntry
     return ReleaseEntry(from_release, to_release, **options)
 
 
 def _run_and_print(h, store, json_out: bool) -> None:
-    from ..hunt import run_hunt
-    from ..hunt_render import print_report
-    from ..render import progress_bar
+    from hourly.hunt.run import run_hunt
+    from hourly.render.hunt import print_report
+    from hourly.render.scan import progress_bar
     say = (lambda line: None) if json_out else (
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     if json_out:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from ..config import workdir_setting
-from ..errors import UserError
-from ..nightly import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from ..output import command_line
+from hourly.measure.settings import workdir_setting
+from hourly.errors import UserError
+from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.render.console import command_line
 from .common import (DAILY, ConfigOpt, ContainerEnv, Gpus, JsonOpt, Opt, Workdir, console, daily_settings,
                      err_console, with_options)
 
@@ -25,11 +25,11 @@ def nightly(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
-    from ..nightly_render import print_report
-    from ..nightly import show as show_nightly
-    from ..nightly_run import run_nightly
-    from ..render import progress_bar
-    from ..store import Store
+    from hourly.render.nightly import print_report
+    from hourly.nightly.plan import show as show_nightly
+    from hourly.nightly.run import run_nightly
+    from hourly.render.scan import progress_bar
+    from hourly.adapters.store import Store
     wd = workdir_setting(workdir, config)
     if show:
         store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
@@ -64,8 +64,8 @@ def container(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
-    from .. import nightly_container
-    from ..nightly import image_ref, parse_date
+    from hourly.nightly.plan import image as nightly_container
+    from hourly.nightly.plan import image_ref, parse_date
     template = image or DEFAULT_IMAGE
     if "{date}" in template:
         if not date:
@@ -77,7 +77,7 @@ def container(
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = workdir_setting(workdir, config)
-    from ..clean import remove_dead_runs
+    from hourly.adapters.stale_runs import remove_dead_runs
     remove_dead_runs()  # containers left by killed runs (never a pinned one: those carry no owner)
     st = nightly_container.start(ref, wd, gpus=gpus, pull=pull, env=list(env or []),
                       extra_mounts=list(mount or []), name=name)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..errors import UserError
-from ..output import command_line, styled
+from hourly.errors import UserError
+from hourly.render.console import command_line, styled
 from .common import BUILD, EXECUTOR, ConfigOpt, Opt, Workdir, console, err_console, with_options
 
 
@@ -21,11 +21,11 @@ def profile(workdir: Optional[str] = Workdir,
             flags: Any = None,
             config: Optional[str] = ConfigOpt) -> None:
     """Trace the last-good and first-bad states of each regression and compare them."""
-    from ..capture import TraceOptions
-    from ..config import stored_settings, workdir_setting
-    from ..regression_profile import Target, parse_state, run_profiles, targets_from_store
-    from ..executor import make_executor
-    from ..store import Store
+    from hourly.profile.capture import TraceOptions
+    from hourly.measure.settings import stored_settings, workdir_setting
+    from hourly.profile.run import Target, parse_state, run_profiles, targets_from_store
+    from hourly.execute.executors import make_executor
+    from hourly.adapters.store import Store
     executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)

@@ -1,15 +1,15 @@
 """``hourly releases``: the release level, one environment per jax release from the package index
-(logic in hourly/releases.py)."""
+(logic in hourly/releases/plan.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import List, Optional
 
-from ..bench import DEFAULT_METRIC_REGEX
-from ..config import effective, workdir_setting
-from ..errors import UsageError
-from ..model import InstallerKind
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.measure.settings import effective, workdir_setting
+from hourly.errors import UsageError
+from hourly.model import InstallerKind
 from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
 
 
@@ -41,11 +41,11 @@ def releases(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
-    from .. import releases as R
-    from ..releases_render import print_report
-    from ..releases_run import run_releases
-    from ..render import progress_bar
-    from ..store import Store
+    from hourly.releases import plan as R
+    from hourly.render.releases import print_report
+    from hourly.releases.run import run_releases
+    from hourly.render.scan import progress_bar
+    from hourly.adapters.store import Store
     wd = workdir_setting(workdir, config)
     if show:
         report = R.show(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
@@ -77,8 +77,8 @@ def releases(
 
 
 def _print_plan(s, json_out: bool) -> None:
-    from ..releases import plan_releases
-    from ..venvs import target_python
+    from hourly.releases.plan import plan_releases
+    from hourly.adapters.venvs import target_python
     s.validate(benchmark=False)
     target = target_python(s.python)
     plan = plan_releases(s.make_index(), s, target)

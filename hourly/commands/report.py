@@ -13,12 +13,12 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
            anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
-    from ..config import stored_settings, workdir_setting
-    from ..report import write_report
-    from ..store import Store
+    from hourly.measure.settings import stored_settings, workdir_setting
+    from hourly.render.report import write_report
+    from hourly.adapters.store import Store
     store = Store(workdir_setting(workdir, config), create=False)
     if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
-        from ..hunt_report import write_hunt_report  # a workdir of `hourly hunt`
+        from hourly.render.hunt_markdown import write_hunt_report  # a workdir of `hourly hunt`
         files = write_hunt_report(store, Path(out) if out else None)
     else:
         s = stored_settings(store, config, workdir=workdir)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from ..model import Mode
+from hourly.model import Mode
 from .common import (BENCHMARK, BUILD, EXECUTOR, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
                      err_console, with_options)
 
@@ -33,10 +33,11 @@ def scan(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
-    from ..config import effective
-    from ..render import progress_bar
-    from ..executor import make_executor
-    from ..scan import dry_run, require_measured, run_scan
+    from hourly.measure.settings import effective
+    from hourly.render.scan import progress_bar
+    from hourly.execute.executors import make_executor
+    from hourly.scan.run import dry_run, run_scan
+    from hourly.scan.table import require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
@@ -59,8 +60,8 @@ def emit(report, json_out: bool, s) -> None:
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
         return
-    from ..render import print_report
-    from ..steps import marks_for_report
+    from hourly.render.scan import print_report
+    from hourly.render.steps import marks_for_report
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
     for line in lines:
@@ -70,14 +71,14 @@ def emit(report, json_out: bool, s) -> None:
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
          nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
-    from ..config import stored_settings, workdir_setting
-    from ..scan import show as show_stored
-    from ..store import Store
+    from hourly.measure.settings import stored_settings, workdir_setting
+    from hourly.scan.table import show as show_stored
+    from hourly.adapters.store import Store
     store = Store(workdir_setting(workdir, config), create=False,
                   made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
-        from ..nightly_render import print_report
-        from ..nightly import show as show_nightly
+        from hourly.render.nightly import print_report
+        from hourly.nightly.plan import show as show_nightly
         report = show_nightly(store)
         if json_out:
             print(json.dumps(report.as_json(), indent=1))

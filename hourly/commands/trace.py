@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import UserError
-from ..output import command_line
+from hourly.errors import UserError
+from hourly.render.console import command_line
 
 
 def trace(
@@ -28,7 +28,7 @@ def trace(
                              "repeat for several, * for all [default: none].")] = None,
 ) -> None:
     """Run a Python benchmark under the JAX profiler; save a trace and memory profiles."""
-    from ..capture import TraceOptions, capture, default_out_dir
+    from hourly.profile.capture import TraceOptions, capture, default_out_dir
     out_dir = out or default_out_dir()
     options = TraceOptions(host_tracer_level, python_tracer_level, device_tracer_level,
                            [n for part in (memprof_at or []) for n in part.split(",") if n])
@@ -55,7 +55,7 @@ def compare_profiles(
     top: Annotated[int, typer.Option(min=1, help="Rows per table.")] = 15,
 ) -> None:
     """Compare two captures: op times and live memory by allocation site."""
-    from ..profiles import compare
+    from hourly.profile.compare import compare
     for folder in (good_dir, bad_dir):
         if not folder.is_dir():
             raise UserError(f"no capture folder {folder}", "give folders written by hourly trace")

@@ -10,17 +10,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..bisect import run_bisect
-from ..bisect_report import print_answers
-from ..config import effective
-from ..errors import UserError
-from ..output import command_line, styled
-from ..render import print_report
-from ..report import write_report
-from ..scan import run_scan
-from ..steps import crash_windows, find_steps, marks_for_report
-from ..store import Store
-from ..timeparse import iso_utc, parse_time
+from hourly.bisect.search import run_bisect
+from hourly.render.bisect import print_answers
+from hourly.measure.settings import effective
+from hourly.errors import UserError
+from hourly.render.console import command_line, styled
+from hourly.render.scan import print_report
+from hourly.render.report import write_report
+from hourly.scan.run import run_scan
+from hourly.analysis.steps import crash_windows, find_steps
+from hourly.render.steps import marks_for_report
+from hourly.adapters.store import Store
+from hourly.timeparse import iso_utc, parse_time
 from .repos import DEMO_CHANGES, make_repos
 
 

@@ -18,8 +18,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
-from ..timeparse import parse_time
+from hourly.adapters import proc
+from hourly.timeparse import parse_time
 
 AUTHOR = {"GIT_AUTHOR_NAME": "Demo Author", "GIT_AUTHOR_EMAIL": "author@example.com",
           "GIT_COMMITTER_NAME": "Demo Committer", "GIT_COMMITTER_EMAIL": "committer@example.com"}

@@ -20,7 +20,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from .. import proc
+from hourly.adapters import proc
 from .repos import write_launcher
 
 JAXLIB_VERSION = "0.4.14"

@@ -1,0 +1,236 @@
+"""The narrow git adapter: everything hourly asks of a repository.
+
+GitPython validates the checkout (is it a repository, is it bare, where is its git dir); every git
+command, bulk history walks included (one process per walk), runs through :func:`hourly.adapters.proc.run`
+like every other process: the same time-outs, process-group kill and
+:class:`~hourly.errors.ProcessError` (command, exit code, output tail).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from hourly.adapters import proc
+from hourly.errors import ProcessError, UserError
+
+COMMIT_URLS = {
+    "xla": "https://github.com/openxla/xla/commit/{sha}",
+    "jax": "https://github.com/jax-ml/jax/commit/{sha}",
+}
+
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    committer_time: int  # unix seconds
+    author: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """Where a working tree stood: a branch name (or None when detached) and the commit."""
+
+    branch: str | None
+    sha: str
+
+
+#: What git prints when the network, not the request, failed: worth another try after a pause.
+_TRANSIENT = re.compile(r"connection reset|timed out|timeout|early eof|rpc failed|remote end hung up|"
+                        r"returned error: 5\d\d|http 5\d\d|connection refused|resource temporarily unavailable",
+                        re.IGNORECASE)
+#: What no retry can fix: a wrong name or path, missing rights, or no network at all (a host that does
+#: not resolve means the user is offline or the name is wrong; retrying only makes them wait).
+_PERMANENT = re.compile(r"does not appear to be a git repository|repository not found|not found|"
+                        r"authentication failed|permission denied|access denied|could not read username|"
+                        r"could not read password|terminal prompts disabled|returned error: 4\d\d|"
+                        r"could not resolve host|name resolution|network is unreachable|no such remote|no such file",
+                        re.IGNORECASE)
+
+
+def transient_git_failure(output: str) -> bool:
+    """Whether a failed git network command's output shows a transient failure (a reset, time-out,
+    5xx, cut stream): only those are retried. Anything else, including what we do not recognise,
+    fails at once."""
+    return bool(_TRANSIENT.search(output)) and not _PERMANENT.search(output)
+
+
+def _transient(exc: BaseException) -> bool:
+    # our own time-out (10 minutes) is not retried: another 30 minutes of waiting is worse than
+    # one line that names --no-sync
+    return isinstance(exc, ProcessError) and not exc.timed_out and transient_git_failure(exc.tail)
+
+
+class GitRepo:
+    def __init__(self, path: str | os.PathLike, name: str):
+        self.name = name
+        self.path = Path(path).expanduser().absolute()
+        if not self.path.exists():
+            raise UserError(f"{name} repository {self.path} does not exist",
+                            f"pass --{name}-repo with the path of your {name} checkout")
+        import git  # GitPython only where a repository is opened
+        try:
+            self.repo = git.Repo(self.path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+            raise UserError(f"{self.path} is not a git repository",
+                            f"pass --{name}-repo with the path of your {name} checkout") from e
+        if self.repo.bare:
+            raise UserError(f"{self.path} is a bare repository", "pass a checkout with a working tree")
+
+    # -- raw access -------------------------------------------------------------------------
+    def git(self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None) -> str:
+        """Run git here; ``env`` adds variables to this process's environment."""
+        return proc.run(["git", *args], cwd=self.path, timeout=timeout,
+                        env={**os.environ, **env} if env else None).output
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.repo.git_dir)
+
+    # -- queries ----------------------------------------------------------------------------
+    def rev_parse(self, ref: str) -> str:
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        except ProcessError as e:
+            raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
+                            "run `git remote update` there, or pass --ref with a ref that exists") from e
+
+    def resolve_sha(self, prefix: str) -> str:
+        """A full SHA from a (possibly abbreviated) one."""
+        return self.rev_parse(prefix)
+
+    def history(self, ref: str, first_parent: bool = True) -> list[tuple[str, int]]:
+        """(sha, committer time) in the order ``git rev-list`` walks them from ``ref``."""
+        args = ["rev-list", "--timestamp"] + (["--first-parent"] if first_parent else []) + [ref, "--"]
+        out = self.git(*args)
+        walk = []
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():  # stderr (a warning) shares the output
+                walk.append((parts[1], int(parts[0])))
+        return walk
+
+    def commits(self, shas: list[str]) -> dict[str, CommitInfo]:
+        """Metadata of the given commits, in one git process."""
+        if not shas:
+            return {}
+        out = self.git("show", "-s", "--no-walk=unsorted", f"--format=%H{_SEP}%ct{_SEP}%an{_SEP}%s", *shas)
+        return {c.sha: c for c in map(_parse_commit, out.splitlines()) if c}
+
+    def log(self, old: str, new: str, first_parent: bool = True) -> list[CommitInfo]:
+        """Commits in ``old..new`` (newest first), first-parent by default."""
+        args = ["log", f"--format=%H{_SEP}%ct{_SEP}%an{_SEP}%s"] + (["--first-parent"] if first_parent else [])
+        out = self.git(*args, f"{old}..{new}", "--")
+        return [c for c in map(_parse_commit, out.splitlines()) if c]
+
+    def tag(self, name: str) -> CommitInfo | None:
+        """The commit a tag points at, or None when the checkout lacks the tag."""
+        try:
+            sha = self.git("rev-parse", "--verify", "--quiet", f"refs/tags/{name}^{{commit}}").strip()
+        except ProcessError:
+            return None
+        return self.commits([sha]).get(sha) if sha else None
+
+    def count(self, old: str, new: str) -> int:
+        """How many commits ``old..new`` holds (all parents, as ``git rev-list --count``)."""
+        return int(self.git("rev-list", "--count", f"{old}..{new}", "--").strip())
+
+    def file_at(self, ref: str, path: str) -> str | None:
+        """A file's text at ``ref``; None when it is not there."""
+        try:
+            return self.git("show", f"{ref}:{path}")
+        except ProcessError:
+            return None
+
+    def head_state(self) -> HeadState:
+        sha = self.git("rev-parse", "HEAD").strip()
+        try:
+            branch = self.git("symbolic-ref", "--quiet", "--short", "HEAD").strip() or None
+        except ProcessError:
+            branch = None
+        return HeadState(branch, sha)
+
+    def dirty_files(self) -> list[str]:
+        """Tracked files with changes (untracked build outputs do not count)."""
+        out = self.git("status", "--porcelain", "--untracked-files=no")
+        return [line[3:] for line in out.splitlines() if line.strip()]
+
+    # -- changes ----------------------------------------------------------------------------
+    @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
+           wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
+    def remote_update(self) -> None:
+        """``git remote update``; transient network failures are retried, anything else raises at once."""
+        # English messages (transient_git_failure reads them); a remote that wants credentials fails
+        # instead of prompting
+        self.git("remote", "update", timeout=600, env={"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"})
+
+    def checkout(self, sha: str) -> None:
+        """Detached, forced: edits the builds made to tracked files never block the next checkout."""
+        self.git("checkout", "--quiet", "--force", "--detach", sha)
+
+    def restore(self, state: HeadState) -> None:
+        if state.branch:
+            self.git("checkout", "--quiet", "--force", state.branch)
+        else:
+            self.checkout(state.sha)
+
+    def add_worktree(self, path: Path, sha: str) -> "GitRepo":
+        """A detached worktree of ``sha`` at ``path`` (one a killed job left there is replaced).
+
+        Jobs on several nodes change the repository's worktree list at once: a waiting lock in its
+        common git directory takes them one at a time."""
+        from hourly.adapters.locks import WaitLock
+        with WaitLock(Path(self.repo.common_dir) / "hourly-worktrees.lock"):
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            self.git("worktree", "prune")
+            self.git("worktree", "add", "--quiet", "--force", "--detach", str(path), sha)
+        return GitRepo(path, self.name)
+
+    def remove_worktree(self, path: Path) -> None:
+        from hourly.adapters.locks import WaitLock
+        with WaitLock(Path(self.repo.common_dir) / "hourly-worktrees.lock"):
+            shutil.rmtree(path, ignore_errors=True)
+            self.git("worktree", "prune")
+
+    def stash(self, message: str) -> str | None:
+        """Stash the user's tracked changes; returns the stash commit or None if nothing."""
+        before = self._stash_top()
+        # a stash is a commit: never fail for want of a configured identity
+        self.git("-c", "user.name=hourly", "-c", "user.email=hourly@localhost",
+                 "stash", "push", "--quiet", "--message", message)
+        after = self._stash_top()
+        return after if after != before else None
+
+    def unstash(self, stash_sha: str) -> None:
+        self.git("stash", "apply", "--quiet", stash_sha)
+        out = self.git("stash", "list", "--format=%H")
+        for i, sha in enumerate(out.split()):
+            if sha == stash_sha:
+                self.git("stash", "drop", "--quiet", f"stash@{{{i}}}")
+                break
+
+    def _stash_top(self) -> str | None:
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
+        except ProcessError:
+            return None
+
+
+def _parse_commit(line: str) -> CommitInfo | None:
+    parts = line.split(_SEP)
+    if len(parts) != 4:
+        return None
+    return CommitInfo(parts[0], int(parts[1]), parts[2], parts[3])

@@ -1,0 +1,212 @@
+"""The one wrapper every external process of hourly goes through.
+
+``run`` takes an argument list (never a shell string), optionally streams the full output to a
+log file line by line while the process runs (``tail -f`` works, and a ``kill -9`` of hourly keeps
+everything written so far), enforces a timeout by killing the whole process group, and returns a
+:class:`Result`.
+With ``check=True`` a non-zero exit raises :class:`~hourly.errors.ProcessError`, which carries
+the command, the exit code and the tail of the output.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from hourly.errors import UserError
+if TYPE_CHECKING:
+    pass
+
+import ctypes
+import signal
+import subprocess
+import threading
+import time
+
+from hourly.errors import ProcessError
+
+TAIL_LINES = 30
+
+
+@dataclass
+class Result:
+    cmd: list[str]
+    returncode: int | None  # None when it timed out
+    output: str
+    duration: float
+    timed_out: bool = False
+    log_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        return "\n".join(self.output.splitlines()[-lines:])
+
+
+def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, str] | None = None,
+        timeout: float | None = None, log_path: str | os.PathLike | None = None,
+        check: bool = True, input: str | None = None) -> Result:
+    """Run ``cmd`` and capture stdout+stderr together.
+
+    ``env`` replaces the environment when given (callers merge with ``os.environ`` themselves).
+    """
+    cmd = [str(c) for c in cmd]
+    start = time.monotonic()
+    log = _open_log(log_path, cmd, cwd)
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            text=True, errors="replace", start_new_session=True, preexec_fn=_die_with_parent())
+    except FileNotFoundError as e:
+        _close_log(log, "not started")
+        raise UserError(f"command not found: {cmd[0]}",
+                        "install it, put it on PATH, or pass the right command") from e
+    except PermissionError as e:
+        _close_log(log, "not started")
+        raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
+    lines: list[str] = []
+    threads = [threading.Thread(target=_pump, args=(proc.stdout, lines, log), daemon=True)]
+    if input is not None:
+        threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+            _wait_group_gone(proc.pid)
+        for t in threads:
+            t.join()
+    except BaseException:  # Ctrl-C: never leave the child running
+        _kill_group(proc)
+        proc.wait()
+        _wait_group_gone(proc.pid)
+        for t in threads:
+            t.join(timeout=5)
+        _close_log(log, "interrupted")
+        raise
+    out = "".join(lines)
+    duration = time.monotonic() - start
+    _close_log(log, f"{'timeout' if timed_out else proc.returncode} after {duration:.2f}s")
+    result = Result(cmd, None if timed_out else proc.returncode, out, duration, timed_out,
+                    str(log_path) if log_path else None)
+    if check and not result.ok:
+        raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None,
+                           timed_out, result.log_path)
+    return result
+
+
+def _open_log(log_path, cmd: list[str], cwd):
+    if log_path is None:
+        return None
+    path = Path(log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(path, "w", encoding="utf-8", errors="replace")
+    log.write(f"$ {' '.join(cmd)}\n# cwd: {cwd or os.getcwd()}\n")
+    log.flush()
+    return log
+
+
+def _close_log(log, outcome: str) -> None:
+    if log is None:
+        return
+    log.write(f"\n# exit: {outcome}\n")
+    log.close()
+
+
+def _pump(stream, lines: list[str], log) -> None:
+    """Read the output line by line as it comes; each line reaches the log file at once."""
+    for line in stream:
+        lines.append(line)
+        if log is not None and not log.closed:
+            log.write(line)
+            log.flush()
+    stream.close()
+
+
+def _feed(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.close()
+    except (BrokenPipeError, OSError):  # the process exited without reading all of it
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """On Linux, the child is killed when hourly dies (even by ``kill -9``): no orphaned build keeps
+    checking out or writing in the trees while the next run takes them over."""
+    if not sys.platform.startswith("linux"):
+        return None
+    # a preexec function makes Python fork (not vfork): only safe in a single-threaded process, and
+    # JAX (imported by in-process tracing) warns at every fork — then the child runs without it
+    if threading.active_count() > 1 or "jax" in sys.modules:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # hourly died before the line above took effect
+            os._exit(1)
+    return preexec
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+#: how long to wait for the rest of a killed process group (grandchildren) to be gone
+GROUP_GONE_S = 2.0
+
+
+def _wait_group_gone(pgid: int, limit: float = GROUP_GONE_S) -> None:
+    """After the child is reaped, wait (bounded) until no process of its group is left, so that
+    no grandchild still writes into a tree hourly is about to restore."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
+
+
+def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
+    """A command given as one string, split like a shell would (never run through a shell)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise UserError(f"cannot split {flag} ({e})", "check its quotes") from e
+    if not argv:
+        raise UserError(f"empty {flag}", hint_empty)
+    return argv
+
+
+def parse_env(items: list[str]) -> dict[str, str]:
+    """``--env KEY=VALUE`` items as a dict; anything else is a one-line error."""
+    out = {}
+    for item in items:
+        if "=" not in item or item.startswith("="):
+            raise UserError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out

@@ -1,0 +1,361 @@
+"""The results store: one SQLite file per workdir, versioned, committed point by point.
+
+Every finished measurement is written in its own transaction, so a scan killed at any moment
+(Ctrl-C or ``kill -9``) keeps everything finished before it; rerunning the command measures only
+what is missing.
+
+Tables:
+- ``meta``: the schema version.
+- ``settings``: the settings of the last scan (JSON), which later commands (bisect) reuse.
+- ``points``: the instants a scan planned, per level ("hourly"), with the pair each resolved to.
+- ``builds``: one row per build identity (schema 4; before: per pair): the pair, status, whether it
+  installs in place, wheels, log, and how it was built (hourly/measure/build_cache.py's identity, secrets redacted).
+- ``measurements``: every measurement of a pair under one benchmark key (the command, its
+  directory, environment, metric regex and Python): status, value (median), samples, per-run detail,
+  and its ``origin`` (``scan``, ``bisect``). A row is never updated: the scan's table reads the
+  ``scan`` rows alone, so later commands' measurements never change it.
+- ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
+- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
+- ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
+  samples, runs, and the JAX/XLA commits found in the image.
+- ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
+  the package index: the jaxlib paired with it, release time, status (a measurement's, or
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
+
+Every SQL statement of hourly is in this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from hourly.errors import UserError
+from hourly.model import NightlyPoint, ReleasePoint, Status
+
+SCHEMA_VERSION = 6
+STORE_NAME = "hourly.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS points (
+    level TEXT NOT NULL, time TEXT NOT NULL, xla TEXT NOT NULL, jax TEXT NOT NULL,
+    PRIMARY KEY (level, time));
+CREATE TABLE IF NOT EXISTS builds (
+    xla TEXT NOT NULL, jax TEXT NOT NULL, status TEXT NOT NULL, in_place INTEGER NOT NULL,
+    wheels TEXT NOT NULL, log_path TEXT, tail TEXT, duration REAL, finished REAL NOT NULL,
+    PRIMARY KEY (xla, jax));
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, xla TEXT NOT NULL,
+    jax TEXT NOT NULL, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+    runs TEXT NOT NULL, detail TEXT, origin TEXT NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS measurements_pair ON measurements (bench_key, xla, jax);
+"""
+
+
+@dataclass
+class Measurement:
+    xla: str
+    jax: str
+    status: str  # a hourly.model.Status value
+    value: float | None
+    samples: list[float] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    detail: str | None = None
+    origin: str = "scan"
+    id: int | None = None
+    created: float | None = None
+
+
+@dataclass
+class BuildRecord:
+    xla: str
+    jax: str
+    status: str
+    in_place: bool
+    wheels: list[str]
+    log_path: str | None
+    tail: str | None
+    duration: float | None
+    finished: float | None = None
+    build_key: str | None = None  # hourly.measure.build_cache.entry_key: the pair and how it was built
+    identity: dict | None = None
+
+
+class Store:
+    def __init__(self, workdir: str | Path, create: bool = True, made_by: str = "hourly scan"):
+        """``made_by``: the command that fills this store, named when there is none."""
+        self.workdir = Path(workdir).expanduser().absolute()
+        self.path = self.workdir / STORE_NAME
+        if not create and not self.path.exists():
+            raise UserError(f"no results store in {self.workdir}",
+                            f"run `{made_by}` first, or pass --workdir with the workdir it used")
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            # one probe per process: two runs starting together on one workdir must not unlink each other's
+            probe = self.workdir / f".hourly-write-test-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink(missing_ok=True)
+        except OSError as e:
+            raise UserError(f"workdir {self.workdir} is not writable ({e.strerror})",
+                            "pass --workdir with a directory you can write to") from e
+        self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    # -- schema -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        self.conn.executescript(_SCHEMA)
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise UserError(f"{self.path} was written by a newer hourly (schema {version})",
+                            "upgrade hourly, or use another --workdir")
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction() as c:
+                for stmt in MIGRATIONS.get(v, []):
+                    m = re.match(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", stmt)
+                    if m and any(r[1] == m[2] for r in c.execute(f"PRAGMA table_info({m[1]})")):
+                        continue  # a store whose version was set back already has it: migrations stay idempotent
+                    c.execute(stmt)
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v),))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- settings ---------------------------------------------------------------------------
+    def save_settings(self, name: str, value: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (name, json.dumps(value)))
+
+    def load_settings(self, name: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT value FROM settings WHERE name=?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # -- points -----------------------------------------------------------------------------
+    def save_points(self, level: str, points: list[tuple[str, str, str]]) -> None:
+        """(time label, xla, jax) for each planned instant."""
+        with self.transaction() as c:
+            c.executemany("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)",
+                          [(level, t, x, j) for t, x, j in points])
+
+    def points(self, level: str = "hourly") -> list[tuple[str, str, str]]:
+        rows = self.conn.execute("SELECT time, xla, jax FROM points WHERE level=? ORDER BY time",
+                                 (level,))
+        return [tuple(r) for r in rows]
+
+    # -- builds -----------------------------------------------------------------------------
+    def record_build(self, b: BuildRecord) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO builds (build_key, xla, jax, status, in_place, wheels, log_path,"
+                      " tail, duration, finished, identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (b.build_key or f"pair:{b.xla}-{b.jax}", b.xla, b.jax, b.status, int(b.in_place),
+                       json.dumps(b.wheels), b.log_path, b.tail, b.duration, time.time(),
+                       json.dumps(b.identity) if b.identity is not None else None))
+
+    def build(self, xla: str, jax: str, build_key: str | None = None) -> BuildRecord | None:
+        """The build of a pair under ``build_key`` (how it was built), or its latest under any."""
+        if build_key:
+            r = self.conn.execute("SELECT * FROM builds WHERE build_key=?", (build_key,)).fetchone()
+        else:
+            r = self.conn.execute("SELECT * FROM builds WHERE xla=? AND jax=? ORDER BY finished DESC LIMIT 1",
+                                  (xla, jax)).fetchone()
+        if not r:
+            return None
+        return BuildRecord(r["xla"], r["jax"], r["status"], bool(r["in_place"]),
+                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"], r["finished"],
+                           r["build_key"], json.loads(r["identity"]) if r["identity"] else None)
+
+    # -- measurements -----------------------------------------------------------------------
+    def add_measurement(self, bench_key: str, m: Measurement) -> int:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail,"
+                " origin, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
+                 json.dumps(m.runs), m.detail, m.origin, time.time()))
+            m.id = cur.lastrowid
+        return m.id
+
+    def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None) -> Measurement | None:
+        """The newest measurement of a pair (of ``origin`` alone when given)."""
+        r = self.conn.execute(
+            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND (? IS NULL OR origin=?)"
+            " ORDER BY id DESC LIMIT 1", (bench_key, xla, jax, origin, origin)).fetchone()
+        return _measurement(r) if r else None
+
+    def all_latest(self, bench_key: str, origin: str | None = None) -> dict[tuple[str, str], Measurement]:
+        """The newest measurement of every pair (of ``origin`` alone when given: the scan's table
+        reads ``"scan"``, so a later command's rows never change it)."""
+        rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? AND (? IS NULL OR origin=?)"
+                                 " ORDER BY id", (bench_key, origin, origin))
+        return {(r["xla"], r["jax"]): _measurement(r) for r in rows}
+
+    def measurements(self, bench_key: str, xla: str, jax: str) -> list[Measurement]:
+        rows = self.conn.execute(
+            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? ORDER BY id",
+            (bench_key, xla, jax))
+        return [_measurement(r) for r in rows]
+
+    # -- bisections (schema 2) --------------------------------------------------------------
+    def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
+        """Find or create the bisection ``key``: (id, status, stored result or None)."""
+        with self.transaction() as c:
+            r = c.execute("SELECT id, status, result FROM bisections WHERE key=?", (key,)).fetchone()
+            if r:
+                return r["id"], r["status"], json.loads(r["result"]) if r["result"] else None
+            now = time.time()
+            cur = c.execute(
+                "INSERT INTO bisections (key, bench_key, mode, good_time, bad_time, good_xla, good_jax,"
+                " bad_xla, bad_jax, status, result, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key, fields["bench_key"], fields["mode"], fields["good_time"], fields["bad_time"],
+                 fields["good_xla"], fields["good_jax"], fields["bad_xla"], fields["bad_jax"], "running",
+                 None, now, now))
+            return cur.lastrowid, "running", None
+
+    def finish_bisection(self, bid: int, result: dict) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",
+                      (json.dumps(result), time.time(), bid))
+
+    def restart_bisection(self, bid: int) -> None:
+        """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
+            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
+                      (time.time(), bid))
+
+    def add_probe(self, bid: int, p: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
+                            (bid,)).fetchone()[0]
+            c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
+                       p.get("reason"),
+                       json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
+                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0))))
+
+    def probes(self, bid: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["samples"] = json.loads(d["samples"])
+            d["returncodes"] = json.loads(d["returncodes"])
+            out.append(d)
+        return out
+
+    # -- the release level (schema 5) -----------------------------------------------------------
+    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
+        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
+
+    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version."""
+        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
+                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
+                                           r["detail"], r["installer"], r["env"]) for r in rows}
+
+    def bisection_results(self) -> list[dict[str, Any]]:
+        """Every finished bisection's answer, oldest first (for reports)."""
+        rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
+        return [json.loads(r[0]) for r in rows if r[0]]
+
+    # -- nightly (schema 3) --------------------------------------------------------------------
+    def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
+        """One date's result; a date whose commits are known is also a point of ``level``."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
+                      " xla, jax, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
+                       json.dumps(p.runs), p.xla, p.jax, p.detail, time.time()))
+            if p.xla and p.jax:
+                c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
+
+    def nightly_points(self, bench_key: str) -> dict[str, NightlyPoint]:
+        """The latest stored result of every date under ``bench_key``."""
+        rows = self.conn.execute("SELECT * FROM nightly WHERE bench_key=? ORDER BY id", (bench_key,))
+        return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
+                                        r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
+                                        json.loads(r["runs"]), r["detail"]) for r in rows}
+
+
+def _measurement(r: sqlite3.Row) -> Measurement:
+    return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
+                       json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"])
+
+
+#: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
+MIGRATIONS: dict[int, list[str]] = {
+    1: [],
+    # 2: bisections and their probes, so a killed `hourly bisect` continues where it stopped
+    2: [
+        """CREATE TABLE IF NOT EXISTS bisections (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, bench_key TEXT NOT NULL,
+            mode TEXT NOT NULL, good_time INTEGER NOT NULL, bad_time INTEGER NOT NULL,
+            good_xla TEXT NOT NULL, good_jax TEXT NOT NULL, bad_xla TEXT NOT NULL, bad_jax TEXT NOT NULL,
+            status TEXT NOT NULL, result TEXT, created REAL NOT NULL, updated REAL NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS bisect_probes (
+            bisection INTEGER NOT NULL REFERENCES bisections (id), seq INTEGER NOT NULL,
+            role TEXT NOT NULL, xla TEXT NOT NULL, jax TEXT NOT NULL, verdict TEXT NOT NULL,
+            partial INTEGER NOT NULL, reason TEXT, samples TEXT NOT NULL, returncodes TEXT NOT NULL, builds INTEGER NOT NULL,
+            runs INTEGER NOT NULL, created REAL NOT NULL, PRIMARY KEY (bisection, seq))""",
+    ],
+    # 3: results of `hourly nightly`, one row per (benchmark key, date) attempt; see hourly/nightly/plan.py
+    3: ["""CREATE TABLE IF NOT EXISTS nightly (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, date TEXT NOT NULL,
+            image TEXT NOT NULL, digest TEXT, status TEXT NOT NULL, value REAL,
+            samples TEXT NOT NULL, runs TEXT NOT NULL, xla TEXT, jax TEXT, detail TEXT,
+            created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS nightly_date ON nightly (bench_key, date)"],
+    # 4: builds keyed by the build's identity (pair + command + environment + Python ABI), not the
+    # pair alone. Rows of older stores keep their pair under a key no identity has ("pair:<xla>-<jax>"):
+    # how they were built is unknown, so they are never reused as a verdict for a build identity.
+    4: ["ALTER TABLE builds RENAME TO builds_v3",
+        """CREATE TABLE builds (
+            build_key TEXT PRIMARY KEY, xla TEXT NOT NULL, jax TEXT NOT NULL, status TEXT NOT NULL,
+            in_place INTEGER NOT NULL, wheels TEXT NOT NULL, log_path TEXT, tail TEXT, duration REAL,
+            finished REAL NOT NULL, identity TEXT)""",
+        """INSERT INTO builds SELECT 'pair:' || xla || '-' || jax, xla, jax, status, in_place, wheels,
+            log_path, tail, duration, finished, NULL FROM builds_v3""",
+        "DROP TABLE builds_v3",
+        "CREATE INDEX IF NOT EXISTS builds_pair ON builds (xla, jax)"],
+    # 5: the release level: one row per (benchmark key, jax release) attempt; see hourly/releases/plan.py
+    5: ["""CREATE TABLE IF NOT EXISTS releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, bench_key TEXT NOT NULL, version TEXT NOT NULL,
+            jaxlib TEXT, released TEXT, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, installer TEXT, env TEXT, detail TEXT, created REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS releases_version ON releases (bench_key, version)"],
+    # 6: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
+    6: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE bisect_probes ADD COLUMN jax_builds INTEGER NOT NULL DEFAULT 0"],
+}

@@ -1,0 +1,853 @@
+"""The pure parts of bisection: candidate states, probe choice, verdicts (no I/O).
+
+*States.* Between a good instant and a bad one, every first-parent commit of either repository
+that lands inside the window makes a new state: xla and jax each at their last first-parent commit
+at or before that commit's committer time (the scan's pairing rule, via
+:class:`hourly.analysis.timeline.Resolver`). So every state is one the hourly loop could have built, and two
+adjacent states differ by the commits of one step — usually one commit of one repository.
+
+*Search.* States ``0..n-1`` with 0 known good and ``n-1`` known bad. A probe's cost is what it
+needs: 0 for a state already measured, a little for a state whose wheels are cached (benchmark runs
+only), a little more when only the jax package must be built (its jaxlib is cached, docs/builds.md), 1 for
+a build. The next probe minimises its cost plus the expected number of halvings still
+needed after it (``(a·log2 a + b·log2 b)/N`` for the two sides ``a`` and ``b``), so a free state
+near the middle beats a build at the exact middle, and builds stay near ``log2(n)``. Untestable
+states (build failed, unsure after all repeats) are left out and the search goes on with their
+neighbours; when only untestable states separate the last good from the first bad, the answer is
+that range.
+
+*Verdicts.* Metric mode: a sequential probability ratio test between two Gaussians fitted to the
+good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
+attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
+on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
+samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad.
+
+*Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
+different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
+end's, or at least ``--min-change`` from both — then both halves are searched. It is driven by a
+``measure(state, count)`` callback, so the Bisector and ``benchmarks/window_hunt.py`` (simulated
+measurements) run the same decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from scipy import stats
+
+# the noise floor and prior are detection's: one definition, so a step and its bisection agree
+from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from hourly.model import BISECT_MIN_CHANGE, REPOS, Named, Pair
+from hourly.analysis.timeline import Resolver
+from hourly.plurals import plural
+
+
+class Verdict(Named):
+    GOOD = "good"
+    BAD = "bad"
+    UNSURE = "unsure"  # more samples may decide
+    SKIP = "skip"      # untestable: build failed, benchmark could not say, or unsure after all repeats
+
+
+# -- states -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class State:
+    time: int   # unix seconds: the committer time that made this state (the window's start for state 0)
+    pair: Pair
+
+
+def candidate_states(walks: dict[str, list[tuple[str, int]]], t_good: int, t_bad: int) -> list[State]:
+    """The states from ``t_good`` to ``t_bad``: state 0 stands at ``t_good``, the last at ``t_bad``.
+
+    ``walks`` maps "xla"/"jax" to ``(sha, committer time)`` in ``git rev-list --first-parent`` order.
+    """
+    if t_bad <= t_good:
+        raise ValueError("the bad end must be later than the good end")
+    res = {name: Resolver(walks[name]) for name in REPOS}
+
+    def at(t: int) -> Pair | None:
+        x, j = res["xla"].at(t), res["jax"].at(t)
+        return Pair(x, j) if x and j else None
+
+    times = sorted({ts for name in REPOS for _, ts in walks[name] if t_good < ts <= t_bad})
+    out: list[State] = []
+    first = at(t_good)
+    if first is not None:
+        out.append(State(t_good, first))
+    for t in times:
+        p = at(t)
+        if p is not None and (not out or out[-1].pair != p):
+            out.append(State(t, p))
+    last = at(t_bad)
+    if last is not None and (not out or out[-1].pair != last):
+        out.append(State(t_bad, last))
+    return out
+
+
+def step_commits(walks: dict[str, list[tuple[str, int]]], old: Pair, new: Pair) -> dict[str, list[str]]:
+    """Per repository, the first-parent commits a step from ``old`` to ``new`` brings (oldest first)."""
+    out = {}
+    for name in REPOS:
+        a, b = getattr(old, name), getattr(new, name)
+        if a == b:
+            out[name] = []
+            continue
+        shas = [s for s, _ in walks[name]]
+        i_new, i_old = shas.index(b), shas.index(a)
+        out[name] = list(reversed(shas[i_new:i_old]))
+    return out
+
+
+# -- search -----------------------------------------------------------------------------------
+
+#: Probe costs, in builds.
+COST_MEASURED = 0.0
+COST_CACHED = 0.05
+COST_JAX_BUILD = 0.1  # jaxlib cached, the pure-Python jax package built (hourly.measure.native_inputs): seconds
+COST_BUILD = 1.0
+
+
+@dataclass(frozen=True)
+class Bounds:
+    lo: int  # last state known good
+    hi: int  # first state after lo known bad
+
+    @property
+    def adjacent(self) -> bool:
+        return self.hi - self.lo == 1
+
+
+def bounds(n: int, verdicts: dict[int, Verdict]) -> Bounds:
+    """The last good state before the first bad one (state 0 is good, n-1 bad by definition)."""
+    bad = [i for i, v in verdicts.items() if v is Verdict.BAD and 0 < i] + [n - 1]
+    hi = min(bad)
+    good = [i for i, v in verdicts.items() if v is Verdict.GOOD and i < hi] + [0]
+    return Bounds(max(good), hi)
+
+
+def expected_halvings(a: int, b: int) -> float:
+    """Expected log2 of the interval left after a probe splitting it into ``a`` and ``b`` steps."""
+    n = a + b
+    return sum(k * math.log2(k) for k in (a, b) if k > 0) / n
+
+
+def next_probe(n: int, verdicts: dict[int, Verdict], costs: dict[int, float] | None = None) -> int | None:
+    """The state to test next, or None when the last good and first bad are settled.
+
+    States with a final verdict (good, bad, skip) are not probed again; ``costs`` gives each
+    state's cost in builds (default: a build).
+    """
+    b = bounds(n, verdicts)
+    costs = costs or {}
+    best, best_score = None, None
+    mid = (b.lo + b.hi) / 2
+    for i in range(b.lo + 1, b.hi):
+        if verdicts.get(i) in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP):
+            continue
+        score = (costs.get(i, COST_BUILD) + expected_halvings(i - b.lo, b.hi - i), abs(i - mid), i)
+        if best_score is None or score < best_score:
+            best, best_score = i, score
+    return best
+
+
+def plain_bisection_probes(n: int, first_bad: int) -> int:
+    """How many probes a plain bisection (always the midpoint) needs over states 0..n-1."""
+    lo, hi, k = 0, n - 1, 0
+    while hi - lo > 1:
+        m = (lo + hi) // 2
+        k += 1
+        if m >= first_bad:
+            hi = m
+        else:
+            lo = m
+    return k
+
+
+def split_points(m: int, k: int, skip: Iterable[int] = (), costs: dict[int, float] | None = None,
+                 fixed: Iterable[int] = ()) -> list[int]:
+    """``k`` states of ``1..m-2`` to probe at once, which (with the ``fixed`` states, measured
+    already) split states ``0..m-1`` into parts of equal expected cost: a round of a parallel search.
+
+    They minimise the same score as :func:`next_probe` summed over the round: each probe's cost
+    plus the expected log2 of the part left (``Σ d·log2 d / (m-1)`` over the parts ``d``). With
+    equal costs the optimum is ``k+1`` equal parts, about ``log_(k+1)`` rounds in all; a cheap
+    state (cached, measured) pulls a probe towards it. Found by moving one probe at a time between
+    its neighbours from the equal split (``k=1``: exactly :func:`next_probe`'s choice). ``skip``:
+    states not to probe."""
+    costs = costs or {}
+    fixed = set(fixed)
+    taken = set(skip) | fixed
+    eligible = [i for i in range(1, m - 1) if i not in taken]
+    k = min(k, len(eligible))
+    if k <= 0:
+        return []
+
+    def f(d: int) -> float:
+        return d * math.log2(d) if d > 1 else 0.0
+
+    pts: list[int] = []
+    for j in range(1, k + 1):  # start: equal parts, each end snapped to the nearest state left
+        t = (m - 1) * j / (k + 1)
+        pts.append(min((x for x in eligible if x not in pts), key=lambda x: (abs(x - t), x)))
+    pts.sort()
+    for _ in range(20):
+        moved = False
+        for j in range(k):
+            others = fixed | set(pts[:j]) | set(pts[j + 1:])
+            lo = max([x for x in others if x < pts[j]] + [0])
+            hi = min([x for x in others if x > pts[j]] + [m - 1])
+            mid = (lo + hi) / 2
+            best = min((x for x in range(lo + 1, hi) if x not in taken),
+                       key=lambda x: (costs.get(x, COST_BUILD) + (f(x - lo) + f(hi - x)) / (m - 1), abs(x - mid), x))
+            if best != pts[j]:
+                pts[j], moved = best, True
+        if not moved:
+            break
+    return sorted(pts)
+
+
+def plan_probes(n: int, verdicts: dict[int, Verdict], k: int, costs: dict[int, float] | None = None) -> list[int]:
+    """Up to ``k`` states to test at once (a round of a k-ary :func:`next_probe`): they split the
+    span between the last good and the first bad state into ``k+1`` parts of equal expected cost.
+    ``k=1`` is :func:`next_probe`. Empty when the last good and first bad are settled."""
+    b = bounds(n, verdicts)
+    skip = {i - b.lo for i in range(b.lo + 1, b.hi) if verdicts.get(i) in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)}
+    local = {i - b.lo: c for i, c in (costs or {}).items() if b.lo < i < b.hi}
+    return [b.lo + x for x in split_points(b.hi - b.lo + 1, k, skip, local)]
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+
+#: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
+#: (benchmarks: 0.01 pins 99.3 %, 0.002 pins 99.7 % of 8 % steps in 3 % noise, for ~1 more sample).
+ALPHA = 0.002
+BETA = 0.002
+#: A probe whose mean is this many standard errors from the side it leans to fits neither end.
+Z_VETO = 4.0
+#: Pinpoint's pair of tests vetoes once the probe has this many samples.
+NONPARAMETRIC_MIN = 8
+
+
+@dataclass(frozen=True)
+class Classification:
+    verdict: Verdict
+    llr: float            # log likelihood ratio, bad vs good (positive: looks bad)
+    reason: str
+    between: bool = False  # significantly between the ends: a second step lies after this state
+
+
+def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
+    """Pooled within-group standard deviation (None without any repeated group) and its degrees of freedom."""
+    ss, dof = 0.0, 0
+    for g in groups:
+        g = np.asarray(g, dtype=float)
+        if len(g) >= 2:
+            ss += float(np.sum((g - g.mean()) ** 2))
+            dof += len(g) - 1
+    return (math.sqrt(ss / dof) if dof else None), dof
+
+
+def noise(good: Sequence[float], bad: Sequence[float], probe: Sequence[float] = ()) -> float:
+    """The standard deviation of one sample: pooled over the groups, floored, or a prior."""
+    level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
+    s, _ = pooled_sigma([good, bad, probe])
+    floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
+    return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor)
+
+
+def veto_threshold(dof: int) -> float:
+    """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin."""
+    if dof <= 0:
+        return float("inf")
+    return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
+
+
+def separation(good: Sequence[float], bad: Sequence[float]) -> float:
+    """How many standard errors apart the two ends' means are."""
+    s = noise(good, bad)
+    return abs(float(np.mean(bad)) - float(np.mean(good))) / (s * math.sqrt(1 / len(good) + 1 / len(bad)))
+
+
+def worse(good: Sequence[float], bad: Sequence[float], higher_is_better: bool) -> bool:
+    """Whether the bad end is really worse than the good end in the metric's direction."""
+    d = float(np.mean(bad)) - float(np.mean(good))
+    return d < 0 if higher_is_better else d > 0
+
+
+def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]) -> Classification:
+    """GOOD, BAD or UNSURE for a probe's samples, against the good and bad ends' samples.
+
+    Direction does not matter here: the ends define which level is which. A probe that fits
+    neither end is placed by where it lies: beyond the bad end is BAD, beyond the good end GOOD,
+    and between the two BAD with ``between`` set (worse than good, so a regression came before
+    it; not yet as bad as the bad end, so another one comes after).
+    """
+    if not probe:
+        return Classification(Verdict.UNSURE, 0.0, "no samples")
+    p = np.asarray(probe, float)
+    g, b = np.asarray(good, float), np.asarray(bad, float)
+    sigma = noise(g, b, p)
+    mg, mb, mp = float(g.mean()), float(b.mean()), float(p.mean())
+    dof = pooled_sigma([g, b, p])[1]
+    # The probe's mean is sufficient for its level; under each end it is distributed around that
+    # end's mean with the uncertainty of both means (Student-t when the noise is estimated, its
+    # tails carrying the uncertainty of a noise estimate from few samples). Comparing means, not
+    # summing per-sample ratios, keeps an end's own error from counting once per probe sample.
+    sg = sigma * math.sqrt(1 / len(p) + 1 / len(g))
+    sb = sigma * math.sqrt(1 / len(p) + 1 / len(b))
+    if dof > 0:
+        llr = float(stats.t.logpdf(mp, dof, mb, sb) - stats.t.logpdf(mp, dof, mg, sg))
+    else:
+        llr = float(_lognorm(np.array([mp]), mb, sb ** 2)[0] - _lognorm(np.array([mp]), mg, sg ** 2)[0])
+    zg = abs(mp - mg) / (sigma * math.sqrt(1 / len(p) + 1 / len(g)))
+    zb = abs(mp - mb) / (sigma * math.sqrt(1 / len(p) + 1 / len(b)))
+    veto = veto_threshold(dof)
+    if zg > veto and zb > veto:
+        t = (mp - mg) / (mb - mg) if mb != mg else 0.5
+        if t < 0:
+            return Classification(Verdict.GOOD, llr, f"beyond the good end ({zg:.1f} standard errors)")
+        if t > 1:
+            return Classification(Verdict.BAD, llr, f"beyond the bad end ({zb:.1f} standard errors)")
+        return Classification(Verdict.BAD, llr, f"between the ends ({t * 100:.0f}% of the way to bad): "
+                              "a second step comes later", between=True)
+    upper, lower = math.log((1 - BETA) / ALPHA), math.log(BETA / (1 - ALPHA))
+    if llr >= upper:
+        verdict, z, ref = Verdict.BAD, zb, b
+    elif llr <= lower:
+        verdict, z, ref = Verdict.GOOD, zg, g
+    else:
+        return Classification(Verdict.UNSURE, llr, f"between the ends after {plural(len(p), 'sample')} (odds {odds(llr)})")
+    if z > veto:
+        return Classification(Verdict.UNSURE, llr,
+                              f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
+    if len(p) >= NONPARAMETRIC_MIN and len(ref) >= 3:
+        mw = stats.mannwhitneyu(p, ref, alternative="two-sided").pvalue
+        ks = stats.ks_2samp(p, ref).pvalue
+        if mw < ALPHA and ks < ALPHA:
+            return Classification(Verdict.UNSURE, llr,
+                                  f"leans {verdict.value} but differs from that end (Mann-Whitney p={mw:.3g}, KS p={ks:.3g})")
+    return Classification(verdict, llr, f"{verdict.value} (odds {odds(llr)}, {plural(len(p), 'sample')})")
+
+
+def _lognorm(x: np.ndarray, mean: float, var: float) -> np.ndarray:
+    return -0.5 * (np.log(2 * math.pi * var) + (x - mean) ** 2 / var)
+
+
+def exit_verdict(returncodes: Sequence[int | None], timed_out: bool = False) -> Verdict:
+    """``git bisect run``'s rule over one or more runs: any failing run is bad, 125 skips, 0 is good.
+
+    A run that timed out (``None``) counts as bad: a hang is a failure of the program.
+    """
+    if not returncodes:
+        return Verdict.SKIP
+    if any(rc is None for rc in returncodes) or timed_out:
+        return Verdict.BAD
+    if any(rc not in (0, 125) for rc in returncodes):
+        return Verdict.BAD
+    if any(rc == 125 for rc in returncodes):
+        return Verdict.SKIP
+    return Verdict.GOOD
+
+
+def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]]:
+    """(last good index, first bad index) for every good→bad transition; skips and None are passed over."""
+    out, last_good, seen_bad = [], None, False
+    for i, v in enumerate(verdicts):
+        if v is Verdict.GOOD:
+            last_good, seen_bad = i, False
+        elif v is Verdict.BAD:
+            if last_good is not None and not seen_bad:
+                out.append((last_good, i))
+            seen_bad = True
+    return out
+
+
+# -- every step of a window, under noise --------------------------------------------------------
+#
+# The search above needs a verdict per state, good or bad, against two fixed ends: one step. A
+# window may hold several (two regressions, a regression and an improvement that hides part of
+# it), and a state between two steps fits neither end. ``StepSearch`` finds them all: it keeps
+# intervals whose ends are known to differ, probes inside one (``next_probe``'s cost-aware choice),
+# and decides by a sequential test whether the probe sits at the level of the interval's earlier
+# end, of its later end, or at least ``min_change`` away from both — then the interval is split
+# on that side, or on both. The same test answers "does the rest of the window hold another step
+# of at least min_change": every interval is only ever narrowed by it, never by a comparison of
+# a few fixed samples.
+
+#: The smallest step worth pinning, relative to the level (``hourly bisect --min-change``).
+DEFAULT_MIN_CHANGE = BISECT_MIN_CHANGE
+#: When repeats run out, a probe still takes the verdict it leans to by at least this log-likelihood
+#: ratio (20:1); otherwise it is untestable.
+FALLBACK_LLR = math.log(20.0)
+
+
+def odds(llr: float) -> str:
+    """A log-likelihood ratio as the odds it stands for, for people: ``20:1`` for the likelier
+    level against the other."""
+    x = math.exp(min(abs(llr), 50.0))
+    return f"{x:,.0f}:1" if x < 1e6 else "over 1,000,000:1"
+#: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
+#: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
+INDIFFERENCE = 0.75
+#: Error rate of each of the search's verdicts (Wald's bound log(1/STEP_ALPHA)): a window takes
+#: ~25 of them and one wrong verdict can hide a step, so they are held stricter than ALPHA.
+STEP_ALPHA = 0.0005
+
+
+class Level(Named):
+    """Where a probe stands inside an interval whose ends differ."""
+    LOW = "low"          # at the level of the interval's earlier end: the step is after it
+    HIGH = "high"        # at the level of the later end: the step is before it
+    NEITHER = "neither"  # at least min-change from both: a step on each side
+    UNSURE = "unsure"    # more samples may decide
+    SKIP = "skip"        # untestable: failed, or unsure after all repeats
+
+
+@dataclass(frozen=True)
+class Judgement:
+    level: Level
+    reason: str
+    margin: float = 0.0  # log-likelihood of the chosen level over the best other
+
+
+def resolvable_change(sigma: float, max_repeats: int) -> float:
+    """The smallest difference two states of ``max_repeats`` samples each can tell from none.
+
+    At ``d`` apart the test's log-likelihood ratio grows to ``d²·R / (4σ²)``; it must reach
+    ``log((1-β)/α)``. Steps smaller than this are not searched for: more repeats could not
+    decide them, and a verdict by coin toss would name wrong culprits.
+    """
+    return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
+
+
+def _logpdf(x: float, loc: float, scale: float, dof: int) -> float:
+    if dof > 0:
+        return float(stats.t.logpdf(x, dof, loc, scale))
+    return float(_lognorm(np.array([x]), loc, scale ** 2)[0])
+
+
+def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], sigma: float, dof: int,
+          delta: float, final: bool = False) -> Judgement:
+    """LOW, HIGH or NEITHER for a probe's samples between the samples of an interval's two ends.
+
+    Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
+    level at least ``delta`` from both (a composite hypothesis, taken at its most likely point).
+    The probe's mean is compared under each with the Student-t predictive of the difference of
+    two means on the pooled noise ``sigma`` (``dof`` degrees of freedom; 0: a prior, Gaussian).
+    One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
+    ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
+    Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
+    while an end taken wrongly only hides a step below --min-change.
+    """
+    if not probe:
+        return Judgement(Level.UNSURE, "no samples")
+    mp, np_ = float(np.mean(probe)), len(probe)
+    ma, mb = float(np.mean(low)), float(np.mean(high))
+    sa = sigma * math.sqrt(1 / np_ + 1 / len(low))
+    sb = sigma * math.sqrt(1 / np_ + 1 / len(high))
+    la, lb = _logpdf(mp, ma, sa, dof), _logpdf(mp, mb, sb, dof)
+    # the most likely level at least delta from both ends, and the scale of the end it borders
+    cands = [(mp, sa if abs(mp - ma) <= abs(mp - mb) else sb)]
+    cands += [(ma + s * delta, sa) for s in (-1, 1)] + [(mb + s * delta, sb) for s in (-1, 1)]
+    ok = [(abs(mp - mu), mu, sc) for mu, sc in cands
+          if abs(mu - ma) >= delta * (1 - 1e-9) and abs(mu - mb) >= delta * (1 - 1e-9)]
+    _, mu, sc = min(ok)
+    lo = _logpdf(mp, mu, sc, dof)
+    scores = {Level.LOW: la, Level.HIGH: lb, Level.NEITHER: lo}
+    best = max(scores, key=scores.get)
+    margin = scores[best] - max(v for k, v in scores.items() if k is not best)
+    span = abs(mb - ma)
+    where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
+    if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
+        what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
+                Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
+                               "a step on each side"}[best]
+        return Judgement(best, f"{what} ({where}, {plural(np_, 'sample')}, odds {odds(margin)})", margin)
+    if not final:
+        return Judgement(Level.UNSURE, f"undecided after {plural(np_, 'sample')} ({where}, odds only {odds(margin)})", margin)
+    lean = Level.LOW if la >= lb else Level.HIGH
+    if abs(la - lb) >= FALLBACK_LLR:
+        return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
+                               f"{plural(np_, 'sample')} ({where}, odds {odds(abs(la - lb))})", abs(la - lb))
+    return Judgement(Level.SKIP, f"unsure after {plural(np_, 'sample')} ({where})", margin)
+
+
+def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta: float,
+           final: bool = False) -> bool | None:
+    """Whether ``y``'s level differs from ``x``'s by at least ``delta``: True, False, or None while
+    unsure — Wald's test of "no difference" against "at least delta", on the same Student-t
+    predictive as :func:`judge`. ``final``: the likelier side."""
+    d = float(np.mean(y)) - float(np.mean(x))
+    se = sigma * math.sqrt(1 / len(x) + 1 / len(y))
+    l0 = _logpdf(d, 0.0, se, dof)
+    l1 = _logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)
+    bound = 0.0 if final else math.log((1 - STEP_ALPHA) / STEP_ALPHA)
+    if l1 - l0 >= bound:
+        return True
+    if l0 - l1 >= bound:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step between states ``lo`` (last at the earlier level) and ``hi`` (first at the later);
+    ``hi - lo > 1`` when only untestable states lie between them."""
+    lo: int
+    hi: int
+    before: float  # mean level at lo
+    after: float   # mean level at hi
+
+    @property
+    def adjacent(self) -> bool:
+        return self.hi - self.lo == 1
+
+    @property
+    def relative(self) -> float:
+        return (self.after - self.before) / abs(self.before) if self.before else 0.0
+
+    def regression(self, higher_is_better: bool) -> bool:
+        return self.after < self.before if higher_is_better else self.after > self.before
+
+
+#: measure(state, count) -> ``count`` new samples, or None when the state is untestable.
+MeasureFn = Callable[[int, int], "list[float] | None"]
+#: measure_many({state: count}) -> {state: ``count`` new samples, or None when untestable}: one round.
+MeasureManyFn = Callable[[dict[int, int]], "dict[int, list[float] | None]"]
+
+
+class Pending(Exception):
+    """A round driver's answer to ``measure`` when the samples asked for are not in hand yet: the
+    search stops where it stands (nothing is lost; :meth:`StepSearch.run` goes on from there once
+    they are), and the driver measures them in the next round with the states it plans."""
+
+    def __init__(self, state: int, count: int):
+        super().__init__(state, count)
+        self.state, self.count = state, count
+        #: states the same verdict compares with next, and how many samples each needs in all
+        self.ends: dict[int, int] = {}
+        self.probe: int | None = None  # the state being judged, inside ``interval``
+        self.interval: tuple[int, int] | None = None
+
+
+class StepSearch:
+    """Every step of at least ``min_change`` between states 0 and n-1 (whose levels differ),
+    earliest first, driven by ``measure``; pure logic, no I/O of its own.
+
+    ``known`` gives samples already in hand per state (a scan's, an earlier search's);
+    ``failed`` states already known untestable (with the reason); ``cost(i)`` a state's cost in
+    builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict.
+    With ``stop_at_regression`` the search stops at the first regression it pins and says in
+    ``more_after`` whether intervals after it still hold a step.
+    """
+
+    def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
+                 min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
+                 cost: Callable[[int], float] | None = None, known: dict[int, Sequence[float]] | None = None,
+                 failed: dict[int, str] | None = None,
+                 on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False):
+        if n < 2:
+            raise ValueError("a window needs two states")
+        self.n, self.measure = n, measure
+        self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
+        self.min_change, self.higher_is_better = min_change, higher_is_better
+        self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}
+        self.failed: dict[int, str] = dict(failed or {})
+        self.unsure: set[int] = set()
+        self.verdicts: dict[int, Judgement] = {}
+        self._cost = cost
+        self.on_verdict = on_verdict or (lambda i, j: None)
+        self.stop_at_regression = stop_at_regression
+        self.steps: list[Step] = []
+        self.more_after = False
+        self.dropped: list[tuple[int, int]] = []  # intervals whose ends turned out not to differ
+        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
+        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
+        self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
+        self._root = list(range(n))  # states judged at one level share a root: their samples pool
+        self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
+        self.rounds = 0  # rounds of measure_many so far (run_rounds)
+
+    def _find(self, i: int) -> int:
+        while self._root[i] != i:
+            self._root[i] = self._root[self._root[i]]
+            i = self._root[i]
+        return i
+
+    def _join(self, i: int, j: int) -> None:
+        self._root[self._find(i)] = self._find(j)
+
+    def ref(self, i: int) -> list[float]:
+        """Every sample of the states judged at state ``i``'s level: the reference for that level,
+        more precise with every probe that lands on it."""
+        r = self._find(i)
+        return [x for j in range(self.n) if self._find(j) == r for x in self.samples.get(j, ())]
+
+    # -- samples and noise ------------------------------------------------------------------
+    def get(self, i: int, want: int) -> list[float] | None:
+        """State ``i``'s samples, measuring more until there are ``want`` (None: untestable)."""
+        if i in self.failed:
+            return None
+        s = self.samples.setdefault(i, [])
+        if len(s) < want:
+            new = self.measure(i, want - len(s))
+            if new is None:
+                self.failed.setdefault(i, "untestable")
+                return None
+            s.extend(new)
+        return s
+
+    def noise(self) -> tuple[float, int]:
+        """One sample's standard deviation, pooled over every state sampled more than once."""
+        groups = [g for g in self.samples.values() if g]
+        level = float(np.median([abs(float(np.mean(g))) for g in groups])) if groups else 1.0
+        s, dof = pooled_sigma(groups)
+        floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
+        return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor), dof
+
+    def delta(self, sigma: float) -> float:
+        """The smallest step searched for: --min-change of the level (or the whole window's change,
+        when that is smaller: the window was asked for), or what the repeats can resolve."""
+        level = abs(float(np.mean(self.samples[0]))) if self.samples.get(0) else 1.0
+        want = self.min_change * level
+        if self.samples.get(self.n - 1) and self.samples.get(0):
+            want = min(want, abs(float(np.mean(self.samples[self.n - 1])) - float(np.mean(self.samples[0]))))
+        return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
+
+    def cost(self, i: int) -> float:
+        if self._ready.get(i):
+            return COST_MEASURED
+        if self._cost is not None:
+            return self._cost(i)
+        return COST_MEASURED if self.samples.get(i) else COST_BUILD
+
+    def mean(self, i: int) -> float:
+        return float(np.mean(self.samples[i]))
+
+    # -- one verdict --------------------------------------------------------------------------
+    def sequential(self, sample: Callable[[int], "list[float] | None"], a: int, b: int) -> Judgement:
+        """Judge samples from ``sample(want)`` between states ``a`` and ``b``: more samples (doubling,
+        the ends as many as the probe) while unsure, up to ``max_repeats``."""
+        p = sample(self.repeats)
+        while True:
+            if p is None:
+                return Judgement(Level.SKIP, "untestable")
+            want = min(len(p), self.max_repeats)
+            self.get(a, want), self.get(b, want)
+            low, high = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = len(p) >= self.max_repeats
+            j = judge(p, low, high, sigma, dof, self.delta(sigma), final)
+            if j.level is not Level.UNSURE:
+                return j
+            want = min(2 * len(p), self.max_repeats)
+            try:
+                p = sample(want)
+            except Pending as e:  # the ends follow the probe to as many samples: same round
+                e.ends.update({a: want, b: want})
+                raise
+
+    def apart(self, a: int, b: int, own: bool = False) -> bool:
+        """Whether states ``a`` and ``b`` (their levels' pooled samples, or with ``own`` their own)
+        differ by at least the smallest step searched for: a sequential test, both states sampled
+        more (as often as each other, up to --max-repeats) while it is unsure; then the likelier."""
+        want = max(len(self.samples.get(a, ())), len(self.samples.get(b, ())), 1)
+        while True:
+            try:
+                x, y = self.get(a, want), self.get(b, want)
+            except Pending as e:
+                e.ends.update({a: want, b: want})
+                raise
+            if x is None or y is None:
+                return True
+            if not own:
+                x, y = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = want >= self.max_repeats
+            d = differ(x, y, sigma, dof, self.delta(sigma), final)
+            if d is not None or final:
+                return d is not False
+            want = min(2 * want, self.max_repeats)
+
+    def decide(self, i: int, a: int, b: int) -> Judgement:
+        if i in self.failed:
+            j = Judgement(Level.SKIP, self.failed[i])
+        else:
+            try:
+                j = self.sequential(lambda want: self.get(i, want), a, b)
+            except Pending as e:
+                if e.probe is None:
+                    e.probe, e.interval = i, (a, b)
+                raise
+            if j.level is Level.SKIP and i in self.failed:
+                j = Judgement(Level.SKIP, self.failed[i])
+        if j.level is Level.SKIP:
+            self.unsure.add(i)
+        self.verdicts[i] = j
+        self.on_verdict(i, j)
+        return j
+
+    # -- the search ---------------------------------------------------------------------------
+    def run(self) -> list[Step]:
+        """Pin every step (or, with ``stop_at_regression``, up to the next regression: call again
+        to go on to the one after it). Returns every step pinned so far."""
+        stack = self._stack
+        while stack:
+            a, b, check = stack[-1]  # popped once dealt with: a round driver re-enters after Pending
+            if check and not self.apart(a, b):
+                stack.pop()
+                self.dropped.append((a, b))
+                continue
+            skip = {i - a: Verdict.SKIP for i in range(a + 1, b) if i in self.failed or i in self.unsure}
+            costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
+            j = next_probe(b - a + 1, skip, costs)
+            if j is None:
+                if b - a == 1 and not self.apart(a, b, own=True):
+                    stack.pop()
+                    self.dropped.append((a, b))  # the two states themselves do not differ
+                    continue
+                stack.pop()
+                step = Step(a, b, float(np.mean(self.ref(a))), float(np.mean(self.ref(b))))
+                self.steps.append(step)
+                if self.stop_at_regression and step.regression(self.higher_is_better):
+                    self.more_after = bool(stack)
+                    return self.steps
+                continue
+            i = a + j
+            v = self.decide(i, a, b).level
+            stack.pop()
+            if v is Level.SKIP:
+                stack.append((a, b, i in self.unsure and i not in self.failed))
+            elif v is Level.LOW:
+                self._join(i, a)
+                stack.append((i, b, False))
+            elif v is Level.HIGH:
+                self._join(i, b)
+                stack.append((a, i, False))
+            else:
+                stack += [(i, b, True), (a, i, True)]
+        self.more_after = False
+        return self.steps
+
+    # -- the search, W states a round -------------------------------------------------------
+    def run_rounds(self, measure_many: MeasureManyFn, workers: int) -> tuple[list[Step], int]:
+        """:meth:`run` with up to ``workers`` states measured together per round, through one call
+        ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call took.
+
+        The search itself is unchanged — the same probe choice and verdicts — but its ``measure``
+        answers from samples in hand and otherwise raises :class:`Pending`. The round then holds
+        what the search waits for, the samples the same verdict needs next (its interval's ends),
+        and, to fill ``workers`` states, probes planned ahead: when the search wants a new probe,
+        ``workers`` states splitting the open intervals (the one searched now first, then the
+        rest of the stack, each slot to the interval with the largest parts) into equal expected
+        cost (:func:`split_points`). Measured, they cost nothing, so the search walks through them
+        without waiting. ``workers=1`` makes exactly :meth:`run`'s probes, one per round."""
+        workers = max(1, workers)
+        ready = self._ready
+
+        def take(i: int, count: int) -> list[float]:
+            got = ready.get(i, [])
+            if len(got) >= count:
+                ready[i] = got[count:]
+                return got[:count]
+            raise Pending(i, count - len(got))
+
+        measure, self.measure = self.measure, take
+        rounds = 0
+        try:
+            while True:
+                try:
+                    return self.run(), rounds
+                except Pending as e:
+                    reqs = self.plan_round(e, workers)
+                    got = measure_many(reqs)
+                    rounds += 1
+                    self.rounds += 1
+                    for i in reqs:
+                        new = got.get(i)
+                        if new is None:
+                            self.failed.setdefault(i, "untestable")
+                            ready.pop(i, None)
+                        else:
+                            ready.setdefault(i, []).extend(new)
+        finally:
+            self.measure = measure
+
+    def plan_round(self, e: Pending, workers: int) -> dict[int, int]:
+        """The requests of the next round ({state: samples}) for a search stopped at ``e``."""
+        reqs = {e.state: e.count}
+        for i, total in e.ends.items():
+            have = len(self.samples.get(i, ())) + len(self._ready.get(i, ()))
+            if len(reqs) < workers and i not in reqs and i not in self.failed and total > have:
+                reqs[i] = total - have
+        if workers == 1:
+            return reqs
+        if e.probe == e.state and not self.samples.get(e.state) and not self._ready.get(e.state):
+            del reqs[e.state]  # a new probe: the plan picks the round's new states (the search follows)
+        typical = self.typical()
+        for i in self.plan_ahead(workers - len(reqs), set(reqs)):
+            reqs[i] = typical
+        # slots left: states measured ahead, not yet judged, get the samples a verdict usually takes
+        for i in sorted(self._ready, key=lambda i: -len(self._ready[i])):
+            have = len(self.samples.get(i, ())) + len(self._ready[i])
+            if len(reqs) < workers and i not in reqs and i not in self.failed and i not in self.verdicts \
+                    and have < typical:
+                reqs[i] = typical - have
+        return reqs or {e.state: e.count}
+
+    def typical(self) -> int:
+        """How many samples a verdict took so far (the median; --repeats before the first): a probe
+        measured ahead gets as many at once, so its verdict need not wait for rounds of repeats."""
+        used = sorted(len(self.samples.get(i, ())) for i, j in self.verdicts.items()
+                      if j.level in (Level.LOW, Level.HIGH, Level.NEITHER) and self.samples.get(i))
+        return min(max(self.repeats, used[len(used) // 2] if used else 0), self.max_repeats)
+
+    def plan_ahead(self, k: int, exclude: set[int]) -> list[int]:
+        """Up to ``k`` new states to measure ahead, spread over the open intervals."""
+        if k <= 0:
+            return []
+        spans = []
+        for a, b, _ in reversed(self._stack):  # the interval searched now first
+            skip = {i - a for i in range(a + 1, b) if i in self.failed or i in self.unsure or i in exclude}
+            fixed = {i - a for i in range(a + 1, b)
+                     if i - a not in skip and (self.samples.get(i) or self._ready.get(i))}
+            room = b - a - 1 - len(skip) - len(fixed)
+            if room > 0:
+                spans.append([a, b, skip, fixed, room, 0])
+        if not spans:
+            return []
+        if spans[0][:2] == list(self._stack[-1][:2]):
+            spans[0][5] = 1  # the search waits on the interval it searches now: it gets a state first
+        for _ in range(k - sum(sp[5] for sp in spans)):  # each other slot to the interval whose parts are largest
+            open_ = [sp for sp in spans if sp[5] < sp[4]]
+            if not open_:
+                break
+            sp = max(open_, key=lambda sp: (sp[1] - sp[0]) / (sp[5] + len(sp[3]) + 1))
+            sp[5] += 1
+        out = []
+        for a, b, skip, fixed, _, want in spans:
+            if want:
+                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
+                out += [a + x for x in split_points(b - a + 1, want, skip, costs, fixed)]
+        return out
+
+    def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
+        """Fresh samples of the step's two states (``fresh(state, count)``), each judged between
+        their stored samples: LOW then HIGH confirms the step."""
+        out = []
+        for i in (step.lo, step.hi):
+            got: list[float] = []
+
+            def sample(want: int, i=i, got=got) -> list[float] | None:
+                if len(got) < want:
+                    new = fresh(i, want - len(got))
+                    if new is None:
+                        return None
+                    got.extend(new)
+                return got
+            out.append(self.sequential(sample, step.lo, step.hi))
+        return out[0], out[1]

@@ -1,0 +1,158 @@
+"""A labelled series of measurements, and reading one from `grep METRIC OUT*` output or a CSV.
+
+Each point has a label and zero or more samples; a point without samples is *failed* (the run
+crashed, or printed a line the metric regex cannot read). Points are ordered by label with a
+natural sort (``OUT-2`` before ``OUT-10``); a workdir's results store gives them in time order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from statistics import median
+from typing import Iterable
+
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.errors import UserError
+from hourly.model import Named
+
+
+class PointStatus(Named):
+    OK = "ok"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    label: str
+    samples: tuple[float, ...] = ()
+    #: For a point that stands for a run of instants (a store's pair measured once, shown at several
+    #: hours): the run's last label, which is what a step's "before" side names. None: same as label.
+    last_label: str | None = None
+
+    @property
+    def status(self) -> PointStatus:
+        return PointStatus.OK if self.samples else PointStatus.FAILED
+
+    @property
+    def value(self) -> float | None:
+        """The median of the samples; None for a failed point."""
+        return float(median(self.samples)) if self.samples else None
+
+
+@dataclass(frozen=True)
+class Series:
+    points: tuple[SeriesPoint, ...]
+    source: str = ""
+
+    @property
+    def labels(self) -> list[str]:
+        return [p.label for p in self.points]
+
+    @property
+    def before_labels(self) -> list[str]:
+        """The label a step names when this point is the last one before it."""
+        return [p.last_label or p.label for p in self.points]
+
+    def detector_input(self) -> list[list[float] | None]:
+        """What :func:`hourly.analysis.detect.detect` takes: samples per point, None when failed."""
+        return [list(p.samples) if p.samples else None for p in self.points]
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+def natural_key(label: str) -> tuple:
+    """Sort key that orders digit runs by number: 'OUT-2' < 'OUT-10'."""
+    parts = re.split(r"(\d+)", label)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p != "")
+
+
+def _parse_float(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        x = float(raw.strip())
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _build(groups: dict[str, list[float]], source: str) -> Series:
+    labels = sorted(groups, key=natural_key)
+    return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source)
+
+
+def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_REGEX,
+                     source: str = "<text>") -> Series:
+    """Points from lines ``LABEL:<anything>`` as `grep METRIC OUT*` prints them.
+
+    The label is the text before the first ':'. The metric regex is searched in the rest of the
+    line; a line it cannot read (a traceback line caught because a path contains the metric's
+    name) makes its label a failed point unless another line of the same label has a value.
+    Lines of one label are repeated samples of one point. Lines without ':' are not grep output
+    and are skipped (e.g. "Binary file OUT matches").
+    """
+    rx = compile_metric_regex(metric_regex)
+    groups: dict[str, list[float]] = {}
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if ":" not in line:
+            continue
+        label, rest = line.split(":", 1)
+        label = label.strip()
+        if not label:
+            continue
+        values = groups.setdefault(label, [])
+        m = rx.search(rest)
+        if m is None:
+            continue
+        x = _parse_float(m.group("value") if "value" in rx.groupindex else m.group(1))
+        if x is not None:
+            values.append(x)
+    if not groups:
+        raise UserError(f"{source}: no `LABEL:...` lines",
+                        "give the output of `grep METRIC OUT*` over several files, "
+                        "e.g. `grep MLUPS OUT* > runs.txt` (one 'OUT-08-24:MLUPS: 577.1' per line)")
+    return _build(groups, source)
+
+
+def parse_csv_text(text: str, source: str = "<csv>") -> Series:
+    """Points from a CSV with ``label`` and ``value`` columns (other columns are ignored).
+
+    An empty or unparsable value is a failed point; repeated labels are samples of one point.
+    """
+    reader = csv.DictReader(io.StringIO(text))
+    fields = {(f or "").strip().lower(): f for f in (reader.fieldnames or [])}
+    if "label" not in fields or "value" not in fields:
+        raise UserError(f"{source}: the CSV needs 'label' and 'value' columns "
+                        f"(found: {', '.join(f for f in fields if f) or 'none'})",
+                        "add a header line `label,value`")
+    groups: dict[str, list[float]] = {}
+    for row in reader:
+        label = (row.get(fields["label"]) or "").strip()
+        if not label:
+            continue
+        values = groups.setdefault(label, [])
+        x = _parse_float(row.get(fields["value"]))
+        if x is not None:
+            values.append(x)
+    if not groups:
+        raise UserError(f"{source}: the CSV has no rows with a label",
+                        "add one row per measurement: `label,value`")
+    return _build(groups, source)
+
+
+
+
+
+
+
+
+
+
+
+

@@ -1,0 +1,823 @@
+"""Bisection: narrow each regression window to one commit of xla or jax.
+
+For every window (from detection over the stored scan, from ``--good/--bad``, or in exit mode
+from every good→bad transition of the scan) it lists the candidate states
+(:func:`hourly.analysis.bisection.candidate_states`), probes them in the order
+:func:`~hourly.analysis.bisection.next_probe` chooses — reusing every measurement in the store and
+every cached build — then re-measures the last good and first bad states, and, when that step
+moves both repositories, tests the mixed pair to say which one is to blame.
+
+Every verdict is a row of ``bisect_probes`` and every measurement a row of ``measurements``
+(origin ``bisect``), each committed as it is reached: after ``kill -9`` the same command
+continues from the stored verdicts, and a finished bisection prints its stored answer.
+
+This module decides; it reports what it does as events to a
+:class:`~hourly.bisect.events.BisectHandler` (the command renders them), and
+:mod:`hourly.bisect.answer` builds the answers and their text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import replace
+from datetime import datetime
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.locks import holds_store_lock
+from hourly.adapters.store import Measurement, Store
+from hourly.analysis.bisection import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE,
+                                       Bounds, Level, State, Step, StepSearch, Verdict, bounds, candidate_states,
+                                       classify, exit_transitions, exit_verdict, next_probe, plan_probes,
+                                       separation, step_commits, worse)
+from hourly.analysis.steps import group_points
+from hourly.analysis.timeline import Resolver
+from hourly.bisect.answer import commit, error_answer, iso
+from hourly.bisect.events import BisectHandler
+from hourly.bisect.records import Probe, Window
+from hourly.errors import UserError
+from hourly.execute.executors import LocalExecutor
+from hourly.measure.build import Builder, Workspace
+from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
+from hourly.measure.pinned import JaxlibGate
+from hourly.measure.settings import Settings
+from hourly.model import DEFAULT_MAX_REPEATS, REPOS, Blame, Mode, Pair, PointResult, Status
+from hourly.plurals import plural
+from hourly.scan.table import LEVEL, SCAN_ORIGIN
+from hourly.timeparse import parse_time
+
+
+#: The ends' means must lie this many standard errors apart.
+SEPARATION_MIN = 3.0
+#: Samples each end needs before probes are classified against it (capped by --max-repeats).
+MIN_END_SAMPLES = 3
+#: A verdict of the window search as a probe row's verdict: the earlier level is good, the later bad
+#: (and a probe between two steps is bad: a regression came before it).
+_VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
+
+
+def _ts(label: str) -> int:
+    return int(datetime.fromisoformat(label.replace("Z", "+00:00")).timestamp())
+
+
+# -- windows ----------------------------------------------------------------------------------
+
+_SHA_END = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")
+
+
+def _sha_end(text: str) -> bool:
+    """``xla@<sha>``, ``jax@<sha>`` or both, comma-separated (not a time)."""
+    return all(_SHA_END.match(p.strip()) for p in text.split(","))
+
+
+def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
+    """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
+    (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
+    once both had landed, as a nightly image pins them)."""
+    if "," in text and _sha_end(text):
+        return max(parse_end(p, tz, repos, walks) for p in text.split(","))
+    m = _SHA_END.match(text.strip())
+    if not m:
+        return int(parse_time(text, tz).when.timestamp())
+    name = m["repo"]
+    if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
+        raise UserError(f"{text}: {name} is pinned in this hunt (--only), its commits are not candidates",
+                        "pass a time, or a commit of the repository being hunted")
+    sha = repos[name].resolve_sha(m["sha"])
+    times = dict(walks[name])
+    if sha not in times:
+        raise UserError(f"{name}@{m['sha']} is not on the first-parent history of the ref",
+                        "pass a commit of the ref's first-parent history (the merge commit of a pull request), or a time")
+    if Resolver(walks[name]).at(times[sha]) != sha:
+        raise UserError(f"{name}@{m['sha']} never stood alone at the tip: a later commit has an earlier time",
+                        "pass a time instead")
+    return times[sha]
+
+
+def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
+    """The scan's instants with consecutive equal pairs merged: (first label, last label, pair)."""
+    rows = [PointResult(label, x, j, "planned") for label, x, j in store.points(LEVEL)]
+    return [(rows[g.first].time, rows[g.last].time, Pair(g.point.xla, g.point.jax)) for g in group_points(rows)]
+
+
+def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = False) -> list[Window]:
+    """Every regression of the stored scan: detection's regressions (metric) or good→bad
+    transitions of the exit status (exit); with ``find_fix``, its improvements or bad→good
+    transitions."""
+    points = collapsed_points(store)
+    if len(points) < 2:
+        raise UserError("the store holds no scan of two or more pairs",
+                        "run `hourly scan` first, or pass --good and --bad")
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
+    out = []
+    if mode is Mode.METRIC:
+        from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
+        from hourly.scan.table import show
+        from hourly.analysis.steps import find_steps, step_key
+        table = show(store, s)
+        checks = table.edge_checks or {}
+        for st in find_steps(table.points, s.higher_is_better)[0]:
+            c, n = st.change, st.numbers()
+            check = checks.get(step_key(st))
+            if check is not None and check.verdict is EdgeVerdict.OUTLIER:
+                continue  # an edge step that measuring again called an outlier: nothing to bisect
+            if c.kind is (ChangeKind.IMPROVEMENT if find_fix else ChangeKind.REGRESSION):
+                out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
+                                  f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})",
+                                  kind="improvement" if find_fix else "regression"))
+    else:
+        verdicts = [_exit_of(m) if m else None for m in ms]
+        if find_fix:  # a fix is a good→bad transition of the flipped verdicts
+            verdicts = [_flip(v) for v in verdicts]
+        for a, b in exit_transitions(verdicts):
+            out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",
+                              "exit status bad → good" if find_fix else "exit status good → bad",
+                              kind="fix" if find_fix else "crash"))
+    return out
+
+
+def _flip(v: Verdict | None) -> Verdict | None:
+    """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
+    return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
+
+
+def _exit_of(m: Measurement) -> Verdict | None:
+    if m.status == Status.BUILD_FAILED.value:
+        return Verdict.SKIP
+    return exit_verdict([r.get("returncode") for r in m.runs])
+
+
+def default_mode(store: Store, s: Settings) -> Mode:
+    """Exit status for an exit-status scan (``--mode exit``); metric when the scan measured a
+    metric; else exit status."""
+    if s.mode == Mode.EXIT.value:
+        return Mode.EXIT
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    rows = store.points(LEVEL)
+    if not rows:
+        return Mode.METRIC
+    return Mode.METRIC if any(latest.get((x, j)) and latest[(x, j)].status == Status.OK.value
+                              for _, x, j in rows) else Mode.EXIT
+
+
+# -- the bisector -----------------------------------------------------------------------------
+
+class Bisector:
+    """Bisects windows under one set of settings; a context manager that holds the trees only
+    while something has to be built or run."""
+
+    def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
+                 rerun: bool = False, handler: BisectHandler | None = None,
+                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None):
+        if max_repeats < 1:
+            raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
+        if not 0 < min_change < 1:
+            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
+                            "pass --min-change 0.02 for 2 %")
+        # finding a fix: the search looks for the first state that changed; in metric mode a change
+        # for the better is a regression of the flipped direction, in exit mode verdicts flip
+        self.find_fix = find_fix
+        if find_fix and mode is Mode.METRIC:
+            s = replace(s, higher_is_better=not s.higher_is_better)
+        self.invert = find_fix and mode is Mode.EXIT
+        self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
+        #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
+        self.executor = executor or LocalExecutor()
+        self.rounds = 0  # calls of measure_many
+        self.jobs = 0    # (pair, count) requests sent through it
+        self.handler = handler or BisectHandler()
+        if find_fix:
+            self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
+        self.min_change = min_change
+        self.max_repeats = max(max_repeats, s.repeats)
+        self.key = s.bench_key()
+        self.xla, self.jax = open_repos(s)
+        self.repos = {r.name: r for r in trees(self.xla, self.jax)}
+        self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
+        hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
+        for r in hunted:
+            r.rev_parse(s.ref)
+        self.walks = {r.name: r.history(s.ref, s.first_parent) for r in hunted}
+        if self.pin:
+            self.walks[self.pin.side] = self.pin.walk()
+        self._stack = ExitStack()
+        self._since = time.time()  # --retry-failed: failures recorded before this are built again
+        self._bid: int | None = None
+        self._going = None  # metric mode: (search, its states, offset of the current window in them)
+        self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
+        self._measurer: Measurer | None = None
+        #: per end of the current window: how many samples the verdicts compared against, and from where
+        self.end_samples: dict[str, dict] = {}
+        self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
+        self._split = [0, 0]  # jaxlib builds, jax package builds not yet in a recorded row
+        self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
+        from hourly.measure.cherry_pick import parse
+        self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
+
+    def __enter__(self) -> "Bisector":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    def measurer(self) -> Measurer:
+        if self._measurer is None:
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
+        return self._measurer
+
+    # -- measuring ----------------------------------------------------------------------------
+    @property
+    def workers(self) -> int:
+        """States probed per round."""
+        return self.executor.workers
+
+    def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+        """For each (pair, count): its Measurement (already recorded in the store with origin 'bisect',
+        exactly as Measurer.measure records it), builds run, runs run — in the order asked. One round."""
+        self.rounds += 1
+        self.jobs += len(reqs)
+        return self.executor.measure_many(self, reqs)
+
+    def _measure_one(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
+        """One state measured: a round of its own."""
+        return self.measure_many([(pair, repeats)])[0]
+
+    def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
+        m = self.measurer()
+        b0, r0 = m.builder.builds_run, m.runs
+        l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
+        meas = m.measure(pair, repeats, origin="bisect")
+        # jaxlib and jax package builds, carried by the next recorded row (answers report their sums)
+        self._split[0] += m.builder.jaxlib_builds - l0
+        self._split[1] += m.builder.jax_builds - j0
+        return meas, m.builder.builds_run - b0, m.runs - r0
+
+    def _stored(self, pair: Pair) -> list[Measurement]:
+        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        if self.s.retry_failed:
+            ms = [m for m in ms if not (m.status == Status.BUILD_FAILED.value and (m.created or 0) < self._since)]
+        return ms
+
+    def _known_failed(self, pair: Pair) -> str | None:
+        if self._gate is not None and self._gate.untestable(pair.jax):  # --only jax: too new for the jaxlib
+            return self._gate.untestable(pair.jax)
+        rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
+        if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
+            return f"build failed (log {rec.log_path})"
+        return None
+
+    def cost(self, pair: Pair) -> float:
+        if self._known_failed(pair) or self._stored(pair):
+            return COST_MEASURED
+        # priced by what it rebuilds: jaxlib cached (same XLA commit and native inputs) is nearly free
+        return {"cached": COST_CACHED, "jax": COST_JAX_BUILD}.get(self._cache.need(pair).value, COST_BUILD)
+
+    def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]] | None,
+                 fresh: bool = False) -> Probe:
+        """The verdict on one state: from stored measurements when they decide, else measured
+        (more repeats while unsure, up to --max-repeats)."""
+        failed = self._known_failed(pair)
+        if failed:
+            return Probe(role, pair, Verdict.SKIP, failed)
+        stored = [] if fresh else self._stored(pair)
+        builds = runs = 0
+        if self.mode is Mode.EXIT:
+            rcs = [r.get("returncode") for m in stored for r in m.runs]
+            if any(m.status == Status.BUILD_FAILED.value for m in stored):
+                return Probe(role, pair, Verdict.SKIP, "build failed")
+            if not rcs:
+                return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
+            return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs)
+        good, bad = refs
+        samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
+        if not samples and any(m.status != Status.OK.value for m in stored):
+            why = next(m for m in stored if m.status != Status.OK.value)
+            return Probe(role, pair, Verdict.SKIP, f"{why.status}: {why.detail}")
+        while True:
+            if samples:
+                c = classify(samples, good, bad)
+                if c.verdict is not Verdict.UNSURE:
+                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
+                                 between=c.between)
+                if len(samples) >= self.max_repeats:
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(samples), 'sample')}: {c.reason}",
+                                 samples, builds=builds, runs=runs)
+                need = min(len(samples), self.max_repeats - len(samples))
+                # the ends' means are as uncertain as the probe's: measure them as often (runs, no builds)
+                self._grow_ends(good, bad, len(samples) + need)
+            else:
+                need = self.s.repeats
+            m, b, r = self._measure_one(pair, need)
+            builds, runs = builds + b, runs + r
+            if m.status != Status.OK.value:
+                return Probe(role, pair, Verdict.SKIP, f"{m.status}: {m.detail}", samples, builds=builds, runs=runs)
+            samples = samples + m.samples
+
+    def _exit_probe(self, role: str, pair: Pair, m: Measurement, builds: int, runs: int) -> Probe:
+        """The exit-mode verdict on a state just measured."""
+        if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+            return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
+        rcs = [r.get("returncode") for r in m.runs]
+        return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
+
+    def _exit_verdict(self, rcs: list) -> Verdict:
+        """Good or bad by these exit codes (turned round with --find-fix in exit mode)."""
+        return _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
+
+    def _evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:
+        """Exit mode: the verdicts on several states, those to measure measured in one round."""
+        todo = [p for p in pairs if not self._known_failed(p) and not any(
+            m.status == Status.BUILD_FAILED.value or m.runs for m in self._stored(p))]
+        got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]))) if todo else {}
+        return [self._exit_probe(role, p, *got[p]) if p in got else self.evaluate(p, role, None) for p in pairs]
+
+    def _record(self, bid: int, p: Probe) -> Probe:
+        row = p.row()
+        row["jaxlib_builds"], row["jax_builds"] = self._split
+        self._split = [0, 0]
+        self.store.add_probe(bid, row)
+        self.handler.verdict(p)
+        return p
+
+    def _grow_ends(self, good: list[float], bad: list[float], want: int) -> None:
+        if self._ends is None:
+            return
+        for ref, pair, v in ((good, self._ends[0], Verdict.GOOD), (bad, self._ends[1], Verdict.BAD)):
+            if len(ref) < want:
+                ref[:] = self._end_samples(self._bid, pair, v, want)[0]
+
+    def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int,
+                     got: tuple[Measurement, int, int] | None = None) -> tuple[list[float], int, int]:
+        """The end's samples — the scan's and any earlier bisection's, never changed — measuring
+        more (rows of their own, origin ``bisect``) until it has ``want``; ``got``: that measurement,
+        taken already in a round with the other end."""
+        stored = [m for m in self._stored(pair) if m.status == Status.OK.value and not (got and m.id == got[0].id)]
+        samples = [x for m in stored for x in m.samples]
+        origins = [m.origin for m in stored for _ in m.samples]
+        builds = runs = 0
+        if len(samples) < want:
+            m, builds, runs = got or self._measure_one(pair, want - len(samples))
+            new = m.samples if m.status == Status.OK.value else []
+            samples += new
+            origins += [m.origin] * len(new)
+            self._record(bid, Probe("end", pair, verdict if samples else Verdict.SKIP,
+                                    f"{plural(len(samples), 'sample')} of the {verdict.value} end ({_from(origins)})",
+                                    m.samples, builds=builds, runs=runs))
+        self.end_samples[verdict.value] = {"n": len(samples), "from": dict(sorted(Counter(origins).items()))}
+        return samples, builds, runs
+
+    # -- one window ---------------------------------------------------------------------------
+    def bisect(self, w: Window) -> list[dict]:
+        """Every regression in the window: the search pins the earliest and says whether the rest
+        of the window (from its first bad state) still holds a step; then that rest is bisected in
+        turn, reusing every measurement."""
+        answers = []
+        self._going = None  # metric mode: the search, its states, and where this window starts in them
+        while True:
+            try:
+                a = self.bisect_one(w)
+            except UserError as e:
+                if answers:  # the rest of the window turned out to hold no further step
+                    return answers
+                if w.origin == "flags":
+                    raise
+                # one window of many (from the store) that cannot be bisected: say why, go on
+                self.handler.cannot_bisect(w, e)
+                return [dict(error_answer(w, self.mode.value, e), kind=w.kind)]
+            a["kind"] = a.get("kind") or w.kind  # answers stored before kinds existed
+            answers.append(a)
+            nxt = a.get("continues_at")
+            if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
+                return answers
+            w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
+
+    def bisect_one(self, w: Window) -> dict:
+        states = candidate_states(self.walks, w.good_time, w.bad_time)
+        if len(states) < 2:
+            raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
+                            "pass a good end before the bad end with commits between them")
+        good_pair, bad_pair = states[0].pair, states[-1].pair
+        ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
+                 "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
+                 "ref": self.s.ref, "fp": self.s.first_parent}
+        if self.find_fix:
+            ident["find_fix"] = True
+        key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+        bid, status, result = self.store.bisection(key, {
+            "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
+            "good_xla": good_pair.xla, "good_jax": good_pair.jax, "bad_xla": bad_pair.xla, "bad_jax": bad_pair.jax})
+        if status == "done" and not self.rerun:
+            return result
+        if status == "done":
+            self.store.restart_bisection(bid)
+        rows = self.store.probes(bid)
+        rounds0, jobs0 = self.rounds, self.jobs
+        self._bid, self._ends = bid, (good_pair, bad_pair)
+        self.end_samples = {}
+        self.handler.started(w, len(states), len(rows))
+        index = {st.pair: i for i, st in enumerate(states)}
+        stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
+        verdicts: dict[int, Verdict] = {}
+        for r in rows:
+            if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index:
+                verdicts[index[Pair(r["xla"], r["jax"])]] = Verdict(r["verdict"])
+
+        # the ends (unless this is the rest of a window whose search goes on: it knows a step is left)
+        refs = None
+        going = self._going
+        if going is not None and [st.pair for st in going[1][going[2]:]] != [st.pair for st in states]:
+            going = self._going = None
+        if self.mode is Mode.METRIC and going is not None:
+            pass
+        elif self.mode is Mode.METRIC:
+            refs = self._metric_ends(w, bid, good_pair, bad_pair)
+        else:
+            self._exit_ends(bid, stored, good_pair, bad_pair)
+
+        # the search
+        more_after = False
+        if self.mode is Mode.METRIC:
+            step, search, off = self._search_steps(w, states, rows, going)
+            b = Bounds(step.lo - off, step.hi - off)
+            more_after = search.more_after
+            self._going = (search, going[1] if going else states, step.hi)
+        else:
+            b = self._exit_search(bid, states, verdicts)
+        last_good, first_bad = states[b.lo].pair, states[b.hi].pair
+
+        # confirmation: fresh measurements of the two states the answer rests on
+        confirmed = self._confirmation(bid, stored, last_good, first_bad, refs,
+                                       *((search, step) if self.mode is Mode.METRIC else (None, None)))
+        if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
+            self._flush(search, [st.pair for st in self._going[1]])
+            refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
+
+        # blame
+        moved = step_commits(self.walks, last_good, first_bad)
+        blame = None
+        if b.adjacent and moved["xla"] and moved["jax"]:
+            blame = self._blame(bid, last_good, first_bad, stored, refs)
+        answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
+        answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
+        # rounds of measure_many (one state each without workers) and the requests they carried
+        answer["rounds"], answer["jobs"] = self.rounds - rounds0, self.jobs - jobs0
+        self.store.finish_bisection(bid, answer)
+        return answer
+
+    def _exit_search(self, bid: int, states: list[State], verdicts: dict[int, Verdict]) -> Bounds:
+        """Exit mode: probes until the last good and first bad state are settled (``verdicts``: the
+        stored ones, filled in); with workers, k states a round splitting the span into equal parts."""
+        while True:
+            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+            if self.workers > 1:
+                plan = plan_probes(len(states), verdicts, self.workers, costs)
+                if not plan:
+                    break
+                for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe")):
+                    verdicts[i] = self._record(bid, p).verdict
+                continue
+            i = next_probe(len(states), verdicts, costs)
+            if i is None:
+                break
+            verdicts[i] = self._record(bid, self.evaluate(states[i].pair, "probe", None)).verdict
+        return bounds(len(states), verdicts)
+
+    def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
+        """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
+        to differ in the direction of the hunt; they are the references of the verdicts that follow."""
+        want = min(MIN_END_SAMPLES, self.max_repeats)
+        while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
+            got = self._ends_round(want, good_pair, bad_pair)
+            good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want, got.get(good_pair))
+            bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want, got.get(bad_pair))
+            if not good or not bad:
+                raise UserError(f"an end of {iso(w.good_time)} .. {iso(w.bad_time)} has no metric "
+                                f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
+                                "pick ends that measure, or use --mode exit for crashes")
+            sep = separation(good, bad)
+            if sep >= SEPARATION_MIN or want >= self.max_repeats:
+                break
+            want = min(2 * want, self.max_repeats)
+        if sep < SEPARATION_MIN:
+            raise UserError(f"the ends of {iso(w.good_time)} .. {iso(w.bad_time)} do not differ "
+                            f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
+                            "pass ends on either side of the regression, or a larger --max-repeats")
+        if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
+            raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
+                            "pass --bad before the improvement and --good after it, or set "
+                            "--higher-is-better/--lower-is-better")
+        if not worse(good, bad, self.s.higher_is_better):
+            raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
+                            "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+        return good, bad
+
+    def _ends_round(self, want: int, *pairs: Pair) -> dict[Pair, tuple[Measurement, int, int]]:
+        """With workers, the ends short of ``want`` samples measured in one round."""
+        if self.workers < 2:
+            return {}
+        short = {p: want - n for p in pairs
+                 if (n := sum(len(m.samples) for m in self._stored(p) if m.status == Status.OK.value)) < want}
+        if len(short) < 2:
+            return {}
+        return dict(zip(short, self.measure_many(list(short.items()))))
+
+    def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
+        """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails."""
+        for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
+            p = stored.get(("end", role_pair))
+            v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+            if v is not want and self.find_fix:
+                said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
+                raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                                "pass --bad at a state that fails and a later --good at one that passes")
+            if v is not want:
+                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
+                                "pass --good at a state that passes and --bad at one that fails")
+
+    def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
+        """Fresh measurements of the two states the answer rests on (stored ones reused)."""
+        confirm = {}
+        for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
+            r = stored.get((role, pair))
+            if r:
+                confirm[role] = Verdict(r["verdict"])
+            elif self.mode is Mode.METRIC:
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
+            else:
+                confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
+        return confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+
+    def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
+        """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
+        states: every stored measurement is reused, every verdict recorded as it is reached.
+        ``going``: (search, its states, offset) when this window is the rest of one whose search
+        goes on from where it pinned the previous regression (then its indices are offset)."""
+        recorded = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] == "probe"}
+        self._recorded = recorded
+        if going is not None:
+            search, parent, off = going
+            return self._next_regression(w, search, [st.pair for st in parent]), search, off
+        pairs = [st.pair for st in states]
+        known: dict[int, list[float]] = {}
+        failed: dict[int, str] = {}
+        for i, pair in enumerate(pairs):
+            why = self._known_failed(pair)
+            ms = self._stored(pair)
+            samples = [x for m in ms if m.status == Status.OK.value for x in m.samples]
+            if samples:
+                known[i] = samples
+            elif why or ms:
+                failed[i] = why or next(f"{m.status}: {m.detail}" for m in ms if m.status != Status.OK.value)
+        pending = self._pending = {}  # builds and runs not yet in a recorded row
+
+        def measure(i: int, count: int) -> list[float] | None:
+            return many({i: count})[i]
+
+        def many(reqs: dict[int, int]) -> dict[int, list[float] | None]:
+            """One round: every state asked for, through measure_many."""
+            out: dict[int, list[float] | None] = {}
+            for i, (m, builds, runs) in zip(reqs, self.measure_many([(pairs[i], c) for i, c in reqs.items()])):
+                acc = pending.setdefault(i, [0, 0])
+                acc[0] += builds
+                acc[1] += runs
+                if m.status != Status.OK.value:
+                    search.failed[i] = f"{m.status}: {m.detail}"
+                    out[i] = None
+                else:
+                    out[i] = list(m.samples)
+            return out
+        self._many = many
+
+        def on_verdict(i: int, j) -> None:
+            builds, runs = pending.pop(i, [0, 0])
+            v = _VERDICT_OF.get(j.level, Verdict.SKIP)
+            role = "end" if pairs[i] in self._recorded else "probe"  # resumed: the state has its row already
+            if role == "probe" or builds or runs:
+                self._recorded.add(pairs[i])
+                self._record(self._bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
+                                        builds=builds, runs=runs, between=j.level is Level.NEITHER))
+
+        search = StepSearch(len(states), measure, repeats=self.s.repeats, max_repeats=self.max_repeats,
+                            min_change=self.min_change, higher_is_better=self.s.higher_is_better,
+                            cost=lambda i: self.cost(pairs[i]), known=known, failed=failed,
+                            on_verdict=on_verdict, stop_at_regression=True)
+        return self._next_regression(w, search, pairs), search, 0
+
+    def _next_regression(self, w: Window, search: StepSearch, pairs: list[Pair]) -> Step:
+        seen = len(search.steps)
+        # with workers, round by round (the same search, W states measured together)
+        steps = (search.run_rounds(self._many, self.workers)[0] if self.workers > 1 else search.run())[seen:]
+        self._flush(search, pairs)
+        regressions = [st for st in steps if st.regression(self.s.higher_is_better)]
+        if not regressions:
+            raise UserError(f"no step of {self.min_change * 100:g} % or more between {iso(w.good_time)} and "
+                            f"{iso(w.bad_time)}: the ends differ, but no probe confirmed a step",
+                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
+        return regressions[0]
+
+    def _flush(self, search: StepSearch, pairs: list[Pair]) -> None:
+        """Rows for the runs (and builds) that went to more samples of an interval's end."""
+        for i, (builds, runs) in self._pending.items():
+            if not (builds or runs):
+                continue
+            ahead = search._ready.get(i)
+            unjudged = i not in search.verdicts and 0 < i < len(pairs) - 1  # an inner state, measured ahead
+            if unjudged and i in search.failed:
+                # measured ahead in a round and untestable: the search never probes it, this is its verdict
+                self._recorded.add(pairs[i])
+                self._record(self._bid, Probe("probe", pairs[i], Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
+            elif unjudged and ahead:
+                # measured ahead in a round and not judged yet: its verdict row comes when it is
+                self._record(self._bid, Probe("ahead", pairs[i], Verdict.UNSURE, f"{plural(len(ahead), 'sample')} "
+                                              "measured ahead in a round, not judged yet", list(ahead),
+                                              builds=builds, runs=runs))
+            else:
+                level = getattr(search.verdicts.get(i), "level", None)
+                v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
+                    _VERDICT_OF.get(level, Verdict.UNSURE)
+                samples = list(search.samples.get(i, []))
+                self._record(self._bid, Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
+                                              samples, builds=builds, runs=runs))
+        self._pending.clear()
+
+    def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
+        """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
+        the step's two levels: the last good state must be at the earlier, the first bad at the later."""
+        got: list[float] = []
+        cost = [0, 0]
+
+        def sample(want: int) -> list[float] | None:
+            if len(got) < want:
+                m, builds, runs = self._measure_one(pair, want - len(got))
+                cost[0] += builds
+                cost[1] += runs
+                if m.status != Status.OK.value:
+                    return None
+                got.extend(m.samples)
+            return got
+        j = search.sequential(sample, step.lo, step.hi)
+        v = Verdict.SKIP if j.level is Level.SKIP else Verdict.UNSURE if j.level is Level.NEITHER \
+            else _VERDICT_OF.get(j.level, Verdict.UNSURE)
+        return Probe(role, pair, v, j.reason, got, builds=cost[0], runs=cost[1])
+
+    def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
+        """Old xla + new jax, then new xla + old jax: which change alone brings the regression."""
+        verdicts = []
+        for mixed in (Pair(good.xla, bad.jax), Pair(bad.xla, good.jax)):
+            r = stored.get(("blame", mixed))
+            v = Verdict(r["verdict"]) if r else self._record(bid, self.evaluate(mixed, "blame", refs)).verdict
+            verdicts.append(v)
+            if v is Verdict.BAD:
+                return Blame.JAX if mixed.xla == good.xla else Blame.XLA
+            if v is not Verdict.GOOD:
+                return Blame.UNKNOWN
+        return Blame.BOTH
+
+    def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
+        return answer(self, w, states, b, moved, blame, confirmed, bid)
+
+    def _side(self, row: dict, states: list[State], b) -> str:
+        """A probe's verdict as this answer's step sees it (metric mode): good before the step, bad
+        from its first bad state on. A window may hold several steps, and a probe is judged against
+        the two ends of the interval it split, not against this step; git bisect's terms are this."""
+        index = {st.pair: i for i, st in enumerate(states)}
+        i = index.get(Pair(row["xla"], row["jax"]))
+        if self.mode is Mode.EXIT or row["role"] not in ("probe", "end") or i is None \
+                or row["verdict"] not in (Verdict.GOOD.value, Verdict.BAD.value, Verdict.UNSURE.value):
+            return row["verdict"]
+        if i <= b.lo:
+            return Verdict.GOOD.value
+        if i >= b.hi:
+            return Verdict.BAD.value
+        return row["verdict"]
+
+    def probe_row(self, r: dict, states: list[State], b) -> dict:
+        out = {"role": r["role"], "xla": r["xla"], "jax": r["jax"], "verdict": self._side(r, states, b)}
+        if self.picks:  # per probe, what --cherry-pick did to it
+            from hourly.measure.cherry_pick import statuses
+            out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
+        return out
+
+
+def _from(origins: list[str]) -> str:
+    """``3 from the scan, 2 from bisect``"""
+    c = Counter(origins)
+    return ", ".join(f"{n} from {'the scan' if o == SCAN_ORIGIN else o}" for o, n in sorted(c.items())) or "none"
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def check_new_window(s: Settings, good: str, bad: str) -> None:
+    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    from hourly.metric import compile_metric_regex
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not _sha_end(end):
+            parse_time(end, s.tz)
+    open_repos(s)
+
+
+@holds_store_lock
+def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
+               max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
+               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None) -> list[dict]:
+    """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
+    regression and every crash window of the stored scan; returns one answer per regression or
+    crash found (``"kind"``: ``regression`` or ``crash``). With ``find_fix``: every improvement
+    and every fix (exit status bad → good) instead, the good end later than the bad end.
+    ``executor``: where builds and benchmarks run (None: here; see :attr:`Bisector.workers`)."""
+    handler = handler or BisectHandler()
+    if good is not None:
+        mode = mode or default_mode(store, s)
+        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
+            g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
+            if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+                if g <= x:
+                    raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                                    "(fixed) end comes after the bad one", "swap them")
+                w = Window(x, g, "flags", kind="fix" if mode is Mode.EXIT else "improvement")
+            else:
+                w = Window(g, x, "flags", kind="crash" if mode is Mode.EXIT else "regression")
+            if w.bad_time <= w.good_time:
+                raise UserError(f"--bad {bad} is not later than --good {good}",
+                                "swap them, or pass --find-fix to find what fixed it")
+            return b.bisect(w)
+    # every regression of the stored scan, and (unless a mode was asked for) every crash window,
+    # each in its own mode: the metric for regressions, the exit status for crashes
+    base = mode or default_mode(store, s)
+    plan = [(base, windows_from_store(store, s, base, find_fix))]
+    if mode is None and base is Mode.METRIC:
+        plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
+    if not any(ws for _, ws in plan):
+        handler.nothing_to_bisect()
+    answers: list[dict] = []
+    for m, windows in plan:
+        if windows:
+            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
+                answers += [a for w in windows for a in b.bisect(w)]
+    return answers
+
+
+def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, confirmed, bid) -> dict:
+    """The answer for one window, as stored and printed with --json."""
+    rows = bisector.store.probes(bid)
+    last_good, first_bad = states[b.lo].pair, states[b.hi].pair
+    culprit, reason = None, None
+    if b.adjacent:
+        repos = [n for n in REPOS if moved[n]]
+        if blame in (Blame.XLA, Blame.JAX):
+            repos = [blame.value]
+        if len(repos) == 1 and len(moved[repos[0]]) == 1:
+            culprit = commit(bisector.repos, repos[0], moved[repos[0]][0])
+        elif len(repos) == 1:
+            reason = (f"{len(moved[repos[0]])} {repos[0]} commits arrived in one step (their committer "
+                      "times are out of order), so no state between them existed")
+        elif blame is Blame.BOTH:
+            reason = "neither repository's change alone regresses: the combination does"
+        else:
+            reason = "both repositories moved in one step and the mixed pairs could not be tested"
+    else:
+        skipped = [(i, next((r for r in rows if r["role"] == "probe" and
+                             Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
+        whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
+        k = b.hi - b.lo - 1
+        reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
+                  + "; ".join(whys))
+    all_moved = step_commits(bisector.walks, last_good, first_bad)
+    range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
+    return {
+        "kind": w.kind,
+        "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
+                   "note": w.note},
+        "mode": bisector.mode.value,
+        "culprit": culprit,
+        "range": [c["sha"] for c in range_commits],
+        "range_commits": range_commits,
+        "reason": reason,
+        "blame": blame.value if blame else None,
+        "confirmed": confirmed,
+        "last_good": {"xla": last_good.xla, "jax": last_good.jax},
+        "first_bad": {"xla": first_bad.xla, "jax": first_bad.jax},
+        "states": len(states),
+        # metric mode: the samples each end's verdicts were compared with, and where they came from
+        "end_samples": dict(bisector.end_samples),
+        "probes": [bisector.probe_row(r, states, b) for r in rows],
+        "builds": sum(r["builds"] for r in rows),
+        # priced builds (docs/builds.md): runs of --build-cmd (each builds jaxlib) and builds of the
+        # jax package alone (--only jax, or a state whose jaxlib was cached)
+        "jaxlib_builds": sum(r.get("jaxlib_builds") or 0 for r in rows),
+        "jax_builds": sum(r.get("jax_builds") or 0 for r in rows),
+        "runs": sum(r["runs"] for r in rows),
+        "pinned": bisector.pin.as_json() if getattr(bisector, "pin", None) else None,
+    }

@@ -1,0 +1,685 @@
+"""``hourly hunt``: from "it got slower between these dates" to the commit, in one command.
+
+The funnel has two levels:
+
+1. **Daily**: exactly ``hourly nightly`` (:func:`hourly.nightly.run.run_nightly`, same settings,
+   same ``nightly`` table): one container per date, each date stored as it is reached.
+2. **Commits**: every step (regression) and every crash window the daily level finds becomes a
+   :class:`HuntWindow` — the good image's (xla, jax) commits → the bad image's. For each one,
+   hourly starts ONE container of the image to bisect in (the bad day's by default: its trees
+   hold both ends' commits; the good day's with ``bisect_in="good"``, then ``git fetch`` brings
+   its trees up to the bad image's commits), with hourly inside as ``hourly container`` puts it
+   (hourly/nightly/image.py) and the host's hunt workdir mounted at ``/hourly-work``, and
+   runs ``hourly bisect --good xla@..,jax@.. --bad xla@..,jax@.. --json`` there through
+   ``docker exec``, in metric mode for a step and exit mode for a crash window. The bisection's
+   store (``<workdir>/bisect/<good>..<bad>/``) is on the host, so it survives the container and
+   an interrupted bisection continues from its stored verdicts.
+
+   The bisection measures both ends first. When they do not differ, the change is not in the
+   sources: the answer says so, with the difference between the two images' environments
+   (variables — CUDA, cuDNN, NCCL versions are variables in the JAX images — and Python packages).
+
+Each window's answer is stored in the workdir's store (settings table, name ``hunt/<key>``) when
+it is reached, so a rerun of the same command redoes neither finished dates nor finished windows.
+Every container carries ``hourly.level=hunt``, ``hourly.scan=<this run>`` and the owner labels of
+hourly/adapters/locks.py; the run holds its owner lock while it lives and the workdir's store lock, so a
+new run first removes the containers of dead runs (``kill -9`` of the host process leaves its
+bisection container running) through hourly/adapters/stale_runs.py, as ``hourly nightly`` does.
+
+Pure parts here: :func:`windows_of` (windows from the daily report), :func:`env_diff`,
+:func:`bisect_argv`, :func:`step_row`. hourly/render/hunt.py prints the answer table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from hourly.errors import UserError
+from hourly.adapters.locks import holds_store_lock
+from hourly.model import Mode, NightlyPoint, Status
+from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
+from hourly.nightly.plan import NightlySettings, image_ref, parse_date
+from hourly.adapters.store import Store
+
+LEVEL = "hunt"
+WORKDIR_TARGET = "/hourly-work"
+BISECT_IN = ("bad", "good")
+#: what `hourly bisect` says when its ends do not differ (hourly/bisect/search.py): then the step is
+#: not in the sources
+ENDS_ALIKE = ("do not differ", "is not worse than the good end", "by exit status")
+
+
+@dataclass
+class HuntSettings:
+    nightly: NightlySettings
+    bisect_in: str = "bad"
+    good_date: str | None = None  # entering at the commit level: skip the daily search
+    bad_date: str | None = None
+    build_cmd: str | None = None  # inside the container [default: bisect's, build-jax.sh]
+    xla_repo: str | None = None
+    jax_repo: str | None = None
+    ref: str | None = None
+    max_repeats: int | None = None
+    min_change: float | None = None
+    rerun: bool = False
+    dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
+    scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
+    releases: Any = None  # hourly.hunt.from_releases.ReleaseEntry: enter at the release level
+    _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
+    _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
+
+    def validate(self) -> None:
+        if self.dates not in ("all", "search"):
+            raise UserError(f"--dates {self.dates!r} is neither all nor search",
+                            "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
+        if self.scan_step is not None:
+            from hourly.timeparse import parse_step
+            parse_step(self.scan_step)
+        if self.bisect_in not in BISECT_IN:
+            raise UserError(f"--bisect-in {self.bisect_in!r} is neither bad nor good",
+                            "pass --bisect-in bad (the default) or --bisect-in good")
+        if self.min_change is not None and not 0 < self.min_change < 1:
+            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {self.min_change}",
+                            "pass --min-change 0.02 for 2 %")
+        if (self.good_date is None) != (self.bad_date is None):
+            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+        if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
+            raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
+                            "swap them")
+        if self.releases is None:
+            self.nightly.validate()
+            return
+        if self.good_date or self.dates != "all":
+            raise UserError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
+        from dataclasses import replace
+
+        from packaging.version import InvalidVersion, Version
+
+        from hourly.hunt.from_releases import release_settings
+        r = self.releases
+        try:
+            lo, hi = Version(r.from_release), Version(r.to_release)
+        except InvalidVersion as e:
+            raise UserError(f"{e}: --from-release and --to-release take jax versions",
+                            "pass e.g. --from-release 0.4.13 --to-release 0.4.20") from e
+        if hi < lo:
+            raise UserError(f"--to-release {r.to_release} is before --from-release {r.from_release}", "swap them")
+        self.nightly.mounts = self.nightly.effective_mounts()
+        # the days come from the release level; every other daily setting is checked now
+        replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
+        release_settings(self, self.releases).validate()
+
+    def workdir_id(self) -> str:
+        """The identity of this workdir's hunts (labels of their containers)."""
+        wd = str(Path(self.nightly.workdir).expanduser().absolute())
+        return hashlib.sha256(wd.encode()).hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+@dataclass
+class HuntWindow:
+    good: NightlyPoint
+    bad: NightlyPoint
+    kind: str  # "regression" | "crash"
+    from_value: float | None = None
+    to_value: float | None = None
+    release: list | None = None  # the release steps whose days held this window (--from-release)
+
+    @property
+    def mode(self) -> Mode:
+        return Mode.EXIT if self.kind == "crash" else Mode.METRIC
+
+    @property
+    def name(self) -> str:
+        return f"{self.good.date}..{self.bad.date}"
+
+    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None) -> str:
+        ident = [nightly_key, self.good.date, self.good.xla, self.good.jax, self.bad.date,
+                 self.bad.xla, self.bad.jax, self.kind, bisect_in]
+        if scan_step:  # a scanned window's answer is its own (the key of a direct bisection is unchanged)
+            ident.append(f"scan {scan_step}")
+        return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+
+    @property
+    def same_sources(self) -> bool:
+        return (self.good.xla, self.good.jax) == (self.bad.xla, self.bad.jax)
+
+    def end(self, which: str) -> str:
+        p = self.good if which == "good" else self.bad
+        return f"xla@{p.xla},jax@{p.jax}"
+
+
+def windows_of(points: list[NightlyPoint], steps: list) -> list[HuntWindow]:
+    """Every regression the daily detection found and every crash window (the last OK date
+    before each run of crashed or timed-out dates → its first date), in date order (pure).
+
+    ``steps`` are :class:`hourly.model.Step` objects with indices into ``points``; improvements
+    are left out. Dates whose commits are unknown cannot bound a bisection and are skipped.
+    """
+    out = []
+    for st in steps:
+        if st.kind.value != "regression":
+            continue
+        g, b = points[st.before_index], points[st.after_index]
+        out.append(HuntWindow(g, b, "regression", st.change.level_before, st.change.level_after))
+    last_ok, in_crash = None, False
+    for p in points:
+        if p.status is Status.OK:
+            last_ok, in_crash = p, False
+        elif p.status in (Status.CRASHED, Status.TIMEOUT):
+            if last_ok is not None and not in_crash:
+                out.append(HuntWindow(last_ok, p, "crash", last_ok.value, None))
+            in_crash = True
+    out = [w for w in out if w.good.xla and w.good.jax and w.bad.xla and w.bad.jax]
+    return sorted(out, key=lambda w: (w.good.date, w.bad.date))
+
+
+def search_dates(n: int, is_good: Callable[[int], bool | None]) -> tuple[int, int]:
+    """``--dates search``: the last good and first bad of ``n`` dates, the last one bad, with few
+    measurements (pure given ``is_good``): an exponential back-search from the bad end (1, 2, 4, …
+    dates back) until a good date, then a bisection of the dates between. ``is_good(i)`` is None
+    for a date that cannot be judged (missing image, no commits): the search steps past it.
+    Finds one boundary (as JAX-Toolbox's triage does), not every step."""
+    bad, back, good = n - 1, 1, None
+    while good is None:
+        i = max(bad - back, 0)
+        v = is_good(i)
+        if v:
+            good = i
+        elif v is False:
+            bad = i
+        if i == 0 and good is None:
+            raise UserError("no good date found before the bad date", "pass an earlier --from")
+        back *= 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        v, j = None, mid
+        while v is None and j < bad:  # unjudgeable dates: try the next one towards bad
+            v = is_good(j)
+            if v is None:
+                j += 1
+        if v is None:  # every date between mid and bad is unjudgeable: look below mid
+            j = mid - 1
+            while v is None and j > good:
+                v = is_good(j)
+                if v is None:
+                    j -= 1
+            if v is None:
+                break
+        if v:
+            good = j
+        else:
+            bad = j
+    return good, bad
+
+
+def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]]:
+    """What differs between two environments, one row per name: {name, good, bad} (pure); the
+    CUDA, cuDNN and NCCL lines (hourly/hunt/cuda_versions.py) first, then the rest by name."""
+    from hourly.hunt.cuda_versions import NAMES
+    order = sorted(set(a) | set(b), key=lambda k: (NAMES.index(k) if k in NAMES else len(NAMES), k))
+    return [{"name": k, "good": a.get(k), "bad": b.get(k)} for k in order if a.get(k) != b.get(k)]
+
+
+def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
+    """The `hourly bisect` command run inside the container for ``w`` (pure)."""
+    return ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
+            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h), *_bisect_options(h)]
+
+
+def _bisect_options(h: HuntSettings) -> list[str]:
+    """The bisection's own options that the hunt passes on when given."""
+    argv: list[str] = []
+    for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
+        if value is not None:
+            argv += [opt, str(value)]
+    return argv
+
+
+def _common_argv(h: HuntSettings) -> list[str]:
+    """What the commands inside the container share: benchmark, direction, cache, trees."""
+    s = h.nightly
+    argv = ["--bench-cmd", s.bench_cmd, "--metric-regex", s.metric_regex, "--repeats", str(s.repeats),
+            "--force", "--higher-is-better" if s.higher_is_better else "--lower-is-better",
+            # the build cache on the host too: a resumed or later window never rebuilds a pair
+            "--cache-dir", f"{WORKDIR_TARGET}/cache"]
+    if s.container_workdir():
+        argv += ["--bench-cwd", s.container_workdir()]
+    if s.timeout:
+        argv += ["--bench-timeout", str(s.timeout)]
+    for opt, value in (("--build-cmd", h.build_cmd), ("--xla-repo", h.xla_repo),
+                       ("--jax-repo", h.jax_repo), ("--ref", h.ref)):
+        if value is not None:
+            argv += [opt, str(value)]
+    return argv
+
+
+def scan_window(good_time: datetime, bad_time: datetime, step: timedelta) -> tuple[datetime, datetime]:
+    """The hourly scan's window for ``--scan-step`` (pure): it ends exactly at the bad pair's instant
+    (the later commit time of the bad image's two commits), so its last instant resolves to the bad
+    image's pair and never to a commit after it, and starts a whole number of steps earlier, at or
+    before the good pair's instant (the first instants may resolve to pairs the good image already
+    held: known-good history)."""
+    if bad_time <= good_time:
+        return bad_time - step, bad_time
+    n = -(-(bad_time - good_time) // step)  # ceil
+    return bad_time - n * step, bad_time
+
+
+def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime, t1: datetime) -> list[str]:
+    """The `hourly scan` run inside the container before the bisection, with ``--scan-step`` (pure).
+
+    ``--no-sync``: the trees the image holds (fetched for ``--bisect-in good``) are the history;
+    ``--keep-going``: the daily level already showed the benchmark runs."""
+    from hourly.timeparse import iso_utc
+    return ["hourly", "scan", "--from", iso_utc(t0), "--to", iso_utc(t1), "--step", str(h.scan_step),
+            "--json", "--no-sync", "--keep-going", "--mode", w.mode.value, "--workdir", workdir_inside,
+            *_common_argv(h)]
+
+
+def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
+    """The plain `hourly bisect` after the scan: every regression and crash window it found (pure)."""
+    return ["hourly", "bisect", "--json", "--progress", "--force", "--workdir", workdir_inside, *_bisect_options(h)]
+
+
+def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
+    """One row of the hunt's answer (the ``--json`` shape) from a window and its stored answer."""
+    regressions = answer.get("regressions") or []
+    first = regressions[0] if regressions else {}
+    culprit = first.get("culprit")
+    row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind,
+           "from_value": w.from_value, "to_value": w.to_value,
+           "culprit": culprit, "range": None if culprit else first.get("range"),
+           "reason": answer.get("reason") or first.get("reason"),
+           "environment": answer.get("environment"),
+           "builds": sum(r.get("builds", 0) for r in regressions),
+           "runs": sum(r.get("runs", 0) for r in regressions),
+           "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
+           "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
+           "error": answer.get("error")}
+    return row
+
+
+# --------------------------------------------------------------------------------------------
+# running
+
+@dataclass
+class HuntReport:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    nightly: Any = None  # hourly.nightly.plan.NightlyReport of the daily level (None when entered below)
+    bisected: int = 0  # windows bisected now (not from the store)
+    releases: Any = None  # hourly.releases.plan.ReleaseReport of the release level (--from-release)
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"steps": self.rows}
+        if self.releases is not None:
+            out["releases"] = self.releases.as_json()
+        return out
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("error")]
+
+
+def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
+    """--good-date/--bad-date: the two images' commits (each date measured and stored as the
+    daily level would, so their values and commits are known)."""
+    s = h.nightly
+    store.save_settings(NIGHTLY_LEVEL, s.as_dict())
+    ends = []
+    for d in (h.good_date, h.bad_date):
+        day = parse_date(d)
+        p = _point(day, h, store, docker_client)
+        if p.status is Status.MISSING:
+            raise UserError(f"no image for {d}: {image_ref(s.image, day)} ({p.detail})",
+                            "pick dates that have a nightly")
+        if not (p.xla and p.jax):
+            raise UserError(f"the image of {d} has no JAX/XLA source trees to read commits from",
+                            "use images that hold /opt/jax-source and /opt/xla-source (or /opt/jax, /opt/xla)")
+        ends.append(p)
+    good, bad = ends
+    kind = "crash" if good.status is Status.OK and bad.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
+    return [HuntWindow(good, bad, kind, good.value, bad.value)]
+
+
+def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
+    """One date of the daily level: from the store, else measured and stored as `nightly` does."""
+    from hourly.nightly.plan import run as nightly_run
+    s = h.nightly
+    key = s.key()
+    p = store.nightly_points(key).get(day.isoformat())
+    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
+        log_dir = store.workdir / "logs" / "nightly"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        p = nightly_run.measure_date(day, s, h._run_id, s.gpus, log_dir, docker_client)
+        store.add_nightly(key, p, NIGHTLY_LEVEL)
+        h._measured.add(day.isoformat())
+    return p
+
+
+def _searched(h: HuntSettings, store: Store, docker_client,
+              say: Callable[[str], None]) -> list[HuntWindow]:
+    """``--dates search``: one boundary, found by :func:`search_dates` from the last date back."""
+    from hourly.model import BISECT_MIN_CHANGE
+    from hourly.nightly.plan import date_range
+    s = h.nightly
+    store.save_settings(NIGHTLY_LEVEL, s.as_dict())
+    dates = date_range(s.from_, s.to, s.every)
+    points: dict[int, NightlyPoint] = {}
+
+    def point(i: int) -> NightlyPoint:
+        if i not in points:
+            say(f"date {dates[i].isoformat()}")
+            points[i] = _point(dates[i], h, store, docker_client)
+        return points[i]
+
+    bad = point(len(dates) - 1)
+    if bad.status in (Status.MISSING,) or not (bad.xla and bad.jax):
+        raise UserError(f"the last date {dates[-1]} has no usable image ({bad.status.value})",
+                        "pass a --to date that has a nightly")
+    crash = bad.status in (Status.CRASHED, Status.TIMEOUT)
+    if not crash and bad.value is None:
+        raise UserError(f"the last date {dates[-1]} neither measured nor crashed ({bad.status.value})",
+                        "pass a --to date whose run measures or crashes")
+    threshold = h.min_change if h.min_change is not None else BISECT_MIN_CHANGE
+
+    def is_good(i: int) -> bool | None:
+        p = point(i)
+        if p.status is Status.MISSING or not (p.xla and p.jax):
+            return None
+        if crash:
+            return p.status is Status.OK
+        if p.value is None:
+            return False if p.status in (Status.CRASHED, Status.TIMEOUT) else None
+        change = (bad.value - p.value) / p.value
+        return (-change if s.higher_is_better else change) >= threshold
+
+    g, b = search_dates(len(dates), is_good)
+    good, bad_p = point(g), point(b)
+    kind = "crash" if bad_p.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
+    return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
+
+
+def _from_releases(h: HuntSettings, store: Store, report: HuntReport, say, on_dates, c) -> list[HuntWindow]:
+    """``--from-release``: the release level (hourly/hunt/from_releases.py), then the daily level over
+    the days of each release step; the windows of every range, each marked with its releases."""
+    from dataclasses import replace
+
+    from hourly.hunt.from_releases import run_release_level
+    from hourly.nightly.run import run_nightly
+    report.releases, ranges = run_release_level(h, store, say)
+    windows: list[HuntWindow] = []
+    for first, last, steps in ranges:
+        say(f"daily level: {first.isoformat()} → {last.isoformat()}")
+        report.nightly = run_nightly(replace(h.nightly, from_=first.isoformat(), to=last.isoformat()),
+                                     store, on_dates, docker_client=c)
+        release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
+                   for st in steps]
+        for w in windows_of(report.nightly.points, report.nightly.steps):
+            w.release = release
+            windows.append(w)
+    return windows
+
+
+@holds_store_lock
+def run_hunt(h: HuntSettings, store: Store,
+             on_progress: Callable[[str], None] | None = None,
+             on_dates: Callable[[int, int, str | None], None] | None = None,
+             docker_client=None) -> HuntReport:
+    """The whole funnel: the daily level (or the entered dates), then one bisection per window."""
+    from hourly.adapters import containers
+    from hourly.adapters.stale_runs import remove_dead_runs
+    from hourly.adapters.locks import run_lock
+    h.validate()
+    c = docker_client or containers.client()
+    # a dead run (kill -9) may have left its bisection container running: its owner lock is free
+    remove_dead_runs(c)
+    h._run_id = f"h{uuid.uuid4().hex[:8]}"
+    owner = run_lock(h._run_id).acquire()  # while held, this run's containers are known to be alive
+    try:
+        return _run_hunt(h, store, on_progress, on_dates, c)
+    finally:
+        owner.release()
+        owner.path.unlink(missing_ok=True)
+
+
+def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntReport:
+    from hourly.nightly.run import run_nightly
+    say = on_progress or (lambda line: None)
+    store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
+                                "releases": h.releases.as_dict() if h.releases else None,
+                                **{k: v for k, v in h.__dict__.items()
+                                   if not k.startswith("_") and k not in ("nightly", "releases")}})
+    report = HuntReport()
+    if h.releases is not None:
+        windows = _from_releases(h, store, report, say, on_dates, c)
+    elif h.good_date:
+        windows = _entered(h, store, c)
+    elif h.dates == "search":
+        windows = _searched(h, store, c, say)
+    else:
+        report.nightly = run_nightly(h.nightly, store, on_dates, docker_client=c)
+        windows = windows_of(report.nightly.points, report.nightly.steps)
+    run_id = h._run_id
+    for i, w in enumerate(windows, 1):
+        key = w.key(h.nightly.key(), h.bisect_in, h.scan_step)
+        answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
+        if answer is None:
+            say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
+                f"{h.bisect_in} day's image")
+            try:
+                answer = bisect_window(w, h, store, run_id, key, c, say)
+            except UserError as e:  # the other windows are still hunted; this one is retried next time
+                say(f"window {w.name} failed: {e.message}")
+                report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
+                continue
+            store.save_settings(f"{LEVEL}/{key}", answer)
+            report.bisected += 1
+        report.rows.append(step_row(w, answer))
+        if w.release:
+            report.rows[-1]["release"] = w.release
+    store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/render/hunt_markdown.py)
+    return report
+
+
+def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key: str,
+                  docker_client, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Start the image to bisect in, run `hourly bisect` inside it (after `hourly scan` with
+    ``--scan-step``), remove it; the answer."""
+    from hourly.adapters import containers
+    s = h.nightly
+    image = (w.bad if h.bisect_in == "bad" else w.good).image
+    if w.same_sources:  # nothing to bisect: both images were built from the same commits
+        return {"regressions": [], "bisected_in": None, "log": None,
+                "reason": "the change is in the container's environment: both images hold the same "
+                          "xla and jax commits",
+                "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
+    name = f"hourly-{run_id}-{w.good.date}-{w.bad.date}"
+    sub = f"bisect/{w.good.date}..{w.bad.date}-{key[:6]}"
+    (store.workdir / sub).mkdir(parents=True, exist_ok=True)
+    log = store.workdir / "logs" / "hunt" / f"{w.good.date}..{w.bad.date}.log"
+    from hourly.adapters.locks import owner_labels
+    labels = {**containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name),
+              **owner_labels(run_id)}
+    start_bisect_container(image, store.workdir, name, labels, s, docker_client)
+    scanned = None
+    try:
+        if h.bisect_in == "good":
+            fetch = _fetch_trees(name, w, docker_client)
+            if fetch:
+                return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log)}
+        inside = f"{WORKDIR_TARGET}/{sub}"
+        if h.scan_step:
+            scanned = _scan_inside(name, w, h, inside, store.workdir / sub, log, docker_client, say)
+            argv = scanned_bisect_argv(h, inside)
+        else:
+            argv = bisect_argv(w, h, inside)
+        res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/answer.json"],
+                                 log_path=log, docker_client=docker_client,
+                                 on_line=lambda line: say(f"  {w.name}: {line}") if line.strip() else None)
+    finally:
+        containers.cleanup(f"hourly.scan={run_id}", docker_client=docker_client)
+    return _answer(w, h, image, store.workdir / sub / "answer.json", res, log, scanned, docker_client)
+
+
+def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, log: Path,
+            scanned: dict | None, docker_client) -> dict[str, Any]:
+    """The window's answer from the bisection's JSON, or the environment when the sources at both
+    ends behave alike (the bisection says so, or the hourly scan found no step)."""
+    text = answer_file.read_text() if answer_file.exists() else ""
+    if res.exit_code == 0 and text.strip():
+        regressions = json.loads(text).get("regressions", [])
+        if regressions or scanned is None:
+            return {"regressions": regressions, "reason": None, "bisected_in": image, "log": str(log),
+                    "scan": scanned}
+        message = (f"the hourly scan of the window ({scanned['instants']} instants every {h.scan_step}, "
+                   f"{scanned['pairs']} pairs) found no step and no crash")
+    else:
+        message = _error_line(res.output)
+        if not any(m in message for m in ENDS_ALIKE):
+            raise UserError(f"the bisection of {w.name} in {image} failed: {message}",
+                            f"see {log}; fix it and run the same command again (finished windows are kept)")
+    return {"regressions": [], "bisected_in": image, "log": str(log), "scan": scanned,
+            "reason": f"the change is in the container's environment: measured in {image}, "
+                      f"the sources at both ends behave alike ({message})",
+            "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
+
+
+def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_dir: Path, log: Path,
+                 docker_client, say: Callable[[str], None]) -> dict[str, Any]:
+    """``--scan-step``: `hourly scan` of the window inside the container (results in the window's
+    store on the host, so a rerun measures no pair twice); what it scanned."""
+    from hourly.adapters import containers
+    from hourly.timeparse import parse_step
+    good_time, bad_time = _pair_times(name, w, h, docker_client)
+    t0, t1 = scan_window(good_time, bad_time, parse_step(h.scan_step))
+    argv = scan_argv(w, h, inside, t0, t1)
+    say(f"  {w.name}: hourly scan from {t0:%Y-%m-%d %H:%M} to {t1:%Y-%m-%d %H:%M} UTC every {h.scan_step}")
+    scan_log = log.with_name(log.name.removesuffix(".log") + "-scan.log")
+    res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/scan.json"],
+                             log_path=scan_log, docker_client=docker_client)
+    scan_file = host_dir / "scan.json"
+    text = scan_file.read_text() if scan_file.exists() else ""
+    if res.exit_code != 0 or not text.strip():
+        raise UserError(f"the hourly scan of {w.name} failed: {_error_line(res.output)}",
+                        f"see {scan_log}; fix it and run the same command again (measured pairs are kept)")
+    points = json.loads(text).get("points", [])
+    pairs = len({(p.get("xla"), p.get("jax")) for p in points})
+    say(f"  {w.name}: scanned {len(points)} instants, {pairs} pairs")
+    return {"from": t0.isoformat(), "to": t1.isoformat(), "step": h.scan_step,
+            "instants": len(points), "pairs": pairs}
+
+
+def _pair_times(name: str, w: HuntWindow, h: HuntSettings, docker_client) -> tuple[datetime, datetime]:
+    """The instants of the good and the bad pair: each the later commit time of its xla and jax
+    commits, read from the trees in the container (``git show``)."""
+    from hourly.adapters import containers
+    from hourly.adapters.containers import SOURCE_LAYOUTS
+    layouts = [(h.jax_repo, h.xla_repo)] if h.jax_repo and h.xla_repo else SOURCE_LAYOUTS
+    show = "git -C {0} show -s --format=%ct {1} {2} && git -C {3} show -s --format=%ct {4} {5}"
+    script = [f"if [ -d {j}/.git ] && [ -d {x}/.git ]; then "
+              + show.format(x, w.good.xla, w.bad.xla, j, w.good.jax, w.bad.jax) + "; exit $?; fi"
+              for j, x in layouts]
+    script.append("echo 'no JAX and XLA trees at the known places' >&2; exit 2")
+    res = containers.exec_in(name, ["sh", "-c", "\n".join(script)], docker_client=docker_client)
+    stamps = [int(t) for t in res.output.split() if t.isdigit()]
+    if res.exit_code != 0 or len(stamps) != 4:
+        raise UserError(f"could not read the commit times of {w.name} in the container: "
+                        f"{_error_line(res.output)}", "pass --xla-repo and --jax-repo (the trees inside the image)")
+    xg, xb, jg, jb = (datetime.fromtimestamp(t, timezone.utc) for t in stamps)
+    return max(xg, jg), max(xb, jb)
+
+
+def _error_line(output: str) -> str:
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for ln in lines:
+        for prefix in ("hourly: error:", "error:"):
+            if ln.startswith(prefix):
+                return ln.removeprefix(prefix).strip()
+    return lines[-1] if lines else "no output"
+
+
+def _fetch_trees(name: str, w: HuntWindow, docker_client) -> str | None:
+    """In the good day's container: bring both trees up to the bad image's commits."""
+    from hourly.adapters import containers
+    from hourly.adapters.containers import SOURCE_LAYOUTS
+    script = []
+    for jax_dir, xla_dir in SOURCE_LAYOUTS:
+        script.append(f"if [ -d {jax_dir}/.git ]; then git -C {jax_dir} fetch -q origin && "
+                      f"git -C {xla_dir} fetch -q origin && "
+                      f"git -C {jax_dir} cat-file -e {w.bad.jax}^{{commit}} && "
+                      f"git -C {xla_dir} cat-file -e {w.bad.xla}^{{commit}}; exit $?; fi")
+    script.append("exit 2")
+    res = containers.exec_in(name, ["sh", "-c", "\n".join(script)], docker_client=docker_client)
+    if res.exit_code == 0:
+        return None
+    return (f"`git fetch` in the good day's container did not bring the bad image's commits "
+            f"(exit {res.exit_code}: {_error_line(res.output)})")
+
+
+def start_bisect_container(image: str, workdir: Path, name: str, labels: dict[str, str],
+                           s: NightlySettings, docker_client) -> None:
+    """One long-lived container of ``image`` with hourly inside (as ``hourly container`` puts it)
+    and the host workdir at :data:`WORKDIR_TARGET`; the caller removes it."""
+    from hourly.adapters import containers
+    from hourly.nightly.image import BIN_TARGET, LAUNCHER, PY_TARGET, build_python_dir, python_mismatch
+    warning = python_mismatch(image, docker_client=docker_client)
+    if warning:
+        raise UserError(f"hourly can't run inside {image}: {warning}", "bisect in an image with "
+                        "the host's Python version, or one built from docker/Dockerfile")
+    bundle = workdir / ".container"
+    build_python_dir(bundle / "python")
+    (bundle / "bin").mkdir(parents=True, exist_ok=True)
+    launcher = bundle / "bin" / "hourly"
+    launcher.write_text(LAUNCHER)
+    launcher.chmod(0o755)
+    path = containers.image_env(image, docker_client=docker_client).get(
+        "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    mounts = [*s.effective_mounts(), f"{bundle / 'python'}:{PY_TARGET}:ro",
+              f"{bundle / 'bin'}:{BIN_TARGET}:ro", f"{workdir}:{WORKDIR_TARGET}"]
+    containers.start_detached(image, ["tail", "-f", "/dev/null"], name=name, labels=labels,
+                              mounts=mounts, env=[f"PATH={BIN_TARGET}:{path}", *s.env],
+                              gpus=s.gpus, workdir=s.container_workdir() or "/",
+                              docker_client=docker_client)
+
+
+PACKAGES_PY = ("import importlib.metadata as m\n"
+               "for d in m.distributions():\n"
+               "    print('PKG', d.metadata['Name'], d.version)\n")
+
+
+def image_environment(image: str, docker_client) -> dict[str, str]:
+    """An image's variables, Python package versions (``pip:<name>``) and CUDA, cuDNN and NCCL
+    versions (``CUDA``, ``cuDNN``, ``NCCL``: hourly/hunt/cuda_versions.py), one dict."""
+    from hourly.adapters import containers
+    from hourly.hunt.cuda_versions import LIBRARIES_PY, toolkit_versions
+    env = dict(containers.image_env(image, docker_client=docker_client))
+    libraries: list[str] = []
+    try:
+        res = containers.run_container(image, ["python3", "-c", PACKAGES_PY + LIBRARIES_PY],
+                                       labels={"hourly.role": "probe"}, timeout=120,
+                                       docker_client=docker_client)
+        for line in res.output.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "PKG":
+                env[f"pip:{parts[1].lower()}"] = parts[2]
+            elif len(parts) == 2 and parts[0] == "LIB":
+                libraries.append(parts[1])
+    except UserError:
+        pass  # no python3: the variables alone
+    env.update(toolkit_versions(env, libraries))
+    return env
+
+
+def image_environment_diff(good_image: str, bad_image: str, docker_client) -> list[dict]:
+    return env_diff(image_environment(good_image, docker_client),
+                    image_environment(bad_image, docker_client))

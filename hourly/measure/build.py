@@ -1,0 +1,472 @@
+"""The build runner: check out a pair, build it once, cache its wheels, install them.
+
+:class:`Workspace` owns the two working trees for the duration of a scan or bisection: it refuses
+trees with the user's uncommitted changes (unless forced, then it stashes them and gives them back),
+locks the trees against a second hourly (an ``flock`` held for the run, see hourly/adapters/locks.py), and
+restores both original HEADs at the end — normal end, error or Ctrl-C. After ``kill -9`` the kernel
+drops the flock but the state file (``.git/hourly.lock``) stays behind with the original HEADs and
+the stash in it; the next run takes the free flock, knows the trees' changes are the builds' own,
+and restores the right HEADs.
+
+:class:`Builder` builds a pair: a pair whose wheels are cached is only reinstalled; a build that
+leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs every time.
+Builds are priced by their inputs (docs/builds.md): a build that leaves a jaxlib wheel is cached as
+jaxlib (under the XLA commit and JAX's native inputs, :mod:`hourly.measure.native_inputs`) and the ``jax`` package
+(under the JAX commit), so a later pair whose jaxlib is cached builds the ``jax`` package alone
+(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
+
+from hourly.adapters import proc
+from hourly.measure.build_cache import WheelCache, build_identity, default_cache_dir, entry_key, produced, public_identity, snapshot
+from hourly.errors import ProcessError, UserError
+from hourly.adapters.gitrepo import GitRepo, HeadState
+from hourly.adapters.locks import RunLock, WaitLock
+from hourly.model import Named
+from hourly.measure.resolve import Pair
+from hourly.adapters.store import BuildRecord, Store
+
+LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs, stash)
+RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree
+
+
+class BuildStatus(Named):
+    BUILT = "built"          # built now, wheels cached and installed
+    CACHED = "cached"        # wheels from the cache, installed, no build
+    IN_PLACE = "in_place"    # the build installed itself (editable); nothing to cache
+    FAILED = "failed"            # the build ran and reported an error: recorded, a skip from then on
+    INTERRUPTED = "interrupted"  # killed (signal, OOM killer, time-out): retried, never recorded
+
+
+@dataclass
+class BuildResult:
+    status: BuildStatus
+    log_path: str | None = None
+    tail: str = ""
+    duration: float = 0.0
+    wheels: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in (BuildStatus.FAILED, BuildStatus.INTERRUPTED)
+
+
+#: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
+BUILD_ATTEMPTS = 3
+BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
+
+
+def interruption(res: proc.Result) -> str | None:
+    """Why a build was interrupted rather than failed, or None when it ran to its own end.
+
+    Interrupted: hourly's time-out, a signal (the OOM killer sends SIGKILL), or a shell reporting its
+    child's death by SIGKILL/SIGTERM as 128+N. Any other non-zero exit is the build's own error."""
+    if res.timed_out:
+        return f"timed out after {res.duration:.0f}s"
+    rc = res.returncode
+    if rc is None or rc == 0:
+        return None
+    sig = -rc if rc < 0 else rc - 128 if rc in (128 + signal.SIGKILL, 128 + signal.SIGTERM) else None
+    if sig is None:
+        return None
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return f"killed by {name}" + (" (the OOM killer sends it)" if sig == signal.SIGKILL else "")
+
+
+class BuildInterrupted(UserError):
+    """A build was interrupted on every attempt: nothing is recorded for the pair."""
+
+
+class Workspace:
+    """Exclusive, restorable use of the xla and jax working trees."""
+
+    def __init__(self, repos: list[GitRepo], force: bool = False):
+        self.repos = repos
+        self.force = force
+        self._states: dict[str, dict] = {}
+        self._locks: dict[str, RunLock] = {}
+        self.picks: list = []  # hourly.measure.cherry_pick.Pick: applied on top of every checkout where they apply
+        self.applied: dict[Pair, dict[str, str]] = {}
+        self._entered = False
+
+    def _lock_path(self, repo: GitRepo) -> Path:
+        return repo.git_dir / LOCK_NAME
+
+    def __enter__(self) -> "Workspace":
+        taken = []
+        try:
+            for repo in self.repos:
+                self._states[repo.name] = self._acquire(repo)
+                taken.append(repo)
+        except BaseException:
+            for repo in taken:
+                self._release(repo)
+            raise
+        self._entered = True
+        return self
+
+    def _acquire(self, repo: GitRepo) -> dict:
+        run_lock = RunLock(repo.git_dir / RUN_LOCK_NAME, f"{repo.name} tree {repo.path}").acquire()
+        self._locks[repo.name] = run_lock
+        try:
+            return self._take(repo)
+        except BaseException:
+            run_lock.release()
+            self._locks.pop(repo.name, None)
+            raise
+
+    def _take(self, repo: GitRepo) -> dict:
+        lock = self._lock_path(repo)
+        inherited = None
+        if lock.exists():
+            # we hold the flock, so nobody runs on this tree: a state file is a dead run's, whatever
+            # its pid (pids are reused) — its builds' changes are not the user's
+            try:
+                inherited = json.loads(lock.read_text())
+            except (OSError, ValueError):
+                inherited = {}
+        if inherited is not None:
+            # a run killed inside a git command leaves git's own lock behind; we hold the tree's
+            # flock, so no hourly is using it, and the next checkout would fail on the stale file
+            (repo.git_dir / "index.lock").unlink(missing_ok=True)
+        if inherited and inherited.get("sha"):
+            # restore what the killed run would have restored, including its stash of the user's edits
+            state = {"branch": inherited.get("branch"), "sha": inherited["sha"], "stash": inherited.get("stash")}
+        else:
+            head = repo.head_state()
+            state = {"branch": head.branch, "sha": head.sha, "stash": None}
+            dirty = repo.dirty_files()
+            if dirty:
+                if not self.force:
+                    shown = ", ".join(dirty[:3]) + (" …" if len(dirty) > 3 else "")
+                    raise UserError(f"{repo.name} tree {repo.path} has uncommitted changes ({shown})",
+                                    "commit or stash them, or pass --force (hourly stashes them and gives them back)")
+                state["stash"] = repo.stash("hourly: the user's changes, saved before a scan")
+        state.update(pid=os.getpid(), host=socket.gethostname(), since=time.time())
+        tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, lock)
+        return state
+
+    def checkout(self, pair: Pair) -> None:
+        applied: dict[str, str] = {}
+        for repo in self.repos:
+            repo.checkout(getattr(pair, repo.name))
+            if self.picks:
+                from hourly.measure.cherry_pick import apply
+                applied.update(apply(repo, getattr(pair, repo.name), self.picks))
+        if self.picks:
+            self.applied[pair] = applied
+
+    def _release(self, repo: GitRepo) -> None:
+        try:
+            state = self._states.get(repo.name)
+            if state:
+                repo.restore(HeadState(state["branch"], state["sha"]))
+                if state.get("stash"):
+                    repo.unstash(state["stash"])
+            self._lock_path(repo).unlink(missing_ok=True)
+        finally:  # a failed restore keeps the state file for the next run, never the lock
+            run_lock = self._locks.pop(repo.name, None)
+            if run_lock:
+                run_lock.release()
+
+    def __exit__(self, *exc) -> None:
+        errors = []
+        for repo in self.repos:
+            try:
+                self._release(repo)
+            except ProcessError as e:  # keep restoring the other tree
+                errors.append(e)
+        if errors and exc[0] is None:
+            raise errors[0]
+
+
+@dataclass
+class BuildSpec:
+    cmd: list[str]
+    wheel_dir: Path
+    python: str
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    cache_dir: Path | None = None     # default: hourly.measure.build_cache.default_cache_dir()
+    cache_size: int | None = None     # bytes; None: no bound
+    picks: list[str] = field(default_factory=list)  # --cherry-pick specs (part of the identity)
+    ident_cmd: list[str] | None = None  # the command as the identity names it [default: cmd]
+    package_only: bool = False  # --only jax: cmd builds the jax package alone (no jaxlib)
+    #: builds priced by their inputs (two-repository hunts): the jax package's own build (argv;
+    #: [] when the tree is installed editable; None: jaxlib and jax are never cached apart), how the
+    #: identity names it, and the patterns of JAX's native inputs (hourly.measure.native_inputs)
+    jax_cmd: list[str] | None = None
+    jax_ident_cmd: list[str] | None = None
+    native_inputs: list[str] = field(default_factory=list)
+
+
+class Need(Named):
+    """What making a state the installed build takes (the bisection prices states by it)."""
+
+    CACHED = "cached"   # everything is in the cache: an install
+    JAX = "jax"         # jaxlib is cached: the jax package alone is built (seconds)
+    BUILD = "build"     # a full build (jaxlib too)
+
+
+#: wheels of a build that belong to the jax package; every other wheel is jaxlib's (plugins too)
+def is_jax_package(wheel: Path) -> bool:
+    return wheel.name.startswith("jax-")
+
+
+class Builder:
+    def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo | None,
+                 spec: BuildSpec, store: Store | None):
+        self.workspace = workspace
+        self.jax_repo = jax_repo
+        self.xla_repo = xla_repo
+        self.spec = spec
+        self.store = store
+        self.cache_root = Path(spec.cache_dir or default_cache_dir()) / "wheels"
+        self.cache = WheelCache(self.cache_root, spec.cache_size)
+        self._identity: dict | None = None
+        self.log_dir = store.workdir / "logs" if store else None  # no store: only the cache is asked
+        self.builds_run = 0    # build commands run (jaxlib builds + jax package builds)
+        self.jaxlib_builds = 0  # runs of --build-cmd in a two-repository hunt (each builds jaxlib)
+        self.jax_builds = 0     # builds of the jax package alone (--only jax, or jaxlib cached)
+        self._native = None
+        self._jax_identity: dict | None = None
+
+    @property
+    def identity(self) -> dict:
+        """How this builder builds (command, environment, Python ABI): with the pair, the cache key."""
+        if self._identity is None:
+            self._identity = build_identity(self.spec.ident_cmd or self.spec.cmd, self.spec.env, self.spec.python,
+                                            self.spec.picks)
+        return self._identity
+
+    def build_key(self, pair: Pair) -> str:
+        return entry_key(pair.key(), pair.xla, pair.jax, self.identity)
+
+    def cache_dir(self, pair: Pair) -> Path:
+        return self.cache.entry(self.build_key(pair))
+
+    def cached_wheels(self, pair: Pair, touch: bool = False) -> list[Path]:
+        return self.cache.get(self.build_key(pair), touch)
+
+    def is_cached(self, pair: Pair) -> bool:
+        return bool(self.cached_wheels(pair))
+
+    # -- builds priced by their inputs (hourly.measure.native_inputs) -------------------------------------------
+    @property
+    def split(self) -> bool:
+        """Whether jaxlib and the jax package are cached apart (two-repository hunts)."""
+        return self.spec.jax_cmd is not None and not self.spec.package_only
+
+    def native_key(self, jax_sha: str) -> str:
+        if self._native is None:
+            from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS, NativeKeys
+            self._native = NativeKeys(self.jax_repo, self.spec.native_inputs or DEFAULT_NATIVE_INPUTS)
+        return self._native(jax_sha)
+
+    def jaxlib_key(self, pair: Pair) -> str:
+        """jaxlib's cache entry: the XLA commit, JAX's native inputs, and how it is built."""
+        native = self.native_key(pair.jax)
+        return entry_key(f"jaxlib-{pair.xla[:12]}-{native[:12]}", pair.xla, f"native:{native}", self.identity)
+
+    def jax_key(self, pair: Pair) -> str:
+        """The jax package's cache entry: the JAX commit and how the package is built."""
+        if self._jax_identity is None:
+            self._jax_identity = build_identity(self.spec.jax_ident_cmd or self.spec.jax_cmd or [], self.spec.env,
+                                                self.spec.python, self.spec.picks)
+        return entry_key(f"jax-{pair.jax[:12]}", "", pair.jax, self._jax_identity)
+
+    def need(self, pair: Pair) -> Need:
+        """What making ``pair`` the installed build takes now."""
+        if self.cached_wheels(pair):
+            return Need.CACHED
+        if self.split and self.cache.get(self.jaxlib_key(pair)):
+            return Need.CACHED if not self.spec.jax_cmd or self.cache.get(self.jax_key(pair)) else Need.JAX
+        return Need.BUILD
+
+    def prepare(self, pair: Pair) -> BuildResult:
+        """Make ``pair`` the installed build: from the cache, or by building it now.
+
+        Holds a waiting lock per cache key it may write (hourly.adapters.locks.WaitLock): two runs or Slurm
+        jobs sharing the cache never build one key at once; the second waits and finds it cached."""
+        keys = [self.build_key(pair)]
+        if self.split and self.spec.cmd:
+            keys += [self.jaxlib_key(pair), self.jax_key(pair)]
+        with ExitStack() as stack:
+            for key in sorted(set(keys)):  # one order everywhere: no two holders wait on each other
+                stack.enter_context(WaitLock(self.cache_root.parent / "locks" / f"{key}.lock"))
+            return self._prepare(pair)
+
+    def _prepare(self, pair: Pair) -> BuildResult:
+        wheels = self.cached_wheels(pair, touch=True)
+        if wheels:
+            self.workspace.checkout(pair)  # benchmarks may read the trees too
+            err = self._install(wheels, pair)
+            if err:
+                return err
+            return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
+        if not self.spec.cmd:  # nothing to build: the tree is installed editable
+            self.workspace.checkout(pair)
+            return BuildResult(BuildStatus.IN_PLACE)
+        if self.split:
+            jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
+            if jaxlib:  # the same XLA and native inputs were built before: the jax package alone
+                return self._jax_package(pair, jaxlib)
+        return self._build(pair)
+
+    def _jax_package(self, pair: Pair, jaxlib: list[Path]) -> BuildResult:
+        """Install the cached jaxlib and the jax package of ``pair`` (from the cache, or built now)."""
+        self.workspace.checkout(pair)
+        status, jax_wheels, log, tail, duration = BuildStatus.CACHED, [], None, "", 0.0
+        if self.spec.jax_cmd:
+            jax_wheels = self.cache.get(self.jax_key(pair), touch=True)
+            if not jax_wheels:
+                wheel_dir = self.spec.wheel_dir
+                wheel_dir.mkdir(parents=True, exist_ok=True)
+                before = snapshot(wheel_dir)
+                log = self.log_dir / f"build-jax-{pair.jax[:12]}.log"
+                self.builds_run += 1
+                self.jax_builds += 1
+                res = proc.run(self.spec.jax_cmd, cwd=self.jax_repo.path, env=self._env(pair, wheel_dir),
+                               timeout=self.spec.timeout, log_path=log, check=False)
+                tail, duration = res.tail(), res.duration
+                built = [w for w in produced(wheel_dir, before) if is_jax_package(w)]
+                if not res.ok or not built:
+                    why = interruption(res)
+                    if why:
+                        return BuildResult(BuildStatus.INTERRUPTED, str(log), f"{why}\n{tail}", duration)
+                    result = BuildResult(BuildStatus.FAILED, str(log),
+                                         tail if not res.ok else f"the jax package's build left no jax wheel in {wheel_dir}",
+                                         duration)
+                    self._record(pair, result, in_place=False)
+                    return result
+                jax_wheels = self.cache.put(self.jax_key(pair), built, {"jax": pair.jax, "package": "jax"})
+                for w in built:
+                    w.unlink(missing_ok=True)
+                status = BuildStatus.BUILT
+        wheels = list(jaxlib) + list(jax_wheels)
+        err = self._install(wheels, pair)
+        if err:
+            return err
+        result = BuildResult(status, str(log) if log else None, tail, duration, [str(w) for w in wheels])
+        if status is BuildStatus.BUILT:
+            self._record(pair, result, in_place=False)
+        return result
+
+    def _env(self, pair: Pair, wheel_dir: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.spec.env)
+        env.update(HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax, HOURLY_JAX_DIR=str(self.jax_repo.path),
+                   HOURLY_PYTHON=self.spec.python, HOURLY_WHEEL_DIR=str(wheel_dir))
+        if self.xla_repo is not None:  # --only jax: no XLA tree (HOURLY_XLA_SHA names the installed jaxlib)
+            env["HOURLY_XLA_DIR"] = str(self.xla_repo.path)
+        env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
+        return env
+
+    def _build(self, pair: Pair) -> BuildResult:
+        self.workspace.checkout(pair)
+        wheel_dir = self.spec.wheel_dir
+        wheel_dir.mkdir(parents=True, exist_ok=True)
+        before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
+        env = self._env(pair, wheel_dir)
+        log = self.log_dir / f"build-{pair.key()}.log"
+        require_command(self.spec.cmd[0], env["PATH"])
+        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
+                       retry=retry_if_result(lambda r: interruption(r) is not None),
+                       retry_error_callback=lambda state: state.outcome.result())(self._run_build, env, log)
+        why = interruption(res)
+        if why:  # not the pair's verdict: the next run builds it again
+            return BuildResult(BuildStatus.INTERRUPTED, str(log), f"{why}\n{res.tail()}", res.duration)
+        if not res.ok:
+            result = BuildResult(BuildStatus.FAILED, str(log), res.tail(), res.duration)
+            self._record(pair, result, in_place=False)
+            return result
+        built = produced(wheel_dir, before)
+        if not built:
+            result = BuildResult(BuildStatus.IN_PLACE, str(log), res.tail(), res.duration)
+            self._record(pair, result, in_place=True)
+            return result
+        cached = self._cache(pair, built)
+        err = self._install(cached, pair)
+        if err:
+            return err
+        result = BuildResult(BuildStatus.BUILT, str(log), res.tail(), res.duration, [str(w) for w in cached])
+        self._record(pair, result, in_place=False)
+        return result
+
+    def _run_build(self, env: dict[str, str], log: Path) -> proc.Result:
+        self.builds_run += 1
+        if self.spec.package_only:
+            self.jax_builds += 1
+        else:
+            self.jaxlib_builds += 1
+        return proc.run(self.spec.cmd, cwd=self.jax_repo.path, env=env, timeout=self.spec.timeout,
+                        log_path=log, check=False)
+
+    def _cache(self, pair: Pair, wheels: list[Path]) -> list[Path]:
+        """Into the cache (whole or not at all), then out of the wheel folder: they were this build's.
+
+        Priced builds whose output holds a jaxlib wheel are cached in two entries: jaxlib (and its
+        plugins) under the XLA commit and JAX's native inputs, the jax package under the JAX commit."""
+        if self.split and any(w.name.startswith("jaxlib-") for w in wheels):
+            lib = [w for w in wheels if not is_jax_package(w)]
+            pkg = [w for w in wheels if is_jax_package(w)]
+            native = self.native_key(pair.jax)
+            cached = self.cache.put(self.jaxlib_key(pair), lib,
+                                    {"xla": pair.xla, "native": native, "from_jax": pair.jax,
+                                     "identity": public_identity(self.identity)})
+            if pkg:
+                cached += self.cache.put(self.jax_key(pair), pkg, {"jax": pair.jax, "package": "jax"})
+            for w in wheels:
+                w.unlink(missing_ok=True)
+            return cached
+        cached = self.cache.put(self.build_key(pair), wheels,
+                                {"xla": pair.xla, "jax": pair.jax, "identity": public_identity(self.identity)})
+        for w in wheels:
+            w.unlink(missing_ok=True)
+        return cached
+
+    def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
+        log = self.log_dir / f"install-{pair.key()}.log"
+        res = proc.run([self.spec.python, "-m", "pip", "install", "--quiet", "--force-reinstall",
+                        "--no-deps", "--disable-pip-version-check", *map(str, wheels)],
+                       log_path=log, check=False, timeout=self.spec.timeout)
+        if res.ok:
+            return None
+        result = BuildResult(BuildStatus.FAILED, str(log), "pip install failed: " + res.tail(5),
+                             res.duration)
+        self._record(pair, result, in_place=False)
+        return result
+
+    def _record(self, pair: Pair, r: BuildResult, in_place: bool) -> None:
+        self.store.record_build(BuildRecord(pair.xla, pair.jax, r.status.value, in_place, r.wheels,
+                                            r.log_path, r.tail[-4000:], r.duration,
+                                            build_key=self.build_key(pair),
+                                            identity=public_identity(self.identity)))
+
+
+def require_command(cmd: str, path: str) -> None:
+    if os.sep in cmd:
+        if not Path(cmd).exists():
+            raise UserError(f"build command not found: {cmd}", "pass --build-cmd with the build script's path")
+        return
+    if shutil.which(cmd, path=path) is None:
+        raise UserError(f"build command not found: {cmd}",
+                        "put build-jax.sh on PATH (it is inside the nightly containers) or pass --build-cmd")

@@ -1,0 +1,308 @@
+"""Settings: defaults, then ``hourly.toml`` (or ``--config``), then flags — and where each came from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.measure.benchmark import BenchSpec
+from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
+from hourly.errors import UserError
+from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
+from hourly.adapters.proc import parse_env, split_command
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Store
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_NAME = "hourly.toml"
+DEFAULT_BUILD_CMD = "build-jax.sh"
+#: the built-in build of the pure-Python jax package: ``python -m pip wheel --no-deps
+#: --no-build-isolation`` of the checkout into a wheel folder of hourly's own
+PIP_WHEEL = "pip-wheel"
+#: a build command meaning "nothing to build: the tree is installed editable, a checkout is all it takes"
+NO_BUILD = "none"
+
+
+
+
+
+
+def _default_tree(new: str, old: str) -> str:
+    """Nightly containers keep sources at /opt/xla-source (older) or /opt/xla (newer)."""
+    return old if Path(old).exists() or not Path(new).exists() else new
+
+
+@dataclass
+class Settings:
+    xla_repo: str = field(default_factory=lambda: _default_tree("/opt/xla", "/opt/xla-source"))
+    jax_repo: str = field(default_factory=lambda: _default_tree("/opt/jax", "/opt/jax-source"))
+    from_: str | None = None
+    to: str | None = None
+    tz: str = "UTC"
+    step: str = "1h"
+    ref: str = "origin/main"
+    first_parent: bool = True
+    sync: bool = True
+    build_cmd: str = DEFAULT_BUILD_CMD
+    only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.measure.pinned)
+    jax_ref: str | None = None  # --only xla: the JAX commit kept [default: the checkout's HEAD]
+    jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
+    native_inputs: list[str] = field(default_factory=lambda: list(DEFAULT_NATIVE_INPUTS))  # hourly.measure.native_inputs
+    build_timeout: float | None = None
+    wheel_dir: str | None = None  # default: <jax_repo>/dist
+    cache_dir: str | None = None  # default: hourly.measure.build_cache.default_cache_dir()
+    cache_size: str = DEFAULT_CACHE_SIZE  # least recently used builds go past it; "0": no bound
+    python: str = field(default_factory=lambda: sys.executable)
+    bench_cmd: str | None = None
+    bench_cwd: str | None = None
+    env: list[str] = field(default_factory=list)
+    cherry_pick: list[str] = field(default_factory=list)  # REPO@SHA applied on top of every state
+    repeats: int = 1
+    bench_timeout: float | None = None
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    higher_is_better: bool = True
+    mode: str = "metric"  # a hourly.model.Mode value: "exit" scans pass/fail by exit code, no metric
+    workdir: str = "hourly-work"
+    force: bool = False
+    rerun: bool = False
+    retry_failed: bool = False
+    keep_going: bool = False  # scan on after a first measured pair whose every run failed
+    confirm_edges: bool = True  # measure an edge step's pair and its neighbour again (hourly.scan.run.confirm_edges)
+
+    # -- derived ----------------------------------------------------------------------------
+    def env_dict(self) -> dict[str, str]:
+        return parse_env(self.env)
+
+    def bench_argv(self) -> list[str]:
+        if not self.bench_cmd:
+            raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ..." or set bench_cmd in hourly.toml')
+        return split_command(self.bench_cmd, "--bench-cmd", "pass the command that runs the benchmark")
+
+    def build_argv(self) -> list[str]:
+        if self.only == "jax":
+            return self.jax_package_argv()
+        argv = split_command(self.build_cmd, "--build-cmd", "pass the build command, e.g. build-jax.sh")
+        if "/" in argv[0] and not Path(argv[0]).is_absolute():
+            argv[0] = str(Path(argv[0]).absolute())
+        return argv
+
+    def jax_package_cmd(self) -> str:
+        """The command that builds the jax package alone: with --only jax a --build-cmd that was
+        given replaces --jax-build-cmd (so ``--build-cmd none`` means an editable tree)."""
+        if self.only == "jax" and self.build_cmd != DEFAULT_BUILD_CMD:
+            return self.build_cmd
+        return self.jax_build_cmd
+
+    def jax_package_argv(self) -> list[str]:
+        """argv of the jax package's build; [] when the tree is installed editable (nothing to run)."""
+        cmd = self.jax_package_cmd().strip()
+        if cmd == NO_BUILD:
+            return []
+        if cmd == PIP_WHEEL:
+            return [self.python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--wheel-dir", str(self.resolved_wheel_dir()), "."]
+        argv = split_command(cmd, "--jax-build-cmd", f"pass {PIP_WHEEL}, {NO_BUILD} or the command that builds the jax wheel")
+        if "/" in argv[0] and not Path(argv[0]).is_absolute():
+            argv[0] = str(Path(argv[0]).absolute())
+        return argv
+
+    def jax_package_identity(self) -> list[str]:
+        cmd = self.jax_package_cmd().strip()
+        return [cmd] if cmd in (PIP_WHEEL, NO_BUILD) else self.jax_package_argv()
+
+    def build_identity_cmd(self) -> list[str]:
+        """The build command as the cache's identity sees it (the built-in one by name, so the
+        identity does not change with the workdir its wheel folder lies in)."""
+        if self.only == "jax" and self.jax_package_cmd().strip() == PIP_WHEEL:
+            return [PIP_WHEEL]
+        return self.build_argv()
+
+    def bench_spec(self) -> BenchSpec:
+        return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
+                         self.bench_timeout, self.python, expect_metric=self.mode != "exit")
+
+    def bench_key(self) -> str:
+        """What makes two measurements comparable: command, directory, environment, regex, Python.
+
+        The directory is absolute in the settings (see :func:`effective`), so the key reads the same
+        from wherever hourly is started."""
+        ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
+                 "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (keys before it unchanged)
+            ident["mode"] = "exit"
+        if self.cherry_pick:  # measurements of patched states never mix with plain ones
+            ident["cherry_pick"] = sorted(self.cherry_pick)
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def resolved_wheel_dir(self) -> Path:
+        if self.wheel_dir:
+            return Path(self.wheel_dir)
+        if self.only == "jax":  # hourly's own folder: whatever is in the tree's dist/ is not ours
+            return Path(self.workdir).absolute() / "jax-wheels"
+        return Path(self.jax_repo) / "dist"
+
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_dir()
+
+    def cache_bytes(self) -> int | None:
+        return parse_size(self.cache_size)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+FIELD_NAMES = {f.name for f in fields(Settings)}
+#: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
+PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir")
+#: flags that apply to the command they are given to, never to later commands reading the store
+ONE_OFF = ("force", "rerun", "retry_failed", "keep_going")
+
+
+def _absolute(value: str, base: Path) -> str:
+    p = Path(value).expanduser()
+    return os.path.normpath(p if p.is_absolute() else base / p)
+
+
+def _canonical(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative places in ``values`` made absolute against ``base`` (symlinks are kept: a venv's
+    python is a link that must stay one)."""
+    out = dict(values)
+    for name in PATH_SETTINGS:
+        if isinstance(out.get(name), str) and out[name]:
+            out[name] = _absolute(out[name], base)
+    py = out.get("python")
+    if isinstance(py, str) and os.sep in py:
+        out["python"] = _absolute(py, base)
+    cmd = out.get("build_cmd")
+    if isinstance(cmd, str):
+        try:
+            argv = shlex.split(cmd)
+        except ValueError:
+            argv = []  # reported when the build command is used
+        if argv and os.sep in argv[0] and not Path(argv[0]).expanduser().is_absolute():
+            out["build_cmd"] = shlex.join([_absolute(argv[0], base), *argv[1:]])
+    return out
+
+
+def scan_dir_of(stored_workdir: str | None, store_workdir: Path) -> Path:
+    """The directory an old scan (which stored relative paths) ran in: the store's directory less
+    the relative workdir it was given (``hourly-work`` found at /a/b/hourly-work ran in /a/b);
+    when that cannot tell, the directory holding the workdir."""
+    found = Path(os.path.normpath(store_workdir))
+    if stored_workdir and not Path(stored_workdir).expanduser().is_absolute():
+        rel = Path(os.path.normpath(stored_workdir)).parts
+        if rel and rel[0] != ".." and found.parts[-len(rel):] == rel:
+            return Path(*found.parts[:-len(rel)])
+    return found.parent
+
+
+def stored_scan_settings(stored: dict[str, Any] | None, store_workdir: str | Path) -> dict[str, Any]:
+    """A stored scan's settings as the base of a later command (show, report, bisect, profile):
+    one-off flags dropped; relative places, which stores written before hourly stored them
+    absolute may hold, resolved against the directory that scan ran in (:func:`scan_dir_of`)."""
+    if not stored:
+        return {}
+    out = {k: v for k, v in stored.items() if k not in ONE_OFF}
+    return _canonical(out, scan_dir_of(stored.get("workdir"), Path(store_workdir)))
+
+
+def _key(name: str) -> str:
+    k = name.replace("-", "_")
+    return "from_" if k == "from" else k
+
+
+def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
+    """Values from the config file: ``--config`` path, else ./hourly.toml when present."""
+    p = Path(path) if path else Path(CONFIG_NAME)
+    if not p.exists():
+        if path:
+            raise UserError(f"config file {path} does not exist", "pass --config with an existing file")
+        return {}, None
+    try:
+        data = tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p} is not valid TOML ({e})", "fix the file or pass --config with another") from e
+    table = data.get("scan", {}) if isinstance(data.get("scan"), dict) else {}
+    flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    flat.update(table)
+    values = {}
+    for name, v in flat.items():
+        k = _key(name)
+        if k not in FIELD_NAMES:
+            raise UserError(f"{p}: unknown setting {name!r}",
+                            "remove it; `hourly config` lists the settings")
+        values[k] = v
+    return values, str(p)
+
+
+def effective(flags: dict[str, Any], config_path: str | None = None,
+              base: dict[str, Any] | None = None) -> tuple[Settings, dict[str, str]]:
+    """Merge defaults < ``base`` (e.g. a stored scan's settings) < config file < flags.
+
+    Flags whose value is None were not given. Returns the settings and where each came from.
+    """
+    file_values, file_name = load_config(config_path)
+    s = Settings()
+    origin = {name: "default" for name in FIELD_NAMES}
+    for layer, label in ((base or {}, "stored scan"), (file_values, file_name or ""),
+                         ({k: v for k, v in flags.items() if v is not None}, "flag")):
+        for k, v in layer.items():
+            k = _key(k)
+            if k in FIELD_NAMES:
+                if k in ("env", "cherry_pick", "native_inputs") and isinstance(v, (list, tuple)) and not v and label == "flag":
+                    continue
+                setattr(s, k, list(v) if isinstance(v, tuple) else v)
+                origin[k] = label
+    for k, v in _canonical(asdict(s), Path.cwd()).items():
+        setattr(s, k, v)
+    _validate(s)
+    return s, origin
+
+
+def _validate(s: Settings) -> None:
+    if not isinstance(s.repeats, int) or s.repeats < 1:
+        raise UserError(f"repeats must be a positive integer, not {s.repeats!r}", "pass --repeats 1 or more")
+    for name in ("bench_timeout", "build_timeout"):
+        v = getattr(s, name)
+        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
+            raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
+    if s.mode not in ("metric", "exit"):
+        raise UserError(f"mode must be metric or exit, not {s.mode!r}", "pass --mode metric or --mode exit")
+    s.mode = str(s.mode.value if hasattr(s.mode, "value") else s.mode)
+    s.cache_bytes()  # a one-line error now rather than after the first build
+    if s.only in ("both", ""):  # a later command may widen a stored one-repository scan again
+        s.only = None
+    if s.only is not None and s.only not in ("jax", "xla"):
+        raise UserError(f"--only {s.only!r} is not a repository", "pass --only jax, --only xla or --only both")
+    if s.jax_ref and s.only != "xla":
+        raise UserError("--jax-ref pins JAX in an XLA-only hunt", "pass --only xla with it, or leave it out")
+    if isinstance(s.env, str):
+        s.env = [s.env]
+    if isinstance(s.cherry_pick, str):
+        s.cherry_pick = [s.cherry_pick]
+    if isinstance(s.native_inputs, str):
+        s.native_inputs = [s.native_inputs]
+
+
+def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
+    """The workdir: ``--workdir``, else the settings file's, else the default."""
+    s, _ = effective({"workdir": workdir}, config_path)
+    return s.workdir
+
+
+def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
+    """The settings of the stored scan, under the settings file and the flags given now."""
+    s, _ = effective(flags, config_path, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+    return s

@@ -1,0 +1,271 @@
+"""``hourly nightly``: the guide's daily scan, one nightly container per date.
+
+For each date of the window (both ends included, every ``--every`` days): make the image
+available (local, else pulled; a tag that does not exist is recorded as *missing*), read the JAX
+and XLA commits and the digest out of it, run the benchmark ``--repeats`` times in fresh
+containers (always removed), keep each run's full output under ``<workdir>/logs/nightly/``, and
+store the date's result in the workdir's SQLite store (table ``nightly``, and the ``points`` table
+at level "nightly" for dates whose commits are known). The report names the good day → bad day
+boundary with the exact commits on both sides and the next commands to run.
+
+This module holds the settings, the pure parts (dates, GPU slots, the boundary, the report record)
+and the report of what the store holds (:func:`show`); hourly/nightly/run.py runs the containers;
+hourly/render/nightly.py prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from dataclasses import asdict, dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.adapters.proc import parse_env, split_command
+from hourly.errors import UserError
+from hourly.model import NightlyPoint, PointResult, Status
+from hourly.adapters.store import Store
+from hourly.timeparse import parse_time
+
+LEVEL = "nightly"
+DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
+DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
+DEFAULT_MOUNT_TARGET = "/dir"
+
+
+# --------------------------------------------------------------------------------------------
+# settings
+
+@dataclass
+class NightlySettings:
+    from_: str
+    to: str
+    image: str = DEFAULT_IMAGE
+    mounts: list[str] = field(default_factory=list)  # SRC:DST; [] means $PWD:/dir
+    gpus: str = "all"
+    env: list[str] = field(default_factory=list)
+    bench_cmd: str = DEFAULT_BENCH_CMD
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    repeats: int = 1
+    timeout: float | None = None
+    every: int = 1
+    workdir: str = "hourly-work"
+    pull: bool = True
+    parallel: int = 1
+    rerun: bool = False
+    higher_is_better: bool = True
+
+    def effective_mounts(self) -> list[str]:
+        return list(self.mounts) or [f"{os.getcwd()}:{DEFAULT_MOUNT_TARGET}"]
+
+    def container_workdir(self) -> str | None:
+        """Runs start in /dir when something is mounted there (so relative commands work)."""
+        targets = [m.split(":")[1] for m in self.effective_mounts() if m.count(":") >= 1]
+        return DEFAULT_MOUNT_TARGET if DEFAULT_MOUNT_TARGET in targets else None
+
+    def argv(self) -> list[str]:
+        return split_command(self.bench_cmd, "--bench-cmd", f"pass the benchmark command, e.g. {DEFAULT_BENCH_CMD!r}")
+
+    def key(self) -> str:
+        """What makes two nightly results comparable: images, command, mounts, env, regex.
+
+        GPU selection and parallelism are left out: they change where a run happens, not what.
+        """
+        mounts = []
+        for m in self.effective_mounts():
+            src, _, rest = m.partition(":")
+            mounts.append(f"{Path(src).expanduser().absolute()}:{rest}")
+        ident = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
+                 "env": sorted(self.env), "regex": self.metric_regex}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def validate(self) -> None:
+        """Check every setting before anything runs; pins the default mount to $PWD now, so
+        the stored settings (and `--show` from elsewhere) keep meaning the same directory."""
+        if not self.mounts:
+            self.mounts = self.effective_mounts()
+        if "{date}" not in self.image:
+            raise UserError(f"--image {self.image!r} has no {{date}}",
+                            "write it like ghcr.io/nvidia/jax:nightly-{date}")
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
+        if self.every < 1:
+            raise UserError(f"--every must be 1 or more days, not {self.every}", "pass --every 1")
+        date_range(self.from_, self.to, self.every)  # the dates parse and are in order
+        if self.parallel < 1:
+            raise UserError(f"--parallel must be 1 or more, not {self.parallel}", "pass --parallel 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise UserError(f"--timeout must be positive, not {self.timeout}", "pass seconds, e.g. 3600")
+        compile_metric_regex(self.metric_regex)
+        parse_env(self.env)
+        from hourly.adapters import containers  # the Docker SDK only when a nightly scan is set up
+        for m in self.effective_mounts():
+            containers.parse_mount(m)
+        containers.parse_gpus(self.gpus)
+        gpu_slots(self.gpus, self.parallel)
+        self.argv()
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+def parse_date(text: str) -> date:
+    """A calendar date: 2023-07-06, "Jul 6 2023", … (times are not allowed)."""
+    p = parse_time(text)
+    if not p.date_only:
+        raise UserError(f"{text!r} is a time, the nightly scan takes dates",
+                        "pass a date like 2023-07-06")
+    return p.when.date()
+
+
+def date_range(from_: str, to: str, every: int = 1) -> list[date]:
+    """Dates from ``from_`` to ``to``, both included, ``every`` days apart."""
+    d0, d1 = parse_date(from_), parse_date(to)
+    if d1 < d0:
+        raise UserError(f"--to {to} is before --from {from_}", "swap them")
+    out, d = [], d0
+    while d <= d1:
+        out.append(d)
+        d += timedelta(days=every)
+    return out
+
+
+def image_ref(template: str, d: date) -> str:
+    return template.format(date=d.isoformat())
+
+
+def gpu_slots(gpus: str, parallel: int) -> list[str]:
+    """The ``--gpus`` value each of ``parallel`` workers uses, one GPU set per worker (pure).
+
+    ``all`` → GPU i for worker i; ``0,3,5`` (or ``device=0,3,5``) → one listed id each; ``N`` →
+    N consecutive GPUs each; ``none`` → none for all.
+    """
+    g = str(gpus).strip().lower()
+    if parallel == 1:
+        return [g]
+    if g in ("none", "0", ""):
+        return ["none"] * parallel
+    # "device=…" because a bare number means a count to Docker (and to parse_gpus)
+    if g == "all":
+        return [f"device={i}" for i in range(parallel)]
+    if g.isdigit():
+        k = int(g)
+        return ["device=" + ",".join(str(i * k + j) for j in range(k)) for i in range(parallel)]
+    ids = [p.strip() for p in g.removeprefix("device=").split(",") if p.strip()]
+    if len(ids) < parallel:
+        raise UserError(f"--parallel {parallel} needs at least {parallel} GPUs, --gpus names {len(ids)}",
+                        "name more GPUs or lower --parallel")
+    return [f"device={i}" for i in ids[:parallel]]
+
+
+@dataclass
+class Boundary:
+    good: NightlyPoint
+    bad: NightlyPoint
+    kind: str  # "slower" | "crash"
+    change: float | None  # relative change of the metric from good to bad
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "change": self.change,
+                "good": {k: getattr(self.good, k) for k in ("date", "image", "digest", "xla", "jax")},
+                "bad": {k: getattr(self.bad, k) for k in ("date", "image", "digest", "xla", "jax")}}
+
+
+def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> list:
+    """hourly's detection (hourly.analysis.steps) over the dates; missing and broken dates are gaps.
+
+    Each image is its own point: two dates merge only when they ran the same image (same digest),
+    not merely the same (xla, jax) commits, since images built from the same commits can still
+    differ in their environment (CUDA, cuDNN, NCCL, Python packages) and so in speed — such a step
+    is kept, and `hourly hunt` answers it with the difference of the two images' environments.
+
+    Returns :class:`hourly.analysis.steps.Step` objects whose indices are positions in ``points``.
+    """
+    from hourly.analysis.steps import find_steps
+    if not any(p.status is Status.OK for p in points):
+        return []
+    # a date without commits must not merge with its neighbours: give it its own "pair"
+    rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
+                        p.status.value, p.value, list(p.samples)) for p in points]
+    keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points)]
+    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
+    return steps
+
+
+def find_boundary(points: list[NightlyPoint],
+                  regressions: list[tuple[int, int, float]]) -> Boundary | None:
+    """The good day → bad day to hand to the next phase (pure).
+
+    ``regressions`` are detected slowdowns as (index of the last date before, index of the
+    first date after, relative change); the largest wins. Without one, the first OK date
+    followed by a crash or timeout.
+    """
+    if regressions:
+        before, after, change = max(regressions, key=lambda r: abs(r[2]))
+        return Boundary(points[before], points[after], "slower", change)
+    last_ok = None
+    for p in points:
+        if p.status is Status.OK:
+            last_ok = p
+        elif p.status in (Status.CRASHED, Status.TIMEOUT) and last_ok is not None:
+            return Boundary(last_ok, p, "crash", None)
+    return None
+
+
+def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
+    """What to run next: the good day's container, then the hourly scan inside it."""
+    container = ["hourly", "container", "--date", b.good.date]
+    if s.image != DEFAULT_IMAGE:
+        container += ["--image", s.image]
+    if s.gpus != "all":
+        container += ["--gpus", s.gpus]
+    scan = ["hourly", "scan", "--from", b.good.date, "--to", b.bad.date, "--bench-cmd", s.bench_cmd]
+    if s.metric_regex != DEFAULT_METRIC_REGEX:
+        scan += ["--metric-regex", s.metric_regex]
+    return [shlex.join(container), shlex.join(scan)]
+
+
+@dataclass
+class NightlyReport:
+    points: list[NightlyPoint]
+    boundary: Boundary | None
+    settings: NightlySettings
+    measured: int = 0  # dates run now (not from the store)
+    steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+
+    def as_json(self) -> dict[str, Any]:
+        return {"points": [p.as_json() for p in self.points],
+                "steps": [st.as_json() for st in self.steps],
+                "boundary": self.boundary.as_json() if self.boundary else None}
+
+    def next_commands(self) -> list[str]:
+        return next_commands(self.boundary, self.settings) if self.boundary else []
+
+
+def show(store: Store, s: NightlySettings | None = None, measured: int = 0,
+         dates: list[date] | None = None) -> NightlyReport:
+    """The stored nightly results (of the last nightly run's settings unless ``s``)."""
+    if s is None:
+        saved = store.load_settings(LEVEL)
+        if not saved:
+            raise UserError(f"no nightly results in {store.workdir}",
+                            "run `hourly nightly --from ... --to ...` first")
+        s = NightlySettings(**saved)
+    have = store.nightly_points(s.key())
+    if dates is None:
+        dates = date_range(s.from_, s.to, s.every)
+    points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
+                                                      Status.MISSING, detail="not measured")
+              for d in dates]
+    steps = detect_steps(points, s.higher_is_better)
+    from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
+    regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
+                   if st.kind is ChangeKind.REGRESSION]
+    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)

@@ -1,0 +1,133 @@
+"""Running ``hourly nightly``: one container per date (in parallel, one GPU set per worker), each
+result stored as it is reached. The only nightly module that talks to Docker.
+
+The settings, the pure parts and the report of what the store holds are in hourly/nightly/plan.py;
+the terminal output in hourly/render/nightly.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import date
+from pathlib import Path
+from typing import Callable
+
+from hourly.adapters import containers
+from hourly.measure.benchmark import BenchResult, Run, run_status
+from hourly.metric import compile_metric_regex, parse_metric
+from hourly.adapters.stale_runs import remove_dead_runs
+from hourly.adapters.locks import owner_labels, run_lock
+from hourly.model import NightlyPoint, Status
+from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
+from hourly.nightly.plan import show as nightly_show
+from hourly.adapters.store import Store
+
+
+def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
+                 docker_client=None, stop: threading.Event | None = None) -> NightlyPoint:
+    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access)."""
+    ref = image_ref(s.image, d)
+    img = containers.ensure_image(ref, pull=s.pull, docker_client=docker_client)
+    if not img.present:
+        return NightlyPoint(d.isoformat(), ref, Status.MISSING, detail=img.reason)
+    commits = containers.read_commits(ref, docker_client=docker_client)
+    rx = compile_metric_regex(s.metric_regex)
+    result = BenchResult()
+    for i in range(1, s.repeats + 1):
+        if stop is not None and stop.is_set():
+            raise KeyboardInterrupt
+        log = log_dir / f"{d.isoformat()}-run{i}.log"
+        res = containers.run_container(
+            ref, s.argv(), name=f"hourly-{scan_id}-{d.isoformat()}-{i}",
+            labels={**containers.scan_labels(scan_id, level=LEVEL, date=d.isoformat(), run=str(i)),
+                    **owner_labels(scan_id)},
+            mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
+            workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
+        value = parse_metric(res.output, rx)
+        status = run_status(res.exit_code, res.timed_out, value)
+        result.runs.append(Run(status, value if status is Status.OK else None, res.exit_code,
+                               res.duration, str(log)))
+    return NightlyPoint(d.isoformat(), ref, result.status, img.digest, result.value, result.samples,
+                        commits.xla, commits.jax, [r.as_dict() for r in result.runs], result.detail())
+
+
+def run_nightly(s: NightlySettings, store: Store,
+                on_progress: Callable[[int, int, str | None], None] | None = None,
+                docker_client=None) -> NightlyReport:
+    """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
+    nightly may have been published since) and return the whole window's report."""
+    s.validate()
+    dates = date_range(s.from_, s.to, s.every)
+    key = s.key()
+    store.save_settings(LEVEL, s.as_dict())
+    have = store.nightly_points(key)
+    todo = [d for d in dates if s.rerun or d.isoformat() not in have
+            or have[d.isoformat()].status is Status.MISSING]
+    total, done = len(dates), len(dates) - len(todo)
+    if on_progress:
+        on_progress(done, total, None)
+    scan_id = f"n{uuid.uuid4().hex[:8]}"
+    log_dir = store.workdir / "logs" / "nightly"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    first = docker_client or containers.client()
+    remove_dead_runs(first)  # containers of runs killed before (kill -9, reboot)
+    slots = gpu_slots(s.gpus, min(s.parallel, max(1, len(todo))))
+    stop = threading.Event()
+    owner = run_lock(scan_id).acquire()  # while held, this run's containers are known to be alive
+    try:
+        if len(slots) == 1:
+            for d in todo:
+                if on_progress:
+                    on_progress(done, total, d.isoformat())
+                store.add_nightly(key, measure_date(d, s, scan_id, slots[0], log_dir, first), LEVEL)
+                done += 1
+                if on_progress:
+                    on_progress(done, total, None)
+        else:
+            done = _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop,
+                                 on_progress, done, total)
+    except BaseException:
+        stop.set()
+        containers.cleanup(f"hourly.scan={scan_id}", docker_client=first)
+        raise
+    finally:
+        owner.release()
+        owner.path.unlink(missing_ok=True)
+    return nightly_show(store, s, measured=len(todo), dates=dates)
+
+
+def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, on_progress, done, total):
+    """One worker per GPU slot, each with its own client; results are stored from this thread
+    (the SQLite connection belongs to it)."""
+    free = list(slots)
+    pending: dict[Future, tuple[date, str]] = {}
+    queue = list(todo)
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        try:
+            while queue or pending:
+                while queue and free:
+                    d, gpu = queue.pop(0), free.pop(0)
+                    fut = pool.submit(lambda d=d, gpu=gpu: measure_date(
+                        d, s, scan_id, gpu, log_dir, containers.new_client(), stop))
+                    pending[fut] = (d, gpu)
+                    if on_progress:
+                        on_progress(done, total, d.isoformat())
+                finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    d, gpu = pending.pop(fut)
+                    free.append(gpu)
+                    store.add_nightly(key, fut.result(), LEVEL)
+                    done += 1
+                    if on_progress:
+                        on_progress(done, total, None)
+        except BaseException:
+            # Workers sit in container.wait(): remove their containers first, or leaving the
+            # pool (which joins the workers) would wait for the benchmarks to finish.
+            stop.set()
+            for fut in pending:
+                fut.cancel()
+            containers.cleanup(f"hourly.scan={scan_id}")
+            raise
+    return done

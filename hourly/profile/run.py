@@ -1,0 +1,180 @@
+"""``hourly profile``: traces and memory profiles of the last-good and first-bad states, compared.
+
+For each regression (the bisected culprit's ends when a bisection stored them, else the scan's
+detected steps, else ``--good``/``--bad`` given explicitly) both states are made the installed build
+again (from the wheel cache when possible), the benchmark runs once under the JAX profiler
+(:mod:`hourly.trace`), and the two captures are compared: device ops whose total time changed most,
+and memory in use by allocation site. Everything lands in ``<workdir>/profiles/<name>/``.
+Capture is opt-in: it never changes the numbers of a scan.
+
+With a remote executor (``--executor slurm``, hourly/execute/executors.py) each (target, side) is one job of
+kind profile: all sides are submitted at once (up to ``--workers``), each builds its pair in its own
+worktrees and environment and captures into the same folder a local run would; this process records
+the jobs' build rows and compares the captures as a local run does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from hourly.measure.benchmark import bench_env
+from hourly.measure.build import BuildResult, Workspace
+from hourly.profile.capture import TraceOptions, capture
+from hourly.measure.settings import Settings
+from hourly.model import Pair
+from hourly.profile.compare import compare
+from hourly.errors import UserError
+from hourly.adapters.locks import holds_store_lock
+from hourly.measure.resolve import resolve_pairs
+from hourly.measure.measurer import Measurer, open_repos, pin_of, trees
+from hourly.scan.table import show
+from hourly.analysis.steps import find_steps
+from hourly.adapters.store import Store
+from hourly.timeparse import parse_time
+
+
+@dataclass
+class Target:
+    name: str
+    good: Pair
+    bad: Pair
+
+
+@dataclass
+class ProfileResult:
+    target: Target
+    good_dir: Path
+    bad_dir: Path
+    comparison_path: Path
+    text: str
+
+
+def parse_state(text: str, s: Settings) -> Pair:
+    """``xla@<sha>,jax@<sha>`` (either may be omitted: then it is resolved at the other's time)
+    or a time, resolved like the scan does."""
+    xla, jax = open_repos(s)
+    pin = pin_of(s, jax)  # --only: the pinned side is what it is at every instant
+    parts = dict(p.split("@", 1) for p in text.split(",") if "@" in p)
+    if parts:
+        if set(parts) - {"xla", "jax"}:
+            raise UserError(f"cannot read state {text!r}", "write xla@<sha>,jax@<sha> or a time")
+        if pin and pin.side in parts:
+            raise UserError(f"{pin.side} is pinned in this hunt (--only): {text!r} names a commit of it",
+                            f"name a {pin.hunted} commit or a time")
+        shas = {name: repo.resolve_sha(parts[name]) for name, repo in (("xla", xla), ("jax", jax))
+                if name in parts}
+        if pin:
+            shas[pin.side] = pin.label
+        if len(shas) == 2:
+            return Pair(shas["xla"], shas["jax"])
+        known = next(iter(shas))
+        info = (xla if known == "xla" else jax).commits([shas[known]])[shas[known]]
+        from datetime import datetime, timezone
+        t = datetime.fromtimestamp(info.committer_time, timezone.utc)
+        pair = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)[0].pair
+        return Pair(shas.get("xla", pair.xla), shas.get("jax", pair.jax))
+    t = parse_time(text, s.tz).when
+    points = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)
+    if not points:
+        raise UserError(f"no commit of both repositories before {text!r}", "give a later time")
+    return points[0].pair
+
+
+def targets_from_store(store: Store, s: Settings) -> list[Target]:
+    culprits = [(Pair(**a["last_good"]), Pair(**a["first_bad"])) for a in store.bisection_results()
+                if a.get("last_good") and a.get("first_bad")]
+    if culprits:  # the bisection's last-good/first-bad states, when there are any
+        return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
+    points = show(store, s).points
+    if not any(p.status == "ok" for p in points):
+        return []
+    steps = [st for st in find_steps(points, s.higher_is_better)[0] if st.kind.value == "regression"]
+    return [Target(f"step-{i}", Pair(st.before.xla, st.before.jax), Pair(st.after.xla, st.after.jax))
+            for i, st in enumerate(steps, 1)]
+
+
+SIDES = ("good", "bad")
+
+
+def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
+    """With ``build`` installed into ``s.python``, run the benchmark once under the JAX profiler into
+    ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
+    (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
+    if not build.ok:
+        raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
+    spec = s.bench_spec()
+    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=s.python,
+                  options=options, timeout=spec.timeout, check=False)
+    if not cap.ok:
+        raise UserError(f"the benchmark failed under the profiler for the {label} "
+                        f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
+    return cap.out_dir
+
+
+@dataclass
+class ProfileHost:
+    """What an executor needs of ``hourly profile`` (hourly/execute/executors.py): settings, store, benchmark key."""
+
+    s: Settings
+    store: Store
+    key: str
+    origin: str = "profile"
+
+
+@holds_store_lock
+def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
+                 say=lambda text: None, executor=None) -> list[ProfileResult]:
+    """Capture both states of each target and compare them. ``executor``: a remote one
+    (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
+    [default: here, one after another]."""
+    if not targets:
+        raise UserError("no regression to profile in this workdir",
+                        "run `hourly scan` (and `hourly bisect`) first, or pass --good and --bad")
+    from hourly.execute.executors import LocalExecutor
+    sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
+    if executor is not None and not isinstance(executor, LocalExecutor):
+        captured = _capture_remote(store, s, sides, options, say, executor)
+    else:
+        captured = _capture_here(store, s, sides, options, say)
+    results, dirs = [], {}
+    for (target, side, _), out in zip(sides, captured):  # a target is compared once both its sides are in
+        dirs[side] = out
+        if side != SIDES[-1]:
+            continue
+        text = compare(dirs["good"], dirs["bad"]).render()
+        path = store.workdir / "profiles" / target.name / "comparison.txt"
+        path.write_text(text)
+        results.append(ProfileResult(target, dirs["good"], dirs["bad"], path, text))
+    return results
+
+
+def _say_side(say, target: Target, side: str, pair: Pair, where: str = "") -> None:
+    say(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}{where}")
+
+
+def _capture_here(store, s, sides, options, say) -> Iterator[Path]:
+    """Each side in turn, built in the user's trees: its capture folder."""
+    xla, jax = open_repos(s)
+    with Workspace(trees(xla, jax), force=s.force) as ws:
+        m = Measurer(s, store, xla, jax, ws, pin_of(s, jax))
+        for target, side, pair in sides:
+            _say_side(say, target, side, pair)
+            build = m.builder.prepare(pair)
+            yield trace_state(s, build, store.workdir / "profiles" / target.name / side,
+                              options, f"{side} state of {target.name}")
+
+
+def _capture_remote(store, s, sides, options, say, executor) -> Iterator[Path]:
+    """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
+    touched): the capture folders, in order."""
+    from dataclasses import asdict
+    from hourly.execute.executors import ProfileRequest
+    reqs = []
+    for target, side, pair in sides:
+        _say_side(say, target, side, pair, " (a Slurm job)")
+        reqs.append(ProfileRequest(pair, store.workdir / "profiles" / target.name / side, asdict(options),
+                                   f"{side} state of {target.name}"))
+    for r in executor.profile_stream(ProfileHost(s, store, s.bench_key()), reqs):
+        yield Path(r["out"])

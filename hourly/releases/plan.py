@@ -1,0 +1,451 @@
+"""``hourly releases``: the release level, the first bad JAX release from the wheels people install.
+
+For every ``jax`` version on the package index between ``--from`` and ``--to`` (both included,
+in version order; dev/nightly versions with ``--pre``): pair it with its jaxlib (the same version
+when the index has it, else the newest jaxlib that jax's own ``Requires-Dist`` allows), make one
+virtual environment per pair under ``--cache-dir`` (uv when it is installed, pip otherwise),
+run the benchmark in it ``--repeats`` times, and store the result in the workdir's store (table
+``releases``, one row per attempt; a killed run resumes with the versions not finished yet).
+Versions without an installable file for this Python and platform are listed as *missing*, with
+the reason. Steps come from hourly's detection (direction, noise floor) plus crash boundaries;
+each names the last good and first bad releases, their git tags, the JAX commits and XLA pins
+between them when a JAX checkout is given, and the commands that narrow it further.
+
+This module holds the level's settings, the versions and their pairing, the steps and the
+hand-off, and the report of what the store holds (``show``); releases_run.py makes the
+environments and runs the benchmark; releases_render.py draws the table and the markdown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.errors import UserError
+from hourly.model import InstallerKind, ReleasePoint, Status
+from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
+from hourly.adapters.store import Store
+from hourly.adapters.venvs import TargetPython
+
+LEVEL = "releases"
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return str(Path(base).expanduser() / "hourly" / "releases")
+
+
+#: Results that are final: a rerun of the same command does not measure these again.
+FINISHED = {Status.OK, Status.CRASHED, Status.TIMEOUT, Status.NO_METRIC}
+
+
+# --------------------------------------------------------------------------------------------
+# settings
+
+@dataclass
+class ReleaseSettings:
+    from_: str
+    to: str
+    bench_cmd: str = ""
+    bench_cwd: str | None = None
+    env: list[str] = field(default_factory=list)
+    metric_regex: str = DEFAULT_METRIC_REGEX
+    repeats: int = 1
+    timeout: float | None = None
+    higher_is_better: bool = True
+    extra: str | None = None
+    with_: list[str] = field(default_factory=list)
+    index_url: str | None = None
+    find_links: str | None = None
+    pre: bool = False
+    python: str | None = None
+    installer: str = InstallerKind.AUTO.value
+    cache_dir: str = field(default_factory=default_cache_dir)
+    jax_repo: str | None = None
+    workdir: str = "hourly-work"
+    rerun: bool = False
+    deps_as_of_release: bool = False
+
+    def bounds(self) -> tuple[Version, Version]:
+        try:
+            lo, hi = Version(self.from_), Version(self.to)
+        except InvalidVersion as e:
+            raise UserError(f"{e}: --from and --to take jax versions", "pass e.g. --from 0.4.13 --to 0.4.20") from e
+        if hi < lo:
+            raise UserError(f"--to {self.to} is before --from {self.from_}", "swap them")
+        return lo, hi
+
+    def argv(self) -> list[str]:
+        try:
+            argv = shlex.split(self.bench_cmd)
+        except ValueError as e:
+            raise UserError(f"cannot split --bench-cmd ({e})", "check its quotes") from e
+        if not argv:
+            raise UserError("the release level needs a benchmark", 'pass --bench-cmd "python bench.py"')
+        return argv
+
+    def env_dict(self) -> dict[str, str]:
+        out = {}
+        for e in self.env:
+            k, sep, v = e.partition("=")
+            if not sep or not k:
+                raise UserError(f"--env {e!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+            out[k] = v
+        return out
+
+    def requirements(self, version: str, jaxlib: str) -> list[str]:
+        jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"
+        return [jax, f"jaxlib=={jaxlib}", *self.with_]
+
+    def validate(self, benchmark: bool = True) -> None:
+        """Check everything before anything runs; pin relative paths to absolute ones now, so the
+        stored settings (``--show`` from elsewhere) keep meaning the same directories.
+        ``benchmark=False`` (a dry run) does not ask for a benchmark command."""
+        self.bounds()
+        if benchmark or self.bench_cmd:
+            self.argv()
+        self.env_dict()
+        compile_metric_regex(self.metric_regex)
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
+        if self.index_url and self.find_links:
+            raise UserError("--index-url and --find-links both name where wheels come from",
+                            "pass one of them")
+        if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
+            raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
+        for w in self.with_:
+            try:
+                Requirement(w)
+            except InvalidRequirement as e:
+                raise UserError(f"--with {w!r} is not a requirement ({e})", "write it like 'numpy<2'") from e
+        if self.deps_as_of_release and InstallerKind(self.installer) is InstallerKind.PIP:
+            raise UserError("--deps-as-of-release needs uv (pip cannot exclude newer uploads)",
+                            "pip install 'hourly[uv]', or drop --deps-as-of-release and pin with --with")
+        InstallerKind(self.installer)
+        self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
+        if not Path(self.bench_cwd).is_dir():
+            raise UserError(f"--bench-cwd {self.bench_cwd} is not a directory", "pass an existing directory")
+        self.cache_dir = str(Path(self.cache_dir).expanduser().absolute())
+        if self.find_links:
+            self.find_links = str(Path(self.find_links).expanduser().absolute())
+        if self.jax_repo:
+            self.jax_repo = str(Path(self.jax_repo).expanduser().absolute())
+            if not Path(self.jax_repo).is_dir():
+                raise UserError(f"--jax-repo {self.jax_repo} is not a directory",
+                                "pass a JAX checkout with its tags, or leave --jax-repo out")
+
+    def source(self) -> str:
+        return f"find-links:{self.find_links}" if self.find_links else f"index:{self.index_url or SimpleIndex().url}"
+
+    def key(self, target: TargetPython) -> str:
+        """What makes two results comparable: the benchmark, where it runs, what is installed
+        with jax (extra, --with, the wheels' source) and the Python minor version."""
+        ident = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
+                 "regex": self.metric_regex, "extra": self.extra, "with": sorted(self.with_),
+                 "source": self.source(), "python": target.short}
+        if self.deps_as_of_release:
+            ident["deps"] = "as of release"
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def make_index(self) -> PackageIndex:
+        if self.find_links:
+            return LocalDir(self.find_links)
+        return SimpleIndex(self.index_url or SimpleIndex().url, Path(self.cache_dir) / "downloads")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# versions and pairs (pure, given the index's file lists)
+
+@dataclass
+class Planned:
+    version: str
+    jaxlib: str | None
+    released: str | None           # ISO 8601 UTC, from the index's upload time or the file
+    missing: str | None = None     # why this release cannot be installed here
+    pairing: str = ""              # how the jaxlib was chosen
+    yanked: str | None = None
+
+
+def choose_jaxlib(version: Version, jaxlib_versions: list[Version], requires: list[str] | None,
+                  extra: str | None) -> tuple[Version | None, str]:
+    """The jaxlib released with jax ``version``: the same version when the index has it;
+    otherwise the newest jaxlib, not newer than jax, allowed by jax's Requires-Dist for
+    ``jax[extra]`` (then ``jax[cpu]``, then jax alone, then the ``minimum-jaxlib`` extra as a
+    lower bound). Returns (choice or None, how it was chosen / why there is none)."""
+    if version in jaxlib_versions:
+        return version, "same version"
+    requires = requires or []
+    reqs = []
+    for e in dict.fromkeys([extra or "cpu", "cpu", None]):  # each includes the unconditional ones
+        reqs = jaxlib_requirements(requires, e)
+        if reqs:
+            break
+    spec = SpecifierSet()
+    for r in reqs:
+        spec &= r.specifier
+    if not reqs:
+        for r in jaxlib_requirements(requires, "minimum-jaxlib"):
+            for s in r.specifier:
+                spec &= SpecifierSet(f">={s.version}" if s.operator in ("==", "===", "~=") else str(s))
+    if not str(spec) and not reqs:
+        return None, f"jaxlib {version} is not on the index and jax {version} names no jaxlib requirement"
+    allowed = [v for v in jaxlib_versions if v <= version and spec.contains(v, prereleases=True)]
+    if not allowed:
+        return None, (f"jaxlib {version} is not on the index, and no jaxlib there satisfies jax {version}'s "
+                      f"requirement jaxlib{spec}")
+    return max(allowed), f"jaxlib {version} is not on the index; the newest allowed by jaxlib{spec}"
+
+
+def _pythons(files: list[DistFile]) -> str:
+    interp = sorted({t.interpreter for f in files for t in f.tags},
+                    key=lambda s: (len(s), s))
+    return ", ".join(interp) or "none"
+
+
+def _summarise(files: list[DistFile]) -> str:
+    platforms = sorted({t.platform for f in files for t in f.tags})
+    return f"wheels for {_pythons(files)} on {', '.join(platforms) or 'no platform'}"
+
+
+def plan_releases(index: PackageIndex, s: ReleaseSettings, target: TargetPython) -> list[Planned]:
+    """Every jax version of the window with its jaxlib and, when it cannot be installed, why."""
+    lo, hi = s.bounds()
+    jax_files = index.files("jax")
+    if not jax_files:
+        raise UserError(f"no jax on {index.describe()}", "check --index-url / --find-links")
+    jaxlib_files = index.files("jaxlib")
+    by_jax: dict[Version, list[DistFile]] = {}
+    for f in jax_files:
+        by_jax.setdefault(f.version, []).append(f)
+    by_jaxlib: dict[Version, list[DistFile]] = {}
+    for f in jaxlib_files:
+        by_jaxlib.setdefault(f.version, []).append(f)
+    pre = s.pre or lo.is_prerelease or hi.is_prerelease
+    versions = sorted(v for v in by_jax if lo <= v <= hi and (pre or not v.is_prerelease))
+    if not versions:
+        raise UserError(f"no jax release between {s.from_} and {s.to} on {index.describe()}",
+                        "widen --from/--to" + ("" if pre else ", or pass --pre for dev versions"))
+    jaxlib_versions = sorted(by_jaxlib)
+    out = []
+    for v in versions:
+        files = by_jax[v]
+        times = [f.uploaded for f in files if f.uploaded]
+        released = min(times).strftime("%Y-%m-%dT%H:%M:%SZ") if times else None
+        yanked = next((f.yanked for f in files if f.yanked), None)
+        installable = [f for f in files if f.compatible(set(target.tags), target.version)]
+        requires = None
+        if v not in by_jaxlib and installable:
+            best = sorted(installable, key=lambda f: f.kind != "wheel")[0]
+            requires = index.requires(best)
+        lib, how = choose_jaxlib(v, jaxlib_versions, requires, s.extra)
+        p = Planned(str(v), str(lib) if lib else None, released, pairing=how, yanked=yanked)
+        if not installable:
+            p.missing = (f"no jax {v} file installs on Python {target.version} here "
+                         f"({_summarise(files) if any(f.kind == 'wheel' for f in files) else 'no sdist or wheel'})")
+        elif lib is None:
+            p.missing = how
+        elif not any(f.compatible(set(target.tags), target.version) for f in by_jaxlib[lib]):
+            p.missing = (f"no jaxlib {lib} wheel for {target.short} on this platform "
+                         f"(the index has {_summarise(by_jaxlib[lib])})")
+        out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+# --------------------------------------------------------------------------------------------
+# steps and the hand-off
+
+def jax_tag(version: str) -> str:
+    return f"jax-v{version}"
+
+
+def jaxlib_tag(version: str) -> str:
+    return f"jaxlib-v{version}"
+
+
+_XLA_COMMIT = re.compile(r"""XLA_COMMIT\s*=\s*["']([0-9a-f]{7,40})["']""")
+
+
+def xla_pin(workspace_bzl: str | None) -> str | None:
+    """The XLA commit in JAX's ``third_party/xla/workspace.bzl`` (pure)."""
+    m = _XLA_COMMIT.search(workspace_bzl or "")
+    return m.group(1) if m else None
+
+
+@dataclass
+class TagFacts:
+    """What a JAX checkout says about the releases on both sides of a step."""
+
+    commits: int | None = None          # JAX commits in jax-vA..jax-vB
+    xla_before: str | None = None       # XLA commit pinned at jax-vA
+    xla_after: str | None = None
+    time_before: str | None = None      # the tags' commit times (ISO UTC)
+    time_after: str | None = None
+    unknown: str | None = None          # why the facts are unknown
+
+    def as_json(self) -> dict[str, Any]:
+        return {"jax_commits": self.commits, "xla_before": self.xla_before, "xla_after": self.xla_after,
+                "tag_time_before": self.time_before, "tag_time_after": self.time_after, "unknown": self.unknown}
+
+
+def tag_facts(jax_repo: str | None, before: str, after: str) -> TagFacts:
+    """Commits between ``jax-v<before>`` and ``jax-v<after>`` and XLA pins, from a JAX checkout."""
+    if not jax_repo:
+        return TagFacts(unknown="no --jax-repo: pass a JAX checkout (with tags) for commits and XLA pins")
+    from hourly.adapters.gitrepo import GitRepo
+    repo = GitRepo(jax_repo, "jax")
+    a, b = repo.tag(jax_tag(before)), repo.tag(jax_tag(after))
+    lacking = [jax_tag(v) for v, c in ((before, a), (after, b)) if c is None]
+    if lacking:
+        return TagFacts(unknown=f"{repo.path} has no tag {' or '.join(lacking)} (git fetch --tags)")
+    path = "third_party/xla/workspace.bzl"
+
+    def iso(c) -> str:
+        return datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return TagFacts(repo.count(a.sha, b.sha), xla_pin(repo.file_at(a.sha, path)),
+                    xla_pin(repo.file_at(b.sha, path)), iso(a), iso(b))
+
+
+@dataclass
+class ReleaseStep:
+    kind: str                      # "regression" | "improvement" | "crash"
+    before: ReleasePoint           # last good release (last before the step)
+    after: ReleasePoint            # first bad release (first after it)
+    change: float | None = None    # relative change of the metric
+    level_before: float | None = None
+    level_after: float | None = None
+    strength: float | None = None
+    facts: TagFacts = field(default_factory=TagFacts)
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        out = [f"{jax_tag(self.before.version)}..{jax_tag(self.after.version)}"]
+        if (self.before.jaxlib, self.after.jaxlib) != (self.before.version, self.after.version) \
+                and self.before.jaxlib and self.after.jaxlib:
+            out.append(f"{jaxlib_tag(self.before.jaxlib)}..{jaxlib_tag(self.after.jaxlib)}")
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        side = lambda p: {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}  # noqa: E731
+        return {"kind": self.kind, "relative_change": self.change, "from_value": self.level_before,
+                "to_value": self.level_after, "strength": self.strength, "last_good": side(self.before),
+                "first_bad": side(self.after), "tags": self.tags, **self.facts.as_json(),
+                "next_commands": self.commands}
+
+
+def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
+    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
+    plus every good → crashed/timed-out boundary (pure)."""
+    from hourly.analysis.detect import ChangeKind
+    from hourly.model import PointResult
+    from hourly.analysis.steps import find_steps
+    ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
+    steps: list[ReleaseStep] = []
+    if any(p.status is Status.OK for p in ran):
+        rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
+                for p in ran]
+        found, _, _ = find_steps(rows, higher_is_better)
+        for st in found:
+            c = st.change
+            steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
+                                     ran[st.before_index], ran[st.after_index], c.relative_change,
+                                     c.level_before, c.level_after, c.strength))
+    for prev, p in zip(ran, ran[1:]):
+        if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
+            steps.append(ReleaseStep("crash", prev, p))
+    steps.sort(key=lambda st: Version(st.after.version))
+    return steps
+
+
+def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
+    """The nightly-container scan between the two release dates, the two-repository bisection
+    between the two releases' times (their tags' commit times when known), and, when both
+    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
+    bench = ["--bench-cmd", s.bench_cmd]
+    if s.metric_regex != DEFAULT_METRIC_REGEX:
+        bench += ["--metric-regex", s.metric_regex]
+    if s.repeats > 1:
+        bench += ["--repeats", str(s.repeats)]
+    out = []
+    if step.before.date and step.after.date:
+        cmd = ["hourly", "nightly", "--from", step.before.date, "--to", step.after.date, *bench]
+        if not s.higher_is_better:
+            cmd.append("--lower-is-better")
+        out.append(shlex.join(cmd))
+    good = step.facts.time_before or step.before.released
+    bad = step.facts.time_after or step.after.released
+    if good and bad:
+        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
+        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
+            cmd += ["--bench-cwd", s.bench_cwd]
+        if step.kind == "crash":
+            cmd += ["--mode", "exit"]
+        elif not s.higher_is_better:
+            cmd.append("--lower-is-better")
+        if s.jax_repo:
+            cmd += ["--jax-repo", s.jax_repo]
+        out.append(shlex.join(cmd))
+        if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
+            # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
+            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
+            out.append(shlex.join(only))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# running
+
+@dataclass
+class ReleaseReport:
+    points: list[ReleasePoint]
+    steps: list[ReleaseStep]
+    settings: ReleaseSettings
+    measured: int = 0
+    installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
+                "installer": self.installer}
+
+
+def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
+         installer: str | None = None) -> ReleaseReport:
+    """The stored release results of the window (the last run's settings unless ``s``)."""
+    if s is None or key is None:
+        saved = store.load_settings(LEVEL)
+        if not saved:
+            raise UserError(f"no release results in {store.workdir}",
+                            "run `hourly releases --from 0.4.13 --to 0.4.20 --bench-cmd ...` first")
+        s = ReleaseSettings(**saved["settings"])
+        key = saved["key"]
+    lo, hi = s.bounds()
+    pre = s.pre or lo.is_prerelease or hi.is_prerelease
+    points = sorted((p for v, p in store.releases(key).items()
+                     if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
+                    key=lambda p: Version(p.version))
+    steps = find_release_steps(points, s.higher_is_better)
+    for st in steps:
+        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
+        st.commands = next_commands(st, s)
+    return ReleaseReport(points, steps, s, measured, installer)

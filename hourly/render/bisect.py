@@ -1,0 +1,104 @@
+"""A bisection on the terminal: its events as progress lines (:class:`LineHandler`) and each
+answer as lines of text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+from hourly.errors import UserError
+from hourly.measure.pinned import pinned_line
+from hourly.plurals import plural
+from hourly.bisect.events import BisectHandler
+from hourly.bisect.answer import iso
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hourly.bisect.records import Probe, Window
+
+
+class LineHandler(BisectHandler):
+    """Each event as one line of text, handed to ``say`` (e.g. printed to stderr)."""
+
+    def __init__(self, say: Callable[[str], None]):
+        self.say = say
+
+    def started(self, w: Window, states: int, resumed: int) -> None:
+        self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {plural(states, 'state')}"
+                 + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))
+
+    def verdict(self, p: Probe) -> None:
+        word = self.terms.get(p.verdict.value, p.verdict.value)
+        self.say(f"  {p.role:8} {p.pair.short()}  {word:6} {p.reason}"
+                 + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
+
+    def cannot_bisect(self, w: Window, e: UserError) -> None:
+        self.say(f"  cannot bisect: {e.one_line()}")
+
+    def nothing_to_bisect(self) -> None:
+        self.say("nothing to bisect: the stored scan holds no window of that kind"
+                 " (regressions and crashes; with --find-fix, improvements and fixes)")
+
+
+
+def describe(a: dict) -> list:
+    """The answer for one regression, as lines of text (subjects and authors verbatim)."""
+    from hourly.render.console import styled
+    w = a["window"]
+    lines: list = [styled((a.get("kind") or "regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
+                          + (f"  {w['note']}" if w.get("note") else ""))]
+    if a.get("error"):
+        return lines + [f"  cannot bisect: {a['error']}"]
+    c = a.get("culprit")
+    fixing = a.get("kind") in ("improvement", "fix")
+    if c:
+        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+        lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
+                  f"           {c['subject']}",
+                  f"           by {c['author']}, committed {c['committer_time']}",
+                  f"           {c['link']}"]
+        for m in c.get("merged", []):
+            lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
+    else:
+        lines.append(f"  no single commit: {a.get('reason')}")
+        for rc in a.get("range_commits", []):
+            lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
+    if a.get("blame"):
+        lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
+    pinned = pinned_line(a.get("pinned"))
+    if pinned:
+        lines.append(f"  {pinned}")
+    ends = a.get("end_samples") or {}
+    if ends:
+        names = {"good": "earlier end", "bad": "later end"} if a.get("kind") in ("improvement", "fix") \
+            else {"good": "good end", "bad": "bad end"}
+        lines.append("  ends compared with: " + "; ".join(
+            f"{names.get(side, side)} {plural(e['n'], 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
+                                                   for o, k in e["from"].items()) + ")"
+            for side, e in ends.items()))
+    lg, fb = a["last_good"], a["first_bad"]
+    before, after = ("last before", "first after") if fixing else ("last good", "first bad")
+    lines.append(f"  {before}: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
+    lines.append(f"  {after}: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
+    split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
+             if a.get("jax_builds") else "")
+    lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
+                        f"{plural(a['states'], 'candidate state')}",
+                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
+    return lines
+
+
+
+#: What a blame value means, for the terminal (the JSON keeps the value).
+BLAME_WORDS = {
+    "xla": "xla: its change alone, with the old jax, is bad",
+    "jax": "jax: its change alone, with the old xla, is bad",
+    "both": "neither change alone is bad; only the two together are",
+    "unknown": "unknown: a mixed pair could not be tested",
+}
+
+
+
+def print_answers(console: Console, answers: list[dict]) -> None:
+    for a in answers:
+        for line in describe(a):
+            console.print(line, highlight=False, soft_wrap=True)
+

@@ -1,0 +1,79 @@
+"""Terminal output of ``hourly hunt``: one table, one row per step or crash window (rich).
+
+Every cell that comes from outside (commit subjects, image names, reasons) is a plain ``Text``,
+so rich never interprets it as markup.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from hourly.hunt.run import HuntReport
+
+
+def _value(v) -> str:
+    return "-" if v is None else f"{v:.4g}"
+
+
+def _size(row: dict) -> str:
+    if row["kind"] == "crash":
+        return "crash"
+    a, b = row.get("from_value"), row.get("to_value")
+    if a in (None, 0) or b is None:
+        return "-"
+    return f"{(b - a) / a * 100:+.1f}%"
+
+
+def answer_text(row: dict) -> str:
+    """The culprit (repo, SHA, subject, link), or the range and why (after the releases that
+    framed the window, with --from-release)."""
+    releases = "; ".join(f"between jax {r['last_good']} and {r['first_bad']}" for r in row.get("release") or [])
+    text = _answer(row)
+    return f"{releases}\n{text}" if releases else text
+
+
+def _answer(row: dict) -> str:
+    if row.get("error"):
+        return f"not bisected: {row['error']}"
+    c = row.get("culprit")
+    if c:
+        return f"{c['repo']} {c['sha'][:12]} {c['subject']}\n{c['link']}"
+    parts = []
+    scan = row.get("scan")
+    if scan:
+        parts.append(f"hourly scan: {scan['instants']} instants every {scan['step']}, {scan['pairs']} pairs")
+    if row.get("range"):
+        parts.append(f"range of {len(row['range'])} commit(s): " + " ".join(s[:10] for s in row["range"]))
+    if row.get("reason"):
+        parts.append(row["reason"])
+    for d in row.get("environment") or []:
+        parts.append(f"  {d['name']}: {d['good'] or '(unset)'} → {d['bad'] or '(unset)'}")
+    return "\n".join(parts) or "-"
+
+
+def table(report: HuntReport) -> Table:
+    t = Table(title="hourly hunt")
+    for col in ("good day", "bad day", "kind", "size", "answer", "builds", "runs"):
+        t.add_column(col, no_wrap=col not in ("answer",))
+    for row in report.rows:
+        t.add_row(Text(row["good_date"]), Text(row["bad_date"]), Text(row["kind"]), Text(_size(row)),
+                  Text(answer_text(row)), Text(str(row["builds"])), Text(str(row["runs"])))
+    return t
+
+
+def print_report(console, report: HuntReport) -> None:
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    if report.releases is not None:
+        from hourly.hunt.from_releases import describe_step
+        hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]
+        if not hunted:
+            console.print("no regression and no crash between the releases: nothing to hunt", **kw)
+            return
+        for st in hunted:
+            console.print(describe_step(st), **kw)
+    if not report.rows:
+        console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
+        return
+    console.print(table(report))
+    console.print(f"{len(report.rows)} window(s); {report.bisected} bisected now, the rest from the store", **kw)

@@ -1,0 +1,68 @@
+"""Terminal output of ``hourly nightly``: the table of dates, the steps and the boundary (rich)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from hourly.model import Status
+from hourly.nightly.plan import NightlyReport
+from hourly.render.scan import fmt_value, step_marks
+from hourly.render.steps import describe
+from hourly.plurals import found, status_counts
+
+
+def _short(sha: str | None, n: int = 10) -> str:
+    return sha[:n] if sha else "-"
+
+
+def table(report: NightlyReport):
+    """The guide's ``grep MLUPS OUT*``, readable: one row per date with image facts, every
+    detected step marked (▼ worse, ▲ better) on the first date after it, and the boundary."""
+    t = Table(title="hourly nightly", caption=f"images: {report.settings.image}")
+    t.add_column("date", no_wrap=True)
+    t.add_column("digest", no_wrap=True)
+    t.add_column("xla", no_wrap=True)
+    t.add_column("jax", no_wrap=True)
+    t.add_column("metric", justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    marks = step_marks(report.steps)
+    b = report.boundary
+    for i, p in enumerate(report.points):
+        mark = marks.get(i, "")
+        if b and p is b.good:
+            mark = "good"
+        elif b and p is b.bad:
+            mark = f"bad {mark}" if mark else f"bad ({p.status.value})"
+        style = None if p.status is Status.OK else ("dim" if p.status is Status.MISSING else "red")
+        t.add_row(p.date, _short((p.digest or "").removeprefix("sha256:") or None, 12),
+                  _short(p.xla, 8), _short(p.jax, 8), fmt_value(p, digits=1, count=False), mark, style=style)
+    return t
+
+
+def print_report(console, report: NightlyReport) -> None:
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    console.print(table(report))
+    console.print(f"{status_counts(report.points, 'date')};"
+                  f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
+    n = len(report.steps)
+    console.print(found(n, "step"), **kw)
+    for st in report.steps:
+        console.print(f"  {describe(st)}", **kw)
+    b = report.boundary
+    if b is None:
+        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
+                      "over", **kw)
+        return
+    what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
+    console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
+    for side, p in (("good", b.good), ("bad", b.bad)):
+        console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",
+                      **kw)
+    if (b.good.xla, b.good.jax) == (b.bad.xla, b.bad.jax):
+        console.print("both images hold the same xla and jax commits: the change is in the container's "
+                      "environment; the same dates through `hourly hunt --good-date "
+                      f"{b.good.date} --bad-date {b.bad.date}` show what differs between them", **kw)
+        return
+    console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
+    for cmd in report.next_commands():
+        console.print(f"  {cmd}", **kw)

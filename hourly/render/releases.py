@@ -1,0 +1,160 @@
+"""The release level on the terminal (the table, the steps in words) and in `hourly report`."""
+
+from __future__ import annotations
+
+import shlex
+
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.model import ReleasePoint, Status
+from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
+from hourly.adapters.store import Store
+from hourly.plurals import found, plural, status_counts
+
+# --------------------------------------------------------------------------------------------
+# terminal output
+
+def fmt_value(p: ReleasePoint) -> str:
+    if p.value is None:
+        return p.status.value
+    text = f"{p.value:.4g}"
+    if p.spread is not None:
+        text += f" ±{p.spread * 100:.1f}%"
+    return text
+
+
+def mark(st: ReleaseStep) -> str:
+    if st.kind == "crash":
+        return f"✗ {st.after.status.value}"
+    return ("▼ " if st.kind == "regression" else "▲ ") + f"{(st.change or 0) * 100:+.1f}%"
+
+
+def table(report: ReleaseReport):
+    from rich.table import Table
+    t = Table(title="hourly releases", caption=f"wheels: {report.settings.source().split(':', 1)[1]}")
+    t.add_column("jax", no_wrap=True)
+    t.add_column("jaxlib", no_wrap=True)
+    t.add_column("released", no_wrap=True)
+    t.add_column("metric", justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    marks = {}
+    for st in report.steps:
+        marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
+    for p in report.points:
+        style = None if p.status is Status.OK else (
+            "dim" if p.status in (Status.MISSING, Status.INSTALL_FAILED) else "red")
+        t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", fmt_value(p), marks.get(id(p), ""), style=style)
+    return t
+
+
+def describe_step(st: ReleaseStep) -> list[str]:
+    """A step in words: what changed, the releases, tags, commits, XLA pins, next commands."""
+    if st.kind == "crash":
+        head = f"✗ {st.after.status.value} from jax {st.after.version} on"
+    else:
+        head = (f"{mark(st)} {st.kind} ({st.level_before:.4g} → {st.level_after:.4g},"
+                f" z={st.strength:.0f})")
+    good, bad = ("last good", "first bad") if st.kind != "improvement" else ("before", "after")
+    lines = [f"{head}: {good} jax {st.before.version} (jaxlib {st.before.jaxlib}, released "
+             f"{st.before.date or 'unknown'}), {bad} jax {st.after.version} (jaxlib {st.after.jaxlib}, released "
+             f"{st.after.date or 'unknown'})",
+             f"  tags: {', '.join(st.tags)}"]
+    f = st.facts
+    if f.unknown:
+        lines.append(f"  JAX commits between the tags and XLA pins: unknown ({f.unknown})")
+    else:
+        lines.append(f"  {f.commits} JAX commits between the tags; XLA pinned {f.xla_before or 'unknown'} → "
+                     f"{f.xla_after or 'unknown'}")
+    for cmd in st.commands:
+        who = ("containers (nightly images)" if cmd.startswith("hourly nightly") else
+               "JAX only (the same jaxlib on both sides)" if cmd.startswith("hourly bisect --only jax")
+               else "sources (two repositories)")
+        lines.append(f"  next, {who}:")
+        lines.append(f"    {cmd}")
+    return lines
+
+
+def print_report(console, report: ReleaseReport) -> None:
+    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    console.print(table(report))
+    console.print(f"{status_counts(report.points, 'release')};"
+                  f" {report.measured} measured now, the rest from {report.settings.workdir}"
+                  + (f"; installer: {report.installer}" if report.installer and report.measured else ""), **kw)
+    for p in report.points:
+        if p.status is not Status.OK and p.detail:
+            console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
+    n = len(report.steps)
+    console.print(found(n, "step"), **kw)
+    for st in report.steps:
+        for line in describe_step(st):
+            console.print(f"  {line}", **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# markdown (for `hourly report`)
+
+def command_line(s: ReleaseSettings) -> str:
+    """The `hourly releases` command that reproduces the stored results."""
+    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd,
+            "--repeats", str(s.repeats)]
+    if s.bench_cwd:
+        argv += ["--bench-cwd", s.bench_cwd]
+    if s.metric_regex != DEFAULT_METRIC_REGEX:
+        argv += ["--metric-regex", s.metric_regex]
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    for flag, value in (("--extra", s.extra), ("--index-url", s.index_url), ("--find-links", s.find_links),
+                        ("--python", s.python), ("--jax-repo", s.jax_repo)):
+        if value:
+            argv += [flag, value]
+    for w in s.with_:
+        argv += ["--with", w]
+    if s.deps_as_of_release:
+        argv.append("--deps-as-of-release")
+    for e in s.env:
+        argv += ["--env", e]
+    if s.pre:
+        argv.append("--pre")
+    return shlex.join(argv)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def release_markdown(store: Store) -> list[str]:
+    """The release level's section of the report; [] when the workdir has no release results."""
+    if not store.load_settings(LEVEL):
+        return []
+    report = show(store)
+    s = report.settings
+    md = ["## Release level (`hourly releases`)", "",
+          f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "
+          f"{plural(s.repeats, 'run')} per release, "
+          f"{'higher' if s.higher_is_better else 'lower'} is better.", "",
+          "| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
+    marks = {id(st.after): mark(st) for st in report.steps}
+    for p in report.points:
+        md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | {_md(fmt_value(p))} | "
+                  f"{marks.get(id(p), '')} |")
+    md.append("")
+    failed = [p for p in report.points if p.status is not Status.OK and p.detail]
+    for p in failed:
+        md.append(f"- jax {p.version}: {p.status.value} — {_md(p.detail or '')}")
+    if failed:
+        md.append("")
+    if not report.steps:
+        md.append("No step between releases was detected.")
+        md.append("")
+    for st in report.steps:
+        lines = describe_step(st)
+        md.append(f"### {lines[0]}")
+        md.append("")
+        md.extend(f"- {line.strip()}" for line in lines[1:] if not line.strip().startswith("hourly "))
+        if st.commands:
+            md.append("")
+            md.append("```sh")
+            md.extend(st.commands)
+            md.append("```")
+        md.append("")
+    md += ["Reproduce:", "", "```sh", command_line(s), "```", ""]
+    return md

@@ -1,0 +1,450 @@
+"""``hourly report``: a markdown file (and a PNG plot) ready to paste into a JAX/XLA issue."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from hourly.measure import machine as environment
+from hourly.measure.settings import Settings
+from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
+from hourly.model import REPOS, PointResult, Step
+from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
+from hourly.privacy import redact_assignments
+from hourly.scan.table import show
+from hourly.render.steps import bisect_command
+from hourly.analysis.steps import crash_windows, find_steps, group_points, step_key
+from hourly.adapters.store import Store
+from hourly.plurals import plural
+
+MAX_COMMITS = 50
+
+
+@dataclass
+class ReportFiles:
+    markdown: Path
+    plot: Path | None
+
+
+def link(repo: str, sha: str) -> str:
+    if not all(c in "0123456789abcdef" for c in sha):  # --only jax: the pinned jaxlib, not a commit
+        return f"`{sha}` (pinned)"
+    return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
+
+
+def scan_command(s: Settings) -> str:
+    """The `hourly scan` command line that reproduces the stored measurement."""
+    argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
+            "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
+            "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
+            "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
+    if not s.first_parent:
+        argv.append("--no-first-parent")
+    if s.mode == "exit":
+        argv += ["--mode", "exit"]
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    for name in ("bench_timeout", "build_timeout"):
+        if getattr(s, name) is not None:
+            argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
+    for pick in s.cherry_pick:
+        argv += ["--cherry-pick", pick]
+    if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
+        argv += ["--only", s.only] + (["--jax-ref", s.jax_ref] if s.jax_ref else [])
+        if s.only == "jax":
+            argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
+    if s.bench_cwd:
+        argv += ["--bench-cwd", s.bench_cwd]
+    for e in redact_assignments(s.env):
+        argv += ["--env", e]
+    return shlex.join(argv)
+
+
+def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
+    lines = []
+    for name in REPOS:
+        old, new = getattr(step.before, name), getattr(step.after, name)
+        if old == new:
+            lines.append(f"- **{name}**: unchanged at {link(name, old)}")
+            continue
+        repo = repos.get(name)
+        if repo is None:
+            lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
+            continue
+        commits = repo.log(old, new)
+        lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, "
+                     f"{plural(len(commits), 'first-parent commit')}:")
+        lines.append("")
+        lines.append("  | commit | committed (UTC) | author | subject |")
+        lines.append("  |---|---|---|---|")
+        for c in reversed(commits[:MAX_COMMITS]):
+            when = datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%d %H:%M")
+            subject = c.subject.replace("|", "\\|")
+            lines.append(f"  | {link(name, c.sha)} | {when} | {c.author} | {subject} |")
+        if len(commits) > MAX_COMMITS:
+            lines.append(f"  | … | | | {len(commits) - MAX_COMMITS} more |")
+        lines.append("")
+    return lines
+
+
+def _open_repos(s: Settings) -> dict[str, GitRepo | None]:
+    out: dict[str, GitRepo | None] = {}
+    for name, path in (("xla", s.xla_repo), ("jax", s.jax_repo)):
+        try:
+            out[name] = GitRepo(path, name)
+        except Exception:  # noqa: BLE001 - a report is still useful without the commit lists
+            out[name] = None
+    return out
+
+
+#: How each failed status is drawn in the plot's status strip: (row, marker, colour, words).
+FAILURE_MARKERS = {
+    "build_failed": (0, "x", "tab:gray", "build failed"),
+    "crashed": (1, "v", "tab:red", "crashed"),
+    "timeout": (1, "s", "tab:orange", "timed out"),
+    "no_metric": (1, "o", "tab:purple", "no metric printed"),
+}
+
+
+def _short(text: str, n: int = 48) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def culprit_label(answers: list[dict], before: str, after: str) -> str | None:
+    """``xla 69ce7f18 [XLA:GPU] Change priority fusion…`` for the bisected culprit whose commit
+    landed between ``before`` and ``after`` (UTC labels), or None when none was bisected."""
+    for a in answers:
+        c = a.get("culprit")
+        if c and before < c.get("committer_time", "") <= after:
+            return f"{c['repo']} {c['sha'][:8]} {_short(c['subject'])}"
+    return None
+
+
+def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, bool]]:
+    """(row, text to the right of its time?) per label, so that no two labels overlap: the width
+    of a label is estimated from its length (8-point text on a 10-inch plot)."""
+    t0, t1 = times[0], times[-1]
+    total = (t1 - t0).total_seconds() or 1.0
+    taken: list[list[tuple[float, float]]] = []
+    out = []
+    for t, text, _ in labels:
+        x = (t - t0).total_seconds() / total
+        w = 0.0065 * (len(text) + 2)
+        left = x + w <= 1.02 or x - w < 0
+        span = (x, x + w) if left else (x - w, x)
+        for row, spans in enumerate(taken):
+            if all(span[1] <= a or span[0] >= b for a, b in spans):
+                spans.append(span)
+                break
+        else:
+            row = len(taken)
+            taken.append([span])
+        out.append((row, left))
+    return out
+
+
+def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
+         answers: list[dict] | None = None) -> Path:
+    """The metric over time: the median line (broken at failed points), the repeats as dots, each
+    step as a band labelled with its change and bisected culprit; failed points as distinct markers
+    in a strip of their own under the data, so that they never hide a measurement."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hourly.analysis.steps import crash_windows
+
+    answers = answers or []
+    times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%SZ") for p in points]
+    failed = [(t, p) for t, p in zip(times, points) if p.status in FAILURE_MARKERS]
+    fig, (ax, strip) = plt.subplots(2, 1, sharex=True, figsize=(10, 5.2), dpi=110,
+                                    gridspec_kw={"height_ratios": [6, 1]})
+    ok = [(t, p) for t, p in zip(times, points) if p.status == "ok" and p.value is not None]
+    # the median line, one run of consecutive measured points at a time
+    runs: list[list[tuple]] = [[]]
+    for t, p in zip(times, points):
+        if p.status == "ok" and p.value is not None:
+            runs[-1].append((t, p.value))
+        elif p.status in FAILURE_MARKERS and runs[-1]:
+            runs.append([])
+    for i, run in enumerate(r for r in runs if r):
+        ax.plot([t for t, _ in run], [v for _, v in run], "-", color="tab:blue", lw=1.2,
+                label="median" if i == 0 else None)
+    if ok:
+        xs = [t for t, p in ok for _ in p.samples]
+        ys = [v for _, p in ok for v in p.samples]
+        ax.plot(xs, ys, ".", color="tab:blue", alpha=0.5, ms=4, label="repeats")
+        lo = min(ys + [p.value for _, p in ok])
+        hi = max(ys + [p.value for _, p in ok])
+        span = (hi - lo) or abs(hi) * 0.05 or 1.0
+    else:
+        ax.text(0.5, 0.5, "no successful measurement: every point failed (see the strip below)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=11, color="tab:red")
+        ax.set_yticks([])
+    labels = []  # (time, text, colour): each step's band and each crash window, with its culprit
+    for st in steps:
+        color = "tab:red" if st.kind.value == "regression" else "tab:green"
+        t0, t1 = times[st.before_index], times[st.after_index]
+        for a in (ax, strip):
+            a.axvspan(t0, t1, color=color, alpha=0.2)
+        culprit = culprit_label(answers, st.before.time, st.after.time)
+        labels.append((t1, percent(st.change.relative_change) + (f"  {culprit}" if culprit else ""), color))
+    for w in crash_windows(points):
+        if w.kind != "crash":
+            continue
+        t0, t1 = times[w.before_index], times[w.after_index]
+        for a in (ax, strip):
+            a.axvspan(t0, t1, color="tab:purple", alpha=0.2)
+        culprit = culprit_label(answers, w.before.time, w.after.time)
+        labels.append((t1, "crash" + (f"  {culprit}" if culprit else ""), "tab:purple"))
+    labels.sort(key=lambda x: x[0])
+    rows = _label_rows(labels, times)
+    for (t1, text, color), (row, left) in zip(labels, rows):
+        ax.text(t1, 0.97 - 0.085 * row, f" {text} ", transform=ax.get_xaxis_transform(), fontsize=8,
+                color=color, va="top", ha="left" if left else "right",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
+    if ok:  # headroom above the points for the rows of labels
+        n_rows = 1 + max((r for r, _ in rows), default=-1) + 1
+        ax.set_ylim(lo - 0.08 * span, hi + span * (0.1 + 0.15 * n_rows))
+    _status_strip(strip, failed)
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    strip.grid(alpha=0.3, axis="x")
+    if ok:
+        ax.legend(loc="lower left", fontsize=8)
+    fig.autofmt_xdate()
+    fig.subplots_adjust(left=0.08, right=0.85, top=0.97, bottom=0.17, hspace=0.06)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _status_strip(strip, failed: list[tuple]) -> None:
+    """The plot's status strip: one row for build failures, one for runs that failed."""
+    shown = set()
+    for t, p in failed:
+        row, marker, color, words = FAILURE_MARKERS[p.status]
+        strip.plot([t], [row], marker, color=color, ms=6, mfc="none" if marker == "o" else color,
+                   label=None if words in shown else words)
+        shown.add(words)
+    strip.set_ylim(-0.7, 1.7)
+    strip.set_yticks([0, 1], ["build", "run"], fontsize=8)
+    if shown:
+        strip.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    else:
+        strip.text(0.5, 0.5, "every point measured", transform=strip.transAxes, ha="center", va="center",
+                   fontsize=8, color="tab:gray")
+    strip.set_xlabel("time (UTC)")
+
+
+def bisect_sections(store: Store) -> list[str]:
+    """The culprit of every finished bisection, with its window and ends."""
+    answers = store.bisection_results()
+    if not answers:
+        return []
+    md = ["## Bisected culprits", ""]
+    for a in answers:
+        w = a.get("window", {})
+        md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {w['note']}" if w.get("note") else ""))
+        md.append("")
+        c = a.get("culprit")
+        if c:
+            label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+            md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
+                      f"(by {c.get('author')}, committed {c.get('committer_time')})")
+        else:
+            shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
+            md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
+        if a.get("blame"):
+            from hourly.render.bisect import BLAME_WORDS
+            md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
+        for side in ("last_good", "first_bad"):
+            pair = a.get(side)
+            if pair:
+                md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
+        md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
+                  + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
+        md.append("")
+    return md
+
+
+def write_report(store: Store, s: Settings, out_dir: Path | None = None,
+                 min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
+    """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
+    the host name."""
+    from hourly.render.releases import release_markdown
+    out_dir = Path(out_dir) if out_dir else store.workdir / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    releases_md = release_markdown(store)
+    if releases_md and not store.points("hourly"):  # the release level alone
+        path = out_dir / "report.md"
+        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
+                                   *releases_md]))
+        return ReportFiles(path, None)
+    table = show(store, s)
+    points = table.points
+    ok = [p for p in points if p.status == "ok"]
+    steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
+    metric = "metric"
+    if "MLUPS" in s.metric_regex:
+        metric = "MLUPS"
+    plot_path = plot(points, steps, out_dir / "plot.png", metric, store.bisection_results()) if points else None
+    repos = _open_repos(s)
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+
+    md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {})
+    md += _crash_section(points, s)
+    md += _failed_section(points)
+    md.extend(bisect_sections(store))
+    md.extend(releases_md)
+    md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plot_path)
+
+
+def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
+                    checks: dict | None = None) -> list[str]:
+    """The scanned window, the table of steps, and one section per step with its commits (an edge
+    step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks)."""
+    checks = checks or {}
+    md = []
+    if points:
+        md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
+                  f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
+                  f"({'higher' if s.higher_is_better else 'lower'} is better).")
+    md.append("")
+    if not steps:
+        md.append("No step change was detected in the scanned window.")
+    md.append("")
+    md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change | points each side |")
+    md.append("|---|---|---|---|---|---|---|")
+    for i, st in enumerate(steps, 1):
+        c, n = st.change, st.numbers()
+        md.append(f"| {i} | {c.kind.value} | {st.before.time} | {st.after.time} | "
+                  f"{n.levels()} | {percent(n.relative_change)}"
+                  + (_edge_tag(checks.get(step_key(st))) if c.edge else "") + f" | {n.counts()} |")
+    md.append("")
+    for i, st in enumerate(steps, 1):
+        c = st.change
+        md.append(f"## {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
+                  f"between {st.before.time} and {st.after.time}")
+        md.append("")
+        if c.edge:
+            md.append(_edge_sentence(checks.get(step_key(st))))
+            md.append("")
+        n = st.numbers()
+        md.append(f"- level {n.levels()}: medians of the scan's points on each side ({n.counts()})")
+        md.append(f"- last point before: {st.before.time}, xla {link('xla', st.before.xla)}, "
+                  f"jax {link('jax', st.before.jax)}, {_value(st.before)}")
+        md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
+                  f"jax {link('jax', st.after.jax)}, {_value(st.after)}")
+        md.append("")
+        md.append("Commits in the window (first-parent, oldest first):")
+        md.append("")
+        md.extend(_commits_section(repos, st))
+        md.append("")
+    return md
+
+
+def _edge_tag(check: EdgeCheck | None) -> str:
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        return " (edge)"
+    return f" (edge, {check.verdict.value})"
+
+
+def _edge_sentence(check: EdgeCheck | None) -> str:
+    """What an edge step is, and what measuring its pair and the neighbour again said."""
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        failed = " Measuring it again failed." if check is not None else ""
+        return f"Edge step: one pair on its side.{failed} Measure that pair again to confirm before bisecting."
+    again = (f"that pair and its neighbour measured again read {check.level_before:.4g} → {check.level_after:.4g}"
+             f" ({percent(check.relative_change)}; {check.samples_before} / {check.samples_after} samples)")
+    if check.verdict is EdgeVerdict.CONFIRMED:
+        return f"Edge step (one pair on its side), **confirmed**: {again}."
+    return (f"Edge step (one pair on its side), **not confirmed**: {again}. The scan's value was an outlier;"
+            " there is nothing to bisect.")
+
+
+def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
+    """Every window where the benchmark goes from running to crashing (or back), with the
+    command that bisects a crash."""
+    windows = crash_windows(points)
+    if not windows:
+        return []
+    md = ["## Crash windows", ""]
+    for w in windows:
+        moved = ", ".join(f"{name} {link(name, getattr(w.before, name))} → {link(name, getattr(w.after, name))}"
+                          for name in REPOS if getattr(w.before, name) != getattr(w.after, name))
+        if w.kind == "crash":
+            md.append(f"- **crash** between {w.before.time} (runs) and {w.after.time} ({w.after.status}); "
+                      f"moved: {moved or 'nothing'}. Bisect it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+        else:
+            md.append(f"- **fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again); "
+                      f"moved: {moved or 'nothing'}. Find the commit that fixed it:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+    md.append("")
+    return md
+
+
+def _value(p: PointResult) -> str:
+    """A point's own value as the scan measured it, with its sample count."""
+    if p.value is None:
+        return p.status
+    return f"{p.value:.4g}" + (f" (median of {len(p.samples)} samples)" if len(p.samples) > 1 else "")
+
+
+def _failed_section(points: list[PointResult]) -> list[str]:
+    """The points that did not measure, consecutive instants of one pair together."""
+    md = []
+    failed = [p for p in points if p.status != "ok"]
+    if failed:
+        md.append("## Points that did not measure")
+        md.append("")
+        for g in group_points(points):
+            p = g.point
+            if p.status == "ok":
+                continue
+            when = p.time if g.first == g.last else f"{p.time} … {points[g.last].time}"
+            md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
+                      + (f" — {p.detail}" if p.detail else ""))
+        md.append("")
+    return md
+
+
+def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
+                       anonymous: bool = False) -> list[str]:
+    """How to reproduce the measurement, the environment, the plot and any profiles."""
+    md = ["## Reproduce"]
+    md.append("")
+    md.append("The measurement (inside the nightly container, per pair):")
+    md.append("")
+    md.append("```sh")
+    md.append(scan_command(s))
+    md.append("```")
+    md.append("")
+    md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
+              + f", {plural(s.repeats, 'run')} per pair.")
+    md.append("")
+    md.append("## Environment")
+    md.append("")
+    md.extend(environment.render_markdown(env, anonymous))
+    md.append("")
+    if plot_path:
+        md.append("## Plot")
+        md.append("")
+        md.append(f"![metric over time]({plot_path.name})")
+        md.append("")
+    profiles = sorted((workdir / "profiles").glob("*/comparison.txt")) \
+        if (workdir / "profiles").is_dir() else []
+    if profiles:
+        md.append("## Traces and memory profiles")
+        md.append("")
+        for comp in profiles:
+            md.append(f"- {comp.parent.name}: `{comp.parent}` (comparison: `{comp}`)")
+        md.append("")
+    return md

@@ -1,0 +1,94 @@
+"""Steps and crash windows as text: the step lines, the edge marks, the crash window's line and
+the command that bisects it, the marks of the scan table."""
+
+from __future__ import annotations
+
+import shlex
+from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
+from hourly.model import Step
+from hourly.render.scan import arrow, step_marks
+from hourly.plurals import found, plural
+from hourly.analysis.steps import CrashWindow, crash_windows, find_steps, step_key
+
+
+def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
+    """What an edge step means, and what measuring it again said, for a line that describes it
+    ("" for any other step)."""
+    if not change.edge:
+        return ""
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        why = "; measuring it again failed" if check is not None else ""
+        return f"; edge step: one pair on its side{why}, measure it again to confirm"
+    again = (f"measured again ({check.samples_before} / {check.samples_after} samples):"
+             f" {check.level_before:.4g} → {check.level_after:.4g} ({percent(check.relative_change)})")
+    if check.verdict is EdgeVerdict.CONFIRMED:
+        return f"; edge step confirmed, {again}"
+    return f"; edge step NOT confirmed, {again}: the scan's value was an outlier, nothing to bisect"
+
+
+
+def edge_verdict_mark(check: EdgeCheck | None) -> str:
+    """What follows "edge" in an edge step's table mark: its verdict once measured again."""
+    if check is None or check.verdict is EdgeVerdict.UNMEASURED:
+        return ""
+    return " ✔" if check.verdict is EdgeVerdict.CONFIRMED else " ✖ outlier"
+
+
+
+def describe(step: Step, check: EdgeCheck | None = None) -> str:
+    c = step.change
+    n = step.numbers()
+    sign = arrow(c.kind)
+    moved = [f"{name} {getattr(step.before, name)[:10]}→{getattr(step.after, name)[:10]}"
+             for name in ("xla", "jax") if getattr(step.before, name) != getattr(step.after, name)]
+    return (f"{sign} {c.kind.value} {percent(n.relative_change)} ({n.levels()}, {n.counts()};"
+            f" {c.strength:.0f}× its standard error) between {step.before.time} and {step.after.time}; "
+            f"moved: {', '.join(moved) or 'nothing'}"
+            + edge_note(c, check))
+
+
+
+def bisect_command(w: CrashWindow, workdir: str) -> str:
+    """The command that bisects a crash window to its commit (exit status: 0 good, else bad), or
+    a fix window to the commit that fixed it (``--find-fix``: the good end is the later one)."""
+    if w.kind == "fix":
+        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", "exit", "--bad", w.before.time,
+                           "--good", w.after.time, "--workdir", workdir])
+    return shlex.join(["hourly", "bisect", "--mode", "exit", "--good", w.before.time, "--bad", w.after.time,
+                       "--workdir", workdir])
+
+
+
+def describe_crash(w: CrashWindow, workdir: str) -> str:
+    moved = [f"{name} {getattr(w.before, name)[:10]}→{getattr(w.after, name)[:10]}"
+             for name in ("xla", "jax") if getattr(w.before, name) != getattr(w.after, name)]
+    what = (f"✖ crash: runs at {w.before.time}, {w.after.status} from {w.after.time}" if w.kind == "crash"
+            else f"✔ fix: {w.before.status} at {w.before.time}, runs again from {w.after.time}")
+    line = f"{what}; moved: {', '.join(moved) or 'nothing'}"
+    return line + f"; {'bisect it' if w.kind == 'crash' else 'find the fix'}: {bisect_command(w, workdir)}"
+
+
+
+def crash_marks(windows: list[CrashWindow]) -> dict[int, str]:
+    return {w.after_index: "✖ crash" if w.kind == "crash" else "✔ fix" for w in windows}
+
+
+
+def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
+    """Marks for the scan table (at the first instant after each step or crash window) and one
+    line per step and per crash window (an edge step with what measuring it again said)."""
+    crashes = crash_windows(report.points)
+    marks, lines = crash_marks(crashes), []
+    if any(p.status == "ok" and p.value is not None for p in report.points):
+        steps, _, _ = find_steps(report.points, s.higher_is_better)
+        checks = report.edge_checks or {}
+        marks.update(step_marks(steps))
+        for st in steps:
+            if st.change.edge:
+                marks[st.after_index] += edge_verdict_mark(checks.get(step_key(st)))
+        lines = [found(len(steps), "step")] + [describe(st, checks.get(step_key(st))) for st in steps]
+    if crashes:
+        lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
+        lines += [describe_crash(w, s.workdir) for w in crashes]
+    return marks, lines
+

@@ -1,0 +1,263 @@
+"""The hourly scan: resolve → plan → (build → benchmark → store) per distinct pair."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from hourly.measure import machine as environment
+from hourly.metric import compile_metric_regex
+from hourly.measure.build import Builder, Workspace, require_command
+from hourly.measure.settings import Settings
+from hourly.errors import ProcessError, UserError
+from hourly.execute.executors import LocalExecutor
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.locks import holds_store_lock
+from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from hourly.measure.pinned import JaxlibGate, Pin
+from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
+from hourly.adapters.store import STORE_NAME, Measurement, Store
+from hourly.timeparse import instants, parse_step, window
+from hourly.scan.table import CONFIRM_ORIGIN, LEVEL, SCAN_ORIGIN, confirm_repeats, edge_checks, never_worked, stored_results
+from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
+
+if TYPE_CHECKING:  # detection pulls in numpy
+    pass
+
+
+
+
+
+
+
+def check(s: Settings, benchmark: bool = True) -> None:
+    """Every input error a scan can find before it touches anything (the workdir included);
+    ``benchmark=False`` for a dry run, which needs only the repositories and the window."""
+    _window(s)
+    if not benchmark:
+        return
+    if not s.bench_cmd:
+        raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ...", set bench_cmd in '
+                        "hourly.toml, or add --dry-run to see the plan without one")
+    spec = s.bench_spec()
+    compile_metric_regex(spec.metric_regex)
+    if spec.cwd and not Path(spec.cwd).is_dir():
+        raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    env = {**os.environ, **s.env_dict()}
+    argv = s.build_argv()
+    if argv:  # --only jax with an editable tree builds nothing
+        require_command(argv[0], str(Path(s.python).parent) + os.pathsep + env.get("PATH", ""))
+
+
+def _window(s: Settings):
+    if not s.from_ or not s.to:
+        raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
+    t0, t1 = window(s.from_, s.to, s.tz)
+    return t0, t1, parse_step(s.step)
+
+
+def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
+    t0, t1, step = _window(s)
+    times = instants(t0, t1, step)
+    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent, pin)
+    if not points:
+        raise UserError("no commit of both repositories lies before the window's end",
+                        "move the window later or check --ref")
+    return points
+
+
+
+
+
+
+def sync(repos: list[GitRepo]) -> None:
+    """``git remote update`` each repository; a failure (after retries of transient ones) is one line
+    that names ``--no-sync``, for a user who is offline or whose remote is wrong."""
+    for r in repos:
+        try:
+            r.remote_update()
+        except ProcessError as e:
+            what = "timed out" if e.timed_out else _first_complaint(e.tail)
+            raise UserError(f"`git remote update` failed in {r.name} repository {r.path}: {what}",
+                            "check the network and the remote, or pass --no-sync to scan the history "
+                            "you already have") from e
+
+
+def _first_complaint(output: str) -> str:
+    """The line of git's output that says what went wrong (git adds generic lines after it)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.split(":", 1)[0].lower() in ("fatal", "error", "ssh", "remote"):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+
+
+def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
+    """The plan, without syncing, building or measuring; needs no benchmark command and creates no
+    workdir. Points are "cached" (measured with this benchmark), "built" (wheels cached) or "planned"."""
+    check(s, benchmark=False)
+    xla, jax = open_repos(s)
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
+    pairs = distinct_pairs(points)
+    path = Path(workdir).expanduser().absolute()
+    store = Store(path, create=False) if (path / STORE_NAME).exists() else None
+    key = s.bench_key() if s.bench_cmd else None
+    latest = store.all_latest(key) if store and key else {}
+    measured = {p for p in pairs if (p.xla, p.jax) in latest}
+    builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
+    built = {p for p in pairs if builder.need(p).value == "cached"}
+    todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
+    results = []
+    for p in points:
+        m = latest.get((p.pair.xla, p.pair.jax))
+        status = "cached" if m else "built" if p.pair in built else "planned"
+        results.append(PointResult(p.label, p.pair.xla, p.pair.jax, status, m.value if m else None,
+                                   m.samples if m else [], m.detail if m else None))
+    return ScanReport(results, len(pairs), 0, pin.as_json() if pin else None,
+                      plan=DryRunPlan(sum(p not in built for p in todo), len(built),
+                                      len(measured) if key else None))
+
+
+
+
+def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
+    """Not measured yet, or (with --retry-failed) its build failed."""
+    return m is None or (retry_failed and m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value))
+
+
+
+
+
+
+def run_scan(s: Settings, store: Store | str | os.PathLike,
+             on_progress: Callable[[int, int, Pair | None], None] | None = None, executor=None) -> ScanReport:
+    """Scan; given a workdir rather than a Store, it is created only once the input is known good.
+    ``executor`` (hourly.execute.executors): where pairs are built and measured [default: here, in turn]."""
+    check(s)
+    xla, jax = open_repos(s)
+    if s.sync:
+        sync(trees(xla, jax))
+    pin = pin_of(s, jax)
+    points = plan(s, xla, jax, pin)
+    if not isinstance(store, Store):
+        store = Store(store)
+    return _measure_points(s, store, xla, jax, points, on_progress, pin, executor)
+
+
+class ScanHost:
+    """What a remote executor measures for when a scan asks (see hourly/execute/executors.py): the scan's
+    settings, store and benchmark key; its rows are of origin "scan". (The local executor's scan
+    is the loop below, unchanged.)"""
+
+    origin = SCAN_ORIGIN
+
+    def __init__(self, s: Settings, store: Store, jax: GitRepo, pin: Pin | None):
+        self.s, self.store, self.key = s, store, s.bench_key()
+        self._gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+        self._split = [0, 0]  # jaxlib builds, jax package builds
+
+
+@holds_store_lock
+def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None,
+                    executor=None) -> ScanReport:
+    pairs = distinct_pairs(points)
+    key = s.bench_key()
+    store.save_settings("scan", s.as_dict())
+    store.save_settings("pinned", pin.as_json() if pin else {})
+    store.save_settings("environment", environment.capture(s.python, s.env_dict()))
+    store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
+    todo = pairs if s.rerun else [p for p in pairs if _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
+    done = len(pairs) - len(todo)
+    if on_progress:
+        on_progress(done, len(pairs), None)
+    builds = jaxlib_builds = jax_builds = 0
+    stopped = None
+    # fail fast: the first pair that gets measured decides whether the benchmark works at all
+    # (unless an earlier run of this scan already measured one)
+    checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
+    if todo and executor is not None and not isinstance(executor, LocalExecutor):
+        host = ScanHost(s, store, jax, pin)
+        results = executor.stream(host, [(p, s.repeats) for p in todo])
+        for got, b, _ in results:  # W pairs at once; recorded in the scan's order as they come in
+            builds += b
+            done += 1
+            if on_progress:
+                on_progress(done, len(pairs), None)
+            checked, stopped = _fail_fast(got, s, checked)
+            if stopped:
+                results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
+                break
+        jaxlib_builds, jax_builds = host._split
+    elif todo:
+        with Workspace(trees(xla, jax), force=s.force) as ws:
+            m = Measurer(s, store, xla, jax, ws, pin)
+            for pair in todo:
+                if on_progress:
+                    on_progress(done, len(pairs), pair)
+                got = m.measure(pair)
+                done += 1
+                if on_progress:
+                    on_progress(done, len(pairs), None)
+                checked, stopped = _fail_fast(got, s, checked)
+                if stopped:
+                    break
+            builds = m.builder.builds_run
+            jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
+    if stopped is None and s.confirm_edges and s.mode != "exit":
+        more = confirm_edges(s, store, xla, jax, points, pin, on_progress)
+        builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
+    results = stored_results(store, key, points)
+    checks, as_json, _ = edge_checks(store, key, results, s)
+    return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
+                      jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json)
+
+
+def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                  pin: Pin | None, on_progress: Callable[[int, int, Pair | None], None] | None = None
+                  ) -> tuple[int, int, int]:
+    """Measure every unconfirmed edge step's two pairs again, back to back, with
+    :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
+    Returns the builds it ran (total, jaxlib, jax package): none unless a build left the cache."""
+    key = s.bench_key()
+    _, _, again = edge_checks(store, key, stored_results(store, key, points), s)
+    if not again:
+        return 0, 0, 0
+    with Workspace(trees(xla, jax), force=s.force) as ws:
+        m = Measurer(s, store, xla, jax, ws, pin)
+        for i, pair in enumerate(again):
+            if on_progress:
+                on_progress(i, len(again), pair)
+            m.measure(pair, confirm_repeats(s), origin=CONFIRM_ORIGIN)
+        if on_progress:
+            on_progress(len(again), len(again), None)
+        return m.builder.builds_run, m.builder.jaxlib_builds, m.builder.jax_builds
+
+
+
+
+
+
+
+
+def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:
+    """The first pair that gets measured (not a build failure) decides whether the benchmark works at
+    all: (checked now, the error that stops the scan when it never worked)."""
+    if checked or got.status == Status.BUILD_FAILED.value:
+        return checked, None
+    return True, never_worked(got, s, first=True) if got.status != Status.OK.value else None
+
+
+
+
+
+
+
+
+
+

@@ -1,0 +1,82 @@
+"""A workdir's results store as a labelled series, for ``hourly detect WORKDIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.errors import UserError
+
+
+from hourly.measure.settings import effective, stored_scan_settings
+from hourly.scan.table import show
+from hourly.analysis.series import Series
+from hourly.analysis.steps import series_from_points
+from hourly.adapters.store import Store
+from hourly.analysis.series import parse_csv_text, parse_grep_lines
+
+
+def stored_direction(path: str | Path) -> bool | None:
+    """The scan's ``higher_is_better`` as stored in a workdir (None: no stored scan)."""
+    store = Store(path, create=False)
+    try:
+        saved = store.load_settings("scan")
+        return None if not saved or "higher_is_better" not in saved else bool(saved["higher_is_better"])
+    finally:
+        store.close()
+
+
+def load_store_series(path: str | Path) -> Series:
+    store = Store(path, create=False)
+    try:
+        s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+        return series_from_points(show(store, s).points, str(store.path))
+    finally:
+        store.close()
+
+
+def _read(path: str | Path) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{p}: no such file", "give the path of a grep output, a CSV or a workdir")
+    if p.is_dir():
+        raise UserError(f"{p} is a directory", "give a file, or a workdir holding a results store")
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror})", "check the path and its permissions") from e
+
+
+def load_grep_text(path: str | Path, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
+    return parse_grep_lines(_read(path).splitlines(), metric_regex, source=str(path))
+
+
+def load_csv(path: str | Path) -> Series:
+    return parse_csv_text(_read(path), source=str(path))
+
+
+DEFAULT_SOURCE = "./hourly-work"
+
+
+def stored_direction_of(source: str | None) -> bool:
+    """The direction stored with a workdir's scan; higher is better for files and old stores."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if not path.is_dir():
+        return True
+    found = stored_direction(path)
+    return True if found is None else found
+
+
+def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
+    """The series behind ``hourly detect``'s SOURCE: a workdir's store, a CSV or grep output."""
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir():
+        return load_store_series(path)
+    if not path.exists():
+        if source is None:
+            raise UserError(f"no results store at {DEFAULT_SOURCE}",
+                            "run `hourly scan` first, or pass a file: `hourly detect runs.txt`")
+        raise UserError(f"{path}: no such file or directory",
+                        "give a workdir, a CSV with label,value columns, or `grep METRIC OUT*` output")
+    if path.suffix.lower() == ".csv":
+        return load_csv(path)
+    return load_grep_text(path, metric_regex)

@@ -1,0 +1,184 @@
+"""The stored scan's table: the scan's own rows (origin ``scan``) per planned instant, the edge
+steps' confirmations, and the messages of a benchmark that never worked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+from hourly.measure.settings import Settings
+from hourly.errors import UserError
+from hourly.model import Pair, PointResult, ScanReport, Status
+from hourly.measure.resolve import PlannedPoint
+from hourly.adapters.store import Measurement, Store
+if TYPE_CHECKING:  # detection pulls in numpy
+    from hourly.analysis.detect import EdgeCheck
+
+
+LEVEL = "hourly"
+
+
+
+#: The origin of the scan's own measurements; bisect, confirmation and profile add rows of their
+#: own origin and never change what the scan's table shows.
+SCAN_ORIGIN = "scan"
+
+
+
+#: Lines of a failing run's log shown when the scan stops.
+LOG_TAIL_LINES = 8
+
+
+
+#: The origin of an edge step's measurements again (confirm_edges): rows of their own, never the table's.
+CONFIRM_ORIGIN = "confirm"
+
+
+
+#: Runs of each pair when an edge step is measured again: this many, or twice --repeats if more.
+CONFIRM_REPEATS = 5
+
+
+
+def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[PointResult]:
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
+    out = []
+    for p in points:
+        m = latest.get((p.pair.xla, p.pair.jax))
+        if m:
+            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, m.status, m.value, m.samples, m.detail))
+        else:
+            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, "planned"))
+    return out
+
+
+
+def confirm_repeats(s: Settings) -> int:
+    return max(CONFIRM_REPEATS, 2 * s.repeats)
+
+
+
+def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
+                ) -> tuple[dict[tuple[str, str], EdgeCheck], list[dict], list[Pair]]:
+    """The edge steps of the scan's table and what measuring them again said: {step key: check},
+    the same for --json, and the pairs still to measure again (no ``confirm`` row newer than
+    their latest ``scan`` row: a rerun of the scan asks for a new confirmation)."""
+    from hourly.analysis.detect import check_edge
+    from hourly.analysis.steps import edge_check_json, edge_pairs, find_steps, step_key
+    if not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return {}, [], []
+    steps, _, groups = find_steps(points, s.higher_is_better)
+    checks: dict[tuple[str, str], EdgeCheck] = {}
+    out: list[dict] = []
+    todo: list[Pair] = []
+    for st in steps:
+        pairs = edge_pairs(st.change, groups)
+        if pairs is None:
+            continue
+        rows = [_confirm_rows(store, key, g.point.xla, g.point.jax) for g in pairs[:2]]
+        missing = [Pair(g.point.xla, g.point.jax) for g, r in zip(pairs[:2], rows) if not r]
+        if missing:
+            todo += [p for p in missing if p not in todo]
+            continue
+        samples = [[x for m in r if m.status == Status.OK.value for x in m.samples] for r in rows]
+        check = check_edge(st.change, samples[0], samples[1])
+        checks[step_key(st)] = check
+        out.append(edge_check_json(st, check, pairs))
+    return checks, out, todo
+
+
+
+def _confirm_rows(store: Store, key: str, xla: str, jax: str) -> list[Measurement]:
+    """A pair's ``confirm`` rows newer than its latest ``scan`` row."""
+    rows = store.measurements(key, xla, jax)
+    since = max((m.id or 0 for m in rows if m.origin == SCAN_ORIGIN), default=0)
+    return [m for m in rows if m.origin == CONFIRM_ORIGIN and (m.id or 0) > since]
+
+
+
+def log_tail(path: str | None, n: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``n`` non-empty lines of a run's log (printed verbatim)."""
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines() if path else []
+    except OSError:
+        return []
+    return [ln for ln in lines if ln.strip()][-n:]
+
+
+
+def likely_fix(status: str, tail: list[str], s: Settings) -> str:
+    """The likeliest fix for a benchmark that never worked, from how its run failed."""
+    text = "\n".join(tail)
+    if status == Status.TIMEOUT.value:
+        return f"raise --bench-timeout (now {s.bench_timeout} s) or check why the benchmark hangs"
+    if status == Status.NO_METRIC.value:
+        return (f"check --metric-regex ({s.metric_regex}) against the benchmark's output above, or pass "
+                "--mode exit to judge runs by their exit code alone")
+    if "ModuleNotFoundError" in text or "ImportError" in text:
+        return (f"a missing import: install what the benchmark needs into --python ({s.python}), "
+                "or pass the --python that has it")
+    if any(w in text for w in ("No such file or directory", "can't open file", "not found")):
+        where = s.bench_cwd or os.getcwd()
+        return (f"a path that does not exist from --bench-cwd ({where}): pass the --bench-cwd the "
+                "command expects, or absolute paths in --bench-cmd")
+    where = f" in {s.bench_cwd}" if s.bench_cwd else ""
+    return f"run the benchmark command by hand{where} with --python's environment to see why it fails"
+
+
+
+def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
+    """The error of a scan whose benchmark never worked (``first``: it stopped at the first pair)."""
+    run = next((r for r in m.runs if r.get("status") != Status.OK.value), m.runs[0] if m.runs else {})
+    tail = log_tail(run.get("log"))
+    where = f"the first measured pair {m.xla[:8]}/{m.jax[:8]}" if first else "every measured pair"
+    if s.mode == "exit":
+        what = f"exit code {run.get('returncode')}" if run.get("status") == Status.CRASHED.value else m.status
+        return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
+                         "start the window earlier with --from, or fix the command"
+                         + ("; --keep-going scans on anyway" if first else ""), tail)
+    what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
+            Status.TIMEOUT.value: "timed out",
+            Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
+    stop = "; the scan stopped before building the next pair" if first else ""
+    return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
+                     likely_fix(m.status, tail, s)
+                     + ("; then run the scan again with --rerun (that pair is stored as failed), or"
+                        " --keep-going to scan on anyway" if first else ""), tail)
+
+
+
+def show(store: Store, s: Settings) -> ScanReport:
+    """The stored scan's table: the scan's own measurements only (never a later command's)."""
+    rows = store.points(LEVEL)
+    key = s.bench_key()
+    latest = store.all_latest(key, origin=SCAN_ORIGIN)
+    out = []
+    for t, x, j in rows:
+        m = latest.get((x, j))
+        out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
+                   else PointResult(t, x, j, "planned"))
+    checks, as_json, _ = edge_checks(store, key, out, s)
+    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None,
+                      edge_checks=checks, edge_json=as_json)
+
+
+
+def require_measured(report: ScanReport, s: Settings) -> None:
+    """A scan that stopped early, or ended with nothing measured, is a user error (exit 1) that
+    says why and what to fix."""
+    if report.stopped is not None:
+        raise report.stopped
+    pts = [p for p in report.points if p.status != "planned"]
+    if not pts or any(p.status == Status.OK.value for p in pts):
+        return
+    if all(p.status == Status.BUILD_FAILED.value for p in pts):
+        raise UserError(f"nothing was measured: every build failed ({pts[0].detail})",
+                        "check --build-cmd in that log, or move the window")
+    p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
+    store = Store(s.workdir, create=False)
+    try:
+        m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
+    finally:
+        store.close()
+    raise never_worked(m, s, first=False)
+
