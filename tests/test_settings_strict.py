@@ -1,0 +1,102 @@
+"""Settings and inputs are checked strictly (issue #22, item 9): a wrong type or name in hourly.toml,
+a metric regex whose number is a guess, and grep output without file names are each one line that
+says what to write instead, not a run on a misread value.
+
+Every test runs hourly as a user does, ``python -m hourly ...`` in its own process, on real files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def hourly(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hourly", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def one_line_error(r: subprocess.CompletedProcess) -> str:
+    """The one line hourly's top-level handler prints for a UserError (exit 1, nothing on stdout)."""
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hourly: error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+# -- hourly.toml: types ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, key, expected, fix", [
+    ('higher_is_better = "false"\n', "higher_is_better", "a boolean", "write higher_is_better = false, without quotes"),
+    ('[scan]\nhigher_is_better = "no"\n', "[scan] higher_is_better", "a boolean", "higher_is_better = true or"),
+    ('[scan]\nfirst-parent = "true"\n', "[scan] first-parent", "a boolean", "write first-parent = true"),
+    ('repeats = "3"\n', "repeats", "an integer", "write repeats = 3, without quotes"),
+    ("repeats = 2.5\n", "repeats", "an integer", "a whole number"),
+    ('bench_timeout = "60"\n', "bench_timeout", "a number", "write bench_timeout = 60, without quotes"),
+    ('bench_cmd = ["python3", "b.py"]\n', "bench_cmd", "a string", "one string in quotes"),
+    ("from = 2023-08-24\n", "from", "a string", 'from = "2023-08-24"'),
+    ('env = ["A=1", 2]\n', "env", "an array of strings", 'env = ["..."]'),
+    ('[env]\nA = "1"\n', "env", "an array of strings", 'env = ["..."]'),
+])
+def test_a_value_of_the_wrong_type_is_one_line_naming_file_key_and_type(tmp_path, text, key, expected, fix):
+    (tmp_path / "hourly.toml").write_text(text)
+    line = one_line_error(hourly("config", cwd=tmp_path))
+    assert f"hourly.toml: {key} is " in line
+    assert f"expected {expected}" in line and fix in line
+
+
+def test_a_quoted_false_is_never_read_as_true_by_the_command_that_uses_it(tmp_path):
+    """The bug: ``higher_is_better = "false"`` is a non-empty string, so a scan took it for true."""
+    (tmp_path / "hourly.toml").write_text('higher_is_better = "false"\n')
+    line = one_line_error(hourly("scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 14:00",
+                                 "--bench-cmd", "python3 bench.py", "--workdir", "w", cwd=tmp_path))
+    assert "higher_is_better" in line and "without quotes" in line
+    assert not (tmp_path / "w").exists()  # refused before the workdir was made
+
+
+def test_valid_values_of_every_kind_still_load(tmp_path):
+    (tmp_path / "hourly.toml").write_text(
+        'repeats = 2\nbench_timeout = 90\nbuild_timeout = 1.5\ncache_size = 0\nenv = "A=1"\n'
+        '[scan]\nhigher_is_better = false\nfirst-parent = false\nfrom = "Aug 24 2023"\n'
+        'cherry_pick = ["jax@abc"]\nbench-cmd = "python3 b.py"\n')
+    r = hourly("config", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = {k: v["value"] for k, v in json.loads(r.stdout).items() if v["from"] == "hourly.toml"}
+    assert got == {"repeats": 2, "bench_timeout": 90, "build_timeout": 1.5, "cache_size": 0, "env": ["A=1"],
+                   "higher_is_better": False, "first_parent": False, "from_": "Aug 24 2023",
+                   "cherry_pick": ["jax@abc"], "bench_cmd": "python3 b.py"}
+
+
+# -- hourly.toml: names --------------------------------------------------------------------------
+
+def test_an_unknown_section_is_an_error_naming_the_nearest_one(tmp_path):
+    (tmp_path / "hourly.toml").write_text('[scann]\nrepeats = 3\n')
+    line = one_line_error(hourly("config", cwd=tmp_path))
+    assert "hourly.toml: unknown section [scann]" in line and "did you mean [scan]?" in line
+    (tmp_path / "hourly.toml").write_text('[bench]\nrepeats = 3\n')
+    line = one_line_error(hourly("config", cwd=tmp_path))
+    assert "unknown section [bench]" in line and "at top level or under [scan]" in line
+
+
+@pytest.mark.parametrize("text, where, near", [
+    ('bench_cmnd = "python3 b.py"\n', "unknown setting 'bench_cmnd'", "did you mean bench_cmd?"),
+    ('[scan]\nrepeat = 3\n', "[scan] unknown setting 'repeat'", "did you mean repeats?"),
+    ('[scan]\nhigher-is-beter = false\n', "[scan] unknown setting 'higher-is-beter'", "did you mean higher_is_better?"),
+])
+def test_an_unknown_setting_is_an_error_naming_the_nearest_one(tmp_path, text, where, near):
+    (tmp_path / "hourly.toml").write_text(text)
+    line = one_line_error(hourly("config", cwd=tmp_path))
+    assert f"hourly.toml: {where}" in line and near in line
+
+
+def test_the_file_named_by_config_is_the_one_named_in_the_error(tmp_path):
+    other = tmp_path / "conf" / "mine.toml"
+    other.parent.mkdir()
+    other.write_text('[scan]\nconfirm_edges = "off"\n')
+    line = one_line_error(hourly("config", "--config", str(other), cwd=tmp_path))
+    assert f"{other}: [scan] confirm_edges is a string \"off\", expected a boolean" in line
