@@ -100,3 +100,46 @@ def test_the_file_named_by_config_is_the_one_named_in_the_error(tmp_path):
     other.write_text('[scan]\nconfirm_edges = "off"\n')
     line = one_line_error(hourly("config", "--config", str(other), cwd=tmp_path))
     assert f"{other}: [scan] confirm_edges is a string \"off\", expected a boolean" in line
+
+
+# -- --metric-regex -----------------------------------------------------------------------------
+
+HASHED = "".join(f"OUT-{i}:commit 1234567 MLUPS: {v}\n" for i, v in enumerate([577.1, 577.3, 576.9, 577.0,
+                                                                                 520.2, 520.0, 520.4, 520.1]))
+
+
+def test_a_regex_with_several_unnamed_groups_is_refused_not_read_as_its_first_number(tmp_path):
+    """The bug: ``([0-9a-f]{7}) MLUPS: ([0-9.]+)`` read each line as 1234567, the commit hash."""
+    (tmp_path / "runs.txt").write_text(HASHED)
+    line = one_line_error(hourly("detect", "runs.txt", "--json", "--metric-regex",
+                                 r"commit ([0-9a-f]{7}) MLUPS: ([0-9.]+)", cwd=tmp_path))
+    assert "has 2 groups and none is named value" in line and "(?P<value>...)" in line
+    r = hourly("detect", "runs.txt", "--json", "--metric-regex",
+               r"commit (?:[0-9a-f]{7}) MLUPS: ([0-9.]+)", cwd=tmp_path)  # the fix it names: one group
+    assert r.returncode == 0, r.stderr
+    assert [p["value"] for p in json.loads(r.stdout)["points"]][:2] == [577.1, 577.3]
+    r = hourly("detect", "runs.txt", "--json", "--metric-regex",
+               r"commit ([0-9a-f]{7}) MLUPS: (?P<value>[0-9.]+)", cwd=tmp_path)  # or: name it
+    assert r.returncode == 0, r.stderr
+    assert [c["kind"] for c in json.loads(r.stdout)["changes"]] == ["regression"]
+
+
+def test_detect_refuses_such_a_regex_even_for_a_source_it_does_not_read_with_it(tmp_path):
+    (tmp_path / "runs.csv").write_text("label,value\na,1\nb,2\n")
+    line = one_line_error(hourly("detect", "runs.csv", "--metric-regex", r"(\w+): (\d+)", cwd=tmp_path))
+    assert "--metric-regex" in line and "none is named value" in line
+
+
+def test_a_scan_refuses_such_a_regex_before_it_builds_anything(scan_args, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--metric-regex", r"(MLUPS): ([0-9.]+)")
+    line = one_line_error(hourly(*args, cwd=tmp_path))
+    assert "has 2 groups" in line
+    assert not (tmp_path / "work").exists() and not (tmp_path / "cache").exists()
+
+
+def test_regexes_that_say_which_group_is_the_number_still_work():
+    from hourly.bench import compile_metric_regex, parse_metric
+    assert parse_metric("at 1234567 MLUPS: 5.5", r"(\d+) MLUPS: (?P<value>[0-9.]+)") == 5.5
+    assert parse_metric("MLUPS: 5.5", r"MLUPS: ([0-9.]+)") == 5.5
+    assert parse_metric("run 3 MLUPS: 5.5", r"run (?:\d+) MLUPS: ([0-9.]+)") == 5.5
+    assert compile_metric_regex(r"(?P<n>\d+)").groups == 1  # one group, whatever its name

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from ..bench import DEFAULT_METRIC_REGEX
+from ..bench import DEFAULT_METRIC_REGEX, compile_metric_regex
 from ..errors import UsageError
 from ..words import plural
 from .common import Direction
@@ -35,6 +35,7 @@ def detect(
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
+    compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from ..detect import detect as detect_steps
     from ..render import detection_json, detection_table, format_change, noise_words
     from ..series import load_series
