@@ -143,3 +143,47 @@ def test_regexes_that_say_which_group_is_the_number_still_work():
     assert parse_metric("MLUPS: 5.5", r"MLUPS: ([0-9.]+)") == 5.5
     assert parse_metric("run 3 MLUPS: 5.5", r"run (?:\d+) MLUPS: ([0-9.]+)") == 5.5
     assert compile_metric_regex(r"(?P<n>\d+)").groups == 1  # one group, whatever its name
+
+
+# -- grep output without file names --------------------------------------------------------------
+
+def outputs(tmp_path: Path) -> Path:
+    """Benchmark logs OUT-0..OUT-7 as a nightly loop leaves them, with a step after OUT-3."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i, v in enumerate([577.1, 577.3, 576.9, 577.0, 520.2, 520.0, 520.4, 520.1]):
+        (logs / f"OUT-{i}").write_text(f"step 1\nMLUPS: {v}\ndone\n")
+    return logs
+
+
+def shell(cmd: str, cwd: Path) -> None:
+    subprocess.run(["bash", "-c", cmd], cwd=cwd, check=True)
+
+
+@pytest.mark.parametrize("grep", ["cat OUT-* | grep MLUPS", "grep MLUPS OUT-3"])
+def test_grep_output_without_file_names_is_an_error_that_says_grep_h(tmp_path, grep):
+    """The bug: 'MLUPS: 577.1' became one failed point labelled MLUPS, and "no step found"."""
+    logs = outputs(tmp_path)
+    shell(f"{grep} > ../runs.txt", logs)
+    line = one_line_error(hourly("detect", "runs.txt", cwd=tmp_path))
+    assert "runs.txt: lines like 'MLUPS: 5" in line and "carry no file name" in line
+    assert "grep -H MLUPS OUT* > runs.txt" in line
+
+
+def test_the_same_logs_grepped_with_h_find_the_step(tmp_path):
+    logs = outputs(tmp_path)
+    shell("grep -H MLUPS OUT-* > ../runs.txt", logs)
+    r = hourly("detect", "runs.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [(c["before"], c["after"], c["kind"]) for c in json.loads(r.stdout)["changes"]] == [
+        ("OUT-3", "OUT-4", "regression")]
+
+
+def test_a_crashed_run_among_named_lines_is_still_a_failed_point(tmp_path):
+    logs = outputs(tmp_path)
+    (logs / "OUT-5").write_text('  File "/lbm/MLUPS3d.py", line 212, in <module>\n')
+    shell("grep -H MLUPS OUT-* > ../runs.txt", logs)
+    r = hourly("detect", "runs.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    points = {p["label"]: p["status"] for p in json.loads(r.stdout)["points"]}
+    assert points["OUT-5"] == "failed" and points["OUT-4"] == "ok"
