@@ -187,3 +187,31 @@ def test_a_crashed_run_among_named_lines_is_still_a_failed_point(tmp_path):
     assert r.returncode == 0, r.stderr
     points = {p["label"]: p["status"] for p in json.loads(r.stdout)["points"]}
     assert points["OUT-5"] == "failed" and points["OUT-4"] == "ok"
+
+
+# -- detect reads the direction from hourly.toml --------------------------------------------------
+
+TIMES = "label,value\n" + "".join(f"t{i},{v}\n" for i, v in enumerate([10.0, 10.02, 9.98, 10.01,
+                                                                       12.0, 12.02, 11.98, 12.01]))
+
+
+def kinds(r: subprocess.CompletedProcess) -> list[str]:
+    assert r.returncode == 0, r.stderr
+    return [c["kind"] for c in json.loads(r.stdout)["changes"]]
+
+
+def test_detect_takes_the_direction_from_hourly_toml_and_the_flag_wins(tmp_path):
+    (tmp_path / "times.csv").write_text(TIMES)
+    assert kinds(hourly("detect", "times.csv", "--json", cwd=tmp_path)) == ["improvement"]  # default: higher
+    (tmp_path / "hourly.toml").write_text("[scan]\nhigher_is_better = false\n")
+    assert kinds(hourly("detect", "times.csv", "--json", cwd=tmp_path)) == ["regression"]
+    assert kinds(hourly("detect", "times.csv", "--json", "--higher-is-better", cwd=tmp_path)) == ["improvement"]
+
+
+def test_detect_takes_the_direction_from_the_file_given_with_config(tmp_path):
+    (tmp_path / "times.csv").write_text(TIMES)
+    (tmp_path / "times.toml").write_text("higher_is_better = false\n")
+    assert kinds(hourly("detect", "times.csv", "--json", "--config", "times.toml", cwd=tmp_path)) == ["regression"]
+    (tmp_path / "times.toml").write_text('higher_is_better = "false"\n')
+    line = one_line_error(hourly("detect", "times.csv", "--config", "times.toml", cwd=tmp_path))
+    assert "times.toml: higher_is_better is a string" in line

@@ -15,7 +15,7 @@ import typer
 from ..bench import DEFAULT_METRIC_REGEX, compile_metric_regex
 from ..errors import UsageError
 from ..words import plural
-from .common import Direction
+from .common import ConfigOpt, Direction
 
 
 def detect(
@@ -30,6 +30,7 @@ def detect(
                                                     "e.g. 0.02 for 2%; 0 reports every significant step "
                                                     "[default: 0.01]."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    config: Optional[str] = ConfigOpt,
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
@@ -40,9 +41,12 @@ def detect(
     from ..render import detection_json, detection_table, format_change, noise_words
     from ..series import load_series
     series = load_series(source, metric_regex)
-    if higher_is_better is None:
+    if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from ..series import stored_direction_of
         higher_is_better = stored_direction_of(source)
+    if higher_is_better is None:
+        from ..config import effective
+        higher_is_better = effective({}, config)[0].higher_is_better
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
     if json_out:
