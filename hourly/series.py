@@ -124,8 +124,9 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
     if unnamed is not None and not any(groups.values()):
         # `cat OUT* | grep MLUPS` (or grep over one file) prints 'MLUPS: 577.1': the metric's name
         # would become the one label and every point would be failed
+        metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
         raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
-                        "grep with -H over the output files, e.g. `grep -H MLUPS OUT* > runs.txt`")
+                        f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {Path(source).name}`")
     return _build(groups, source)
 
 
