@@ -23,8 +23,11 @@ def compile_metric_regex(pattern: str) -> re.Pattern:
     if "value" not in rx.groupindex and rx.groups < 1:
         raise UserError(f"--metric-regex {pattern!r} captures nothing",
                         "add a named group (?P<value>...) around the number")
+    if "value" not in rx.groupindex and rx.groups > 1:
+        # which of several groups is the number is a guess (the first may be a commit hash's digits)
+        raise UserError(f"--metric-regex {pattern!r} has {rx.groups} groups and none is named value",
+                        "name the number's group (?P<value>...), or make the others (?:...)")
     return rx
-
 
 
 def parse_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> float | None:

@@ -11,6 +11,7 @@ import csv
 import io
 import math
 import re
+from pathlib import PurePath
 from dataclasses import dataclass
 from statistics import median
 from typing import Iterable
@@ -98,6 +99,7 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
     """
     rx = compile_metric_regex(metric_regex)
     groups: dict[str, list[float]] = {}
+    unnamed = None  # a line whose metric reads only with the text before its ':' (no file name)
     for line in lines:
         line = line.rstrip("\r\n")
         if ":" not in line:
@@ -109,14 +111,22 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
         values = groups.setdefault(label, [])
         m = rx.search(rest)
         if m is None:
+            if unnamed is None and rx.search(line):
+                unnamed = line
             continue
         x = _parse_float(m.group("value") if "value" in rx.groupindex else m.group(1))
         if x is not None:
             values.append(x)
     if not groups:
         raise UserError(f"{source}: no `LABEL:...` lines",
-                        "give the output of `grep METRIC OUT*` over several files, "
-                        "e.g. `grep MLUPS OUT* > runs.txt` (one 'OUT-08-24:MLUPS: 577.1' per line)")
+                        "give the output of `grep -H METRIC OUT*` over several files, "
+                        "e.g. `grep -H MLUPS OUT* > runs.txt` (one 'OUT-08-24:MLUPS: 577.1' per line)")
+    if unnamed is not None and not any(groups.values()):
+        # `cat OUT* | grep MLUPS` (or grep over one file) prints 'MLUPS: 577.1': the metric's name
+        # would become the one label and every point would be failed
+        metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
+        raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
+                        f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {PurePath(source).name}`")
     return _build(groups, source)
 
 

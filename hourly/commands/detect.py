@@ -12,10 +12,11 @@ from typing import Optional
 
 import typer
 
-from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.errors import UsageError
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.plurals import plural
-from .common import Direction
+
+from .common import ConfigOpt, Direction
 
 
 def detect(
@@ -30,18 +31,23 @@ def detect(
                                                     "e.g. 0.02 for 2%; 0 reports every significant step "
                                                     "[default: 0.01]."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    config: Optional[str] = ConfigOpt,
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
         raise UsageError(f"--min-change {min_change} is not a relative change",
                          "give a fraction >= 0, e.g. --min-change 0.02 for 2%")
+    compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from hourly.analysis.detect import detect as detect_steps
     from hourly.render.scan import detection_json, detection_table, format_change, noise_words
     from hourly.scan.sources import load_series
     series = load_series(source, metric_regex)
-    if higher_is_better is None:
+    if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)
+    if higher_is_better is None:
+        from hourly.measure.settings import effective
+        higher_is_better = effective({}, config)[0].higher_is_better
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
     if json_out:

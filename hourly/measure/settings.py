@@ -223,8 +223,99 @@ def _key(name: str) -> str:
     return "from_" if k == "from" else k
 
 
+#: the tables a settings file may have (its settings may also stand at top level)
+SECTIONS = ("scan",)
+
+
+def _toml_type(v: Any) -> str:
+    """What a TOML value is, in the words of the TOML spec."""
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a float"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "a table"
+    return "a date or time"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: a Settings field's annotation -> (does a TOML value fit it, what it expects); cache_size also
+#: takes a number of bytes, the lists also one string (a list of one)
+_TYPES: dict[str, tuple[Any, str]] = {
+    "bool": (lambda v: isinstance(v, bool), "a boolean (true or false)"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "float | None": (_is_number, "a number"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "str | None": (lambda v: isinstance(v, str), "a string"),
+    "list[str]": (lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+                  "an array of strings"),
+}
+_FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
+
+
+def _type_fix(name: str, annotation: str, v: Any) -> str:
+    """How to write ``name`` in the file so that it has the type ``annotation`` wants."""
+    text = v.strip().lower() if isinstance(v, str) else None
+    if annotation == "bool":
+        if text in ("true", "false"):
+            return f"write {name} = {text}, without quotes"
+        return f"write {name} = true or {name} = false"
+    if annotation == "int":
+        return f"write {name} = {text}, without quotes" if text and text.isdigit() else f"write a whole number, e.g. {name} = 3"
+    if annotation == "float | None":
+        try:
+            float(text)  # type: ignore[arg-type]
+            return f"write {name} = {text}, without quotes"
+        except (TypeError, ValueError):
+            return f"write a number of seconds, e.g. {name} = 3600"
+    if annotation == "list[str]":
+        return f'write an array of strings, e.g. {name} = ["..."]'
+    return f'write it in quotes, e.g. {name} = "{_shown(v)}"' if not isinstance(v, (list, dict)) else f'write one string in quotes, e.g. {name} = "..."'
+
+
+def _check_value(p: Path, where: str, name: str, v: Any) -> None:
+    """A one-line error when the file's ``name`` has the wrong TOML type for its setting."""
+    annotation = _FIELD_TYPES[_key(name)]
+    fits, expected = _TYPES[annotation]
+    if _key(name) == "cache_size":  # parse_size also takes a number of bytes
+        fits, expected = (lambda x: isinstance(x, str) or _TYPES["int"][0](x)), 'a size such as "50G" or a number of bytes'
+    if fits(v):
+        return
+    if isinstance(v, list):
+        odd = next((x for x in v if not isinstance(x, str)), None)
+        got = f"an array with {_toml_type(odd)} {_shown(odd)} in it" if odd is not None else "an array"
+    else:
+        got = f"{_toml_type(v)} {_shown(v)}" if not isinstance(v, dict) else "a table"
+    raise UserError(f"{p}: {where}{name} is {got}, expected {expected}", _type_fix(name, annotation, v))
+
+
+def _shown(v: Any) -> str:
+    """A scalar as the file has it."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    return json.dumps(v, default=str) if isinstance(v, (str, list, dict)) else str(v)
+
+
+def _nearest(name: str, candidates: list[str]) -> str | None:
+    import difflib
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
 def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
-    """Values from the config file: ``--config`` path, else ./hourly.toml when present."""
+    """Values from the config file: ``--config`` path, else ./hourly.toml when present.
+
+    Each value must have its setting's type (a quoted "false" is not false); an unknown table or
+    setting is an error naming the nearest valid one."""
     p = Path(path) if path else Path(CONFIG_NAME)
     if not p.exists():
         if path:
@@ -234,15 +325,29 @@ def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
         data = tomllib.loads(p.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p} is not valid TOML ({e})", "fix the file or pass --config with another") from e
-    table = data.get("scan", {}) if isinstance(data.get("scan"), dict) else {}
-    flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    flat.update(table)
+    settings = sorted(n.rstrip("_") for n in FIELD_NAMES)
+    items = []  # (where, name, value), top level first so that [scan] wins
+    for name, v in data.items():
+        if isinstance(v, dict) and name in SECTIONS:
+            continue
+        if isinstance(v, dict) and _key(name) not in FIELD_NAMES:
+            near = _nearest(name, list(SECTIONS))
+            raise UserError(f"{p}: unknown section [{name}]",
+                            f"did you mean [{near}]?" if near else
+                            f"settings go at top level or under [{SECTIONS[0]}]")
+        items.append(("", name, v))
+    for section in SECTIONS:
+        if isinstance(data.get(section), dict):
+            items += [(f"[{section}] ", name, v) for name, v in data[section].items()]
     values = {}
-    for name, v in flat.items():
+    for where, name, v in items:
         k = _key(name)
         if k not in FIELD_NAMES:
-            raise UserError(f"{p}: unknown setting {name!r}",
+            near = _nearest(name.replace("-", "_"), settings)
+            raise UserError(f"{p}: {where}unknown setting {name!r}",
+                            f"did you mean {near}? (`hourly config` lists the settings)" if near else
                             "remove it; `hourly config` lists the settings")
+        _check_value(p, where, name, v)
         values[k] = v
     return values, str(p)
 

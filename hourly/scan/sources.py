@@ -57,13 +57,12 @@ def load_csv(path: str | Path) -> Series:
 DEFAULT_SOURCE = "./hourly-work"
 
 
-def stored_direction_of(source: str | None) -> bool:
-    """The direction stored with a workdir's scan; higher is better for files and old stores."""
+def stored_direction_of(source: str | None) -> bool | None:
+    """The direction stored with a workdir's scan; None for files and stores without one."""
     path = Path(source if source is not None else DEFAULT_SOURCE)
     if not path.is_dir():
-        return True
-    found = stored_direction(path)
-    return True if found is None else found
+        return None
+    return stored_direction(path)
 
 
 def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
