@@ -76,7 +76,9 @@ class ReleaseSettings:
     jax_repo: str | None = None
     workdir: str = "hourly-work"
     rerun: bool = False
-    deps_as_of_release: bool = False
+    #: each environment resolves numpy, scipy, ... as of its release (uv's --exclude-newer);
+    #: False (--deps-today): today's versions, which old jaxlibs crash with
+    deps_as_of_release: bool = True
 
     def bounds(self) -> tuple[Version, Version]:
         try:
@@ -133,8 +135,9 @@ class ReleaseSettings:
             except InvalidRequirement as e:
                 raise UserError(f"--with {w!r} is not a requirement ({e})", "write it like 'numpy<2'") from e
         if self.deps_as_of_release and InstallerKind(self.installer) is InstallerKind.PIP:
-            raise UserError("--deps-as-of-release needs uv (pip cannot exclude newer uploads)",
-                            "pip install 'hourly[uv]', or drop --deps-as-of-release and pin with --with")
+            raise UserError("installing each release's dependencies as of its release needs uv "
+                            "(pip cannot exclude newer uploads)",
+                            "drop --installer pip, or pass --deps-today to install today's (pin with --with)")
         InstallerKind(self.installer)
         self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
         if not Path(self.bench_cwd).is_dir():

@@ -108,8 +108,8 @@ def command_line(s: ReleaseSettings) -> str:
             argv += [flag, value]
     for w in s.with_:
         argv += ["--with", w]
-    if s.deps_as_of_release:
-        argv.append("--deps-as-of-release")
+    if not s.deps_as_of_release:
+        argv.append("--deps-today")
     for e in s.env:
         argv += ["--env", e]
     if s.pre:
