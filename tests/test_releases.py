@@ -511,6 +511,22 @@ def test_every_release_failing_to_install_exits_1_with_the_line_naming_the_packa
     assert last.strip() not in point["detail"]  # the cause, not the resolver's conclusion
 
 
+def test_a_gap_is_named_with_the_command_that_fills_it(drift_dir, bench, tmp_path, capsys):
+    assert main(args(drift_dir, bench, tmp_path, "0.8.0", "0.8.2", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["status"] for p in out["points"]] == ["ok", "missing", "ok"] and out["steps"] == []
+    (gap,) = out["gaps"]
+    assert gap["versions"] == ["0.8.1"] and (gap["after"], gap["before"]) == ("0.8.0", "0.8.2")
+    cmd = shlex.split(gap["command"])
+    assert cmd[:6] == ["hourly", "nightly", "--from", "2023-08-01", "--to", "2023-08-21"]
+    assert main(cmd[1:] + ["--help"]) == 0
+    capsys.readouterr()
+    assert "0.8.1" in out["summary"] and "no steps found" not in out["summary"]
+    assert main(args(drift_dir, bench, tmp_path, "0.8.0", "0.8.2")) == 0
+    text = capsys.readouterr().out
+    assert "no steps found" not in text and "no measurement for jax 0.8.1" in text and gap["command"] in text
+
+
 @pytest.fixture
 def dated_index(tmp_path):
     """A real HTTP server on localhost speaking PEP 691 JSON, with upload times, for a jax 0.7.0
