@@ -4,8 +4,8 @@ Runs ``hourly releases --from 0.4.13 --to 0.4.20`` on the CPU with a trivial jit
 (benchmarks/releases/dispatch.py, lower is better) and prints hourly's table, its steps and the
 wall time. jaxlib 0.4.13 has CPython 3.11 wheels at most, so run it on Python 3.11 (or pass
 ``--python python3.11``). Old jaxlibs were built against NumPy 1 and the SciPy of their time
-(with today's NumPy 2 every one of them crashes at import), so the environments get their
-dependencies as of each release day (``--deps-as-of-release``, uv).
+(with today's NumPy 2 every one of them crashes at import); the environments get their
+dependencies as of each release day, hourly's default (uv's ``--exclude-newer``), with no flag.
 
     python benchmarks/releases_real_index.py [--workdir DIR] [--cache-dir DIR] [--python PY]
 """
@@ -35,7 +35,7 @@ def run() -> int:
     a = ap.parse_args()
     argv = ["releases", "--from", a.from_, "--to", a.to, "--bench-cmd", "python dispatch.py",
             "--bench-cwd", str(HERE / "releases"), "--metric-regex", r"dispatch_us:\s*(?P<value>[0-9.]+)",
-            "--lower-is-better", "--repeats", a.repeats, "--deps-as-of-release",
+            "--lower-is-better", "--repeats", a.repeats,
             "--workdir", a.workdir]
     for flag, value in (("--cache-dir", a.cache_dir), ("--python", a.python), ("--jax-repo", a.jax_repo)):
         if value:

@@ -312,6 +312,12 @@ def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--installer", "pip", "--deps-as-of-release"]) == 1
     assert "needs uv" in capsys.readouterr().err
+    # pip cannot exclude newer uploads: with pip, today's dependencies must be asked for
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--installer", "pip"]) == 1
+    assert "--deps-today" in capsys.readouterr().err
+    assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
+                 "--deps-today", "--deps-as-of-release"]) == 2
     assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--jax-repo", str(tmp_path / "no-such-checkout")]) == 1
     assert "--jax-repo" in capsys.readouterr().err
@@ -377,7 +383,8 @@ def test_releases_find_the_step_and_hand_over(wheel_dir, bench, jax_repo, tmp_pa
 
 
 def test_pip_fills_the_environments_without_uv(wheel_dir, bench, tmp_path, capsys):
-    assert main(args(wheel_dir, bench, tmp_path, "0.1.1", "0.2.0", "--installer", "pip", "--json")) == 0
+    assert main(args(wheel_dir, bench, tmp_path, "0.1.1", "0.2.0", "--installer", "pip", "--deps-today",
+                     "--json")) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(p["version"], p["status"], p["installer"]) for p in out["points"]] == [
         ("0.1.1", "ok", "pip"), ("0.2.0", "ok", "pip")]
@@ -435,3 +442,178 @@ def test_a_step_between_releases_with_the_same_jaxlib_offers_the_jax_only_bisect
     capsys.readouterr()
     step.after = ReleasePoint("0.4.25", "0.4.25", "2024-02-24T12:00:00Z", Status.OK, 20.0)
     assert [shlex.split(c)[:4] for c in next_commands(step, s)][-1] != ["hourly", "bisect", "--only", "jax"]
+
+
+# ------------------------------------------- old releases: dependencies of their day, drift, gaps
+
+@pytest.fixture(scope="session")
+def drift_dir(tmp_path_factory) -> Path:
+    """A local index where the environment, not JAX, breaks: 0.5.x import a NumPy without
+    ``trapz`` (NumPy 2 removed it), 0.6.x's jaxlib needs an ml-dtypes the index lacks; 0.8.x
+    measure alike, and 0.8.1's jaxlib is for another Python only (a gap in the middle)."""
+    dist = tmp_path_factory.mktemp("drift-wheels")
+    write_wheel(dist, "numpy", "2.0.0", {"numpy/__init__.py": '__version__ = "2.0.0"\n'})
+    for i in range(3):
+        v = f"0.5.{i}"
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import numpy\nnumpy.trapz\n__version__ = "{v}"\n'},
+                    [f'jaxlib=={v}; extra == "cpu"', "numpy"], when=(2023, 5, 1 + i))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'})
+        v = f"0.6.{i}"
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'__version__ = "{v}"\nDISPATCH_US = 100.0\n'},
+                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 6, 1 + i))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, ["ml-dtypes>=0.1"])
+        v = f"0.8.{i}"
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'__version__ = "{v}"\nDISPATCH_US = 100.0\n'},
+                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, 1 + 10 * i))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'},
+                    tag="cp27-cp27mu-manylinux1_x86_64" if i == 1 else "py3-none-any")
+    return dist
+
+
+def bench_logs(tmp_path) -> list[str]:
+    """The releases whose benchmark ran, from the run logs' names (bench-jax-<version>-...)."""
+    return sorted({p.name.split("-")[2] for p in (tmp_path / "work" / "logs" / "releases").glob("bench-jax-*.log")})
+
+
+def test_every_release_crashing_the_same_way_stops_early_with_the_cause(drift_dir, bench, tmp_path, capsys):
+    code = main(args(drift_dir, bench, tmp_path, "0.5.0", "0.5.2"))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    first = err.strip().splitlines()[0]
+    assert first.startswith("hourly: error:") and "AttributeError: module 'numpy' has no attribute 'trapz'" in first
+    assert "jax 0.5.2" in err and "not measured" in err
+    assert bench_logs(tmp_path) == ["0.5.0", "0.5.1"]  # 0.5.2 never ran
+    # what did run is stored, the cause in its detail
+    assert main(["releases", "--show", "--json", "--workdir", str(tmp_path / "work")]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [(p["version"], p["status"]) for p in points] == [("0.5.0", "crashed"), ("0.5.1", "crashed")]
+    assert all("module 'numpy' has no attribute 'trapz'" in p["detail"] for p in points)
+
+
+def test_every_release_failing_to_install_exits_1_with_the_line_naming_the_package(drift_dir, bench, tmp_path,
+                                                                                    capsys):
+    code = main(args(drift_dir, bench, tmp_path, "0.6.0", "0.6.2"))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "ml-dtypes was not found" in err.strip().splitlines()[0]
+    assert bench_logs(tmp_path) == []
+    installs = sorted(p.name for p in (tmp_path / "work" / "logs" / "releases").glob("install-jax-*[0-9].log"))
+    assert installs == ["install-jax-0.6.0.log", "install-jax-0.6.1.log"]  # 0.6.2 never installed
+    # one release alone, failing: no early stop to make, still exit 1 with the cause, not "no steps found"
+    code = main(args(drift_dir, bench, tmp_path, "0.6.2", "0.6.2"))
+    out, err = capsys.readouterr()
+    assert code == 1 and "ml-dtypes was not found" in err.strip().splitlines()[0] and "no steps found" not in out
+    assert main(["releases", "--show", "--json", "--workdir", str(tmp_path / "work")]) == 0
+    (point,) = json.loads(capsys.readouterr().out)["points"]
+    assert point["status"] == "install_failed" and "ml-dtypes was not found" in point["detail"]
+    log = (tmp_path / "work" / "logs" / "releases" / "install-jax-0.6.2.log").read_text()
+    last = [line for line in log.splitlines() if line.strip() and not line.startswith("#")][-1]
+    assert last.strip() not in point["detail"]  # the cause, not the resolver's conclusion
+
+
+def test_a_gap_is_named_with_the_command_that_fills_it(drift_dir, bench, tmp_path, capsys):
+    assert main(args(drift_dir, bench, tmp_path, "0.8.0", "0.8.2", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["status"] for p in out["points"]] == ["ok", "missing", "ok"] and out["steps"] == []
+    (gap,) = out["gaps"]
+    assert gap["versions"] == ["0.8.1"] and (gap["after"], gap["before"]) == ("0.8.0", "0.8.2")
+    cmd = shlex.split(gap["command"])
+    assert cmd[:6] == ["hourly", "nightly", "--from", "2023-08-01", "--to", "2023-08-21"]
+    assert main(cmd[1:] + ["--help"]) == 0
+    capsys.readouterr()
+    assert "0.8.1" in out["summary"] and "no steps found" not in out["summary"]
+    assert main(args(drift_dir, bench, tmp_path, "0.8.0", "0.8.2")) == 0
+    text = capsys.readouterr().out
+    assert "no steps found" not in text and "no measurement for jax 0.8.1" in text and gap["command"] in text
+
+
+@pytest.fixture
+def dated_index(tmp_path):
+    """A real HTTP server on localhost speaking PEP 691 JSON, with upload times, for a jax 0.7.0
+    released in March 2023 whose jaxlib needs ``depstand``: depstand 1.0 was uploaded before the
+    release, 2.0 a year after it; jaxlib 0.7.0 itself was uploaded again in 2025."""
+    import http.server
+    import threading
+    dist = tmp_path / "dated"
+    dist.mkdir()
+    uploaded = {
+        write_wheel(dist, "jax", "0.7.0", {"jax/__init__.py": 'import depstand\n__version__ = "0.7.0"\n'
+                                                             'DISPATCH_US = 100.0\n'}).name: "2023-03-01T08:00:00Z",
+        write_wheel(dist, "jaxlib", "0.7.0", {"jaxlib/__init__.py": ""}, ["depstand"]).name: "2025-01-01T08:00:00Z",
+        write_wheel(dist, "depstand", "1.0", {"depstand/__init__.py": ""}).name: "2023-01-01T08:00:00Z",
+        write_wheel(dist, "depstand", "2.0", {"depstand/__init__.py": ""}).name: "2024-03-01T08:00:00Z",
+    }
+
+    def page(project: str) -> bytes | None:
+        files = [{"filename": name, "url": f"../../files/{name}", "hashes": {}, "requires-python": ">=3.8",
+                  "upload-time": when, "core-metadata": True}
+                 for name, when in uploaded.items() if name.split("-")[0] == project]
+        return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode() if files else None
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            parts = self.path.strip("/").split("/")
+            body, kind = None, "application/octet-stream"
+            if parts[0] == "simple" and len(parts) == 2:
+                body, kind = page(parts[1]), "application/vnd.pypi.simple.v1+json"
+            elif parts[0] == "files" and parts[-1].endswith(".metadata") and (dist / parts[-1][:-9]).is_file():
+                with zipfile.ZipFile(dist / parts[-1][:-9]) as z:
+                    body = z.read(next(n for n in z.namelist() if n.endswith("/METADATA")))
+            elif parts[0] == "files" and (dist / parts[-1]).is_file():
+                body = (dist / parts[-1]).read_bytes()
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+
+
+def installed(cache: Path, project: str) -> list[str]:
+    """The versions of ``project`` in the environments under ``cache`` (their dist-info folders)."""
+    return sorted(p.name.removesuffix(".dist-info").split("-")[1]
+                  for p in cache.glob(f"*/lib/python*/site-packages/{project}-*.dist-info"))
+
+
+def test_by_default_each_release_gets_the_dependencies_of_its_day(dated_index, bench, tmp_path, capsys):
+    base = ["releases", "--from", "0.7.0", "--to", "0.7.0", "--index-url", dated_index, "--bench-cmd",
+            "python bench.py", "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
+            "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--workdir", str(tmp_path / "work"), "--json"]
+    assert main(base + ["--cache-dir", str(tmp_path / "as-of")]) == 0, capsys.readouterr().err
+    assert [p["status"] for p in json.loads(capsys.readouterr().out)["points"]] == ["ok"]
+    assert installed(tmp_path / "as-of", "depstand") == ["1.0"]   # 2.0 came a year after the release
+    assert installed(tmp_path / "as-of", "jaxlib") == ["0.7.0"]   # uploaded again since: still installed
+    assert main(base + ["--cache-dir", str(tmp_path / "today"), "--deps-today"]) == 0, capsys.readouterr().err
+    assert installed(tmp_path / "today", "depstand") == ["2.0"]
+    assert runs(tmp_path) == ["0.7.0", "0.7.0"]
+    capsys.readouterr()
+
+
+def test_without_uv_the_error_is_one_line_with_the_fix(drift_dir, bench, tmp_path):
+    """hourly run by a Python whose environment has no uv, and no uv on PATH."""
+    from hourly.venvs import overlay_env
+    import shutil
+    path = "/usr/bin:/bin"
+    if shutil.which("uv", path=path):
+        pytest.skip("a uv is installed system-wide")
+    py = overlay_env(tmp_path / "no-uv", sys.executable, tmp_path / "overlay.log")
+    env = {**os.environ, "PATH": path}
+    res = subprocess.run([py, "-m", "hourly", *args(drift_dir, bench, tmp_path, "0.8.0", "0.8.0")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 1, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "uv" in lines[0] and "pip install uv" in lines[0] and "--deps-today" in lines[0]
+    res = subprocess.run([py, "-m", "hourly", *args(drift_dir, bench, tmp_path, "0.8.0", "0.8.0", "--deps-today",
+                                                    "--json")], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert [(p["status"], p["installer"]) for p in json.loads(res.stdout)["points"]] == [("ok", "pip")]

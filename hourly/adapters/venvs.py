@@ -1,7 +1,8 @@
 """Virtual environments for released wheels: made and filled by uv when it is there, pip otherwise.
 
-uv (``pip install 'hourly[uv]'``, or any ``uv`` on PATH) creates an environment in milliseconds
-and installs jax + jaxlib 10-100x faster than pip; without it, ``python -m venv --without-pip``
+uv (a dependency of hourly: the ``uv`` package puts its binary next to hourly's Python; or any
+``uv`` on PATH) creates an environment in milliseconds, installs jax + jaxlib 10-100x faster than
+pip, and can resolve an old release's dependencies as of its day; without it, ``python -m venv --without-pip``
 makes the environment and hourly's own pip fills it through ``pip --python`` (no pip is
 bootstrapped into each environment). Every process goes through hourly/adapters/proc.py.
 
@@ -40,7 +41,7 @@ class Installer:
 
 
 def find_uv() -> str | None:
-    """The uv binary: the one ``pip install 'hourly[uv]'`` put next to hourly's Python (its
+    """The uv binary: the one installing hourly put next to hourly's Python (its
     scripts directory, whether or not it is on PATH), else one on PATH."""
     exe = "uv.exe" if os.name == "nt" else "uv"
     for scripts in dict.fromkeys([sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]):
@@ -58,7 +59,7 @@ def choose_installer(kind: InstallerKind | str = InstallerKind.AUTO) -> Installe
             return Installer(InstallerKind.UV, uv)
         if kind is InstallerKind.UV:
             raise UserError("--installer uv, but uv is not installed",
-                            "pip install 'hourly[uv]' (or uv), or pass --installer pip")
+                            "pip install uv, or pass --installer pip")
     return Installer(InstallerKind.PIP, sys.executable)
 
 

@@ -25,7 +25,8 @@ def releases(
     higher_is_better: Optional[bool] = Direction,
     extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins [default: none, CPU only]."),
     with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
-    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="Resolve numpy, scipy, ... as of the day after each release (uv only), as a user installing it then got them."),
+    deps_today: bool = Opt(False, "--deps-today", help="Install today's numpy, scipy, ... into every release's environment (old jaxlibs crash with them) [default: those of the day after each release, through uv]."),
+    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="The default (kept for old command lines): dependencies as of the day after each release."),
     index_url: Optional[str] = Opt(None, "--index-url", help="Package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
     find_links: Optional[str] = Opt(None, "--find-links", help="A local directory of wheels instead of an index (offline) [default: none, the index]."),
     pre: bool = Opt(False, "--pre", help="Include dev/nightly versions."),
@@ -52,6 +53,9 @@ def releases(
     else:
         if not from_ or not to:
             raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")
+        if deps_today and deps_as_of_release:
+            raise UsageError("--deps-today and --deps-as-of-release contradict each other",
+                             "pass one of them (--deps-as-of-release is the default)")
         s = R.ReleaseSettings(
             from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=list(env or []),
             metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
@@ -59,7 +63,7 @@ def releases(
                               else higher_is_better),
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
             python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
-            jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=deps_as_of_release)
+            jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=not deps_today)
         if dry_run:
             _print_plan(s, json_out)
             return

@@ -38,6 +38,7 @@ from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
+from hourly.plurals import found, plural
 
 LEVEL = "releases"
 
@@ -76,7 +77,9 @@ class ReleaseSettings:
     jax_repo: str | None = None
     workdir: str = "hourly-work"
     rerun: bool = False
-    deps_as_of_release: bool = False
+    #: each environment resolves numpy, scipy, ... as of its release (uv's --exclude-newer);
+    #: False (--deps-today): today's versions, which old jaxlibs crash with
+    deps_as_of_release: bool = True
 
     def bounds(self) -> tuple[Version, Version]:
         try:
@@ -133,8 +136,9 @@ class ReleaseSettings:
             except InvalidRequirement as e:
                 raise UserError(f"--with {w!r} is not a requirement ({e})", "write it like 'numpy<2'") from e
         if self.deps_as_of_release and InstallerKind(self.installer) is InstallerKind.PIP:
-            raise UserError("--deps-as-of-release needs uv (pip cannot exclude newer uploads)",
-                            "pip install 'hourly[uv]', or drop --deps-as-of-release and pin with --with")
+            raise UserError("installing each release's dependencies as of its release needs uv "
+                            "(pip cannot exclude newer uploads)",
+                            "drop --installer pip, or pass --deps-today to install today's (pin with --with)")
         InstallerKind(self.installer)
         self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
         if not Path(self.bench_cwd).is_dir():
@@ -378,21 +382,31 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
     return steps
 
 
-def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
-    """The nightly-container scan between the two release dates, the two-repository bisection
-    between the two releases' times (their tags' commit times when known), and, when both
-    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
+def _bench_args(s: ReleaseSettings) -> list[str]:
     bench = ["--bench-cmd", s.bench_cmd]
     if s.metric_regex != DEFAULT_METRIC_REGEX:
         bench += ["--metric-regex", s.metric_regex]
     if s.repeats > 1:
         bench += ["--repeats", str(s.repeats)]
+    return bench
+
+
+def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
+    """The daily level (nightly containers) from ``start`` to ``end`` with the same benchmark."""
+    cmd = ["hourly", "nightly", "--from", start, "--to", end, *_bench_args(s)]
+    if not s.higher_is_better:
+        cmd.append("--lower-is-better")
+    return shlex.join(cmd)
+
+
+def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
+    """The nightly-container scan between the two release dates, the two-repository bisection
+    between the two releases' times (their tags' commit times when known), and, when both
+    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
+    bench = _bench_args(s)
     out = []
     if step.before.date and step.after.date:
-        cmd = ["hourly", "nightly", "--from", step.before.date, "--to", step.after.date, *bench]
-        if not s.higher_is_better:
-            cmd.append("--lower-is-better")
-        out.append(shlex.join(cmd))
+        out.append(nightly_command(step.before.date, step.after.date, s))
     good = step.facts.time_before or step.before.released
     bad = step.facts.time_after or step.after.released
     if good and bad:
@@ -413,6 +427,75 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
     return out
 
 
+#: Results that hold no measurement: the release never ran here.
+UNMEASURED = (Status.MISSING, Status.INSTALL_FAILED)
+
+
+@dataclass
+class ReleaseGap:
+    """Consecutive releases of the window with no measurement (missing, or failed to install):
+    a step inside them is invisible at this level."""
+
+    points: list[ReleasePoint]
+    after: ReleasePoint | None = None    # the last release before the gap with a result
+    before: ReleasePoint | None = None   # the first release after it with a result
+    command: str | None = None           # what measures the gap's days instead
+
+    @property
+    def versions(self) -> list[str]:
+        return [p.version for p in self.points]
+
+    def describe(self) -> str:
+        """"jax 0.4.14, 0.4.15 (2 missing), between jax 0.4.13 and 0.4.18"."""
+        counts: dict[str, int] = {}
+        for p in self.points:
+            counts[p.status.value] = counts.get(p.status.value, 0) + 1
+        where = (f", between jax {self.after.version} and {self.before.version}" if self.after and self.before
+                 else f", after jax {self.after.version}" if self.after
+                 else f", before jax {self.before.version}" if self.before else "")
+        return f"jax {', '.join(self.versions)} ({', '.join(f'{n} {k}' for k, n in counts.items())}){where}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"versions": self.versions, "statuses": [p.status.value for p in self.points],
+                "after": self.after.version if self.after else None,
+                "before": self.before.version if self.before else None, "command": self.command}
+
+
+def find_gaps(points: list[ReleasePoint]) -> list[ReleaseGap]:
+    """The runs of consecutive releases without a measurement, with the releases that have one
+    on either side (pure)."""
+    gaps: list[ReleaseGap] = []
+    run: list[ReleasePoint] = []
+    last: ReleasePoint | None = None
+    for p in [*points, None]:
+        if p is not None and p.status in UNMEASURED:
+            run.append(p)
+            continue
+        if run:
+            gaps.append(ReleaseGap(run, last, p))
+            run = []
+        last = p
+    return gaps
+
+
+def gap_command(gap: ReleaseGap, s: ReleaseSettings) -> str | None:
+    """The nightly containers over the gap's days (from the release before it to the one after
+    it; the gap's own release dates at the window's ends): they bring their own dependencies."""
+    start = (gap.after.date if gap.after else None) or gap.points[0].date
+    end = (gap.before.date if gap.before else None) or gap.points[-1].date
+    return nightly_command(start, end, s) if start and end else None
+
+
+def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[ReleaseGap]) -> str:
+    """The finding in one line; never a plain "no steps found" while releases lack a measurement."""
+    if not gaps:
+        return found(len(steps), "step").rstrip(":")
+    lacking = [v for g in gaps for v in g.versions]
+    head = (plural(len(steps), "step") + " found" if steps else
+            f"no step among the {plural(len(points) - len(lacking), 'measured release')}")
+    return f"{head}; no measurement for jax {', '.join(lacking)}"
+
+
 # --------------------------------------------------------------------------------------------
 # running
 
@@ -423,10 +506,15 @@ class ReleaseReport:
     settings: ReleaseSettings
     measured: int = 0
     installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
+    gaps: list[ReleaseGap] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        return summary(self.steps, self.points, self.gaps)
 
     def as_json(self) -> dict[str, Any]:
         return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
-                "installer": self.installer}
+                "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer}
 
 
 def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
@@ -448,4 +536,7 @@ def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None,
     for st in steps:
         st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
         st.commands = next_commands(st, s)
-    return ReleaseReport(points, steps, s, measured, installer)
+    gaps = find_gaps(points)
+    for g in gaps:
+        g.command = gap_command(g, s)
+    return ReleaseReport(points, steps, s, measured, installer, gaps)

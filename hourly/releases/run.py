@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
@@ -38,6 +40,11 @@ def run_releases(s: ReleaseSettings, store: Store,
     s.validate()
     target = target_python(s.python)
     installer = choose_installer(s.installer)
+    if s.deps_as_of_release and installer.kind is not InstallerKind.UV:
+        raise UserError("uv is not found, and it installs each release with the dependencies of its day "
+                        "(old jaxlibs crash with today's NumPy)",
+                        f"pip install uv (into {sys.prefix}, or anywhere on PATH), "
+                        "or pass --deps-today to install today's dependencies with pip")
     index = s.make_index()
     planned = plan_releases(index, s, target)
     key = s.key(target)
@@ -52,7 +59,10 @@ def run_releases(s: ReleaseSettings, store: Store,
     log_dir = store.workdir / "logs" / "releases"
     log_dir.mkdir(parents=True, exist_ok=True)
     measured = 0
-    for p in todo:
+    window = {p.version for p in planned}
+    any_ok = any(v in window and r.status is Status.OK for v, r in have.items()) and not s.rerun
+    failures: list[tuple[ReleasePoint, str | None]] = []  # this run's, while nothing measured
+    for i, p in enumerate(todo):
         if on_progress:
             on_progress(done, total, p.version)
         if p.missing:
@@ -61,12 +71,102 @@ def run_releases(s: ReleaseSettings, store: Store,
                 store.add_release(key, ReleasePoint(p.version, p.jaxlib, p.released, Status.MISSING,
                                                     detail=p.missing))
         else:
-            store.add_release(key, _measure(p, s, target, installer, log_dir))
+            point, cause = _measure(p, s, target, installer, log_dir)
+            store.add_release(key, point)
             measured += 1
+            any_ok = any_ok or point.status is Status.OK
+            if not any_ok:
+                failures.append((point, cause))
+                if len(failures) >= 2 and _signature(*failures[-1]) == _signature(*failures[-2]):
+                    rest = [q.version for q in todo[i + 1:] if not q.missing]
+                    raise drift_error(failures, s, rest)
         done += 1
         if on_progress:
             on_progress(done, total, None)
-    return show(store, s, key, measured=measured, installer=installer.describe())
+    report = show(store, s, key, measured=measured, installer=installer.describe())
+    ran = [q for q in report.points if q.status is not Status.MISSING]
+    if ran and not any(q.status is Status.OK for q in ran):
+        # every release that could be installed failed: the environment, not a step between releases
+        mine = {q.version: c for q, c in failures}
+        raise drift_error([(q, mine.get(q.version) or _cause_in_detail(q)) for q in ran], s, [])
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# why every release fails: the line of the log that names the cause
+
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Warning|Exit)(?::\s.*)?$")
+_REASON = re.compile(r"^(\s*)(?:cause:|╰─▶)\s*")  # uv's resolver explanation, without and with a terminal
+_VERSION = re.compile(r"\d+(?:\.\d+)+\S*")
+
+
+def cause_line(text: str) -> str | None:
+    """The line of an install or benchmark log that says why it failed, verbatim (pure): the
+    resolver's first reason (uv: the sentence after ``cause:`` or ``╰─▶``, its wrapped lines
+    joined; pip: the first ``ERROR:`` line), uv's last ``Caused by:``, or the exception that
+    ended a Python traceback; else the last line of output."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("$ ", "# cwd: ", "# exit: "))]
+    for i, ln in enumerate(lines):
+        m = _REASON.match(ln)
+        if m:
+            out = [ln[m.end():].strip()]
+            for more in lines[i + 1:]:
+                # uv wraps its explanation; its next sentence ("And because ...") or a hint ends the first
+                stripped = more.strip()
+                if (len(more) - len(more.lstrip()) <= len(m.group(1)) or _REASON.match(more)
+                        or stripped.startswith(("And because", "hint:", "help:"))):
+                    break
+                out.append(stripped)
+            return " ".join(out)
+    for ln in lines:
+        if ln.startswith("ERROR: "):
+            return ln.strip()
+    caused = [ln.strip() for ln in lines if ln.strip().startswith("Caused by:")]
+    if caused:
+        return caused[-1]
+    for ln in reversed(lines):
+        if _EXCEPTION.match(ln.strip()):
+            return ln.strip()
+    return lines[-1].strip() if lines else None
+
+
+def _log_cause(path: str | None) -> str | None:
+    try:
+        return cause_line(Path(path).read_text(errors="replace")) if path else None
+    except OSError:
+        return None
+
+
+def _cause_in_detail(p: ReleasePoint) -> str | None:
+    """The cause a stored result's detail carries (``<what>: <cause>; log <path>``)."""
+    m = re.search(r"^(?:yanked \([^)]*\); )?[^:;]*: (.*); log \S+$", p.detail or "")
+    return m.group(1) if m else p.detail
+
+
+def _signature(p: ReleasePoint, cause: str | None) -> tuple[str, str | None]:
+    """Two failures are the same when their class and cause agree up to version numbers."""
+    return p.status.value, _VERSION.sub("N", cause) if cause else None
+
+
+def drift_error(failures: list[tuple[ReleasePoint, str | None]], s: ReleaseSettings,
+                not_measured: list[str]) -> UserError:
+    """Every release failed (or the first ones, the same way): stop with the cause."""
+    last, cause = failures[-1]
+    verb = {Status.INSTALL_FAILED: "failed to install", Status.TIMEOUT: "timed out",
+            Status.NO_METRIC: "printed no metric"}.get(last.status, last.status.value)
+    versions = ", ".join(p.version for p, _ in failures)
+    head = f"jax {versions} all {verb}" if len(failures) > 1 else f"jax {versions} {verb}"
+    what = f"{head}: {cause}" if cause else head
+    if not s.deps_as_of_release:
+        fix = "drop --deps-today: each release then gets the dependencies of its release day"
+    else:
+        fix = ("pin what the cause names with --with (e.g. --with 'numpy<2'), or fix it and "
+               "run again with --rerun")
+    details = [f"jax {p.version}: {p.status.value}: {p.detail}" for p, _ in failures]
+    if not_measured:
+        details.append(f"stopped early, the last two failed the same way: jax {', '.join(not_measured)} not measured")
+    details.append(f"the results are stored: hourly releases --show --workdir {s.workdir}")
+    return UserError(what, fix, details)
 
 
 def as_of_release_args(released: str | None, now: datetime) -> list[str]:
@@ -81,26 +181,32 @@ def as_of_release_args(released: str | None, now: datetime) -> list[str]:
             "--exclude-newer-package", f"jax={stamp}", "--exclude-newer-package", f"jaxlib={stamp}"]
 
 
-def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer, log_dir: Path) -> ReleasePoint:
-    """Environment + benchmark for one release (no store access): its result."""
+def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer,
+             log_dir: Path) -> tuple[ReleasePoint, str | None]:
+    """Environment + benchmark for one release (no store access): its result, and the line of
+    its log that says why it failed (None when it measured)."""
     env = Path(s.cache_dir) / env_name(target, p, s)
     source_args = s.make_index().installer_args()
-    if s.deps_as_of_release:
-        if installer.kind is not InstallerKind.UV:
-            raise UserError("--deps-as-of-release needs uv, and uv is not installed", "pip install 'hourly[uv]'")
+    if s.deps_as_of_release:  # run_releases made sure the installer is uv
         source_args += as_of_release_args(p.released, datetime.now(timezone.utc))
     try:
         made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), source_args,
                           installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
     except ProcessError as e:
-        last = e.tail.strip().splitlines()[-1] if e.tail.strip() else "no output"
+        cause = _log_cause(e.log_path) or cause_line(e.tail) or "no output"
         return ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
-                            env=str(env), detail=f"{installer.kind.value} failed: {last}; log {e.log_path}")
+                            env=str(env), detail=f"{installer.kind.value} failed: {cause}; log {e.log_path}"), cause
     spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
                      s.timeout, made.python)
     res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
-    detail = res.detail()
+    detail, cause = res.detail(), None
+    bad = next((r for r in res.runs if r.status is not Status.OK), None)
+    if res.status is not Status.OK and bad is not None:
+        cause = _log_cause(bad.log_path) if res.status is Status.CRASHED else None
+        if cause and detail:
+            what, _, log = detail.partition("; log ")
+            detail = f"{what}: {cause}; log {log}"
     if p.yanked:
         detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
     return ReleasePoint(p.version, p.jaxlib, p.released, Status(res.status.value), res.value, res.samples,
-                        [r.as_dict() for r in res.runs], detail, made.installer, str(env))
+                        [r.as_dict() for r in res.runs], detail, made.installer, str(env)), cause

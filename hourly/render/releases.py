@@ -8,7 +8,7 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
 from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
 from hourly.adapters.store import Store
-from hourly.plurals import found, plural, status_counts
+from hourly.plurals import plural, status_counts
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -82,11 +82,16 @@ def print_report(console, report: ReleaseReport) -> None:
     for p in report.points:
         if p.status is not Status.OK and p.detail:
             console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
-    n = len(report.steps)
-    console.print(found(n, "step"), **kw)
+    console.print(report.summary + (":" if report.steps and not report.gaps else ""), **kw)
     for st in report.steps:
         for line in describe_step(st):
             console.print(f"  {line}", **kw)
+    for g in report.gaps:
+        inside = any(st.before is g.after and st.after is g.before for st in report.steps)
+        console.print(f"  no measurement for {g.describe()}"
+                      + ("; inside the step above, whose commands measure those days" if inside else
+                         f"; the nightly containers of those days fill it:\n    {g.command}" if g.command else ""),
+                      **kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,8 +113,8 @@ def command_line(s: ReleaseSettings) -> str:
             argv += [flag, value]
     for w in s.with_:
         argv += ["--with", w]
-    if s.deps_as_of_release:
-        argv.append("--deps-as-of-release")
+    if not s.deps_as_of_release:
+        argv.append("--deps-today")
     for e in s.env:
         argv += ["--env", e]
     if s.pre:
@@ -143,7 +148,11 @@ def release_markdown(store: Store) -> list[str]:
     if failed:
         md.append("")
     if not report.steps:
-        md.append("No step between releases was detected.")
+        md.append("No step between releases was detected." if not report.gaps else f"{_md(report.summary)}.")
+        md.append("")
+    for g in report.gaps:
+        md.append(f"- no measurement for {_md(g.describe())}" + (f"; fill it with `{g.command}`" if g.command else ""))
+    if report.gaps:
         md.append("")
     for st in report.steps:
         lines = describe_step(st)
