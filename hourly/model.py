@@ -205,6 +205,16 @@ DEFAULT_MAX_REPEATS = 20
 BISECT_MIN_CHANGE = 0.02
 
 
+def check_min_change(value: float, error: type[Exception] | None = None) -> float:
+    """``--min-change`` of a bisection or a hunt: a fraction of the level strictly between 0 and 1
+    (the one check; ``error``: the kind of error to raise, a UserError by default)."""
+    if not 0 < value < 1:
+        from hourly.errors import UserError
+        raise (error or UserError)(f"--min-change must lie between 0 and 1 (a fraction of the level), not {value}",
+                                   "pass --min-change 0.02 for 2 %")
+    return value
+
+
 class Mode(Named):
     """What a bisection compares: the metric against the ends, or the exit status."""
 

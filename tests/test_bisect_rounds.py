@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.cli import main
 from hourly.measure.settings import effective
@@ -34,7 +35,7 @@ class OneAfterAnother:
 
     def measure_many(self, bisector, reqs):
         self.rounds.append([(p.xla, p.jax, n) for p, n in reqs])
-        return [bisector._measure(p, n) for p, n in reqs]
+        return [bisector.measure(p, n) for p, n in reqs]
 
 
 def _settings(made, python, work, **kw):
@@ -44,7 +45,7 @@ def _settings(made, python, work, **kw):
 
 def _bisect(made, python, work, good, bad, mode=None, executor=None, **kw):
     s = _settings(made, python, work, **kw)
-    return run_bisect(s, Store(work, create=True), good, bad, mode, 10, executor=executor)
+    return run_bisect(s, Store(work, create=True), BisectRequest(good, bad, mode, 10), executor=executor)
 
 
 def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, python, capsys):

@@ -475,11 +475,16 @@ def bench_logs(tmp_path) -> list[str]:
     return sorted({p.name.split("-")[2] for p in (tmp_path / "work" / "logs" / "releases").glob("bench-jax-*.log")})
 
 
+def _error_line(err: str) -> str:
+    """The error's line of stderr (progress lines come before it when stderr is not a terminal)."""
+    return next(line for line in err.splitlines() if line.startswith("hourly: error:"))
+
+
 def test_every_release_crashing_the_same_way_stops_early_with_the_cause(drift_dir, bench, tmp_path, capsys):
     code = main(args(drift_dir, bench, tmp_path, "0.5.0", "0.5.2"))
     err = capsys.readouterr().err
     assert code == 1, err
-    first = err.strip().splitlines()[0]
+    first = _error_line(err)
     assert first.startswith("hourly: error:") and "AttributeError: module 'numpy' has no attribute 'trapz'" in first
     assert "jax 0.5.2" in err and "not measured" in err
     assert bench_logs(tmp_path) == ["0.5.0", "0.5.1"]  # 0.5.2 never ran
@@ -495,14 +500,14 @@ def test_every_release_failing_to_install_exits_1_with_the_line_naming_the_packa
     code = main(args(drift_dir, bench, tmp_path, "0.6.0", "0.6.2"))
     err = capsys.readouterr().err
     assert code == 1, err
-    assert "ml-dtypes was not found" in err.strip().splitlines()[0]
+    assert "ml-dtypes was not found" in _error_line(err)
     assert bench_logs(tmp_path) == []
     installs = sorted(p.name for p in (tmp_path / "work" / "logs" / "releases").glob("install-jax-*[0-9].log"))
     assert installs == ["install-jax-0.6.0.log", "install-jax-0.6.1.log"]  # 0.6.2 never installed
     # one release alone, failing: no early stop to make, still exit 1 with the cause, not "no steps found"
     code = main(args(drift_dir, bench, tmp_path, "0.6.2", "0.6.2"))
     out, err = capsys.readouterr()
-    assert code == 1 and "ml-dtypes was not found" in err.strip().splitlines()[0] and "no steps found" not in out
+    assert code == 1 and "ml-dtypes was not found" in _error_line(err) and "no steps found" not in out
     assert main(["releases", "--show", "--json", "--workdir", str(tmp_path / "work")]) == 0
     (point,) = json.loads(capsys.readouterr().out)["points"]
     assert point["status"] == "install_failed" and "ml-dtypes was not found" in point["detail"]
@@ -601,7 +606,7 @@ def test_by_default_each_release_gets_the_dependencies_of_its_day(dated_index, b
 
 def test_without_uv_the_error_is_one_line_with_the_fix(drift_dir, bench, tmp_path):
     """hourly run by a Python whose environment has no uv, and no uv on PATH."""
-    from hourly.venvs import overlay_env
+    from hourly.adapters.venvs import overlay_env
     import shutil
     path = "/usr/bin:/bin"
     if shutil.which("uv", path=path):

@@ -154,11 +154,13 @@ def test_a_finished_profile_job_is_adopted_not_redone(tmp_path):
     from hourly.model import Pair
     from hourly.adapters.store import Store
 
-    class Host:  # what hourly profile gives an executor (regression_profile.ProfileHost)
+    class Host:  # the host protocol's names a profile request reads (hourly.execute.host.Host)
         origin = "profile"
+        gate = None
 
         def __init__(self, store):
-            self.store, self.key = store, "k"
+            from hourly.execute.host import BuildSplit
+            self.store, self.key, self.split = store, "k", BuildSplit()
 
     store = Store(tmp_path / "work")
     pair = Pair("a" * 40, "b" * 40)

@@ -4,14 +4,18 @@ that shows progress implements one (hourly.render.bisect.LineHandler prints line
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
 from hourly.errors import UserError
+from hourly.events import Handler
+
 if TYPE_CHECKING:
     from hourly.bisect.records import Probe, Window
 
 
-class BisectHandler:
-    """What a bisection reports while it runs (mozregression's BisectorHandler): the search calls
-    these; a command that shows progress overrides them. The default stays silent."""
+class BisectHandler(Handler):
+    """What a bisection reports while it runs (mozregression's BisectorHandler): the events of
+    every level (:class:`hourly.events.Handler`) and the search's own; a command that shows
+    progress overrides them. The default stays silent."""
 
     #: words for the verdicts (finding a fix, git bisect's --term-old/--term-new: old, fixed)
     terms: dict[str, str] = {}

@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
-from hourly.model import Pair
-
 from dataclasses import dataclass, field
+
 from hourly.analysis.bisection import Verdict
+from hourly.errors import UserError
+from hourly.model import BISECT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, Pair, check_min_change
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """What a bisection is asked, besides the scan's settings: the window (``good``/``bad`` as
+    --good/--bad give them; None: every window of the stored scan), the ``mode`` (None: the
+    stored scan's), how many samples a state may get while unsure (``max_repeats``), whether
+    finished windows are done again (``rerun``), the smallest step worth pinning
+    (``min_change``) and whether it finds what made things better (``find_fix``)."""
+
+    good: str | None = None
+    bad: str | None = None
+    mode: Mode | None = None
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    rerun: bool = False
+    min_change: float = BISECT_MIN_CHANGE
+    find_fix: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_repeats < 1:
+            raise UserError(f"--max-repeats must be 1 or more, not {self.max_repeats}", "pass --max-repeats 10")
+        check_min_change(self.min_change)
+        if (self.good is None) != (self.bad is None):
+            raise UserError("--good and --bad go together",
+                            "pass both, or neither to bisect every detected regression")
 
 
 @dataclass

@@ -30,22 +30,22 @@ from datetime import datetime
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
-from hourly.analysis.bisection import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE,
-                                       Bounds, Level, State, Step, StepSearch, Verdict, bounds, candidate_states,
+from hourly.analysis.bisection import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, Bounds, Level, State, Step, StepSearch, Verdict, bounds, candidate_states,
                                        classify, exit_transitions, exit_verdict, next_probe, plan_probes,
                                        separation, step_commits, worse)
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import Probe, Window
+from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
-from hourly.execute.executors import LocalExecutor
+from hourly.execute.executors import Executor, LocalExecutor
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
-from hourly.measure.pinned import JaxlibGate
+from hourly.execute.host import BuildSplit, measure_counted
+from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
-from hourly.model import DEFAULT_MAX_REPEATS, REPOS, Blame, Mode, Pair, PointResult, Status
+from hourly.model import REPOS, Blame, Mode, Pair, PointResult, Status
 from hourly.plurals import plural
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
 from hourly.timeparse import parse_time
@@ -169,16 +169,16 @@ def default_mode(store: Store, s: Settings) -> Mode:
 
 class Bisector:
     """Bisects windows under one set of settings; a context manager that holds the trees only
-    while something has to be built or run."""
+    while something has to be built or run. It is the host its executor measures for
+    (hourly.execute.host.Host: ``s``, ``store``, ``key``, ``origin``, ``gate``, ``split``, ``measure``)."""
 
-    def __init__(self, s: Settings, store: Store, mode: Mode, max_repeats: int = DEFAULT_MAX_REPEATS,
-                 rerun: bool = False, handler: BisectHandler | None = None,
-                 min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None):
-        if max_repeats < 1:
-            raise UserError(f"--max-repeats must be 1 or more, not {max_repeats}", "pass --max-repeats 10")
-        if not 0 < min_change < 1:
-            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
-                            "pass --min-change 0.02 for 2 %")
+    #: the origin of the bisection's measurement rows
+    origin = "bisect"
+
+    def __init__(self, s: Settings, store: Store, mode: Mode, req: BisectRequest | None = None,
+                 handler: BisectHandler | None = None, executor: Executor | None = None):
+        req = req or BisectRequest()
+        find_fix, rerun, min_change, max_repeats = req.find_fix, req.rerun, req.min_change, req.max_repeats
         # finding a fix: the search looks for the first state that changed; in metric mode a change
         # for the better is a regression of the flipped direction, in exit mode verdicts flip
         self.find_fix = find_fix
@@ -214,8 +214,8 @@ class Bisector:
         #: per end of the current window: how many samples the verdicts compared against, and from where
         self.end_samples: dict[str, dict] = {}
         self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
-        self._split = [0, 0]  # jaxlib builds, jax package builds not yet in a recorded row
-        self._gate = JaxlibGate(self.jax, self.pin.detail["jaxlib_version"]) if self.pin and self.pin.side == "xla" else None
+        self.split = BuildSplit()  # jaxlib builds, jax package builds not yet in a recorded row
+        self.gate = gate_for(self.jax, self.pin)
         from hourly.measure.cherry_pick import parse
         self.picks = parse(s.cherry_pick, self.repos)  # checked now: a bad spec fails before any build
 
@@ -248,15 +248,10 @@ class Bisector:
         """One state measured: a round of its own."""
         return self.measure_many([(pair, repeats)])[0]
 
-    def _measure(self, pair: Pair, repeats: int) -> tuple[Measurement, int, int]:
-        m = self.measurer()
-        b0, r0 = m.builder.builds_run, m.runs
-        l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
-        meas = m.measure(pair, repeats, origin="bisect")
-        # jaxlib and jax package builds, carried by the next recorded row (answers report their sums)
-        self._split[0] += m.builder.jaxlib_builds - l0
-        self._split[1] += m.builder.jax_builds - j0
-        return meas, m.builder.builds_run - b0, m.runs - r0
+    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+        """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds
+        go into ``split``, carried by the next recorded row (answers report their sums)."""
+        return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def _stored(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax)
@@ -265,8 +260,8 @@ class Bisector:
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
-        if self._gate is not None and self._gate.untestable(pair.jax):  # --only jax: too new for the jaxlib
-            return self._gate.untestable(pair.jax)
+        if self.gate is not None and self.gate.untestable(pair.jax):  # --only jax: too new for the jaxlib
+            return self.gate.untestable(pair.jax)
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec and rec.status == "failed" and not (self.s.retry_failed and (rec.finished or 0) < self._since):
             return f"build failed (log {rec.log_path})"
@@ -339,8 +334,7 @@ class Bisector:
 
     def _record(self, bid: int, p: Probe) -> Probe:
         row = p.row()
-        row["jaxlib_builds"], row["jax_builds"] = self._split
-        self._split = [0, 0]
+        row["jaxlib_builds"], row["jax_builds"] = self.split.take()
         self.store.add_probe(bid, row)
         self.handler.verdict(p)
         return p
@@ -729,18 +723,19 @@ def check_new_window(s: Settings, good: str, bad: str) -> None:
 
 
 @holds_store_lock
-def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mode: Mode | None,
-               max_repeats: int, rerun: bool = False, handler: BisectHandler | None = None,
-               min_change: float = DEFAULT_MIN_CHANGE, find_fix: bool = False, executor=None) -> list[dict]:
-    """Bisect the window ``good``..``bad`` (given as --good/--bad), or without them every
+def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHandler | None = None,
+               executor: Executor | None = None) -> list[dict]:
+    """Bisect the window ``req.good``..``req.bad`` (given as --good/--bad), or without them every
     regression and every crash window of the stored scan; returns one answer per regression or
-    crash found (``"kind"``: ``regression`` or ``crash``). With ``find_fix``: every improvement
+    crash found (``"kind"``: ``regression`` or ``crash``). With ``req.find_fix``: every improvement
     and every fix (exit status bad → good) instead, the good end later than the bad end.
     ``executor``: where builds and benchmarks run (None: here; see :attr:`Bisector.workers`)."""
     handler = handler or BisectHandler()
+    good, bad, mode, find_fix = req.good, req.bad, req.mode, req.find_fix
     if good is not None:
+        assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
-        with Bisector(s, store, mode, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
+        with Bisector(s, store, mode, req, handler, executor) as b:
             g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
             if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
                 if g <= x:
@@ -764,7 +759,7 @@ def run_bisect(s: Settings, store: Store, good: str | None, bad: str | None, mod
     answers: list[dict] = []
     for m, windows in plan:
         if windows:
-            with Bisector(s, store, m, max_repeats, rerun, handler, min_change, find_fix, executor) as b:
+            with Bisector(s, store, m, req, handler, executor) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hourly.errors import UsageError
-from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode
+from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, check_min_change
 from .common import BENCHMARK, BUILD, EXECUTOR, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
 
 
@@ -29,11 +29,11 @@ def bisect(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
-    if not 0 < min_change < 1:
-        raise UsageError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {min_change}",
-                         "pass --min-change 0.02 for 2 %")
+    check_min_change(min_change, UsageError)
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
+    from hourly.bisect.records import BisectRequest
+    req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix)
     from hourly.bisect.search import run_bisect
     from hourly.bisect.events import BisectHandler
     from hourly.render.bisect import LineHandler, print_answers
@@ -41,7 +41,7 @@ def bisect(
     from hourly.bisect.search import check_new_window
     from hourly.measure.settings import effective, stored_settings, workdir_setting
     from hourly.adapters.store import STORE_NAME, Store
-    from hourly.execute.executors import LocalExecutor, make_executor
+    from hourly.execute.executors import make_executor
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
     if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
@@ -52,8 +52,7 @@ def bisect(
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, good, bad, mode, max_repeats, rerun, handler, min_change, find_fix,
-                         executor=None if isinstance(executor, LocalExecutor) else executor)
+    answers = run_bisect(s, store, req, handler, executor)
     if json_out:
         out = {"regressions": answers}
         if log:

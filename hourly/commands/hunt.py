@@ -81,14 +81,12 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
 def _run_and_print(h, store, json_out: bool) -> None:
     from hourly.hunt.run import run_hunt
     from hourly.render.hunt import print_report
-    from hourly.render.scan import progress_bar
-    say = (lambda line: None) if json_out else (
-        lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
+    from hourly.commands.progress import ProgressLines
     if json_out:
-        report = run_hunt(h, store, say)
+        report = run_hunt(h, store)
     else:
-        with progress_bar(err_console, "dates", lambda current: f"running {current}") as on_dates:
-            report = run_hunt(h, store, say, on_dates)
+        with ProgressLines(err_console, "dates", lambda current: f"running {current}") as handler:
+            report = run_hunt(h, store, handler)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:

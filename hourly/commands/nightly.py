@@ -28,7 +28,7 @@ def nightly(
     from hourly.render.nightly import print_report
     from hourly.nightly.plan import show as show_nightly
     from hourly.nightly.run import run_nightly
-    from hourly.render.scan import progress_bar
+    from hourly.commands.progress import ProgressLines
     from hourly.adapters.store import Store
     wd = workdir_setting(workdir, config)
     if show:
@@ -43,8 +43,8 @@ def nightly(
         if json_out:
             report = run_nightly(s, store)
         else:
-            with progress_bar(err_console, "dates", lambda current: f"running {current}") as on_progress:
-                report = run_nightly(s, store, on_progress)
+            with ProgressLines(err_console, "dates", lambda current: f"running {current}") as handler:
+                report = run_nightly(s, store, handler)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:
@@ -64,7 +64,7 @@ def container(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
-    from hourly.nightly.plan import image as nightly_container
+    from hourly.nightly import image as nightly_container
     from hourly.nightly.plan import image_ref, parse_date
     template = image or DEFAULT_IMAGE
     if "{date}" in template:

@@ -24,6 +24,7 @@ def profile(workdir: Optional[str] = Workdir,
     from hourly.profile.capture import TraceOptions
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.profile.run import Target, parse_state, run_profiles, targets_from_store
+    from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.adapters.store import Store
     executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
@@ -33,8 +34,8 @@ def profile(workdir: Optional[str] = Workdir,
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
-    for r in run_profiles(store, s, targets, options, say=lambda t: err_console.print(t, highlight=False),
-                          executor=executor):
+    notes = ProgressLines(err_console, "states", str)
+    for r in run_profiles(store, s, targets, options, notes, executor=executor):
         console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
         print(r.text)
         print(f"comparison saved to {r.comparison_path}")

@@ -45,7 +45,7 @@ def releases(
     from hourly.releases import plan as R
     from hourly.render.releases import print_report
     from hourly.releases.run import run_releases
-    from hourly.render.scan import progress_bar
+    from hourly.commands.progress import ProgressLines
     from hourly.adapters.store import Store
     wd = workdir_setting(workdir, config)
     if show:
@@ -72,8 +72,8 @@ def releases(
         if json_out:
             report = run_releases(s, store)
         else:
-            with progress_bar(err_console, "releases", lambda v: f"installing + measuring jax {v}") as on_progress:
-                report = run_releases(s, store, on_progress)
+            with ProgressLines(err_console, "releases", lambda v: f"installing + measuring jax {v}") as handler:
+                report = run_releases(s, store, handler)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:

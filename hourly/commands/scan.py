@@ -34,7 +34,7 @@ def scan(
 ) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     from hourly.measure.settings import effective
-    from hourly.render.scan import progress_bar
+    from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.scan.run import dry_run, run_scan
     from hourly.scan.table import require_measured
@@ -47,9 +47,9 @@ def scan(
         report = run_scan(s, s.workdir, executor=executor)
     else:
         logs = Path(s.workdir).absolute() / "logs"
-        with progress_bar(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
-                          f" (build log {logs / f'build-{pair.key()}.log'})") as on_progress:
-            report = run_scan(s, s.workdir, on_progress, executor)
+        with ProgressLines(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
+                           f" (build log {logs / f'build-{pair.key()}.log'})") as handler:
+            report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:
         require_measured(report, s)

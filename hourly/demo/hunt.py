@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.render.bisect import print_answers
 from hourly.measure.settings import effective
@@ -70,7 +71,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
             console.print(line, highlight=False)
     # detection found the steps in the table; bisection pins each regression to its commit
     say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
-    answers = run_bisect(s, store, None, None, None, DEMO_MAX_REPEATS)
+    answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
     result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],

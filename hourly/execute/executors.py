@@ -1,12 +1,11 @@
 """Where pairs are built and measured: here, one after another, or as Slurm jobs, W at once.
 
 An executor takes requests — (pair, count): build the pair, run the benchmark count times — for
-a *host*: the scan or the :class:`~hourly.bisect.search.Bisector` asking. A host has ``s`` (the
-settings), ``store``, ``key`` (the benchmark key) and a local ``_measure(pair, count)``; it may
-have ``origin`` (default ``"bisect"``), ``_gate`` (``--only jax``'s untestable states) and
-``_split`` (jaxlib and jax package builds counted apart).
+a *host* (:class:`hourly.execute.host.Host`: the scan, the bisection or the profile asking), and
+talks to it through that protocol only: ``s``, ``store``, ``key``, ``origin``, ``gate``, ``split``
+and ``measure``.
 
-* :class:`LocalExecutor` — today's behaviour: ``host._measure`` for each request in turn.
+* :class:`LocalExecutor` — here, in turn: ``host.measure`` for each request.
 * :class:`SlurmExecutor` — each request is one Slurm job (hourly/worker.py) that builds in its own
   worktrees and environment with the shared wheel cache and writes ``result.json`` into its job
   folder under ``<workdir>/jobs/``; at most ``workers`` jobs run at once. This process (the
@@ -42,10 +41,10 @@ from typing import Iterator, Protocol
 
 from hourly.errors import HourlyError, UserError
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
+from hourly.adapters.store import Measurement
+from hourly.execute.host import Host
 from hourly.execute.jobfiles import write_json
 
-#: the origin of a host that names none (the Bisector's rows)
-DEFAULT_ORIGIN = "bisect"
 MAX_ATTEMPTS = 3
 #: seconds between looks at the jobs (tests set HOURLY_SLURM_POLL lower)
 POLL_S = 2.0
@@ -70,11 +69,13 @@ class ProfileRequest:
 class Executor(Protocol):
     workers: int
 
-    def measure_many(self, host, reqs: list[tuple[Pair, int]]) -> list[tuple]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
+        ...
 
-    def stream(self, host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
         """The same, one request at a time in order; closing it early cancels what still runs."""
+        ...
 
 
 class LocalExecutor:
@@ -82,12 +83,12 @@ class LocalExecutor:
 
     workers = 1
 
-    def measure_many(self, host, reqs):
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host, reqs):
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
         for pair, count in reqs:
-            yield host._measure(pair, count)
+            yield host.measure(pair, count)
 
 
 @dataclass
@@ -115,13 +116,13 @@ class SlurmExecutor:
         from hourly.adapters.slurm import SubmitOptions
         return SubmitOptions(self.partition, self.time, self.gres, tuple(self.slurm_args))
 
-    def measure_many(self, host, reqs):
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host, reqs):
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
         return _Round(self, host).stream(list(reqs))
 
-    def profile_stream(self, host, reqs: list[ProfileRequest]) -> Iterator[dict]:
+    def profile_stream(self, host: Host, reqs: list[ProfileRequest]) -> Iterator[dict]:
         """Each request one job (kind profile), up to ``workers`` at once; for each, in order, the
         job's result (its build rows recorded in ``host.store``, its capture folder ``out``): the
         same round as :meth:`stream`, whose tasks tell the two kinds apart."""
@@ -144,10 +145,10 @@ class _Task:
 class _Round:
     """One ``stream`` call: submit, adopt, poll, record in order."""
 
-    def __init__(self, ex: SlurmExecutor, host):
+    def __init__(self, ex: SlurmExecutor, host: Host):
         self.ex, self.host, self.slurm = ex, host, ex.slurm
         self.store = host.store
-        self.origin = getattr(host, "origin", DEFAULT_ORIGIN)
+        self.origin = host.origin
         self.run_id = hashlib.sha256(str(self.store.path).encode()).hexdigest()[:10]
         self.name = f"hourly-{self.run_id}"
         self.jobs_dir = self.store.workdir / "jobs"
@@ -188,8 +189,7 @@ class _Round:
             extra = {"out": str(Path(req.out).absolute()), "trace": req.trace, "label": req.label}
         else:
             (pair, count), kind, extra = req, RequestKind.MEASURE, {}
-            gate = getattr(self.host, "_gate", None)
-            why = gate.untestable(pair.jax) if gate is not None else None
+            why = self.host.gate.untestable(pair.jax) if self.host.gate is not None else None
             if why:  # as Measurer.measure: recorded (in its turn) without a build
                 return _Task(index, pair, count, self.jobs_dir, untestable=why)
         return _Task(index, pair, count, self._folder(pair, count, kind, extra), kind, extra)
@@ -300,7 +300,7 @@ class _Round:
     def _record(self, task: _Task):
         """The result into the store, as Measurer.measure writes it: build rows, then the measurement
         (a profile: its build rows, as a local profile's build writes them; the result is returned)."""
-        from hourly.adapters.store import BuildRecord, Measurement
+        from hourly.adapters.store import BuildRecord
         if task.untestable:
             m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
                             self.origin)
@@ -327,10 +327,7 @@ class _Round:
         else:
             self.store.add_measurement(self.host.key, m)
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
-        split = getattr(self.host, "_split", None)
-        if split is not None:
-            split[0] += r.get("jaxlib_builds", 0)
-            split[1] += r.get("jax_builds", 0)
+        self.host.split.add(r.get("jaxlib_builds", 0), r.get("jax_builds", 0))
         return m, r.get("builds_run", 0), r.get("runs", 0)
 
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from hourly.errors import UserError
+from hourly.events import Handler
 
 
 @dataclass
@@ -125,16 +126,16 @@ def describe_step(st) -> str:
             f"released {st.before.date or '?'} → {st.after.date or '?'}")
 
 
-def run_release_level(h, store, say: Callable[[str], None]) -> tuple[Any, list[tuple[date, date, list]]]:
+def run_release_level(h, store, handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
     """The release level of a hunt: its report and the day ranges for the daily level."""
     from hourly.releases.run import run_releases
     rs = release_settings(h, h.releases)
-    say(f"release level: jax {rs.from_} → {rs.to}, benchmark on the host: {rs.bench_cmd}"
+    handler.note(f"release level: jax {rs.from_} → {rs.to}, benchmark on the host: {rs.bench_cmd}"
         + (f" (in {rs.bench_cwd})" if rs.bench_cwd else ""))
-    report = run_releases(rs, store)
+    report = run_releases(rs, store, handler)
     hunted = [st for st in report.steps if st.kind in ("regression", "crash")]
     for st in hunted:
-        say(describe_step(st))
+        handler.note(describe_step(st))
     undated = [st for st in hunted if not (st.before.date and st.after.date)]
     if undated:
         raise UserError(f"the release dates of jax {undated[0].before.version} → {undated[0].after.version} "

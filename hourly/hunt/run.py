@@ -43,7 +43,8 @@ from typing import Any, Callable
 
 from hourly.errors import UserError
 from hourly.adapters.locks import holds_store_lock
-from hourly.model import Mode, NightlyPoint, Status
+from hourly.events import SILENT, Handler
+from hourly.model import Mode, NightlyPoint, Status, check_min_change
 from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
 from hourly.nightly.plan import NightlySettings, image_ref, parse_date
 from hourly.adapters.store import Store
@@ -85,9 +86,8 @@ class HuntSettings:
         if self.bisect_in not in BISECT_IN:
             raise UserError(f"--bisect-in {self.bisect_in!r} is neither bad nor good",
                             "pass --bisect-in bad (the default) or --bisect-in good")
-        if self.min_change is not None and not 0 < self.min_change < 1:
-            raise UserError(f"--min-change must lie between 0 and 1 (a fraction of the level), not {self.min_change}",
-                            "pass --min-change 0.02 for 2 %")
+        if self.min_change is not None:
+            check_min_change(self.min_change)
         if (self.good_date is None) != (self.bad_date is None):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
         if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
@@ -353,7 +353,7 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
 
 def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
     """One date of the daily level: from the store, else measured and stored as `nightly` does."""
-    from hourly.nightly.plan import run as nightly_run
+    from hourly.nightly import run as nightly_run
     s = h.nightly
     key = s.key()
     p = store.nightly_points(key).get(day.isoformat())
@@ -409,19 +409,19 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
 
 
-def _from_releases(h: HuntSettings, store: Store, report: HuntReport, say, on_dates, c) -> list[HuntWindow]:
+def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: Handler, c) -> list[HuntWindow]:
     """``--from-release``: the release level (hourly/hunt/from_releases.py), then the daily level over
     the days of each release step; the windows of every range, each marked with its releases."""
     from dataclasses import replace
 
     from hourly.hunt.from_releases import run_release_level
     from hourly.nightly.run import run_nightly
-    report.releases, ranges = run_release_level(h, store, say)
+    report.releases, ranges = run_release_level(h, store, handler)
     windows: list[HuntWindow] = []
     for first, last, steps in ranges:
-        say(f"daily level: {first.isoformat()} → {last.isoformat()}")
+        handler.note(f"daily level: {first.isoformat()} → {last.isoformat()}")
         report.nightly = run_nightly(replace(h.nightly, from_=first.isoformat(), to=last.isoformat()),
-                                     store, on_dates, docker_client=c)
+                                     store, handler, docker_client=c)
         release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
                    for st in steps]
         for w in windows_of(report.nightly.points, report.nightly.steps):
@@ -431,11 +431,9 @@ def _from_releases(h: HuntSettings, store: Store, report: HuntReport, say, on_da
 
 
 @holds_store_lock
-def run_hunt(h: HuntSettings, store: Store,
-             on_progress: Callable[[str], None] | None = None,
-             on_dates: Callable[[int, int, str | None], None] | None = None,
-             docker_client=None) -> HuntReport:
-    """The whole funnel: the daily level (or the entered dates), then one bisection per window."""
+def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_client=None) -> HuntReport:
+    """The whole funnel: the daily level (or the entered dates), then one bisection per window.
+    ``handler`` hears the dates as progress and each stage as a note."""
     from hourly.adapters import containers
     from hourly.adapters.stale_runs import remove_dead_runs
     from hourly.adapters.locks import run_lock
@@ -446,28 +444,28 @@ def run_hunt(h: HuntSettings, store: Store,
     h._run_id = f"h{uuid.uuid4().hex[:8]}"
     owner = run_lock(h._run_id).acquire()  # while held, this run's containers are known to be alive
     try:
-        return _run_hunt(h, store, on_progress, on_dates, c)
+        return _run_hunt(h, store, handler, c)
     finally:
         owner.release()
         owner.path.unlink(missing_ok=True)
 
 
-def _run_hunt(h: HuntSettings, store: Store, on_progress, on_dates, c) -> HuntReport:
+def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
     from hourly.nightly.run import run_nightly
-    say = on_progress or (lambda line: None)
+    say = handler.note
     store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
                                 "releases": h.releases.as_dict() if h.releases else None,
                                 **{k: v for k, v in h.__dict__.items()
                                    if not k.startswith("_") and k not in ("nightly", "releases")}})
     report = HuntReport()
     if h.releases is not None:
-        windows = _from_releases(h, store, report, say, on_dates, c)
+        windows = _from_releases(h, store, report, handler, c)
     elif h.good_date:
         windows = _entered(h, store, c)
     elif h.dates == "search":
         windows = _searched(h, store, c, say)
     else:
-        report.nightly = run_nightly(h.nightly, store, on_dates, docker_client=c)
+        report.nightly = run_nightly(h.nightly, store, handler, docker_client=c)
         windows = windows_of(report.nightly.points, report.nightly.steps)
     run_id = h._run_id
     for i, w in enumerate(windows, 1):

@@ -9,7 +9,7 @@ from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, Buil
 from hourly.measure.settings import Settings
 from hourly.adapters.gitrepo import GitRepo
 from hourly.model import Pair, Status
-from hourly.measure.pinned import JaxlibGate, Pin, make_pin
+from hourly.measure.pinned import Pin, gate_for, make_pin
 from hourly.adapters.store import Measurement, Store
 if TYPE_CHECKING:  # detection pulls in numpy
     pass
@@ -46,16 +46,16 @@ class Measurer:
     """Builds and measures pairs under one set of settings; shared by scan and bisect."""
 
     def __init__(self, s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, workspace: Workspace,
-                 pin: Pin | None = None):
+                 pin: Pin | None = None, key: str | None = None):
         self.s = s
         self.store = store
-        self.key = s.bench_key()
+        self.key = key if key is not None else s.bench_key()
         self.spec = s.bench_spec()
         self.builder = Builder(workspace, jax, xla, build_spec(s), store)
         if s.cherry_pick:
             from hourly.measure.cherry_pick import parse
             workspace.picks = parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
-        self.gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+        self.gate = gate_for(jax, pin)
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
 

@@ -156,3 +156,9 @@ class JaxlibGate:
                        f"the installed jaxlib is {self.installed}")
             self._seen[sha] = why
         return self._seen[sha]
+
+
+def gate_for(jax: GitRepo, pin: Pin | None) -> JaxlibGate | None:
+    """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise.
+    The one place it is made: the Measurer, the hosts and the bisection ask here."""
+    return JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None

@@ -12,9 +12,9 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import date
 from pathlib import Path
-from typing import Callable
 
 from hourly.adapters import containers
+from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchResult, Run, run_status
 from hourly.metric import compile_metric_regex, parse_metric
 from hourly.adapters.stale_runs import remove_dead_runs
@@ -53,8 +53,7 @@ def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: 
                         commits.xla, commits.jax, [r.as_dict() for r in result.runs], result.detail())
 
 
-def run_nightly(s: NightlySettings, store: Store,
-                on_progress: Callable[[int, int, str | None], None] | None = None,
+def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
                 docker_client=None) -> NightlyReport:
     """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
     nightly may have been published since) and return the whole window's report."""
@@ -66,8 +65,7 @@ def run_nightly(s: NightlySettings, store: Store,
     todo = [d for d in dates if s.rerun or d.isoformat() not in have
             or have[d.isoformat()].status is Status.MISSING]
     total, done = len(dates), len(dates) - len(todo)
-    if on_progress:
-        on_progress(done, total, None)
+    handler.progress(done, total, None)
     scan_id = f"n{uuid.uuid4().hex[:8]}"
     log_dir = store.workdir / "logs" / "nightly"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -79,15 +77,13 @@ def run_nightly(s: NightlySettings, store: Store,
     try:
         if len(slots) == 1:
             for d in todo:
-                if on_progress:
-                    on_progress(done, total, d.isoformat())
+                handler.progress(done, total, d.isoformat())
                 store.add_nightly(key, measure_date(d, s, scan_id, slots[0], log_dir, first), LEVEL)
                 done += 1
-                if on_progress:
-                    on_progress(done, total, None)
+                handler.progress(done, total, None)
         else:
             done = _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop,
-                                 on_progress, done, total)
+                                 handler, done, total)
     except BaseException:
         stop.set()
         containers.cleanup(f"hourly.scan={scan_id}", docker_client=first)
@@ -98,7 +94,7 @@ def run_nightly(s: NightlySettings, store: Store,
     return nightly_show(store, s, measured=len(todo), dates=dates)
 
 
-def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, on_progress, done, total):
+def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, done, total):
     """One worker per GPU slot, each with its own client; results are stored from this thread
     (the SQLite connection belongs to it)."""
     free = list(slots)
@@ -112,16 +108,14 @@ def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, on_progres
                     fut = pool.submit(lambda d=d, gpu=gpu: measure_date(
                         d, s, scan_id, gpu, log_dir, containers.new_client(), stop))
                     pending[fut] = (d, gpu)
-                    if on_progress:
-                        on_progress(done, total, d.isoformat())
+                    handler.progress(done, total, d.isoformat())
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for fut in finished:
                     d, gpu = pending.pop(fut)
                     free.append(gpu)
                     store.add_nightly(key, fut.result(), LEVEL)
                     done += 1
-                    if on_progress:
-                        on_progress(done, total, None)
+                    handler.progress(done, total, None)
         except BaseException:
             # Workers sit in container.wait(): remove their containers first, or leaving the
             # pool (which joins the workers) would wait for the benchmarks to finish.

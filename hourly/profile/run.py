@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hourly.measure.benchmark import bench_env
-from hourly.measure.build import BuildResult, Workspace
+from hourly.measure.build import BuildResult
 from hourly.profile.capture import TraceOptions, capture
 from hourly.measure.settings import Settings
 from hourly.model import Pair
@@ -28,7 +28,10 @@ from hourly.profile.compare import compare
 from hourly.errors import UserError
 from hourly.adapters.locks import holds_store_lock
 from hourly.measure.resolve import resolve_pairs
-from hourly.measure.measurer import Measurer, open_repos, pin_of, trees
+from hourly.events import SILENT, Handler
+from hourly.execute.executors import Executor, LocalExecutor, ProfileRequest
+from hourly.execute.host import MeasuringHost
+from hourly.measure.measurer import open_repos, pin_of
 from hourly.scan.table import show
 from hourly.analysis.steps import find_steps
 from hourly.adapters.store import Store
@@ -113,31 +116,26 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
     return cap.out_dir
 
 
-@dataclass
-class ProfileHost:
-    """What an executor needs of ``hourly profile`` (hourly/execute/executors.py): settings, store, benchmark key."""
-
-    s: Settings
-    store: Store
-    key: str
-    origin: str = "profile"
+#: the origin of the profile's build rows (hourly.execute.host)
+PROFILE_ORIGIN = "profile"
 
 
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
-                 say=lambda text: None, executor=None) -> list[ProfileResult]:
+                 handler: Handler = SILENT, executor: Executor | None = None) -> list[ProfileResult]:
     """Capture both states of each target and compare them. ``executor``: a remote one
     (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
     [default: here, one after another]."""
     if not targets:
         raise UserError("no regression to profile in this workdir",
                         "run `hourly scan` (and `hourly bisect`) first, or pass --good and --bad")
-    from hourly.execute.executors import LocalExecutor
     sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
+    xla, jax = open_repos(s)
+    host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), PROFILE_ORIGIN)
     if executor is not None and not isinstance(executor, LocalExecutor):
-        captured = _capture_remote(store, s, sides, options, say, executor)
+        captured = _capture_remote(host, sides, options, handler, executor)
     else:
-        captured = _capture_here(store, s, sides, options, say)
+        captured = _capture_here(host, sides, options, handler)
     results, dirs = [], {}
     for (target, side, _), out in zip(sides, captured):  # a target is compared once both its sides are in
         dirs[side] = out
@@ -150,31 +148,29 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
     return results
 
 
-def _say_side(say, target: Target, side: str, pair: Pair, where: str = "") -> None:
-    say(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}{where}")
+def _say_side(handler: Handler, target: Target, side: str, pair: Pair, where: str = "") -> None:
+    handler.note(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}{where}")
 
 
-def _capture_here(store, s, sides, options, say) -> Iterator[Path]:
+def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Handler) -> Iterator[Path]:
     """Each side in turn, built in the user's trees: its capture folder."""
-    xla, jax = open_repos(s)
-    with Workspace(trees(xla, jax), force=s.force) as ws:
-        m = Measurer(s, store, xla, jax, ws, pin_of(s, jax))
+    with host:
         for target, side, pair in sides:
-            _say_side(say, target, side, pair)
-            build = m.builder.prepare(pair)
-            yield trace_state(s, build, store.workdir / "profiles" / target.name / side,
+            _say_side(handler, target, side, pair)
+            build = host.measurer().builder.prepare(pair)
+            yield trace_state(host.s, build, host.store.workdir / "profiles" / target.name / side,
                               options, f"{side} state of {target.name}")
 
 
-def _capture_remote(store, s, sides, options, say, executor) -> Iterator[Path]:
+def _capture_remote(host: MeasuringHost, sides, options: TraceOptions, handler: Handler,
+                    executor: Executor) -> Iterator[Path]:
     """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
     touched): the capture folders, in order."""
     from dataclasses import asdict
-    from hourly.execute.executors import ProfileRequest
     reqs = []
     for target, side, pair in sides:
-        _say_side(say, target, side, pair, " (a Slurm job)")
-        reqs.append(ProfileRequest(pair, store.workdir / "profiles" / target.name / side, asdict(options),
+        _say_side(handler, target, side, pair, " (a Slurm job)")
+        reqs.append(ProfileRequest(pair, host.store.workdir / "profiles" / target.name / side, asdict(options),
                                    f"{side} state of {target.name}"))
-    for r in executor.profile_stream(ProfileHost(s, store, s.bench_key()), reqs):
+    for r in executor.profile_stream(host, reqs):
         yield Path(r["out"])

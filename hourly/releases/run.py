@@ -9,10 +9,10 @@ import re
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable
 
 from hourly.measure.benchmark import BenchSpec, run_benchmark
 from hourly.errors import ProcessError, UserError
+from hourly.events import SILENT, Handler
 from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.releases.plan import FINISHED, LEVEL, Planned, ReleaseReport, ReleaseSettings, plan_releases, show
 from hourly.adapters.store import Store
@@ -33,8 +33,7 @@ def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
     store.save_settings(LEVEL, {"settings": s.as_dict(), "key": key})
 
 
-def run_releases(s: ReleaseSettings, store: Store,
-                 on_progress: Callable[[int, int, str | None], None] | None = None) -> ReleaseReport:
+def run_releases(s: ReleaseSettings, store: Store, handler: Handler = SILENT) -> ReleaseReport:
     """Measure every release of the window not finished yet (all with ``rerun``) and return the
     window's report. Each release's result is stored as soon as it is known."""
     s.validate()
@@ -63,8 +62,7 @@ def run_releases(s: ReleaseSettings, store: Store,
     any_ok = any(v in window and r.status is Status.OK for v, r in have.items()) and not s.rerun
     failures: list[tuple[ReleasePoint, str | None]] = []  # this run's, while nothing measured
     for i, p in enumerate(todo):
-        if on_progress:
-            on_progress(done, total, p.version)
+        handler.progress(done, total, p.version)
         if p.missing:
             before = have.get(p.version)
             if before is None or before.detail != p.missing:
@@ -81,8 +79,7 @@ def run_releases(s: ReleaseSettings, store: Store,
                     rest = [q.version for q in todo[i + 1:] if not q.missing]
                     raise drift_error(failures, s, rest)
         done += 1
-        if on_progress:
-            on_progress(done, total, None)
+        handler.progress(done, total, None)
     report = show(store, s, key, measured=measured, installer=installer.describe())
     ran = [q for q in report.points if q.status is not Status.MISSING]
     if ran and not any(q.status is Status.OK for q in ran):

@@ -21,6 +21,9 @@ class LineHandler(BisectHandler):
     def __init__(self, say: Callable[[str], None]):
         self.say = say
 
+    def note(self, text: str) -> None:
+        self.say(text)
+
     def started(self, w: Window, states: int, resumed: int) -> None:
         self.say(f"bisecting {iso(w.good_time)} .. {iso(w.bad_time)}: {plural(states, 'state')}"
                  + (f" (resuming after {plural(resumed, 'stored verdict')})" if resumed else ""))

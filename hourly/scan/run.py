@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Iterator
 
 from hourly.measure import machine as environment
 from hourly.metric import compile_metric_regex
-from hourly.measure.build import Builder, Workspace, require_command
+from hourly.measure.build import Builder, require_command
 from hourly.measure.settings import Settings
 from hourly.errors import ProcessError, UserError
-from hourly.execute.executors import LocalExecutor
+from hourly.events import SILENT, Handler
+from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.host import MeasuringHost
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
-from hourly.measure.pinned import JaxlibGate, Pin
+from hourly.measure.pinned import Pin
 from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.timeparse import instants, parse_step, window
 from hourly.scan.table import CONFIRM_ORIGIN, LEVEL, SCAN_ORIGIN, confirm_repeats, edge_checks, never_worked, stored_results
-from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
+from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 
-if TYPE_CHECKING:  # detection pulls in numpy
-    pass
 
 
 
@@ -133,9 +133,10 @@ def _wanted(m: Measurement | None, retry_failed: bool) -> bool:
 
 
 
-def run_scan(s: Settings, store: Store | str | os.PathLike,
-             on_progress: Callable[[int, int, Pair | None], None] | None = None, executor=None) -> ScanReport:
+def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = SILENT,
+             executor: Executor | None = None) -> ScanReport:
     """Scan; given a workdir rather than a Store, it is created only once the input is known good.
+    ``handler`` hears the progress (pairs done of all, the pair being built here);
     ``executor`` (hourly.execute.executors): where pairs are built and measured [default: here, in turn]."""
     check(s)
     xla, jax = open_repos(s)
@@ -145,26 +146,12 @@ def run_scan(s: Settings, store: Store | str | os.PathLike,
     points = plan(s, xla, jax, pin)
     if not isinstance(store, Store):
         store = Store(store)
-    return _measure_points(s, store, xla, jax, points, on_progress, pin, executor)
-
-
-class ScanHost:
-    """What a remote executor measures for when a scan asks (see hourly/execute/executors.py): the scan's
-    settings, store and benchmark key; its rows are of origin "scan". (The local executor's scan
-    is the loop below, unchanged.)"""
-
-    origin = SCAN_ORIGIN
-
-    def __init__(self, s: Settings, store: Store, jax: GitRepo, pin: Pin | None):
-        self.s, self.store, self.key = s, store, s.bench_key()
-        self._gate = JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
-        self._split = [0, 0]  # jaxlib builds, jax package builds
+    return _measure_points(s, store, xla, jax, points, handler, pin, executor)
 
 
 @holds_store_lock
 def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
-                    on_progress: Callable[[int, int, Pair | None], None] | None, pin: Pin | None = None,
-                    executor=None) -> ScanReport:
+                    handler: Handler, pin: Pin | None = None, executor: Executor | None = None) -> ScanReport:
     pairs = distinct_pairs(points)
     key = s.bench_key()
     store.save_settings("scan", s.as_dict())
@@ -174,43 +161,28 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
     todo = pairs if s.rerun else [p for p in pairs if _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     done = len(pairs) - len(todo)
-    if on_progress:
-        on_progress(done, len(pairs), None)
-    builds = jaxlib_builds = jax_builds = 0
+    handler.progress(done, len(pairs), None)
+    builds = 0
     stopped = None
     # fail fast: the first pair that gets measured decides whether the benchmark works at all
     # (unless an earlier run of this scan already measured one)
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
-    if todo and executor is not None and not isinstance(executor, LocalExecutor):
-        host = ScanHost(s, store, jax, pin)
-        results = executor.stream(host, [(p, s.repeats) for p in todo])
-        for got, b, _ in results:  # W pairs at once; recorded in the scan's order as they come in
+    with MeasuringHost(s, store, xla, jax, pin, SCAN_ORIGIN, key) as host:
+        if todo and executor is not None and not isinstance(executor, LocalExecutor):
+            results = executor.stream(host, [(p, s.repeats) for p in todo])
+        else:  # here, in turn: the pair being built is shown while it builds
+            results = _here(host, todo, handler, done, len(pairs))
+        for got, b, _ in results:  # remote: W pairs at once, recorded in the scan's order as they come in
             builds += b
             done += 1
-            if on_progress:
-                on_progress(done, len(pairs), None)
+            handler.progress(done, len(pairs), None)
             checked, stopped = _fail_fast(got, s, checked)
             if stopped:
                 results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
                 break
-        jaxlib_builds, jax_builds = host._split
-    elif todo:
-        with Workspace(trees(xla, jax), force=s.force) as ws:
-            m = Measurer(s, store, xla, jax, ws, pin)
-            for pair in todo:
-                if on_progress:
-                    on_progress(done, len(pairs), pair)
-                got = m.measure(pair)
-                done += 1
-                if on_progress:
-                    on_progress(done, len(pairs), None)
-                checked, stopped = _fail_fast(got, s, checked)
-                if stopped:
-                    break
-            builds = m.builder.builds_run
-            jaxlib_builds, jax_builds = m.builder.jaxlib_builds, m.builder.jax_builds
+        jaxlib_builds, jax_builds = host.split.take()
     if stopped is None and s.confirm_edges and s.mode != "exit":
-        more = confirm_edges(s, store, xla, jax, points, pin, on_progress)
+        more = confirm_edges(s, store, xla, jax, points, pin, handler, key)
         builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
     results = stored_results(store, key, points)
     checks, as_json, _ = edge_checks(store, key, results, s)
@@ -218,31 +190,29 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
                       jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json)
 
 
+def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
+          ) -> Iterator[tuple[Measurement, int, int]]:
+    for i, pair in enumerate(todo):
+        handler.progress(done + i, total, pair)
+        yield host.measure(pair, host.s.repeats)
+
+
 def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
-                  pin: Pin | None, on_progress: Callable[[int, int, Pair | None], None] | None = None
-                  ) -> tuple[int, int, int]:
+                  pin: Pin | None, handler: Handler = SILENT, key: str | None = None) -> tuple[int, int, int]:
     """Measure every unconfirmed edge step's two pairs again, back to back, with
     :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
     Returns the builds it ran (total, jaxlib, jax package): none unless a build left the cache."""
-    key = s.bench_key()
+    key = key if key is not None else s.bench_key()
     _, _, again = edge_checks(store, key, stored_results(store, key, points), s)
     if not again:
         return 0, 0, 0
-    with Workspace(trees(xla, jax), force=s.force) as ws:
-        m = Measurer(s, store, xla, jax, ws, pin)
+    builds = 0
+    with MeasuringHost(s, store, xla, jax, pin, CONFIRM_ORIGIN, key) as host:
         for i, pair in enumerate(again):
-            if on_progress:
-                on_progress(i, len(again), pair)
-            m.measure(pair, confirm_repeats(s), origin=CONFIRM_ORIGIN)
-        if on_progress:
-            on_progress(len(again), len(again), None)
-        return m.builder.builds_run, m.builder.jaxlib_builds, m.builder.jax_builds
-
-
-
-
-
-
+            handler.progress(i, len(again), pair)
+            builds += host.measure(pair, confirm_repeats(s))[1]
+        handler.progress(len(again), len(again), None)
+        return (builds, *host.split.take())
 
 
 def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:

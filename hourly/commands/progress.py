@@ -1,0 +1,45 @@
+"""The command layer's handler of the core's events (hourly.events): what a person sees while a
+level runs. On a terminal a progress bar (done/total, the item being worked on, time left); piped
+into a file or ``tee``, one plain line as each item starts, so the log shows progress as it
+happens; notes (stages, captured states) as lines either way. ``--json`` takes the silent handler.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Callable
+
+from rich.console import Console
+
+from hourly.events import Handler
+
+
+class ProgressLines(Handler):
+    """Progress of ``unit`` items (``pairs``, ``dates``, ``releases``) and notes, on ``console``.
+    ``describe(item)`` says what is being done to an item. A context manager: the bar lives while
+    the run does."""
+
+    def __init__(self, console: Console, unit: str, describe: Callable[[object], str]):
+        self.console, self.unit, self.describe = console, unit, describe
+        self._stack = ExitStack()
+        self._bar: Callable[[int, int, object], None] | None = None
+
+    def __enter__(self) -> ProgressLines:
+        if self.console.is_terminal:
+            from hourly.render.scan import progress_bar
+            self._bar = self._stack.enter_context(progress_bar(self.console, self.unit, self.describe))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+        self._bar = None
+
+    def progress(self, done: int, total: int, current: object | None = None) -> None:
+        if self._bar is not None:
+            self._bar(done, total, current)
+        elif current is not None:
+            self.console.print(f"{self.unit} {done + 1}/{total}: {self.describe(current)}",
+                               soft_wrap=True, highlight=False, markup=False)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, soft_wrap=True, highlight=False, markup=False)

@@ -1,0 +1,101 @@
+"""The host protocol: what an executor builds and measures for.
+
+A host is the scan, the bisection (:class:`~hourly.bisect.search.Bisector`) or the profile
+asking an executor (hourly.execute.executors) for states. Every executor talks to a host through
+these names only: its settings ``s``, its ``store``, the benchmark identity ``key``, the ``origin``
+of its rows, the ``gate`` of ``--only jax`` (JAX commits the installed jaxlib cannot run), the
+``split`` of its builds (jaxlib and the jax package counted apart) and ``measure`` (build and
+benchmark one state here). :class:`MeasuringHost` is the scan's and the profile's; the Bisector
+implements the same protocol itself.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Protocol
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.store import Measurement, Store
+from hourly.measure.build import Workspace
+from hourly.measure.measurer import Measurer, trees
+from hourly.measure.pinned import JaxlibGate, Pin, gate_for
+from hourly.measure.settings import Settings
+from hourly.model import Pair
+
+
+@dataclass
+class BuildSplit:
+    """Builds of jaxlib and of the jax package alone, not yet carried by a recorded row."""
+
+    jaxlib: int = 0
+    jax: int = 0
+
+    def add(self, jaxlib: int, jax: int) -> None:
+        self.jaxlib += jaxlib
+        self.jax += jax
+
+    def take(self) -> tuple[int, int]:
+        """The counts so far, and start again from zero (a bisection's row carries them)."""
+        got = (self.jaxlib, self.jax)
+        self.jaxlib = self.jax = 0
+        return got
+
+
+class Host(Protocol):
+    s: Settings
+    store: Store
+    key: str
+    origin: str
+    gate: JaxlibGate | None
+    split: BuildSplit
+
+    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+        """Build (or reuse) ``pair`` here and run the benchmark ``count`` times: the Measurement
+        (recorded in ``store`` with ``origin``), builds run, benchmark runs."""
+        ...
+
+
+class MeasuringHost:
+    """A host that measures here with one :class:`~hourly.measure.measurer.Measurer`, whose working
+    trees are taken (locked, stashed) on the first local measurement and given back on close; a
+    remote executor never asks for them."""
+
+    def __init__(self, s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, pin: Pin | None,
+                 origin: str, key: str | None = None):
+        self.s, self.store, self.origin = s, store, origin
+        self.key = key if key is not None else s.bench_key()
+        self.xla, self.jax, self.pin = xla, jax, pin
+        self.gate = gate_for(jax, pin)
+        self.split = BuildSplit()
+        self._stack = ExitStack()
+        self._measurer: Measurer | None = None
+
+    def __enter__(self) -> MeasuringHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._measurer = None
+
+    def measurer(self) -> Measurer:
+        if self._measurer is None:
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin, key=self.key)
+        return self._measurer
+
+    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+        return measure_counted(self.measurer(), self.split, pair, count, self.origin)
+
+
+def measure_counted(m: Measurer, split: BuildSplit, pair: Pair, count: int,
+                    origin: str) -> tuple[Measurement, int, int]:
+    """One measurement through ``m``, with the builds and runs it took (the split into ``split``)."""
+    b0, r0 = m.builder.builds_run, m.runs
+    l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
+    got = m.measure(pair, count, origin=origin)
+    split.add(m.builder.jaxlib_builds - l0, m.builder.jax_builds - j0)
+    return got, m.builder.builds_run - b0, m.runs - r0
