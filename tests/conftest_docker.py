@@ -185,7 +185,7 @@ def bench_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def no_leftovers(docker_client):
-    """Asserts, after the test, that no container with an ``hourly.scan.run`` label is left."""
+    """Asserts, after the test, that no container with an ``hourly.scan`` label is left."""
     label = f"hourly.scan=l{uuid.uuid4().hex[:10]}"
     yield label
     left = docker_client.containers.list(all=True, filters={"label": label})

@@ -153,7 +153,7 @@ def test_run_ok_captures_metric_and_removes_container(docker_client, nightly_ima
                                                       no_leftovers, tmp_path):
     ref = nightly_images.local_template.format(date="2023-08-25")
     log = tmp_path / "logs" / "2023-08-25.log"
-    res = C.run_container(ref, ["/bin/bash", "/dir/test.sh"], labels={"hourly.scan.run": no_leftovers.split("=")[1]},
+    res = C.run_container(ref, ["/bin/bash", "/dir/test.sh"], labels={"hourly.scan": no_leftovers.split("=")[1]},
                           mounts=[f"{bench_dir}:/dir"], env={"XLA_FLAGS": "--xla_dummy"},
                           workdir="/dir", timeout=60, log_path=log, docker_client=docker_client)
     assert res.ok and res.exit_code == 0 and not res.timed_out
@@ -170,7 +170,7 @@ def test_run_env_workdir_and_mounts_reach_the_container(docker_client, nightly_i
     (tmp_path / "w").mkdir()
     res = C.run_container(ref, 'echo "$FOO $(pwd)"; echo out > /w/made', mounts=[(str(tmp_path / "w"), "/w")],
                           env=["FOO=bar"], workdir="/opt", timeout=30,
-                          labels={"hourly.scan.run": no_leftovers.split("=")[1]},
+                          labels={"hourly.scan": no_leftovers.split("=")[1]},
                           docker_client=docker_client)
     assert res.output.strip() == "bar /opt"
     assert (tmp_path / "w" / "made").read_text() == "out\n"
@@ -180,7 +180,7 @@ def test_run_env_workdir_and_mounts_reach_the_container(docker_client, nightly_i
 def test_run_crash_output_and_exit_code(docker_client, nightly_images, bench_dir, no_leftovers):
     ref = nightly_images.local_template.format(date="2023-08-24")
     res = C.run_container(ref, ["/bin/bash", "/dir/test.sh"], mounts=[f"{bench_dir}:/dir"],
-                          labels={"hourly.scan.run": no_leftovers.split("=")[1]}, timeout=60,
+                          labels={"hourly.scan": no_leftovers.split("=")[1]}, timeout=60,
                           docker_client=docker_client)
     assert res.exit_code == 1 and not res.ok and not res.timed_out
     assert "XlaRuntimeError: INTERNAL: fake crash" in res.output  # stderr is kept too
@@ -191,7 +191,7 @@ def test_run_timeout_kills_and_removes(docker_client, nightly_images, no_leftove
     ref = nightly_images.local_template.format(date="2023-08-20")
     t0 = time.monotonic()
     res = C.run_container(ref, "echo started; sleep 60", timeout=1.5,
-                          labels={"hourly.scan.run": no_leftovers.split("=")[1]},
+                          labels={"hourly.scan": no_leftovers.split("=")[1]},
                           docker_client=docker_client)
     assert res.timed_out and res.exit_code is None and not res.ok
     assert "started" in res.output
@@ -202,7 +202,7 @@ def test_run_timeout_kills_and_removes(docker_client, nightly_images, no_leftove
 def test_run_unstartable_removes_container(docker_client, nightly_images, no_leftovers):
     ref = nightly_images.local_template.format(date="2023-08-20")
     with pytest.raises(UserError, match="could not start"):
-        C.run_container(ref, ["/no/such/binary"], labels={"hourly.scan.run": no_leftovers.split("=")[1]},
+        C.run_container(ref, ["/no/such/binary"], labels={"hourly.scan": no_leftovers.split("=")[1]},
                         docker_client=docker_client)
 
 
@@ -212,7 +212,7 @@ def test_run_gpus_without_nvidia_runtime_is_a_user_error(docker_client, nightly_
         pytest.skip("this engine has the NVIDIA runtime; the error path can't be shown here")
     ref = nightly_images.local_template.format(date="2023-08-20")
     with pytest.raises(UserError, match="NVIDIA Container Toolkit"):
-        C.run_container(ref, ["true"], gpus="all", labels={"hourly.scan.run": no_leftovers.split("=")[1]},
+        C.run_container(ref, ["true"], gpus="all", labels={"hourly.scan": no_leftovers.split("=")[1]},
                         docker_client=docker_client)
 
 
@@ -222,9 +222,9 @@ def test_ctrl_c_during_run_leaves_no_container(docker_client, nightly_images, te
     ref = nightly_images.local_template.format(date="2023-08-20")
     label = f"hourly.scan={test_scan_id}-sigint"
     script = textwrap.dedent(f"""
-        from hourly import containers as C
+        from hourly.adapters import containers as C
         try:
-            C.run_container({ref!r}, "sleep 60", labels={{"hourly.scan.run": {label.split('=')[1]!r}}})
+            C.run_container({ref!r}, "sleep 60", labels={{"hourly.scan": {label.split('=')[1]!r}}})
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             raise SystemExit(130)
@@ -252,8 +252,8 @@ def test_ctrl_c_during_run_leaves_no_container(docker_client, nightly_images, te
 def test_cleanup_removes_leftovers_of_a_scan_only(docker_client, nightly_images, test_scan_id):
     ref = nightly_images.local_template.format(date="2023-08-20")
     mine, other = f"{test_scan_id}-mine", f"{test_scan_id}-other"
-    a = docker_client.containers.create(ref, ["true"], labels={"hourly.scan.run": mine})
-    b = docker_client.containers.create(ref, ["true"], labels={"hourly.scan.run": other})
+    a = docker_client.containers.create(ref, ["true"], labels={"hourly.scan": mine})
+    b = docker_client.containers.create(ref, ["true"], labels={"hourly.scan": other})
     try:
         assert C.cleanup(f"hourly.scan={mine}", docker_client=docker_client) == [a.name]
         assert docker_client.containers.list(all=True, filters={"label": f"hourly.scan={mine}"}) == []
