@@ -32,7 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, State, Verdict, bounds, candidate_states, next_probe, step_commits
+from hourly.analysis.bisection import (
+    COST_BUILD,
+    COST_MEASURED,
+    State,
+    Verdict,
+    bounds,
+    candidate_states,
+    next_probe,
+    step_commits,
+)
 
 DAY = 86400
 HISTORY = [Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "history",

@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bisect_builds import HISTORY, Oracle, exact, hourly_bisect, load_walks, plain_bisect  # noqa: E402
+from bisect_builds import HISTORY, Oracle, exact, hourly_bisect, load_walks, plain_bisect
 
-from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD, COST_MEASURED, candidate_states  # noqa: E402
-from hourly.measure.native_inputs import is_native_path  # noqa: E402
+from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD, COST_MEASURED, candidate_states
+from hourly.measure.native_inputs import is_native_path
 
 DAY = 86400
 

@@ -41,7 +41,6 @@ import numpy as np
 
 from hourly.analysis.detect import detect
 
-
 HEAVY_TAILS = False  # --heavy-tails: Student-t noise with 3 degrees of freedom (scaled to the same sd)
 
 

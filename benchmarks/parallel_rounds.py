@@ -31,8 +31,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hourly.analysis.bisection import StepSearch, Verdict, bounds, candidate_states, next_probe, plan_probes  # noqa: E402
-from window_hunt import DAY, load_walks  # noqa: E402
+from window_hunt import DAY, load_walks
+
+from hourly.analysis.bisection import StepSearch, Verdict, bounds, candidate_states, next_probe, plan_probes
 
 WORKERS = (1, 2, 4, 8)
 

@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hourly.demo.repos import replay_history
 from hourly.adapters.gitrepo import GitRepo
+from hourly.demo.repos import replay_history
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, window
 

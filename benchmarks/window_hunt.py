@@ -46,9 +46,24 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, DEFAULT_MIN_CHANGE, State, StepSearch, Verdict, bounds, candidate_states, classify, next_probe, separation, step_commits, worse
-from hourly.analysis.detect import ChangeKind, detect  # noqa: E402
-from bisect_builds import load_walks  # noqa: E402
+from bisect_builds import load_walks
+
+from hourly.analysis.bisection import (
+    COST_BUILD,
+    COST_MEASURED,
+    DEFAULT_MIN_CHANGE,
+    State,
+    StepSearch,
+    Verdict,
+    bounds,
+    candidate_states,
+    classify,
+    next_probe,
+    separation,
+    step_commits,
+    worse,
+)
+from hourly.analysis.detect import ChangeKind, detect
 
 DAY, HOUR = 86400, 3600
 #: hourly.bisect.search's constants, mirrored (the Bisector drives the search exactly so)

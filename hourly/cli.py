@@ -16,6 +16,8 @@ import typer
 _CLICK_ERRORS = (typer.TyperException,)
 _EXITS = (typer.Exit,)
 _ABORTS = (typer.Abort, KeyboardInterrupt)
+from hourly.errors import ProcessError, UserError
+
 from . import __version__
 from .commands.bisect import bisect
 from .commands.clean import clean
@@ -29,7 +31,6 @@ from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
-from hourly.errors import ProcessError, UserError
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -88,7 +89,7 @@ def _main(argv: list[str]) -> int:
         log = _crash_log(e)
         _err(f"hourly: error: {e}\n  full log: {e.log_path or log}")
         return e.exit_code
-    except Exception as e:  # noqa: BLE001 - the one place that catches everything
+    except Exception as e:
         log = _crash_log(e)
         _err(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
              f"  details in {log}; please attach it to a bug report")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from hourly.errors import UserError
 
+from hourly.errors import UserError
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 

@@ -102,7 +102,7 @@ def profiler_options(jax, host: int | None, python: int | None, device: int | No
 
 
 def _relative_files(out: Path) -> dict[str, list[str]]:
-    rel = lambda p: str(p.relative_to(out))  # noqa: E731
+    rel = lambda p: str(p.relative_to(out))
     return {
         "xplane": sorted(rel(p) for p in out.rglob("*.xplane.pb")),
         "perfetto": sorted(rel(p) for p in out.rglob("perfetto_trace.json.gz")),

@@ -33,6 +33,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
 from pathlib import Path
+
 from hourly.execute.jobfiles import write_json
 
 REQUEST = "request.json"
@@ -61,12 +62,12 @@ def own_pair(job: Path, req: dict):
     """The request's pair checked out in the job's own worktrees, with an environment of its own:
     a :class:`~hourly.measure.measurer.Measurer` over them (its store records for the coordinator), and the pair.
     The trees and the environment are removed after."""
-    from hourly.measure.build import Workspace
-    from hourly.measure.settings import Settings
     from hourly.adapters.gitrepo import GitRepo
-    from hourly.model import Pair
-    from hourly.measure.measurer import Measurer
     from hourly.adapters.venvs import overlay_env
+    from hourly.measure.build import Workspace
+    from hourly.measure.measurer import Measurer
+    from hourly.measure.settings import Settings
+    from hourly.model import Pair
 
     names = {f.name for f in fields(Settings)}
     s = Settings(**{k: v for k, v in req["settings"].items() if k in names})
@@ -95,7 +96,7 @@ def own_pair(job: Path, req: dict):
         for name, tree in own.items():
             try:
                 base[name].remove_worktree(tree.path)
-            except Exception:  # noqa: BLE001 — a leftover tree is swept by the next job's add
+            except Exception:
                 pass
         import shutil
         shutil.rmtree(job / "venv", ignore_errors=True)
@@ -127,8 +128,8 @@ def profile(job: Path, req: dict) -> dict:
 
 
 def run(job: Path) -> dict:
-    from hourly.measure.build import BuildInterrupted
     from hourly.errors import UserError
+    from hourly.measure.build import BuildInterrupted
     from hourly.model import RequestKind
     req = json.loads((job / REQUEST).read_text())
     try:  # a request without a kind (written by an hourly before profile jobs) measures
@@ -138,7 +139,7 @@ def run(job: Path) -> dict:
         result = {"outcome": "interrupted", "error": e.message, "fix": e.fix}
     except UserError as e:
         result = {"outcome": "user_error", "error": e.message, "fix": e.fix, "details": e.details}
-    except Exception as e:  # noqa: BLE001 — reported to the coordinator, which stops with it
+    except Exception as e:
         result = {"outcome": "error", "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
     result.update(job_id=os.environ.get("SLURM_JOB_ID"), host=os.uname().nodename, attempt=req.get("attempt"))
     write_json(job / RESULT, result)

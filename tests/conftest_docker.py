@@ -86,7 +86,7 @@ def _anothers(client, image_id: str, sid: str) -> bool:
             if not parent:
                 return False
             tags = _tags({"RepoTags": client.api.inspect_image(parent).get("RepoTags")})
-        except Exception:  # noqa: BLE001 - gone meanwhile: count it
+        except Exception:
             return False
         if tags:
             return not any(sid in t for t in tags)
@@ -125,7 +125,7 @@ def remove_session_images(client, sid: str) -> None:
             if sid in tag:
                 try:
                     client.images.remove(tag, force=True)
-                except Exception:  # noqa: BLE001 - best-effort tidying; the leak check reports
+                except Exception:
                     pass
 
 
@@ -169,7 +169,7 @@ def nightly_images(docker_client, registry, test_scan_id):
     for d in ns.dates:
         try:
             docker_client.images.remove(ns.local_template.format(date=d), force=True)
-        except Exception:  # noqa: BLE001 - a missing date has no image; the leak check reports
+        except Exception:
             pass
 
 

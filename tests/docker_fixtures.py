@@ -16,8 +16,9 @@ import shutil
 import tarfile
 from dataclasses import dataclass, field
 
-import docker
 import docker.errors
+
+import docker
 
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 

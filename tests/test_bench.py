@@ -5,10 +5,10 @@ import textwrap
 
 import pytest
 
+from hourly.errors import UserError
 from hourly.measure.benchmark import BenchSpec, Status, run_benchmark
 from hourly.metric import parse_metric
 from hourly.model import spread
-from hourly.errors import UserError
 
 
 def script(tmp_path, body: str) -> list[str]:

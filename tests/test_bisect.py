@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from hourly.adapters.store import Store
 from hourly.cli import main
-from hourly.measure.settings import effective
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
+from hourly.measure.settings import effective
 from hourly.scan.run import run_scan
-from hourly.adapters.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 

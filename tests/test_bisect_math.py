@@ -5,7 +5,22 @@ import math
 import numpy as np
 import pytest
 
-from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_MEASURED, Verdict, bounds, candidate_states, classify, exit_transitions, exit_verdict, next_probe, plain_bisection_probes, separation, step_commits, worse
+from hourly.analysis.bisection import (
+    COST_BUILD,
+    COST_CACHED,
+    COST_MEASURED,
+    Verdict,
+    bounds,
+    candidate_states,
+    classify,
+    exit_transitions,
+    exit_verdict,
+    next_probe,
+    plain_bisection_probes,
+    separation,
+    step_commits,
+    worse,
+)
 from hourly.measure.resolve import Pair
 
 H = 3600
@@ -150,7 +165,7 @@ def test_classifier_error_rate_on_many_draws(rng):
 
 # -- every step of a window: StepSearch ---------------------------------------------------------
 
-from hourly.analysis.bisection import Level, StepSearch, differ, judge, resolvable_change  # noqa: E402
+from hourly.analysis.bisection import Level, StepSearch, differ, judge, resolvable_change
 
 
 def levels(n, steps, base=1000.0):
@@ -183,7 +198,7 @@ def simulate(n, steps, noise, seed, **kw):
 def test_judge_three_ways():
     low = [100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7, 100.0]
     high = [91.1, 90.9, 91.0, 91.2, 90.8, 91.0, 91.1, 90.9]
-    at = lambda m: [m - 0.2, m + 0.1, m + 0.2, m - 0.1, m]  # noqa: E731
+    at = lambda m: [m - 0.2, m + 0.1, m + 0.2, m - 0.1, m]
     assert judge(at(100.0), low, high, 0.3, 30, 1.5).level is Level.LOW
     assert judge(at(91.0), low, high, 0.3, 30, 1.5).level is Level.HIGH
     # 2 below the earlier end, 7 above the later: a step on each side
@@ -252,7 +267,7 @@ def test_untestable_states_leave_a_range_and_a_step_below_min_change_is_not_sear
 
 # -- rounds: W states at once (StepSearch.run_rounds, plan_probes) ------------------------------
 
-from hourly.analysis.bisection import plan_probes, split_points  # noqa: E402
+from hourly.analysis.bisection import plan_probes, split_points
 
 
 def _oracle(n: int, culprits: list[int], noise: float = 0.0, seed: int = 0):

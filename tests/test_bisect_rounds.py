@@ -8,17 +8,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_bisect import EXIT_TEST, busy_day, flags
 
+from hourly.adapters.store import Store
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.cli import main
-from hourly.measure.settings import effective
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
+from hourly.measure.settings import effective
 from hourly.model import Mode
-from hourly.adapters.store import Store
-
-from test_bisect import EXIT_TEST, busy_day, flags
 
 
 @pytest.fixture(scope="session")

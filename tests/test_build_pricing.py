@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from hourly.adapters.gitrepo import GitRepo
 from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
 from hourly.demo.split import jax_base_files, write_bench, write_split_build, xla_base_files
-from hourly.adapters.gitrepo import GitRepo
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS, NativeKeys, is_native_path
 
 PATHS_CSV = Path("/work/shared/data/history/jax_paths_2023-06_10.csv")

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import docker.types
-import docker
 import pytest
 
+import docker
 from hourly.adapters import containers as C
 from hourly.errors import UserError
 

@@ -7,7 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from hourly.analysis.detect import Change, ChangeKind, detect, detect_changes, estimate_noise, percent, point_value, segment, z_threshold
+from hourly.analysis.detect import (
+    Change,
+    ChangeKind,
+    detect,
+    detect_changes,
+    estimate_noise,
+    percent,
+    point_value,
+    segment,
+    z_threshold,
+)
 
 
 def noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> list[float]:
@@ -450,6 +460,7 @@ def test_a_point_value_is_a_median_and_varies_like_one():
 
 def test_student_t_tail_matches_scipy():
     from scipy import stats
+
     from hourly.analysis.detect import t_as_z, t_two_sided
     for dof in (1, 2, 3, 4, 7, 12, 40, 201):
         for t in (0.3, 1.0, 2.5, 6.0, 20.0):

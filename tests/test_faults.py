@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from hourly.cli import main
-from hourly.adapters.gitrepo import GitRepo
 from waiting import measurement_count, wait_for
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.cli import main
 
 
 def run_cli(capsys, argv):
@@ -187,7 +187,7 @@ def test_relative_settings_read_the_same_from_any_directory(capsys, made, venv_p
     (here / "bench").mkdir(parents=True)
     (here / "bench" / "b.py").write_text(made.bench_script.read_text())
     monkeypatch.chdir(here)
-    rel = lambda p: os.path.relpath(p, here)  # noqa: E731
+    rel = lambda p: os.path.relpath(p, here)
     scan = _points(capsys, ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--no-sync",
                             "--xla-repo", rel(made.xla), "--jax-repo", rel(made.jax),
                             "--build-cmd", rel(made.build_script), "--python", venv_python,
@@ -507,6 +507,7 @@ def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made
 @pytest.mark.parametrize("seed", range(5, 13))
 def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path, venv_python, seed):
     import random
+
     from hourly.demo.repos import Change, make_repos
     culprit = Change("xla", "2023-08-24T05:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
     changes = [Change("xla", f"2023-08-24T{h:02d}:20:00Z", f"[XLA] change {h}", {f"x/{h}.txt": "1\n"})

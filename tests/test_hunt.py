@@ -10,11 +10,11 @@ import json
 import pytest
 from rich.console import Console
 
-from hourly.hunt import run as H
-from hourly.nightly import plan as N
 from hourly.errors import UserError
-from hourly.render.hunt import answer_text, print_report
+from hourly.hunt import run as H
 from hourly.model import NightlyPoint, Status
+from hourly.nightly import plan as N
+from hourly.render.hunt import answer_text, print_report
 
 
 def P(d, status, value=None):
@@ -131,9 +131,9 @@ def test_an_environment_answer_shows_the_diff():
 
 
 def test_a_combined_end_is_the_state_once_both_commits_landed(tmp_path):
+    from hourly.adapters.gitrepo import GitRepo
     from hourly.bisect.search import parse_end
     from hourly.demo.repos import Change, make_repos
-    from hourly.adapters.gitrepo import GitRepo
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"}),
                                  Change("xla", "2023-08-24T03:00:00Z", "x2", {"a": "2"})])
@@ -177,8 +177,8 @@ def test_dates_search_steps_past_dates_it_cannot_judge():
 
 
 def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path):
-    from hourly.cli import main
     from hourly.adapters.store import Store
+    from hourly.cli import main
     s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
                           workdir=str(tmp_path / "w"))
     store = Store(s.workdir)
@@ -204,8 +204,8 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
 def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
     from hourly.bisect.search import check_new_window
-    from hourly.measure.settings import effective
     from hourly.demo.repos import Change, make_repos
+    from hourly.measure.settings import effective
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
     s = effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0]

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from hourly.demo.repos import Change, make_repos, write_build_script
 from hourly.adapters.proc import run
+from hourly.demo.repos import Change, make_repos, write_build_script
 
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
@@ -173,7 +173,7 @@ def hunt_images(docker_client, test_scan_id, tmp_path_factory):
         for ref in [*made_refs, base]:
             try:
                 docker_client.images.remove(ref, force=True)
-            except Exception:  # noqa: BLE001 - the session's leak check reports
+            except Exception:
                 pass
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-import jax.numpy as jnp  # noqa: E402
+import jax.numpy as jnp
 
-from hourly import jaxbench  # noqa: E402
-from hourly.jaxbench import BenchResult, PrecisionWarning  # noqa: E402
-from hourly.profile.compare import parse_memory_profile  # noqa: E402
+from hourly import jaxbench
+from hourly.jaxbench import BenchResult, PrecisionWarning
+from hourly.profile.compare import parse_memory_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 

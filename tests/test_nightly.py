@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from hourly.nightly import plan as N
-from hourly.measure.benchmark import BenchResult, Run, run_status
-from hourly.model import NightlyPoint, Status
-from hourly.errors import UserError
 from hourly.adapters.proc import run
 from hourly.adapters.store import SCHEMA_VERSION, Store
+from hourly.errors import UserError
+from hourly.measure.benchmark import BenchResult, Run, run_status
+from hourly.model import NightlyPoint, Status
+from hourly.nightly import plan as N
 
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 

@@ -10,7 +10,14 @@ import textwrap
 import pytest
 
 from hourly.profile import compare as profiles
-from hourly.profile.compare import ProfileFormatError, compare, iter_fields, parse_memory_profile, parse_perfetto_trace, pprof_diff_command
+from hourly.profile.compare import (
+    ProfileFormatError,
+    compare,
+    iter_fields,
+    parse_memory_profile,
+    parse_perfetto_trace,
+    pprof_diff_command,
+)
 
 # ----------------------------------------------------------------------------- wire format
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hourly.demo.repos import replay_history
 from hourly.adapters.gitrepo import GitRepo
+from hourly.demo.repos import replay_history
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, parse_time, window
 

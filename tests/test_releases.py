@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from hourly.releases import plan as R
-from hourly.releases.run import as_of_release_args
-from hourly.cli import main
-from hourly.errors import UserError
-from hourly.model import ReleasePoint, Status
 from hourly.adapters.package_index import LocalDir, jaxlib_requirements, read_requires, requires_from_egg_info
 from hourly.adapters.store import SCHEMA_VERSION, Store
 from hourly.adapters.venvs import find_uv, target_python
+from hourly.cli import main
+from hourly.errors import UserError
+from hourly.model import ReleasePoint, Status
+from hourly.releases import plan as R
+from hourly.releases.run import as_of_release_args
 
 REGEX = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 XLA_A, XLA_B = "a" * 40, "b" * 40
@@ -225,7 +225,7 @@ def http_index(wheel_dir):
         return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             parts = self.path.strip("/").split("/")
             if parts[0] == "simple" and len(parts) == 2 and parts[1] in ("jax", "jaxlib"):
                 body, kind = page(parts[1]), "application/vnd.pypi.simple.v1+json"
@@ -556,7 +556,7 @@ def dated_index(tmp_path):
         return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode() if files else None
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             parts = self.path.strip("/").split("/")
             body, kind = None, "application/octet-stream"
             if parts[0] == "simple" and len(parts) == 2:
@@ -606,8 +606,9 @@ def test_by_default_each_release_gets_the_dependencies_of_its_day(dated_index, b
 
 def test_without_uv_the_error_is_one_line_with_the_fix(drift_dir, bench, tmp_path):
     """hourly run by a Python whose environment has no uv, and no uv on PATH."""
-    from hourly.adapters.venvs import overlay_env
     import shutil
+
+    from hourly.adapters.venvs import overlay_env
     path = "/usr/bin:/bin"
     if shutil.which("uv", path=path):
         pytest.skip("a uv is installed system-wide")

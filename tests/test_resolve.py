@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from hourly.demo.repos import _git, _init
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
+from hourly.demo.repos import _git, _init
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, parse_time, window
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from hourly.cli import main
-from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from waiting import measurement_count, wait_for
+
+from hourly.adapters.gitrepo import GitRepo, transient_git_failure
+from hourly.cli import main
 
 
 def run_cli(capsys, argv):

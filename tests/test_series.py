@@ -9,13 +9,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from hourly.commands.detect import detect
-from hourly.render.scan import change_marks, format_change
-from hourly.scan.sources import load_series
 from hourly.analysis.detect import detect_changes
-from hourly.errors import UsageError, UserError
 from hourly.analysis.series import PointStatus, natural_key, parse_grep_lines
-from hourly.scan.sources import load_csv, load_grep_text
+from hourly.commands.detect import detect
+from hourly.errors import UsageError, UserError
+from hourly.render.scan import change_marks, format_change
+from hourly.scan.sources import load_csv, load_grep_text, load_series
 
 ISSUE_GREP = """\
 OUT-a:MLUPS: 100

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
+from hourly.adapters.slurm import JobState, Slurm, SubmitOptions, transient
 from hourly.cli import main
 from hourly.errors import ProcessError
-from hourly.adapters.slurm import JobState, Slurm, SubmitOptions, transient
-from waiting import wait_for
 
 
 def run_cli(capsys, argv):
@@ -120,9 +120,9 @@ def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_pytho
 def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
     """A coordinator killed between recording a job's result and marking its folder: the next one
     adopts the result file and finds the row already there (no cluster needed: the result is in)."""
+    from hourly.adapters.store import Store
     from hourly.execute.executors import SlurmExecutor, _Round
     from hourly.model import Pair
-    from hourly.adapters.store import Store
 
     class Host:  # what a scan or Bisector gives an executor: store, key, origin
         origin = "scan"
@@ -150,9 +150,9 @@ def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
 def test_a_finished_profile_job_is_adopted_not_redone(tmp_path):
     """A profile job that finished while no coordinator watched (killed): the next coordinator
     records its build row and hands back its capture folder without submitting anything."""
+    from hourly.adapters.store import Store
     from hourly.execute.executors import ProfileRequest, SlurmExecutor, _Round
     from hourly.model import Pair
-    from hourly.adapters.store import Store
 
     class Host:  # the host protocol's names a profile request reads (hourly.execute.host.Host)
         origin = "profile"
@@ -276,8 +276,9 @@ def _culprit_repos(tmp_path, monkeypatch):
     """A busy three hours with one planted culprit; runs without noise (jobs see the same), so that
     no state needs more samples and the tests stay short."""
     monkeypatch.setenv("DEMO_NOISE", "0")
-    from hourly.demo.repos import Change, make_repos
     from test_bisect import busy_day
+
+    from hourly.demo.repos import Change, make_repos
     culprit = Change("xla", "2023-08-24T02:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
     return make_repos(tmp_path / "repos", busy_day([culprit], hours=3)), culprit
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import typer
 
+from hourly.adapters.store import Store
 from hourly.cli import app, main
 from hourly.demo.repos import Change, make_repos
-from hourly.adapters.store import Store
 
 A, B, C, D = "[XLA:GPU] a", "[pallas] b", "[/c] d", "[bold]e[/bold]"
 SUBJECTS = [A, B, C, D]
@@ -170,8 +170,8 @@ def test_config_prints_values_verbatim(tmp_path):
 
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
-    from hourly.nightly import plan as N
     from hourly.model import NightlyPoint, Status
+    from hourly.nightly import plan as N
     work = tmp_path / "n[" / "c] d"
     mount = f"{tmp_path / B}:/dir"
     bench = f"python3 '{D}.py' --tag '{A}'"

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 pytest.importorskip("jax")
 
-from hourly.profile.capture import TraceOptions, capture, tracing_command  # noqa: E402
-from hourly.commands.trace import trace  # noqa: E402
-from hourly.errors import ProcessError, UsageError, UserError  # noqa: E402
-from hourly.profile.compare import load_capture, parse_memory_profile, parse_perfetto_trace  # noqa: E402
+from hourly.commands.trace import trace
+from hourly.errors import ProcessError, UsageError, UserError
+from hourly.profile.capture import TraceOptions, capture, tracing_command
+from hourly.profile.compare import load_capture, parse_memory_profile, parse_perfetto_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,12 +25,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-import docker
 import docker.errors
 import docker.types
 import requests.exceptions
-from tenacity import (Retrying, retry_if_exception, stop_after_attempt, wait_exponential)
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+import docker
 from hourly.errors import HourlyError, UserError
 
 LABEL_PREFIX = "hourly"

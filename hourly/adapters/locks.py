@@ -75,7 +75,7 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             raise LockHeld(f"{self.what} is in use by another hourly ({describe(self.holder(wait=HOLDER_WAIT_S))})",
-                           "wait for that run to finish, or stop it; its lock goes away with its process")
+                           "wait for that run to finish, or stop it; its lock goes away with its process") from None
         except BaseException:
             os.close(fd)
             raise

@@ -35,8 +35,13 @@ from typing import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
-from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name,
-                             parse_sdist_filename, parse_wheel_filename)
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import Version
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 

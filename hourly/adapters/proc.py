@@ -16,7 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
 from hourly.errors import UserError
+
 if TYPE_CHECKING:
     pass
 

@@ -40,8 +40,8 @@ from scipy import stats
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
-from hourly.model import BISECT_MIN_CHANGE, REPOS, Named, Pair
 from hourly.analysis.timeline import Resolver
+from hourly.model import BISECT_MIN_CHANGE, REPOS, Named, Pair
 from hourly.plurals import plural
 
 

@@ -11,13 +11,13 @@ import csv
 import io
 import math
 import re
-from pathlib import PurePath
 from dataclasses import dataclass
+from pathlib import PurePath
 from statistics import median
 from typing import Iterable
 
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.errors import UserError
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import Named
 
 

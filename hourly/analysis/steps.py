@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hourly.analysis.detect import Change, Detection, EdgeCheck, detect
-from hourly.model import PointResult, Step
 from hourly.analysis.series import Series, SeriesPoint
+from hourly.model import PointResult, Step
 
 
 @dataclass

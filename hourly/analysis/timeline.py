@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     pass
 

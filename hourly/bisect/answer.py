@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
 
-from hourly.errors import UserError
 from hourly.adapters.gitrepo import COMMIT_URLS, CommitInfo, GitRepo
-from hourly.model import REPOS
+from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
+from hourly.model import REPOS
 from hourly.timeparse import iso_utc
+
 if TYPE_CHECKING:
     from hourly.bisect.records import Window
 

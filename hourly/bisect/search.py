@@ -30,9 +30,28 @@ from datetime import datetime
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
-from hourly.analysis.bisection import (COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED, Bounds, Level, State, Step, StepSearch, Verdict, bounds, candidate_states,
-                                       classify, exit_transitions, exit_verdict, next_probe, plan_probes,
-                                       separation, step_commits, worse)
+from hourly.analysis.bisection import (
+    COST_BUILD,
+    COST_CACHED,
+    COST_JAX_BUILD,
+    COST_MEASURED,
+    Bounds,
+    Level,
+    State,
+    Step,
+    StepSearch,
+    Verdict,
+    bounds,
+    candidate_states,
+    classify,
+    exit_transitions,
+    exit_verdict,
+    next_probe,
+    plan_probes,
+    separation,
+    step_commits,
+    worse,
+)
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
@@ -40,16 +59,15 @@ from hourly.bisect.events import BisectHandler
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.host import BuildSplit, measure_counted
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
-from hourly.execute.host import BuildSplit, measure_counted
 from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, Blame, Mode, Pair, PointResult, Status
 from hourly.plurals import plural
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
 from hourly.timeparse import parse_time
-
 
 #: The ends' means must lie this many standard errors apart.
 SEPARATION_MIN = 3.0
@@ -117,8 +135,8 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     out = []
     if mode is Mode.METRIC:
         from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
-        from hourly.scan.table import show
         from hourly.analysis.steps import find_steps, step_key
+        from hourly.scan.table import show
         table = show(store, s)
         checks = table.edge_checks or {}
         for st in find_steps(table.points, s.higher_is_better)[0]:
@@ -329,7 +347,7 @@ class Bisector:
         """Exit mode: the verdicts on several states, those to measure measured in one round."""
         todo = [p for p in pairs if not self._known_failed(p) and not any(
             m.status == Status.BUILD_FAILED.value or m.runs for m in self._stored(p))]
-        got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]))) if todo else {}
+        got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]), strict=True)) if todo else {}
         return [self._exit_probe(role, p, *got[p]) if p in got else self.evaluate(p, role, None) for p in pairs]
 
     def _record(self, bid: int, p: Probe) -> Probe:
@@ -473,7 +491,7 @@ class Bisector:
                 plan = plan_probes(len(states), verdicts, self.workers, costs)
                 if not plan:
                     break
-                for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe")):
+                for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe"), strict=True):
                     verdicts[i] = self._record(bid, p).verdict
                 continue
             i = next_probe(len(states), verdicts, costs)
@@ -519,7 +537,7 @@ class Bisector:
                  if (n := sum(len(m.samples) for m in self._stored(p) if m.status == Status.OK.value)) < want}
         if len(short) < 2:
             return {}
-        return dict(zip(short, self.measure_many(list(short.items()))))
+        return dict(zip(short, self.measure_many(list(short.items())), strict=True))
 
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
         """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails."""
@@ -576,7 +594,7 @@ class Bisector:
         def many(reqs: dict[int, int]) -> dict[int, list[float] | None]:
             """One round: every state asked for, through measure_many."""
             out: dict[int, list[float] | None] = {}
-            for i, (m, builds, runs) in zip(reqs, self.measure_many([(pairs[i], c) for i, c in reqs.items()])):
+            for i, (m, builds, runs) in zip(reqs, self.measure_many([(pairs[i], c) for i, c in reqs.items()]), strict=True):
                 acc = pending.setdefault(i, [0, 0])
                 acc[0] += builds
                 acc[1] += runs

@@ -7,8 +7,24 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hourly.errors import UsageError
-from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, check_min_change
-from .common import BENCHMARK, BUILD, EXECUTOR, REPOSITORIES, RETRY, STORE, ConfigOpt, Direction, JsonOpt, Opt, console, err_console, with_options
+from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE
+from hourly.model import DEFAULT_MAX_REPEATS, Mode, check_min_change
+
+from .common import (
+    BENCHMARK,
+    BUILD,
+    EXECUTOR,
+    REPOSITORIES,
+    RETRY,
+    STORE,
+    ConfigOpt,
+    Direction,
+    JsonOpt,
+    Opt,
+    console,
+    err_console,
+    with_options,
+)
 
 
 @with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, EXECUTOR)
@@ -34,14 +50,13 @@ def bisect(
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from hourly.bisect.records import BisectRequest
     req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix)
-    from hourly.bisect.search import run_bisect
-    from hourly.bisect.events import BisectHandler
-    from hourly.render.bisect import LineHandler, print_answers
-    from hourly.bisect.answer import bisect_log, log_or_none
-    from hourly.bisect.search import check_new_window
-    from hourly.measure.settings import effective, stored_settings, workdir_setting
     from hourly.adapters.store import STORE_NAME, Store
+    from hourly.bisect.answer import bisect_log, log_or_none
+    from hourly.bisect.events import BisectHandler
+    from hourly.bisect.search import check_new_window, run_bisect
     from hourly.execute.executors import make_executor
+    from hourly.measure.settings import effective, stored_settings, workdir_setting
+    from hourly.render.bisect import LineHandler, print_answers
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
     if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():

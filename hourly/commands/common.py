@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
+
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ExecutorKind
 from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE

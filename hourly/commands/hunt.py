@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.measure.settings import workdir_setting
 from hourly.errors import UserError
+from hourly.measure.settings import workdir_setting
+
 from .common import DAILY, ConfigOpt, JsonOpt, Opt, Workdir, console, daily_settings, err_console, with_options
 
 
@@ -41,8 +42,8 @@ def hunt(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
-    from hourly.hunt.run import HuntSettings
     from hourly.adapters.store import Store
+    from hourly.hunt.run import HuntSettings
     if good_date or bad_date:
         if not (good_date and bad_date):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
@@ -79,9 +80,9 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
 
 
 def _run_and_print(h, store, json_out: bool) -> None:
+    from hourly.commands.progress import ProgressLines
     from hourly.hunt.run import run_hunt
     from hourly.render.hunt import print_report
-    from hourly.commands.progress import ProgressLines
     if json_out:
         report = run_hunt(h, store)
     else:

@@ -5,12 +5,24 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.measure.settings import workdir_setting
 from hourly.errors import UserError
+from hourly.measure.settings import workdir_setting
 from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from hourly.render.console import command_line
-from .common import (DAILY, ConfigOpt, ContainerEnv, Gpus, JsonOpt, Opt, Workdir, console, daily_settings,
-                     err_console, with_options)
+
+from .common import (
+    DAILY,
+    ConfigOpt,
+    ContainerEnv,
+    Gpus,
+    JsonOpt,
+    Opt,
+    Workdir,
+    console,
+    daily_settings,
+    err_console,
+    with_options,
+)
 
 
 @with_options(DAILY)
@@ -25,11 +37,11 @@ def nightly(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
-    from hourly.render.nightly import print_report
+    from hourly.adapters.store import Store
+    from hourly.commands.progress import ProgressLines
     from hourly.nightly.plan import show as show_nightly
     from hourly.nightly.run import run_nightly
-    from hourly.commands.progress import ProgressLines
-    from hourly.adapters.store import Store
+    from hourly.render.nightly import print_report
     wd = workdir_setting(workdir, config)
     if show:
         store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from hourly.errors import UserError
 from hourly.render.console import command_line, styled
+
 from .common import BUILD, EXECUTOR, ConfigOpt, Opt, Workdir, console, err_console, with_options
 
 
@@ -21,12 +22,12 @@ def profile(workdir: Optional[str] = Workdir,
             flags: Any = None,
             config: Optional[str] = ConfigOpt) -> None:
     """Trace the last-good and first-bad states of each regression and compare them."""
-    from hourly.profile.capture import TraceOptions
-    from hourly.measure.settings import stored_settings, workdir_setting
-    from hourly.profile.run import Target, parse_state, run_profiles, targets_from_store
+    from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
-    from hourly.adapters.store import Store
+    from hourly.measure.settings import stored_settings, workdir_setting
+    from hourly.profile.capture import TraceOptions
+    from hourly.profile.run import Target, parse_state, run_profiles, targets_from_store
     executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.measure.settings import effective, workdir_setting
 from hourly.errors import UsageError
+from hourly.measure.settings import effective, workdir_setting
+from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
+
 from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
 
 
@@ -42,11 +43,11 @@ def releases(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
-    from hourly.releases import plan as R
-    from hourly.render.releases import print_report
-    from hourly.releases.run import run_releases
-    from hourly.commands.progress import ProgressLines
     from hourly.adapters.store import Store
+    from hourly.commands.progress import ProgressLines
+    from hourly.releases import plan as R
+    from hourly.releases.run import run_releases
+    from hourly.render.releases import print_report
     wd = workdir_setting(workdir, config)
     if show:
         report = R.show(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
@@ -81,8 +82,8 @@ def releases(
 
 
 def _print_plan(s, json_out: bool) -> None:
-    from hourly.releases.plan import plan_releases
     from hourly.adapters.venvs import target_python
+    from hourly.releases.plan import plan_releases
     s.validate(benchmark=False)
     target = target_python(s.python)
     plan = plan_releases(s.make_index(), s, target)

@@ -13,9 +13,9 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
            anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
+    from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
-    from hourly.adapters.store import Store
     store = Store(workdir_setting(workdir, config), create=False)
     if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
         from hourly.render.hunt_markdown import write_hunt_report  # a workdir of `hourly hunt`

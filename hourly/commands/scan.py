@@ -7,8 +7,24 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hourly.model import Mode
-from .common import (BENCHMARK, BUILD, EXECUTOR, Direction, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, Opt, Workdir, console,
-                     err_console, with_options)
+
+from .common import (
+    BENCHMARK,
+    BUILD,
+    EXECUTOR,
+    REPOSITORIES,
+    RETRY,
+    STORE,
+    WINDOW,
+    ConfigOpt,
+    Direction,
+    JsonOpt,
+    Opt,
+    Workdir,
+    console,
+    err_console,
+    with_options,
+)
 
 SCAN_ONLY = {
     "sync": (Optional[bool], Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on].")),
@@ -33,9 +49,9 @@ def scan(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
-    from hourly.measure.settings import effective
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
+    from hourly.measure.settings import effective
     from hourly.scan.run import dry_run, run_scan
     from hourly.scan.table import require_measured
     executor = make_executor(flags)
@@ -71,14 +87,14 @@ def emit(report, json_out: bool, s) -> None:
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
          nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
+    from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.scan.table import show as show_stored
-    from hourly.adapters.store import Store
     store = Store(workdir_setting(workdir, config), create=False,
                   made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
-        from hourly.render.nightly import print_report
         from hourly.nightly.plan import show as show_nightly
+        from hourly.render.nightly import print_report
         report = show_nightly(store)
         if json_out:
             print(json.dumps(report.as_json(), indent=1))

@@ -10,21 +10,21 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hourly.adapters.store import Store
+from hourly.analysis.steps import crash_windows, find_steps
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
-from hourly.render.bisect import print_answers
-from hourly.measure.settings import effective
 from hourly.errors import UserError
+from hourly.measure.settings import effective
+from hourly.render.bisect import print_answers
 from hourly.render.console import command_line, styled
-from hourly.render.scan import print_report
 from hourly.render.report import write_report
-from hourly.scan.run import run_scan
-from hourly.analysis.steps import crash_windows, find_steps
+from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
-from hourly.adapters.store import Store
+from hourly.scan.run import run_scan
 from hourly.timeparse import iso_utc, parse_time
-from .repos import DEMO_CHANGES, make_repos
 
+from .repos import DEMO_CHANGES, make_repos
 
 DEMO_MAX_REPEATS = 10
 

@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 from hourly.adapters import proc
+
 from .repos import write_launcher
 
 JAXLIB_VERSION = "0.4.14"

@@ -39,11 +39,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from hourly.errors import HourlyError, UserError
-from hourly.model import ExecutorKind, Pair, RequestKind, Status
 from hourly.adapters.store import Measurement
+from hourly.errors import HourlyError, UserError
 from hourly.execute.host import Host
 from hourly.execute.jobfiles import write_json
+from hourly.model import ExecutorKind, Pair, RequestKind, Status
 
 MAX_ATTEMPTS = 3
 #: seconds between looks at the jobs (tests set HOURLY_SLURM_POLL lower)

@@ -41,13 +41,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from hourly.errors import UserError
 from hourly.adapters.locks import holds_store_lock
+from hourly.adapters.store import Store
+from hourly.errors import UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
 from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
 from hourly.nightly.plan import NightlySettings, image_ref, parse_date
-from hourly.adapters.store import Store
 
 LEVEL = "hunt"
 WORKDIR_TARGET = "/hourly-work"
@@ -435,8 +435,8 @@ def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_cl
     """The whole funnel: the daily level (or the entered dates), then one bisection per window.
     ``handler`` hears the dates as progress and each stage as a note."""
     from hourly.adapters import containers
-    from hourly.adapters.stale_runs import remove_dead_runs
     from hourly.adapters.locks import run_lock
+    from hourly.adapters.stale_runs import remove_dead_runs
     h.validate()
     c = docker_client or containers.client()
     # a dead run (kill -9) may have left its bisection container running: its owner lock is free

@@ -14,13 +14,8 @@ from pathlib import Path
 
 from hourly.adapters import proc
 from hourly.errors import UserError
-from hourly.model import Status
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, parse_metric
-
-
-
-
-
+from hourly.model import Status
 
 
 @dataclass

@@ -31,13 +31,21 @@ from pathlib import Path
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from hourly.adapters import proc
-from hourly.measure.build_cache import WheelCache, build_identity, default_cache_dir, entry_key, produced, public_identity, snapshot
-from hourly.errors import ProcessError, UserError
 from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import RunLock, WaitLock
-from hourly.model import Named
-from hourly.measure.resolve import Pair
 from hourly.adapters.store import BuildRecord, Store
+from hourly.errors import ProcessError, UserError
+from hourly.measure.build_cache import (
+    WheelCache,
+    build_identity,
+    default_cache_dir,
+    entry_key,
+    produced,
+    public_identity,
+    snapshot,
+)
+from hourly.measure.resolve import Pair
+from hourly.model import Named
 
 LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs, stash)
 RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree

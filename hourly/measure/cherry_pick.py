@@ -20,8 +20,8 @@ import tempfile
 from dataclasses import dataclass
 
 from hourly.adapters import proc
-from hourly.errors import ProcessError, UserError
 from hourly.adapters.gitrepo import GitRepo
+from hourly.errors import ProcessError, UserError
 from hourly.model import Named
 
 _SPEC = re.compile(r"^(?P<repo>xla|jax)@(?P<sha>[0-9a-fA-F]{4,40})$")

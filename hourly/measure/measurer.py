@@ -4,13 +4,15 @@ are built, and the :class:`Measurer` shared by the scan, the bisection, the prof
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.store import Measurement, Store
 from hourly.measure.benchmark import run_benchmark
 from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
-from hourly.measure.settings import Settings
-from hourly.adapters.gitrepo import GitRepo
-from hourly.model import Pair, Status
 from hourly.measure.pinned import Pin, gate_for, make_pin
-from hourly.adapters.store import Measurement, Store
+from hourly.measure.settings import Settings
+from hourly.model import Pair, Status
+
 if TYPE_CHECKING:  # detection pulls in numpy
     pass
 

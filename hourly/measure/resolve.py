@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
+from hourly.analysis.timeline import Resolver
 from hourly.model import Pair
 from hourly.timeparse import iso_utc
-from hourly.analysis.timeline import Resolver
 
 if TYPE_CHECKING:
     from hourly.measure.pinned import Pin

@@ -11,12 +11,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.adapters.proc import parse_env, split_command
+from hourly.errors import UserError
 from hourly.measure.benchmark import BenchSpec
 from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
-from hourly.errors import UserError
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
-from hourly.adapters.proc import parse_env, split_command
+from hourly.metric import DEFAULT_METRIC_REGEX
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Store

@@ -24,11 +24,11 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.adapters.proc import parse_env, split_command
-from hourly.errors import UserError
-from hourly.model import NightlyPoint, PointResult, Status
 from hourly.adapters.store import Store
+from hourly.errors import UserError
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.model import NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
 
 LEVEL = "nightly"
@@ -194,7 +194,7 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
     # a date without commits must not merge with its neighbours: give it its own "pair"
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
                         p.status.value, p.value, list(p.samples)) for p in points]
-    keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points)]
+    keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points, strict=True)]
     steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
     return steps
 

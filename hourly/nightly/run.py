@@ -14,15 +14,15 @@ from datetime import date
 from pathlib import Path
 
 from hourly.adapters import containers
+from hourly.adapters.locks import owner_labels, run_lock
+from hourly.adapters.stale_runs import remove_dead_runs
+from hourly.adapters.store import Store
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchResult, Run, run_status
 from hourly.metric import compile_metric_regex, parse_metric
-from hourly.adapters.stale_runs import remove_dead_runs
-from hourly.adapters.locks import owner_labels, run_lock
 from hourly.model import NightlyPoint, Status
 from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
 from hourly.nightly.plan import show as nightly_show
-from hourly.adapters.store import Store
 
 
 def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
 from hourly.adapters import proc
 from hourly.errors import UsageError, UserError
 from hourly.profile.compare import load_capture

@@ -454,7 +454,7 @@ def _mib(n: int | None) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    fmt = lambda row: "  ".join(  # noqa: E731
-        str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    fmt = lambda row: "  ".join(
+        str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths, strict=True)))
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])

@@ -19,22 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from hourly.measure.benchmark import bench_env
-from hourly.measure.build import BuildResult
-from hourly.profile.capture import TraceOptions, capture
-from hourly.measure.settings import Settings
-from hourly.model import Pair
-from hourly.profile.compare import compare
-from hourly.errors import UserError
 from hourly.adapters.locks import holds_store_lock
-from hourly.measure.resolve import resolve_pairs
+from hourly.adapters.store import Store
+from hourly.analysis.steps import find_steps
+from hourly.errors import UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor, LocalExecutor, ProfileRequest
 from hourly.execute.host import MeasuringHost
+from hourly.measure.benchmark import bench_env
+from hourly.measure.build import BuildResult
 from hourly.measure.measurer import open_repos, pin_of
+from hourly.measure.resolve import resolve_pairs
+from hourly.measure.settings import Settings
+from hourly.model import Pair
+from hourly.profile.capture import TraceOptions, capture
+from hourly.profile.compare import compare
 from hourly.scan.table import show
-from hourly.analysis.steps import find_steps
-from hourly.adapters.store import Store
 from hourly.timeparse import parse_time
 
 
@@ -137,7 +137,7 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
     else:
         captured = _capture_here(host, sides, options, handler)
     results, dirs = [], {}
-    for (target, side, _), out in zip(sides, captured):  # a target is compared once both its sides are in
+    for (target, side, _), out in zip(sides, captured, strict=True):  # a target is compared once both its sides are in
         dirs[side] = out
         if side != SIDES[-1]:
             continue

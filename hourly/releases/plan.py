@@ -25,6 +25,7 @@ import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.errors import UserError
-from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
+from hourly.errors import UserError
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.plurals import found, plural
 
 LEVEL = "releases"
@@ -351,7 +352,7 @@ class ReleaseStep:
         return out
 
     def as_json(self) -> dict[str, Any]:
-        side = lambda p: {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}  # noqa: E731
+        side = lambda p: {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}
         return {"kind": self.kind, "relative_change": self.change, "from_value": self.level_before,
                 "to_value": self.level_after, "strength": self.strength, "last_good": side(self.before),
                 "first_bad": side(self.after), "tags": self.tags, **self.facts.as_json(),
@@ -362,8 +363,8 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
     """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
     plus every good → crashed/timed-out boundary (pure)."""
     from hourly.analysis.detect import ChangeKind
-    from hourly.model import PointResult
     from hourly.analysis.steps import find_steps
+    from hourly.model import PointResult
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
     if any(p.status is Status.OK for p in ran):
@@ -375,7 +376,7 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
             steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
                                      ran[st.before_index], ran[st.after_index], c.relative_change,
                                      c.level_before, c.level_after, c.strength))
-    for prev, p in zip(ran, ran[1:]):
+    for prev, p in pairwise(ran):
         if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
             steps.append(ReleaseStep("crash", prev, p))
     steps.sort(key=lambda st: Version(st.after.version))

@@ -10,13 +10,13 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from hourly.measure.benchmark import BenchSpec, run_benchmark
-from hourly.errors import ProcessError, UserError
-from hourly.events import SILENT, Handler
-from hourly.model import InstallerKind, ReleasePoint, Status
-from hourly.releases.plan import FINISHED, LEVEL, Planned, ReleaseReport, ReleaseSettings, plan_releases, show
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython, choose_installer, ensure_env, target_python
+from hourly.errors import ProcessError, UserError
+from hourly.events import SILENT, Handler
+from hourly.measure.benchmark import BenchSpec, run_benchmark
+from hourly.model import InstallerKind, ReleasePoint, Status
+from hourly.releases.plan import FINISHED, LEVEL, Planned, ReleaseReport, ReleaseSettings, plan_releases, show
 
 
 def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:

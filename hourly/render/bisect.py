@@ -4,11 +4,13 @@ answer as lines of text."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
+
+from hourly.bisect.answer import iso
+from hourly.bisect.events import BisectHandler
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
 from hourly.plurals import plural
-from hourly.bisect.events import BisectHandler
-from hourly.bisect.answer import iso
+
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hourly.adapters.store import Store
 from hourly.model import PointResult, Status
 from hourly.render.report import ReportFiles, plot
-from hourly.adapters.store import Store
 
 #: the last hunt's answer rows, stored by hourly/hunt/run.py at the end of each run
 ROWS = "hunt-rows"

@@ -6,9 +6,9 @@ from rich.table import Table
 
 from hourly.model import Status
 from hourly.nightly.plan import NightlyReport
+from hourly.plurals import found, status_counts
 from hourly.render.scan import fmt_value, step_marks
 from hourly.render.steps import describe
-from hourly.plurals import found, status_counts
 
 
 def _short(sha: str | None, n: int = 10) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shlex
 
+from hourly.adapters.store import Store
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
-from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
-from hourly.adapters.store import Store
 from hourly.plurals import plural, status_counts
+from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
 
 # --------------------------------------------------------------------------------------------
 # terminal output

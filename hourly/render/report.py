@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
+from hourly.adapters.store import Store
+from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
+from hourly.analysis.steps import crash_windows, find_steps, group_points, step_key
 from hourly.measure import machine as environment
 from hourly.measure.settings import Settings
-from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.model import REPOS, PointResult, Step
-from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
-from hourly.privacy import redact_assignments
-from hourly.scan.table import show
-from hourly.render.steps import bisect_command
-from hourly.analysis.steps import crash_windows, find_steps, group_points, step_key
-from hourly.adapters.store import Store
 from hourly.plurals import plural
+from hourly.privacy import redact_assignments
+from hourly.render.steps import bisect_command
+from hourly.scan.table import show
 
 MAX_COMMITS = 50
 
@@ -94,7 +94,7 @@ def _open_repos(s: Settings) -> dict[str, GitRepo | None]:
     for name, path in (("xla", s.xla_repo), ("jax", s.jax_repo)):
         try:
             out[name] = GitRepo(path, name)
-        except Exception:  # noqa: BLE001 - a report is still useful without the commit lists
+        except Exception:
             out[name] = None
     return out
 
@@ -134,14 +134,13 @@ def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, b
         w = 0.0065 * (len(text) + 2)
         left = x + w <= 1.02 or x - w < 0
         span = (x, x + w) if left else (x - w, x)
-        for row, spans in enumerate(taken):
-            if all(span[1] <= a or span[0] >= b for a, b in spans):
-                spans.append(span)
-                break
-        else:
-            row = len(taken)
-            taken.append([span])
-        out.append((row, left))
+        free = next((i for i, spans in enumerate(taken)
+                     if all(span[1] <= a or span[0] >= b for a, b in spans)), None)
+        if free is None:
+            free = len(taken)
+            taken.append([])
+        taken[free].append(span)
+        out.append((free, left))
     return out
 
 
@@ -158,13 +157,13 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
 
     answers = answers or []
     times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%SZ") for p in points]
-    failed = [(t, p) for t, p in zip(times, points) if p.status in FAILURE_MARKERS]
+    failed = [(t, p) for t, p in zip(times, points, strict=True) if p.status in FAILURE_MARKERS]
     fig, (ax, strip) = plt.subplots(2, 1, sharex=True, figsize=(10, 5.2), dpi=110,
                                     gridspec_kw={"height_ratios": [6, 1]})
-    ok = [(t, p) for t, p in zip(times, points) if p.status == "ok" and p.value is not None]
+    ok = [(t, p) for t, p in zip(times, points, strict=True) if p.status == "ok" and p.value is not None]
     # the median line, one run of consecutive measured points at a time
     runs: list[list[tuple]] = [[]]
-    for t, p in zip(times, points):
+    for t, p in zip(times, points, strict=True):
         if p.status == "ok" and p.value is not None:
             runs[-1].append((t, p.value))
         elif p.status in FAILURE_MARKERS and runs[-1]:
@@ -201,7 +200,7 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
         labels.append((t1, "crash" + (f"  {culprit}" if culprit else ""), "tab:purple"))
     labels.sort(key=lambda x: x[0])
     rows = _label_rows(labels, times)
-    for (t1, text, color), (row, left) in zip(labels, rows):
+    for (t1, text, color), (row, left) in zip(labels, rows, strict=True):
         ax.text(t1, 0.97 - 0.085 * row, f" {text} ", transform=ax.get_xaxis_transform(), fontsize=8,
                 color=color, va="top", ha="left" if left else "right",
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})

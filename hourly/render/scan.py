@@ -11,9 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from hourly.analysis.series import PointStatus, Series
 from hourly.measure.pinned import pinned_line
 from hourly.model import NightlyPoint, PointResult, ScanReport, Step
-from hourly.analysis.series import PointStatus, Series
 from hourly.plurals import plural
 
 if TYPE_CHECKING:  # detection pulls in numpy

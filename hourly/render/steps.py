@@ -4,11 +4,12 @@ the command that bisects it, the marks of the scan table."""
 from __future__ import annotations
 
 import shlex
+
 from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
-from hourly.model import Step
-from hourly.render.scan import arrow, step_marks
-from hourly.plurals import found, plural
 from hourly.analysis.steps import CrashWindow, crash_windows, find_steps, step_key
+from hourly.model import Step
+from hourly.plurals import found, plural
+from hourly.render.scan import arrow, step_marks
 
 
 def edge_note(change: Change, check: EdgeCheck | None = None) -> str:

@@ -6,29 +6,31 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from hourly.measure import machine as environment
-from hourly.metric import compile_metric_regex
-from hourly.measure.build import Builder, require_command
-from hourly.measure.settings import Settings
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.locks import holds_store_lock
+from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor, LocalExecutor
 from hourly.execute.host import MeasuringHost
-from hourly.adapters.gitrepo import GitRepo
-from hourly.adapters.locks import holds_store_lock
-from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from hourly.measure import machine as environment
+from hourly.measure.build import Builder, require_command
+from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
-from hourly.adapters.store import STORE_NAME, Measurement, Store
+from hourly.measure.settings import Settings
+from hourly.metric import compile_metric_regex
+from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from hourly.scan.table import (
+    CONFIRM_ORIGIN,
+    LEVEL,
+    SCAN_ORIGIN,
+    confirm_repeats,
+    edge_checks,
+    never_worked,
+    stored_results,
+)
 from hourly.timeparse import instants, parse_step, window
-from hourly.scan.table import CONFIRM_ORIGIN, LEVEL, SCAN_ORIGIN, confirm_repeats, edge_checks, never_worked, stored_results
-from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
-
-
-
-
-
-
 
 
 def check(s: Settings, benchmark: bool = True) -> None:

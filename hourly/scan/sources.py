@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.errors import UserError
 
-
-from hourly.measure.settings import effective, stored_scan_settings
-from hourly.scan.table import show
-from hourly.analysis.series import Series
-from hourly.analysis.steps import series_from_points
 from hourly.adapters.store import Store
-from hourly.analysis.series import parse_csv_text, parse_grep_lines
+from hourly.analysis.series import Series, parse_csv_text, parse_grep_lines
+from hourly.analysis.steps import series_from_points
+from hourly.errors import UserError
+from hourly.measure.settings import effective, stored_scan_settings
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.scan.table import show
 
 
 def stored_direction(path: str | Path) -> bool | None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
-from hourly.measure.settings import Settings
-from hourly.errors import UserError
-from hourly.model import Pair, PointResult, ScanReport, Status
-from hourly.measure.resolve import PlannedPoint
+
 from hourly.adapters.store import Measurement, Store
+from hourly.errors import UserError
+from hourly.measure.resolve import PlannedPoint
+from hourly.measure.settings import Settings
+from hourly.model import Pair, PointResult, ScanReport, Status
+
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import EdgeCheck
 
@@ -76,7 +78,7 @@ def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
         if pairs is None:
             continue
         rows = [_confirm_rows(store, key, g.point.xla, g.point.jax) for g in pairs[:2]]
-        missing = [Pair(g.point.xla, g.point.jax) for g, r in zip(pairs[:2], rows) if not r]
+        missing = [Pair(g.point.xla, g.point.jax) for g, r in zip(pairs[:2], rows, strict=True) if not r]
         if missing:
             todo += [p for p in missing if p not in todo]
             continue
