@@ -44,7 +44,9 @@ class RecordingStore:
     """What a :class:`~hourly.measure.measurer.Measurer` writes, kept for the coordinator instead of stored."""
 
     def __init__(self, workdir: Path):
+        from hourly.adapters.store import log_dir
         self.workdir = workdir
+        self.logs = log_dir(workdir)
         self.builds: list = []
         self.measurements: list = []
 

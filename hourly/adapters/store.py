@@ -42,6 +42,15 @@ from hourly.model import NightlyPoint, ReleasePoint, Status
 
 SCHEMA_VERSION = 6
 STORE_NAME = "hourly.sqlite"
+#: the folder of a workdir that holds every log (builds, runs, containers, hunts)
+LOGS = "logs"
+
+
+def log_dir(workdir: str | Path, kind: str | None = None) -> Path:
+    """Where a workdir keeps its logs (of one ``kind``: ``nightly``, ``releases``, ``hunt``): the
+    one place these paths are made. Not created."""
+    base = Path(workdir).expanduser().absolute() / LOGS
+    return base / kind if kind else base
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -95,6 +104,8 @@ class Store:
         """``made_by``: the command that fills this store, named when there is none."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.path = self.workdir / STORE_NAME
+        #: the workdir's logs (:func:`log_dir`)
+        self.logs = log_dir(self.workdir)
         if not create and not self.path.exists():
             raise UserError(f"no results store in {self.workdir}",
                             f"run `{made_by}` first, or pass --workdir with the workdir it used")

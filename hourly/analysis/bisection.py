@@ -738,7 +738,7 @@ class StepSearch:
         """:meth:`run` with up to ``workers`` states measured together per round, through one call
         ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call took.
 
-        The search itself is unchanged — the same probe choice and verdicts — but its ``measure``
+        The search is :meth:`run`'s — the same probe choice and verdicts — but its ``measure``
         answers from samples in hand and otherwise raises :class:`Pending`. The round then holds
         what the search waits for, the samples the same verdict needs next (its interval's ends),
         and, to fill ``workers`` states, probes planned ahead: when the search wants a new probe,

@@ -136,8 +136,8 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     if mode is Mode.METRIC:
         from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
         from hourly.analysis.steps import find_steps, step_key
-        from hourly.scan.table import show
-        table = show(store, s)
+        from hourly.scan.table import stored_scan
+        table = stored_scan(store, s)
         checks = table.edge_checks or {}
         for st in find_steps(table.points, s.higher_is_better)[0]:
             c, n = st.change, st.numbers()

@@ -39,7 +39,7 @@ def nightly(
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines
-    from hourly.nightly.plan import show as show_nightly
+    from hourly.nightly.plan import stored_nightly as show_nightly
     from hourly.nightly.run import run_nightly
     from hourly.render.nightly import print_report
     wd = workdir_setting(workdir, config)

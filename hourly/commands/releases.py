@@ -50,7 +50,7 @@ def releases(
     from hourly.render.releases import print_report
     wd = workdir_setting(workdir, config)
     if show:
-        report = R.show(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
+        report = R.stored_releases(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
     else:
         if not from_ or not to:
             raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Optional
 
 from hourly.model import Mode
@@ -49,6 +48,7 @@ def scan(
     config: Optional[str] = ConfigOpt,
 ) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
+    from hourly.adapters.store import log_dir
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
@@ -62,7 +62,7 @@ def scan(
     elif json_out:
         report = run_scan(s, s.workdir, executor=executor)
     else:
-        logs = Path(s.workdir).absolute() / "logs"
+        logs = log_dir(s.workdir)
         with ProgressLines(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
                            f" (build log {logs / f'build-{pair.key()}.log'})") as handler:
             report = run_scan(s, s.workdir, handler, executor)
@@ -89,11 +89,11 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
     from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting
-    from hourly.scan.table import show as show_stored
+    from hourly.scan.table import stored_scan as show_stored
     store = Store(workdir_setting(workdir, config), create=False,
                   made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
-        from hourly.nightly.plan import show as show_nightly
+        from hourly.nightly.plan import stored_nightly as show_nightly
         from hourly.render.nightly import print_report
         report = show_nightly(store)
         if json_out:

@@ -145,7 +145,7 @@ class HuntWindow:
     def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None) -> str:
         ident = [nightly_key, self.good.date, self.good.xla, self.good.jax, self.bad.date,
                  self.bad.xla, self.bad.jax, self.kind, bisect_in]
-        if scan_step:  # a scanned window's answer is its own (the key of a direct bisection is unchanged)
+        if scan_step:  # a scanned window's answer is its own, apart from a direct bisection's
             ident.append(f"scan {scan_step}")
         return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
@@ -358,7 +358,7 @@ def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
     key = s.key()
     p = store.nightly_points(key).get(day.isoformat())
     if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
-        log_dir = store.workdir / "logs" / "nightly"
+        log_dir = store.logs / "nightly"
         log_dir.mkdir(parents=True, exist_ok=True)
         p = nightly_run.measure_date(day, s, h._run_id, s.gpus, log_dir, docker_client)
         store.add_nightly(key, p, NIGHTLY_LEVEL)
@@ -504,7 +504,7 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     name = f"hourly-{run_id}-{w.good.date}-{w.bad.date}"
     sub = f"bisect/{w.good.date}..{w.bad.date}-{key[:6]}"
     (store.workdir / sub).mkdir(parents=True, exist_ok=True)
-    log = store.workdir / "logs" / "hunt" / f"{w.good.date}..{w.bad.date}.log"
+    log = store.logs / "hunt" / f"{w.good.date}..{w.bad.date}.log"
     from hourly.adapters.locks import owner_labels
     labels = {**containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name),
               **owner_labels(run_id)}

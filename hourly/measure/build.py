@@ -250,7 +250,7 @@ class Builder:
         self.cache_root = Path(spec.cache_dir or default_cache_dir()) / "wheels"
         self.cache = WheelCache(self.cache_root, spec.cache_size)
         self._identity: dict | None = None
-        self.log_dir = store.workdir / "logs" if store else None  # no store: only the cache is asked
+        self.log_dir = store.logs if store else None  # no store: only the cache is asked
         self.builds_run = 0    # build commands run (jaxlib builds + jax package builds)
         self.jaxlib_builds = 0  # runs of --build-cmd in a two-repository hunt (each builds jaxlib)
         self.jax_builds = 0     # builds of the jax package alone (--only jax, or jaxlib cached)

@@ -88,7 +88,7 @@ class Measurer:
                             origin)
         else:
             self.installed = pair
-            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.workdir / "logs", pair.key())
+            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key())
             self.runs += len(res.runs)
             m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
                             [r.as_dict() for r in res.runs], res.detail(), origin)

@@ -140,7 +140,7 @@ class Settings:
         from wherever hourly is started."""
         ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
                  "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
-        if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (keys before it unchanged)
+        if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (metric keys omit the mode)
             ident["mode"] = "exit"
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)

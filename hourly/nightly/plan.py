@@ -249,7 +249,7 @@ class NightlyReport:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
 
-def show(store: Store, s: NightlySettings | None = None, measured: int = 0,
+def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int = 0,
          dates: list[date] | None = None) -> NightlyReport:
     """The stored nightly results (of the last nightly run's settings unless ``s``)."""
     if s is None:

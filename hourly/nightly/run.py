@@ -22,7 +22,7 @@ from hourly.measure.benchmark import BenchResult, Run, run_status
 from hourly.metric import compile_metric_regex, parse_metric
 from hourly.model import NightlyPoint, Status
 from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
-from hourly.nightly.plan import show as nightly_show
+from hourly.nightly.plan import stored_nightly as nightly_show
 
 
 def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
@@ -67,7 +67,7 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
     total, done = len(dates), len(dates) - len(todo)
     handler.progress(done, total, None)
     scan_id = f"n{uuid.uuid4().hex[:8]}"
-    log_dir = store.workdir / "logs" / "nightly"
+    log_dir = store.logs / "nightly"
     log_dir.mkdir(parents=True, exist_ok=True)
     first = docker_client or containers.client()
     remove_dead_runs(first)  # containers of runs killed before (kill -9, reboot)

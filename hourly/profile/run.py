@@ -34,7 +34,7 @@ from hourly.measure.settings import Settings
 from hourly.model import Pair
 from hourly.profile.capture import TraceOptions, capture
 from hourly.profile.compare import compare
-from hourly.scan.table import show
+from hourly.scan.table import stored_scan
 from hourly.timeparse import parse_time
 
 
@@ -90,7 +90,7 @@ def targets_from_store(store: Store, s: Settings) -> list[Target]:
                 if a.get("last_good") and a.get("first_bad")]
     if culprits:  # the bisection's last-good/first-bad states, when there are any
         return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
-    points = show(store, s).points
+    points = stored_scan(store, s).points
     if not any(p.status == "ok" for p in points):
         return []
     steps = [st for st in find_steps(points, s.higher_is_better)[0] if st.kind.value == "regression"]

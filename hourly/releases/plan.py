@@ -518,7 +518,7 @@ class ReleaseReport:
                 "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer}
 
 
-def show(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
+def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
          installer: str | None = None) -> ReleaseReport:
     """The stored release results of the window (the last run's settings unless ``s``)."""
     if s is None or key is None:

@@ -16,7 +16,15 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchSpec, run_benchmark
 from hourly.model import InstallerKind, ReleasePoint, Status
-from hourly.releases.plan import FINISHED, LEVEL, Planned, ReleaseReport, ReleaseSettings, plan_releases, show
+from hourly.releases.plan import (
+    FINISHED,
+    LEVEL,
+    Planned,
+    ReleaseReport,
+    ReleaseSettings,
+    plan_releases,
+    stored_releases,
+)
 
 
 def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:
@@ -55,7 +63,7 @@ def run_releases(s: ReleaseSettings, store: Store, handler: Handler = SILENT) ->
 
     todo = [p for p in planned if s.rerun or not finished(p)]
     total, done = len(planned), len(planned) - len(todo)
-    log_dir = store.workdir / "logs" / "releases"
+    log_dir = store.logs / "releases"
     log_dir.mkdir(parents=True, exist_ok=True)
     measured = 0
     window = {p.version for p in planned}
@@ -80,7 +88,7 @@ def run_releases(s: ReleaseSettings, store: Store, handler: Handler = SILENT) ->
                     raise drift_error(failures, s, rest)
         done += 1
         handler.progress(done, total, None)
-    report = show(store, s, key, measured=measured, installer=installer.describe())
+    report = stored_releases(store, s, key, measured=measured, installer=installer.describe())
     ran = [q for q in report.points if q.status is not Status.MISSING]
     if ran and not any(q.status is Status.OK for q in ran):
         # every release that could be installed failed: the environment, not a step between releases

@@ -18,10 +18,10 @@ def _cell(text) -> str:
 
 
 def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
-    from hourly.nightly.plan import show
+    from hourly.nightly.plan import stored_nightly
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
-    nightly = show(store)
+    nightly = stored_nightly(store)
     rows = (store.load_settings(ROWS) or {}).get("steps", [])
     s = nightly.settings
     points = [PointResult(f"{p.date}T00:00:00Z", p.xla or "-", p.jax or "-", p.status.value, p.value,

@@ -8,7 +8,7 @@ from hourly.adapters.store import Store
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
 from hourly.plurals import plural, status_counts
-from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, show
+from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, stored_releases
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -130,7 +130,7 @@ def release_markdown(store: Store) -> list[str]:
     """The release level's section of the report; [] when the workdir has no release results."""
     if not store.load_settings(LEVEL):
         return []
-    report = show(store)
+    report = stored_releases(store)
     s = report.settings
     md = ["## Release level (`hourly releases`)", "",
           f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "

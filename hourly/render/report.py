@@ -17,7 +17,7 @@ from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
 from hourly.render.steps import bisect_command
-from hourly.scan.table import show
+from hourly.scan.table import stored_scan
 
 MAX_COMMITS = 50
 
@@ -282,7 +282,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
                                    *releases_md]))
         return ReportFiles(path, None)
-    table = show(store, s)
+    table = stored_scan(store, s)
     points = table.points
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []

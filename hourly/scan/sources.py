@@ -10,7 +10,7 @@ from hourly.analysis.steps import series_from_points
 from hourly.errors import UserError
 from hourly.measure.settings import effective, stored_scan_settings
 from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.scan.table import show
+from hourly.scan.table import stored_scan
 
 
 def stored_direction(path: str | Path) -> bool | None:
@@ -27,7 +27,7 @@ def load_store_series(path: str | Path) -> Series:
     store = Store(path, create=False)
     try:
         s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
-        return series_from_points(show(store, s).points, str(store.path))
+        return series_from_points(stored_scan(store, s).points, str(store.path))
     finally:
         store.close()
 

@@ -149,7 +149,7 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
 
 
 
-def show(store: Store, s: Settings) -> ScanReport:
+def stored_scan(store: Store, s: Settings) -> ScanReport:
     """The stored scan's table: the scan's own measurements only (never a later command's)."""
     rows = store.points(LEVEL)
     key = s.bench_key()
