@@ -124,11 +124,13 @@ def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
     from hourly.execute.executors import SlurmExecutor, _Round
     from hourly.model import Pair
 
-    class Host:  # what a scan or Bisector gives an executor: store, key, origin
+    class Host:  # the host protocol's names a recorded result reads (hourly.execute.host.Host)
         origin = "scan"
+        gate = None
 
         def __init__(self, store):
-            self.store, self.key = store, "k"
+            from hourly.execute.host import BuildSplit
+            self.store, self.key, self.split = store, "k", BuildSplit()
 
     store = Store(tmp_path / "work")
     pair = Pair("a" * 40, "b" * 40)
@@ -258,7 +260,7 @@ def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster
     for name, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "4"])):
         code, _, err = run_cli(capsys, [*scan_args(*failing), "--workdir", str(tmp_path / name), *extra])
         assert code == 1
-        out[name] = err.split("(log")[0]
+        out[name] = next(line for line in err.splitlines() if line.startswith("hourly: error:")).split("(log")[0]
     assert out["local"] == out["slurm"] and "crashed with exit code 3" in out["slurm"]
     q = "SELECT xla, jax, status, origin FROM measurements ORDER BY id"
     assert rows(tmp_path / "local", q) == rows(tmp_path / "slurm", q) and len(rows(tmp_path / "slurm", q)) == 1

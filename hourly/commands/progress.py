@@ -23,6 +23,8 @@ class ProgressLines(Handler):
         self.console, self.unit, self.describe = console, unit, describe
         self._stack = ExitStack()
         self._bar: Callable[[int, int, object], None] | None = None
+        self._done = 0
+        self._started = False  # an item was announced and is not finished yet
 
     def __enter__(self) -> ProgressLines:
         if self.console.is_terminal:
@@ -38,8 +40,14 @@ class ProgressLines(Handler):
         if self._bar is not None:
             self._bar(done, total, current)
         elif current is not None:
+            self._started = True
             self.console.print(f"{self.unit} {done + 1}/{total}: {self.describe(current)}",
                                soft_wrap=True, highlight=False, markup=False)
+        elif done > self._done and not self._started:  # finished elsewhere (a Slurm job): say so
+            self.console.print(f"{self.unit} {done}/{total} done", soft_wrap=True, highlight=False, markup=False)
+        else:
+            self._started = False
+        self._done = done
 
     def note(self, text: str) -> None:
         self.console.print(text, soft_wrap=True, highlight=False, markup=False)
