@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 import tempfile
 import time
@@ -12,10 +13,6 @@ from pathlib import Path
 
 import typer
 
-# typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
-_CLICK_ERRORS = (typer.TyperException,)
-_EXITS = (typer.Exit,)
-_ABORTS = (typer.Abort, KeyboardInterrupt)
 from hourly.errors import ProcessError, UserError
 
 from . import __version__
@@ -32,9 +29,51 @@ from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
 
+# typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
+_CLICK_ERRORS = (typer.TyperException,)
+_EXITS = (typer.Exit,)
+_ABORTS = (typer.Abort, KeyboardInterrupt)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (``timeout``, ``docker stop``, a Slurm time limit, an ssh drop), raised where
+    the run is, as Ctrl-C is: every ``finally`` restores the trees and keeps what is stored, and the
+    run ends with the resume line and the conventional status 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+#: the stop signal this process received, if any (typer/click may turn the exception into exit 130)
+_stopped_by: list[int] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    _stopped_by.append(signum)
+    raise Stopped(signum)
+
+
+#: the signals that stop a run like Ctrl-C, besides SIGINT itself
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Find the JAX or XLA commit that made a program slower or made it crash.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"hourly {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(version_: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print hourly's version and exit.")) -> None:
+    """Find the JAX or XLA commit that made a program slower or made it crash."""
 
 # --help lists the commands in the order of a hunt
 app.command()(demo)
@@ -63,9 +102,23 @@ for _c in app.registered_commands:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    code = _main(argv)
-    if code == 130:
-        _err(f"\ninterrupted. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+    before = {}
+    try:
+        for s in STOP_SIGNALS:  # a signal handler can only be set in the main thread
+            before[s] = signal.signal(s, _stop)
+    except ValueError:
+        pass
+    _stopped_by.clear()
+    try:
+        code = _main(argv)
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+    if code == 130 and _stopped_by:
+        code = 128 + _stopped_by[0]
+    if code in (130, *(128 + s for s in STOP_SIGNALS)):
+        what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
+        _err(f"\n{what}. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
     return code
 
 
@@ -75,7 +128,7 @@ def _main(argv: list[str]) -> int:
         return rv if isinstance(rv, int) else 0  # typer returns Exit codes; 130 is its Ctrl-C
     except _EXITS as e:
         return e.exit_code
-    except _ABORTS:
+    except _ABORTS:  # Ctrl-C, or a stop signal (main() tells them apart)
         return 130
     except _CLICK_ERRORS as e:
         e.show()

@@ -176,3 +176,16 @@ def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, 
     for c in (commands[0], commands[2]):  # they work as printed
         code, _, err = run_cli(capsys, c[1:])
         assert code == 0, err
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["scan", "-h"], ["bisect", "-h"]])
+def test_h_is_help_as_in_the_ecosystem(capsys, argv):
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: hourly") and "-h, --help" in out
+
+
+def test_version_flag_prints_the_version(capsys):
+    from hourly import __version__
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"hourly {__version__}"

@@ -514,3 +514,28 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
     assert code == 0, err
     assert json.loads(out)["regressions"] == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_stop_like_ctrl_c(sig, scan_args, made, tmp_path):
+    """`timeout`, `docker stop`, a Slurm time limit (SIGTERM) and an ssh drop (SIGHUP) end a scan as
+    Ctrl-C does: trees restored, finished pairs kept, the resume line, exit 128 + the signal."""
+    args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00")
+    bench = made.bench_script
+    bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 1)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert f"stopped by {signal.Signals(sig).name}" in err and "resume with" in err and "hourly scan --from" in err
+    jax = GitRepo(made.jax, "jax")
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "hourly.lock").exists()
+    kept = measurement_count(tmp_path / "work")
+    assert kept >= 1
+    # the same command goes on from there: nothing finished is measured again
+    again = subprocess.run([sys.executable, "-m", "hourly", *args, "--json"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["builds"] <= json.loads(again.stdout)["distinct_pairs"] - kept + 1
