@@ -122,6 +122,8 @@ def test_classify_noisy_probe_is_unsure_until_enough_samples(rng):
     bad = list(rng.normal(94, 3, 3))
     one = classify([(np.mean(good) + np.mean(bad)) / 2], good, bad)
     assert one.verdict is Verdict.UNSURE
+    # the bisector measures the ends as often as the probe
+    good, bad = good + list(rng.normal(100, 3, 13)), bad + list(rng.normal(94, 3, 13))
     many = classify(list(rng.normal(94, 3, 16)), good, bad)
     assert many.verdict is Verdict.BAD
 
