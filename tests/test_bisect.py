@@ -581,3 +581,31 @@ def test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit(tmp
     # more samples of the state installed already: no warm-up
     again = [rs for prev, row, rs in zip(rows, rows[1:], runs[1:]) if (prev[0], prev[1]) == (row[0], row[1])]
     assert again and all(not rs[0].get("warmup") for rs in again)
+
+
+FLAKY_TEST = r'''
+"""Crashes in about 1 run of 3 from the culprit on (seeded per run), never before it."""
+import os, pathlib, random, sys
+import jax_demo
+counter = pathlib.Path(os.environ["BENCH_COUNTER"])
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+if jax_demo.CRASH and random.Random(f"{os.environ['BENCH_SEED']}-{n}").random() < 1 / 3:
+    sys.exit(134)
+'''
+
+
+def test_a_flaky_crash_is_named_by_its_failure_rate(tmp_path, python, capsys):
+    culprit = Change("jax", "2023-08-24T02:52:00Z", "Race in the dispatch cache", {"CRASH": "1\n"})
+    made = make_repos(tmp_path / "repos", busy_day([culprit], hours=5))
+    test = tmp_path / "flaky.py"
+    test.write_text(FLAKY_TEST)
+    env = ["BENCH_SEED=2", f"BENCH_COUNTER={tmp_path / 'n'}"]
+    args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}", env=env)
+    window = ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T05:00Z", "--mode", "exit", "--flaky"]
+    (r,) = bisect_json(capsys, [*window, *args])["regressions"]
+    assert r["culprit"]["sha"] == made.shas[culprit.subject], r["reason"]
+    assert r["flaky"] is True
+    rates = r["failure_rates"]
+    assert rates["last_good"]["failed"] == 0 and rates["last_good"]["runs"] >= 10
+    assert 0.1 < rates["first_bad"]["rate"] < 0.7

@@ -406,6 +406,49 @@ def exit_verdict(returncodes: Sequence[int | None], timed_out: bool = False) -> 
     return Verdict.GOOD
 
 
+#: Flaky crashes (``--flaky``): Wald's error rates of each verdict on a state's failure rate, the
+#: rate a clean good end is taken to have at most, and the highest a bad end is taken to have.
+FLAKY_ALPHA = 0.01
+FLAKY_FLOOR = 0.02
+FLAKY_CEIL = 0.98
+
+
+def failures(returncodes: Sequence[int | None]) -> tuple[int, int]:
+    """(failed runs, runs that count) by ``git bisect run``'s rule: 125 does not count, a time-out
+    (None) and any other non-zero code fail."""
+    counted = [rc for rc in returncodes if rc != 125]
+    return sum(rc != 0 for rc in counted), len(counted)
+
+
+def failure_rates(good: Sequence[int | None], bad: Sequence[int | None]) -> tuple[float, float]:
+    """The two failure rates a flaky state is tested between: the good end's (at least FLAKY_FLOOR)
+    and the bad end's (at most FLAKY_CEIL, at least twice the good end's)."""
+    kg, ng = failures(good)
+    kb, nb = failures(bad)
+    p0 = max(kg / ng if ng else 0.0, FLAKY_FLOOR)
+    p1 = min(max(kb / nb if nb else 1.0, 2 * p0), FLAKY_CEIL)
+    return p0, p1
+
+
+def flaky_verdict(returncodes: Sequence[int | None], p_good: float, p_bad: float,
+                  alpha: float = FLAKY_ALPHA) -> Classification:
+    """GOOD, BAD or UNSURE for a state whose runs fail now and then: Wald's sequential test of its
+    failure rate, ``p_good`` (the good end's) against ``p_bad`` (the bad end's). Each failure adds
+    log(p_bad/p_good), each clean run log((1-p_bad)/(1-p_good)); a state crashing in 30 % of runs
+    is bad against one that never crashes after a few runs, and one clean run decides nothing."""
+    k, n = failures(returncodes)
+    if not n:
+        return Classification(Verdict.SKIP, 0.0, "every run exited 125")
+    llr = k * math.log(p_bad / p_good) + (n - k) * math.log((1 - p_bad) / (1 - p_good))
+    upper, lower = math.log((1 - alpha) / alpha), math.log(alpha / (1 - alpha))
+    what = f"{k} of {n} runs failed ({k / n:.0%}; ends {p_good:.0%} and {p_bad:.0%})"
+    if llr >= upper:
+        return Classification(Verdict.BAD, llr, f"bad: {what}, odds {odds(llr)}")
+    if llr <= lower:
+        return Classification(Verdict.GOOD, llr, f"good: {what}, odds {odds(llr)}")
+    return Classification(Verdict.UNSURE, llr, f"unsure: {what}")
+
+
 def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]]:
     """(last good index, first bad index) for every good→bad transition; skips and None are passed over."""
     out, last_good, seen_bad = [], None, False
