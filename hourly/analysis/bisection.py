@@ -16,11 +16,13 @@ states (build failed, unsure after all repeats) are left out and the search goes
 neighbours; when only untestable states separate the last good from the first bad, the answer is
 that range.
 
-*Verdicts.* Metric mode: a sequential probability ratio test between two Gaussians fitted to the
-good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
+*Verdicts.* Robust to slow runs: levels are medians (:func:`location`), the noise the pooled Shamos
+estimator (:func:`pooled_sigma`), the predictive heavy-tailed for few runs (:func:`tail_dof`).
+Metric mode: a sequential probability ratio test between the good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
 attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
 on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
-samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad.
+samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad; flaky
+(``--flaky``): Wald's test of a state's failure rate between the ends' (:func:`flaky_verdict`).
 
 *Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
 different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
