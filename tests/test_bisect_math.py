@@ -470,3 +470,22 @@ def test_a_window_under_real_noise_names_the_planted_commit():
         exact += bool(regs) and (regs[0].lo, regs[0].hi) == (at - 1, at)
         wrong += any(s.adjacent and s.hi != at for s in regs)
     assert wrong == 0 and exact >= 57, (exact, wrong)
+
+
+def test_an_unsure_state_is_never_walked_on():
+    """A state whose runs alternate between the two ends' levels stays unsure up to --max-repeats:
+    it is a skip ("unsure after N samples") and the step is the range across it, never a culprit."""
+    rng = np.random.default_rng(1)
+    lv = {0: 100.0, 2: 90.0}
+    runs = [0]
+
+    def measure(i, count):
+        if i == 1:
+            runs[0] += count
+            return [(100.0 if k % 2 else 90.0) + rng.normal(0, 0.1) for k in range(runs[0] - count, runs[0])]
+        return list(lv[i] + rng.normal(0, 0.1, count))
+    search = StepSearch(3, measure, max_repeats=12, known={0: measure(0, 3), 2: measure(2, 3)})
+    steps = search.run()
+    j = search.verdicts[1]
+    assert j.level is Level.SKIP and j.reason.startswith("unsure after 12 samples")
+    assert [(s.lo, s.hi) for s in steps] == [(0, 2)] and not steps[0].adjacent
