@@ -489,3 +489,28 @@ def test_an_unsure_state_is_never_walked_on():
     j = search.verdicts[1]
     assert j.level is Level.SKIP and j.reason.startswith("unsure after 12 samples")
     assert [(s.lo, s.hi) for s in steps] == [(0, 2)] and not steps[0].adjacent
+
+
+def test_flaky_verdicts_by_failure_rate():
+    from hourly.analysis.bisection import failure_rates, failures, flaky_verdict
+    assert failures([0, 3, None, 125, 0]) == (2, 4)
+    p0, p1 = failure_rates([0] * 10, [0, 134, 0, 0, 134, 0, 0, 0, 134, 0])
+    assert (p0, p1) == (0.02, 0.3)
+    assert flaky_verdict([0], p0, p1).verdict is Verdict.UNSURE  # one clean run decides nothing
+    assert flaky_verdict([134, 0, 134], p0, p1).verdict is Verdict.BAD
+    # sequential, seeded: states crashing in 1/3 of runs against clean ones, up to 20 runs each
+    rng = np.random.default_rng(9)
+    out = {True: [], False: []}
+    for k in range(400):
+        crashing = bool(k % 2)
+        rcs = []
+        while True:
+            rcs.append(134 if crashing and rng.random() < 1 / 3 else 0)
+            v = flaky_verdict(rcs, p0, p1).verdict
+            if v is not Verdict.UNSURE or len(rcs) >= 20:
+                break
+        out[crashing].append((v, len(rcs)))
+    wrong = sum(v is Verdict.GOOD for v, _ in out[True]) + sum(v is Verdict.BAD for v, _ in out[False])
+    assert wrong == 0
+    assert sum(v is Verdict.BAD for v, _ in out[True]) / 200 > 0.9
+    assert all(v is Verdict.GOOD for v, _ in out[False])
