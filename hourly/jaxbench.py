@@ -9,6 +9,10 @@ measures the wrong thing. :func:`benchmark` does it right:
    output pytree;
 4. reports the median and the spread (IQR, MAD, min, max).
 
+This is warm-up apart inside one process: the compiling first call and the warm-up calls are never
+timed with the rest. ``hourly scan``/``bisect`` do the same one level up (``--warmup-runs``): the
+first run of the whole benchmark after a state was installed is recorded and not counted.
+
 It warns (:class:`PrecisionWarning`) when ``jax_enable_x64`` is on or an input is float64 where
 float32 is expected. :meth:`BenchResult.report` prints one machine-readable line per metric::
 

@@ -58,3 +58,16 @@ def test_env_and_cwd_reach_the_benchmark(tmp_path):
 def test_spread():
     assert spread([1.0]) is None
     assert spread([99.0, 101.0]) == pytest.approx(0.01)
+
+
+def test_warmup_runs_are_recorded_but_not_counted(tmp_path):
+    """The first run of a freshly installed state is slow: it is run, logged and marked, never a sample."""
+    counter = tmp_path / "n"
+    code = (f"import pathlib; p = pathlib.Path({str(counter)!r}); n = int(p.read_text()) if p.exists() else 0; "
+            "p.write_text(str(n + 1)); print('MLUPS:', 300.0 if n == 0 else 577.0)")
+    res = run_benchmark(BenchSpec(script(tmp_path, code)), 3, tmp_path / "logs", "w", warmup=1)
+    assert len(res.runs) == 4 and [r.warmup for r in res.runs] == [True, False, False, False]
+    assert res.samples == [577.0] * 3 and res.value == 577.0
+    assert res.runs[0].as_dict()["warmup"] is True and "warmup" not in res.runs[1].as_dict()
+    crash_first = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 1')")), 2, tmp_path / "logs", "x", warmup=0)
+    assert len(crash_first.runs) == 2

@@ -122,7 +122,9 @@ def test_classify_noisy_probe_is_unsure_until_enough_samples(rng):
     bad = list(rng.normal(94, 3, 3))
     one = classify([(np.mean(good) + np.mean(bad)) / 2], good, bad)
     assert one.verdict is Verdict.UNSURE
-    many = classify(list(rng.normal(94, 3, 12)), good, bad)
+    # the bisector measures the ends as often as the probe
+    good, bad = good + list(rng.normal(100, 3, 13)), bad + list(rng.normal(94, 3, 13))
+    many = classify(list(rng.normal(94, 3, 16)), good, bad)
     assert many.verdict is Verdict.BAD
 
 
@@ -160,7 +162,8 @@ def test_classifier_error_rate_on_many_draws(rng):
         elif c.verdict is not truth:
             wrong += 1
     assert wrong / trials < 0.05
-    assert unsure / trials < 0.25
+    # medians cost samples on Gaussian noise (64 % of the mean's efficiency): more stay unsure at 16
+    assert unsure / trials < 0.4
 
 
 # -- every step of a window: StepSearch ---------------------------------------------------------
@@ -365,3 +368,149 @@ def test_k_ary_exit_search_gives_the_sequential_answer(n, k):
         assert bounds(n, par) == bounds(n, seq)
         if k == 1:
             assert par == seq and rounds == len(seq)
+
+
+# -- real benchmark noise: a slow first run per state, a few slow runs, heavy tails (issue 24) --------
+
+from hourly.analysis.bisection import location, pooled_sigma
+
+
+def real_runs(level, rng, count, first, noise=0.007, slow_rate=0.05, higher_is_better=True):
+    """``count`` runs of a state at ``level`` as real benchmarks give them: Student-t (3 dof) noise
+    of scale ``noise``, a slow run now and then (10–50 % slower, rate ``slow_rate``) and, when
+    ``first`` (the state was just installed), a first run 25–90 % slower than the rest."""
+    out = []
+    for k in range(count):
+        slow = 1.0 + noise * float(rng.standard_t(3))
+        if rng.random() < slow_rate:
+            slow *= 1 + rng.uniform(0.1, 0.5)
+        if first and k == 0:
+            slow *= 1 + rng.uniform(0.25, 0.9)
+        out.append(level / slow if higher_is_better else level * slow)
+    return out
+
+
+def test_location_and_scale_are_not_pulled_by_slow_runs():
+    clean = [100.0, 100.4, 99.6, 100.2, 99.8, 100.1, 99.9, 100.0]
+    slow = clean[:-2] + [60.0, 70.0]  # two wild runs of eight
+    assert abs(location(slow) - 100.0) < 0.3 and abs(float(np.mean(slow)) - 100.0) > 7
+    s_clean, dof = pooled_sigma([clean])
+    s_slow, _ = pooled_sigma([slow])
+    assert dof == 7 and 0.15 < s_clean < 0.5 and s_slow < 4 * s_clean  # the SD grows 50-fold
+    assert float(np.std(slow, ddof=1)) > 40 * s_clean
+    # consistent for Gaussian noise at every group size: pooled groups of 2, 3 and 10
+    rng = np.random.default_rng(5)
+    for size in (2, 3, 10):
+        est = [pooled_sigma([rng.normal(0, 1, size) for _ in range(40)])[0] for _ in range(50)]
+        assert 0.9 < float(np.mean(est)) < 1.1, size
+    assert location([1.0]) == 1.0 and location([1.0, 3.0]) == 2.0
+
+
+def _three_state_verdict(low_level, probe_level, high_level, rng, max_repeats=20):
+    """The window search's verdict on one probe between two ends (3 states), every state's samples
+    real_runs with a slow first run each."""
+    lv = [low_level, probe_level, high_level]
+    seen = set()
+
+    def measure(i, count):
+        first = i not in seen
+        seen.add(i)
+        return real_runs(lv[i], rng, count, first)
+    got = {}
+    search = StepSearch(3, measure, max_repeats=max_repeats, on_verdict=lambda i, j: got.setdefault(i, j))
+    search.get(0, 3), search.get(2, 3)
+    search.run()
+    return got[1].level
+
+
+def test_false_verdicts_under_a_heavy_tailed_null_are_rare():
+    """A probe at the earlier end's level, 20 % above the later end's: judged at the later level or
+    as a step of its own (a wrong culprit) in under 1 % of 300 seeded probes (now: none)."""
+    rng = np.random.default_rng(24)
+    levels_ = [_three_state_verdict(1000.0, 1000.0, 800.0, rng) for _ in range(300)]
+    wrong = sum(v in (Level.HIGH, Level.NEITHER) for v in levels_)
+    assert wrong / len(levels_) < 0.01, wrong
+    assert sum(v is Level.LOW for v in levels_) / len(levels_) > 0.95
+
+
+def test_power_against_a_20_percent_shift_with_a_slow_first_run():
+    """A probe 20 % below the earlier end (at the later end's level), each state's first run 25–90 %
+    slow and 8 % of runs 10–50 % slow: judged at the later level in 99 % of 300 seeded probes."""
+    rng = np.random.default_rng(25)
+    levels_ = [_three_state_verdict(1000.0, 800.0, 800.0, rng) for _ in range(300)]
+    assert sum(v is Level.HIGH for v in levels_) / len(levels_) >= 0.99
+    assert not any(v is Level.LOW for v in levels_)
+
+
+def simulate_real(n, steps, seed, noise=0.007, **kw):
+    """StepSearch over a window whose benchmark behaves as real_runs (a slow first run per state)."""
+    rng = np.random.default_rng(seed)
+    lv = levels(n, steps)
+    seen, runs = set(), [0]
+
+    def measure(i, count):
+        first = i not in seen
+        seen.add(i)
+        runs[0] += count
+        return real_runs(lv[i], rng, count, first, noise)
+    search = StepSearch(n, measure, **kw)
+    search.get(0, 3), search.get(n - 1, 3)
+    return search.run(), runs[0]
+
+
+def test_a_window_under_real_noise_names_the_planted_commit():
+    """40 states, one 5 % step planted at a random state, real_runs noise: 60 seeds. Now 60 of 60
+    exact (~147 runs a window); with the means and standard deviations of before, 1 of 60: the slow
+    runs inflate the noise until the step is below what 20 repeats resolve."""
+    exact = wrong = 0
+    for seed in range(60):
+        at = 1 + seed * 7 % 38
+        found, _ = simulate_real(40, [(at, 0.95)], seed)
+        regs = [s for s in found if s.after < s.before]
+        exact += bool(regs) and (regs[0].lo, regs[0].hi) == (at - 1, at)
+        wrong += any(s.adjacent and s.hi != at for s in regs)
+    assert wrong == 0 and exact >= 57, (exact, wrong)
+
+
+def test_an_unsure_state_is_never_walked_on():
+    """A state whose runs alternate between the two ends' levels stays unsure up to --max-repeats:
+    it is a skip ("unsure after N samples") and the step is the range across it, never a culprit."""
+    rng = np.random.default_rng(1)
+    lv = {0: 100.0, 2: 90.0}
+    runs = [0]
+
+    def measure(i, count):
+        if i == 1:
+            runs[0] += count
+            return [(100.0 if k % 2 else 90.0) + rng.normal(0, 0.1) for k in range(runs[0] - count, runs[0])]
+        return list(lv[i] + rng.normal(0, 0.1, count))
+    search = StepSearch(3, measure, max_repeats=12, known={0: measure(0, 3), 2: measure(2, 3)})
+    steps = search.run()
+    j = search.verdicts[1]
+    assert j.level is Level.SKIP and j.reason.startswith("unsure after 12 samples")
+    assert [(s.lo, s.hi) for s in steps] == [(0, 2)] and not steps[0].adjacent
+
+
+def test_flaky_verdicts_by_failure_rate():
+    from hourly.analysis.bisection import failure_rates, failures, flaky_verdict
+    assert failures([0, 3, None, 125, 0]) == (2, 4)
+    p0, p1 = failure_rates([0] * 10, [0, 134, 0, 0, 134, 0, 0, 0, 134, 0])
+    assert (p0, p1) == (0.02, 0.3)
+    assert flaky_verdict([0], p0, p1).verdict is Verdict.UNSURE  # one clean run decides nothing
+    assert flaky_verdict([134, 0, 134], p0, p1).verdict is Verdict.BAD
+    # sequential, seeded: states crashing in 1/3 of runs against clean ones, up to 20 runs each
+    rng = np.random.default_rng(9)
+    out = {True: [], False: []}
+    for k in range(400):
+        crashing = bool(k % 2)
+        rcs = []
+        while True:
+            rcs.append(134 if crashing and rng.random() < 1 / 3 else 0)
+            v = flaky_verdict(rcs, p0, p1).verdict
+            if v is not Verdict.UNSURE or len(rcs) >= 20:
+                break
+        out[crashing].append((v, len(rcs)))
+    wrong = sum(v is Verdict.GOOD for v, _ in out[True]) + sum(v is Verdict.BAD for v, _ in out[False])
+    assert wrong == 0
+    assert sum(v is Verdict.BAD for v, _ in out[True]) / 200 > 0.9
+    assert all(v is Verdict.GOOD for v, _ in out[False])

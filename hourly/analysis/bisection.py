@@ -16,11 +16,13 @@ states (build failed, unsure after all repeats) are left out and the search goes
 neighbours; when only untestable states separate the last good from the first bad, the answer is
 that range.
 
-*Verdicts.* Metric mode: a sequential probability ratio test between two Gaussians fitted to the
-good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
+*Verdicts.* Robust to slow runs: levels are medians (:func:`location`), the noise the pooled Shamos
+estimator (:func:`pooled_sigma`), the predictive heavy-tailed for few runs (:func:`tail_dof`).
+Metric mode: a sequential probability ratio test between the good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
 attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
 on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
-samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad.
+samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad; flaky
+(``--flaky``): Wald's test of a state's failure rate between the ends' (:func:`flaky_verdict`).
 
 *Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
 different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
@@ -240,19 +242,63 @@ class Classification:
     between: bool = False  # significantly between the ends: a second step lies after this state
 
 
+#: σ of one sample from the pooled Shamos estimator: the median of every within-state pairwise
+#: |difference| over √2·Φ⁻¹(¾) (consistent at every group size; a quarter of wild runs moves it little)
+SHAMOS = 1.0 / (math.sqrt(2.0) * 0.6744897501960817)
+#: Standard error of the median of n ≥ 3 samples, in σ/√n (Gaussian noise: √(π/2)); 1 for n ≤ 2,
+#: where it is the mean.
+MEDIAN_SE = math.sqrt(math.pi / 2.0)
+#: The predictive of a location of n runs is a Student-t with at most TAIL_DOF·n degrees of freedom:
+#: one run's tail is heavy (a slow run, a busy machine), a location of many runs' nearly Gaussian.
+#: So a single wild run cannot give the odds of many runs.
+TAIL_DOF = 3
+
+
+def location(x: Sequence[float]) -> float:
+    """A state's level from its samples: the median, which half of the runs less one can be slow
+    without carrying it away (a mean follows every slow run); the mean for one or two samples."""
+    return float(np.median(np.asarray(x, dtype=float)))
+
+
+def location_se(n: int) -> float:
+    """The standard error of :func:`location` of ``n`` samples, in units of one sample's σ."""
+    return (1.0 if n <= 2 else MEDIAN_SE) / math.sqrt(max(n, 1))
+
+
+def tail_dof(dof: int, n: int) -> int:
+    """Degrees of freedom of the predictive of a location of ``n`` runs on a noise estimate with
+    ``dof``: at most ``TAIL_DOF·n`` (heavy-tailed for a single run), and ``TAIL_DOF·n`` on a prior."""
+    cap = TAIL_DOF * max(n, 1)
+    return cap if dof <= 0 else min(dof, cap)
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    v, w = values[order], weights[order]
+    c = np.cumsum(w)
+    return float(v[np.searchsorted(c, c[-1] / 2.0)])
+
+
 def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
-    """Pooled within-group standard deviation (None without any repeated group) and its degrees of freedom."""
-    ss, dof = 0.0, 0
+    """One sample's σ pooled over the groups (None without any repeated group) and its degrees of
+    freedom, robustly: the pooled Shamos estimator (:data:`SHAMOS` × the median of every
+    within-group pairwise |difference|, each group weighing as its n−1 degrees of freedom). A few
+    slow runs do not inflate it, as they inflate a standard deviation."""
+    diffs, weights, dof = [], [], 0
     for g in groups:
         g = np.asarray(g, dtype=float)
         if len(g) >= 2:
-            ss += float(np.sum((g - g.mean()) ** 2))
+            i, j = np.triu_indices(len(g), 1)
+            diffs.append(np.abs(g[i] - g[j]))
+            weights.append(np.full(len(i), 2.0 / len(g)))
             dof += len(g) - 1
-    return (math.sqrt(ss / dof) if dof else None), dof
+    if not dof:
+        return None, 0
+    return SHAMOS * _weighted_median(np.concatenate(diffs), np.concatenate(weights)), dof
 
 
 def noise(good: Sequence[float], bad: Sequence[float], probe: Sequence[float] = ()) -> float:
-    """The standard deviation of one sample: pooled over the groups, floored, or a prior."""
+    """The σ of one sample: pooled over the groups (robustly), floored, or a prior."""
     level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
     s, _ = pooled_sigma([good, bad, probe])
     floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
@@ -266,15 +312,27 @@ def veto_threshold(dof: int) -> float:
     return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
 
 
+def _se(sigma: float, x: Sequence[float]) -> float:
+    """The standard error of ``x``'s location: on the pooled σ, or on ``x``'s own scatter when that
+    is wider (a state whose runs are wild is not judged on the calm states' noise)."""
+    own = pooled_sigma([x])[0] if len(x) >= 3 else None
+    return max(sigma, own or 0.0) * location_se(len(x))
+
+
+def _se2(sigma: float, x: Sequence[float], y: Sequence[float]) -> float:
+    """The standard error of the difference of ``x``'s and ``y``'s locations."""
+    return math.hypot(_se(sigma, x), _se(sigma, y))
+
+
 def separation(good: Sequence[float], bad: Sequence[float]) -> float:
-    """How many standard errors apart the two ends' means are."""
+    """How many standard errors apart the two ends' locations (:func:`location`) are."""
     s = noise(good, bad)
-    return abs(float(np.mean(bad)) - float(np.mean(good))) / (s * math.sqrt(1 / len(good) + 1 / len(bad)))
+    return abs(location(bad) - location(good)) / _se2(s, good, bad)
 
 
 def worse(good: Sequence[float], bad: Sequence[float], higher_is_better: bool) -> bool:
     """Whether the bad end is really worse than the good end in the metric's direction."""
-    d = float(np.mean(bad)) - float(np.mean(good))
+    d = location(bad) - location(good)
     return d < 0 if higher_is_better else d > 0
 
 
@@ -291,20 +349,17 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
     p = np.asarray(probe, float)
     g, b = np.asarray(good, float), np.asarray(bad, float)
     sigma = noise(g, b, p)
-    mg, mb, mp = float(g.mean()), float(b.mean()), float(p.mean())
+    mg, mb, mp = location(g), location(b), location(p)
     dof = pooled_sigma([g, b, p])[1]
-    # The probe's mean is sufficient for its level; under each end it is distributed around that
-    # end's mean with the uncertainty of both means (Student-t when the noise is estimated, its
-    # tails carrying the uncertainty of a noise estimate from few samples). Comparing means, not
-    # summing per-sample ratios, keeps an end's own error from counting once per probe sample.
-    sg = sigma * math.sqrt(1 / len(p) + 1 / len(g))
-    sb = sigma * math.sqrt(1 / len(p) + 1 / len(b))
-    if dof > 0:
-        llr = float(stats.t.logpdf(mp, dof, mb, sb) - stats.t.logpdf(mp, dof, mg, sg))
-    else:
-        llr = float(_lognorm(np.array([mp]), mb, sb ** 2)[0] - _lognorm(np.array([mp]), mg, sg ** 2)[0])
-    zg = abs(mp - mg) / (sigma * math.sqrt(1 / len(p) + 1 / len(g)))
-    zb = abs(mp - mb) / (sigma * math.sqrt(1 / len(p) + 1 / len(b)))
+    # The probe's location (the median) stands for its level; under each end it is distributed
+    # around that end's location with the uncertainty of both (Student-t: its tails carry the
+    # uncertainty of a noise estimate from few samples, and a single run's heavy tail). Comparing
+    # locations, not summing per-sample ratios, keeps an end's own error from counting once per
+    # probe sample; medians and a Shamos scale keep a few slow runs from deciding.
+    sg, sb = _se2(sigma, p, g), _se2(sigma, p, b)
+    nu = tail_dof(dof, len(p))
+    llr = float(stats.t.logpdf(mp, nu, mb, sb) - stats.t.logpdf(mp, nu, mg, sg))
+    zg, zb = abs(mp - mg) / sg, abs(mp - mb) / sb
     veto = veto_threshold(dof)
     if zg > veto and zb > veto:
         t = (mp - mg) / (mb - mg) if mb != mg else 0.5
@@ -353,6 +408,49 @@ def exit_verdict(returncodes: Sequence[int | None], timed_out: bool = False) -> 
     return Verdict.GOOD
 
 
+#: Flaky crashes (``--flaky``): Wald's error rates of each verdict on a state's failure rate, the
+#: rate a clean good end is taken to have at most, and the highest a bad end is taken to have.
+FLAKY_ALPHA = 0.01
+FLAKY_FLOOR = 0.02
+FLAKY_CEIL = 0.98
+
+
+def failures(returncodes: Sequence[int | None]) -> tuple[int, int]:
+    """(failed runs, runs that count) by ``git bisect run``'s rule: 125 does not count, a time-out
+    (None) and any other non-zero code fail."""
+    counted = [rc for rc in returncodes if rc != 125]
+    return sum(rc != 0 for rc in counted), len(counted)
+
+
+def failure_rates(good: Sequence[int | None], bad: Sequence[int | None]) -> tuple[float, float]:
+    """The two failure rates a flaky state is tested between: the good end's (at least FLAKY_FLOOR)
+    and the bad end's (at most FLAKY_CEIL, at least twice the good end's)."""
+    kg, ng = failures(good)
+    kb, nb = failures(bad)
+    p0 = max(kg / ng if ng else 0.0, FLAKY_FLOOR)
+    p1 = min(max(kb / nb if nb else 1.0, 2 * p0), FLAKY_CEIL)
+    return p0, p1
+
+
+def flaky_verdict(returncodes: Sequence[int | None], p_good: float, p_bad: float,
+                  alpha: float = FLAKY_ALPHA) -> Classification:
+    """GOOD, BAD or UNSURE for a state whose runs fail now and then: Wald's sequential test of its
+    failure rate, ``p_good`` (the good end's) against ``p_bad`` (the bad end's). Each failure adds
+    log(p_bad/p_good), each clean run log((1-p_bad)/(1-p_good)); a state crashing in 30 % of runs
+    is bad against one that never crashes after a few runs, and one clean run decides nothing."""
+    k, n = failures(returncodes)
+    if not n:
+        return Classification(Verdict.SKIP, 0.0, "every run exited 125")
+    llr = k * math.log(p_bad / p_good) + (n - k) * math.log((1 - p_bad) / (1 - p_good))
+    upper, lower = math.log((1 - alpha) / alpha), math.log(alpha / (1 - alpha))
+    what = f"{k} of {n} runs failed ({k / n:.0%}; ends {p_good:.0%} and {p_bad:.0%})"
+    if llr >= upper:
+        return Classification(Verdict.BAD, llr, f"bad: {what}, odds {odds(llr)}")
+    if llr <= lower:
+        return Classification(Verdict.GOOD, llr, f"good: {what}, odds {odds(llr)}")
+    return Classification(Verdict.UNSURE, llr, f"unsure: {what}")
+
+
 def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]]:
     """(last good index, first bad index) for every good→bad transition; skips and None are passed over."""
     out, last_good, seen_bad = [], None, False
@@ -398,6 +496,10 @@ INDIFFERENCE = 0.75
 STEP_ALPHA = 0.0005
 
 
+#: Samples a probe needs before it is judged a level of its own (a step on each side).
+NEITHER_MIN = 3
+
+
 class Level(Named):
     """Where a probe stands inside an interval whose ends differ."""
     LOW = "low"          # at the level of the interval's earlier end: the step is after it
@@ -436,8 +538,9 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
 
     Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
     level at least ``delta`` from both (a composite hypothesis, taken at its most likely point).
-    The probe's mean is compared under each with the Student-t predictive of the difference of
-    two means on the pooled noise ``sigma`` (``dof`` degrees of freedom; 0: a prior, Gaussian).
+    The probe's location (:func:`location`, the median) is compared under each with the
+    Student-t predictive of the difference of two locations on the pooled robust noise ``sigma``
+    (``dof`` degrees of freedom, capped by :func:`tail_dof`: a single run's tail is heavy).
     One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
     ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
     Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
@@ -445,10 +548,10 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     """
     if not probe:
         return Judgement(Level.UNSURE, "no samples")
-    mp, np_ = float(np.mean(probe)), len(probe)
-    ma, mb = float(np.mean(low)), float(np.mean(high))
-    sa = sigma * math.sqrt(1 / np_ + 1 / len(low))
-    sb = sigma * math.sqrt(1 / np_ + 1 / len(high))
+    mp, np_ = location(probe), len(probe)
+    ma, mb = location(low), location(high)
+    sa, sb = _se2(sigma, probe, low), _se2(sigma, probe, high)
+    dof = tail_dof(dof, np_)
     la, lb = _logpdf(mp, ma, sa, dof), _logpdf(mp, mb, sb, dof)
     # the most likely level at least delta from both ends, and the scale of the end it borders
     cands = [(mp, sa if abs(mp - ma) <= abs(mp - mb) else sb)]
@@ -462,6 +565,11 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     margin = scores[best] - max(v for k, v in scores.items() if k is not best)
     span = abs(mb - ma)
     where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
+    # a level of its own needs NEITHER_MIN samples: one or two runs far from both ends are as
+    # likely a slow first run or a busy machine as a step (their median is no better than they)
+    if best is Level.NEITHER and np_ < NEITHER_MIN and not final:
+        return Judgement(Level.UNSURE, f"far from both ends after {plural(np_, 'sample')}: "
+                                       f"a level of its own needs {NEITHER_MIN}", margin)
     if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
         what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                 Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
@@ -480,15 +588,16 @@ def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta
            final: bool = False) -> bool | None:
     """Whether ``y``'s level differs from ``x``'s by at least ``delta``: True, False, or None while
     unsure — Wald's test of "no difference" against "at least delta", on the same Student-t
-    predictive as :func:`judge`. ``final``: the likelier side."""
-    d = float(np.mean(y)) - float(np.mean(x))
-    se = sigma * math.sqrt(1 / len(x) + 1 / len(y))
+    predictive as :func:`judge`. ``final``: different only at 20:1 (FALLBACK_LLR), else the same."""
+    d = location(y) - location(x)
+    se = _se2(sigma, x, y)
+    dof = tail_dof(dof, min(len(x), len(y)))
     l0 = _logpdf(d, 0.0, se, dof)
     l1 = _logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)
-    bound = 0.0 if final else math.log((1 - STEP_ALPHA) / STEP_ALPHA)
-    if l1 - l0 >= bound:
-        return True
-    if l0 - l1 >= bound:
+    bound = math.log((1 - STEP_ALPHA) / STEP_ALPHA)
+    if l1 - l0 >= (FALLBACK_LLR if final else bound):
+        return True  # out of samples, a difference still needs 20:1: a coin toss would name a culprit
+    if l0 - l1 >= (0.0 if final else bound):
         return False
     return None
 
@@ -604,7 +713,7 @@ class StepSearch:
     def noise(self) -> tuple[float, int]:
         """One sample's standard deviation, pooled over every state sampled more than once."""
         groups = [g for g in self.samples.values() if g]
-        level = float(np.median([abs(float(np.mean(g))) for g in groups])) if groups else 1.0
+        level = float(np.median([abs(location(g)) for g in groups])) if groups else 1.0
         s, dof = pooled_sigma(groups)
         floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
         return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor), dof
@@ -612,10 +721,10 @@ class StepSearch:
     def delta(self, sigma: float) -> float:
         """The smallest step searched for: --min-change of the level (or the whole window's change,
         when that is smaller: the window was asked for), or what the repeats can resolve."""
-        level = abs(float(np.mean(self.samples[0]))) if self.samples.get(0) else 1.0
+        level = abs(location(self.samples[0])) if self.samples.get(0) else 1.0
         want = self.min_change * level
         if self.samples.get(self.n - 1) and self.samples.get(0):
-            want = min(want, abs(float(np.mean(self.samples[self.n - 1])) - float(np.mean(self.samples[0]))))
+            want = min(want, abs(location(self.samples[self.n - 1]) - location(self.samples[0])))
         return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
 
     def cost(self, i: int) -> float:
@@ -626,7 +735,7 @@ class StepSearch:
         return COST_MEASURED if self.samples.get(i) else COST_BUILD
 
     def mean(self, i: int) -> float:
-        return float(np.mean(self.samples[i]))
+        return location(self.samples[i])
 
     # -- one verdict --------------------------------------------------------------------------
     def sequential(self, sample: Callable[[int], "list[float] | None"], a: int, b: int) -> Judgement:
@@ -711,7 +820,7 @@ class StepSearch:
                     self.dropped.append((a, b))  # the two states themselves do not differ
                     continue
                 stack.pop()
-                step = Step(a, b, float(np.mean(self.ref(a))), float(np.mean(self.ref(b))))
+                step = Step(a, b, location(self.ref(a)), location(self.ref(b)))
                 self.steps.append(step)
                 if self.stop_at_regression and step.regression(self.higher_is_better):
                     self.more_after = bool(stack)

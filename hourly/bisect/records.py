@@ -24,6 +24,9 @@ class BisectRequest:
     rerun: bool = False
     min_change: float = BISECT_MIN_CHANGE
     find_fix: bool = False
+    #: exit mode: a state's verdict from its failure rate over repeated runs (also on by itself
+    #: once a state shows both outcomes)
+    flaky: bool = False
 
     def __post_init__(self) -> None:
         if self.max_repeats < 1:

@@ -46,6 +46,9 @@ from hourly.analysis.bisection import (
     classify,
     exit_transitions,
     exit_verdict,
+    failure_rates,
+    failures,
+    flaky_verdict,
     next_probe,
     plan_probes,
     separation,
@@ -203,6 +206,10 @@ class Bisector:
         if find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.invert = find_fix and mode is Mode.EXIT
+        #: exit mode: verdicts from failure rates (--flaky, or on by itself once a state shows both
+        #: outcomes); ``rates``: the clean end's and the crashing end's failure rates
+        self.flaky = bool(getattr(req, "flaky", False))
+        self.rates: tuple[float, float] | None = None
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
         #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
         self.executor = executor or LocalExecutor()
@@ -304,6 +311,10 @@ class Bisector:
             rcs = [r.get("returncode") for m in stored for r in m.runs]
             if any(m.status == Status.BUILD_FAILED.value for m in stored):
                 return Probe(role, pair, Verdict.SKIP, "build failed")
+            if not self.flaky and _both(rcs) and self.rates is None and role != "end":
+                self.flaky = True  # one state both passes and fails: one run decides nothing
+            if self.flaky and role != "end":
+                return self._flaky_probe(role, pair, rcs)
             if not rcs:
                 return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
             return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs)
@@ -332,11 +343,65 @@ class Bisector:
                 return Probe(role, pair, Verdict.SKIP, f"{m.status}: {m.detail}", samples, builds=builds, runs=runs)
             samples = samples + m.samples
 
+    def _flaky_probe(self, role: str, pair: Pair, rcs: list, builds: int = 0, runs: int = 0) -> Probe:
+        """Exit mode, flaky: more runs (doubling, up to --max-repeats) until the state's failure rate
+        is told apart from one end's; still unsure then: untestable, "unsure after N samples"."""
+        if self.rates is None:
+            self.rates = self._end_rates()
+        p0, p1 = self.rates
+        while True:
+            if rcs:
+                c = flaky_verdict(rcs, p0, p1)
+                if c.verdict is not Verdict.UNSURE:
+                    v = _flip(c.verdict) if self.invert else c.verdict
+                    return Probe(role, pair, v, c.reason, returncodes=rcs, builds=builds, runs=runs)
+                if failures(rcs)[1] >= self.max_repeats or len(rcs) >= self.max_repeats:
+                    return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(rcs), 'sample')}: {c.reason}",
+                                 returncodes=rcs, builds=builds, runs=runs)
+            need = min(max(len(rcs), self.s.repeats, 1), self.max_repeats - len(rcs))
+            m, b, r = self._measure_one(pair, need)
+            builds, runs = builds + b, runs + r
+            if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+                return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", returncodes=rcs, builds=builds, runs=runs)
+            rcs = rcs + [x.get("returncode") for x in m.runs if not x.get("warmup")]
+
+    def _rcs(self, pair: Pair) -> list:
+        return [r.get("returncode") for m in self._stored(pair) for r in m.runs if not r.get("warmup")]
+
+    def _end_rates(self) -> tuple[float, float]:
+        """The clean end's and the crashing end's failure rates (--find-fix: the old end crashes)."""
+        good, bad = self._ends
+        clean, crashing = (bad, good) if self.invert else (good, bad)
+        return failure_rates(self._rcs(clean), self._rcs(crashing))
+
+    def _flaky_ends(self, bid: int, good_pair: Pair, bad_pair: Pair) -> None:
+        """Flaky: each end measured FLAKY_END_RUNS times (the crashing one more, up to --max-repeats,
+        until it has failed once); the crashing end must fail more often than the clean one."""
+        want = min(FLAKY_END_RUNS, self.max_repeats)
+        clean, crashing = (bad_pair, good_pair) if self.invert else (good_pair, bad_pair)
+        for pair in (clean, crashing):
+            while True:
+                rcs = self._rcs(pair)
+                k, n = failures(rcs)
+                short = want - len(rcs)
+                if short <= 0 and (pair == clean or k or len(rcs) >= self.max_repeats):
+                    break
+                more = short if short > 0 else min(len(rcs), self.max_repeats - len(rcs))
+                self._record(bid, self._exit_probe("end", pair, *self._measure_one(pair, more)))
+        kc, nc = failures(self._rcs(clean))
+        kb, nb = failures(self._rcs(crashing))
+        if not nb or kb / nb <= (kc / nc if nc else 0.0):
+            raise UserError(f"the failing end {crashing.short()} fails in {kb} of {nb} runs, the other in {kc} of {nc}",
+                            "pass ends on either side of the change in failure rate, or a larger --max-repeats")
+        self.rates = self._end_rates()
+
     def _exit_probe(self, role: str, pair: Pair, m: Measurement, builds: int, runs: int) -> Probe:
         """The exit-mode verdict on a state just measured."""
         if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
             return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
         rcs = [r.get("returncode") for r in m.runs]
+        if self.flaky and role != "end":
+            return self._flaky_probe(role, pair, rcs, builds, runs)
         return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
 
     def _exit_verdict(self, rcs: list) -> Verdict:
@@ -345,6 +410,8 @@ class Bisector:
 
     def _evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:
         """Exit mode: the verdicts on several states, those to measure measured in one round."""
+        if self.flaky:  # each state takes the runs its own sequential test needs
+            return [self.evaluate(p, role, None) for p in pairs]
         todo = [p for p in pairs if not self._known_failed(p) and not any(
             m.status == Status.BUILD_FAILED.value or m.runs for m in self._stored(p))]
         got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]), strict=True)) if todo else {}
@@ -477,6 +544,10 @@ class Bisector:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
         answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
+        if self.mode is Mode.EXIT:  # each end's failure rate: what a flaky answer rests on
+            answer["flaky"] = self.flaky
+            answer["failure_rates"] = {name: _rate(self._rcs(p)) for name, p in
+                                       (("last_good", last_good), ("first_bad", first_bad))}
         # rounds of measure_many (one state each without workers) and the requests they carried
         answer["rounds"], answer["jobs"] = self.rounds - rounds0, self.jobs - jobs0
         self.store.finish_bisection(bid, answer)
@@ -540,7 +611,12 @@ class Bisector:
         return dict(zip(short, self.measure_many(list(short.items())), strict=True))
 
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
-        """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails."""
+        """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails.
+        Flaky (--flaky, or an end that both passes and fails): by their failure rates."""
+        if not self.flaky and (_both(self._rcs(good_pair)) or _both(self._rcs(bad_pair))):
+            self.flaky = True
+        if self.flaky:
+            return self._flaky_ends(bid, good_pair, bad_pair)
         for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             p = stored.get(("end", role_pair))
             v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
@@ -715,6 +791,21 @@ class Bisector:
             from hourly.measure.cherry_pick import statuses
             out["cherry_picks"] = statuses(self.repos, r["xla"], r["jax"], self.picks)
         return out
+
+
+#: Runs of each end before a flaky bisection compares states with their failure rates.
+FLAKY_END_RUNS = 10
+
+
+def _both(rcs: list) -> bool:
+    """The runs both passed and failed (125 aside)."""
+    k, n = failures(rcs)
+    return 0 < k < n
+
+
+def _rate(rcs: list) -> dict:
+    k, n = failures(rcs)
+    return {"failed": k, "runs": n, "rate": round(k / n, 4) if n else None}
 
 
 def _from(origins: list[str]) -> str:

@@ -40,6 +40,7 @@ def bisect(
     progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
+    flaky: bool = Opt(False, "--flaky", help="Exit mode: judge each state by its failure rate over repeated runs (a sequential test against the ends' rates, up to --max-repeats runs) [default: on by itself once a state both passes and fails]."),
     flags: Any = None,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -49,7 +50,7 @@ def bisect(
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from hourly.bisect.records import BisectRequest
-    req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix)
+    req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix, flaky)
     from hourly.adapters.store import STORE_NAME, Store
     from hourly.bisect.answer import bisect_log, log_or_none
     from hourly.bisect.events import BisectHandler

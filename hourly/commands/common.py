@@ -113,6 +113,8 @@ BENCHMARK: OptionSet = {
     "bench_cwd": (Optional[str], Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current directory].")),
     "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none].")),
     "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
+    "warmup_runs": (Optional[int], Opt(None, "--warmup-runs", help="Runs of a freshly built or installed state that are "
+                                       "recorded but not counted (its first run is slow); none when the state is installed already [default: 1].")),
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
     "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
 }

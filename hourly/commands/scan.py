@@ -71,15 +71,28 @@ def scan(
         require_measured(report, s)
 
 
+def warmup_note(s) -> str:
+    """How the runs of each point were counted: the warm-up runs of a state just installed apart."""
+    w = s.warmup_runs
+    return (f"each value: the median of {s.repeats} counted run{'s' if s.repeats != 1 else ''}; the first "
+            f"{w} run{'s' if w != 1 else ''} after a state was installed {'are' if w != 1 else 'is'} "
+            "recorded as warm-up and not counted")
+
+
 def emit(report, json_out: bool, s) -> None:
     """A scan report as JSON, or as the table with detection's marks and one line per step."""
     if json_out:
-        print(json.dumps(report.as_json(), indent=1))
+        out = report.as_json()
+        if isinstance(out, dict) and s is not None:  # how each point's runs were counted
+            out["measuring"] = {"repeats": s.repeats, "warmup_runs": getattr(s, "warmup_runs", 0)}
+        print(json.dumps(out, indent=1))
         return
     from hourly.render.scan import print_report
     from hourly.render.steps import marks_for_report
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
+    if s is not None and getattr(s, "warmup_runs", 0) and s.mode != "exit":
+        console.print(warmup_note(s), markup=False, highlight=False, soft_wrap=True)
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 

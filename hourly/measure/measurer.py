@@ -88,7 +88,10 @@ class Measurer:
                             origin)
         else:
             self.installed = pair
-            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key())
+            # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
+            # need none); the installed pair measured again is warm already
+            warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
+            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
             self.runs += len(res.runs)
             m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
                             [r.as_dict() for r in res.runs], res.detail(), origin)

@@ -70,6 +70,7 @@ class Settings:
     env: list[str] = field(default_factory=list)
     cherry_pick: list[str] = field(default_factory=list)  # REPO@SHA applied on top of every state
     repeats: int = 1
+    warmup_runs: int = 1  # runs of a state just installed that are recorded but not counted
     bench_timeout: float | None = None
     metric_regex: str = DEFAULT_METRIC_REGEX
     higher_is_better: bool = True
@@ -379,6 +380,8 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
 def _validate(s: Settings) -> None:
     if not isinstance(s.repeats, int) or s.repeats < 1:
         raise UserError(f"repeats must be a positive integer, not {s.repeats!r}", "pass --repeats 1 or more")
+    if not isinstance(s.warmup_runs, int) or isinstance(s.warmup_runs, bool) or s.warmup_runs < 0:
+        raise UserError(f"warmup_runs must be 0 or more, not {s.warmup_runs!r}", "pass --warmup-runs 1 (0: none)")
     for name in ("bench_timeout", "build_timeout"):
         v = getattr(s, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):

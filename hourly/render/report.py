@@ -427,7 +427,10 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append("```")
     md.append("")
     md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
-              + f", {plural(s.repeats, 'run')} per pair.")
+              + f", {plural(s.repeats, 'run')} per pair"
+              + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
+                 "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
+                 and s.mode != "exit" else "."))
     md.append("")
     md.append("## Environment")
     md.append("")
