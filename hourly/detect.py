@@ -163,6 +163,100 @@ def _median(s: list[float]) -> float:
     return o[m] if len(o) % 2 else 0.5 * (o[m - 1] + o[m])
 
 
+#: A run slower than the fastest run of its point by more than this many times the noise of one
+#: run around it (and by SLOW_RUN_MIN at least) is a slow run (a noisy neighbour, a cold cache),
+#: not the point's level: it is left out of the point's value and of the noise estimates. Its
+#: distance to the fastest run is at most the point's range, which for normal runs is over
+#: 6 sigma in 2 pairs and 7 triples out of 10^5 (simulated).
+SLOW_RUN_FACTOR = 6.0
+#: ... relative: a run under 1 % slower is never left out.
+SLOW_RUN_MIN = 0.01
+#: Points either side whose repeats give the noise a run is judged against.
+SLOW_RUN_HALF_WINDOW = 5
+#: The noise of one run is read from the 30th percentile of the points' ranges around it, which
+#: slow runs in up to half of those points barely move (the median moved with a quarter).
+SLOW_RUN_QUANTILE = 0.3
+#: ... the 30th percentile of the range of k normal runs, in sigmas (simulated, 2 x 10^6 each).
+_RANGE_Q30 = {2: 0.545, 3: 1.138, 4: 1.531, 5: 1.819, 6: 2.042, 7: 2.225, 8: 2.378, 9: 2.508,
+              10: 2.623, 11: 2.724, 12: 2.815}
+
+
+def _range_sigma(s: list[float]) -> float | None:
+    """The noise of one run read from the range of one point's repeats, scaled so that the 30th
+    percentile over points of normal runs is sigma (None for a single run)."""
+    if len(s) < 2:
+        return None
+    q30 = _RANGE_Q30.get(len(s), 2.815 + 0.7 * math.log(len(s) / 12.0))
+    return (max(s) - min(s)) / q30
+
+
+def _spread(s: list[float]) -> float | None:
+    """The noise of one run from one point's repeats (log values): |a - b| / sqrt 2 for a pair,
+    the scaled MAD for more; None for a single run."""
+    if len(s) < 2:
+        return None
+    if len(s) == 2:
+        return abs(s[0] - s[1]) / math.sqrt(2.0)
+    m = _median(s)
+    return _MAD_TO_SIGMA * _median([abs(x - m) for x in s])
+
+
+def drop_slow_runs(samples: list[list[float]],
+                   higher_is_better: bool = True) -> tuple[list[list[float]], list[float]]:
+    """Each point's runs without its slow ones (positive values: times or rates), and for each
+    point whose runs had a slow one the noise of one run that all its runs show (else 0; on the
+    log scale).
+
+    Timing noise is not symmetric: most runs of a point agree to a fraction of a percent and now
+    and then one is 5-30 % slow. The median of two runs is their mean, so one slow run of two
+    moves the point by half of it, and two such points in a row read as a false dip; a level
+    with one slow run in eight has its noise read several times too high. A run is slow when it
+    is slower (lower for a rate, higher for a time) than its point's fastest run by over
+    SLOW_RUN_FACTOR times the noise of one run, measured (a low quantile of the points' ranges,
+    as sigma) over the 2 x SLOW_RUN_HALF_WINDOW + 1 points around it (shifted inwards at the
+    ends) whose medians are within REGIME_RATIO of its own (a level that far away may have a
+    noise of its own), and by
+    SLOW_RUN_MIN at least. A single run is never touched. Up to half of a point's runs are
+    left out as they are; more only when the fast ones agree (within that limit) with one of
+    the two points either side: else the fast one may be the odd one, or the point's level
+    noisier than its neighbours' (the last point of a level of 20 % noise after one of 2 %), and
+    all its runs stay. Either way, and when both runs of a pair were slow (the faster is then no
+    level either), the point is doubtful: its doubt, the standard deviation of all its runs, is
+    kept, and a step that rests on one or two such points alone must beat it (:func:`_prune`).
+    """
+    logs = [[math.log(x) for x in s] for s in samples]
+    ranges = [_range_sigma(s) for s in logs]
+    medians = [_median(s) for s in logs]
+    n = len(samples)
+    width = 2 * SLOW_RUN_HALF_WINDOW + 1
+    out, doubt = [], []
+    for i, (s, lg) in enumerate(zip(samples, logs)):
+        if len(s) < 2:
+            out.append(s)
+            doubt.append(0.0)
+            continue
+        start = min(max(0, i - SLOW_RUN_HALF_WINDOW), max(0, n - width))
+        # only points at its level: a level 1.25x away may have its own noise (a regime)
+        near = [x for x, m in zip(ranges[start:start + width], medians[start:start + width])
+                if x is not None and abs(m - medians[i]) < _REGIME_CUT]
+        limit = max(SLOW_RUN_FACTOR * float(np.quantile(near, SLOW_RUN_QUANTILE)), math.log1p(SLOW_RUN_MIN))
+        best = max(lg) if higher_is_better else min(lg)
+        slow = [abs(x - best) > limit for x in lg]
+        if any(slow):
+            # more slow runs than others: the fast ones are the point's level only if a
+            # neighbour agrees with them, else they may be the odd ones (or the level noisier
+            # than its neighbours) and all stay; the point is doubtful either way
+            fast = [x for x, bad in zip(lg, slow) if not bad]
+            agree = any(abs(medians[j] - _median(fast)) <= limit
+                        for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < n)
+            out.append([x for x, bad in zip(s, slow) if not bad] if sum(slow) <= len(s) // 2 or agree else s)
+            doubt.append(float(np.std(lg, ddof=1)))
+        else:
+            out.append(s)
+            doubt.append(0.0)
+    return out, doubt
+
+
 def z_threshold(n: int) -> float:
     """How many standard errors a step must be for ``n`` good points.
 
@@ -322,6 +416,12 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     samples_all = [point_samples(p) for p in series]
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
+    doubt = np.zeros(len(good_idx))
+    if all(x > 0 for i in good_idx for x in samples_all[i]):
+        kept, slow_doubt = drop_slow_runs([samples_all[i] for i in good_idx], higher_is_better)
+        for i, s in zip(good_idx, kept):
+            samples_all[i] = s
+        doubt = np.array(slow_doubt)
     raw = np.array([_median(samples_all[i]) for i in good_idx], dtype=float)
     samples = [samples_all[i] for i in good_idx]
     if len(raw) == 0:
@@ -340,7 +440,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     z_min = z_threshold(len(values))
 
     within = _within_point(samples)
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
@@ -350,7 +450,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             new_sigma = max(refined, rep or 0.0, floor)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -406,9 +506,11 @@ def _within_point(samples: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
-         log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None):
+         log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None,
+         doubt: np.ndarray | None = None):
     """Fit, set aside outliers (single-point segments) one by one, refit; then prune.
-    ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test."""
+    ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test;
+    ``doubt``: each point's noise from all its runs when a slow one was left out (else 0)."""
     keep = np.ones(len(values), dtype=bool)
     while True:
         pos = np.flatnonzero(keep)
@@ -423,7 +525,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         keep[pos[worst]] = False
     kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma), kept)
+                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos])
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -522,10 +624,12 @@ def segment_noise(seg: np.ndarray, sigma: float) -> float:
 
 
 def _z(a: np.ndarray, b: np.ndarray, sigma: float, prior_a: float | None = None,
-       prior_b: float | None = None) -> float:
+       prior_b: float | None = None, floor_a: float = 0.0, floor_b: float = 0.0) -> float:
     """The step between segments ``a`` and ``b`` in standard errors, each side with its own noise
-    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``)."""
-    sa, sb = segment_noise(a, prior_a or sigma), segment_noise(b, prior_b or sigma)
+    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``; never
+    below ``floor_a``/``floor_b``)."""
+    sa = max(segment_noise(a, prior_a or sigma), floor_a)
+    sb = max(segment_noise(b, prior_b or sigma), floor_b)
     se = math.sqrt(sa * sa / len(a) + sb * sb / len(b))
     return abs(float(np.median(b)) - float(np.median(a))) / se
 
@@ -536,11 +640,22 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / abs(before)
 
 
+def _doubt(doubt: np.ndarray | None, lo: int, hi: int) -> float:
+    """The noise a segment of 1-2 points must at least have: the RMS of its points' doubt."""
+    if doubt is None or hi - lo > 2:
+        return 0.0
+    return math.sqrt(float(np.mean(doubt[lo:hi] ** 2)))
+
+
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
            min_change: float | None, strict_short: bool = True, log_scale: bool = False,
            local: np.ndarray | None = None,
-           within: tuple[np.ndarray, np.ndarray] | None = None) -> list[int]:
-    """Merge adjacent segments whose difference is not significant (or below min_change)."""
+           within: tuple[np.ndarray, np.ndarray] | None = None,
+           doubt: np.ndarray | None = None) -> list[int]:
+    """Merge adjacent segments whose difference is not significant (or below min_change).
+
+    ``doubt``: per point, the noise its runs show when a slow one was left out; a segment of 1-2
+    points has at least the noise of its doubtful points (a pair whose runs were both slow)."""
     bounds = list(bounds)
     # noise that scales with the level: once the series has levels a factor REGIME_RATIO apart,
     # each step must also hold against the noise of its own levels (regime_z)
@@ -550,11 +665,13 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
         meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])] if regimes else []
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
+            fa = _doubt(doubt, bounds[k - 1], bounds[k])
+            fb = _doubt(doubt, bounds[k], bounds[k + 1])
             if local is None:
-                z = _z(a, b, sigma)
+                z = _z(a, b, sigma, floor_a=fa, floor_b=fb)
             else:   # each side's noise is pulled towards the noise around it, not the series'
                 z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
-                       float(np.median(local[bounds[k]:bounds[k + 1]])))
+                       float(np.median(local[bounds[k]:bounds[k + 1]])), fa, fb)
             ma, mb = float(np.median(a)), float(np.median(b))
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
