@@ -62,6 +62,13 @@ Point = Union[float, int, None, Sequence[float]]
 PRIOR_RELATIVE_NOISE = 0.002
 #: Noise is never taken below this fraction of the level (constant or quantised series).
 NOISE_FLOOR_RELATIVE = 1e-4
+#: On a log scale (times, rates) the noise of one point is never taken above this (a run 65 %
+#: slower or 40 % faster at one sigma): a series whose points vary more is either short and has a
+#: huge step in it (102.7, 2.67, 2.71, 4.82 us: the successive differences, and a level of three
+#: points one of which is noisy, cannot tell the step from noise) or is no benchmark to bisect.
+MAX_LOG_NOISE = 0.3
+#: ``Detection.noise_source`` when the noise was taken at MAX_LOG_NOISE (it reads as it is).
+NOISE_SOURCE_LIMIT = "the most a benchmark's noise is taken to be: its points vary more"
 #: By default a step smaller than this relative change is not reported (``min_change``).
 DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
@@ -108,7 +115,7 @@ class Detection:
     failed: list[int] = field(default_factory=list)
     outliers: list[int] = field(default_factory=list)
     noise: float = 0.0              #: absolute noise (sigma) of one point
-    noise_source: str = "none"      #: "repeats", "successive differences", "both", "prior"
+    noise_source: str = "none"      #: "repeats", "successive differences", "both", "prior", NOISE_SOURCE_LIMIT
     threshold: float = 0.0          #: z_min used
 
     level: float = 0.0              #: median level of the good points
@@ -169,10 +176,11 @@ def _median(s: list[float]) -> float:
 #: distance to the fastest run is at most the point's range, which for normal runs is over
 #: 6 sigma in 2 pairs and 7 triples out of 10^5 (simulated).
 SLOW_RUN_FACTOR = 6.0
-#: ... relative: a run under 1 % slower is never left out.
-SLOW_RUN_MIN = 0.01
+#: ... relative: a run under 3 % slower is never left out (a real edge step whose new level's runs
+#: spread 1.8 % lost a run to a noise read low from eight points).
+SLOW_RUN_MIN = 0.03
 #: Points either side whose repeats give the noise a run is judged against.
-SLOW_RUN_HALF_WINDOW = 5
+SLOW_RUN_HALF_WINDOW = 10
 #: The noise of one run is read from the 30th percentile of the points' ranges around it, which
 #: slow runs in up to half of those points barely move (the median moved with a quarter).
 SLOW_RUN_QUANTILE = 0.3
@@ -436,11 +444,13 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     else:
         values = raw
     sigma, source = estimate_noise(values, samples, relative=log_scale)
+    if log_scale:
+        sigma = min(sigma, MAX_LOG_NOISE)
     floor = max(NOISE_FLOOR_RELATIVE * (1.0 if log_scale else level), 1e-12)
     z_min = z_threshold(len(values))
 
     within = _within_point(samples)
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+    keep, pos, v, segs, fitted = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
@@ -448,9 +458,11 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
         if refined is not None:
             rep = _repeat_noise(samples) if source == "both" else None
             new_sigma = max(refined, rep or 0.0, floor)
+            if log_scale:
+                new_sigma = min(new_sigma, MAX_LOG_NOISE)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+                keep, pos, v, segs, _ = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -476,7 +488,8 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     outliers = [good_idx[i] for i in np.flatnonzero(~keep)]
     return Detection(changes=changes, failed=failed, outliers=outliers,
                      noise=sigma * level if log_scale else sigma,
-                     noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
+                     noise_source=NOISE_SOURCE_LIMIT if log_scale and sigma >= MAX_LOG_NOISE else source,
+                     threshold=z_min, level=level, log_scale=log_scale)
 
 
 #: Variance of the median of k normal samples over that of their mean (k = 1, 2: the same),
@@ -525,7 +538,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         keep[pos[worst]] = False
     kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos])
+                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos]), bounds
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -667,12 +680,15 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
             fa = _doubt(doubt, bounds[k - 1], bounds[k])
             fb = _doubt(doubt, bounds[k], bounds[k + 1])
-            if local is None:
+            ma, mb = float(np.median(a)), float(np.median(b))
+            if local is None or (regimes and abs(mb - ma) >= _REGIME_CUT and min(len(a), len(b)) > 2):
+                # between two regimes their own noise is judged by regime_z; the noise around
+                # the step (ten differences, the step's among them) is no better a guess of it
+                # and, pulled above the levels' own, lost x1.67 steps in 15-20 % noise
                 z = _z(a, b, sigma, floor_a=fa, floor_b=fb)
             else:   # each side's noise is pulled towards the noise around it, not the series'
                 z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
                        float(np.median(local[bounds[k]:bounds[k + 1]])), fa, fb)
-            ma, mb = float(np.median(a)), float(np.median(b))
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
             # the t test already asks more of a short level (its few degrees of freedom): z_min,
@@ -775,7 +791,12 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
     t = abs(float(b.mean()) - float(a.mean())) / (s * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
     # too few points to say anything of the levels' own spread, but repeated runs: their noise is
     # taken as known (a normal z, as the global test does), yet it is theirs, not the series'
-    return t / short_factor if few else t_as_z(t, dof)
+    z = t / short_factor if few else t_as_z(t, dof)
+    # Student's t on 2-3 degrees of freedom has tails so long that no step is significant (a
+    # x38 step before 2.67, 2.71, 4.82 us: t 8.8, z 2.5); but a step that would need a noise
+    # above MAX_LOG_NOISE to be chance is a step
+    bound = abs(float(b.mean()) - float(a.mean())) / (MAX_LOG_NOISE * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
+    return max(z, bound / short_factor if min(len(a), len(b)) <= 2 else bound)
 
 
 def t_two_sided(t: float, dof: int) -> float:
