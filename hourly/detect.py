@@ -7,6 +7,11 @@ How it works (details and the reasons in docs/detection.md):
 
 1. Failed points are dropped; the good points keep their original indices, so a step that spans a
    failed point is one step from the last good point before to the first good point after.
+   With positive samples, a point's *slow runs* (slower than its fastest run by over 6 sigma of
+   the runs around it, and by 3 %) are left out of its value and of the noise
+   (:func:`drop_slow_runs`): the median of two runs is their mean, so one slow run moved a point
+   by half of it. A point whose runs disagree that way is doubtful, and a step resting on one or
+   two such points alone must beat the spread of all their runs.
 2. When every sample is positive (times, rates) the series is analysed on a log scale, so the noise
    is relative: a run timed at 200 us +-20 % and at 3.5 us +-10 % has comparable noise, where one
    absolute sigma would be set by one level and find false steps in the other.
@@ -14,7 +19,9 @@ How it works (details and the reasons in docs/detection.md):
    (median over points of the scaled MAD, divided by sqrt(samples)), and from the point-to-point
    noise (scaled MAD of successive differences / sqrt(2)), which a few steps or outliers do not
    move. With both, the larger wins (repeats miss run-to-run noise). With neither (under 4 good
-   points, no repeats) a prior of 0.2 % of the level is used. Never below 0.01 % of the level.
+   points, no repeats) a prior of 0.2 % of the level is used. Never below 0.01 % of the level,
+   and on a log scale never above 30 % (MAX_LOG_NOISE): on 4 points one of the 3 differences is
+   the step and another a noisy point, and no estimate from them can tell a x38 step from noise.
 3. The series is fitted exactly by a piecewise-constant function (optimal partitioning, least
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
@@ -37,7 +44,9 @@ How it works (details and the reasons in docs/detection.md):
    is a practical floor: 1 % unless given (0 reports every significant step). On a log scale with
    levels 1.25x apart, each step must also hold against the noise of its own levels alone
    (:func:`regime_z`), and an excursion (out and back) against a higher bar
-   (:func:`regime_threshold`).
+   (:func:`regime_threshold`). Between two such regimes, that test, not the noise of the
+   differences around the step, judges the levels' noise, and a step that a noise of
+   MAX_LOG_NOISE would not explain passes it even on 2-3 degrees of freedom.
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -196,17 +205,6 @@ def _range_sigma(s: list[float]) -> float | None:
         return None
     q30 = _RANGE_Q30.get(len(s), 2.815 + 0.7 * math.log(len(s) / 12.0))
     return (max(s) - min(s)) / q30
-
-
-def _spread(s: list[float]) -> float | None:
-    """The noise of one run from one point's repeats (log values): |a - b| / sqrt 2 for a pair,
-    the scaled MAD for more; None for a single run."""
-    if len(s) < 2:
-        return None
-    if len(s) == 2:
-        return abs(s[0] - s[1]) / math.sqrt(2.0)
-    m = _median(s)
-    return _MAD_TO_SIGMA * _median([abs(x - m) for x in s])
 
 
 def drop_slow_runs(samples: list[list[float]],
@@ -450,7 +448,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     z_min = z_threshold(len(values))
 
     within = _within_point(samples)
-    keep, pos, v, segs, fitted = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
@@ -462,7 +460,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
                 new_sigma = min(new_sigma, MAX_LOG_NOISE)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs, _ = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -538,7 +536,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         keep[pos[worst]] = False
     kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos]), bounds
+                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos])
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
