@@ -7,6 +7,11 @@ How it works (details and the reasons in docs/detection.md):
 
 1. Failed points are dropped; the good points keep their original indices, so a step that spans a
    failed point is one step from the last good point before to the first good point after.
+   With positive samples, a point's *slow runs* (slower than its fastest run by over 6 sigma of
+   the runs around it, and by 3 %) are left out of its value and of the noise
+   (:func:`drop_slow_runs`): the median of two runs is their mean, so one slow run moved a point
+   by half of it. A point whose runs disagree that way is doubtful, and a step resting on one or
+   two such points alone must beat the spread of all their runs.
 2. When every sample is positive (times, rates) the series is analysed on a log scale, so the noise
    is relative: a run timed at 200 us +-20 % and at 3.5 us +-10 % has comparable noise, where one
    absolute sigma would be set by one level and find false steps in the other.
@@ -14,7 +19,9 @@ How it works (details and the reasons in docs/detection.md):
    (median over points of the scaled MAD, divided by sqrt(samples)), and from the point-to-point
    noise (scaled MAD of successive differences / sqrt(2)), which a few steps or outliers do not
    move. With both, the larger wins (repeats miss run-to-run noise). With neither (under 4 good
-   points, no repeats) a prior of 0.2 % of the level is used. Never below 0.01 % of the level.
+   points, no repeats) a prior of 0.2 % of the level is used. Never below 0.01 % of the level,
+   and on a log scale never above 30 % (MAX_LOG_NOISE): on 4 points one of the 3 differences is
+   the step and another a noisy point, and no estimate from them can tell a x38 step from noise.
 3. The series is fitted exactly by a piecewise-constant function (optimal partitioning, least
    squares) with a penalty ``z_min**2 * sigma**2`` per step, where ``z_min`` grows slowly with the
    length (multiple testing). A split pays for itself only when the two sides differ by about
@@ -37,7 +44,9 @@ How it works (details and the reasons in docs/detection.md):
    is a practical floor: 1 % unless given (0 reports every significant step). On a log scale with
    levels 1.25x apart, each step must also hold against the noise of its own levels alone
    (:func:`regime_z`), and an excursion (out and back) against a higher bar
-   (:func:`regime_threshold`).
+   (:func:`regime_threshold`). Between two such regimes, that test, not the noise of the
+   differences around the step, judges the levels' noise, and a step that a noise of
+   MAX_LOG_NOISE would not explain passes it even on 2-3 degrees of freedom.
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -62,6 +71,13 @@ Point = Union[float, int, None, Sequence[float]]
 PRIOR_RELATIVE_NOISE = 0.002
 #: Noise is never taken below this fraction of the level (constant or quantised series).
 NOISE_FLOOR_RELATIVE = 1e-4
+#: On a log scale (times, rates) the noise of one point is never taken above this (a run 65 %
+#: slower or 40 % faster at one sigma): a series whose points vary more is either short and has a
+#: huge step in it (102.7, 2.67, 2.71, 4.82 us: the successive differences, and a level of three
+#: points one of which is noisy, cannot tell the step from noise) or is no benchmark to bisect.
+MAX_LOG_NOISE = 0.3
+#: ``Detection.noise_source`` when the noise was taken at MAX_LOG_NOISE (it reads as it is).
+NOISE_SOURCE_LIMIT = "the most a benchmark's noise is taken to be: its points vary more"
 #: By default a step smaller than this relative change is not reported (``min_change``).
 DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
@@ -108,7 +124,7 @@ class Detection:
     failed: list[int] = field(default_factory=list)
     outliers: list[int] = field(default_factory=list)
     noise: float = 0.0              #: absolute noise (sigma) of one point
-    noise_source: str = "none"      #: "repeats", "successive differences", "both", "prior"
+    noise_source: str = "none"      #: "repeats", "successive differences", "both", "prior", NOISE_SOURCE_LIMIT
     threshold: float = 0.0          #: z_min used
 
     level: float = 0.0              #: median level of the good points
@@ -161,6 +177,90 @@ def _median(s: list[float]) -> float:
     o = sorted(s)
     m = len(o) // 2
     return o[m] if len(o) % 2 else 0.5 * (o[m - 1] + o[m])
+
+
+#: A run slower than the fastest run of its point by more than this many times the noise of one
+#: run around it (and by SLOW_RUN_MIN at least) is a slow run (a noisy neighbour, a cold cache),
+#: not the point's level: it is left out of the point's value and of the noise estimates. Its
+#: distance to the fastest run is at most the point's range, which for normal runs is over
+#: 6 sigma in 2 pairs and 7 triples out of 10^5 (simulated).
+SLOW_RUN_FACTOR = 6.0
+#: ... relative: a run under 3 % slower is never left out (a real edge step whose new level's runs
+#: spread 1.8 % lost a run to a noise read low from eight points).
+SLOW_RUN_MIN = 0.03
+#: Points either side whose repeats give the noise a run is judged against.
+SLOW_RUN_HALF_WINDOW = 10
+#: The noise of one run is read from the 30th percentile of the points' ranges around it, which
+#: slow runs in up to half of those points barely move (the median moved with a quarter).
+SLOW_RUN_QUANTILE = 0.3
+#: ... the 30th percentile of the range of k normal runs, in sigmas (simulated, 2 x 10^6 each).
+_RANGE_Q30 = {2: 0.545, 3: 1.138, 4: 1.531, 5: 1.819, 6: 2.042, 7: 2.225, 8: 2.378, 9: 2.508,
+              10: 2.623, 11: 2.724, 12: 2.815}
+
+
+def _range_sigma(s: list[float]) -> float | None:
+    """The noise of one run read from the range of one point's repeats, scaled so that the 30th
+    percentile over points of normal runs is sigma (None for a single run)."""
+    if len(s) < 2:
+        return None
+    q30 = _RANGE_Q30.get(len(s), 2.815 + 0.7 * math.log(len(s) / 12.0))
+    return (max(s) - min(s)) / q30
+
+
+def drop_slow_runs(samples: list[list[float]],
+                   higher_is_better: bool = True) -> tuple[list[list[float]], list[float]]:
+    """Each point's runs without its slow ones (positive values: times or rates), and for each
+    point whose runs had a slow one the noise of one run that all its runs show (else 0; on the
+    log scale).
+
+    Timing noise is not symmetric: most runs of a point agree to a fraction of a percent and now
+    and then one is 5-30 % slow. The median of two runs is their mean, so one slow run of two
+    moves the point by half of it, and two such points in a row read as a false dip; a level
+    with one slow run in eight has its noise read several times too high. A run is slow when it
+    is slower (lower for a rate, higher for a time) than its point's fastest run by over
+    SLOW_RUN_FACTOR times the noise of one run, measured (a low quantile of the points' ranges,
+    as sigma) over the 2 x SLOW_RUN_HALF_WINDOW + 1 points around it (shifted inwards at the
+    ends) whose medians are within REGIME_RATIO of its own (a level that far away may have a
+    noise of its own), and by
+    SLOW_RUN_MIN at least. A single run is never touched. Up to half of a point's runs are
+    left out as they are; more only when the fast ones agree (within that limit) with one of
+    the two points either side: else the fast one may be the odd one, or the point's level
+    noisier than its neighbours' (the last point of a level of 20 % noise after one of 2 %), and
+    all its runs stay. Either way, and when both runs of a pair were slow (the faster is then no
+    level either), the point is doubtful: its doubt, the standard deviation of all its runs, is
+    kept, and a step that rests on one or two such points alone must beat it (:func:`_prune`).
+    """
+    logs = [[math.log(x) for x in s] for s in samples]
+    ranges = [_range_sigma(s) for s in logs]
+    medians = [_median(s) for s in logs]
+    n = len(samples)
+    width = 2 * SLOW_RUN_HALF_WINDOW + 1
+    out, doubt = [], []
+    for i, (s, lg) in enumerate(zip(samples, logs)):
+        if len(s) < 2:
+            out.append(s)
+            doubt.append(0.0)
+            continue
+        start = min(max(0, i - SLOW_RUN_HALF_WINDOW), max(0, n - width))
+        # only points at its level: a level 1.25x away may have its own noise (a regime)
+        near = [x for x, m in zip(ranges[start:start + width], medians[start:start + width])
+                if x is not None and abs(m - medians[i]) < _REGIME_CUT]
+        limit = max(SLOW_RUN_FACTOR * float(np.quantile(near, SLOW_RUN_QUANTILE)), math.log1p(SLOW_RUN_MIN))
+        best = max(lg) if higher_is_better else min(lg)
+        slow = [abs(x - best) > limit for x in lg]
+        if any(slow):
+            # more slow runs than others: the fast ones are the point's level only if a
+            # neighbour agrees with them, else they may be the odd ones (or the level noisier
+            # than its neighbours) and all stay; the point is doubtful either way
+            fast = [x for x, bad in zip(lg, slow) if not bad]
+            agree = any(abs(medians[j] - _median(fast)) <= limit
+                        for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < n)
+            out.append([x for x, bad in zip(s, slow) if not bad] if sum(slow) <= len(s) // 2 or agree else s)
+            doubt.append(float(np.std(lg, ddof=1)))
+        else:
+            out.append(s)
+            doubt.append(0.0)
+    return out, doubt
 
 
 def z_threshold(n: int) -> float:
@@ -322,6 +422,12 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     samples_all = [point_samples(p) for p in series]
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
+    doubt = np.zeros(len(good_idx))
+    if all(x > 0 for i in good_idx for x in samples_all[i]):
+        kept, slow_doubt = drop_slow_runs([samples_all[i] for i in good_idx], higher_is_better)
+        for i, s in zip(good_idx, kept):
+            samples_all[i] = s
+        doubt = np.array(slow_doubt)
     raw = np.array([_median(samples_all[i]) for i in good_idx], dtype=float)
     samples = [samples_all[i] for i in good_idx]
     if len(raw) == 0:
@@ -336,11 +442,13 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     else:
         values = raw
     sigma, source = estimate_noise(values, samples, relative=log_scale)
+    if log_scale:
+        sigma = min(sigma, MAX_LOG_NOISE)
     floor = max(NOISE_FLOOR_RELATIVE * (1.0 if log_scale else level), 1e-12)
     z_min = z_threshold(len(values))
 
     within = _within_point(samples)
-    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
+    keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     if source in ("successive differences", "both"):
         # Second pass: the first guess (MAD of all differences) is robust but noisy on short
         # series; re-estimate from the differences inside the fitted segments and refit.
@@ -348,9 +456,11 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
         if refined is not None:
             rep = _repeat_noise(samples) if source == "both" else None
             new_sigma = max(refined, rep or 0.0, floor)
+            if log_scale:
+                new_sigma = min(new_sigma, MAX_LOG_NOISE)
             if new_sigma != sigma:
                 sigma = new_sigma
-                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within)
+                keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -376,7 +486,8 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     outliers = [good_idx[i] for i in np.flatnonzero(~keep)]
     return Detection(changes=changes, failed=failed, outliers=outliers,
                      noise=sigma * level if log_scale else sigma,
-                     noise_source=source, threshold=z_min, level=level, log_scale=log_scale)
+                     noise_source=NOISE_SOURCE_LIMIT if log_scale and sigma >= MAX_LOG_NOISE else source,
+                     threshold=z_min, level=level, log_scale=log_scale)
 
 
 #: Variance of the median of k normal samples over that of their mean (k = 1, 2: the same),
@@ -406,9 +517,11 @@ def _within_point(samples: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
-         log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None):
+         log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None,
+         doubt: np.ndarray | None = None):
     """Fit, set aside outliers (single-point segments) one by one, refit; then prune.
-    ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test."""
+    ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test;
+    ``doubt``: each point's noise from all its runs when a slow one was left out (else 0)."""
     keep = np.ones(len(values), dtype=bool)
     while True:
         pos = np.flatnonzero(keep)
@@ -423,7 +536,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         keep[pos[worst]] = False
     kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma), kept)
+                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos])
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
@@ -522,10 +635,12 @@ def segment_noise(seg: np.ndarray, sigma: float) -> float:
 
 
 def _z(a: np.ndarray, b: np.ndarray, sigma: float, prior_a: float | None = None,
-       prior_b: float | None = None) -> float:
+       prior_b: float | None = None, floor_a: float = 0.0, floor_b: float = 0.0) -> float:
     """The step between segments ``a`` and ``b`` in standard errors, each side with its own noise
-    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``)."""
-    sa, sb = segment_noise(a, prior_a or sigma), segment_noise(b, prior_b or sigma)
+    (pulled towards ``prior_a``/``prior_b``, the local noise around it, or else ``sigma``; never
+    below ``floor_a``/``floor_b``)."""
+    sa = max(segment_noise(a, prior_a or sigma), floor_a)
+    sb = max(segment_noise(b, prior_b or sigma), floor_b)
     se = math.sqrt(sa * sa / len(a) + sb * sb / len(b))
     return abs(float(np.median(b)) - float(np.median(a))) / se
 
@@ -536,11 +651,22 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / abs(before)
 
 
+def _doubt(doubt: np.ndarray | None, lo: int, hi: int) -> float:
+    """The noise a segment of 1-2 points must at least have: the RMS of its points' doubt."""
+    if doubt is None or hi - lo > 2:
+        return 0.0
+    return math.sqrt(float(np.mean(doubt[lo:hi] ** 2)))
+
+
 def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
            min_change: float | None, strict_short: bool = True, log_scale: bool = False,
            local: np.ndarray | None = None,
-           within: tuple[np.ndarray, np.ndarray] | None = None) -> list[int]:
-    """Merge adjacent segments whose difference is not significant (or below min_change)."""
+           within: tuple[np.ndarray, np.ndarray] | None = None,
+           doubt: np.ndarray | None = None) -> list[int]:
+    """Merge adjacent segments whose difference is not significant (or below min_change).
+
+    ``doubt``: per point, the noise its runs show when a slow one was left out; a segment of 1-2
+    points has at least the noise of its doubtful points (a pair whose runs were both slow)."""
     bounds = list(bounds)
     # noise that scales with the level: once the series has levels a factor REGIME_RATIO apart,
     # each step must also hold against the noise of its own levels (regime_z)
@@ -550,12 +676,17 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
         meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])] if regimes else []
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
-            if local is None:
-                z = _z(a, b, sigma)
+            fa = _doubt(doubt, bounds[k - 1], bounds[k])
+            fb = _doubt(doubt, bounds[k], bounds[k + 1])
+            ma, mb = float(np.median(a)), float(np.median(b))
+            if local is None or (regimes and abs(mb - ma) >= _REGIME_CUT and min(len(a), len(b)) > 2):
+                # between two regimes their own noise is judged by regime_z; the noise around
+                # the step (ten differences, the step's among them) is no better a guess of it
+                # and, pulled above the levels' own, lost x1.67 steps in 15-20 % noise
+                z = _z(a, b, sigma, floor_a=fa, floor_b=fb)
             else:   # each side's noise is pulled towards the noise around it, not the series'
                 z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
-                       float(np.median(local[bounds[k]:bounds[k + 1]])))
-            ma, mb = float(np.median(a)), float(np.median(b))
+                       float(np.median(local[bounds[k]:bounds[k + 1]])), fa, fb)
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
             need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
             # the t test already asks more of a short level (its few degrees of freedom): z_min,
@@ -658,7 +789,12 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
     t = abs(float(b.mean()) - float(a.mean())) / (s * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
     # too few points to say anything of the levels' own spread, but repeated runs: their noise is
     # taken as known (a normal z, as the global test does), yet it is theirs, not the series'
-    return t / short_factor if few else t_as_z(t, dof)
+    z = t / short_factor if few else t_as_z(t, dof)
+    # Student's t on 2-3 degrees of freedom has tails so long that no step is significant (a
+    # x38 step before 2.67, 2.71, 4.82 us: t 8.8, z 2.5); but a step that would need a noise
+    # above MAX_LOG_NOISE to be chance is a step
+    bound = abs(float(b.mean()) - float(a.mean())) / (MAX_LOG_NOISE * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
+    return max(z, bound / short_factor if min(len(a), len(b)) <= 2 else bound)
 
 
 def t_two_sided(t: float, dof: int) -> float:
