@@ -43,7 +43,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import detect_recall as dr  # noqa: E402  (the series and the matching)
-from hourly.detect import detect  # noqa: E402
+from hourly.analysis.detect import detect  # noqa: E402
 
 MIN_CHANGE = 0.01
 

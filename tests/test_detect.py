@@ -559,7 +559,7 @@ def test_a_step_among_occasional_slow_runs_is_found():
 
 
 def test_slow_runs_are_left_out_of_a_point_but_not_a_noisier_levels_runs():
-    from hourly.detect import drop_slow_runs
+    from hourly.analysis.detect import drop_slow_runs
     pts = [[100.0, 100.2], [100.1, 99.9], [99.8, 100.1], [100.0, 94.0], [100.2, 99.9], [99.9, 100.1]]
     kept, doubt = drop_slow_runs(pts, higher_is_better=True)
     assert kept[3] == [100.0] and doubt[3] > 0.03          # the rate's slow run (lower) is left out

@@ -60,6 +60,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from statistics import NormalDist
 from typing import Sequence, Union
 
@@ -236,14 +237,14 @@ def drop_slow_runs(samples: list[list[float]],
     n = len(samples)
     width = 2 * SLOW_RUN_HALF_WINDOW + 1
     out, doubt = [], []
-    for i, (s, lg) in enumerate(zip(samples, logs)):
+    for i, (s, lg) in enumerate(zip(samples, logs, strict=True)):
         if len(s) < 2:
             out.append(s)
             doubt.append(0.0)
             continue
         start = min(max(0, i - SLOW_RUN_HALF_WINDOW), max(0, n - width))
         # only points at its level: a level 1.25x away may have its own noise (a regime)
-        near = [x for x, m in zip(ranges[start:start + width], medians[start:start + width])
+        near = [x for x, m in zip(ranges[start:start + width], medians[start:start + width], strict=True)
                 if x is not None and abs(m - medians[i]) < _REGIME_CUT]
         limit = max(SLOW_RUN_FACTOR * float(np.quantile(near, SLOW_RUN_QUANTILE)), math.log1p(SLOW_RUN_MIN))
         best = max(lg) if higher_is_better else min(lg)
@@ -252,10 +253,10 @@ def drop_slow_runs(samples: list[list[float]],
             # more slow runs than others: the fast ones are the point's level only if a
             # neighbour agrees with them, else they may be the odd ones (or the level noisier
             # than its neighbours) and all stay; the point is doubtful either way
-            fast = [x for x, bad in zip(lg, slow) if not bad]
+            fast = [x for x, bad in zip(lg, slow, strict=True) if not bad]
             agree = any(abs(medians[j] - _median(fast)) <= limit
                         for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < n)
-            out.append([x for x, bad in zip(s, slow) if not bad] if sum(slow) <= len(s) // 2 or agree else s)
+            out.append([x for x, bad in zip(s, slow, strict=True) if not bad] if sum(slow) <= len(s) // 2 or agree else s)
             doubt.append(float(np.std(lg, ddof=1)))
         else:
             out.append(s)
@@ -308,7 +309,7 @@ def within_segment_noise(v: np.ndarray, bounds: list[int]) -> float | None:
     here, about twice as efficient as the MAD used for the first guess (which matters on 10-20
     point series) and, unlike the MAD, it sees heavy tails. None with under 3 differences.
     """
-    parts = [np.diff(v[a:b]) for a, b in zip(bounds[:-1], bounds[1:]) if b - a >= 2]
+    parts = [np.diff(v[a:b]) for a, b in pairwise(bounds) if b - a >= 2]
     if not parts:
         return None
     d = np.concatenate(parts)
@@ -425,7 +426,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     doubt = np.zeros(len(good_idx))
     if all(x > 0 for i in good_idx for x in samples_all[i]):
         kept, slow_doubt = drop_slow_runs([samples_all[i] for i in good_idx], higher_is_better)
-        for i, s in zip(good_idx, kept):
+        for i, s in zip(good_idx, kept, strict=True):
             samples_all[i] = s
         doubt = np.array(slow_doubt)
     raw = np.array([_median(samples_all[i]) for i in good_idx], dtype=float)
@@ -673,7 +674,7 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
     regimes = log_scale and _has_regimes(v, bounds)
     while len(bounds) > 2:
         worst, worst_score = None, None
-        meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])] if regimes else []
+        meds = [float(np.median(v[x:y])) for x, y in pairwise(bounds)] if regimes else []
         for k in range(1, len(bounds) - 1):
             a, b = v[bounds[k - 1]:bounds[k]], v[bounds[k]:bounds[k + 1]]
             fa = _doubt(doubt, bounds[k - 1], bounds[k])
@@ -718,8 +719,8 @@ _REGIME_CUT = math.log(REGIME_RATIO)
 
 def _has_regimes(v: np.ndarray, bounds: list[int]) -> bool:
     """Whether two adjacent fitted segments (log values) lie REGIME_RATIO or more apart."""
-    meds = [float(np.median(v[x:y])) for x, y in zip(bounds[:-1], bounds[1:])]
-    return any(abs(q - p) >= _REGIME_CUT for p, q in zip(meds, meds[1:]))
+    meds = [float(np.median(v[x:y])) for x, y in pairwise(bounds)]
+    return any(abs(q - p) >= _REGIME_CUT for p, q in pairwise(meds))
 
 
 def excursion_length(bounds: list[int], meds: list[float], k: int) -> int:
