@@ -64,6 +64,8 @@ def bisect(
         check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
+    from hourly.scan.identity import check_store
+    check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))

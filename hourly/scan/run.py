@@ -21,6 +21,8 @@ from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from hourly.measure.settings import Settings
 from hourly.metric import compile_metric_regex
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from hourly.scan.identity import check_scan
+from hourly.scan.identity import record as record_investigation
 from hourly.scan.table import (
     CONFIRM_ORIGIN,
     LEVEL,
@@ -155,7 +157,10 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
 def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
                     handler: Handler, pin: Pin | None = None, executor: Executor | None = None) -> ScanReport:
     pairs = distinct_pairs(points)
+    check_scan(store, s, {"xla": xla, "jax": jax})  # one investigation per workdir
     key = s.bench_key()
+    t0, t1, _ = _window(s)
+    record_investigation(store, s, t0.timestamp(), t1.timestamp())
     store.save_settings("scan", s.as_dict())
     store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
