@@ -124,3 +124,39 @@ def test_a_window_that_does_not_meet_the_stored_one_is_refused(capsys, scan_args
     code, out, err = run_cli(capsys, scan_args("Aug 25 2023 12:00", "Aug 25 2023 15:00"))
     assert code == 1
     assert "which this window does not meet" in err and "--workdir" in err
+
+
+def test_two_runs_with_one_python_exclude_each_other(scan_args, made, tmp_path):
+    """Two scans of separate trees into separate workdirs, one --python: the environment the builds
+    are installed into is the one thing they share, and the second is refused at once."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    made.bench_script.write_text("import time; time.sleep(1.0)\n" + made.bench_script.read_text())
+    other = make_repos(tmp_path / "copy", DEMO_CHANGES)
+    other.bench_script.write_text(made.bench_script.read_text())
+    first = scan_args("Aug 24 2023 10:00", "Aug 24 2023 14:00", "--no-sync")
+    second = list(first)
+    for flag, value in (("--xla-repo", other.xla), ("--jax-repo", other.jax), ("--workdir", tmp_path / "work2"),
+                        ("--bench-cmd", f"python3 {other.bench_script}"), ("--build-cmd", other.build_script)):
+        second[second.index(flag) + 1] = str(value)
+    holder = subprocess.Popen([sys.executable, "-m", "hourly", *first], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "work" / "logs").glob("bench-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the first run is measuring
+        t0 = time.monotonic()
+        late = subprocess.run([sys.executable, "-m", "hourly", *second], capture_output=True, text=True, timeout=120)
+        assert late.returncode == 1, late.stdout + late.stderr
+        line = late.stderr.strip()
+        assert len(line.splitlines()) == 1 and time.monotonic() - t0 < 30
+        assert "the Python environment" in line and f"pid {holder.pid} on {socket.gethostname()}" in line
+        assert "--python" in line and "venv" in line
+    finally:
+        out, err = holder.communicate(timeout=180)
+    assert holder.returncode == 0, err
+    # the holder is gone: the second run goes
+    done = subprocess.run([sys.executable, "-m", "hourly", *second], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr

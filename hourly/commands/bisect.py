@@ -69,7 +69,9 @@ def bisect(
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, req, handler, executor)
+    from hourly.scan.run import env_lock_for
+    with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
+        answers = run_bisect(s, store, req, handler, executor)
     if json_out:
         out = {"regressions": answers}
         if log:
