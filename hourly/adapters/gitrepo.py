@@ -167,6 +167,21 @@ class GitRepo:
         out = self.git("status", "--porcelain", "--untracked-files=no")
         return [line[3:] for line in out.splitlines() if line.strip()]
 
+    def untracked_files(self, keep: list[str] | None = None) -> list[str]:
+        """Untracked files that are not ignored (folders as one entry), but those under ``keep``
+        (paths relative to the tree)."""
+        out = self.git("ls-files", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "-z", "--", ".",
+                       *[f":(top,literal,exclude){k}" for k in keep or []])
+        return [p for p in out.split("\0") if p]
+
+    def clean(self, keep: list[str] | None = None) -> None:
+        """Remove every untracked and ignored file (nested repositories too: ``git clean -ffdx``)
+        but those under ``keep`` (paths relative to the tree)."""
+        excludes = []
+        for k in keep or []:
+            excludes += ["-e", "/" + _escape_pattern(k.rstrip("/"))]
+        self.git("clean", "-ffdxq", *excludes)
+
     # -- changes ----------------------------------------------------------------------------
     @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
            wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
@@ -205,12 +220,14 @@ class GitRepo:
             shutil.rmtree(path, ignore_errors=True)
             self.git("worktree", "prune")
 
-    def stash(self, message: str) -> str | None:
-        """Stash the user's tracked changes; returns the stash commit or None if nothing."""
+    def stash(self, message: str, untracked: bool = False, keep: list[str] | None = None) -> str | None:
+        """Stash the user's tracked changes (and, with ``untracked``, their untracked files but
+        those under ``keep``); returns the stash commit or None if nothing."""
         before = self._stash_top()
+        more = ["--include-untracked", "--", ":/", *[f":(top,literal,exclude){k}" for k in keep or []]] if untracked else []
         # a stash is a commit: never fail for want of a configured identity
         self.git("-c", "user.name=hourly", "-c", "user.email=hourly@localhost",
-                 "stash", "push", "--quiet", "--message", message)
+                 "stash", "push", "--quiet", "--message", message, *more)
         after = self._stash_top()
         return after if after != before else None
 
@@ -227,6 +244,11 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
         except ProcessError:
             return None
+
+
+def _escape_pattern(path: str) -> str:
+    """``path`` as a gitignore pattern that matches it literally."""
+    return "".join("\\" + c if c in "\\*?[]!# " else c for c in path)
 
 
 def _parse_commit(line: str) -> CommitInfo | None:

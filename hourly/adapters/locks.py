@@ -56,10 +56,11 @@ class LockHeld(UserError):
 class RunLock:
     """``with RunLock(path, what):`` — exclusive for the ``with`` block, or :class:`LockHeld` at once."""
 
-    def __init__(self, path: str | os.PathLike, what: str, command: str | None = None):
+    def __init__(self, path: str | os.PathLike, what: str, command: str | None = None, fix: str | None = None):
         self.path = Path(path)
         self.what = what
         self.command = command
+        self.fix = fix or "wait for that run to finish, or stop it; its lock goes away with its process"
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
@@ -75,7 +76,7 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             raise LockHeld(f"{self.what} is in use by another hourly ({describe(self.holder(wait=HOLDER_WAIT_S))})",
-                           "wait for that run to finish, or stop it; its lock goes away with its process") from None
+                           self.fix) from None
         except BaseException:
             os.close(fd)
             raise
@@ -146,6 +147,38 @@ def holds_store_lock(fn):
         with store_lock(store.workdir):
             return fn(*args, **kwargs)
     return wrapper
+
+
+# -- the Python environment builds are installed into ------------------------------------------
+
+#: one lock file per Python environment (its resolved prefix) that receives builds
+ENVS_DIR = Path(tempfile.gettempdir()) / "hourly-envs"
+
+
+@functools.lru_cache(maxsize=None)
+def python_prefix(python: str) -> str:
+    """The environment ``python`` installs into: its ``sys.prefix``, symlinks resolved (a venv's
+    ``bin/python`` and ``bin/python3`` are one environment); the interpreter's folder when it does
+    not answer."""
+    import subprocess
+    try:
+        res = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                             timeout=60, check=False)
+        prefix = res.stdout.strip() if res.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        prefix = ""
+    return os.path.realpath(prefix or os.path.dirname(os.path.abspath(python)))
+
+
+def python_env_lock(python: str) -> RunLock:
+    """The lock of the Python environment a run installs its builds into and benchmarks with: two
+    runs sharing it would measure each other's builds. Held for the whole run, on this host."""
+    import hashlib
+    prefix = python_prefix(python)
+    name = hashlib.sha256(prefix.encode()).hexdigest()[:16]
+    return RunLock(ENVS_DIR / f"{name}.lock", f"the Python environment {prefix} (--python {python})",
+                   fix="wait for that run to finish, or pass another --python: a venv of this run's own "
+                       "(python3 -m venv DIR, then --python DIR/bin/python)")
 
 
 # -- the owner of a run's containers ---------------------------------------------------------------

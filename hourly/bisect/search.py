@@ -63,7 +63,7 @@ from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
 from hourly.execute.host import BuildSplit, measure_counted
-from hourly.measure.build import Builder, Workspace
+from hourly.measure.build import Builder, Workspace, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
@@ -252,7 +252,7 @@ class Bisector:
 
     def measurer(self) -> Measurer:
         if self._measurer is None:
-            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
         return self._measurer
 

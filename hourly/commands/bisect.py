@@ -65,10 +65,14 @@ def bisect(
         check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
+    from hourly.scan.identity import check_store
+    check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
-    answers = run_bisect(s, store, req, handler, executor)
+    from hourly.scan.run import env_lock_for
+    with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
+        answers = run_bisect(s, store, req, handler, executor)
     if json_out:
         out = {"regressions": answers}
         if log:

@@ -33,12 +33,16 @@ def profile(workdir: Optional[str] = Workdir,
     s = stored_settings(store, config, workdir=workdir, **flags)
     if bool(good) != bool(bad):
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
+    from hourly.scan.identity import check_store
+    check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
     notes = ProgressLines(err_console, "states", str)
-    for r in run_profiles(store, s, targets, options, notes, executor=executor):
-        console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
-        print(r.text)
-        print(f"comparison saved to {r.comparison_path}")
-        print("memory diff with pprof: " + command_line(
-            ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))
+    from hourly.scan.run import env_lock_for
+    with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
+        for r in run_profiles(store, s, targets, options, notes, executor=executor):
+            console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
+            print(r.text)
+            print(f"comparison saved to {r.comparison_path}")
+            print("memory diff with pprof: " + command_line(
+                ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Store
-from hourly.measure.build import Workspace
+from hourly.measure.build import Workspace, kept_paths
 from hourly.measure.measurer import Measurer, trees
 from hourly.measure.pinned import JaxlibGate, Pin, gate_for
 from hourly.measure.settings import Settings
@@ -83,7 +83,8 @@ class MeasuringHost:
 
     def measurer(self) -> Measurer:
         if self._measurer is None:
-            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force))
+            ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force,
+                                                              keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin, key=self.key)
         return self._measurer
 

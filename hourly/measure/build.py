@@ -104,9 +104,13 @@ class BuildInterrupted(UserError):
 class Workspace:
     """Exclusive, restorable use of the xla and jax working trees."""
 
-    def __init__(self, repos: list[GitRepo], force: bool = False):
+    def __init__(self, repos: list[GitRepo], force: bool = False, keep: list[Path] | None = None):
         self.repos = repos
         self.force = force
+        #: places inside the trees that are not the builds' outputs (the workdir, the wheel folder,
+        #: the venv of --python, the other tree …): never cleaned, never stashed (:func:`kept_paths`)
+        self.keep = [Path(os.path.abspath(p)) for p in keep or []]
+        self._cleaned: set[str] = set()
         self._states: dict[str, dict] = {}
         self._locks: dict[str, RunLock] = {}
         self.picks: list = []  # hourly.measure.cherry_pick.Pick: applied on top of every checkout where they apply
@@ -160,12 +164,15 @@ class Workspace:
             head = repo.head_state()
             state = {"branch": head.branch, "sha": head.sha, "stash": None}
             dirty = repo.dirty_files()
-            if dirty:
+            untracked = repo.untracked_files(self._kept(repo))  # a clean build would remove them
+            if dirty or untracked:
                 if not self.force:
-                    shown = ", ".join(dirty[:3]) + (" …" if len(dirty) > 3 else "")
+                    files = dirty + [f"{u} (untracked)" for u in untracked]
+                    shown = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
                     raise UserError(f"{repo.name} tree {repo.path} has uncommitted changes ({shown})",
                                     "commit or stash them, or pass --force (hourly stashes them and gives them back)")
-                state["stash"] = repo.stash("hourly: the user's changes, saved before a scan")
+                state["stash"] = repo.stash("hourly: the user's changes, saved before a scan",
+                                            untracked=bool(untracked), keep=self._kept(repo))
         state.update(pid=os.getpid(), host=socket.gethostname(), since=time.time())
         tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(state))
@@ -182,11 +189,30 @@ class Workspace:
         if self.picks:
             self.applied[pair] = applied
 
+    def _kept(self, repo: GitRepo) -> list[str]:
+        """The kept places inside ``repo``'s tree, relative to it."""
+        root = Path(os.path.abspath(repo.path))
+        out = []
+        for k in self.keep:
+            if k != root and k.is_relative_to(root):
+                out.append(str(k.relative_to(root)))
+        return out
+
+    def clean(self) -> None:
+        """Every state is built from its own commit alone: remove what earlier builds (and anyone)
+        left untracked or ignored in the trees (``git clean -ffdx``), but the kept places. The
+        user's own untracked files were refused or stashed when the trees were taken."""
+        for repo in self.repos:
+            repo.clean(self._kept(repo))
+            self._cleaned.add(repo.name)
+
     def _release(self, repo: GitRepo) -> None:
         try:
             state = self._states.get(repo.name)
             if state:
                 repo.restore(HeadState(state["branch"], state["sha"]))
+                if state.get("stash") and repo.name in self._cleaned:
+                    repo.clean(self._kept(repo))  # the last build's outputs never block the user's files
                 if state.get("stash"):
                     repo.unstash(state["stash"])
             self._lock_path(repo).unlink(missing_ok=True)
@@ -346,6 +372,7 @@ class Builder:
         if self.spec.jax_cmd:
             jax_wheels = self.cache.get(self.jax_key(pair), touch=True)
             if not jax_wheels:
+                self.workspace.clean()  # built from this commit alone
                 wheel_dir = self.spec.wheel_dir
                 wheel_dir.mkdir(parents=True, exist_ok=True)
                 before = snapshot(wheel_dir)
@@ -390,6 +417,7 @@ class Builder:
 
     def _build(self, pair: Pair) -> BuildResult:
         self.workspace.checkout(pair)
+        self.workspace.clean()  # built from this commit alone: no output of an earlier build is left
         wheel_dir = self.spec.wheel_dir
         wheel_dir.mkdir(parents=True, exist_ok=True)
         before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
@@ -468,6 +496,26 @@ class Builder:
                                             r.log_path, r.tail[-4000:], r.duration,
                                             build_key=self.build_key(pair),
                                             identity=public_identity(self.identity)))
+
+
+def kept_paths(s) -> list[Path]:
+    """What a clean of the trees must keep (hourly.measure.settings.Settings ``s``): the places
+    hourly itself reads or writes, which may lie inside a tree (the workdir, the wheel folder, the
+    cache, the environment of --python, the benchmark's directory and scripts, the other tree)."""
+    out = [Path(s.workdir), s.resolved_wheel_dir(), s.resolved_cache_dir(), Path(s.xla_repo), Path(s.jax_repo),
+           Path.cwd() / "hourly.toml"]
+    python = s.python if os.sep in s.python else shutil.which(s.python)
+    if python:
+        out.append(Path(python).absolute().parent.parent)  # the venv (bin/python's folder's parent)
+    if s.bench_cwd:
+        out.append(Path(s.bench_cwd))
+    for cmd in (s.bench_cmd, s.build_cmd):
+        try:
+            argv = proc.split_command(cmd, "", "") if cmd else []
+        except UserError:
+            argv = []
+        out += [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
+    return out
 
 
 def require_command(cmd: str, path: str) -> None:

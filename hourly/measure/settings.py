@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hourly.adapters.proc import parse_env, split_command
 from hourly.errors import UserError
 from hourly.measure.benchmark import BenchSpec
-from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, default_cache_dir, parse_size
+from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, build_identity, default_cache_dir, parse_size
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
 from hourly.metric import DEFAULT_METRIC_REGEX
 
@@ -37,6 +37,56 @@ NO_BUILD = "none"
 
 
 
+
+#: the version of the measurement key's recipe, recorded with the key in the store
+KEY_VERSION = 2
+
+
+def _digest(ident: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def key_identity(s: "Settings", public: bool = False) -> dict[str, Any]:
+    """Everything a measurement key is made of (``public``: secret-looking values redacted, for the store)."""
+    build = s.build_identity()
+    if public:
+        from hourly.measure.build_cache import public_identity
+        build = public_identity(build)
+    return {"bench": s.bench_identity(), "build": build}
+
+
+def configured_identity(s: "Settings") -> dict[str, Any]:
+    """The parts of the key the settings name (not hourly's environment, not the Python's ABI):
+    equal configured parts mean the same measurements wherever the key is read."""
+    return {"bench": s.bench_identity(), "build_cmd": s.build_identity_cmd(), "only": s.only,
+            "jax_package": s.jax_package_identity() if s.only is None else None}
+
+
+#: the store's settings row where the scan records its key (hourly.scan.identity.record)
+MEASURE_KEY = "measure_key"
+
+
+def recorded_key(store: "Store", s: "Settings") -> str | None:
+    """The key the stored scan measured under when ``s`` describes the same benchmark and build;
+    for a store written before builds were in the key, the old key. None: compute it."""
+    if not s.bench_cmd:
+        return None
+    rec = store.load_settings(MEASURE_KEY)
+    if rec:
+        try:
+            configured_identity(s)
+        except UserError:  # reported by the command that uses the build
+            return None
+        same = rec.get("configured") == json.loads(json.dumps(configured_identity(s)))
+        return rec["key"] if same else None
+    if store.load_settings("scan") is not None and s.bench_cmd:
+        return s.legacy_bench_key()  # rows of an older hourly stay readable under their own key
+    return None
+
+
+def measure_key(s: "Settings") -> str:
+    """The measurement key computed from ``s`` (see :meth:`Settings.bench_key`)."""
+    return _digest({"v": KEY_VERSION, **key_identity(s)})
 
 
 def _default_tree(new: str, old: str) -> str:
@@ -134,18 +184,46 @@ class Settings:
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
                          self.bench_timeout, self.python, expect_metric=self.mode != "exit")
 
-    def bench_key(self) -> str:
-        """What makes two measurements comparable: command, directory, environment, regex, Python.
+    def bench_identity(self) -> dict[str, Any]:
+        """What the benchmark is: command, directory, environment, regex, Python (and the mode of an
+        exit-status scan, the cherry-picks of patched states).
 
-        The directory is absolute in the settings (see :func:`effective`), so the key reads the same
-        from wherever hourly is started."""
-        ident = {"cmd": self.bench_argv(), "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
-                 "env": sorted(self.env_dict().items()), "regex": self.metric_regex, "python": self.python}
+        The directory is absolute in the settings (see :func:`effective`), so it reads the same from
+        wherever hourly is started."""
+        ident: dict[str, Any] = {"cmd": self.bench_argv(),
+                                 "cwd": str(Path(self.bench_cwd).absolute()) if self.bench_cwd else None,
+                                 "env": sorted(self.env_dict().items()), "regex": self.metric_regex,
+                                 "python": self.python}
         if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (metric keys omit the mode)
             ident["mode"] = "exit"
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)
-        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+        return ident
+
+    def build_identity(self) -> dict[str, Any]:
+        """How the states are built, as the wheel cache sees it (build command, the build's
+        environment, the Python ABI, cherry-picks; the jax package's own build in a
+        two-repository hunt). Reads hourly's environment and asks ``--python`` its ABI."""
+        ident = build_identity(self.build_identity_cmd(), self.env_dict(), self.python, self.cherry_pick)
+        if self.only is None:
+            ident["jax_package"] = self.jax_package_identity()
+        return ident
+
+    def bench_key(self) -> str:
+        """The key of every measurement: everything that determines it — the benchmark
+        (:meth:`bench_identity`) and the build it ran on (:meth:`build_identity`). The one place the
+        key is computed: a changed build or benchmark measures again instead of reusing.
+
+        Settings read from a store (:func:`stored_settings`) that describe the same benchmark and
+        build configuration as its scan carry the key that scan recorded, so ``show`` and
+        ``report`` read the same rows from another shell or machine (commands that build check that
+        the key they would compute is that one: hourly.scan.identity)."""
+        recorded = getattr(self, "_recorded_key", None)
+        return recorded if recorded is not None else measure_key(self)
+
+    def legacy_bench_key(self) -> str:
+        """The key of measurements stored before builds were part of it (benchmark identity alone)."""
+        return _digest(self.bench_identity())
 
     def resolved_wheel_dir(self) -> Path:
         if self.wheel_dir:
@@ -413,4 +491,5 @@ def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
 def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
     """The settings of the stored scan, under the settings file and the flags given now."""
     s, _ = effective(flags, config_path, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+    s._recorded_key = recorded_key(store, s)  # type: ignore[attr-defined]  # read by bench_key
     return s

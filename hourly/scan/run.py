@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
 from hourly.adapters.gitrepo import GitRepo
-from hourly.adapters.locks import holds_store_lock
+from hourly.adapters.locks import holds_store_lock, python_env_lock
 from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
@@ -21,6 +22,8 @@ from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from hourly.measure.settings import Settings
 from hourly.metric import compile_metric_regex
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
+from hourly.scan.identity import check_scan
+from hourly.scan.identity import record as record_investigation
 from hourly.scan.table import (
     CONFIRM_ORIGIN,
     LEVEL,
@@ -154,8 +157,25 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
 @holds_store_lock
 def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
                     handler: Handler, pin: Pin | None = None, executor: Executor | None = None) -> ScanReport:
+    # builds are installed into --python here: no other run may install into it until this one ends
+    with env_lock_for(s.python, executor):
+        return _measure_held(s, store, xla, jax, points, handler, pin, executor)
+
+
+def env_lock_for(python: str, executor: Executor | None) -> AbstractContextManager:
+    """The lock of the environment a run installs into, when it builds here (remote jobs install
+    into their own)."""
+    local = executor is None or isinstance(executor, LocalExecutor)
+    return python_env_lock(python) if local else nullcontext()
+
+
+def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
+                  handler: Handler, pin: Pin | None = None, executor: Executor | None = None) -> ScanReport:
     pairs = distinct_pairs(points)
+    check_scan(store, s, {"xla": xla, "jax": jax})  # one investigation per workdir
     key = s.bench_key()
+    t0, t1, _ = _window(s)
+    record_investigation(store, s, t0.timestamp(), t1.timestamp())
     store.save_settings("scan", s.as_dict())
     store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))

@@ -1,0 +1,176 @@
+"""What investigation a workdir holds, and which key its measurements were made under.
+
+A workdir holds one investigation: one pair of repositories (xla and jax, by the commits its scan
+resolved, so the same history at another path is the same investigation) over one window of time.
+A scan may rerun it or extend its window (a later ``--to``, an earlier ``--from``, windows that
+meet); a scan of other repositories, or of a window that does not meet the stored one, would mix
+the two investigations' points in one table and is refused (:func:`check_scan`). ``bisect`` and
+``profile`` refuse other repositories too (:func:`check_store`).
+
+The key of the measurements (``Settings.bench_key``: the benchmark and the build) is recorded by
+the scan with what it was made of. Commands that build against a stored scan (bisect, profile)
+must measure under the scan's key; when theirs differs (another build command or environment,
+another Python, or a store an older hourly wrote) they say what differs instead of reading the
+scan's rows as theirs or finding no scan at all (:func:`check_store`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.store import Store
+from hourly.errors import UserError
+from hourly.measure.settings import (
+    KEY_VERSION,
+    MEASURE_KEY,
+    Settings,
+    configured_identity,
+    key_identity,
+    measure_key,
+)
+from hourly.timeparse import parse_step, window
+
+#: the store's settings rows this module writes
+INVESTIGATION = "investigation"
+LEVEL = "hourly"  # hourly.scan.table.LEVEL (not imported: table pulls in detection)
+
+NEW_WORKDIR = "pass a new --workdir for this investigation, or the settings of the one stored there"
+
+
+def record(store: Store, s: Settings, t0: float, t1: float) -> None:
+    """Note the scan's key (with what made it) and its window, widened by what was stored before."""
+    old = store.load_settings(INVESTIGATION) or {}
+    if old.get("window"):
+        t0, t1 = min(t0, old["window"][0]), max(t1, old["window"][1])
+    store.save_settings(INVESTIGATION, {"window": [t0, t1], "xla_repo": s.xla_repo, "jax_repo": s.jax_repo,
+                                        "only": s.only})
+    store.save_settings(MEASURE_KEY, {"version": KEY_VERSION, "key": s.bench_key(), "configured": _plain(configured_identity(s)),
+                                      "identity": key_identity(s, public=True)})
+
+
+def _plain(value: Any) -> Any:
+    """As JSON gives it back (tuples are lists)."""
+    return json.loads(json.dumps(value))
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+def _stored_window(store: Store) -> tuple[float, float] | None:
+    inv = store.load_settings(INVESTIGATION)
+    if inv and inv.get("window"):
+        return inv["window"][0], inv["window"][1]
+    stored = store.load_settings("scan") or {}
+    if stored.get("from_") and stored.get("to"):
+        try:
+            a, b = window(stored["from_"], stored["to"], stored.get("tz") or "UTC")
+        except UserError:
+            return None
+        return a.timestamp(), b.timestamp()
+    return None
+
+
+def _hunted(only: str | None) -> tuple[str, ...]:
+    return ("jax",) if only == "jax" else ("xla", "jax")  # --only jax: xla is the installed jaxlib's
+
+
+def _repo_problem(store: Store, s: Settings, repos: dict[str, GitRepo | None]) -> str | None:
+    """Why the stored scan's repositories are not ``repos``, or None when they are the same."""
+    stored = store.load_settings("scan")
+    if not stored:
+        return None
+    points = store.points(LEVEL)
+    names = [n for n in _hunted(s.only) if n in _hunted(stored.get("only")) and repos.get(n) is not None]
+    for name in names:
+        repo = repos[name]
+        assert repo is not None
+        before = stored.get(f"{name}_repo")
+        shas = []
+        if points:
+            col = 1 if name == "xla" else 2
+            shas = list(dict.fromkeys([points[0][col], points[-1][col]]))
+        if shas:
+            missing = [sha for sha in shas if not _has(repo, sha)]
+            if missing:
+                return (f"it holds a scan of another {name} repository ({before}: its commit {missing[0][:12]}"
+                        f" is not in {repo.path})")
+        elif before and str(before) != str(repo.path):
+            return f"it holds a scan of another {name} repository ({before}, not {repo.path})"
+    return None
+
+
+def _has(repo: GitRepo, sha: str) -> bool:
+    try:
+        repo.git("cat-file", "-e", f"{sha}^{{commit}}")
+        return True
+    except Exception:  # noqa: BLE001 — a missing object is git's error exit
+        return False
+
+
+def check_scan(store: Store, s: Settings, repos: dict[str, GitRepo | None]) -> None:
+    """Refuse a scan into a workdir that holds another investigation (other repositories, or a
+    window that does not meet the stored one); a rerun or a widened window passes."""
+    why = _repo_problem(store, s, repos)
+    if why is None:
+        have = _stored_window(store)
+        if have is not None:
+            a, b = window(s.from_, s.to, s.tz)  # type: ignore[arg-type]  # check() made sure of both
+            step = parse_step(s.step).total_seconds()
+            t0, t1 = a.timestamp(), b.timestamp()
+            if t0 > have[1] + step or t1 < have[0] - step:
+                why = f"it holds the scan of {_when(have[0])} .. {_when(have[1])}, which this window does not meet"
+    if why:
+        raise UserError(f"workdir {store.workdir} holds another investigation: {why}", NEW_WORKDIR)
+
+
+def check_store(store: Store, s: Settings, uses_scan: bool) -> None:
+    """For bisect and profile (commands that build against a store): the store's repositories must
+    be these; and when the command reads the stored scan (``uses_scan``: no --good/--bad), or ``s``
+    carries the scan's key, the key it builds under must be the scan's."""
+    stored_key = getattr(s, "_recorded_key", None)
+    s._recorded_key = None  # type: ignore[attr-defined]  # a command that builds measures under its own key
+    if store.load_settings("scan") is None:
+        return
+    from hourly.measure.measurer import open_repos
+    xla, jax = open_repos(s)
+    why = _repo_problem(store, s, {"xla": xla, "jax": jax})
+    if why:
+        raise UserError(f"workdir {store.workdir} holds another investigation: {why}", NEW_WORKDIR)
+    fresh = measure_key(s)
+    rec = store.load_settings(MEASURE_KEY)
+    scan_key = rec["key"] if rec else s.legacy_bench_key()
+    if fresh == scan_key or (not uses_scan and stored_key is None):
+        return
+    if rec is None:
+        what = "an older hourly, which did not key measurements by the build"
+    else:
+        what = "another " + (_differs(rec.get("identity") or {}, key_identity(s, public=True)) or "build")
+    raise UserError(f"the scan in {store.workdir} measured under {what}: its measurements are not"
+                    " this build's",
+                    "run `hourly scan` again with these settings (the same workdir: the old rows stay under"
+                    " their key), or give this command the scan's settings and environment")
+
+
+def _differs(old: dict, new: dict) -> str | None:
+    """What differs between two key identities, in words."""
+    ob, nb = old.get("build") or {}, new.get("build") or {}
+    parts = []
+    if _plain(old.get("bench")) != _plain(new.get("bench")):
+        parts.append("benchmark")
+    if ob.get("cmd") != nb.get("cmd") or ob.get("jax_package") != nb.get("jax_package"):
+        parts.append("build command")
+    oe, ne = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, nb.get("env") or []))
+    names = sorted(k for k in set(oe) | set(ne) if oe.get(k) != ne.get(k))
+    if names:
+        parts.append("build environment (" + ", ".join(names[:4]) + (" …" if len(names) > 4 else "") + ")")
+    if ob.get("python_abi") != nb.get("python_abi"):
+        parts.append(f"Python ABI ({ob.get('python_abi')} → {nb.get('python_abi')})")
+    if ob.get("cherry_pick") != nb.get("cherry_pick"):
+        parts.append("cherry-picks")
+    return ", ".join(parts) or None
+
+
+def _when(ts: float) -> str:
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

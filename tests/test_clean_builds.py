@@ -1,0 +1,89 @@
+"""Every state is built from its own commit alone (issue 22 item 5): hourly cleans the trees it
+owns before each build, and never a user's untracked files unless --force (then they come back).
+A real JAX-like tree whose build, like setuptools, copies into an ignored build/lib/ and packs what
+is there; real pip wheel builds, real git, real SQLite."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+from test_only import venv_with_jaxlib
+
+from hourly.cli import main
+from hourly.demo.repos import Change, make_repos
+from hourly.demo.split import BACKEND, jax_base_files, write_bench
+
+#: like setuptools' build_py: copy the package into build/lib (never removing what is there), then
+#: pack build/lib — a file a newer commit deleted still ships when build/lib is left from before
+STALE_BACKEND = BACKEND.replace(
+    '''    files = {str(p.relative_to(ROOT)): p.read_bytes() for p in _files()}''',
+    '''    lib = ROOT / "build" / "lib"
+    for p in _files():
+        dest = lib / p.relative_to(ROOT)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(p.read_bytes())
+    files = {str(p.relative_to(lib)): p.read_bytes() for p in sorted(lib.rglob("*")) if p.is_file()}''')
+
+DELETE = "Remove the fast path of dispatch"
+HISTORY = [
+    Change("jax", "2023-08-24T01:00:00Z", "Document dispatch", {"docs/dispatch.md": "dispatch\n"}),
+    Change("jax", "2023-08-24T02:00:00Z", "Tidy the tests", {"tests/dispatch_test.py": "# test\n"}),
+    Change("jax", "2023-08-24T03:00:00Z", DELETE, {"jax/perf/fastpath.txt": None}),
+    Change("jax", "2023-08-24T04:00:00Z", "Document the cache", {"docs/cache.md": "cache\n"}),
+    Change("jax", "2023-08-24T05:00:00Z", "Tidy the docs", {"docs/index.md": "index\n"}),
+]
+
+
+def base_files() -> dict[str, str]:
+    files = jax_base_files()
+    files["_backend/standin_backend.py"] = STALE_BACKEND
+    files[".gitignore"] = "dist/\nbuild/\n"  # as JAX ignores build/lib
+    files["jax/perf/fastpath.txt"] = "1.25\n"  # deleted by DELETE: 20 % slower without it
+    return files
+
+
+def run_json(capsys, args):
+    capsys.readouterr()
+    rc = main([*args, "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err + out.out
+    return json.loads(out.out)
+
+
+def test_a_file_a_commit_deleted_never_ships_and_the_bisection_names_the_commit(tmp_path, capsys):
+    python = venv_with_jaxlib(tmp_path / "env")
+    made = make_repos(tmp_path / "repos", HISTORY, base={"jax": base_files()})
+    bench = write_bench(tmp_path / "bench")
+    common = ["--only", "jax", "--jax-repo", str(made.jax), "--python", python,
+              "--bench-cmd", f"python3 {bench}", "--workdir", str(tmp_path / "work")]
+    scan = run_json(capsys, ["scan", "--from", "Aug 24 2023 02:00", "--to", "Aug 24 2023 04:00", *common])
+    by_time = {p["time"][11:16]: p for p in scan["points"]}
+    assert by_time["03:00"]["value"] < 0.85 * by_time["02:00"]["value"]
+    wheels = list((tmp_path / "cache" / "wheels").glob(f"*{made.shas[DELETE][:12]}*/jax-*.whl"))
+    assert wheels
+    with zipfile.ZipFile(wheels[0]) as z:
+        assert "jax/perf/fastpath.txt" not in z.namelist()
+    # a bisection over the window, built in its own order, names the commit that deleted the file
+    out = run_json(capsys, ["bisect", "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 05:30",
+                            "--workdir", str(tmp_path / "work2"), *common[:-2]])
+    a = out["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[DELETE] and a["confirmed"]
+
+
+def test_a_users_untracked_files_are_refused_then_forced_and_given_back(capsys, scan_args, made, tmp_path):
+    (made.jax / "notes.txt").write_text("mine\n")
+    (made.jax / "build" / "cache").mkdir(parents=True)
+    (made.jax / "build" / "cache" / "stale.o").write_text("an earlier build's output\n")  # ignored
+    code = main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00"))
+    err = capsys.readouterr().err
+    assert code == 1 and "notes.txt (untracked)" in err and "--force" in err
+    assert (made.jax / "notes.txt").read_text() == "mine\n"
+    # a workdir inside the tree is hourly's own: kept, never the user's change
+    work = made.jax / "hourly-work"
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--force")
+    args[args.index("--workdir") + 1] = str(work)
+    assert main(args + ["--json"]) == 0, capsys.readouterr().err
+    assert (made.jax / "notes.txt").read_text() == "mine\n"  # given back
+    assert not (made.jax / "build" / "cache" / "stale.o").exists()  # outputs of earlier builds are not kept
+    assert (work / "hourly.sqlite").exists()

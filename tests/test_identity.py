@@ -1,0 +1,162 @@
+"""What a workdir holds (issue 22, items 3 and 4): measurements keyed by the build too, and one
+investigation per workdir. Real repositories, builds, benchmarks and SQLite through the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from hourly.cli import main
+from hourly.demo.repos import DEMO_CHANGES, Change, make_repos
+
+
+def run_cli(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def scan_json(capsys, argv):
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def keys(workdir: Path) -> list[str]:
+    with sqlite3.connect(workdir / "hourly.sqlite") as c:
+        return [r[0] for r in c.execute("SELECT DISTINCT bench_key FROM measurements ORDER BY id")]
+
+
+def test_a_changed_build_command_builds_and_measures_again(capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    first = scan_json(capsys, args)
+    assert first["builds"] == 2
+    # the same script, told to build for another GPU: another build, so other measurements
+    i = args.index("--build-cmd")
+    changed = args[:i + 1] + [f"env CUDA_ARCH=sm_90 {made.build_script}"] + args[i + 2:]
+    second = scan_json(capsys, changed)
+    assert second["builds"] == 2, "the old measurements were shown as the new build's"
+    assert len(keys(tmp_path / "work")) == 2
+    # the environment a build sees is part of it too
+    third = scan_json(capsys, args + ["--env", "XLA_FLAGS=--xla_gpu_enable_triton=false"])
+    assert third["builds"] == 2
+    # the first settings again reuse the first rows: nothing built or measured
+    again = scan_json(capsys, args)
+    assert again["builds"] == 0 and [p["value"] for p in again["points"]] == [p["value"] for p in first["points"]]
+    # show reads the latest scan's rows
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
+    assert code == 0, err
+    assert [p["value"] for p in json.loads(out)["points"]] == [p["value"] for p in first["points"]]
+
+
+def test_show_reads_the_scan_from_another_environment(capsys, scan_args, tmp_path, monkeypatch):
+    """The key's environment part is the scan's: `show` from a shell without the scan's build
+    variables reads its rows; `bisect`, which builds, says what differs instead of mixing."""
+    monkeypatch.setenv("TF_CUDA_COMPUTE_CAPABILITIES", "sm_90")
+    first = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00"))
+    monkeypatch.delenv("TF_CUDA_COMPUTE_CAPABILITIES")
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
+    assert code == 0, err
+    assert [p["value"] for p in json.loads(out)["points"]] == [p["value"] for p in first["points"]]
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
+    assert code == 1
+    assert "build environment (TF_CUDA_COMPUTE_CAPABILITIES)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_store_written_before_keeps_its_rows_readable_and_unmixed(capsys, scan_args, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    first = scan_json(capsys, args)
+    work = tmp_path / "work"
+    from hourly.adapters.store import Store
+    from hourly.measure.settings import stored_settings
+    store = Store(work)
+    s = stored_settings(store)
+    old_key = s.legacy_bench_key()
+    with sqlite3.connect(work / "hourly.sqlite") as c:  # as an older hourly left it
+        c.execute("UPDATE measurements SET bench_key=?", (old_key,))
+        c.execute("DELETE FROM settings WHERE name IN ('measure_key', 'investigation')")
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work), "--json"])
+    assert code == 0, err
+    assert [p["value"] for p in json.loads(out)["points"]] == [p["value"] for p in first["points"]]
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])
+    assert code == 1 and "an older hourly" in err
+    again = scan_json(capsys, args)  # measured again under the new key; the old rows stay as they were
+    assert again["builds"] == 0 and all(p["status"] == "ok" for p in again["points"])
+    assert keys(work)[0] == old_key and len(keys(work)) == 2
+
+
+OTHER_CHANGES = [Change(c.repo, c.when, c.subject + " (other project)", c.files, c.merged_at, c.author)
+                 for c in DEMO_CHANGES]
+
+
+def test_a_workdir_of_other_repositories_is_refused(capsys, scan_args, tmp_path, venv_python):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    scan_json(capsys, args)
+    other = make_repos(tmp_path / "other", OTHER_CHANGES)
+    i = args.index("--jax-repo")
+    moved = args[:i + 1] + [str(other.jax)] + args[i + 2:]
+    code, out, err = run_cli(capsys, moved)
+    assert code == 1, out
+    line = err.strip()
+    assert "holds another investigation" in line and "jax repository" in line and "--workdir" in line
+    assert len(line.splitlines()) == 1
+    # bisect with an explicit window over the other repositories into this store: refused too
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"), "--jax-repo", str(other.jax),
+                                      "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00"])
+    assert code == 1 and "holds another investigation" in err
+
+
+def test_a_copy_of_the_same_history_a_wider_window_and_a_rerun_are_the_same_investigation(
+        capsys, scan_args, made, tmp_path):
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    scan_json(capsys, args)
+    assert scan_json(capsys, args)["builds"] == 0
+    later = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 18:00"))
+    assert len(later["points"]) == 7
+    same = make_repos(tmp_path / "copy", DEMO_CHANGES)  # the same commits at another path
+    i = args.index("--jax-repo")
+    scan_json(capsys, args[:i + 1] + [str(same.jax)] + args[i + 2:])
+
+
+def test_a_window_that_does_not_meet_the_stored_one_is_refused(capsys, scan_args, tmp_path):
+    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00"))
+    code, out, err = run_cli(capsys, scan_args("Aug 25 2023 12:00", "Aug 25 2023 15:00"))
+    assert code == 1
+    assert "which this window does not meet" in err and "--workdir" in err
+
+
+def test_two_runs_with_one_python_exclude_each_other(scan_args, made, tmp_path):
+    """Two scans of separate trees into separate workdirs, one --python: the environment the builds
+    are installed into is the one thing they share, and the second is refused at once."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    made.bench_script.write_text("import time; time.sleep(1.0)\n" + made.bench_script.read_text())
+    other = make_repos(tmp_path / "copy", DEMO_CHANGES)
+    other.bench_script.write_text(made.bench_script.read_text())
+    first = scan_args("Aug 24 2023 10:00", "Aug 24 2023 14:00", "--no-sync")
+    second = list(first)
+    for flag, value in (("--xla-repo", other.xla), ("--jax-repo", other.jax), ("--workdir", tmp_path / "work2"),
+                        ("--bench-cmd", f"python3 {other.bench_script}"), ("--build-cmd", other.build_script)):
+        second[second.index(flag) + 1] = str(value)
+    holder = subprocess.Popen([sys.executable, "-m", "hourly", *first], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "work" / "logs").glob("bench-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the first run is measuring
+        t0 = time.monotonic()
+        late = subprocess.run([sys.executable, "-m", "hourly", *second], capture_output=True, text=True, timeout=120)
+        assert late.returncode == 1, late.stdout + late.stderr
+        line = late.stderr.strip()
+        assert len(line.splitlines()) == 1 and time.monotonic() - t0 < 30
+        assert "the Python environment" in line and f"pid {holder.pid} on {socket.gethostname()}" in line
+        assert "--python" in line and "venv" in line
+    finally:
+        out, err = holder.communicate(timeout=180)
+    assert holder.returncode == 0, err
+    # the holder is gone: the second run goes
+    done = subprocess.run([sys.executable, "-m", "hourly", *second], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
