@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from waiting import measurement_count, wait_for
 
+from datetime import datetime, timezone
+
 from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
+from hourly.timeparse import iso_utc
 
 
 def run_cli(capsys, argv):
@@ -514,3 +517,40 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
     assert code == 0, err
     assert json.loads(out)["regressions"] == []
+
+
+# -- missing history is an error before anything is built (#22 item 1) ------------------------------
+
+def test_instants_inside_a_shallow_clones_cut_off_stop_the_scan_with_the_fix(capsys, scan_args, made, tmp_path):
+    """A shallow clone's history stops at its cut-off: the hours before it have no commit. Leaving
+    them out would turn a regression there into "no steps found"; the scan stops instead."""
+    shallow = tmp_path / "jax-shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{made.upstream['jax']}", str(shallow)], check=True)
+    assert GitRepo(shallow, "jax").is_shallow()
+    cut = min(int(x) for x in subprocess.run(["git", "-C", str(shallow), "log", "--first-parent", "--format=%ct",
+                                              "origin/main"], capture_output=True, text=True, check=True).stdout.split())
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    args[args.index("--jax-repo") + 1] = str(shallow)
+    for extra in ([], ["--dry-run"]):
+        code, out, err = run_cli(capsys, args + extra)
+        assert code == 1, err
+        line = err.strip().splitlines()[-1]
+        assert "4 of 4 instants" in line and "shallow clone" in line
+        assert f"git -C {shallow} fetch --unshallow" in line
+        assert f"--from at or after {iso_utc(datetime.fromtimestamp(cut, timezone.utc))}" in line
+        assert "no steps" not in out
+    assert not (tmp_path / "work").exists()  # stopped before anything was built or stored
+
+
+def test_from_before_the_first_commit_stops_the_scan_naming_the_first_commits_date(capsys, scan_args, tmp_path):
+    # the demo's history starts at 2023-08-23T12:00:00Z: 09:00..11:00 have no commit
+    code, out, err = run_cli(capsys, scan_args("Aug 23 2023 09:00", "Aug 23 2023 13:00"))
+    assert code == 1
+    line = err.strip().splitlines()[-1]
+    assert "3 of 5 instants" in line and "2023-08-23T09:00:00Z .. 2023-08-23T11:00:00Z" in line
+    assert "--from at or after 2023-08-23T12:00:00Z" in line and "unshallow" not in line
+    assert measurements_or_none(tmp_path / "work") is None
+
+
+def measurements_or_none(workdir: Path):
+    return measurements(workdir) if (workdir / "hourly.sqlite").exists() else None
