@@ -10,12 +10,11 @@ import subprocess
 import sys
 import sysconfig
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from waiting import measurement_count, wait_for
-
-from datetime import datetime, timezone
 
 from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
