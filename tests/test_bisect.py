@@ -536,3 +536,72 @@ def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path,
     capsys.readouterr()
     assert main(["bisect", "--json", *args[:-1], "xla@nothex"]) == 1
     assert "is not REPO@SHA" in capsys.readouterr().err
+
+
+# -- a metric that stops printing is not all clear (#22 item 2) ----------------------------------
+
+NAN_BENCH = r'''
+import jax_demo
+# the planted change multiplies the factor by 0.5: from then on the benchmark prints "MLUPS: nan"
+# (no number: the default regex does not match it) and still exits 0
+print("MLUPS: nan" if jax_demo.FACTOR < 0.6 else f"MLUPS: {577.1 * jax_demo.FACTOR:.2f}")
+'''
+
+NAN_CHANGES = [
+    Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
+    Change("xla", "2023-08-24T12:05:00Z", "[XLA] Rename a pass", {"rename.txt": "1\n"}),
+    Change("jax", "2023-08-24T12:10:00Z", "Add a docstring", {"doc.txt": "1\n"}),
+    Change("xla", "2023-08-24T12:20:00Z", "[XLA:GPU] Emit the metric's kernel wrongly", {"perf/nan.txt": "0.5\n"}),
+    Change("xla", "2023-08-24T12:30:00Z", "[XLA] Comment", {"comment.txt": "1\n"}),
+    Change("jax", "2023-08-24T12:50:00Z", "Update the changelog", {"changes.txt": "1\n"}),
+    Change("xla", "2023-08-24T14:20:00Z", "[XLA:GPU] Emit it right again", {"perf/nan.txt": None}),
+]
+
+
+def test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected(tmp_path, capsys, python):
+    made = make_repos(tmp_path / "repos", NAN_CHANGES)
+    bench = tmp_path / "nan_bench.py"
+    bench.write_text(NAN_BENCH)
+    work = tmp_path / "work"
+    common = flags(made, python, work, bench_cmd=f"python3 {bench}")
+    capsys.readouterr()
+    assert main(["scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 15:00", *common]) == 0
+    out = capsys.readouterr().out
+    assert "no steps found" not in out
+    assert "2 metric windows (prints the metric ↔ runs without printing it):" in out
+    lost = next(ln for ln in out.splitlines() if ln.startswith("✖ metric lost"))
+    assert "printed at 2023-08-24T12:00:00Z" in lost and "from 2023-08-24T13:00:00Z" in lost
+    assert next(ln for ln in out.splitlines() if ln.startswith("✔ metric back"))
+    command = shlex.split(lost.split("bisect it: ")[1])
+    assert command[:4] == ["hourly", "bisect", "--mode", "printed"]
+
+    # show and --json say the same
+    assert main(["show", "--workdir", str(work)]) == 0
+    assert lost in capsys.readouterr().out
+    assert main(["show", "--json", "--workdir", str(work)]) == 0
+    windows = json.loads(capsys.readouterr().out)["windows"]
+    assert [(w["kind"], w["before"], w["after"], w["after_status"]) for w in windows] == [
+        ("metric_lost", "2023-08-24T12:00:00Z", "2023-08-24T13:00:00Z", "no_metric"),
+        ("metric_back", "2023-08-24T14:00:00Z", "2023-08-24T15:00:00Z", "ok")]
+
+    # plain bisect bisects the window by whether each state prints the metric, and names the commit
+    regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert [r["kind"] for r in regs] == ["metric_lost"]
+    a = regs[0]
+    assert a["mode"] == "printed" and a["confirmed"]
+    assert a["culprit"]["sha"] == made.shas["[XLA:GPU] Emit the metric's kernel wrongly"]
+    # the printed command of the window gives the same culprit
+    assert main([*command[1:], "--rerun"]) == 0
+    text = capsys.readouterr().out
+    assert "culprit: xla " + made.shas["[XLA:GPU] Emit the metric's kernel wrongly"] in text
+    # --find-fix finds what brought it back
+    fixes = bisect_json(capsys, ["--find-fix", "--workdir", str(work)])["regressions"]
+    assert [(f["kind"], f["culprit"]["sha"]) for f in fixes] == [
+        ("metric_back", made.shas["[XLA:GPU] Emit it right again"])]
+
+    # the report names the windows and the culprit, and never "No step change was detected in the scanned window"
+    assert main(["report", "--workdir", str(work), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "No step change was detected in the scanned window." not in md
+    assert "**metric lost** between 2023-08-24T12:00:00Z" in md and "--mode printed" in md
+    assert made.shas["[XLA:GPU] Emit the metric's kernel wrongly"][:12] in md

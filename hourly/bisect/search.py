@@ -133,7 +133,15 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
-    if mode is Mode.METRIC:
+    if mode is Mode.PRINTED:  # where the metric stops printing (ok → no_metric), or comes back
+        from hourly.analysis.steps import metric_windows
+        from hourly.scan.table import stored_scan
+        for cw in metric_windows(stored_scan(store, s).points):
+            if cw.bad != find_fix:
+                out.append(Window(_ts(cw.before.time), _ts(cw.after.time), "metric windows",
+                                  "metric printed → not printed" if cw.bad else "metric not printed → printed",
+                                  kind=cw.kind))
+    elif mode is Mode.METRIC:
         from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
         from hourly.analysis.steps import find_steps, step_key
         from hourly.scan.table import stored_scan
@@ -162,6 +170,19 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
 def _flip(v: Verdict | None) -> Verdict | None:
     """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
     return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
+
+
+def printed_verdict(statuses: list) -> Verdict:
+    """``--mode printed``, git bisect run's rule over whether runs printed the metric: a run that
+    exited 0 without it is bad, every run printing it is good; crashes and time-outs say nothing
+    about the metric (skip: they are crash windows of their own), and so does no run at all."""
+    if not statuses:
+        return Verdict.SKIP
+    if any(st == Status.NO_METRIC.value for st in statuses):
+        return Verdict.BAD
+    if any(st != Status.OK.value for st in statuses):
+        return Verdict.SKIP
+    return Verdict.GOOD
 
 
 def _exit_of(m: Measurement) -> Verdict | None:
@@ -202,7 +223,7 @@ class Bisector:
         self.find_fix = find_fix
         if find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
-        self.invert = find_fix and mode is Mode.EXIT
+        self.invert = find_fix and mode is not Mode.METRIC
         self.s, self.store, self.mode, self.rerun = s, store, mode, rerun
         #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
         self.executor = executor or LocalExecutor()
@@ -210,7 +231,7 @@ class Bisector:
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
         if find_fix:
-            self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
+            self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}
         self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
@@ -300,13 +321,13 @@ class Bisector:
             return Probe(role, pair, Verdict.SKIP, failed)
         stored = [] if fresh else self._stored(pair)
         builds = runs = 0
-        if self.mode is Mode.EXIT:
-            rcs = [r.get("returncode") for m in stored for r in m.runs]
+        if self.mode is not Mode.METRIC:  # exit status, or whether the metric was printed
+            runs_ = [r for m in stored for r in m.runs]
             if any(m.status == Status.BUILD_FAILED.value for m in stored):
                 return Probe(role, pair, Verdict.SKIP, "build failed")
-            if not rcs:
+            if not runs_:
                 return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
-            return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs)
+            return self._runs_probe(role, pair, runs_)
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
         if not samples and any(m.status != Status.OK.value for m in stored):
@@ -336,7 +357,17 @@ class Bisector:
         """The exit-mode verdict on a state just measured."""
         if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
             return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
-        rcs = [r.get("returncode") for r in m.runs]
+        return self._runs_probe(role, pair, m.runs, builds, runs)
+
+    def _runs_probe(self, role: str, pair: Pair, runs_: list[dict], builds: int = 0, runs: int = 0) -> Probe:
+        """The verdict on a state by its runs: their exit codes (exit mode) or whether they printed
+        the metric (printed mode)."""
+        rcs = [r.get("returncode") for r in runs_]
+        if self.mode is Mode.PRINTED:
+            statuses = [r.get("status") for r in runs_]
+            v = printed_verdict(statuses)
+            return Probe(role, pair, _flip(v) if self.invert else v, f"runs {statuses}", returncodes=rcs,
+                         builds=builds, runs=runs)
         return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
 
     def _exit_verdict(self, rcs: list) -> Verdict:
@@ -405,7 +436,7 @@ class Bisector:
             a["kind"] = a.get("kind") or w.kind  # answers stored before kinds existed
             answers.append(a)
             nxt = a.get("continues_at")
-            if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
+            if nxt is None or nxt >= w.bad_time or (self.mode is not Mode.METRIC and not a.get("confirmed")):
                 return answers
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
@@ -544,12 +575,13 @@ class Bisector:
         for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             p = stored.get(("end", role_pair))
             v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+            by = "by whether it printed the metric" if self.mode is Mode.PRINTED else "by exit status"
             if v is not want and self.find_fix:
                 said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
-                raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                raise UserError(f"the {said} end {role_pair.short()} is not, {by}",
                                 "pass --bad at a state that fails and a later --good at one that passes")
             if v is not want:
-                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
+                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} {by}",
                                 "pass --good at a state that passes and --bad at one that fails")
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
@@ -700,7 +732,7 @@ class Bisector:
         the two ends of the interval it split, not against this step; git bisect's terms are this."""
         index = {st.pair: i for i, st in enumerate(states)}
         i = index.get(Pair(row["xla"], row["jax"]))
-        if self.mode is Mode.EXIT or row["role"] not in ("probe", "end") or i is None \
+        if self.mode is not Mode.METRIC or row["role"] not in ("probe", "end") or i is None \
                 or row["verdict"] not in (Verdict.GOOD.value, Verdict.BAD.value, Verdict.UNSURE.value):
             return row["verdict"]
         if i <= b.lo:
@@ -759,9 +791,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
                 if g <= x:
                     raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
                                     "(fixed) end comes after the bad one", "swap them")
-                w = Window(x, g, "flags", kind="fix" if mode is Mode.EXIT else "improvement")
+                w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
             else:
-                w = Window(g, x, "flags", kind="crash" if mode is Mode.EXIT else "regression")
+                w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
             if w.bad_time <= w.good_time:
                 raise UserError(f"--bad {bad} is not later than --good {good}",
                                 "swap them, or pass --find-fix to find what fixed it")
@@ -772,6 +804,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     plan = [(base, windows_from_store(store, s, base, find_fix))]
     if mode is None and base is Mode.METRIC:
         plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
+        plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
         handler.nothing_to_bisect()
     answers: list[dict] = []

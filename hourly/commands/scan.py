@@ -74,7 +74,11 @@ def scan(
 def emit(report, json_out: bool, s) -> None:
     """A scan report as JSON, or as the table with detection's marks and one line per step."""
     if json_out:
-        print(json.dumps(report.as_json(), indent=1))
+        out = report.as_json()
+        if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
+            from hourly.render.steps import windows_json
+            out["windows"] = windows_json(report)
+        print(json.dumps(out, indent=1))
         return
     from hourly.render.scan import print_report
     from hourly.render.steps import marks_for_report
