@@ -806,6 +806,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
         plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
+        _require_complete_scan(store, s)
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:
@@ -813,6 +814,19 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
             with Bisector(s, store, m, req, handler, executor) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers
+
+
+def _require_complete_scan(store: Store, s: Settings) -> None:
+    """No window to bisect in a scan with unmeasured (planned) points is not "nothing to bisect":
+    the step may lie in them (exit 1, naming the command that resumes the scan)."""
+    from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
+    points = stored_scan(store, s).points
+    n = unmeasured_pairs(points)
+    if n:
+        total = len({(p.xla, p.jax) for p in points})
+        raise UserError(f"no window to bisect in the part of the scan that was measured, but the scan is incomplete "
+                        f"({n} of {total} pairs not measured yet): a step may lie there",
+                        f"resume the scan with the same command, {scan_command(s)}, then run hourly bisect again")
 
 
 def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, confirmed, bid) -> dict:

@@ -17,7 +17,7 @@ from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
 from hourly.render.steps import bisect_command
-from hourly.scan.table import stored_scan
+from hourly.scan.table import gaps, stored_scan
 
 MAX_COMMITS = 50
 
@@ -294,6 +294,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _gaps_section(points, s)
     md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {})
     md += _crash_section(points, s)
     md += _failed_section(points)
@@ -319,6 +320,9 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
+    elif not steps and gaps(points):
+        md.append("No step change was detected in the part of the window measured so far; the scan is "
+                  "**incomplete** (above), and a step may lie in what is not measured.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -369,6 +373,25 @@ def _edge_sentence(check: EdgeCheck | None) -> str:
         return f"Edge step (one pair on its side), **confirmed**: {again}."
     return (f"Edge step (one pair on its side), **not confirmed**: {again}. The scan's value was an outlier;"
             " there is nothing to bisect.")
+
+
+def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
+    """An incomplete scan says so first: which instants are not measured, and the command that
+    measures them (the same scan again resumes)."""
+    from hourly.scan.table import scan_command, unmeasured_pairs
+    gs = gaps(points)
+    if not gs:
+        return []
+    total = len({(p.xla, p.jax) for p in points})
+    md = ["## Incomplete scan", "",
+          f"{unmeasured_pairs(points)} of {total} distinct (xla, jax) pairs of the window are not measured yet "
+          "(the scan was interrupted or stopped early); nothing below speaks for them:", ""]
+    for g in gs:
+        span = g["from"] if g["from"] == g["to"] else f"{g['from']} → {g['to']}"
+        md.append(f"- {span} ({plural(g['instants'], 'instant')}, {plural(g['pairs'], 'pair')})")
+    md += ["", "Run the same scan again to measure them (it resumes; measured pairs are kept):", "",
+           "```sh", scan_command(s), "```", ""]
+    return md
 
 
 def _crash_section(points: list[PointResult], s: Settings) -> list[str]:

@@ -97,6 +97,8 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     window) and one line per step and per window (an edge step with what measuring it again said).
     "no steps found" is never said over a window where the metric stopped: the steps are looked
     for in what was measured, and the windows are named."""
+    from hourly.scan.table import gap_note
+    gap = gap_note(report.points, s) if report.plan is None else None
     crashes = crash_windows(report.points)
     lost = metric_windows(report.points)
     marks, lines = crash_marks(crashes + lost), []
@@ -110,6 +112,8 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         head = found(len(steps), "step")
         if not steps and (crashes or lost):
             head = "no step in the measured values; the benchmark changes how it ends:"
+        elif not steps and gap:
+            head = "no step found in the part measured so far (the scan is incomplete: see below)"
         lines = [head] + [describe(st, checks.get(step_key(st))) for st in steps]
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
@@ -117,7 +121,17 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     if lost:
         lines += [f"{plural(len(lost), 'metric window')} (prints the metric ↔ runs without printing it):"]
         lines += [describe_crash(w, s.workdir) for w in lost]
+    if gap:
+        lines.append(gap)
     return marks, lines
+
+
+def found_anything(report, s) -> bool:
+    """A step, a crash window or a metric window in the scan's table."""
+    if all_windows(report.points):
+        return True
+    return any(p.status == "ok" and p.value is not None for p in report.points) and \
+        bool(find_steps(report.points, s.higher_is_better)[0])
 
 
 def windows_json(report) -> list[dict]:
