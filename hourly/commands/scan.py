@@ -52,8 +52,8 @@ def scan(
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
-    from hourly.scan.run import dry_run, run_scan
     from hourly.render.steps import found_anything
+    from hourly.scan.run import dry_run, run_scan
     from hourly.scan.table import require_complete, require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
