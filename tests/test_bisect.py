@@ -605,3 +605,44 @@ def test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected(tm
     assert "No step change was detected in the scanned window." not in md
     assert "**metric lost** between 2023-08-24T12:00:00Z" in md and "--mode printed" in md
     assert made.shas["[XLA:GPU] Emit the metric's kernel wrongly"][:12] in md
+
+
+# -- only confirmed culprits are culprits (#22) -----------------------------------------------------
+
+FLAKY_CRASH = r'''
+import os, pathlib, sys
+import jax_demo
+# crashes the first time each state runs, never again: the search sees a crash that the
+# re-measurement of the first bad state does not
+seen = pathlib.Path(os.environ["FLAKY_DIR"]) / f"{jax_demo.XLA_SHA[:12]}-{jax_demo.JAX_SHA[:12]}"
+if jax_demo.CRASH and not seen.exists():
+    seen.parent.mkdir(parents=True, exist_ok=True)
+    seen.write_text("ran\n")
+    sys.exit(1)
+print("MLUPS: 577.1")
+'''
+
+
+def test_an_answer_the_re_measurement_does_not_confirm_is_a_candidate_with_exit_4(tmp_path, capsys, made, python):
+    bench = tmp_path / "flaky.py"
+    bench.write_text(FLAKY_CRASH)
+    work = tmp_path / "work"
+    args = ["bisect", "--mode", "exit", "--good", "Aug 25 2023 15:00", "--bad", "Aug 25 2023 17:00",
+            *flags(made, python, work, bench_cmd=f"python3 {bench}", env=[f"FLAKY_DIR={tmp_path / 'seen'}"])]
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 4
+    a = json.loads(capsys.readouterr().out)["regressions"][0]
+    assert a["culprit"] is None and a["confirmed"] is False
+    assert a["candidate"]["sha"] == made.shas["Rewrite custom_vjp residuals"]
+    bad = a["measurements"]["first_bad"]
+    assert [m["verdict"] for m in bad][0] == "bad" and bad[-1]["role"] == "confirm_bad" and bad[-1]["verdict"] == "good"
+    assert "--max-repeats" in a["next"] and "quieter machine" in a["next"] and "wider window" in a["next"]
+    # the terminal says candidate, never culprit
+    assert main(args) == 4
+    out = capsys.readouterr().out
+    assert "candidate (NOT confirmed on re-measurement): jax " + made.shas["Rewrite custom_vjp residuals"] in out
+    assert "culprit" not in out and "next: " in out
+    # the report's section of the stored answer says candidate too
+    from hourly.render.report import bisect_sections
+    md = "\n".join(bisect_sections(Store(work)))
+    assert "**candidate, not confirmed on re-measurement: jax" in md and "culprit" not in md

@@ -829,6 +829,23 @@ def _require_complete_scan(store: Store, s: Settings) -> None:
                         f"resume the scan with the same command, {scan_command(s)}, then run hourly bisect again")
 
 
+#: What to do about a candidate that re-measurement did not confirm.
+UNCONFIRMED_NEXT = ("measure again with more runs (hourly bisect --rerun --max-repeats 40), on a quieter machine, "
+                    "or bisect a wider window (--good earlier, --bad later)")
+
+
+def _measurements(rows: list[dict], last_good: Pair, first_bad: Pair) -> dict:
+    """Both measurements of the two states an unconfirmed answer rests on: the search's (role
+    ``probe``/``end``) and the re-measurement's (``confirm_good``/``confirm_bad``)."""
+    out = {}
+    for side, pair in (("last_good", last_good), ("first_bad", first_bad)):
+        out[side] = [{"role": r["role"], "verdict": r["verdict"], "samples": r.get("samples") or [],
+                      "returncodes": r.get("returncodes") or [], "reason": r.get("reason")}
+                     for r in rows if Pair(r["xla"], r["jax"]) == pair and r["role"] in
+                     ("end", "probe", "confirm_good", "confirm_bad")]
+    return out
+
+
 def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, confirmed, bid) -> dict:
     """The answer for one window, as stored and printed with --json."""
     rows = bisector.store.probes(bid)
@@ -856,12 +873,21 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
                   + "; ".join(whys))
     all_moved = step_commits(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
+    # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
+    # it a candidate, with both measurements of both states and what to do next
+    candidate = None
+    if culprit is not None and not confirmed:
+        candidate, culprit = culprit, None
+        reason = "the last good and first bad states did not differ again when measured afresh"
     return {
         "kind": w.kind,
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
         "culprit": culprit,
+        "candidate": candidate,
+        "measurements": _measurements(rows, last_good, first_bad) if candidate else None,
+        "next": (UNCONFIRMED_NEXT if candidate else None),
         "range": [c["sha"] for c in range_commits],
         "range_commits": range_commits,
         "reason": reason,

@@ -63,6 +63,17 @@ def describe(a: dict) -> list:
                   f"           {c['link']}"]
         for m in c.get("merged", []):
             lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
+    elif a.get("candidate"):
+        c = a["candidate"]
+        lines += [styled("  candidate ", ("(NOT confirmed on re-measurement)", "yellow"), ": ", (c["repo"], "bold"),
+                         f" {c['sha']}"),
+                  f"           {c['subject']}",
+                  f"           by {c['author']}, committed {c['committer_time']}",
+                  f"           {c['link']}"]
+        for side, ms in (a.get("measurements") or {}).items():
+            lines.append(f"  {side.replace('_', ' ')} measured: " + "; ".join(
+                f"{m['role']} {m['verdict']} ({_numbers(m)})" for m in ms))
+        lines.append(f"  next: {a.get('next')}")
     else:
         lines.append(f"  no single commit: {a.get('reason')}")
         for rc in a.get("range_commits", []):
@@ -90,6 +101,13 @@ def describe(a: dict) -> list:
                         f"{plural(a['states'], 'candidate state')}",
                         *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
     return lines
+
+
+def _numbers(m: dict) -> str:
+    """A measurement's numbers: its samples (metric) or exit codes."""
+    if m.get("samples"):
+        return ", ".join(f"{x:.4g}" for x in m["samples"])
+    return f"exit codes {m.get('returncodes')}" if m.get("returncodes") else (m.get("reason") or "")
 
 
 

@@ -242,7 +242,8 @@ def bisect_sections(store: Store) -> list[str]:
     answers = store.bisection_results()
     if not answers:
         return []
-    md = ["## Bisected culprits", ""]
+    only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers)
+    md = ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
     for a in answers:
         w = a.get("window", {})
         md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {w['note']}" if w.get("note") else ""))
@@ -253,6 +254,11 @@ def bisect_sections(store: Store) -> list[str]:
             label = CULPRIT_LABELS.get(a.get("kind"), "culprit")
             md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
                       f"(by {c.get('author')}, committed {c.get('committer_time')})")
+        elif a.get("candidate"):
+            c = a["candidate"]
+            md.append(f"- **candidate, not confirmed on re-measurement: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** "
+                      f"{c['subject']} (by {c.get('author')}, committed {c.get('committer_time')}); "
+                      f"next: {a.get('next')}")
         else:
             shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
             md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
