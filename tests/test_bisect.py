@@ -646,3 +646,27 @@ def test_an_answer_the_re_measurement_does_not_confirm_is_a_candidate_with_exit_
     from hourly.render.report import bisect_sections
     md = "\n".join(bisect_sections(Store(work)))
     assert "**candidate, not confirmed on re-measurement: jax" in md and "culprit" not in md
+
+
+CRASH_ONCE = r'''
+import os, pathlib, sys
+import jax_demo
+seen = pathlib.Path(os.environ["SEEN"])
+if jax_demo.XLA_SHA == os.environ["CRASH_ONCE_XLA"] and not seen.exists():
+    seen.write_text("crashed once\n")
+    sys.exit(1)  # a spurious crash, the first time this state runs
+print(f"MLUPS: {577.1 * jax_demo.FACTOR:.2f}")
+'''
+
+
+def test_retry_failed_measures_a_state_that_crashed_once_again(tmp_path, capsys, made, python):
+    bench = tmp_path / "once.py"
+    bench.write_text(CRASH_ONCE)
+    fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
+    args = ["--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+            *flags(made, python, tmp_path / "work", bench_cmd=f"python3 {bench}",
+                   env=[f"SEEN={tmp_path / 'seen'}", f"CRASH_ONCE_XLA={fusion}"])]
+    first = bisect_json(capsys, args)["regressions"][0]
+    assert first["culprit"] is None and "untestable" in first["reason"]
+    again = bisect_json(capsys, [*args, "--rerun", "--retry-failed"])["regressions"][0]
+    assert again["culprit"] is not None and again["culprit"]["sha"] == fusion

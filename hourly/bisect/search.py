@@ -294,8 +294,8 @@ class Bisector:
 
     def _stored(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax)
-        if self.s.retry_failed:
-            ms = [m for m in ms if not (m.status == Status.BUILD_FAILED.value and (m.created or 0) < self._since)]
+        if self.s.retry_failed:  # every failure recorded before this run is measured again: builds and runs
+            ms = [m for m in ms if not (m.status != Status.OK.value and (m.created or 0) < self._since)]
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
