@@ -216,10 +216,13 @@ def check_min_change(value: float, error: type[Exception] | None = None) -> floa
 
 
 class Mode(Named):
-    """What a bisection compares: the metric against the ends, or the exit status."""
+    """What a bisection compares: the metric against the ends, the exit status, or (bisection
+    only) whether each run printed the metric (``printed``: a benchmark whose metric stops, as
+    ``MLUPS: nan`` or no line, while it still exits 0)."""
 
     METRIC = "metric"
     EXIT = "exit"
+    PRINTED = "printed"
 
 
 class ExecutorKind(Named):

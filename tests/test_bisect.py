@@ -567,7 +567,7 @@ def test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit(tmp
     made = make_repos(tmp_path / "repos", busy_day([culprit], hours=5))
     script = tmp_path / "real_bench.py"
     script.write_text(REAL_BENCH)
-    env = [f"BENCH_SEED=3", f"BENCH_COUNTER={tmp_path / 'runs' / 'n'}"]
+    env = ["BENCH_SEED=3", f"BENCH_COUNTER={tmp_path / 'runs' / 'n'}"]
     (tmp_path / "runs").mkdir()
     args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {script}", env=env)
     (r,) = bisect_json(capsys, ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T05:00Z", *args])["regressions"]
@@ -609,3 +609,137 @@ def test_a_flaky_crash_is_named_by_its_failure_rate(tmp_path, python, capsys):
     rates = r["failure_rates"]
     assert rates["last_good"]["failed"] == 0 and rates["last_good"]["runs"] >= 10
     assert 0.1 < rates["first_bad"]["rate"] < 0.7
+
+
+# -- a metric that stops printing is not all clear (#22 item 2) ----------------------------------
+
+NAN_BENCH = r'''
+import jax_demo
+# the planted change multiplies the factor by 0.5: from then on the benchmark prints "MLUPS: nan"
+# (no number: the default regex does not match it) and still exits 0
+print("MLUPS: nan" if jax_demo.FACTOR < 0.6 else f"MLUPS: {577.1 * jax_demo.FACTOR:.2f}")
+'''
+
+NAN_CHANGES = [
+    Change("xla", "2023-08-24T10:30:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
+    Change("xla", "2023-08-24T12:05:00Z", "[XLA] Rename a pass", {"rename.txt": "1\n"}),
+    Change("jax", "2023-08-24T12:10:00Z", "Add a docstring", {"doc.txt": "1\n"}),
+    Change("xla", "2023-08-24T12:20:00Z", "[XLA:GPU] Emit the metric's kernel wrongly", {"perf/nan.txt": "0.5\n"}),
+    Change("xla", "2023-08-24T12:30:00Z", "[XLA] Comment", {"comment.txt": "1\n"}),
+    Change("jax", "2023-08-24T12:50:00Z", "Update the changelog", {"changes.txt": "1\n"}),
+    Change("xla", "2023-08-24T14:20:00Z", "[XLA:GPU] Emit it right again", {"perf/nan.txt": None}),
+]
+
+
+def test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected(tmp_path, capsys, python):
+    made = make_repos(tmp_path / "repos", NAN_CHANGES)
+    bench = tmp_path / "nan_bench.py"
+    bench.write_text(NAN_BENCH)
+    work = tmp_path / "work"
+    common = flags(made, python, work, bench_cmd=f"python3 {bench}")
+    capsys.readouterr()
+    assert main(["scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 15:00", *common]) == 0
+    out = capsys.readouterr().out
+    assert "no steps found" not in out
+    assert "2 metric windows (prints the metric ↔ runs without printing it):" in out
+    lost = next(ln for ln in out.splitlines() if ln.startswith("✖ metric lost"))
+    assert "printed at 2023-08-24T12:00:00Z" in lost and "from 2023-08-24T13:00:00Z" in lost
+    assert next(ln for ln in out.splitlines() if ln.startswith("✔ metric back"))
+    command = shlex.split(lost.split("bisect it: ")[1])
+    assert command[:4] == ["hourly", "bisect", "--mode", "printed"]
+
+    # show and --json say the same
+    assert main(["show", "--workdir", str(work)]) == 0
+    assert lost in capsys.readouterr().out
+    assert main(["show", "--json", "--workdir", str(work)]) == 0
+    windows = json.loads(capsys.readouterr().out)["windows"]
+    assert [(w["kind"], w["before"], w["after"], w["after_status"]) for w in windows] == [
+        ("metric_lost", "2023-08-24T12:00:00Z", "2023-08-24T13:00:00Z", "no_metric"),
+        ("metric_back", "2023-08-24T14:00:00Z", "2023-08-24T15:00:00Z", "ok")]
+
+    # plain bisect bisects the window by whether each state prints the metric, and names the commit
+    regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
+    assert [r["kind"] for r in regs] == ["metric_lost"]
+    a = regs[0]
+    assert a["mode"] == "printed" and a["confirmed"]
+    assert a["culprit"]["sha"] == made.shas["[XLA:GPU] Emit the metric's kernel wrongly"]
+    # the printed command of the window gives the same culprit
+    assert main([*command[1:], "--rerun"]) == 0
+    text = capsys.readouterr().out
+    assert "culprit: xla " + made.shas["[XLA:GPU] Emit the metric's kernel wrongly"] in text
+    # --find-fix finds what brought it back
+    fixes = bisect_json(capsys, ["--find-fix", "--workdir", str(work)])["regressions"]
+    assert [(f["kind"], f["culprit"]["sha"]) for f in fixes] == [
+        ("metric_back", made.shas["[XLA:GPU] Emit it right again"])]
+
+    # the report names the windows and the culprit, and never "No step change was detected in the scanned window"
+    assert main(["report", "--workdir", str(work), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "No step change was detected in the scanned window." not in md
+    assert "**metric lost** between 2023-08-24T12:00:00Z" in md and "--mode printed" in md
+    assert made.shas["[XLA:GPU] Emit the metric's kernel wrongly"][:12] in md
+
+
+# -- only confirmed culprits are culprits (#22) -----------------------------------------------------
+
+FLAKY_CRASH = r'''
+import os, pathlib, sys
+import jax_demo
+# crashes the first time each state runs, never again: the search sees a crash that the
+# re-measurement of the first bad state does not
+seen = pathlib.Path(os.environ["FLAKY_DIR"]) / f"{jax_demo.XLA_SHA[:12]}-{jax_demo.JAX_SHA[:12]}"
+if jax_demo.CRASH and not seen.exists():
+    seen.parent.mkdir(parents=True, exist_ok=True)
+    seen.write_text("ran\n")
+    sys.exit(1)
+print("MLUPS: 577.1")
+'''
+
+
+def test_an_answer_the_re_measurement_does_not_confirm_is_a_candidate_with_exit_4(tmp_path, capsys, made, python):
+    bench = tmp_path / "flaky.py"
+    bench.write_text(FLAKY_CRASH)
+    work = tmp_path / "work"
+    args = ["bisect", "--mode", "exit", "--good", "Aug 25 2023 15:00", "--bad", "Aug 25 2023 17:00",
+            *flags(made, python, work, bench_cmd=f"python3 {bench}", env=[f"FLAKY_DIR={tmp_path / 'seen'}"])]
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 4
+    a = json.loads(capsys.readouterr().out)["regressions"][0]
+    assert a["culprit"] is None and a["confirmed"] is False
+    assert a["candidate"]["sha"] == made.shas["Rewrite custom_vjp residuals"]
+    bad = a["measurements"]["first_bad"]
+    assert [m["verdict"] for m in bad][0] == "bad" and bad[-1]["role"] == "confirm_bad" and bad[-1]["verdict"] == "good"
+    assert "--max-repeats" in a["next"] and "quieter machine" in a["next"] and "wider window" in a["next"]
+    # the terminal says candidate, never culprit
+    assert main(args) == 4
+    out = capsys.readouterr().out
+    assert "candidate (NOT confirmed on re-measurement): jax " + made.shas["Rewrite custom_vjp residuals"] in out
+    assert "culprit" not in out and "next: " in out
+    # the report's section of the stored answer says candidate too
+    from hourly.render.report import bisect_sections
+    md = "\n".join(bisect_sections(Store(work)))
+    assert "**candidate, not confirmed on re-measurement: jax" in md and "culprit" not in md
+
+
+CRASH_ONCE = r'''
+import os, pathlib, sys
+import jax_demo
+seen = pathlib.Path(os.environ["SEEN"])
+if jax_demo.XLA_SHA == os.environ["CRASH_ONCE_XLA"] and not seen.exists():
+    seen.write_text("crashed once\n")
+    sys.exit(1)  # a spurious crash, the first time this state runs
+print(f"MLUPS: {577.1 * jax_demo.FACTOR:.2f}")
+'''
+
+
+def test_retry_failed_measures_a_state_that_crashed_once_again(tmp_path, capsys, made, python):
+    bench = tmp_path / "once.py"
+    bench.write_text(CRASH_ONCE)
+    fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
+    args = ["--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+            *flags(made, python, tmp_path / "work", bench_cmd=f"python3 {bench}",
+                   env=[f"SEEN={tmp_path / 'seen'}", f"CRASH_ONCE_XLA={fusion}"])]
+    first = bisect_json(capsys, args)["regressions"][0]
+    assert first["culprit"] is None and "untestable" in first["reason"]
+    again = bisect_json(capsys, [*args, "--rerun", "--retry-failed"])["regressions"][0]
+    assert again["culprit"] is not None and again["culprit"]["sha"] == fusion

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
 import sys
 import sysconfig
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from waiting import measurement_count, wait_for
 
 from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
+from hourly.timeparse import iso_utc
 
 
 def run_cli(capsys, argv):
@@ -539,3 +542,88 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(sig, scan_args, made, tmp_path):
     again = subprocess.run([sys.executable, "-m", "hourly", *args, "--json"], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["builds"] <= json.loads(again.stdout)["distinct_pairs"] - kept + 1
+
+
+# -- missing history is an error before anything is built (#22 item 1) ------------------------------
+
+def test_instants_inside_a_shallow_clones_cut_off_stop_the_scan_with_the_fix(capsys, scan_args, made, tmp_path):
+    """A shallow clone's history stops at its cut-off: the hours before it have no commit. Leaving
+    them out would turn a regression there into "no steps found"; the scan stops instead."""
+    shallow = tmp_path / "jax-shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{made.upstream['jax']}", str(shallow)], check=True)
+    assert GitRepo(shallow, "jax").is_shallow()
+    cut = min(int(x) for x in subprocess.run(["git", "-C", str(shallow), "log", "--first-parent", "--format=%ct",
+                                              "origin/main"], capture_output=True, text=True, check=True).stdout.split())
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    args[args.index("--jax-repo") + 1] = str(shallow)
+    for extra in ([], ["--dry-run"]):
+        code, out, err = run_cli(capsys, args + extra)
+        assert code == 1, err
+        line = err.strip().splitlines()[-1]
+        assert "4 of 4 instants" in line and "shallow clone" in line
+        assert f"git -C {shallow} fetch --unshallow" in line
+        assert f"--from at or after {iso_utc(datetime.fromtimestamp(cut, timezone.utc))}" in line
+        assert "no steps" not in out
+    assert not (tmp_path / "work").exists()  # stopped before anything was built or stored
+
+
+def test_from_before_the_first_commit_stops_the_scan_naming_the_first_commits_date(capsys, scan_args, tmp_path):
+    # the demo's history starts at 2023-08-23T12:00:00Z: 09:00..11:00 have no commit
+    code, out, err = run_cli(capsys, scan_args("Aug 23 2023 09:00", "Aug 23 2023 13:00"))
+    assert code == 1
+    line = err.strip().splitlines()[-1]
+    assert "3 of 5 instants" in line and "2023-08-23T09:00:00Z .. 2023-08-23T11:00:00Z" in line
+    assert "--from at or after 2023-08-23T12:00:00Z" in line and "unshallow" not in line
+    assert measurements_or_none(tmp_path / "work") is None
+
+
+def measurements_or_none(workdir: Path):
+    return measurements(workdir) if (workdir / "hourly.sqlite").exists() else None
+
+
+# -- an interrupted scan does not look finished (#22) -------------------------------------------------
+
+def test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed(capsys, scan_args, made, tmp_path):
+    work = tmp_path / "work"
+    args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00")
+    bench = made.bench_script
+    bench.write_text("import time; time.sleep(0.4)\n" + bench.read_text())
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: measurement_count(work) >= 1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    n = measurement_count(work)
+    assert 1 <= n < 8  # the regression (13:20) lies in what was not measured
+
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 1
+    assert "no steps found" not in out and "no step found in the part measured so far" in out
+    note = next(ln for ln in out.splitlines() if ln.startswith("incomplete: "))
+    assert "distinct pairs not measured yet" in note and "run the same scan again to resume: hourly scan " in note
+    assert "the scan is incomplete" in err and "resume it: hourly scan --" in err and "--from" in err
+
+    code, out, _ = run_cli(capsys, ["show", "--json", "--workdir", str(work)])
+    got = json.loads(out)
+    assert code == 1 and got["complete"] is False and got["gaps"] and got["gaps"][-1]["to"] == "2023-08-24T23:00:00Z"
+    assert sum(g["pairs"] for g in got["gaps"]) == len({(q["xla"], q["jax"]) for q in got["points"]
+                                                       if q["status"] == "planned"})
+
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])
+    assert code == 1 and "nothing to bisect" not in err + out
+    assert "the scan is incomplete" in err and "resume the scan with the same command" in err
+
+    assert main(["report", "--workdir", str(work), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Incomplete scan" in md and "No step change was detected in the scanned window." not in md
+    assert got["resume"] in md
+
+    # the command it names resumes the scan: then the table is complete and the regression found
+    bench.write_text(bench.read_text().replace("import time; time.sleep(0.4)\n", ""))
+    code, out, err = run_cli(capsys, shlex.split(got["resume"])[1:])
+    assert code == 0, err
+    assert "incomplete" not in out and "1 step found:" in out.replace("2 steps", "1 step")
+    assert measurement_count(work) > n
+    code, out, _ = run_cli(capsys, ["show", "--json", "--workdir", str(work)])
+    assert code == 0 and json.loads(out)["complete"] is True and json.loads(out)["gaps"] == []

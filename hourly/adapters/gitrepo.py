@@ -122,6 +122,10 @@ class GitRepo:
                 walk.append((parts[1], int(parts[0])))
         return walk
 
+    def is_shallow(self) -> bool:
+        """A shallow clone: its history stops at a cut-off (``git fetch --unshallow`` fetches the rest)."""
+        return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
+
     def commits(self, shas: list[str]) -> dict[str, CommitInfo]:
         """Metadata of the given commits, in one git process."""
         if not shas:

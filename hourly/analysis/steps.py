@@ -95,19 +95,33 @@ def edge_check_json(step: Step, check: EdgeCheck, pairs: tuple[Group, Group, str
 #: Point statuses where the benchmark ran to its end (exit 0), and where it did not.
 RUNNING = ("ok", "no_metric")
 CRASHING = ("crashed", "timeout")
+#: Point statuses of a benchmark that ran to its end: printing its metric, and not printing it
+#: (``MLUPS: nan``, or nothing); a window between them is a "metric_lost" (or "metric_back") window.
+PRINTING = ("ok",)
+SILENT = ("no_metric",)
+#: The two kinds of window of each question: (going bad, coming back).
+CRASH_KINDS = ("crash", "fix")
+METRIC_KINDS = ("metric_lost", "metric_back")
 
 
 @dataclass
 class CrashWindow:
-    """Where the benchmark goes from running to crashing (``crash``) or back (``fix``): the last
-    instant of the pair before and the first instant of the pair after (build failures between
-    them are passed over, like untestable states)."""
+    """Where the benchmark goes from running to crashing (``crash``) or back (``fix``), or from
+    printing its metric to running without it (``metric_lost``) or back (``metric_back``): the
+    last instant of the pair before and the first instant of the pair after (points that say
+    nothing about that question — build failures, planned points, and for the metric's windows
+    crashes — are passed over, like untestable states)."""
 
-    kind: str  # "crash" or "fix"
+    kind: str  # "crash", "fix", "metric_lost" or "metric_back"
     before: PointResult
     after: PointResult
     before_index: int
     after_index: int
+
+    @property
+    def bad(self) -> bool:
+        """The benchmark goes bad here (a crash, or its metric stops), rather than coming back."""
+        return self.kind in ("crash", "metric_lost")
 
     def as_json(self) -> dict:
         return {"kind": self.kind, "before": self.before.time, "after": self.after.time,
@@ -116,26 +130,37 @@ class CrashWindow:
                 "after_pair": {"xla": self.after.xla, "jax": self.after.jax}}
 
 
-def crash_windows(points: list[PointResult]) -> list[CrashWindow]:
-    """Every window where the scan's points go from running (exit 0) to crashing or timing out,
-    or back."""
+def status_windows(points: list[PointResult], good: tuple[str, ...], bad: tuple[str, ...],
+                   kinds: tuple[str, str]) -> list[CrashWindow]:
+    """Every window where the points' status goes from ``good`` to ``bad`` (``kinds[0]``) or back
+    (``kinds[1]``); points of any other status are passed over."""
     out: list[CrashWindow] = []
     last: tuple[bool, Group] | None = None
     for g in group_points(points):
         st = g.point.status
-        if st not in RUNNING and st not in CRASHING:
-            continue  # build failed, planned: says nothing about the benchmark
-        crashing = st in CRASHING
-        if last is not None and last[0] != crashing:
-            out.append(CrashWindow("crash" if crashing else "fix", points[last[1].last], g.point,
+        if st not in good and st not in bad:
+            continue
+        failing = st in bad
+        if last is not None and last[0] != failing:
+            out.append(CrashWindow(kinds[0] if failing else kinds[1], points[last[1].last], g.point,
                                    last[1].last, g.first))
-        last = (crashing, g)
+        last = (failing, g)
     return out
 
 
+def crash_windows(points: list[PointResult]) -> list[CrashWindow]:
+    """Every window where the scan's points go from running (exit 0) to crashing or timing out,
+    or back."""
+    return status_windows(points, RUNNING, CRASHING, CRASH_KINDS)
 
 
+def metric_windows(points: list[PointResult]) -> list[CrashWindow]:
+    """Every window where the benchmark stops printing its metric while still exiting 0 (ok →
+    no_metric: ``MLUPS: nan``, or no line at all), or starts printing it again. A metric that
+    stops is not "no step": it is a window to bisect, by whether each state prints the metric."""
+    return status_windows(points, PRINTING, SILENT, METRIC_KINDS)
 
 
-
-
+def all_windows(points: list[PointResult]) -> list[CrashWindow]:
+    """Crash windows and metric windows, in the order of the points."""
+    return sorted(crash_windows(points) + metric_windows(points), key=lambda w: (w.after_index, w.kind))

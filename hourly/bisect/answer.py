@@ -74,7 +74,7 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
              f"# ({held})" if held and answer["pinned"].get("side") == "xla"
              else f"# (check out {other} at {pinned} before continuing)",
              "git bisect start '--first-parent'"]
-    if answer.get("kind") in ("improvement", "fix"):  # --find-fix: "bad" is the new, changed state
+    if answer.get("kind") in ("improvement", "fix", "metric_back"):  # --find-fix: "bad" is the new, changed state
         lines.insert(2, f"# finding the {'fix' if answer['kind'] == 'fix' else 'improvement'}: "
                         "'good' is the old state, 'bad' the changed one; the first bad commit is what changed it")
     marks: dict[str, str] = {}

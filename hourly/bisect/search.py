@@ -136,7 +136,15 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
-    if mode is Mode.METRIC:
+    if mode is Mode.PRINTED:  # where the metric stops printing (ok → no_metric), or comes back
+        from hourly.analysis.steps import metric_windows
+        from hourly.scan.table import stored_scan
+        for cw in metric_windows(stored_scan(store, s).points):
+            if cw.bad != find_fix:
+                out.append(Window(_ts(cw.before.time), _ts(cw.after.time), "metric windows",
+                                  "metric printed → not printed" if cw.bad else "metric not printed → printed",
+                                  kind=cw.kind))
+    elif mode is Mode.METRIC:
         from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
         from hourly.analysis.steps import find_steps, step_key
         from hourly.scan.table import stored_scan
@@ -165,6 +173,19 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
 def _flip(v: Verdict | None) -> Verdict | None:
     """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
     return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
+
+
+def printed_verdict(statuses: list) -> Verdict:
+    """``--mode printed``, git bisect run's rule over whether runs printed the metric: a run that
+    exited 0 without it is bad, every run printing it is good; crashes and time-outs say nothing
+    about the metric (skip: they are crash windows of their own), and so does no run at all."""
+    if not statuses:
+        return Verdict.SKIP
+    if any(st == Status.NO_METRIC.value for st in statuses):
+        return Verdict.BAD
+    if any(st != Status.OK.value for st in statuses):
+        return Verdict.SKIP
+    return Verdict.GOOD
 
 
 def _exit_of(m: Measurement) -> Verdict | None:
@@ -205,7 +226,7 @@ class Bisector:
         self.find_fix = find_fix
         if find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
-        self.invert = find_fix and mode is Mode.EXIT
+        self.invert = find_fix and mode is not Mode.METRIC
         #: exit mode: verdicts from failure rates (--flaky, or on by itself once a state shows both
         #: outcomes); ``rates``: the clean end's and the crashing end's failure rates
         self.flaky = bool(getattr(req, "flaky", False))
@@ -217,7 +238,7 @@ class Bisector:
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
         if find_fix:
-            self.handler.terms = {"good": "old", "bad": "fixed" if mode is Mode.EXIT else "improved"}
+            self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}
         self.min_change = min_change
         self.max_repeats = max(max_repeats, s.repeats)
         self.key = s.bench_key()
@@ -280,8 +301,8 @@ class Bisector:
 
     def _stored(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax)
-        if self.s.retry_failed:
-            ms = [m for m in ms if not (m.status == Status.BUILD_FAILED.value and (m.created or 0) < self._since)]
+        if self.s.retry_failed:  # every failure recorded before this run is measured again: builds and runs
+            ms = [m for m in ms if not (m.status != Status.OK.value and (m.created or 0) < self._since)]
         return ms
 
     def _known_failed(self, pair: Pair) -> str | None:
@@ -307,17 +328,18 @@ class Bisector:
             return Probe(role, pair, Verdict.SKIP, failed)
         stored = [] if fresh else self._stored(pair)
         builds = runs = 0
-        if self.mode is Mode.EXIT:
-            rcs = [r.get("returncode") for m in stored for r in m.runs]
+        if self.mode is not Mode.METRIC:  # exit status, or whether the metric was printed
+            runs_ = [r for m in stored for r in m.runs]
             if any(m.status == Status.BUILD_FAILED.value for m in stored):
                 return Probe(role, pair, Verdict.SKIP, "build failed")
-            if not self.flaky and _both(rcs) and self.rates is None and role != "end":
+            rcs = [r.get("returncode") for r in runs_]
+            if self.mode is Mode.EXIT and not self.flaky and _both(rcs) and self.rates is None and role != "end":
                 self.flaky = True  # one state both passes and fails: one run decides nothing
-            if self.flaky and role != "end":
+            if self.mode is Mode.EXIT and self.flaky and role != "end":
                 return self._flaky_probe(role, pair, rcs)
-            if not rcs:
+            if not runs_:
                 return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
-            return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs)
+            return self._runs_probe(role, pair, runs_)
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
         if not samples and any(m.status != Status.OK.value for m in stored):
@@ -399,7 +421,17 @@ class Bisector:
         """The exit-mode verdict on a state just measured."""
         if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
             return Probe(role, pair, Verdict.SKIP, m.detail or "build failed", builds=builds, runs=runs)
-        rcs = [r.get("returncode") for r in m.runs]
+        return self._runs_probe(role, pair, m.runs, builds, runs)
+
+    def _runs_probe(self, role: str, pair: Pair, runs_: list[dict], builds: int = 0, runs: int = 0) -> Probe:
+        """The verdict on a state by its runs: their exit codes (exit mode; by failure rate when
+        flaky) or whether they printed the metric (printed mode)."""
+        rcs = [r.get("returncode") for r in runs_]
+        if self.mode is Mode.PRINTED:
+            statuses = [r.get("status") for r in runs_]
+            v = printed_verdict(statuses)
+            return Probe(role, pair, _flip(v) if self.invert else v, f"runs {statuses}", returncodes=rcs,
+                         builds=builds, runs=runs)
         if self.flaky and role != "end":
             return self._flaky_probe(role, pair, rcs, builds, runs)
         return Probe(role, pair, self._exit_verdict(rcs), f"exit codes {rcs}", returncodes=rcs, builds=builds, runs=runs)
@@ -472,7 +504,7 @@ class Bisector:
             a["kind"] = a.get("kind") or w.kind  # answers stored before kinds existed
             answers.append(a)
             nxt = a.get("continues_at")
-            if nxt is None or nxt >= w.bad_time or (self.mode is Mode.EXIT and not a.get("confirmed")):
+            if nxt is None or nxt >= w.bad_time or (self.mode is not Mode.METRIC and not a.get("confirmed")):
                 return answers
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
@@ -620,12 +652,13 @@ class Bisector:
         for role_pair, want in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             p = stored.get(("end", role_pair))
             v = Verdict(p["verdict"]) if p else self._record(bid, self.evaluate(role_pair, "end", None)).verdict
+            by = "by whether it printed the metric" if self.mode is Mode.PRINTED else "by exit status"
             if v is not want and self.find_fix:
                 said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
-                raise UserError(f"the {said} end {role_pair.short()} is not, by exit status",
+                raise UserError(f"the {said} end {role_pair.short()} is not, {by}",
                                 "pass --bad at a state that fails and a later --good at one that passes")
             if v is not want:
-                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} by exit status",
+                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} {by}",
                                 "pass --good at a state that passes and --bad at one that fails")
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
@@ -776,7 +809,7 @@ class Bisector:
         the two ends of the interval it split, not against this step; git bisect's terms are this."""
         index = {st.pair: i for i, st in enumerate(states)}
         i = index.get(Pair(row["xla"], row["jax"]))
-        if self.mode is Mode.EXIT or row["role"] not in ("probe", "end") or i is None \
+        if self.mode is not Mode.METRIC or row["role"] not in ("probe", "end") or i is None \
                 or row["verdict"] not in (Verdict.GOOD.value, Verdict.BAD.value, Verdict.UNSURE.value):
             return row["verdict"]
         if i <= b.lo:
@@ -850,9 +883,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
                 if g <= x:
                     raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
                                     "(fixed) end comes after the bad one", "swap them")
-                w = Window(x, g, "flags", kind="fix" if mode is Mode.EXIT else "improvement")
+                w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
             else:
-                w = Window(g, x, "flags", kind="crash" if mode is Mode.EXIT else "regression")
+                w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
             if w.bad_time <= w.good_time:
                 raise UserError(f"--bad {bad} is not later than --good {good}",
                                 "swap them, or pass --find-fix to find what fixed it")
@@ -863,7 +896,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     plan = [(base, windows_from_store(store, s, base, find_fix))]
     if mode is None and base is Mode.METRIC:
         plan.append((Mode.EXIT, windows_from_store(store, s, Mode.EXIT, find_fix)))
+        plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
+        _require_complete_scan(store, s)
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:
@@ -871,6 +906,36 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
             with Bisector(s, store, m, req, handler, executor) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers
+
+
+def _require_complete_scan(store: Store, s: Settings) -> None:
+    """No window to bisect in a scan with unmeasured (planned) points is not "nothing to bisect":
+    the step may lie in them (exit 1, naming the command that resumes the scan)."""
+    from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
+    points = stored_scan(store, s).points
+    n = unmeasured_pairs(points)
+    if n:
+        total = len({(p.xla, p.jax) for p in points})
+        raise UserError(f"no window to bisect in the part of the scan that was measured, but the scan is incomplete "
+                        f"({n} of {total} pairs not measured yet): a step may lie there",
+                        f"resume the scan with the same command, {scan_command(s)}, then run hourly bisect again")
+
+
+#: What to do about a candidate that re-measurement did not confirm.
+UNCONFIRMED_NEXT = ("measure again with more runs (hourly bisect --rerun --max-repeats 40), on a quieter machine, "
+                    "or bisect a wider window (--good earlier, --bad later)")
+
+
+def _measurements(rows: list[dict], last_good: Pair, first_bad: Pair) -> dict:
+    """Both measurements of the two states an unconfirmed answer rests on: the search's (role
+    ``probe``/``end``) and the re-measurement's (``confirm_good``/``confirm_bad``)."""
+    out = {}
+    for side, pair in (("last_good", last_good), ("first_bad", first_bad)):
+        out[side] = [{"role": r["role"], "verdict": r["verdict"], "samples": r.get("samples") or [],
+                      "returncodes": r.get("returncodes") or [], "reason": r.get("reason")}
+                     for r in rows if Pair(r["xla"], r["jax"]) == pair and r["role"] in
+                     ("end", "probe", "confirm_good", "confirm_bad")]
+    return out
 
 
 def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, confirmed, bid) -> dict:
@@ -900,12 +965,21 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
                   + "; ".join(whys))
     all_moved = step_commits(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
+    # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
+    # it a candidate, with both measurements of both states and what to do next
+    candidate = None
+    if culprit is not None and not confirmed:
+        candidate, culprit = culprit, None
+        reason = "the last good and first bad states did not differ again when measured afresh"
     return {
         "kind": w.kind,
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
         "culprit": culprit,
+        "candidate": candidate,
+        "measurements": _measurements(rows, last_good, first_bad) if candidate else None,
+        "next": (UNCONFIRMED_NEXT if candidate else None),
         "range": [c["sha"] for c in range_commits],
         "range_commits": range_commits,
         "reason": reason,

@@ -88,3 +88,11 @@ def bisect(
             print(bisect_log(a)[1], end="")
     else:
         print_answers(console, answers)
+    if any(a.get("candidate") and not a.get("culprit") for a in answers):
+        # a candidate the re-measurement did not confirm: scripts can tell it from an answer
+        import typer
+        raise typer.Exit(UNCONFIRMED_EXIT)
+
+
+#: The exit status of a bisection that names a candidate it could not confirm (README, "Exit codes").
+UNCONFIRMED_EXIT = 4

@@ -52,8 +52,9 @@ def scan(
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
+    from hourly.render.steps import found_anything
     from hourly.scan.run import dry_run, run_scan
-    from hourly.scan.table import require_measured
+    from hourly.scan.table import require_complete, require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
     # the workdir is created only once the scan has checked its input and has something to store
@@ -69,6 +70,7 @@ def scan(
     emit(report, json_out, s)
     if not dry_run_:
         require_measured(report, s)
+        require_complete(report, s, found_anything(report, s))
 
 
 def warmup_note(s) -> str:
@@ -85,6 +87,11 @@ def emit(report, json_out: bool, s) -> None:
         out = report.as_json()
         if isinstance(out, dict) and s is not None:  # how each point's runs were counted
             out["measuring"] = {"repeats": s.repeats, "warmup_runs": getattr(s, "warmup_runs", 0)}
+        if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
+            from hourly.render.steps import windows_json
+            from hourly.scan.table import gaps_json
+            out["windows"] = windows_json(report)
+            out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
         print(json.dumps(out, indent=1))
         return
     from hourly.render.scan import print_report
@@ -115,4 +122,8 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
             print_report(console, report)
         return
     s = stored_settings(store, config, workdir=workdir)
-    emit(show_stored(store, s), json_out, s)
+    from hourly.render.steps import found_anything
+    from hourly.scan.table import require_complete
+    report = show_stored(store, s)
+    emit(report, json_out, s)
+    require_complete(report, s, found_anything(report, s))  # gaps and nothing found: exit 1

@@ -534,7 +534,7 @@ def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, 
     """The window's answer from the bisection's JSON, or the environment when the sources at both
     ends behave alike (the bisection says so, or the hourly scan found no step)."""
     text = answer_file.read_text() if answer_file.exists() else ""
-    if res.exit_code == 0 and text.strip():
+    if res.exit_code in (0, 4) and text.strip():  # 4: a candidate not confirmed (its answer says so)
         regressions = json.loads(text).get("regressions", [])
         if regressions or scanned is None:
             return {"regressions": regressions, "reason": None, "bisected_in": image, "log": str(log),

@@ -10,11 +10,12 @@ walk's running minimum, which is monotonic and first drops to ≤ T exactly at t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
+from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.timeparse import iso_utc
 
@@ -35,25 +36,59 @@ class PlannedPoint:
 
 
 def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref: str = "origin/main",
-                  first_parent: bool = True, pin: Pin | None = None) -> list[PlannedPoint]:
+                  first_parent: bool = True, pin: Pin | None = None, allow_missing: bool = False) -> list[PlannedPoint]:
     """One history walk per repository, then every instant is a lookup; the side ``pin`` keeps
-    (``--only``) is a walk of one commit that stood at every instant."""
+    (``--only``) is a walk of one commit that stood at every instant.
+
+    An instant before the first commit of a repository's fetched history (the repository's own
+    first commit, or a shallow clone's cut-off) is a :class:`MissingHistory` error naming the
+    fix: a scan that silently left those hours out would call a regression in them "no step".
+    ``allow_missing`` leaves such instants out instead (for comparisons with ``git rev-list``)."""
+    repos: dict[str, GitRepo] = {}
     resolvers = {}
     for repo in (xla, jax):
         if repo is None or (pin is not None and repo.name == pin.side):
             continue
         repo.rev_parse(ref)  # a clear error for an unknown ref
+        repos[repo.name] = repo
         resolvers[repo.name] = Resolver(repo.history(ref, first_parent))
     if pin is not None:
         resolvers[pin.side] = Resolver(pin.walk())
     points = []
+    missing: dict[str, list[datetime]] = {}
     for t in times:
         ts = int(t.timestamp())
         x, j = resolvers["xla"].at(ts), resolvers["jax"].at(ts)
+        for name, sha in (("xla", x), ("jax", j)):
+            if sha is None:
+                missing.setdefault(name, []).append(t)
         if x is None or j is None:
             continue  # before the first commit of a repo: nothing to build
         points.append(PlannedPoint(t, Pair(x, j)))
+    if missing and not allow_missing:
+        name = next(iter(missing))
+        raise MissingHistory(repos[name], ref, first_parent, missing[name], len(times))
     return points
+
+
+class MissingHistory(UserError):
+    """Instants of the window lie before the first commit of a repository's fetched history."""
+
+    def __init__(self, repo: GitRepo, ref: str, first_parent: bool, lost: list[datetime], asked: int):
+        walk = repo.history(ref, first_parent)
+        first = min(ts for _, ts in walk) if walk else None
+        shallow = repo.is_shallow()
+        since = iso_utc(datetime.fromtimestamp(first, timezone.utc)) if first is not None else "?"
+        what = (f"the cut-off of the shallow clone ({since})" if shallow
+                else f"its first commit ({since})")
+        message = (f"{len(lost)} of {asked} instants of the window ({iso_utc(lost[0])} .. {iso_utc(lost[-1])}) "
+                   f"lie before the history of the {repo.name} repository {repo.path}: {what}; "
+                   "no commit stands there, and a scan without them could miss a regression in those hours")
+        fix = (f"run `git -C {repo.path} fetch --unshallow` (or a deeper `git fetch --shallow-since`), "
+               f"or pass --from at or after {since}" if shallow
+               else f"pass --from at or after {since}")
+        self.repo, self.first, self.shallow, self.lost = repo.name, since, shallow, lost
+        super().__init__(message, fix)
 
 
 def distinct_pairs(points: list[PlannedPoint]) -> list[Pair]:

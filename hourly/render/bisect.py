@@ -40,7 +40,8 @@ class LineHandler(BisectHandler):
 
     def nothing_to_bisect(self) -> None:
         self.say("nothing to bisect: the stored scan holds no window of that kind"
-                 " (regressions and crashes; with --find-fix, improvements and fixes)")
+                 " (regressions, crashes and metrics that stop printing; with --find-fix, improvements,"
+                 " fixes and metrics printed again)")
 
 
 
@@ -53,15 +54,26 @@ def describe(a: dict) -> list:
     if a.get("error"):
         return lines + [f"  cannot bisect: {a['error']}"]
     c = a.get("culprit")
-    fixing = a.get("kind") in ("improvement", "fix")
+    fixing = a.get("kind") in ("improvement", "fix", "metric_back")
     if c:
-        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+        label = CULPRIT_LABELS.get(a.get("kind"), "culprit")
         lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",
                   f"           {c['link']}"]
         for m in c.get("merged", []):
             lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
+    elif a.get("candidate"):
+        c = a["candidate"]
+        lines += [styled("  candidate ", ("(NOT confirmed on re-measurement)", "yellow"), ": ", (c["repo"], "bold"),
+                         f" {c['sha']}"),
+                  f"           {c['subject']}",
+                  f"           by {c['author']}, committed {c['committer_time']}",
+                  f"           {c['link']}"]
+        for side, ms in (a.get("measurements") or {}).items():
+            lines.append(f"  {side.replace('_', ' ')} measured: " + "; ".join(
+                f"{m['role']} {m['verdict']} ({_numbers(m)})" for m in ms))
+        lines.append(f"  next: {a.get('next')}")
     else:
         lines.append(f"  no single commit: {a.get('reason')}")
         for rc in a.get("range_commits", []):
@@ -73,7 +85,7 @@ def describe(a: dict) -> list:
         lines.append(f"  {pinned}")
     ends = a.get("end_samples") or {}
     if ends:
-        names = {"good": "earlier end", "bad": "later end"} if a.get("kind") in ("improvement", "fix") \
+        names = {"good": "earlier end", "bad": "later end"} if fixing \
             else {"good": "good end", "bad": "bad end"}
         lines.append("  ends compared with: " + "; ".join(
             f"{names.get(side, side)} {plural(e['n'], 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
@@ -91,6 +103,16 @@ def describe(a: dict) -> list:
     return lines
 
 
+def _numbers(m: dict) -> str:
+    """A measurement's numbers: its samples (metric) or exit codes."""
+    if m.get("samples"):
+        return ", ".join(f"{x:.4g}" for x in m["samples"])
+    return f"exit codes {m.get('returncodes')}" if m.get("returncodes") else (m.get("reason") or "")
+
+
+
+#: What the commit an answer names is, by the answer's kind (a regression's or crash's: the culprit).
+CULPRIT_LABELS = {"improvement": "improved by", "fix": "fixed by", "metric_back": "metric back with"}
 
 #: What a blame value means, for the terminal (the JSON keeps the value).
 BLAME_WORDS = {

@@ -10,14 +10,14 @@ from pathlib import Path
 from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
-from hourly.analysis.steps import crash_windows, find_steps, group_points, step_key
+from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.measure import machine as environment
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
 from hourly.render.steps import bisect_command
-from hourly.scan.table import stored_scan
+from hourly.scan.table import gaps, stored_scan
 
 MAX_COMMITS = 50
 
@@ -153,7 +153,6 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hourly.analysis.steps import crash_windows
 
     answers = answers or []
     times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%SZ") for p in points]
@@ -243,16 +242,23 @@ def bisect_sections(store: Store) -> list[str]:
     answers = store.bisection_results()
     if not answers:
         return []
-    md = ["## Bisected culprits", ""]
+    only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers)
+    md = ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
     for a in answers:
         w = a.get("window", {})
         md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {w['note']}" if w.get("note") else ""))
         md.append("")
         c = a.get("culprit")
         if c:
-            label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+            from hourly.render.bisect import CULPRIT_LABELS
+            label = CULPRIT_LABELS.get(a.get("kind"), "culprit")
             md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
                       f"(by {c.get('author')}, committed {c.get('committer_time')})")
+        elif a.get("candidate"):
+            c = a["candidate"]
+            md.append(f"- **candidate, not confirmed on re-measurement: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** "
+                      f"{c['subject']} (by {c.get('author')}, committed {c.get('committer_time')}); "
+                      f"next: {a.get('next')}")
         else:
             shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
             md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
@@ -294,6 +300,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _gaps_section(points, s)
     md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {})
     md += _crash_section(points, s)
     md += _failed_section(points)
@@ -316,7 +323,13 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
                   f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
                   f"({'higher' if s.higher_is_better else 'lower'} is better).")
     md.append("")
-    if not steps:
+    if not steps and all_windows(points):
+        md.append("No step change was detected in the measured values; the benchmark changes how it ends"
+                  " (it crashes, or stops printing the metric): see the windows below.")
+    elif not steps and gaps(points):
+        md.append("No step change was detected in the part of the window measured so far; the scan is "
+                  "**incomplete** (above), and a step may lie in what is not measured.")
+    elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
     md.append("| # | kind | before (UTC) | after (UTC) | metric before → after | change | points each side |")
@@ -368,24 +381,45 @@ def _edge_sentence(check: EdgeCheck | None) -> str:
             " there is nothing to bisect.")
 
 
+def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
+    """An incomplete scan says so first: which instants are not measured, and the command that
+    measures them (the same scan again resumes)."""
+    from hourly.scan.table import scan_command, unmeasured_pairs
+    gs = gaps(points)
+    if not gs:
+        return []
+    total = len({(p.xla, p.jax) for p in points})
+    md = ["## Incomplete scan", "",
+          f"{unmeasured_pairs(points)} of {total} distinct (xla, jax) pairs of the window are not measured yet "
+          "(the scan was interrupted or stopped early); nothing below speaks for them:", ""]
+    for g in gs:
+        span = g["from"] if g["from"] == g["to"] else f"{g['from']} → {g['to']}"
+        md.append(f"- {span} ({plural(g['instants'], 'instant')}, {plural(g['pairs'], 'pair')})")
+    md += ["", "Run the same scan again to measure them (it resumes; measured pairs are kept):", "",
+           "```sh", scan_command(s), "```", ""]
+    return md
+
+
 def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
-    """Every window where the benchmark goes from running to crashing (or back), with the
-    command that bisects a crash."""
-    windows = crash_windows(points)
+    """Every window where the benchmark goes from running to crashing (or back), or stops printing
+    its metric while still exiting 0 (or prints it again), with the command that bisects it."""
+    windows = all_windows(points)
     if not windows:
         return []
-    md = ["## Crash windows", ""]
+    md = ["## Crash windows and windows where the metric stops", ""]
     for w in windows:
         moved = ", ".join(f"{name} {link(name, getattr(w.before, name))} → {link(name, getattr(w.after, name))}"
                           for name in REPOS if getattr(w.before, name) != getattr(w.after, name))
-        if w.kind == "crash":
-            md.append(f"- **crash** between {w.before.time} (runs) and {w.after.time} ({w.after.status}); "
-                      f"moved: {moved or 'nothing'}. Bisect it:")
-            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
-        else:
-            md.append(f"- **fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again); "
-                      f"moved: {moved or 'nothing'}. Find the commit that fixed it:")
-            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+        what = {"crash": (f"**crash** between {w.before.time} (runs) and {w.after.time} ({w.after.status})",
+                          "Bisect it"),
+                "fix": (f"**fix** between {w.before.time} ({w.before.status}) and {w.after.time} (runs again)",
+                        "Find the commit that fixed it"),
+                "metric_lost": (f"**metric lost** between {w.before.time} (printed) and {w.after.time} (runs, "
+                                f"but prints no metric: {w.after.status})", "Bisect it by whether the metric is printed"),
+                "metric_back": (f"**metric back** between {w.before.time} ({w.before.status}) and {w.after.time} "
+                                "(printed again)", "Find the commit that brought it back")}[w.kind]
+        md.append(f"- {what[0]}; moved: {moved or 'nothing'}. {what[1]}:")
+        md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
     md.append("")
     return md
 

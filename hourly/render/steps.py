@@ -6,7 +6,15 @@ from __future__ import annotations
 import shlex
 
 from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
-from hourly.analysis.steps import CrashWindow, crash_windows, find_steps, step_key
+from hourly.analysis.steps import (
+    METRIC_KINDS,
+    CrashWindow,
+    all_windows,
+    crash_windows,
+    find_steps,
+    metric_windows,
+    step_key,
+)
 from hourly.model import Step
 from hourly.plurals import found, plural
 from hourly.render.scan import arrow, step_marks
@@ -51,11 +59,13 @@ def describe(step: Step, check: EdgeCheck | None = None) -> str:
 
 def bisect_command(w: CrashWindow, workdir: str) -> str:
     """The command that bisects a crash window to its commit (exit status: 0 good, else bad), or
-    a fix window to the commit that fixed it (``--find-fix``: the good end is the later one)."""
-    if w.kind == "fix":
-        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", "exit", "--bad", w.before.time,
+    a fix window to the commit that fixed it (``--find-fix``: the good end is the later one); a
+    metric window likewise by whether each state prints the metric (``--mode printed``)."""
+    mode = "printed" if w.kind in METRIC_KINDS else "exit"
+    if not w.bad:
+        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", mode, "--bad", w.before.time,
                            "--good", w.after.time, "--workdir", workdir])
-    return shlex.join(["hourly", "bisect", "--mode", "exit", "--good", w.before.time, "--bad", w.after.time,
+    return shlex.join(["hourly", "bisect", "--mode", mode, "--good", w.before.time, "--bad", w.after.time,
                        "--workdir", workdir])
 
 
@@ -63,23 +73,35 @@ def bisect_command(w: CrashWindow, workdir: str) -> str:
 def describe_crash(w: CrashWindow, workdir: str) -> str:
     moved = [f"{name} {getattr(w.before, name)[:10]}→{getattr(w.after, name)[:10]}"
              for name in ("xla", "jax") if getattr(w.before, name) != getattr(w.after, name)]
-    what = (f"✖ crash: runs at {w.before.time}, {w.after.status} from {w.after.time}" if w.kind == "crash"
-            else f"✔ fix: {w.before.status} at {w.before.time}, runs again from {w.after.time}")
+    what = {"crash": f"✖ crash: runs at {w.before.time}, {w.after.status} from {w.after.time}",
+            "fix": f"✔ fix: {w.before.status} at {w.before.time}, runs again from {w.after.time}",
+            "metric_lost": f"✖ metric lost: printed at {w.before.time}, runs without printing it "
+                           f"({w.after.status}) from {w.after.time}",
+            "metric_back": f"✔ metric back: {w.before.status} at {w.before.time}, printed again from "
+                           f"{w.after.time}"}[w.kind]
     line = f"{what}; moved: {', '.join(moved) or 'nothing'}"
-    return line + f"; {'bisect it' if w.kind == 'crash' else 'find the fix'}: {bisect_command(w, workdir)}"
+    return line + f"; {'bisect it' if w.bad else 'find the fix'}: {bisect_command(w, workdir)}"
 
+
+
+CRASH_MARKS = {"crash": "✖ crash", "fix": "✔ fix", "metric_lost": "✖ no metric", "metric_back": "✔ metric"}
 
 
 def crash_marks(windows: list[CrashWindow]) -> dict[int, str]:
-    return {w.after_index: "✖ crash" if w.kind == "crash" else "✔ fix" for w in windows}
+    return {w.after_index: CRASH_MARKS[w.kind] for w in windows}
 
 
 
 def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
-    """Marks for the scan table (at the first instant after each step or crash window) and one
-    line per step and per crash window (an edge step with what measuring it again said)."""
+    """Marks for the scan table (at the first instant after each step, crash window or metric
+    window) and one line per step and per window (an edge step with what measuring it again said).
+    "no steps found" is never said over a window where the metric stopped: the steps are looked
+    for in what was measured, and the windows are named."""
+    from hourly.scan.table import gap_note
+    gap = gap_note(report.points, s) if report.plan is None else None
     crashes = crash_windows(report.points)
-    marks, lines = crash_marks(crashes), []
+    lost = metric_windows(report.points)
+    marks, lines = crash_marks(crashes + lost), []
     if any(p.status == "ok" and p.value is not None for p in report.points):
         steps, _, _ = find_steps(report.points, s.higher_is_better)
         checks = report.edge_checks or {}
@@ -87,9 +109,31 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         for st in steps:
             if st.change.edge:
                 marks[st.after_index] += edge_verdict_mark(checks.get(step_key(st)))
-        lines = [found(len(steps), "step")] + [describe(st, checks.get(step_key(st))) for st in steps]
+        head = found(len(steps), "step")
+        if not steps and (crashes or lost):
+            head = "no step in the measured values; the benchmark changes how it ends:"
+        elif not steps and gap:
+            head = "no step found in the part measured so far (the scan is incomplete: see below)"
+        lines = [head] + [describe(st, checks.get(step_key(st))) for st in steps]
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
         lines += [describe_crash(w, s.workdir) for w in crashes]
+    if lost:
+        lines += [f"{plural(len(lost), 'metric window')} (prints the metric ↔ runs without printing it):"]
+        lines += [describe_crash(w, s.workdir) for w in lost]
+    if gap:
+        lines.append(gap)
     return marks, lines
 
+
+def found_anything(report, s) -> bool:
+    """A step, a crash window or a metric window in the scan's table."""
+    if all_windows(report.points):
+        return True
+    return any(p.status == "ok" and p.value is not None for p in report.points) and \
+        bool(find_steps(report.points, s.higher_is_better)[0])
+
+
+def windows_json(report) -> list[dict]:
+    """Every crash window and metric window of a scan's table, for --json."""
+    return [w.as_json() for w in all_windows(report.points)]

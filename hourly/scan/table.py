@@ -184,3 +184,91 @@ def require_measured(report: ScanReport, s: Settings) -> None:
         store.close()
     raise never_worked(m, s, first=False)
 
+
+
+
+# -- an incomplete scan (#22: planned-but-unmeasured points are gaps, never "no steps") -------------
+
+def gaps(points: list[PointResult]) -> list[dict]:
+    """The runs of consecutive points the scan planned and has not measured yet (an interrupted
+    scan, or one that stopped early): ``{"from", "to", "instants", "pairs"}`` each, in order."""
+    out: list[dict] = []
+    prev: PointResult | None = None
+    for p in points:
+        if p.status != "planned":
+            prev = p
+            continue
+        same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
+        if out and prev is not None and prev.status == "planned":
+            g = out[-1]
+            g["to"], g["instants"], g["pairs"] = p.time, g["instants"] + 1, g["pairs"] + (not same)
+        else:
+            out.append({"from": p.time, "to": p.time, "instants": 1, "pairs": 1})
+        prev = p
+    return out
+
+
+def unmeasured_pairs(points: list[PointResult]) -> int:
+    return len({(p.xla, p.jax) for p in points if p.status == "planned"})
+
+
+def scan_command(s: Settings) -> str:
+    """The ``hourly scan`` command of these settings: run again, it resumes (measured pairs are
+    kept, only the missing ones are built and measured). One-off flags (--force, --rerun, ...) and
+    the executor's options are not settings of the scan and are left out."""
+    import shlex
+    from dataclasses import fields
+
+    from hourly.measure.settings import ONE_OFF
+    default = Settings()
+    always = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
+    negations = {"first_parent": "--no-first-parent", "higher_is_better": "--lower-is-better",
+                 "confirm_edges": "--no-confirm-edges", "sync": "--no-sync"}
+    singular = {"native_inputs": "--native-input"}
+    argv = ["hourly", "scan"]
+    for f in fields(Settings):
+        name, v = f.name, getattr(s, f.name)
+        if name in ONE_OFF or v is None or (name not in always and v == getattr(default, name)):
+            continue
+        if name == "xla_repo" and s.only == "jax":
+            continue
+        flag = singular.get(name) or ("--from" if name == "from_" else "--" + name.replace("_", "-"))
+        if isinstance(v, bool):
+            if not v and name in negations:
+                argv.append(negations[name])
+        elif isinstance(v, list):
+            for item in v:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, str(v)]
+    return shlex.join(argv)
+
+
+def gap_note(points: list[PointResult], s: Settings) -> str | None:
+    """One line for an incomplete table: what is missing and the command that measures it."""
+    gs = gaps(points)
+    if not gs:
+        return None
+    n, total = unmeasured_pairs(points), len({(p.xla, p.jax) for p in points})
+    where = ", ".join(g["from"] if g["from"] == g["to"] else f"{g['from']} .. {g['to']}" for g in gs[:3])
+    more = f" and {len(gs) - 3} more" if len(gs) > 3 else ""
+    return (f"incomplete: {n} of {total} distinct pairs not measured yet ({where}{more}); "
+            f"a step there is not seen: run the same scan again to resume: {scan_command(s)}")
+
+
+def gaps_json(points: list[PointResult], s: Settings) -> dict:
+    """``complete``, ``gaps`` and the command that fills them, for --json."""
+    gs = gaps(points)
+    return {"complete": not gs, "gaps": gs, "resume": scan_command(s) if gs else None}
+
+
+def require_complete(report: ScanReport, s: Settings, found_anything: bool) -> None:
+    """A table with gaps where nothing was found is not an answer (exit 1): the step may lie in them."""
+    if report.plan is not None or found_anything:
+        return
+    note = gap_note(report.points, s)
+    if note is None:
+        return
+    n, total = unmeasured_pairs(report.points), len({(p.xla, p.jax) for p in report.points})
+    raise UserError(f"the scan is incomplete ({n} of {total} pairs not measured) and no step was found in "
+                    "the part that was", f"run the same scan again to resume it: {scan_command(s)}")
