@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import signal
@@ -142,11 +143,22 @@ def _main(argv: list[str]) -> int:
         log = _crash_log(e)
         _err(f"hourly: error: {e}\n  full log: {e.log_path or log}")
         return e.exit_code
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk, wherever it was met: the user's to fix
+            where = f" of {e.filename}" if e.filename else ""
+            _err(f"hourly: error: no space left on the device{where} ({e.strerror}) — free space there, or point "
+                 "hourly at another disk (--workdir, --cache-dir, --out)")
+            return 1
+        return _unexpected(e)
     except Exception as e:
-        log = _crash_log(e)
-        _err(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
-             f"  details in {log}; please attach it to a bug report")
-        return 3
+        return _unexpected(e)
+
+
+def _unexpected(e: BaseException) -> int:
+    log = _crash_log(e)
+    _err(f"hourly: unexpected error: {type(e).__name__}: {e}\n"
+         f"  details in {log}; please attach it to a bug report")
+    return 3
 
 
 def _err(text: str) -> None:

@@ -7,6 +7,10 @@ anything else is unexpected and exits 3 with the path of a log.
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 
 class HourlyError(Exception):
     """Base class of every error hourly raises on purpose."""
@@ -56,3 +60,29 @@ class ProcessError(HourlyError):
         where = f" in {cwd}" if cwd else ""
         last = tail.strip().splitlines()[-1] if tail.strip() else "(no output)"
         super().__init__(f"`{' '.join(cmd)}`{where} {what}: {last}")
+
+
+def blocking_file(path: str | os.PathLike) -> Path | None:
+    """The nearest of ``path`` and its parents that exists and is not a folder: what stops a folder
+    being made there (``--out report.md/x``, a cache dir under a regular file), or None."""
+    p = Path(path).absolute()
+    for q in (p, *p.parents):
+        if q.exists() or q.is_symlink():
+            return None if q.is_dir() else q
+    return None
+
+
+def path_fault(e: OSError, what: str, where: str | os.PathLike, option: str) -> UserError:
+    """A filesystem error under a folder hourly writes (``what``: "the report folder", ``option``:
+    the flag that moves it) as one line naming the place and the fix."""
+    where = Path(where)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UserError(f"no space left on the device of {what} {where}",
+                         f"free space there, or pass {option} with a folder on another disk")
+    blocker = blocking_file(where)
+    if blocker is not None or e.errno in (errno.ENOTDIR, errno.EEXIST):
+        under = f"under {blocker}, which is a file, not a directory" if blocker else "not a directory"
+        return UserError(f"{what} {where} is {under}", f"pass {option} with a folder (or a path where one can be made)")
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return UserError(f"{what} {where} is not writable ({e.strerror})", f"pass {option} with a folder you can write to")
+    return UserError(f"cannot write {what} {where} ({e.strerror or e})", f"pass {option} with a folder you can write to")

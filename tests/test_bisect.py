@@ -743,3 +743,28 @@ def test_retry_failed_measures_a_state_that_crashed_once_again(tmp_path, capsys,
     assert first["culprit"] is None and "untestable" in first["reason"]
     again = bisect_json(capsys, [*args, "--rerun", "--retry-failed"])["regressions"][0]
     assert again["culprit"] is not None and again["culprit"]["sha"] == fusion
+
+
+def test_an_end_that_fails_to_build_says_so_with_its_log_and_the_cherry_pick(tmp_path, python, capsys):
+    changes = busy_day([
+        Change("xla", "2023-08-24T01:30:00Z", "Break the build", {"BROKEN": "1\n"}),
+        Change("jax", "2023-08-24T02:52:00Z", "Rewrite custom_vjp", {"CRASH": "1\n"}),
+        Change("xla", "2023-08-24T03:10:00Z", "Fix the build", {"BROKEN": None}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    test = tmp_path / "check.py"
+    test.write_text(EXIT_TEST)
+    args = ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T06:00Z", "--mode", "exit",
+            *flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}")]
+    capsys.readouterr()
+    assert main(["bisect", *args]) == 1
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("hourly:")]
+    xla, jax = rev_list_pair(made, 1692842400)  # 2023-08-24T02:00Z: after "Break the build"
+    assert line.startswith(f"hourly: error: the good end xla@{xla[:12]} jax@{jax[:12]} failed to build"), line
+    assert f"(log {tmp_path / 'work' / 'logs'}/build-{xla[:12]}-{jax[:12]}" in line, line
+    assert line.endswith("— pass --good at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it "
+                         "build"), line
+    # the way through it names: the fix cherry-picked onto every state that lacks it
+    (r,) = bisect_json(capsys, [*args, "--cherry-pick", f"xla@{made.shas['Fix the build'][:10]}"])["regressions"]
+    assert r["culprit"]["sha"] == made.shas["Rewrite custom_vjp"]

@@ -179,6 +179,7 @@ def test_dates_search_steps_past_dates_it_cannot_judge():
 def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path):
     from hourly.adapters.store import Store
     from hourly.cli import main
+    from hourly.render import markdown as esc
     s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
                           workdir=str(tmp_path / "w"))
     store = Store(s.workdir)
@@ -196,7 +197,8 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
     store.save_settings("hunt-rows", H.HuntReport(rows).as_json())
     assert main(["report", "--workdir", s.workdir]) == 0
     md = (tmp_path / "w" / "report" / "report.md").read_text()
-    assert f"[`{CULPRIT['sha'][:12]}`]({CULPRIT['link']})" in md and CULPRIT["subject"] in md
+    assert f"[`{CULPRIT['sha'][:12]}`]({CULPRIT['link']})" in md
+    assert esc.text(CULPRIT["subject"]) in md and CULPRIT["subject"] not in md  # outside text, escaped
     assert "| CUDA_VERSION | 12.1 | 12.2 |" in md and "| 2023-08-25 |" in md and "crashed" in md
     assert (tmp_path / "w" / "report" / "plot.png").stat().st_size > 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
 import sys
 import textwrap
 
@@ -223,3 +224,14 @@ def test_missing_captures_are_noted_not_fatal(tmp_path, good_and_bad):
     assert any("no memory.prof" in n for n in result.notes)
     with pytest.raises(FileNotFoundError):
         profiles.load_capture(tmp_path / "absent")
+
+
+def test_compare_profiles_on_a_folder_with_no_trace_is_one_line_exit_1(tmp_path, good_and_bad):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a capture\n")
+    for a, b in ((tmp_path / "empty", good_and_bad / "bad"), (good_and_bad / "good", tmp_path / "empty")):
+        p = subprocess.run([sys.executable, "-m", "hourly", "compare-profiles", str(a), str(b)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 1 and p.stdout == "", (p.stdout, p.stderr)
+        assert p.stderr.startswith(f"hourly: error: no trace or memory profile in {tmp_path / 'empty'}"), p.stderr
+        assert "hourly trace" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -40,7 +40,7 @@ def test_report_has_links_commits_reproduction_and_a_real_png(capsys, scan_args,
     dispatch = made.shas["Use a faster dispatch path for pjit"]
     assert f"https://github.com/openxla/xla/commit/{fusion}" in md
     assert f"https://github.com/jax-ml/jax/commit/{dispatch}" in md
-    assert "[XLA:GPU] Change priority fusion heuristic" in md and "Fusion Author" in md
+    assert r"\[XLA:GPU\] Change priority fusion heuristic" in md and "Fusion Author" in md  # escaped, as text
     assert "build_failed" in md  # the broken-build hours are listed
     assert "hourly scan --from" in md and "--bench-cmd" in md
     assert "XLA_FLAGS=--xla_gpu_autotune_level=0" in md and "Python" in md
@@ -69,7 +69,10 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert culprits[1]["merged"][0]["subject"] == "Use a faster dispatch path for pjit"
     md = open(result["report"]).read()
     assert "Bisected culprits" in md and culprits[0]["sha"] in md
-    assert "## Crash windows" in md and "hourly bisect --mode exit --good 2023-08-25T15:00:00Z" in md
+    crash = md.split("## Crash windows", 1)[1].split("\n## ", 1)[0]
+    assert "Bisected:" in crash and "Rewrite custom_vjp residuals" in crash  # bisected: no command to bisect it
+    assert "hourly bisect --mode exit --good 2023-08-25T15:00:00Z" not in crash
+    assert "Use a faster dispatch path for pjit (by Dispatch Author, merged" in md  # the pull request's own subject
     workdir = str(tmp_path / "demo" / "work")
     assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]
 
@@ -108,3 +111,64 @@ def test_a_scan_with_no_successful_point_gives_a_plot_that_says_so(tmp_path):
     times = [datetime(2023, 8, 24, h) for h in range(10)]
     rows = _label_rows([(times[2], "a" * 40, "r"), (times[3], "b" * 40, "r"), (times[9], "c", "g")], times)
     assert rows[0][0] != rows[1][0] and rows[2][0] == 0
+
+
+NASTY = "Faster <script>alert(1)</script> *dispatch* [x](http://e) `pjit` ~old~ $x$ 残差 🚀"
+
+
+def _tables(md: str) -> list[list[str]]:
+    tables, cur = [], []
+    for line in md.splitlines():
+        if line.lstrip().startswith("|"):
+            cur.append(line)
+        elif cur:
+            tables.append(cur)
+            cur = []
+    return tables + ([cur] if cur else [])
+
+
+def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits(capsys, tmp_path, venv_python):
+    import re
+    import warnings
+
+    from hourly.adapters.store import Store
+    from hourly.demo.repos import Change, make_repos
+    from hourly.render.report import culprit_label
+    made = make_repos(tmp_path / "repos", [
+        Change("xla", "2023-08-24T00:30:00Z", "[XLA] Tidy one", {"t1.txt": "1\n"}),
+        Change("xla", "2023-08-24T01:30:00Z", "[XLA] Tidy two", {"t2.txt": "1\n"}),
+        Change("jax", "2023-08-24T02:10:00Z", NASTY, {"perf/dispatch.txt": "0.9\n"},
+               merged_at="2023-08-24T03:20:00Z", author="Pipe | Author *x*"),
+        Change("jax", "2023-08-24T03:40:00Z", "Pipes a | b in a table", {"p.txt": "1\n"}, author="Table | Breaker"),
+        Change("jax", "2023-08-24T04:10:00Z", "Docs", {"d1.txt": "1\n"}),
+        Change("jax", "2023-08-24T05:10:00Z", "More docs", {"d2.txt": "1\n"}),
+        Change("jax", "2023-08-24T06:40:00Z", "Rewrite 残差 residuals 🚀", {"CRASH": "1\n"}),
+    ])
+    work = tmp_path / "work"
+    flags = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+             "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)]
+    run(capsys, ["scan", "--from", "Aug 24 2023 00:00", "--to", "Aug 24 2023 08:00", "--no-sync", *flags])
+    run(capsys, ["bisect", "--workdir", str(work)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(capsys, ["report", "--workdir", str(work)])
+    assert not [str(w.message) for w in caught if "Glyph" in str(w.message)]  # CJK and emoji in the plot's labels
+    md = (work / "report" / "report.md").read_text()
+    # outside text is text: no raw HTML, no formatting, no cell broken by a |
+    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert r"\*dispatch\*" in md and r"\[x\](http://e)" in md and r"\`pjit\`" in md and r"\~old\~ \$x\$" in md
+    assert r"| Table \| Breaker | Pipes a \| b in a table |" in md
+    for table in _tables(md):
+        assert len({len(re.findall(r"(?<!\\)\|", row)) for row in table}) == 1, table
+    # a merged pull request by its own subject, in its step's section, the markdown and the plot alike
+    culprits = [ln for ln in md.splitlines() if "**culprit:" in ln]
+    assert culprits and not [ln for ln in culprits if "Merge pull request" in ln]
+    section = md.split("## 1. Regression", 1)[1].split("\n## ", 1)[0]
+    assert "**culprit: jax pull request [`" in section and r"Faster &lt;script&gt;" in section, section
+    assert "(by Pipe \\| Author \\*x\\*, merged 2023-08-24T03:20:00Z)" in section, section
+    answers = Store(work, create=False).bisection_results()
+    assert culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z").startswith("jax ")
+    assert "Faster <script>" in culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z")
+    # a crash window already bisected names its culprit, not the command that would bisect it
+    crash = md.split("## Crash windows", 1)[1].split("\n## ", 1)[0]
+    assert "hourly bisect --mode exit" not in crash and "Bisected:" in crash and "Rewrite 残差 residuals 🚀" in crash

@@ -281,7 +281,10 @@ def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, 
     assert code == 2
     work = tmp_path / "work"
     work.mkdir()
-    (work / "hourly.sqlite").write_bytes(b"this is not a database" * 100)
+    # a whole SQLite file whose tables are not the ones hourly made (a damaged file is one line: test_store_faults)
+    with sqlite3.connect(work / "hourly.sqlite") as c:
+        c.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                        "INSERT INTO meta VALUES ('schema_version', '6'); CREATE TABLE settings (x);")
     code, _, err = run_cli(capsys, scan_args())
     assert code == 3 and "unexpected error" in err
     log = next((tmp_path / "crash-logs").glob("error-*.log"))

@@ -118,7 +118,11 @@ class Store:
         except OSError as e:
             raise UserError(f"workdir {self.workdir} is not writable ({e.strerror})",
                             "pass --workdir with a directory you can write to") from e
-        self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        if not self.path.exists():
+            _create(self.path)
+        _check_whole(self.path)  # a damaged or empty store is refused before anything writes to it
+        self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, factory=_Connection)
+        self.conn.store_path = self.path
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -147,7 +151,11 @@ class Store:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite itself may have rolled back (a full disk)
+                try:
+                    self.conn.execute("ROLLBACK")
+                except (sqlite3.Error, UserError):
+                    pass
             raise
         else:
             self.conn.execute("COMMIT")
@@ -318,6 +326,124 @@ class Store:
         return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
                                         r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
                                         json.loads(r["runs"]), r["detail"]) for r in rows}
+
+
+#: how to start afresh, for a store that cannot be used
+_NEW_STORE = "start a new one with another --workdir, or move the file away (mv {path} {path}.bad) and run again"
+
+
+def _create(path: Path) -> None:
+    """A new, empty store, made under a temporary name and linked into place whole: a run starting
+    at the same moment sees no store or a whole one, never a file of 0 bytes (which is refused)."""
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
+    conn = None
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None, factory=_Connection)
+        conn.store_path = path
+        conn.execute("PRAGMA journal_mode=WAL")  # writes the header: the file is a store from now on
+        conn.close()
+        conn = None
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another run made it meanwhile: theirs is used
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        if conn is not None:
+            conn.close()
+        for name in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            name.unlink(missing_ok=True)
+
+
+def _check_whole(path: Path) -> None:
+    """Refuse a store that is empty (0 bytes: SQLite would silently write a new schema into it) or
+    damaged (garbage, truncated), reading only."""
+    wal = Path(f"{path}-wal")
+    if path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size):
+        raise UserError(f"the results store {path} is empty (0 bytes)",
+                        _NEW_STORE.format(path=path))
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError as e:
+        fault = store_fault(path, e)
+        if fault is e:
+            raise
+        raise fault from e
+    finally:
+        conn.close()
+    if row and row[0] != "ok":
+        raise UserError(f"the results store {path} is damaged ({row[0]})", _NEW_STORE.format(path=path))
+
+
+def _sqlite_kind(e: sqlite3.Error) -> str:
+    name = getattr(e, "sqlite_errorname", None)  # Python 3.11+
+    if name:
+        return name
+    text = str(e).lower()
+    for words, kind in (("not a database", "SQLITE_NOTADB"), ("malformed", "SQLITE_CORRUPT"),
+                        ("disk is full", "SQLITE_FULL"), ("disk i/o error", "SQLITE_IOERR"),
+                        ("readonly", "SQLITE_READONLY"), ("unable to open", "SQLITE_CANTOPEN")):
+        if words in text:
+            return kind
+    return ""
+
+
+def store_fault(path: str | os.PathLike, e: sqlite3.Error) -> UserError | sqlite3.Error:
+    """The SQLite error as one line naming the store and the fix, when it is the file's or the
+    disk's fault (damage, a full disk, a read-only file); else ``e`` itself."""
+    kind = _sqlite_kind(e)
+    if kind.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return UserError(f"the results store {path} is damaged ({e})", _NEW_STORE.format(path=path))
+    if kind == "SQLITE_FULL":
+        return UserError(f"no space left on the device of the results store {path}",
+                         "free space there, or pass --workdir with a folder on another disk")
+    if kind.startswith("SQLITE_READONLY"):
+        return UserError(f"the results store {path} is read-only ({e})",
+                         "make it and its folder writable, or pass another --workdir")
+    if kind.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
+        return UserError(f"cannot read or write the results store {path} ({e})",
+                         "check the disk and free space there, or pass another --workdir")
+    return e
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose file and disk faults (:func:`store_fault`) name the store."""
+
+    store_path: Path
+
+    def _fault(self, e: sqlite3.Error) -> BaseException:
+        fault = store_fault(getattr(self, "store_path", "?"), e)
+        return e if fault is e else fault
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.Error as e:
+            fault = self._fault(e)
+            if fault is e:
+                raise
+            raise fault from e
+
+    def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().executemany(*args, **kwargs)
+        except sqlite3.Error as e:
+            fault = self._fault(e)
+            if fault is e:
+                raise
+            raise fault from e
+
+    def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().executescript(*args, **kwargs)
+        except sqlite3.Error as e:
+            fault = self._fault(e)
+            if fault is e:
+                raise
+            raise fault from e
 
 
 def _measurement(r: sqlite3.Row) -> Measurement:

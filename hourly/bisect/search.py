@@ -612,7 +612,7 @@ class Bisector:
             good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want, got.get(good_pair))
             bad, _, _ = self._end_samples(bid, bad_pair, Verdict.BAD, want, got.get(bad_pair))
             if not good or not bad:
-                raise UserError(f"an end of {iso(w.good_time)} .. {iso(w.bad_time)} has no metric "
+                raise self._unbuilt_end(bad_pair if good else good_pair, "bad" if good else "good") or UserError(f"an end of {iso(w.good_time)} .. {iso(w.bad_time)} has no metric "
                                 f"(good {plural(len(good), 'sample')}, bad {len(bad)})",
                                 "pick ends that measure, or use --mode exit for crashes")
             sep = separation(good, bad)
@@ -655,11 +655,21 @@ class Bisector:
             by = "by whether it printed the metric" if self.mode is Mode.PRINTED else "by exit status"
             if v is not want and self.find_fix:
                 said = {"good": "bad (still failing)", "bad": "good (fixed)"}[want.value]
-                raise UserError(f"the {said} end {role_pair.short()} is not, {by}",
-                                "pass --bad at a state that fails and a later --good at one that passes")
+                raise self._unbuilt_end(role_pair, {"good": "bad", "bad": "good"}[want.value]) or UserError(
+                    f"the {said} end {role_pair.short()} is not, {by}",
+                    "pass --bad at a state that fails and a later --good at one that passes")
             if v is not want:
-                raise UserError(f"the {want.value} end {role_pair.short()} is {v.value} {by}",
-                                "pass --good at a state that passes and --bad at one that fails")
+                raise self._unbuilt_end(role_pair, want.value) or UserError(
+                    f"the {want.value} end {role_pair.short()} is {v.value} {by}",
+                    "pass --good at a state that passes and --bad at one that fails")
+
+    def _unbuilt_end(self, pair: Pair, role: str) -> UserError | None:
+        """The line for an end (``role``: good, bad) whose build failed, naming its log; None otherwise."""
+        rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
+        if rec is None or rec.status != "failed":
+            return None
+        return UserError(f"the {role} end xla@{pair.xla[:12]} jax@{pair.jax[:12]} failed to build (log {rec.log_path})",
+                         f"pass --{role} at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it build")
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
         """Fresh measurements of the two states the answer rests on (stored ones reused)."""

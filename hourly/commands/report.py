@@ -14,15 +14,28 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
            config: Optional[str] = ConfigOpt) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from hourly.adapters.store import Store
+    from hourly.errors import path_fault
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
     store = Store(workdir_setting(workdir, config), create=False)
-    if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
-        from hourly.render.hunt_markdown import write_hunt_report  # a workdir of `hourly hunt`
-        files = write_hunt_report(store, Path(out) if out else None)
-    else:
-        s = stored_settings(store, config, workdir=workdir)
-        files = write_report(store, s, Path(out) if out else None, min_change, anonymous)
+    folder = Path(out).absolute() if out else store.workdir / "report"
+    try:
+        if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
+            from hourly.render.hunt_markdown import write_hunt_report  # a workdir of `hourly hunt`
+            files = write_hunt_report(store, folder)
+        else:
+            s = stored_settings(store, config, workdir=workdir)
+            files = write_report(store, s, folder, min_change, anonymous)
+    except OSError as e:
+        if e.filename and not _inside(e.filename, folder):
+            raise  # not the report's own files: unexpected
+        raise path_fault(e, "the report folder", folder, "--out") from e
     print(f"report: {files.markdown}")
     if files.plot:
         print(f"plot:   {files.plot}")
+
+
+def _inside(path: str | bytes, folder: Path) -> bool:
+    """Whether ``path`` is ``folder``, in it, or one of its parents (a file in the way)."""
+    p = Path(str(path)).absolute()
+    return p == folder or folder in p.parents or p in folder.parents

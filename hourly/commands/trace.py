@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from hourly.errors import UserError
 from hourly.render.console import command_line
 
 
@@ -55,8 +54,6 @@ def compare_profiles(
     top: Annotated[int, typer.Option(min=1, help="Rows per table.")] = 15,
 ) -> None:
     """Compare two captures: op times and live memory by allocation site."""
-    from hourly.profile.compare import compare
-    for folder in (good_dir, bad_dir):
-        if not folder.is_dir():
-            raise UserError(f"no capture folder {folder}", "give folders written by hourly trace")
+    from hourly.profile.compare import compare, require_captures
+    require_captures(good_dir, bad_dir)  # a folder with no trace is an error, not a comparison of notes
     typer.echo(compare(good_dir, bad_dir).render(top), nl=False)

@@ -343,6 +343,7 @@ class Builder:
         keys = [self.build_key(pair)]
         if self.split and self.spec.cmd:
             keys += [self.jaxlib_key(pair), self.jax_key(pair)]
+        self.cache.make()
         with ExitStack() as stack:
             for key in sorted(set(keys)):  # one order everywhere: no two holders wait on each other
                 stack.enter_context(WaitLock(self.cache_root.parent / "locks" / f"{key}.lock"))

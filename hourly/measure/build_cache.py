@@ -16,6 +16,7 @@ folder, and temporary folders that a killed run left behind are swept once they 
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 from hourly.adapters import proc
-from hourly.errors import UserError
+from hourly.errors import UserError, path_fault
 from hourly.privacy import redact_env
 
 #: a temporary folder older than this belongs to a run that died mid-copy
@@ -108,6 +109,16 @@ class WheelCache:
         self.root = Path(root)
         self.max_bytes = max_bytes
 
+    def make(self) -> None:
+        """Make the cache's folders (its entries' and their locks'), or stop with one line naming the
+        cache and why not (a regular file in the way, no permission, a full disk)."""
+        for d in (self.root, self.root.parent / "locks"):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                fault = path_fault(e, "the wheel cache", self.root.parent, "--cache-dir")
+                raise CacheError(fault.message, fault.fix) from e
+
     def entry(self, key: str) -> Path:
         return self.root / key
 
@@ -148,6 +159,9 @@ class WheelCache:
                 shutil.rmtree(tmp, ignore_errors=True)  # lost the race to an equal build: theirs stays
         except (OSError, shutil.Error) as e:
             shutil.rmtree(tmp, ignore_errors=True)
+            if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+                fault = path_fault(e, "the wheel cache", self.root.parent, "--cache-dir")
+                raise CacheError(fault.message, fault.fix) from e
             raise CacheError(f"cannot copy the build's wheels into the cache {self.root} ({e})",
                              "free space there, or pass another --cache-dir") from e
         self.evict(keep=key)

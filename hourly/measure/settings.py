@@ -400,8 +400,13 @@ def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
         if path:
             raise UserError(f"config file {path} does not exist", "pass --config with an existing file")
         return {}, None
+    given = "pass --config with a TOML file" if path else f"move ./{CONFIG_NAME} away, or pass --config with a TOML file"
+    if p.is_dir():
+        raise UserError(f"config file {p.absolute()} is a directory", given)
     try:
         data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise UserError(f"cannot read config file {p.absolute()} ({e.strerror})", given) from e
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p} is not valid TOML ({e})", "fix the file or pass --config with another") from e
     settings = sorted(n.rstrip("_") for n in FIELD_NAMES)

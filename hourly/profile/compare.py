@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from hourly.errors import UserError
+
 # --------------------------------------------------------------------------- protobuf wire format
 
 
@@ -412,6 +414,25 @@ class Comparison:
             lines.append(f"  {self.pprof_command}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines).rstrip() + "\n"
+
+
+def require_captures(*folders: str | os.PathLike) -> None:
+    """Refuse a folder that holds nothing to compare (no Perfetto trace, no memory profile), and two
+    folders that hold nothing of the same kind: ``hourly compare-profiles`` has no answer then."""
+    caps = []
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise UserError(f"no capture folder {folder}", "give folders written by hourly trace")
+        c = load_capture(folder)
+        if c.perfetto is None and c.memory_profile is None:
+            raise UserError(f"no trace or memory profile in {Path(folder).absolute()} (no perfetto_trace.json.gz, "
+                            "no memory.prof)", "give capture folders written by hourly trace or hourly profile "
+                            "(<workdir>/profiles/<name>/good and bad)")
+        caps.append(c)
+    if not (all(c.perfetto for c in caps) or all(c.memory_profile for c in caps)):
+        raise UserError("nothing to compare: " + ", ".join(
+            f"{c.folder} holds only {'a trace' if c.perfetto else 'a memory profile'}" for c in caps),
+            "capture both states the same way (hourly trace, or hourly profile)")
 
 
 def compare(good_dir: str | os.PathLike, bad_dir: str | os.PathLike) -> Comparison:

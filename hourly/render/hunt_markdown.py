@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hourly.adapters.store import Store
 from hourly.model import PointResult, Status
+from hourly.render import markdown as esc
 from hourly.render.report import ReportFiles, plot
 
 #: the last hunt's answer rows, stored by hourly/hunt/run.py at the end of each run
@@ -14,7 +15,7 @@ ROWS = "hunt-rows"
 
 
 def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return esc.cell(text)
 
 
 def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
@@ -31,24 +32,24 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
         plot_path = plot(points, nightly.steps, out_dir / "plot.png",
                          "MLUPS" if "MLUPS" in s.metric_regex else "metric")
     md = [f"# {len(rows)} change{'s' if len(rows) != 1 else ''} hunted down by hourly", "",
-          f"Nightly images `{s.image}` from {s.from_} to {s.to}, benchmark `{s.bench_cmd}`.", ""]
+          f"Nightly images {esc.code(s.image)} from {s.from_} to {s.to}, benchmark {esc.code(s.bench_cmd)}.", ""]
     if plot_path:
         md += [f"![daily series]({plot_path.name})", ""]
     md += ["| good day | bad day | kind | from | to | answer | builds | runs |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r.get("culprit")
-        if c:
-            answer = f"{c['repo']} [`{c['sha'][:12]}`]({c['link']}) {c['subject']}"
+        if c:  # markdown made here, every outside word escaped: not passed through _cell again
+            answer = f"{c['repo']} [`{c['sha'][:12]}`]({c['link']}) {esc.cell(esc.subject(c))}"
         elif r.get("error"):
-            answer = f"not bisected: {r['error']}"
+            answer = f"not bisected: {esc.cell(r['error'])}"
         else:
-            answer = r.get("reason") or ""
+            answer = esc.text(r.get("reason") or "")
             if r.get("range"):
                 answer = f"range of {len(r['range'])} commits: " + ", ".join(f"`{x[:10]}`" for x in r["range"]) + ". " + answer
-        md.append("| " + " | ".join(_cell(x) for x in (
+        md.append("| " + " | ".join([*(_cell(x) for x in (
             r["good_date"], r["bad_date"], r["kind"], "-" if r["from_value"] is None else f"{r['from_value']:.4g}",
-            "-" if r["to_value"] is None else f"{r['to_value']:.4g}", answer, r["builds"], r["runs"])) + " |")
+            "-" if r["to_value"] is None else f"{r['to_value']:.4g}")), answer, str(r["builds"]), str(r["runs"])]) + " |")
     scanned = [r for r in rows if r.get("scan")]
     if scanned:
         md += ["", "Windows scanned inside the container before bisecting (`--scan-step`):", ""]
@@ -71,7 +72,7 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
         md += ["", *releases_md]
     md += ["", "## Daily level", "", "| date | image | xla | jax | status | value |", "|---|---|---|---|---|---|"]
     for p in nightly.points:
-        md.append(f"| {p.date} | `{_cell(p.image)}` | {(p.xla or '-')[:10]} | {(p.jax or '-')[:10]} | "
+        md.append(f"| {p.date} | {esc.code(p.image, in_table=True)} | {(p.xla or '-')[:10]} | {(p.jax or '-')[:10]} | "
                   f"{p.status.value} | {'-' if p.value is None else f'{p.value:.4g}'} |")
     path = out_dir / "report.md"
     path.write_text("\n".join(md) + "\n")

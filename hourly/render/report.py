@@ -16,6 +16,8 @@ from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
+from hourly.render import markdown as esc
+from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
 from hourly.scan.table import gaps, stored_scan
 
@@ -30,7 +32,7 @@ class ReportFiles:
 
 def link(repo: str, sha: str) -> str:
     if not all(c in "0123456789abcdef" for c in sha):  # --only jax: the pinned jaxlib, not a commit
-        return f"`{sha}` (pinned)"
+        return f"{esc.code(sha)} (pinned)"
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
@@ -81,8 +83,7 @@ def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
         lines.append("  |---|---|---|---|")
         for c in reversed(commits[:MAX_COMMITS]):
             when = datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%d %H:%M")
-            subject = c.subject.replace("|", "\\|")
-            lines.append(f"  | {link(name, c.sha)} | {when} | {c.author} | {subject} |")
+            lines.append(f"  | {link(name, c.sha)} | {when} | {esc.cell(c.author)} | {esc.cell(c.subject)} |")
         if len(commits) > MAX_COMMITS:
             lines.append(f"  | … | | | {len(commits) - MAX_COMMITS} more |")
         lines.append("")
@@ -118,8 +119,41 @@ def culprit_label(answers: list[dict], before: str, after: str) -> str | None:
     for a in answers:
         c = a.get("culprit")
         if c and before < c.get("committer_time", "") <= after:
-            return f"{c['repo']} {c['sha'][:8]} {_short(c['subject'])}"
+            return f"{c['repo']} {c['sha'][:8]} {_short(esc.subject(c))}"
     return None
+
+
+def answer_for(answers: list[dict], before: str, after: str) -> dict | None:
+    """The finished bisection of the window ``before`` .. ``after`` (UTC labels): the one whose
+    window it is, else the one whose culprit landed in it."""
+    for a in answers:
+        w = a.get("window") or {}
+        if (w.get("good_time"), w.get("bad_time")) in ((before, after), (after, before)) and not a.get("error"):
+            return a
+    for a in answers:
+        c = a.get("culprit")
+        if c and before < c.get("committer_time", "") <= after:
+            return a
+    return None
+
+
+def culprit_line(a: dict) -> str:
+    """``- **culprit: jax [`sha`](link)** subject (by author, committed …)``, every outside word escaped;
+    a bisection without a single commit says what range remains."""
+    from hourly.render.bisect import CULPRIT_LABELS
+    c = a.get("culprit")
+    label = CULPRIT_LABELS.get(a.get("kind") or "", "culprit")
+    if not c and a.get("candidate"):  # not confirmed on re-measurement: never a culprit
+        c = a["candidate"]
+        label = "candidate, not confirmed on re-measurement"
+    elif not c:
+        shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
+        return f"- no single culprit: the range {shown} remains ({esc.text(a.get('reason') or 'untestable states')})"
+    merged = c.get("merged") or []  # a pull request: its own subject and author, merged by this commit
+    what, author = ("pull request ", merged[-1].get("author")) if merged else ("", c.get("author"))
+    return (f"- **{label}: {c['repo']} {what}[`{c['sha'][:12]}`]({c['link']})** {esc.text(esc.subject(c))} "
+            f"(by {esc.text(author)}, {'merged' if merged else 'committed'} {c.get('committer_time')})"
+            + (f"; next: {esc.text(a.get('next'))}" if a.get("candidate") and not a.get("culprit") else ""))
 
 
 def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, bool]]:
@@ -200,8 +234,9 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
     labels.sort(key=lambda x: x[0])
     rows = _label_rows(labels, times)
     for (t1, text, color), (row, left) in zip(labels, rows, strict=True):
+        text, families = drawable(text)  # CJK, emoji: a font that has them, or a placeholder
         ax.text(t1, 0.97 - 0.085 * row, f" {text} ", transform=ax.get_xaxis_transform(), fontsize=8,
-                color=color, va="top", ha="left" if left else "right",
+                color=color, va="top", ha="left" if left else "right", **({"family": families} if families else {}),
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
     if ok:  # headroom above the points for the rows of labels
         n_rows = 1 + max((r for r, _ in rows), default=-1) + 1
@@ -246,22 +281,9 @@ def bisect_sections(store: Store) -> list[str]:
     md = ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
     for a in answers:
         w = a.get("window", {})
-        md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {w['note']}" if w.get("note") else ""))
+        md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {esc.text(w['note'])}" if w.get("note") else ""))
         md.append("")
-        c = a.get("culprit")
-        if c:
-            from hourly.render.bisect import CULPRIT_LABELS
-            label = CULPRIT_LABELS.get(a.get("kind"), "culprit")
-            md.append(f"- **{label}: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** {c['subject']} "
-                      f"(by {c.get('author')}, committed {c.get('committer_time')})")
-        elif a.get("candidate"):
-            c = a["candidate"]
-            md.append(f"- **candidate, not confirmed on re-measurement: {c['repo']} [`{c['sha'][:12]}`]({c['link']})** "
-                      f"{c['subject']} (by {c.get('author')}, committed {c.get('committer_time')}); "
-                      f"next: {a.get('next')}")
-        else:
-            shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
-            md.append(f"- no single culprit: the range {shown} remains ({a.get('reason') or 'untestable states'})")
+        md.append(culprit_line(a))
         if a.get("blame"):
             from hourly.render.bisect import BLAME_WORDS
             md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
@@ -300,9 +322,10 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    answers = store.bisection_results()
     md += _gaps_section(points, s)
-    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {})
-    md += _crash_section(points, s)
+    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers)
+    md += _crash_section(points, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
     md.extend(releases_md)
@@ -313,7 +336,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
-                    checks: dict | None = None) -> list[str]:
+                    checks: dict | None = None, answers: list[dict] | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks)."""
     checks = checks or {}
@@ -354,6 +377,9 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
                   f"jax {link('jax', st.before.jax)}, {_value(st.before)}")
         md.append(f"- first point after: {st.after.time}, xla {link('xla', st.after.xla)}, "
                   f"jax {link('jax', st.after.jax)}, {_value(st.after)}")
+        bisected = answer_for(answers or [], st.before.time, st.after.time)
+        if bisected:  # the answer where the step is, not only in the closing section
+            md.append(culprit_line(bisected))
         md.append("")
         md.append("Commits in the window (first-parent, oldest first):")
         md.append("")
@@ -400,9 +426,10 @@ def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
     return md
 
 
-def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
+def _crash_section(points: list[PointResult], s: Settings, answers: list[dict] | None = None) -> list[str]:
     """Every window where the benchmark goes from running to crashing (or back), or stops printing
-    its metric while still exiting 0 (or prints it again), with the command that bisects it."""
+    its metric while still exiting 0 (or prints it again), with the command that bisects it, or
+    the answer once it is bisected."""
     windows = all_windows(points)
     if not windows:
         return []
@@ -418,8 +445,13 @@ def _crash_section(points: list[PointResult], s: Settings) -> list[str]:
                                 f"but prints no metric: {w.after.status})", "Bisect it by whether the metric is printed"),
                 "metric_back": (f"**metric back** between {w.before.time} ({w.before.status}) and {w.after.time} "
                                 "(printed again)", "Find the commit that brought it back")}[w.kind]
-        md.append(f"- {what[0]}; moved: {moved or 'nothing'}. {what[1]}:")
-        md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
+        bisected = answer_for(answers or [], w.before.time, w.after.time)
+        if bisected:
+            md.append(f"- {what[0]}; moved: {moved or 'nothing'}. Bisected:")
+            md += ["", f"  {culprit_line(bisected)}", ""]
+        else:
+            md.append(f"- {what[0]}; moved: {moved or 'nothing'}. {what[1]}:")
+            md += ["", "  ```sh", f"  {bisect_command(w, s.workdir)}", "  ```", ""]
     md.append("")
     return md
 
@@ -444,7 +476,7 @@ def _failed_section(points: list[PointResult]) -> list[str]:
                 continue
             when = p.time if g.first == g.last else f"{p.time} … {points[g.last].time}"
             md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
-                      + (f" — {p.detail}" if p.detail else ""))
+                      + (f" — {esc.text(p.detail)}" if p.detail else ""))
         md.append("")
     return md
 
@@ -460,7 +492,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append(scan_command(s))
     md.append("```")
     md.append("")
-    md.append(f"Benchmark command: `{s.bench_cmd}`" + (f" in `{s.bench_cwd}`" if s.bench_cwd else "")
+    md.append(f"Benchmark command: {esc.code(s.bench_cmd)}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
               + f", {plural(s.repeats, 'run')} per pair"
               + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
                  "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
@@ -481,6 +513,6 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
         md.append("## Traces and memory profiles")
         md.append("")
         for comp in profiles:
-            md.append(f"- {comp.parent.name}: `{comp.parent}` (comparison: `{comp}`)")
+            md.append(f"- {esc.text(comp.parent.name)}: {esc.code(comp.parent)} (comparison: {esc.code(comp)})")
         md.append("")
     return md
