@@ -16,6 +16,7 @@ from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
+from hourly.render.explain import report_section as explained_section
 from hourly.render.steps import bisect_command
 from hourly.scan.table import stored_scan
 
@@ -298,6 +299,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _crash_section(points, s)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
+    md.extend(explained_section(store.workdir))  # hourly explain's records, when it ran
     md.extend(releases_md)
     md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"
