@@ -22,6 +22,7 @@ from .commands.clean import clean
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
+from .commands.explain import explain
 from .commands.hunt import hunt
 from .commands.nightly import container, nightly
 from .commands.profile import profile
@@ -88,6 +89,7 @@ app.command()(detect)
 app.command()(bisect)
 app.command()(report)
 app.command()(profile)
+app.command()(explain)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 app.command("compare-profiles")(compare_profiles)
 app.command()(clean)

@@ -17,6 +17,7 @@ from hourly.model import REPOS, PointResult, Step
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
 from hourly.render import markdown as esc
+from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
 from hourly.scan.table import gaps, stored_scan
@@ -328,6 +329,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _crash_section(points, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(store))
+    md.extend(explained_section(store.workdir))  # hourly explain's records, when it ran
     md.extend(releases_md)
     md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
     path = out_dir / "report.md"

@@ -1,0 +1,45 @@
+"""``hourly explain``: what each bisected culprit changed in the compiled program (HLO diff and a
+repro), the flag that works around it (``--sweep``, ``--try-flag``), and whether a revert restores it
+(``--revert-check``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Optional
+
+from .common import BUILD, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+
+
+@with_options(BUILD)
+def explain(workdir: Optional[str] = Opt(None, "--workdir", help="A bisected workdir [default: ./hourly-work]"),
+            step: Optional[int] = Opt(None, "--step", min=1, help="Explain the Nth bisected culprit only [default: every one]."),
+            sweep: bool = Opt(False, "--sweep", help="Dump both states per pass, and measure the first-bad state with each pass whose effect differs disabled."),
+            try_flag: Optional[List[str]] = Opt(None, "--try-flag", help="An XLA flag to measure the first-bad state with (repeatable) [default: none]."),
+            revert_check: bool = Opt(False, "--revert-check", help="Build the ref's tip with the culprit reverted and measure it against the tip."),
+            revert_ref: Optional[str] = Opt(None, "--revert-ref", help="The ref whose tip --revert-check builds [default: the workdir's --ref]."),
+            max_passes: int = Opt(8, "--max-passes", min=1, help="Passes the sweep measures, at most."),
+            repeats: Optional[int] = Opt(None, "--repeats", min=1, help="Runs per setting in the sweep and the revert check [default: the workdir's repeats, at least 3]."),
+            flags: Any = None,
+            json_out: bool = JsonOpt,
+            config: Optional[str] = ConfigOpt) -> None:
+    """Explain each bisected culprit: the optimized HLO of both states diffed, a repro HLO, a workaround sweep and a revert check."""
+    from hourly.adapters.store import Store
+    from hourly.commands.progress import ProgressLines
+    from hourly.events import SILENT
+    from hourly.explain.plan import Options, targets_from_store
+    from hourly.explain.run import run_explain
+    from hourly.measure.settings import stored_settings, workdir_setting
+    from hourly.render.explain import explain_lines
+    store = Store(workdir_setting(workdir, config), create=False)
+    s = stored_settings(store, config, workdir=workdir, **flags)
+    opts = Options(sweep=sweep, try_flags=list(try_flag or []), revert_check=revert_check or bool(revert_ref),
+                   revert_ref=revert_ref, max_passes=max_passes, repeats=repeats)
+    targets = targets_from_store(store, step)
+    handler = SILENT if json_out else ProgressLines(err_console, "states", str)
+    records = run_explain(store, s, targets, opts, handler)
+    if json_out:
+        print(json.dumps({"explained": records}, indent=1, default=str))
+        return
+    for rec in records:
+        for line in explain_lines(rec):
+            console.print(line)

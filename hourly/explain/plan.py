@@ -1,0 +1,138 @@
+"""The pure part of ``hourly explain``: which culprits, the XLA flags of each run, where things go,
+the verdict words of the sweep and the revert check, and the stored record (``explain.json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hourly.adapters.store import Store
+from hourly.errors import UserError
+from hourly.model import Pair
+
+#: the folder of a workdir where explain keeps its dumps, repros and records
+FOLDER = "explain"
+RECORD = "explain.json"
+#: the origin of explain's build rows
+EXPLAIN_ORIGIN = "explain"
+
+
+@dataclass
+class Target:
+    step: int                 # 1-based, in the order the bisections finished
+    good: Pair
+    bad: Pair
+    culprit: dict | None      # the answer's culprit record, when the bisection named one commit
+    answer: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"step-{self.step}"
+
+    def title(self) -> str:
+        c = self.culprit
+        if c:
+            return f"{c['repo']} {c['sha'][:10]} {c.get('subject', '')}".rstrip()
+        return f"xla {self.good.xla[:10]}→{self.bad.xla[:10]} jax {self.good.jax[:10]}→{self.bad.jax[:10]}"
+
+
+@dataclass
+class Options:
+    sweep: bool = False
+    try_flags: list[str] = field(default_factory=list)
+    revert_check: bool = False
+    revert_ref: str | None = None     # default: the settings' ref
+    max_passes: int = 8               # passes measured in the sweep, at most
+    repeats: int | None = None        # per setting in the sweep and the revert check [default: max(repeats, 3)]
+
+
+def targets_from_store(store: Store, step: int | None = None) -> list[Target]:
+    """Every finished bisection with a last-good and a first-bad state (``step``: that one)."""
+    out = []
+    for i, a in enumerate((a for a in store.bisection_results() if a.get("last_good") and a.get("first_bad")), 1):
+        out.append(Target(i, Pair(**a["last_good"]), Pair(**a["first_bad"]), a.get("culprit"), a))
+    if not out:
+        raise UserError(f"no bisected regression in {store.workdir}", "run `hourly bisect` first")
+    if step is not None:
+        picked = [t for t in out if t.step == step]
+        if not picked:
+            raise UserError(f"there is no step {step} in {store.workdir} (steps 1 to {len(out)})",
+                            f"pass --step between 1 and {len(out)}")
+        return picked
+    return out
+
+
+def xla_flags(user_env: dict[str, str], *extra: str, inherited: dict[str, str] | None = None) -> str:
+    """The user's ``XLA_FLAGS`` (``--env`` first, else this process's environment) with ``extra``
+    after them: added, never replacing what the user set."""
+    inherited = dict(os.environ) if inherited is None else inherited
+    base = user_env.get("XLA_FLAGS", inherited.get("XLA_FLAGS", ""))
+    return " ".join(x for x in [base.strip(), *extra] if x)
+
+
+def dump_flags(out: Path, passes: bool = False, modules: list[str] | None = None) -> list[str]:
+    flags = [f"--xla_dump_to={out}", "--xla_dump_hlo_as_text"]
+    if passes:
+        flags.append("--xla_dump_hlo_pass_re=.*")
+    if modules:
+        flags.append("--xla_dump_hlo_module_re=" + "|".join(_re_escape(m) for m in modules))
+    return flags
+
+
+def _re_escape(name: str) -> str:
+    return "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in name)
+
+
+def target_dir(workdir: Path, target: Target) -> Path:
+    return Path(workdir) / FOLDER / target.name
+
+
+def restored_fraction(value: float, good: float, bad: float) -> float:
+    """How much of the step from ``good`` to ``bad`` a setting measuring ``value`` gives back (1: all)."""
+    return (value - bad) / (good - bad) if good != bad else 0.0
+
+
+def repro_commands(optimized: Path, before: Path | None, platform: str) -> list[str]:
+    """The command lines that replay a dumped module (XLA's tools, built from the XLA tree)."""
+    lines = [shlex.join(["run_hlo_module", f"--platform={platform}", "--reference_platform=",
+                         "--run_xla_backend_only=true", "--xla_disable_all_hlo_passes=true", str(optimized)])]
+    if before is not None:
+        lines.append(shlex.join(["run_hlo_module", f"--platform={platform}", "--reference_platform=", str(before)]))
+        lines.append(shlex.join(["hlo-opt", f"--platform={platform.lower()}", "--stage=hlo", str(before)]))
+    else:
+        lines.append(shlex.join(["hlo-opt", f"--platform={platform.lower()}", "--stage=llvm", str(optimized)]))
+    return lines
+
+
+def platform_of(path: Path) -> str:
+    """``CPU`` or ``CUDA`` from a dump file's name (``…cpu_after_optimizations.txt``)."""
+    name = Path(path).name
+    if ".cpu_after" in name:
+        return "CPU"
+    if ".gpu_after" in name or ".sm_" in name:
+        return "CUDA"
+    return "Host"
+
+
+def save_record(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def load_records(workdir: Path) -> list[dict]:
+    """Every stored explain record of a workdir, by step."""
+    folder = Path(workdir) / FOLDER
+    if not folder.is_dir():
+        return []
+    out = []
+    for p in sorted(folder.glob(f"step-*/{RECORD}"), key=lambda p: int(p.parent.name.split("-")[1])):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out

@@ -1,0 +1,338 @@
+"""``hourly explain``: what a culprit changed in the compiled program, the flag that works around it,
+and whether reverting it restores the level.
+
+For each bisected culprit (``hourly.explain.plan.targets_from_store``) the last-good and first-bad
+states are made the installed build again (from the wheel cache when possible, through the
+profile's :class:`~hourly.execute.host.MeasuringHost`), and
+
+1. the benchmark runs once at each with ``XLA_FLAGS`` += ``--xla_dump_to=<workdir>/explain/<step>/<side>
+   --xla_dump_hlo_as_text`` (the user's own flags kept first); the optimized modules are matched
+   and diffed structurally (:mod:`hourly.analysis.hlo_diff`);
+2. the module that changed most is written as a repro: the first-bad module, the fusion that
+   changed most as a module of its own, and the ``run_hlo_module`` / ``hlo-opt`` lines;
+3. with ``sweep``: per-pass dumps of both states give the passes whose effect differs; the
+   first-bad state is measured with each disabled (``--xla_disable_hlo_passes``) and with each
+   ``--try-flag``, against fresh samples of both states (``analysis.bisection.classify``);
+4. with ``revert_check``: the tip of the ref is built with the culprit reverted (``git revert
+   --no-commit`` in the trees hourly holds, a build identity of its own in the cache) and measured
+   against the unmodified tip.
+
+Everything lands in ``<workdir>/explain/<step>/`` with ``explain.json``, which ``hourly report``
+reads. Runs with changed XLA flags are never measurement rows: a scan's numbers stay its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import cast
+
+from hourly.adapters.gitrepo import GitRepo
+from hourly.adapters.locks import holds_store_lock
+from hourly.adapters.store import Store
+from hourly.analysis import hlo_diff
+from hourly.analysis.bisection import Verdict, classify, separation
+from hourly.errors import ProcessError, UserError
+from hourly.events import SILENT, Handler
+from hourly.execute.host import MeasuringHost
+from hourly.explain.plan import (
+    EXPLAIN_ORIGIN,
+    RECORD,
+    Options,
+    Target,
+    dump_flags,
+    platform_of,
+    repro_commands,
+    restored_fraction,
+    save_record,
+    target_dir,
+    xla_flags,
+)
+from hourly.measure.benchmark import BenchResult, run_benchmark
+from hourly.measure.build import Builder, Workspace
+from hourly.measure.measurer import build_spec, open_repos, pin_of
+from hourly.measure.settings import Settings
+from hourly.model import Pair, Status
+
+SIDES = ("good", "bad")
+
+
+@holds_store_lock
+def run_explain(store: Store, s: Settings, targets: list[Target], opts: Options,
+                handler: Handler = SILENT) -> list[dict]:
+    """Explain each target; the records (also saved as ``explain.json`` per target)."""
+    xla, jax = open_repos(s)
+    host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), EXPLAIN_ORIGIN)
+    out = []
+    with host:
+        for t in targets:
+            out.append(Explainer(host, t, opts, handler).run())
+    return out
+
+
+class Explainer:
+    def __init__(self, host: MeasuringHost, target: Target, opts: Options, handler: Handler):
+        self.host, self.t, self.opts, self.handler = host, target, opts, handler
+        self.s = host.s
+        self.dir = target_dir(host.store.workdir, target)
+        self.repeats = opts.repeats or max(self.s.repeats, 3)
+        self.baselines: dict[str, list[float]] = {}
+        self.installed: Pair | None = None
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def install(self, pair: Pair, label: str) -> None:
+        if self.installed == pair:
+            return
+        m = self.host.measurer()
+        m.installed = None  # explain changes what is installed behind the measurer's back
+        build = m.builder.prepare(pair)
+        if not build.ok:
+            raise UserError(f"the {label} of {self.t.name} does not build ({build.log_path})",
+                            "run `hourly bisect --retry-failed` or explain another step")
+        self.installed = pair
+
+    def bench(self, extra: list[str], repeats: int, tag: str) -> BenchResult:
+        spec = self.s.bench_spec()
+        if extra:
+            spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *extra)})
+        return run_benchmark(spec, repeats, self.host.store.logs, f"explain-{self.t.name}-{tag}")
+
+    def dump(self, side: str, pair: Pair, passes: bool = False, modules: list[str] | None = None) -> Path:
+        out = self.dir / (f"{side}-passes" if passes else side)
+        shutil.rmtree(out, ignore_errors=True)
+        self.install(pair, f"{side} state")
+        self.handler.note(f"{self.t.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}, "
+                          f"{'per-pass ' if passes else ''}dump into {out}")
+        res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
+        if res.status is not Status.OK:
+            raise UserError(f"the benchmark failed at the {side} state of {self.t.name} with the dump flags "
+                            f"({res.detail()})", "check that it runs with XLA_FLAGS=--xla_dump_to=DIR")
+        if not any(out.glob("*")):
+            raise UserError(f"the benchmark wrote no XLA dump at the {side} state of {self.t.name} ({out})",
+                            "does it run JAX in the same process, and keep XLA_FLAGS from its environment?")
+        return out
+
+    def baseline(self, side: str) -> list[float]:
+        if side not in self.baselines:
+            pair = getattr(self.t, side)
+            self.install(pair, f"{side} state")
+            self.handler.note(f"{self.t.name}: measuring the {side} state ({self.repeats} runs)")
+            res = self.bench([], self.repeats, f"{side}-baseline")
+            if not res.samples:
+                raise UserError(f"the benchmark measured nothing at the {side} state of {self.t.name} "
+                                f"({res.detail()})", "check the benchmark at that state")
+            self.baselines[side] = res.samples
+        return self.baselines[side]
+
+    # -- the stages ------------------------------------------------------------------------------
+    def run(self) -> dict:
+        t = self.t
+        rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit,
+                     "good": asdict(t.good), "bad": asdict(t.bad), "dir": str(self.dir)}
+        dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
+        rec["dumps"] = {k: str(v) for k, v in dirs.items()}
+        diffs = hlo_diff.diff_dumps(dirs["good"], dirs["bad"])
+        rec["modules"] = [d.as_dict() for d in diffs]
+        rec["identical"] = bool(diffs) and all(d.identical for d in diffs)
+        rec["no_modules"] = not diffs
+        if rec["identical"]:
+            rec["llvm_ir"] = _ir_differs(dirs["good"], dirs["bad"])
+        rec["repro"] = write_repro(diffs, self.dir / "repro")
+        if self.opts.sweep or self.opts.try_flags:
+            rec["sweep"] = self.sweep(diffs)
+        if self.opts.revert_check:
+            rec["revert"] = self.revert_check()
+        if self.baselines:
+            rec["baselines"] = {k: {"median": statistics.median(v), "samples": v} for k, v in self.baselines.items()}
+        save_record(self.dir / RECORD, rec)
+        return rec
+
+    def sweep(self, diffs: list[hlo_diff.ModuleDiff]) -> dict:
+        """Per-pass dumps of both states, the passes whose effect differs, each disabled in turn at
+        the first-bad state, and every --try-flag."""
+        passes: list[str] = []
+        changed = sorted({d.key.split()[0] for d in diffs if not d.identical})
+        if self.opts.sweep and changed:
+            dumps = {side: hlo_diff.pass_dumps(self.dump(side, getattr(self.t, side), passes=True, modules=changed))
+                     for side in SIDES}
+            passes = hlo_diff.differing_passes(dumps["good"], dumps["bad"])
+        good, bad = self.baseline("good"), self.baseline("bad")
+        mg, mb = statistics.median(good), statistics.median(bad)
+        settings = [(f"--xla_disable_hlo_passes={p}", "pass", p) for p in passes[:self.opts.max_passes]]
+        settings += [(f, "flag", f) for f in self.opts.try_flags]
+        self.install(self.t.bad, "bad state")
+        rows: list[dict] = []
+        for flag, kind, what in settings:
+            self.handler.note(f"{self.t.name}: first-bad state with {flag} ({self.repeats} runs)")
+            res = self.bench([flag], self.repeats, f"sweep-{len(rows) + 1}")
+            row: dict = {"flag": flag, "kind": kind, "what": what}
+            if not res.samples:
+                row.update(verdict="failed", detail=res.detail())
+            else:
+                c = classify(res.samples, good, bad)
+                med = statistics.median(res.samples)
+                row.update(verdict="restores" if c.verdict is Verdict.GOOD else
+                           "does not restore" if c.verdict is Verdict.BAD else "unsure",
+                           median=med, samples=res.samples, restored=restored_fraction(med, mg, mb))
+            rows.append(row)
+        found = [r for r in rows if r["verdict"] == "restores"]
+        best = max(found, key=lambda r: r["restored"]) if found else None
+        return {"passes": passes, "measured": rows, "good_median": mg, "bad_median": mb,
+                "workaround": best["flag"] if best else None,
+                "skipped_passes": passes[self.opts.max_passes:]}
+
+    def revert_check(self) -> dict:
+        c = self.t.culprit
+        ref = self.opts.revert_ref or self.s.ref
+        if not c:
+            return {"ref": ref, "verdict": "no single culprit to revert", "culprit": None}
+        m = self.host.measurer()
+        repos = {r.name: r for r in (self.host.xla, self.host.jax) if r is not None}
+        repo = repos[c["repo"]]
+        # the culprit's repository at the ref's tip, the other at the tip of the workdir's ref
+        tip = Pair(*(repos[n].rev_parse(ref if n == c["repo"] else self.s.ref) if n in repos
+                     else getattr(self.t.bad, n) for n in ("xla", "jax")))
+        out: dict = {"ref": ref, "culprit": c["sha"], "repo": c["repo"], "subject": c.get("subject"),
+                     "tip": asdict(tip)}
+        try:
+            repo.git("merge-base", "--is-ancestor", c["sha"], getattr(tip, c["repo"]))
+        except ProcessError:
+            out["verdict"] = f"is not on {ref}"
+            return out
+        # does it revert cleanly? tried in the tree hourly holds (its next checkout drops the attempt)
+        m.installed = None
+        self.installed = None
+        ws = m.builder.workspace
+        assert ws is not None  # a local measurer holds the trees
+        ws.checkout(tip)
+        if not _revert(repo, c["sha"]):
+            out["verdict"] = "does not revert cleanly"
+            return out
+        # the step's size, from fresh samples of both ends (the share restored is of it)
+        mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
+        self.handler.note(f"{self.t.name}: measuring {ref} at xla {tip.xla[:10]} jax {tip.jax[:10]} ({self.repeats} runs)")
+        self.install(tip, f"tip of {ref}")
+        plain = self.bench([], self.repeats, "revert-tip")
+        spec = build_spec(self.s)
+        spec = replace(spec, picks=[*spec.picks, f"revert {c['repo']}@{c['sha']}"])  # a build identity of its own
+        # the builder only checks out through its workspace: a reverting one stands in for it
+        builder = Builder(cast(Workspace, RevertingCheckout(ws, repo, c["sha"])), self.host.jax, self.host.xla,
+                          spec, self.host.store)
+        self.handler.note(f"{self.t.name}: building {ref} with {c['repo']} {c['sha'][:10]} reverted")
+        self.installed = None
+        build = builder.prepare(tip)
+        if not build.ok:
+            out.update(verdict="does not build reverted", log=build.log_path)
+            return out
+        self.installed = None  # the reverted build is installed: not a pair anyone else measures
+        reverted = self.bench([], self.repeats, "revert-reverted")
+        if not plain.samples or not reverted.samples:
+            out.update(verdict="could not be measured", detail=plain.detail() or reverted.detail())
+            return out
+        mp, mr = statistics.median(plain.samples), statistics.median(reverted.samples)
+        step = mg - mb
+        better = (mr > mp) == self.s.higher_is_better and mr != mp
+        apart = separation(plain.samples, reverted.samples) if len(plain.samples) > 1 else 0.0
+        restores = better and apart >= 3.0
+        frac = (mr - mp) / step if step else None
+        out.update(tip_median=mp, tip_samples=plain.samples, reverted_median=mr, reverted_samples=reverted.samples,
+                   separation=apart, restored=frac, verdict="restores" if restores else "does not restore it")
+        return out
+
+
+def _revert(repo: GitRepo, sha: str) -> bool:
+    """``git revert --no-commit`` of ``sha`` in ``repo`` (a merge commit against its first parent);
+    False, with the tree put back, when it does not apply cleanly."""
+    parents = repo.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
+    args = ["revert", "--no-commit"] + (["-m", "1"] if len(parents) > 1 else []) + [sha]
+    try:
+        repo.git(*args, env={"GIT_EDITOR": "true"})
+        return True
+    except ProcessError:
+        for undo in (("revert", "--abort"), ("reset", "--quiet", "--hard")):
+            try:
+                repo.git(*undo)
+            except ProcessError:
+                pass
+        return False
+
+
+class RevertingCheckout:
+    """A workspace whose checkouts have the culprit reverted on top (the builder checks out through it)."""
+
+    def __init__(self, workspace: Workspace, repo: GitRepo, sha: str):
+        self.workspace, self.repo, self.sha = workspace, repo, sha
+
+    def checkout(self, pair: Pair) -> None:
+        self.workspace.checkout(pair)
+        if not _revert(self.repo, self.sha):
+            raise UserError(f"{self.repo.name} {self.sha[:10]} no longer reverts cleanly", "run explain again")
+
+
+def _ir_differs(good: Path, bad: Path) -> dict:
+    """With identical optimized HLO: whether the LLVM IR the backend left (CPU ``*.ir-with-opt.ll``,
+    GPU ``*.ll``/``*.ptx``) differs, file by file, numbering prefixes ignored."""
+    def files(d: Path) -> dict[str, str]:
+        out = {}
+        for p in d.glob("*"):
+            if p.suffix in (".ll", ".ptx") and p.is_file():
+                out[hlo_diff.strip_prefix(p.name)] = p.read_text(errors="replace")
+        return out
+    g, b = files(good), files(bad)
+    differ = sorted(k for k in set(g) & set(b) if _ir_body(g[k]) != _ir_body(b[k]))
+    return {"compared": len(set(g) & set(b)), "differ": differ,
+            "only_good": sorted(set(g) - set(b)), "only_bad": sorted(set(b) - set(g))}
+
+
+def _ir_body(text: str) -> str:
+    # source file names and module ids carry paths and numbering
+    return "\n".join(line for line in text.splitlines()
+                     if not line.startswith(("; ModuleID", "source_filename", "!")))
+
+
+def write_repro(diffs: list[hlo_diff.ModuleDiff], out: Path) -> dict | None:
+    """For the module that changed most: the first-bad module as written, the fusion or computation
+    that changed most as a module of its own, and the command lines that replay them."""
+    changed = [d for d in diffs if not d.identical and d.bad_path]
+    if not changed:
+        return None
+    d = max(changed, key=lambda d: sum(c.weight() for c in d.changes))
+    src = Path(d.bad_path or "")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    stem = hlo_diff.strip_prefix(src.name).removesuffix(".txt")
+    optimized = out / f"{stem}.hlo"
+    shutil.copyfile(src, optimized)
+    before_src = src.with_name(src.name.split(".")[0] + "." + d.key.split()[0] + ".before_optimizations.txt")
+    before = None
+    if before_src.is_file():
+        before = out / f"{hlo_diff.strip_prefix(before_src.name).removesuffix('.txt')}.hlo"
+        shutil.copyfile(before_src, before)
+    platform = platform_of(src)
+    rec: dict = {"module": d.key, "optimized": str(optimized), "before": str(before) if before else None,
+                 "commands": repro_commands(optimized, before, platform)}
+    largest = d.largest()
+    if largest is not None:
+        rec["largest"] = largest.name
+        module = hlo_diff.read_module(src)
+        inst = module.entry.by_name().get(largest.bad or "")
+        called = [c for c in (inst.calls() if inst else []) if c in module.computations]
+        if called:
+            part = out / f"{stem}.{_safe(largest.name)}.hlo"
+            part.write_text(hlo_diff.extract_computation(module, called[0]))
+            rec["computation"] = called[0]
+            rec["fusion_file"] = str(part)
+            rec["fusion_commands"] = repro_commands(part, None, platform)
+    lines = [f"# {d.key}: the first-bad module (optimized) and how to replay it", *rec["commands"]]
+    if rec.get("fusion_file"):
+        lines += [f"# {rec['largest']} ({rec['computation']}), the change that moved most, on its own",
+                  *rec["fusion_commands"]]
+    (out / "README.txt").write_text("\n".join(lines) + "\n")
+    rec["readme"] = str(out / "README.txt")
+    return rec
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)

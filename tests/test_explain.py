@@ -1,0 +1,221 @@
+"""``hourly explain``: real stand-in trees whose planted change alters a lowering, real builds, real
+jaxlib on the CPU, real XLA dumps; and the HLO parser and diff on HLO text dumped by jax."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hourly.analysis import hlo_diff
+from hourly.cli import main
+from hourly.demo.repos import BUILD_PY, Change, make_repos, write_launcher
+
+DATA = Path(__file__).parent / "data" / "hlo"
+
+
+# -- the parser and the diff, on HLO dumped by jax 0.10 on the CPU -------------------------------------
+
+def sample(name: str) -> hlo_diff.Module:
+    return hlo_diff.read_module(DATA / f"{name}.jit_f.cpu_after_optimizations.txt")
+
+
+def test_parses_computations_instructions_and_drops_metadata():
+    m = sample("good")
+    assert m.name == "jit_f" and m.entry_name == "main.2"
+    assert m.entry_layout == "{(f32[64,64]{1,0})->f32[]}"
+    assert set(m.computations) == {"region_0.1", "fused_computation", "main.2"}
+    fusion = m.entry.instructions[-1]
+    assert (fusion.name, fusion.opcode, fusion.operands, fusion.root) == ("ynn_fusion", "fusion", ["x.1"], True)
+    assert fusion.calls() == ["fused_computation"] and fusion.attr("kind") == "kCustom"
+    assert all(k != "metadata" for i in m.entry.instructions for k, _ in i.attrs)
+    assert hlo_diff.parse_instruction("  %t = (f32[2]{0}, s32[]) tuple(f32[2]{0} %a, s32[] %b)").operands == ["a", "b"]
+
+
+def test_a_rename_only_change_is_identical():
+    # x ** 2 lowers to the same multiply as x * x, named integer_pow.0 instead of mul.0
+    good, pow_ = sample("good"), sample("pow")
+    assert "integer_pow.0" in pow_.computations["fused_computation"].by_name()
+    d = hlo_diff.diff_modules(good, pow_)
+    assert d.identical and d.summary() == "identical" and not d.changes
+
+
+def test_an_added_transpose_is_named_with_the_fusion_it_changed():
+    d = hlo_diff.diff_modules(sample("good"), sample("transpose"))
+    assert not d.identical
+    added = {c.name for c in d.changes if c.kind == "added"}
+    assert "transpose_copy_fusion" in added and "wrapped_reduce" in added
+    changed = next(c for c in d.changes if c.kind == "changed")
+    assert changed.name == "ynn_fusion" and "body of fused_computation" in changed.what
+    assert {c.opcode for c in changed.inner if c.kind == "added"} >= {"reduce-window"}
+    assert {c.opcode for c in changed.inner if c.kind == "removed"} >= {"reduce"}
+    assert d.largest() is changed
+    part = hlo_diff.extract_computation(sample("transpose"), "fused_computation")
+    standalone = hlo_diff.parse_module(part)
+    assert standalone.entry_name == "fused_computation" and "region_0.1" in standalone.computations
+
+
+def test_modules_match_across_numbering(tmp_path):
+    for side, names in (("g", ["module_0004.jit_f", "module_0001.jit_g"]), ("b", ["module_0009.jit_f", "module_0002.jit_g"])):
+        (tmp_path / side).mkdir()
+        for n in names:
+            src = "good" if side == "g" or "jit_g" in n else "transpose"
+            text = (DATA / f"{src}.jit_f.cpu_after_optimizations.txt").read_text()
+            if "jit_g" in n:
+                text = text.replace("HloModule jit_f", "HloModule jit_g")
+            (tmp_path / side / f"{n}.cpu_after_optimizations.txt").write_text(text)
+    diffs = {d.key: d for d in hlo_diff.diff_dumps(tmp_path / "g", tmp_path / "b")}
+    assert set(diffs) == {"jit_f", "jit_g"}
+    assert diffs["jit_g"].identical and not diffs["jit_f"].identical
+
+
+def test_dump_flags_are_added_to_the_users_xla_flags(tmp_path):
+    from hourly.explain.plan import dump_flags, xla_flags
+    extra = dump_flags(tmp_path / "d")
+    assert xla_flags({"XLA_FLAGS": "--xla_cpu_enable_fast_math=true"}, *extra, inherited={}) == \
+        f"--xla_cpu_enable_fast_math=true --xla_dump_to={tmp_path / 'd'} --xla_dump_hlo_as_text"
+    assert xla_flags({}, "--a", inherited={"XLA_FLAGS": "--mine"}) == "--mine --a"  # from the environment
+    assert xla_flags({}, "--a", inherited={}) == "--a"
+
+
+# -- end to end: a stand-in jax package whose function under test changes its lowering --------------
+
+pytest.importorskip("jax")
+
+GOOD_KERNEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(x * x)\n"
+BAD_KERNEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(jnp.transpose(x) * x)\n"
+SAME_KERNEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(x ** 2)\n"
+
+#: the metric is the compiled program's size as XLA leaves it under the flags in effect (a cost
+#: model: fewer instructions, more MLUPS), with a little noise so the statistics have a spread
+BENCH = r'''
+import os, random
+import jax, jax.numpy as jnp
+import jax_demo
+from jax_demo.kernel import f
+x = jax.device_put(jnp.ones((64, 64), jnp.float32)).block_until_ready()
+fn = jax.jit(f)
+fn(x).block_until_ready()
+size = sum(1 for line in fn.lower(x).compile().as_text().splitlines() if " = " in line)
+print(f"instructions: {size}")
+print(f"MLUPS: {jax_demo.FACTOR * 1e4 / size * (1 + random.gauss(0, float(os.environ.get('DEMO_NOISE', '0.002')))):.3f}")
+'''
+
+
+def _repos(root: Path, culprit_kernel: str, extra: dict | None = None):
+    changes = [
+        Change("jax", "2023-08-24T01:00:00Z", "Add docs", {"docs/a.md": "a\n"}),
+        Change("xla", "2023-08-24T02:00:00Z", "[XLA] Tidy", {"tidy.txt": "1\n"}),
+        Change("jax", "2023-08-24T03:00:00Z", "Lower sum of squares differently", {"kernel.py": culprit_kernel, **(extra or {})}),
+        Change("jax", "2023-08-24T04:00:00Z", "Update changelog", {"CHANGELOG.md": "x\n"}),
+    ]
+    base = {"jax": {"README": "stand-in jax\n", "perf/base.txt": "1.0\n", "build/requirements.in": "jaxlib\n",
+                    ".gitignore": "dist/\nbuild/cache/\n", "kernel.py": GOOD_KERNEL}}
+    made = make_repos(root, changes, base=base)
+    # the wheel carries the JAX tree's kernel.py as jax_demo.kernel
+    build_py = BUILD_PY.replace('files = {\n', 'files = {\n    "jax_demo/kernel.py": (JAX / "kernel.py").read_text(),\n', 1)
+    assert build_py != BUILD_PY
+    write_launcher(made.build_script.parent, "build_standin.py", build_py, str(made.xla))
+    made.bench_script.write_text(BENCH)
+    return made
+
+
+def _bisected(tmp: Path, venv_python: str, culprit_kernel: str, extra: dict | None = None):
+    made = _repos(tmp / "repos", culprit_kernel, extra)
+    work = tmp / "work"
+    common = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+              "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)]
+    assert main(["scan", "--from", "Aug 24 2023 00:30", "--to", "Aug 24 2023 04:30", "--step", "2h",
+                 "--repeats", "2", "--no-confirm-edges", *common]) == 0
+    return made, work
+
+
+def _explain(capsys, work: Path, *args: str) -> tuple[str, dict]:
+    capsys.readouterr()
+    code = main(["explain", "--workdir", str(work), *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rec = json.loads((work / "explain" / "step-1" / "explain.json").read_text())
+    return out, rec
+
+
+@pytest.fixture(scope="module")
+def lowering(tmp_path_factory, venv_python):
+    """A bisected workdir whose culprit adds a transpose to the function under test."""
+    tmp = tmp_path_factory.mktemp("lowering")
+    made, work = _bisected(tmp, venv_python, BAD_KERNEL)
+    assert main(["bisect", "--workdir", str(work)]) == 0
+    return made, work
+
+
+def test_explain_names_the_changed_instructions_and_writes_a_repro(capsys, lowering):
+    made, work = lowering
+    out, rec = _explain(capsys, work)
+    assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
+    f = next(m for m in rec["modules"] if m["key"] == "jit_f")
+    assert not f["identical"]
+    assert any(m["identical"] for m in rec["modules"])  # the helpers jax compiles did not change
+    assert "transpose_copy_fusion" in out and "ynn_fusion" in out and "reduce-window" in out
+    # the dumps are kept in the workdir
+    for side in ("good", "bad"):
+        assert list((work / "explain" / "step-1" / side).glob("*jit_f.cpu_after_optimizations.txt"))
+    rp = rec["repro"]
+    assert Path(rp["optimized"]).is_file() and rp["largest"] == "ynn_fusion"
+    assert hlo_diff.read_module(Path(rp["fusion_file"])).entry_name == "fused_computation"
+    assert "--run_xla_backend_only=true --xla_disable_all_hlo_passes=true" in rp["commands"][0]
+    assert rp["optimized"] in out
+    # the report carries it
+    assert main(["report", "--workdir", str(work)]) == 0
+    md = (work / "report" / "report.md").read_text()
+    assert "## Explained" in md and "ynn_fusion" in md and rp["optimized"] in md
+
+
+def test_the_sweep_measures_each_differing_pass_and_every_try_flag(capsys, lowering):
+    # on the CPU no pass we know of undoes this lowering when disabled: the sweep's mechanics are
+    # checked with real per-pass dumps, real disabled passes and a --try-flag
+    _, work = lowering
+    out, rec = _explain(capsys, work, "--sweep", "--max-passes", "2", "--repeats", "2",
+                        "--try-flag", "--xla_disable_hlo_passes=layout-assignment")
+    sw = rec["sweep"]
+    assert sw["passes"], "per-pass dumps show passes whose effect differs"
+    measured = [r["flag"] for r in sw["measured"]]
+    assert measured[:len(sw["passes"][:2])] == [f"--xla_disable_hlo_passes={p}" for p in sw["passes"][:2]]
+    assert measured[-1] == "--xla_disable_hlo_passes=layout-assignment"
+    assert sw["good_median"] > sw["bad_median"]
+    for r in sw["measured"]:
+        assert r["verdict"] in ("restores", "does not restore", "unsure", "failed")
+    assert "passes whose effect differs" in out and "levels: last good" in out
+    assert list((work / "explain" / "step-1" / "bad-passes").glob("*jit_f.*.after_*.txt"))
+
+
+def test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said(capsys, lowering, tmp_path):
+    made, work = lowering
+    out, rec = _explain(capsys, work, "--revert-check", "--repeats", "2")
+    rv = rec["revert"]
+    assert rv["verdict"] == "restores", rv
+    assert 0.8 < rv["restored"] < 1.2
+    assert "reverting jax" in out and "restores" in out
+    # a later commit on another branch rewrites the same line: the revert does not apply there
+    wt = tmp_path / "conflict"
+    subprocess.run(["git", "-C", str(made.jax), "worktree", "add", "-q", "-b", "conflicting", str(wt), "origin/main"],
+                   check=True)
+    (wt / "kernel.py").write_text(BAD_KERNEL.replace("jnp.transpose(x) * x", "jnp.transpose(x) * x + 0"))
+    subprocess.run(["git", "-C", str(wt), "commit", "-qam", "Edit the kernel again"], check=True,
+                   env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                        "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"})
+    subprocess.run(["git", "-C", str(made.jax), "worktree", "remove", "--force", str(wt)], check=True)
+    out, rec = _explain(capsys, work, "--revert-ref", "conflicting")
+    assert rec["revert"]["verdict"] == "does not revert cleanly"
+    assert "does not revert cleanly" in out
+
+
+def test_a_change_that_leaves_the_hlo_alone_is_said_to_be_identical(capsys, tmp_path, venv_python):
+    # x ** 2 for x * x: the same program (a rename inside it); the planted factor makes the step
+    made, work = _bisected(tmp_path, venv_python, SAME_KERNEL, {"perf/slow.txt": "0.8\n"})
+    assert main(["bisect", "--workdir", str(work)]) == 0
+    out, rec = _explain(capsys, work)
+    assert rec["identical"] and all(m["identical"] for m in rec["modules"])
+    assert rec["repro"] is None
+    assert "all identical" in out and "LLVM" in out and "Triton" in out
