@@ -17,7 +17,7 @@ from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
 from hourly.measure.settings import effective
 from hourly.render.bisect import print_answers
-from hourly.render.console import command_line, styled
+from hourly.render.console import PlainPrint, command_line, styled
 from hourly.render.report import write_report
 from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
@@ -95,7 +95,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
 def print_next(console: Console, commands: list[str]) -> None:
     """The demo's folder may be temporary: say where its results are, as commands to paste, one
     line each however narrow the terminal or pipe."""
-    plain = dict(markup=False, highlight=False, soft_wrap=True)
+    plain: PlainPrint = dict(markup=False, highlight=False, soft_wrap=True)
     console.print("\nnext, with this demo's results:", **plain)
     for cmd in commands:
         console.print(cmd, **plain)

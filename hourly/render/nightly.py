@@ -7,6 +7,7 @@ from rich.table import Table
 from hourly.model import Status
 from hourly.nightly.plan import NightlyReport
 from hourly.plurals import found, status_counts
+from hourly.render.console import PlainPrint
 from hourly.render.scan import fmt_value, step_marks
 from hourly.render.steps import describe
 
@@ -40,7 +41,7 @@ def table(report: NightlyReport):
 
 
 def print_report(console, report: NightlyReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'date')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)

@@ -9,6 +9,7 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
 from hourly.plurals import plural, status_counts
 from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, stored_releases
+from hourly.render.console import PlainPrint
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -74,7 +75,7 @@ def describe_step(st: ReleaseStep) -> list[str]:
 
 
 def print_report(console, report: ReleaseReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'release')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}"
