@@ -90,7 +90,7 @@ def candidate_states(walks: dict[str, list[tuple[str, int]]], t_good: int, t_bad
 
 def step_commits(walks: dict[str, list[tuple[str, int]]], old: Pair, new: Pair) -> dict[str, list[str]]:
     """Per repository, the first-parent commits a step from ``old`` to ``new`` brings (oldest first)."""
-    out = {}
+    out: dict[str, list[str]] = {}
     for name in REPOS:
         a, b = getattr(old, name), getattr(new, name)
         if a == b:
@@ -243,8 +243,8 @@ class Classification:
 def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
     """Pooled within-group standard deviation (None without any repeated group) and its degrees of freedom."""
     ss, dof = 0.0, 0
-    for g in groups:
-        g = np.asarray(g, dtype=float)
+    for group in groups:
+        g = np.asarray(group, dtype=float)
         if len(g) >= 2:
             ss += float(np.sum((g - g.mean()) ** 2))
             dof += len(g) - 1
@@ -290,9 +290,9 @@ def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]
         return Classification(Verdict.UNSURE, 0.0, "no samples")
     p = np.asarray(probe, float)
     g, b = np.asarray(good, float), np.asarray(bad, float)
-    sigma = noise(g, b, p)
+    sigma = noise(good, bad, probe)
     mg, mb, mp = float(g.mean()), float(b.mean()), float(p.mean())
-    dof = pooled_sigma([g, b, p])[1]
+    dof = pooled_sigma([good, bad, probe])[1]
     # The probe's mean is sufficient for its level; under each end it is distributed around that
     # end's mean with the uncertainty of both means (Student-t when the noise is estimated, its
     # tails carrying the uncertainty of a noise estimate from few samples). Comparing means, not
@@ -458,7 +458,7 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     _, mu, sc = min(ok)
     lo = _logpdf(mp, mu, sc, dof)
     scores = {Level.LOW: la, Level.HIGH: lb, Level.NEITHER: lo}
-    best = max(scores, key=scores.get)
+    best = max(scores, key=scores.__getitem__)
     margin = scores[best] - max(v for k, v in scores.items() if k is not best)
     span = abs(mb - ma)
     where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
@@ -518,6 +518,19 @@ class Step:
 MeasureFn = Callable[[int, int], "list[float] | None"]
 #: measure_many({state: count}) -> {state: ``count`` new samples, or None when untestable}: one round.
 MeasureManyFn = Callable[[dict[int, int]], "dict[int, list[float] | None]"]
+
+
+@dataclass
+class _Span:
+    """An open interval ``a..b`` that :meth:`StepSearch.plan_ahead` spreads new states over (offsets
+    from ``a``: ``skip`` are never probed, ``fixed`` are measured already; ``room`` states are left
+    to probe, ``want`` of them now)."""
+    a: int
+    b: int
+    skip: set[int]
+    fixed: set[int]
+    room: int
+    want: int = 0
 
 
 class Pending(Exception):
@@ -810,29 +823,30 @@ class StepSearch:
         """Up to ``k`` new states to measure ahead, spread over the open intervals."""
         if k <= 0:
             return []
-        spans = []
+        spans: list[_Span] = []
         for a, b, _ in reversed(self._stack):  # the interval searched now first
             skip = {i - a for i in range(a + 1, b) if i in self.failed or i in self.unsure or i in exclude}
             fixed = {i - a for i in range(a + 1, b)
                      if i - a not in skip and (self.samples.get(i) or self._ready.get(i))}
             room = b - a - 1 - len(skip) - len(fixed)
             if room > 0:
-                spans.append([a, b, skip, fixed, room, 0])
+                spans.append(_Span(a, b, skip, fixed, room))
         if not spans:
             return []
-        if spans[0][:2] == list(self._stack[-1][:2]):
-            spans[0][5] = 1  # the search waits on the interval it searches now: it gets a state first
-        for _ in range(k - sum(sp[5] for sp in spans)):  # each other slot to the interval whose parts are largest
-            open_ = [sp for sp in spans if sp[5] < sp[4]]
+        if (spans[0].a, spans[0].b) == self._stack[-1][:2]:
+            spans[0].want = 1  # the search waits on the interval it searches now: it gets a state first
+        for _ in range(k - sum(sp.want for sp in spans)):  # each other slot to the interval whose parts are largest
+            open_ = [sp for sp in spans if sp.want < sp.room]
             if not open_:
                 break
-            sp = max(open_, key=lambda sp: (sp[1] - sp[0]) / (sp[5] + len(sp[3]) + 1))
-            sp[5] += 1
+            sp = max(open_, key=lambda sp: (sp.b - sp.a) / (sp.want + len(sp.fixed) + 1))
+            sp.want += 1
         out = []
-        for a, b, skip, fixed, _, want in spans:
-            if want:
-                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
-                out += [a + x for x in split_points(b - a + 1, want, skip, costs, fixed)]
+        for sp in spans:
+            if sp.want:
+                a, b = sp.a, sp.b
+                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in sp.skip}
+                out += [a + x for x in split_points(b - a + 1, sp.want, sp.skip, costs, sp.fixed)]
         return out
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
