@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -560,7 +560,7 @@ class StepSearch:
 
     def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
                  min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
-                 cost: Callable[[int], float] | None = None, known: dict[int, Sequence[float]] | None = None,
+                 cost: Callable[[int], float] | None = None, known: Mapping[int, Sequence[float]] | None = None,
                  failed: dict[int, str] | None = None,
                  on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False):
         if n < 2:
