@@ -33,7 +33,8 @@ def profile(workdir: Optional[str] = Workdir,
     s = stored_settings(store, config, workdir=workdir, **flags)
     if bool(good) != bool(bad):
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
-    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
+    targets = ([Target("manual", parse_state(good, s), parse_state(bad, s))] if good and bad  # both or neither
+               else targets_from_store(store, s))
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
     notes = ProgressLines(err_console, "states", str)
     for r in run_profiles(store, s, targets, options, notes, executor=executor):
