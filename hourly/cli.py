@@ -9,6 +9,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Protocol, cast
 
 import typer
 
@@ -31,6 +32,13 @@ from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
 from .commands.trace import compare_profiles, trace
+
+
+class _ShownError(Protocol):
+    """Every TyperException typer raises is one of its click's (ClickException and below): it shows
+    itself on stderr."""
+
+    def show(self) -> None: ...
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -78,7 +86,7 @@ def _main(argv: list[str]) -> int:
     except _ABORTS:
         return 130
     except _CLICK_ERRORS as e:
-        e.show()
+        cast(_ShownError, e).show()
         return e.exit_code
     except UserError as e:
         _err(f"hourly: error: {e.one_line()}")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
-from hourly.model import Mode
+from hourly.model import Mode, Pair
 
 from .common import (
     BENCHMARK,
@@ -63,8 +63,11 @@ def scan(
         report = run_scan(s, s.workdir, executor=executor)
     else:
         logs = log_dir(s.workdir)
-        with ProgressLines(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
-                           f" (build log {logs / f'build-{pair.key()}.log'})") as handler:
+
+        def building(current: object) -> str:
+            pair = cast(Pair, current)  # the scan's handler hears the pair it builds
+            return f"building + measuring {pair.short()} (build log {logs / f'build-{pair.key()}.log'})"
+        with ProgressLines(err_console, "pairs", building) as handler:
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:

@@ -7,6 +7,7 @@ import shlex
 import tempfile
 import venv
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -74,7 +75,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
-    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+    result: dict[str, Any] = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:

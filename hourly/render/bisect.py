@@ -55,7 +55,7 @@ def describe(a: dict) -> list:
     c = a.get("culprit")
     fixing = a.get("kind") in ("improvement", "fix")
     if c:
-        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind"), "culprit")
+        label = {"improvement": "improved by", "fix": "fixed by"}.get(a.get("kind", ""), "culprit")
         lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",

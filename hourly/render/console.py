@@ -77,7 +77,7 @@ def print_lines(con: Console, lines: Iterable[str | Text]) -> None:
         print_text(con, line)
 
 
-def command_line(argv: Sequence[str]) -> str:
+def command_line(argv: Sequence[object]) -> str:
     """A command the user can paste: shell-quoted, one line."""
     return shlex.join([str(a) for a in argv])
 

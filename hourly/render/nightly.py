@@ -54,7 +54,11 @@ def print_report(console, report: NightlyReport) -> None:
         console.print("no slowdown between good days and no crash after a good day: nothing to hand "
                       "over", **kw)
         return
-    what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
+    if b.kind == "slower":
+        assert b.change is not None  # find_boundary: a slowdown comes with its change
+        what = f"{b.change * 100:+.1f}%"
+    else:
+        what = f"{b.bad.status.value}"
     console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
     for side, p in (("good", b.good), ("bad", b.bad)):
         console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",

@@ -37,7 +37,7 @@ def table(report: ReleaseReport):
     t.add_column("released", no_wrap=True)
     t.add_column("metric", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
-    marks = {}
+    marks: dict[int, str] = {}  # by id() of a step's later point
     for st in report.steps:
         marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
     for p in report.points:
