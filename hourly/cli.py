@@ -11,6 +11,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Protocol, cast
 
 import typer
 
@@ -59,6 +60,12 @@ def _stop(signum: int, frame: object) -> None:
 #: the signals that stop a run like Ctrl-C, besides SIGINT itself
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
+
+class _ShownError(Protocol):
+    """Every TyperException typer raises is one of its click's (ClickException and below): it shows
+    itself on stderr."""
+
+    def show(self) -> None: ...
 
 # help is plain text (rich_markup_mode=None): "[default: UTC]" in a help string is shown, not read as markup
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -134,7 +141,7 @@ def _main(argv: list[str]) -> int:
     except _ABORTS:  # Ctrl-C, or a stop signal (main() tells them apart)
         return 130
     except _CLICK_ERRORS as e:
-        e.show()
+        cast(_ShownError, e).show()
         return e.exit_code
     except UserError as e:
         _err(f"hourly: error: {e.one_line()}")

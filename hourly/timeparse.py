@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hourly.errors import UserError
@@ -36,10 +36,10 @@ class ParsedTime:
 
     when: datetime  # timezone-aware, in UTC
     date_only: bool
-    zone: object  # the zone the text was read in
+    zone: tzinfo  # the zone the text was read in
 
 
-def get_zone(name: str):
+def get_zone(name: str) -> tzinfo:
     if name.upper() in _UTC_NAMES:
         return timezone.utc
     try:
@@ -100,7 +100,9 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
         dt = dt.replace(tzinfo=zone)
     elif m:
         raise UserError(f"{text!r} names two zones", "give either an offset or a zone name")
-    return ParsedTime((dt + extra).astimezone(timezone.utc), date_only and not extra, dt.tzinfo)
+    else:
+        zone = dt.tzinfo  # the text's own offset
+    return ParsedTime((dt + extra).astimezone(timezone.utc), date_only and not extra, zone)
 
 
 _STEP = re.compile(r"^\s*(?P<n>\d+)\s*(?P<unit>s|sec|m|min|h|hr|hour|hours|d|day|days)?\s*$", re.I)

@@ -30,6 +30,7 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from . import jaxbench
 
@@ -152,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
 
     manifest = _manifest(ns, jax, applied, skipped, wanted)
 
-    trace_kwargs = {"create_perfetto_trace": True}
+    # start_trace's keywords differ between JAX versions (profiler_options only where it takes them)
+    trace_kwargs: dict[str, Any] = {"create_perfetto_trace": True}
     if options is not None:
         trace_kwargs["profiler_options"] = options
     state = {"tracing": False}

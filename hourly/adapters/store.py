@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from hourly.errors import UserError
 from hourly.model import NightlyPoint, ReleasePoint, Status
@@ -99,8 +99,19 @@ class BuildRecord:
     identity: dict | None = None
 
 
+class Records(Protocol):
+    """What building and measuring write to: a :class:`Store`, or a Slurm job's
+    :class:`hourly.worker.RecordingStore` that keeps the rows for the coordinator."""
+
+    logs: Path
+
+    def record_build(self, b: BuildRecord) -> None: ...
+
+    def add_measurement(self, bench_key: str, m: Measurement) -> object: ...
+
+
 class Store:
-    def __init__(self, workdir: str | Path, create: bool = True, made_by: str = "hourly scan"):
+    def __init__(self, workdir: str | os.PathLike, create: bool = True, made_by: str = "hourly scan"):
         """``made_by``: the command that fills this store, named when there is none."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.path = self.workdir / STORE_NAME
@@ -214,7 +225,7 @@ class Store:
                 " origin, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
                  json.dumps(m.runs), m.detail, m.origin, time.time()))
-            m.id = cur.lastrowid
+            m.id = _inserted_id(cur)
         return m.id
 
     def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None) -> Measurement | None:
@@ -251,7 +262,7 @@ class Store:
                 (key, fields["bench_key"], fields["mode"], fields["good_time"], fields["bad_time"],
                  fields["good_xla"], fields["good_jax"], fields["bad_xla"], fields["bad_jax"], "running",
                  None, now, now))
-            return cur.lastrowid, "running", None
+            return _inserted_id(cur), "running", None
 
     def finish_bisection(self, bid: int, result: dict) -> None:
         with self.transaction() as c:
@@ -444,6 +455,12 @@ class _Connection(sqlite3.Connection):
             if fault is e:
                 raise
             raise fault from e
+
+
+def _inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid of the row the cursor's INSERT just made."""
+    assert cur.lastrowid is not None  # sqlite3 sets it on every INSERT
+    return cur.lastrowid
 
 
 def _measurement(r: sqlite3.Row) -> Measurement:

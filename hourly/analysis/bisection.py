@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 from scipy import stats
@@ -45,6 +45,9 @@ from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.timeline import Resolver
 from hourly.model import BISECT_MIN_CHANGE, REPOS, Named, Pair
 from hourly.plurals import plural
+
+#: samples of one state, as a list or an array
+Samples = Union[Sequence[float], np.ndarray]
 
 
 class Verdict(Named):
@@ -92,7 +95,7 @@ def candidate_states(walks: dict[str, list[tuple[str, int]]], t_good: int, t_bad
 
 def step_commits(walks: dict[str, list[tuple[str, int]]], old: Pair, new: Pair) -> dict[str, list[str]]:
     """Per repository, the first-parent commits a step from ``old`` to ``new`` brings (oldest first)."""
-    out = {}
+    out: dict[str, list[str]] = {}
     for name in REPOS:
         a, b = getattr(old, name), getattr(new, name)
         if a == b:
@@ -254,7 +257,7 @@ MEDIAN_SE = math.sqrt(math.pi / 2.0)
 TAIL_DOF = 3
 
 
-def location(x: Sequence[float]) -> float:
+def location(x: Samples) -> float:
     """A state's level from its samples: the median, which half of the runs less one can be slow
     without carrying it away (a mean follows every slow run); the mean for one or two samples."""
     return float(np.median(np.asarray(x, dtype=float)))
@@ -279,14 +282,14 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(v[np.searchsorted(c, c[-1] / 2.0)])
 
 
-def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
+def pooled_sigma(groups: Iterable[Samples]) -> tuple[float | None, int]:
     """One sample's σ pooled over the groups (None without any repeated group) and its degrees of
     freedom, robustly: the pooled Shamos estimator (:data:`SHAMOS` × the median of every
     within-group pairwise |difference|, each group weighing as its n−1 degrees of freedom). A few
     slow runs do not inflate it, as they inflate a standard deviation."""
     diffs, weights, dof = [], [], 0
-    for g in groups:
-        g = np.asarray(g, dtype=float)
+    for group in groups:
+        g = np.asarray(group, dtype=float)
         if len(g) >= 2:
             i, j = np.triu_indices(len(g), 1)
             diffs.append(np.abs(g[i] - g[j]))
@@ -297,7 +300,8 @@ def pooled_sigma(groups: Iterable[Sequence[float]]) -> tuple[float | None, int]:
     return SHAMOS * _weighted_median(np.concatenate(diffs), np.concatenate(weights)), dof
 
 
-def noise(good: Sequence[float], bad: Sequence[float], probe: Sequence[float] = ()) -> float:
+def noise(good: Samples, bad: Samples,
+          probe: Samples = ()) -> float:
     """The σ of one sample: pooled over the groups (robustly), floored, or a prior."""
     level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
     s, _ = pooled_sigma([good, bad, probe])
@@ -312,14 +316,14 @@ def veto_threshold(dof: int) -> float:
     return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
 
 
-def _se(sigma: float, x: Sequence[float]) -> float:
+def _se(sigma: float, x: Samples) -> float:
     """The standard error of ``x``'s location: on the pooled σ, or on ``x``'s own scatter when that
     is wider (a state whose runs are wild is not judged on the calm states' noise)."""
     own = pooled_sigma([x])[0] if len(x) >= 3 else None
     return max(sigma, own or 0.0) * location_se(len(x))
 
 
-def _se2(sigma: float, x: Sequence[float], y: Sequence[float]) -> float:
+def _se2(sigma: float, x: Samples, y: Samples) -> float:
     """The standard error of the difference of ``x``'s and ``y``'s locations."""
     return math.hypot(_se(sigma, x), _se(sigma, y))
 
@@ -561,7 +565,7 @@ def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], s
     _, mu, sc = min(ok)
     lo = _logpdf(mp, mu, sc, dof)
     scores = {Level.LOW: la, Level.HIGH: lb, Level.NEITHER: lo}
-    best = max(scores, key=scores.get)
+    best = max(scores, key=scores.__getitem__)
     margin = scores[best] - max(v for k, v in scores.items() if k is not best)
     span = abs(mb - ma)
     where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
@@ -629,6 +633,19 @@ MeasureFn = Callable[[int, int], "list[float] | None"]
 MeasureManyFn = Callable[[dict[int, int]], "dict[int, list[float] | None]"]
 
 
+@dataclass
+class _Span:
+    """An open interval ``a..b`` that :meth:`StepSearch.plan_ahead` spreads new states over (offsets
+    from ``a``: ``skip`` are never probed, ``fixed`` are measured already; ``room`` states are left
+    to probe, ``want`` of them now)."""
+    a: int
+    b: int
+    skip: set[int]
+    fixed: set[int]
+    room: int
+    want: int = 0
+
+
 class Pending(Exception):
     """A round driver's answer to ``measure`` when the samples asked for are not in hand yet: the
     search stops where it stands (nothing is lost; :meth:`StepSearch.run` goes on from there once
@@ -656,7 +673,7 @@ class StepSearch:
 
     def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
                  min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
-                 cost: Callable[[int], float] | None = None, known: dict[int, Sequence[float]] | None = None,
+                 cost: Callable[[int], float] | None = None, known: Mapping[int, Sequence[float]] | None = None,
                  failed: dict[int, str] | None = None,
                  on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False):
         if n < 2:
@@ -919,29 +936,30 @@ class StepSearch:
         """Up to ``k`` new states to measure ahead, spread over the open intervals."""
         if k <= 0:
             return []
-        spans = []
+        spans: list[_Span] = []
         for a, b, _ in reversed(self._stack):  # the interval searched now first
             skip = {i - a for i in range(a + 1, b) if i in self.failed or i in self.unsure or i in exclude}
             fixed = {i - a for i in range(a + 1, b)
                      if i - a not in skip and (self.samples.get(i) or self._ready.get(i))}
             room = b - a - 1 - len(skip) - len(fixed)
             if room > 0:
-                spans.append([a, b, skip, fixed, room, 0])
+                spans.append(_Span(a, b, skip, fixed, room))
         if not spans:
             return []
-        if spans[0][:2] == list(self._stack[-1][:2]):
-            spans[0][5] = 1  # the search waits on the interval it searches now: it gets a state first
-        for _ in range(k - sum(sp[5] for sp in spans)):  # each other slot to the interval whose parts are largest
-            open_ = [sp for sp in spans if sp[5] < sp[4]]
+        if (spans[0].a, spans[0].b) == self._stack[-1][:2]:
+            spans[0].want = 1  # the search waits on the interval it searches now: it gets a state first
+        for _ in range(k - sum(sp.want for sp in spans)):  # each other slot to the interval whose parts are largest
+            open_ = [sp for sp in spans if sp.want < sp.room]
             if not open_:
                 break
-            sp = max(open_, key=lambda sp: (sp[1] - sp[0]) / (sp[5] + len(sp[3]) + 1))
-            sp[5] += 1
+            sp = max(open_, key=lambda sp: (sp.b - sp.a) / (sp.want + len(sp.fixed) + 1))
+            sp.want += 1
         out = []
-        for a, b, skip, fixed, _, want in spans:
-            if want:
-                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
-                out += [a + x for x in split_points(b - a + 1, want, skip, costs, fixed)]
+        for sp in spans:
+            if sp.want:
+                a, b = sp.a, sp.b
+                costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in sp.skip}
+                out += [a + x for x in split_points(b - a + 1, sp.want, sp.skip, costs, sp.fixed)]
         return out
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:

@@ -780,7 +780,7 @@ def regime_z(v: np.ndarray, bounds: list[int], meds: list[float], k: int,
         dof += len(seg) - 1
     repeats = within is not None and int(np.sum(within[1][bounds[lo]:bounds[hi + 1]])) > 0
     few = dof < MIN_REGIME_DOF and repeats
-    if repeats:  # each point's repeats add their evidence of the noise
+    if repeats and within is not None:  # each point's repeats add their evidence of the noise
         ss += float(np.sum(within[0][bounds[lo]:bounds[hi + 1]]))
         dof += int(np.sum(within[1][bounds[lo]:bounds[hi + 1]]))
     if dof < 1 or ss <= 0.0:

@@ -8,7 +8,7 @@ The search in hourly/bisect/search.py decides; this module only describes what i
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hourly.adapters.gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from hourly.errors import UserError
@@ -32,7 +32,7 @@ def commit(repos: dict[str, GitRepo], repo: str, sha: str) -> dict:
     """One commit as the answer names it (a merged pull request also names what it brought)."""
     r = repos[repo]
     info: CommitInfo = r.commits([sha])[sha]
-    out = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
+    out: dict[str, Any] = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
            "committer_time": iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
     parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
     if len(parents) > 1:  # a merged pull request: name the commits it brought

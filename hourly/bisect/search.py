@@ -26,6 +26,7 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
+from typing import overload
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
@@ -65,7 +66,7 @@ from hourly.execute.executors import Executor, LocalExecutor
 from hourly.execute.host import BuildSplit, measure_counted
 from hourly.measure.build import Builder, Workspace, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
-from hourly.measure.pinned import gate_for
+from hourly.measure.pinned import Pin, gate_for
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, Blame, Mode, Pair, PointResult, Status
 from hourly.plurals import plural
@@ -170,9 +171,16 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     return out
 
 
+_FLIPPED: dict[Verdict | None, Verdict | None] = {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}
+
+
+@overload
+def _flip(v: Verdict) -> Verdict: ...
+@overload
+def _flip(v: None) -> None: ...
 def _flip(v: Verdict | None) -> Verdict | None:
     """Good ↔ bad (finding a fix: the state before it is the "old" one, as git bisect's terms)."""
-    return {Verdict.GOOD: Verdict.BAD, Verdict.BAD: Verdict.GOOD}.get(v, v)
+    return _FLIPPED.get(v, v)
 
 
 def printed_verdict(statuses: list) -> Verdict:
@@ -254,7 +262,8 @@ class Bisector:
         self._stack = ExitStack()
         self._since = time.time()  # --retry-failed: failures recorded before this are built again
         self._bid: int | None = None
-        self._going = None  # metric mode: (search, its states, offset of the current window in them)
+        #: metric mode: (search, its states, offset of the current window in them)
+        self._going: tuple[StepSearch, list[State], int] | None = None
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         #: per end of the current window: how many samples the verdicts compared against, and from where
@@ -340,6 +349,7 @@ class Bisector:
             if not runs_:
                 return self._exit_probe(role, pair, *self._measure_one(pair, self.s.repeats))
             return self._runs_probe(role, pair, runs_)
+        assert refs is not None  # metric mode: every caller passes the ends' samples
         good, bad = refs
         samples = [x for m in stored if m.status == Status.OK.value for x in m.samples]
         if not samples and any(m.status != Status.OK.value for m in stored):
@@ -392,6 +402,7 @@ class Bisector:
 
     def _end_rates(self) -> tuple[float, float]:
         """The clean end's and the crashing end's failure rates (--find-fix: the old end crashes)."""
+        assert self._ends is not None  # set when a window's ends are judged, before any rate is asked
         good, bad = self._ends
         clean, crashing = (bad, good) if self.invert else (good, bad)
         return failure_rates(self._rcs(clean), self._rcs(crashing))
@@ -449,6 +460,12 @@ class Bisector:
         got = dict(zip(todo, self.measure_many([(p, self.s.repeats) for p in todo]), strict=True)) if todo else {}
         return [self._exit_probe(role, p, *got[p]) if p in got else self.evaluate(p, role, None) for p in pairs]
 
+    def _bisection_id(self) -> int:
+        """The store's id of the bisection under way (bisect_one sets it before any probe)."""
+        if self._bid is None:
+            raise RuntimeError("no bisection under way: bisect_one sets the id before any probe")
+        return self._bid
+
     def _record(self, bid: int, p: Probe) -> Probe:
         row = p.row()
         row["jaxlib_builds"], row["jax_builds"] = self.split.take()
@@ -461,7 +478,7 @@ class Bisector:
             return
         for ref, pair, v in ((good, self._ends[0], Verdict.GOOD), (bad, self._ends[1], Verdict.BAD)):
             if len(ref) < want:
-                ref[:] = self._end_samples(self._bid, pair, v, want)[0]
+                ref[:] = self._end_samples(self._bisection_id(), pair, v, want)[0]
 
     def _end_samples(self, bid: int, pair: Pair, verdict: Verdict, want: int,
                      got: tuple[Measurement, int, int] | None = None) -> tuple[list[float], int, int]:
@@ -488,7 +505,7 @@ class Bisector:
         """Every regression in the window: the search pins the earliest and says whether the rest
         of the window (from its first bad state) still holds a step; then that rest is bisected in
         turn, reusing every measurement."""
-        answers = []
+        answers: list[dict] = []
         self._going = None  # metric mode: the search, its states, and where this window starts in them
         while True:
             try:
@@ -524,6 +541,7 @@ class Bisector:
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
             "good_xla": good_pair.xla, "good_jax": good_pair.jax, "bad_xla": bad_pair.xla, "bad_jax": bad_pair.jax})
         if status == "done" and not self.rerun:
+            assert result is not None  # finish_bisection stores the answer with status 'done'
             return result
         if status == "done":
             self.store.restart_bisection(bid)
@@ -557,7 +575,8 @@ class Bisector:
             step, search, off = self._search_steps(w, states, rows, going)
             b = Bounds(step.lo - off, step.hi - off)
             more_after = search.more_after
-            self._going = (search, going[1] if going else states, step.hi)
+            parent = going[1] if going else states
+            self._going = (search, parent, step.hi)
         else:
             b = self._exit_search(bid, states, verdicts)
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
@@ -566,7 +585,7 @@ class Bisector:
         confirmed = self._confirmation(bid, stored, last_good, first_bad, refs,
                                        *((search, step) if self.mode is Mode.METRIC else (None, None)))
         if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
-            self._flush(search, [st.pair for st in self._going[1]])
+            self._flush(search, [st.pair for st in parent])
             refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
 
         # blame
@@ -597,10 +616,10 @@ class Bisector:
                 for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe"), strict=True):
                     verdicts[i] = self._record(bid, p).verdict
                 continue
-            i = next_probe(len(states), verdicts, costs)
-            if i is None:
+            nxt = next_probe(len(states), verdicts, costs)
+            if nxt is None:
                 break
-            verdicts[i] = self._record(bid, self.evaluate(states[i].pair, "probe", None)).verdict
+            verdicts[nxt] = self._record(bid, self.evaluate(states[nxt].pair, "probe", None)).verdict
         return bounds(len(states), verdicts)
 
     def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
@@ -705,7 +724,8 @@ class Bisector:
                 known[i] = samples
             elif why or ms:
                 failed[i] = why or next(f"{m.status}: {m.detail}" for m in ms if m.status != Status.OK.value)
-        pending = self._pending = {}  # builds and runs not yet in a recorded row
+        pending: dict[int, list[int]] = {}  # builds and runs not yet in a recorded row
+        self._pending = pending
 
         def measure(i: int, count: int) -> list[float] | None:
             return many({i: count})[i]
@@ -731,7 +751,7 @@ class Bisector:
             role = "end" if pairs[i] in self._recorded else "probe"  # resumed: the state has its row already
             if role == "probe" or builds or runs:
                 self._recorded.add(pairs[i])
-                self._record(self._bid, Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
+                self._record(self._bisection_id(), Probe(role, pairs[i], v, j.reason, list(search.samples.get(i, [])),
                                         builds=builds, runs=runs, between=j.level is Level.NEITHER))
 
         search = StepSearch(len(states), measure, repeats=self.s.repeats, max_repeats=self.max_repeats,
@@ -762,18 +782,18 @@ class Bisector:
             if unjudged and i in search.failed:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
                 self._recorded.add(pairs[i])
-                self._record(self._bid, Probe("probe", pairs[i], Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
+                self._record(self._bisection_id(), Probe("probe", pairs[i], Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
-                self._record(self._bid, Probe("ahead", pairs[i], Verdict.UNSURE, f"{plural(len(ahead), 'sample')} "
+                self._record(self._bisection_id(), Probe("ahead", pairs[i], Verdict.UNSURE, f"{plural(len(ahead), 'sample')} "
                                               "measured ahead in a round, not judged yet", list(ahead),
                                               builds=builds, runs=runs))
             else:
-                level = getattr(search.verdicts.get(i), "level", None)
+                judged = search.verdicts.get(i)
                 v = Verdict.GOOD if i == 0 else Verdict.BAD if i == len(pairs) - 1 else \
-                    _VERDICT_OF.get(level, Verdict.UNSURE)
+                    _VERDICT_OF.get(judged.level, Verdict.UNSURE) if judged is not None else Verdict.UNSURE
                 samples = list(search.samples.get(i, []))
-                self._record(self._bid, Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
+                self._record(self._bisection_id(), Probe("end", pairs[i], v, f"{plural(len(samples), 'sample')} of an interval's end",
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
 
@@ -973,6 +993,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         k = b.hi - b.lo - 1
         reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
                   + "; ".join(whys))
+    pin: Pin | None = getattr(bisector, "pin", None)
     all_moved = step_commits(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
@@ -1007,5 +1028,5 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "jaxlib_builds": sum(r.get("jaxlib_builds") or 0 for r in rows),
         "jax_builds": sum(r.get("jax_builds") or 0 for r in rows),
         "runs": sum(r["runs"] for r in rows),
-        "pinned": bisector.pin.as_json() if getattr(bisector, "pin", None) else None,
+        "pinned": pin.as_json() if pin else None,
     }

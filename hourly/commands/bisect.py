@@ -60,7 +60,7 @@ def bisect(
     from hourly.render.bisect import LineHandler, print_answers
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
-    if good is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
+    if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
     store = Store(workdir, create=good is not None)

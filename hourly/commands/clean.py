@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from hourly.render.console import PlainPrint
+
 from .common import JsonOpt, console
 
 
@@ -14,7 +16,7 @@ def clean(json_out: bool = JsonOpt) -> None:
     if json_out:
         print(json.dumps({"removed": removed}, indent=1))
         return
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     if not removed:
         console.print("no container of a dead hourly run", **kw)
     for name in removed:

@@ -8,7 +8,7 @@ from typing import List, Optional
 from hourly.errors import UserError
 from hourly.measure.settings import workdir_setting
 from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from hourly.render.console import command_line
+from hourly.render.console import PlainPrint, command_line
 
 from .common import (
     DAILY,
@@ -99,7 +99,7 @@ def container(
                           "stop": f"docker stop {st.name}", "warning": st.warning}, indent=1))
         return
     verb = "started" if st.created else "already running"
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(f"{st.name} ({st.image}) {verb}; this directory is /dir inside, the workdir "
                   f"{st.workdir_inside}.", **kw)
     if st.warning:

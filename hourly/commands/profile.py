@@ -35,7 +35,7 @@ def profile(workdir: Optional[str] = Workdir,
         raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     from hourly.scan.identity import check_store
     check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under
-    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good else targets_from_store(store, s)
+    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good and bad else targets_from_store(store, s)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
     notes = ProgressLines(err_console, "states", str)
     from hourly.scan.run import env_lock_for

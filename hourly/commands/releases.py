@@ -10,6 +10,7 @@ from hourly.errors import UsageError
 from hourly.measure.settings import effective, workdir_setting
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
+from hourly.render.console import PlainPrint
 
 from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
 
@@ -90,7 +91,7 @@ def _print_plan(s, json_out: bool) -> None:
     if json_out:
         print(json.dumps({"python": target.version, "releases": [p.__dict__ for p in plan]}, indent=1))
         return
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     for p in plan:
         state = f"missing: {p.missing}" if p.missing else f"jaxlib {p.jaxlib} ({p.pairing})"
         console.print(f"jax {p.version}  released {p.released or 'unknown'}  {state}", **kw)

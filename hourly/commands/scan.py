@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
-from hourly.model import Mode
+from hourly.model import Mode, Pair
 
 from .common import (
     BENCHMARK,
@@ -64,8 +64,11 @@ def scan(
         report = run_scan(s, s.workdir, executor=executor)
     else:
         logs = log_dir(s.workdir)
-        with ProgressLines(err_console, "pairs", lambda pair: f"building + measuring {pair.short()}"
-                           f" (build log {logs / f'build-{pair.key()}.log'})") as handler:
+
+        def building(current: object) -> str:
+            pair = cast(Pair, current)  # the scan's handler hears the pair it builds
+            return f"building + measuring {pair.short()} (build log {logs / f'build-{pair.key()}.log'})"
+        with ProgressLines(err_console, "pairs", building) as handler:
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:
@@ -98,7 +101,7 @@ def emit(report, json_out: bool, s) -> None:
     from hourly.render.steps import marks_for_report
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
-    if s is not None and getattr(s, "warmup_runs", 0) and s.mode != "exit":
+    if s is not None and s.warmup_runs and s.mode != "exit":
         console.print(warmup_note(s), markup=False, highlight=False, soft_wrap=True)
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -115,11 +118,11 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
         from hourly.nightly.plan import stored_nightly as show_nightly
         from hourly.render.nightly import print_report
-        report = show_nightly(store)
+        daily = show_nightly(store)
         if json_out:
-            print(json.dumps(report.as_json(), indent=1))
+            print(json.dumps(daily.as_json(), indent=1))
         else:
-            print_report(console, report)
+            print_report(console, daily)
         return
     s = stored_settings(store, config, workdir=workdir)
     from hourly.render.steps import found_anything

@@ -7,6 +7,7 @@ import shlex
 import tempfile
 import venv
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -17,7 +18,7 @@ from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
 from hourly.measure.settings import effective
 from hourly.render.bisect import print_answers
-from hourly.render.console import command_line, styled
+from hourly.render.console import PlainPrint, command_line, styled
 from hourly.render.report import write_report
 from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
@@ -74,7 +75,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
-    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+    result: dict[str, Any] = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:
@@ -95,7 +96,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
 def print_next(console: Console, commands: list[str]) -> None:
     """The demo's folder may be temporary: say where its results are, as commands to paste, one
     line each however narrow the terminal or pipe."""
-    plain = dict(markup=False, highlight=False, soft_wrap=True)
+    plain: PlainPrint = dict(markup=False, highlight=False, soft_wrap=True)
     console.print("\nnext, with this demo's results:", **plain)
     for cmd in commands:
         console.print(cmd, **plain)

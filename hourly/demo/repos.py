@@ -17,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from hourly.adapters import proc
 from hourly.timeparse import parse_time
@@ -66,7 +67,7 @@ def _git(path: Path, *args: str, when: str | None = None, author: str | None = N
     return proc.run(["git", *args], cwd=path, env=env).output.rstrip("\n")
 
 
-def _write(repo: Path, files: dict[str, str | None]) -> None:
+def _write(repo: Path, files: Mapping[str, str | None]) -> None:
     for name, content in files.items():
         p = repo / name
         if content is None:

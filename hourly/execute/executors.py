@@ -37,13 +37,16 @@ import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Protocol
 
 from hourly.adapters.store import Measurement
 from hourly.errors import HourlyError, UserError
 from hourly.execute.host import Host
 from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
+
+if TYPE_CHECKING:
+    from hourly.adapters.slurm import Slurm
 
 MAX_ATTEMPTS = 3
 #: seconds between looks at the jobs (tests set HOURLY_SLURM_POLL lower)
@@ -73,8 +76,16 @@ class Executor(Protocol):
         """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
         ...
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
         """The same, one request at a time in order; closing it early cancels what still runs."""
+        ...
+
+
+class ProfilingExecutor(Executor, Protocol):
+    """An executor that also captures profiles elsewhere (``hourly profile``'s remote sides)."""
+
+    def profile_stream(self, host: Host, reqs: list[ProfileRequest]) -> Iterator[dict]:
+        """For each request, in order, its job's result (``out``: the capture folder)."""
         ...
 
 
@@ -86,9 +97,14 @@ class LocalExecutor:
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
         for pair, count in reqs:
             yield host.measure(pair, count)
+
+
+def _default_slurm() -> Slurm:
+    from hourly.adapters.slurm import Slurm  # imported when a Slurm executor is made
+    return Slurm()
 
 
 @dataclass
@@ -102,12 +118,9 @@ class SlurmExecutor:
     slurm_args: list[str] = field(default_factory=list)
     max_attempts: int = MAX_ATTEMPTS
     poll_s: float = field(default_factory=lambda: float(os.environ.get("HOURLY_SLURM_POLL", POLL_S)))
-    slurm: object = None  # hourly.adapters.slurm.Slurm
+    slurm: Slurm = field(default_factory=_default_slurm)
 
     def __post_init__(self):
-        if self.slurm is None:
-            from hourly.adapters.slurm import Slurm
-            self.slurm = Slurm()
         #: jobs submitted and results recorded in this process (bisect's --json "jobs" counts requests)
         self.submitted = 0
         self.adopted = 0
@@ -119,14 +132,14 @@ class SlurmExecutor:
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Iterator[tuple[Measurement, int, int]]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
         return _Round(self, host).stream(list(reqs))
 
     def profile_stream(self, host: Host, reqs: list[ProfileRequest]) -> Iterator[dict]:
         """Each request one job (kind profile), up to ``workers`` at once; for each, in order, the
         job's result (its build rows recorded in ``host.store``, its capture folder ``out``): the
         same round as :meth:`stream`, whose tasks tell the two kinds apart."""
-        return self.stream(host, reqs)
+        return _Round(self, host).stream(list(reqs))
 
 
 @dataclass
@@ -156,7 +169,7 @@ class _Round:
         self.live: dict[str, str] | None = None  # comment -> job id of this run's queued or running jobs
 
     # -- the loop ---------------------------------------------------------------------------
-    def stream(self, reqs: list) -> Iterator:
+    def stream(self, reqs: list) -> Generator[Any, None, None]:
         waiting = list(enumerate(reqs))
         running: dict[int, _Task] = {}
         ready: dict[int, _Task] = {}
@@ -279,7 +292,7 @@ class _Round:
             if task.result is None:
                 if states is None:
                     states = self.slurm.states(self.name, [t.job for t in running.values() if t.job])
-                state = states.get(task.job)
+                state = states.get(task.job) if task.job is not None else None
                 if state is not None and state.active:
                     continue
                 task.result = _read(task.dir / "result.json")  # written just before the job ended
@@ -307,6 +320,7 @@ class _Round:
             self.store.add_measurement(self.host.key, m)
             return m, 0, 0
         r = task.result
+        assert r is not None  # a task is recorded once its result is in (an untestable one has none)
         if r["outcome"] == "user_error":
             raise UserError(r["error"], r.get("fix"), r.get("details"))
         if r["outcome"] != DONE[task.kind]:

@@ -90,7 +90,7 @@ class HuntSettings:
             check_min_change(self.min_change)
         if (self.good_date is None) != (self.bad_date is None):
             raise UserError("--good-date and --bad-date go together", "pass both, or neither")
-        if self.good_date and parse_date(self.good_date) >= parse_date(self.bad_date):
+        if self.good_date and self.bad_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
         if self.releases is None:
@@ -252,8 +252,9 @@ def _common_argv(h: HuntSettings) -> list[str]:
             "--force", "--higher-is-better" if s.higher_is_better else "--lower-is-better",
             # the build cache on the host too: a resumed or later window never rebuilds a pair
             "--cache-dir", f"{WORKDIR_TARGET}/cache"]
-    if s.container_workdir():
-        argv += ["--bench-cwd", s.container_workdir()]
+    cwd = s.container_workdir()
+    if cwd:
+        argv += ["--bench-cwd", cwd]
     if s.timeout:
         argv += ["--bench-timeout", str(s.timeout)]
     for opt, value in (("--build-cmd", h.build_cmd), ("--xla-repo", h.xla_repo),
@@ -337,6 +338,7 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
     store.save_settings(NIGHTLY_LEVEL, s.as_dict())
     ends = []
     for d in (h.good_date, h.bad_date):
+        assert d is not None  # entered at the commit level: both dates (they go together)
         day = parse_date(d)
         p = _point(day, h, store, docker_client)
         if p.status is Status.MISSING:
@@ -400,6 +402,7 @@ def _searched(h: HuntSettings, store: Store, docker_client,
             return p.status is Status.OK
         if p.value is None:
             return False if p.status in (Status.CRASHED, Status.TIMEOUT) else None
+        assert bad.value is not None  # not a crash: the last date measured (checked above)
         change = (bad.value - p.value) / p.value
         return (-change if s.higher_is_better else change) >= threshold
 
@@ -558,6 +561,7 @@ def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_di
     store on the host, so a rerun measures no pair twice); what it scanned."""
     from hourly.adapters import containers
     from hourly.timeparse import parse_step
+    assert h.scan_step is not None  # called for --scan-step only
     good_time, bad_time = _pair_times(name, w, h, docker_client)
     t0, t1 = scan_window(good_time, bad_time, parse_step(h.scan_step))
     argv = scan_argv(w, h, inside, t0, t1)

@@ -27,13 +27,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import RunLock, WaitLock
-from hourly.adapters.store import BuildRecord, Store
+from hourly.adapters.store import BuildRecord, Records
 from hourly.errors import ProcessError, UserError
 from hourly.measure.build_cache import (
     WheelCache,
@@ -46,6 +47,9 @@ from hourly.measure.build_cache import (
 )
 from hourly.measure.resolve import Pair
 from hourly.model import Named
+
+if TYPE_CHECKING:
+    from hourly.measure.native_inputs import NativeKeys
 
 LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs, stash)
 RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree
@@ -75,6 +79,12 @@ class BuildResult:
 #: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
 BUILD_ATTEMPTS = 3
 BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
+
+
+def _last_outcome(state: RetryCallState) -> proc.Result:
+    """The attempts are used up: the last one's result (still interrupted) is the build's."""
+    assert state.outcome is not None  # tenacity calls back only after an attempt has its outcome
+    return state.outcome.result()
 
 
 def interruption(res: proc.Result) -> str | None:
@@ -267,7 +277,7 @@ def is_jax_package(wheel: Path) -> bool:
 
 class Builder:
     def __init__(self, workspace: Workspace | None, jax_repo: GitRepo, xla_repo: GitRepo | None,
-                 spec: BuildSpec, store: Store | None):
+                 spec: BuildSpec, store: Records | None):
         self.workspace = workspace
         self.jax_repo = jax_repo
         self.xla_repo = xla_repo
@@ -280,8 +290,28 @@ class Builder:
         self.builds_run = 0    # build commands run (jaxlib builds + jax package builds)
         self.jaxlib_builds = 0  # runs of --build-cmd in a two-repository hunt (each builds jaxlib)
         self.jax_builds = 0     # builds of the jax package alone (--only jax, or jaxlib cached)
-        self._native = None
+        self._native: NativeKeys | None = None
         self._jax_identity: dict | None = None
+
+    # a Builder made without a workspace and a store (a scan's, a bisection's) only prices builds
+    # from the cache: building needs trees to check out, a log folder and a store for the records
+    @property
+    def _tree(self) -> Workspace:
+        if self.workspace is None:
+            raise RuntimeError("this Builder only prices builds: it has no workspace to build in")
+        return self.workspace
+
+    @property
+    def _logs(self) -> Path:
+        if self.log_dir is None:
+            raise RuntimeError("this Builder only prices builds: it has no store for its logs")
+        return self.log_dir
+
+    @property
+    def _records(self) -> Records:
+        if self.store is None:
+            raise RuntimeError("this Builder only prices builds: it has no store to record builds in")
+        return self.store
 
     @property
     def identity(self) -> dict:
@@ -352,13 +382,13 @@ class Builder:
     def _prepare(self, pair: Pair) -> BuildResult:
         wheels = self.cached_wheels(pair, touch=True)
         if wheels:
-            self.workspace.checkout(pair)  # benchmarks may read the trees too
+            self._tree.checkout(pair)  # benchmarks may read the trees too
             err = self._install(wheels, pair)
             if err:
                 return err
             return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
         if not self.spec.cmd:  # nothing to build: the tree is installed editable
-            self.workspace.checkout(pair)
+            self._tree.checkout(pair)
             return BuildResult(BuildStatus.IN_PLACE)
         if self.split:
             jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
@@ -368,16 +398,16 @@ class Builder:
 
     def _jax_package(self, pair: Pair, jaxlib: list[Path]) -> BuildResult:
         """Install the cached jaxlib and the jax package of ``pair`` (from the cache, or built now)."""
-        self.workspace.checkout(pair)
+        self._tree.checkout(pair)
         status, jax_wheels, log, tail, duration = BuildStatus.CACHED, [], None, "", 0.0
         if self.spec.jax_cmd:
             jax_wheels = self.cache.get(self.jax_key(pair), touch=True)
             if not jax_wheels:
-                self.workspace.clean()  # built from this commit alone
+                self._tree.clean()  # built from this commit alone
                 wheel_dir = self.spec.wheel_dir
                 wheel_dir.mkdir(parents=True, exist_ok=True)
                 before = snapshot(wheel_dir)
-                log = self.log_dir / f"build-jax-{pair.jax[:12]}.log"
+                log = self._logs / f"build-jax-{pair.jax[:12]}.log"
                 self.builds_run += 1
                 self.jax_builds += 1
                 res = proc.run(self.spec.jax_cmd, cwd=self.jax_repo.path, env=self._env(pair, wheel_dir),
@@ -417,17 +447,17 @@ class Builder:
         return env
 
     def _build(self, pair: Pair) -> BuildResult:
-        self.workspace.checkout(pair)
-        self.workspace.clean()  # built from this commit alone: no output of an earlier build is left
+        self._tree.checkout(pair)
+        self._tree.clean()  # built from this commit alone: no output of an earlier build is left
         wheel_dir = self.spec.wheel_dir
         wheel_dir.mkdir(parents=True, exist_ok=True)
         before = snapshot(wheel_dir)  # the folder may be shared: only what this build makes is ours
         env = self._env(pair, wheel_dir)
-        log = self.log_dir / f"build-{pair.key()}.log"
+        log = self._logs / f"build-{pair.key()}.log"
         require_command(self.spec.cmd[0], env["PATH"])
         res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
                        retry=retry_if_result(lambda r: interruption(r) is not None),
-                       retry_error_callback=lambda state: state.outcome.result())(self._run_build, env, log)
+                       retry_error_callback=_last_outcome)(self._run_build, env, log)
         why = interruption(res)
         if why:  # not the pair's verdict: the next run builds it again
             return BuildResult(BuildStatus.INTERRUPTED, str(log), f"{why}\n{res.tail()}", res.duration)
@@ -481,7 +511,7 @@ class Builder:
         return cached
 
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
-        log = self.log_dir / f"install-{pair.key()}.log"
+        log = self._logs / f"install-{pair.key()}.log"
         res = proc.run([self.spec.python, "-m", "pip", "install", "--quiet", "--force-reinstall",
                         "--no-deps", "--disable-pip-version-check", *map(str, wheels)],
                        log_path=log, check=False, timeout=self.spec.timeout)
@@ -493,7 +523,7 @@ class Builder:
         return result
 
     def _record(self, pair: Pair, r: BuildResult, in_place: bool) -> None:
-        self.store.record_build(BuildRecord(pair.xla, pair.jax, r.status.value, in_place, r.wheels,
+        self._records.record_build(BuildRecord(pair.xla, pair.jax, r.status.value, in_place, r.wheels,
                                             r.log_path, r.tail[-4000:], r.duration,
                                             build_key=self.build_key(pair),
                                             identity=public_identity(self.identity)))

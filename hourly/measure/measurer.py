@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
-from hourly.adapters.store import Measurement, Store
+from hourly.adapters.store import Measurement, Records
 from hourly.measure.benchmark import run_benchmark
 from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
 from hourly.measure.pinned import Pin, gate_for, make_pin
@@ -47,7 +47,7 @@ def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
 class Measurer:
     """Builds and measures pairs under one set of settings; shared by scan and bisect."""
 
-    def __init__(self, s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, workspace: Workspace,
+    def __init__(self, s: Settings, store: Records, xla: GitRepo | None, jax: GitRepo, workspace: Workspace,
                  pin: Pin | None = None, key: str | None = None):
         self.s = s
         self.store = store

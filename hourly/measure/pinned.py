@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from hourly.adapters import proc
 from hourly.errors import UserError
@@ -92,7 +92,7 @@ def installed_jaxlib(python: str) -> dict:
     if info is None:
         raise UserError(f"--only jax keeps the installed jaxlib, but {python} has none",
                         "pip install jaxlib into that Python, or pass --python with one that has it")
-    return info
+    return cast(dict, info)  # what _JAXLIB prints when jaxlib is there: a JSON object
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -131,7 +131,7 @@ def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
             parts = Path(str(f)).parts
             if not parts or parts[0] == ".." or "__pycache__" in parts or parts[0].endswith(".data"):
                 continue
-            src = Path(dist.locate_file(f))
+            src = Path(str(dist.locate_file(f)))  # a path for an installed distribution
             if not src.is_file():
                 continue
             target = dest.joinpath(*parts)

@@ -57,6 +57,7 @@ def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
@@ -73,11 +74,26 @@ def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
         yield number, wire, value
 
 
-def _ints(wire: int, value) -> list[int]:
-    """A repeated integer field: packed (LEN) or one unpacked value."""
-    if wire != 2:
+def _num(value: int | bytes) -> int:
+    """An integer field's value; a length-delimited one in its place is no pprof profile."""
+    if isinstance(value, bytes):
+        raise ProfileFormatError("a length-delimited field where an integer was expected")
+    return value
+
+
+def _sub(value: int | bytes) -> bytes:
+    """A length-delimited field's bytes; an integer in its place is no pprof profile."""
+    if isinstance(value, int):
+        raise ProfileFormatError("an integer field where a length-delimited one was expected")
+    return value
+
+
+def _ints(value: int | bytes) -> list[int]:
+    """A repeated integer field: packed (LEN, bytes) or one unpacked value."""
+    if isinstance(value, int):
         return [value]
-    out, pos = [], 0
+    out: list[int] = []
+    pos = 0
     while pos < len(value):
         v, pos = _varint(value, pos)
         out.append(v)
@@ -164,27 +180,34 @@ def parse_memory_profile(data: bytes | str | os.PathLike) -> MemoryProfile:
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     strings: list[str] = []
-    raw_types, raw_samples, functions, locations = [], [], {}, {}
-    for number, wire, value in iter_fields(data):
-        if number == 6 and wire == 2:
+    raw_types: list[bytes] = []
+    raw_samples: list[bytes] = []
+    functions: dict[int, tuple[int, int]] = {}
+    locations: dict[int, list[tuple[int, int]]] = {}
+    for number, _wire, value in iter_fields(data):
+        # a top-level message field is length-delimited: iter_fields gives bytes for wire type 2
+        if not isinstance(value, bytes):
+            continue
+        if number == 6:
             strings.append(value.decode("utf-8", "replace"))
-        elif number == 1 and wire == 2:
+        elif number == 1:
             raw_types.append(value)
-        elif number == 2 and wire == 2:
+        elif number == 2:
             raw_samples.append(value)
-        elif number == 5 and wire == 2:
-            fields = {}
+        elif number == 5:
+            fields: dict[int, int | bytes] = {}
             for n, _w, v in iter_fields(value):
                 fields[n] = v
-            functions[fields.get(1, 0)] = (fields.get(2, 0), fields.get(4, 0))
-        elif number == 4 and wire == 2:
-            loc_id, lines = 0, []
+            functions[_num(fields.get(1, 0))] = (_num(fields.get(2, 0)), _num(fields.get(4, 0)))
+        elif number == 4:
+            loc_id = 0
+            lines: list[tuple[int, int]] = []
             for n, _w, v in iter_fields(value):
                 if n == 1:
-                    loc_id = v
+                    loc_id = _num(v)
                 elif n == 4:
-                    line = {ln: lv for ln, _lw, lv in iter_fields(v)}
-                    lines.append((line.get(1, 0), _signed64(line.get(2, 0))))
+                    line = {ln: lv for ln, _lw, lv in iter_fields(_sub(v))}
+                    lines.append((_num(line.get(1, 0)), _signed64(_num(line.get(2, 0)))))
             locations[loc_id] = lines
     if not strings and (raw_samples or raw_types):
         raise ProfileFormatError("profile has no string table")
@@ -195,24 +218,27 @@ def parse_memory_profile(data: bytes | str | os.PathLike) -> MemoryProfile:
     sample_types = []
     for raw in raw_types:
         f = {n: v for n, _w, v in iter_fields(raw)}
-        sample_types.append((s(f.get(1, 0)), s(f.get(2, 0))))
+        sample_types.append((s(_num(f.get(1, 0))), s(_num(f.get(2, 0)))))
     samples = []
     for raw in raw_samples:
-        loc_ids, values, labels = [], [], {}
-        for n, w, v in iter_fields(raw):
+        loc_ids: list[int] = []
+        values: list[int] = []
+        labels: dict[str, str] = {}
+        for n, _w, v in iter_fields(raw):
             if n == 1:
-                loc_ids.extend(_ints(w, v))
+                loc_ids.extend(_ints(v))
             elif n == 2:
-                values.extend(_signed64(x) for x in _ints(w, v))
+                values.extend(_signed64(x) for x in _ints(v))
             elif n == 3:
-                f = {ln: lv for ln, _lw, lv in iter_fields(v)}
-                labels[s(f.get(1, 0))] = s(f[2]) if 2 in f else str(_signed64(f.get(3, 0)))
+                f = {ln: lv for ln, _lw, lv in iter_fields(_sub(v))}
+                labels[s(_num(f.get(1, 0)))] = (s(_num(f[2])) if 2 in f
+                                                 else str(_signed64(_num(f.get(3, 0)))))
         stack = []
         for loc_id in loc_ids:
             # a location's lines run inlined-callee first; pprof keeps the same order
-            for function_id, line in locations.get(loc_id, []):
+            for function_id, line_no in locations.get(loc_id, []):
                 name_idx, file_idx = functions.get(function_id, (0, 0))
-                stack.append(Frame(s(name_idx), s(file_idx), line))
+                stack.append(Frame(s(name_idx), s(file_idx), line_no))
         named = {sample_types[i][0] if i < len(sample_types) else f"value{i}": v
                  for i, v in enumerate(values)}
         samples.append(MemorySample(stack, named, labels))
@@ -452,7 +478,7 @@ def compare(good_dir: str | os.PathLike, bad_dir: str | os.PathLike) -> Comparis
         notes.append("no Perfetto trace in " + " and ".join(
             str(c.folder) for c in (good, bad) if not c.perfetto))
     memory: list[Change] = []
-    totals = [None, None]
+    totals: list[int | None] = [None, None]
     if good.memory_profile and bad.memory_profile:
         gm, bm = parse_memory_profile(good.memory_profile), parse_memory_profile(bad.memory_profile)
         totals = [gm.total_bytes(), bm.total_bytes()]

@@ -24,7 +24,7 @@ from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import Executor, LocalExecutor, ProfileRequest
+from hourly.execute.executors import LocalExecutor, ProfileRequest, ProfilingExecutor
 from hourly.execute.host import MeasuringHost
 from hourly.measure.benchmark import bench_env
 from hourly.measure.build import BuildResult
@@ -66,14 +66,17 @@ def parse_state(text: str, s: Settings) -> Pair:
         if pin and pin.side in parts:
             raise UserError(f"{pin.side} is pinned in this hunt (--only): {text!r} names a commit of it",
                             f"name a {pin.hunted} commit or a time")
+        # a side without a checkout (--only jax: xla) is the pinned one, refused above
         shas = {name: repo.resolve_sha(parts[name]) for name, repo in (("xla", xla), ("jax", jax))
-                if name in parts}
+                if name in parts and repo is not None}
         if pin:
             shas[pin.side] = pin.label
         if len(shas) == 2:
             return Pair(shas["xla"], shas["jax"])
         known = next(iter(shas))
-        info = (xla if known == "xla" else jax).commits([shas[known]])[shas[known]]
+        repo = xla if known == "xla" else jax
+        assert repo is not None  # one side named and none pinned: both checkouts are there
+        info = repo.commits([shas[known]])[shas[known]]
         from datetime import datetime, timezone
         t = datetime.fromtimestamp(info.committer_time, timezone.utc)
         pair = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)[0].pair
@@ -122,7 +125,8 @@ PROFILE_ORIGIN = "profile"
 
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
-                 handler: Handler = SILENT, executor: Executor | None = None) -> list[ProfileResult]:
+                 handler: Handler = SILENT,
+                 executor: LocalExecutor | ProfilingExecutor | None = None) -> list[ProfileResult]:
     """Capture both states of each target and compare them. ``executor``: a remote one
     (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
     [default: here, one after another]."""
@@ -163,7 +167,7 @@ def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Ha
 
 
 def _capture_remote(host: MeasuringHost, sides, options: TraceOptions, handler: Handler,
-                    executor: Executor) -> Iterator[Path]:
+                    executor: ProfilingExecutor) -> Iterator[Path]:
     """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
     touched): the capture folders, in order."""
     from dataclasses import asdict

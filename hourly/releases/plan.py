@@ -319,8 +319,8 @@ def tag_facts(jax_repo: str | None, before: str, after: str) -> TagFacts:
     from hourly.adapters.gitrepo import GitRepo
     repo = GitRepo(jax_repo, "jax")
     a, b = repo.tag(jax_tag(before)), repo.tag(jax_tag(after))
-    lacking = [jax_tag(v) for v, c in ((before, a), (after, b)) if c is None]
-    if lacking:
+    if a is None or b is None:
+        lacking = [jax_tag(v) for v, c in ((before, a), (after, b)) if c is None]
         return TagFacts(unknown=f"{repo.path} has no tag {' or '.join(lacking)} (git fetch --tags)")
     path = "third_party/xla/workspace.bzl"
 

@@ -32,9 +32,9 @@ def env_name(target: TargetPython, p: Planned, s: ReleaseSettings) -> str:
              "python": target.exe}
     if s.deps_as_of_release:
         ident["deps"] = "as of release"
-    ident = json.dumps(ident, sort_keys=True)
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:8]
     tail = f"-{s.extra}" if s.extra else ""
-    return f"{target.short}-jax{p.version}-jaxlib{p.jaxlib}{tail}-{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
+    return f"{target.short}-jax{p.version}-jaxlib{p.jaxlib}{tail}-{digest}"
 
 
 def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
@@ -198,13 +198,14 @@ def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer,
         made = ensure_env(env, s.requirements(p.version, p.jaxlib or p.version), source_args,
                           installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
     except ProcessError as e:
-        cause = _log_cause(e.log_path) or cause_line(e.tail) or "no output"
+        why = _log_cause(e.log_path) or cause_line(e.tail) or "no output"
         return ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
-                            env=str(env), detail=f"{installer.kind.value} failed: {cause}; log {e.log_path}"), cause
+                            env=str(env), detail=f"{installer.kind.value} failed: {why}; log {e.log_path}"), why
     spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
                      s.timeout, made.python)
     res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
-    detail, cause = res.detail(), None
+    detail = res.detail()
+    cause: str | None = None
     bad = next((r for r in res.runs if r.status is not Status.OK), None)
     if res.status is not Status.OK and bad is not None:
         cause = _log_cause(bad.log_path) if res.status is Status.CRASHED else None

@@ -56,7 +56,7 @@ def describe(a: dict) -> list:
     c = a.get("culprit")
     fixing = a.get("kind") in ("improvement", "fix", "metric_back")
     if c:
-        label = CULPRIT_LABELS.get(a.get("kind"), "culprit")
+        label = CULPRIT_LABELS.get(a.get("kind") or "", "culprit")
         lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
                   f"           {c['subject']}",
                   f"           by {c['author']}, committed {c['committer_time']}",

@@ -25,7 +25,7 @@ so ``[default: UTC]`` in a help string is shown as written.
 from __future__ import annotations
 
 import shlex
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, TypedDict
 
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
@@ -41,13 +41,20 @@ class HourlyConsole(Console):
     text is soft-wrapped (one logical line stays one line); a table is never squeezed (see
     :func:`print_table`)."""
 
-    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]
+    def print(self, *objects, **kwargs) -> None:
         kwargs.update(markup=False, emoji=False, highlight=False)
         if len(objects) == 1 and isinstance(objects[0], Table):
             print_table(self, objects[0], **kwargs)
             return
         kwargs.setdefault("soft_wrap", True)
         super().print(*objects, **kwargs)
+
+
+class PlainPrint(TypedDict, total=False):
+    """Keyword arguments for ``Console.print`` that keep a line verbatim and unwrapped."""
+    highlight: bool
+    markup: bool
+    soft_wrap: bool
 
 
 def console(stderr: bool = False, **kwargs) -> Console:
@@ -70,7 +77,7 @@ def print_lines(con: Console, lines: Iterable[str | Text]) -> None:
         print_text(con, line)
 
 
-def command_line(argv: Sequence[str]) -> str:
+def command_line(argv: Sequence[object]) -> str:
     """A command the user can paste: shell-quoted, one line."""
     return shlex.join([str(a) for a in argv])
 

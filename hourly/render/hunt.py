@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hourly.hunt.run import HuntReport
+from hourly.render.console import PlainPrint
 
 
 def _value(v) -> str:
@@ -63,7 +64,7 @@ def table(report: HuntReport) -> Table:
 
 
 def print_report(console, report: HuntReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     if report.releases is not None:
         from hourly.hunt.from_releases import describe_step
         hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]

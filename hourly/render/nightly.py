@@ -7,6 +7,7 @@ from rich.table import Table
 from hourly.model import Status
 from hourly.nightly.plan import NightlyReport
 from hourly.plurals import found, status_counts
+from hourly.render.console import PlainPrint
 from hourly.render.scan import fmt_value, step_marks
 from hourly.render.steps import describe
 
@@ -40,7 +41,7 @@ def table(report: NightlyReport):
 
 
 def print_report(console, report: NightlyReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'date')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
@@ -53,7 +54,11 @@ def print_report(console, report: NightlyReport) -> None:
         console.print("no slowdown between good days and no crash after a good day: nothing to hand "
                       "over", **kw)
         return
-    what = (f"{b.change * 100:+.1f}%" if b.kind == "slower" else f"{b.bad.status.value}")
+    if b.kind == "slower":
+        assert b.change is not None  # find_boundary: a slowdown comes with its change
+        what = f"{b.change * 100:+.1f}%"
+    else:
+        what = f"{b.bad.status.value}"
     console.print(f"\nboundary: {b.good.date} (good) → {b.bad.date} (bad, {what})", **kw)
     for side, p in (("good", b.good), ("bad", b.bad)):
         console.print(f"  {side}: xla {p.xla or '?'}  jax {p.jax or '?'}  {p.digest or ''}",

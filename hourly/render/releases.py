@@ -9,6 +9,7 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
 from hourly.plurals import plural, status_counts
 from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, stored_releases
+from hourly.render.console import PlainPrint
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -36,7 +37,7 @@ def table(report: ReleaseReport):
     t.add_column("released", no_wrap=True)
     t.add_column("metric", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
-    marks = {}
+    marks: dict[int, str] = {}  # by id() of a step's later point
     for st in report.steps:
         marks[id(st.after)] = " ".join(filter(None, [marks.get(id(st.after)), mark(st)]))
     for p in report.points:
@@ -74,7 +75,7 @@ def describe_step(st: ReleaseStep) -> list[str]:
 
 
 def print_report(console, report: ReleaseReport) -> None:
-    kw = dict(highlight=False, markup=False, soft_wrap=True)
+    kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'release')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}"

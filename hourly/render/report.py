@@ -209,8 +209,9 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
         xs = [t for t, p in ok for _ in p.samples]
         ys = [v for _, p in ok for v in p.samples]
         ax.plot(xs, ys, ".", color="tab:blue", alpha=0.5, ms=4, label="repeats")
-        lo = min(ys + [p.value for _, p in ok])
-        hi = max(ys + [p.value for _, p in ok])
+        medians = [p.value for _, p in ok if p.value is not None]  # every ok point has one
+        lo = min(ys + medians)
+        hi = max(ys + medians)
         span = (hi - lo) or abs(hi) * 0.05 or 1.0
     else:
         ax.text(0.5, 0.5, "no successful measurement: every point failed (see the strip below)",
@@ -401,8 +402,10 @@ def _edge_sentence(check: EdgeCheck | None) -> str:
     if check is None or check.verdict is EdgeVerdict.UNMEASURED:
         failed = " Measuring it again failed." if check is not None else ""
         return f"Edge step: one pair on its side.{failed} Measure that pair again to confirm before bisecting."
+    change_again = check.relative_change
+    assert change_again is not None  # measured again (not UNMEASURED): check_edge sets the numbers
     again = (f"that pair and its neighbour measured again read {check.level_before:.4g} → {check.level_after:.4g}"
-             f" ({percent(check.relative_change)}; {check.samples_before} / {check.samples_after} samples)")
+             f" ({percent(change_again)}; {check.samples_before} / {check.samples_after} samples)")
     if check.verdict is EdgeVerdict.CONFIRMED:
         return f"Edge step (one pair on its side), **confirmed**: {again}."
     return (f"Edge step (one pair on its side), **not confirmed**: {again}. The scan's value was an outlier;"

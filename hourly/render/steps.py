@@ -28,8 +28,10 @@ def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
     if check is None or check.verdict is EdgeVerdict.UNMEASURED:
         why = "; measuring it again failed" if check is not None else ""
         return f"; edge step: one pair on its side{why}, measure it again to confirm"
+    change_again = check.relative_change
+    assert change_again is not None  # measured again (not UNMEASURED): check_edge sets the numbers
     again = (f"measured again ({check.samples_before} / {check.samples_after} samples):"
-             f" {check.level_before:.4g} → {check.level_after:.4g} ({percent(check.relative_change)})")
+             f" {check.level_before:.4g} → {check.level_after:.4g} ({percent(change_again)})")
     if check.verdict is EdgeVerdict.CONFIRMED:
         return f"; edge step confirmed, {again}"
     return f"; edge step NOT confirmed, {again}: the scan's value was an outlier, nothing to bisect"

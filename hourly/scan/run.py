@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Iterator
+from typing import Generator
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock, python_env_lock
@@ -191,16 +191,16 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
     with MeasuringHost(s, store, xla, jax, pin, SCAN_ORIGIN, key) as host:
         if todo and executor is not None and not isinstance(executor, LocalExecutor):
-            results = executor.stream(host, [(p, s.repeats) for p in todo])
+            measured = executor.stream(host, [(p, s.repeats) for p in todo])
         else:  # here, in turn: the pair being built is shown while it builds
-            results = _here(host, todo, handler, done, len(pairs))
-        for got, b, _ in results:  # remote: W pairs at once, recorded in the scan's order as they come in
+            measured = _here(host, todo, handler, done, len(pairs))
+        for got, b, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
             builds += b
             done += 1
             handler.progress(done, len(pairs), None)
             checked, stopped = _fail_fast(got, s, checked)
             if stopped:
-                results.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
+                measured.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
                 break
         jaxlib_builds, jax_builds = host.split.take()
     if stopped is None and s.confirm_edges and s.mode != "exit":
@@ -213,7 +213,7 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
 
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
-          ) -> Iterator[tuple[Measurement, int, int]]:
+          ) -> Generator[tuple[Measurement, int, int], None, None]:
     for i, pair in enumerate(todo):
         handler.progress(done + i, total, pair)
         yield host.measure(pair, host.s.repeats)

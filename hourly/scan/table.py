@@ -182,6 +182,7 @@ def require_measured(report: ScanReport, s: Settings) -> None:
         m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
     finally:
         store.close()
+    assert m is not None  # p is a point of this scan: its measurement is in the store
     raise never_worked(m, s, first=False)
 
 
