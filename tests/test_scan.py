@@ -501,10 +501,13 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
 
 
 def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_args, made, tmp_path):
-    # no change lands in the window, but the first run of its last pair (xla's autotuning commit) is slow
+    # no change lands in the window, but one run of its last pair (xla's autotuning commit) is slow;
+    # without a warm-up run that slow run is the pair's only sample (with one, the warm-up is the
+    # slow first run and nothing is seen: test_the_warm_up_run_hides_a_slow_first_run)
     work = tmp_path / "work"
     sha = made.shas["[XLA:GPU] Add autotuning cache key"]
-    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 13:00", sha[:12])
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 13:00", sha[:12],
+                     "--warmup-runs", "0")
     result = scan_json(capsys, args)
     (check,) = result["edge_checks"]
     assert check["verdict"] == "outlier" and check["pairs"][1]["xla"] == sha
@@ -520,6 +523,18 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
     assert code == 0, err
     assert json.loads(out)["regressions"] == []
+
+
+def test_the_warm_up_run_hides_a_slow_first_run(capsys, scan_args, made, tmp_path):
+    # the same slow first run of the last pair is the warm-up run by default: recorded, not counted
+    sha = made.shas["[XLA:GPU] Add autotuning cache key"]
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 13:00", sha[:12])
+    result = scan_json(capsys, args)
+    assert result["edge_checks"] == [] and result["points"][-1]["value"] == pytest.approx(577.1, rel=0.01)
+    rows = sqlite3.connect(tmp_path / "work" / "hourly.sqlite").execute(
+        "SELECT runs FROM measurements WHERE xla = ?", (sha,)).fetchall()
+    runs = json.loads(rows[0][0])
+    assert runs[0]["warmup"] and runs[0]["value"] == pytest.approx(0.9 * 577.1, rel=0.01)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
