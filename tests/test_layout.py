@@ -38,22 +38,38 @@ def test_light_commands_run_without_the_heavy_libraries(argv, tmp_path):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, []]
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """Absolute names of every module ``path`` imports, wherever the import statement is."""
+def _import_statements(path: Path, runtime_only: bool = False):
+    """(absolute module or prefix, names) of every import statement of ``path``, wherever it is
+    (inside functions too); ``runtime_only`` leaves out those under ``if TYPE_CHECKING:``."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    skipped: set[int] = set()
+    if runtime_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skipped.update(id(n) for child in node.body for n in ast.walk(child))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
+            for a in node.names:
+                yield a.name, []
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            names.add(prefix)
-            names.update(f"{prefix}.{a.name}" for a in node.names)
+            yield prefix, [a.name for a in node.names]
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Absolute names of every module ``path`` imports, wherever the import statement is."""
+    names = set()
+    for prefix, imported in _import_statements(path):
+        names.add(prefix)
+        names.update(f"{prefix}.{n}" for n in imported)
     return names
 
 
@@ -101,31 +117,13 @@ def _runtime_imports(path: Path) -> set[str]:
     """Every hourly module ``path`` imports when it runs (at the top or lazily inside a function),
     resolved to the module (``from hourly.a import b`` is ``hourly.a.b`` when that is a module).
     Imports under ``if TYPE_CHECKING:`` never run and are left out."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text(), str(path))
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(n) for child in node.body for n in ast.walk(child))
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+    for prefix, imported in _import_statements(path, runtime_only=True):
+        if not (prefix == "hourly" or prefix.startswith("hourly.")):
             continue
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("hourly"))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
-            if not (prefix == "hourly" or prefix.startswith("hourly.")):
-                continue
-            for a in node.names:
-                sub = f"{prefix}.{a.name}"
-                found.add(sub if sub in MODULES else prefix)
-    return {n for n in found if n in MODULES} - {module}
+        found.add(prefix)
+        found.update(f"{prefix}.{n}" for n in imported if f"{prefix}.{n}" in MODULES)
+    return {n for n in found if n in MODULES} - {_module_name(path)}
 
 
 MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}

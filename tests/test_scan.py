@@ -347,20 +347,27 @@ def test_kill_9_midway_then_rerun_finishes_without_redoing(scan_args, made, tmp_
     assert not (jax.git_dir / "hourly.lock").exists()
 
 
-def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, made, tmp_path):
+def _signal_a_scan(sig: int, scan_args, made, tmp_path) -> tuple[list[str], int, str]:
+    """Start a real scan of a slow benchmark, send ``sig`` once a pair is measured: (its args, its
+    exit status, its stderr), after checking that the trees are restored and unlocked."""
     args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00")
     bench = made.bench_script
     bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     assert wait_for(lambda: measurement_count(tmp_path / "work") >= 1)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
-    assert "resume with" in err and "hourly scan --from" in err
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
     jax = GitRepo(made.jax, "jax")
     assert jax.head_state().branch == "main" and jax.dirty_files() == []
     assert not (jax.git_dir / "hourly.lock").exists()
+    return args, p.returncode, err
+
+
+def test_ctrl_c_exits_130_restores_trees_and_prints_resume_command(scan_args, made, tmp_path):
+    _, code, err = _signal_a_scan(signal.SIGINT, scan_args, made, tmp_path)
+    assert code == 130, err
+    assert "resume with" in err and "hourly scan --from" in err
 
 
 def test_console_script_runs(tmp_path):
@@ -541,19 +548,9 @@ def test_the_warm_up_run_hides_a_slow_first_run(capsys, scan_args, made, tmp_pat
 def test_sigterm_and_sighup_stop_like_ctrl_c(sig, scan_args, made, tmp_path):
     """`timeout`, `docker stop`, a Slurm time limit (SIGTERM) and an ssh drop (SIGHUP) end a scan as
     Ctrl-C does: trees restored, finished pairs kept, the resume line, exit 128 + the signal."""
-    args = scan_args("Aug 24 2023 00:00", "Aug 24 2023 23:00")
-    bench = made.bench_script
-    bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
-    p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 1)
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 128 + sig, err
+    args, code, err = _signal_a_scan(sig, scan_args, made, tmp_path)
+    assert code == 128 + sig, err
     assert f"stopped by {signal.Signals(sig).name}" in err and "resume with" in err and "hourly scan --from" in err
-    jax = GitRepo(made.jax, "jax")
-    assert jax.head_state().branch == "main" and jax.dirty_files() == []
-    assert not (jax.git_dir / "hourly.lock").exists()
     kept = measurement_count(tmp_path / "work")
     assert kept >= 1
     # the same command goes on from there: nothing finished is measured again

@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from hourly.errors import UserError
 from hourly.model import NightlyPoint, ReleasePoint, Status
@@ -425,36 +425,24 @@ class _Connection(sqlite3.Connection):
 
     store_path: Path
 
-    def _fault(self, e: sqlite3.Error) -> BaseException:
-        fault = store_fault(getattr(self, "store_path", "?"), e)
-        return e if fault is e else fault
+    def _call(self, run: Callable[[], sqlite3.Cursor]) -> sqlite3.Cursor:
+        """``run()``, its file and disk faults raised as :func:`store_fault`'s one line."""
+        try:
+            return run()
+        except sqlite3.Error as e:
+            fault = store_fault(getattr(self, "store_path", "?"), e)
+            if fault is e:
+                raise
+            raise fault from e
 
     def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
-        try:
-            return super().execute(*args, **kwargs)
-        except sqlite3.Error as e:
-            fault = self._fault(e)
-            if fault is e:
-                raise
-            raise fault from e
+        return self._call(lambda: super(_Connection, self).execute(*args, **kwargs))
 
     def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
-        try:
-            return super().executemany(*args, **kwargs)
-        except sqlite3.Error as e:
-            fault = self._fault(e)
-            if fault is e:
-                raise
-            raise fault from e
+        return self._call(lambda: super(_Connection, self).executemany(*args, **kwargs))
 
     def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
-        try:
-            return super().executescript(*args, **kwargs)
-        except sqlite3.Error as e:
-            fault = self._fault(e)
-            if fault is e:
-                raise
-            raise fault from e
+        return self._call(lambda: super(_Connection, self).executescript(*args, **kwargs))
 
 
 def _inserted_id(cur: sqlite3.Cursor) -> int:
