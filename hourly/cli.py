@@ -8,9 +8,11 @@ import shlex
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
+from types import FrameType
 from typing import Protocol, cast
 
 import typer
@@ -52,9 +54,25 @@ class Stopped(KeyboardInterrupt):
 _stopped_by: list[int] = []
 
 
-def _stop(signum: int, frame: object) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
+    if _in_fork_callback(frame):  # an exception raised here would be printed and ignored: ask again
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
     _stopped_by.append(signum)
     raise Stopped(signum)
+
+
+def _in_fork_callback(frame: FrameType | None) -> bool:
+    """Whether the signal came while Python ran a fork callback (logging releases its lock in the
+    parent after every fork of a subprocess): an exception there is ignored, and the run would go on
+    as if nothing had been asked."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in ("_releaseLock", "_acquireLock", "_after_at_fork_child_reinit_locks") \
+                and code.co_filename.endswith(("logging/__init__.py", "logging\\__init__.py")):
+            return True
+        frame = frame.f_back
+    return False
 
 
 #: the signals that stop a run like Ctrl-C, besides SIGINT itself

@@ -189,3 +189,17 @@ def test_version_flag_prints_the_version(capsys):
     from hourly import __version__
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"hourly {__version__}"
+
+
+def test_a_stop_signal_inside_a_fork_callback_is_asked_again_not_lost():
+    # logging releases its lock in the parent after every fork (a subprocess): an exception raised
+    # there is printed and ignored, so the handler defers instead of raising into it
+    import logging
+    import sys
+
+    from hourly.cli import _in_fork_callback
+    code = compile("def _releaseLock():\n    return sys._getframe()\n", logging.__file__, "exec")
+    space = {"sys": sys}
+    exec(code, space)
+    assert _in_fork_callback(space["_releaseLock"]())
+    assert not _in_fork_callback(sys._getframe())

@@ -458,3 +458,49 @@ def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are
         for c in docker_client.containers.list(all=True, filters={"label": "hourly.date=2023-09-03"}):
             if c.labels.get("hourly.owner.pid") == str(proc.pid):
                 c.remove(force=True)
+
+
+# ---------------------------------------------------------------- gaps (issue 22: never "no steps found" over them)
+
+def _stored_window(tmp_path, points):
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-24", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(N.LEVEL, s.as_dict())
+    for p in points:
+        p.samples = [p.value] if p.value is not None else []
+        store.add_nightly(s.key(), p)
+    store.close()
+    return tmp_path / "work"
+
+
+def test_an_interrupted_nightly_window_is_incomplete_not_all_clear(tmp_path, capsys):
+    from hourly.cli import main
+    work = _stored_window(tmp_path, [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 100.2),
+                                     P("2023-08-22", "ok", 99.9)])  # 08-23 and 08-24 never ran
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no steps found" not in out
+    assert "2023-08-23 .. 2023-08-24: not measured yet" in out and "hourly nightly" in err
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["complete"] is False
+    assert got["gaps"] == [{"kind": "not measured", "from": "2023-08-23", "to": "2023-08-24", "dates": 2,
+                            "where": "edge"}]
+
+
+def test_missing_images_at_the_windows_end_are_named(tmp_path, capsys):
+    from hourly.cli import main
+    missing = [NightlyPoint(d, f"img:{d}", Status.MISSING, detail="no such image") for d in ("2023-08-23", "2023-08-24")]
+    work = _stored_window(tmp_path, [P("2023-08-20", "ok", 100), P("2023-08-21", "ok", 100.2),
+                                     P("2023-08-22", "ok", 99.9), *missing])
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out = capsys.readouterr().out
+    assert code == 0 and "no steps found" not in out  # named, not all clear
+    assert "no step found among the 3 dates measured" in out
+    assert "2023-08-23 .. 2023-08-24: no nightly image at the window's end" in out
+    # a missing day inside the window is bracketed by measured days: a step across it still shows
+    pts = [P("2023-08-20", "ok", 100), NightlyPoint("2023-08-21", "img", Status.MISSING, detail="no such image"),
+           P("2023-08-22", "ok", 100)]
+    assert N.NightlyReport(pts, None, N.NightlySettings("2023-08-20", "2023-08-22"), 0, []).gaps() == []

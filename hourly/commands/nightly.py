@@ -61,6 +61,12 @@ def nightly(
         print(json.dumps(report.as_json(), indent=1))
     else:
         print_report(console, report)
+    todo = [g for g in report.gaps() if g["kind"] == "not measured"]
+    if todo and report.boundary is None:  # no answer from a window not all measured: exit 1
+        n = sum(g["dates"] for g in todo)
+        raise UserError(f"the nightly window is incomplete: {n} date(s) not measured yet "
+                        f"(first {todo[0]['from']}) and no boundary among the rest",
+                        "run the same `hourly nightly` command again: it measures only what is missing")
 
 
 def container(

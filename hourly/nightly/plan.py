@@ -35,6 +35,8 @@ LEVEL = "nightly"
 DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
 DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
+#: the detail of a date of the window that has no stored result yet
+NOT_MEASURED = "not measured"
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,9 +243,36 @@ class NightlyReport:
     steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
 
     def as_json(self) -> dict[str, Any]:
+        gaps = self.gaps()
         return {"points": [p.as_json() for p in self.points],
                 "steps": [st.as_json() for st in self.steps],
-                "boundary": self.boundary.as_json() if self.boundary else None}
+                "boundary": self.boundary.as_json() if self.boundary else None,
+                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps}
+
+    def gaps(self) -> list[dict[str, Any]]:
+        """Where the window holds no evidence a step could show in: runs of dates not measured yet
+        (an interrupted run: the same command measures them), and runs of dates without a usable
+        image at either end of the window (a step there would not show; inside the window a step
+        across missing days is still found between the days around them)."""
+        usable = [i for i, p in enumerate(self.points) if p.status is not Status.MISSING]
+        out: list[dict[str, Any]] = []
+        i = 0
+        while i < len(self.points):
+            p = self.points[i]
+            if p.status is not Status.MISSING:
+                i += 1
+                continue
+            j = i
+            kind = NOT_MEASURED if p.detail == NOT_MEASURED else "no image"
+            while j + 1 < len(self.points) and self.points[j + 1].status is Status.MISSING and \
+                    (self.points[j + 1].detail == NOT_MEASURED) == (kind == NOT_MEASURED):
+                j += 1
+            edge = not usable or j < usable[0] or i > usable[-1]
+            if kind == NOT_MEASURED or edge:
+                out.append({"kind": kind, "from": self.points[i].date, "to": self.points[j].date,
+                            "dates": j - i + 1, "where": "edge" if edge else "inside"})
+            i = j + 1
+        return out
 
     def next_commands(self) -> list[str]:
         return next_commands(self.boundary, self.settings) if self.boundary else []
@@ -262,7 +291,7 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
     if dates is None:
         dates = date_range(s.from_, s.to, s.every)
     points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
-                                                      Status.MISSING, detail="not measured")
+                                                      Status.MISSING, detail=NOT_MEASURED)
               for d in dates]
     steps = detect_steps(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made

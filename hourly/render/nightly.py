@@ -46,7 +46,21 @@ def print_report(console, report: NightlyReport) -> None:
     console.print(f"{status_counts(report.points, 'date')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
     n = len(report.steps)
-    console.print(found(n, "step"), **kw)
+    gaps = report.gaps()
+    if n or not gaps:
+        console.print(found(n, "step"), **kw)
+    else:  # never "no steps found" over dates that hold no evidence
+        measured = sum(p.status is not Status.MISSING for p in report.points)
+        console.print(f"no step found among the {measured} dates measured; the window is not all there:", **kw)
+    for g in gaps:
+        span = g["from"] if g["from"] == g["to"] else f"{g['from']} .. {g['to']}"
+        if g["kind"] == "not measured":
+            console.print(f"  {span}: not measured yet (an interrupted run) — run the same `hourly nightly` "
+                          "command again: it measures only what is missing", **kw)
+        else:
+            console.print(f"  {span}: no nightly image at the window's {'start' if g['from'] == report.points[0].date else 'end'}"
+                          " — a change in those days would not show; move --from/--to to dates that have an "
+                          "image, or scan those hours inside a neighbouring day's container (`hourly hunt`)", **kw)
     for st in report.steps:
         console.print(f"  {describe(st)}", **kw)
     b = report.boundary
