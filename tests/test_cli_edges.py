@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -189,3 +190,37 @@ def test_version_flag_prints_the_version(capsys):
     from hourly import __version__
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"hourly {__version__}"
+
+
+# -- issue 23 item 5: --help groups the options in panels, as plain text ---------------------------
+
+def help_panels(capsys, argv) -> dict[str, list[str]]:
+    """Panel title -> the flags listed under it, from the plain help of ``argv``."""
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert not set(out) & set("╭─╮│╰╯"), out  # click's plain text, no rich box
+    panels: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if re.fullmatch(r"[A-Z][a-z]+:", line):
+            panels[line[:-1]] = current = []
+        elif panels and re.match(r"  -", line):
+            current.append(re.match(r"  (?:-h, )?(--[\w-]+)", line).group(1))
+    return panels
+
+
+def test_help_groups_the_options_in_panels(capsys):
+    panels = help_panels(capsys, ["bisect", "--help"])
+    assert list(panels) == ["Options", "Window", "Repositories", "Build", "Benchmark", "Statistics",
+                            "Executor", "Output"]
+    assert panels["Window"] == ["--good", "--bad", "--tz"]
+    assert {"--bench-cmd", "--metric-regex", "--repeats", "--mode"} <= set(panels["Benchmark"])
+    assert {"--higher-is-better", "--min-change", "--max-repeats"} == set(panels["Statistics"])
+    assert {"--executor", "--workers", "--slurm-arg"} <= set(panels["Executor"])
+    assert {"--json", "--log", "--workdir"} <= set(panels["Output"])
+    scan = help_panels(capsys, ["scan", "--help"])
+    assert scan["Options"] == ["--rerun", "--config", "--help"]  # the command's own, then -h
+    assert scan["Window"][:4] == ["--from", "--to", "--tz", "--step"]
+    assert "--build-cmd" in scan["Build"] and "--dry-run" in scan["Output"]
+    # the same flag is in the same panel in every command
+    assert "--bench-cmd" in help_panels(capsys, ["nightly", "--help"])["Benchmark"]
+    assert "--bench-cmd" in help_panels(capsys, ["releases", "--help"])["Benchmark"]

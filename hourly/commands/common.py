@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ExecutorKind
@@ -138,6 +139,59 @@ EXECUTOR: OptionSet = {
     "slurm_arg": (Optional[List[str]], Opt(None, "--slurm-arg", help="An sbatch option passed through, e.g. "
                                            "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable) [default: none].")),
 }
+
+
+# -- help panels ----------------------------------------------------------------------------------
+#: each command's --help groups its options in these panels, in this order, after "Options" (the
+#: command's own, and -h): a flag is placed by its name wherever it is declared, so that --bench-cmd
+#: is under Benchmark in scan, bisect, nightly and releases alike
+PANELS: dict[str, tuple[str, ...]] = {
+    "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
+               "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
+    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--first-parent", "--only", "--jax-ref", "--sync",
+                     "--force", "--bisect-in"),
+    "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
+              "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
+              "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",
+              "--installer", "--release-cache-dir"),
+    "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--bench-timeout",
+                  "--timeout", "--metric-regex", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
+    "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--confirm-edges"),
+    "Executor": ("--executor", "--workers", "--partition", "--time", "--gres", "--slurm-arg", "--parallel", "--pull"),
+    "Output": ("--workdir", "--json", "--log", "--progress", "--dry-run", "--show", "--out", "--anonymous", "--top"),
+}
+_PANEL_OF = {flag: panel for panel, flags in PANELS.items() for flag in flags}
+OPTIONS_PANEL = "Options"
+
+
+def panel_of(param: Any) -> str:
+    """The help panel of a click parameter: its own ``rich_help_panel``, else by its first flag."""
+    return getattr(param, "rich_help_panel", None) or _PANEL_OF.get(param.opts[0], OPTIONS_PANEL)
+
+
+class PanelledCommand(TyperCommand):
+    """A command whose plain-text help (``rich_markup_mode=None``: click's formatter, no markup read)
+    lists its options in the panels of :data:`PANELS`, one titled section each, aligned alike.
+
+    Typer draws ``rich_help_panel`` only in its rich help, which reads markup; this keeps the help
+    plain and still grouped."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, panels = [], {name: [] for name in (OPTIONS_PANEL, *PANELS)}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                panels.setdefault(panel_of(param), []).append(record)
+        rows = arguments + [r for records in panels.values() for r in records]
+        width = min(max((len(first) for first, _ in rows), default=0), 30)  # click's col_max
+        for title, records in (("Arguments", arguments), *panels.items()):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl([(first.ljust(width), text) for first, text in records], col_max=width)
 
 
 def with_options(*sets: OptionSet) -> Callable[[Callable], Callable]:
