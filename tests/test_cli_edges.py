@@ -108,12 +108,15 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
     (["--bench-cwd", "/nonexistent/dir"], "not a directory"),
     (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
+    (["--build-cmd", "none"], "--build-cmd none builds nothing, but a scan of both repositories builds jaxlib"),
+    (["--build-cmd", "none", "--only", "xla"], "--only jax to hunt an editable JAX tree"),
     (["--ref", "origin/nope", "--no-sync"], "unknown ref"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, scan_args() + change)
     assert code == 1 and message in err, err
+    assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "work").exists()
 
 
@@ -224,3 +227,14 @@ def test_help_groups_the_options_in_panels(capsys):
     # the same flag is in the same panel in every command
     assert "--bench-cmd" in help_panels(capsys, ["nightly", "--help"])["Benchmark"]
     assert "--bench-cmd" in help_panels(capsys, ["releases", "--help"])["Benchmark"]
+
+
+def test_help_shows_the_true_defaults(monkeypatch, capsys):
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    monkeypatch.setenv("COLUMNS", "200")
+    for command in ("scan", "bisect"):
+        assert main([command, "--help"]) == 0
+        flat = re.sub(r"\s+", " ", capsys.readouterr().out)
+        assert f"[default: {DEFAULT_METRIC_REGEX}]" in flat  # the pattern itself, not "MLUPS"
+        assert "wheel cache" not in flat and "cached apart, in --cache-dir (~/.cache/hourly)" in flat
+        assert "none there means the JAX tree is installed editable" in flat

@@ -28,7 +28,8 @@ err_console = make_console(stderr=True)
 Opt = typer.Option
 
 # -- options every command may take ----------------------------------------------------------------
-Workdir = Opt(None, "--workdir", help="Results store, logs and wheel cache [default: ./hourly-work]")
+Workdir = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]; the builds are cached "
+             "apart, in --cache-dir (~/.cache/hourly), shared by all workdirs.")
 ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
 JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
 #: the metric's direction; a command that finds nothing given reads it from its store or hourly.toml
@@ -95,7 +96,9 @@ REPOSITORIES: OptionSet = {
     "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="With --only xla: the JAX commit kept [default: the JAX checkout's HEAD].")),
 }
 BUILD: OptionSet = {
-    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh; with --only jax: --jax-build-cmd; none: nothing to build].")),
+    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree; it builds "
+                                     "jaxlib, so XLA moves [default: build-jax.sh; with --only jax: --jax-build-cmd, and none "
+                                     "there means the JAX tree is installed editable, nothing to build].")),
     "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
                                          "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
                                          "is installed editable) or a command [default: pip-wheel].")),
@@ -115,7 +118,8 @@ BENCHMARK: OptionSet = {
     "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none].")),
     "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
-    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
+    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group; the last match is the "
+                                               f"metric [default: {DEFAULT_METRIC_REGEX}].")),
 }
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY: OptionSet = {
@@ -191,7 +195,26 @@ class PanelledCommand(TyperCommand):
         for title, records in (("Arguments", arguments), *panels.items()):
             if records:
                 with formatter.section(title):
-                    formatter.write_dl([(first.ljust(width), text) for first, text in records], col_max=width)
+                    _write_rows(formatter, records, width)
+
+
+def _write_rows(formatter: Any, rows: list[tuple[str, str]], width: int) -> None:
+    """click's definition list, but wrapped at spaces only: a flag (``--jax-build-cmd``) or a pattern
+    (the metric's default) is never split at a hyphen or cut; a word wider than the column overflows."""
+    import textwrap
+    indent = " " * formatter.current_indent
+    column = width + 2
+    text_width = max(formatter.width - formatter.current_indent - column, 10)
+    for first, text in rows:
+        formatter.write(indent + first)
+        lines = textwrap.wrap(text, text_width, break_long_words=False, break_on_hyphens=False)
+        if not lines:
+            formatter.write("\n")
+            continue
+        formatter.write(" " * (column - len(first)) if len(first) <= width else "\n" + indent + " " * column)
+        formatter.write(lines[0] + "\n")
+        for line in lines[1:]:
+            formatter.write(indent + " " * column + line + "\n")
 
 
 def with_options(*sets: OptionSet) -> Callable[[Callable], Callable]:
