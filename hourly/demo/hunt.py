@@ -74,7 +74,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
-    result = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+    result = {"directory": str(root), "temporary": directory is None, "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:
@@ -88,17 +88,21 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
         console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
-    print_next(console, result["next"])
+    print_next(console, result["next"], temporary=root if directory is None else None)
     return result
 
 
-def print_next(console: Console, commands: list[str]) -> None:
-    """The demo's folder may be temporary: say where its results are, as commands to paste, one
-    line each however narrow the terminal or pipe."""
+def print_next(console: Console, commands: list[str], temporary: Path | None = None) -> None:
+    """Where the demo's results are, as commands to paste, one line each however narrow the terminal
+    or pipe; a ``temporary`` folder (no folder was given) is kept for them, and the last line says so
+    and how to remove it."""
     plain = dict(markup=False, highlight=False, soft_wrap=True)
     console.print("\nnext, with this demo's results:", **plain)
     for cmd in commands:
         console.print(cmd, **plain)
+    if temporary is not None:
+        console.print(f"{temporary} is a temporary folder, kept for the commands above; when done: "
+                      + command_line(["rm", "-rf", str(temporary)]), **plain)
 
 
 def next_commands(workdir: str) -> list[str]:
