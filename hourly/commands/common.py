@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional
 import typer
 from typer.core import TyperCommand
 
+from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ExecutorKind
 from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
@@ -79,12 +80,19 @@ def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, 
                            higher_is_better=(effective({}, config)[0].higher_is_better
                                              if direction is None else direction), **f)
 
+#: a plan of more instants than this is warned about (each distinct pair among them is built)
+WARN_INSTANTS = 500
+
 WINDOW: OptionSet = {
     "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].')),
     "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day [required, here or in hourly.toml].")),
     "tz": (Optional[str], Opt(None, "--tz", help="Zone of times given without one [default: UTC].")),
     "step": (Optional[str], Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].")),
+    "max_instants": (int, Opt(10_000, "--max-instants", help="Most instants a scan plans: more are refused "
+                              f"(a --step too fine for the window); more than {WARN_INSTANTS} are warned about.")),
 }
+
+
 REPOSITORIES: OptionSet = {
     "xla_repo": (Optional[str], Opt(None, "--xla-repo", help="XLA checkout [default: /opt/xla-source or /opt/xla; after a scan: the scan's]")),
     "jax_repo": (Optional[str], Opt(None, "--jax-repo", help="JAX checkout [default: /opt/jax-source or /opt/jax; after a scan: the scan's]")),
@@ -145,6 +153,24 @@ EXECUTOR: OptionSet = {
 }
 
 
+def check_plan_size(s: Any, max_instants: int) -> None:
+    """Warn (one line on stderr) before a plan of more than WARN_INSTANTS instants; refuse one of
+    more than ``max_instants``, before anything is touched. A window that does not parse is left to
+    the scan's own checks."""
+    if not s.from_ or not s.to:
+        return
+    from hourly.timeparse import iso_utc, parse_step, window
+    t0, t1 = window(s.from_, s.to, s.tz)
+    n = (t1 - t0) // parse_step(s.step) + 1
+    what = f"the window plans {n:,} instants (every {s.step} from {iso_utc(t0)} to {iso_utc(t1)})"
+    if n > max_instants:
+        raise UsageError(f"{what}, more than --max-instants {max_instants:,}",
+                         f"pass a coarser --step such as 1h, a narrower window, or --max-instants {n} to plan them all")
+    if n > WARN_INSTANTS:
+        err_console.print(f"hourly: warning: {what}; each distinct (xla, jax) pair among them is built and measured",
+                          soft_wrap=True)
+
+
 # -- help panels ----------------------------------------------------------------------------------
 #: each command's --help groups its options in these panels, in this order, after "Options" (the
 #: command's own, and -h): a flag is placed by its name wherever it is declared, so that --bench-cmd
@@ -180,6 +206,10 @@ class PanelledCommand(TyperCommand):
     Typer draws ``rich_help_panel`` only in its rich help, which reads markup; this keeps the help
     plain and still grouped."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        refuse_both_sides(self.get_params(ctx), args)
+        return super().parse_args(ctx, args)
+
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments, panels = [], {name: [] for name in (OPTIONS_PANEL, *PANELS)}
         for param in self.get_params(ctx):
@@ -196,6 +226,22 @@ class PanelledCommand(TyperCommand):
             if records:
                 with formatter.section(title):
                     _write_rows(formatter, records, width)
+
+
+def refuse_both_sides(params: Any, args: list[str]) -> None:
+    """A flag pair given both ways (``--higher-is-better --lower-is-better``) is a usage error; click
+    would take the last one silently. Arguments after ``--`` are someone else's."""
+    given = set(args[:args.index("--")] if "--" in args else args)
+    for param in params:
+        on, off = getattr(param, "opts", ()), getattr(param, "secondary_opts", ())
+        if off and given & set(on) and given & set(off):
+            raise UsageError(f"{on[0]} and {off[0]} contradict each other", "pass one of them")
+
+
+def refuse_together(*flags: tuple[str, Any], fix: str) -> None:
+    """A usage error when every one of ``flags`` (name, value given or None/False) was given."""
+    if all(value not in (None, False) for _, value in flags):
+        raise UsageError(f"{' and '.join(name for name, _ in flags)} cannot go together", fix)
 
 
 def _write_rows(formatter: Any, rows: list[tuple[str, str]], width: int) -> None:

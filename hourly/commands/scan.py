@@ -20,8 +20,10 @@ from .common import (
     JsonOpt,
     Opt,
     Workdir,
+    check_plan_size,
     console,
     err_console,
+    refuse_together,
     with_options,
 )
 
@@ -56,6 +58,9 @@ def scan(
     from hourly.scan.table import require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
+    refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
+                    fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
+    check_plan_size(s, flags["max_instants"])
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
         report = dry_run(s, s.workdir)
