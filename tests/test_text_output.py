@@ -163,10 +163,42 @@ def test_detect_reads_the_store_under_a_bracketed_path(hunt):
     assert "between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in out
 
 
+def config_rows(out: str) -> dict[str, tuple[str, str]]:
+    """``hourly config``'s table: setting -> (value, from); a value wrapped or folded onto the next
+    lines is joined again (with its spaces dropped, as a fold has none)."""
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("setting"))
+    at_value, at_from = lines[head].index("value"), lines[head].index("from")
+    rows: dict[str, list[str]] = {}
+    for line in lines[head + 2:]:
+        key, value, origin = line[:at_value].strip(), line[at_value:at_from].strip(), line[at_from:].strip()
+        if key:
+            rows[key] = [value, origin]
+            last = key
+        elif value:
+            rows[last][0] += value
+    return {k: (v.replace(" ", ""), o) for k, (v, o) in rows.items()}
+
+
 def test_config_prints_values_verbatim(tmp_path):
     (tmp_path / "hourly.toml").write_text(f'workdir = "{C}"\nbench_cmd = "python3 \'{D}.py\'"\n')
-    out = ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path))
-    assert repr(str(tmp_path / C)) in out and repr(f"python3 '{D}.py'") in out
+    rows = config_rows(ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path)))
+    assert rows["workdir"] == (json.dumps(str(tmp_path / C)).replace(" ", ""), str(tmp_path / "hourly.toml"))
+    assert rows["bench_cmd"][0] == json.dumps(f"python3 '{D}.py'").replace(" ", "")
+
+
+def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_path):
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    (tmp_path / "hourly.toml").write_text('repeats = 2\nenv = ["A=1", "B=2"]\n')
+    out = ok(pipe("config", "--repeats", "3", "--no-sync", "--tz", "Europe/Paris", cwd=tmp_path))
+    assert max(len(line) for line in out.splitlines()) <= 80, out  # a pipe is 80 columns
+    rows = config_rows(out)
+    assert rows["repeats"] == ("3", "flag") and rows["sync"] == ("false", "flag")
+    assert rows["tz"] == ('"Europe/Paris"', "flag") and rows["first_parent"] == ("true", "default")
+    assert rows["env"] == ('["A=1","B=2"]', "hourly.toml")
+    assert rows["from"] == ("(notset)", "default")
+    assert rows["metric_regex"] == (f"'{DEFAULT_METRIC_REGEX}'", "default")  # a TOML literal string
+    assert "None" not in out and "True" not in out and "'UTC'" not in out  # no Python reprs
 
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
