@@ -81,12 +81,13 @@ def emit(report, json_out: bool, s) -> None:
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
         return
+    from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
     from hourly.render.steps import marks_for_report
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
-    for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for line in lines:  # a step's or a crash window's sentence, within the console's width
+        print_wrapped(console, line)
 
 
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,

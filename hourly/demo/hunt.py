@@ -17,7 +17,7 @@ from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
 from hourly.measure.settings import effective
 from hourly.render.bisect import print_answers
-from hourly.render.console import command_line, styled
+from hourly.render.console import command_line, print_wrapped, styled
 from hourly.render.report import write_report
 from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
@@ -68,7 +68,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         marks, lines = marks_for_report(report, s)
         print_report(console, report, marks)
         for line in lines:
-            console.print(line, highlight=False)
+            print_wrapped(console, line)
     # detection found the steps in the table; bisection pins each regression to its commit
     say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
