@@ -211,7 +211,8 @@ class PanelledCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
-        arguments, panels = [], {name: [] for name in (OPTIONS_PANEL, *PANELS)}
+        arguments: list[tuple[str, str]] = []
+        panels: dict[str, list[tuple[str, str]]] = {name: [] for name in (OPTIONS_PANEL, *PANELS)}
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
             if record is None:
@@ -233,7 +234,8 @@ def refuse_both_sides(params: Any, args: list[str]) -> None:
     would take the last one silently. Arguments after ``--`` are someone else's."""
     given = set(args[:args.index("--")] if "--" in args else args)
     for param in params:
-        on, off = getattr(param, "opts", ()), getattr(param, "secondary_opts", ())
+        on: list[str] = list(getattr(param, "opts", ()))
+        off: list[str] = list(getattr(param, "secondary_opts", ()))
         if off and given & set(on) and given & set(off):
             raise UsageError(f"{on[0]} and {off[0]} contradict each other", "pass one of them")
 
