@@ -22,6 +22,7 @@ from hourly.errors import ProcessError, UserError
 from . import __version__
 from .commands.bisect import bisect
 from .commands.clean import clean
+from .commands.common import PanelledCommand
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
@@ -102,24 +103,29 @@ def _top(version_: bool = typer.Option(False, "--version", callback=_print_versi
                                        help="Print hourly's version and exit.")) -> None:
     """Find the JAX or XLA commit that made a program slower or made it crash."""
 
+def _command(name: str | None = None, **kw):
+    """A command whose --help groups its options in panels (hourly.commands.common.PANELS)."""
+    return app.command(name, cls=PanelledCommand, **kw)
+
+
 # --help lists the commands in the order of a hunt
-app.command()(demo)
-app.command()(releases)
-app.command()(nightly)
-app.command()(container)
-app.command()(hunt)
-app.command()(scan)
-app.command()(show)
-app.command()(detect)
-app.command()(bisect)
-app.command()(report)
-app.command()(profile)
-app.command()(explain)
-app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
-app.command("compare-profiles")(compare_profiles)
-app.command()(clean)
-app.command("config")(config_cmd)
-app.command()(version)
+_command()(demo)
+_command()(releases)
+_command()(nightly)
+_command()(container)
+_command()(hunt)
+_command()(scan)
+_command()(show)
+_command()(detect)
+_command()(bisect)
+_command()(report)
+_command()(profile)
+_command()(explain)
+_command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
+_command("compare-profiles")(compare_profiles)
+_command()(clean)
+_command("config")(config_cmd)
+_command()(version)
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:

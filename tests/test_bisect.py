@@ -355,14 +355,15 @@ def test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode(t
     out = capsys.readouterr().out
     crash, fix = "Rewrite custom_vjp residuals", "Fix custom_vjp residual crash"
     assert "1 crash window" not in out and "2 crash windows (running ↔ crashing):" in out
-    line = next(ln for ln in out.splitlines() if ln.startswith("✖ crash"))
+    from hourly.render.console import unwrap  # the lines are wrapped to the console's width
+    line = next(ln for ln in unwrap(out) if ln.startswith("✖ crash"))
     assert "crashed from 2023-08-25T16:00:00Z" in line and "moved: jax" in line and "xla " not in line.split("moved:")[1].split(";")[0]
     command = shlex.split(line.split("bisect it: ")[1])
     assert command[:4] == ["hourly", "bisect", "--mode", "exit"] and command[command.index("--good") + 1] == "2023-08-25T15:00:00Z"
-    fix_line = next(ln for ln in out.splitlines() if ln.startswith("✔ fix"))
+    fix_line = next(ln for ln in unwrap(out) if ln.startswith("✔ fix"))
     assert "find the fix: hourly bisect --find-fix --mode exit --bad 2023-08-25T19:00:00Z" in fix_line
     assert main(["show", "--workdir", str(work)]) == 0
-    assert line in capsys.readouterr().out
+    assert line in unwrap(capsys.readouterr().out)
     assert main(["report", "--workdir", str(work)]) == 0
     capsys.readouterr()
     md = (work / "report" / "report.md").read_text()

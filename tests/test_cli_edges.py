@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -107,12 +108,15 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
     (["--bench-cwd", "/nonexistent/dir"], "not a directory"),
     (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
+    (["--build-cmd", "none"], "--build-cmd none builds nothing, but a scan of both repositories builds jaxlib"),
+    (["--build-cmd", "none", "--only", "xla"], "--only jax to hunt an editable JAX tree"),
     (["--ref", "origin/nope", "--no-sync"], "unknown ref"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, scan_args() + change)
     assert code == 1 and message in err, err
+    assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "work").exists()
 
 
@@ -203,3 +207,106 @@ def test_a_stop_signal_inside_a_fork_callback_is_asked_again_not_lost():
     exec(code, space)
     assert _in_fork_callback(space["_releaseLock"]())
     assert not _in_fork_callback(sys._getframe())
+
+
+# -- issue 23 item 5: --help groups the options in panels, as plain text ---------------------------
+
+def help_panels(capsys, argv) -> dict[str, list[str]]:
+    """Panel title -> the flags listed under it, from the plain help of ``argv``."""
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert not set(out) & set("╭─╮│╰╯"), out  # click's plain text, no rich box
+    panels: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if re.fullmatch(r"[A-Z][a-z]+:", line):
+            panels[line[:-1]] = current = []
+        elif panels and re.match(r"  -", line):
+            current.append(re.match(r"  (?:-h, )?(--[\w-]+)", line).group(1))
+    return panels
+
+
+def test_help_groups_the_options_in_panels(capsys):
+    panels = help_panels(capsys, ["bisect", "--help"])
+    assert list(panels) == ["Options", "Window", "Repositories", "Build", "Benchmark", "Statistics",
+                            "Executor", "Output"]
+    assert panels["Window"] == ["--good", "--bad", "--tz"]
+    assert {"--bench-cmd", "--metric-regex", "--repeats", "--mode"} <= set(panels["Benchmark"])
+    assert {"--higher-is-better", "--min-change", "--max-repeats"} == set(panels["Statistics"])
+    assert {"--executor", "--workers", "--slurm-arg"} <= set(panels["Executor"])
+    assert {"--json", "--log", "--workdir"} <= set(panels["Output"])
+    scan = help_panels(capsys, ["scan", "--help"])
+    assert scan["Options"] == ["--rerun", "--config", "--help"]  # the command's own, then -h
+    assert scan["Window"][:4] == ["--from", "--to", "--tz", "--step"]
+    assert "--build-cmd" in scan["Build"] and "--dry-run" in scan["Output"]
+    # the same flag is in the same panel in every command
+    assert "--bench-cmd" in help_panels(capsys, ["nightly", "--help"])["Benchmark"]
+    assert "--bench-cmd" in help_panels(capsys, ["releases", "--help"])["Benchmark"]
+
+
+def test_help_shows_the_true_defaults(monkeypatch, capsys):
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    monkeypatch.setenv("COLUMNS", "200")
+    for command in ("scan", "bisect"):
+        assert main([command, "--help"]) == 0
+        flat = re.sub(r"\s+", " ", capsys.readouterr().out)
+        assert f"[default: {DEFAULT_METRIC_REGEX}]" in flat  # the pattern itself, not "MLUPS"
+        assert "wheel cache" not in flat and "cached apart, in --cache-dir (~/.cache/hourly)" in flat
+        assert "none there means the JAX tree is installed editable" in flat
+
+
+# -- issue 23 item 6: conflicts are refused in one line, before anything is created ----------------
+
+def _bisect(scan_args, *extra):
+    args = scan_args()
+    return ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+            *args[args.index("--xla-repo"):], *extra]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (lambda a: a() + ["--higher-is-better", "--lower-is-better"],
+     "--higher-is-better and --lower-is-better contradict each other"),
+    (lambda a: a() + ["--no-sync", "--sync"], "--sync and --no-sync contradict each other"),
+    (lambda a: a() + ["--mode", "exit", "--metric-regex", r"T: (?P<value>\d+)"],
+     "--mode exit and --metric-regex cannot go together"),
+    (lambda a: a("Aug 24 2023 00:00", "Aug 24 2023 05:00", "--step", "1s"),
+     "the window plans 18,001 instants (every 1s from 2023-08-24T00:00:00Z to 2023-08-24T05:00:00Z), "
+     "more than --max-instants 10,000"),
+    (lambda a: a("Aug 24 2023", "Aug 30 2023", "--max-instants", "100", "--dry-run"), "--max-instants 169 to plan"),
+    (lambda a: _bisect(a, "--json", "--log"), "--json and --log cannot go together"),
+    (lambda a: _bisect(a, "--mode", "exit", "--metric-regex", r"T: (?P<value>\d+)"),
+     "--mode exit and --metric-regex cannot go together"),
+    (lambda a: _bisect(a, "--lower-is-better", "--higher-is-better"), "contradict each other"),
+    (lambda a: ["releases", "--show", "--dry-run", "--workdir", a()[a().index("--workdir") + 1]],
+     "--show and --dry-run cannot go together"),
+], ids=["direction", "sync", "exit-regex", "18001-instants", "max-instants", "json-log", "bisect-exit-regex",
+        "bisect-direction", "releases-show-dry-run"])
+def test_conflicts_are_one_line_usage_errors_that_create_nothing(capsys, scan_args, tmp_path, argv, message):
+    code, out, err = run_cli(capsys, argv(scan_args))
+    assert code == 2 and message in err, err
+    assert err.startswith("hourly: error: ") and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_plan_of_many_instants_is_warned_about_first(capsys, made, tmp_path):
+    day = ["scan", "--from", "Aug 24 2023", "--to", "Aug 24 2023", "--step", "2m", "--dry-run", "--json",
+           *repo_args(made, tmp_path / "work")]
+    code, out, err = run_cli(capsys, day)
+    assert code == 0, err
+    assert len(json.loads(out)["points"]) == 721
+    (warning,) = err.strip().splitlines()
+    assert warning.startswith("hourly: warning: the window plans 721 instants (every 2m from 2023-08-24T00:00:00Z")
+    code, out, err = run_cli(capsys, [a if a != "2m" else "1h" for a in day])  # 25 instants: not a word
+    assert code == 0 and err == ""
+
+
+def test_demo_without_a_folder_says_where_it_kept_its_temporary_folder(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    code, out, err = run_cli(capsys, ["demo"])
+    assert code == 0, err
+    (folder,) = (tmp_path / "tmp").iterdir()
+    last = out.strip().splitlines()[-1]
+    assert last == f"{folder} is a temporary folder, kept for the commands above; when done: rm -rf {folder}"
+    assert f"hourly show --workdir {folder / 'work'}" in out

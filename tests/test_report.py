@@ -18,7 +18,7 @@ def run(capsys, argv):
 
 def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tmp_path):
     out = run(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00", "--repeats", "2"))
-    assert "▼" in out and "1 step found" in out and "moved: xla" in out
+    assert "▼" in out and "1 step found" in out and "moved: xla" in " ".join(out.split())  # wrapped at 80
     found = json.loads(run(capsys, ["detect", str(tmp_path / "work"), "--json"]))
     assert [(c["before"], c["after"], c["kind"]) for c in found["changes"]] == [
         ("2023-08-24T13:00:00Z", "2023-08-24T14:00:00Z", "regression")]

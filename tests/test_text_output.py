@@ -27,6 +27,7 @@ import typer
 from hourly.adapters.store import Store
 from hourly.cli import app, main
 from hourly.demo.repos import Change, make_repos
+from hourly.render.console import unwrap
 
 A, B, C, D = "[XLA:GPU] a", "[pallas] b", "[/c] d", "[bold]e[/bold]"
 SUBJECTS = [A, B, C, D]
@@ -163,10 +164,42 @@ def test_detect_reads_the_store_under_a_bracketed_path(hunt):
     assert "between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in out
 
 
+def config_rows(out: str) -> dict[str, tuple[str, str]]:
+    """``hourly config``'s table: setting -> (value, from); a value wrapped or folded onto the next
+    lines is joined again (with its spaces dropped, as a fold has none)."""
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("setting"))
+    at_value, at_from = lines[head].index("value"), lines[head].index("from")
+    rows: dict[str, list[str]] = {}
+    for line in lines[head + 2:]:
+        key, value, origin = line[:at_value].strip(), line[at_value:at_from].strip(), line[at_from:].strip()
+        if key:
+            rows[key] = [value, origin]
+            last = key
+        elif value:
+            rows[last][0] += value
+    return {k: (v.replace(" ", ""), o) for k, (v, o) in rows.items()}
+
+
 def test_config_prints_values_verbatim(tmp_path):
     (tmp_path / "hourly.toml").write_text(f'workdir = "{C}"\nbench_cmd = "python3 \'{D}.py\'"\n')
-    out = ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path))
-    assert repr(str(tmp_path / C)) in out and repr(f"python3 '{D}.py'") in out
+    rows = config_rows(ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path)))
+    assert rows["workdir"] == (json.dumps(str(tmp_path / C)).replace(" ", ""), str(tmp_path / "hourly.toml"))
+    assert rows["bench_cmd"][0] == json.dumps(f"python3 '{D}.py'").replace(" ", "")
+
+
+def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_path):
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    (tmp_path / "hourly.toml").write_text('repeats = 2\nenv = ["A=1", "B=2"]\n')
+    out = ok(pipe("config", "--repeats", "3", "--no-sync", "--tz", "Europe/Paris", cwd=tmp_path))
+    assert max(len(line) for line in out.splitlines()) <= 80, out  # a pipe is 80 columns
+    rows = config_rows(out)
+    assert rows["repeats"] == ("3", "flag") and rows["sync"] == ("false", "flag")
+    assert rows["tz"] == ('"Europe/Paris"', "flag") and rows["first_parent"] == ("true", "default")
+    assert rows["env"] == ('["A=1","B=2"]', "hourly.toml")
+    assert rows["from"] == ("(notset)", "default")
+    assert rows["metric_regex"] == (f"'{DEFAULT_METRIC_REGEX}'", "default")  # a TOML literal string
+    assert "None" not in out and "True" not in out and "'UTC'" not in out  # no Python reprs
 
 
 def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
@@ -225,7 +258,7 @@ def test_colour_never_splits_a_time_or_a_sha(hunt, capsys):
     # every line of text (the summary, each step with its times and SHAs) has no escape code inside
     plain = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
     lines = [x for x in plain.splitlines() if x.strip() and not set(x) & set("│┃━─")]
-    assert any("between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in x for x in lines), lines
+    assert any("between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in x for x in unwrap(plain)), lines
     for line in lines:
         if "hourly scan" not in line:  # the title is styled as a whole
             assert line in out, line
@@ -331,3 +364,32 @@ def test_command_list_keeps_each_summary_whole_at_80_columns(monkeypatch, capsys
     for name, command in typer.main.get_command(app).commands.items():
         first = re.sub(r"\s+", " ", (command.help or "").strip().split("\n\n")[0])
         assert f"{name} {first}" in flat, name
+
+
+# -- issue 23 item 6: show fits 80 columns and counts the scan's builds --------------------------------
+
+def test_show_fits_80_columns_and_counts_the_scans_builds(hunt):
+    out = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+    builds = next(line for line in hunt["scan"].splitlines() if " for 9 instants " in line)
+    assert not builds.startswith("0 builds")
+    assert builds in out.splitlines()  # the scan's builds, read from the store, not this command's (none)
+    header = next(line for line in out.splitlines() if line.startswith("time (UTC)"))
+    assert header.split("┃")[-1].strip() == "step" and "metric (n=2)" in header  # each point has 2 runs
+    for line in out.splitlines():  # every line fits but a command to paste, which stays whole
+        assert len(line) <= 80 or line.startswith("  hourly "), line
+    commands = [line.strip() for line in out.splitlines() if line.startswith("  hourly bisect ")]
+    assert all(shlex.split(c)[:2] == ["hourly", "bisect"] for c in commands)
+
+
+def test_scan_table_with_an_edge_mark_fits_80_columns():
+    from hourly.model import PointResult, ScanReport
+    from hourly.render.console import HourlyConsole
+    from hourly.render.scan import scan_table
+    points = [PointResult(f"2023-08-24T0{i}:00:00Z", f"{i}" * 40, "a" * 40, "ok", 577.1, [577.0, 577.1, 577.2 + i])
+              for i in range(3)]
+    for mark in ("▼ -12.3% edge ✔", "▼ -12.3% outlier", "▼ -12.3% edge"):
+        buf = io.StringIO()
+        con = HourlyConsole(file=buf, width=80)
+        con.print(scan_table(ScanReport(points, 3, 0), {2: mark}))
+        assert max(len(line) for line in buf.getvalue().splitlines()) <= 80, buf.getvalue()
+        assert mark in buf.getvalue()

@@ -204,6 +204,11 @@ class Store:
                        json.dumps(b.wheels), b.log_path, b.tail, b.duration, time.time(),
                        json.dumps(b.identity) if b.identity is not None else None))
 
+    def built_pairs(self) -> set[tuple[str, str]]:
+        """The (xla, jax) pairs a build ran for in this workdir (built, failed or installed in place;
+        never those whose wheels came from the shared cache)."""
+        return {(r[0], r[1]) for r in self.conn.execute("SELECT DISTINCT xla, jax FROM builds")}
+
     def build(self, xla: str, jax: str, build_key: str | None = None) -> BuildRecord | None:
         """The build of a pair under ``build_key`` (how it was built), or its latest under any."""
         if build_key:

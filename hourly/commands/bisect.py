@@ -23,6 +23,7 @@ from .common import (
     Opt,
     console,
     err_console,
+    refuse_together,
     with_options,
 )
 
@@ -47,12 +48,16 @@ def bisect(
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
     check_min_change(min_change, UsageError)
+    refuse_together(("--json", json_out), ("--log", log),
+                    fix="--json prints the answers, --log a `git bisect replay` log: pass one of them")
+    refuse_together(("--mode exit", mode == Mode.EXIT), ("--metric-regex", flags["metric_regex"]),
+                    fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from hourly.bisect.records import BisectRequest
     req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix, flaky)
     from hourly.adapters.store import STORE_NAME, Store
-    from hourly.bisect.answer import bisect_log, log_or_none
+    from hourly.bisect.answer import bisect_log
     from hourly.bisect.events import BisectHandler
     from hourly.bisect.search import check_new_window, run_bisect
     from hourly.execute.executors import make_executor
@@ -74,11 +79,7 @@ def bisect(
     with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
         answers = run_bisect(s, store, req, handler, executor)
     if json_out:
-        out = {"regressions": answers}
-        if log:
-            for a in answers:
-                a["git_bisect_log"] = log_or_none(a)
-        print(json.dumps(out, indent=1))
+        print(json.dumps({"regressions": answers}, indent=1))
     elif log:
         answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):

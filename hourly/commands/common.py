@@ -14,7 +14,9 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import typer
+from typer.core import TyperCommand
 
+from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ExecutorKind
 from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
@@ -27,7 +29,8 @@ err_console = make_console(stderr=True)
 Opt = typer.Option
 
 # -- options every command may take ----------------------------------------------------------------
-Workdir = Opt(None, "--workdir", help="Results store, logs and wheel cache [default: ./hourly-work]")
+Workdir = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]; the builds are cached "
+             "apart, in --cache-dir (~/.cache/hourly), shared by all workdirs.")
 ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
 JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
 #: the metric's direction; a command that finds nothing given reads it from its store or hourly.toml
@@ -77,12 +80,19 @@ def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, 
                            higher_is_better=(effective({}, config)[0].higher_is_better
                                              if direction is None else direction), **f)
 
+#: a plan of more instants than this is warned about (each distinct pair among them is built)
+WARN_INSTANTS = 500
+
 WINDOW: OptionSet = {
     "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].')),
     "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day [required, here or in hourly.toml].")),
     "tz": (Optional[str], Opt(None, "--tz", help="Zone of times given without one [default: UTC].")),
     "step": (Optional[str], Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].")),
+    "max_instants": (int, Opt(10_000, "--max-instants", help="Most instants a scan plans: more are refused "
+                              f"(a --step too fine for the window); more than {WARN_INSTANTS} are warned about.")),
 }
+
+
 REPOSITORIES: OptionSet = {
     "xla_repo": (Optional[str], Opt(None, "--xla-repo", help="XLA checkout [default: /opt/xla-source or /opt/xla; after a scan: the scan's]")),
     "jax_repo": (Optional[str], Opt(None, "--jax-repo", help="JAX checkout [default: /opt/jax-source or /opt/jax; after a scan: the scan's]")),
@@ -94,7 +104,9 @@ REPOSITORIES: OptionSet = {
     "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="With --only xla: the JAX commit kept [default: the JAX checkout's HEAD].")),
 }
 BUILD: OptionSet = {
-    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree [default: build-jax.sh; with --only jax: --jax-build-cmd; none: nothing to build].")),
+    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree; it builds "
+                                     "jaxlib, so XLA moves [default: build-jax.sh; with --only jax: --jax-build-cmd, and none "
+                                     "there means the JAX tree is installed editable, nothing to build].")),
     "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
                                          "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
                                          "is installed editable) or a command [default: pip-wheel].")),
@@ -116,7 +128,8 @@ BENCHMARK: OptionSet = {
     "warmup_runs": (Optional[int], Opt(None, "--warmup-runs", help="Runs of a freshly built or installed state that are "
                                        "recorded but not counted (its first run is slow); none when the state is installed already [default: 1].")),
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
-    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group [default: MLUPS].")),
+    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group; the last match is the "
+                                               f"metric [default: {DEFAULT_METRIC_REGEX}].")),
 }
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY: OptionSet = {
@@ -140,6 +153,118 @@ EXECUTOR: OptionSet = {
     "slurm_arg": (Optional[List[str]], Opt(None, "--slurm-arg", help="An sbatch option passed through, e.g. "
                                            "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable) [default: none].")),
 }
+
+
+def check_plan_size(s: Any, max_instants: int) -> None:
+    """Warn (one line on stderr) before a plan of more than WARN_INSTANTS instants; refuse one of
+    more than ``max_instants``, before anything is touched. A window that does not parse is left to
+    the scan's own checks."""
+    if not s.from_ or not s.to:
+        return
+    from hourly.timeparse import iso_utc, parse_step, window
+    t0, t1 = window(s.from_, s.to, s.tz)
+    n = (t1 - t0) // parse_step(s.step) + 1
+    what = f"the window plans {n:,} instants (every {s.step} from {iso_utc(t0)} to {iso_utc(t1)})"
+    if n > max_instants:
+        raise UsageError(f"{what}, more than --max-instants {max_instants:,}",
+                         f"pass a coarser --step such as 1h, a narrower window, or --max-instants {n} to plan them all")
+    if n > WARN_INSTANTS:
+        err_console.print(f"hourly: warning: {what}; each distinct (xla, jax) pair among them is built and measured",
+                          soft_wrap=True)
+
+
+# -- help panels ----------------------------------------------------------------------------------
+#: each command's --help groups its options in these panels, in this order, after "Options" (the
+#: command's own, and -h): a flag is placed by its name wherever it is declared, so that --bench-cmd
+#: is under Benchmark in scan, bisect, nightly and releases alike
+PANELS: dict[str, tuple[str, ...]] = {
+    "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
+               "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
+    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--first-parent", "--only", "--jax-ref", "--sync",
+                     "--force", "--bisect-in"),
+    "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
+              "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
+              "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",
+              "--installer", "--release-cache-dir"),
+    "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--bench-timeout",
+                  "--timeout", "--metric-regex", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
+    "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--confirm-edges"),
+    "Executor": ("--executor", "--workers", "--partition", "--time", "--gres", "--slurm-arg", "--parallel", "--pull"),
+    "Output": ("--workdir", "--json", "--log", "--progress", "--dry-run", "--show", "--out", "--anonymous", "--top"),
+}
+_PANEL_OF = {flag: panel for panel, flags in PANELS.items() for flag in flags}
+OPTIONS_PANEL = "Options"
+
+
+def panel_of(param: Any) -> str:
+    """The help panel of a click parameter: its own ``rich_help_panel``, else by its first flag."""
+    return getattr(param, "rich_help_panel", None) or _PANEL_OF.get(param.opts[0], OPTIONS_PANEL)
+
+
+class PanelledCommand(TyperCommand):
+    """A command whose plain-text help (``rich_markup_mode=None``: click's formatter, no markup read)
+    lists its options in the panels of :data:`PANELS`, one titled section each, aligned alike.
+
+    Typer draws ``rich_help_panel`` only in its rich help, which reads markup; this keeps the help
+    plain and still grouped."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        refuse_both_sides(self.get_params(ctx), args)
+        return super().parse_args(ctx, args)
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments: list[tuple[str, str]] = []
+        panels: dict[str, list[tuple[str, str]]] = {name: [] for name in (OPTIONS_PANEL, *PANELS)}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                panels.setdefault(panel_of(param), []).append(record)
+        rows = arguments + [r for records in panels.values() for r in records]
+        width = min(max((len(first) for first, _ in rows), default=0), 30)  # click's col_max
+        for title, records in (("Arguments", arguments), *panels.items()):
+            if records:
+                with formatter.section(title):
+                    _write_rows(formatter, records, width)
+
+
+def refuse_both_sides(params: Any, args: list[str]) -> None:
+    """A flag pair given both ways (``--higher-is-better --lower-is-better``) is a usage error; click
+    would take the last one silently. Arguments after ``--`` are someone else's."""
+    given = set(args[:args.index("--")] if "--" in args else args)
+    for param in params:
+        on: list[str] = list(getattr(param, "opts", ()))
+        off: list[str] = list(getattr(param, "secondary_opts", ()))
+        if off and given & set(on) and given & set(off):
+            raise UsageError(f"{on[0]} and {off[0]} contradict each other", "pass one of them")
+
+
+def refuse_together(*flags: tuple[str, Any], fix: str) -> None:
+    """A usage error when every one of ``flags`` (name, value given or None/False) was given."""
+    if all(value not in (None, False) for _, value in flags):
+        raise UsageError(f"{' and '.join(name for name, _ in flags)} cannot go together", fix)
+
+
+def _write_rows(formatter: Any, rows: list[tuple[str, str]], width: int) -> None:
+    """click's definition list, but wrapped at spaces only: a flag (``--jax-build-cmd``) or a pattern
+    (the metric's default) is never split at a hyphen or cut; a word wider than the column overflows."""
+    import textwrap
+    indent = " " * formatter.current_indent
+    column = width + 2
+    text_width = max(formatter.width - formatter.current_indent - column, 10)
+    for first, text in rows:
+        formatter.write(indent + first)
+        lines = textwrap.wrap(text, text_width, break_long_words=False, break_on_hyphens=False)
+        if not lines:
+            formatter.write("\n")
+            continue
+        formatter.write(" " * (column - len(first)) if len(first) <= width else "\n" + indent + " " * column)
+        formatter.write(lines[0] + "\n")
+        for line in lines[1:]:
+            formatter.write(indent + " " * column + line + "\n")
 
 
 def with_options(*sets: OptionSet) -> Callable[[Callable], Callable]:

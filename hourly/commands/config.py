@@ -3,28 +3,56 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Optional
 
-from .common import ConfigOpt, JsonOpt, console
+from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, console, with_options
+from .scan import SCAN_ONLY
+
+#: what an unset setting shows (TOML has no null)
+UNSET = "(not set)"
 
 
-def config_cmd(config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
-    """Print the effective settings and where each came from."""
+def toml_value(v: Any) -> str:
+    """A setting as it would be written in hourly.toml: true/false, numbers, strings quoted (a
+    literal '...' string when it holds backslashes, as a regex does, so it reads as typed), arrays."""
+    if v is None:
+        return UNSET
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    text = str(getattr(v, "value", v))
+    if "\\" in text and "'" not in text and "\n" not in text:
+        return f"'{text}'"
+    return json.dumps(text, ensure_ascii=False)
+
+
+@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
+def config_cmd(flags: Any = None, config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
+    """Print the effective settings and where each came from (default, the settings file, a flag)."""
     from hourly.measure.settings import effective
     from hourly.privacy import redact_assignments
-    s, origin = effective({}, config)
+    s, origin = effective(flags, config)
     values = s.as_dict()
     values["env"] = redact_assignments(values["env"])
     if json_out:
         print(json.dumps({k: {"value": v, "from": origin[k]} for k, v in values.items()}, indent=1))
         return
+    from rich import box
     from rich.table import Table
-    t = Table(title="hourly settings")
-    t.add_column("setting")
-    t.add_column("value")
-    t.add_column("from")
-    for k, v in values.items():
-        t.add_row(k.rstrip("_"), repr(v), origin[k])
+    rows = [(k.rstrip("_"), toml_value(v), origin[k]) for k, v in values.items()]
+    key_width = max(len(r[0]) for r in rows + [("setting", "", "")])
+    from_width = max(len(r[2]) for r in rows + [("", "", "from")])
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="hourly settings")
+    t.add_column("setting", no_wrap=True)
+    # the value column takes what the others leave of the console, and wraps there (arrays at their
+    # commas, a long string folded): the table never runs past the terminal (80 columns in a pipe)
+    t.add_column("value", overflow="fold", max_width=max(console.width - key_width - from_width - 6, 20))
+    t.add_column("from", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
     console.print(t)
 
 

@@ -12,7 +12,7 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
-from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
+from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console, refuse_together
 
 
 def releases(
@@ -49,6 +49,8 @@ def releases(
     from hourly.releases import plan as R
     from hourly.releases.run import run_releases
     from hourly.render.releases import print_report
+    refuse_together(("--show", show), ("--dry-run", dry_run),
+                    fix="--show prints the stored results, --dry-run the plan of a run: pass one of them")
     wd = workdir_setting(workdir, config)
     if show:
         report = R.stored_releases(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))

@@ -20,8 +20,10 @@ from .common import (
     JsonOpt,
     Opt,
     Workdir,
+    check_plan_size,
     console,
     err_console,
+    refuse_together,
     with_options,
 )
 
@@ -57,6 +59,9 @@ def scan(
     from hourly.scan.table import require_complete, require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
+    refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
+                    fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
+    check_plan_size(s, flags["max_instants"])
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run_:
         report = dry_run(s, s.workdir)
@@ -97,14 +102,15 @@ def emit(report, json_out: bool, s) -> None:
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
         print(json.dumps(out, indent=1))
         return
+    from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
     from hourly.render.steps import marks_for_report
     marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
     if s is not None and s.warmup_runs and s.mode != "exit":
-        console.print(warmup_note(s), markup=False, highlight=False, soft_wrap=True)
-    for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        print_wrapped(console, warmup_note(s))
+    for line in lines:  # a step's or a crash window's sentence, within the console's width
+        print_wrapped(console, line)
 
 
 def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,

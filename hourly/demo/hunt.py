@@ -18,7 +18,7 @@ from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
 from hourly.measure.settings import effective
 from hourly.render.bisect import print_answers
-from hourly.render.console import PlainPrint, command_line, styled
+from hourly.render.console import PlainPrint, command_line, print_wrapped, styled
 from hourly.render.report import write_report
 from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
@@ -69,13 +69,13 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         marks, lines = marks_for_report(report, s)
         print_report(console, report, marks)
         for line in lines:
-            console.print(line, highlight=False)
+            print_wrapped(console, line)
     # detection found the steps in the table; bisection pins each regression to its commit
     say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
-    result: dict[str, Any] = {"directory": str(root), "scan": report.as_json(), "steps": [st.as_json() for st in steps],
+    result: dict[str, Any] = {"directory": str(root), "temporary": directory is None, "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:
@@ -89,17 +89,21 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
             state += ", bisected to its commit" if p["culprit_found"] else ", NOT bisected to its commit"
         console.print(f"  {state}: {p['kind']} at {p['commit']} ({p['repo']} {p['subject']!r})", highlight=False)
     console.print(f"\nreport: {files.markdown}\nplot:   {files.plot}")
-    print_next(console, result["next"])
+    print_next(console, result["next"], temporary=root if directory is None else None)
     return result
 
 
-def print_next(console: Console, commands: list[str]) -> None:
-    """The demo's folder may be temporary: say where its results are, as commands to paste, one
-    line each however narrow the terminal or pipe."""
+def print_next(console: Console, commands: list[str], temporary: Path | None = None) -> None:
+    """Where the demo's results are, as commands to paste, one line each however narrow the terminal
+    or pipe; a ``temporary`` folder (no folder was given) is kept for them, and the last line says so
+    and how to remove it."""
     plain: PlainPrint = dict(markup=False, highlight=False, soft_wrap=True)
     console.print("\nnext, with this demo's results:", **plain)
     for cmd in commands:
         console.print(cmd, **plain)
+    if temporary is not None:
+        console.print(f"{temporary} is a temporary folder, kept for the commands above; when done: "
+                      + command_line(["rm", "-rf", str(temporary)]), **plain)
 
 
 def next_commands(workdir: str) -> list[str]:

@@ -144,6 +144,11 @@ class Settings:
     def build_argv(self) -> list[str]:
         if self.only == "jax":
             return self.jax_package_argv()
+        if self.build_cmd.strip() == NO_BUILD:  # only a JAX tree alone can be installed editable
+            where = "--only xla" if self.only == "xla" else "a scan of both repositories"
+            raise UserError(f"--build-cmd {NO_BUILD} builds nothing, but {where} builds jaxlib at every XLA commit",
+                            f"pass the build command (e.g. {DEFAULT_BUILD_CMD}), or --only jax to hunt an editable "
+                            f"JAX tree with --build-cmd {NO_BUILD}")
         argv = split_command(self.build_cmd, "--build-cmd", "pass the build command, e.g. build-jax.sh")
         if "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str(Path(argv[0]).absolute())

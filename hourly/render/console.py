@@ -13,7 +13,10 @@ or a SHA, which would also split them with escape codes). So:
   than the console (a pipe is 80 columns) is printed at its natural width instead of squeezed,
   so times stay ``2023-08-24T00:00:00Z`` and SHAs stay whole; each row stays one line.
 * text (``console.print(text)``, :func:`print_text`): one logical line is one line, never
-  wrapped by rich (a terminal folds it visually; a pipe keeps it whole for grep).
+  wrapped by rich (a terminal folds it visually; a pipe keeps it whole for grep). A sentence that
+  may run long (a step's line, a crash window's) is printed by :func:`print_wrapped` instead: broken
+  at spaces to the console's width (80 in a pipe), continuations indented, a command at its end
+  on a line of its own, whole; :func:`unwrap` reads such output back into its logical lines.
 * commands for the user to run (resume, next step, reproduce) are built with :func:`shlex.join`
   and printed by :func:`print_command`: one line, quoted so that a shell splits it back into the
   same words.
@@ -25,6 +28,7 @@ so ``[default: UTC]`` in a help string is shown as written.
 from __future__ import annotations
 
 import shlex
+import textwrap
 from typing import Iterable, Sequence, TypedDict
 
 from rich.console import Console, RenderableType
@@ -75,6 +79,42 @@ def print_text(con: Console, text: str | Text = "") -> None:
 def print_lines(con: Console, lines: Iterable[str | Text]) -> None:
     for line in lines:
         print_text(con, line)
+
+
+#: continuation lines of a wrapped sentence start with this
+WRAP_INDENT = "  "
+#: what introduces a command for the user to run at the end of a sentence ("bisect it: hourly ...")
+_COMMAND = ": hourly "
+
+
+def fit_lines(text: str, width: int) -> list[str]:
+    """One logical line as lines of at most ``width`` columns, broken at spaces only (no word, time,
+    SHA or path is split; continuations are indented). A command at its end, after ``: hourly``,
+    goes on a line of its own and is never broken, so that it can be pasted whole."""
+    head, sep, command = text.partition(_COMMAND)
+    head += ":" if sep else ""
+    lines = textwrap.wrap(head, max(width, 20), subsequent_indent=WRAP_INDENT, break_long_words=False,
+                          break_on_hyphens=False) or [""]
+    if sep:
+        lines.append(WRAP_INDENT + "hourly " + command)
+    return lines
+
+
+def print_wrapped(con: Console, text: str) -> None:
+    """A sentence that may run long, within the console's width (see :func:`fit_lines`)."""
+    print_lines(con, fit_lines(text, con.width))
+
+
+def unwrap(output: str) -> list[str]:
+    """Lines printed by :func:`print_wrapped` joined back into their logical lines (a continuation,
+    indented by WRAP_INDENT, joins the line before it with one space)."""
+    lines: list[str] = []
+    for line in output.splitlines():
+        if lines and line.startswith(WRAP_INDENT) and line.strip() and lines[-1].strip():
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    return lines
 
 
 def command_line(argv: Sequence[object]) -> str:

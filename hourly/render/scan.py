@@ -15,6 +15,7 @@ from hourly.analysis.series import PointStatus, Series
 from hourly.measure.pinned import pinned_line
 from hourly.model import NightlyPoint, PointResult, ScanReport, Step
 from hourly.plurals import plural
+from hourly.render.console import print_wrapped
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import Change, ChangeKind, Detection
@@ -42,19 +43,22 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
-    t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 10 samples and a mark
+    t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 99 samples and a mark
     pinned = (report.pinned or {}).get("side")
+    # every point measured as often (the usual case): the count once, in the header
+    counts = {len(p.samples) for p in report.points if p.value is not None and p.spread is not None}
+    count = counts.pop() if len(counts) == 1 else None
     t.add_column("time (UTC)")
     t.add_column("xla (pinned)" if pinned == "xla" else "xla")
     t.add_column("jax (pinned)" if pinned == "jax" else "jax")
-    t.add_column("metric", justify="right")
-    t.add_column("")
+    t.add_column("metric" if count is None else f"metric (n={count})", justify="right")
+    t.add_column("step")
     marks = marks or {}
     prev = None
     for i, p in enumerate(report.points):
         same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
         style = None if p.status in ("ok", "cached", "built", "planned") else "red"
-        t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p), marks.get(i, "" if not same else "·"),
+        t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p, count=count is None), marks.get(i, "" if not same else "·"),
                   style=style)
         prev = p
     return t
@@ -83,7 +87,8 @@ def summary_line(report: ScanReport) -> str:
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
     console.print(scan_table(report, marks))
-    console.print(summary_line(report), markup=False)
+    for line in summary_line(report).splitlines():
+        print_wrapped(console, line)
 
 
 @contextmanager

@@ -110,7 +110,11 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         marks.update(step_marks(steps))
         for st in steps:
             if st.change.edge:
-                marks[st.after_index] += edge_verdict_mark(checks.get(step_key(st)))
+                check = checks.get(step_key(st))
+                if check is not None and check.verdict is EdgeVerdict.OUTLIER:  # "edge ✖ outlier" is too wide for 80 columns
+                    marks[st.after_index] = f"{arrow(st.change.kind)} {percent(st.change.relative_change)} outlier"
+                else:
+                    marks[st.after_index] += edge_verdict_mark(check)
         head = found(len(steps), "step")
         if not steps and (crashes or lost):
             head = "no step in the measured values; the benchmark changes how it ends:"

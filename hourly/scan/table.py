@@ -160,7 +160,8 @@ def stored_scan(store: Store, s: Settings) -> ScanReport:
         out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
                    else PointResult(t, x, j, "planned"))
     checks, as_json, _ = edge_checks(store, key, out, s)
-    return ScanReport(out, len({(x, j) for _, x, j in rows}), 0, store.load_settings("pinned") or None,
+    pairs = {(x, j) for _, x, j in rows}  # the builds are the scan's (and a bisection's of its pairs)
+    return ScanReport(out, len(pairs), len(pairs & store.built_pairs()), store.load_settings("pinned") or None,
                       edge_checks=checks, edge_json=as_json)
 
 
