@@ -105,7 +105,8 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
         except ProcessError as e:
             raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
-                            "run `git remote update` there, or pass --ref with a ref that exists") from e
+                            f"run `git remote update` there, or pass --ref (or --{self.name}-ref, this "
+                            "repository's own) with a ref that exists") from e
 
     def resolve_sha(self, prefix: str) -> str:
         """A full SHA from a (possibly abbreviated) one."""

@@ -96,12 +96,13 @@ def _sha_end(text: str) -> bool:
     return all(_SHA_END.match(p.strip()) for p in text.split(","))
 
 
-def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
+def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]],
+              refs: dict[str, str] | None = None) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
     (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
     once both had landed, as a nightly image pins them)."""
     if "," in text and _sha_end(text):
-        return max(parse_end(p, tz, repos, walks) for p in text.split(","))
+        return max(parse_end(p, tz, repos, walks, refs) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
         return int(parse_time(text, tz).when.timestamp())
@@ -112,7 +113,7 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     sha = repos[name].resolve_sha(m["sha"])
     times = dict(walks[name])
     if sha not in times:
-        raise UserError(f"{name}@{m['sha']} is not on the first-parent history of the ref",
+        raise UserError(f"{name}@{m['sha']} is not on the first-parent history of {(refs or {}).get(name, 'the ref')}",
                         "pass a commit of the ref's first-parent history (the merge commit of a pull request), or a time")
     if Resolver(walks[name]).at(times[sha]) != sha:
         raise UserError(f"{name}@{m['sha']} never stood alone at the tip: a later commit has an earlier time",
@@ -255,8 +256,10 @@ class Bisector:
         self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
         hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
         for r in hunted:
-            r.rev_parse(s.ref)
-        self.walks = {r.name: r.history(s.ref, s.first_parent) for r in hunted}
+            r.rev_parse(s.ref_of(r.name))
+        #: each hunted repository's walked ref (--xla-ref, --jax-ref, else --ref)
+        self.refs = {r.name: s.ref_of(r.name) for r in hunted}
+        self.walks = {r.name: r.history(self.refs[r.name], s.first_parent) for r in hunted}
         if self.pin:
             self.walks[self.pin.side] = self.pin.walk()
         self._stack = ExitStack()
@@ -531,9 +534,11 @@ class Bisector:
             raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
                             "pass a good end before the bad end with commits between them")
         good_pair, bad_pair = states[0].pair, states[-1].pair
-        ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
-                 "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
-                 "ref": self.s.ref, "fp": self.s.first_parent}
+        ident: dict[str, object] = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
+                                    "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
+                                    "ref": self.s.ref, "fp": self.s.first_parent}
+        if any(r != self.s.ref for r in self.refs.values()):  # walked on a repository's own ref; without
+            ident["refs"] = dict(self.refs)  # one, the key is the one bisections stored before had
         if self.find_fix:
             ident["find_fix"] = True
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
@@ -908,7 +913,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
         with Bisector(s, store, mode, req, handler, executor) as b:
-            g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
+            g, x = parse_end(good, s.tz, b.repos, b.walks, b.refs), parse_end(bad, s.tz, b.repos, b.walks, b.refs)
             if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
                 if g <= x:
                     raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
