@@ -109,3 +109,38 @@ def test_ref_settings_fall_back_to_ref_and_are_stored(branch, venv_python, tmp_p
     from hourly.render.report import scan_command
     line = shlex.split(scan_command(stored_settings(Store(work))))
     assert line[line.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in line
+
+
+def test_an_end_off_the_first_parent_history_is_refused_with_the_commands_that_do_it(branch, venv_python, tmp_path, capsys):
+    made, shas, fork = branch
+    common = _args(made, venv_python, tmp_path / "w")
+    # both ends on the branch: one command bisects the branch's own first-parent history
+    rc, _, err = _run(capsys, ["bisect", *common, "--good", f"jax@{shas[F1]}", "--bad", f"jax@{shas[F3]}"])
+    assert rc == 1
+    line = " ".join(err.split())
+    assert f"jax@{shas[F3][:12]} is not on the first-parent history of origin/main" in line
+    assert f"forked from it at jax@{fork[:12]}" in line
+    assert "--jax-ref origin/feature" in line
+    # a good end on main before the fork: the branch's history, or main up to the fork with the
+    # branch's commits applied
+    fft = made.shas["Add jax.numpy.fft docstrings"]
+    rc, _, err = _run(capsys, ["bisect", *common, "--good", f"jax@{fft}", "--bad", f"jax@{shas[F3]}"])
+    line = " ".join(err.split())
+    assert rc == 1 and "--jax-ref origin/feature" in line
+    assert f"--bad jax@{fork[:12]}" in line
+    assert all(f"--cherry-pick jax@{shas[s][:12]}" in line for s in (F1, F2, F3))
+    # the command the refusal names does it
+    rc, out, err = _run(capsys, ["bisect", "--json", *common, "--jax-ref", "origin/feature",
+                                 "--good", f"jax@{shas[F1]}", "--bad", f"jax@{shas[F3]}"])
+    assert rc == 0, err
+    assert json.loads(out)["regressions"][0]["culprit"]["sha"] == shas[F2]
+
+
+def test_a_pull_requests_own_commit_names_its_merge(branch, venv_python, tmp_path, capsys):
+    made, _, _ = branch
+    own = made.branch_shas["Use a faster dispatch path for pjit"]
+    merge = made.shas["Use a faster dispatch path for pjit"]
+    rc, _, err = _run(capsys, ["bisect", *_args(made, venv_python, tmp_path / "w"),
+                               "--good", "Aug 25 2023 00:00", "--bad", f"jax@{own}"])
+    line = " ".join(err.split())
+    assert rc == 1 and f"came in with the merge jax@{merge[:12]}" in line and f"--bad jax@{merge[:12]}" in line

@@ -123,6 +123,21 @@ class GitRepo:
                 walk.append((parts[1], int(parts[0])))
         return walk
 
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """``old`` is ``new`` or one of its ancestors."""
+        return proc.run(["git", "-C", str(self.path), "merge-base", "--is-ancestor", old, new], check=False).ok
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of ``a`` and ``b``; None when they share no history."""
+        res = proc.run(["git", "-C", str(self.path), "merge-base", a, b], check=False)
+        words = res.output.split() if res.ok else []
+        return words[0] if words else None
+
+    def refs_containing(self, sha: str) -> list[str]:
+        """Short names of the branches (remote ones first) whose history holds ``sha``."""
+        out = self.git("for-each-ref", "--contains", sha, "--format=%(refname:short)", "refs/remotes", "refs/heads")
+        return [r for r in out.split() if not r.endswith("/HEAD")]
+
     def is_shallow(self) -> bool:
         """A shallow clone: its history stops at a cut-off (``git fetch --unshallow`` fetches the rest)."""
         return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
