@@ -83,6 +83,10 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     assert opts["--build-cmd"] == "/opt/build.sh" and opts["--max-repeats"] == "5"
     assert opts["--repeats"] == "2" and "--lower-is-better" in argv and "--xla-repo" not in argv
     assert opts["--cache-dir"] == "/hourly-work/cache"  # wheels land on the host
+    assert "--jax-ref" not in argv
+    # a repository's own ref (a JAX feature branch) reaches the bisection inside
+    argv = H.bisect_argv(w, settings(tmp_path, jax_ref="origin/feature"), "/hourly-work/bisect/x")
+    assert argv[argv.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in argv
 
 
 def test_settings_are_checked_before_anything_runs(tmp_path):

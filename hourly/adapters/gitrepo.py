@@ -105,7 +105,8 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
         except ProcessError as e:
             raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
-                            "run `git remote update` there, or pass --ref with a ref that exists") from e
+                            f"run `git remote update` there, or pass --ref (or --{self.name}-ref, this "
+                            "repository's own) with a ref that exists") from e
 
     def resolve_sha(self, prefix: str) -> str:
         """A full SHA from a (possibly abbreviated) one."""
@@ -121,6 +122,21 @@ class GitRepo:
             if len(parts) == 2 and parts[0].isdigit():  # stderr (a warning) shares the output
                 walk.append((parts[1], int(parts[0])))
         return walk
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """``old`` is ``new`` or one of its ancestors."""
+        return proc.run(["git", "-C", str(self.path), "merge-base", "--is-ancestor", old, new], check=False).ok
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of ``a`` and ``b``; None when they share no history."""
+        res = proc.run(["git", "-C", str(self.path), "merge-base", a, b], check=False)
+        words = res.output.split() if res.ok else []
+        return words[0] if words else None
+
+    def refs_containing(self, sha: str) -> list[str]:
+        """Short names of the branches (remote ones first) whose history holds ``sha``."""
+        out = self.git("for-each-ref", "--contains", sha, "--format=%(refname:short)", "refs/remotes", "refs/heads")
+        return [r for r in out.split() if not r.endswith("/HEAD")]
 
     def is_shallow(self) -> bool:
         """A shallow clone: its history stops at a cut-off (``git fetch --unshallow`` fetches the rest)."""

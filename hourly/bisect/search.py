@@ -96,12 +96,14 @@ def _sha_end(text: str) -> bool:
     return all(_SHA_END.match(p.strip()) for p in text.split(","))
 
 
-def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]]) -> int:
+def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]],
+              refs: dict[str, str] | None = None) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
     (the state at that commit's committer time), or both, ``xla@<sha>,jax@<sha>`` (the state
-    once both had landed, as a nightly image pins them)."""
+    once both had landed, as a nightly image pins them). A commit off the first-parent history of
+    its repository's ref (``refs``) is an :class:`~hourly.bisect.branches.OffHistory`."""
     if "," in text and _sha_end(text):
-        return max(parse_end(p, tz, repos, walks) for p in text.split(","))
+        return max(parse_end(p, tz, repos, walks, refs) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
         return int(parse_time(text, tz).when.timestamp())
@@ -112,12 +114,35 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     sha = repos[name].resolve_sha(m["sha"])
     times = dict(walks[name])
     if sha not in times:
-        raise UserError(f"{name}@{m['sha']} is not on the first-parent history of the ref",
-                        "pass a commit of the ref's first-parent history (the merge commit of a pull request), or a time")
+        from hourly.bisect.branches import OffHistory
+        raise OffHistory(name, sha, f"{name}@{sha[:12]}", (refs or {}).get(name, "the ref"))
     if Resolver(walks[name]).at(times[sha]) != sha:
         raise UserError(f"{name}@{m['sha']} never stood alone at the tip: a later commit has an earlier time",
                         "pass a time instead")
     return times[sha]
+
+
+def parse_ends(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool = False) -> tuple[int, int]:
+    """``--good`` and ``--bad`` as unix times; an end off the first-parent history of its ref is
+    refused with the commands that bisect it (hourly.bisect.branches.refusal)."""
+    from hourly.bisect.branches import OffHistory, refusal
+    got: dict[str, int | OffHistory] = {}
+    for flag, text in (("--good", good), ("--bad", bad)):
+        try:
+            got[flag] = parse_end(text, tz, b.repos, b.walks, b.refs)
+        except OffHistory as e:
+            got[flag] = e
+    later = "--good" if find_fix else "--bad"
+    for flag in (later, "--bad" if find_fix else "--good"):
+        off = got[flag]
+        if isinstance(off, OffHistory):
+            other = got["--bad" if flag == "--good" else "--good"]
+            peer: int | str | None = other.sha if isinstance(other, OffHistory) and other.repo == off.repo else \
+                other if isinstance(other, int) else None
+            raise refusal(off, b.repos[off.repo], b.walks[off.repo], peer, flag, flag == later)
+    g, x = got["--good"], got["--bad"]
+    assert isinstance(g, int) and isinstance(x, int)  # every OffHistory was raised above
+    return g, x
 
 
 def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
@@ -255,8 +280,10 @@ class Bisector:
         self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
         hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
         for r in hunted:
-            r.rev_parse(s.ref)
-        self.walks = {r.name: r.history(s.ref, s.first_parent) for r in hunted}
+            r.rev_parse(s.ref_of(r.name))
+        #: each hunted repository's walked ref (--xla-ref, --jax-ref, else --ref)
+        self.refs = {r.name: s.ref_of(r.name) for r in hunted}
+        self.walks = {r.name: r.history(self.refs[r.name], s.first_parent) for r in hunted}
         if self.pin:
             self.walks[self.pin.side] = self.pin.walk()
         self._stack = ExitStack()
@@ -531,9 +558,11 @@ class Bisector:
             raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
                             "pass a good end before the bad end with commits between them")
         good_pair, bad_pair = states[0].pair, states[-1].pair
-        ident = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
-                 "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
-                 "ref": self.s.ref, "fp": self.s.first_parent}
+        ident: dict[str, object] = {"bench": self.key, "mode": self.mode.value, "good": [good_pair.xla, good_pair.jax],
+                                    "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
+                                    "ref": self.s.ref, "fp": self.s.first_parent}
+        if any(r != self.s.ref for r in self.refs.values()):  # walked on a repository's own ref; without
+            ident["refs"] = dict(self.refs)  # one, the key is the one bisections stored before had
         if self.find_fix:
             ident["find_fix"] = True
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
@@ -908,7 +937,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
         with Bisector(s, store, mode, req, handler, executor) as b:
-            g, x = parse_end(good, s.tz, b.repos, b.walks), parse_end(bad, s.tz, b.repos, b.walks)
+            g, x = parse_ends(b, good, bad, s.tz, find_fix)
             if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
                 if g <= x:
                     raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "

@@ -101,7 +101,9 @@ REPOSITORIES: OptionSet = {
                                          help="Walk merged history only [default: on].")),
     "only": (Optional[str], Opt(None, "--only", help="Hunt one repository: jax (jaxlib stays what --python has "
                                 "installed; no --xla-repo needed) or xla (JAX stays at --jax-ref) [default: both].")),
-    "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="With --only xla: the JAX commit kept [default: the JAX checkout's HEAD].")),
+    "xla_ref": (Optional[str], Opt(None, "--xla-ref", help="XLA's own ref whose history is walked [default: --ref].")),
+    "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="JAX's own ref whose history is walked, e.g. a feature "
+                                   "branch; with --only xla the JAX commit kept [default: --ref; with --only xla: the JAX checkout's HEAD].")),
 }
 BUILD: OptionSet = {
     "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree; it builds "

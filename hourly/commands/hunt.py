@@ -34,6 +34,8 @@ def hunt(
     xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
     jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX tree inside the container [default: /opt/jax-source or /opt/jax]."),
     ref: Optional[str] = Opt(None, "--ref", help="Ref whose history is bisected inside [default: origin/main]."),
+    xla_ref: Optional[str] = Opt(None, "--xla-ref", help="XLA's own ref inside [default: --ref]."),
+    jax_ref: Optional[str] = Opt(None, "--jax-ref", help="JAX's own ref inside, e.g. a feature branch [default: --ref]."),
     max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
     min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
@@ -60,7 +62,7 @@ def hunt(
     wd = workdir_setting(workdir, config)
     s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
-                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
                      scan_step=scan_step, releases=entry)
     h.validate()
     store = Store(wd)

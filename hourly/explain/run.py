@@ -185,14 +185,14 @@ class Explainer:
 
     def revert_check(self) -> dict:
         c = self.t.culprit
-        ref = self.opts.revert_ref or self.s.ref
         if not c:
-            return {"ref": ref, "verdict": "no single culprit to revert", "culprit": None}
+            return {"ref": self.opts.revert_ref or self.s.ref, "verdict": "no single culprit to revert", "culprit": None}
+        ref = self.opts.revert_ref or self.s.ref_of(c["repo"])
         m = self.host.measurer()
         repos = {r.name: r for r in (self.host.xla, self.host.jax) if r is not None}
         repo = repos[c["repo"]]
         # the culprit's repository at the ref's tip, the other at the tip of the workdir's ref
-        tip = Pair(*(repos[n].rev_parse(ref if n == c["repo"] else self.s.ref) if n in repos
+        tip = Pair(*(repos[n].rev_parse(ref if n == c["repo"] else self.s.ref_of(n)) if n in repos
                      else getattr(self.t.bad, n) for n in ("xla", "jax")))
         out: dict = {"ref": ref, "culprit": c["sha"], "repo": c["repo"], "subject": c.get("subject"),
                      "tip": asdict(tip)}

@@ -67,6 +67,8 @@ class HuntSettings:
     xla_repo: str | None = None
     jax_repo: str | None = None
     ref: str | None = None
+    xla_ref: str | None = None  # each repository's own ref inside [default: ref]
+    jax_ref: str | None = None
     max_repeats: int | None = None
     min_change: float | None = None
     rerun: bool = False
@@ -258,7 +260,8 @@ def _common_argv(h: HuntSettings) -> list[str]:
     if s.timeout:
         argv += ["--bench-timeout", str(s.timeout)]
     for opt, value in (("--build-cmd", h.build_cmd), ("--xla-repo", h.xla_repo),
-                       ("--jax-repo", h.jax_repo), ("--ref", h.ref)):
+                       ("--jax-repo", h.jax_repo), ("--ref", h.ref), ("--xla-ref", h.xla_ref),
+                       ("--jax-ref", h.jax_ref)):
         if value is not None:
             argv += [opt, str(value)]
     return argv

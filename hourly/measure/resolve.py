@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
@@ -34,11 +34,16 @@ class PlannedPoint:
 
 
 
+def ref_for(ref: str | Mapping[str, str], repo: str) -> str:
+    """The ref of ``repo`` in ``ref``: one ref for both repositories, or one per repository."""
+    return ref if isinstance(ref, str) else ref[repo]
 
-def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref: str = "origin/main",
+
+def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref: str | Mapping[str, str] = "origin/main",
                   first_parent: bool = True, pin: Pin | None = None, allow_missing: bool = False) -> list[PlannedPoint]:
     """One history walk per repository, then every instant is a lookup; the side ``pin`` keeps
-    (``--only``) is a walk of one commit that stood at every instant.
+    (``--only``) is a walk of one commit that stood at every instant. ``ref``: the ref of both
+    repositories, or each one's (``{"xla": ..., "jax": ...}``, :meth:`Settings.refs`).
 
     An instant before the first commit of a repository's fetched history (the repository's own
     first commit, or a shallow clone's cut-off) is a :class:`MissingHistory` error naming the
@@ -49,9 +54,10 @@ def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref:
     for repo in (xla, jax):
         if repo is None or (pin is not None and repo.name == pin.side):
             continue
-        repo.rev_parse(ref)  # a clear error for an unknown ref
+        own = ref_for(ref, repo.name)
+        repo.rev_parse(own)  # a clear error for an unknown ref
         repos[repo.name] = repo
-        resolvers[repo.name] = Resolver(repo.history(ref, first_parent))
+        resolvers[repo.name] = Resolver(repo.history(own, first_parent))
     if pin is not None:
         resolvers[pin.side] = Resolver(pin.walk())
     points = []
@@ -67,7 +73,7 @@ def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref:
         points.append(PlannedPoint(t, Pair(x, j)))
     if missing and not allow_missing:
         name = next(iter(missing))
-        raise MissingHistory(repos[name], ref, first_parent, missing[name], len(times))
+        raise MissingHistory(repos[name], ref_for(ref, name), first_parent, missing[name], len(times))
     return points
 
 

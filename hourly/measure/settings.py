@@ -103,11 +103,13 @@ class Settings:
     tz: str = "UTC"
     step: str = "1h"
     ref: str = "origin/main"
+    xla_ref: str | None = None  # XLA's own ref [default: ref]
     first_parent: bool = True
     sync: bool = True
     build_cmd: str = DEFAULT_BUILD_CMD
     only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.measure.pinned)
-    jax_ref: str | None = None  # --only xla: the JAX commit kept [default: the checkout's HEAD]
+    #: JAX's own ref [default: ref]; with --only xla the JAX commit kept [default: the checkout's HEAD]
+    jax_ref: str | None = None
     jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
     native_inputs: list[str] = field(default_factory=lambda: list(DEFAULT_NATIVE_INPUTS))  # hourly.measure.native_inputs
     build_timeout: float | None = None
@@ -133,6 +135,16 @@ class Settings:
     confirm_edges: bool = True  # measure an edge step's pair and its neighbour again (hourly.scan.run.confirm_edges)
 
     # -- derived ----------------------------------------------------------------------------
+    def ref_of(self, repo: str) -> str:
+        """The ref whose history is walked in ``repo`` (xla or jax): its own (--xla-ref,
+        --jax-ref), else --ref."""
+        own = self.xla_ref if repo == "xla" else self.jax_ref if repo == "jax" else None
+        return own or self.ref
+
+    def refs(self) -> dict[str, str]:
+        """``{"xla": ref, "jax": ref}``: each repository's walked ref (:meth:`ref_of`)."""
+        return {name: self.ref_of(name) for name in ("xla", "jax")}
+
     def env_dict(self) -> dict[str, str]:
         return parse_env(self.env)
 
@@ -482,8 +494,9 @@ def _validate(s: Settings) -> None:
         s.only = None
     if s.only is not None and s.only not in ("jax", "xla"):
         raise UserError(f"--only {s.only!r} is not a repository", "pass --only jax, --only xla or --only both")
-    if s.jax_ref and s.only != "xla":
-        raise UserError("--jax-ref pins JAX in an XLA-only hunt", "pass --only xla with it, or leave it out")
+    if s.xla_ref and s.only == "jax":
+        raise UserError("--xla-ref names XLA's history, but --only jax keeps XLA at the installed jaxlib",
+                        "leave --xla-ref out, or hunt both repositories (--only both)")
     if isinstance(s.env, str):
         s.env = [s.env]
     if isinstance(s.cherry_pick, str):

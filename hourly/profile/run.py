@@ -79,10 +79,10 @@ def parse_state(text: str, s: Settings) -> Pair:
         info = repo.commits([shas[known]])[shas[known]]
         from datetime import datetime, timezone
         t = datetime.fromtimestamp(info.committer_time, timezone.utc)
-        pair = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)[0].pair
+        pair = resolve_pairs(xla, jax, [t], s.refs(), s.first_parent, pin)[0].pair
         return Pair(shas.get("xla", pair.xla), shas.get("jax", pair.jax))
     t = parse_time(text, s.tz).when
-    points = resolve_pairs(xla, jax, [t], s.ref, s.first_parent, pin)
+    points = resolve_pairs(xla, jax, [t], s.refs(), s.first_parent, pin)
     if not points:
         raise UserError(f"no commit of both repositories before {text!r}", "give a later time")
     return points[0].pair

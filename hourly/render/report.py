@@ -43,6 +43,10 @@ def scan_command(s: Settings) -> str:
             "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
             "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
             "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
+    if s.xla_ref and s.only != "jax":  # a repository's own ref (a feature branch) is part of what was walked
+        argv += ["--xla-ref", s.xla_ref]
+    if s.jax_ref:
+        argv += ["--jax-ref", s.jax_ref]
     if not s.first_parent:
         argv.append("--no-first-parent")
     if s.mode == "exit":
@@ -55,7 +59,7 @@ def scan_command(s: Settings) -> str:
     for pick in s.cherry_pick:
         argv += ["--cherry-pick", pick]
     if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
-        argv += ["--only", s.only] + (["--jax-ref", s.jax_ref] if s.jax_ref else [])
+        argv += ["--only", s.only]
         if s.only == "jax":
             argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
     if s.bench_cwd:

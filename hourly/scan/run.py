@@ -65,7 +65,7 @@ def _window(s: Settings):
 def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None) -> list[PlannedPoint]:
     t0, t1, step = _window(s)
     times = instants(t0, t1, step)
-    points = resolve_pairs(xla, jax, times, s.ref, s.first_parent, pin)
+    points = resolve_pairs(xla, jax, times, s.refs(), s.first_parent, pin)
     if not points:
         raise UserError("no commit of both repositories lies before the window's end",
                         "move the window later or check --ref")
