@@ -270,6 +270,10 @@ class RevertingCheckout:
         if not _revert(self.repo, self.sha):
             raise UserError(f"{self.repo.name} {self.sha[:10]} no longer reverts cleanly", "run explain again")
 
+    def clean(self) -> None:
+        """As the workspace's: untracked and ignored outputs go; the revert is staged, so it stays."""
+        self.workspace.clean()
+
 
 def _ir_differs(good: Path, bad: Path) -> dict:
     """With identical optimized HLO: whether the LLVM IR the backend left (CPU ``*.ir-with-opt.ll``,
