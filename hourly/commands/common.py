@@ -182,15 +182,15 @@ def check_plan_size(s: Any, max_instants: int) -> None:
 PANELS: dict[str, tuple[str, ...]] = {
     "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
                "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
-    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--first-parent", "--only", "--jax-ref", "--sync",
+    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--xla-ref", "--first-parent", "--only", "--jax-ref", "--sync",
                      "--force", "--bisect-in"),
     "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
               "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
               "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",
               "--installer", "--release-cache-dir"),
-    "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--bench-timeout",
+    "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--warmup-runs", "--bench-timeout",
                   "--timeout", "--metric-regex", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
-    "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--confirm-edges"),
+    "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--flaky", "--confirm-edges"),
     "Executor": ("--executor", "--workers", "--partition", "--time", "--gres", "--slurm-arg", "--parallel", "--pull"),
     "Output": ("--workdir", "--json", "--log", "--progress", "--dry-run", "--show", "--out", "--anonymous", "--top"),
 }

@@ -40,6 +40,9 @@ DEFAULT_CACHE_SIZE = "50G"
 BUILD_ENV_NAMES = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS")
 BUILD_ENV_PREFIXES = ("TF_", "XLA_", "BAZEL", "CUDA", "CUDNN", "NCCL_", "NVCC", "ROCM", "HIP_", "HERMETIC_",
                       "CLANG", "JAXLIB_", "JAX_BUILD", "JAX_CUDA")
+#: ... less those that only set log verbosity (importing jax sets TF_CPP_MIN_LOG_LEVEL in its own
+#: process): a run from a Python that imported jax would otherwise key its builds apart
+BUILD_ENV_IGNORED = ("TF_CPP_",)
 
 _ABI = ("import sys, sysconfig; print(sys.implementation.cache_tag, sysconfig.get_platform(),"
         " sysconfig.get_config_var('SOABI') or '')")
@@ -80,7 +83,7 @@ def python_abi(python: str) -> str:
 def build_identity(cmd: list[str], env: dict[str, str], python: str, picks: list[str] | None = None) -> dict:
     """How a build is made, less the pair (see the module's text; ``picks``: ``--cherry-pick``)."""
     seen = {k: v for k, v in os.environ.items()
-            if k in BUILD_ENV_NAMES or k.startswith(BUILD_ENV_PREFIXES)}
+            if (k in BUILD_ENV_NAMES or k.startswith(BUILD_ENV_PREFIXES)) and not k.startswith(BUILD_ENV_IGNORED)}
     seen.update(env)
     ident = {"cmd": [str(c) for c in cmd], "env": sorted(seen.items()), "python_abi": python_abi(python)}
     if picks:
