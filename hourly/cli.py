@@ -59,6 +59,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     if _in_fork_callback(frame):  # an exception raised here would be printed and ignored: ask again
         threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
         return
+    if signum == signal.SIGINT:  # Ctrl-C: as Python's own handler, but never lost in a fork callback
+        raise KeyboardInterrupt
     _stopped_by.append(signum)
     raise Stopped(signum)
 
@@ -138,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     before = {}
     try:
-        for s in STOP_SIGNALS:  # a signal handler can only be set in the main thread
+        for s in (*STOP_SIGNALS, signal.SIGINT):  # a signal handler can only be set in the main thread
+            if s == signal.SIGINT and signal.getsignal(s) is not signal.default_int_handler:
+                continue  # SIGINT ignored or handled by a caller: left as it is
             before[s] = signal.signal(s, _stop)
     except ValueError:
         pass
