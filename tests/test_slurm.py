@@ -93,8 +93,11 @@ def test_local_executor_with_workers_is_a_user_error(capsys, scan_args, tmp_path
 
 
 def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_python, tmp_path):
-    """Two scans of the same pair on their own worktrees, one cache, started together: the per-key
-    lock makes the second wait and install the first one's wheels — one build, two measurements."""
+    """Two scans of the same pair on their own worktrees and their own environments (one --python
+    is one run's at a time), one cache, started together: the per-key lock makes the second wait
+    and install the first one's wheels — one build, two measurements."""
+    from conftest import make_venv_seeing_this_python
+
     from hourly.adapters.gitrepo import GitRepo
     log = tmp_path / "builds.log"
     build = tmp_path / "build-slow.sh"
@@ -107,7 +110,8 @@ def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_pytho
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "hourly", "scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 12:30",
              "--no-sync", "--xla-repo", str(trees["xla"]), "--jax-repo", str(trees["jax"]), "--build-cmd", str(build),
-             "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--json",
+             "--python", make_venv_seeing_this_python(tmp_path / run / "venv"),
+             "--bench-cmd", f"python3 {made.bench_script}", "--json",
              "--workdir", str(tmp_path / run / "work"), "--cache-dir", str(tmp_path / "cache")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = [p.communicate(timeout=120) for p in procs]
