@@ -191,3 +191,20 @@ def test_minimum_jaxlib_is_read_from_the_commit(tmp_path):
     gate = JaxlibGate(repo, "0.4.14.dev20230801")
     assert gate.untestable(first) is None
     assert "needs jaxlib >= 0.4.16" in gate.untestable(second) and "0.4.14.dev20230801" in gate.untestable(second)
+
+
+def test_a_pinned_jaxlib_label_is_never_cut_in_names_and_progress_lines():
+    """Progress lines and log names cut commits to 8/12 characters; cutting the pin's label read
+    ``jaxlib-0/622472f7`` and ``build-jaxlib-0.4.1-…`` for jaxlib 0.4.18 (found on the real
+    jax-ml/jax history, docs/bisect.md)."""
+    from hourly.model import Pair
+
+    jax = "622472f78b61c34809cbe6a99ccf18a3c93a6ff6"
+    assert Pair("jaxlib-0.4.18", jax).short() == "jaxlib-0.4.18/622472f7"
+    assert Pair("jaxlib-0.4.18", jax).key() == "jaxlib-0.4.18-622472f78b61"
+    assert Pair("jaxlib-0.4.26", jax).key() != Pair("jaxlib-0.4.27", jax).key()
+    label = f"jaxlib-{JAXLIB_VERSION}@{XLA_OF_JAXLIB[:12]}"
+    assert Pair(label, jax).short() == f"{label}/622472f7"
+    # commits on both sides are cut as before
+    assert Pair(XLA_OF_JAXLIB, jax).key() == f"{XLA_OF_JAXLIB[:12]}-{jax[:12]}"
+    assert Pair(XLA_OF_JAXLIB, jax).short() == f"{XLA_OF_JAXLIB[:8]}/{jax[:8]}"
