@@ -197,9 +197,11 @@ def test_a_pinned_jaxlib_label_is_never_cut_in_names_and_progress_lines():
     """Progress lines and log names cut commits to 8/12 characters; cutting the pin's label read
     ``jaxlib-0/622472f7`` and ``build-jaxlib-0.4.1-…`` for jaxlib 0.4.18 (found on the real
     jax-ml/jax history, docs/bisect.md)."""
-    from hourly.model import Pair
+    from hourly.model import Pair, cut_side
 
     jax = "622472f78b61c34809cbe6a99ccf18a3c93a6ff6"
+    # the answer's "last good: xla … jax …" lines too (render/bisect.py)
+    assert cut_side("jaxlib-0.4.26", 12) == "jaxlib-0.4.26" and cut_side(jax, 12) == jax[:12]
     assert Pair("jaxlib-0.4.18", jax).short() == "jaxlib-0.4.18/622472f7"
     assert Pair("jaxlib-0.4.18", jax).key() == "jaxlib-0.4.18-622472f78b61"
     assert Pair("jaxlib-0.4.26", jax).key() != Pair("jaxlib-0.4.27", jax).key()
