@@ -60,10 +60,16 @@ class Pair:
     jax: str
 
     def short(self) -> str:
-        return f"{self.xla[:8]}/{self.jax[:8]}"
+        return f"{cut_side(self.xla, 8)}/{cut_side(self.jax, 8)}"
 
     def key(self) -> str:
-        return f"{self.xla[:12]}-{self.jax[:12]}"
+        return f"{cut_side(self.xla, 12)}-{cut_side(self.jax, 12)}"
+
+
+def cut_side(side: str, n: int) -> str:
+    """A commit cut to n characters; a pinned side's label (``jaxlib-0.4.18``, ``jaxlib-0.4.14@<sha>``,
+    see measure/pinned.py) whole, since cutting it names another version (``jaxlib-0.4.1``)."""
+    return side if side.startswith("jaxlib-") else side[:n]
 
 
 @dataclass

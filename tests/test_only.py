@@ -191,3 +191,50 @@ def test_minimum_jaxlib_is_read_from_the_commit(tmp_path):
     gate = JaxlibGate(repo, "0.4.14.dev20230801")
     assert gate.untestable(first) is None
     assert "needs jaxlib >= 0.4.16" in gate.untestable(second) and "0.4.14.dev20230801" in gate.untestable(second)
+
+
+def test_a_pinned_jaxlib_label_is_never_cut_in_names_and_progress_lines():
+    """Progress lines and log names cut commits to 8/12 characters; cutting the pin's label read
+    ``jaxlib-0/622472f7`` and ``build-jaxlib-0.4.1-…`` for jaxlib 0.4.18 (found on the real
+    jax-ml/jax history, docs/bisect.md)."""
+    from hourly.model import Pair, cut_side
+
+    jax = "622472f78b61c34809cbe6a99ccf18a3c93a6ff6"
+    # the answer's "last good: xla … jax …" lines too (render/bisect.py)
+    assert cut_side("jaxlib-0.4.26", 12) == "jaxlib-0.4.26" and cut_side(jax, 12) == jax[:12]
+    assert Pair("jaxlib-0.4.18", jax).short() == "jaxlib-0.4.18/622472f7"
+    assert Pair("jaxlib-0.4.18", jax).key() == "jaxlib-0.4.18-622472f78b61"
+    assert Pair("jaxlib-0.4.26", jax).key() != Pair("jaxlib-0.4.27", jax).key()
+    label = f"jaxlib-{JAXLIB_VERSION}@{XLA_OF_JAXLIB[:12]}"
+    assert Pair(label, jax).short() == f"{label}/622472f7"
+    # commits on both sides are cut as before
+    assert Pair(XLA_OF_JAXLIB, jax).key() == f"{XLA_OF_JAXLIB[:12]}-{jax[:12]}"
+    assert Pair(XLA_OF_JAXLIB, jax).short() == f"{XLA_OF_JAXLIB[:8]}/{jax[:8]}"
+
+
+def test_a_jax_older_than_the_installed_jaxlib_is_untestable_before_it_is_built(tmp_path):
+    """JAX refuses at import a jaxlib newer than itself (jax/_src/lib/__init__.py; JAX 0.4.15.dev
+    of 2023-08-25 with jaxlib 0.4.18: "jaxlib version 0.4.18 is newer than and incompatible with
+    jax version 0.4.15..."). The gate skips such a commit with that reason instead of building it
+    and crashing in every run (which exit mode would call bad); commits without the check, and
+    commits at or above the installed version, are testable."""
+    from hourly.adapters.gitrepo import GitRepo
+    from hourly.measure.pinned import JaxlibGate, jaxlib_upper_bound
+    check = ("  msg = (f'jaxlib version {jaxlib_version} is newer than and '\n"
+             "         f'incompatible with jax version {jax_version}. Please '\n")
+    made = make_repos(tmp_path / "repos", [
+        Change("jax", "2023-08-24T01:00:00Z", "jax checks for a newer jaxlib", {"jax/_src/lib/__init__.py": check}),
+        Change("jax", "2023-08-24T02:00:00Z", "Bump the version to 0.4.18",
+               {"jax/version.py": jax_version_py(version="0.4.18", minimum_jaxlib="0.4.14")}),
+        Change("jax", "2023-08-24T03:00:00Z", "The version the typed way",
+               {"jax/version.py": '_version: str = "0.4.19"\n_minimum_jaxlib_version = "0.4.14"\n'})],
+        base={"jax": {"jax/version.py": jax_version_py(version="0.4.15", minimum_jaxlib="0.4.14")}})
+    repo = GitRepo(made.jax, "jax")
+    no_check, old, bumped, typed = [sha for sha, _ in reversed(repo.history("origin/main"))]
+    assert jaxlib_upper_bound(repo, no_check) is None
+    assert jaxlib_upper_bound(repo, old) == "0.4.15" and jaxlib_upper_bound(repo, typed) == "0.4.19"
+    gate = JaxlibGate(repo, "0.4.18")
+    assert gate.untestable(no_check) is None
+    why = gate.untestable(old)
+    assert why and "(0.4.15) refuses a newer jaxlib" in why and "0.4.18" in why
+    assert gate.untestable(bumped) is None and gate.untestable(typed) is None

@@ -52,6 +52,9 @@ print(json.dumps({"version": dist.version, "xla_commit": xla, "location": str(di
 
 _MIN_RE = re.compile(r"""^_minimum_jaxlib_version\s*=\s*['"]([^'"]+)['"]""", re.M)
 _SETUP_RE = re.compile(r"""jaxlib\s*>=\s*([0-9][0-9a-zA-Z.]*)""")
+_JAX_VERSION_RE = re.compile(r"""^(?:_version|__version__)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.M)
+#: the message of JAX's own check (jax/_src/lib/__init__.py) that refuses a jaxlib newer than itself
+_NEWER_CHECK = "is newer than and"  # the message goes on, "incompatible with jax version", on the next line
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,18 @@ def minimum_jaxlib(jax: GitRepo, sha: str) -> str | None:
     return None
 
 
+def jaxlib_upper_bound(jax: GitRepo, sha: str) -> str | None:
+    """The newest jaxlib a JAX commit imports with: its own version, when the commit refuses a
+    newer jaxlib at import (jax/_src/lib/__init__.py, "jaxlib version X is newer than and
+    incompatible with jax version Y"); None when it has no such check."""
+    lib = proc.run(["git", "show", f"{sha}:jax/_src/lib/__init__.py"], cwd=jax.path, check=False, timeout=60)
+    if not (lib.ok and _NEWER_CHECK in lib.output):
+        return None
+    res = proc.run(["git", "show", f"{sha}:jax/version.py"], cwd=jax.path, check=False, timeout=60)
+    m = _JAX_VERSION_RE.search(res.output) if res.ok else None
+    return m.group(1) if m else None
+
+
 def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | None) -> Pin | None:
     """The pin of ``--only`` (None: both repositories are hunted)."""
     if not only:
@@ -154,6 +169,13 @@ class JaxlibGate:
             if need and version_tuple(need) > version_tuple(self.installed):
                 why = (f"untestable: this jax needs jaxlib >= {need} (its _minimum_jaxlib_version), "
                        f"the installed jaxlib is {self.installed}")
+            else:
+                # JAX also refuses, at import, a jaxlib newer than itself (jaxlib 0.4.18 with JAX
+                # 0.4.15.dev of 2023-08): a crash in every run, which exit mode would call bad
+                top = jaxlib_upper_bound(self.jax, sha)
+                if top and version_tuple(self.installed) > version_tuple(top):
+                    why = (f"untestable: this jax ({top}) refuses a newer jaxlib at import, "
+                           f"the installed jaxlib is {self.installed}")
             self._seen[sha] = why
         return self._seen[sha]
 

@@ -9,6 +9,7 @@ from hourly.bisect.answer import iso
 from hourly.bisect.events import BisectHandler
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
+from hourly.model import cut_side
 from hourly.plurals import plural
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def describe(a: dict) -> list:
             for side, e in ends.items()))
     lg, fb = a["last_good"], a["first_bad"]
     before, after = ("last before", "first after") if fixing else ("last good", "first bad")
-    lines.append(f"  {before}: xla {lg['xla'][:12]} jax {lg['jax'][:12]}")
-    lines.append(f"  {after}: xla {fb['xla'][:12]} jax {fb['jax'][:12]}")
+    lines.append(f"  {before}: xla {cut_side(lg['xla'], 12)} jax {cut_side(lg['jax'], 12)}")
+    lines.append(f"  {after}: xla {cut_side(fb['xla'], 12)} jax {cut_side(fb['jax'], 12)}")
     split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
              if a.get("jax_builds") else "")
     lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
