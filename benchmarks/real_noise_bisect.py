@@ -63,7 +63,8 @@ def classify(answer: dict, expect: str | None) -> tuple[str, str]:
     if cand:
         return "candidate", f"candidate (not confirmed) {cand['sha'][:10]} {cand.get('subject', '')!r}"
     if answer.get("range"):
-        return "range", f"range of {len(answer['range'])} commits ({answer.get('reason')})"
+        shas = " ".join(sha[:10] for sha in answer["range"])
+        return "range", f"range of {len(answer['range'])} commits [{shas}] ({answer.get('reason')})"
     return "none", f"no culprit ({answer.get('reason')})"
 
 
@@ -82,6 +83,7 @@ def one_run(i: int, args, good: str, bad: str, expect: str | None) -> dict:
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - start
     (Path(args.workroot) / f"run-{i}.stderr").write_text(p.stderr)
+    (Path(args.workroot) / f"run-{i}.json").write_text(p.stdout)  # the whole answer, probes and samples
     try:
         answers = json.loads(p.stdout)["regressions"]
     except (ValueError, KeyError):
