@@ -390,8 +390,10 @@ def _check_whole(path: Path) -> None:
         raise fault from e
     finally:
         conn.close()
-    if row and row[0] != "ok":
-        raise UserError(f"the results store {path} is damaged ({row[0]})", _NEW_STORE.format(path=path))
+    if row and row[0] != "ok":  # SQLite's report can span lines ("*** in database main ***", then the fault)
+        what = " ".join(ln.strip() for ln in str(row[0]).splitlines() if ln.strip() and not ln.startswith("***"))
+        raise UserError(f"the results store {path} is damaged ({what or 'integrity check failed'})",
+                        _NEW_STORE.format(path=path))
 
 
 def _sqlite_kind(e: sqlite3.Error) -> str:

@@ -235,7 +235,7 @@ def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]
 def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
     """The `hourly bisect` command run inside the container for ``w`` (pure)."""
     return ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
-            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h), *_bisect_options(h)]
+            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h, w.mode), *_bisect_options(h)]
 
 
 def _bisect_options(h: HuntSettings) -> list[str]:
@@ -247,10 +247,12 @@ def _bisect_options(h: HuntSettings) -> list[str]:
     return argv
 
 
-def _common_argv(h: HuntSettings) -> list[str]:
-    """What the commands inside the container share: benchmark, direction, cache, trees."""
+def _common_argv(h: HuntSettings, mode: Mode | None = None) -> list[str]:
+    """What the commands inside the container share: benchmark, direction, cache, trees (an
+    exit-status run reads no metric: no --metric-regex then, which the commands refuse with it)."""
     s = h.nightly
-    argv = ["--bench-cmd", s.bench_cmd, "--metric-regex", s.metric_regex, "--repeats", str(s.repeats),
+    metric = [] if mode is Mode.EXIT else ["--metric-regex", s.metric_regex]
+    argv = ["--bench-cmd", s.bench_cmd, *metric, "--repeats", str(s.repeats),
             "--force", "--higher-is-better" if s.higher_is_better else "--lower-is-better",
             # the build cache on the host too: a resumed or later window never rebuilds a pair
             "--cache-dir", f"{WORKDIR_TARGET}/cache"]
@@ -287,7 +289,7 @@ def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime,
     from hourly.timeparse import iso_utc
     return ["hourly", "scan", "--from", iso_utc(t0), "--to", iso_utc(t1), "--step", str(h.scan_step),
             "--json", "--no-sync", "--keep-going", "--mode", w.mode.value, "--workdir", workdir_inside,
-            *_common_argv(h)]
+            *_common_argv(h, w.mode)]
 
 
 def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
