@@ -7,20 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from hourly.cli import main
+from test_scan import run_cli, scan_json
+
 from hourly.demo.repos import DEMO_CHANGES, Change, make_repos
-
-
-def run_cli(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def scan_json(capsys, argv):
-    code, out, err = run_cli(capsys, argv + ["--json"])
-    assert code == 0, err
-    return json.loads(out)
 
 
 def keys(workdir: Path) -> list[str]:
