@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from waiting import measurement_count, wait_for
+from waiting import measurement_count, wait_for_measurements
 
 from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
@@ -331,7 +331,7 @@ def test_kill_9_midway_then_rerun_finishes_without_redoing(scan_args, made, tmp_
     bench.write_text("import os, time; time.sleep(float(os.environ.get('DEMO_SLEEP', 0)))\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
-    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 2)
+    wait_for_measurements(p, tmp_path / "work", 2, timeout=240)
     p.send_signal(signal.SIGKILL)
     p.wait()
     done = measurement_count(tmp_path / "work")
@@ -357,7 +357,7 @@ def _signal_a_scan(sig: int, scan_args, made, tmp_path) -> tuple[list[str], int,
     bench.write_text("import time; time.sleep(0.5)\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: measurement_count(tmp_path / "work") >= 1, timeout=240)  # a loaded machine is slow
+    wait_for_measurements(p, tmp_path / "work", 1, timeout=240)  # a loaded machine is slow
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     jax = GitRepo(made.jax, "jax")
@@ -607,7 +607,7 @@ def test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_
     bench.write_text("import time; time.sleep(0.4)\n" + bench.read_text())
     p = subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: measurement_count(work) >= 1)
+    wait_for_measurements(p, work, 1, timeout=240)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
