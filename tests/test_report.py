@@ -163,6 +163,10 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     # a merged pull request by its own subject, in its step's section, the markdown and the plot alike
     culprits = [ln for ln in md.splitlines() if "**culprit:" in ln]
     assert culprits and not [ln for ln in culprits if "Merge pull request" in ln]
+    # ... and in each step's commit table: the merge row names the pull request and its author
+    rows = [ln for ln in md.splitlines() if ln.lstrip().startswith("| [`")]
+    assert rows and not [ln for ln in rows if "Merge pull request" in ln], rows
+    assert [ln for ln in rows if "Pipe \\| Author \\*x\\*" in ln and "Faster &lt;script&gt;" in ln], rows
     section = md.split("## 1. Regression", 1)[1].split("\n## ", 1)[0]
     assert "**culprit: jax pull request [`" in section and r"Faster &lt;script&gt;" in section, section
     assert "(by Pipe \\| Author \\*x\\*, merged 2023-08-24T03:20:00Z)" in section, section

@@ -155,6 +155,17 @@ class GitRepo:
         out = self.git(*args, f"{old}..{new}", "--")
         return [c for c in map(_parse_commit, out.splitlines()) if c]
 
+    def merges(self, old: str, new: str) -> list[str]:
+        """The merge commits among the first-parent commits of ``old..new``, in one git process."""
+        return self.git("rev-list", "--first-parent", "--merges", f"{old}..{new}", "--").split()
+
+    def merged_by(self, sha: str) -> list[CommitInfo]:
+        """The commits a merge commit brought (its pull request's, newest first); [] for a non-merge."""
+        parents = self.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
+        if len(parents) < 2:
+            return []
+        return [c for c in self.log(parents[0], sha, first_parent=False) if c.sha != sha]
+
     def tag(self, name: str) -> CommitInfo | None:
         """The commit a tag points at, or None when the checkout lacks the tag."""
         try:

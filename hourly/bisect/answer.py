@@ -34,10 +34,9 @@ def commit(repos: dict[str, GitRepo], repo: str, sha: str) -> dict:
     info: CommitInfo = r.commits([sha])[sha]
     out: dict[str, Any] = {"repo": repo, "sha": sha, "subject": info.subject, "author": info.author,
            "committer_time": iso(info.committer_time), "link": COMMIT_URLS[repo].format(sha=sha)}
-    parents = r.git("rev-list", "--parents", "-n", "1", sha).split()[1:]
-    if len(parents) > 1:  # a merged pull request: name the commits it brought
-        out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author}
-                         for c in r.log(parents[0], sha, first_parent=False) if c.sha != sha]
+    brought = r.merged_by(sha)
+    if brought:  # a merged pull request: name the commits it brought
+        out["merged"] = [{"sha": c.sha, "subject": c.subject, "author": c.author} for c in brought]
     return out
 
 

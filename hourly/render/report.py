@@ -81,6 +81,7 @@ def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
             lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
             continue
         commits = repo.log(old, new)
+        merges = set(repo.merges(old, new))
         lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, "
                      f"{plural(len(commits), 'first-parent commit')}:")
         lines.append("")
@@ -88,7 +89,11 @@ def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
         lines.append("  |---|---|---|---|")
         for c in reversed(commits[:MAX_COMMITS]):
             when = datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%d %H:%M")
-            lines.append(f"  | {link(name, c.sha)} | {when} | {esc.cell(c.author)} | {esc.cell(c.subject)} |")
+            # a merged pull request by its own subject and author, as the culprit line and terminal name it
+            brought = repo.merged_by(c.sha) if c.sha in merges else []
+            known = {"subject": c.subject, "merged": [{"subject": m.subject} for m in brought]}
+            author = brought[-1].author if brought else c.author
+            lines.append(f"  | {link(name, c.sha)} | {when} | {esc.cell(author)} | {esc.cell(esc.subject(known))} |")
         if len(commits) > MAX_COMMITS:
             lines.append(f"  | … | | | {len(commits) - MAX_COMMITS} more |")
         lines.append("")
