@@ -201,6 +201,9 @@ def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_p
     assert rows["tz"] == ('"Europe/Paris"', "flag") and rows["first_parent"] == ("true", "default")
     assert rows["env"] == ('["A=1","B=2"]', "hourly.toml")
     assert rows["from"] == ("(notset)", "default")
+    # the folders a run uses when none is given, not "(not set)"
+    assert rows["cache_dir"] == (json.dumps(str(tmp_path / "cache")), "$HOURLY_CACHE_DIR")  # conftest's
+    assert rows["wheel_dir"] == (json.dumps("/opt/jax-source/dist"), "default")  # the tree's dist/, as build-jax.sh
     assert rows["metric_regex"] == (f"'{DEFAULT_METRIC_REGEX}'", "default")  # a TOML literal string
     assert "None" not in out and "True" not in out and "'UTC'" not in out  # no Python reprs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Optional
 
 from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, console, with_options
@@ -37,6 +38,12 @@ def config_cmd(flags: Any = None, config: Optional[str] = ConfigOpt, json_out: b
     s, origin = effective(flags, config)
     values = s.as_dict()
     values["env"] = redact_assignments(values["env"])
+    # an unset folder is not "not set": the run uses a real one, which is what the user looks for
+    for key, resolved in (("wheel_dir", s.resolved_wheel_dir), ("cache_dir", s.resolved_cache_dir)):
+        if values.get(key) is None:
+            values[key] = str(resolved().expanduser().absolute())
+            if key == "cache_dir" and os.environ.get("HOURLY_CACHE_DIR"):
+                origin[key] = "$HOURLY_CACHE_DIR"
     if json_out:
         print(json.dumps({k: {"value": v, "from": origin[k]} for k, v in values.items()}, indent=1))
         return
