@@ -28,6 +28,7 @@ from .commands.demo import demo
 from .commands.detect import detect
 from .commands.explain import explain
 from .commands.hunt import hunt
+from .commands.mark import mark
 from .commands.nightly import container, nightly
 from .commands.profile import profile
 from .commands.releases import releases
@@ -120,6 +121,7 @@ _command()(scan)
 _command()(show)
 _command()(detect)
 _command()(bisect)
+_command()(mark)
 _command()(report)
 _command()(profile)
 _command()(explain)
