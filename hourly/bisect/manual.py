@@ -47,6 +47,7 @@ from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.bisect.search import (
+    MIN_END_SAMPLES,
     Bisector,
     default_mode,
     parse_ends,
@@ -147,6 +148,13 @@ class ManualBisector(Bisector):
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
         w = self._window
         where = "--good/--bad" if w is None or w.origin == "flags" else f"the stored scan's window ({w.origin})"
+        if self.run_bench and self.window_mode is Mode.METRIC:
+            # the benchmark's verdict on each probe is offered against the ends' samples: measured
+            # (or read from the store) as a measured bisection's are; the ends are still not judged
+            want = max(self.s.repeats, MIN_END_SAMPLES)
+            for pair, v in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
+                self._end_samples(bid, pair, v, want)
+            return
         for pair, v in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             if ("end", pair) not in stored:
                 self._record(bid, Probe("end", pair, v, f"taken as given: the {v.value} end of {where}, not built"))
@@ -318,7 +326,8 @@ class ManualBisector(Bisector):
         a["mode"] = "manual"
         a["manual"] = {"window_mode": self.window_mode.value, "benchmark": self.run_bench,
                        "verdicts": sum(1 for r in rows if is_manual(r)),
-                       "ends": "taken as given, not built or judged"}
+                       "ends": "measured for the benchmark's offered verdicts, not judged" if self.end_samples
+                       else "taken as given, not built or judged"}
         return a
 
 
