@@ -34,6 +34,7 @@ from .commands.profile import profile
 from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
+from .commands.shell import shell
 from .commands.trace import compare_profiles, trace
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
@@ -122,6 +123,7 @@ _command()(show)
 _command()(detect)
 _command()(bisect)
 _command()(mark)
+_command()(shell)
 _command()(report)
 _command()(profile)
 _command()(explain)

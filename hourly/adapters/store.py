@@ -379,6 +379,11 @@ class Store:
                                            r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
                                            r["detail"], r["installer"], r["env"]) for r in rows}
 
+    def last_bisection(self) -> int | None:
+        """The id of the bisection last started or updated."""
+        r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""
         rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
