@@ -238,6 +238,13 @@ def test_hourly_mark_from_a_second_process_answers_the_waiting_bisection(made, v
     assert a["window"]["origin"] == "detect"  # the stored scan's window
     manual = [p for p in a["probes"] if p.get("manual")]
     assert len(manual) == len(marks) and all("hourly mark: pid" in p["reason"] for p in manual)
+    # the report says the verdicts were a person's, and never that both ends were re-measured
+    rep = subprocess.run(hourly("report", "--workdir", str(work)), capture_output=True, text=True, env=env(),
+                         timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    md = (work / "report" / "report.md").read_text()
+    assert "by hand (`hourly bisect --manual`)" in md and "hourly mark: pid" in md
+    assert "confirmed by re-measuring both ends" not in md
 
 
 def test_shell_command_runs_at_the_state_in_its_own_environment(made, venv_python, tmp_path):

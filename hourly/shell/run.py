@@ -27,7 +27,7 @@ from hourly.adapters.store import Store
 from hourly.adapters.venvs import overlay_env
 from hourly.bisect.answer import commit
 from hourly.bisect.search import Bisector
-from hourly.errors import UserError
+from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
@@ -120,13 +120,21 @@ def shell_argv(opened: Opened, shell: str | None = None) -> list[str]:
     state's folder); another shell gets ``PS1`` in its environment."""
     shell = shell or os.environ.get("SHELL") or shutil.which("bash") or "/bin/sh"
     prefix = f"(hourly {opened.label}) "
-    if Path(shell).name == "bash":
+    if Path(shell).name == "bash" and _gnu_bash(shell):
         rc = Path(opened.env_dir).parent / "bashrc"
         rc.write_text('[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
                       f"PS1={shlex.quote(prefix)}\"${{PS1:-\\\\u@\\\\h:\\\\w\\\\$ }}\"\n")
         return [shell, "--rcfile", str(rc), "-i"]
     opened.env["PS1"] = prefix + opened.env.get("PS1", "$ ")
     return [shell, "-i"]
+
+
+def _gnu_bash(shell: str) -> bool:
+    """Whether ``shell`` is GNU bash (reads ``--rcfile``), not a shim of another shell by that name."""
+    try:
+        return "GNU bash" in proc.run([shell, "--version"], timeout=30, check=False).output
+    except (UserError, ProcessError, OSError):
+        return False
 
 
 def run_in(opened: Opened, argv: list[str]) -> int:
