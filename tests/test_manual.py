@@ -175,6 +175,30 @@ def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_py
     assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
 
 
+def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
+    work = tmp_path / "work"
+    t = Pty(hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work)))
+    first = t.expect(PROBE_LINE.pattern)
+    t.expect(re.escape(PROMPT))
+    t.send("maybe")
+    t.expect(r"not a verdict: 'maybe' — type good, bad, skip or unsure")
+    t.send("unsure")  # left out of the search: its neighbours are asked instead
+    asked = [(first["xla"], first["jax"])]
+    while True:
+        m = t.expect(PROBE_LINE.pattern + "|culprit: ")
+        if m.group(0).startswith("culprit"):
+            break
+        t.expect(re.escape(PROMPT))
+        asked.append((m["xla"], m["jax"]))
+        t.send(judge(venv_python))
+    assert t.finish() == 0, t.text[-2000:]
+    assert len(asked) == len(set(asked))  # the unsure state was not asked again
+    a = answer_row(work)
+    assert a["culprit"]["sha"] == made.shas[FUSION]  # the unsure state lies away from the step
+    (row,) = [p for p in a["probes"] if (p["xla"][:12], p["jax"][:12]) == asked[0]]
+    assert row["verdict"] == "unsure" and row["manual"]
+
+
 def test_kill_9_at_the_prompt_resumes_at_the_same_probe_without_building_it_again(made, venv_python, tmp_path):
     work = tmp_path / "work"
     cmd = hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work))

@@ -138,7 +138,8 @@ class ManualBisector(Bisector):
         self.mode = Mode.PRINTED
         self.prompt = prompt
         self.run_bench = run_bench
-        self._where: tuple[int, list[State], Bounds] | None = None
+        #: the probe asked about now: its index, the states, the bounds so far, each state's cost
+        self._where: tuple[int, list[State], Bounds, dict[int, float]] | None = None
         self._window: Window | None = None
 
     def identity_extra(self) -> dict:
@@ -181,7 +182,7 @@ class ManualBisector(Bisector):
             nxt = first if first is not None else next_probe(len(states), search, costs)
             if nxt is None:
                 break
-            self._where = (nxt, states, b)
+            self._where = (nxt, states, b, costs)
             self._resumed = first is not None
             first = None
             v = self._record(bid, self.evaluate(states[nxt].pair, "probe", None)).verdict
@@ -274,12 +275,11 @@ class ManualBisector(Bisector):
                       environment_line(self.s.python), build=build, measured=measured, proposal=proposal,
                       workdir=str(self.store.workdir), resumed=getattr(self, "_resumed", False))
         if self._where is not None and role == "probe":
-            i, states, b = self._where
+            i, states, b, costs = self._where
             k = b.hi - b.lo - 1
             asked.index, asked.states, asked.last_good, asked.first_bad = i, len(states), b.lo, b.hi
             asked.probes_left = max(1, math.ceil(math.log2(k + 1)))
-            asked.builds_left = sum(1 for j in range(b.lo + 1, b.hi) if j != i
-                                    and self.cost(states[j].pair) in (COST_BUILD, COST_JAX_BUILD))
+            asked.builds_left = sum(1 for j, c in costs.items() if j != i and c in (COST_BUILD, COST_JAX_BUILD))
         return asked
 
     def _wait(self, asked: Asked) -> tuple[Verdict, str]:
