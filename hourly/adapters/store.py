@@ -350,18 +350,18 @@ class Store:
                                                         time.time()))
             return dict(w), None
 
-    def take_mark(self, bid: int, role: str, xla: str, jax: str) -> dict[str, Any] | None:
-        """The verdict given for that probe and not taken yet, now taken; the probe is no longer
-        waited at (one transaction: a verdict is taken once, and a later ``hourly mark`` never lands
-        on a probe already judged)."""
+    def given_mark(self, bid: int, role: str, xla: str, jax: str) -> dict[str, Any] | None:
+        """The oldest verdict ``hourly mark`` gave for that probe and not taken yet (it stays there
+        until :meth:`took_mark`: a bisection killed in between takes it again when it resumes)."""
+        r = self.conn.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=? AND taken=0"
+                              " ORDER BY id LIMIT 1", (bid, role, xla, jax)).fetchone()
+        return dict(r) if r else None
+
+    def took_mark(self, mark_id: int) -> None:
+        """The verdict is in a probe row now: taken, and the probe no longer waited at."""
         with self.transaction() as c:
-            r = c.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=? AND taken=0"
-                          " ORDER BY id LIMIT 1", (bid, role, xla, jax)).fetchone()
-            if r is None:
-                return None
-            c.execute("UPDATE manual_marks SET taken=1 WHERE id=?", (r["id"],))
+            c.execute("UPDATE manual_marks SET taken=1 WHERE id=?", (mark_id,))
             c.execute("DELETE FROM manual_waiting")
-            return dict(r)
 
     # -- the release level (schema 5) -----------------------------------------------------------
     def add_release(self, bench_key: str, p: ReleasePoint) -> None:

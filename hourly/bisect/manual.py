@@ -141,6 +141,7 @@ class ManualBisector(Bisector):
         #: the probe asked about now: its index, the states, the bounds so far, each state's cost
         self._where: tuple[int, list[State], Bounds, dict[int, float]] | None = None
         self._window: Window | None = None
+        self._mark_id: int | None = None  # the hourly mark verdict the probe being recorded came from
 
     def identity_extra(self) -> dict:
         return {"manual": True, "window_mode": self.window_mode.value, "bench": self.run_bench}
@@ -289,8 +290,9 @@ class ManualBisector(Bisector):
         self.store.set_waiting(bid, asked.role, pair.xla, pair.jax)
         self.prompt.show(asked)
         while True:
-            got = self.store.take_mark(bid, asked.role, pair.xla, pair.jax)
+            got = self.store.given_mark(bid, asked.role, pair.xla, pair.jax)
             if got:
+                self._mark_id = got["id"]  # taken once its probe row is written (_record)
                 self.prompt.said(f"{got['verdict']}: from {got['source']}")
                 return Verdict(got["verdict"]), f"hourly mark: {got['source']}"
             line = self.prompt.poll(POLL_S)
@@ -309,6 +311,9 @@ class ManualBisector(Bisector):
 
     def _record(self, bid: int, p: Probe) -> Probe:
         got = super()._record(bid, p)
+        mark_id, self._mark_id = self._mark_id, None
+        if mark_id is not None:
+            self.store.took_mark(mark_id)
         w = self.store.waiting()
         if w and w["bisection"] == bid and w["role"] == p.role and Pair(w["xla"], w["jax"]) == p.pair:
             self.store.clear_waiting()  # judged: the next run does not resume here
