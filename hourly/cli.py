@@ -28,11 +28,13 @@ from .commands.demo import demo
 from .commands.detect import detect
 from .commands.explain import explain
 from .commands.hunt import hunt
+from .commands.mark import mark
 from .commands.nightly import container, nightly
 from .commands.profile import profile
 from .commands.releases import releases
 from .commands.report import report
 from .commands.scan import scan, show
+from .commands.shell import shell
 from .commands.trace import compare_profiles, trace
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
@@ -120,6 +122,8 @@ _command()(scan)
 _command()(show)
 _command()(detect)
 _command()(bisect)
+_command()(mark)
+_command()(shell)
 _command()(report)
 _command()(profile)
 _command()(explain)

@@ -212,3 +212,28 @@ def parse_env(items: list[str]) -> dict[str, str]:
         k, v = item.split("=", 1)
         out[k] = v
     return out
+
+
+def attached(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None) -> int:
+    """Run ``cmd`` on this process's terminal (stdin, stdout and stderr inherited: an interactive
+    shell, a person's command) and wait for it; its exit status (128 + N when signal N ended it).
+    While it runs, Ctrl-C and Ctrl-\\ are the child's alone: this process ignores them, so it is
+    still there to clean up (restore the trees) when the child exits. A command that is not found
+    is a :class:`~hourly.errors.UserError`."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        try:
+            child = subprocess.Popen(cmd, env=env, cwd=cwd,
+                                     preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in old])
+        except FileNotFoundError as e:
+            raise UserError(f"command not found: {cmd[0]}", "check its name and PATH") from e
+        try:
+            rc = child.wait()
+        except BaseException:  # hourly itself stopped (SIGTERM, SIGHUP): the child goes first
+            child.terminate()
+            child.wait()
+            raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 128 - rc if rc < 0 else rc

@@ -18,6 +18,9 @@ Tables:
 - ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
   samples, runs, and the JAX/XLA commits found in the image.
+- ``manual_waiting``, ``manual_marks`` (made on opening, no schema step: tables an older hourly
+  never reads): the probe a manual bisection (``hourly bisect --manual``) waits at, and the
+  verdicts ``hourly mark`` gave from another shell, each taken once by the waiting bisection.
 - ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
   the package index: the jaxlib paired with it, release time, status (a measurement's, or
   ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -67,6 +71,13 @@ CREATE TABLE IF NOT EXISTS measurements (
     jax TEXT NOT NULL, status TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
     runs TEXT NOT NULL, detail TEXT, origin TEXT NOT NULL, created REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS measurements_pair ON measurements (bench_key, xla, jax);
+CREATE TABLE IF NOT EXISTS manual_waiting (
+    slot INTEGER PRIMARY KEY CHECK (slot = 1), bisection INTEGER NOT NULL, role TEXT NOT NULL,
+    xla TEXT NOT NULL, jax TEXT NOT NULL, pid INTEGER, host TEXT, since REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS manual_marks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, bisection INTEGER NOT NULL, role TEXT NOT NULL,
+    xla TEXT NOT NULL, jax TEXT NOT NULL, verdict TEXT NOT NULL, source TEXT NOT NULL,
+    taken INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL);
 """
 
 
@@ -278,6 +289,7 @@ class Store:
         """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
         with self.transaction() as c:
             c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
+            c.execute("DELETE FROM manual_marks WHERE bisection=?", (bid,))  # verdicts given for the old run
             c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
                       (time.time(), bid))
 
@@ -304,6 +316,53 @@ class Store:
             out.append(d)
         return out
 
+    # -- manual verdicts (hourly bisect --manual, hourly mark) ------------------------------------
+    def set_waiting(self, bid: int, role: str, xla: str, jax: str) -> None:
+        """The probe a manual bisection waits at (one per store: a bisection holds the store's lock)."""
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO manual_waiting VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+                      (bid, role, xla, jax, os.getpid(), socket.gethostname(), time.time()))
+
+    def clear_waiting(self) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM manual_waiting")
+
+    def waiting(self) -> dict[str, Any] | None:
+        """The probe a manual bisection waits at (or waited at, when it was killed there)."""
+        r = self.conn.execute("SELECT * FROM manual_waiting WHERE slot=1").fetchone()
+        return dict(r) if r else None
+
+    def mark_waiting(self, verdict: str, source: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """A verdict (``hourly mark``) for the probe a manual bisection waits at, in one transaction:
+        (the waiting row or None, the verdict already given there and not taken yet or None — then
+        nothing is added)."""
+        with self.transaction() as c:
+            w = c.execute("SELECT * FROM manual_waiting WHERE slot=1").fetchone()
+            if w is None:
+                return None, None
+            pending = c.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=?"
+                                " AND taken=0 ORDER BY id LIMIT 1", (w["bisection"], w["role"], w["xla"], w["jax"])
+                                ).fetchone()
+            if pending is not None:
+                return dict(w), dict(pending)
+            c.execute("INSERT INTO manual_marks (bisection, role, xla, jax, verdict, source, created)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?)", (w["bisection"], w["role"], w["xla"], w["jax"], verdict, source,
+                                                        time.time()))
+            return dict(w), None
+
+    def given_mark(self, bid: int, role: str, xla: str, jax: str) -> dict[str, Any] | None:
+        """The oldest verdict ``hourly mark`` gave for that probe and not taken yet (it stays there
+        until :meth:`took_mark`: a bisection killed in between takes it again when it resumes)."""
+        r = self.conn.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=? AND taken=0"
+                              " ORDER BY id LIMIT 1", (bid, role, xla, jax)).fetchone()
+        return dict(r) if r else None
+
+    def took_mark(self, mark_id: int) -> None:
+        """The verdict is in a probe row now: taken, and the probe no longer waited at."""
+        with self.transaction() as c:
+            c.execute("UPDATE manual_marks SET taken=1 WHERE id=?", (mark_id,))
+            c.execute("DELETE FROM manual_waiting")
+
     # -- the release level (schema 5) -----------------------------------------------------------
     def add_release(self, bench_key: str, p: ReleasePoint) -> None:
         """One attempt at one jax release under ``bench_key`` (its own transaction)."""
@@ -319,6 +378,11 @@ class Store:
         return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
                                            r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
                                            r["detail"], r["installer"], r["env"]) for r in rows}
+
+    def last_bisection(self) -> int | None:
+        """The id of the bisection last started or updated."""
+        r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
 
     def bisection_results(self) -> list[dict[str, Any]]:
         """Every finished bisection's answer, oldest first (for reports)."""

@@ -77,9 +77,12 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
         lines.insert(2, f"# finding the {'fix' if answer['kind'] == 'fix' else 'improvement'}: "
                         "'good' is the old state, 'bad' the changed one; the first bad commit is what changed it")
     marks: dict[str, str] = {}
+    manual: set[str] = set()  # verdicts a person gave (hourly bisect --manual)
     for p in answer["probes"]:
         if p[other] == pinned and p["verdict"] in ("good", "bad", "skip"):
             marks[p[repo]] = p["verdict"]
+            if p.get("manual"):
+                manual.add(p[repo])
     marks[fb[repo]] = "bad"
     if lg[other] == pinned:
         marks[lg[repo]] = "good"
@@ -89,7 +92,8 @@ def bisect_log(answer: dict, commit_info: Callable[[str, str], dict] | None = No
     for word in ("bad", "good", "skip"):
         for sha, w in marks.items():
             if w == word:
-                lines += [f"# {word}: [{sha}]", f"git bisect {word} {sha}"]
+                by = " (manual verdict)" if sha in manual else ""
+                lines += [f"# {word}{by}: [{sha}]", f"git bisect {word} {sha}"]
     return repo, "\n".join(lines) + "\n"
 
 

@@ -304,6 +304,11 @@ class Bisector:
     def __enter__(self) -> "Bisector":
         return self
 
+    def identity_extra(self) -> dict:
+        """More of the bisection's identity (a manual bisection's, hourly.bisect.manual): none here,
+        so the keys of bisections stored before stay theirs."""
+        return {}
+
     def __exit__(self, *exc) -> None:
         self._stack.close()
 
@@ -565,6 +570,7 @@ class Bisector:
             ident["refs"] = dict(self.refs)  # one, the key is the one bisections stored before had
         if self.find_fix:
             ident["find_fix"] = True
+        ident.update(self.identity_extra())
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,

@@ -41,6 +41,7 @@ def bisect(
     progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
+    manual: bool = Opt(False, "--manual", help="You give the verdicts: each probe is built and installed, the trees left at it, and hourly waits for good, bad, skip or unsure typed at its prompt or given with `hourly mark` from another shell; with --bench-cmd given here the benchmark runs first and you confirm or override its verdict (docs/manual.md)."),
     flaky: bool = Opt(False, "--flaky", help="Exit mode: judge each state by its failure rate over repeated runs (a sequential test against the ends' rates, up to --max-repeats runs) [default: on by itself once a state both passes and fails]."),
     flags: Any = None,
     json_out: bool = JsonOpt,
@@ -65,11 +66,15 @@ def bisect(
     from hourly.render.bisect import LineHandler, print_answers
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
+    run_bench = not manual or flags["bench_cmd"] is not None  # --manual: the benchmark only when given now
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
-        check_new_window(effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0], good, bad)
+        s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
+        check_new_window(s0 if run_bench else _no_bench(s0), good, bad)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
+    if not run_bench and not s.bench_cmd:
+        s = _no_bench(s)
     from hourly.scan.identity import check_store
     check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
     quiet = (json_out or log) and not progress
@@ -77,7 +82,12 @@ def bisect(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
     from hourly.scan.run import env_lock_for
     with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
-        answers = run_bisect(s, store, req, handler, executor)
+        if manual:
+            from hourly.bisect.manual import run_manual
+            from hourly.commands.prompt import TerminalPrompt
+            answers = run_manual(s, store, req, handler, TerminalPrompt(), run_bench, executor)
+        else:
+            answers = run_bisect(s, store, req, handler, executor)
     if json_out:
         print(json.dumps({"regressions": answers}, indent=1))
     elif log:
@@ -93,6 +103,15 @@ def bisect(
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)
+
+
+def _no_bench(s: Any) -> Any:
+    """A manual bisection with no benchmark anywhere: a stand-in command names its measurement key
+    (nothing is ever run with it)."""
+    from dataclasses import replace
+
+    from hourly.bisect.manual import NO_BENCH
+    return replace(s, bench_cmd=NO_BENCH)
 
 
 #: The exit status of a bisection that names a candidate it could not confirm (README, "Exit codes").

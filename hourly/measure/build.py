@@ -189,6 +189,10 @@ class Workspace:
         os.replace(tmp, lock)
         return state
 
+    def originals(self) -> dict[str, str]:
+        """What each tree goes back to when the workspace is left: its branch, else its commit."""
+        return {name: st.get("branch") or st.get("sha") or "" for name, st in self._states.items()}
+
     def checkout(self, pair: Pair) -> None:
         applied: dict[str, str] = {}
         for repo in self.repos:

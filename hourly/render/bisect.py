@@ -92,6 +92,15 @@ def describe(a: dict) -> list:
             f"{names.get(side, side)} {plural(e['n'], 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
                                                    for o, k in e["from"].items()) + ")"
             for side, e in ends.items()))
+    manual = a.get("manual")
+    if manual:
+        n = sum(1 for p in a.get("probes", []) if p.get("manual"))
+        lines.append(f"  manual: {plural(n, 'verdict')} given by you (typed or `hourly mark`)"
+                     + (", after the benchmark's" if manual.get("benchmark") else "")
+                     + f"; the ends {manual.get('ends', 'taken as given')}")
+        for p in a.get("probes", []):
+            if p.get("manual"):
+                lines.append(f"    {p['role']:6} xla {p['xla'][:12]} jax {p['jax'][:12]}  {p['verdict']:6} {p.get('reason') or ''}")
     lg, fb = a["last_good"], a["first_bad"]
     before, after = ("last before", "first after") if fixing else ("last good", "first bad")
     lines.append(f"  {before}: xla {cut_side(lg['xla'], 12)} jax {cut_side(lg['jax'], 12)}")

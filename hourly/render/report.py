@@ -302,8 +302,16 @@ def bisect_sections(store: Store) -> list[str]:
             pair = a.get(side)
             if pair:
                 md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
+        manual = a.get("manual")
+        if manual:  # hourly bisect --manual: a person's verdicts, nothing re-measured
+            by = [p for p in a.get("probes", []) if p.get("manual")]
+            md.append(f"- by hand (`hourly bisect --manual`): {plural(len(by), 'verdict')} given by a person, "
+                      f"the ends {esc.text(manual.get('ends') or 'taken as given')}; not re-measured")
+            for p in by:
+                md.append(f"  - {p['role']} xla `{p['xla'][:12]}` jax `{p['jax'][:12]}`: {p['verdict']} "
+                          f"({esc.text(p.get('reason') or '')})")
         md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
-                  + (", confirmed by re-measuring both ends" if a.get("confirmed") else ""))
+                  + (", confirmed by re-measuring both ends" if a.get("confirmed") and not manual else ""))
         md.append("")
     return md
 
