@@ -47,6 +47,11 @@ How it works (details and the reasons in docs/detection.md):
    (:func:`regime_threshold`). Between two such regimes, that test, not the noise of the
    differences around the step, judges the levels' noise, and a step that a noise of
    MAX_LOG_NOISE would not explain passes it even on 2-3 degrees of freedom.
+   The local noise leaves out the differences that cross a fitted step (they are the step's).
+7. Each fitted segment is re-tested for a step hidden in it (:func:`hidden_steps`): its best
+   split, judged by Student's t on the segment's own noise *given the split* (and its points'
+   repeats). The fit's noise came from the differences inside the segments, so a step it did
+   not see inflated the very noise it was judged by (a -2 % step in the level after a -7 % one).
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
