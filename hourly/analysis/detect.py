@@ -591,7 +591,15 @@ def hidden_steps(v: np.ndarray, bounds: list[int], z_min: float, min_change: flo
         ma, mb = float(np.median(v[a0:a0 + split])), float(np.median(v[a0 + split:b1]))
         rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
         z = t_as_z(stat, dof)
-        if z >= z_min and (not min_change or rel >= min_change):
+        # the best split of all (any side's length) cuts off 1-2 points at an end of the
+        # segment: the split found rests on them (a last run alone at a new level and two old
+        # ones beside it), and a level of 1-2 points needs the fit's stricter test
+        full = np.arange(1, n)
+        cost = (c2[full - 1] - c1[full - 1] ** 2 / full) + \
+            ((c2[-1] - c2[full - 1]) - (c1[-1] - c1[full - 1]) ** 2 / (n - full))
+        best = int(full[int(np.argmin(cost))])
+        need = z_min * SHORT_SEGMENT_FACTOR if min(best, n - best) < HIDDEN_MIN_SIDE else z_min
+        if z >= need and (not min_change or rel >= min_change):
             out[a0 + split] = z
     return out
 
