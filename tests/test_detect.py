@@ -605,3 +605,43 @@ def test_a_step_between_noisy_levels_is_judged_by_their_own_noise():
     (c,) = detect_changes(series, higher_is_better=False)
     assert c.before_index < 13 <= c.after_index
     assert c.kind is ChangeKind.REGRESSION
+
+
+def _after_a_large_step(seed: int, small: float, repeats: int = 3, noise: float = 0.007) -> list[list[float]]:
+    """13 points of ``repeats`` runs (a 6-hourly scan of three days): -7 % at point 4 and the
+    relative step ``small`` at point 8, ``noise`` per run."""
+    rng = np.random.default_rng(seed)
+    level = np.full(13, 577.1)
+    level[4:] *= 0.93
+    level[8:] *= 1 + small
+    return [[float(x) for x in lv * (1 + noise * rng.standard_normal(repeats))] for lv in level]
+
+
+def _found(changes: list[Change], at: int) -> bool:
+    return any(c.before_index < at <= c.after_index for c in changes)
+
+
+def test_a_smaller_step_after_a_large_one_is_found():
+    """Issue 24: the -2 % step lay in the -7 % step's new level, whose noise its own difference
+    inflated (the first fit's noise held it), and was folded into it in 53 of these 200 seeds.
+    Each fitted segment is re-tested for a step on its own noise given the split."""
+    both = sum(_found(ch, 4) and _found(ch, 8)
+               for ch in (detect(_after_a_large_step(seed, -0.02)).changes for seed in range(200)))
+    assert both >= 190
+    # the issue's own scan table: 537.2, 533.2, 534.3 then 523.2, 527.0, 523.9, 525.4 (after -7 %)
+    table = [577.0, 578.1, 576.2, 575.9, 537.2, 533.2, 534.3, 523.2, 527.0, 523.9, 525.4]
+    rng = np.random.default_rng(0)
+    runs = [[v * (1 + 0.004 * float(x)) for x in rng.standard_normal(3)] for v in table]
+    changes = detect(runs).changes
+    assert [(c.before_index, c.after_index) for c in changes] == [(3, 4), (6, 7)]
+    assert [round(c.relative_change, 2) for c in changes] == [-0.07, -0.02]
+
+
+def test_re_testing_the_segments_adds_no_false_step():
+    """The same series without the second step: the re-test finds nothing inside the new level
+    (a false step in at most 2 of 200 seeds, the threshold's base rate)."""
+    extra = sum(len(detect(_after_a_large_step(seed, 0.0)).changes) - 1 for seed in range(200))
+    assert extra <= 2
+    # and a long flat series of single runs or repeats has no step either
+    for seed in range(20):
+        assert detect_changes(noisy([(60, 100.0)], 0.01, seed)) == []

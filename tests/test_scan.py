@@ -644,3 +644,57 @@ def test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_
     assert measurement_count(work) > n
     code, out, _ = run_cli(capsys, ["show", "--json", "--workdir", str(work)])
     assert code == 0 and json.loads(out)["complete"] is True and json.loads(out)["gaps"] == []
+
+
+# -- a second, smaller step after a large one (issue 24) ------------------------------------------------
+
+# Run n of the scan draws its noise from Random("<seed>-<n>"): seeded, yet every run its own process.
+SEEDED_NOISE = r'''
+import os, pathlib, random
+import jax_demo
+counter = pathlib.Path(os.environ["BENCH_COUNTER"])
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+rng = random.Random(f"{os.environ['BENCH_SEED']}-{n}")
+print(f"MLUPS: {577.1 * jax_demo.FACTOR * (1 + rng.gauss(0, 0.007)):.3f}")
+'''
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_a_smaller_step_after_a_large_one_is_a_step_of_its_own(capsys, venv_python, tmp_path, seed):
+    """Issue 24: a 6-hourly scan of three days (3 repeats, 0.7 % noise per run) over an XLA step of
+    -7 % and, a day later, a JAX step of -2 %. The -2 % step lay inside the -7 % step's new level,
+    whose noise its own difference inflated, and was folded into it; it is a step of its own."""
+    from hourly.demo.repos import Change, make_repos
+
+    changes = []
+    for day in (23, 24, 25, 26):   # a commit in each repository every 6 hours: each instant a new pair
+        for hour in (1, 7, 13, 19):
+            changes.append(Change("xla", f"2023-08-{day}T{hour:02d}:10:00Z", f"[XLA] change {day}-{hour}",
+                                  {f"x/{day}-{hour}.txt": "1\n"}))
+            changes.append(Change("jax", f"2023-08-{day}T{hour:02d}:40:00Z", f"jax change {day}-{hour}",
+                                  {f"j/{day}-{hour}.txt": "1\n"}))
+    changes = [c for c in changes if c.when > "2023-08-23T12:30"]
+    large = Change("xla", "2023-08-24T14:20:00Z", "Slower fusion", {"perf/fusion.txt": "0.93\n"})
+    small = Change("jax", "2023-08-25T15:00:00Z", "Slightly slower dispatch", {"perf/dispatch.txt": "0.98\n"})
+    made = make_repos(tmp_path / "repos", changes + [large, small])
+    bench = tmp_path / "seeded_noise.py"
+    bench.write_text(SEEDED_NOISE)
+    result = scan_json(capsys, [
+        "scan", "--from", "2023-08-23T18:00Z", "--to", "2023-08-26T18:00Z", "--step", "6h", "--repeats", "3",
+        "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+        "--python", venv_python, "--bench-cmd", f"python3 {bench}", "--workdir", str(tmp_path / "work"),
+        "--env", f"BENCH_SEED={seed}", "--env", f"BENCH_COUNTER={tmp_path / 'runs'}"])
+    assert len(result["points"]) == 13 and result["distinct_pairs"] == 13
+    # the steps the scan found, as `hourly detect` reads them from its workdir, and as `show` prints them
+    code, out, err = run_cli(capsys, ["detect", str(tmp_path / "work"), "--json"])
+    assert code == 0, err
+    found = json.loads(out)["changes"]
+    assert [(c["before"], c["after"], c["kind"]) for c in found] == [
+        ("2023-08-24T12:00:00Z", "2023-08-24T18:00:00Z", "regression"),
+        ("2023-08-25T12:00:00Z", "2023-08-25T18:00:00Z", "regression")], found
+    assert [round(c["relative_change"], 2) for c in found] == [-0.07, -0.02]
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work")])
+    assert code == 0, err
+    lines = [ln for ln in unwrap(out) if ln.startswith("▼ regression")]
+    assert len(lines) == 2 and "between 2023-08-25T12:00:00Z and 2023-08-25T18:00:00Z" in lines[1], out

@@ -47,6 +47,11 @@ How it works (details and the reasons in docs/detection.md):
    (:func:`regime_threshold`). Between two such regimes, that test, not the noise of the
    differences around the step, judges the levels' noise, and a step that a noise of
    MAX_LOG_NOISE would not explain passes it even on 2-3 degrees of freedom.
+   The local noise leaves out the differences that cross a fitted step (they are the step's).
+7. Each fitted segment is re-tested for a step hidden in it (:func:`hidden_steps`): its best
+   split, judged by Student's t on the segment's own noise *given the split* (and its points'
+   repeats). The fit's noise came from the differences inside the segments, so a step it did
+   not see inflated the very noise it was judged by (a -2 % step in the level after a -7 % one).
 
 asv fits an L1 Potts model whose penalty is chosen by an information criterion and then only
 reports regressions against the best value; E-divisive (Otava/Hunter) uses permutation tests of an
@@ -357,24 +362,38 @@ def local_weights(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WIND
     return np.where(s > LOCAL_NOISE_FACTOR * sigma, (sigma / s) ** 2, 1.0)
 
 
-def local_noise(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW) -> np.ndarray | None:
+def local_noise(v: np.ndarray, sigma: float, half: int = LOCAL_NOISE_HALF_WINDOW,
+                bounds: list[int] | None = None) -> np.ndarray | None:
     """The noise around each point, ``s_i``, never below ``sigma``.
 
     ``s_i`` is the noise around point i (from the successive differences within ``half``
     differences of it; a step is one large difference among them, which a low quantile
     ignores), never below ``sigma``. None when the series is too short to tell (under 2*half+1 points).
+    ``bounds``: the fitted segments; a difference that crosses one of their boundaries is a
+    step's, not noise, and is left out. On a short series one window holds most of it: a -7 %
+    step and a -2 % step 4 points apart are two of its ten differences, and with them the
+    noise around the -2 % step read twice the series' and hid it (issue 24).
     """
     n = len(v)
     if n < 2 * half + 1:
         return None
     d = np.abs(np.diff(v))
+    if bounds is not None and len(bounds) > 2:
+        d[[b - 1 for b in bounds[1:-1]]] = np.nan
     # the 2*half differences around point i, shifted inwards at the ends so that every window is
     # full (an outlier's two differences never make half of one)
     starts = np.clip(np.arange(n) - half, 0, len(d) - 2 * half)
     windows = np.lib.stride_tricks.sliding_window_view(d, 2 * half)[starts]
     # the 40th percentile of |difference| (0.524 sigma*sqrt(2) for normal noise): a step's or an
     # outlier's large differences, two of ten, barely move it
-    s = np.quantile(windows, 0.4, axis=1) / 0.524 / math.sqrt(2.0)
+    if np.isnan(d).any():
+        valid = np.sum(~np.isnan(windows), axis=1)
+        q = np.full(n, sigma * 0.524 * math.sqrt(2.0))
+        some = valid > 0
+        q[some] = np.nanquantile(windows[some], 0.4, axis=1)
+        s = q / 0.524 / math.sqrt(2.0)
+    else:
+        s = np.quantile(windows, 0.4, axis=1) / 0.524 / math.sqrt(2.0)
     return np.maximum(s, sigma)
 
 
@@ -462,13 +481,24 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             if new_sigma != sigma:
                 sigma = new_sigma
                 keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+    # Re-test each segment on its own: a step the first fit did not see stayed inside a segment,
+    # and its difference inflated the noise the refit was judged with (a -2 % step after a -7 %).
+    hidden = hidden_steps(v, segs, z_min, min_change, log_scale, (within[0][pos], within[1][pos]))
+    if hidden:
+        segs = sorted(segs + list(hidden))
+        refined = within_segment_noise(v, segs)
+        if refined is not None and source in ("successive differences", "both"):
+            rep = _repeat_noise(samples) if source == "both" else None
+            sigma = max(refined, rep or 0.0, floor)
+            if log_scale:
+                sigma = min(sigma, MAX_LOG_NOISE)
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
         a0, a1, b1 = segs[k - 1], segs[k], segs[k + 1]
         before = float(np.median(r[a0:a1]))
         after = float(np.median(r[a1:b1]))
-        z = _z(v[a0:a1], v[a1:b1], sigma)
+        z = max(_z(v[a0:a1], v[a1:b1], sigma), hidden.get(a1, 0.0))
         first, last = locate(v, a0, a1, b1, sigma)
         lo, hi = _window(values, int(pos[first - 1]), int(pos[last]), float(np.median(v[a0:a1])),
                          float(np.median(v[a1:b1])))
@@ -517,6 +547,63 @@ def _within_point(samples: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
     return ss, np.array([max(len(s) - 1, 0) for s in samples])
 
 
+#: A step found inside a fitted segment must have at least this many points on each side: shorter
+#: levels (a lone run, a pair) are the first fit's to judge, with its stricter rules for them.
+HIDDEN_MIN_SIDE = 3
+
+
+def hidden_steps(v: np.ndarray, bounds: list[int], z_min: float, min_change: float | None,
+                 log_scale: bool, within: tuple[np.ndarray, np.ndarray] | None) -> dict[int, float]:
+    """Steps hidden inside the fitted segments: for each segment, its best split into two levels
+    judged against the noise of that segment alone *given the split*.
+
+    The fit judges every step with one noise for the series, and that noise is read from the
+    differences inside the fitted segments. A step the fit did not see (a -2 % step in the level
+    after a -7 % one, on 13 points) is one of those differences, so the noise it is judged by
+    holds it, and the refit cannot see it either. Here each segment's best split (least squares,
+    at least HIDDEN_MIN_SIDE points a side) is tested as a two-sample problem with unknown noise:
+    Student's t on the pooled spread of the two sides around their own means (plus each point's
+    repeats, as :func:`regime_z` does), at the same tail probability as ``z_min``, and at least
+    ``min_change``. What passes is proposed to the caller, which keeps it only if the usual
+    pruning, with the noise re-read with it in place, keeps it too.
+    """
+    out: dict[int, float] = {}
+    for a0, b1 in pairwise(bounds):
+        n = b1 - a0
+        if n < 2 * HIDDEN_MIN_SIDE:
+            continue
+        x = v[a0:b1] - float(np.mean(v[a0:b1]))
+        c1, c2 = np.cumsum(x), np.cumsum(x * x)
+        t = np.arange(HIDDEN_MIN_SIDE, n - HIDDEN_MIN_SIDE + 1)
+        left = c2[t - 1] - c1[t - 1] ** 2 / t
+        right = (c2[-1] - c2[t - 1]) - (c1[-1] - c1[t - 1]) ** 2 / (n - t)
+        j = int(np.argmin(left + right))
+        split = int(t[j])
+        ss, dof = float(left[j] + right[j]), n - 2
+        if within is not None:
+            ss += float(np.sum(within[0][a0:b1]))
+            dof += int(np.sum(within[1][a0:b1]))
+        if ss <= 0.0:
+            continue
+        a, b = x[:split], x[split:]
+        diff = float(b.mean()) - float(a.mean())
+        stat = abs(diff) / (math.sqrt(ss / dof) * math.sqrt(1.0 / len(a) + 1.0 / len(b)))
+        ma, mb = float(np.median(v[a0:a0 + split])), float(np.median(v[a0 + split:b1]))
+        rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
+        z = t_as_z(stat, dof)
+        # the best split of all (any side's length) cuts off 1-2 points at an end of the
+        # segment: the split found rests on them (a last run alone at a new level and two old
+        # ones beside it), and a level of 1-2 points needs the fit's stricter test
+        full = np.arange(1, n)
+        cost = (c2[full - 1] - c1[full - 1] ** 2 / full) + \
+            ((c2[-1] - c2[full - 1]) - (c1[-1] - c1[full - 1]) ** 2 / (n - full))
+        best = int(full[int(np.argmin(cost))])
+        need = z_min * SHORT_SEGMENT_FACTOR if min(best, n - best) < HIDDEN_MIN_SIDE else z_min
+        if z >= need and (not min_change or rel >= min_change):
+            out[a0 + split] = z
+    return out
+
+
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
          log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None,
          doubt: np.ndarray | None = None):
@@ -537,7 +624,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         keep[pos[worst]] = False
     kept = (within[0][pos], within[1][pos]) if within is not None else None
     return keep, pos, v, _prune(v, bounds, sigma, z_min, min_change, len(values) >= 4, log_scale,
-                                local_noise(v, sigma), kept, None if doubt is None else doubt[pos])
+                                local_noise(v, sigma, bounds=bounds), kept, None if doubt is None else doubt[pos])
 
 
 def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
