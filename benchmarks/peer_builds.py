@@ -266,21 +266,23 @@ def main() -> None:
         n = len(c.commits)
         limit = math.ceil(math.log2(n)) + 2
         h, h_named = hourly(c)
+        before = hourly(c, plain=True)[0]
         p, p_runs, p_named = peer(logic, c) if logic else (None, None, None)
-        rows[c.family].append((limit, h, h_named == c.culprit, p, p_runs, p_named == c.culprit))
+        rows[c.family].append((limit, h, h_named == c.culprit, p, p_runs, p_named == c.culprit, before))
         if p is not None and h > p:
             worse.append((c, h, p))
     tot = [r for rs in rows.values() for r in rs]
-    head = "| histories | cases | limit ⌈log2 N⌉+2 | hourly builds | exact |"
+    head = "| histories | cases | limit ⌈log2 N⌉+2 | hourly builds (before) | exact |"
     if logic:
         head += " peer distinct states | peer runs | exact | hourly − peer: < 0 / = 0 / +1 / > +1 |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for fam, rs in [*rows.items(), ("all", tot)]:
-        line = (f"| {fam} | {len(rs)} | {sum(r[0] for r in rs)} | {sum(r[1] for r in rs)} | "
+        line = (f"| {fam} | {len(rs)} | {sum(r[0] for r in rs)} | {sum(r[1] for r in rs)} ({sum(r[6] for r in rs)}) | "
                 f"{sum(r[2] for r in rs)}/{len(rs)} |")
         if logic:
             d = [r[1] - r[3] for r in rs]
+            line += ""  # per case: hourly now against the peer
             line += (f" {sum(r[3] for r in rs)} | {sum(r[4] for r in rs)} | {sum(r[5] for r in rs)}/{len(rs)} | "
                      f"{sum(x < 0 for x in d)} / {sum(x == 0 for x in d)} / {sum(x == 1 for x in d)} / "
                      f"{sum(x > 1 for x in d)} |")
