@@ -304,6 +304,29 @@ def test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs(tmp_path, python,
 
 # -- measurements never change (#11 item 5) --------------------------------------------------------
 
+def test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_reuses_it(tmp_path, python, capsys):
+    """Issue 25: the crash comes with a jax commit that landed at the same instant as an xla one. The
+    search walks old xla + new jax inside that step; the blame step takes its verdict from that
+    probe instead of building it again, and no state is built twice."""
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Harmless xla change", {"harmless.txt": "1\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Rewrite custom_vjp", {"CRASH": "1\n"}),
+    ], hours=4))
+    test = tmp_path / "check.py"
+    test.write_text(EXIT_TEST)
+    args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}")
+    (r,) = bisect_json(capsys, ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T04:00Z", "--mode", "exit",
+                                *args])["regressions"]
+    assert r["blame"] == "jax" and r["culprit"]["sha"] == made.shas["Rewrite custom_vjp"]
+    mixed = (r["last_good"]["xla"], r["first_bad"]["jax"])
+    assert r["last_good"]["jax"] != mixed[1] and r["first_bad"]["xla"] != mixed[0]  # the step moved both
+    by_role = {p["role"]: (p["xla"], p["jax"], p["verdict"]) for p in r["probes"] if (p["xla"], p["jax"]) == mixed}
+    assert by_role == {"probe": (*mixed, "bad"), "blame": (*mixed, "bad")}
+    assert [p for p in r["probes"] if p["role"] == "blame"] == [{"role": "blame", "xla": mixed[0], "jax": mixed[1],
+                                                                  "verdict": "bad"}]
+    assert r["builds"] == len({(p["xla"], p["jax"]) for p in r["probes"]})  # each state built once
+
+
 def test_a_bisection_never_changes_the_scans_numbers(tmp_path, capsys, scan_args, made):
     work = tmp_path / "work"
     scan = scan_args("Aug 24 2023 09:00", "Aug 24 2023 23:00", "--repeats", "2")

@@ -514,3 +514,42 @@ def test_flaky_verdicts_by_failure_rate():
     assert wrong == 0
     assert sum(v is Verdict.BAD for v, _ in out[True]) / 200 > 0.9
     assert all(v is Verdict.GOOD for v, _ in out[False])
+
+
+# -- a step that moves both repositories, and build breaks (issue 25) ------------------------------
+
+def test_the_chain_holds_the_mixed_state_of_a_step_moving_both_repositories():
+    from hourly.analysis.bisection import timeline_bounds, with_mixed_states
+    walks = {"xla": walk("x", [0, 10 * H, 12 * H]), "jax": walk("j", [0, 11 * H, 12 * H])}
+    states = candidate_states(walks, 9 * H, 13 * H)
+    assert [s.pair for s in states] == [Pair("x0", "j0"), Pair("x1", "j0"), Pair("x1", "j1"), Pair("x2", "j2")]
+    chain = with_mixed_states(states)
+    # old xla + new jax inside the step at 12:00, which moved both; every state holds the one before it
+    assert [s.pair for s in chain] == [Pair("x0", "j0"), Pair("x1", "j0"), Pair("x1", "j1"), Pair("x1", "j2"),
+                                       Pair("x2", "j2")]
+    # the mixed state bad: the step's jax commit is first bad; good: the step is still to blame
+    assert timeline_bounds(chain, states, bounds(len(chain), {3: Verdict.BAD, 2: Verdict.GOOD})) == \
+        timeline_bounds(chain, states, bounds(len(chain), {3: Verdict.GOOD})) == bounds(len(states), {2: Verdict.GOOD})
+    assert timeline_bounds(chain, states, bounds(len(chain), {2: Verdict.BAD, 1: Verdict.GOOD})).hi == 2
+    assert with_mixed_states(states[:3]) == states[:3]  # one repository a step: nothing added
+
+
+def test_the_blame_step_reuses_a_mixed_state_measured_already():
+    from hourly.analysis.bisection import next_blame
+    from hourly.model import Blame
+    good, bad = Pair("x1", "j1"), Pair("x2", "j2")
+    assert next_blame(good, bad, {}) == Pair("x1", "j2")
+    assert next_blame(good, bad, {Pair("x1", "j2"): Verdict.BAD}) is Blame.JAX
+    assert next_blame(good, bad, {Pair("x1", "j2"): Verdict.GOOD}) == Pair("x2", "j1")
+    assert next_blame(good, bad, {Pair("x1", "j2"): Verdict.GOOD, Pair("x2", "j1"): Verdict.BAD}) is Blame.XLA
+    assert next_blame(good, bad, {Pair("x1", "j2"): Verdict.GOOD, Pair("x2", "j1"): Verdict.GOOD}) is Blame.BOTH
+    assert next_blame(good, bad, {Pair("x1", "j2"): Verdict.SKIP}) is Blame.UNKNOWN
+
+
+def test_states_sharing_a_commit_with_a_failed_build_are_suspects():
+    from hourly.analysis.bisection import near_breaks
+    pairs = [Pair("x0", "j0"), Pair("x1", "j0"), Pair("x1", "j1"), Pair("x2", "j1"), Pair("x2", "j2")]
+    # (x1, j1) failed; j0 built with x0, so only x1 and j1 are suspects
+    assert near_breaks(pairs, [Pair("x1", "j1")], [Pair("x0", "j0")]) == {1, 2, 3}
+    assert near_breaks(pairs, [Pair("x1", "j1")], [Pair("x0", "j0"), Pair("x1", "j0")]) == {2, 3}
+    assert near_breaks(pairs, [], pairs) == set()

@@ -43,7 +43,7 @@ from scipy import stats
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.timeline import Resolver
-from hourly.model import BISECT_MIN_CHANGE, REPOS, Named, Pair
+from hourly.model import BISECT_MIN_CHANGE, REPOS, Blame, Named, Pair
 from hourly.plurals import plural
 
 #: samples of one state, as a list or an array
@@ -157,6 +157,69 @@ def next_probe(n: int, verdicts: dict[int, Verdict], costs: dict[int, float] | N
         if best_score is None or score < best_score:
             best, best_score = i, score
     return best
+
+
+#: Extra cost of a state that shares its xla or jax commit with a state that failed to build (and
+#: with no state that built): a break usually holds the neighbouring states too, so the search
+#: looks a little further away first (benchmarks/peer_builds.py).
+COST_NEAR_BREAK = 0.25
+
+
+def with_mixed_states(states: Sequence[State]) -> list[State]:
+    """The chain a search walks: ``states`` with, inside each step that moves both repositories
+    (commits with the same committer time), the mixed state old xla + new jax at the step's time.
+
+    That state is the first mixed pair of the blame step (:func:`next_blame`). As a probe of the
+    search it splits the step's two commits like any other state: bad, the jax commit alone brings
+    the change and no blame build is left; good, the xla commit does (or the pair of them), and the
+    blame step has one mixed pair left. Every state of the chain holds at least the commits of the
+    one before it, so the search's order (good before bad) holds on it."""
+    out: list[State] = []
+    for st in states:
+        if out and out[-1].pair.xla != st.pair.xla and out[-1].pair.jax != st.pair.jax:
+            out.append(State(st.time, Pair(out[-1].pair.xla, st.pair.jax)))
+        out.append(st)
+    return out
+
+
+def timeline_bounds(chain: Sequence[State], states: Sequence[State], b: Bounds) -> Bounds:
+    """Bounds found on :func:`with_mixed_states`' chain as bounds on ``states``: a mixed state
+    lies inside the step from state k-1 to state k; good, state k-1 is good (it holds less), bad,
+    state k is bad (it holds more)."""
+    index = {st.pair: i for i, st in enumerate(states)}
+
+    def side(c: int, later: bool) -> int:
+        p = chain[c].pair
+        if p in index:
+            return index[p]
+        k = index[chain[c + 1].pair]  # a mixed state is always followed by the state of its step
+        return k if later else k - 1
+    return Bounds(side(b.lo, False), side(b.hi, True))
+
+
+def near_breaks(pairs: Sequence[Pair], failed: Iterable[Pair], built: Iterable[Pair]) -> set[int]:
+    """Indices of ``pairs`` that share an xla or jax commit with a ``failed`` state (one that did
+    not build) which no ``built`` state holds: the suspects of a build break."""
+    ok = {c for p in built for c in (("xla", p.xla), ("jax", p.jax))}
+    suspects = {c for p in failed for c in (("xla", p.xla), ("jax", p.jax))} - ok
+    return {i for i, p in enumerate(pairs) if ("xla", p.xla) in suspects or ("jax", p.jax) in suspects}
+
+
+def next_blame(good: Pair, bad: Pair, known: Mapping[Pair, Verdict]) -> Pair | Blame:
+    """The blame step of a step that moves both repositories, from the last good state ``good`` to
+    the first bad ``bad``: the mixed pair to test next, or the answer once ``known`` (verdicts of
+    states tested so far) decides it. Old xla + new jax first, then new xla + old jax: the first
+    that is bad names the repository to blame; both good: neither change alone regresses (BOTH);
+    one untestable: UNKNOWN."""
+    for mixed in (Pair(good.xla, bad.jax), Pair(bad.xla, good.jax)):
+        v = known.get(mixed)
+        if v is None:
+            return mixed
+        if v is Verdict.BAD:
+            return Blame.JAX if mixed.xla == good.xla else Blame.XLA
+        if v is not Verdict.GOOD:
+            return Blame.UNKNOWN
+    return Blame.BOTH
 
 
 def plain_bisection_probes(n: int, first_bad: int) -> int:

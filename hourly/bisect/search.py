@@ -36,6 +36,7 @@ from hourly.analysis.bisection import (
     COST_CACHED,
     COST_JAX_BUILD,
     COST_MEASURED,
+    COST_NEAR_BREAK,
     Bounds,
     Level,
     State,
@@ -50,10 +51,14 @@ from hourly.analysis.bisection import (
     failure_rates,
     failures,
     flaky_verdict,
+    near_breaks,
+    next_blame,
     next_probe,
     plan_probes,
     separation,
     step_commits,
+    timeline_bounds,
+    with_mixed_states,
     worse,
 )
 from hourly.analysis.steps import group_points
@@ -606,6 +611,7 @@ class Bisector:
 
         # the search
         more_after = False
+        known: dict[Pair, Verdict] = {}  # exit mode: the search's verdicts, mixed states included
         if self.mode is Mode.METRIC:
             step, search, off = self._search_steps(w, states, rows, going)
             b = Bounds(step.lo - off, step.hi - off)
@@ -613,10 +619,12 @@ class Bisector:
             parent = going[1] if going else states
             self._going = (search, parent, step.hi)
         else:
-            b = self._exit_search(bid, states, verdicts)
+            b, known = self._exit_search(bid, states, rows)
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
 
         # confirmation: fresh measurements of the two states the answer rests on
+        if self.mode is Mode.METRIC:
+            self._parent_pairs = [st.pair for st in parent]
         confirmed = self._confirmation(bid, stored, last_good, first_bad, refs,
                                        *((search, step) if self.mode is Mode.METRIC else (None, None)))
         if self.mode is Mode.METRIC:  # blame compares the mixed pairs with the step's two levels
@@ -627,7 +635,7 @@ class Bisector:
         moved = step_commits(self.walks, last_good, first_bad)
         blame = None
         if b.adjacent and moved["xla"] and moved["jax"]:
-            blame = self._blame(bid, last_good, first_bad, stored, refs)
+            blame = self._blame(bid, last_good, first_bad, stored, refs, known)
         answer = self._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
         answer["continues_at"] = states[b.hi].time if more_after and b.hi < len(states) - 1 else None
         if self.mode is Mode.EXIT:  # each end's failure rate: what a flaky answer rests on
@@ -639,23 +647,39 @@ class Bisector:
         self.store.finish_bisection(bid, answer)
         return answer
 
-    def _exit_search(self, bid: int, states: list[State], verdicts: dict[int, Verdict]) -> Bounds:
-        """Exit mode: probes until the last good and first bad state are settled (``verdicts``: the
-        stored ones, filled in); with workers, k states a round splitting the span into equal parts."""
+    def _exit_search(self, bid: int, states: list[State], rows: list[dict]) -> tuple[Bounds, dict[Pair, Verdict]]:
+        """Exit mode: probes until the last good and first bad state are settled, over the chain of
+        :func:`~hourly.analysis.bisection.with_mixed_states` (a step moving both repositories holds
+        its mixed state old xla + new jax, which the blame step then reuses); stored probe verdicts
+        are reused, and a state sharing a commit with one that failed to build costs a little more.
+        With workers, k states a round splitting the span into equal parts. Returns the bounds on
+        ``states`` and every verdict of the chain."""
+        chain = with_mixed_states(states)
+        pairs = [st.pair for st in chain]
+        index = {p: i for i, p in enumerate(pairs)}
+        verdicts: dict[int, Verdict] = {}
+        for r in rows:
+            if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index:
+                verdicts[index[Pair(r["xla"], r["jax"])]] = Verdict(r["verdict"])
         while True:
-            costs = {i: self.cost(states[i].pair) for i in range(1, len(states) - 1) if i not in verdicts}
+            near = near_breaks(pairs, [pairs[i] for i, v in verdicts.items() if v is Verdict.SKIP],
+                               [pairs[i] for i, v in verdicts.items() if v in (Verdict.GOOD, Verdict.BAD)]
+                               + [pairs[0], pairs[-1]])
+            costs = {i: self.cost(pairs[i]) + (COST_NEAR_BREAK if i in near else 0.0)
+                     for i in range(1, len(pairs) - 1) if i not in verdicts}
             if self.workers > 1:
-                plan = plan_probes(len(states), verdicts, self.workers, costs)
+                plan = plan_probes(len(pairs), verdicts, self.workers, costs)
                 if not plan:
                     break
-                for i, p in zip(plan, self._evaluate_many([states[i].pair for i in plan], "probe"), strict=True):
+                for i, p in zip(plan, self._evaluate_many([pairs[i] for i in plan], "probe"), strict=True):
                     verdicts[i] = self._record(bid, p).verdict
                 continue
-            nxt = next_probe(len(states), verdicts, costs)
+            nxt = next_probe(len(pairs), verdicts, costs)
             if nxt is None:
                 break
-            verdicts[nxt] = self._record(bid, self.evaluate(states[nxt].pair, "probe", None)).verdict
-        return bounds(len(states), verdicts)
+            verdicts[nxt] = self._record(bid, self.evaluate(pairs[nxt], "probe", None)).verdict
+        known = {pairs[i]: v for i, v in verdicts.items()}
+        return timeline_bounds(chain, states, bounds(len(pairs), verdicts)), known
 
     def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
@@ -726,17 +750,44 @@ class Bisector:
                          f"pass --{role} at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it build")
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
-        """Fresh measurements of the two states the answer rests on (stored ones reused)."""
+        """Fresh measurements of the two states the answer rests on (stored ones reused). With
+        workers (metric mode), both are measured in one round, with the samples a verdict has taken
+        so far, beside the next round of the search when the window goes on (:meth:`_round_ahead`)."""
         confirm = {}
+        todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
+                if not stored.get((role, pair))]
+        first = self._round_ahead(search, [p for _, p in todo]) if self.mode is Mode.METRIC and todo else {}
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
             if r:
                 confirm[role] = Verdict(r["verdict"])
             elif self.mode is Mode.METRIC:
-                confirm[role] = self._record(bid, self._confirm(search, step, role, pair)).verdict
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair, first.get(pair))).verdict
             else:
                 confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         return confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
+
+    def _round_ahead(self, search: StepSearch, fresh: list[Pair]) -> dict[Pair, tuple[Measurement, int, int]]:
+        """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many
+        as a verdict has taken so far) and, in the slots left, the states the search of the rest of
+        the window will probe first (:meth:`StepSearch.plan_ahead`), their samples handed to it as
+        samples measured ahead. Without workers: nothing (each state is measured as it is asked)."""
+        if self.workers < 2 or not fresh:
+            return {}
+        n = search.typical()
+        pairs = self._parent_pairs
+        ahead = search.plan_ahead(self.workers - len(fresh), {i for i, p in enumerate(pairs) if p in fresh}) \
+            if search.more_after else []
+        got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead])
+        for i, (m, builds, runs) in zip(ahead, got[len(fresh):], strict=True):
+            acc = self._pending.setdefault(i, [0, 0])
+            acc[0] += builds
+            acc[1] += runs
+            if m.status != Status.OK.value:
+                search.failed[i] = f"{m.status}: {m.detail}"
+            else:
+                search._ready.setdefault(i, []).extend(m.samples)
+        return dict(zip(fresh, got[:len(fresh)], strict=True))
 
     def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
         """The earliest regression of the window (metric mode), by :class:`StepSearch` over the
@@ -832,15 +883,18 @@ class Bisector:
                                               samples, builds=builds, runs=runs))
         self._pending.clear()
 
-    def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair) -> Probe:
+    def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair,
+                 first: tuple[Measurement, int, int] | None = None) -> Probe:
         """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
-        the step's two levels: the last good state must be at the earlier, the first bad at the later."""
+        the step's two levels: the last good state must be at the earlier, the first bad at the later.
+        ``first``: a fresh measurement of it taken already (in a round with others), used first."""
         got: list[float] = []
         cost = [0, 0]
+        given = [first] if first is not None else []
 
         def sample(want: int) -> list[float] | None:
             if len(got) < want:
-                m, builds, runs = self._measure_one(pair, want - len(got))
+                m, builds, runs = given.pop() if given else self._measure_one(pair, want - len(got))
                 cost[0] += builds
                 cost[1] += runs
                 if m.status != Status.OK.value:
@@ -852,18 +906,24 @@ class Bisector:
             else _VERDICT_OF.get(j.level, Verdict.UNSURE)
         return Probe(role, pair, v, j.reason, got, builds=cost[0], runs=cost[1])
 
-    def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs) -> Blame:
-        """Old xla + new jax, then new xla + old jax: which change alone brings the regression."""
-        verdicts = []
-        for mixed in (Pair(good.xla, bad.jax), Pair(bad.xla, good.jax)):
-            r = stored.get(("blame", mixed))
-            v = Verdict(r["verdict"]) if r else self._record(bid, self.evaluate(mixed, "blame", refs)).verdict
-            verdicts.append(v)
-            if v is Verdict.BAD:
-                return Blame.JAX if mixed.xla == good.xla else Blame.XLA
-            if v is not Verdict.GOOD:
-                return Blame.UNKNOWN
-        return Blame.BOTH
+    def _blame(self, bid: int, good: Pair, bad: Pair, stored: dict, refs,
+               known: dict[Pair, Verdict] | None = None) -> Blame:
+        """Old xla + new jax, then new xla + old jax: which change alone brings the regression
+        (:func:`~hourly.analysis.bisection.next_blame`). A mixed pair the search measured already
+        (``known``: its verdicts) is not measured again: its verdict is recorded as the blame's."""
+        seen: dict[Pair, Verdict] = {}
+        while True:
+            nxt = next_blame(good, bad, seen)
+            if isinstance(nxt, Blame):
+                return nxt
+            r = stored.get(("blame", nxt))
+            if r:
+                seen[nxt] = Verdict(r["verdict"])
+            elif known and known.get(nxt) in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP):
+                seen[nxt] = self._record(bid, Probe("blame", nxt, known[nxt], "measured by the search "
+                                                    "(the mixed state inside the step)")).verdict
+            else:
+                seen[nxt] = self._record(bid, self.evaluate(nxt, "blame", refs)).verdict
 
     def _answer(self, w: Window, states: list[State], b, verdicts, moved, blame, confirmed, bid) -> dict:
         return answer(self, w, states, b, moved, blame, confirmed, bid)
