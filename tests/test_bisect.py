@@ -257,9 +257,9 @@ def test_kill_9_then_rerun_continues(tmp_path, python):
                 break
         time.sleep(0.05)
     assert proc.poll() is None, f"the bisection ended before it could be killed: {proc.communicate()[1]!r}"
-    assert probes >= 2, "no two probes in 240 s"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert probes >= 2, "no two probes in 240 s"
     before = sqlite3.connect(db).execute(
         "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq").fetchall()
     assert len(before) >= 2
