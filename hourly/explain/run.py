@@ -34,7 +34,7 @@ from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis import hlo_diff, op_times
 from hourly.analysis.bisection import Verdict, classify, separation
-from hourly.errors import ProcessError, UserError
+from hourly.errors import HourlyError, ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.host import MeasuringHost
 from hourly.explain.plan import (
@@ -481,7 +481,8 @@ def explain_answers(store: Store, s: Settings, answers: list[dict], opts: Option
             handler.note(f"explaining {target.name}: {target.title()}")
             try:
                 a["explained"] = Explainer(host, target, opts, handler).run()
-            except UserError as e:
-                a["explained"] = {"error": e.message, "fix": e.fix,
+            except HourlyError as e:  # a failed build or run: the bisection's answer stands, the retry is named
+                a["explained"] = {"error": e.message if isinstance(e, UserError) else str(e),
+                                  "fix": e.fix if isinstance(e, UserError) else None,
                                   "command": f"hourly explain --workdir {store.workdir} --step {target.step}"}
     return answers
