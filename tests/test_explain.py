@@ -89,9 +89,9 @@ def test_op_times_join_follows_renames_and_sorts_by_delta():
         {"kind": "added", "opcode": "constant", "good": None, "bad": "constant.1"}]},
         {"key": "jit_g", "identical": True, "changes": []}]
     good = {"jit_f/fusion.1": [10.0, 10.2, 9.9, 10.1] * 5, "jit_f/wrapped_reduce": [3.0] * 20,
-            "jit_g/copy": [5.0, 5.1, 4.9] * 5, "jit_g/slow": [2.0, 2.1, 1.9] * 5}
+            "jit_g/copy": [5.0, 5.1, 4.9] * 5, "jit_g/slow": [2.0, 2.1, 1.9] * 5, "jit_h/once": [6.1]}
     bad = {"jit_f/fusion.2": [40.0, 40.5, 39.8, 40.2] * 5, "jit_f/transpose_copy_fusion": [20.0] * 20,
-           "jit_g/copy": [5.05, 5.0, 4.95] * 5, "jit_g/slow": [9.0, 9.1, 8.9] * 5}
+           "jit_g/copy": [5.05, 5.0, 4.95] * 5, "jit_g/slow": [9.0, 9.1, 8.9] * 5, "jit_h/once": [7.4]}
     ot = op_times.join(modules, good, bad, "hlo_op")
     assert [(r["name"], r["kind"]) for r in ot["rows"]] == [
         ("fusion.2", "changed"), ("transpose_copy_fusion", "added"), ("wrapped_reduce", "removed")]
@@ -100,12 +100,13 @@ def test_op_times_join_follows_renames_and_sorts_by_delta():
     assert not first["within_noise"] and ot["rows"][2]["delta_us"] == -3.0
     assert [r["name"] for r in ot["untimed"]] == ["constant.1"]
     # the rest: ops unchanged in the HLO; one within noise, one that moved (below the HLO)
-    assert ot["rest"] == 2 and [r["op"] for r in ot["rest_moved"]] == ["jit_g/slow"]
+    assert ot["rest"] == 3 and [r["op"] for r in ot["rest_moved"]] == ["jit_g/slow"]
+    assert ot["rest_unjudged"] == ["jit_h/once"]  # one call a side says nothing of its noise
     assert op_times.differs([5.0, 5.1, 4.9] * 5, [5.05, 5.0, 4.95] * 5) is False
     from hourly.render.explain import op_time_lines
     text = "\n".join(op_time_lines({**ot, "traces": {"good": "G", "bad": "B"}}))
     assert "~ jit_f/fusion.2 fusion: +30.1 µs (10.1 µs → 40.1 µs, calls 20/20)" in text
-    assert "jit_g/slow: +7.0 µs" in text and "untimed" in text
+    assert "jit_g/slow: +7.0 µs" in text and "untimed" in text and "not judged" in text and "jit_h/once" in text
 
 
 def test_the_ptx_diff_says_it_needs_a_gpu_and_compares_kernels_when_there_is_ptx(tmp_path):

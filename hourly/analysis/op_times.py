@@ -14,7 +14,9 @@ changed instruction of an entry computation with its per-call median in each sta
 * the delta is the difference of the per-call medians (µs); rows are sorted by it, largest
   increase first;
 * *within noise*: a paired instruction whose medians differ by less than 5 % of the good one, or
-  whose calls the two-sided Mann–Whitney U test does not tell apart at p < 0.001;
+  whose calls the two-sided Mann–Whitney U test does not tell apart at p < 0.001; with fewer than
+  3 calls on a side (and more than 5 % apart) it is not judged (``None``): one call says nothing of
+  its noise;
 * every other op of the traces (unchanged in the HLO, same name in both) is compared the same way:
   "the rest" is within noise, or the ops that moved are named — a time change the HLO diff does not
   explain points below the HLO (code generation, the runtime).
@@ -44,15 +46,21 @@ def op_time(durations: list[float] | None) -> OpTime | None:
     return OpTime(len(durations), statistics.median(durations), sum(durations))
 
 
-def differs(good: list[float], bad: list[float]) -> bool:
-    """Whether two sets of one op's call durations differ beyond noise (see the module's doc)."""
+#: calls each side needs before the test can tell them apart
+MIN_CALLS = 3
+
+
+def differs(good: list[float], bad: list[float]) -> bool | None:
+    """Whether two sets of one op's call durations differ beyond noise (see the module's doc);
+    None when either side has fewer than :data:`MIN_CALLS` calls and the medians are not within
+    :data:`MIN_RELATIVE` (one call says nothing of its noise)."""
     if not good or not bad:
         return bool(good) != bool(bad)
     mg, mb = statistics.median(good), statistics.median(bad)
     if abs(mb - mg) < MIN_RELATIVE * max(abs(mg), 1e-9):
         return False
-    if len(good) < 3 or len(bad) < 3:  # too few calls for the test: the relative change decides
-        return True
+    if len(good) < MIN_CALLS or len(bad) < MIN_CALLS:
+        return None
     from scipy.stats import mannwhitneyu
     return bool(mannwhitneyu(good, bad, alternative="two-sided").pvalue < P_VALUE)
 
@@ -87,20 +95,26 @@ def join(modules: list[dict], good: dict[str, list[float]], bad: dict[str, list[
             if g is None and b is None:
                 row.update(timed=False, delta_us=None, within_noise=None)
             else:
+                d = differs(gd or [], bd or [])
                 row.update(timed=True, delta_us=(b.median_us if b else 0.0) - (g.median_us if g else 0.0),
-                           within_noise=not differs(gd or [], bd or []))
+                           within_noise=None if d is None else not d)
             rows.append(row)
     timed = sorted((r for r in rows if r["timed"]), key=lambda r: -r["delta_us"])
     untimed = [r for r in rows if not r["timed"]]
     # the rest: ops unchanged in the HLO, by the same name in both traces
     rest = sorted((set(good) & set(bad)) - claimed_good - claimed_bad)
     moved: list[dict] = []
+    unjudged: list[str] = []
     for k in rest:
-        if differs(good[k], bad[k]):
+        d = differs(good[k], bad[k])
+        if d is None:
+            unjudged.append(k)
+        elif d:
             g, b = op_time(good[k]), op_time(bad[k])
             assert g is not None and b is not None
             moved.append({"op": k, "good": asdict(g), "bad": asdict(b), "delta_us": b.median_us - g.median_us})
     moved.sort(key=lambda r: -r["delta_us"])
     only = {"good": sorted(set(good) - set(bad) - claimed_good), "bad": sorted(set(bad) - set(good) - claimed_bad)}
     return {"source": source, "rows": timed, "untimed": untimed, "rest": len(rest), "rest_moved": moved,
+            "rest_unjudged": unjudged,
             "only_in_trace": only, "ops": {"good": len(good), "bad": len(bad)}}

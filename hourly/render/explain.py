@@ -91,7 +91,9 @@ def op_time_lines(ot: dict | None) -> list[str]:
     for r in rows[:MAX_OP_ROWS]:
         sign = {"added": "+", "removed": "-", "changed": "~"}[r["kind"]]
         calls = "/".join(str(x["calls"]) if x else "0" for x in (r["good"], r["bad"]))
-        noise = " (within noise)" if r["within_noise"] else ""
+        noise = {True: " (within noise)", None: " (too few calls to judge the noise)"}.get(r["within_noise"], "")
+        if r["kind"] != "changed":
+            noise = ""
         lines.append(f"    {sign} {r['module']}/{r['name']} {r['opcode']}: {r['delta_us']:+.1f} µs{noise} "
                      f"({_side(r['good'])} → {_side(r['bad'])}, calls {calls})")
     if len(rows) > MAX_OP_ROWS:
@@ -101,15 +103,22 @@ def op_time_lines(ot: dict | None) -> list[str]:
         names = ", ".join(r["name"] for r in untimed[:8]) + (" …" if len(untimed) > 8 else "")
         lines.append(f"    untimed (no event of their own: inside a fusion or not a kernel): {names}")
     moved = ot.get("rest_moved") or []
-    if not moved:
+    unjudged = ot.get("rest_unjudged") or []
+    if not ot["rest"]:
+        lines.append("    the rest: no other op is in both traces")
+    elif not moved:
+        judged = ot["rest"] - len(unjudged)
         lines.append(f"    the rest: {ot['rest']} op{'s' if ot['rest'] != 1 else ''} unchanged in the HLO, "
-                     "all within noise")
+                     + (f"{judged} within noise" if judged else "none judged"))
     else:
         lines.append(f"    the rest: {len(moved)} of {ot['rest']} ops unchanged in the HLO moved beyond noise "
                      "(below the HLO: code generation, the runtime):")
         for r in moved[:MAX_OP_ROWS]:
             lines.append(f"      {r['op']}: {r['delta_us']:+.1f} µs ({_us(r['good']['median_us'])} → "
                          f"{_us(r['bad']['median_us'])})")
+    if unjudged:
+        lines.append("    not judged (fewer than 3 calls on a side, more than 5 % apart): "
+                     + ", ".join(unjudged[:6]) + (" …" if len(unjudged) > 6 else ""))
     if ot.get("note"):
         lines.append(f"    note: {ot['note']}")
     lines.append(f"    traces: good {ot['traces']['good']}  bad {ot['traces']['bad']}")
