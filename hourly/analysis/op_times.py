@@ -11,10 +11,12 @@ changed instruction of an entry computation with its per-call median in each sta
   first-bad name (nothing before), *removed* ones by their last-good name (nothing after);
 * an instruction with no event (a parameter, a constant, a bitcast: not a thunk or a kernel) is
   *untimed*; a fusion's time covers the instructions changed inside it;
+* each op's first call is warm-up (lazy initialisation, cold caches) and left out when more than
+  3 remain;
 * the delta is the difference of the per-call medians (µs); rows are sorted by it, largest
   increase first;
 * *within noise*: a paired instruction whose medians differ by less than 5 % of the good one, or
-  whose calls the two-sided Mann–Whitney U test does not tell apart at p < 0.001; with fewer than
+  whose calls the two-sided Mann–Whitney U test does not tell apart at p < 0.01; with fewer than
   3 calls on a side (and more than 5 % apart) it is not judged (``None``): one call says nothing of
   its noise;
 * every other op of the traces (unchanged in the HLO, same name in both) is compared the same way:
@@ -29,8 +31,8 @@ from dataclasses import asdict, dataclass
 
 #: the smallest relative change of a per-call median counted as a change
 MIN_RELATIVE = 0.05
-#: the Mann–Whitney U p-value under which two sets of calls differ
-P_VALUE = 1e-3
+#: the Mann–Whitney U p-value under which two sets of calls differ (with the 5 % floor above)
+P_VALUE = 0.01
 
 
 @dataclass
@@ -69,9 +71,19 @@ def _module(key: str) -> str:
     return key.split()[0]  # "jit_f" or "jit_f {layout}" when one name was compiled twice
 
 
+def steady(durations: list[float]) -> list[float]:
+    """An op's calls without its first (warm-up: lazy initialisation, cold caches — on the CPU
+    the first call of a fusion costs 10 to 1000 times the next ones), when more than
+    :data:`MIN_CALLS` remain."""
+    return durations[1:] if len(durations) > MIN_CALLS else durations
+
+
 def join(modules: list[dict], good: dict[str, list[float]], bad: dict[str, list[float]],
          source: str = "") -> dict:
-    """The changed instructions of every module with their times (see the module's doc)."""
+    """The changed instructions of every module with their times (see the module's doc); each op's
+    first call is left out as warm-up (:func:`steady`)."""
+    good = {k: steady(v) for k, v in good.items()}
+    bad = {k: steady(v) for k, v in bad.items()}
     rows: list[dict] = []
     claimed_good: set[str] = set()
     claimed_bad: set[str] = set()
