@@ -374,3 +374,24 @@ def test_nightly_output_for_a_boundary_between_two_images_of_the_same_commits(tm
     assert "boundary: 2023-08-21 (good) → 2023-08-22 (bad" in out
     assert "the change is in the container's environment" in out
     assert "hourly hunt --good-date 2023-08-21 --bad-date 2023-08-22" in out and "hourly scan" not in out
+
+
+def test_hunt_explain_asks_the_bisection_inside_and_carries_its_records_to_the_host(tmp_path):
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression")
+    assert "--explain" not in H.bisect_argv(w, settings(tmp_path), "/hourly-work/bisect/x")
+    h = settings(tmp_path, explain=True)
+    assert "--explain" in H.bisect_argv(w, h, "/hourly-work/bisect/x")
+    assert "--explain" in H.scanned_bisect_argv(h, "/hourly-work/bisect/x")
+    rec = {"step": 1, "name": "step-1", "dir": "/hourly-work/bisect/x/explain/step-1",
+           "dumps": {"good": "/hourly-work/bisect/x/explain/step-1/good", "bad": "/elsewhere/bad"}}
+    answer = {"regressions": [{"culprit": {"sha": "a" * 40}, "explained": rec}], "bisected_in": "img"}
+    mapped = H.host_paths(answer, "/hourly-work", str(tmp_path / "w"))
+    ex = mapped["regressions"][0]["explained"]
+    assert ex["dir"] == f"{tmp_path / 'w'}/bisect/x/explain/step-1"
+    assert ex["dumps"] == {"good": f"{tmp_path / 'w'}/bisect/x/explain/step-1/good", "bad": "/elsewhere/bad"}
+    assert H.host_paths("/hourly-workshop", "/hourly-work", "/h") == "/hourly-workshop"
+    assert H.step_row(w, mapped)["explained"] == [ex]
+    assert "explained" not in H.step_row(w, {"regressions": [{"culprit": {"sha": "b"}}]})
+    # a window bisected before without --explain is bisected again with it
+    assert H.unexplained({"regressions": [{"culprit": {"sha": "b"}}]})
+    assert not H.unexplained(answer) and not H.unexplained({"regressions": [{"culprit": None}]})

@@ -42,6 +42,7 @@ def bisect(
     tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
     find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
     manual: bool = Opt(False, "--manual", help="You give the verdicts: each probe is built and installed, the trees left at it, and hourly waits for good, bad, skip or unsure typed at its prompt or given with `hourly mark` from another shell; with --bench-cmd given here the benchmark runs first and you confirm or override its verdict (docs/manual.md)."),
+    explain: bool = Opt(False, "--explain", help="After the culprit is named: run `hourly explain` on it (HLO diff of its parent state and itself, op times, repro; docs/explain.md) and add it to the answer."),
     flaky: bool = Opt(False, "--flaky", help="Exit mode: judge each state by its failure rate over repeated runs (a sequential test against the ends' rates, up to --max-repeats runs) [default: on by itself once a state both passes and fails]."),
     flags: Any = None,
     json_out: bool = JsonOpt,
@@ -88,6 +89,9 @@ def bisect(
             answers = run_manual(s, store, req, handler, TerminalPrompt(), run_bench, executor)
         else:
             answers = run_bisect(s, store, req, handler, executor)
+        if explain:
+            from hourly.explain.run import explain_answers
+            explain_answers(store, s, answers, handler=handler)
     if json_out:
         print(json.dumps({"regressions": answers}, indent=1))
     elif log:
@@ -99,6 +103,10 @@ def bisect(
             print(bisect_log(a)[1], end="")
     else:
         print_answers(console, answers)
+        if explain:
+            from hourly.render.explain import explained_lines
+            for line in explained_lines(answers):
+                console.print(line, highlight=False, soft_wrap=True, markup=False)
     if any(a.get("candidate") and not a.get("culprit") for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer

@@ -18,6 +18,7 @@ def explain(workdir: Optional[str] = Opt(None, "--workdir", help="A bisected wor
             revert_check: bool = Opt(False, "--revert-check", help="Build the ref's tip with the culprit reverted and measure it against the tip."),
             revert_ref: Optional[str] = Opt(None, "--revert-ref", help="The ref whose tip --revert-check builds [default: the workdir's --ref]."),
             max_passes: int = Opt(8, "--max-passes", min=1, help="Passes the sweep measures, at most."),
+            op_times: bool = Opt(True, "--op-times/--no-op-times", help="Run the dump runs under the JAX profiler and put each changed instruction's time in both states beside the diff."),
             repeats: Optional[int] = Opt(None, "--repeats", min=1, help="Runs per setting in the sweep and the revert check [default: the workdir's repeats, at least 3]."),
             flags: Any = None,
             json_out: bool = JsonOpt,
@@ -33,7 +34,8 @@ def explain(workdir: Optional[str] = Opt(None, "--workdir", help="A bisected wor
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)
     opts = Options(sweep=sweep, try_flags=list(try_flag or []), revert_check=revert_check or bool(revert_ref),
-                   revert_ref=revert_ref, max_passes=max_passes, repeats=repeats)
+                   revert_ref=revert_ref, max_passes=max_passes, repeats=repeats,
+                   op_times=op_times)
     targets = targets_from_store(store, step)
     handler = SILENT if json_out else ProgressLines(err_console, "states", str)
     records = run_explain(store, s, targets, opts, handler)

@@ -39,6 +39,7 @@ def hunt(
     max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
     min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
     rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
+    explain: bool = Opt(False, "--explain", help="The bisection inside explains each culprit (`hourly bisect --explain`: HLO diff, op times, repro; docs/explain.md)."),
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -63,7 +64,7 @@ def hunt(
     s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
                      xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
-                     scan_step=scan_step, releases=entry)
+                     scan_step=scan_step, releases=entry, explain=explain)
     h.validate()
     store = Store(wd)
     _run_and_print(h, store, json_out)

@@ -47,6 +47,7 @@ class Options:
     revert_ref: str | None = None     # default: the settings' ref
     max_passes: int = 8               # passes measured in the sweep, at most
     repeats: int | None = None        # per setting in the sweep and the revert check [default: max(repeats, 3)]
+    op_times: bool = True             # the dump runs under the JAX profiler, their op times joined onto the diff
 
 
 def targets_from_store(store: Store, step: int | None = None) -> list[Target]:

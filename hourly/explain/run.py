@@ -32,9 +32,9 @@ from typing import cast
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
-from hourly.analysis import hlo_diff
+from hourly.analysis import hlo_diff, op_times
 from hourly.analysis.bisection import Verdict, classify, separation
-from hourly.errors import ProcessError, UserError
+from hourly.errors import HourlyError, ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.host import MeasuringHost
 from hourly.explain.plan import (
@@ -50,11 +50,13 @@ from hourly.explain.plan import (
     target_dir,
     xla_flags,
 )
-from hourly.measure.benchmark import BenchResult, run_benchmark
+from hourly.measure.benchmark import BenchResult, bench_env, run_benchmark
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status
+from hourly.profile.capture import capture, tracing_command
+from hourly.profile.compare import load_capture, parse_perfetto_trace
 
 SIDES = ("good", "bad")
 
@@ -80,6 +82,8 @@ class Explainer:
         self.repeats = opts.repeats or max(self.s.repeats, 3)
         self.baselines: dict[str, list[float]] = {}
         self.installed: Pair | None = None
+        self.traces: dict[str, Path] = {}
+        self.trace_skipped: str | None = None  # why the dump runs are not traced
 
     # -- pieces ---------------------------------------------------------------------------------
     def install(self, pair: Pair, label: str) -> None:
@@ -103,16 +107,65 @@ class Explainer:
         out = self.dir / (f"{side}-passes" if passes else side)
         shutil.rmtree(out, ignore_errors=True)
         self.install(pair, f"{side} state")
+        traced = not passes and self.opts.op_times and self.trace_skipped is None
         self.handler.note(f"{self.t.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}, "
-                          f"{'per-pass ' if passes else ''}dump into {out}")
-        res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
-        if res.status is not Status.OK:
-            raise UserError(f"the benchmark failed at the {side} state of {self.t.name} with the dump flags "
-                            f"({res.detail()})", "check that it runs with XLA_FLAGS=--xla_dump_to=DIR")
+                          f"{'per-pass ' if passes else ''}dump into {out}{' under the JAX profiler' if traced else ''}")
+        if not (traced and self.traced_dump(side, out)):
+            res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
+            if res.status is not Status.OK:
+                raise UserError(f"the benchmark failed at the {side} state of {self.t.name} with the dump flags "
+                                f"({res.detail()})", "check that it runs with XLA_FLAGS=--xla_dump_to=DIR")
         if not any(out.glob("*")):
             raise UserError(f"the benchmark wrote no XLA dump at the {side} state of {self.t.name} ({out})",
                             "does it run JAX in the same process, and keep XLA_FLAGS from its environment?")
         return out
+
+    def traced_dump(self, side: str, out: Path) -> bool:
+        """The dump run of ``side`` under the JAX profiler (:mod:`hourly.trace`) into
+        ``<side>-trace/``, so the trace's op names are the dump's; False (``trace_skipped`` says why)
+        when the benchmark is no Python command the profiler can wrap."""
+        spec = self.s.bench_spec()
+        spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *dump_flags(out))})
+        trace_dir = self.dir / f"{side}-trace"
+        shutil.rmtree(trace_dir, ignore_errors=True)
+        try:
+            tracing_command(spec.cmd, trace_dir, python=self.s.python)
+        except UserError as e:
+            self.trace_skipped = e.message
+            return False
+        cap = capture(spec.cmd, trace_dir, env=bench_env(spec), cwd=spec.cwd, python=self.s.python,
+                      timeout=spec.timeout, check=False)
+        if not cap.ok:
+            raise UserError(f"the benchmark failed under the profiler at the {side} state of {self.t.name} with "
+                            f"the dump flags (log {trace_dir / 'run.log'})",
+                            "check that it runs with XLA_FLAGS=--xla_dump_to=DIR, or pass --no-op-times")
+        self.traces[side] = trace_dir
+        return True
+
+    def op_times(self, modules: list[dict]) -> dict:
+        """The changed instructions' times in both states (:mod:`hourly.analysis.op_times`)."""
+        if not self.opts.op_times:
+            return {"skipped": "--no-op-times"}
+        if self.trace_skipped is not None:
+            return {"skipped": self.trace_skipped,
+                    "command": f"hourly profile --workdir {self.host.store.workdir}"}
+        tables = {}
+        for side in SIDES:
+            perfetto = load_capture(self.traces[side]).perfetto
+            if perfetto is None:
+                return {"skipped": f"the profiler wrote no perfetto_trace.json.gz in {self.traces[side]}",
+                        "traces": {k: str(v) for k, v in self.traces.items()}}
+            tables[side] = parse_perfetto_trace(perfetto)
+        g, b = tables["good"], tables["bad"]
+        rec = op_times.join(modules, {k: v.durations for k, v in g.ops.items()},
+                            {k: v.durations for k, v in b.ops.items()}, source=b.source)
+        rec["traces"] = {k: str(v) for k, v in self.traces.items()}
+        if g.source != b.source:
+            rec["note"] = f"the traces differ in kind (good: {g.source}, bad: {b.source})"
+        elif b.source == "host":
+            rec["note"] = ("the traces carry no per-op events (no hlo_op, no device row): the times are host "
+                           "events, not instructions")
+        return rec
 
     def baseline(self, side: str) -> list[float]:
         if side not in self.baselines:
@@ -137,8 +190,10 @@ class Explainer:
         rec["modules"] = [d.as_dict() for d in diffs]
         rec["identical"] = bool(diffs) and all(d.identical for d in diffs)
         rec["no_modules"] = not diffs
-        if rec["identical"]:
+        if diffs:
             rec["llvm_ir"] = _ir_differs(dirs["good"], dirs["bad"])
+            rec["ptx"] = ptx_diff(dirs["good"], dirs["bad"], self.host.store.workdir, t.step)
+        rec["op_times"] = self.op_times(rec["modules"])
         rec["repro"] = write_repro(diffs, self.dir / "repro")
         if self.opts.sweep or self.opts.try_flags:
             rec["sweep"] = self.sweep(diffs)
@@ -290,6 +345,47 @@ def _ir_differs(good: Path, bad: Path) -> dict:
             "only_good": sorted(set(g) - set(b)), "only_bad": sorted(set(b) - set(g))}
 
 
+def ptx_diff(good: Path, bad: Path, workdir: Path, step: int) -> dict:
+    """The PTX the GPU backend left (``*.ptx``, one per module), kernel by kernel (``.entry``); on a
+    dump without PTX (the CPU backend) the record says that the diff needs a GPU, and the command."""
+    def files(d: Path) -> dict[str, str]:
+        return {hlo_diff.strip_prefix(p.name): p.read_text(errors="replace") for p in d.glob("*.ptx") if p.is_file()}
+    g, b = files(good), files(bad)
+    if not g and not b:
+        return {"made": False,
+                "why": "the dumps hold no PTX (this backend writes none; the CPU never does)",
+                "command": f"hourly explain --workdir {workdir} --step {step}",
+                "needs": "a machine with an NVIDIA GPU and a CUDA jaxlib at both states (the wheel cache or "
+                         "--build-cmd builds them)"}
+    out: list[dict] = []
+    for name in sorted(set(g) & set(b)):
+        kg, kb = _ptx_kernels(g[name]), _ptx_kernels(b[name])
+        out.append({"file": name, "kernels": len(set(kg) | set(kb)),
+                    "differ": sorted(k for k in set(kg) & set(kb) if kg[k] != kb[k]),
+                    "only_good": sorted(set(kg) - set(kb)), "only_bad": sorted(set(kb) - set(kg))})
+    return {"made": True, "files": out, "only_good": sorted(set(g) - set(b)), "only_bad": sorted(set(b) - set(g))}
+
+
+def _ptx_kernels(text: str) -> dict[str, str]:
+    """``{kernel name: its body}`` of a PTX file (``.visible .entry name(`` … up to the next entry);
+    comments and the file's header are left out."""
+    import re
+    kernels: dict[str, str] = {}
+    name: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r"\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", line)
+        if m:
+            if name is not None:
+                kernels[name] = "\n".join(body)
+            name, body = m.group(1), []
+        elif name is not None and not line.lstrip().startswith("//"):
+            body.append(line)
+    if name is not None:
+        kernels[name] = "\n".join(body)
+    return kernels
+
+
 def _ir_body(text: str) -> str:
     # source file names and module ids carry paths and numbering
     return "\n".join(line for line in text.splitlines()
@@ -340,3 +436,53 @@ def write_repro(diffs: list[hlo_diff.ModuleDiff], out: Path) -> dict | None:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+#: the kinds of bisected answer the --explain stage of `hourly bisect` explains (the good end
+#: before the culprit, the bad end at it); --find-fix answers run the other way
+EXPLAINED_KINDS = ("regression", "crash", None)
+
+
+@holds_store_lock
+def explain_answers(store: Store, s: Settings, answers: list[dict], opts: Options | None = None,
+                    handler: Handler = SILENT) -> list[dict]:
+    """The ``--explain`` stage of ``hourly bisect``: each answer that names a culprit gets
+    ``explained`` — its explain record (saved as ``hourly explain --step N`` saves it, so ``hourly
+    report`` carries it), ``{"error": …, "fix": …}`` when explaining it failed (the bisection's answer
+    stands), or ``{"skipped": …}`` saying why it was not explained. Returns ``answers``."""
+    from hourly.explain.plan import targets_from_store
+    wanted = [a for a in answers if a.get("culprit") and a.get("last_good") and a.get("first_bad")]
+    for a in answers:
+        if a in wanted and a.get("kind") not in EXPLAINED_KINDS:
+            a["explained"] = {"skipped": f"a {a.get('kind')} answer: run `hourly explain --workdir {store.workdir}` "
+                                         "on a bisection of the regression"}
+        elif a not in wanted and not a.get("error"):
+            a["explained"] = {"skipped": "no single culprit commit to explain"}
+    wanted = [a for a in wanted if a.get("kind") in EXPLAINED_KINDS]
+    if not wanted:
+        return answers
+    try:
+        stored = targets_from_store(store)
+    except UserError as e:
+        for a in wanted:
+            a["explained"] = {"error": e.message, "fix": e.fix}
+        return answers
+    opts = opts or Options()
+    xla, jax = open_repos(s)
+    host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), EXPLAIN_ORIGIN)
+    with host:
+        for a in wanted:
+            ends = (Pair(**a["last_good"]), Pair(**a["first_bad"]))
+            target = next((t for t in reversed(stored) if (t.good, t.bad) == ends), None)
+            if target is None:
+                a["explained"] = {"error": "its bisection is not among the store's finished ones",
+                                  "fix": f"run `hourly explain --workdir {store.workdir}`"}
+                continue
+            handler.note(f"explaining {target.name}: {target.title()}")
+            try:
+                a["explained"] = Explainer(host, target, opts, handler).run()
+            except HourlyError as e:  # a failed build or run: the bisection's answer stands, the retry is named
+                a["explained"] = {"error": e.message if isinstance(e, UserError) else str(e),
+                                  "fix": e.fix if isinstance(e, UserError) else None,
+                                  "command": f"hourly explain --workdir {store.workdir} --step {target.step}"}
+    return answers

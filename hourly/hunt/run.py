@@ -75,6 +75,7 @@ class HuntSettings:
     dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
     scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
     releases: Any = None  # hourly.hunt.from_releases.ReleaseEntry: enter at the release level
+    explain: bool = False  # --explain: the bisection inside explains each culprit (hourly bisect --explain)
     _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
     _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
 
@@ -244,6 +245,8 @@ def _bisect_options(h: HuntSettings) -> list[str]:
     for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
         if value is not None:
             argv += [opt, str(value)]
+    if h.explain:
+        argv.append("--explain")
     return argv
 
 
@@ -312,7 +315,28 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
            "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
            "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
            "error": answer.get("error")}
+    explained = [r["explained"] for r in regressions if r.get("explained")]
+    if explained:  # --explain: what each culprit changed, as the bisection inside explained it
+        row["explained"] = explained
     return row
+
+
+def unexplained(answer: dict[str, Any]) -> bool:
+    """Whether a stored window answer names a culprit that no ``--explain`` stage explained (pure)."""
+    return any(r.get("culprit") and not r.get("explained") for r in answer.get("regressions") or [])
+
+
+def host_paths(value: Any, inside: str, outside: str) -> Any:
+    """``value`` (a bisection's JSON answer) with the paths under the container's mount ``inside``
+    written as the host's ``outside`` (pure): the explain records name dumps and repros the user
+    opens on the host."""
+    if isinstance(value, str):
+        return outside + value[len(inside):] if value == inside or value.startswith(inside + "/") else value
+    if isinstance(value, list):
+        return [host_paths(v, inside, outside) for v in value]
+    if isinstance(value, dict):
+        return {k: host_paths(v, inside, outside) for k, v in value.items()}
+    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -479,6 +503,8 @@ def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
     for i, w in enumerate(windows, 1):
         key = w.key(h.nightly.key(), h.bisect_in, h.scan_step)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
+        if answer is not None and h.explain and unexplained(answer):
+            answer = None  # bisected before without --explain: again (the bisection inside reuses its store)
         if answer is None:
             say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
                 f"{h.bisect_in} day's image")
@@ -534,7 +560,8 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
                                  on_line=lambda line: say(f"  {w.name}: {line}") if line.strip() else None)
     finally:
         containers.cleanup(f"hourly.scan={run_id}", docker_client=docker_client)
-    return _answer(w, h, image, store.workdir / sub / "answer.json", res, log, scanned, docker_client)
+    answer = _answer(w, h, image, store.workdir / sub / "answer.json", res, log, scanned, docker_client)
+    return host_paths(answer, WORKDIR_TARGET, str(store.workdir)) if h.explain else answer
 
 
 def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, log: Path,

@@ -267,6 +267,7 @@ class OpStat:
     name: str
     total_us: float = 0.0
     count: int = 0
+    durations: list[float] = field(default_factory=list)  # each event's, in µs (the op-time join's noise)
 
 
 @dataclass
@@ -336,6 +337,7 @@ def parse_perfetto_trace(path: str | os.PathLike) -> TraceSummary:
         stat = summary.ops.setdefault(key, OpStat(key))
         stat.total_us += float(ev.get("dur", 0.0))
         stat.count += 1
+        stat.durations.append(float(ev.get("dur", 0.0)))
     return summary
 
 

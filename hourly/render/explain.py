@@ -63,6 +63,68 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
+#: op-time rows listed, at most
+MAX_OP_ROWS = 12
+
+
+def _us(x: float) -> str:
+    return f"{x:.1f} µs" if abs(x) < 1e4 else f"{x / 1e3:.2f} ms"
+
+
+def _side(t: dict | None) -> str:
+    return "—" if t is None else _us(t["median_us"])
+
+
+def op_time_lines(ot: dict | None) -> list[str]:
+    """The op-time join (hourly/analysis/op_times.py): per-call medians of each changed instruction
+    in both states, largest increase first, and what the rest of the ops did."""
+    if not ot:
+        return []
+    if ot.get("skipped"):
+        cmd = f"; `{ot['command']}` traces both states" if ot.get("command") else ""
+        return [f"  op times: not joined ({ot['skipped']}){cmd}"]
+    lines = [f"  op time per call (median of the calls in each dump run's trace, {ot['source']} events), "
+             "good → bad, largest increase first:"]
+    rows = ot.get("rows") or []
+    if not rows:
+        lines.append("    no changed instruction has an event of its own in the traces")
+    for r in rows[:MAX_OP_ROWS]:
+        sign = {"added": "+", "removed": "-", "changed": "~"}[r["kind"]]
+        calls = "/".join(str(x["calls"]) if x else "0" for x in (r["good"], r["bad"]))
+        noise = {True: " (within noise)", None: " (too few calls to judge the noise)"}.get(r["within_noise"], "")
+        if r["kind"] != "changed":
+            noise = ""
+        lines.append(f"    {sign} {r['module']}/{r['name']} {r['opcode']}: {r['delta_us']:+.1f} µs{noise} "
+                     f"({_side(r['good'])} → {_side(r['bad'])}, calls {calls})")
+    if len(rows) > MAX_OP_ROWS:
+        lines.append(f"    … {len(rows) - MAX_OP_ROWS} more")
+    untimed = ot.get("untimed") or []
+    if untimed:
+        names = ", ".join(r["name"] for r in untimed[:8]) + (" …" if len(untimed) > 8 else "")
+        lines.append(f"    untimed (no event of their own: inside a fusion or not a kernel): {names}")
+    moved = ot.get("rest_moved") or []
+    unjudged = ot.get("rest_unjudged") or []
+    if not ot["rest"]:
+        lines.append("    the rest: no other op is in both traces")
+    elif not moved:
+        judged = ot["rest"] - len(unjudged)
+        lines.append(f"    the rest: {ot['rest']} op{'s' if ot['rest'] != 1 else ''} unchanged in the HLO, "
+                     + (f"{judged} within noise" if judged else "none judged"))
+    else:
+        lines.append(f"    the rest: {len(moved)} of {ot['rest']} ops unchanged in the HLO moved beyond noise "
+                     "(below the HLO: code generation, the runtime):")
+        for r in moved[:MAX_OP_ROWS]:
+            lines.append(f"      {r['op']}: {r['delta_us']:+.1f} µs ({_us(r['good']['median_us'])} → "
+                         f"{_us(r['bad']['median_us'])})")
+    if unjudged:
+        lines.append("    not judged (fewer than 3 calls on a side, more than 5 % apart): "
+                     + ", ".join(unjudged[:6]) + (" …" if len(unjudged) > 6 else ""))
+    if ot.get("note"):
+        lines.append(f"    note: {ot['note']}")
+    lines.append(f"    traces: good {ot['traces']['good']}  bad {ot['traces']['bad']}")
+    return lines
+
+
 def sweep_lines(sw: dict) -> list[str]:
     lines = []
     if sw.get("passes"):
@@ -101,10 +163,39 @@ def revert_sentence(rv: dict) -> str:
     return f"{what} {v}" if v.startswith(("does not", "is not")) else f"revert of {what} on {rv['ref']}: {v}"
 
 
+def code_lines(rec: dict) -> list[str]:
+    """Below the HLO: the LLVM IR files of a changed module, and the PTX diff or why it was not made."""
+    lines = []
+    ir = rec.get("llvm_ir") or {}
+    if not rec.get("identical") and ir.get("compared") is not None and (ir.get("compared") or ir.get("only_bad")
+                                                                        or ir.get("only_good")):
+        d = ir.get("differ") or []
+        extra = "".join(f"; only {side.split('_')[1]}: {', '.join(ir[side][:4])}{' …' if len(ir[side]) > 4 else ''}"
+                        for side in ("only_good", "only_bad") if ir.get(side))
+        lines.append(f"  LLVM IR left by the backend: {len(d)} of {ir['compared']} files in both differ"
+                     + (f" ({', '.join(d[:4])}{' …' if len(d) > 4 else ''})" if d else "") + extra)
+    ptx = rec.get("ptx")
+    if ptx and not ptx.get("made"):
+        lines.append(f"  PTX diff: not made — {ptx['why']}; it needs {ptx['needs']}: run `{ptx['command']}` there")
+    elif ptx:
+        for f in ptx.get("files", []):
+            d = f["differ"]
+            lines.append(f"  PTX {f['file']}: {len(d)} of {f['kernels']} kernels differ"
+                         + (f" ({', '.join(d[:6])}{' …' if len(d) > 6 else ''})" if d else "")
+                         + (f"; only first-bad: {', '.join(f['only_bad'][:6])}" if f["only_bad"] else "")
+                         + (f"; only last-good: {', '.join(f['only_good'][:6])}" if f["only_good"] else ""))
+        for side in ("only_good", "only_bad"):
+            if ptx.get(side):
+                lines.append(f"  PTX files only {side.split('_')[1]}: {', '.join(ptx[side][:6])}")
+    return lines
+
+
 def explain_lines(rec: dict) -> list[str]:
     """One record as terminal lines (text from outside is printed verbatim)."""
     lines = [f"{rec['name']}: {rec['title']}"]
     lines += hlo_lines(rec)
+    lines += op_time_lines(rec.get("op_times"))
+    lines += code_lines(rec)
     rp = rec.get("repro")
     if rp:
         lines.append(f"  repro: {rp['optimized']}")
@@ -122,6 +213,28 @@ def explain_lines(rec: dict) -> list[str]:
     return lines
 
 
+def explained_stage_lines(ex: dict | None) -> list[str]:
+    """The ``explained`` entry of one bisection answer (``--explain``): the record's lines, or why not."""
+    if not ex:
+        return []
+    if ex.get("skipped"):
+        return [f"  explain: skipped ({ex['skipped']})"]
+    if ex.get("error"):
+        return [f"  explain failed: {ex['error']}" + (f" — {ex['fix']}" if ex.get("fix") else "")
+                + (f" (then `{ex['command']}`)" if ex.get("command") else "")]
+    return ["explained " + explain_lines(ex)[0], *explain_lines(ex)[1:],
+            f"  (the sweep and the revert check: `hourly explain --workdir {Path(ex['dir']).parent.parent} "
+            f"--step {ex['step']} --sweep --revert-check`)"]
+
+
+def explained_lines(answers: list[dict]) -> list[str]:
+    """Every answer's ``explained`` entry (``hourly bisect --explain``)."""
+    out: list[str] = []
+    for a in answers:
+        out += explained_stage_lines(a.get("explained"))
+    return out
+
+
 def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("`", "'")
 
@@ -134,27 +247,38 @@ def report_section(workdir: Path) -> list[str]:
         return []
     md = ["## Explained", ""]
     for rec in recs:
-        md.append(f"### {_md(rec['name'])}: {_md(rec['title'])}")
-        md.append("")
-        md.append("```")
-        md += hlo_lines(rec)
-        md.append("```")
-        md.append("")
-        rp = rec.get("repro")
-        if rp:
-            md.append(f"- repro HLO: `{rp['optimized']}`" + (f"; {_md(rp['largest'])} alone: `{rp['fusion_file']}`"
-                                                              if rp.get("fusion_file") else ""))
-            md.append(f"  - replay: `{rp['commands'][0]}`")
-        sw = rec.get("sweep")
-        if sw:
-            md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
-                      else "- workaround: none of the settings tried restores the good level")
-            for r in sw.get("measured", []):
-                if r["verdict"] != "failed":
-                    md.append(f"  - `{r['flag']}`: {_num(r['median'])} ({r['verdict']}; good "
-                              f"{_num(sw['good_median'])}, bad {_num(sw['bad_median'])})")
-        if rec.get("revert"):
-            md.append(f"- revert check: {_md(revert_sentence(rec['revert']))}")
-        md.append(f"- dumps: `{rec['dumps']['good']}` (last good), `{rec['dumps']['bad']}` (first bad)")
-        md.append("")
+        md += record_markdown(rec)
+    return md
+
+
+def record_markdown(rec: dict, heading: str = "###") -> list[str]:
+    """One explain record as markdown (the report's part of one culprit)."""
+    md: list[str] = []
+    if rec.get("skipped") or rec.get("error"):
+        return [f"- explain: {_md(explained_stage_lines(rec)[0].strip())}", ""]
+    md.append(f"{heading} {_md(rec['name'])}: {_md(rec['title'])}")
+    md.append("")
+    md.append("```")
+    md += hlo_lines(rec)
+    md += op_time_lines(rec.get("op_times"))
+    md += code_lines(rec)
+    md.append("```")
+    md.append("")
+    rp = rec.get("repro")
+    if rp:
+        md.append(f"- repro HLO: `{rp['optimized']}`" + (f"; {_md(rp['largest'])} alone: `{rp['fusion_file']}`"
+                                                          if rp.get("fusion_file") else ""))
+        md.append(f"  - replay: `{rp['commands'][0]}`")
+    sw = rec.get("sweep")
+    if sw:
+        md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
+                  else "- workaround: none of the settings tried restores the good level")
+        for r in sw.get("measured", []):
+            if r["verdict"] != "failed":
+                md.append(f"  - `{r['flag']}`: {_num(r['median'])} ({r['verdict']}; good "
+                          f"{_num(sw['good_median'])}, bad {_num(sw['bad_median'])})")
+    if rec.get("revert"):
+        md.append(f"- revert check: {_md(revert_sentence(rec['revert']))}")
+    md.append(f"- dumps: `{rec['dumps']['good']}` (last good), `{rec['dumps']['bad']}` (first bad)")
+    md.append("")
     return md

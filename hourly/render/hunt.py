@@ -78,3 +78,9 @@ def print_report(console, report: HuntReport) -> None:
         return
     console.print(table(report))
     console.print(f"{len(report.rows)} window(s); {report.bisected} bisected now, the rest from the store", **kw)
+    from hourly.render.explain import explained_stage_lines
+    for row in report.rows:
+        for ex in row.get("explained") or []:
+            console.print(f"{row['good_date']} → {row['bad_date']}:", **kw)
+            for line in explained_stage_lines(ex):
+                console.print(line, **kw)

@@ -66,6 +66,12 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
                    "| name | good | bad |", "|---|---|---|"]
             md += [f"| {_cell(d['name'])} | {_cell(d['good'] or '(unset)')} | {_cell(d['bad'] or '(unset)')} |"
                    for d in r["environment"]]
+    explained = [(r, ex) for r in rows for ex in r.get("explained") or []]
+    if explained:  # hourly hunt --explain
+        from hourly.render.explain import record_markdown
+        md += ["", "## Explained", ""]
+        for r, ex in explained:
+            md += [f"{r['good_date']} → {r['bad_date']}:", ""] + record_markdown(ex)
     from hourly.render.releases import release_markdown
     releases_md = release_markdown(store)
     if releases_md:
