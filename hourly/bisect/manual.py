@@ -166,11 +166,16 @@ class ManualBisector(Bisector):
         return super().bisect_one(w)
 
     # -- the search: one state at a time, waiting for each verdict ---------------------------------
-    def _exit_search(self, bid: int, states: list[State], verdicts: dict[int, Verdict]) -> Bounds:
+    def _exit_search(self, bid: int, states: list[State], rows: list[dict]) -> tuple[Bounds, dict[Pair, Verdict]]:
+        """The person's search: one state at a time over the window's own states (no mixed states:
+        a person judges the states of the timeline), the stored verdicts of ``rows`` reused; returns
+        the bounds and every verdict given, which the blame step reuses."""
+        index = {st.pair: i for i, st in enumerate(states)}
+        verdicts = {index[Pair(r["xla"], r["jax"])]: Verdict(r["verdict"]) for r in rows
+                    if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index}
         # unsure leaves a state out of the search as skip does (its row keeps the word)
         search: dict[int, Verdict] = {i: Verdict.SKIP if v is Verdict.UNSURE else v for i, v in verdicts.items()}
         waited = self.store.waiting()
-        index = {st.pair: i for i, st in enumerate(states)}
         first = None
         if waited and waited["bisection"] == bid and waited["role"] == "probe":
             i = index.get(Pair(waited["xla"], waited["jax"]))
@@ -189,7 +194,7 @@ class ManualBisector(Bisector):
             v = self._record(bid, self.evaluate(states[nxt].pair, "probe", None)).verdict
             search[nxt] = Verdict.SKIP if v is Verdict.UNSURE else v
         self._where = None
-        return bounds(len(states), search)
+        return bounds(len(states), search), {states[i].pair: v for i, v in search.items()}
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
         """No re-measurement: the person's verdicts are the evidence (the answer says they were theirs)."""
