@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import site
 import subprocess
 import venv
@@ -10,20 +12,63 @@ from pathlib import Path
 
 import pytest
 
-from hourly.demo.repos import DEMO_CHANGES, make_repos
+from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
+
+
+def copy_repos(src: Made, dest: str | Path) -> Made:
+    """A copy of repositories made by ``make_repos``, at ``dest``, as if made there.
+
+    Same commits (make_repos fixes every date and author, so its shas do not depend on where it
+    runs), and every absolute path the original wrote (each clone's ``origin`` URL and reflog,
+    the build script's XLA checkout) rewritten to the copy's own. About 20 times cheaper than
+    making them again; the copy shares nothing with ``src``, so a test may mutate it freely."""
+    dest = Path(dest).absolute()
+    shutil.copytree(src.root, dest, symlinks=True)
+    old, new = str(src.root).encode(), str(dest).encode()
+    for dirpath, dirnames, filenames in os.walk(dest):
+        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
+            dirnames.remove("objects")  # zlib-compressed, and no object holds a path
+        for name in filenames:
+            f = Path(dirpath) / name
+            data = f.read_bytes()
+            if old in data:
+                f.write_bytes(data.replace(old, new))
+
+    def moved(p: Path) -> Path:
+        return dest / Path(p).relative_to(src.root)
+    return dataclasses.replace(src, root=dest, xla=moved(src.xla), jax=moved(src.jax),
+                               upstream={k: moved(v) for k, v in src.upstream.items()},
+                               shas=dict(src.shas), branch_shas=dict(src.branch_shas),
+                               build_script=moved(src.build_script), bench_script=moved(src.bench_script))
 
 
 @pytest.fixture(scope="session")
-def _pristine(tmp_path_factory):
-    """The demo's repositories, made once; tests get their own copies."""
-    root = tmp_path_factory.mktemp("pristine")
-    return make_repos(root / "repos", DEMO_CHANGES)
+def repos_cache(tmp_path_factory):
+    """``repos_cache(dest, changes, start=..., base=...)``: ``make_repos``'s result at ``dest``,
+    copied from a pristine set made once per test process for each distinct history."""
+    made: dict[str, Made] = {}
+    root = tmp_path_factory.mktemp("pristine-repos")
+
+    def get(dest, changes, start: str | None = None, base: dict | None = None) -> Made:
+        key = repr((list(changes), start, base))
+        if key not in made:
+            kw = {"start": start} if start is not None else {}
+            made[key] = make_repos(root / str(len(made)), changes, base=base, **kw)
+        return copy_repos(made[key], dest)
+    return get
+
+
+@pytest.fixture(scope="session")
+def _pristine(repos_cache, tmp_path_factory):
+    """The demo's repositories, made once per test process; tests get their own copies."""
+    return repos_cache(tmp_path_factory.mktemp("pristine") / "repos", DEMO_CHANGES)
 
 
 @pytest.fixture
-def made(tmp_path):
-    """Fresh real repositories with the demo's history (cheap: about 0.3 s)."""
-    return make_repos(tmp_path / "repos", DEMO_CHANGES)
+def made(_pristine, tmp_path):
+    """Fresh real repositories with the demo's history: a copy of ``_pristine`` at
+    ``tmp_path / "repos"`` (the test's own, to mutate as it likes)."""
+    return copy_repos(_pristine, tmp_path / "repos")
 
 
 def make_venv_seeing_this_python(path) -> str:
