@@ -114,3 +114,35 @@ def _no_user_config(tmp_path, monkeypatch):
     monkeypatch.setenv("HOURLY_LOG_DIR", str(tmp_path / "crash-logs"))
     monkeypatch.setenv("HOURLY_CACHE_DIR", str(tmp_path / "cache"))  # never the real ~/.cache/hourly
     monkeypatch.setenv("DEMO_NOISE", os.environ.get("DEMO_NOISE", "0.002"))
+
+
+# -- which tests are slow ---------------------------------------------------------------------
+#
+# `python -m pytest -m "not slow"` is the contributor's quick run (CONTRIBUTING.md, "Run the
+# tests"): every unit of logic, without the end-to-end runs that repeat it at length. CI runs
+# everything. A test is slow when it needs a Docker engine or a Slurm cluster (below, from its
+# fixtures), carries ``@pytest.mark.slow``, or is named here: end-to-end runs (whole hunts,
+# demos, real jax lowering, signals sent to a running scan) whose logic a quicker test of the
+# same file or of its module covers. Listed here rather than decorated in place so that branches
+# editing those files merge without conflict; a name that matches nothing is an error (below).
+SLOW: dict[str, tuple[str, ...]] = {}
+
+#: fixtures that reach a Docker engine or a Slurm cluster: every test that uses one is slow
+ENGINES = ("docker_client", "_cluster")
+
+
+def pytest_collection_modifyitems(config, items):
+    named = {(f, n) for f, names in SLOW.items() for n in names}
+    missing: set[str] = set()
+    checked: set[str] = set()
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and item.path.name not in checked:
+            checked.add(item.path.name)
+            missing |= {f"{item.path.name}::{n}" for n in SLOW.get(item.path.name, ()) if not hasattr(module, n)}
+        key = (item.path.name, getattr(item, "originalname", item.name))
+        engine = set(getattr(item, "fixturenames", ())) & set(ENGINES)
+        if key in named or engine or item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.slow)
+    if missing:  # a renamed test would silently join the quick run
+        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {sorted(missing)}")
