@@ -125,7 +125,39 @@ def _no_user_config(tmp_path, monkeypatch):
 # demos, real jax lowering, signals sent to a running scan) whose logic a quicker test of the
 # same file or of its module covers. Listed here rather than decorated in place so that branches
 # editing those files merge without conflict; a name that matches nothing is an error (below).
-SLOW: dict[str, tuple[str, ...]] = {}
+SLOW: dict[str, tuple[str, ...]] = {
+    # signals and kill -9 sent to a running scan (processes waiting on a slowed benchmark); the
+    # stop-signal logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan
+    "test_scan.py": ("test_sigterm_and_sighup_stop_like_ctrl_c", "test_ctrl_c_exits_130_restores_trees_and_prints_resume_command",
+                     "test_kill_9_midway_then_rerun_finishes_without_redoing",
+                     "test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed",
+                     # re-measured edges and warm-up runs: test_detect's and test_bench's units
+                     "test_an_edge_step_that_was_one_slow_run_is_called_an_outlier",
+                     "test_the_warm_up_run_hides_a_slow_first_run"),
+    # real jax lowering of every state (HLO dumps, pass sweeps, reverts); the diff itself: the
+    # hlo_diff tests at the top of the file
+    "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
+                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
+                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said",
+                        "test_a_change_that_leaves_the_hlo_alone_is_said_to_be_identical"),
+    # two real scans racing for one Python; the lock logic: test_faults' lock tests
+    "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
+    # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
+    "test_report.py": ("test_demo_finds_every_planted_change",),
+    "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
+    # bisections under heavy planted noise and with kill -9; the search logic: test_bisect_math
+    "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
+                       "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
+                       "test_kill_9_then_rerun_continues"),
+    # four workers' rounds over two steps; rounds: test_bisect_math, and this file's exit-mode test
+    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",),
+    # a whole jax-only hunt; its parts: the other tests of test_only
+    "test_only.py": ("test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit",),
+    # processes killed at seeded moments, again and again
+    "test_faults.py": ("test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing",
+                       "test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit"),
+    "test_releases.py": ("test_kill_9_then_rerun_does_not_redo_finished_releases",),
+}
 
 #: fixtures that reach a Docker engine or a Slurm cluster: every test that uses one is slow
 ENGINES = ("docker_client", "_cluster")
