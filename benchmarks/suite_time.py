@@ -4,6 +4,7 @@
     python benchmarks/suite_time.py --per-file         # every test file alone on one worker, in turn
     python benchmarks/suite_time.py --per-file tests/test_scan.py tests/test_bisect.py
     python benchmarks/suite_time.py --per-file --marker "not slow"
+    python benchmarks/suite_time.py --fixtures 5      # make_repos afresh against copy_repos
 
 ``--per-file`` runs each file with ``-n 0`` (one process), so the files' times add up to what two
 workers share: their sum over two is the whole suite's wall time at best (perfect balance), and
@@ -94,6 +95,31 @@ def quick(marker: str, workers: int) -> dict:
             "rc": proc.returncode}
 
 
+def fixtures(n: int) -> dict:
+    """Seconds to make the demo's repositories afresh (what ``made`` did per test before) against
+    copying a pristine set (what it does now), each ``n`` times: the median of each."""
+    import statistics
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import copy_repos  # noqa: E402
+
+    from hourly.demo.repos import DEMO_CHANGES, make_repos
+    with tempfile.TemporaryDirectory() as tmp:
+        pristine = make_repos(Path(tmp) / "pristine", DEMO_CHANGES)
+        made, copied = [], []
+        for i in range(n):
+            t0 = time.monotonic()
+            make_repos(Path(tmp) / f"m{i}", DEMO_CHANGES)
+            made.append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            copy_repos(pristine, Path(tmp) / f"c{i}")
+            copied.append(time.monotonic() - t0)
+    r = {"make_repos_s": round(statistics.median(made), 3), "copy_repos_s": round(statistics.median(copied), 3),
+         "n": n, "load": load()}
+    print(f"demo repositories: make_repos {r['make_repos_s']:.3f} s, copy_repos {r['copy_repos_s']:.3f} s "
+          f"(median of {n}; {r['make_repos_s'] / r['copy_repos_s']:.0f}x; load {r['load']:.1f})")
+    return r
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", help="test files (default: every tests/test_*.py)")
@@ -101,6 +127,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help='time `pytest -m "not slow"` on --workers workers')
     ap.add_argument("--marker", default=None, help='-m expression (--quick: default "not slow")')
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--fixtures", type=int, metavar="N", help="time make_repos against copy_repos N times")
     ap.add_argument("--json", type=Path, help="write every figure, each test's seconds included, here")
     a = ap.parse_args()
     os.environ.setdefault("PYTHONPATH", str(ROOT))
@@ -110,8 +137,10 @@ def main() -> int:
         result["quick"] = quick(a.marker or "not slow", a.workers)
     if a.per_file:
         result["files"] = per_file(files, a.marker)
-    if not (a.quick or a.per_file):
-        ap.error("say --quick, --per-file or both")
+    if a.fixtures:
+        result["fixtures"] = fixtures(a.fixtures)
+    if not (a.quick or a.per_file or a.fixtures):
+        ap.error("say --quick, --per-file, --fixtures N, or several")
     if a.json:
         a.json.write_text(json.dumps(result, indent=1))
     return 0

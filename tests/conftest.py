@@ -20,10 +20,20 @@ def copy_repos(src: Made, dest: str | Path) -> Made:
 
     Same commits (make_repos fixes every date and author, so its shas do not depend on where it
     runs), and every absolute path the original wrote (each clone's ``origin`` URL and reflog,
-    the build script's XLA checkout) rewritten to the copy's own. About 20 times cheaper than
-    making them again; the copy shares nothing with ``src``, so a test may mutate it freely."""
+    the build script's XLA checkout) rewritten to the copy's own. Several times cheaper than
+    making them again (``benchmarks/suite_time.py --fixtures``); the copy shares nothing that
+    either side can change (git's immutable object files are hard links), so a test may mutate
+    its copy freely: commit, reset, edit, break the build."""
     dest = Path(dest).absolute()
-    shutil.copytree(src.root, dest, symlinks=True)
+
+    def link_objects(a: str, b: str) -> None:
+        # git writes an object once and never in place (new ones are new files, gc unlinks): a
+        # hard link is a copy that cannot change under either side
+        if f"{os.sep}.git{os.sep}objects{os.sep}" in a:
+            os.link(a, b)
+        else:
+            shutil.copy2(a, b)
+    shutil.copytree(src.root, dest, symlinks=True, copy_function=link_objects)
     old, new = str(src.root).encode(), str(dest).encode()
     for dirpath, dirnames, filenames in os.walk(dest):
         if os.path.basename(dirpath) == ".git" and "objects" in dirnames:

@@ -56,7 +56,12 @@ def test_a_test_that_mutates_its_copy_leaves_the_next_ones_alone(_pristine, tmp_
     git(a.jax, "checkout", "-q", "--detach", "HEAD~2")
     (a.jax / "mutated.txt").write_text("1\n")
     a.bench_script.write_text("raise SystemExit(3)\n")
+    git(a.jax, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "only in a")
+    new = git(a.jax, "rev-parse", "HEAD")
+    git(a.jax, "gc", "-q", "--prune=now")  # repacks, and unlinks a's loose objects
     b = copy_repos(_pristine, tmp_path / "b")
+    assert subprocess.run(["git", "-C", str(b.jax), "cat-file", "-e", new]).returncode != 0
+    assert git(b.jax, "fsck", "--no-progress") == "" and git(_pristine.jax, "fsck", "--no-progress") == ""
     assert git(b.jax, "rev-parse", "HEAD") == head == git(_pristine.jax, "rev-parse", "HEAD")
     assert git(b.jax, "status", "--porcelain") == ""
     assert b.bench_script.read_text() == _pristine.bench_script.read_text() != a.bench_script.read_text()
