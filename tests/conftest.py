@@ -155,10 +155,22 @@ SLOW: dict[str, tuple[str, ...]] = {
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
     "test_report.py": ("test_demo_finds_every_planted_change",),
     "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
-    # bisections under heavy planted noise and with kill -9; the search logic: test_bisect_math
+    # bisections under heavy planted noise and with kill -9, and the runs of many scans and
+    # bisections in one test (loadfile keeps a file on one worker: this file was the quick run's
+    # long pole); the search logic: test_bisect_math; one bisection per behaviour stays quick
+    # (two steps, build failures, skips, exit mode, mixed pairs, second step, cherry-picks,
+    # unconfirmed answers, --retry-failed, failing ends)
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
                        "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
-                       "test_kill_9_then_rerun_continues"),
+                       "test_kill_9_then_rerun_continues",
+                       "test_every_regression_of_a_scan_is_bisected_to_its_commit",
+                       "test_a_bisection_never_changes_the_scans_numbers",
+                       "test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode",
+                       "test_find_fix_names_the_improvement_and_the_fix",
+                       "test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected",
+                       "test_a_regression_an_improvement_and_a_regression",
+                       "test_noisy_metric_gets_more_repeats",
+                       "test_a_flaky_crash_is_named_by_its_failure_rate"),
     # four workers' rounds over two steps; rounds: test_bisect_math, and this file's exit-mode test
     "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",),
     # a whole jax-only hunt; its parts: the other tests of test_only
