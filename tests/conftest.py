@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import site
 import subprocess
 import venv
@@ -10,20 +12,73 @@ from pathlib import Path
 
 import pytest
 
-from hourly.demo.repos import DEMO_CHANGES, make_repos
+from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
+
+
+def copy_repos(src: Made, dest: str | Path) -> Made:
+    """A copy of repositories made by ``make_repos``, at ``dest``, as if made there.
+
+    Same commits (make_repos fixes every date and author, so its shas do not depend on where it
+    runs), and every absolute path the original wrote (each clone's ``origin`` URL and reflog,
+    the build script's XLA checkout) rewritten to the copy's own. Several times cheaper than
+    making them again (``benchmarks/suite_time.py --fixtures``); the copy shares nothing that
+    either side can change (git's immutable object files are hard links), so a test may mutate
+    its copy freely: commit, reset, edit, break the build."""
+    dest = Path(dest).absolute()
+
+    def link_objects(a: str, b: str) -> None:
+        # git writes an object once and never in place (new ones are new files, gc unlinks): a
+        # hard link is a copy that cannot change under either side
+        if f"{os.sep}.git{os.sep}objects{os.sep}" in a:
+            os.link(a, b)
+        else:
+            shutil.copy2(a, b)
+    shutil.copytree(src.root, dest, symlinks=True, copy_function=link_objects)
+    old, new = str(src.root).encode(), str(dest).encode()
+    for dirpath, dirnames, filenames in os.walk(dest):
+        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
+            dirnames.remove("objects")  # zlib-compressed, and no object holds a path
+        for name in filenames:
+            f = Path(dirpath) / name
+            data = f.read_bytes()
+            if old in data:
+                f.write_bytes(data.replace(old, new))
+
+    def moved(p: Path) -> Path:
+        return dest / Path(p).relative_to(src.root)
+    return dataclasses.replace(src, root=dest, xla=moved(src.xla), jax=moved(src.jax),
+                               upstream={k: moved(v) for k, v in src.upstream.items()},
+                               shas=dict(src.shas), branch_shas=dict(src.branch_shas),
+                               build_script=moved(src.build_script), bench_script=moved(src.bench_script))
 
 
 @pytest.fixture(scope="session")
-def _pristine(tmp_path_factory):
-    """The demo's repositories, made once; tests get their own copies."""
-    root = tmp_path_factory.mktemp("pristine")
-    return make_repos(root / "repos", DEMO_CHANGES)
+def repos_cache(tmp_path_factory):
+    """``repos_cache(dest, changes, start=..., base=...)``: ``make_repos``'s result at ``dest``,
+    copied from a pristine set made once per test process for each distinct history."""
+    made: dict[str, Made] = {}
+    root = tmp_path_factory.mktemp("pristine-repos")
+
+    def get(dest, changes, start: str | None = None, base: dict | None = None) -> Made:
+        key = repr((list(changes), start, base))
+        if key not in made:
+            kw = {"start": start} if start is not None else {}
+            made[key] = make_repos(root / str(len(made)), changes, base=base, **kw)
+        return copy_repos(made[key], dest)
+    return get
+
+
+@pytest.fixture(scope="session")
+def _pristine(repos_cache, tmp_path_factory):
+    """The demo's repositories, made once per test process; tests get their own copies."""
+    return repos_cache(tmp_path_factory.mktemp("pristine") / "repos", DEMO_CHANGES)
 
 
 @pytest.fixture
-def made(tmp_path):
-    """Fresh real repositories with the demo's history (cheap: about 0.3 s)."""
-    return make_repos(tmp_path / "repos", DEMO_CHANGES)
+def made(_pristine, tmp_path):
+    """Fresh real repositories with the demo's history: a copy of ``_pristine`` at
+    ``tmp_path / "repos"`` (the test's own, to mutate as it likes)."""
+    return copy_repos(_pristine, tmp_path / "repos")
 
 
 def make_venv_seeing_this_python(path) -> str:
@@ -69,3 +124,79 @@ def _no_user_config(tmp_path, monkeypatch):
     monkeypatch.setenv("HOURLY_LOG_DIR", str(tmp_path / "crash-logs"))
     monkeypatch.setenv("HOURLY_CACHE_DIR", str(tmp_path / "cache"))  # never the real ~/.cache/hourly
     monkeypatch.setenv("DEMO_NOISE", os.environ.get("DEMO_NOISE", "0.002"))
+
+
+# -- which tests are slow ---------------------------------------------------------------------
+#
+# `python -m pytest -m "not slow"` is the contributor's quick run (CONTRIBUTING.md, "Run the
+# tests"): every unit of logic, without the end-to-end runs that repeat it at length. CI runs
+# everything. A test is slow when it needs a Docker engine or a Slurm cluster (below, from its
+# fixtures), carries ``@pytest.mark.slow``, or is named here: end-to-end runs (whole hunts,
+# demos, real jax lowering, signals sent to a running scan) whose logic a quicker test of the
+# same file or of its module covers. Listed here rather than decorated in place so that branches
+# editing those files merge without conflict; a name that matches nothing is an error (below).
+SLOW: dict[str, tuple[str, ...]] = {
+    # signals and kill -9 sent to a running scan (processes waiting on a slowed benchmark); the
+    # stop-signal logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan
+    "test_scan.py": ("test_sigterm_and_sighup_stop_like_ctrl_c", "test_ctrl_c_exits_130_restores_trees_and_prints_resume_command",
+                     "test_kill_9_midway_then_rerun_finishes_without_redoing",
+                     "test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed",
+                     # re-measured edges and warm-up runs: test_detect's and test_bench's units
+                     "test_an_edge_step_that_was_one_slow_run_is_called_an_outlier",
+                     "test_the_warm_up_run_hides_a_slow_first_run"),
+    # real jax lowering of every state (HLO dumps, pass sweeps, reverts); the diff itself: the
+    # hlo_diff tests at the top of the file
+    "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
+                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
+                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said",
+                        "test_a_change_that_leaves_the_hlo_alone_is_said_to_be_identical"),
+    # two real scans racing for one Python; the lock logic: test_faults' lock tests
+    "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
+    # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
+    "test_report.py": ("test_demo_finds_every_planted_change",),
+    "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
+    # bisections under heavy planted noise and with kill -9, and the runs of many scans and
+    # bisections in one test (loadfile keeps a file on one worker: this file was the quick run's
+    # long pole); the search logic: test_bisect_math; one bisection per behaviour stays quick
+    # (two steps, build failures, skips, exit mode, mixed pairs, second step, cherry-picks,
+    # unconfirmed answers, --retry-failed, failing ends)
+    "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
+                       "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
+                       "test_kill_9_then_rerun_continues",
+                       "test_every_regression_of_a_scan_is_bisected_to_its_commit",
+                       "test_a_bisection_never_changes_the_scans_numbers",
+                       "test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode",
+                       "test_find_fix_names_the_improvement_and_the_fix",
+                       "test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected",
+                       "test_a_regression_an_improvement_and_a_regression",
+                       "test_noisy_metric_gets_more_repeats",
+                       "test_a_flaky_crash_is_named_by_its_failure_rate"),
+    # four workers' rounds over two steps; rounds: test_bisect_math, and this file's exit-mode test
+    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",),
+    # a whole jax-only hunt; its parts: the other tests of test_only
+    "test_only.py": ("test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit",),
+    # processes killed at seeded moments, again and again
+    "test_faults.py": ("test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing",
+                       "test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit"),
+    "test_releases.py": ("test_kill_9_then_rerun_does_not_redo_finished_releases",),
+}
+
+#: fixtures that reach a Docker engine or a Slurm cluster: every test that uses one is slow
+ENGINES = ("docker_client", "_cluster")
+
+
+def pytest_collection_modifyitems(config, items):
+    named = {(f, n) for f, names in SLOW.items() for n in names}
+    missing: set[str] = set()
+    checked: set[str] = set()
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and item.path.name not in checked:
+            checked.add(item.path.name)
+            missing |= {f"{item.path.name}::{n}" for n in SLOW.get(item.path.name, ()) if not hasattr(module, n)}
+        key = (item.path.name, getattr(item, "originalname", item.name))
+        engine = set(getattr(item, "fixturenames", ())) & set(ENGINES)
+        if key in named or engine or item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.slow)
+    if missing:  # a renamed test would silently join the quick run
+        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {sorted(missing)}")

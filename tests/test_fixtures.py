@@ -1,0 +1,74 @@
+"""The shared fixtures' copies are as good as repositories made afresh, and each test's own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from hourly.demo.repos import DEMO_CHANGES, make_repos
+
+try:
+    from .conftest import copy_repos
+except ImportError:
+    from conftest import copy_repos
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def mentions(root: Path, text: str) -> list[str]:
+    """Files under ``root`` (git objects aside) whose bytes contain ``text``."""
+    hits = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
+            dirnames.remove("objects")
+        hits += [str(Path(dirpath) / n) for n in filenames if text.encode() in (Path(dirpath) / n).read_bytes()]
+    return hits
+
+
+def test_a_copy_is_the_same_history_with_its_own_paths(_pristine, made, tmp_path):
+    fresh = make_repos(tmp_path / "fresh", DEMO_CHANGES)
+    assert made.root == tmp_path / "repos"
+    assert made.shas == fresh.shas and made.branch_shas == fresh.branch_shas
+    for name in ("xla", "jax"):
+        repo = getattr(made, name)
+        assert git(repo, "rev-parse", "HEAD", "origin/main") == git(getattr(fresh, name), "rev-parse", "HEAD", "origin/main")
+        assert git(repo, "config", "remote.origin.url") == str(made.upstream[name])
+        assert git(repo, "status", "--porcelain") == ""
+    assert str(made.xla) in made.build_script.read_text()
+    assert mentions(made.root, str(_pristine.root)) == []
+    # the origin it names is its own: a commit there is fetched here, and the pristine never sees it
+    up = made.upstream["xla"]
+    (up / "new.txt").write_text("1\n")
+    git(up, "add", "new.txt")
+    git(up, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "new")
+    git(made.xla, "fetch", "-q", "origin")
+    assert git(made.xla, "rev-parse", "origin/main") == git(up, "rev-parse", "HEAD")
+    assert git(_pristine.xla, "rev-parse", "origin/main") == git(fresh.xla, "rev-parse", "origin/main")
+
+
+def test_a_test_that_mutates_its_copy_leaves_the_next_ones_alone(_pristine, tmp_path):
+    a = copy_repos(_pristine, tmp_path / "a")
+    head = git(_pristine.jax, "rev-parse", "HEAD")
+    git(a.jax, "checkout", "-q", "--detach", "HEAD~2")
+    (a.jax / "mutated.txt").write_text("1\n")
+    a.bench_script.write_text("raise SystemExit(3)\n")
+    git(a.jax, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "only in a")
+    new = git(a.jax, "rev-parse", "HEAD")
+    git(a.jax, "gc", "-q", "--prune=now")  # repacks, and unlinks a's loose objects
+    b = copy_repos(_pristine, tmp_path / "b")
+    assert subprocess.run(["git", "-C", str(b.jax), "cat-file", "-e", new]).returncode != 0
+    assert git(b.jax, "fsck", "--no-progress") == "" and git(_pristine.jax, "fsck", "--no-progress") == ""
+    assert git(b.jax, "rev-parse", "HEAD") == head == git(_pristine.jax, "rev-parse", "HEAD")
+    assert git(b.jax, "status", "--porcelain") == ""
+    assert b.bench_script.read_text() == _pristine.bench_script.read_text() != a.bench_script.read_text()
+
+
+def test_the_build_script_of_a_copy_builds_from_the_copy(made, tmp_path):
+    subprocess.run([str(made.build_script)], cwd=made.jax, check=True, capture_output=True, text=True)
+    wheels = list((made.jax / "dist").glob("*.whl"))
+    assert len(wheels) == 1
+    assert git(made.xla, "rev-parse", "HEAD")[:8] in wheels[0].name
