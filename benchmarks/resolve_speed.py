@@ -178,7 +178,7 @@ def big_part(history: Path, repeats: int) -> None:
     print(f"  guide's rev-list -1 --before loop ({2 * len(times)} processes): {g:.3f} s  "
           f"(runs: {', '.join(f'{x:.2f}' for x in theirs)})")
     print(f"  ratio: {g / o:.1f}x; every instant the guide's commits")
-    print(f"  processes of one dry run (strace -f, successful execve): "
+    print("  processes of one dry run (strace -f, successful execve): "
           + (str(procs) if procs is not None else "not counted (no strace here, or ptrace is not allowed)"))
     shutil.rmtree(root, ignore_errors=True)
 

@@ -129,7 +129,7 @@ class NativeKeys:
         self.processes += 1
         if not rest:
             return
-        steps = list(zip(todo, rest))
+        steps = list(zip(todo[:-1], rest, strict=True))
         changes = tree_changes(self.repo, steps)
         self.processes += 1
         for _, new in steps:
