@@ -17,9 +17,10 @@ Two parts:
    Processes are counted with ``strace -f -e trace=execve`` on one extra, untimed dry run: every
    successful ``execve`` of the dry run's process tree (hourly's Python itself included; failed
    ``execve`` calls of a PATH search are not counted). Without strace the count is left out, and
-   said so.
+   said so. The dry run prints the plan with ``--json`` (the SHAs per instant, what the guide's loop
+   prints); the table without ``--json`` is timed beside it.
 
-    python benchmarks/resolve_speed.py [--history ../shared/data/history] [--repeats 5]
+    python benchmarks/resolve_speed.py [--history ../shared/data/history] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ def big_part(history: Path, repeats: int) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     times = instants(*window("Aug 24 2023", "Aug 26 2023"), parse_step("1h"))
     argv = dry_run_argv(root)
-    ours, theirs = [], []
+    text_argv = [a for a in argv if a != "--json"]
+    ours, text, theirs = [], [], []
     report = None
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -157,6 +159,9 @@ def big_part(history: Path, repeats: int) -> None:
         if res.returncode != 0:
             raise SystemExit(f"the dry run failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         report = json.loads(res.stdout)
+        t0 = time.perf_counter()
+        subprocess.run(text_argv, capture_output=True, text=True, env=env, check=True)
+        text.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         guide_loop([root / "xla", root / "jax"], times)
         theirs.append(time.perf_counter() - t0)
@@ -175,6 +180,8 @@ def big_part(history: Path, repeats: int) -> None:
           f"{above['jax']:,} (jax) commits below the tip; {len(times)} instants, "
           f"{len(report['points'])} points, {report.get('pairs')} pairs; median of {repeats}:")
     print(f"  hourly scan --dry-run (CLI, fresh process): {o:.3f} s  (runs: {', '.join(f'{x:.2f}' for x in ours)})")
+    print(f"  the same, the table (no --json): {statistics.median(text):.3f} s  "
+          f"(runs: {', '.join(f'{x:.2f}' for x in text)}; ratio {g / statistics.median(text):.1f}x)")
     print(f"  guide's rev-list -1 --before loop ({2 * len(times)} processes): {g:.3f} s  "
           f"(runs: {', '.join(f'{x:.2f}' for x in theirs)})")
     print(f"  ratio: {g / o:.1f}x; every instant the guide's commits")
@@ -186,7 +193,7 @@ def big_part(history: Path, repeats: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--history", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "history"))
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=("real", "big"), help="run one part")
     args = ap.parse_args()
     history = Path(args.history)

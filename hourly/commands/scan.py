@@ -54,9 +54,7 @@ def scan(
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
-    from hourly.render.steps import found_anything
     from hourly.scan.run import dry_run, run_scan
-    from hourly.scan.table import require_complete, require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
     refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
@@ -77,6 +75,8 @@ def scan(
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:
+        from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
+        from hourly.scan.table import require_complete, require_measured
         require_measured(report, s)
         require_complete(report, s, found_anything(report, s))
 
