@@ -178,7 +178,7 @@ def big_part(history: Path, repeats: int) -> None:
     o, g = statistics.median(ours), statistics.median(theirs)
     print(f"\n{TOTAL:,} first-parent commits per repository, the window {above['xla']:,} (xla) and "
           f"{above['jax']:,} (jax) commits below the tip; {len(times)} instants, "
-          f"{len(report['points'])} points, {report.get('pairs')} pairs; median of {repeats}:")
+          f"{len(report['points'])} points, {report.get('distinct_pairs')} pairs; median of {repeats}:")
     print(f"  hourly scan --dry-run (CLI, fresh process): {o:.3f} s  (runs: {', '.join(f'{x:.2f}' for x in ours)})")
     print(f"  the same, the table (no --json): {statistics.median(text):.3f} s  "
           f"(runs: {', '.join(f'{x:.2f}' for x in text)}; ratio {g / statistics.median(text):.1f}x)")
