@@ -190,3 +190,25 @@ def test_a_window_deep_below_the_tip_reads_few_commits(out_of_order):
     # every instant of the window) and stops at the first commit dated at or before its start
     assert [ts for _, ts in part] == [1692835200 + 5 * 3600]
     assert len(part) < len(walk) / 4
+
+
+def test_run_until_stops_a_long_output_and_leaves_no_process():
+    """The walk's reader: ``yes`` never ends by itself; stopped after 3 lines it is gone."""
+    import time
+
+    from hourly.adapters import proc
+    from hourly.errors import ProcessError
+    t0 = time.monotonic()
+    res = proc.run_until(["sh", "-c", "echo $$ > /dev/stderr; exec yes"], lambda line: line.startswith("y"))
+    assert res.ok and res.output.splitlines()[-1] == "y"
+    assert time.monotonic() - t0 < 10
+    pid = int(res.output.splitlines()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    # a process that ends before any line stops it is a plain run: its output, its failure
+    assert proc.run_until(["sh", "-c", "echo a; echo b"], lambda line: False).output == "a\nb\n"
+    with pytest.raises(ProcessError):
+        proc.run_until(["sh", "-c", "echo no; exit 3"], lambda line: False)
+    with pytest.raises(ProcessError) as e:
+        proc.run_until(["sleep", "30"], lambda line: False, timeout=0.5)
+    assert e.value.timed_out
