@@ -104,8 +104,11 @@ def emit(report, json_out: bool, s) -> None:
         return
     from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
-    from hourly.render.steps import marks_for_report
-    marks, lines = marks_for_report(report, s)
+    if report.plan is not None and all(p.status in ("planned", "built") for p in report.points):
+        marks, lines = {}, []  # a plan with nothing measured yet: no step, crash or metric window to mark
+    else:
+        from hourly.render.steps import marks_for_report  # detection (numpy)
+        marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
     if s is not None and s.warmup_runs and s.mode != "exit":
         print_wrapped(console, warmup_note(s))
