@@ -105,7 +105,8 @@ def emit(report, json_out: bool, s) -> None:
     from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
     if report.plan is not None and all(p.status in ("planned", "built") for p in report.points):
-        marks, lines = {}, []  # a plan with nothing measured yet: no step, crash or metric window to mark
+        marks: dict[int, str] = {}  # a plan with nothing measured yet: no step, crash or metric window to mark
+        lines: list[str] = []
     else:
         from hourly.render.steps import marks_for_report  # detection (numpy)
         marks, lines = marks_for_report(report, s)
