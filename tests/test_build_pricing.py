@@ -123,3 +123,82 @@ def test_a_python_culprit_builds_jaxlib_at_most_twice(split, tmp_path, capsys):
     entries = sorted(p.name for p in (tmp_path / "cache" / "wheels").iterdir() if not p.name.startswith("."))
     assert sum(e.startswith("jaxlib-") for e in entries) == len(built)
     assert sum(e.startswith("jax-") for e in entries) >= a["jax_builds"]
+
+
+# -- the native keys of many commits in one batch (two git processes, not one per commit) ---------
+
+@pytest.fixture(scope="module")
+def reshaped(tmp_path_factory):
+    """A JAX history whose native inputs are added, changed, removed, renamed, turned from a folder
+    into a file, and given a submodule (gitlink), between Python-only commits."""
+    import os
+    import subprocess
+    root = tmp_path_factory.mktemp("reshaped") / "jax"
+    root.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com",
+           "GIT_COMMITTER_NAME": "C", "GIT_COMMITTER_EMAIL": "c@example.com"}
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
+
+    def write(files):
+        for p, text in files.items():
+            (root / p).parent.mkdir(parents=True, exist_ok=True)
+            (root / p).write_text(text)
+
+    git("init", "-q", "-b", "main")
+    write({"jaxlib/x.cc": "x\n", "jax/a.py": "a\n", "WORKSPACE": "w\n", "third_party/t/BUILD": "t\n",
+           "build/build.py": "b\n", "jax/BUILD": "jb\n"})
+    steps = [
+        lambda: write({"jax/a.py": "a2\n"}),
+        lambda: (git("rm", "-q", "jaxlib/x.cc"), write({"jaxlib/y.cc": "y\n"})),
+        lambda: git("mv", "third_party/t", "third_party/u"),
+        lambda: write({"jax/BUILD": "jb2\n", "jax/b.py": "b\n"}),
+        lambda: (git("rm", "-rq", "build"), write({"build": "a file now\n"})),
+        lambda: git("update-index", "--add", "--cacheinfo", f"160000,{git('rev-parse', 'HEAD').strip()},third_party/sub"),
+        lambda: write({"docs/x.md": "d\n"}),
+        lambda: write({"WORKSPACE": "w2\n"}),
+    ]
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    for i, step in enumerate(steps):
+        step()
+        git("add", "-A") if i != 5 else None
+        git("commit", "-qm", f"step {i}")
+    return GitRepo(root, "jax")
+
+
+@pytest.mark.parametrize("order", ["oldest first", "newest first", "shuffled", "repeats"])
+def test_a_batch_of_native_keys_is_the_key_of_each_tree(reshaped, order):
+    import random
+    shas = [s for s, _ in reversed(reshaped.history("main"))]
+    one_by_one = {s: NativeKeys(reshaped)(s) for s in shas}
+    assert len(set(one_by_one.values())) == 7  # step 0 and step 6 change no native input
+    todo = {"oldest first": shas, "newest first": shas[::-1],
+            "shuffled": random.Random(3).sample(shas, len(shas)), "repeats": shas + shas[::2]}[order]
+    keys = NativeKeys(reshaped)
+    keys.prefetch(todo)
+    assert keys.processes == 2
+    assert {s: keys(s) for s in shas} == one_by_one
+    assert keys.processes == 2  # every key came from the batch
+
+
+def test_pricing_many_pairs_spends_a_constant_number_of_processes(split, tmp_path, capsys):
+    """A dry run of 3 pairs and one of many spend the same processes: one walk per repository and
+    one batch for every pair's jaxlib key."""
+    from hourly.adapters import proc
+    from hourly.measure.build_cache import python_abi
+    made, build, _, _, python, _ = split
+    spent, pairs = {}, {}
+    for step in ("3h", "15m"):
+        python_abi.cache_clear()  # each run asks --python for its ABI (one process), as a fresh hourly does
+        before = proc.spawned
+        rc = main(["scan", "--dry-run", "--json", "--no-sync", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
+                   "--build-cmd", str(build), "--python", python, "--workdir", str(tmp_path / "w"),
+                   "--from", "Aug 24 2023 00:00", "--to", "Aug 24 2023 06:00", "--step", step])
+        out = capsys.readouterr()
+        assert rc == 0, out.err
+        spent[step], pairs[step] = proc.spawned - before, json.loads(out.out)["distinct_pairs"]
+    assert pairs["15m"] >= 3 * pairs["3h"] >= 6
+    # the two walks, the ABI of --python, one ls-tree and one diff-tree for every pair's jaxlib key
+    assert spent["15m"] == spent["3h"] == 5, spent

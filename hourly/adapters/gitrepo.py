@@ -112,10 +112,29 @@ class GitRepo:
         """A full SHA from a (possibly abbreviated) one."""
         return self.rev_parse(prefix)
 
-    def history(self, ref: str, first_parent: bool = True) -> list[tuple[str, int]]:
-        """(sha, committer time) in the order ``git rev-list`` walks them from ``ref``."""
-        args = ["rev-list", "--timestamp"] + (["--first-parent"] if first_parent else []) + [ref, "--"]
-        out = self.git(*args)
+    def history(self, ref: str, first_parent: bool = True, newest: int | None = None,
+                oldest: int | None = None) -> list[tuple[str, int]]:
+        """(sha, committer time) in the order ``git rev-list`` walks them from ``ref``.
+
+        With a window of instants ``[oldest, newest]`` (unix seconds), only the part of the walk that
+        decides ``git rev-list -1 --before=T`` for every T of the window (the window walk of
+        :func:`hourly.analysis.timeline.window_walk`, where the proof is): git leaves out the commits dated after
+        ``newest`` (``--before``), and the reading stops at the first commit dated at or before
+        ``oldest`` — git's walk is ended there, the rest of the history is never read."""
+        args = ["rev-list", "--timestamp"] + (["--first-parent"] if first_parent else [])
+        if newest is not None:
+            args.append(f"--before=@{newest}")
+        args += [ref, "--"]
+        if oldest is None:
+            out = self.git(*args)
+        else:
+            bottom = oldest
+
+            def reached(line: str) -> bool:
+                parts = line.split()
+                return len(parts) == 2 and parts[0].isdigit() and int(parts[0]) <= bottom
+
+            out = proc.run_until(["git", *args], reached, cwd=self.path).output
         walk = []
         for line in out.splitlines():
             parts = line.split()

@@ -15,7 +15,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hourly.errors import UserError
 
@@ -31,6 +31,10 @@ import time
 from hourly.errors import ProcessError
 
 TAIL_LINES = 30
+
+#: processes started by :func:`run` and :func:`run_until` in this process so far (tests and
+#: benchmarks read how many a command spends; GitPython's own are not among them)
+spawned = 0
 
 
 @dataclass
@@ -57,9 +61,11 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
 
     ``env`` replaces the environment when given (callers merge with ``os.environ`` themselves).
     """
+    global spawned
     cmd = [str(c) for c in cmd]
     start = time.monotonic()
     log = _open_log(log_path, cmd, cwd)
+    spawned += 1
     try:
         proc = subprocess.Popen(
             cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -105,6 +111,64 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     if check and not result.ok:
         raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None,
                            timed_out, result.log_path)
+    return result
+
+
+def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.PathLike | None = None,
+              timeout: float | None = None) -> Result:
+    """Run ``cmd`` and read its output (stdout+stderr) line by line until ``stop(line)`` is true for
+    a line; then the process group is killed and the lines read so far, that one included, are the
+    result (``returncode`` 0: stopping early is no failure). A process that ends before any line
+    stops it is a plain :func:`run`: its whole output, and :class:`~hourly.errors.ProcessError` on
+    a non-zero exit. For long outputs of which only the head is needed (a history walk that reaches
+    the window's bottom)."""
+    global spawned
+    cmd = [str(c) for c in cmd]
+    start = time.monotonic()
+    spawned += 1
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            text=True, errors="replace", start_new_session=True, preexec_fn=_die_with_parent())
+    except FileNotFoundError as e:
+        raise UserError(f"command not found: {cmd[0]}", "install it, put it on PATH, or pass the right command") from e
+    timer = None
+    expired = threading.Event()
+    if timeout is not None:
+        def expire() -> None:
+            expired.set()
+            _kill_group(proc)
+        timer = threading.Timer(timeout, expire)
+        timer.daemon = True
+        timer.start()
+    lines: list[str] = []
+    stopped = False
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if stop(line):
+                stopped = True
+                break
+        if stopped:
+            _kill_group(proc)
+        proc.wait()  # at the end of its output (or killed by the timer)
+    except BaseException:  # Ctrl-C: never leave the child running
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if stopped or expired.is_set():
+            _wait_group_gone(proc.pid)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    timed_out = expired.is_set() and not stopped
+    rc = 0 if stopped else None if timed_out else proc.returncode
+    result = Result(cmd, rc, "".join(lines), time.monotonic() - start, timed_out)
+    if not result.ok:
+        raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None, timed_out, None)
     return result
 
 

@@ -54,9 +54,7 @@ def scan(
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
-    from hourly.render.steps import found_anything
     from hourly.scan.run import dry_run, run_scan
-    from hourly.scan.table import require_complete, require_measured
     executor = make_executor(flags)
     s, _ = effective(flags, config)
     refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
@@ -77,6 +75,8 @@ def scan(
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:
+        from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
+        from hourly.scan.table import require_complete, require_measured
         require_measured(report, s)
         require_complete(report, s, found_anything(report, s))
 
@@ -104,8 +104,12 @@ def emit(report, json_out: bool, s) -> None:
         return
     from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
-    from hourly.render.steps import marks_for_report
-    marks, lines = marks_for_report(report, s)
+    if report.plan is not None and all(p.status in ("planned", "built") for p in report.points):
+        marks: dict[int, str] = {}  # a plan with nothing measured yet: no step, crash or metric window to mark
+        lines: list[str] = []
+    else:
+        from hourly.render.steps import marks_for_report  # detection (numpy)
+        marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
     if s is not None and s.warmup_runs and s.mode != "exit":
         print_wrapped(console, warmup_note(s))

@@ -343,11 +343,14 @@ class Builder:
         """Whether jaxlib and the jax package are cached apart (two-repository hunts)."""
         return self.spec.jax_cmd is not None and not self.spec.package_only
 
-    def native_key(self, jax_sha: str) -> str:
+    def _native_keys(self) -> NativeKeys:
         if self._native is None:
             from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS, NativeKeys
             self._native = NativeKeys(self.jax_repo, self.spec.native_inputs or DEFAULT_NATIVE_INPUTS)
-        return self._native(jax_sha)
+        return self._native
+
+    def native_key(self, jax_sha: str) -> str:
+        return self._native_keys()(jax_sha)
 
     def jaxlib_key(self, pair: Pair) -> str:
         """jaxlib's cache entry: the XLA commit, JAX's native inputs, and how it is built."""
@@ -360,6 +363,17 @@ class Builder:
             self._jax_identity = build_identity(self.spec.jax_ident_cmd or self.spec.jax_cmd or [], self.spec.env,
                                                 self.spec.python, self.spec.picks)
         return entry_key(f"jax-{pair.jax[:12]}", "", pair.jax, self._jax_identity)
+
+    def needs(self, pairs: list[Pair]) -> dict[Pair, Need]:
+        """:meth:`need` of every pair, with a constant number of git processes however many pairs:
+        the native keys of all their JAX commits come from one batch (:meth:`NativeKeys.prefetch`)."""
+        if self.split:
+            self.prefetch_native([p.jax for p in pairs if not self.cached_wheels(p)])
+        return {p: self.need(p) for p in pairs}
+
+    def prefetch_native(self, jax_shas: list[str]) -> None:
+        """Compute the native keys of these JAX commits in one batch (two git processes)."""
+        self._native_keys().prefetch(jax_shas)
 
     def need(self, pair: Pair) -> Need:
         """What making ``pair`` the installed build takes now."""

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,7 +73,11 @@ def parse_size(text: str | int | None) -> int | None:
 
 @functools.lru_cache(maxsize=None)
 def python_abi(python: str) -> str:
-    """The ABI and platform the wheels are built for, as the receiving Python reports them."""
+    """The ABI and platform the wheels are built for, as the receiving Python reports them (this
+    process itself when the receiving Python is the one running hourly: no process to start)."""
+    if python and os.path.abspath(python) == os.path.abspath(sys.executable):
+        import sysconfig
+        return f"{sys.implementation.cache_tag} {sysconfig.get_platform()} {sysconfig.get_config_var('SOABI') or ''}".strip()
     try:
         res = proc.run([python, "-c", _ABI], check=False, timeout=60)
     except UserError:

@@ -4,7 +4,10 @@ For an instant T and a walk of ``ref``'s history (first-parent by default), the 
 one in ``git rev-list`` walk order whose committer time is ≤ T — exactly what
 ``git rev-list -1 [--first-parent] --before=T ref`` prints — found for every instant from ONE walk
 per repository. Committer times along a walk are not always monotonic, so the search runs on the
-walk's running minimum, which is monotonic and first drops to ≤ T exactly at the answer.
+walk's running minimum, which is monotonic and first drops to ≤ T exactly at the answer. The walk is
+only the part the window needs: the commits dated at or before its last instant, down to the first
+one dated at or before its first instant (:func:`hourly.analysis.timeline.window_walk` proves that
+this answers every instant of the window as the whole history does).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
-from hourly.errors import UserError
+from hourly.errors import ProcessError, UserError
 from hourly.model import Pair
 from hourly.timeparse import iso_utc
 
@@ -51,13 +54,20 @@ def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref:
     ``allow_missing`` leaves such instants out instead (for comparisons with ``git rev-list``)."""
     repos: dict[str, GitRepo] = {}
     resolvers = {}
+    stamps = [int(t.timestamp()) for t in times]
+    # the part of each walk the window needs (hourly.analysis.timeline.window_walk has the proof)
+    newest, oldest = (max(stamps), min(stamps)) if stamps else (None, None)
     for repo in (xla, jax):
         if repo is None or (pin is not None and repo.name == pin.side):
             continue
         own = ref_for(ref, repo.name)
-        repo.rev_parse(own)  # a clear error for an unknown ref
         repos[repo.name] = repo
-        resolvers[repo.name] = Resolver(repo.history(own, first_parent))
+        try:
+            walk = repo.history(own, first_parent, newest, oldest)
+        except ProcessError:
+            repo.rev_parse(own)  # a clear error for an unknown ref (no process spent on it otherwise)
+            raise
+        resolvers[repo.name] = Resolver(walk)
     if pin is not None:
         resolvers[pin.side] = Resolver(pin.walk())
     points = []

@@ -114,7 +114,8 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     latest = store.all_latest(key) if store and key else {}
     measured = {p for p in pairs if (p.xla, p.jax) in latest}
     builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
-    built = {p for p in pairs if builder.need(p).value == "cached"}
+    needs = builder.needs(pairs)  # one batch of git processes for all pairs, not one per pair
+    built = {p for p in pairs if needs[p].value == "cached"}
     todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     results = []
     for p in points:
