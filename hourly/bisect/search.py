@@ -43,7 +43,6 @@ from hourly.analysis.bisection import (
     StepSearch,
     Verdict,
     bounds,
-    candidate_states,
     classify,
     exit_transitions,
     exit_verdict,
@@ -53,13 +52,13 @@ from hourly.analysis.bisection import (
     next_probe,
     plan_probes,
     separation,
-    step_commits,
     worse,
 )
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
 from hourly.bisect.events import BisectHandler
+from hourly.bisect.pairing import TimePairing, pairing_for
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
@@ -251,7 +250,8 @@ class Bisector:
     origin = "bisect"
 
     def __init__(self, s: Settings, store: Store, mode: Mode, req: BisectRequest | None = None,
-                 handler: BisectHandler | None = None, executor: Executor | None = None):
+                 handler: BisectHandler | None = None, executor: Executor | None = None,
+                 pairing: TimePairing | None = None):
         req = req or BisectRequest()
         find_fix, rerun, min_change, max_repeats = req.find_fix, req.rerun, req.min_change, req.max_repeats
         # finding a fix: the search looks for the first state that changed; in metric mode a change
@@ -277,6 +277,8 @@ class Bisector:
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
         self.repos = {r.name: r for r in trees(self.xla, self.jax)}
+        #: how JAX and XLA are paired into states (--pairing; a descent lists its own: bisect/pairing.py)
+        self.pairing = pairing or pairing_for(s, self.xla, self.jax)
         self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
         hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
         for r in hunted:
@@ -553,7 +555,7 @@ class Bisector:
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
     def bisect_one(self, w: Window) -> dict:
-        states = candidate_states(self.walks, w.good_time, w.bad_time)
+        states = self.pairing.states(self.walks, w.good_time, w.bad_time)
         if len(states) < 2:
             raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
                             "pass a good end before the bad end with commits between them")
@@ -565,6 +567,7 @@ class Bisector:
             ident["refs"] = dict(self.refs)  # one, the key is the one bisections stored before had
         if self.find_fix:
             ident["find_fix"] = True
+        ident.update(self.pairing.ident())
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
@@ -618,7 +621,7 @@ class Bisector:
             refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
 
         # blame
-        moved = step_commits(self.walks, last_good, first_bad)
+        moved = self.pairing.moved(self.walks, last_good, first_bad)
         blame = None
         if b.adjacent and moved["xla"] and moved["jax"]:
             blame = self._blame(bid, last_good, first_bad, stored, refs)
@@ -1023,7 +1026,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
                   + "; ".join(whys))
     pin: Pin | None = getattr(bisector, "pin", None)
-    all_moved = step_commits(bisector.walks, last_good, first_bad)
+    all_moved = bisector.pairing.moved(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next
@@ -1036,6 +1039,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
+        "pairing": bisector.pairing.name,
         "culprit": culprit,
         "candidate": candidate,
         "measurements": _measurements(rows, last_good, first_bad) if candidate else None,
