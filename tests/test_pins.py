@@ -4,6 +4,7 @@ pin files move like the real ones (hourly/demo/pins.py): real git, real wheels, 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,40 @@ def test_a_pin_the_xla_checkout_lacks_is_one_line_naming_the_fetch(capsys, pins,
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert f"pins xla@{missing[:12]}" in lines[0] and f"git -C {pins.xla} fetch origin {missing}" in lines[0]
+
+
+def test_a_time_paired_bisection_says_why_a_state_older_than_its_pin_did_not_build(capsys, pins, venv_python, tmp_path):
+    """Exit mode over the hour where JAX pins an XLA commit not landed yet: the state between the
+    ends fails to build, and the answer says it combined JAX with an XLA older than its pin."""
+    args = _args(pins, venv_python, tmp_path)
+    args[args.index("--bench-cmd") + 1] = f"test ! -e {pins.jax}/requires.txt"  # fails once JAX uses feature-x
+    code, out, err = _run(capsys, ["bisect", "--mode", "exit", "--good", "Aug 23 2023 12:00", "--bad", "Aug 23 2023 14:30",
+                                   *args, "--json"])
+    assert code == 0, err
+    a = json.loads(out)["regressions"][0]
+    assert a["pairing"] == "time" and a["culprit"] is None
+    feature = pins.shas["xla"]["[XLA:GPU] Add the feature-x API"]
+    assert [b["pin"] for b in a["build_failed_behind_pin"]] == [feature]
+    assert "older than its pin" in a["behind_pin_reason"]
+
+
+REAL_JAX = Path("/work/jaxclone")
+PIN_CSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "history" / "jax_xla_pin_2023-06_10.csv"
+
+
+@pytest.mark.skipif(not (REAL_JAX / ".git").exists() or not PIN_CSV.exists(),
+                    reason="needs a clone of jax-ml/jax at /work/jaxclone and ../shared/data/history")
+def test_the_real_jax_history_pins_read_as_the_recorded_ones():
+    """Every 20th JAX commit of June–October 2023 (WORKSPACE, then workspace.bzl) reads the pin the
+    history data recorded; later commits read theirs from revision.bzl and MODULE.bazel."""
+    import csv
+    jax = GitRepo(REAL_JAX, "jax")
+    reader = PinReader(jax, "xla")
+    rows = list(csv.DictReader(open(PIN_CSV)))[::20]
+    assert {r["pin_file"] for r in rows} == {"WORKSPACE", "third_party/xla/workspace.bzl"}
+    for r in rows:
+        rec = reader.find(r["jax_sha"])
+        assert rec is not None and (rec.rev, rec.path) == (r["xla_pin_sha"], r["pin_file"])
+    later = {reader.find(jax.git("rev-list", "-1", "--first-parent", f"--before={when}", "HEAD").strip()).path
+             for when in ("2025-09-01", "2026-03-01")}
+    assert later == {"third_party/xla/revision.bzl", "MODULE.bazel"}

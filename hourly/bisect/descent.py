@@ -33,7 +33,7 @@ from hourly.bisect.search import Bisector
 from hourly.errors import UserError
 from hourly.execute.executors import Executor
 from hourly.measure.build import DESCENT_VAR, Workspace
-from hourly.measure.pins import PinReader, dep_range
+from hourly.measure.pins import PinReader, behind_pins, dep_range
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair
 
@@ -45,11 +45,31 @@ MAX_LEVELS = 3
 
 def descend(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
             answers: list[dict]) -> list[dict]:
-    """Every answer whose culprit moves a pin, bisected on inside the dependency (in place)."""
+    """Every answer whose culprit moves a pin, bisected on inside the dependency (in place); a
+    time-paired answer's states that failed to build while older than their pin say so."""
     for a in answers:
         if a.get("culprit") and not a.get("error"):
             _descend_one(s, store, req, handler, executor, a)
+        if a.get("pairing", "time") == "time" and not a.get("error"):
+            _behind_pin_failures(s, store, a)
     return answers
+
+
+def _behind_pin_failures(s: Settings, store, a: dict) -> None:
+    """The probes skipped for a failed build whose XLA commit is older than their JAX commit's pin:
+    ``build_failed_behind_pin`` (xla, jax, pin) and the reason, as the scan's table says it."""
+    failed = [p for p in a.get("probes") or [] if p.get("verdict") == "skip"
+              and (rec := store.build(p["xla"], p["jax"])) is not None and rec.status == "failed"]
+    if not failed or s.only:
+        return
+    xla, jax = GitRepo(s.xla_repo, "xla"), GitRepo(s.jax_repo, "jax")
+    found = behind_pins([Pair(p["xla"], p["jax"]) for p in failed], xla, jax)["behind_pin"]
+    if found:
+        a["build_failed_behind_pin"] = [{"xla": k.split(":")[0], "jax": k.split(":")[1], "pin": v}
+                                        for k, v in found.items()]
+        a["behind_pin_reason"] = (f"{len(found)} untestable state{'s' if len(found) != 1 else ''} combine a JAX commit "
+                                  "with an XLA commit older than its pin: JAX may need an XLA feature it does not "
+                                  "have yet (--pairing pin builds each JAX commit with its pin)")
 
 
 def _link(c: dict, bumps: str | None = None) -> dict:

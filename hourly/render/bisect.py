@@ -89,6 +89,8 @@ def describe(a: dict) -> list:
                           f"{str(d.get('new_pin'))[:12]}: {plural(sub['builds'], 'build')}, "
                           f"{plural(sub['states'], 'candidate state')}{'' if sub['confirmed'] else ' (NOT confirmed)'}",
                           f"      {sc['link']}"]
+    if a.get("behind_pin_reason"):  # time pairing: skipped states older than their JAX commit's pin
+        lines.append(f"  {a['behind_pin_reason']}")
     if a.get("descent_stopped"):
         lines.append(f"  descent stopped: {a['descent_stopped']}")
     if a.get("pairing") == "pin":
