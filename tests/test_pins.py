@@ -103,7 +103,7 @@ def test_time_pairing_marks_pairs_older_than_their_pin_and_says_why_they_fail(ca
     assert "older than" in pts[1]["build_failure_reason"] and feature[:12] in pts[1]["build_failure_reason"]
     code, out, err = _run(capsys, ["show", "--workdir", str(tmp_path / "work")])
     assert "older than pin " + feature[:10] in out
-    assert "1 pair combine a JAX commit with an XLA commit older than its pin" in " ".join(out.split())
+    assert "1 pair combines a JAX commit with an XLA commit older than its pin" in " ".join(out.split())
     assert "1 of them failed to build" in " ".join(out.split())
 
 

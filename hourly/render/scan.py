@@ -85,12 +85,12 @@ def pairing_lines(report: ScanReport) -> list[str]:
     out = []
     if behind:
         failed = {f"{p.xla}:{p.jax}" for p in report.points if p.status == "build_failed"} & set(behind)
-        out.append(f"pairing: time; {plural(len(behind), 'pair')} combine a JAX commit with an XLA commit older than "
+        out.append(f"pairing: time; {plural(len(behind), 'pair')} combine{'s' if len(behind) == 1 else ''} a JAX commit with an XLA commit older than "
                    "its pin (marked \"older than pin\"): such a pair may not build, JAX may need an XLA feature it "
                    "does not have yet" + (f"; {len(failed)} of them failed to build, likely for that reason" if failed else ""))
     unknown = notes.get("unknown") or {}
     if unknown:
-        out.append(f"{plural(len(unknown), 'JAX commit')} pin an XLA commit the XLA checkout does not have "
+        out.append(f"{plural(len(unknown), 'JAX commit')} pin{'s' if len(unknown) == 1 else ''} an XLA commit the XLA checkout does not have "
                    f"(e.g. {next(iter(unknown.values()))[:12]}): fetch it to check those pairs against their pins")
     return out
 
