@@ -117,15 +117,35 @@ class ScanReport:
     #: edge steps measured again (hourly.scan.table.edge_checks): {(before time, after time): EdgeCheck}
     edge_checks: dict | None = None
     edge_json: list[dict] | None = None   # the same for --json
+    #: how JAX and XLA were paired (hourly.scan.run.pairing_notes): {"pairing": "time"|"pin",
+    #: "behind_pin": {"<xla>:<jax>": pin}, "unknown": {jax: pin the XLA checkout lacks}}; None: a scan
+    #: stored before pairings (time)
+    pairing: dict | None = None
+
+    def behind_pin(self, p: PointResult) -> str | None:
+        """The pin of ``p``'s JAX commit when its XLA commit is older (time pairing), else None."""
+        return ((self.pairing or {}).get("behind_pin") or {}).get(f"{p.xla}:{p.jax}")
 
     def as_json(self) -> dict:
-        out = {"points": [p.as_json() for p in self.points], "distinct_pairs": self.distinct_pairs,
+        out = {"points": [self._point_json(p) for p in self.points], "distinct_pairs": self.distinct_pairs,
                "builds": self.builds, "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds,
                "pinned": self.pinned}
+        out["pairing"] = (self.pairing or {}).get("pairing", "time")
+        if (self.pairing or {}).get("unknown"):
+            out["pins_not_in_xla_checkout"] = self.pairing["unknown"]  # type: ignore[index]
         if self.edge_json is not None:
             out["edge_checks"] = self.edge_json
         if self.plan is not None:
             out["plan"] = asdict(self.plan)
+        return out
+
+    def _point_json(self, p: PointResult) -> dict:
+        out = p.as_json()
+        pin = self.behind_pin(p)
+        out["behind_pin"] = pin  # the JAX commit's own pin when this XLA commit is older than it
+        if pin and p.status == Status.BUILD_FAILED.value:
+            out["build_failure_reason"] = (f"xla {p.xla[:12]} is older than jax {p.jax[:12]}'s pin {pin[:12]}: "
+                                           "JAX may need an XLA feature it does not have yet")
         return out
 
 

@@ -22,6 +22,8 @@ from hourly.errors import ProcessError, UserError
 COMMIT_URLS = {
     "xla": "https://github.com/openxla/xla/commit/{sha}",
     "jax": "https://github.com/jax-ml/jax/commit/{sha}",
+    "llvm": "https://github.com/llvm/llvm-project/commit/{sha}",
+    "triton": "https://github.com/openxla/triton/commit/{sha}",
 }
 
 _SEP = "\x1f"

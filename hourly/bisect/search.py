@@ -44,7 +44,6 @@ from hourly.analysis.bisection import (
     StepSearch,
     Verdict,
     bounds,
-    candidate_states,
     classify,
     exit_transitions,
     exit_verdict,
@@ -56,7 +55,6 @@ from hourly.analysis.bisection import (
     next_probe,
     plan_probes,
     separation,
-    step_commits,
     timeline_bounds,
     with_mixed_states,
     worse,
@@ -65,6 +63,7 @@ from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
 from hourly.bisect.events import BisectHandler
+from hourly.bisect.pairing import TimePairing, pairing_for
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
@@ -256,7 +255,8 @@ class Bisector:
     origin = "bisect"
 
     def __init__(self, s: Settings, store: Store, mode: Mode, req: BisectRequest | None = None,
-                 handler: BisectHandler | None = None, executor: Executor | None = None):
+                 handler: BisectHandler | None = None, executor: Executor | None = None,
+                 pairing: TimePairing | None = None):
         req = req or BisectRequest()
         find_fix, rerun, min_change, max_repeats = req.find_fix, req.rerun, req.min_change, req.max_repeats
         # finding a fix: the search looks for the first state that changed; in metric mode a change
@@ -282,6 +282,8 @@ class Bisector:
         self.key = s.bench_key()
         self.xla, self.jax = open_repos(s)
         self.repos = {r.name: r for r in trees(self.xla, self.jax)}
+        #: how JAX and XLA are paired into states (--pairing; a descent lists its own: bisect/pairing.py)
+        self.pairing = pairing or pairing_for(s, self.xla, self.jax)
         self.pin = pin_of(s, self.jax)  # --only: the side that stays put walks one commit
         hunted = [r for n, r in self.repos.items() if not self.pin or n != self.pin.side]
         for r in hunted:
@@ -563,7 +565,7 @@ class Bisector:
             w = Window(nxt, w.bad_time, w.origin, "the rest of the window, after the step above")
 
     def bisect_one(self, w: Window) -> dict:
-        states = candidate_states(self.walks, w.good_time, w.bad_time)
+        states = self.pairing.states(self.walks, w.good_time, w.bad_time)
         if len(states) < 2:
             raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
                             "pass a good end before the bad end with commits between them")
@@ -575,6 +577,7 @@ class Bisector:
             ident["refs"] = dict(self.refs)  # one, the key is the one bisections stored before had
         if self.find_fix:
             ident["find_fix"] = True
+        ident.update(self.pairing.ident())
         ident.update(self.identity_extra())
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
@@ -632,7 +635,7 @@ class Bisector:
             refs, self._ends = (search.ref(step.lo), search.ref(step.hi)), (last_good, first_bad)
 
         # blame
-        moved = step_commits(self.walks, last_good, first_bad)
+        moved = self.pairing.moved(self.walks, last_good, first_bad)
         blame = None
         if b.adjacent and moved["xla"] and moved["jax"]:
             blame = self._blame(bid, last_good, first_bad, stored, refs, known)
@@ -654,7 +657,9 @@ class Bisector:
         are reused, and a state sharing a commit with one that failed to build costs a little more.
         With workers, k states a round splitting the span into equal parts. Returns the bounds on
         ``states`` and every verdict of the chain."""
-        chain = with_mixed_states(states)
+        # a time pairing's step moving both repositories holds a mixed state; a pin pairing's states
+        # are what JAX pinned (old xla + new jax is no state of it) and a descent's move one repository
+        chain = with_mixed_states(states) if self.pairing.mixed_states else list(states)
         pairs = [st.pair for st in chain]
         index = {p: i for i, p in enumerate(pairs)}
         verdicts: dict[int, Verdict] = {}
@@ -1089,7 +1094,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
                   + "; ".join(whys))
     pin: Pin | None = getattr(bisector, "pin", None)
-    all_moved = step_commits(bisector.walks, last_good, first_bad)
+    all_moved = bisector.pairing.moved(bisector.walks, last_good, first_bad)
     range_commits = [] if culprit else [commit(bisector.repos, n, sha) for n in REPOS for sha in all_moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next
@@ -1102,6 +1107,7 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
+        "pairing": bisector.pairing.name,
         "culprit": culprit,
         "candidate": candidate,
         "measurements": _measurements(rows, last_good, first_bad) if candidate else None,

@@ -14,6 +14,7 @@ from .common import (
     BENCHMARK,
     BUILD,
     EXECUTOR,
+    PAIRING,
     REPOSITORIES,
     RETRY,
     STORE,
@@ -28,7 +29,7 @@ from .common import (
 )
 
 
-@with_options(REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, EXECUTOR)
+@with_options(REPOSITORIES, PAIRING, BUILD, RETRY, BENCHMARK, STORE, EXECUTOR)
 def bisect(
     good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha> [default: each regression detection finds in the store].'),
     bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
@@ -89,6 +90,8 @@ def bisect(
             answers = run_manual(s, store, req, handler, TerminalPrompt(), run_bench, executor)
         else:
             answers = run_bisect(s, store, req, handler, executor)
+            from hourly.bisect.descent import descend
+            answers = descend(s, store, req, handler, executor, answers)  # a culprit that moves a pin: inside it
         if explain:
             from hourly.explain.run import explain_answers
             explain_answers(store, s, answers, handler=handler)

@@ -105,6 +105,16 @@ REPOSITORIES: OptionSet = {
     "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="JAX's own ref whose history is walked, e.g. a feature "
                                    "branch; with --only xla the JAX commit kept [default: --ref; with --only xla: the JAX checkout's HEAD].")),
 }
+#: how JAX and XLA are paired, and the checkouts a bisection descends into (docs/bisect.md, "Pairing")
+PAIRING: OptionSet = {
+    "pairing": (Optional[str], Opt(None, "--pairing", help="time: the JAX and XLA commits that stood at one instant "
+                                   "(a nightly container's way); pin: each JAX first-parent commit with the XLA commit "
+                                   "its pin names (jaxlib wheels' and JAX CI's way) [default: time; after a scan: the scan's].")),
+    "llvm_repo": (Optional[str], Opt(None, "--llvm-repo", help="LLVM checkout: a bisected XLA culprit that moves LLVM's "
+                                     "pin is bisected on inside LLVM (HOURLY_LLVM_PATH) [default: no descent into LLVM].")),
+    "triton_repo": (Optional[str], Opt(None, "--triton-repo", help="Triton checkout: the same for an XLA culprit "
+                                       "that moves Triton's pin (HOURLY_TRITON_PATH) [default: no descent into Triton].")),
+}
 BUILD: OptionSet = {
     "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree; it builds "
                                      "jaxlib, so XLA moves [default: build-jax.sh; with --only jax: --jax-build-cmd, and none "
@@ -183,7 +193,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
                "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
     "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--xla-ref", "--first-parent", "--only", "--jax-ref", "--sync",
-                     "--force", "--bisect-in"),
+                     "--force", "--bisect-in", "--pairing", "--llvm-repo", "--triton-repo"),
     "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
               "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
               "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",

@@ -11,6 +11,7 @@ from .common import (
     BENCHMARK,
     BUILD,
     EXECUTOR,
+    PAIRING,
     REPOSITORIES,
     RETRY,
     STORE,
@@ -42,7 +43,7 @@ SCAN_ONLY = {
 }
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY, EXECUTOR)
+@with_options(WINDOW, REPOSITORIES, PAIRING, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY, EXECUTOR)
 def scan(
     flags: Any = None,
     dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),

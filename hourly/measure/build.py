@@ -51,6 +51,8 @@ from hourly.model import Named
 if TYPE_CHECKING:
     from hourly.measure.native_inputs import NativeKeys
 
+#: set in a descent's build environment to the dependency whose commits the pairs' "xla" side names
+DESCENT_VAR = "HOURLY_DESCENT"
 LOCK_NAME = "hourly.lock"          # the state a killed run leaves behind (HEADs, stash)
 RUN_LOCK_NAME = "hourly.run.lock"  # the flock: held while a run uses the tree
 
@@ -461,6 +463,16 @@ class Builder:
                    HOURLY_PYTHON=self.spec.python, HOURLY_WHEEL_DIR=str(wheel_dir))
         if self.xla_repo is not None:  # --only jax: no XLA tree (HOURLY_XLA_SHA names the installed jaxlib)
             env["HOURLY_XLA_DIR"] = str(self.xla_repo.path)
+        descent = self.spec.env.get(DESCENT_VAR)
+        if descent and self.xla_repo is not None:
+            # a descent into XLA's LLVM or Triton pin (hourly.bisect.descent): the pair's "xla" side is that
+            # dependency's commit in its own checkout; XLA itself is held at the culprit, in its own tree
+            dep = descent.upper()
+            env[f"HOURLY_{dep}_SHA"], env[f"HOURLY_{dep}_PATH"] = pair.xla, str(self.xla_repo.path)
+            env["HOURLY_XLA_SHA"] = self.spec.env.get("HOURLY_HELD_XLA_SHA", "")
+            env["HOURLY_XLA_DIR"] = self.spec.env.get("HOURLY_HELD_XLA_DIR", "")
+        if "HOURLY_XLA_DIR" in env:  # the documented name of the XLA checkout to build against (docs/bisect.md)
+            env["HOURLY_XLA_PATH"] = env["HOURLY_XLA_DIR"]
         env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
         return env
 

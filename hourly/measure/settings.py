@@ -133,6 +133,11 @@ class Settings:
     retry_failed: bool = False
     keep_going: bool = False  # scan on after a first measured pair whose every run failed
     confirm_edges: bool = True  # measure an edge step's pair and its neighbour again (hourly.scan.run.confirm_edges)
+    #: how JAX and XLA are paired: "time" (the commits that stood at one instant) or "pin" (each JAX
+    #: commit with the XLA commit it pins; hourly.bisect.pairing, docs/bisect.md)
+    pairing: str = "time"
+    llvm_repo: str | None = None    # an LLVM checkout: a bisection descends into XLA's LLVM pin bumps
+    triton_repo: str | None = None  # a Triton checkout: the same for XLA's Triton pin bumps
 
     # -- derived ----------------------------------------------------------------------------
     def ref_of(self, repo: str) -> str:
@@ -261,7 +266,7 @@ class Settings:
 
 FIELD_NAMES = {f.name for f in fields(Settings)}
 #: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
-PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir")
+PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir", "llvm_repo", "triton_repo")
 #: flags that apply to the command they are given to, never to later commands reading the store
 ONE_OFF = ("force", "rerun", "retry_failed", "keep_going")
 
@@ -490,6 +495,11 @@ def _validate(s: Settings) -> None:
         raise UserError(f"mode must be metric or exit, not {s.mode!r}", "pass --mode metric or --mode exit")
     s.mode = str(s.mode.value if hasattr(s.mode, "value") else s.mode)
     s.cache_bytes()  # a one-line error now rather than after the first build
+    if s.pairing not in ("time", "pin"):
+        raise UserError(f"pairing must be time or pin, not {s.pairing!r}", "pass --pairing time or --pairing pin")
+    if s.pairing == "pin" and s.only in ("jax", "xla"):
+        raise UserError("--pairing pin builds each JAX commit with the XLA commit it pins, but --only holds one "
+                        "repository still", "leave --only out, or pass --pairing time")
     if s.only in ("both", ""):  # a later command may widen a stored one-repository scan again
         s.only = None
     if s.only is not None and s.only not in ("jax", "xla"):

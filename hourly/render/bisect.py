@@ -79,6 +79,22 @@ def describe(a: dict) -> list:
         lines.append(f"  no single commit: {a.get('reason')}")
         for rc in a.get("range_commits", []):
             lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
+    if a.get("chain_text"):  # a culprit that moved a pin, bisected on inside the dependency (hourly.bisect.descent)
+        lines.append(f"  chain: {a['chain_text']}")
+        for sub in a.get("descent") or []:
+            d, sc = sub.get("descent_of") or {}, sub.get("culprit") or sub.get("candidate")
+            if sc:
+                lines += [f"    {sc['repo']} {sc['sha']} {sc['subject']}",
+                          f"      inside the {str(d.get('dep', '')).upper()} pin bump {str(d.get('old_pin'))[:12]} → "
+                          f"{str(d.get('new_pin'))[:12]}: {plural(sub['builds'], 'build')}, "
+                          f"{plural(sub['states'], 'candidate state')}{'' if sub['confirmed'] else ' (NOT confirmed)'}",
+                          f"      {sc['link']}"]
+    if a.get("behind_pin_reason"):  # time pairing: skipped states older than their JAX commit's pin
+        lines.append(f"  {a['behind_pin_reason']}")
+    if a.get("descent_stopped"):
+        lines.append(f"  descent stopped: {a['descent_stopped']}")
+    if a.get("pairing") == "pin":
+        lines.append("  pairing: pin (each JAX commit with the XLA commit its pin names)")
     if a.get("blame"):
         lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
     pinned = pinned_line(a.get("pinned"))

@@ -365,6 +365,10 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                   f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
                   f"({'higher' if s.higher_is_better else 'lower'} is better).")
+        md.append("")
+        md.append("JAX and XLA paired by pin (each JAX commit with the XLA commit its pin names; `--pairing pin`)."
+                  if getattr(s, "pairing", "time") == "pin" else
+                  "JAX and XLA paired by time (the commits that stood at each instant; `--pairing time`).")
     md.append("")
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"

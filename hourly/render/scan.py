@@ -43,6 +43,8 @@ def step_marks(steps: Sequence[Step]) -> dict[int, str]:
 
 
 def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: str = "hourly scan") -> Table:
+    if (report.pairing or {}).get("pairing") == "pin":
+        title += " (pin pairing)"
     t = Table(title=title, show_edge=False, pad_edge=False)  # fits 80 columns with 99 samples and a mark
     pinned = (report.pinned or {}).get("side")
     # every point measured as often (the usual case): the count once, in the header
@@ -53,13 +55,18 @@ def scan_table(report: ScanReport, marks: dict[int, str] | None = None, title: s
     t.add_column("jax (pinned)" if pinned == "jax" else "jax")
     t.add_column("metric" if count is None else f"metric (n={count})", justify="right")
     t.add_column("step")
+    behind = any(report.behind_pin(p) for p in report.points)
+    if behind:  # time pairing: the XLA commit is older than the JAX commit's own pin (docs/scan.md)
+        t.add_column("xla vs jax's pin")
     marks = marks or {}
     prev = None
     for i, p in enumerate(report.points):
         same = prev is not None and (prev.xla, prev.jax) == (p.xla, p.jax)
         style = None if p.status in ("ok", "cached", "built", "planned") else "red"
+        pin = report.behind_pin(p)
+        extra = [Text(f"older than pin {pin[:10]}" if pin else "")] if behind else []
         t.add_row(p.time, _rev(p.xla), _rev(p.jax), fmt_value(p, count=count is None), marks.get(i, "" if not same else "·"),
-                  style=style)
+                  *extra, style=style)
         prev = p
     return t
 
@@ -69,20 +76,40 @@ def _rev(value: str) -> Text:
     return Text(value[:10] if all(c in "0123456789abcdef" for c in value) else value)
 
 
+def pairing_lines(report: ScanReport) -> list[str]:
+    """How JAX and XLA were paired, and (time pairing) the pairs older than their JAX commit's pin."""
+    notes = report.pairing or {}
+    if notes.get("pairing") == "pin":
+        return ["pairing: pin (each JAX commit with the XLA commit its pin names)"]
+    behind = notes.get("behind_pin") or {}
+    out = []
+    if behind:
+        failed = {f"{p.xla}:{p.jax}" for p in report.points if p.status == "build_failed"} & set(behind)
+        out.append(f"pairing: time; {plural(len(behind), 'pair')} combine{'s' if len(behind) == 1 else ''} a JAX commit with an XLA commit older than "
+                   "its pin (marked \"older than pin\"): such a pair may not build, JAX may need an XLA feature it "
+                   "does not have yet" + (f"; {len(failed)} of them failed to build, likely for that reason" if failed else ""))
+    unknown = notes.get("unknown") or {}
+    if unknown:
+        out.append(f"{plural(len(unknown), 'JAX commit')} pin{'s' if len(unknown) == 1 else ''} an XLA commit the XLA checkout does not have "
+                   f"(e.g. {next(iter(unknown.values()))[:12]}): fetch it to check those pairs against their pins")
+    return out
+
+
 def summary_line(report: ScanReport) -> str:
     n = len(report.points)
     pairs = plural(report.distinct_pairs, "distinct (xla, jax) pair")
     pinned = pinned_line(report.pinned)
     held = ("; " + pinned) if pinned else ""
+    notes = "".join("\n" + line for line in pairing_lines(report))
     if report.plan is None:
-        return f"{plural(report.builds, 'build')} for {plural(n, 'instant')} ({pairs}){held}"
+        return f"{plural(report.builds, 'build')} for {plural(n, 'instant')} ({pairs}){held}" + notes
     p = report.plan
     lines = [f"dry run: {plural(n, 'instant')}, {pairs}{held}", f"the scan would run {plural(p.builds, 'build')}"]
     if p.measured is None:
         lines.append(f"{plural(p.built, 'pair')} already built (add --bench-cmd to count those measured)")
     else:
         lines.append(f"{plural(p.built, 'pair')} already built, {p.measured} measured")
-    return "\n".join(lines)
+    return "\n".join(lines + pairing_lines(report))
 
 
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:

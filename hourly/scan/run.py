@@ -18,6 +18,7 @@ from hourly.measure import machine as environment
 from hourly.measure.build import Builder, require_command
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
+from hourly.measure.pins import PinReader, behind_pins
 from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from hourly.measure.settings import Settings
 from hourly.metric import compile_metric_regex
@@ -69,7 +70,21 @@ def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None)
     if not points:
         raise UserError("no commit of both repositories lies before the window's end",
                         "move the window later or check --ref")
+    if s.pairing == "pin":  # each JAX commit with the XLA commit it pins (hourly.measure.pins)
+        assert xla is not None  # Settings refuse --pairing pin with --only
+        reader = PinReader(jax, "xla", xla)
+        points = [PlannedPoint(p.time, Pair(reader.pin(p.pair.jax).rev, p.pair.jax)) for p in points]
     return points
+
+
+def pairing_notes(s: Settings, xla: GitRepo | None, jax: GitRepo, pairs: list[Pair]) -> dict:
+    """How the scan paired JAX and XLA, and (time pairing) the pairs whose XLA commit is older than
+    their JAX commit's pin: stored with the scan, shown in its table and JSON."""
+    notes = {"pairing": s.pairing, "behind_pin": {}, "unknown": {}}
+    if s.pairing == "time":
+        found = behind_pins(pairs, xla, jax)
+        notes["behind_pin"], notes["unknown"] = found["behind_pin"], found["unknown"]
+    return notes
 
 
 
@@ -123,7 +138,7 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
         status = "cached" if m else "built" if p.pair in built else "planned"
         results.append(PointResult(p.label, p.pair.xla, p.pair.jax, status, m.value if m else None,
                                    m.samples if m else [], m.detail if m else None))
-    return ScanReport(results, len(pairs), 0, pin.as_json() if pin else None,
+    return ScanReport(results, len(pairs), 0, pin.as_json() if pin else None, pairing=pairing_notes(s, xla, jax, pairs),
                       plan=DryRunPlan(sum(p not in built for p in todo), len(built),
                                       len(measured) if key else None))
 
@@ -181,6 +196,8 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     store.save_settings("pinned", pin.as_json() if pin else {})
     store.save_settings("environment", environment.capture(s.python, s.env_dict()))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
+    notes = pairing_notes(s, xla, jax, pairs)
+    store.save_settings("pairing", notes)
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
     todo = pairs if s.rerun else [p for p in pairs if _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     done = len(pairs) - len(todo)
@@ -210,7 +227,8 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     results = stored_results(store, key, points)
     checks, as_json, _ = edge_checks(store, key, results, s)
     return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
-                      jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json)
+                      jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json,
+                      pairing=notes)
 
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int

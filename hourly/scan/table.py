@@ -162,7 +162,7 @@ def stored_scan(store: Store, s: Settings) -> ScanReport:
     checks, as_json, _ = edge_checks(store, key, out, s)
     pairs = {(x, j) for _, x, j in rows}  # the builds are the scan's (and a bisection's of its pairs)
     return ScanReport(out, len(pairs), len(pairs & store.built_pairs()), store.load_settings("pinned") or None,
-                      edge_checks=checks, edge_json=as_json)
+                      edge_checks=checks, edge_json=as_json, pairing=store.load_settings("pairing"))
 
 
 
