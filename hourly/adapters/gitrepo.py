@@ -199,6 +199,39 @@ class GitRepo:
         """How many commits ``old..new`` holds (all parents, as ``git rev-list --count``)."""
         return int(self.git("rev-list", "--count", f"{old}..{new}", "--").strip())
 
+    def files_at(self, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+        """The text of each ``(ref, path)`` (None where it is not there), in ONE ``git cat-file --batch``."""
+        if not wanted:
+            return {}
+        out = proc.run(["git", "cat-file", "--batch"], cwd=self.path, timeout=600,
+                       input="".join(f"{ref}:{path}\n" for ref, path in wanted)).output.encode()
+        got: dict[tuple[str, str], str | None] = {}
+        at = 0
+        for key in wanted:
+            end = out.index(b"\n", at)
+            head = out[at:end].split()
+            at = end + 1
+            if len(head) == 3 and head[2].isdigit():  # "<object> <type> <size>", the contents, a newline
+                size = int(head[2])
+                got[key] = out[at:at + size].decode(errors="replace") if head[1] == b"blob" else None
+                at += size + 1
+            else:  # "<name> missing" / "ambiguous"
+                got[key] = None
+        return got
+
+    def commits_of(self, revs: list[str]) -> dict[str, str | None]:
+        """Each revision's full commit sha (None where this checkout lacks it), in ONE
+        ``git cat-file --batch-check``."""
+        if not revs:
+            return {}
+        out = proc.run(["git", "cat-file", "--batch-check"], cwd=self.path, timeout=600,
+                       input="".join(f"{r}^{{commit}}\n" for r in revs)).output.splitlines()
+        got: dict[str, str | None] = {}
+        for rev, line in zip(revs, out, strict=False):
+            words = line.split()
+            got[rev] = words[0] if len(words) == 3 and words[1] == "commit" else None
+        return got
+
     def file_at(self, ref: str, path: str) -> str | None:
         """A file's text at ``ref``; None when it is not there."""
         try:

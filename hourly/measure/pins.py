@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.pins import PIN_FILES, PINNED_BY, parse_pin
 from hourly.errors import ProcessError, UserError
@@ -33,6 +34,29 @@ class PinReader:
         self.owner, self.dep, self.dep_repo = owner, dep, dep_repo
         self._cache: dict[str, PinRecord | None] = {}
         self._resolved: dict[str, str] = {}
+
+    def prefetch(self, shas: list[str]) -> None:
+        """Read the pins of many commits at once: every pin file of each in ONE ``git cat-file
+        --batch`` (a scan prices its pins in a constant number of processes, not one per pair)."""
+        todo = [sha for sha in dict.fromkeys(shas) if sha not in self._cache]
+        texts = self.owner.files_at([(sha, f.path) for sha in todo for f in PIN_FILES[self.dep]])
+        for sha in todo:
+            self._cache[sha] = None
+            for f in PIN_FILES[self.dep]:
+                text = texts.get((sha, f.path))
+                rev = parse_pin(f, text) if text is not None else None
+                if rev:
+                    self._cache[sha] = PinRecord(self.dep, sha, rev, f.path)
+                    break
+
+    def resolve_all(self, revs: list[str]) -> None:
+        """Resolve many pins in the dependency's checkout in ONE process; what it lacks stays
+        unresolved (:meth:`resolve` then names the fetch)."""
+        assert self.dep_repo is not None
+        todo = [r for r in dict.fromkeys(revs) if r not in self._resolved]
+        for rev, full in self.dep_repo.commits_of(todo).items():
+            if full:
+                self._resolved[rev] = full
 
     def find(self, sha: str) -> PinRecord | None:
         """The pin at ``sha``, or None when none of the files names one."""
@@ -94,8 +118,12 @@ def behind_pins(pairs: list[Pair], xla: GitRepo | None, jax: GitRepo) -> dict:
     if xla is None:
         return out
     reader = PinReader(jax, "xla", xla)
+    reader.prefetch([p.jax for p in pairs])  # one process for every pin file of every JAX commit
+    recs = {p.jax: reader.find(p.jax) for p in pairs}
+    reader.resolve_all([r.rev for r in recs.values() if r is not None])
+    pinned: list[tuple[Pair, str]] = []
     for p in pairs:
-        rec = reader.find(p.jax)
+        rec = recs[p.jax]
         if rec is None:
             continue
         try:
@@ -104,9 +132,37 @@ def behind_pins(pairs: list[Pair], xla: GitRepo | None, jax: GitRepo) -> dict:
             out["unknown"][p.jax] = rec.rev
             continue
         out["pins"][p.jax] = pin
-        if older_than_pin(xla, p.xla, pin):
+        pinned.append((p, pin))
+    older = _older_than_pins(xla, [(p.xla, pin) for p, pin in pinned])
+    for p, pin in pinned:
+        if (p.xla, pin) in older:
             out["behind_pin"][f"{p.xla}:{p.jax}"] = pin
     return out
+
+
+def _older_than_pins(xla: GitRepo, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The ``(x, pin)`` whose ``x`` is a strict ancestor of ``pin``, in a number of processes that
+    grows with the distinct pins (about one a day), not with the pairs: the merge base of every
+    ``x`` (one process), then per pin the commits it reaches above that base (one ``rev-list``)."""
+    todo = [(x, pin) for x, pin in dict.fromkeys(pairs) if x != pin]
+    if not todo:
+        return set()
+    xs = sorted({x for x, _ in todo})
+    res = proc.run(["git", "merge-base", "--octopus", *xs], cwd=xla.path, check=False) if len(xs) > 1 else None
+    base: str | None
+    if res is None:
+        base = xs[0]
+    else:
+        words = res.output.split() if res.ok else []
+        base = words[0] if words else None
+    if base is None:  # no common history: ask each pair (rare, and still right)
+        return {(x, pin) for x, pin in todo if older_than_pin(xla, x, pin)}
+    older: set[tuple[str, str]] = set()
+    for pin in dict.fromkeys(pin for _, pin in todo):
+        # every x descends from base, so x is an ancestor of pin iff pin reaches it above base's parents
+        reach = set(xla.git("rev-list", pin, "--not", f"{base}^@", "--").split())
+        older |= {(x, q) for x, q in todo if q == pin and x in reach}
+    return older
 
 
 def dep_range(repo: GitRepo, old: str, new: str) -> list[tuple[str, int]]:

@@ -73,6 +73,8 @@ def plan(s: Settings, xla: GitRepo | None, jax: GitRepo, pin: Pin | None = None)
     if s.pairing == "pin":  # each JAX commit with the XLA commit it pins (hourly.measure.pins)
         assert xla is not None  # Settings refuse --pairing pin with --only
         reader = PinReader(jax, "xla", xla)
+        reader.prefetch([p.pair.jax for p in points])  # every pin in one process, then one to resolve them
+        reader.resolve_all([r.rev for r in (reader.find(p.pair.jax) for p in points) if r is not None])
         points = [PlannedPoint(p.time, Pair(reader.pin(p.pair.jax).rev, p.pair.jax)) for p in points]
     return points
 
