@@ -698,3 +698,21 @@ def test_a_smaller_step_after_a_large_one_is_a_step_of_its_own(capsys, venv_pyth
     assert code == 0, err
     lines = [ln for ln in unwrap(out) if ln.startswith("▼ regression")]
     assert len(lines) == 2 and "between 2023-08-25T12:00:00Z and 2023-08-25T18:00:00Z" in lines[1], out
+
+
+def test_a_build_stopped_inside_git_leaves_no_changed_tree(capsys, scan_args, made, tmp_path):
+    """A tree is handed back with no tracked file changed even when the last build left git's
+    index.lock (as a git killed by a signal does) and an edit: hourly checks it out again."""
+    jax = GitRepo(made.jax, "jax")
+    wrapper = tmp_path / "build-then-lock.sh"
+    wrapper.write_text(f"#!/bin/sh\n{made.build_script} \"$@\" || exit $?\n"
+                       f"echo edited >> {made.jax}/build/requirements.in\n"
+                       f"touch {jax.git_dir}/index.lock\n")
+    wrapper.chmod(0o755)
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--json")
+    args[args.index("--build-cmd") + 1] = str(wrapper)
+    code, out, err = run_cli(capsys, args)
+    assert code == 0, err
+    assert json.loads(out)["distinct_pairs"] == 1
+    assert jax.head_state().branch == "main" and jax.dirty_files() == []
+    assert not (jax.git_dir / "index.lock").exists()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
@@ -78,6 +78,8 @@ class BuildResult:
         return self.status not in (BuildStatus.FAILED, BuildStatus.INTERRUPTED)
 
 
+#: checkouts of a tree being handed back until no tracked file differs (tenacity)
+RESTORE_ATTEMPTS = 3
 #: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
 BUILD_ATTEMPTS = 3
 BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
@@ -222,11 +224,33 @@ class Workspace:
             repo.clean(self._kept(repo))
             self._cleaned.add(repo.name)
 
+    def _restore_clean(self, repo: GitRepo, head: HeadState) -> None:
+        """Put the tree back at ``head`` with no change to a tracked file left. The tree was clean
+        when it was taken (the user's edits refused, or stashed with --force), so what differs now
+        is a build's: a run stopped by a signal in the middle of a build or a checkout (git's
+        index.lock left by a killed git, a file the build wrote as it was stopped) is checked out
+        again, a few times (tenacity), rather than handed back with the build's edits in it."""
+        def once() -> list[str]:
+            try:
+                repo.restore(head)
+            except ProcessError:
+                stale = repo.git_dir / "index.lock"
+                if not stale.exists():
+                    raise
+                stale.unlink(missing_ok=True)  # a git of ours killed by the signal; we hold the tree's flock
+                repo.restore(head)
+            return repo.dirty_files()
+        try:
+            Retrying(stop=stop_after_attempt(RESTORE_ATTEMPTS), wait=wait_exponential(min=0.2, max=2),
+                     retry=retry_if_result(bool))(once)
+        except RetryError:
+            pass  # still changed: the next run names the files (its uncommitted-changes check)
+
     def _release(self, repo: GitRepo) -> None:
         try:
             state = self._states.get(repo.name)
             if state:
-                repo.restore(HeadState(state["branch"], state["sha"]))
+                self._restore_clean(repo, HeadState(state["branch"], state["sha"]))
                 if state.get("stash") and repo.name in self._cleaned:
                     repo.clean(self._kept(repo))  # the last build's outputs never block the user's files
                 if state.get("stash"):
