@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from hourly.adapters.gitrepo import GitRepo
-from hourly.demo.repos import replay_history
+from hourly.demo.repos import first_parent_chain, replay_history
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
 from hourly.timeparse import instants, parse_step, window
 
@@ -48,21 +48,10 @@ FILLER_STEP_S = 600
 FILLER_BEFORE = 4_000
 
 
-def chain_of(csv_path: Path) -> list[dict]:
-    """The real rows in first-parent order, oldest first."""
-    rows = list(csv.DictReader(open(csv_path, newline="")))
-    by_parent = {r["parent_sha"]: r for r in rows}
-    shas = {r["sha"] for r in rows}
-    chain = [next(r for r in rows if r["parent_sha"] not in shas)]
-    while chain[-1]["sha"] in by_parent:
-        chain.append(by_parent[chain[-1]["sha"]])
-    return chain
-
-
 def big_repo(name: str, history: Path, dest: Path) -> int:
     """A repository of TOTAL first-parent commits: filler, the real history, more filler; returns
     how many commits lie above (after) the real history."""
-    chain = chain_of(history / f"{name}_2023-06_10.csv")
+    chain = first_parent_chain(history / f"{name}_2023-06_10.csv")
     paths: dict[str, list[str]] = {}
     if name == "jax":
         paths = {r["sha"]: [p for p in r["paths"].split(";") if p]

@@ -252,6 +252,20 @@ DEMO_CHANGES = [
 ]
 
 
+def first_parent_chain(csv_path: str | Path) -> list[dict]:
+    """The rows of a shared history CSV (``sha``, ``parent_sha``, ...) in first-parent order,
+    oldest first."""
+    import csv
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    by_parent = {r["parent_sha"]: r for r in rows}
+    shas = {r["sha"] for r in rows}
+    chain = [next(r for r in rows if r["parent_sha"] not in shas)]
+    while chain[-1]["sha"] in by_parent:
+        chain.append(by_parent[chain[-1]["sha"]])
+    return chain
+
+
 def replay_history(csv_path: str | Path, dest: str | Path) -> dict[str, str]:
     """Replay a first-parent history from ``shared/data/history/*.csv`` (sha, parent, author and
     committer times, subject) into a new repository at ``dest``, with ``origin/main`` at its tip.
@@ -260,15 +274,7 @@ def replay_history(csv_path: str | Path, dest: str | Path) -> dict[str, str]:
     resolution can be checked against what git picked on the real repositories. Returns
     {new sha: original sha}.
     """
-    import csv
-
-
-    rows = list(csv.DictReader(open(csv_path, newline="")))
-    by_parent = {r["parent_sha"]: r for r in rows}
-    shas = {r["sha"] for r in rows}
-    chain = [next(r for r in rows if r["parent_sha"] not in shas)]
-    while chain[-1]["sha"] in by_parent:
-        chain.append(by_parent[chain[-1]["sha"]])
+    chain = first_parent_chain(csv_path)
     stream = []
     for i, r in enumerate(chain, 1):
         msg = f"{r['subject']}\n\noriginal: {r['sha']}\n".encode()
