@@ -6,13 +6,16 @@ is there; real pip wheel builds, real git, real SQLite."""
 from __future__ import annotations
 
 import json
+import subprocess
 import zipfile
 
 from test_only import venv_with_jaxlib
 
+from hourly.adapters import proc
+from hourly.adapters.venvs import reinstall_commands
 from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
-from hourly.demo.split import BACKEND, jax_base_files, write_bench
+from hourly.demo.split import BACKEND, jax_base_files, write_bench, write_wheel
 
 #: like setuptools' build_py: copy the package into build/lib (never removing what is there), then
 #: pack build/lib — a file a newer commit deleted still ships when build/lib is left from before
@@ -87,3 +90,27 @@ def test_a_users_untracked_files_are_refused_then_forced_and_given_back(capsys, 
     assert (made.jax / "notes.txt").read_text() == "mine\n"  # given back
     assert not (made.jax / "build" / "cache" / "stale.o").exists()  # outputs of earlier builds are not kept
     assert (work / "hourly.sqlite").exists()
+
+
+def test_a_wheel_of_the_same_name_and_version_replaces_the_installed_one(tmp_path, venv_python):
+    # real builds of two states of one tree often carry the same wheel name and version
+    # (jax-0.4.16.dev…-py3-none-any.whl); uv installs them without its cache, so the second is
+    # what is installed, never a cached unpack of the first
+    def state(value: int):
+        out = tmp_path / f"state{value}"
+        out.mkdir()
+        return str(write_wheel(out, "samename", "1.0", {"samename/__init__.py": f"VALUE = {value}\n"}))
+
+    first, second = state(1), state(2)
+    cmds = reinstall_commands(venv_python, [first])
+    assert [c[1:3] for c in cmds] == [["pip", "install"], ["-m", "pip"]], "uv first in a virtual environment"
+    for wheel, value in ((first, 1), (second, 2), (first, 1)):
+        for cmd in reinstall_commands(venv_python, [wheel])[:1]:
+            proc.run(cmd, timeout=120)
+        got = subprocess.run([venv_python, "-c", "import samename; print(samename.VALUE)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert got == str(value)
+    # pip, where uv is not used, does the same
+    proc.run(reinstall_commands(venv_python, [second])[-1], timeout=300)
+    assert subprocess.run([venv_python, "-c", "import samename; print(samename.VALUE)"],
+                          capture_output=True, text=True, check=True).stdout.strip() == "2"

@@ -51,6 +51,29 @@ def find_uv() -> str | None:
     return shutil.which("uv")
 
 
+def in_venv(python: str) -> bool:
+    """Whether ``python`` is a virtual environment's interpreter (``pyvenv.cfg`` one folder above
+    its own, symlinks not followed): uv installs into one without ``--system``."""
+    exe = shutil.which(python) or python
+    return (Path(exe).absolute().parent.parent / "pyvenv.cfg").is_file()
+
+
+def reinstall_commands(python: str, wheels: list[str]) -> list[list[str]]:
+    """The commands that put ``wheels`` into ``python``'s environment in place of what is there
+    (no dependencies), to try in turn until one succeeds: uv first where it can (a virtual
+    environment), then pip. uv installs a wheel in a fifth of pip's time (0.2 s against 1.1 s on a
+    quiet machine, 1.8 s against 8.5-10.7 s under load). ``--no-cache``: every state's wheel may
+    carry the same name and version, and a cached unpack of another state's wheel must never be
+    what is installed."""
+    pip = [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
+           "--disable-pip-version-check", *wheels]
+    uv = find_uv() if in_venv(python) else None
+    if not uv:
+        return [pip]
+    return [[uv, "pip", "install", "--quiet", "--python", python, "--reinstall", "--no-deps", "--offline",
+             "--no-cache", *wheels], pip]
+
+
 def choose_installer(kind: InstallerKind | str = InstallerKind.AUTO) -> Installer:
     kind = InstallerKind(kind)
     if kind in (InstallerKind.AUTO, InstallerKind.UV):

@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 from hourly.adapters import proc
+from hourly.adapters.venvs import reinstall_commands
 
 from .repos import write_launcher
 
@@ -147,8 +148,11 @@ def jaxlib_wheel(out_dir: Path, version: str, xla_commit: str | None, factor: fl
 
 
 def install(python: str, *wheels: Path) -> None:
-    proc.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
-              "--disable-pip-version-check", *map(str, wheels)], timeout=300)
+    *first, last = reinstall_commands(python, list(map(str, wheels)))
+    for cmd in first:
+        if proc.run(cmd, timeout=300, check=False).ok:
+            return
+    proc.run(last, timeout=300)
 
 
 BENCH_PY = r'''
