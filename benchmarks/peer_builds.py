@@ -193,7 +193,7 @@ def hourly(case: Case, plain: bool = False) -> tuple[int, str | None]:
             [pairs[i] for i, v in verdicts.items() if v is not Verdict.SKIP] + [pairs[0], pairs[-1]])
         costs = {i: (COST_MEASURED if (p.xla, p.jax) in o.built else COST_BUILD) + (COST_NEAR_BREAK if i in near else 0.0)
                  for i, p in enumerate(pairs) if 0 < i < len(pairs) - 1 and i not in verdicts}
-        i = next_probe(len(pairs), verdicts, costs)
+        i = next_probe(len(pairs), verdicts, costs, later_on_ties=not plain)
         if i is None:
             break
         verdicts[i] = test(pairs[i])
@@ -204,9 +204,10 @@ def hourly(case: Case, plain: bool = False) -> tuple[int, str | None]:
         return len(o.built), None
     if moved["xla"] and moved["jax"]:  # Bisector._blame: a mixed pair measured by the search is reused
         seen: dict[Pair, Verdict] = {}
-        while not isinstance(nxt := next_blame(good, bad, seen), Blame):
+        on_chain = not plain and Pair(good.xla, bad.jax) in known  # the search measured it, a state of its chain
+        while not isinstance(nxt := next_blame(good, bad, seen, on_chain), Blame):
             seen[nxt] = test(nxt)
-        repos = [nxt.value] if nxt in (Blame.XLA, Blame.JAX) else []
+        repos = [nxt.repo] if nxt.repo else []
     else:
         repos = [n for n in moved if moved[n]]
     named = moved[repos[0]][0] if len(repos) == 1 and len(moved[repos[0]]) == 1 else None

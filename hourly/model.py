@@ -271,8 +271,16 @@ class Blame(Named):
 
     XLA = "xla"
     JAX = "jax"
+    #: exit mode's chain: old xla + new jax (a state of the search's chain) is good and the first bad
+    #: state bad, so the xla commit brings the change on the new jax; xla with the old jax is not built
+    XLA_ON_NEW_JAX = "xla_on_new_jax"
     BOTH = "both"        # neither change alone regresses: the pair of them does
     UNKNOWN = "unknown"  # a mixed pair could not be tested
+
+    @property
+    def repo(self) -> str | None:
+        """The repository whose commit this blame names (None: both, unknown)."""
+        return {"xla": "xla", "xla_on_new_jax": "xla", "jax": "jax"}.get(self.value)
 
 
 class InstallerKind(Named):

@@ -328,6 +328,42 @@ def test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_
     assert r["builds"] == len({(p["xla"], p["jax"]) for p in r["probes"]})  # each state built once
 
 
+def test_exit_mode_blames_an_xla_commit_of_a_step_moving_both_repos_from_the_chain(tmp_path, python, capsys):
+    """Issue 25: the crash comes with an xla commit that landed at the same instant as a jax one.
+    Old xla + new jax is a state of the search's chain; good, the step from it to the first bad
+    state moves xla alone, and the xla commit is named from those two measured states
+    (``xla_on_new_jax``): new xla + old jax is not built, and the answer says so."""
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Halve the collectives", {"perf/coll.txt": "0.5\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"}),
+    ], hours=4))
+    test = tmp_path / "check.py"
+    test.write_text("import sys\nimport jax_demo\nsys.exit(3 if jax_demo.FACTOR < 0.75 else 0)\n")
+    args = flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}")
+    window = ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T04:00Z", "--mode", "exit"]
+    (r,) = bisect_json(capsys, [*window, *args])["regressions"]
+    assert r["blame"] == "xla_on_new_jax" and r["culprit"]["sha"] == made.shas["Halve the collectives"]
+    assert r["first_bad"] == {"xla": made.shas["Halve the collectives"], "jax": made.shas["Harmless jax change"]}
+    mixed = (r["last_good"]["xla"], r["first_bad"]["jax"])
+    by_role = {p["role"]: (p["xla"], p["jax"], p["verdict"]) for p in r["probes"] if (p["xla"], p["jax"]) == mixed}
+    assert by_role == {"probe": (*mixed, "good"), "blame": (*mixed, "good")}
+    built = {(p["xla"], p["jax"]) for p in r["probes"]}
+    assert (r["first_bad"]["xla"], r["last_good"]["jax"]) not in built  # new xla + old jax: not built
+    assert r["builds"] == len(built)  # each state built once
+    # the terminal says what the blame rests on, and what was not built
+    capsys.readouterr()
+    assert main(["bisect", *window, *args]) == 0
+    out = capsys.readouterr().out
+    assert "bad on the new jax" in out and "new xla + old jax was not built" in out
+    # the log pins jax at the first bad state's commit, where the mixed state was good
+    assert main(["bisect", "--log", *window, *args]) == 0
+    (tmp_path / "bisect.log").write_text(capsys.readouterr().out)
+    replay = subprocess.run(["git", "-C", str(made.xla), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True)
+    assert f"{made.shas['Halve the collectives']} is the first bad commit" in replay.stdout, \
+        replay.stdout + replay.stderr
+
+
 def test_a_bisection_never_changes_the_scans_numbers(tmp_path, capsys, scan_args, made):
     work = tmp_path / "work"
     scan = scan_args("Aug 24 2023 09:00", "Aug 24 2023 23:00", "--repeats", "2")

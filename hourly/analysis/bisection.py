@@ -140,11 +140,15 @@ def expected_halvings(a: int, b: int) -> float:
     return sum(k * math.log2(k) for k in (a, b) if k > 0) / n
 
 
-def next_probe(n: int, verdicts: dict[int, Verdict], costs: dict[int, float] | None = None) -> int | None:
+def next_probe(n: int, verdicts: dict[int, Verdict], costs: dict[int, float] | None = None,
+               later_on_ties: bool = False) -> int | None:
     """The state to test next, or None when the last good and first bad are settled.
 
     States with a final verdict (good, bad, skip) are not probed again; ``costs`` gives each
-    state's cost in builds (default: a build).
+    state's cost in builds (default: a build). Of two states that score the same and lie as far
+    from the middle, the earlier is taken; with ``later_on_ties`` the later (exit mode's search:
+    the later middle, as the peer's ``len // 2`` takes it; the same builds in total on every family
+    of benchmarks/peer_builds.py, and its shallow leaves where the peer's are).
     """
     b = bounds(n, verdicts)
     costs = costs or {}
@@ -153,7 +157,8 @@ def next_probe(n: int, verdicts: dict[int, Verdict], costs: dict[int, float] | N
     for i in range(b.lo + 1, b.hi):
         if verdicts.get(i) in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP):
             continue
-        score = (costs.get(i, COST_BUILD) + expected_halvings(i - b.lo, b.hi - i), abs(i - mid), i)
+        score = (costs.get(i, COST_BUILD) + expected_halvings(i - b.lo, b.hi - i), abs(i - mid),
+                 -i if later_on_ties else i)
         if best_score is None or score < best_score:
             best, best_score = i, score
     return best
@@ -205,12 +210,19 @@ def near_breaks(pairs: Sequence[Pair], failed: Iterable[Pair], built: Iterable[P
     return {i for i, p in enumerate(pairs) if ("xla", p.xla) in suspects or ("jax", p.jax) in suspects}
 
 
-def next_blame(good: Pair, bad: Pair, known: Mapping[Pair, Verdict]) -> Pair | Blame:
+def next_blame(good: Pair, bad: Pair, known: Mapping[Pair, Verdict], on_chain: bool = False) -> Pair | Blame:
     """The blame step of a step that moves both repositories, from the last good state ``good`` to
     the first bad ``bad``: the mixed pair to test next, or the answer once ``known`` (verdicts of
     states tested so far) decides it. Old xla + new jax first, then new xla + old jax: the first
     that is bad names the repository to blame; both good: neither change alone regresses (BOTH);
-    one untestable: UNKNOWN."""
+    one untestable: UNKNOWN.
+
+    ``on_chain``: old xla + new jax is a state of the search's chain (:func:`with_mixed_states`,
+    exit mode) and its verdict came from the search. Good, it is the chain's last good state and
+    the step from it to ``bad`` moves xla alone: like every other step of the chain, its commit
+    is named from the two measured states, XLA_ON_NEW_JAX (on the new jax; new xla + old jax,
+    which would tell "xla alone" from "only the pair", is not built: it is the one build a blamed
+    xla commit cost over the peer's search, benchmarks/peer_builds.py)."""
     for mixed in (Pair(good.xla, bad.jax), Pair(bad.xla, good.jax)):
         v = known.get(mixed)
         if v is None:
@@ -219,6 +231,8 @@ def next_blame(good: Pair, bad: Pair, known: Mapping[Pair, Verdict]) -> Pair | B
             return Blame.JAX if mixed.xla == good.xla else Blame.XLA
         if v is not Verdict.GOOD:
             return Blame.UNKNOWN
+        if on_chain:
+            return Blame.XLA_ON_NEW_JAX
     return Blame.BOTH
 
 

@@ -679,7 +679,7 @@ class Bisector:
                 for i, p in zip(plan, self._evaluate_many([pairs[i] for i in plan], "probe"), strict=True):
                     verdicts[i] = self._record(bid, p).verdict
                 continue
-            nxt = next_probe(len(pairs), verdicts, costs)
+            nxt = next_probe(len(pairs), verdicts, costs, later_on_ties=True)
             if nxt is None:
                 break
             verdicts[nxt] = self._record(bid, self.evaluate(pairs[nxt], "probe", None)).verdict
@@ -915,10 +915,13 @@ class Bisector:
                known: dict[Pair, Verdict] | None = None) -> Blame:
         """Old xla + new jax, then new xla + old jax: which change alone brings the regression
         (:func:`~hourly.analysis.bisection.next_blame`). A mixed pair the search measured already
-        (``known``: its verdicts) is not measured again: its verdict is recorded as the blame's."""
+        (``known``: its verdicts) is not measured again: its verdict is recorded as the blame's; old
+        xla + new jax measured by the search is a state of its chain, and good it settles the blame
+        (``on_chain``: XLA_ON_NEW_JAX, the step from it moving xla alone)."""
         seen: dict[Pair, Verdict] = {}
+        on_chain = known is not None and Pair(good.xla, bad.jax) in known
         while True:
-            nxt = next_blame(good, bad, seen)
+            nxt = next_blame(good, bad, seen, on_chain)
             if isinstance(nxt, Blame):
                 return nxt
             r = stored.get(("blame", nxt))
@@ -1075,8 +1078,8 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
     culprit, reason = None, None
     if b.adjacent:
         repos = [n for n in REPOS if moved[n]]
-        if blame in (Blame.XLA, Blame.JAX):
-            repos = [blame.value]
+        if blame is not None and blame.repo:
+            repos = [blame.repo]
         if len(repos) == 1 and len(moved[repos[0]]) == 1:
             culprit = commit(bisector.repos, repos[0], moved[repos[0]][0])
         elif len(repos) == 1:

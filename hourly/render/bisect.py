@@ -144,6 +144,8 @@ CULPRIT_LABELS = {"improvement": "improved by", "fix": "fixed by", "metric_back"
 BLAME_WORDS = {
     "xla": "xla: its change alone, with the old jax, is bad",
     "jax": "jax: its change alone, with the old xla, is bad",
+    "xla_on_new_jax": ("xla: its change is bad on the new jax (old xla + new jax, a state the search walked, "
+                       "is good); new xla + old jax was not built, so whether it needs the new jax is not known"),
     "both": "neither change alone is bad; only the two together are",
     "unknown": "unknown: a mixed pair could not be tested",
 }
