@@ -18,11 +18,12 @@ state (the newest commits), and both have their ends built: hourly measures its 
 checks them (``skip_precondition_checks=False``).
 
 *hourly*: the exit-mode search of ``hourly bisect`` over the candidate states
-(:func:`hourly.analysis.bisection.candidate_states`), the Bisector's own decisions
-(:func:`~hourly.analysis.bisection.next_probe` with its costs, then
-:func:`~hourly.analysis.bisection.next_blame` for a step that moves both repositories), counting
-distinct (xla, jax) pairs built. Confirmation re-runs the last good and first bad from the wheel
-cache: no build.
+(:func:`hourly.analysis.bisection.candidate_states`) and the mixed states inside steps that move
+both repositories (:func:`~hourly.analysis.bisection.with_mixed_states`), the Bisector's own
+decisions (:func:`~hourly.analysis.bisection.next_probe` with its costs and exact ties to the later
+middle, then :func:`~hourly.analysis.bisection.next_blame` for a step that moves both repositories,
+settled by the chain's mixed state when the search measured it), counting distinct (xla, jax) pairs
+built. Confirmation re-runs the last good and first bad from the wheel cache: no build.
 
 *peer*: ``version_search`` of ``.github/triage/jax_toolbox_triage/logic.py`` from the clone given
 with ``--peer`` (loaded from that file at run time; skipped without it), xla first as its own
@@ -172,7 +173,7 @@ def cases() -> list[Case]:
 def hourly(case: Case, plain: bool = False) -> tuple[int, str | None]:
     """Distinct states built by the exit-mode bisection, and the commit it names (None: a range).
     ``plain``: the search before issue 25 (timeline states only, the blame step's mixed pairs
-    built after it, no extra cost near a build break)."""
+    built after it, no extra cost near a build break, ties to the earlier middle)."""
     o = Oracle(case)
     walks = case.walks()
     states = candidate_states(walks, 0, case.commits[-1][2])
