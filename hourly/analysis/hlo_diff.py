@@ -492,7 +492,11 @@ def pass_dumps(dump_dir: Path) -> dict[str, list[tuple[str, str, Path]]]:
     for p in Path(dump_dir).glob("module_*.txt"):
         m = _PASS_FILE.match(p.name)
         if m:
-            out.setdefault(m["module"], []).append((int(m["seq"]), m["pipeline"], m["pass"], p))
+            # a pass that dumps its own stages (copy-insertion: ``0013.copy-insertion.after_adding_
+            # copies_to_resolve_interference``) names itself where a pipeline's name stands and has
+            # no ``before_``: the stage is no pass --xla_disable_hlo_passes knows, the pass is
+            name = m["pass"] if m["next"] else m["pipeline"]
+            out.setdefault(m["module"], []).append((int(m["seq"]), m["pipeline"], name, p))
     return {k: [(pl, ps, p) for _, pl, ps, p in sorted(v)] for k, v in out.items()}
 
 

@@ -213,30 +213,59 @@ class Explainer:
             dumps = {side: hlo_diff.pass_dumps(self.dump(side, getattr(self.t, side), passes=True, modules=changed))
                      for side in SIDES}
             passes = hlo_diff.differing_passes(dumps["good"], dumps["bad"])
-        good, bad = self.baseline("good"), self.baseline("bad")
-        mg, mb = statistics.median(good), statistics.median(bad)
+        self.baseline("good")
+        self.baseline("bad")
         settings = [(f"--xla_disable_hlo_passes={p}", "pass", p) for p in passes[:self.opts.max_passes]]
         settings += [(f, "flag", f) for f in self.opts.try_flags]
-        self.install(self.t.bad, "bad state")
         rows: list[dict] = []
         for flag, kind, what in settings:
-            self.handler.note(f"{self.t.name}: first-bad state with {flag} ({self.repeats} runs)")
-            res = self.bench([flag], self.repeats, f"sweep-{len(rows) + 1}")
             row: dict = {"flag": flag, "kind": kind, "what": what}
-            if not res.samples:
-                row.update(verdict="failed", detail=res.detail())
+            samples, detail = self.sampled(flag, f"sweep-{len(rows) + 1}")
+            if not samples:
+                row.update(verdict="failed", detail=detail)
             else:
-                c = classify(res.samples, good, bad)
-                med = statistics.median(res.samples)
+                good, bad = self.baselines["good"], self.baselines["bad"]
+                mg, mb = statistics.median(good), statistics.median(bad)
+                c = classify(samples, good, bad)
+                med = statistics.median(samples)
                 row.update(verdict="restores" if c.verdict is Verdict.GOOD else
                            "does not restore" if c.verdict is Verdict.BAD else "unsure",
-                           median=med, samples=res.samples, restored=restored_fraction(med, mg, mb))
+                           median=med, samples=samples, restored=restored_fraction(med, mg, mb), why=c.reason)
             rows.append(row)
         found = [r for r in rows if r["verdict"] == "restores"]
         best = max(found, key=lambda r: r["restored"]) if found else None
+        mg, mb = statistics.median(self.baselines["good"]), statistics.median(self.baselines["bad"])
         return {"passes": passes, "measured": rows, "good_median": mg, "bad_median": mb,
                 "workaround": best["flag"] if best else None,
                 "skipped_passes": passes[self.opts.max_passes:]}
+
+    def sampled(self, flag: str, tag: str) -> tuple[list[float], str]:
+        """Runs of the first-bad state under ``flag``; while they fit neither end, more, one run
+        at a time interleaved with one of each end (good, first-bad with the flag, first-bad
+        without it), up to twice ``--repeats`` rounds: a machine whose speed drifts (another job
+        starting, clocks) then moves all three alike instead of the setting alone, as the ends
+        measured minutes before would. The samples, or none and why."""
+        self.install(self.t.bad, "bad state")
+        self.handler.note(f"{self.t.name}: first-bad state with {flag} ({self.repeats} runs)")
+        res = self.bench([flag], self.repeats, tag)
+        if not res.samples:
+            return [], res.detail() or "no samples"
+        samples = list(res.samples)
+        for k in range(2 * self.repeats):
+            c = classify(samples, self.baselines["good"], self.baselines["bad"])
+            if c.verdict is not Verdict.UNSURE:
+                break
+            if k == 0:
+                self.handler.note(f"{self.t.name}: with {flag}: {c.reason}; interleaving runs of both ends "
+                                  f"and the setting (up to {2 * self.repeats} rounds)")
+            for side, extra in (("good", []), ("bad", [flag]), ("bad", [])):
+                self.install(getattr(self.t, side), f"{side} state")
+                one = self.bench(extra, 1, f"{tag}-round{k + 1}-{side}{'-flag' if extra else ''}")
+                if extra:
+                    samples += one.samples
+                else:
+                    self.baselines[side] = self.baselines[side] + one.samples
+        return samples, ""
 
     def revert_check(self) -> dict:
         c = self.t.culprit
