@@ -55,6 +55,7 @@ from hourly.analysis.bisection import (
     next_probe,
     plan_probes,
     separation,
+    split_points,
     timeline_bounds,
     with_mixed_states,
     worse,
@@ -298,6 +299,7 @@ class Bisector:
         self._bid: int | None = None
         #: metric mode: (search, its states, offset of the current window in them)
         self._going: tuple[StepSearch, list[State], int] | None = None
+        self._ahead_of_ends: list[Pair] = []  # probes for the ends' round (_plan_ends_round)
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         #: per end of the current window: how many samples the verdicts compared against, and from where
@@ -608,6 +610,7 @@ class Bisector:
         if self.mode is Mode.METRIC and going is not None:
             pass
         elif self.mode is Mode.METRIC:
+            self._plan_ends_round(states, rows)
             refs = self._metric_ends(w, bid, good_pair, bad_pair)
         else:
             self._exit_ends(bid, stored, good_pair, bad_pair)
@@ -723,7 +726,31 @@ class Bisector:
                  if (n := sum(len(m.samples) for m in self._stored(p) if m.status == Status.OK.value)) < want}
         if len(short) < 2:
             return {}
-        return dict(zip(short, self.measure_many(list(short.items())), strict=True))
+        extra = [p for p in self._ahead_of_ends if p not in short][:self.workers - len(short)]
+        self._ahead_of_ends = []
+        got = self.measure_many(list(short.items()) + [(p, want) for p in extra])
+        for pair, (m, builds, runs) in zip(extra, got[len(short):], strict=True):
+            self._record_ahead(pair, m, builds, runs, "measured ahead in the ends' round, not judged yet")
+        return dict(zip(short, got[:len(short)], strict=True))
+
+    def _plan_ends_round(self, states: list[State], rows: list[dict]) -> None:
+        """With more workers than the two ends, the first round of a fresh window carries probes
+        too: the states that split it into equal parts of expected cost (:func:`split_points`),
+        measured beside the ends and handed to the search as stored samples."""
+        self._ahead_of_ends = []
+        if self.workers > 2 and not rows and len(states) > 2:
+            costs = {i: self.cost(st.pair) for i, st in enumerate(states)}
+            self._ahead_of_ends = [states[i].pair for i in split_points(len(states), self.workers - 2, (), costs)]
+
+    def _record_ahead(self, pair: Pair, m: Measurement, builds: int, runs: int, why: str) -> None:
+        """The row of a state measured ahead of the search: its verdict row follows when the search
+        judges it; one that failed is untestable now (the search never probes it)."""
+        if m.status != Status.OK.value:
+            self._record(self._bisection_id(), Probe("probe", pair, Verdict.SKIP, f"{m.status}: {m.detail}",
+                                                     builds=builds, runs=runs))
+        else:
+            self._record(self._bisection_id(), Probe("ahead", pair, Verdict.UNSURE, why, list(m.samples),
+                                                     builds=builds, runs=runs))
 
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
         """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails.
@@ -781,10 +808,12 @@ class Bisector:
             return {}
         n = search.typical()
         pairs = self._parent_pairs
-        ahead = search.plan_ahead(self.workers - len(fresh), {i for i, p in enumerate(pairs) if p in fresh}) \
-            if search.more_after else []
-        got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead])
-        for i, (m, builds, runs) in zip(ahead, got[len(fresh):], strict=True):
+        mine = {i for i, p in enumerate(pairs) if p in fresh}
+        ahead = search.plan_ahead(self.workers - len(fresh), mine) if search.more_after else []
+        more = search.top_ups(self.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
+        got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead]
+                                + [(pairs[i], c) for i, c in more.items()])
+        for i, (m, builds, runs) in zip([*ahead, *more], got[len(fresh):], strict=True):
             acc = self._pending.setdefault(i, [0, 0])
             acc[0] += builds
             acc[1] += runs
