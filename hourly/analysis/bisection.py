@@ -761,6 +761,15 @@ def verdict_samples(low: float, high: float, sigma: float, dof: int, delta: floa
     return min(n, cap)
 
 
+def first_round_samples(min_change: float, repeats: int, max_repeats: int) -> int:
+    """The samples of each state of a window's first round (its ends, and the probes beside them),
+    before anything is known of the noise: :func:`verdict_samples` for a step of ``min_change``
+    on the prior noise (``PRIOR_RELATIVE_NOISE``), at least ``repeats``. Runs, never builds: a state
+    measured with too few waits a round of its own for the rest."""
+    return max(repeats, verdict_samples(1.0, 1.0 - min_change, PRIOR_RELATIVE_NOISE, 2 * (max(repeats, 2) - 1),
+                                        INDIFFERENCE * min_change, repeats, max_repeats))
+
+
 class Pending(Exception):
     """A round driver's answer to ``measure`` when the samples asked for are not in hand yet: the
     search stops where it stands (nothing is lost; :meth:`StepSearch.run` goes on from there once
@@ -834,6 +843,8 @@ class StepSearch:
         if i in self.failed:
             return None
         s = self.samples.setdefault(i, [])
+        if len(s) < want and self._ready.get(i):  # measured ahead in a round: every one of them first
+            s.extend(self._ready.pop(i))
         if len(s) < want:
             new = self.measure(i, want - len(s))
             if new is None:

@@ -49,6 +49,7 @@ from hourly.analysis.bisection import (
     exit_verdict,
     failure_rates,
     failures,
+    first_round_samples,
     flaky_verdict,
     near_breaks,
     next_blame,
@@ -300,6 +301,7 @@ class Bisector:
         #: metric mode: (search, its states, offset of the current window in them)
         self._going: tuple[StepSearch, list[State], int] | None = None
         self._ahead_of_ends: list[Pair] = []  # probes for the ends' round (_plan_ends_round)
+        self._ends_want = 0  # and the samples each state of that round gets
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         #: per end of the current window: how many samples the verdicts compared against, and from where
@@ -692,7 +694,7 @@ class Bisector:
     def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
         to differ in the direction of the hunt; they are the references of the verdicts that follow."""
-        want = min(MIN_END_SAMPLES, self.max_repeats)
+        want = min(max(MIN_END_SAMPLES, self._ends_want), self.max_repeats)  # with probes beside: as they need
         while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
             got = self._ends_round(want, good_pair, bad_pair)
             good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want, got.get(good_pair))
@@ -737,10 +739,11 @@ class Bisector:
         """With more workers than the two ends, the first round of a fresh window carries probes
         too: the states that split it into equal parts of expected cost (:func:`split_points`),
         measured beside the ends and handed to the search as stored samples."""
-        self._ahead_of_ends = []
+        self._ahead_of_ends, self._ends_want = [], 0
         if self.workers > 2 and not rows and len(states) > 2:
             costs = {i: self.cost(st.pair) for i, st in enumerate(states)}
             self._ahead_of_ends = [states[i].pair for i in split_points(len(states), self.workers - 2, (), costs)]
+            self._ends_want = first_round_samples(self.min_change, self.s.repeats, self.max_repeats)
 
     def _record_ahead(self, pair: Pair, m: Measurement, builds: int, runs: int, why: str) -> None:
         """The row of a state measured ahead of the search: its verdict row follows when the search
@@ -789,12 +792,15 @@ class Bisector:
         todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
                 if not stored.get((role, pair))]
         first = self._round_ahead(search, [p for _, p in todo]) if self.mode is Mode.METRIC and todo else {}
+        spare: dict[Pair, list[tuple[Measurement, int, int]]] = {}
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
             if r:
                 confirm[role] = Verdict(r["verdict"])
             elif self.mode is Mode.METRIC:
-                confirm[role] = self._record(bid, self._confirm(search, step, role, pair, first.get(pair))).verdict
+                partner = first_bad if role == "confirm_good" and len(todo) == 2 else None
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair, first.get(pair),
+                                                                spare, partner)).verdict
             else:
                 confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         return confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
@@ -918,17 +924,35 @@ class Bisector:
         self._pending.clear()
 
     def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair,
-                 first: tuple[Measurement, int, int] | None = None) -> Probe:
+                 first: tuple[Measurement, int, int] | None = None,
+                 spare: dict[Pair, list[tuple[Measurement, int, int]]] | None = None,
+                 partner: Pair | None = None) -> Probe:
         """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
         the step's two levels: the last good state must be at the earlier, the first bad at the later.
-        ``first``: a fresh measurement of it taken already (in a round with others), used first."""
+        ``first``: a fresh measurement of it taken already (in a round with others), used first;
+        ``spare``: fresh measurements per state taken already, each used first (all of them);
+        ``partner``: the step's other state, confirmed next: with workers, each round of more fresh
+        runs of this one carries as many of the partner's (into ``spare``), so the two sequential
+        tests take their doublings in the same rounds, not one after the other."""
         got: list[float] = []
         cost = [0, 0]
-        given = [first] if first is not None else []
+        spare = spare if spare is not None else {}
+        given = spare.setdefault(pair, [])
+        if first is not None:
+            given.insert(0, first)
 
         def sample(want: int) -> list[float] | None:
-            if len(got) < want:
-                m, builds, runs = given.pop() if given else self._measure_one(pair, want - len(got))
+            while given or len(got) < want:
+                if given:
+                    m, builds, runs = given.pop(0)
+                elif partner is not None and self.workers > 1:
+                    have = sum(len(x[0].samples) for x in spare.get(partner, []))
+                    reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
+                    both = self.measure_many(reqs)
+                    (m, builds, runs), rest = both[0], both[1:]
+                    spare.setdefault(partner, []).extend(rest)
+                else:
+                    m, builds, runs = self._measure_one(pair, want - len(got))
                 cost[0] += builds
                 cost[1] += runs
                 if m.status != Status.OK.value:
