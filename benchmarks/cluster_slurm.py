@@ -1,7 +1,7 @@
 """``hourly bisect --executor slurm --workers W`` for real, over the three days of
 benchmarks/cluster_rounds.py (issue 25, item 4), on the single-node Slurm of .ci/slurm-up.sh.
 
-    bash .ci/slurm-up.sh && PYTHONPATH=. python benchmarks/cluster_slurm.py [--workers 4] [--noise 0.002]
+    bash .ci/slurm-up.sh && PYTHONPATH=. python benchmarks/cluster_slurm.py [--workers 4] [--noise 0.002] [--local]
 
 The same window as cluster_rounds.py (real git repositories: an xla commit every 80 minutes, a jax
 commit every 85, an xla commit taking the metric down 7 % on day one and a jax commit 3 % on day
@@ -38,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--noise", type=float, default=0.002)
+    ap.add_argument("--local", action="store_true", help="the same bisection here, one state a round (no Slurm)")
     a = ap.parse_args()
     factor = {subject: f for _, _, subject, f in (XLA_STEP, JAX_STEP)}
     cs = [replace(c, files={k: f"{factor[c.subject]}\n" for k in c.files}) if c.subject in factor else c
@@ -49,7 +50,8 @@ def main() -> None:
         argv = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", GOOD, "--bad", BAD,
                 "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
                 "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work),
-                "--repeats", "3", "--max-repeats", "10", "--executor", "slurm", "--workers", str(a.workers)]
+                "--repeats", "3", "--max-repeats", "10"]
+        argv += [] if a.local else ["--executor", "slurm", "--workers", str(a.workers)]
         env = dict(os.environ, DEMO_NOISE=str(a.noise), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
         t0 = time.time()
         p = subprocess.run(argv, capture_output=True, text=True, env=env)
@@ -62,10 +64,10 @@ def main() -> None:
         got = [(r.get("culprit") or {}).get("sha") for r in answers]
         db = sqlite3.connect(work / "hourly.sqlite")
         states = db.execute("SELECT COUNT(DISTINCT xla || jax) FROM measurements WHERE origin='bisect'").fetchone()[0]
-        jobs = len(list((work / "jobs").glob("*/recorded")))
-        print("| W | noise | culprits named | rounds | jobs | states built | wall |")
-        print("|---:|---:|---|---:|---:|---:|---:|")
-        print(f"| {a.workers} | {a.noise:.1%} | {'both, exactly' if got == want else got} | "
+        jobs = sum(r["jobs"] for r in answers)
+        print("| executor | noise | culprits named | rounds | jobs | states built | wall |")
+        print("|---|---:|---|---:|---:|---:|---:|")
+        print(f"| {'local' if a.local else f'slurm, W={a.workers}'} | {a.noise:.1%} | {'both, exactly' if got == want else got} | "
               f"{sum(r['rounds'] for r in answers)} | {jobs} | {states} | {wall:.0f} s |")
 
 
