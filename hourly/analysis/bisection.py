@@ -33,6 +33,7 @@ measurements) run the same decisions.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence, Union
@@ -746,7 +747,18 @@ def verdict_samples(low: float, high: float, sigma: float, dof: int, delta: floa
     only: the first of ``start``, 2·``start``, … (up to ``cap``) at which :func:`judge` decides
     ``PLAN_DECIDED`` of ``PLAN_DRAWS`` simulated probes (Gaussian noise ``sigma``, a fixed seed, at
     either level). A probe measured ahead with that many at once is judged without waiting rounds
-    for its doublings; the verdicts themselves are still the sequential test's, on real samples."""
+    for its doublings; the verdicts themselves are still the sequential test's, on real samples.
+    Scale-free and memoised on the arguments relative to ``low`` (two significant digits)."""
+    scale = abs(low) or 1.0
+
+    def r(x: float) -> float:
+        return float(f"{x / scale:.2g}")
+    return _verdict_samples(r(high - low), r(sigma), min(dof, 64), r(delta), start, cap)
+
+
+@functools.lru_cache(maxsize=4096)
+def _verdict_samples(gap: float, sigma: float, dof: int, delta: float, start: int, cap: int) -> int:
+    low, high = 1.0, 1.0 + gap
     rng = np.random.default_rng(0)
     n = max(1, start)
     while n < cap:
@@ -821,6 +833,7 @@ class StepSearch:
         self._root = list(range(n))  # states judged at one level share a root: their samples pool
         self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
         self.rounds = 0  # rounds of measure_many so far (run_rounds)
+        self._predicted: tuple[tuple, int] | None = None  # predicted(): its last answer and what it rested on
 
     def _find(self, i: int) -> int:
         while self._root[i] != i:
@@ -1066,6 +1079,9 @@ class StepSearch:
     def predicted(self) -> int:
         """The samples a verdict in the open intervals is expected to need (:func:`verdict_samples`,
         on the noise so far and the levels of each interval's ends); --repeats when nothing is known."""
+        key = (sum(len(v) for v in self.samples.values()), tuple(self._stack))
+        if self._predicted is not None and self._predicted[0] == key:
+            return self._predicted[1]
         sigma, dof = self.noise()
         delta = self.delta(sigma)
         need = self.repeats
@@ -1074,6 +1090,7 @@ class StepSearch:
             if x and y:
                 need = max(need, verdict_samples(location(x), location(y), sigma, dof, delta, self.repeats,
                                                  self.max_repeats))
+        self._predicted = (key, need)
         return need
 
     def plan_ahead(self, k: int, exclude: set[int], need: int | None = None) -> list[int]:
