@@ -81,15 +81,14 @@ def test_share_slots_minimises_the_largest_part_left():
     assert share_slots([5, 40], 1, first=0) == [1, 0]  # the gap the search waits on comes first
 
 
-def test_same_level_only_for_states_at_one_level_beyond_the_noise():
+def test_same_level_is_the_likelier_of_no_step_and_a_step_of_delta():
     rng = np.random.default_rng(0)
     a = list(1000 + 2 * rng.standard_normal(6))
     b = list(1000 + 2 * rng.standard_normal(6))
     c = list(970 + 2 * rng.standard_normal(6))
-    assert same_level(a, b, 2.0, 15.0)
-    assert not same_level(a, c, 2.0, 15.0)
-    # in noise as large as the step, nothing is called one level: every gap stays open
-    assert not same_level(a, b, 30.0, 15.0)
+    assert same_level(a, b, 15.0)
+    assert not same_level(a, c, 15.0)
+    assert not same_level([1000.0], [992.0], 15.0) and same_level([1000.0], [993.0], 15.0)
 
 
 def test_verdict_samples_grow_with_the_noise_and_stay_within_the_cap():

@@ -728,12 +728,13 @@ def share_slots(rooms: Sequence[int], k: int, first: int | None = None) -> list[
     return got
 
 
-def same_level(x: Samples, y: Samples, sigma: float, delta: float) -> bool:
+def same_level(x: Samples, y: Samples, delta: float) -> bool:
     """Whether two states' samples look like one level, for planning (never a verdict): their
-    locations closer than half the smallest step searched for (``delta``) by more than two
-    standard errors of the difference. A gap between two such states is not probed ahead."""
-    d = abs(location(x) - location(y))
-    return d + 2 * _se2(sigma, x, y) < delta / 2
+    locations closer than half the smallest step searched for (``delta``), so "no step between
+    them" is the likelier of "none" and "at least ``delta``". A gap between two such states is not
+    probed ahead; a wrong guess costs a round (the search still judges every gap it needs, and the
+    gap it waits on is always planned), never a verdict."""
+    return abs(location(x) - location(y)) < delta / 2
 
 
 #: Draws of :func:`verdict_samples`' simulation, and the share of them that must be decided.
@@ -1140,7 +1141,7 @@ class StepSearch:
         """The gaps that may still hold a step, for planning a round: each open interval of the
         search cut at every state measured inside it (judged or measured ahead); a gap is open
         unless its two sides' samples are at the same level (:func:`same_level`: closer than half
-        the smallest step searched for, and that told apart from the noise). The gap the search
+        the smallest step searched for). The gap the search
         waits on (holding ``need``) is open whatever its sides, with ``want`` 1; ``room``: the states
         left to probe in a gap."""
         if not self._stack:
@@ -1159,7 +1160,7 @@ class StepSearch:
                     continue
                 searched = need is not None and p < need < q
                 x, y = self.provisional(p), self.provisional(q)
-                if not searched and x and y and same_level(x, y, sigma, delta):
+                if not searched and x and y and same_level(x, y, delta):
                     continue
                 out.append(_Span(p, q, skip, set(), room, int(searched)))
         out.sort(key=lambda sp: -sp.want)
