@@ -72,6 +72,11 @@ def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, pytho
     assert len(ex.rounds) == sum(r["rounds"] for r in par) and max(len(r) for r in ex.rounds) == 4
     assert sum(len(r) for r in ex.rounds) == sum(r["jobs"] for r in par)
     assert max(len({(x, j) for x, j, _ in r}) for r in ex.rounds) <= 4
+    # the ends' round carries two probes beside the two ends (issue 25), and every state measured
+    # (those measured ahead included) has a row of the answers: no build or run goes uncounted
+    assert len(ex.rounds[0]) == 4
+    rowed = {(p["xla"], p["jax"]) for r in par for p in r["probes"]}
+    assert {(x, j) for r in ex.rounds for x, j, _ in r} <= rowed
     # the answers, with their rounds and jobs, are stored: a second run answers from the store
     stored = [json.loads(row[0]) for row in Store(tmp_path / "par").conn.execute(
         "SELECT result FROM bisections WHERE status='done' ORDER BY id")]

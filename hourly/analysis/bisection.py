@@ -33,6 +33,7 @@ measurements) run the same decisions.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence, Union
@@ -723,6 +724,79 @@ class _Span:
     want: int = 0
 
 
+def share_slots(rooms: Sequence[int], k: int, first: int | None = None) -> list[int]:
+    """How many of a round's ``k`` new states each open gap gets (``rooms``: the states left to
+    probe in each): every slot to the gap whose largest part would be largest, ``(room+1)/(got+1)``
+    — the part a step may still hide in after the round, whose log_(W+1) is the rounds it still
+    needs, so the round leaves the fewest rounds for the slowest gap. ``first``: a gap that gets a
+    state before any other (the one the search waits on). Never more states than a gap's room."""
+    got = [0] * len(rooms)
+    if first is not None and k > 0 and rooms[first] > 0:
+        got[first] = 1
+    for _ in range(k - sum(got)):
+        open_ = [g for g in range(len(rooms)) if got[g] < rooms[g]]
+        if not open_:
+            break
+        g = max(open_, key=lambda g: ((rooms[g] + 1) / (got[g] + 1), -g))
+        got[g] += 1
+    return got
+
+
+def same_level(x: Samples, y: Samples, delta: float) -> bool:
+    """Whether two states' samples look like one level, for planning (never a verdict): their
+    locations closer than half the smallest step searched for (``delta``), so "no step between
+    them" is the likelier of "none" and "at least ``delta``". A gap between two such states is not
+    probed ahead; a wrong guess costs a round (the search still judges every gap it needs, and the
+    gap it waits on is always planned), never a verdict."""
+    return abs(location(x) - location(y)) < delta / 2
+
+
+#: Draws of :func:`verdict_samples`' simulation, and the share of them that must be decided.
+PLAN_DRAWS = 64
+PLAN_DECIDED = 0.75
+
+
+def verdict_samples(low: float, high: float, sigma: float, dof: int, delta: float, start: int, cap: int) -> int:
+    """How many samples (of a probe and of its interval's two ends, as :meth:`StepSearch.sequential`
+    takes them) a verdict between levels ``low`` and ``high`` is expected to need, for planning
+    only: the first of ``start``, 2·``start``, … (up to ``cap``) at which :func:`judge` decides
+    ``PLAN_DECIDED`` of ``PLAN_DRAWS`` simulated probes (Gaussian noise ``sigma``, a fixed seed, at
+    either level). A probe measured ahead with that many at once is judged without waiting rounds
+    for its doublings; the verdicts themselves are still the sequential test's, on real samples.
+    Scale-free and memoised on the arguments relative to ``low`` (two significant digits)."""
+    scale = abs(low) or 1.0
+
+    def r(x: float) -> float:
+        return float(f"{x / scale:.2g}")
+    return _verdict_samples(r(high - low), r(sigma), min(dof, 64), r(delta), start, cap)
+
+
+@functools.lru_cache(maxsize=4096)
+def _verdict_samples(gap: float, sigma: float, dof: int, delta: float, start: int, cap: int) -> int:
+    low, high = 1.0, 1.0 + gap
+    rng = np.random.default_rng(0)
+    n = max(1, start)
+    while n < cap:
+        grown = dof + 3 * (n - start)  # the probe's and both ends' new samples join the pooled noise
+        decided = 0
+        for t in range(PLAN_DRAWS):
+            a, b, p = (list(mu + sigma * rng.standard_normal(n)) for mu in (low, high, (low, high)[t % 2]))
+            decided += judge(p, a, b, sigma, grown, delta).level is not Level.UNSURE
+        if decided >= PLAN_DECIDED * PLAN_DRAWS:
+            break
+        n = min(2 * n, cap)
+    return min(n, cap)
+
+
+def first_round_samples(min_change: float, repeats: int, max_repeats: int) -> int:
+    """The samples of each state of a window's first round (its ends, and the probes beside them),
+    before anything is known of the noise: :func:`verdict_samples` for a step of ``min_change``
+    on the prior noise (``PRIOR_RELATIVE_NOISE``), at least ``repeats``. Runs, never builds: a state
+    measured with too few waits a round of its own for the rest."""
+    return max(repeats, verdict_samples(1.0, 1.0 - min_change, PRIOR_RELATIVE_NOISE, 2 * (max(repeats, 2) - 1),
+                                        INDIFFERENCE * min_change, repeats, max_repeats))
+
+
 class Pending(Exception):
     """A round driver's answer to ``measure`` when the samples asked for are not in hand yet: the
     search stops where it stands (nothing is lost; :meth:`StepSearch.run` goes on from there once
@@ -774,6 +848,7 @@ class StepSearch:
         self._root = list(range(n))  # states judged at one level share a root: their samples pool
         self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
         self.rounds = 0  # rounds of measure_many so far (run_rounds)
+        self._predicted: tuple[tuple, int] | None = None  # predicted(): its last answer and what it rested on
 
     def _find(self, i: int) -> int:
         while self._root[i] != i:
@@ -796,6 +871,8 @@ class StepSearch:
         if i in self.failed:
             return None
         s = self.samples.setdefault(i, [])
+        if len(s) < want and self._ready.get(i):  # measured ahead in a round: every one of them first
+            s.extend(self._ready.pop(i))
         if len(s) < want:
             new = self.measure(i, want - len(s))
             if new is None:
@@ -989,11 +1066,16 @@ class StepSearch:
                 reqs[i] = total - have
         if workers == 1:
             return reqs
+        need = None
         if e.probe == e.state and not self.samples.get(e.state) and not self._ready.get(e.state):
             del reqs[e.state]  # a new probe: the plan picks the round's new states (the search follows)
+            need = e.state
         typical = self.typical()
-        for i in self.plan_ahead(workers - len(reqs), set(reqs)):
+        for i in self.plan_ahead(workers - len(reqs), set(reqs), need):
             reqs[i] = typical
+        if need is not None and e.interval is not None and not any(e.interval[0] < i < e.interval[1] for i in reqs):
+            reqs[need] = e.count  # the plan put nothing where the search waits: what it asked for
+        reqs.update(self.top_ups(workers - len(reqs), set(reqs)))
         # slots left: states measured ahead, not yet judged, get the samples a verdict usually takes
         for i in sorted(self._ready, key=lambda i: -len(self._ready[i])):
             have = len(self.samples.get(i, ())) + len(self._ready[i])
@@ -1007,36 +1089,95 @@ class StepSearch:
         measured ahead gets as many at once, so its verdict need not wait for rounds of repeats."""
         used = sorted(len(self.samples.get(i, ())) for i, j in self.verdicts.items()
                       if j.level in (Level.LOW, Level.HIGH, Level.NEITHER) and self.samples.get(i))
-        return min(max(self.repeats, used[len(used) // 2] if used else 0), self.max_repeats)
+        return min(max(self.repeats, used[len(used) // 2] if used else 0, self.predicted()), self.max_repeats)
 
-    def plan_ahead(self, k: int, exclude: set[int]) -> list[int]:
-        """Up to ``k`` new states to measure ahead, spread over the open intervals."""
+    def predicted(self) -> int:
+        """The samples a verdict in the open intervals is expected to need (:func:`verdict_samples`,
+        on the noise so far and the levels of each interval's ends); --repeats when nothing is known."""
+        key = (sum(len(v) for v in self.samples.values()), tuple(self._stack))
+        if self._predicted is not None and self._predicted[0] == key:
+            return self._predicted[1]
+        sigma, dof = self.noise()
+        delta = self.delta(sigma)
+        need = self.repeats
+        for a, b, _ in self._stack:
+            x, y = self.ref(a), self.ref(b)
+            if x and y:
+                need = max(need, verdict_samples(location(x), location(y), sigma, dof, delta, self.repeats,
+                                                 self.max_repeats))
+        self._predicted = (key, need)
+        return need
+
+    def plan_ahead(self, k: int, exclude: set[int], need: int | None = None) -> list[int]:
+        """Up to ``k`` new states to measure ahead, shared between every open gap of every open
+        interval (:meth:`open_gaps`: what earlier rounds measured, judged or not, already splits
+        the intervals, and only the gaps whose two sides differ can hold a step), each slot to the
+        gap whose largest part is largest (:func:`share_slots`), spread over it by
+        :func:`split_points`. ``need``: the new state the search waits on; its gap gets a state
+        first."""
         if k <= 0:
             return []
-        spans: list[_Span] = []
-        for a, b, _ in reversed(self._stack):  # the interval searched now first
-            skip = {i - a for i in range(a + 1, b) if i in self.failed or i in self.unsure or i in exclude}
-            fixed = {i - a for i in range(a + 1, b)
-                     if i - a not in skip and (self.samples.get(i) or self._ready.get(i))}
-            room = b - a - 1 - len(skip) - len(fixed)
-            if room > 0:
-                spans.append(_Span(a, b, skip, fixed, room))
-        if not spans:
+        gaps = self.open_gaps(exclude, need)
+        if not gaps:
             return []
-        if (spans[0].a, spans[0].b) == self._stack[-1][:2]:
-            spans[0].want = 1  # the search waits on the interval it searches now: it gets a state first
-        for _ in range(k - sum(sp.want for sp in spans)):  # each other slot to the interval whose parts are largest
-            open_ = [sp for sp in spans if sp.want < sp.room]
-            if not open_:
-                break
-            sp = max(open_, key=lambda sp: (sp.b - sp.a) / (sp.want + len(sp.fixed) + 1))
-            sp.want += 1
+        first = next((g for g, sp in enumerate(gaps) if sp.want), None)
+        shares = share_slots([sp.room for sp in gaps], k, first)
         out = []
-        for sp in spans:
-            if sp.want:
+        for sp, want in zip(gaps, shares, strict=True):
+            if want:
                 a, b = sp.a, sp.b
                 costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in sp.skip}
-                out += [a + x for x in split_points(b - a + 1, sp.want, sp.skip, costs, sp.fixed)]
+                out += [a + x for x in split_points(b - a + 1, want, sp.skip, costs)]
+        return out
+
+    def top_ups(self, k: int, exclude: Iterable[int] = ()) -> dict[int, int]:
+        """Up to ``k`` more-samples requests ({state: count}) for the ends of the open intervals
+        that have fewer than :meth:`typical` samples of their own (with those measured ahead): a
+        verdict in an interval takes its ends to as many samples as its probe, so a round with
+        slots left measures them now instead of a round of their own later."""
+        typical, exclude = self.typical(), set(exclude)
+        out: dict[int, int] = {}
+        for a, b, _ in reversed(self._stack):
+            for i in (a, b):
+                have = len(self.samples.get(i, ())) + len(self._ready.get(i, ()))
+                if len(out) < k and i not in out and i not in exclude and i not in self.failed and have < typical:
+                    out[i] = typical - have
+        return out
+
+    def provisional(self, i: int) -> list[float]:
+        """State ``i``'s samples as a round planner sees them: judged (its level's pooled samples)
+        or measured ahead and not judged yet (its own, those in hand and those measured ahead)."""
+        if i in self.verdicts or i in (0, self.n - 1):
+            return self.ref(i) + list(self._ready.get(i, ()))
+        return list(self.samples.get(i, ())) + list(self._ready.get(i, ()))
+
+    def open_gaps(self, exclude: Iterable[int] = (), need: int | None = None) -> list[_Span]:
+        """The gaps that may still hold a step, for planning a round: each open interval of the
+        search cut at every state measured inside it (judged or measured ahead); a gap is open
+        unless its two sides' samples are at the same level (:func:`same_level`: closer than half
+        the smallest step searched for). The gap the search
+        waits on (holding ``need``) is open whatever its sides, with ``want`` 1; ``room``: the states
+        left to probe in a gap."""
+        if not self._stack:
+            return []
+        exclude = set(exclude)
+        sigma, _ = self.noise()
+        delta = self.delta(sigma)
+        out: list[_Span] = []
+        for a, b, _ in reversed(self._stack):  # the interval searched now first
+            cuts = [a] + [i for i in range(a + 1, b) if i not in self.failed and
+                          (self.samples.get(i) or self._ready.get(i))] + [b]
+            for p, q in zip(cuts, cuts[1:], strict=False):
+                skip = {i - p for i in range(p + 1, q) if i in self.failed or i in self.unsure or i in exclude}
+                room = q - p - 1 - len(skip)
+                if room <= 0:
+                    continue
+                searched = need is not None and p < need < q
+                x, y = self.provisional(p), self.provisional(q)
+                if not searched and x and y and same_level(x, y, delta):
+                    continue
+                out.append(_Span(p, q, skip, set(), room, int(searched)))
+        out.sort(key=lambda sp: -sp.want)
         return out
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:

@@ -49,12 +49,14 @@ from hourly.analysis.bisection import (
     exit_verdict,
     failure_rates,
     failures,
+    first_round_samples,
     flaky_verdict,
     near_breaks,
     next_blame,
     next_probe,
     plan_probes,
     separation,
+    split_points,
     timeline_bounds,
     with_mixed_states,
     worse,
@@ -298,6 +300,8 @@ class Bisector:
         self._bid: int | None = None
         #: metric mode: (search, its states, offset of the current window in them)
         self._going: tuple[StepSearch, list[State], int] | None = None
+        self._ahead_of_ends: list[Pair] = []  # probes for the ends' round (_plan_ends_round)
+        self._ends_want = 0  # and the samples each state of that round gets
         self._ends: tuple[Pair, Pair] | None = None  # the current window's good and bad states
         self._measurer: Measurer | None = None
         #: per end of the current window: how many samples the verdicts compared against, and from where
@@ -608,6 +612,7 @@ class Bisector:
         if self.mode is Mode.METRIC and going is not None:
             pass
         elif self.mode is Mode.METRIC:
+            self._plan_ends_round(states, rows)
             refs = self._metric_ends(w, bid, good_pair, bad_pair)
         else:
             self._exit_ends(bid, stored, good_pair, bad_pair)
@@ -689,7 +694,7 @@ class Bisector:
     def _metric_ends(self, w: Window, bid: int, good_pair: Pair, bad_pair: Pair) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
         to differ in the direction of the hunt; they are the references of the verdicts that follow."""
-        want = min(MIN_END_SAMPLES, self.max_repeats)
+        want = min(max(MIN_END_SAMPLES, self._ends_want), self.max_repeats)  # with probes beside: as they need
         while True:  # noisy ends get more samples until they separate (Pinpoint's adaptive attempts)
             got = self._ends_round(want, good_pair, bad_pair)
             good, _, _ = self._end_samples(bid, good_pair, Verdict.GOOD, want, got.get(good_pair))
@@ -723,7 +728,32 @@ class Bisector:
                  if (n := sum(len(m.samples) for m in self._stored(p) if m.status == Status.OK.value)) < want}
         if len(short) < 2:
             return {}
-        return dict(zip(short, self.measure_many(list(short.items())), strict=True))
+        extra = [p for p in self._ahead_of_ends if p not in short][:self.workers - len(short)]
+        self._ahead_of_ends = []
+        got = self.measure_many(list(short.items()) + [(p, want) for p in extra])
+        for pair, (m, builds, runs) in zip(extra, got[len(short):], strict=True):
+            self._record_ahead(pair, m, builds, runs, "measured ahead in the ends' round, not judged yet")
+        return dict(zip(short, got[:len(short)], strict=True))
+
+    def _plan_ends_round(self, states: list[State], rows: list[dict]) -> None:
+        """With more workers than the two ends, the first round of a fresh window carries probes
+        too: the states that split it into equal parts of expected cost (:func:`split_points`),
+        measured beside the ends and handed to the search as stored samples."""
+        self._ahead_of_ends, self._ends_want = [], 0
+        if self.workers > 2 and not rows and len(states) > 2:
+            costs = {i: self.cost(st.pair) for i, st in enumerate(states)}
+            self._ahead_of_ends = [states[i].pair for i in split_points(len(states), self.workers - 2, (), costs)]
+            self._ends_want = first_round_samples(self.min_change, self.s.repeats, self.max_repeats)
+
+    def _record_ahead(self, pair: Pair, m: Measurement, builds: int, runs: int, why: str) -> None:
+        """The row of a state measured ahead of the search: its verdict row follows when the search
+        judges it; one that failed is untestable now (the search never probes it)."""
+        if m.status != Status.OK.value:
+            self._record(self._bisection_id(), Probe("probe", pair, Verdict.SKIP, f"{m.status}: {m.detail}",
+                                                     builds=builds, runs=runs))
+        else:
+            self._record(self._bisection_id(), Probe("ahead", pair, Verdict.UNSURE, why, list(m.samples),
+                                                     builds=builds, runs=runs))
 
     def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
         """Both ends judged by exit status (stored verdicts reused): the good end passes, the bad fails.
@@ -762,12 +792,15 @@ class Bisector:
         todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
                 if not stored.get((role, pair))]
         first = self._round_ahead(search, [p for _, p in todo]) if self.mode is Mode.METRIC and todo else {}
+        spare: dict[Pair, list[tuple[Measurement, int, int]]] = {}
         for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
             r = stored.get((role, pair))
             if r:
                 confirm[role] = Verdict(r["verdict"])
             elif self.mode is Mode.METRIC:
-                confirm[role] = self._record(bid, self._confirm(search, step, role, pair, first.get(pair))).verdict
+                partner = first_bad if role == "confirm_good" and len(todo) == 2 else None
+                confirm[role] = self._record(bid, self._confirm(search, step, role, pair, first.get(pair),
+                                                                spare, partner)).verdict
             else:
                 confirm[role] = self._record(bid, self.evaluate(pair, role, refs, fresh=True)).verdict
         return confirm["confirm_good"] is Verdict.GOOD and confirm["confirm_bad"] is Verdict.BAD
@@ -781,10 +814,12 @@ class Bisector:
             return {}
         n = search.typical()
         pairs = self._parent_pairs
-        ahead = search.plan_ahead(self.workers - len(fresh), {i for i, p in enumerate(pairs) if p in fresh}) \
-            if search.more_after else []
-        got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead])
-        for i, (m, builds, runs) in zip(ahead, got[len(fresh):], strict=True):
+        mine = {i for i, p in enumerate(pairs) if p in fresh}
+        ahead = search.plan_ahead(self.workers - len(fresh), mine) if search.more_after else []
+        more = search.top_ups(self.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
+        got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead]
+                                + [(pairs[i], c) for i, c in more.items()])
+        for i, (m, builds, runs) in zip([*ahead, *more], got[len(fresh):], strict=True):
             acc = self._pending.setdefault(i, [0, 0])
             acc[0] += builds
             acc[1] += runs
@@ -889,17 +924,35 @@ class Bisector:
         self._pending.clear()
 
     def _confirm(self, search: StepSearch, step: Step, role: str, pair: Pair,
-                 first: tuple[Measurement, int, int] | None = None) -> Probe:
+                 first: tuple[Measurement, int, int] | None = None,
+                 spare: dict[Pair, list[tuple[Measurement, int, int]]] | None = None,
+                 partner: Pair | None = None) -> Probe:
         """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
         the step's two levels: the last good state must be at the earlier, the first bad at the later.
-        ``first``: a fresh measurement of it taken already (in a round with others), used first."""
+        ``first``: a fresh measurement of it taken already (in a round with others), used first;
+        ``spare``: fresh measurements per state taken already, each used first (all of them);
+        ``partner``: the step's other state, confirmed next: with workers, each round of more fresh
+        runs of this one carries as many of the partner's (into ``spare``), so the two sequential
+        tests take their doublings in the same rounds, not one after the other."""
         got: list[float] = []
         cost = [0, 0]
-        given = [first] if first is not None else []
+        spare = spare if spare is not None else {}
+        given = spare.setdefault(pair, [])
+        if first is not None:
+            given.insert(0, first)
 
         def sample(want: int) -> list[float] | None:
-            if len(got) < want:
-                m, builds, runs = given.pop() if given else self._measure_one(pair, want - len(got))
+            while given or len(got) < want:
+                if given:
+                    m, builds, runs = given.pop(0)
+                elif partner is not None and self.workers > 1:
+                    have = sum(len(x[0].samples) for x in spare.get(partner, []))
+                    reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
+                    both = self.measure_many(reqs)
+                    (m, builds, runs), rest = both[0], both[1:]
+                    spare.setdefault(partner, []).extend(rest)
+                else:
+                    m, builds, runs = self._measure_one(pair, want - len(got))
                 cost[0] += builds
                 cost[1] += runs
                 if m.status != Status.OK.value:
