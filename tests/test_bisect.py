@@ -505,6 +505,26 @@ def test_a_regression_an_improvement_and_a_regression(tmp_path, python, capsys):
     assert made.shas[better.subject] not in {r["culprit"]["sha"] for r in regs}
 
 
+def test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped(tmp_path, python, capsys):
+    """After the regression the level comes partly back (an improvement): the search sees more in
+    the window, and bisecting the rest of it names nothing. The answer says so, with why."""
+    first = Change("xla", "2023-08-24T01:50:00Z", "Slower layout", {"perf/layout.txt": "0.9\n"})
+    better = Change("jax", "2023-08-24T04:15:00Z", "Faster tracing", {"perf/trace.txt": "1.05\n"})
+    made = make_repos(tmp_path / "repos", busy_day([first, better], hours=6))
+    args = flags(made, python, tmp_path / "work", repeats=2)
+    out = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z", *args])
+    (reg,) = out["regressions"]
+    assert reg["culprit"]["sha"] == made.shas[first.subject]
+    # the search saw more after the step (the improvement): the rest was bisected, and said
+    assert reg["continues_at"] is not None
+    rest = reg["rest"]
+    assert (rest["from"], rest["to"]) == ("2023-08-24T01:50:00Z", "2023-08-24T06:00:00Z"), reg
+    assert any(w in rest["why"] for w in ("no probe confirmed a step", "not worse", "do not differ")), rest
+    from hourly.render.bisect import describe
+    text = "\n".join(str(x) for x in describe(reg))
+    assert "rest of the window" in text and "no further step named" in text
+
+
 def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, python, capsys):
     """The rest of a window goes on with the same search; its step moves both repositories, and the
     mixed pairs are judged between that step's two levels (not the first step's)."""

@@ -554,7 +554,9 @@ class Bisector:
             try:
                 a = self.bisect_one(w)
             except UserError as e:
-                if answers:  # the rest of the window turned out to hold no further step
+                if answers:  # the rest of the window: no further step named, and why (said, never dropped)
+                    answers[-1]["rest"] = {"from": iso(w.good_time), "to": iso(w.bad_time), "why": e.message,
+                                           "fix": e.fix}
                     return answers
                 if w.origin == "flags":
                     raise

@@ -126,6 +126,11 @@ def describe(a: dict) -> list:
     lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
                         f"{plural(a['states'], 'candidate state')}",
                         *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
+    rest = a.get("rest")
+    if rest:  # the search saw more after this step; bisecting the rest named nothing
+        lines.append(styled("  ", ("rest of the window", "yellow"),
+                            f" {rest['from']} .. {rest['to']}: no further step named: {rest['why']}"
+                            + (f" ({rest['fix']})" if rest.get("fix") else "")))
     return lines
 
 
