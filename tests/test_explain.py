@@ -403,7 +403,8 @@ def test_the_sweep_finds_the_disabled_pass_that_restores_the_level(capsys, tmp_p
     assert sw["passes"][0] == "fusion-wrapper", sw["passes"]
     verdicts = {r["what"]: r["verdict"] for r in sw["measured"]}
     assert verdicts["fusion-wrapper"] == "restores", sw["measured"]
-    assert verdicts["cpu-parallel-task-assigner"] != "restores", sw["measured"]
+    others = [v for k, v in verdicts.items() if k != "fusion-wrapper"]
+    assert others and "restores" not in others, sw["measured"]  # copy-insertion: it is not the cause
     row = next(r for r in sw["measured"] if r["what"] == "fusion-wrapper")
     assert row["median"] > sw["bad_median"] * 1.5 and 0.7 < row["restored"] < 1.5, row  # on the clock
     assert sw["workaround"] == "--xla_disable_hlo_passes=fusion-wrapper"
