@@ -157,6 +157,15 @@ def test_the_explain_stage_of_a_bisection_says_why_when_it_explains_nothing():
                      "  explain failed: the benchmark failed — check it (then `hourly explain --workdir W --step 2`)"]
 
 
+def test_a_pinned_jaxlib_label_is_never_cut_in_the_title():
+    """With --only jax the XLA side is the installed jaxlib's label; cut to 10 characters
+    ``jaxlib-0.10.2`` read ``jaxlib-0.1`` (another version), as on the real jax-ml/jax history."""
+    from hourly.explain.plan import Target
+    from hourly.model import Pair
+    t = Target(1, Pair("jaxlib-0.10.2", "2ed31913ce07" + "0" * 28), Pair("jaxlib-0.10.2", "da23cf20a288" + "0" * 28), None)
+    assert t.title() == "xla jaxlib-0.10.2→jaxlib-0.10.2 jax 2ed31913ce→da23cf20a2"
+
+
 # -- end to end: a stand-in jax package whose function under test changes its lowering --------------
 
 pytest.importorskip("jax")
