@@ -230,6 +230,25 @@ def _explain(capsys, work: Path, *args: str) -> tuple[str, dict]:
     return out, rec
 
 
+def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(capsys, tmp_path, venv_python):
+    """`hourly bisect --good --bad` into a new workdir (no scan: the way the real-history checks
+    run) keeps its settings, so `hourly explain --workdir W` alone finds the repositories, the
+    Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`)."""
+    made = _repos(tmp_path / "repos", BAD_KERNEL)
+    work = tmp_path / "work"
+    assert main(["bisect", "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30",
+                 "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+                 "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work),
+                 "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)["regressions"][0]
+    assert answer["culprit"]["subject"] == "Lower sum of squares differently"
+    out, rec = _explain(capsys, work, "--no-op-times")
+    assert "Lower sum of squares differently" in out
+    assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
+    assert not next(m for m in rec["modules"] if m["key"] == "jit_f")["identical"]
+    assert any(c["bad"] == "transpose_copy_fusion" for m in rec["modules"] for c in m["changes"])
+
+
 @pytest.fixture(scope="module")
 def lowering_bisect(tmp_path_factory, venv_python):
     """A workdir whose culprit adds a transpose to the function under test, bisected with
