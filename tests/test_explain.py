@@ -157,6 +157,15 @@ def test_the_explain_stage_of_a_bisection_says_why_when_it_explains_nothing():
                      "  explain failed: the benchmark failed — check it (then `hourly explain --workdir W --step 2`)"]
 
 
+def test_a_pinned_jaxlib_label_is_never_cut_in_the_title():
+    """With --only jax the XLA side is the installed jaxlib's label; cut to 10 characters
+    ``jaxlib-0.10.2`` read ``jaxlib-0.1`` (another version), as on the real jax-ml/jax history."""
+    from hourly.explain.plan import Target
+    from hourly.model import Pair
+    t = Target(1, Pair("jaxlib-0.10.2", "2ed31913ce07" + "0" * 28), Pair("jaxlib-0.10.2", "da23cf20a288" + "0" * 28), None)
+    assert t.title() == "xla jaxlib-0.10.2→jaxlib-0.10.2 jax 2ed31913ce→da23cf20a2"
+
+
 # -- end to end: a stand-in jax package whose function under test changes its lowering --------------
 
 pytest.importorskip("jax")
@@ -219,6 +228,25 @@ def _explain(capsys, work: Path, *args: str) -> tuple[str, dict]:
     assert code == 0, err
     rec = json.loads((work / "explain" / "step-1" / "explain.json").read_text())
     return out, rec
+
+
+def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(capsys, tmp_path, venv_python):
+    """`hourly bisect --good --bad` into a new workdir (no scan: the way the real-history checks
+    run) keeps its settings, so `hourly explain --workdir W` alone finds the repositories, the
+    Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`)."""
+    made = _repos(tmp_path / "repos", BAD_KERNEL)
+    work = tmp_path / "work"
+    assert main(["bisect", "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30",
+                 "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+                 "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work),
+                 "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)["regressions"][0]
+    assert answer["culprit"]["subject"] == "Lower sum of squares differently"
+    out, rec = _explain(capsys, work, "--no-op-times")
+    assert "Lower sum of squares differently" in out
+    assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
+    assert not next(m for m in rec["modules"] if m["key"] == "jit_f")["identical"]
+    assert any(c["bad"] == "transpose_copy_fusion" for m in rec["modules"] for c in m["changes"])
 
 
 @pytest.fixture(scope="module")

@@ -202,6 +202,24 @@ def test_capture_through_proc_run(tmp_path):
     assert err.value.returncode == 4
 
 
+def test_a_benchmark_python_without_hourly_finds_the_tracer_through_the_shim(tmp_path):
+    """The benchmark's Python (a venv holding the build under test) has no hourly installed: the
+    folder put on its PYTHONPATH must expose the whole ``hourly`` package, not the folder of the
+    module that makes it (``hourly/profile/``; on a real venv this failed with ``No module named
+    hourly.trace``)."""
+    from hourly.profile.capture import _hourly_pythonpath
+    shim = _hourly_pythonpath()
+    try:
+        # -S: no site-packages, so the hourly installed into this test's Python is out of reach
+        done = subprocess.run([sys.executable, "-S", "-c", "import hourly.trace; print(hourly.trace.__file__)"],
+                              env={"PYTHONPATH": shim}, cwd=tmp_path, capture_output=True, text=True)
+    finally:
+        import shutil
+        shutil.rmtree(shim, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(Path(shim) / "hourly" / "trace.py")
+
+
 def test_hourly_trace_command(tmp_path, monkeypatch):
     (tmp_path / "alloc.py").write_text(ALLOCATING)
     monkeypatch.chdir(tmp_path)

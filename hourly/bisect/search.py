@@ -74,7 +74,7 @@ from hourly.measure.build import Builder, Workspace, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin, gate_for
 from hourly.measure.settings import Settings
-from hourly.model import REPOS, Blame, Mode, Pair, PointResult, Status
+from hourly.model import REPOS, Blame, Mode, Pair, PointResult, Status, cut_side
 from hourly.plurals import plural
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
 from hourly.timeparse import parse_time
@@ -783,7 +783,7 @@ class Bisector:
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec is None or rec.status != "failed":
             return None
-        return UserError(f"the {role} end xla@{pair.xla[:12]} jax@{pair.jax[:12]} failed to build (log {rec.log_path})",
+        return UserError(f"the {role} end xla@{cut_side(pair.xla, 12)} jax@{pair.jax[:12]} failed to build (log {rec.log_path})",
                          f"pass --{role} at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it build")
 
     def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:

@@ -79,6 +79,11 @@ def bisect(
         s = _no_bench(s)
     from hourly.scan.identity import check_store
     check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
+    if good is not None and not store.load_settings("scan"):
+        # no scan made this workdir: keep the bisection's settings, so `hourly explain` / `report`
+        # on it need not be given --jax-repo, --only, --bench-cmd ... again
+        from hourly.measure.settings import BISECT_SETTINGS
+        store.save_settings(BISECT_SETTINGS, s.as_dict())
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hourly.adapters.store import Store
 from hourly.errors import UserError
-from hourly.model import Pair
+from hourly.model import Pair, cut_side
 
 #: the folder of a workdir where explain keeps its dumps, repros and records
 FOLDER = "explain"
@@ -36,7 +36,7 @@ class Target:
         c = self.culprit
         if c:
             return f"{c['repo']} {c['sha'][:10]} {c.get('subject', '')}".rstrip()
-        return f"xla {self.good.xla[:10]}→{self.bad.xla[:10]} jax {self.good.jax[:10]}→{self.bad.jax[:10]}"
+        return f"xla {cut_side(self.good.xla, 10)}→{cut_side(self.bad.xla, 10)} jax {self.good.jax[:10]}→{self.bad.jax[:10]}"
 
 
 @dataclass

@@ -54,7 +54,7 @@ from hourly.measure.benchmark import BenchResult, bench_env, run_benchmark
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
-from hourly.model import Pair, Status
+from hourly.model import Pair, Status, cut_side
 from hourly.profile.capture import capture, tracing_command
 from hourly.profile.compare import load_capture, parse_perfetto_trace
 
@@ -108,7 +108,7 @@ class Explainer:
         shutil.rmtree(out, ignore_errors=True)
         self.install(pair, f"{side} state")
         traced = not passes and self.opts.op_times and self.trace_skipped is None
-        self.handler.note(f"{self.t.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}, "
+        self.handler.note(f"{self.t.name}: {side} state xla {cut_side(pair.xla, 10)} jax {pair.jax[:10]}, "
                           f"{'per-pass ' if passes else ''}dump into {out}{' under the JAX profiler' if traced else ''}")
         if not (traced and self.traced_dump(side, out)):
             res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
@@ -296,7 +296,7 @@ class Explainer:
             return out
         # the step's size, from fresh samples of both ends (the share restored is of it)
         mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
-        self.handler.note(f"{self.t.name}: measuring {ref} at xla {tip.xla[:10]} jax {tip.jax[:10]} ({self.repeats} runs)")
+        self.handler.note(f"{self.t.name}: measuring {ref} at xla {cut_side(tip.xla, 10)} jax {tip.jax[:10]} ({self.repeats} runs)")
         self.install(tip, f"tip of {ref}")
         plain = self.bench([], self.repeats, "revert-tip")
         spec = build_spec(self.s)

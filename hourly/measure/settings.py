@@ -521,8 +521,15 @@ def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
     return s.workdir
 
 
+#: the store key of a bisection's own settings in a workdir no scan made (``hourly bisect --good
+#: --bad`` into a new workdir): the base of later commands there (explain, report, profile, a rerun)
+BISECT_SETTINGS = "bisect-settings"
+
+
 def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
-    """The settings of the stored scan, under the settings file and the flags given now."""
-    s, _ = effective(flags, config_path, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+    """The settings of the stored scan (else of the workdir's own bisection), under the settings
+    file and the flags given now."""
+    stored = store.load_settings("scan") or store.load_settings(BISECT_SETTINGS)
+    s, _ = effective(flags, config_path, base=stored_scan_settings(stored, store.workdir))
     s._recorded_key = recorded_key(store, s)  # type: ignore[attr-defined]  # read by bench_key
     return s

@@ -115,7 +115,7 @@ def _hourly_pythonpath() -> str:
     The benchmark's Python may be another interpreter (the build under test); exposing just
     ``hourly`` (whose tracer needs only the standard library and JAX) keeps its own packages first.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # hourly/, not hourly/profile/ where this module is
     folder = tempfile.mkdtemp(prefix="hourly-pythonpath-")
     os.symlink(package, Path(folder) / "hourly", target_is_directory=True)
     return folder

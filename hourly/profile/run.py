@@ -31,7 +31,7 @@ from hourly.measure.build import BuildResult
 from hourly.measure.measurer import open_repos, pin_of
 from hourly.measure.resolve import resolve_pairs
 from hourly.measure.settings import Settings
-from hourly.model import Pair
+from hourly.model import Pair, cut_side
 from hourly.profile.capture import TraceOptions, capture
 from hourly.profile.compare import compare
 from hourly.scan.table import stored_scan
@@ -153,7 +153,7 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
 
 
 def _say_side(handler: Handler, target: Target, side: str, pair: Pair, where: str = "") -> None:
-    handler.note(f"{target.name}: {side} state xla {pair.xla[:10]} jax {pair.jax[:10]}{where}")
+    handler.note(f"{target.name}: {side} state xla {cut_side(pair.xla, 10)} jax {pair.jax[:10]}{where}")
 
 
 def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Handler) -> Iterator[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hourly.model import cut_side
 from hourly.plurals import plural
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 def asked_lines(a: Asked) -> list[str]:
     what = "mixed pair (which repository's change alone is bad?)" if a.role == "blame" else "probe"
-    head = f"{what}: xla {a.pair.xla[:12]} jax {a.pair.jax[:12]}"
+    head = f"{what}: xla {cut_side(a.pair.xla, 12)} jax {a.pair.jax[:12]}"
     if a.index is not None:
         head += (f" — state {a.index} of {a.states - 1} (0 the good end); last good so far {a.last_good}, "
                  f"first bad so far {a.first_bad}")

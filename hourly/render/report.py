@@ -13,7 +13,7 @@ from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.measure import machine as environment
 from hourly.measure.settings import Settings
-from hourly.model import REPOS, PointResult, Step
+from hourly.model import REPOS, PointResult, Step, cut_side
 from hourly.plurals import plural
 from hourly.privacy import redact_assignments
 from hourly.render import markdown as esc
@@ -501,7 +501,7 @@ def _failed_section(points: list[PointResult]) -> list[str]:
             if p.status == "ok":
                 continue
             when = p.time if g.first == g.last else f"{p.time} … {points[g.last].time}"
-            md.append(f"- {when}: {p.status} (xla `{p.xla[:12]}`, jax `{p.jax[:12]}`)"
+            md.append(f"- {when}: {p.status} (xla `{cut_side(p.xla, 12)}`, jax `{p.jax[:12]}`)"
                       + (f" — {esc.text(p.detail)}" if p.detail else ""))
         md.append("")
     return md

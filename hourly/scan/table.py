@@ -11,7 +11,7 @@ from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
 from hourly.measure.settings import Settings
-from hourly.model import Pair, PointResult, ScanReport, Status
+from hourly.model import Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import EdgeCheck
@@ -132,7 +132,7 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
     """The error of a scan whose benchmark never worked (``first``: it stopped at the first pair)."""
     run = next((r for r in m.runs if r.get("status") != Status.OK.value), m.runs[0] if m.runs else {})
     tail = log_tail(run.get("log"))
-    where = f"the first measured pair {m.xla[:8]}/{m.jax[:8]}" if first else "every measured pair"
+    where = f"the first measured pair {cut_side(m.xla, 8)}/{m.jax[:8]}" if first else "every measured pair"
     if s.mode == "exit":
         what = f"exit code {run.get('returncode')}" if run.get("status") == Status.CRASHED.value else m.status
         return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",

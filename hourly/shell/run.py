@@ -31,7 +31,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
-from hourly.model import Mode, Pair
+from hourly.model import Mode, Pair, cut_side
 from hourly.shell.state import resolve
 
 
@@ -93,7 +93,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
         env.pop("PYTHONHOME", None)
         opened = Opened(pair, named.said, commits, {n: str(r.path) for n, r in b.repos.items()},
                         m.builder._tree.originals(), str(env_dir), py, build, env,
-                        f"xla@{pair.xla[:8]} jax@{pair.jax[:8]}")
+                        f"xla@{cut_side(pair.xla, 8)} jax@{pair.jax[:8]}")
         before = {name: _diff(r) for name, r in b.repos.items()}
         try:
             yield opened
