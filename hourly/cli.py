@@ -70,11 +70,16 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def _in_fork_callback(frame: FrameType | None) -> bool:
     """Whether the signal came while Python ran a fork callback (logging releases its lock in the
     parent after every fork of a subprocess): an exception there is ignored, and the run would go on
-    as if nothing had been asked."""
+    as if nothing had been asked. Or while ``subprocess.Popen`` starts a child: an exception there
+    leaves the child running with no ``Popen`` object to kill it by (a build stopped that way went on
+    to rewrite a tracked file after the trees were restored); asked again 50 ms later, it lands
+    where :func:`hourly.adapters.proc.run` kills the child's group."""
     while frame is not None:
         code = frame.f_code
         if code.co_name in ("_releaseLock", "_acquireLock", "_after_at_fork_child_reinit_locks") \
                 and code.co_filename.endswith(("logging/__init__.py", "logging\\__init__.py")):
+            return True
+        if code.co_name in ("_execute_child", "__init__") and code.co_filename.endswith("subprocess.py"):
             return True
         frame = frame.f_back
     return False

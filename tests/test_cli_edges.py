@@ -209,6 +209,19 @@ def test_a_stop_signal_inside_a_fork_callback_is_asked_again_not_lost():
     assert not _in_fork_callback(sys._getframe())
 
 
+def test_a_stop_signal_while_a_child_is_started_is_asked_again_not_raised_there():
+    # an exception inside Popen leaves the child running with no Popen to kill it by: a build so
+    # stopped rewrote build/requirements.in after the trees were restored (CI, SIGTERM)
+    import subprocess
+    import sys
+
+    from hourly.cli import _in_fork_callback
+    code = compile("def _execute_child():\n    return sys._getframe()\n", subprocess.__file__, "exec")
+    space = {"sys": sys}
+    exec(code, space)
+    assert _in_fork_callback(space["_execute_child"]())
+
+
 # -- issue 23 item 5: --help groups the options in panels, as plain text ---------------------------
 
 def help_panels(capsys, argv) -> dict[str, list[str]]:
