@@ -58,7 +58,7 @@ _stopped_by: list[int] = []
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    if _in_fork_callback(frame):  # an exception raised here would be printed and ignored: ask again
+    if _unsafe_to_raise(frame):  # an exception raised here would be printed and ignored: ask again
         threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
         return
     if signum == signal.SIGINT:  # Ctrl-C: as Python's own handler, but never lost in a fork callback
@@ -67,7 +67,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signum)
 
 
-def _in_fork_callback(frame: FrameType | None) -> bool:
+def _unsafe_to_raise(frame: FrameType | None) -> bool:
     """Whether the signal came while Python ran a fork callback (logging releases its lock in the
     parent after every fork of a subprocess): an exception there is ignored, and the run would go on
     as if nothing had been asked. Or while ``subprocess.Popen`` starts a child: an exception there

@@ -201,12 +201,12 @@ def test_a_stop_signal_inside_a_fork_callback_is_asked_again_not_lost():
     import logging
     import sys
 
-    from hourly.cli import _in_fork_callback
+    from hourly.cli import _unsafe_to_raise
     code = compile("def _releaseLock():\n    return sys._getframe()\n", logging.__file__, "exec")
     space = {"sys": sys}
     exec(code, space)
-    assert _in_fork_callback(space["_releaseLock"]())
-    assert not _in_fork_callback(sys._getframe())
+    assert _unsafe_to_raise(space["_releaseLock"]())
+    assert not _unsafe_to_raise(sys._getframe())
 
 
 def test_a_stop_signal_while_a_child_is_started_is_asked_again_not_raised_there():
@@ -215,11 +215,11 @@ def test_a_stop_signal_while_a_child_is_started_is_asked_again_not_raised_there(
     import subprocess
     import sys
 
-    from hourly.cli import _in_fork_callback
+    from hourly.cli import _unsafe_to_raise
     code = compile("def _execute_child():\n    return sys._getframe()\n", subprocess.__file__, "exec")
     space = {"sys": sys}
     exec(code, space)
-    assert _in_fork_callback(space["_execute_child"]())
+    assert _unsafe_to_raise(space["_execute_child"]())
 
 
 # -- issue 23 item 5: --help groups the options in panels, as plain text ---------------------------

@@ -74,6 +74,21 @@ def reinstall_commands(python: str, wheels: list[str]) -> list[list[str]]:
              "--no-cache", *wheels], pip]
 
 
+def reinstall(python: str, wheels: list[str], *, timeout: float | None, log_path: Path | None = None,
+              check: bool = False) -> proc.Result:
+    """Put ``wheels`` into ``python``'s environment (:func:`reinstall_commands`, each tried in turn
+    until one succeeds): the last command's result. With ``log_path``, pip logs there and uv beside
+    it (``.uv.log``); ``check``: a failure of the last raises."""
+    cmds = reinstall_commands(python, wheels)
+    for i, cmd in enumerate(cmds):
+        last = i == len(cmds) - 1
+        log = log_path if log_path is None or last else log_path.with_suffix(".uv.log")
+        res = proc.run(cmd, log_path=log, timeout=timeout, check=check and last)
+        if res.ok:
+            break
+    return res
+
+
 def choose_installer(kind: InstallerKind | str = InstallerKind.AUTO) -> Installer:
     kind = InstallerKind(kind)
     if kind in (InstallerKind.AUTO, InstallerKind.UV):

@@ -20,8 +20,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from hourly.adapters import proc
-from hourly.adapters.venvs import reinstall_commands
+from hourly.adapters.venvs import reinstall
 
 from .repos import write_launcher
 
@@ -148,11 +147,7 @@ def jaxlib_wheel(out_dir: Path, version: str, xla_commit: str | None, factor: fl
 
 
 def install(python: str, *wheels: Path) -> None:
-    *first, last = reinstall_commands(python, list(map(str, wheels)))
-    for cmd in first:
-        if proc.run(cmd, timeout=300, check=False).ok:
-            return
-    proc.run(last, timeout=300)
+    reinstall(python, list(map(str, wheels)), timeout=300, check=True)
 
 
 BENCH_PY = r'''

@@ -35,7 +35,7 @@ from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
-from hourly.adapters.venvs import reinstall_commands
+from hourly.adapters.venvs import reinstall
 from hourly.errors import ProcessError, UserError
 from hourly.measure.build_cache import (
     WheelCache,
@@ -567,12 +567,9 @@ class Builder:
 
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
         log = self._logs / f"install-{pair.key()}.log"
-        for cmd in reinstall_commands(self.spec.python, list(map(str, wheels))):
-            pip = cmd[1:3] == ["-m", "pip"]
-            res = proc.run(cmd, log_path=log if pip else log.with_suffix(".uv.log"), check=False,
-                           timeout=self.spec.timeout)
-            if res.ok:
-                return None  # else the next (pip), whose own log says why
+        res = reinstall(self.spec.python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
+        if res.ok:
+            return None
         result = BuildResult(BuildStatus.FAILED, str(log), "install failed: " + res.tail(5),
                              res.duration)
         self._record(pair, result, in_place=False)
