@@ -397,12 +397,12 @@ def f(x):
 
 #: the wall clock: elements per microsecond of the median of 40 calls, compiled before timing
 #: (jit compiles on the first call), block_until_ready on each (jax dispatches asynchronously),
-#: on one CPU (XLA's thread pool then has one thread: the other core's load, the test beside it,
+#: on one CPU, always the same one (XLA's thread pool then has one thread: the other core's load, the test beside it,
 #: no longer comes into each call; the runs' spread falls from ±40 % to ±5 % here)
 CLOCK_BENCH = r'''
 import os, statistics, time
 cpus = sorted(os.sched_getaffinity(0))
-os.sched_setaffinity(0, {cpus[os.getpid() % len(cpus)]})
+os.sched_setaffinity(0, {cpus[-1]})
 import jax, jax.numpy as jnp
 import jax_demo
 from jax_demo.kernel import f
