@@ -148,8 +148,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     # hlo_diff tests at the top of the file
     "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
                         "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
-                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said",
-                        "test_a_change_that_leaves_the_hlo_alone_is_said_to_be_identical"),
+                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said"),
     # two real scans racing for one Python; the lock logic: test_faults' lock tests
     "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan

@@ -221,6 +221,18 @@ def _bisected(tmp: Path, venv_python: str, culprit_kernel: str, extra: dict | No
     return made, work
 
 
+def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, good: str = "Aug 24 2023 02:30",
+                       **kw):
+    """``hourly bisect --good --bad`` into a new workdir, no scan: by default over the culprit
+    and the commit after it alone (one probe), for tests of what comes after the culprit."""
+    made = _repos(tmp / "repos", culprit_kernel, **kw)
+    work = tmp / "work"
+    code = main(["bisect", "--good", good, "--bad", "Aug 24 2023 04:30", "--xla-repo", str(made.xla),
+                 "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+                 "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), *args])
+    return made, work, code
+
+
 def _explain(capsys, work: Path, *args: str) -> tuple[str, dict]:
     capsys.readouterr()
     code = main(["explain", "--workdir", str(work), *args])
@@ -233,20 +245,20 @@ def _explain(capsys, work: Path, *args: str) -> tuple[str, dict]:
 def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(capsys, tmp_path, venv_python):
     """`hourly bisect --good --bad` into a new workdir (no scan: the way the real-history checks
     run) keeps its settings, so `hourly explain --workdir W` alone finds the repositories, the
-    Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`)."""
-    made = _repos(tmp_path / "repos", BAD_KERNEL)
-    work = tmp_path / "work"
-    assert main(["bisect", "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30",
-                 "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-                 "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work),
-                 "--json"]) == 0
+    Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`).
+    The culprit writes x ** 2 for x * x: the same program (a rename inside it), which explain must
+    call identical; the planted factor makes the step."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--json",
+                                          extra={"perf/slow.txt": "0.8\n"})
+    assert code == 0
     answer = json.loads(capsys.readouterr().out)["regressions"][0]
     assert answer["culprit"]["subject"] == "Lower sum of squares differently"
-    out, rec = _explain(capsys, work, "--no-op-times")
+    out, rec = _explain(capsys, work)
     assert "Lower sum of squares differently" in out
     assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
-    assert not next(m for m in rec["modules"] if m["key"] == "jit_f")["identical"]
-    assert any(c["bad"] == "transpose_copy_fusion" for m in rec["modules"] for c in m["changes"])
+    assert rec["identical"] and all(m["identical"] for m in rec["modules"])
+    assert rec["repro"] is None
+    assert "all identical" in out and "LLVM" in out and "Triton" in out
 
 
 @pytest.fixture(scope="module")
@@ -361,16 +373,6 @@ def test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said(capsys,
     assert "does not revert cleanly" in out
 
 
-def test_a_change_that_leaves_the_hlo_alone_is_said_to_be_identical(capsys, tmp_path, venv_python):
-    # x ** 2 for x * x: the same program (a rename inside it); the planted factor makes the step
-    made, work = _bisected(tmp_path, venv_python, SAME_KERNEL, {"perf/slow.txt": "0.8\n"})
-    assert main(["bisect", "--workdir", str(work)]) == 0
-    out, rec = _explain(capsys, work)
-    assert rec["identical"] and all(m["identical"] for m in rec["modules"])
-    assert rec["repro"] is None
-    assert "all identical" in out and "LLVM" in out and "Triton" in out
-
-
 #: on the wall clock: the good state's jax keeps XLA's CPU ``fusion-wrapper`` off (a workaround it
 #: carried: the pass wraps a lone reduce-window in a loop fusion that runs it 2-3x slower on this
 #: jaxlib); the culprit drops the workaround. The sweep must find the pass from the per-pass dumps,
@@ -386,19 +388,24 @@ import jax  # noqa: E402
 
 
 def f(x):
-    return jax.lax.reduce_window(x, 0.0, jax.lax.add, (4, 4), (1, 1), "VALID")
+    return jax.lax.reduce_window(x, 0.0, jax.lax.add, (2, 2), (1, 1), "VALID")
 """
 NO_WORKAROUND_KERNEL = """import jax
 
 
 def f(x):
-    return jax.lax.reduce_window(x, 0.0, jax.lax.add, (4, 4), (1, 1), "VALID")
+    return jax.lax.reduce_window(x, 0.0, jax.lax.add, (2, 2), (1, 1), "VALID")
 """
 
-#: the wall clock: elements per microsecond of the median of 40 calls, compiled before timing
-#: (jit compiles on the first call), block_until_ready on each (jax dispatches asynchronously),
-#: on one CPU, always the same one (XLA's thread pool then has one thread: the other core's load, the test beside it,
-#: no longer comes into each call; the runs' spread falls from ±40 % to ±5 % here)
+#: the wall clock: each call of the function under test (compiled before timing: jit compiles on
+#: the first call; block_until_ready on each: jax dispatches asynchronously) is timed beside one
+#: call of a fixed reference program, a 96x96 matmul that the workaround leaves alone (XLA makes it
+#: a custom ynn fusion, not fusion-wrapper's), and the metric is the ratio of their medians over
+#: 200 pairs of calls, on one CPU, always the same one. Measured here: the machine's two CPUs are
+#: one core's two threads, so whenever the test beside this one computes, each call here runs up
+#: to 40 % slower, for seconds at a time, in both programs alike. Timed alone, the good state read
+#: 2,650-4,570 elements per microsecond under that load and a bisection's re-measurement of its
+#: ends drifted from one level to the other (exit 4, not confirmed); the ratio spreads +-8 % there
 CLOCK_BENCH = r'''
 import os, statistics, time
 cpus = sorted(os.sched_getaffinity(0))
@@ -406,22 +413,38 @@ os.sched_setaffinity(0, {cpus[-1]})
 import jax, jax.numpy as jnp
 import jax_demo
 from jax_demo.kernel import f
+
+
+def reference(a):
+    return a @ a
+
+
 x = jax.device_put(jax.random.normal(jax.random.key(0), (512, 512), jnp.float32)).block_until_ready()
-fn = jax.jit(f)
+r = jax.device_put(jax.random.normal(jax.random.key(1), (96, 96), jnp.float32)).block_until_ready()
+fn, ref = jax.jit(f), jax.jit(reference)
 fn(x).block_until_ready()
-times = []
-for _ in range(int(os.environ.get("DEMO_CALLS", "40"))):
+ref(r).block_until_ready()
+times, refs = [], []
+for _ in range(int(os.environ.get("DEMO_CALLS", "200"))):
     t = time.perf_counter()
     fn(x).block_until_ready()
     times.append(time.perf_counter() - t)
-print(f"MLUPS: {jax_demo.FACTOR * x.size / statistics.median(times) / 1e6:.1f}")
+    t = time.perf_counter()
+    ref(r).block_until_ready()
+    refs.append(time.perf_counter() - t)
+print(f"kernel: {x.size / statistics.median(times) / 1e6:.1f} elements/us; reference: {statistics.median(refs) * 1e6:.1f} us")
+print(f"MLUPS: {jax_demo.FACTOR * 1000 * statistics.median(refs) / statistics.median(times):.1f}")
 '''
 
 
 def test_the_sweep_finds_the_disabled_pass_that_restores_the_level(capsys, tmp_path, venv_python):
-    made, work = _bisected(tmp_path, venv_python, NO_WORKAROUND_KERNEL, good_kernel=WORKAROUND_KERNEL,
-                           bench=CLOCK_BENCH)
-    assert main(["bisect", "--workdir", str(work)]) == 0
+    # the step is several-fold: steps under 50 % are not this test's, and 8 runs of a state are
+    # enough to see which end it is at (at the default 2 %, the clock's spread and a load spike's
+    # outliers asked up to 20 runs of each state, most of this test's five minutes)
+    made, work, code = _bisected_directly(tmp_path, venv_python, NO_WORKAROUND_KERNEL, "--min-change", "0.5",
+                                          "--max-repeats", "8",
+                                          good_kernel=WORKAROUND_KERNEL, bench=CLOCK_BENCH)
+    assert code == 0
     out, rec = _explain(capsys, work, "--sweep", "--max-passes", "2", "--repeats", "3", "--no-op-times")
     sw = rec["sweep"]
     assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
