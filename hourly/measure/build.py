@@ -33,7 +33,7 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop
 
 from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
-from hourly.adapters.locks import RunLock, WaitLock
+from hourly.adapters.locks import LockHeld, RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
 from hourly.adapters.venvs import reinstall
 from hourly.errors import ProcessError, UserError
@@ -271,6 +271,31 @@ class Workspace:
                 errors.append(e)
         if errors and exc[0] is None:
             raise errors[0]
+
+
+def give_back_left_trees(repos: list[GitRepo], force: bool = False, keep: list[Path] | None = None) -> None:
+    """Restore the trees a killed run left behind (its state file, ``LOCK_NAME``) though this run
+    took none, having nothing left to measure there: the next run gives them back whatever it does.
+    A tree that another live run holds (its flock), or that this process has taken already (an outer
+    :class:`Workspace`), is left to its holder."""
+    def left(repo: GitRepo) -> bool:
+        path = repo.git_dir / LOCK_NAME
+        if not path.exists():
+            return False
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return True
+        return not (isinstance(state, dict) and state.get("pid") == os.getpid()
+                    and state.get("host") == socket.gethostname())
+    dead = [r for r in repos if left(r)]
+    if not dead:
+        return
+    try:
+        with Workspace(dead, force=force, keep=keep):
+            pass
+    except LockHeld:
+        pass
 
 
 @dataclass
