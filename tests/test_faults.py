@@ -199,7 +199,7 @@ def test_relative_settings_read_the_same_from_any_directory(capsys, made, venv_p
     (here / "bench" / "b.py").write_text(made.bench_script.read_text())
     monkeypatch.chdir(here)
     rel = lambda p: os.path.relpath(p, here)
-    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--no-sync",
+    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 13:00", "--no-sync",
                             "--xla-repo", rel(made.xla), "--jax-repo", rel(made.jax),
                             "--build-cmd", rel(made.build_script), "--python", venv_python,
                             "--bench-cmd", "python3 b.py", "--bench-cwd", "bench", "--workdir", "work"])
@@ -255,7 +255,7 @@ def test_the_users_wheels_in_the_wheel_dir_survive_and_the_builds_own_are_moved_
     dist.mkdir()
     mine = dist / "mine-1.0-py3-none-any.whl"
     mine.write_bytes(b"the user's own wheel")
-    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    pts = _points(capsys, scan_args("Aug 24 2023 10:00", "Aug 24 2023 13:00", "--no-sync"))
     assert [p["status"] for p in pts] == ["ok"] * 4
     assert mine.read_bytes() == b"the user's own wheel"
     assert sorted(p.name for p in dist.iterdir()) == [mine.name]  # the builds' wheels went to the cache
@@ -345,7 +345,7 @@ def _scan_json(capsys, argv) -> dict:
 
 def test_a_changed_build_command_or_build_env_rebuilds_and_another_workdir_reuses(
         capsys, scan_args, made, tmp_path):
-    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync")
+    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 12:00", "--no-sync")
     assert _scan_json(capsys, args)["builds"] == 2
     other = list(args)
     other[other.index("--workdir") + 1] = str(tmp_path / "work2")
