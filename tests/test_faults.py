@@ -296,7 +296,8 @@ def _builds(workdir: Path) -> list[tuple]:
         return c.execute("SELECT xla, jax, status FROM builds").fetchall()
 
 
-def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path):
+def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOURLY_BUILD_RETRY_WAIT", "0")  # retried at once: the waits are not what is tested
     # the first attempt is killed (as the OOM killer would), the second runs through
     build = _wrapped_build(tmp_path, made, f"if [ ! -e {tmp_path / 'once'} ]; then touch {tmp_path / 'once'}; "
                                            "kill -9 $$; fi")
@@ -306,7 +307,8 @@ def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path
 
 
 def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_it(
-        capsys, scan_args, made, tmp_path):
+        capsys, scan_args, made, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOURLY_BUILD_RETRY_WAIT", "0")  # retried at once: the waits are not what is tested
     build = _wrapped_build(tmp_path, made, f"[ -e {tmp_path / 'fixed'} ] || kill -KILL $$")
     args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync", "--build-cmd", str(build))
     code, _, err = run_cli(capsys, args)

@@ -83,7 +83,14 @@ class BuildResult:
 RESTORE_ATTEMPTS = 3
 #: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
 BUILD_ATTEMPTS = 3
-BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
+#: seconds before the first retry of an interrupted build, then twice as long each time (at most
+#: 60); ``HOURLY_BUILD_RETRY_WAIT`` sets it (tests: 0, at once)
+BUILD_RETRY_WAIT_S = 1.0
+
+
+def build_retry_wait() -> wait_exponential:
+    first = float(os.environ.get("HOURLY_BUILD_RETRY_WAIT", BUILD_RETRY_WAIT_S))
+    return wait_exponential(multiplier=first, min=first, max=60)
 
 
 def _last_outcome(state: RetryCallState) -> proc.Result:
@@ -535,7 +542,7 @@ class Builder:
         env = self._env(pair, wheel_dir)
         log = self._logs / f"build-{pair.key()}.log"
         require_command(self.spec.cmd[0], env["PATH"])
-        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
+        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=build_retry_wait(),
                        retry=retry_if_result(lambda r: interruption(r) is not None),
                        retry_error_callback=_last_outcome)(self._run_build, env, log)
         why = interruption(res)
