@@ -175,8 +175,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     # a whole jax-only hunt; its parts: the other tests of test_only
     "test_only.py": ("test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit",),
     # processes killed at seeded moments, again and again
-    "test_faults.py": ("test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing",
-                       "test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit"),
+    "test_faults.py": ("test_a_scan_killed_at_seeded_moments_again_and_again_loses_and_redoes_nothing",
+                       "test_a_bisection_killed_at_seeded_moments_again_and_again_continues_to_the_same_culprit"),
     "test_releases.py": ("test_kill_9_then_rerun_does_not_redo_finished_releases",),
 }
 

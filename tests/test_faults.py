@@ -26,10 +26,6 @@ def run_cli(capsys, argv):
     return code, out, err
 
 
-def _slow_bench(made, seconds: float) -> None:
-    made.bench_script.write_text(f"import time; time.sleep({seconds})\n" + made.bench_script.read_text())
-
-
 HOLD_FLOCK = ("import fcntl, os, sys, time\n"
               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
               "fcntl.flock(fd, fcntl.LOCK_EX)\n"
@@ -42,14 +38,20 @@ HOLD_FLOCK = ("import fcntl, os, sys, time\n"
 
 @pytest.mark.parametrize("same_workdir", [True, False], ids=["same-store", "other-store"])
 def test_two_scans_started_together_exactly_one_runs(scan_args, made, tmp_path, same_workdir):
-    _slow_bench(made, 0.3)
+    # the benchmark waits until one of the two has ended: the one that runs holds its locks until
+    # the other has given up, however slowly either starts
+    go = tmp_path / "go"
+    made.bench_script.write_text(f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+                                 + made.bench_script.read_text())
     procs = []
     for i in range(2):
-        args = scan_args("Aug 24 2023 10:00", "Aug 24 2023 14:00", "--json", "--no-sync")
+        args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--json", "--no-sync")
         if not same_workdir:
             args[args.index("--workdir") + 1] = str(tmp_path / f"work{i}")
         procs.append(subprocess.Popen([sys.executable, "-m", "hourly", *args], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
+    wait_for(lambda: any(p.poll() is not None for p in procs), timeout=120, every=0.05)
+    go.touch()  # both still running after 120 s: both measure now, and the codes below say so
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     codes = sorted(rc for _, _, rc in results)
     assert codes == [0, 1], results
@@ -86,9 +88,18 @@ def test_a_run_killed_inside_git_leaves_an_index_lock_that_the_next_run_clears(c
     (xla.git_dir / "hourly.lock").write_text(json.dumps(
         {"pid": 2 ** 22 + 1, "host": socket.gethostname(), "branch": head.branch, "sha": head.sha, "stash": None}))
     (xla.git_dir / "index.lock").write_text("")
-    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync"))
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--no-sync")
+    code, _, err = run_cli(capsys, args)
     assert code == 0, err
     assert not (xla.git_dir / "index.lock").exists() and xla.head_state() == head
+    # killed after its last measurement: the same command again has nothing left to measure, and
+    # still gives the trees back
+    xla.git("checkout", "--quiet", "--detach", "HEAD~1")
+    (xla.git_dir / "hourly.lock").write_text(json.dumps(
+        {"pid": 2 ** 22 + 1, "host": socket.gethostname(), "branch": head.branch, "sha": head.sha, "stash": None}))
+    code, _, err = run_cli(capsys, args)
+    assert code == 0, err
+    assert xla.head_state() == head and not (xla.git_dir / "hourly.lock").exists()
 
 
 def test_a_dead_runs_state_file_with_a_reused_pid_is_taken_over(capsys, scan_args, made):
@@ -188,7 +199,7 @@ def test_relative_settings_read_the_same_from_any_directory(capsys, made, venv_p
     (here / "bench" / "b.py").write_text(made.bench_script.read_text())
     monkeypatch.chdir(here)
     rel = lambda p: os.path.relpath(p, here)
-    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--no-sync",
+    scan = _points(capsys, ["scan", "--from", "Aug 24 2023 10:00", "--to", "Aug 24 2023 13:00", "--no-sync",
                             "--xla-repo", rel(made.xla), "--jax-repo", rel(made.jax),
                             "--build-cmd", rel(made.build_script), "--python", venv_python,
                             "--bench-cmd", "python3 b.py", "--bench-cwd", "bench", "--workdir", "work"])
@@ -244,7 +255,7 @@ def test_the_users_wheels_in_the_wheel_dir_survive_and_the_builds_own_are_moved_
     dist.mkdir()
     mine = dist / "mine-1.0-py3-none-any.whl"
     mine.write_bytes(b"the user's own wheel")
-    pts = _points(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync"))
+    pts = _points(capsys, scan_args("Aug 24 2023 10:00", "Aug 24 2023 13:00", "--no-sync"))
     assert [p["status"] for p in pts] == ["ok"] * 4
     assert mine.read_bytes() == b"the user's own wheel"
     assert sorted(p.name for p in dist.iterdir()) == [mine.name]  # the builds' wheels went to the cache
@@ -285,7 +296,8 @@ def _builds(workdir: Path) -> list[tuple]:
         return c.execute("SELECT xla, jax, status FROM builds").fetchall()
 
 
-def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path):
+def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOURLY_BUILD_RETRY_WAIT", "0")  # retried at once: the waits are not what is tested
     # the first attempt is killed (as the OOM killer would), the second runs through
     build = _wrapped_build(tmp_path, made, f"if [ ! -e {tmp_path / 'once'} ]; then touch {tmp_path / 'once'}; "
                                            "kill -9 $$; fi")
@@ -295,7 +307,8 @@ def test_a_build_killed_by_a_signal_is_retried(capsys, scan_args, made, tmp_path
 
 
 def test_a_build_interrupted_every_time_records_nothing_and_the_next_run_builds_it(
-        capsys, scan_args, made, tmp_path):
+        capsys, scan_args, made, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOURLY_BUILD_RETRY_WAIT", "0")  # retried at once: the waits are not what is tested
     build = _wrapped_build(tmp_path, made, f"[ -e {tmp_path / 'fixed'} ] || kill -KILL $$")
     args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 12:00", "--no-sync", "--build-cmd", str(build))
     code, _, err = run_cli(capsys, args)
@@ -334,7 +347,7 @@ def _scan_json(capsys, argv) -> dict:
 
 def test_a_changed_build_command_or_build_env_rebuilds_and_another_workdir_reuses(
         capsys, scan_args, made, tmp_path):
-    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-sync")
+    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 12:00", "--no-sync")
     assert _scan_json(capsys, args)["builds"] == 2
     other = list(args)
     other[other.index("--workdir") + 1] = str(tmp_path / "work2")
@@ -445,10 +458,31 @@ def test_the_running_child_dies_with_hourly(tmp_path):
             os.kill(child, signal.SIGKILL)
 
 
-# -- 10. kill -9 at seeded moments, then the same command again ------------------------------------
+# -- 10. kill -9 at seeded moments, again and again, then the same command to the end ----------------
+#
+# One chain per command: start it, kill -9 at a moment, start it again (it first takes over what the
+# killed run left), kill it at the next moment, ... then a last run to the end. Each moment is an
+# event of the run (a build or a benchmark run starting, a wheel install, a result stored) plus a
+# seeded delay, or a seeded time after the start, so the kills fall in builds, installs, benchmark
+# runs and between them however loaded the machine is. While a run is to be killed inside a build or
+# a benchmark run, those hold (sleep) long enough for the kill to land inside; otherwise they run at
+# full speed.
 
-def _slow_build(tmp_path, made, seconds: float) -> Path:
-    return _wrapped_build(tmp_path, made, f"sleep {seconds}")
+class _Marks:
+    """The files a chain watches and steers: a line in ``attempts`` per build started (the wrapped
+    build command), in ``runs`` per benchmark run started. While ``hold`` says ``build``, each build
+    sleeps ``HOLD_S`` seconds after it has said so; while it holds a number, the benchmark run of
+    that number does."""
+    HOLD_S = 2.0
+
+    def __init__(self, tmp_path: Path, made) -> None:
+        self.attempts, self.runs, self.hold = tmp_path / "attempts", tmp_path / "bench-runs", tmp_path / "hold"
+        runs, hold = str(self.runs), str(self.hold)
+        made.bench_script.write_text(
+            f"import os, time\nopen({runs!r}, 'a').write('run\\n')\n"
+            f"if os.path.exists({hold!r}) and open({hold!r}).read() == str(open({runs!r}).read().count('\\n')):\n"
+            f"    time.sleep({self.HOLD_S})\n" + made.bench_script.read_text())
+        self.build = _wrapped_build(tmp_path, made, f'[ "$(cat {hold} 2>/dev/null)" != build ] || sleep {self.HOLD_S}')
 
 
 def _tree_state_ok(made) -> None:
@@ -462,73 +496,182 @@ def _tree_state_ok(made) -> None:
 
 
 def _rows(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(db, timeout=10) as c:
-        return c.execute(sql).fetchall()
+    """``sql``'s rows from the store (read-only: polling never makes the empty file hourly refuses);
+    none while it does not exist yet or cannot be read."""
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=10) as c:
+            return c.execute(sql).fetchall()
+    except sqlite3.Error:
+        return []
 
 
-def _kill_at(cmd: list[str], seconds: float) -> bool:
-    """Run ``cmd``; kill -9 hourly itself (not its group) after ``seconds``. False when it finished first."""
+def _lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.exists() else 0
+
+
+def _phase(pid: int) -> str:
+    """What ``pid`` is doing: the kind of its descendants (by command line), else hourly itself."""
+    parents: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                parents[int(d)] = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    below, grew = {pid}, True
+    while grew:
+        more = {c for c, p in parents.items() if p in below} - below
+        below |= more
+        grew = bool(more)
+    cmds = []
+    for c in below - {pid}:
+        try:
+            cmds.append(Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    for kind, marks in (("bench", ("MLUPS3d",)), ("build", ("build-wrapped", "build-jax", "build_standin")),
+                        ("install", ("uv pip", "pip install")), ("git", ("git ",))):
+        if any(m in c for c in cmds for m in marks):
+            return kind
+    return "hourly"
+
+
+def _run_until(cmd: list[str], moment: tuple, marks: _Marks, db: Path, stored_sql: str) -> str | None:
+    """Run ``cmd``; kill -9 hourly itself (not its group) at ``moment``: ``("at", s)`` s seconds after
+    the start; ``("build", s)`` s seconds after a build starts; ``("bench", n, s)`` s seconds after
+    this run's n-th benchmark run starts; ``("install",)`` as soon as it installs wheels (``_phase``);
+    ``("stored", n)`` as soon as this run has stored n more rows of ``stored_sql``. What it was doing
+    when killed (``_phase``), or None when it finished first."""
+    kind = moment[0]
+    base = {"build": lambda: _lines(marks.attempts), "bench": lambda: _lines(marks.runs),
+            "stored": lambda: len(_rows(db, stored_sql))}.get(kind, lambda: 0)()
+    reached = {"at": lambda: time.monotonic() - t0 >= moment[1],
+               "build": lambda: _lines(marks.attempts) > base,
+               "bench": lambda: _lines(marks.runs) >= base + moment[1],
+               "install": lambda: _phase(p.pid) == "install",
+               "stored": lambda: len(_rows(db, stored_sql)) >= base + moment[1]}[kind]
+    if kind == "build":
+        marks.hold.write_text("build")
+    elif kind == "bench":
+        marks.hold.write_text(str(base + moment[1]))
+    t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        p.wait(timeout=seconds)
-        return False
-    except subprocess.TimeoutExpired:
+        while not reached():
+            if p.poll() is not None:
+                return None
+            if time.monotonic() - t0 > 120:
+                raise AssertionError(f"{moment} not reached in 120 s")
+            time.sleep(0.005)
+        if kind in ("build", "bench"):
+            time.sleep(moment[-1])
+        phase = _phase(p.pid)
+        if p.poll() is not None:
+            return None
         p.send_signal(signal.SIGKILL)
+        return phase
+    finally:
+        if p.poll() is None:
+            p.kill()
         p.wait()
-        return True
+        marks.hold.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("seed", range(1, 11))
-def test_scan_killed_at_a_seeded_moment_loses_and_redoes_nothing(scan_args, made, tmp_path, seed):
+def _kill_chain(cmd: list[str], moments: list[tuple], marks: _Marks, db: Path,
+                stored_sql: str, kept_sqls: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """Run ``cmd`` killed at each of ``moments`` in turn (each run is killed: the moments follow the
+    command's course), checking after every kill that nothing finished was lost (each of
+    ``kept_sqls``' rows before a run are a prefix of those after it); then once more to the end,
+    whose result it returns."""
+    hits: list[str] = []
+    kept = [_rows(db, q) for q in kept_sqls]
+    for moment in moments:
+        t0 = time.monotonic()
+        phase = _run_until(cmd, moment, marks, db, stored_sql)
+        assert phase is not None, f"{cmd[3]} finished before {moment}; earlier kills hit {hits}"
+        hits.append(f"{moment[0]}->{phase}")
+        print(f"{moment} -> {phase} after {time.monotonic() - t0:.1f} s")
+        now = [_rows(db, q) for q in kept_sqls]
+        assert all(n[:len(k)] == k for n, k in zip(now, kept, strict=True)), (moment, hits)  # nothing finished was lost
+        kept = now
+    # the chain stays one that reaches into builds, wheel installs and benchmark runs
+    assert {"build", "install", "bench"} <= {h.split("->")[1] for h in hits}, hits
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    print(f"the last run: {time.monotonic() - t0:.1f} s")
+    assert done.returncode == 0, (hits, done.stderr)
+    assert all(_rows(db, q)[:len(k)] == k for q, k in zip(kept_sqls, kept, strict=True)), hits
+    return done
+
+
+def test_a_scan_killed_at_seeded_moments_again_and_again_loses_and_redoes_nothing(scan_args, made, tmp_path):
     import random
-    moment = random.Random(seed).uniform(0.5, 3.0)  # mid-build, mid-benchmark or between the two
-    _slow_bench(made, 0.2)
-    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 15:00", "--no-sync", "--json",
-                     "--build-cmd", str(_slow_build(tmp_path, made, 0.3)))
-    cmd = [sys.executable, "-m", "hourly", *args]
-    killed = _kill_at(cmd, moment)
+    rnd = random.Random(1)
+    marks = _Marks(tmp_path, made)
+    args = scan_args("Aug 24 2023 11:00", "Aug 24 2023 15:00", "--no-sync", "--json", "--build-cmd", str(marks.build))
+    # three pairs (a build, a warm-up and a measured run each), then the last one's edge measured
+    # again: two pairs, six runs each; each moment falls where its comment says
+    moments = [("at", rnd.uniform(0.4, 1.0)),                  # starting: the python, the trees, the store
+               ("build", rnd.uniform(0.0, 0.5)),               # inside the first build
+               ("install",),                                   # installing its wheel
+               ("bench", 1, rnd.uniform(0.0, 0.5)),            # the first pair's warm-up run
+               ("stored", 1),                                  # its result just stored: on to the next pair
+               ("at", rnd.uniform(0.4, 1.0)),                  # taking over the trees the last kill left
+               ("bench", 2, rnd.uniform(0.0, 0.5)),            # the second pair's measured run
+               ("stored", 2),                                  # the third pair stored: before the edge check
+               ("bench", rnd.randint(1, 6), rnd.uniform(0.0, 0.5)),  # a run of the edge check
+               ("stored", 1)]                                  # between the edge's two pairs
     db = tmp_path / "work" / "hourly.sqlite"
-    before = _rows(db, "SELECT id, xla, jax, status, origin FROM measurements") if db.exists() else []
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, (killed, moment, done.stderr)
+    query = "SELECT id, xla, jax, status, origin FROM measurements"
+    done = _kill_chain([sys.executable, "-m", "hourly", *args], moments, marks, db, query, (query,))
     result = json.loads(done.stdout)
     assert all(p["status"] == "ok" for p in result["points"])
-    after = _rows(db, "SELECT id, xla, jax, status, origin FROM measurements")
-    assert after[:len(before)] == before  # nothing finished was lost
+    after = _rows(db, query)
     scan = [(x, j) for _, x, j, _, o in after if o == "scan"]
-    assert len(set(scan)) == len(scan) == result["distinct_pairs"]  # nor redone
+    assert len(set(scan)) == len(scan) == result["distinct_pairs"]  # nothing redone
     # the last pair alone is at a new level (the fusion heuristic): it and its neighbour were
-    # measured again once each, however the kill fell
+    # measured again once each, however the kills fell
     confirm = [(x, j) for _, x, j, _, o in after if o == "confirm"]
     assert len(set(confirm)) == len(confirm) == 2 and result["edge_checks"][0]["verdict"] == "confirmed"
     _tree_state_ok(made)
 
 
-@pytest.mark.parametrize("seed", range(5, 13))
-def test_bisect_killed_at_a_seeded_moment_continues_to_the_same_culprit(tmp_path, venv_python, seed):
+def test_a_bisection_killed_at_seeded_moments_again_and_again_continues_to_the_same_culprit(
+        tmp_path, repos_cache, venv_python):
     import random
 
-    from hourly.demo.repos import Change, make_repos
+    from hourly.demo.repos import Change
+    rnd = random.Random(1)
     culprit = Change("xla", "2023-08-24T05:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
     changes = [Change("xla", f"2023-08-24T{h:02d}:20:00Z", f"[XLA] change {h}", {f"x/{h}.txt": "1\n"})
                for h in range(8)] + [culprit]
-    made = make_repos(tmp_path / "repos", changes)
-    _slow_bench(made, 0.1)
+    made = repos_cache(tmp_path / "repos", changes)
+    marks = _Marks(tmp_path, made)
     cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
            "--bad", "2023-08-24T08:00Z", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
-           "--build-cmd", str(made.build_script), "--python", venv_python, "--repeats", "2",
+           "--build-cmd", str(marks.build), "--python", venv_python, "--repeats", "2",
            "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work")]
-    moment = random.Random(seed).uniform(1.0, 5.0)
-    _kill_at(cmd, moment)
+    # both ends, three probes (more samples of some where the noise asks), then the two sides of the
+    # answer measured again: seven measurements at least, a build and a wheel install before each
+    # new state's; the start and taking over a killed run's trees: the scan's chain above
+    moments = [("build", rnd.uniform(0.0, 0.5)),               # inside the good end's build
+               ("stored", 1),                                  # the good end just stored
+               ("install",),                                   # installing the bad end's wheel
+               ("stored", 2),                                  # the bad end and the first probe stored
+               ("bench", rnd.randint(1, 3), rnd.uniform(0.0, 0.5)),  # a run of the next probe
+               ("stored", 2),                                  # two more stored
+               ("bench", rnd.randint(1, 3), rnd.uniform(0.0, 0.5)),  # a run of the next
+               ("stored", 1)]                                  # one more: one at least is left
     db = tmp_path / "work" / "hourly.sqlite"
-    q = "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq"
-    before = _rows(db, q) if db.exists() else []
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, (moment, done.stderr)
+    probes = "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq"
+    done = _kill_chain(cmd, moments, marks, db, "SELECT id FROM measurements",
+                       ("SELECT id, xla, jax, status, origin FROM measurements", probes))
     (r,) = json.loads(done.stdout)["regressions"]
     assert r["culprit"]["sha"] == made.shas[culprit.subject]
-    after = _rows(db, q)
-    assert after[:len(before)] == before and len({(x, j) for x, j, _ in after}) == len(after)
+    after = _rows(db, probes)
+    assert len({(x, j) for x, j, _ in after}) == len(after)  # no probe redone
     _tree_state_ok(made)
 
 

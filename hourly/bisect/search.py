@@ -70,7 +70,7 @@ from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
 from hourly.execute.host import BuildSplit, measure_counted
-from hourly.measure.build import Builder, Workspace, kept_paths
+from hourly.measure.build import Builder, Workspace, give_back_left_trees, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin, gate_for
 from hourly.measure.settings import Settings
@@ -321,7 +321,10 @@ class Bisector:
         return {}
 
     def __exit__(self, *exc) -> None:
+        taken = self._measurer is not None
         self._stack.close()
+        if not taken:  # nothing measured: the trees a killed run left are given back all the same
+            give_back_left_trees(trees(self.xla, self.jax), self.s.force, kept_paths(self.s))
 
     def measurer(self) -> Measurer:
         if self._measurer is None:

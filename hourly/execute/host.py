@@ -17,7 +17,7 @@ from typing import Protocol
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Store
-from hourly.measure.build import Workspace, kept_paths
+from hourly.measure.build import Workspace, give_back_left_trees, kept_paths
 from hourly.measure.measurer import Measurer, trees
 from hourly.measure.pinned import JaxlibGate, Pin, gate_for
 from hourly.measure.settings import Settings
@@ -78,8 +78,11 @@ class MeasuringHost:
         self.close()
 
     def close(self) -> None:
+        taken = self._measurer is not None
         self._stack.close()
         self._measurer = None
+        if not taken:  # nothing measured here: the trees a killed run left are given back all the same
+            give_back_left_trees(trees(self.xla, self.jax), self.s.force, kept_paths(self.s))
 
     def measurer(self) -> Measurer:
         if self._measurer is None:

@@ -33,7 +33,7 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop
 
 from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
-from hourly.adapters.locks import RunLock, WaitLock
+from hourly.adapters.locks import LockHeld, RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
 from hourly.adapters.venvs import reinstall
 from hourly.errors import ProcessError, UserError
@@ -83,7 +83,14 @@ class BuildResult:
 RESTORE_ATTEMPTS = 3
 #: attempts of a build that keeps being interrupted, and the wait between them (tenacity)
 BUILD_ATTEMPTS = 3
-BUILD_RETRY_WAIT = wait_exponential(multiplier=1, min=1, max=60)
+#: seconds before the first retry of an interrupted build, then twice as long each time (at most
+#: 60); ``HOURLY_BUILD_RETRY_WAIT`` sets it (tests: 0, at once)
+BUILD_RETRY_WAIT_S = 1.0
+
+
+def build_retry_wait() -> wait_exponential:
+    first = float(os.environ.get("HOURLY_BUILD_RETRY_WAIT", BUILD_RETRY_WAIT_S))
+    return wait_exponential(multiplier=first, min=first, max=60)
 
 
 def _last_outcome(state: RetryCallState) -> proc.Result:
@@ -271,6 +278,31 @@ class Workspace:
                 errors.append(e)
         if errors and exc[0] is None:
             raise errors[0]
+
+
+def give_back_left_trees(repos: list[GitRepo], force: bool = False, keep: list[Path] | None = None) -> None:
+    """Restore the trees a killed run left behind (its state file, ``LOCK_NAME``) though this run
+    took none, having nothing left to measure there: the next run gives them back whatever it does.
+    A tree that another live run holds (its flock), or that this process has taken already (an outer
+    :class:`Workspace`), is left to its holder."""
+    def left(repo: GitRepo) -> bool:
+        path = repo.git_dir / LOCK_NAME
+        if not path.exists():
+            return False
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return True
+        return not (isinstance(state, dict) and state.get("pid") == os.getpid()
+                    and state.get("host") == socket.gethostname())
+    dead = [r for r in repos if left(r)]
+    if not dead:
+        return
+    try:
+        with Workspace(dead, force=force, keep=keep):
+            pass
+    except LockHeld:
+        pass
 
 
 @dataclass
@@ -510,7 +542,7 @@ class Builder:
         env = self._env(pair, wheel_dir)
         log = self._logs / f"build-{pair.key()}.log"
         require_command(self.spec.cmd[0], env["PATH"])
-        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=BUILD_RETRY_WAIT,
+        res = Retrying(stop=stop_after_attempt(BUILD_ATTEMPTS), wait=build_retry_wait(),
                        retry=retry_if_result(lambda r: interruption(r) is not None),
                        retry_error_callback=_last_outcome)(self._run_build, env, log)
         why = interruption(res)
