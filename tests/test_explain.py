@@ -268,10 +268,10 @@ def lowering_bisect(tmp_path_factory, venv_python):
     import contextlib
     import io
     tmp = tmp_path_factory.mktemp("lowering")
-    made, work = _bisected(tmp, venv_python, BAD_KERNEL)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        assert main(["bisect", "--workdir", str(work), "--explain", "--json"]) == 0
+        made, work, code = _bisected_directly(tmp, venv_python, BAD_KERNEL, "--explain", "--json")
+    assert code == 0
     return made, work, json.loads(buf.getvalue())
 
 
