@@ -256,12 +256,15 @@ def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
 
 
 @pytest.mark.docker
-def test_nightly_unreachable_registry_is_a_clear_error(docker_client, bench_dir):
+def test_nightly_unreachable_registry_is_a_clear_error(docker_client, bench_dir, monkeypatch):
+    monkeypatch.setenv("HOURLY_PULL_RETRY_WAIT", "0.05")  # the four attempts, without 14 s of waits
+    t0 = time.monotonic()
     res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-20",
                  "--image", "127.0.0.1:1/nothing/jax:nightly-{date}", "--gpus", "none",
                  "--workdir", str(bench_dir / "w"), cwd=bench_dir)
     assert res.returncode == 1
-    assert "could not pull 127.0.0.1:1/nothing/jax:nightly-2023-08-20" in res.output
+    assert "could not pull 127.0.0.1:1/nothing/jax:nightly-2023-08-20 after 4 attempts" in res.output
+    assert time.monotonic() - t0 < 12  # the waits were HOURLY_PULL_RETRY_WAIT's (by default 2 + 4 + 8 s)
     assert "Traceback" not in res.output
 
 
