@@ -27,11 +27,6 @@ from hourly.demo.repos import Change, make_repos, write_build_script
 
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
-if __package__:
-    from .docker_fixtures import make_python_image
-else:
-    from docker_fixtures import make_python_image
-
 ROOT = Path(__file__).resolve().parent.parent
 
 DAYS = ("2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25", "2023-08-26",
@@ -143,14 +138,13 @@ def _day_layer(made, day: str, work: Path, build_script: Path) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def hunt_images(docker_client, test_scan_id, tmp_path_factory):
+def hunt_images(docker_client, python_image, test_scan_id, tmp_path_factory):
     root = tmp_path_factory.mktemp("hunt")
     made = make_repos(root / "repos", CHANGES, start="2023-08-20T12:00:00Z")
     # the build script as the images have it: the XLA tree at /opt/xla-source
     standin = write_build_script(root / "standin", Path("/opt/xla-source"))
     host_build = write_build_script(root / "hostbuild", Path("../xla-source"))
-    base = f"localhost/hourly-test/hunt-{test_scan_id}:base"
-    make_python_image(docker_client, base, ("numpy", "scipy", "pip"))
+    base = python_image  # a Python with numpy, scipy and pip (conftest_docker)
     template = f"localhost/hourly-test/hunt-{test_scan_id}:nightly-{{date}}"
     made_refs = []
     try:
@@ -170,7 +164,7 @@ def hunt_images(docker_client, test_scan_id, tmp_path_factory):
                 c.remove(force=True)
         yield made, template, standin, root
     finally:
-        for ref in [*made_refs, base]:
+        for ref in made_refs:
             try:
                 docker_client.images.remove(ref, force=True)
             except Exception:
