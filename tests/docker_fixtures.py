@@ -83,9 +83,10 @@ def busybox_path() -> str:
 
 
 class _TarBuilder:
-    def __init__(self):
-        self.buf = io.BytesIO()
-        self.tar = tarfile.open(fileobj=self.buf, mode="w")
+    def __init__(self, out=None):
+        """A tar in memory (:meth:`bytes`), or written as a stream to the file ``out``."""
+        self.buf = io.BytesIO() if out is None else out
+        self.tar = tarfile.open(fileobj=self.buf, mode="w" if out is None else "w|")
         self.dirs: set[str] = set()
         self.files: set[str] = set()
 
@@ -296,16 +297,17 @@ def site_packages_files(t: _TarBuilder, site_packages: tuple[str, ...]) -> None:
             t.copy(str(base_site / f), src, 0o755 if str(f).endswith(".so") else 0o644)
 
 
-def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
+def python_rootfs_tar(site_packages: tuple[str, ...] = (), out=None) -> bytes:
     """busybox + git + the test run's own Python (stdlib only) at the same path, with
     ``python3`` on PATH: enough for hourly, once its dependencies are mounted in.
     ``site_packages`` names distributions (and their dependencies) to install from the host's
     site-packages, e.g. pip and setuptools to build an image on top of it without an index.
     Sources keep their modification times and come with this Python's bytecode, as in an image
-    whose Python compiled its packages at install time."""
+    whose Python compiled its packages at install time. With ``out`` (a file) the tar is
+    streamed there, and b"" returned."""
     from pathlib import Path
 
-    t = _TarBuilder()
+    t = _TarBuilder(out)
     global _APPLETS
     bb = busybox_path()
     if _APPLETS is None:
@@ -359,6 +361,9 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
     for dep in sorted(_ldd_deps(elves)):
         if not dep.startswith(str(prefix)):
             t.file(dep, Path(dep).read_bytes(), 0o755)
+    if out is not None:
+        t.tar.close()
+        return b""
     return t.bytes()
 
 
@@ -378,8 +383,34 @@ def make_python_image(client: docker.DockerClient, ref: str,
     _drop(client, ref)
     # like the JAX images: the Python's script directory is on PATH
     path = f"{Path(sys.base_prefix) / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    client.api.import_image_from_data(python_rootfs_tar(site_packages), repository=repo, tag=tag,
-                                      changes=[f"ENV PATH={path}"])
+    # the tar (a quarter GB, seconds to read) streams to the engine as it is made: its making here
+    # and the engine's unpacking overlap (half the time)
+    import threading
+    r, w = os.pipe()
+    failed: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            with os.fdopen(w, "wb") as f:
+                python_rootfs_tar(site_packages, f)
+        except BaseException as e:  # the engine got a cut tar (or stopped reading): raised below
+            failed.append(e)
+
+    tar = os.fdopen(r, "rb")
+
+    def chunks():
+        while chunk := tar.read(1 << 20):
+            yield chunk
+    maker = threading.Thread(target=produce, daemon=True)
+    maker.start()
+    try:
+        client.api.import_image_from_data(chunks(), repository=repo, tag=tag, changes=[f"ENV PATH={path}"])
+    finally:
+        tar.close()  # if the engine stopped reading, the maker's next write fails instead of blocking
+        maker.join()
+    if failed:
+        _drop(client, ref)
+        raise failed[0]
     return client.images.get(ref).id
 
 
