@@ -8,6 +8,8 @@ FAIL — CI must never silently skip them (``.ci/docker-up.sh`` starts the engin
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import socket
 import subprocess
@@ -23,9 +25,9 @@ from hourly.adapters import containers
 from hourly.errors import UserError
 
 try:  # tests/ as a package, or as a plain directory on sys.path
-    from .docker_fixtures import BENCH_SCRIPT, build_nightly_set
+    from .docker_fixtures import BENCH_SCRIPT, build_nightly_set, make_python_image
 except ImportError:
-    from docker_fixtures import BENCH_SCRIPT, build_nightly_set
+    from docker_fixtures import BENCH_SCRIPT, build_nightly_set, make_python_image
 
 REGISTRY = os.environ.get("HOURLY_TEST_REGISTRY", "127.0.0.1:5000")
 HINT = "start one with `sudo bash .ci/docker-up.sh`"
@@ -156,6 +158,46 @@ def test_scan_id():
     except UserError:
         return
     remove_session_images(client, sid)
+
+
+#: what the shared Python image holds besides the stdlib: what the JAX images bring (hourly uses
+#: their numpy and scipy) and pip
+PYTHON_IMAGE_PACKAGES = ("numpy", "scipy", "pip")
+
+
+@pytest.fixture(scope="session")
+def python_image(docker_client, test_scan_id, tmp_path_factory) -> str:
+    """busybox, git and the tests' own Python with :data:`PYTHON_IMAGE_PACKAGES`
+    (docker_fixtures.make_python_image): the base of the day images of the hunt and manual tests
+    and of `hourly container`'s and the Dockerfile's tests. Its ref carries the session id.
+
+    A quarter of a GB takes the engine seconds to import, so the xdist workers of one run share
+    one image: the first to ask makes it, the others add their own tag to it, under a lock in the
+    run's temporary folder; each removes its tag at its end (under that lock), and the engine
+    removes the image with its last tag."""
+    ref = f"localhost/hourly-test/python-{test_scan_id}:base"
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # the run's folder, above each worker's own
+    state = run_dir / "python-image.json"
+    repo, tag = ref.rsplit(":", 1)
+    with open(run_dir / "python-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        image_id = json.loads(state.read_text())["id"] if state.exists() else None
+        try:
+            if image_id is None:
+                raise LookupError
+            docker_client.images.get(image_id).tag(repo, tag)
+        except Exception:  # none yet, or its last tag went with a worker that ended
+            image_id = make_python_image(docker_client, ref, PYTHON_IMAGE_PACKAGES)
+            state.write_text(json.dumps({"id": image_id}))
+    yield ref
+    with open(run_dir / "python-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            docker_client.images.remove(ref, force=True)
+        except Exception:
+            pass
 
 
 @pytest.fixture(scope="session")

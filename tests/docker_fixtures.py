@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import shutil
+import sys
 import tarfile
 from dataclasses import dataclass, field
 
@@ -81,9 +83,10 @@ def busybox_path() -> str:
 
 
 class _TarBuilder:
-    def __init__(self):
-        self.buf = io.BytesIO()
-        self.tar = tarfile.open(fileobj=self.buf, mode="w")
+    def __init__(self, out=None):
+        """A tar in memory (:meth:`bytes`), or written as a stream to the file ``out``."""
+        self.buf = io.BytesIO() if out is None else out
+        self.tar = tarfile.open(fileobj=self.buf, mode="w" if out is None else "w|")
         self.dirs: set[str] = set()
         self.files: set[str] = set()
 
@@ -98,7 +101,7 @@ class _TarBuilder:
         self.tar.addfile(info)
         self.dirs.add(path)
 
-    def file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    def file(self, path: str, data: bytes | str, mode: int = 0o644, mtime: float = 0) -> None:
         data = data.encode() if isinstance(data, str) else data
         path = path.strip("/")
         if path in self.files:  # the engine refuses tars with duplicate paths
@@ -108,7 +111,21 @@ class _TarBuilder:
         info = tarfile.TarInfo(path)
         info.size = len(data)
         info.mode = mode
+        info.mtime = int(mtime)
         self.tar.addfile(info, io.BytesIO(data))
+
+    def copy(self, path: str, src, mode: int = 0o644) -> None:
+        """The host file ``src`` at ``path``, with its modification time: a ``.pyc`` copied with
+        its source stays valid (Python checks the source's size and mtime), so the image's Python
+        need not compile the source again in every new container."""
+        st = os.stat(src)
+        with open(src, "rb") as f:
+            self.file(path, f.read(), mode, st.st_mtime)
+        if str(src).endswith(".py"):
+            from importlib.util import cache_from_source
+            pyc = cache_from_source(str(src))  # this Python's bytecode, where it compiled the source
+            if os.path.isfile(pyc):
+                self.copy(cache_from_source(path), pyc)
 
     def symlink(self, path: str, target: str) -> None:
         path = path.strip("/")
@@ -233,8 +250,8 @@ def build_nightly_set(client: docker.DockerClient, local_template: str,
 # ------------------------------------------------------------------------------------------
 # an image with a real Python (the one running the tests), for `hourly container`
 
-_SKIP_STDLIB = {"test", "tests", "__pycache__", "site-packages", "idlelib", "tkinter", "turtledemo",
-                "ensurepip", "lib2to3", "pydoc_data"}
+_SKIP_STDLIB = {"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
+                "pydoc_data", "site-packages"}
 
 
 def _ldd_deps(paths: list[str]) -> set[str]:
@@ -251,16 +268,46 @@ def _ldd_deps(paths: list[str]) -> set[str]:
     return deps
 
 
-def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
+def _wanted(rel_parts: tuple[str, ...]) -> bool:
+    """A file of the stdlib or of a distribution worth putting in the image: not a test suite
+    (``tests`` packages are never imported by the code under them), no bytecode
+    (:meth:`_TarBuilder.copy` adds this Python's own next to each source)."""
+    return "tests" not in rel_parts[:-1] and "__pycache__" not in rel_parts
+
+
+def _base_site() -> str:
+    """The base interpreter's site-packages: the packages come from the Python running the tests,
+    often a venv; the image has its base interpreter only, so they go there."""
+    import site
+    return site.getsitepackages([sys.base_prefix])[0]
+
+
+def site_packages_files(t: _TarBuilder, site_packages: tuple[str, ...]) -> None:
+    """The distributions ``site_packages`` names (and their dependencies), from the host's
+    site-packages, into the image's base site-packages, with their bytecode."""
+    from pathlib import Path
+
+    from hourly.nightly.image import dependency_closure
+    base_site = Path(_base_site())
+    for dist in dependency_closure(site_packages, skip=()):
+        for f in dist.files or []:
+            src = Path(dist.locate_file(f))
+            if str(f).startswith("..") or not _wanted(Path(str(f)).parts) or not src.is_file():
+                continue
+            t.copy(str(base_site / f), src, 0o755 if str(f).endswith(".so") else 0o644)
+
+
+def python_rootfs_tar(site_packages: tuple[str, ...] = (), out=None) -> bytes:
     """busybox + git + the test run's own Python (stdlib only) at the same path, with
     ``python3`` on PATH: enough for hourly, once its dependencies are mounted in.
     ``site_packages`` names distributions (and their dependencies) to install from the host's
-    site-packages, e.g. pip and setuptools to build an image on top of it without an index."""
-    import os
-    import sys
+    site-packages, e.g. pip and setuptools to build an image on top of it without an index.
+    Sources keep their modification times and come with this Python's bytecode, as in an image
+    whose Python compiled its packages at install time. With ``out`` (a file) the tar is
+    streamed there, and b"" returned."""
     from pathlib import Path
 
-    t = _TarBuilder()
+    t = _TarBuilder(out)
     global _APPLETS
     bb = busybox_path()
     if _APPLETS is None:
@@ -278,37 +325,28 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
     prefix = Path(sys.base_prefix)
     stdlib = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     elves = [exe]
-    t.file(exe, Path(exe).read_bytes(), 0o755)
+    t.copy(exe, exe, 0o755)
     t.symlink("usr/bin/python3", exe)
     for lib in (prefix / "lib").glob("libpython*.so*"):
-        t.file(str(lib), lib.read_bytes(), 0o755)
+        if lib.is_symlink():  # libpython3.X.so -> libpython3.X.so.1.0: one copy
+            t.symlink(str(lib), os.readlink(lib))
+            continue
+        t.copy(str(lib), lib, 0o755)
         elves.append(str(lib))
     for root, dirs, files in os.walk(stdlib):
         dirs[:] = [d for d in dirs if d not in _SKIP_STDLIB and not d.startswith("config-")]
         for name in files:
             p = Path(root) / name
-            if p.is_file() and not p.is_symlink():
-                t.file(str(p), p.read_bytes(), 0o755 if name.endswith(".so") else 0o644)
+            if p.is_file() and not p.is_symlink() and _wanted(p.relative_to(stdlib).parts):
+                t.copy(str(p), p, 0o755 if name.endswith(".so") else 0o644)
                 if name.endswith(".so"):
                     elves.append(str(p))
     if site_packages:
-        import site
-
-        from hourly.nightly.image import dependency_closure
-        # The packages come from the Python running the tests, often a venv; the image has its
-        # base interpreter only, so they go to that interpreter's own site-packages.
-        base_site = Path(site.getsitepackages([sys.base_prefix])[0])
-        for dist in dependency_closure(site_packages, skip=()):
-            for f in dist.files or []:
-                src = Path(dist.locate_file(f))
-                if str(f).startswith("..") or "__pycache__" in str(f) or not src.is_file():
-                    continue
-                t.file(str(base_site / f), src.read_bytes(), 0o755 if str(f).endswith(".so") else 0o644)
-    import shutil as _shutil
-    git = _shutil.which("git")  # hourly imports GitPython, which wants a git binary (JAX images have one)
+        site_packages_files(t, site_packages)
+    git = shutil.which("git")  # hourly imports GitPython, which wants a git binary (JAX images have one)
     if git:
         git = os.path.realpath(git)
-        t.file(git, Path(git).read_bytes(), 0o755)
+        t.copy(git, git, 0o755)
         if git != "/usr/bin/git":
             t.symlink("usr/bin/git", git)
         elves.append(git)
@@ -323,6 +361,9 @@ def python_rootfs_tar(site_packages: tuple[str, ...] = ()) -> bytes:
     for dep in sorted(_ldd_deps(elves)):
         if not dep.startswith(str(prefix)):
             t.file(dep, Path(dep).read_bytes(), 0o755)
+    if out is not None:
+        t.tar.close()
+        return b""
     return t.bytes()
 
 
@@ -342,6 +383,49 @@ def make_python_image(client: docker.DockerClient, ref: str,
     _drop(client, ref)
     # like the JAX images: the Python's script directory is on PATH
     path = f"{Path(sys.base_prefix) / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    client.api.import_image_from_data(python_rootfs_tar(site_packages), repository=repo, tag=tag,
-                                      changes=[f"ENV PATH={path}"])
+    # the tar (a quarter GB, seconds to read) streams to the engine as it is made: its making here
+    # and the engine's unpacking overlap (half the time)
+    import threading
+    r, w = os.pipe()
+    failed: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            with os.fdopen(w, "wb") as f:
+                python_rootfs_tar(site_packages, f)
+        except BaseException as e:  # the engine got a cut tar (or stopped reading): raised below
+            failed.append(e)
+
+    tar = os.fdopen(r, "rb")
+
+    def chunks():
+        while chunk := tar.read(1 << 20):
+            yield chunk
+    maker = threading.Thread(target=produce, daemon=True)
+    maker.start()
+    try:
+        client.api.import_image_from_data(chunks(), repository=repo, tag=tag, changes=[f"ENV PATH={path}"])
+    finally:
+        tar.close()  # if the engine stopped reading, the maker's next write fails instead of blocking
+        maker.join()
+    if failed:
+        _drop(client, ref)
+        raise failed[0]
+    return client.images.get(ref).id
+
+
+def add_site_packages(client: docker.DockerClient, base: str, ref: str, site_packages: tuple[str, ...]) -> str:
+    """``base`` (an image of :func:`make_python_image`) with the distributions ``site_packages``
+    names (and their dependencies) added from the host's site-packages, as one more layer, at
+    ``ref``; its image ID. Only the new files travel to the engine, not the whole Python again."""
+    repo, tag = ref.rsplit(":", 1)
+    _drop(client, ref)
+    t = _TarBuilder()
+    site_packages_files(t, site_packages)
+    c = client.containers.create(base, command=["true"])
+    try:
+        c.put_archive("/", t.bytes())
+        c.commit(repository=repo, tag=tag)
+    finally:
+        c.remove(force=True)
     return client.images.get(ref).id

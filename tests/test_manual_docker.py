@@ -20,12 +20,10 @@ from hourly.demo.repos import make_repos, write_build_script
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
 if __package__:
-    from .docker_fixtures import make_python_image
     from .test_hunt_docker import CHANGES, CULPRIT, _day_layer
     from .test_manual import PROBE_LINE, PROMPT, Pty
     from .waiting import wait_for
 else:
-    from docker_fixtures import make_python_image
     from test_hunt_docker import CHANGES, CULPRIT, _day_layer
     from test_manual import PROBE_LINE, PROMPT, Pty
     from waiting import wait_for
@@ -35,14 +33,13 @@ DAY = "2023-08-23"  # the culprit lands at 10:00 that day; the image's trees sta
 
 
 @pytest.fixture(scope="module")
-def day_image(docker_client, test_scan_id, tmp_path_factory):
+def day_image(docker_client, python_image, test_scan_id, tmp_path_factory):
     root = tmp_path_factory.mktemp("manual")
     made = make_repos(root / "repos", CHANGES, start="2023-08-20T12:00:00Z")
     standin = write_build_script(root / "standin", Path("/opt/xla-source"))
     host_build = write_build_script(root / "hostbuild", Path("../xla-source"))
-    base = f"localhost/hourly-test/manual-{test_scan_id}:base"
+    base = python_image  # a Python with numpy, scipy and pip (conftest_docker)
     ref = f"localhost/hourly-test/manual-{test_scan_id}:nightly-{DAY}"
-    make_python_image(docker_client, base, ("numpy", "scipy", "pip"))
     c = docker_client.containers.create(base, command=["true"])
     try:
         c.put_archive("/", _day_layer(made, DAY, root / "days", host_build))
@@ -54,11 +51,10 @@ def day_image(docker_client, test_scan_id, tmp_path_factory):
     try:
         yield made, ref, standin
     finally:
-        for r in (ref, base):
-            try:
-                docker_client.images.remove(r, force=True)
-            except Exception:
-                pass
+        try:
+            docker_client.images.remove(ref, force=True)
+        except Exception:
+            pass
 
 
 def run_hourly(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -25,9 +25,9 @@ from hourly.nightly import plan as N
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
 if __package__:
-    from .docker_fixtures import NightlySpec, make_image, make_python_image
+    from .docker_fixtures import NightlySpec, add_site_packages, make_image
 else:
-    from docker_fixtures import NightlySpec, make_image, make_python_image
+    from docker_fixtures import NightlySpec, add_site_packages, make_image
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -256,12 +256,15 @@ def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
 
 
 @pytest.mark.docker
-def test_nightly_unreachable_registry_is_a_clear_error(docker_client, bench_dir):
+def test_nightly_unreachable_registry_is_a_clear_error(docker_client, bench_dir, monkeypatch):
+    monkeypatch.setenv("HOURLY_PULL_RETRY_WAIT", "0.05")  # the four attempts, without 14 s of waits
+    t0 = time.monotonic()
     res = hourly("nightly", "--from", "2023-08-20", "--to", "2023-08-20",
                  "--image", "127.0.0.1:1/nothing/jax:nightly-{date}", "--gpus", "none",
                  "--workdir", str(bench_dir / "w"), cwd=bench_dir)
     assert res.returncode == 1
-    assert "could not pull 127.0.0.1:1/nothing/jax:nightly-2023-08-20" in res.output
+    assert "could not pull 127.0.0.1:1/nothing/jax:nightly-2023-08-20 after 4 attempts" in res.output
+    assert time.monotonic() - t0 < 12  # the waits were HOURLY_PULL_RETRY_WAIT's (by default 2 + 4 + 8 s)
     assert "Traceback" not in res.output
 
 
@@ -306,9 +309,8 @@ def test_nightly_ctrl_c_leaves_no_container_keeps_finished_dates_and_exits_130(d
 
 
 @pytest.mark.docker
-def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, test_scan_id):
-    ref = f"localhost/hourly-test/python-{test_scan_id}:1"
-    make_python_image(docker_client, ref, ("numpy", "scipy"))  # JAX images have both; hourly uses theirs
+def test_container_has_hourly_inside_without_an_index(docker_client, python_image, bench_dir, test_scan_id):
+    ref = python_image  # numpy and scipy, as the JAX images have them (hourly uses theirs), and pip
     name = f"hourly-test-{test_scan_id}"
     res = hourly("container", "--image", ref, "--gpus", "none", "--no-pull", "--name", name,
                  cwd=bench_dir)
@@ -338,7 +340,6 @@ def test_container_has_hourly_inside_without_an_index(docker_client, bench_dir, 
     while time.monotonic() < deadline and docker_client.containers.list(all=True, filters={"name": name}):
         time.sleep(0.2)
     assert docker_client.containers.list(all=True, filters={"name": name}) == []  # removed on stop
-    docker_client.images.remove(ref, force=True)
 
 
 @pytest.mark.docker
@@ -361,7 +362,7 @@ def test_container_missing_date_is_a_clear_error(docker_client, nightly_images, 
 
 
 @pytest.mark.docker
-def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
+def test_dockerfile_layers_hourly_on_a_base_image(docker_client, python_image, test_scan_id):
     """docker/Dockerfile built for real (SDK build, legacy builder) on a base with a Python, pip
     and hourly's dependencies, offline through PIP_ARGS; `hourly` must end up on PATH."""
     import re
@@ -372,9 +373,9 @@ def test_dockerfile_layers_hourly_on_a_base_image(docker_client, test_scan_id):
     base = f"localhost/hourly-test/pybase-{test_scan_id}:1"
     # pip, a build backend and what hourly really requires (its declared dependencies, as
     # `hourly container` copies them, with the numpy and scipy JAX images have), all from the
-    # Python running the tests (a venv, usually)
-    make_python_image(docker_client, base, ("pip", "setuptools", "wheel", *required_roots(),
-                                            "numpy", "scipy"))
+    # Python running the tests (a venv, usually): the shared Python image (numpy, scipy, pip) and
+    # one layer with the rest
+    add_site_packages(docker_client, python_image, base, ("setuptools", "wheel", *required_roots()))
     tag = f"localhost/hourly-test/with-hourly-{test_scan_id}:1"
     try:
         try:

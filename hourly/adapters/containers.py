@@ -16,6 +16,7 @@ Everything hourly does with containers goes through here:
 from __future__ import annotations
 
 import io
+import os
 import re
 import tarfile
 import time
@@ -131,15 +132,22 @@ def _local_image(c: docker.DockerClient, ref: str):
         return None
 
 
-def ensure_image(ref: str, pull: bool = True, *, attempts: int = 4, wait_s: float = 2.0,
+#: seconds before the second pull attempt (then doubling); HOURLY_PULL_RETRY_WAIT sets it (tests: lower)
+PULL_RETRY_WAIT_S = 2.0
+
+
+def ensure_image(ref: str, pull: bool = True, *, attempts: int = 4, wait_s: float | None = None,
                  docker_client: docker.DockerClient | None = None) -> ImageResult:
     """Make ``ref`` available locally.
 
     Returns LOCAL or PULLED (with the digest), or MISSING when the tag does not exist (or is not
     local and ``pull`` is False). Transient registry errors are retried ``attempts`` times with
-    exponential backoff starting at ``wait_s``; if they persist, or the registry refuses
-    credentials, raises :class:`UserError`.
+    exponential backoff starting at ``wait_s`` (default ``$HOURLY_PULL_RETRY_WAIT``, else
+    :data:`PULL_RETRY_WAIT_S`); if they persist, or the registry refuses credentials, raises
+    :class:`UserError`.
     """
+    if wait_s is None:
+        wait_s = float(os.environ.get("HOURLY_PULL_RETRY_WAIT") or PULL_RETRY_WAIT_S)
     c = docker_client or client()
     if _local_image(c, ref) is not None:
         return ImageResult(ref, ImageStatus.LOCAL, image_digest(ref, docker_client=c))

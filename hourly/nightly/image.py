@@ -1,7 +1,7 @@
 """``hourly container``: the pinned nightly container for the second phase, with hourly inside.
 
 hourly reaches the container without any package index: the hourly package and the packages it
-needs are copied from the Python running hourly on the host into ``<workdir>/.container/python``
+needs are copied (with their bytecode) from the Python running hourly on the host into ``<workdir>/.container/python``
 and mounted read-only at ``/opt/hourly/python``; an ``hourly`` launcher mounted at
 ``/opt/hourly/bin`` (first on ``PATH``) puts that directory first on ``sys.path`` of hourly's own
 process only. Nothing is added to ``PYTHONPATH``, so the benchmarks hourly runs see the image's
@@ -20,6 +20,8 @@ drive the user's terminal: it prints the exact commands to enter and to stop the
 from __future__ import annotations
 
 import importlib.metadata as md
+import importlib.util
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -111,17 +113,52 @@ def compiled_closure(dists: list[md.Distribution]) -> set[str]:
     return out
 
 
+def _place(src: str, dst: str, link: bool) -> None:
+    """``src`` at ``dst``: a hard link with ``link`` where the filesystem allows it (an installed
+    distribution's files are never written in place: installers replace them), else a copy
+    keeping its mtime."""
+    if link:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:  # another filesystem, or a file the kernel won't link for us (protected_hardlinks)
+            pass
+    shutil.copy2(src, dst)
+
+
+def _copy_with_bytecode(src: str, dst: str, link: bool = False) -> None:
+    """``src`` at ``dst`` (:func:`_place`) and, for a module, the bytecode this Python compiled it
+    to, if any: the copy is mounted read-only, so a container whose Python has this one's version
+    would otherwise compile every module again at each ``hourly`` it starts (half a second each).
+    Another version never reads it (its own cache tag names its files); a stale one is checked
+    against the source's mtime and size, and ignored. (Python replaces a ``.pyc``, never rewrites
+    it, so it may be linked too.)"""
+    _place(src, dst, link)
+    if src.endswith(".py"):
+        pyc = importlib.util.cache_from_source(src)
+        if os.path.isfile(pyc):
+            target = importlib.util.cache_from_source(dst)
+            if not os.path.isdir(os.path.dirname(target)):
+                os.mkdir(os.path.dirname(target))
+            _place(pyc, target, link)
+
+
 def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
-    """Copy hourly and its dependencies into ``dest`` (compiled ones, and those built on them,
-    only ``with_compiled``); returns the copied distribution names. ``dest`` is rebuilt from
-    scratch each time."""
+    """Copy hourly and its dependencies, with this Python's bytecode of them, into ``dest``
+    (compiled ones, and those built on them, only ``with_compiled``); returns the copied
+    distribution names. ``dest`` is rebuilt from scratch each time. The dependencies' files are
+    hard links where the filesystem allows (thousands of files, a second or more to copy on a
+    busy disk at every container start); hourly's own package, which a checkout may edit in
+    place, is copied."""
     import hourly
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     pkg = Path(hourly.__file__).resolve().parent
-    shutil.copytree(pkg, dest / "hourly", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(pkg, dest / "hourly", ignore=shutil.ignore_patterns("__pycache__"),
+                    copy_function=_copy_with_bytecode)
     names = []
+    made: set[Path] = set()
     dists = dependency_closure()
     leave_out = set() if with_compiled else compiled_closure(dists)
     for dist in dists:
@@ -135,8 +172,10 @@ def build_python_dir(dest: Path, with_compiled: bool = True) -> list[str]:
             if not src.is_file():
                 continue
             target = dest.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
+            if target.parent not in made:  # once per folder: thousands of files share a few hundred
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
+            _copy_with_bytecode(str(src), str(target), link=True)
         names.append(dist.metadata["Name"])
     return sorted(names)
 
