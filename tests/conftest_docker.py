@@ -230,8 +230,8 @@ def no_leftovers(docker_client):
     """Asserts, after the test, that no container with an ``hourly.scan`` label is left."""
     label = f"hourly.scan=l{uuid.uuid4().hex[:10]}"
     yield label
-    left = docker_client.containers.list(all=True, filters={"label": label})
-    assert [c.name for c in left] == [], f"containers left behind: {[c.name for c in left]}"
+    left = [r["Names"][0].lstrip("/") for r in docker_client.api.containers(all=True, filters={"label": label})]
+    assert left == [], f"containers left behind: {left}"
 
 
 def _free_port() -> int:

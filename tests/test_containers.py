@@ -273,8 +273,8 @@ def test_read_commits_both_layouts_and_ref_styles(docker_client, nightly_images,
     assert got.layout == (("/opt/jax", "/opt/xla") if spec.layout == "plain"
                           else ("/opt/jax-source", "/opt/xla-source"))
     repo = nightly_images.local_template.rsplit(":", 1)[0]  # this session's (other runs may share the engine)
-    left = [c for c in docker_client.containers.list(all=True, filters={"label": "hourly.role=read-commits"})
-            if str(c.attrs.get("Config", {}).get("Image", "")).startswith(repo)]
+    left = [r["Names"] for r in docker_client.api.containers(all=True, filters={"label": "hourly.role=read-commits"})
+            if str(r.get("Image", "")).startswith(repo)]
     assert left == []
 
 

@@ -415,18 +415,36 @@ def _remove(c: docker.DockerClient, container, name: str) -> None:
         raise interrupted
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A container as the engine's listing gives it (no inspection)."""
+    id: str
+    name: str
+    labels: dict[str, str]
+
+
+def listed(c: docker.DockerClient, filters: dict) -> list[Listed]:
+    """Every container (running or not) matching ``filters``, from one listing call. The SDK's
+    ``containers.list`` inspects each container it lists, and a container removed in between
+    (one started with auto-remove that has just stopped) made it raise NotFound: seen in CI."""
+    return [Listed(r["Id"], (r.get("Names") or ["/" + r["Id"][:12]])[0].lstrip("/"), r.get("Labels") or {})
+            for r in c.api.containers(all=True, filters=filters)]
+
+
+def remove_listed(c: docker.DockerClient, cont: Listed) -> bool:
+    """Remove a listed container, forced; False when it is gone already."""
+    try:
+        c.api.remove_container(cont.id, force=True)
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
 def cleanup(label: str, *, docker_client: docker.DockerClient | None = None) -> list[str]:
     """Remove every container carrying ``label`` (``key`` or ``key=value``); returns their
     names. For scans interrupted hard enough (SIGKILL) that :func:`run_container` could not."""
     c = docker_client or client()
-    names = []
-    for cont in c.containers.list(all=True, filters={"label": label}):
-        try:
-            cont.remove(force=True)
-            names.append(cont.name)
-        except docker.errors.NotFound:
-            pass
-    return names
+    return [cont.name for cont in listed(c, {"label": label}) if remove_listed(c, cont)]
 
 
 # --------------------------------------------------------------------------------------------

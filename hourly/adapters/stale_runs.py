@@ -17,12 +17,5 @@ from hourly.adapters.locks import owner_dead
 def remove_dead_runs(docker_client=None) -> list[str]:
     """Remove the containers of dead runs on this host; returns their names."""
     c = docker_client or containers.client()
-    removed = []
-    for cont in c.containers.list(all=True, filters={"label": "hourly.owner.lock"}):
-        if owner_dead(cont.labels or {}):
-            try:
-                cont.remove(force=True)
-                removed.append(cont.name)
-            except containers.docker.errors.NotFound:
-                pass
-    return removed
+    return [cont.name for cont in containers.listed(c, {"label": "hourly.owner.lock"})
+            if owner_dead(cont.labels) and containers.remove_listed(c, cont)]
