@@ -144,9 +144,12 @@ SLOW: dict[str, tuple[str, ...]] = {
                      # re-measured edges and warm-up runs: test_detect's and test_bench's units
                      "test_an_edge_step_that_was_one_slow_run_is_called_an_outlier",
                      "test_the_warm_up_run_hides_a_slow_first_run"),
-    # real jax lowering of every state (HLO dumps, pass sweeps, reverts); the diff itself: the
-    # hlo_diff tests at the top of the file
+    # real jax lowering of every state (HLO dumps, pass sweeps, reverts, the sweep on the wall
+    # clock); the diff itself: the hlo_diff tests at the top of the file; the whole explain of a
+    # bisected workdir (dumps, diff, op times, repro): the no-scan test, which stays quick
     "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
+                        "test_bisect_explain_adds_the_explanation_to_the_answer",
+                        "test_the_sweep_finds_the_disabled_pass_that_restores_the_level",
                         "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
                         "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said"),
     # two real scans racing for one Python; the lock logic: test_faults' lock tests
