@@ -167,14 +167,9 @@ class Workspace:
 
     def _take(self, repo: GitRepo) -> dict:
         lock = self._lock_path(repo)
-        inherited = None
-        if lock.exists():
-            # we hold the flock, so nobody runs on this tree: a state file is a dead run's, whatever
-            # its pid (pids are reused) — its builds' changes are not the user's
-            try:
-                inherited = json.loads(lock.read_text())
-            except (OSError, ValueError):
-                inherited = {}
+        # we hold the flock, so nobody runs on this tree: a state file is a dead run's, whatever
+        # its pid (pids are reused) — its builds' changes are not the user's
+        inherited = left_state(repo)
         if inherited is not None:
             # a run killed inside a git command leaves git's own lock behind; we hold the tree's
             # flock, so no hourly is using it, and the next checkout would fail on the stale file
@@ -280,21 +275,27 @@ class Workspace:
             raise errors[0]
 
 
+def left_state(repo: GitRepo) -> dict | None:
+    """The state file (``LOCK_NAME``) a run keeps in ``repo`` while it holds the tree: None when
+    there is none, ``{}`` when it cannot be read."""
+    path = repo.git_dir / LOCK_NAME
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
 def give_back_left_trees(repos: list[GitRepo], force: bool = False, keep: list[Path] | None = None) -> None:
     """Restore the trees a killed run left behind (its state file, ``LOCK_NAME``) though this run
     took none, having nothing left to measure there: the next run gives them back whatever it does.
     A tree that another live run holds (its flock), or that this process has taken already (an outer
     :class:`Workspace`), is left to its holder."""
     def left(repo: GitRepo) -> bool:
-        path = repo.git_dir / LOCK_NAME
-        if not path.exists():
-            return False
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return True
-        return not (isinstance(state, dict) and state.get("pid") == os.getpid()
-                    and state.get("host") == socket.gethostname())
+        state = left_state(repo)
+        return state is not None and not (state.get("pid") == os.getpid() and state.get("host") == socket.gethostname())
     dead = [r for r in repos if left(r)]
     if not dead:
         return
