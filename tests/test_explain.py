@@ -210,24 +210,12 @@ def _repos(root: Path, culprit_kernel: str, extra: dict | None = None, good_kern
     return made
 
 
-def _bisected(tmp: Path, venv_python: str, culprit_kernel: str, extra: dict | None = None,
-              good_kernel: str = GOOD_KERNEL, bench: str = BENCH):
-    made = _repos(tmp / "repos", culprit_kernel, extra, good_kernel, bench)
-    work = tmp / "work"
-    common = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-              "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)]
-    assert main(["scan", "--from", "Aug 24 2023 00:30", "--to", "Aug 24 2023 04:30", "--step", "2h",
-                 "--repeats", "2", "--no-confirm-edges", *common]) == 0
-    return made, work
-
-
-def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, good: str = "Aug 24 2023 02:30",
-                       **kw):
-    """``hourly bisect --good --bad`` into a new workdir, no scan: by default over the culprit
-    and the commit after it alone (one probe), for tests of what comes after the culprit."""
+def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, **kw):
+    """``hourly bisect --good --bad`` into a new workdir, no scan: over the culprit and the commit
+    after it alone (one probe), for tests of what comes after the culprit."""
     made = _repos(tmp / "repos", culprit_kernel, **kw)
     work = tmp / "work"
-    code = main(["bisect", "--good", good, "--bad", "Aug 24 2023 04:30", "--xla-repo", str(made.xla),
+    code = main(["bisect", "--good", "Aug 24 2023 02:30", "--bad", "Aug 24 2023 04:30", "--xla-repo", str(made.xla),
                  "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
                  "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), *args])
     return made, work, code
