@@ -230,7 +230,7 @@ def no_leftovers(docker_client):
     """Asserts, after the test, that no container with an ``hourly.scan`` label is left."""
     label = f"hourly.scan=l{uuid.uuid4().hex[:10]}"
     yield label
-    left = [r["Names"][0].lstrip("/") for r in docker_client.api.containers(all=True, filters={"label": label})]
+    left = [c.name for c in containers.listed(docker_client, {"label": label})]
     assert left == [], f"containers left behind: {left}"
 
 

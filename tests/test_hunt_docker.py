@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hourly.adapters.containers import new_client
+from hourly.adapters.containers import listed, new_client
 from hourly.adapters.proc import run
 from hourly.demo.repos import Change, make_repos, write_build_script
 
@@ -185,8 +185,8 @@ def hunt_images(docker_client, python_image, test_scan_id, tmp_path_factory):
 
 
 def _hunt_containers(client):
-    # the engine's listing: containers.list inspects each one and races an auto-removal (NotFound)
-    return [r["Names"][0].lstrip("/") for r in client.api.containers(all=True, filters={"label": "hourly.level=hunt"})]
+    # hourly's listing: containers.list inspects each one and races an auto-removal (NotFound)
+    return [c.name for c in listed(client, {"label": "hourly.level=hunt"})]
 
 
 @pytest.mark.docker
