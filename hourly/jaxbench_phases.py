@@ -423,11 +423,11 @@ def _front_end(target: Target, wanted: set[str], opts: Options, lines: Lines) ->
                 lines.sample("lower_ms", (t2 - t1) * 1e3)
         else:
             lowered = target.lowered()
-        gc.collect()
-        t0 = perf()
-        compiled = _user_call("compiling fn", lowered.compile)
-        t1 = perf()
         if "compile" in wanted:
+            gc.collect()
+            t0 = perf()
+            compiled = _user_call("compiling fn", lowered.compile)
+            t1 = perf()
             lines.sample("compile_ms", (t1 - t0) * 1e3)
     for metric in ("trace_ms", "lower_ms", "compile_ms"):
         lines.median(metric)

@@ -260,3 +260,14 @@ def test_scan_options_for_a_nightly_container_and_for_a_module(tmp_path):
     module = phases.scan_options("pkg.bench:make", options, ["step_ms"], cwd=tmp_path)
     assert module.bench_cwd == str(tmp_path.resolve()) and "pkg.bench:make" in module.bench_cmd
     assert module.nightly is None and module.nightly_gap
+
+
+def test_the_documented_example_and_every_phase_are_in_the_docs():
+    doc = (ROOT / "docs" / "measuring.md").read_text()
+    for p in harness.PHASES:
+        assert f"| `{p.metric}` |" in doc, p.metric  # the table of what each phase measures
+    example = ROOT / "docs" / "examples" / "jaxbench_phases_example.py"
+    done = run_harness(f"{example}:make_small", "--phases", "trace,lower", "--repeats", "1", "--warmup", "0",
+                       cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert set(metric.read_metrics(done.stdout)) == {"trace_ms", "lower_ms"}
