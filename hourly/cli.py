@@ -20,6 +20,7 @@ import typer
 from hourly.errors import ProcessError, UserError
 
 from . import __version__
+from .commands.bench import bench
 from .commands.bisect import bisect
 from .commands.clean import clean
 from .commands.common import PanelledCommand
@@ -132,6 +133,7 @@ _command()(shell)
 _command()(report)
 _command()(profile)
 _command()(explain)
+_command()(bench)
 _command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 _command("compare-profiles")(compare_profiles)
 _command()(clean)
