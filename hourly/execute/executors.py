@@ -331,15 +331,19 @@ class _Round:
         if task.kind is RequestKind.PROFILE:
             (task.dir / RECORDED).write_text(json.dumps({"profile": r["out"]}))
             return r
-        m = Measurement(**{k: v for k, v in r["measurement"].items() if k not in ("id", "created")})
-        # a coordinator killed between the row and the folder's mark recorded it already: the
+        def row(d: dict) -> Measurement:
+            return Measurement(**{k: v for k, v in d.items() if k not in ("id", "created")})
+        m = row(r["measurement"])
+        rows = [row(d) for d in r.get("rows") or [r["measurement"]]]  # one per named metric (--metrics)
+        # a coordinator killed between the rows and the folder's mark recorded them already: the
         # runs (each with its own log path) tell the row apart from any other
         same = [old for old in self.store.measurements(self.host.key, m.xla, m.jax)
-                if m.runs and old.runs == m.runs and old.origin == m.origin]
+                if m.runs and old.runs == m.runs and old.origin == m.origin and old.metric == m.metric]
         if same:
             m = same[0]
         else:
-            self.store.add_measurement(self.host.key, m)
+            self.store.add_measurements(self.host.key, rows)
+            m = next(x for x in rows if (x.metric, x.runs) == (m.metric, m.runs))
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
         self.host.split.add(r.get("jaxlib_builds", 0), r.get("jax_builds", 0))
         return m, r.get("builds_run", 0), r.get("runs", 0)

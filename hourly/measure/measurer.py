@@ -3,18 +3,13 @@ are built, and the :class:`Measurer` shared by the scan, the bisection, the prof
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
-from hourly.measure.benchmark import run_benchmark
+from hourly.measure.benchmark import ALL_METRICS, BenchResult, run_benchmark
 from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
 from hourly.measure.pinned import Pin, gate_for, make_pin
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status
-
-if TYPE_CHECKING:  # detection pulls in numpy
-    pass
 
 
 def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
@@ -58,20 +53,25 @@ class Measurer:
             from hourly.measure.cherry_pick import parse
             workspace.picks = parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
         self.gate = gate_for(jax, pin)
-        self.runs = 0
+        self.runs = 0  # benchmark processes started (warm-up runs included): what a probe costs
+        self.samples = 0  # the counted samples those runs gave (more than runs when a run prints many)
         self.installed: Pair | None = None  # the pair whose build is installed now
+        #: every row the last measurement recorded (one per named metric; else the one returned)
+        self.last_rows: list[Measurement] = []
 
     def untestable(self, pair: Pair) -> str | None:
         """Why ``pair`` cannot be tested at all (--only jax: the installed jaxlib is too old for it)."""
         return self.gate.untestable(pair.jax) if self.gate else None
 
     def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
-        """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install."""
+        """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install.
+
+        Returns the measurement of the primary metric (:meth:`Settings.primary_metric`; with named
+        metrics and none chosen, the first that measured); every row it recorded (one per named
+        metric, in one transaction) is in :attr:`last_rows`."""
         why = self.untestable(pair)
         if why:
-            m = Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)
-            self.store.add_measurement(self.key, m)
-            return m
+            return self._record([Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)])
         if pair == self.installed:
             build = None
         else:
@@ -83,21 +83,60 @@ class Measurer:
                 f" log {build.log_path}); nothing was recorded for it",
                 "free memory or raise --build-timeout, then run the same command again: it goes on from there")
         if build is not None and build.status is BuildStatus.FAILED:
-            m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
-                            f"build failed: {_last_line(build.tail)} (log {build.log_path})",
-                            origin)
-        else:
-            self.installed = pair
-            # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
-            # need none); the installed pair measured again is warm already
-            warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
-            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
-            self.runs += len(res.runs)
-            m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
-                            [r.as_dict() for r in res.runs], res.detail(), origin)
-        self.store.add_measurement(self.key, m)
-        return m
+            return self._record([Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
+                                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
+                                             origin)])
+        self.installed = pair
+        # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
+        # need none); the installed pair measured again is warm already
+        warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
+        res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
+        self.runs += len(res.runs)
+        rows = measurement_rows(pair, res, origin, self.spec.metrics, self.store.metric_names(self.key)
+                                if self.spec.metrics is not None else [], self.s.primary_metric())
+        self.samples += max(m.sample_count for m in rows)
+        return self._record(rows)
 
+    def _record(self, rows: list[Measurement]) -> Measurement:
+        self.store.add_measurements(self.key, rows)
+        self.last_rows = rows
+        return primary_row(rows, self.s.primary_metric())
+
+
+def measurement_rows(pair: Pair, res: BenchResult, origin: str, metrics: tuple[str, ...] | None,
+                     known: list[str], primary: str | None) -> list[Measurement]:
+    """The rows of one measurement: the regex's one metric (``metrics`` None), or one per named
+    metric: the names asked for, or (``all``) every name any run printed and every name already
+    recorded under the key (``known``: a metric a state stops printing reads ``no_metric`` there,
+    never "not measured") and the primary. When no run measured any name (every run crashed, or
+    none printed a METRIC line), one ``''`` row says so for every metric."""
+    def row(r: BenchResult, metric: str = "") -> Measurement:
+        return Measurement(pair.xla, pair.jax, r.status.value, r.value, r.samples, [x.as_dict() for x in r.runs],
+                           r.detail(), origin, metric=metric)
+    if metrics is None:
+        return [row(res)]
+    wanted = list(metrics) if ALL_METRICS not in metrics else [*res.metric_names(), *known, *([primary] if primary else [])]
+    names = list(dict.fromkeys(wanted))
+    views = {n: res.for_metric(n) for n in names}
+    if not any(v.samples for v in views.values()):
+        whole = BenchResult(res.processes or [], None, res.sampling)
+        m = row(whole)
+        if m.status in (Status.OK.value, Status.NO_METRIC.value) and whole.counted:  # exited 0, printed no name
+            m.status = Status.NO_METRIC.value
+            m.detail = (f"no METRIC line{' of ' + ', '.join(names) if names else ''} with a finite value printed;"
+                        f" log {whole.counted[0].log_path}")
+        return [m]
+    return [row(views[n], n) for n in names]
+
+
+def primary_row(rows: list[Measurement], primary: str | None) -> Measurement:
+    """The row of the primary metric among one measurement's rows (a ``''`` row stands for every
+    metric); with none chosen, the first that measured, else the first."""
+    if primary is not None:
+        for m in rows:
+            if m.metric in (primary, ""):
+                return m
+    return next((m for m in rows if m.status == Status.OK.value), rows[0])
 
 
 def _first_line(text: str) -> str:
