@@ -165,7 +165,7 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
                         "run `hourly scan` first, or pass --good and --bad")
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.PRINTED:  # where the metric stops printing (ok → no_metric), or comes back
@@ -238,7 +238,7 @@ def default_mode(store: Store, s: Settings) -> Mode:
     metric; else exit status."""
     if s.mode == Mode.EXIT.value:
         return Mode.EXIT
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())
     rows = store.points(LEVEL)
     if not rows:
         return Mode.METRIC
@@ -355,7 +355,7 @@ class Bisector:
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def _stored(self, pair: Pair) -> list[Measurement]:
-        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
         if self.s.retry_failed:  # every failure recorded before this run is measured again: builds and runs
             ms = [m for m in ms if not (m.status != Status.OK.value and (m.created or 0) < self._since)]
         return ms

@@ -77,6 +77,7 @@ def bisect(
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)
+    s = _metric_followed(store, s, mode)
     from hourly.scan.identity import check_store
     check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
     if good is not None and not store.load_settings("scan"):
@@ -119,6 +120,24 @@ def bisect(
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)
+
+
+def _metric_followed(store: Any, s: Any, mode: Optional[Mode]) -> Any:
+    """A benchmark that records several named metrics is bisected on one: --metric (each step's
+    command has it). An exit-status bisection reads the runs' exit codes, the same in every
+    metric's rows: it follows the first recorded."""
+    if s.primary_metric() is not None:
+        return s
+    names = store.metric_names(s.bench_key()) if s.bench_cmd else []
+    if mode == Mode.EXIT and names:
+        from dataclasses import replace
+        followed = replace(s, metric=names[0])
+        followed._recorded_key = getattr(s, "_recorded_key", None)  # the key the scan measured under
+        return followed
+    if mode == Mode.EXIT:
+        return s
+    s.require_primary("hourly bisect", names)
+    return s
 
 
 def _no_bench(s: Any) -> Any:

@@ -142,6 +142,16 @@ BENCHMARK: OptionSet = {
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
     "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group; the last match is the "
                                                f"metric [default: {DEFAULT_METRIC_REGEX}].")),
+    "metric_samples": (Optional[str], Opt(None, "--metric-samples", help="last: a run's value is the metric's last match; "
+                                          "all: every match is a sample (a benchmark printing its metric once per "
+                                          "iteration: many samples from one process, whose median is the run's value) [default: last].")),
+    "warmup_samples": (Optional[int], Opt(None, "--warmup-samples", help="The first K matches of each run (each METRIC "
+                                          "name with --metrics) are its warm-up, never counted [default: 0].")),
+    "metrics": (Optional[str], Opt(None, "--metrics", help="Record every named `METRIC name: value` line (all) or those "
+                                   "named (trace_ms,lower_ms), each line a sample, each metric's steps found apart "
+                                   "[default: the --metric-regex's one metric; all when --bench-cmd runs hourly's per-phase harness].")),
+    "metric": (Optional[str], Opt(None, "--metric", help="The named metric bisect, profile and explain follow (its "
+                                  "unit gives its direction) [default: the one name of --metrics].")),
 }
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY: OptionSet = {
@@ -199,7 +209,7 @@ PANELS: dict[str, tuple[str, ...]] = {
               "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",
               "--installer", "--release-cache-dir"),
     "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--warmup-runs", "--bench-timeout",
-                  "--timeout", "--metric-regex", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
+                  "--timeout", "--metric-regex", "--metric-samples", "--warmup-samples", "--metrics", "--metric", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
     "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--flaky", "--confirm-edges"),
     "Executor": ("--executor", "--workers", "--partition", "--time", "--gres", "--slurm-arg", "--parallel", "--pull"),
     "Output": ("--workdir", "--json", "--log", "--progress", "--dry-run", "--show", "--out", "--anonymous", "--top"),

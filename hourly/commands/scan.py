@@ -76,10 +76,18 @@ def scan(
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run_:
-        from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
         from hourly.scan.table import require_complete, require_measured
         require_measured(report, s)
-        require_complete(report, s, found_anything(report, s))
+        require_complete(report, s, found_any(report, s))
+
+
+def found_any(report, s) -> bool:
+    """A step, a crash window or a metric window in the table (of any named metric)."""
+    if report.metrics is not None:
+        from hourly.render.metrics import found_anything as in_any_metric
+        return in_any_metric(report)
+    from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
+    return found_anything(report, s)
 
 
 def warmup_note(s) -> str:
@@ -96,15 +104,29 @@ def emit(report, json_out: bool, s) -> None:
         out = report.as_json()
         if isinstance(out, dict) and s is not None:  # how each point's runs were counted
             out["measuring"] = {"repeats": s.repeats, "warmup_runs": getattr(s, "warmup_runs", 0)}
+        if isinstance(out, dict) and s is not None and s.named_metrics() is not None:
+            out["measuring"].update(metrics=s.named_metrics(), metric=s.primary_metric(),
+                                    metric_samples="all", warmup_samples=s.warmup_samples)
+        elif isinstance(out, dict) and s is not None and (s.metric_samples != "last" or s.warmup_samples):
+            out["measuring"].update(metric_samples=s.metric_samples, warmup_samples=s.warmup_samples)
         if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
             from hourly.render.steps import windows_json
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
+            if report.metrics is not None:  # every named metric: its points, steps and what it did
+                from hourly.render.metrics import as_json as metrics_json
+                out.update(metrics_json(report, s))
         print(json.dumps(out, indent=1))
         return
     from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
+    if report.metrics is not None and report.plan is None:
+        from hourly.render.metrics import print_report as print_metrics
+        print_metrics(console, report, s)
+        if s.warmup_runs and s.mode != "exit":
+            print_wrapped(console, warmup_note(s))
+        return
     if report.plan is not None and all(p.status in ("planned", "built") for p in report.points):
         marks: dict[int, str] = {}  # a plan with nothing measured yet: no step, crash or metric window to mark
         lines: list[str] = []
@@ -136,8 +158,7 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
             print_report(console, daily)
         return
     s = stored_settings(store, config, workdir=workdir)
-    from hourly.render.steps import found_anything
     from hourly.scan.table import require_complete
     report = show_stored(store, s)
     emit(report, json_out, s)
-    require_complete(report, s, found_anything(report, s))  # gaps and nothing found: exit 1
+    require_complete(report, s, found_any(report, s))  # gaps and nothing found: exit 1

@@ -30,9 +30,8 @@ from hourly.scan.table import (
     LEVEL,
     SCAN_ORIGIN,
     confirm_repeats,
-    edge_checks,
     never_worked,
-    stored_results,
+    scan_table,
 )
 from hourly.timeparse import instants, parse_step, window
 
@@ -226,11 +225,14 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     if stopped is None and s.confirm_edges and s.mode != "exit":
         more = confirm_edges(s, store, xla, jax, points, pin, handler, key)
         builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
-    results = stored_results(store, key, points)
-    checks, as_json, _ = edge_checks(store, key, results, s)
+    results, metrics, checks, as_json, _ = scan_table(store, s, key, _rows(points))
     return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
                       jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json,
-                      pairing=notes)
+                      pairing=notes, metrics=metrics)
+
+
+def _rows(points: list[PlannedPoint]) -> list[tuple[str, str, str]]:
+    return [(p.label, p.pair.xla, p.pair.jax) for p in points]
 
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
@@ -242,11 +244,11 @@ def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, to
 
 def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
                   pin: Pin | None, handler: Handler = SILENT, key: str | None = None) -> tuple[int, int, int]:
-    """Measure every unconfirmed edge step's two pairs again, back to back, with
-    :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
+    """Measure every unconfirmed edge step's two pairs again (of every named metric: one
+    measurement gives them all), back to back, with :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
     Returns the builds it ran (total, jaxlib, jax package): none unless a build left the cache."""
     key = key if key is not None else s.bench_key()
-    _, _, again = edge_checks(store, key, stored_results(store, key, points), s)
+    again = scan_table(store, s, key, _rows(points))[4]  # every named metric's edge steps
     if not again:
         return 0, 0, 0
     builds = 0
