@@ -59,7 +59,7 @@ class Moved:
 
     def as_json(self) -> dict:
         out: dict = {"metric": self.metric, "verdict": self.verdict, "higher_is_better": self.higher_is_better,
-                     "points": self.points, "steps": [st.as_json() for st in self.steps]}
+                     "measured_points": self.points, "steps": [st.as_json() for st in self.steps]}
         if self.verdict == Verdict.UNCHANGED:
             out.update(within=self.bound, min_points_each_side=self.side, noise_per_point=self.noise)
         if self.why:

@@ -588,6 +588,8 @@ class Bisector:
             ident["find_fix"] = True
         ident.update(self.pairing.ident())
         ident.update(self.identity_extra())
+        if self.s.primary_metric():  # one named metric of several (--metric): its own bisection
+            ident["metric"] = self.s.primary_metric()
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.mode.value, "good_time": w.good_time, "bad_time": w.bad_time,
@@ -1168,6 +1170,8 @@ def answer(bisector: Bisector, w: Window, states: list[State], b, moved, blame, 
         "window": {"good_time": iso(w.good_time), "bad_time": iso(w.bad_time), "origin": w.origin,
                    "note": w.note},
         "mode": bisector.mode.value,
+        # the named metric bisected (--metric); None: the regex's, or exit codes (the same in every metric's rows)
+        "metric": (bisector.s.primary_metric() or None) if bisector.mode is not Mode.EXIT else None,
         "pairing": bisector.pairing.name,
         "culprit": culprit,
         "candidate": candidate,
