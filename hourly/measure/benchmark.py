@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hourly.adapters import proc
@@ -110,6 +110,10 @@ class BenchResult:
     #: named metrics: the processes, each with every name's samples (``runs`` is one name's view of them)
     processes: list[Run] | None = None
     sampling: str = SAMPLES_LAST
+    #: named metrics that measured none of them: the names looked for, and what the runs printed
+    #: of them (said by :meth:`detail`)
+    looked_for: list[str] | None = None
+    said: list[str] = field(default_factory=list)
 
     @property
     def counted(self) -> list[Run]:
@@ -148,8 +152,11 @@ class BenchResult:
         if not bad:
             return None
         r = bad[0]
+        no_metric = r.why_no_metric() if self.looked_for is None else (
+            "no METRIC line" + (f" of {', '.join(self.looked_for)}" if self.looked_for else "") + " with a finite value printed"
+            + "".join(f" ({x})" for x in self.said))
         what = {Status.CRASHED: f"exit code {r.returncode}", Status.TIMEOUT: "timed out",
-                Status.NO_METRIC: r.why_no_metric()}.get(r.status, r.status.value)
+                Status.NO_METRIC: no_metric}.get(r.status, r.status.value)
         return f"{what}; log {r.log_path}"
 
     def metric_names(self) -> list[str]:
@@ -278,6 +285,34 @@ def result_of(runs: list[Run], spec: BenchSpec) -> BenchResult:
         return BenchResult(runs, None, spec.samples)
     result = BenchResult(runs, runs, spec.samples)
     return result.for_metric(spec.primary) if spec.primary else result
+
+
+def metric_views(res: BenchResult, metrics: tuple[str, ...] | None, known: list[str] | None = None,
+                 primary: str | None = None) -> list[tuple[str, BenchResult]]:
+    """What one measurement records, as (metric, its runs): the regex's one metric (``metrics``
+    None) as ``""``; else one per named metric: the names asked for, or (``all``) every name any
+    run printed, every name already recorded (``known``: a metric a state stops printing reads
+    ``no_metric`` there, never "not measured") and the primary. When no run measured any name
+    (every run crashed, or none printed a METRIC line with a finite value), one ``""`` entry whose
+    runs are the processes says so for every metric (:func:`whole`)."""
+    if metrics is None:
+        return [("", res)]
+    wanted = list(metrics) if ALL_METRICS not in metrics else [*res.metric_names(), *(known or []), *([primary] if primary else [])]
+    names = list(dict.fromkeys(wanted))
+    views = {n: res.for_metric(n) for n in names}
+    if not any(v.samples for v in views.values()):
+        said = [f"{n}: {r.why_no_metric()}" for n, v in views.items() for r in v.counted[:1]
+                if r.status is Status.NO_METRIC and (r.matched or r.unavailable)]
+        return [("", whole(res, names, said))]
+    return [(n, views[n]) for n in names]
+
+
+def whole(res: BenchResult, names: list[str], said: list[str] | None = None) -> BenchResult:
+    """The processes of a named-metric measurement that measured no name, as one result: crashed,
+    timed out, or ``no_metric`` saying which lines were looked for."""
+    procs = [r if r.status in (Status.CRASHED, Status.TIMEOUT) else replace(r, status=Status.NO_METRIC, value=None)
+             for r in res.processes or []]
+    return BenchResult(procs, None, res.sampling, looked_for=names, said=said or [])
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0) -> BenchResult:

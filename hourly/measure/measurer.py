@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
-from hourly.measure.benchmark import ALL_METRICS, BenchResult, run_benchmark
+from hourly.measure.benchmark import BenchResult, metric_views, run_benchmark
 from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
 from hourly.measure.pinned import Pin, gate_for, make_pin
 from hourly.measure.settings import Settings
@@ -105,28 +105,10 @@ class Measurer:
 
 def measurement_rows(pair: Pair, res: BenchResult, origin: str, metrics: tuple[str, ...] | None,
                      known: list[str], primary: str | None) -> list[Measurement]:
-    """The rows of one measurement: the regex's one metric (``metrics`` None), or one per named
-    metric: the names asked for, or (``all``) every name any run printed and every name already
-    recorded under the key (``known``: a metric a state stops printing reads ``no_metric`` there,
-    never "not measured") and the primary. When no run measured any name (every run crashed, or
-    none printed a METRIC line), one ``''`` row says so for every metric."""
-    def row(r: BenchResult, metric: str = "") -> Measurement:
-        return Measurement(pair.xla, pair.jax, r.status.value, r.value, r.samples, [x.as_dict() for x in r.runs],
-                           r.detail(), origin, metric=metric)
-    if metrics is None:
-        return [row(res)]
-    wanted = list(metrics) if ALL_METRICS not in metrics else [*res.metric_names(), *known, *([primary] if primary else [])]
-    names = list(dict.fromkeys(wanted))
-    views = {n: res.for_metric(n) for n in names}
-    if not any(v.samples for v in views.values()):
-        whole = BenchResult(res.processes or [], None, res.sampling)
-        m = row(whole)
-        if m.status in (Status.OK.value, Status.NO_METRIC.value) and whole.counted:  # exited 0, printed no name
-            m.status = Status.NO_METRIC.value
-            m.detail = (f"no METRIC line{' of ' + ', '.join(names) if names else ''} with a finite value printed;"
-                        f" log {whole.counted[0].log_path}")
-        return [m]
-    return [row(views[n], n) for n in names]
+    """The rows of one measurement (:func:`hourly.measure.benchmark.metric_views`): the regex's one
+    metric, or one row per named metric, or one ``''`` row when no name was measured."""
+    return [Measurement(pair.xla, pair.jax, r.status.value, r.value, r.samples, [x.as_dict() for x in r.runs],
+                        r.detail(), origin, metric=name) for name, r in metric_views(res, metrics, known, primary)]
 
 
 def primary_row(rows: list[Measurement], primary: str | None) -> Measurement:
