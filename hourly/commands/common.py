@@ -38,6 +38,16 @@ Direction = Opt(None, "--higher-is-better/--lower-is-better",
                 help="Direction of the metric: higher (rates, MLUPS) or lower (times) [default: the stored "
                      "results' direction, else hourly.toml's higher_is_better, else higher].")
 
+#: how a run's output is read: many samples from one run, every named metric (scan, bisect, nightly, releases)
+MetricSamples = Opt(None, "--metric-samples", help="last: a run's value is the metric's last match; all: every "
+                    "match is a sample (a benchmark printing its metric once per iteration: many samples from one "
+                    "process, whose median is the run's value) [default: last].")
+WarmupSamples = Opt(None, "--warmup-samples", help="The first K matches of each run (of each METRIC name with "
+                    "--metrics) are its warm-up, never counted [default: 0].")
+Metrics = Opt(None, "--metrics", help="Record every named `METRIC name: value` line (all) or those named "
+              "(trace_ms,lower_ms), each line a sample, each metric's steps found apart [default: the "
+              "--metric-regex's one metric; all when --bench-cmd runs hourly's per-phase harness].")
+
 # -- options of the commands that run one container per date (nightly, hunt) -----------------------
 Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
 ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none].")
@@ -142,14 +152,9 @@ BENCHMARK: OptionSet = {
     "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
     "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group; the last match is the "
                                                f"metric [default: {DEFAULT_METRIC_REGEX}].")),
-    "metric_samples": (Optional[str], Opt(None, "--metric-samples", help="last: a run's value is the metric's last match; "
-                                          "all: every match is a sample (a benchmark printing its metric once per "
-                                          "iteration: many samples from one process, whose median is the run's value) [default: last].")),
-    "warmup_samples": (Optional[int], Opt(None, "--warmup-samples", help="The first K matches of each run (each METRIC "
-                                          "name with --metrics) are its warm-up, never counted [default: 0].")),
-    "metrics": (Optional[str], Opt(None, "--metrics", help="Record every named `METRIC name: value` line (all) or those "
-                                   "named (trace_ms,lower_ms), each line a sample, each metric's steps found apart "
-                                   "[default: the --metric-regex's one metric; all when --bench-cmd runs hourly's per-phase harness].")),
+    "metric_samples": (Optional[str], MetricSamples),
+    "warmup_samples": (Optional[int], WarmupSamples),
+    "metrics": (Optional[str], Metrics),
     "metric": (Optional[str], Opt(None, "--metric", help="The named metric bisect, profile and explain follow (its "
                                   "unit gives its direction) [default: the one name of --metrics].")),
 }

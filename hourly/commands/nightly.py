@@ -16,7 +16,10 @@ from .common import (
     ContainerEnv,
     Gpus,
     JsonOpt,
+    Metrics,
+    MetricSamples,
     Opt,
+    WarmupSamples,
     Workdir,
     console,
     daily_settings,
@@ -32,6 +35,9 @@ def nightly(
     flags: dict = None,  # type: ignore[assignment]  # DAILY's options
     rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
     show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
+    metrics: Optional[str] = Metrics,
+    metric_samples: Optional[str] = MetricSamples,
+    warmup_samples: Optional[int] = WarmupSamples,
     workdir: Optional[str] = Workdir,
     json_out: bool = JsonOpt,
     config: Optional[str] = ConfigOpt,
@@ -50,6 +56,7 @@ def nightly(
         if not from_ or not to:
             raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
         s = daily_settings(flags, from_, to, wd, rerun, config)
+        s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, metrics, metric_samples, warmup_samples)
         s.validate()
         store = Store(wd)
         if json_out:
@@ -67,6 +74,17 @@ def nightly(
         raise UserError(f"the nightly window is incomplete: {n} date(s) not measured yet "
                         f"(first {todo[0]['from']}) and no boundary among the rest",
                         "run the same `hourly nightly` command again: it measures only what is missing")
+
+
+def read_metrics(s, metrics: Optional[str], metric_samples: Optional[str], warmup_samples: Optional[int]):
+    """How the daily (or release) level reads a run's output: --metrics (all by itself when the
+    benchmark is hourly's per-phase harness and no --metric-regex of its own was given),
+    --metric-samples, --warmup-samples."""
+    from hourly.measure.settings import is_phase_harness
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
+        metrics = "all"
+    return metrics, metric_samples or "last", warmup_samples or 0
 
 
 def container(

@@ -12,7 +12,19 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
-from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console, refuse_together
+from .common import (
+    ConfigOpt,
+    Direction,
+    JsonOpt,
+    Metrics,
+    MetricSamples,
+    Opt,
+    WarmupSamples,
+    Workdir,
+    console,
+    err_console,
+    refuse_together,
+)
 
 
 def releases(
@@ -23,6 +35,9 @@ def releases(
     env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none]."),
     metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
     repeats: int = Opt(1, "--repeats", help="Runs per release."),
+    metrics: Optional[str] = Metrics,
+    metric_samples: Optional[str] = MetricSamples,
+    warmup_samples: Optional[int] = WarmupSamples,
     bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit]."),
     higher_is_better: Optional[bool] = Direction,
     extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins [default: none, CPU only]."),
@@ -68,6 +83,8 @@ def releases(
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
             python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
             jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=not deps_today)
+        from hourly.commands.nightly import read_metrics
+        s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, metrics, metric_samples, warmup_samples)
         if dry_run:
             _print_plan(s, json_out)
             return

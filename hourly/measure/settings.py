@@ -89,6 +89,20 @@ def measure_key(s: "Settings") -> str:
     return _digest({"v": KEY_VERSION, **key_identity(s)})
 
 
+def parse_metric_names(metrics: str | None) -> list[str] | None:
+    """``--metrics``: None (the regex's one metric), ``["all"]``, or the names; a name that is no
+    metric's name is a user error."""
+    if not metrics:
+        return None
+    import re
+    names = [n.strip() for n in str(metrics).split(",") if n.strip()]
+    bad = [n for n in names if n != ALL_METRICS and not re.match(METRIC_NAME + r"\Z", n)]
+    if not names or bad:
+        raise UserError(f"--metrics {metrics!r} is not all or a list of metric names",
+                        "pass --metrics all, or the names of the METRIC lines, e.g. --metrics trace_ms,lower_ms")
+    return [ALL_METRICS] if ALL_METRICS in names else names
+
+
 def is_phase_harness(bench_cmd: str | None) -> bool:
     """Whether a benchmark command runs hourly's per-phase harness (``jaxbench_phases.py`` by its
     path, or ``-m hourly.jaxbench_phases``): its every phase is recorded as a named metric."""
@@ -238,8 +252,7 @@ class Settings:
         if self.mode == "exit":
             return None
         if self.metrics:
-            names = [n.strip() for n in self.metrics.split(",") if n.strip()]
-            return [ALL_METRICS] if ALL_METRICS in names else names
+            return parse_metric_names(self.metrics)
         if self.metric or (self.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(self.bench_cmd)):
             return [ALL_METRICS]
         return None
@@ -606,12 +619,8 @@ def _validate(s: Settings) -> None:
 def _check_metric_names(s: Settings) -> None:
     import re
     name = re.compile(METRIC_NAME + r"\Z")
-    if s.metrics is not None:
-        names = [n.strip() for n in str(s.metrics).split(",") if n.strip()]
-        bad = [n for n in names if n != ALL_METRICS and not name.match(n)]
-        if not names or bad:
-            raise UserError(f"--metrics {s.metrics!r} is not all or a list of metric names",
-                            "pass --metrics all, or the names of the METRIC lines, e.g. --metrics trace_ms,lower_ms")
+    names = parse_metric_names(s.metrics)
+    if names is not None:
         if s.metric and ALL_METRICS not in names and s.metric not in names:
             raise UserError(f"--metric {s.metric} is not one of --metrics {s.metrics}",
                             f"add it: --metrics {s.metrics},{s.metric}")

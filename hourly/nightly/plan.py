@@ -60,6 +60,29 @@ class NightlySettings:
     parallel: int = 1
     rerun: bool = False
     higher_is_better: bool = True
+    #: named metrics (``--metrics``): None reads the regex's one metric; "all" or "a,b" records
+    #: every (or each listed) ``METRIC name:`` line, each line a sample
+    metrics: str | None = None
+    metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
+    warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
+
+    def named_metrics(self) -> list[str] | None:
+        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
+        from hourly.measure.settings import parse_metric_names
+        return parse_metric_names(self.metrics)
+
+    def direction_of(self, name: str) -> bool:
+        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
+        from hourly.metric import higher_is_better
+        unit = higher_is_better(name) if name else None
+        return self.higher_is_better if unit is None else unit
+
+    def read_spec(self):
+        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
+        from hourly.measure.benchmark import BenchSpec
+        named = self.named_metrics()
+        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
+                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
 
     def effective_mounts(self) -> list[str]:
         return list(self.mounts) or [f"{os.getcwd()}:{DEFAULT_MOUNT_TARGET}"]
@@ -81,8 +104,16 @@ class NightlySettings:
         for m in self.effective_mounts():
             src, _, rest = m.partition(":")
             mounts.append(f"{Path(src).expanduser().absolute()}:{rest}")
-        ident = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
-                 "env": sorted(self.env), "regex": self.metric_regex}
+        ident: dict[str, Any] = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
+                                 "env": sorted(self.env), "regex": self.metric_regex}
+        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
+        if named is not None:
+            ident["metrics"] = sorted(named)
+            ident.pop("regex")
+        if self.metric_samples != "last":
+            ident["metric_samples"] = self.metric_samples
+        if self.warmup_samples:
+            ident["warmup_samples"] = self.warmup_samples
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def validate(self) -> None:
@@ -103,6 +134,12 @@ class NightlySettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--timeout must be positive, not {self.timeout}", "pass seconds, e.g. 3600")
         compile_metric_regex(self.metric_regex)
+        if self.metric_samples not in ("last", "all"):
+            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
+                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
+            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
+        self.named_metrics()
         parse_env(self.env)
         from hourly.adapters import containers  # the Docker SDK only when a nightly scan is set up
         for m in self.effective_mounts():
@@ -193,12 +230,18 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
     from hourly.analysis.steps import find_steps
     if not any(p.status is Status.OK for p in points):
         return []
-    # a date without commits must not merge with its neighbours: give it its own "pair"
+    rows, keys = rows_and_keys(points)
+    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
+    return steps
+
+
+def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
+    """The dates as detection's points, and what tells them apart: the image (its digest), so that
+    two dates merge only when they ran the same image; a date without commits is its own."""
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
                         p.status.value, p.value, list(p.samples)) for p in points]
     keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points, strict=True)]
-    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
-    return steps
+    return rows, keys
 
 
 def find_boundary(points: list[NightlyPoint],
@@ -235,19 +278,42 @@ def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
 
 
 @dataclass
+class NightlyMetric:
+    """One named metric of the daily level (``--metrics``): its dates, its steps, what it did."""
+
+    name: str
+    higher_is_better: bool
+    points: list[NightlyPoint]
+    steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+    moved: Any = None  # hourly.analysis.moved.Moved
+
+    def as_json(self) -> dict[str, Any]:
+        return {"higher_is_better": self.higher_is_better, "points": [p.as_json() for p in self.points],
+                **(self.moved.as_json() if self.moved else {}), "steps": [st.as_json() for st in self.steps]}
+
+
+@dataclass
 class NightlyReport:
     points: list[NightlyPoint]
     boundary: Boundary | None
     settings: NightlySettings
     measured: int = 0  # dates run now (not from the store)
     steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+    #: named metrics: each metric's dates and steps (``points`` and ``steps`` are the first's); the
+    #: boundary is the largest regression of any of them
+    metrics: list[NightlyMetric] | None = None
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()
-        return {"points": [p.as_json() for p in self.points],
-                "steps": [st.as_json() for st in self.steps],
-                "boundary": self.boundary.as_json() if self.boundary else None,
-                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps}
+        out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
+                               "steps": [st.as_json() for st in self.steps],
+                               "boundary": self.boundary.as_json() if self.boundary else None,
+                               "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps}
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary
+            out["metrics"] = {m.name: m.as_json() for m in self.metrics}
+            out["moved"] = summary([m.moved for m in self.metrics])
+        return out
 
     def gaps(self) -> list[dict[str, Any]]:
         """Where the window holds no evidence a step could show in: runs of dates not measured yet
@@ -287,14 +353,48 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
             raise UserError(f"no nightly results in {store.workdir}",
                             "run `hourly nightly --from ... --to ...` first")
         s = NightlySettings(**saved)
-    have = store.nightly_points(s.key())
     if dates is None:
         dates = date_range(s.from_, s.to, s.every)
-    points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
-                                                      Status.MISSING, detail=NOT_MEASURED)
-              for d in dates]
+    named = s.named_metrics()
+    if named is not None:
+        return _named_report(store, s, measured, dates, named)
+    points = _dates(store.nightly_points(s.key()), s, dates)
     steps = detect_steps(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
     return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)
+
+
+def _dates(have: dict[str, NightlyPoint], s: NightlySettings, dates: list[date]) -> list[NightlyPoint]:
+    return [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d), Status.MISSING,
+                                                    detail=NOT_MEASURED) for d in dates]
+
+
+def _named_report(store: Store, s: NightlySettings, measured: int, dates: list[date],
+                  named: list[str]) -> NightlyReport:
+    """Every named metric's dates and steps; the boundary: the largest regression of any metric
+    (their dates are the same dates of the same images), else the first crash."""
+    from hourly.analysis.detect import ChangeKind
+    from hourly.analysis.moved import what_moved
+    key = s.key()
+    names = store.nightly_metric_names(key) if "all" in named else named
+    any_row = store.nightly_points(key, metric=None)
+    metrics = []
+    for name in names:
+        have = store.nightly_points(key, metric=name)
+        for day, p in any_row.items():  # a date measured without a row of this metric: not printed there
+            if day not in have:
+                have[day] = NightlyPoint(p.date, p.image, Status.NO_METRIC, p.digest, xla=p.xla, jax=p.jax,
+                                         detail=f"{name} never printed; the runs printed other metrics", metric=name)
+        points = _dates(have, s, dates)
+        direction = s.direction_of(name)
+        rows, keys = rows_and_keys(points)
+        incomplete = any(p.detail == NOT_MEASURED for p in points)
+        moved, _ = what_moved(name, rows, direction, incomplete=incomplete, keys=keys)
+        metrics.append(NightlyMetric(name, direction, points, moved.steps, moved))
+    points = metrics[0].points if metrics else _dates(store.nightly_points(key, metric=None), s, dates)
+    regressions = [(st.before_index, st.after_index, st.change.relative_change) for m in metrics for st in m.steps
+                   if st.kind is ChangeKind.REGRESSION]
+    return NightlyReport(points, find_boundary(points, regressions), s, measured,
+                         metrics[0].steps if metrics else [], metrics)

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -37,8 +37,8 @@ from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, Simp
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
 from hourly.errors import UserError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import InstallerKind, ReleasePoint, Status
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
+from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
 from hourly.plurals import found, plural
 
 LEVEL = "releases"
@@ -81,6 +81,22 @@ class ReleaseSettings:
     #: each environment resolves numpy, scipy, ... as of its release (uv's --exclude-newer);
     #: False (--deps-today): today's versions, which old jaxlibs crash with
     deps_as_of_release: bool = True
+    #: named metrics (``--metrics``): None reads the regex's one metric; "all" or "a,b" records
+    #: every (or each listed) ``METRIC name:`` line, each line a sample
+    metrics: str | None = None
+    metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
+    warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
+
+    def named_metrics(self) -> list[str] | None:
+        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
+        from hourly.measure.settings import parse_metric_names
+        return parse_metric_names(self.metrics)
+
+    def direction_of(self, name: str) -> bool:
+        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
+        from hourly.metric import higher_is_better
+        unit = higher_is_better(name) if name else None
+        return self.higher_is_better if unit is None else unit
 
     def bounds(self) -> tuple[Version, Version]:
         try:
@@ -122,6 +138,12 @@ class ReleaseSettings:
             self.argv()
         self.env_dict()
         compile_metric_regex(self.metric_regex)
+        self.named_metrics()
+        if self.metric_samples not in ("last", "all"):
+            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
+                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
+            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
         if not isinstance(self.repeats, int) or self.repeats < 1:
             raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
         if self.timeout is not None and self.timeout <= 0:
@@ -159,11 +181,19 @@ class ReleaseSettings:
     def key(self, target: TargetPython) -> str:
         """What makes two results comparable: the benchmark, where it runs, what is installed
         with jax (extra, --with, the wheels' source) and the Python minor version."""
-        ident = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
+        ident: dict[str, Any] = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
                  "regex": self.metric_regex, "extra": self.extra, "with": sorted(self.with_),
                  "source": self.source(), "python": target.short}
         if self.deps_as_of_release:
             ident["deps"] = "as of release"
+        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
+        if named is not None:
+            ident["metrics"] = sorted(named)
+            ident.pop("regex")
+        if self.metric_samples != "last":
+            ident["metric_samples"] = self.metric_samples
+        if self.warmup_samples:
+            ident["warmup_samples"] = self.warmup_samples
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def make_index(self) -> PackageIndex:
@@ -364,7 +394,6 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
     plus every good → crashed/timed-out boundary (pure)."""
     from hourly.analysis.detect import ChangeKind
     from hourly.analysis.steps import find_steps
-    from hourly.model import PointResult
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
     if any(p.status is Status.OK for p in ran):
@@ -389,6 +418,10 @@ def _bench_args(s: ReleaseSettings) -> list[str]:
         bench += ["--metric-regex", s.metric_regex]
     if s.repeats > 1:
         bench += ["--repeats", str(s.repeats)]
+    for flag, value, default in (("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
+                                 ("--warmup-samples", s.warmup_samples, 0)):
+        if value != default:
+            bench += [flag, str(value)]
     return bench
 
 
@@ -400,11 +433,12 @@ def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
     return shlex.join(cmd)
 
 
-def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
+def next_commands(step: ReleaseStep, s: ReleaseSettings, metric: str = "") -> list[str]:
     """The nightly-container scan between the two release dates, the two-repository bisection
     between the two releases' times (their tags' commit times when known), and, when both
-    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
-    bench = _bench_args(s)
+    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window; a
+    named ``metric``'s bisections follow it (``--metric``)."""
+    bench = _bench_args(s) + (["--metric", metric] if metric and step.kind != "crash" else [])
     out = []
     if step.before.date and step.after.date:
         out.append(nightly_command(step.before.date, step.after.date, s))
@@ -416,8 +450,8 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
             cmd += ["--bench-cwd", s.bench_cwd]
         if step.kind == "crash":
             cmd += ["--mode", "exit"]
-        elif not s.higher_is_better:
-            cmd.append("--lower-is-better")
+        elif not s.higher_is_better and not (metric and higher_is_better(metric) is not None):
+            cmd.append("--lower-is-better")  # a named metric's unit says its direction to the bisection itself
         if s.jax_repo:
             cmd += ["--jax-repo", s.jax_repo]
         out.append(shlex.join(cmd))
@@ -501,6 +535,21 @@ def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[Rel
 # running
 
 @dataclass
+class ReleaseMetric:
+    """One named metric of the release level (``--metrics``): its releases, its steps, what it did."""
+
+    name: str
+    higher_is_better: bool
+    points: list[ReleasePoint]
+    steps: list[ReleaseStep] = field(default_factory=list)
+    moved: Any = None  # hourly.analysis.moved.Moved (its steps are detection's, ``steps`` with tags)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"higher_is_better": self.higher_is_better, "points": [p.as_json() for p in self.points],
+                **(self.moved.as_json() if self.moved else {}), "steps": [st.as_json() for st in self.steps]}
+
+
+@dataclass
 class ReleaseReport:
     points: list[ReleasePoint]
     steps: list[ReleaseStep]
@@ -508,14 +557,26 @@ class ReleaseReport:
     measured: int = 0
     installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
     gaps: list[ReleaseGap] = field(default_factory=list)
+    #: named metrics: each metric's releases and steps (``points`` and ``steps`` are the first's)
+    metrics: list[ReleaseMetric] | None = None
 
     @property
     def summary(self) -> str:
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary as per_metric
+            head = summary([st for m in self.metrics for st in m.steps], self.points, self.gaps)
+            return f"{head}; per metric: {per_metric([m.moved for m in self.metrics])}" if self.metrics else head
         return summary(self.steps, self.points, self.gaps)
 
     def as_json(self) -> dict[str, Any]:
-        return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
-                "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer}
+        out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
+                               "steps": [st.as_json() for st in self.steps], "gaps": [g.as_json() for g in self.gaps],
+                               "summary": self.summary, "installer": self.installer}
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary as per_metric
+            out["metrics"] = {m.name: m.as_json() for m in self.metrics}
+            out["moved"] = per_metric([m.moved for m in self.metrics])
+        return out
 
 
 def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
@@ -530,14 +591,53 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
         key = saved["key"]
     lo, hi = s.bounds()
     pre = s.pre or lo.is_prerelease or hi.is_prerelease
-    points = sorted((p for v, p in store.releases(key).items()
-                     if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
-                    key=lambda p: Version(p.version))
-    steps = find_release_steps(points, s.higher_is_better)
-    for st in steps:
-        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
-        st.commands = next_commands(st, s)
+
+    def window(have: dict[str, ReleasePoint]) -> list[ReleasePoint]:
+        return sorted((p for v, p in have.items() if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
+                      key=lambda p: Version(p.version))
+    named = s.named_metrics()
+    metrics: list[ReleaseMetric] | None = None
+    if named is None:
+        points = window(store.releases(key))
+        steps = _with_facts(find_release_steps(points, s.higher_is_better), s)
+    else:
+        metrics = _release_metrics(store, s, key, named, window)
+        points = metrics[0].points if metrics else window(store.releases(key, metric=None))
+        steps = metrics[0].steps if metrics else []
     gaps = find_gaps(points)
     for g in gaps:
         g.command = gap_command(g, s)
-    return ReleaseReport(points, steps, s, measured, installer, gaps)
+    return ReleaseReport(points, steps, s, measured, installer, gaps, metrics)
+
+
+def _with_facts(steps: list[ReleaseStep], s: ReleaseSettings, metric: str = "") -> list[ReleaseStep]:
+    for st in steps:
+        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
+        st.commands = next_commands(st, s, metric)
+    return steps
+
+
+def _release_metrics(store: Store, s: ReleaseSettings, key: str, named: list[str],
+                     window: Callable[[dict[str, ReleasePoint]], list[ReleasePoint]]) -> list[ReleaseMetric]:
+    """Every named metric's releases, steps and what it did (a release measured without a row of
+    the metric did not print it)."""
+    from hourly.analysis.moved import what_moved
+    names = store.release_metric_names(key) if "all" in named else named
+    any_row = store.releases(key, metric=None)
+    out = []
+    for name in names:
+        have = store.releases(key, metric=name)
+        for v, p in any_row.items():
+            if v not in have:
+                have[v] = ReleasePoint(p.version, p.jaxlib, p.released, Status.NO_METRIC, installer=p.installer,
+                                       env=p.env, detail=f"{name} never printed; the runs printed other metrics",
+                                       metric=name)
+        points = window(have)
+        direction = s.direction_of(name)
+        steps = _with_facts(find_release_steps(points, direction), s, name)
+        ran = [p for p in points if p.status not in UNMEASURED]
+        rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
+                for p in ran]
+        moved, _ = what_moved(name, rows, direction, incomplete=bool(find_gaps(points)))
+        out.append(ReleaseMetric(name, direction, points, steps, moved))
+    return out
