@@ -155,8 +155,9 @@ def command_line(s: ReleaseSettings) -> str:
         argv += ["--with", w]
     if not s.deps_as_of_release:
         argv.append("--deps-today")
-    for flag, value, default in (("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
-                                 ("--warmup-samples", s.warmup_samples, 0)):
+    reading: list[tuple[str, object, object]] = [("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
+                                                ("--warmup-samples", s.warmup_samples, 0)]
+    for flag, value, default in reading:
         if value != default:
             argv += [flag, str(value)]
     for e in s.env:
