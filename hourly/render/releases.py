@@ -157,9 +157,9 @@ def command_line(s: ReleaseSettings) -> str:
         argv.append("--deps-today")
     reading: list[tuple[str, object, object]] = [("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
                                                 ("--warmup-samples", s.warmup_samples, 0)]
-    for flag, value, default in reading:
-        if value != default:
-            argv += [flag, str(value)]
+    for flag, given, default in reading:
+        if given != default:
+            argv += [flag, str(given)]
     for e in s.env:
         argv += ["--env", e]
     if s.pre:
