@@ -397,3 +397,47 @@ def test_the_per_phase_harness_is_recorded_phase_by_phase_over_two_states(capsys
         == [20] * 4
     assert trace[2]["value"] > 2 * trace[0]["value"]  # four times the ops traced after the change
     assert all(m["higher_is_better"] is False for m in metrics.values())
+
+
+NAMED_RELEASE_BENCH = """\
+import random
+import jax
+for i in range(5):
+    print("METRIC dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
+    print("METRIC step_ms:", 2.0 * (1 + random.uniform(-0.002, 0.002)))
+"""
+
+
+def test_the_release_level_runs_and_records_every_named_metric(tmp_path, capsys):
+    """Real environments per release from a local index (test_releases' wheels), a benchmark
+    printing two named metrics: each release stores a row per metric, the crash holds for both."""
+    import test_releases as TR  # its stand-in jax and jaxlib wheels: 0.2.0 dispatches 50 % slower, 0.2.2 crashes
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, value, req, when in TR.JAX:
+        body = ('raise RuntimeError("stand-in jax crashes at import")\n' if value == "crash" else
+                f'import jaxlib\n__version__ = "{version}"\nDISPATCH_US = {value}\n')
+        TR.write_wheel(wheels, "jax", version, {"jax/__init__.py": body}, [f'{req}; extra == "cpu"'], when=when)
+    for version, tag in TR.JAXLIB.items():
+        TR.write_wheel(wheels, "jaxlib", version, {"jaxlib/__init__.py": f'__version__ = "{version}"\n'}, tag=tag)
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench.py").write_text(NAMED_RELEASE_BENCH)
+    argv = ["releases", "--from", "0.1.0", "--to", "0.2.2", "--find-links", str(wheels), "--bench-cmd",
+            "python bench.py", "--bench-cwd", str(tmp_path / "bench"), "--metrics", "all", "--repeats", "2",
+            "--warmup-samples", "1", "--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work"),
+            "--deps-as-of-release", "--json"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    got = json.loads(out)
+    dispatch, step = got["metrics"]["dispatch_us"], got["metrics"]["step_ms"]
+    assert dispatch["higher_is_better"] is False and dispatch["verdict"] == "moved"
+    [reg] = [st for st in dispatch["steps"] if st["kind"] == "regression"]
+    assert (reg["last_good"]["version"], reg["first_bad"]["version"]) == ("0.1.1", "0.2.0")
+    bisect = next(c for c in reg["next_commands"] if c.startswith("hourly bisect"))
+    assert "--metric dispatch_us" in bisect and "--metrics all" in bisect and "--lower-is-better" not in bisect
+    assert step["verdict"] != "moved" and not [st for st in step["steps"] if st["kind"] != "crash"]
+    ok = [p for p in dispatch["points"] if p["status"] == "ok"]
+    assert ok and all((p["runs"], p["run_samples"]) == (2, 8) for p in ok)
+    crashed = {p["version"]: p["status"] for p in step["points"]}
+    assert crashed["0.2.2"] == "crashed"  # the crash at import holds for every metric
+    assert got["moved"].startswith("dispatch_us +50.")
