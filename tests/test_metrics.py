@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_slurm import _cluster, cluster  # noqa: F401  (fixtures: a reachable Slurm, for the job test)
 
 from hourly.adapters.store import _SCHEMA, MIGRATIONS, SCHEMA_VERSION, Store
 from hourly.analysis.moved import Verdict, what_moved
@@ -441,3 +442,21 @@ def test_the_release_level_runs_and_records_every_named_metric(tmp_path, capsys)
     crashed = {p["version"]: p["status"] for p in step["points"]}
     assert crashed["0.2.2"] == "crashed"  # the crash at import holds for every metric
     assert got["moved"].startswith("dispatch_us +50.")
+
+
+def test_a_slurm_job_records_every_named_metrics_row(capsys, cluster, made, venv_python, tmp_path):  # noqa: F811
+    """A Slurm job measures as a local scan does: the coordinator records each named metric's row,
+    with the samples of each run, in one transaction (needs a Slurm cluster, like tests/test_slurm.py)."""
+    bench = script(tmp_path, PHASES, "phases.py")
+    rows = {}
+    for where, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "2"])):
+        argv = scan_argv(made, venv_python, tmp_path, bench, "Aug 24 2023 12:00", "Aug 24 2023 15:00", "--metrics",
+                         "all", "--warmup-samples", "2", "--json", *extra)
+        argv[argv.index("--workdir") + 1] = str(tmp_path / where)
+        code, out, err = run_cli(capsys, [*argv, "--cache-dir", str(tmp_path / f"cache-{where}")])
+        assert code == 0, err
+        with sqlite3.connect(tmp_path / where / "hourly.sqlite") as c:
+            rows[where] = c.execute("SELECT xla, jax, metric, status, json_array_length(samples) FROM measurements"
+                                    " WHERE origin = 'scan' ORDER BY xla, jax, metric").fetchall()
+    assert rows["local"] == rows["slurm"]
+    assert {r[2] for r in rows["slurm"]} == {"lower_ms", "step_ms", "peak_memory_bytes"}
