@@ -130,10 +130,8 @@ def _metric_followed(store: Any, s: Any, mode: Optional[Mode]) -> Any:
         return s
     names = store.metric_names(s.bench_key()) if s.bench_cmd else []
     if mode == Mode.EXIT and names:
-        from dataclasses import replace
-        followed = replace(s, metric=names[0])
-        followed._recorded_key = getattr(s, "_recorded_key", None)  # the key the scan measured under
-        return followed
+        from hourly.measure.settings import with_metric
+        return with_metric(s, names[0])
     if mode == Mode.EXIT:
         return s
     s.require_primary("hourly bisect", names)

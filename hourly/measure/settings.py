@@ -629,6 +629,16 @@ def _check_metric_names(s: Settings) -> None:
                         "pass the name of a METRIC line, e.g. --metric lower_ms")
 
 
+def with_metric(s: Settings, metric: str) -> Settings:
+    """``s`` following the named ``metric``, in its unit's direction when its name says one (its
+    recorded key kept: the key does not depend on it)."""
+    from dataclasses import replace
+    unit = higher_is_better(metric)
+    out = replace(s, metric=metric, higher_is_better=s.higher_is_better if unit is None else unit)
+    out._recorded_key = getattr(s, "_recorded_key", None)  # type: ignore[attr-defined]
+    return out
+
+
 def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:
     """The workdir: ``--workdir``, else the settings file's, else the default."""
     s, _ = effective({"workdir": workdir}, config_path)
