@@ -134,6 +134,10 @@ def emit(report, json_out: bool, s) -> None:
         from hourly.render.steps import marks_for_report  # detection (numpy)
         marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
+    from hourly.render.scan import counts_line
+    many = counts_line(report)  # runs that printed many samples (--metric-samples all): counted apart
+    if many:
+        print_wrapped(console, many)
     if s is not None and s.warmup_runs and s.mode != "exit":
         print_wrapped(console, warmup_note(s))
     for line in lines:  # a step's or a crash window's sentence, within the console's width

@@ -16,7 +16,7 @@ from hourly.analysis.moved import Moved, Verdict, summary, what_moved
 from hourly.analysis.steps import CrashWindow, crash_windows, metric_windows, step_key
 from hourly.model import MetricPoints, ScanReport, Step
 from hourly.plurals import plural
-from hourly.render.scan import _rev, step_marks, summary_line
+from hourly.render.scan import _rev, counts_line, step_marks, summary_line
 from hourly.render.steps import bisect_command, describe, describe_crash
 
 
@@ -87,18 +87,6 @@ def table(report: ScanReport, found: list[MetricFinding]) -> Table:
         t.add_row(p.time, _rev(p.xla), _rev(p.jax), *cells)
         prev = p
     return t
-
-
-def counts_line(report: ScanReport) -> str | None:
-    """How many runs and samples each value rests on, when runs printed many samples."""
-    pts = [p for m in report.metrics or [] for p in m.points if p.run_samples is not None and p.samples]
-    if not pts:
-        return None
-    runs = sorted({len(p.samples) for p in pts})
-    per = sorted({round(p.run_samples / len(p.samples)) for p in pts if p.run_samples})
-    return (f"each value: the median of {'/'.join(map(str, runs))} run{'s' if runs != [1] else ''}' values, each "
-            f"run's value the median of its own samples ({'/'.join(map(str, per))} a run); runs, not samples, "
-            "are what detection and bisection count")
 
 
 def lines(report: ScanReport, s: Any, found: list[MetricFinding]) -> list[str]:
