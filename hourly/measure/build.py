@@ -35,7 +35,7 @@ from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import LockHeld, RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
-from hourly.adapters.venvs import reinstall
+from hourly.adapters.venvs import overlay_of, reinstall
 from hourly.errors import ProcessError, UserError
 from hourly.measure.build_cache import (
     WheelCache,
@@ -318,6 +318,9 @@ class BuildSpec:
     picks: list[str] = field(default_factory=list)  # --cherry-pick specs (part of the identity)
     ident_cmd: list[str] | None = None  # the command as the identity names it [default: cmd]
     package_only: bool = False  # --only jax: cmd builds the jax package alone (no jaxlib)
+    #: where the wheels are installed [default: python]: with --only jax the workdir's overlay over
+    #: --python (hourly.measure.pinned.host_overlay), never --python itself
+    install_python: str | None = None
     #: builds priced by their inputs (two-repository hunts): the jax package's own build (argv;
     #: [] when the tree is installed editable; None: jaxlib and jax are never cached apart), how the
     #: identity names it, and the patterns of JAX's native inputs (hourly.measure.native_inputs)
@@ -467,6 +470,9 @@ class Builder:
             return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
         if not self.spec.cmd:  # nothing to build: the tree is installed editable
             self._tree.checkout(pair)
+            overlay = overlay_of(self.install_python)
+            if overlay is not None:  # an earlier state's jax there would shadow the tree
+                overlay.clear()
             return BuildResult(BuildStatus.IN_PLACE)
         if self.split:
             jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
@@ -598,9 +604,14 @@ class Builder:
             w.unlink(missing_ok=True)
         return cached
 
+    @property
+    def install_python(self) -> str:
+        """The Python whose environment the builds are installed into (an overlay's with --only jax)."""
+        return self.spec.install_python or self.spec.python
+
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
         log = self._logs / f"install-{pair.key()}.log"
-        res = reinstall(self.spec.python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
+        res = reinstall(self.install_python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
         if res.ok:
             return None
         result = BuildResult(BuildStatus.FAILED, str(log), "install failed: " + res.tail(5),

@@ -338,7 +338,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         metric = "MLUPS"
     plot_path = plot(points, steps, out_dir / "plot.png", metric, store.bisection_results()) if points else None
     repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     answers = store.bisection_results()
