@@ -79,7 +79,7 @@ def installed_jaxlib(python: str, env: dict[str, str] | None = None) -> dict:
     if jaxlib is None:
         raise UserError(f"--only jax keeps the installed jaxlib, but {python} has none",
                         "pip install jaxlib into that Python, or pass --python with one that has it")
-    return {**jaxlib, "packages": accelerator_packages(layout),
+    return {**jaxlib, "packages": accelerator_packages(layout), "python_version": layout.get("version"),
             "base_jax": (layout.get("packages") or {}).get("jax")}
 
 
@@ -122,6 +122,20 @@ def minimum_jaxlib(jax: GitRepo, sha: str) -> str | None:
     return None
 
 
+_PY_REQUIRES = re.compile(r"""(?:python_requires\s*=|requires-python\s*=)\s*['"]\s*>=\s*([0-9][0-9.]*)""")
+
+
+def minimum_python(jax: GitRepo, sha: str) -> str | None:
+    """The oldest Python a JAX commit installs on (``python_requires`` of ``setup.py``, else
+    ``requires-python`` of ``pyproject.toml``), read from the commit (no checkout)."""
+    for path in ("setup.py", "pyproject.toml"):
+        res = proc.run(["git", "show", f"{sha}:{path}"], cwd=jax.path, check=False, timeout=60)
+        m = _PY_REQUIRES.search(res.output) if res.ok else None
+        if m:
+            return m.group(1)
+    return None
+
+
 def jaxlib_upper_bound(jax: GitRepo, sha: str) -> str | None:
     """The newest jaxlib a JAX commit imports with: its own version, when the commit refuses a
     newer jaxlib at import (jax/_src/lib/__init__.py, "jaxlib version X is newer than and
@@ -146,8 +160,8 @@ def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | 
         base_jax = info.get("base_jax")
         return Pin("xla", label, "jax", {"jaxlib_version": info["version"], "xla_commit": info.get("xla_commit"),
                                          "jaxlib_location": info.get("location"), "jaxlib_via": info.get("via"),
-                                         "python": python, "packages": info["packages"],
-                                         "shadowed_jax": base_jax})
+                                         "python": python, "python_version": info.get("python_version"),
+                                         "packages": info["packages"], "shadowed_jax": base_jax})
     if jax is None:
         raise UserError("--only xla keeps JAX at one commit, but no JAX checkout was given", "pass --jax-repo")
     ref = jax_ref or "HEAD"
@@ -171,16 +185,23 @@ def pinned_line(pinned: dict | None) -> str | None:
 class JaxlibGate:
     """Which JAX commits the installed jaxlib cannot run (``--only jax``)."""
 
-    def __init__(self, jax: GitRepo, installed: str):
+    def __init__(self, jax: GitRepo, installed: str, python: str | None = None):
         self.jax = jax
         self.installed = installed
+        self.python = python  # the version of --python ("3.11.7"), when known
         self._seen: dict[str, str | None] = {}
 
     def untestable(self, sha: str) -> str | None:
         if sha not in self._seen:
             need = minimum_jaxlib(self.jax, sha)
+            py_need = minimum_python(self.jax, sha) if self.python else None
             why = None
-            if need and version_tuple(need) > version_tuple(self.installed):
+            if py_need and self.python and version_tuple(py_need) > version_tuple(self.python):
+                # pip refuses to build or install it (JAX dropped Python 3.11 on 2026-06-18; a TPU
+                # VM's Python is 3.11): a build failure in every state, named for what it is
+                why = (f"untestable: this jax needs Python >= {py_need} (its python_requires), "
+                       f"--python is {self.python}")
+            elif need and version_tuple(need) > version_tuple(self.installed):
                 why = (f"untestable: this jax needs jaxlib >= {need} (its _minimum_jaxlib_version), "
                        f"the installed jaxlib is {self.installed}")
             else:
@@ -197,7 +218,9 @@ class JaxlibGate:
 def gate_for(jax: GitRepo, pin: Pin | None) -> JaxlibGate | None:
     """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise.
     The one place it is made: the Measurer, the hosts and the bisection ask here."""
-    return JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+    if not pin or pin.side != "xla":
+        return None
+    return JaxlibGate(jax, pin.detail["jaxlib_version"], pin.detail.get("python_version"))
 
 
 # -- the environment a --only jax state runs in -------------------------------------------------
