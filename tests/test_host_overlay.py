@@ -117,7 +117,12 @@ def common(made, python: Path, bench: Path, work: Path, cmd: str | None = None) 
             "--bench-cmd", cmd or f"python3 {bench}", "--workdir", str(work), "--cache-dir", str(work.parent / "cache")]
 
 
-def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, capsys, repos_cache):
+def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, capsys, repos_cache, monkeypatch):
+    """As on the TPU machine: no uv there, so pip installs each state. pip, run by the overlay's
+    Python, finds the machine's jax first (PYTHONPATH), leaves it (outside the environment) and
+    would install over the last state's files without removing them: the overlay is emptied
+    before each install, and holds the state's files alone."""
+    monkeypatch.setattr("hourly.adapters.venvs.find_uv", lambda: None)
     python, folder = host
     made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
     bench = write_bench(tmp_path / "bench")
@@ -138,6 +143,7 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
     site = next(overlay.glob("lib/python3*/site-packages"))
     assert [d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"]
     assert not list(folder.glob("jax-0.4.15*")) and not list((tmp_path / "h").rglob("jax-0.4.15*"))
+    assert all("uv" not in p.name for p in (work / "logs").glob("install-*"))  # pip's, as on the TPU
     # and the benchmark's processes found it there, each run (hourly checked it: the seen files)
     seen_files = list((work / "logs").glob("jax-seen-*.txt"))
     assert seen_files and all(ln.startswith(str(site)) for f in seen_files for ln in f.read_text().splitlines())
@@ -165,7 +171,8 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
 
 
 def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_cache, monkeypatch):
-    """A container's or a venv's way: the packages come from a folder a ``.pth`` file names."""
+    """A container's or a venv's way: the packages come from a folder a ``.pth`` file names (uv
+    installs each state here)."""
     folder = machine_folder(tmp_path / "m")
     python = host_python(tmp_path / "h", pth_to=folder)
     read_only(folder, tmp_path / "h" / "host")
@@ -180,6 +187,8 @@ def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_
         a = json.loads(out)["regressions"][0]
         assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
         assert a["pinned"]["packages"]["libtpu"] == {"version": LIBTPU, "location": str(folder), "via": ".pth"}
+        site = next((work / "overlay").glob("lib/python3*/site-packages"))
+        assert [d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"]
 
         # a benchmark run by the host's own Python, named by its path and isolated (-I: no
         # PYTHONPATH), imports the machine's jax: hourly cannot see which jax ran, and says so
@@ -253,3 +262,27 @@ def test_the_overlay_is_made_afresh_when_the_hosts_path_changes(tmp_path, monkey
     got = subprocess.run([other.python, "-c", "import sys; print(sys.path)"], capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, check=True).stdout
     assert str(b_dir) in got and str(a_dir) not in got
+
+
+def test_a_jax_that_needs_a_newer_python_is_untestable_before_it_is_built(tmp_path):
+    """JAX dropped Python 3.11 on 2026-06-18 (5ab345f1b4: python_requires='>=3.12'), and a TPU VM's
+    Python is 3.11: pip refuses to build such a commit. The gate says so before anything is built,
+    rather than a build failure at every state."""
+    from hourly.adapters.gitrepo import GitRepo
+    from hourly.demo.repos import Change, make_repos
+    from hourly.measure.pinned import JaxlibGate, minimum_python
+    setup = "setup(\n    name='jax',\n    python_requires='>={}',\n)\n"
+    made = make_repos(tmp_path / "repos", [
+        Change("jax", "2023-08-24T01:00:00Z", "Drop support for Python 3.11", {"setup.py": setup.format("3.12")}),
+        Change("jax", "2023-08-24T02:00:00Z", "pyproject names it", {"setup.py": None,
+                                                                     "pyproject.toml": 'requires-python = ">=3.13"\n'})],
+        base={"jax": {**jax_base_files(), "setup.py": setup.format("3.11")}})
+    repo = GitRepo(made.jax, "jax")
+    base, dropped, pyproject = [sha for sha, _ in reversed(repo.history("origin/main"))]
+    assert [minimum_python(repo, s) for s in (base, dropped, pyproject)] == ["3.11", "3.12", "3.13"]
+    gate = JaxlibGate(repo, JAXLIB_VERSION, "3.11.2")
+    assert gate.untestable(base) is None
+    assert gate.untestable(dropped) == ("untestable: this jax needs Python >= 3.12 (its python_requires), "
+                                        "--python is 3.11.2")
+    assert JaxlibGate(repo, JAXLIB_VERSION, "3.13.0").untestable(pyproject) is None
+    assert JaxlibGate(repo, JAXLIB_VERSION).untestable(dropped) is None  # a pin stored before: not known

@@ -366,8 +366,9 @@ class Overlay:
         return Path(os.path.abspath(path)).is_relative_to(self.site.absolute())
 
     def clear(self) -> None:
-        """Remove what was installed into it: a state installed in place needs the base's own (or the
-        tree's) packages, not an earlier state's."""
+        """Remove what was installed into it: before each state's install (it holds one state, never
+        a file of an earlier one), and for a state installed in place (which needs the base's, or the
+        tree's, own packages)."""
         keep = {f"{OVERLAY_MODULE}.py", f"{OVERLAY_MODULE}.pth", "__pycache__"}
         for p in self.site.iterdir():
             if p.name in keep:

@@ -611,6 +611,13 @@ class Builder:
 
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
         log = self._logs / f"install-{pair.key()}.log"
+        overlay = overlay_of(self.install_python)
+        if overlay is not None:
+            # an overlay holds the installed state alone: emptied first, so that no file of an
+            # earlier state stays beside this one's. pip run by the overlay's Python finds the base's
+            # copy of the package first on its path (PYTHONPATH), leaves it ("outside environment")
+            # and would install over the earlier state's files without removing them
+            overlay.clear()
         res = reinstall(self.install_python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
         if res.ok:
             return None
