@@ -286,3 +286,19 @@ def test_a_jax_that_needs_a_newer_python_is_untestable_before_it_is_built(tmp_pa
                                         "--python is 3.11.2")
     assert JaxlibGate(repo, JAXLIB_VERSION, "3.13.0").untestable(pyproject) is None
     assert JaxlibGate(repo, JAXLIB_VERSION).untestable(dropped) is None  # a pin stored before: not known
+
+
+def test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath(tmp_path, host, repos_cache):
+    """``hourly shell --only jax``: the state's jax in the shell's own overlay, first on PYTHONPATH
+    in the shell, the machine's jaxlib and libtpu still there."""
+    python, folder = host
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+    probe = "import jax, jaxlib, libtpu; print('RAN', jax.__version__, jax.__file__, jaxlib.__file__, libtpu.VERSION)"
+    got = subprocess.run([sys.executable, "-m", "hourly", "shell", "Aug 24 2023 05:00", "--only", "jax",
+                          "--jax-repo", str(made.jax), "--python", str(python), "--workdir", str(tmp_path / "work"),
+                          "--cache-dir", str(tmp_path / "cache"), "--", "python3", "-c", probe],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    _, version, jax_file, jaxlib_file, libtpu = next(ln for ln in got.stdout.splitlines() if ln.startswith("RAN")).split()
+    assert version == "0.4.15" and Path(jax_file).is_relative_to(tmp_path / "work" / "shells")
+    assert Path(jaxlib_file).is_relative_to(folder) and libtpu == LIBTPU

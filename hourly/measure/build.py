@@ -13,7 +13,9 @@ leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs
 Builds are priced by their inputs (docs/builds.md): a build that leaves a jaxlib wheel is cached as
 jaxlib (under the XLA commit and JAX's native inputs, :mod:`hourly.measure.native_inputs`) and the ``jax`` package
 (under the JAX commit), so a later pair whose jaxlib is cached builds the ``jax`` package alone
-(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``).
+(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``),
+installed into the workdir's overlay over ``--python`` (``install_python``); an overlay is emptied
+before each install, so it holds one state's files.
 """
 
 from __future__ import annotations

@@ -5,7 +5,15 @@ benchmark's Python has installed. hourly reads that jaxlib's version (and, when 
 ``jaxlib/version.py`` says so, the XLA commit it was built from) and names the pinned side by it:
 the pairs of such a hunt read ``(jaxlib-0.4.14, <jax sha>)``. A JAX commit whose minimum jaxlib
 (``_minimum_jaxlib_version`` of ``jax/version.py``, else of ``setup.py``) is above the installed
-version cannot run with it: it is *untestable*, a skip with that reason.
+version cannot run with it: it is *untestable*, a skip with that reason (so is one that refuses a
+newer jaxlib, or needs a newer Python than ``--python``).
+
+Each ``--only jax`` state is installed into the workdir's overlay over ``--python``
+(:func:`host_overlay`, :func:`hourly.adapters.venvs.make_overlay`), never into ``--python``: the
+base's jaxlib, libtpu and plugins stay wherever they lie on its path (PYTHONPATH included), and
+the pin records each with its version and folder (:func:`fingerprint`, part of the measurement
+key). The benchmark's processes note where they found ``jax``; :func:`check_jax_seen` refuses a
+state whose benchmark ran another one (docs/accelerators.md).
 
 ``--only xla``: the candidates are XLA's first-parent commits; JAX stays at ``--jax-ref``
 (default: the JAX checkout's HEAD when the hunt starts).
