@@ -187,10 +187,15 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
             Suspect(start + c.before_index, start + c.after_index, c.level_before, c.level_after,
                     c.relative_change, c.kind, c.strength, "fit", c.n_before, c.n_after, run_noise)
             for c in fitted), point_noise, level_from)
-    # the current level starts after the last step the detector sees (a judged or too wide one
-    # included: the newest builds are compared with the builds after it)
-    first = max([start, level_from] + [start + c.after_index for c in det.changes])
-    points = [i for i in good if i >= first]
+    # the current level starts after the last step the detector sees (a too wide one included:
+    # the newest builds are compared with the builds after it), but not after one that measuring
+    # again rejected (a slow night is no level)
+    first = max([start, level_from] + [start + c.after_index for c in det.changes
+                                       if (start + c.before_index, start + c.after_index) not in judged])
+    # a build whose step measuring again did not confirm was measured on an odd night: it is no
+    # evidence of a new level (nor of the old one's spread)
+    odd = {after for _, after in judged}
+    points = [i for i in good if i >= first and i not in odd]
     values = [_median(logs[i]) for i in points]
     candidates = [k for k, i in enumerate(points) if i >= since and k >= len(points) - newest]
     if not candidates or candidates[-1] < MIN_LEVEL_POINTS:
