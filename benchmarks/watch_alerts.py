@@ -56,7 +56,7 @@ window still holds the old level); else *false* (a drift's alerts are false: the
 to find). Recall is the share of planted steps with a true alert by the end of the stream; the
 delay is the nights from the step's build to that alert (0: the night it arrived).
 
-``--suspect-z``, ``--beyond``, ``--newest``, ``--max-window``: the arrival's constants, for tuning (on
+``--suspect-z``, ``--beyond``, ``--newest``, ``--max-window``, ``--min-rate``: the arrival's constants, for tuning (on
 ``--seed 1``, never on the reporting seed 37; docs/watch.md).
 """
 
@@ -714,6 +714,7 @@ def main() -> int:
     ap.add_argument("--beyond", type=int, default=arr.BEYOND)
     ap.add_argument("--newest", type=int, default=arr.NEWEST)
     ap.add_argument("--max-window", type=int, default=arr.MAX_WINDOW)
+    ap.add_argument("--min-rate", type=float, default=arr.MIN_RATE)
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--cells", action="store_true", help="also print every kind/noise/runs cell")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
@@ -724,7 +725,8 @@ def main() -> int:
         return check_otava(a.seed, a.check_otava)
     methods = tuple(m for m in a.methods.split(",") if m)
     t0 = time.perf_counter()
-    knobs = {"suspect_z": a.suspect_z, "beyond": a.beyond, "newest": a.newest, "max_window": a.max_window}
+    knobs = {"suspect_z": a.suspect_z, "beyond": a.beyond, "newest": a.newest, "max_window": a.max_window,
+             "min_rate": a.min_rate}
     out = run(a.seed, a.streams, knobs, methods, a.jobs)
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     groups = ["all"] + [f"kind={k}" for k in KINDS] + [f"noise={x:.1%}" for x in NOISES] + [f"runs={k}" for k in SAMPLES]

@@ -119,14 +119,27 @@ def test_too_little_history_says_so_instead_of_quiet():
     assert arrival([100.0, 100.2, 90.0]).status is ArrivalStatus.SUSPECT
 
 
-def test_a_small_step_is_suspected_once_its_later_nights_make_it_plain():
-    # 2.5 % in 1 % noise, one run a night: too small for its first night alone
+def test_a_small_step_is_confirmed_once_its_later_nights_make_it_plain():
+    # 2.5 % in 1 % noise, one run a night: too small for its first night alone; the watch judges
+    # each night, measures every suspect again (true levels: 100 before build 25, 102.5 after)
+    # and confirms the step within five nights, with a window that holds it
     series = nightly([(25, 100.0), (8, 102.5)], 0.01, seed=9)
-    assert arrival(series[:26]).status is ArrivalStatus.QUIET
-    first = next(n for n in range(26, 34) if arrival(series[:n]).status is ArrivalStatus.SUSPECT)
-    (s,) = arrival(series[:first]).suspects
-    assert s.before_index < 25 <= s.after_index <= first - 1
-    assert first - 1 - 25 <= 5            # found within five nights of the step
+    assert arrival(series[:26], since=25).status is ArrivalStatus.QUIET
+    judged: set[tuple[int, int]] = set()
+    confirmed = None
+    for night in range(26, 34):
+        for s in arrival(series[:night], since=20, judged=judged).suspects:
+            c = settle(100.0 if s.before_index < 25 else 102.5, 100.0 if s.after_index < 25 else 102.5,
+                       0.01, plan_pairs(s.relative_change, s.noise), seed=night)
+            if c.verdict is Verdict.CONFIRMED:
+                confirmed = confirmed or (night - 1, s)
+            else:
+                judged.add((s.before_index, s.after_index))
+        if confirmed:
+            break
+    assert confirmed is not None
+    last, s = confirmed
+    assert s.before_index < 25 <= s.after_index and last - 25 <= 5
 
 
 def test_a_bimodal_benchmark_raises_suspicions_but_never_an_alert():

@@ -47,7 +47,7 @@ HISTORY = 30
 #: Good builds at the current level needed before the newest can be judged against it.
 MIN_LEVEL_POINTS = 3
 #: The newest builds are tested together as a new level: at most this many of them.
-NEWEST = 3
+NEWEST = 6
 #: A level of this many good builds is judged by its own robust spread alone (else by the
 #: larger of that and the series' noise).
 ROBUST_LEVEL_POINTS = 8
@@ -55,6 +55,10 @@ ROBUST_LEVEL_POINTS = 8
 #: not suspected from the fit: a slow drift spreads its change over many builds, and there is no
 #: one nightly to hunt (tuned with the drift streams of benchmarks/watch_alerts.py).
 MAX_WINDOW = 6
+#: A suspect must change by at least this share of the minimum change per build of its window:
+#: a change spread over many builds at a slower rate is a drift (there is no one nightly to
+#: hunt), where a step's window is narrow for its size (tuned like MAX_WINDOW).
+MIN_RATE = 0.3
 #: The newest level must lie this many standard errors beyond the level it follows to be
 #: suspected (tuned on benchmarks/watch_alerts.py's tuning seeds, docs/watch.md).
 SUSPECT_Z = 3.0
@@ -154,7 +158,7 @@ def _run_noise(logs: list[list[float]], point_noise: float, log_scale: bool, lev
 def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_change: float | None = None,
             since: int = 0, level_from: int = 0, judged: Collection[tuple[int, int]] = (),
             history: int = HISTORY, suspect_z: float = SUSPECT_Z, newest: int = NEWEST, beyond: int = BEYOND,
-            max_window: int = MAX_WINDOW) -> Arrival:
+            max_window: int = MAX_WINDOW, min_rate: float = MIN_RATE) -> Arrival:
     """Judge the newest builds of ``series``: is there a step whose new level holds through them?
 
     ``since``: the first build a new step may start at (the build after the first build of the
@@ -165,7 +169,7 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     window is. A quiet arrival decides nothing, so a step too small to see on its first night is
     suspected once its later builds make it plain. ``min_change``: steps smaller than this
     relative change are not suspected (default :data:`DEFAULT_MIN_CHANGE`). ``suspect_z``,
-    ``beyond``, ``newest``, ``max_window``: the constants of the same names.
+    ``beyond``, ``newest``, ``max_window``, ``min_rate``: the constants of the same names.
     """
     if min_change is None:
         min_change = DEFAULT_MIN_CHANGE
@@ -179,8 +183,12 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     level = det.level
     point_noise = det.relative_noise
     run_noise = _run_noise([logs[i] for i in good], point_noise, log_scale, level)
+    def steep(rel: float, before: int, after: int) -> bool:
+        return abs(math.log1p(rel)) >= min_rate * math.log1p(min_change) * (after - before) if rel > -1 else True
+
     fitted = [c for c in det.changes
               if start + c.after_index >= since and c.after_index - c.before_index <= max_window
+              and steep(c.relative_change, c.before_index, c.after_index)
               and (start + c.before_index, start + c.after_index) not in judged]
     if fitted:
         return Arrival(ArrivalStatus.SUSPECT, tuple(
@@ -211,7 +219,7 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     # the step may start at any build that passes: the window spans them all (a step at the
     # second newest build, its first night read at the old level, is inside it)
     for before in (passing[0].before_index, best.before_index):
-        if (before, best.after_index) not in judged:
+        if (before, best.after_index) not in judged and steep(best.relative_change, before, best.after_index):
             return Arrival(ArrivalStatus.SUSPECT, (replace(best, before_index=before),), point_noise, first)
     return Arrival(ArrivalStatus.QUIET, noise=point_noise, level_from=first)
 
