@@ -8,21 +8,24 @@ series alone. The steps, each a function here:
    history to judge (``SHORT``), no new measured build (``UNMEASURED``), or ``SUSPECT``: a step
    whose new level holds through the newest build, with the two builds to measure again. It
    suspects on two kinds of evidence: a step that the detector of ``hourly detect``
-   (:func:`hourly.analysis.detect.detect`) finds in the recent history with its new side in the
-   builds not yet decided, or the newest 1-3 builds lying, together, ``SUSPECT_Z`` standard errors
-   beyond the level they follow and beyond all but one of that level's builds. The bar is lower
-   than the detector's own for a lone last point (1.5 x its threshold), because nothing is said
-   before step 2.
+   (:func:`hourly.analysis.detect.detect`) finds in the last ``HISTORY`` builds with its new
+   side after the last confirmed step, or the newest 1-``NEWEST`` builds lying, together,
+   ``SUSPECT_Z`` standard errors beyond the level they follow (its robust spread) and beyond all
+   but ``BEYOND`` of that level's builds. The bar is lower than the detector's own for a lone
+   last point (1.5 x its threshold), because nothing is said before step 2. A change the history
+   cannot place within ``MAX_WINDOW`` builds, or spread over its window at under ``MIN_RATE`` of
+   the minimum change a build, is a drift, not a step: no one nightly to hunt. A pair already
+   measured again without a confirmation is not suspected again.
 2. :func:`plan_pairs` and :func:`confirm` -- the suspected step measured again: fresh runs of the
    build before it and of the build after it, interleaved (old, new, old, new, ...) and judged as
-   pairs, so that whatever slows the machine for a while slows both. Each pair's log ratio goes
-   into a one-sided Wilcoxon signed-rank test and its Hodges-Lehmann interval (exact, no normal
-   approximation). ``CONFIRMED``: the new build is worse (or better) in the suspected direction
-   at ``ALPHA`` and by at least the minimum change of interest; ``REJECTED``: the change, if any,
-   is below the minimum change at ``ALPHA``; ``MORE``: neither yet, measure more pairs (twice as
-   many, as Chromium Pinpoint adds runs to an UNKNOWN comparison); ``UNDECIDED``: the cap is
-   reached and neither holds (say so; no alert, no all-clear). The first sample is planned by
-   the suspected step's size in noise units, as Pinpoint plans by the effect in IQRs.
+   pairs, so that whatever slows the machine for a while slows both. The pairs' log ratios go
+   into a Wilcoxon signed-rank test and its Hodges-Lehmann interval (exact, no normal
+   approximation), both directions, at ``ALPHA / LOOKS`` a look. ``CONFIRMED``: the builds
+   differ, and by at least the minimum change of interest; ``REJECTED``: any change is below the
+   minimum change; ``MORE``: neither yet, measure twice as many pairs (as Chromium Pinpoint adds
+   runs to an UNKNOWN comparison); ``UNDECIDED``: the cap is reached and neither holds (say so:
+   no alert, no all-clear). The first sample is planned by the suspected step's size in noise
+   units, as Pinpoint plans by the effect in IQRs.
 3. :func:`group` -- the confirmed steps of one arrival (several metrics) become one alert when one
    change can explain them all: their windows share a build.
 4. :func:`recovery` -- a later confirmed step that brings the level back within the minimum change
