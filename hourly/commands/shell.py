@@ -44,7 +44,7 @@ def shell(
     with open_state(s, store, state, notes) as opened:
         for line in opened_lines(opened, one_command=bool(cmd)):
             notes.note(line)
-        rc = run_in(opened, list(cmd) if cmd else shell_argv(opened))
+        rc = run_in(opened, list(cmd) if cmd else shell_argv(opened, handler=notes))
     notes.note("trees restored: " + ", ".join(f"{n} at {ref}" for n, ref in opened.restore_to.items()))
     if rc:
         raise typer.Exit(rc)

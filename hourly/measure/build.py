@@ -219,6 +219,11 @@ class Workspace:
                 out.append(str(k.relative_to(root)))
         return out
 
+    def untracked(self, repo: GitRepo) -> list[str]:
+        """The untracked files of ``repo``'s tree that are not ignored and not hourly's own places
+        (what taking the tree refuses without ``--force``), relative to it."""
+        return repo.untracked_files(self._kept(repo))
+
     def clean(self) -> None:
         """Every state is built from its own commit alone: remove what earlier builds (and anyone)
         left untracked or ignored in the trees (``git clean -ffdx``), but the kept places. The
