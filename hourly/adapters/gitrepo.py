@@ -326,7 +326,7 @@ class GitRepo:
             if index is not None:
                 self.git("read-tree", index)  # the index as it was; the files are where git left them
             made = self._stash_top()
-            kept = f"; the stash git made meanwhile is kept ({made[:12]}, `git stash list`)" if made != before else ""
+            kept = f"; the stash git made meanwhile is kept ({made[:12]}, `git stash list`)" if made and made != before else ""
             lock = self.git_dir / "index.lock"
             why, fix = _first_error(e.tail), "commit or stash them yourself, then run again"
             if lock.exists():  # git says nothing then
