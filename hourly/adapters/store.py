@@ -48,6 +48,8 @@ SCHEMA_VERSION = 6
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
+#: the settings row of every measurement key's identity (:meth:`Store.note_measure_key`)
+MEASURE_KEYS = "measure_keys"
 
 
 def log_dir(workdir: str | Path, kind: str | None = None) -> Path:
@@ -384,10 +386,39 @@ class Store:
         r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
         return r[0] if r else None
 
-    def bisection_results(self) -> list[dict[str, Any]]:
-        """Every finished bisection's answer, oldest first (for reports)."""
-        rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
-        return [json.loads(r[0]) for r in rows if r[0]]
+    def bisection_results(self, bench_key: str | None = None) -> list[dict[str, Any]]:
+        """Every finished bisection's answer, oldest first (for reports); of those measured under
+        ``bench_key`` alone when given (another key is another build or benchmark: its answer is
+        not this one's)."""
+        return [a for key, a in self.bisection_answers() if bench_key is None or key == bench_key]
+
+    def bisection_answers(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every finished bisection's answer with the measurement key it was measured under
+        (``Settings.bench_key``: the benchmark and the build), oldest first."""
+        rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
+        return [(r[0], json.loads(r[1])) for r in rows if r[1]]
+
+    def newest_bisection_key(self) -> str | None:
+        """The measurement key of the bisection last started or updated (None: no bisection)."""
+        r = self.conn.execute("SELECT bench_key FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
+    # -- what each measurement key was made of --------------------------------------------------
+    def note_measure_key(self, key: str, identity: dict[str, Any]) -> None:
+        """Remember what the measurement key ``key`` is made of (its public identity: the benchmark
+        and the build, secrets redacted), so that an answer measured under it can be labelled with
+        its build once another build is the current one (one transaction: runs may note at once)."""
+        with self.transaction() as c:
+            row = c.execute("SELECT value FROM settings WHERE name=?", (MEASURE_KEYS,)).fetchone()
+            known = json.loads(row[0]) if row else {}
+            if known.get(key) == identity:
+                return
+            known[key] = identity
+            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (MEASURE_KEYS, json.dumps(known)))
+
+    def measure_keys(self) -> dict[str, dict[str, Any]]:
+        """{measurement key: its public identity} for every key noted (:meth:`note_measure_key`)."""
+        return self.load_settings(MEASURE_KEYS) or {}
 
     # -- nightly (schema 3) --------------------------------------------------------------------
     def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:

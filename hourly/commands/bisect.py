@@ -77,8 +77,9 @@ def bisect(
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)
-    from hourly.scan.identity import check_store
+    from hourly.scan.identity import check_store, note_key
     check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
+    note_key(store, s)  # what this bisection's key is made of: its answers are labelled by it in reports
     if good is not None and not store.load_settings("scan"):
         # no scan made this workdir: keep the bisection's settings, so `hourly explain` / `report`
         # on it need not be given --jax-repo, --only, --bench-cmd ... again

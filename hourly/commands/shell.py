@@ -14,7 +14,7 @@ from .common import BUILD, REPOSITORIES, STORE, ConfigOpt, Opt, err_console, wit
 @with_options(REPOSITORIES, BUILD, STORE)
 def shell(
     state: str = typer.Argument(..., help='A time ("Aug 24 2023 13:00"), xla@A,jax@B (that pair), xla@A or jax@B (the '
-                                "state once it landed), good / bad (good:N, bad:N: of the N-th stored bisection answer, "
+                                "state once it landed), good / bad (good:N, bad:N: of the N-th stored bisection answer under the scan's build, "
                                 "else of the stored scan's window), probe (the one a manual bisection waits at) or probe:N."),
     cmd: Optional[List[str]] = typer.Argument(None, help="After --: one command to run there instead of a shell; "
                                               "hourly exits with its status."),
