@@ -53,7 +53,7 @@ def releases(
                     fix="--show prints the stored results, --dry-run the plan of a run: pass one of them")
     wd = workdir_setting(workdir, config)
     if show:
-        report = R.stored_releases(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
+        report = R.stored_releases(Store(wd, create=False, read_only=True, made_by="hourly releases --from ... --to ..."))
     else:
         if not from_ or not to:
             raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")

@@ -17,7 +17,7 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
     from hourly.errors import path_fault
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
-    store = Store(workdir_setting(workdir, config), create=False)
+    store = Store(workdir_setting(workdir, config), create=False, read_only=True)  # it only reads
     folder = Path(out).absolute() if out else store.workdir / "report"
     try:
         if store.load_settings("hunt-rows") is not None and not store.points("hourly"):

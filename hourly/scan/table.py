@@ -178,7 +178,7 @@ def require_measured(report: ScanReport, s: Settings) -> None:
         raise UserError(f"nothing was measured: every build failed ({pts[0].detail})",
                         "check --build-cmd in that log, or move the window")
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
-    store = Store(s.workdir, create=False)
+    store = Store(s.workdir, create=False, read_only=True)
     try:
         m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
     finally:
