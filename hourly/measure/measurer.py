@@ -49,7 +49,7 @@ def build_spec(s: Settings) -> BuildSpec:
 
 
 def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
-    return make_pin(s.only, s.python, jax, s.jax_ref)
+    return make_pin(s.only, s.python, jax, s.jax_ref, gate=s.jaxlib_gate)
 
 
 

@@ -12,6 +12,7 @@ from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.measure import machine as environment
+from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
 from hourly.plurals import plural
@@ -330,9 +331,12 @@ def build_label(ident: dict | None, current: dict | None, key: str) -> str:
         parts.append(f"Python ABI {esc.code(ob.get('python_abi') or '?')}")
     if ob.get("cherry_pick") != cb.get("cherry_pick"):
         parts.append("cherry-picks " + (", ".join(esc.code(c) for c in ob.get("cherry_pick") or []) or "none"))
-    if current is not None and ident.get("bench") != current.get("bench"):
-        bench = ident.get("bench") or {}
-        parts.append(f"benchmark {esc.code(shlex.join(bench.get('cmd') or []))}")
+    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
+    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
+    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
+        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
+    if current is not None and ob_ != cb_:
+        parts.append(f"benchmark {esc.code(shlex.join(ob_.get('cmd') or []))}")
     return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
 
 
@@ -413,7 +417,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _gaps_section(points, s)
-    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers)
+    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers,
+                          pinned_line(store.load_settings("pinned")))
     md += _crash_section(points, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(store, split))
@@ -426,9 +431,11 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
-                    checks: dict | None = None, answers: list[dict] | None = None) -> list[str]:
+                    checks: dict | None = None, answers: list[dict] | None = None,
+                    pinned: str | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
-    step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks)."""
+    step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
+    what a one-repository hunt held, hourly.measure.pinned.pinned_line)."""
     checks = checks or {}
     md = []
     if points:
@@ -439,6 +446,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         md.append("JAX and XLA paired by pin (each JAX commit with the XLA commit its pin names; `--pairing pin`)."
                   if getattr(s, "pairing", "time") == "pin" else
                   "JAX and XLA paired by time (the commits that stood at each instant; `--pairing time`).")
+        if pinned:
+            md += ["", esc.text(pinned) + "."]
     md.append("")
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"

@@ -262,8 +262,8 @@ def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
 def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:
     """The first pair that gets measured (not a build failure) decides whether the benchmark works at
     all: (checked now, the error that stops the scan when it never worked)."""
-    if checked or got.status == Status.BUILD_FAILED.value:
-        return checked, None
+    if checked or got.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+        return checked, None  # nothing ran: says nothing of the benchmark
     return True, never_worked(got, s, first=True) if got.status != Status.OK.value else None
 
 
