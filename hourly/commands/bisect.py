@@ -104,12 +104,13 @@ def bisect(
     if json_out:
         print(json.dumps({"regressions": answers}, indent=1))
     elif log:
+        from hourly.render.console import escape_controls
         answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):
             if len(answers) > 1:
                 print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
                       " — replay one block at a time")
-            print(bisect_log(a)[1], end="")
+            print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
     else:
         print_answers(console, answers)
         if explain:

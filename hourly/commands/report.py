@@ -30,9 +30,12 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
         if e.filename and not _inside(e.filename, folder):
             raise  # not the report's own files: unexpected
         raise path_fault(e, "the report folder", folder, "--out") from e
-    print(f"report: {files.markdown}")
+    from hourly.render.console import print_text
+
+    from .common import console
+    print_text(console, f"report: {files.markdown}")
     if files.plot:
-        print(f"plot:   {files.plot}")
+        print_text(console, f"plot:   {files.plot}")
 
 
 def _inside(path: str | bytes, folder: Path) -> bool:
