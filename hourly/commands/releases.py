@@ -72,12 +72,11 @@ def releases(
             _print_plan(s, json_out)
             return
         s.validate()
-        store = Store(wd)
-        if json_out:
-            report = run_releases(s, store)
+        if json_out:  # the workdir is made once the window is planned: bad input makes nothing
+            report = run_releases(s, wd)
         else:
             with ProgressLines(err_console, "releases", lambda v: f"installing + measuring jax {v}") as handler:
-                report = run_releases(s, store, handler)
+                report = run_releases(s, wd, handler)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:

@@ -31,6 +31,8 @@ def shell(
         s = stored_settings(store, config, tz=tz, **flags)
     else:
         s = effective(dict(flags, tz=tz), config)[0]
+        from hourly.shell.run import check_state
+        check_state(s, state)  # a state refused leaves no new workdir behind
         store = Store(workdir)
     from hourly.events import Handler
     from hourly.render.shell import opened_lines

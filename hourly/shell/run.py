@@ -55,6 +55,17 @@ def shells_dir(store: Store) -> Path:
     return store.workdir / "shells"
 
 
+def check_state(s: Settings, text: str) -> None:
+    """What ``hourly shell`` into a new workdir checks before the workdir is made: the repositories,
+    refs, wheel folder and the state ``text`` names (read from the repositories alone; a state
+    named from a store — good, bad, probe — has none to read)."""
+    if not s.bench_cmd:
+        from hourly.bisect.manual import NO_BENCH
+        s = replace(s, bench_cmd=NO_BENCH)
+    probe = Bisector(s, None, Mode.EXIT)  # type: ignore[arg-type]  # reads the repositories; never entered
+    resolve(text, probe, None, s)
+
+
 @contextmanager
 def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) -> Iterator[Opened]:
     """Build or reuse the state ``text`` names, install it into its own environment, and hold the
