@@ -21,6 +21,7 @@ from hourly.measure.build import (
     BuildSpec,
     BuildStatus,
     Workspace,
+    check_wheel_dir,
     is_jax_package,
 )
 from hourly.measure.pinned import Pin, check_jax_seen, gate_for, host_overlay, make_pin, run_env
@@ -45,6 +46,7 @@ def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
 
 def build_spec(s: Settings) -> BuildSpec:
     """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    check_wheel_dir(s.resolved_wheel_dir())
     two = s.only is None  # jaxlib and the jax package priced and cached apart (hourly.measure.native_inputs)
     return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
                      s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd(),
@@ -55,7 +57,7 @@ def build_spec(s: Settings) -> BuildSpec:
 
 
 def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
-    return make_pin(s.only, s.python, jax, s.jax_ref, run_env(s))
+    return make_pin(s.only, s.python, jax, s.jax_ref, run_env(s), gate=s.jaxlib_gate)
 
 
 
