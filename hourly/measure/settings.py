@@ -205,9 +205,15 @@ class Settings:
             return [PIP_WHEEL]
         return self.build_argv()
 
+    def run_python(self) -> str:
+        """The Python the states are installed into and the benchmark runs with: ``--python``, or
+        with ``--only jax`` the workdir's overlay over it (:func:`hourly.measure.pinned.run_python`)."""
+        from hourly.measure.pinned import run_python
+        return run_python(self)
+
     def bench_spec(self) -> BenchSpec:
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
-                         self.bench_timeout, self.python, expect_metric=self.mode != "exit")
+                         self.bench_timeout, self.run_python(), expect_metric=self.mode != "exit")
 
     def bench_identity(self) -> dict[str, Any]:
         """What the benchmark is: command, directory, environment, regex, Python (and the mode of an
@@ -230,10 +236,14 @@ class Settings:
     def build_identity(self) -> dict[str, Any]:
         """How the states are built, as the wheel cache sees it (build command, the build's
         environment, the Python ABI, cherry-picks; the jax package's own build in a
-        two-repository hunt). Reads hourly's environment and asks ``--python`` its ABI."""
+        two-repository hunt; with ``--only jax`` the kept jaxlib, libtpu and plugins, each version
+        and location). Reads hourly's environment and asks ``--python`` its ABI."""
         ident = build_identity(self.build_identity_cmd(), self.env_dict(), self.python, self.cherry_pick)
         if self.only is None:
             ident["jax_package"] = self.jax_package_identity()
+        if self.only == "jax":  # what the states run on: jaxlib, libtpu, the plugins, and where each lies
+            from hourly.measure.pinned import fingerprint
+            ident["pinned"] = fingerprint(self)
         return ident
 
     def bench_key(self) -> str:

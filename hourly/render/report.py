@@ -413,7 +413,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     answers = split.current
     plot_path = plot(points, steps, out_dir / "plot.png", metric, answers) if points else None
     repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _gaps_section(points, s)

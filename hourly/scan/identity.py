@@ -189,7 +189,22 @@ def _differs(old: dict, new: dict) -> str | None:
         parts.append(f"Python ABI ({ob.get('python_abi')} → {nb.get('python_abi')})")
     if ob.get("cherry_pick") != nb.get("cherry_pick"):
         parts.append("cherry-picks")
+    op, np_ = ob.get("pinned") or {}, nb.get("pinned") or {}
+    moved = sorted(k for k in set(op) | set(np_) if _plain(op.get(k)) != _plain(np_.get(k)))
+    if moved:  # --only jax: the kept jaxlib, libtpu, plugins ([version, location] each)
+        said = sorted((_moved(k, op.get(k), np_.get(k)) for k in moved), key=lambda s: " at " in s)
+        parts.append("installed " + ", ".join(said[:4]) + (" …" if len(said) > 4 else ""))
     return ", ".join(parts) or None
+
+
+def _moved(name: str, old: Any, new: Any) -> str:
+    """A kept package that differs, in words: its versions, else its folders."""
+    def parts(entry: Any) -> tuple[str, str]:
+        if isinstance(entry, (list, tuple)) and len(entry) == 2:
+            return str(entry[0]), str(entry[1])
+        return ("none", "") if not entry else (str(entry), "")
+    (v0, at0), (v1, at1) = parts(old), parts(new)
+    return f"{name} {v0} → {v1}" if v0 != v1 else f"{name} at {at0} → {at1}"
 
 
 def _when(ts: float) -> str:

@@ -197,7 +197,7 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     record_investigation(store, s, t0.timestamp(), t1.timestamp())
     store.save_settings("scan", s.as_dict())
     store.save_settings("pinned", pin.as_json() if pin else {})
-    store.save_settings("environment", environment.capture(s.python, s.env_dict()))
+    store.save_settings("environment", environment.capture(s.python, s.env_dict(), s.only))
     store.save_points(LEVEL, [(p.label, p.pair.xla, p.pair.jax) for p in points])
     notes = pairing_notes(s, xla, jax, pairs)
     store.save_settings("pairing", notes)
