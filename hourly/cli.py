@@ -210,7 +210,8 @@ def _unexpected(e: BaseException) -> int:
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from hourly.render.console import escape_controls  # a subject or path in an error: read, never acted on
+    print(escape_controls(text), file=sys.stderr, flush=True)
 
 
 def _crash_log(e: BaseException) -> str:
