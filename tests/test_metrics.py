@@ -6,6 +6,7 @@ processes, real git repositories (the demo's), real SQLite."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 import sys
@@ -441,7 +442,7 @@ def test_the_release_level_runs_and_records_every_named_metric(tmp_path, capsys)
     assert ok and all((p["runs"], p["run_samples"]) == (2, 8) for p in ok)
     crashed = {p["version"]: p["status"] for p in step["points"]}
     assert crashed["0.2.2"] == "crashed"  # the crash at import holds for every metric
-    assert got["moved"].startswith("dispatch_us +50.")
+    assert re.match(r"dispatch_us \+(49|50)\.\d%, step_ms ", got["moved"]), got["moved"]
 
 
 def test_a_slurm_job_records_every_named_metrics_row(capsys, cluster, made, venv_python, tmp_path):  # noqa: F811
