@@ -325,6 +325,7 @@ def test_the_daily_level_finds_each_metrics_steps_and_hands_over_the_regression(
     assert [m.name for m in report.metrics] == ["lower_ms", "step_ms"]
     assert report.boundary is not None and (report.boundary.good.date, report.boundary.bad.date) == \
         ("2023-08-07", "2023-08-08")
+    assert report.next_commands()[1].endswith("--metrics all")  # the hour-by-hour scan records them too
     got = report.as_json()
     assert got["moved"].startswith("lower_ms +30.0%, step_ms unchanged (within ±")
     assert got["metrics"]["step_ms"]["verdict"] == "unchanged"

@@ -274,6 +274,10 @@ def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     scan = ["hourly", "scan", "--from", b.good.date, "--to", b.bad.date, "--bench-cmd", s.bench_cmd]
     if s.metric_regex != DEFAULT_METRIC_REGEX:
         scan += ["--metric-regex", s.metric_regex]
+    for flag, given, default in (("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
+                                 ("--warmup-samples", s.warmup_samples, 0)):
+        if given != default:  # the scan reads each run's output as the daily level did
+            scan += [flag, str(given)]
     return [shlex.join(container), shlex.join(scan)]
 
 
