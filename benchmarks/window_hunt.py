@@ -57,12 +57,11 @@ from hourly.analysis.bisection import (
     Verdict,
     bounds,
     candidate_states,
-    classify,
     next_probe,
-    separation,
     step_commits,
-    worse,
 )
+from hourly.analysis.judges.metric import MetricJudge
+from hourly.analysis.samples import separation
 from hourly.analysis.detect import ChangeKind, detect
 
 DAY, HOUR = 86400, 3600
@@ -114,7 +113,7 @@ def hourly_bisect(bench: Bench, states: list[State], max_repeats: int, repeats: 
         if sep >= SEPARATION_MIN or want >= max_repeats:
             break
         want = min(2 * want, max_repeats)
-    if sep < SEPARATION_MIN or not worse(good, bad, True):
+    if sep < SEPARATION_MIN or not MetricJudge.worse(good, bad, True):
         return []
     pairs = [s.pair for s in states]
     search = StepSearch(len(states), lambda i, c: bench.measure(pairs[i], c), repeats=repeats,
@@ -149,14 +148,14 @@ def before_bisect(bench: Bench, states: list[State], max_repeats: int = 10, repe
             if sep >= SEPARATION_MIN or want >= max_repeats:
                 break
             want = min(2 * want, max_repeats)
-        if sep < SEPARATION_MIN or not worse(good, bad, True):
+        if sep < SEPARATION_MIN or not MetricJudge.worse(good, bad, True):
             return found
 
         def evaluate(pair, fresh=False):
             samples = [] if fresh else list(bench.store.get(pair, []))
             while True:
                 if samples:
-                    c = classify(samples, good, bad)
+                    c = MetricJudge.classify(samples, good, bad)
                     if c.verdict is not Verdict.UNSURE:
                         return c
                     if len(samples) >= max_repeats:

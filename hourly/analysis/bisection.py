@@ -1,4 +1,4 @@
-"""The pure parts of bisection: candidate states, probe choice, verdicts (no I/O).
+"""The pure parts of bisection: candidate states, probe choice, the window search (no I/O).
 
 *States.* Between a good instant and a bad one, every first-parent commit of either repository
 that lands inside the window makes a new state: xla and jax each at their last first-parent commit
@@ -16,19 +16,15 @@ states (build failed, unsure after all repeats) are left out and the search goes
 neighbours; when only untestable states separate the last good from the first bad, the answer is
 that range.
 
-*Verdicts.* Robust to slow runs: levels are medians (:func:`location`), the noise the pooled Shamos
-estimator (:func:`pooled_sigma`), the predictive heavy-tailed for few runs (:func:`tail_dof`).
-Metric mode: a sequential probability ratio test between the good and bad ends' samples (the JAX-Toolbox triage idea, made sequential as Pinpoint's adaptive
-attempts are), vetoed to UNSURE when the probe is inconsistent with the side it leans to (a z-test
-on its mean, and Pinpoint's Mann-Whitney U + Kolmogorov-Smirnov pair once there are enough
-samples). Exit mode: like ``git bisect run`` — 0 good, 125 skip, anything else bad; flaky
-(``--flaky``): Wald's test of a state's failure rate between the ends' (:func:`flaky_verdict`).
+*Verdicts* are the judges' (hourly.analysis.judges: metric, exit, flaky, printed, manual); the
+search here only takes them.
 
 *Every step of a window* (metric mode): :class:`StepSearch` keeps intervals whose ends lie at
-different levels and judges a probe (:func:`judge`) at the earlier end's level, at the later
-end's, or at least ``--min-change`` from both — then both halves are searched. It is driven by a
-``measure(state, count)`` callback, so the Bisector and ``benchmarks/window_hunt.py`` (simulated
-measurements) run the same decisions.
+different levels and asks the metric judge (:meth:`~hourly.analysis.judges.metric.MetricJudge.level`)
+whether a probe stands at the earlier end's level, at the later end's, or at least ``--min-change``
+from both — then both halves are searched. It is driven by a ``measure(state, count)`` callback,
+so the Bisector and ``benchmarks/window_hunt.py`` (simulated measurements) run the same decisions;
+its rounds of W states are planned by :class:`~hourly.analysis.rounds.RoundPlanner`.
 """
 
 from __future__ import annotations
@@ -36,27 +32,19 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from hourly.analysis.judges.base import Verdict
+from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, MetricJudge, resolvable_change
+from hourly.analysis.samples import Samples, location, pooled_sigma
 from hourly.analysis.timeline import Resolver
-from hourly.model import BISECT_MIN_CHANGE, REPOS, Blame, Named, Pair
-from hourly.plurals import plural
+from hourly.model import BISECT_MIN_CHANGE, REPOS, Blame, Pair
 
-#: samples of one state, as a list or an array
-Samples = Union[Sequence[float], np.ndarray]
-
-
-class Verdict(Named):
-    GOOD = "good"
-    BAD = "bad"
-    UNSURE = "unsure"  # more samples may decide
-    SKIP = "skip"      # untestable: build failed, benchmark could not say, or unsure after all repeats
-
+__all__ = ["Verdict", "Level", "Judgement"]  # the verdict words, as the searches take them
 
 # -- states -----------------------------------------------------------------------------------
 
@@ -303,236 +291,6 @@ def plan_probes(n: int, verdicts: dict[int, Verdict], k: int, costs: dict[int, f
     return [b.lo + x for x in split_points(b.hi - b.lo + 1, k, skip, local)]
 
 
-# -- verdicts ---------------------------------------------------------------------------------
-
-#: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
-#: (benchmarks: 0.01 pins 99.3 %, 0.002 pins 99.7 % of 8 % steps in 3 % noise, for ~1 more sample).
-ALPHA = 0.002
-BETA = 0.002
-#: A probe whose mean is this many standard errors from the side it leans to fits neither end.
-Z_VETO = 4.0
-#: Pinpoint's pair of tests vetoes once the probe has this many samples.
-NONPARAMETRIC_MIN = 8
-
-
-@dataclass(frozen=True)
-class Classification:
-    verdict: Verdict
-    llr: float            # log likelihood ratio, bad vs good (positive: looks bad)
-    reason: str
-    between: bool = False  # significantly between the ends: a second step lies after this state
-
-
-#: σ of one sample from the pooled Shamos estimator: the median of every within-state pairwise
-#: |difference| over √2·Φ⁻¹(¾) (consistent at every group size; a quarter of wild runs moves it little)
-SHAMOS = 1.0 / (math.sqrt(2.0) * 0.6744897501960817)
-#: Standard error of the median of n ≥ 3 samples, in σ/√n (Gaussian noise: √(π/2)); 1 for n ≤ 2,
-#: where it is the mean.
-MEDIAN_SE = math.sqrt(math.pi / 2.0)
-#: The predictive of a location of n runs is a Student-t with at most TAIL_DOF·n degrees of freedom:
-#: one run's tail is heavy (a slow run, a busy machine), a location of many runs' nearly Gaussian.
-#: So a single wild run cannot give the odds of many runs.
-TAIL_DOF = 3
-
-
-def location(x: Samples) -> float:
-    """A state's level from its samples: the median, which half of the runs less one can be slow
-    without carrying it away (a mean follows every slow run); the mean for one or two samples."""
-    return float(np.median(np.asarray(x, dtype=float)))
-
-
-def location_se(n: int) -> float:
-    """The standard error of :func:`location` of ``n`` samples, in units of one sample's σ."""
-    return (1.0 if n <= 2 else MEDIAN_SE) / math.sqrt(max(n, 1))
-
-
-def tail_dof(dof: int, n: int) -> int:
-    """Degrees of freedom of the predictive of a location of ``n`` runs on a noise estimate with
-    ``dof``: at most ``TAIL_DOF·n`` (heavy-tailed for a single run), and ``TAIL_DOF·n`` on a prior."""
-    cap = TAIL_DOF * max(n, 1)
-    return cap if dof <= 0 else min(dof, cap)
-
-
-def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
-    order = np.argsort(values)
-    v, w = values[order], weights[order]
-    c = np.cumsum(w)
-    return float(v[np.searchsorted(c, c[-1] / 2.0)])
-
-
-def pooled_sigma(groups: Iterable[Samples]) -> tuple[float | None, int]:
-    """One sample's σ pooled over the groups (None without any repeated group) and its degrees of
-    freedom, robustly: the pooled Shamos estimator (:data:`SHAMOS` × the median of every
-    within-group pairwise |difference|, each group weighing as its n−1 degrees of freedom). A few
-    slow runs do not inflate it, as they inflate a standard deviation."""
-    diffs, weights, dof = [], [], 0
-    for group in groups:
-        g = np.asarray(group, dtype=float)
-        if len(g) >= 2:
-            i, j = np.triu_indices(len(g), 1)
-            diffs.append(np.abs(g[i] - g[j]))
-            weights.append(np.full(len(i), 2.0 / len(g)))
-            dof += len(g) - 1
-    if not dof:
-        return None, 0
-    return SHAMOS * _weighted_median(np.concatenate(diffs), np.concatenate(weights)), dof
-
-
-def noise(good: Samples, bad: Samples,
-          probe: Samples = ()) -> float:
-    """The σ of one sample: pooled over the groups (robustly), floored, or a prior."""
-    level = float(np.median(np.abs(np.concatenate([np.asarray(good, float), np.asarray(bad, float)]))))
-    s, _ = pooled_sigma([good, bad, probe])
-    floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
-    return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor)
-
-
-def veto_threshold(dof: int) -> float:
-    """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin."""
-    if dof <= 0:
-        return float("inf")
-    return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
-
-
-def _se(sigma: float, x: Samples) -> float:
-    """The standard error of ``x``'s location: on the pooled σ, or on ``x``'s own scatter when that
-    is wider (a state whose runs are wild is not judged on the calm states' noise)."""
-    own = pooled_sigma([x])[0] if len(x) >= 3 else None
-    return max(sigma, own or 0.0) * location_se(len(x))
-
-
-def _se2(sigma: float, x: Samples, y: Samples) -> float:
-    """The standard error of the difference of ``x``'s and ``y``'s locations."""
-    return math.hypot(_se(sigma, x), _se(sigma, y))
-
-
-def separation(good: Sequence[float], bad: Sequence[float]) -> float:
-    """How many standard errors apart the two ends' locations (:func:`location`) are."""
-    s = noise(good, bad)
-    return abs(location(bad) - location(good)) / _se2(s, good, bad)
-
-
-def worse(good: Sequence[float], bad: Sequence[float], higher_is_better: bool) -> bool:
-    """Whether the bad end is really worse than the good end in the metric's direction."""
-    d = location(bad) - location(good)
-    return d < 0 if higher_is_better else d > 0
-
-
-def classify(probe: Sequence[float], good: Sequence[float], bad: Sequence[float]) -> Classification:
-    """GOOD, BAD or UNSURE for a probe's samples, against the good and bad ends' samples.
-
-    Direction does not matter here: the ends define which level is which. A probe that fits
-    neither end is placed by where it lies: beyond the bad end is BAD, beyond the good end GOOD,
-    and between the two BAD with ``between`` set (worse than good, so a regression came before
-    it; not yet as bad as the bad end, so another one comes after).
-    """
-    if not probe:
-        return Classification(Verdict.UNSURE, 0.0, "no samples")
-    p = np.asarray(probe, float)
-    g, b = np.asarray(good, float), np.asarray(bad, float)
-    sigma = noise(g, b, p)
-    mg, mb, mp = location(g), location(b), location(p)
-    dof = pooled_sigma([g, b, p])[1]
-    # The probe's location (the median) stands for its level; under each end it is distributed
-    # around that end's location with the uncertainty of both (Student-t: its tails carry the
-    # uncertainty of a noise estimate from few samples, and a single run's heavy tail). Comparing
-    # locations, not summing per-sample ratios, keeps an end's own error from counting once per
-    # probe sample; medians and a Shamos scale keep a few slow runs from deciding.
-    sg, sb = _se2(sigma, p, g), _se2(sigma, p, b)
-    nu = tail_dof(dof, len(p))
-    llr = float(stats.t.logpdf(mp, nu, mb, sb) - stats.t.logpdf(mp, nu, mg, sg))
-    zg, zb = abs(mp - mg) / sg, abs(mp - mb) / sb
-    veto = veto_threshold(dof)
-    if zg > veto and zb > veto:
-        t = (mp - mg) / (mb - mg) if mb != mg else 0.5
-        if t < 0:
-            return Classification(Verdict.GOOD, llr, f"beyond the good end ({zg:.1f} standard errors)")
-        if t > 1:
-            return Classification(Verdict.BAD, llr, f"beyond the bad end ({zb:.1f} standard errors)")
-        return Classification(Verdict.BAD, llr, f"between the ends ({t * 100:.0f}% of the way to bad): "
-                              "a second step comes later", between=True)
-    upper, lower = math.log((1 - BETA) / ALPHA), math.log(BETA / (1 - ALPHA))
-    if llr >= upper:
-        verdict, z, ref = Verdict.BAD, zb, b
-    elif llr <= lower:
-        verdict, z, ref = Verdict.GOOD, zg, g
-    else:
-        return Classification(Verdict.UNSURE, llr, f"between the ends after {plural(len(p), 'sample')} (odds {odds(llr)})")
-    if z > veto:
-        return Classification(Verdict.UNSURE, llr,
-                              f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end")
-    if len(p) >= NONPARAMETRIC_MIN and len(ref) >= 3:
-        mw = stats.mannwhitneyu(p, ref, alternative="two-sided").pvalue
-        ks = stats.ks_2samp(p, ref).pvalue
-        if mw < ALPHA and ks < ALPHA:
-            return Classification(Verdict.UNSURE, llr,
-                                  f"leans {verdict.value} but differs from that end (Mann-Whitney p={mw:.3g}, KS p={ks:.3g})")
-    return Classification(verdict, llr, f"{verdict.value} (odds {odds(llr)}, {plural(len(p), 'sample')})")
-
-
-def _lognorm(x: np.ndarray, mean: float, var: float) -> np.ndarray:
-    return -0.5 * (np.log(2 * math.pi * var) + (x - mean) ** 2 / var)
-
-
-def exit_verdict(returncodes: Sequence[int | None], timed_out: bool = False) -> Verdict:
-    """``git bisect run``'s rule over one or more runs: any failing run is bad, 125 skips, 0 is good.
-
-    A run that timed out (``None``) counts as bad: a hang is a failure of the program.
-    """
-    if not returncodes:
-        return Verdict.SKIP
-    if any(rc is None for rc in returncodes) or timed_out:
-        return Verdict.BAD
-    if any(rc not in (0, 125) for rc in returncodes):
-        return Verdict.BAD
-    if any(rc == 125 for rc in returncodes):
-        return Verdict.SKIP
-    return Verdict.GOOD
-
-
-#: Flaky crashes (``--flaky``): Wald's error rates of each verdict on a state's failure rate, the
-#: rate a clean good end is taken to have at most, and the highest a bad end is taken to have.
-FLAKY_ALPHA = 0.01
-FLAKY_FLOOR = 0.02
-FLAKY_CEIL = 0.98
-
-
-def failures(returncodes: Sequence[int | None]) -> tuple[int, int]:
-    """(failed runs, runs that count) by ``git bisect run``'s rule: 125 does not count, a time-out
-    (None) and any other non-zero code fail."""
-    counted = [rc for rc in returncodes if rc != 125]
-    return sum(rc != 0 for rc in counted), len(counted)
-
-
-def failure_rates(good: Sequence[int | None], bad: Sequence[int | None]) -> tuple[float, float]:
-    """The two failure rates a flaky state is tested between: the good end's (at least FLAKY_FLOOR)
-    and the bad end's (at most FLAKY_CEIL, at least twice the good end's)."""
-    kg, ng = failures(good)
-    kb, nb = failures(bad)
-    p0 = max(kg / ng if ng else 0.0, FLAKY_FLOOR)
-    p1 = min(max(kb / nb if nb else 1.0, 2 * p0), FLAKY_CEIL)
-    return p0, p1
-
-
-def flaky_verdict(returncodes: Sequence[int | None], p_good: float, p_bad: float,
-                  alpha: float = FLAKY_ALPHA) -> Classification:
-    """GOOD, BAD or UNSURE for a state whose runs fail now and then: Wald's sequential test of its
-    failure rate, ``p_good`` (the good end's) against ``p_bad`` (the bad end's). Each failure adds
-    log(p_bad/p_good), each clean run log((1-p_bad)/(1-p_good)); a state crashing in 30 % of runs
-    is bad against one that never crashes after a few runs, and one clean run decides nothing."""
-    k, n = failures(returncodes)
-    if not n:
-        return Classification(Verdict.SKIP, 0.0, "every run exited 125")
-    llr = k * math.log(p_bad / p_good) + (n - k) * math.log((1 - p_bad) / (1 - p_good))
-    upper, lower = math.log((1 - alpha) / alpha), math.log(alpha / (1 - alpha))
-    what = f"{k} of {n} runs failed ({k / n:.0%}; ends {p_good:.0%} and {p_bad:.0%})"
-    if llr >= upper:
-        return Classification(Verdict.BAD, llr, f"bad: {what}, odds {odds(llr)}")
-    if llr <= lower:
-        return Classification(Verdict.GOOD, llr, f"good: {what}, odds {odds(llr)}")
-    return Classification(Verdict.UNSURE, llr, f"unsure: {what}")
-
-
 def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]]:
     """(last good index, first bad index) for every good→bad transition; skips and None are passed over."""
     out, last_good, seen_bad = [], None, False
@@ -560,128 +318,6 @@ def exit_transitions(verdicts: Sequence[Verdict | None]) -> list[tuple[int, int]
 
 #: The smallest step worth pinning, relative to the level (``hourly bisect --min-change``).
 DEFAULT_MIN_CHANGE = BISECT_MIN_CHANGE
-#: When repeats run out, a probe still takes the verdict it leans to by at least this log-likelihood
-#: ratio (20:1); otherwise it is untestable.
-FALLBACK_LLR = math.log(20.0)
-
-
-def odds(llr: float) -> str:
-    """A log-likelihood ratio as the odds it stands for, for people: ``20:1`` for the likelier
-    level against the other."""
-    x = math.exp(min(abs(llr), 50.0))
-    return f"{x:,.0f}:1" if x < 1e6 else "over 1,000,000:1"
-#: The test's "another step" hypothesis starts at this fraction of --min-change: a step of exactly
-#: --min-change then lies well inside it and is found with the test's full power, not at a coin toss.
-INDIFFERENCE = 0.75
-#: Error rate of each of the search's verdicts (Wald's bound log(1/STEP_ALPHA)): a window takes
-#: ~25 of them and one wrong verdict can hide a step, so they are held stricter than ALPHA.
-STEP_ALPHA = 0.0005
-
-
-#: Samples a probe needs before it is judged a level of its own (a step on each side).
-NEITHER_MIN = 3
-
-
-class Level(Named):
-    """Where a probe stands inside an interval whose ends differ."""
-    LOW = "low"          # at the level of the interval's earlier end: the step is after it
-    HIGH = "high"        # at the level of the later end: the step is before it
-    NEITHER = "neither"  # at least min-change from both: a step on each side
-    UNSURE = "unsure"    # more samples may decide
-    SKIP = "skip"        # untestable: failed, or unsure after all repeats
-
-
-@dataclass(frozen=True)
-class Judgement:
-    level: Level
-    reason: str
-    margin: float = 0.0  # log-likelihood of the chosen level over the best other
-
-
-def resolvable_change(sigma: float, max_repeats: int) -> float:
-    """The smallest difference two states of ``max_repeats`` samples each can tell from none.
-
-    At ``d`` apart the test's log-likelihood ratio grows to ``d²·R / (4σ²)``; it must reach
-    ``log((1-β)/α)``. Steps smaller than this are not searched for: more repeats could not
-    decide them, and a verdict by coin toss would name wrong culprits.
-    """
-    return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
-
-
-def _logpdf(x: float, loc: float, scale: float, dof: int) -> float:
-    if dof > 0:
-        return float(stats.t.logpdf(x, dof, loc, scale))
-    return float(_lognorm(np.array([x]), loc, scale ** 2)[0])
-
-
-def judge(probe: Sequence[float], low: Sequence[float], high: Sequence[float], sigma: float, dof: int,
-          delta: float, final: bool = False) -> Judgement:
-    """LOW, HIGH or NEITHER for a probe's samples between the samples of an interval's two ends.
-
-    Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
-    level at least ``delta`` from both (a composite hypothesis, taken at its most likely point).
-    The probe's location (:func:`location`, the median) is compared under each with the
-    Student-t predictive of the difference of two locations on the pooled robust noise ``sigma``
-    (``dof`` degrees of freedom, capped by :func:`tail_dof`: a single run's tail is heavy).
-    One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
-    ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
-    Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
-    while an end taken wrongly only hides a step below --min-change.
-    """
-    if not probe:
-        return Judgement(Level.UNSURE, "no samples")
-    mp, np_ = location(probe), len(probe)
-    ma, mb = location(low), location(high)
-    sa, sb = _se2(sigma, probe, low), _se2(sigma, probe, high)
-    dof = tail_dof(dof, np_)
-    la, lb = _logpdf(mp, ma, sa, dof), _logpdf(mp, mb, sb, dof)
-    # the most likely level at least delta from both ends, and the scale of the end it borders
-    cands = [(mp, sa if abs(mp - ma) <= abs(mp - mb) else sb)]
-    cands += [(ma + s * delta, sa) for s in (-1, 1)] + [(mb + s * delta, sb) for s in (-1, 1)]
-    ok = [(abs(mp - mu), mu, sc) for mu, sc in cands
-          if abs(mu - ma) >= delta * (1 - 1e-9) and abs(mu - mb) >= delta * (1 - 1e-9)]
-    _, mu, sc = min(ok)
-    lo = _logpdf(mp, mu, sc, dof)
-    scores = {Level.LOW: la, Level.HIGH: lb, Level.NEITHER: lo}
-    best = max(scores, key=scores.__getitem__)
-    margin = scores[best] - max(v for k, v in scores.items() if k is not best)
-    span = abs(mb - ma)
-    where = f"{(mp - ma) / (mb - ma) * 100:.0f}% of the way" if span > 0 else "level"
-    # a level of its own needs NEITHER_MIN samples: one or two runs far from both ends are as
-    # likely a slow first run or a busy machine as a step (their median is no better than they)
-    if best is Level.NEITHER and np_ < NEITHER_MIN and not final:
-        return Judgement(Level.UNSURE, f"far from both ends after {plural(np_, 'sample')}: "
-                                       f"a level of its own needs {NEITHER_MIN}", margin)
-    if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
-        what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
-                Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
-                               "a step on each side"}[best]
-        return Judgement(best, f"{what} ({where}, {plural(np_, 'sample')}, odds {odds(margin)})", margin)
-    if not final:
-        return Judgement(Level.UNSURE, f"undecided after {plural(np_, 'sample')} ({where}, odds only {odds(margin)})", margin)
-    lean = Level.LOW if la >= lb else Level.HIGH
-    if abs(la - lb) >= FALLBACK_LLR:
-        return Judgement(lean, f"leans to the {'earlier' if lean is Level.LOW else 'later'} end after "
-                               f"{plural(np_, 'sample')} ({where}, odds {odds(abs(la - lb))})", abs(la - lb))
-    return Judgement(Level.SKIP, f"unsure after {plural(np_, 'sample')} ({where})", margin)
-
-
-def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta: float,
-           final: bool = False) -> bool | None:
-    """Whether ``y``'s level differs from ``x``'s by at least ``delta``: True, False, or None while
-    unsure — Wald's test of "no difference" against "at least delta", on the same Student-t
-    predictive as :func:`judge`. ``final``: different only at 20:1 (FALLBACK_LLR), else the same."""
-    d = location(y) - location(x)
-    se = _se2(sigma, x, y)
-    dof = tail_dof(dof, min(len(x), len(y)))
-    l0 = _logpdf(d, 0.0, se, dof)
-    l1 = _logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)
-    bound = math.log((1 - STEP_ALPHA) / STEP_ALPHA)
-    if l1 - l0 >= (FALLBACK_LLR if final else bound):
-        return True  # out of samples, a difference still needs 20:1: a coin toss would name a culprit
-    if l0 - l1 >= (0.0 if final else bound):
-        return False
-    return None
 
 
 @dataclass(frozen=True)
@@ -781,7 +417,7 @@ def _verdict_samples(gap: float, sigma: float, dof: int, delta: float, start: in
         decided = 0
         for t in range(PLAN_DRAWS):
             a, b, p = (list(mu + sigma * rng.standard_normal(n)) for mu in (low, high, (low, high)[t % 2]))
-            decided += judge(p, a, b, sigma, grown, delta).level is not Level.UNSURE
+            decided += MetricJudge.level(p, a, b, sigma, grown, delta).level is not Level.UNSURE
         if decided >= PLAN_DECIDED * PLAN_DRAWS:
             break
         n = min(2 * n, cap)
@@ -817,7 +453,8 @@ class StepSearch:
 
     ``known`` gives samples already in hand per state (a scan's, an earlier search's);
     ``failed`` states already known untestable (with the reason); ``cost(i)`` a state's cost in
-    builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict.
+    builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict;
+    ``judge`` decides them (the metric judge: hourly.analysis.judges.metric).
     With ``stop_at_regression`` the search stops at the first regression it pins and says in
     ``more_after`` whether intervals after it still hold a step.
     """
@@ -826,10 +463,12 @@ class StepSearch:
                  min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
                  cost: Callable[[int], float] | None = None, known: Mapping[int, Sequence[float]] | None = None,
                  failed: dict[int, str] | None = None,
-                 on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False):
+                 on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False,
+                 judge: MetricJudge | None = None):
         if n < 2:
             raise ValueError("a window needs two states")
         self.n, self.measure = n, measure
+        self.judge = judge or MetricJudge(max_repeats)  # where a probe stands, and whether two states differ
         self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
         self.min_change, self.higher_is_better = min_change, higher_is_better
         self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}
@@ -915,13 +554,13 @@ class StepSearch:
         p = sample(self.repeats)
         while True:
             if p is None:
-                return Judgement(Level.SKIP, "untestable")
+                return self.judge.untestable("untestable")
             want = min(len(p), self.max_repeats)
             self.get(a, want), self.get(b, want)
             low, high = self.ref(a), self.ref(b)
             sigma, dof = self.noise()
             final = len(p) >= self.max_repeats
-            j = judge(p, low, high, sigma, dof, self.delta(sigma), final)
+            j = self.judge.level(p, low, high, sigma, dof, self.delta(sigma), final)
             if j.level is not Level.UNSURE:
                 return j
             want = min(2 * len(p), self.max_repeats)
@@ -948,14 +587,14 @@ class StepSearch:
                 x, y = self.ref(a), self.ref(b)
             sigma, dof = self.noise()
             final = want >= self.max_repeats
-            d = differ(x, y, sigma, dof, self.delta(sigma), final)
+            d = self.judge.differ(x, y, sigma, dof, self.delta(sigma), final)
             if d is not None or final:
                 return d is not False
             want = min(2 * want, self.max_repeats)
 
     def decide(self, i: int, a: int, b: int) -> Judgement:
         if i in self.failed:
-            j = Judgement(Level.SKIP, self.failed[i])
+            j = self.judge.untestable(self.failed[i])
         else:
             try:
                 j = self.sequential(lambda want: self.get(i, want), a, b)
@@ -964,7 +603,7 @@ class StepSearch:
                     e.probe, e.interval = i, (a, b)
                 raise
             if j.level is Level.SKIP and i in self.failed:
-                j = Judgement(Level.SKIP, self.failed[i])
+                j = self.judge.untestable(self.failed[i])
         if j.level is Level.SKIP:
             self.unsure.add(i)
         self.verdicts[i] = j

@@ -39,10 +39,9 @@ from hourly.analysis.bisection import (
     State,
     Verdict,
     bounds,
-    classify,
-    exit_verdict,
     next_probe,
 )
+from hourly.analysis.judges import ExitJudge, MetricJudge
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.records import BisectRequest, Probe, Window
@@ -252,7 +251,7 @@ class ManualBisector(Bisector):
                 tail = ["(its log cannot be read)"]
             lines += [f"    | {ln}" for ln in tail]
         if self.window_mode is Mode.EXIT:
-            return exit_verdict(rcs), lines
+            return ExitJudge.exit_verdict(rcs), lines
         if self.window_mode is Mode.PRINTED:
             return printed_verdict([r.get("status") for r in m.runs if not r.get("warmup")]), lines
         assert self._ends is not None  # set by bisect_one before any probe
@@ -262,7 +261,7 @@ class ManualBisector(Bisector):
             lines.append("  no verdict offered: " + ("the state printed no metric" if not samples else
                                                      "an end has no stored measurement to compare with"))
             return None, lines
-        c = classify(samples, good, bad)
+        c = MetricJudge.classify(samples, good, bad)
         lines.append(f"  good end {_median(good):.6g} ({plural(len(good), 'sample')}), "
                      f"bad end {_median(bad):.6g} ({plural(len(bad), 'sample')}): {c.reason}")
         return (c.verdict if c.verdict is not Verdict.UNSURE else None), lines

@@ -44,23 +44,18 @@ from hourly.analysis.bisection import (
     StepSearch,
     Verdict,
     bounds,
-    classify,
     exit_transitions,
-    exit_verdict,
-    failure_rates,
-    failures,
     first_round_samples,
-    flaky_verdict,
     near_breaks,
     next_blame,
     next_probe,
     plan_probes,
-    separation,
     split_points,
     timeline_bounds,
     with_mixed_states,
-    worse,
 )
+from hourly.analysis.judges import ExitJudge, FlakyJudge, MetricJudge
+from hourly.analysis.samples import separation
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
@@ -230,7 +225,7 @@ def printed_verdict(statuses: list) -> Verdict:
 def _exit_of(m: Measurement) -> Verdict | None:
     if m.status == Status.BUILD_FAILED.value:
         return Verdict.SKIP
-    return exit_verdict([r.get("returncode") for r in m.runs])
+    return ExitJudge.exit_verdict([r.get("returncode") for r in m.runs])
 
 
 def default_mode(store: Store, s: Settings) -> Mode:
@@ -403,7 +398,7 @@ class Bisector:
             return Probe(role, pair, Verdict.SKIP, f"{why.status}: {why.detail}")
         while True:
             if samples:
-                c = classify(samples, good, bad)
+                c = MetricJudge.classify(samples, good, bad)
                 if c.verdict is not Verdict.UNSURE:
                     return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs,
                                  between=c.between)
@@ -429,11 +424,11 @@ class Bisector:
         p0, p1 = self.rates
         while True:
             if rcs:
-                c = flaky_verdict(rcs, p0, p1)
+                c = FlakyJudge.flaky_verdict(rcs, p0, p1)
                 if c.verdict is not Verdict.UNSURE:
                     v = _flip(c.verdict) if self.invert else c.verdict
                     return Probe(role, pair, v, c.reason, returncodes=rcs, builds=builds, runs=runs)
-                if failures(rcs)[1] >= self.max_repeats or len(rcs) >= self.max_repeats:
+                if FlakyJudge.failures(rcs)[1] >= self.max_repeats or len(rcs) >= self.max_repeats:
                     return Probe(role, pair, Verdict.SKIP, f"unsure after {plural(len(rcs), 'sample')}: {c.reason}",
                                  returncodes=rcs, builds=builds, runs=runs)
             need = min(max(len(rcs), self.s.repeats, 1), self.max_repeats - len(rcs))
@@ -451,7 +446,7 @@ class Bisector:
         assert self._ends is not None  # set when a window's ends are judged, before any rate is asked
         good, bad = self._ends
         clean, crashing = (bad, good) if self.invert else (good, bad)
-        return failure_rates(self._rcs(clean), self._rcs(crashing))
+        return FlakyJudge.failure_rates(self._rcs(clean), self._rcs(crashing))
 
     def _flaky_ends(self, bid: int, good_pair: Pair, bad_pair: Pair) -> None:
         """Flaky: each end measured FLAKY_END_RUNS times (the crashing one more, up to --max-repeats,
@@ -461,14 +456,14 @@ class Bisector:
         for pair in (clean, crashing):
             while True:
                 rcs = self._rcs(pair)
-                k, n = failures(rcs)
+                k, n = FlakyJudge.failures(rcs)
                 short = want - len(rcs)
                 if short <= 0 and (pair == clean or k or len(rcs) >= self.max_repeats):
                     break
                 more = short if short > 0 else min(len(rcs), self.max_repeats - len(rcs))
                 self._record(bid, self._exit_probe("end", pair, *self._measure_one(pair, more)))
-        kc, nc = failures(self._rcs(clean))
-        kb, nb = failures(self._rcs(crashing))
+        kc, nc = FlakyJudge.failures(self._rcs(clean))
+        kb, nb = FlakyJudge.failures(self._rcs(crashing))
         if not nb or kb / nb <= (kc / nc if nc else 0.0):
             raise UserError(f"the failing end {crashing.short()} fails in {kb} of {nb} runs, the other in {kc} of {nc}",
                             "pass ends on either side of the change in failure rate, or a larger --max-repeats")
@@ -495,7 +490,7 @@ class Bisector:
 
     def _exit_verdict(self, rcs: list) -> Verdict:
         """Good or bad by these exit codes (turned round with --find-fix in exit mode)."""
-        return _flip(exit_verdict(rcs)) if self.invert else exit_verdict(rcs)
+        return _flip(ExitJudge.exit_verdict(rcs)) if self.invert else ExitJudge.exit_verdict(rcs)
 
     def _evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:
         """Exit mode: the verdicts on several states, those to measure measured in one round."""
@@ -716,11 +711,11 @@ class Bisector:
             raise UserError(f"the ends of {iso(w.good_time)} .. {iso(w.bad_time)} do not differ "
                             f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
                             "pass ends on either side of the regression, or a larger --max-repeats")
-        if not worse(good, bad, self.s.higher_is_better) and self.find_fix:
+        if not MetricJudge.worse(good, bad, self.s.higher_is_better) and self.find_fix:
             raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
                             "pass --bad before the improvement and --good after it, or set "
                             "--higher-is-better/--lower-is-better")
-        if not worse(good, bad, self.s.higher_is_better):
+        if not MetricJudge.worse(good, bad, self.s.higher_is_better):
             raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
                             "swap --good and --bad, or set --higher-is-better/--lower-is-better")
         return good, bad
@@ -1023,12 +1018,12 @@ FLAKY_END_RUNS = 10
 
 def _both(rcs: list) -> bool:
     """The runs both passed and failed (125 aside)."""
-    k, n = failures(rcs)
+    k, n = FlakyJudge.failures(rcs)
     return 0 < k < n
 
 
 def _rate(rcs: list) -> dict:
-    k, n = failures(rcs)
+    k, n = FlakyJudge.failures(rcs)
     return {"failed": k, "runs": n, "rate": round(k / n, 4) if n else None}
 
 

@@ -12,7 +12,7 @@ profile's :class:`~hourly.execute.host.MeasuringHost`), and
    changed most as a module of its own, and the ``run_hlo_module`` / ``hlo-opt`` lines;
 3. with ``sweep``: per-pass dumps of both states give the passes whose effect differs; the
    first-bad state is measured with each disabled (``--xla_disable_hlo_passes``) and with each
-   ``--try-flag``, against fresh samples of both states (``analysis.bisection.classify``);
+   ``--try-flag``, against fresh samples of both states (``analysis.judges.metric.MetricJudge.classify``);
 4. with ``revert_check``: the tip of the ref is built with the culprit reverted (``git revert
    --no-commit`` in the trees hourly holds, a build identity of its own in the cache) and measured
    against the unmodified tip.
@@ -33,7 +33,8 @@ from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis import hlo_diff, op_times
-from hourly.analysis.bisection import Verdict, classify, separation
+from hourly.analysis.judges import MetricJudge, Verdict
+from hourly.analysis.samples import separation
 from hourly.errors import HourlyError, ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.host import MeasuringHost
@@ -226,7 +227,7 @@ class Explainer:
             else:
                 good, bad = self.baselines["good"], self.baselines["bad"]
                 mg, mb = statistics.median(good), statistics.median(bad)
-                c = classify(samples, good, bad)
+                c = MetricJudge.classify(samples, good, bad)
                 med = statistics.median(samples)
                 row.update(verdict="restores" if c.verdict is Verdict.GOOD else
                            "does not restore" if c.verdict is Verdict.BAD else "unsure",
@@ -252,7 +253,7 @@ class Explainer:
             return [], res.detail() or "no samples"
         samples = list(res.samples)
         for k in range(2 * self.repeats):
-            c = classify(samples, self.baselines["good"], self.baselines["bad"])
+            c = MetricJudge.classify(samples, self.baselines["good"], self.baselines["bad"])
             if c.verdict is not Verdict.UNSURE:
                 break
             if k == 0:
