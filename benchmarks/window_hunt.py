@@ -53,16 +53,16 @@ from hourly.analysis.bisection import (
     COST_MEASURED,
     DEFAULT_MIN_CHANGE,
     State,
-    StepSearch,
     Verdict,
     bounds,
     candidate_states,
     next_probe,
     step_commits,
 )
+from hourly.analysis.detect import ChangeKind, detect
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.analysis.samples import separation
-from hourly.analysis.detect import ChangeKind, detect
+from hourly.analysis.step_search import StepSearch
 
 DAY, HOUR = 86400, 3600
 #: hourly.bisect.search's constants, mirrored (the Bisector drives the search exactly so)

@@ -166,7 +166,8 @@ def test_classifier_error_rate_on_many_draws(rng):
 
 # -- every step of a window: StepSearch ---------------------------------------------------------
 
-from hourly.analysis.bisection import Level, StepSearch
+from hourly.analysis.bisection import Level
+from hourly.analysis.step_search import StepSearch
 from hourly.analysis.judges.metric import resolvable_change
 
 

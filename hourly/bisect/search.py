@@ -41,11 +41,9 @@ from hourly.analysis.bisection import (
     Level,
     State,
     Step,
-    StepSearch,
     Verdict,
     bounds,
     exit_transitions,
-    first_round_samples,
     near_breaks,
     next_blame,
     next_probe,
@@ -55,7 +53,9 @@ from hourly.analysis.bisection import (
     with_mixed_states,
 )
 from hourly.analysis.judges import ExitJudge, FlakyJudge, MetricJudge
+from hourly.analysis.rounds import first_round_samples
 from hourly.analysis.samples import separation
+from hourly.analysis.step_search import StepSearch
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import commit, error_answer, iso
@@ -812,11 +812,11 @@ class Bisector:
         samples measured ahead. Without workers: nothing (each state is measured as it is asked)."""
         if self.workers < 2 or not fresh:
             return {}
-        n = search.typical()
+        n = search.planner.typical()
         pairs = self._parent_pairs
         mine = {i for i, p in enumerate(pairs) if p in fresh}
-        ahead = search.plan_ahead(self.workers - len(fresh), mine) if search.more_after else []
-        more = search.top_ups(self.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
+        ahead = search.planner.plan_ahead(self.workers - len(fresh), mine) if search.more_after else []
+        more = search.planner.top_ups(self.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
         got = self.measure_many([(p, n) for p in fresh] + [(pairs[i], n) for i in ahead]
                                 + [(pairs[i], c) for i, c in more.items()])
         for i, (m, builds, runs) in zip([*ahead, *more], got[len(fresh):], strict=True):
@@ -824,9 +824,9 @@ class Bisector:
             acc[0] += builds
             acc[1] += runs
             if m.status != Status.OK.value:
-                search.failed[i] = f"{m.status}: {m.detail}"
+                search.mark_untestable(i, f"{m.status}: {m.detail}")
             else:
-                search._ready.setdefault(i, []).extend(m.samples)
+                search.give(i, m.samples)
         return dict(zip(fresh, got[:len(fresh)], strict=True))
 
     def _search_steps(self, w: Window, states: list[State], rows: list[dict], going) -> tuple[Step, StepSearch, int]:
@@ -864,7 +864,7 @@ class Bisector:
                 acc[0] += builds
                 acc[1] += runs
                 if m.status != Status.OK.value:
-                    search.failed[i] = f"{m.status}: {m.detail}"
+                    search.mark_untestable(i, f"{m.status}: {m.detail}")
                     out[i] = None
                 else:
                     out[i] = list(m.samples)
@@ -903,7 +903,7 @@ class Bisector:
         for i, (builds, runs) in self._pending.items():
             if not (builds or runs):
                 continue
-            ahead = search._ready.get(i)
+            ahead = search.measured_ahead(i)
             unjudged = i not in search.verdicts and 0 < i < len(pairs) - 1  # an inner state, measured ahead
             if unjudged and i in search.failed:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
