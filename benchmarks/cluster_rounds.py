@@ -117,11 +117,11 @@ def main() -> None:
                     return v
                 ex = OracleExecutor(w, level, a.noise, seed)
                 answers = run_bisect(s, store, BisectRequest(GOOD, BAD, Mode.METRIC, 10), executor=ex)
-                got = [x["culprit"]["sha"] for x in answers if x.get("culprit")]
+                got = [x.culprit.sha for x in answers if x.culprit]
                 named.append(got == [culprits["xla"], culprits["jax"]])
                 rounds.append(len(ex.rounds))
                 builds.append(len(ex.built))
-                states = answers[0]["states"]
+                states = answers[0].states
             print(f"| {w} | {a.noise:.1%} | {sum(named)}/{len(named)} | {statistics.mean(rounds):.1f}, {max(rounds)} | "
                   f"{statistics.mean(builds):.1f}, {max(builds)} | {states} |")
 

@@ -60,13 +60,11 @@ from hourly.analysis.bisection import (
     step_commits,
 )
 from hourly.analysis.detect import ChangeKind, detect
-from hourly.analysis.judges.metric import MetricJudge
+from hourly.analysis.judges.metric import MIN_END_SAMPLES, SEPARATION_MIN, MetricJudge  # as the Bisector's judge
 from hourly.analysis.samples import separation
 from hourly.analysis.step_search import StepSearch
 
 DAY, HOUR = 86400, 3600
-#: hourly.bisect.search's constants, mirrored (the Bisector drives the search exactly so)
-SEPARATION_MIN, MIN_END_SAMPLES = 3.0, 3
 
 
 class Bench:

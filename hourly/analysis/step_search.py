@@ -55,7 +55,7 @@ class StepSearch:
         if n < 2:
             raise ValueError("a window needs two states")
         self.n, self.measure = n, measure
-        self.judge = judge or MetricJudge(max_repeats)  # where a probe stands, and whether two states differ
+        self.judge = judge or MetricJudge()  # where a probe stands, and whether two states differ
         self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
         self.min_change, self.higher_is_better = min_change, higher_is_better
         self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}

@@ -101,12 +101,12 @@ def bisect(
             from hourly.explain.run import explain_answers
             explain_answers(store, s, answers, handler=handler)
     if json_out:
-        print(json.dumps({"regressions": answers}, indent=1))
+        print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
     elif log:
-        answers = [a for a in answers if not a.get("error")]
+        answers = [a for a in answers if not a.error]
         for i, a in enumerate(answers):
             if len(answers) > 1:
-                print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
+                print(f"# regression {i + 1} of {len(answers)}: {a.window.good_time} .. {a.window.bad_time}"
                       " — replay one block at a time")
             print(bisect_log(a)[1], end="")
     else:
@@ -115,7 +115,7 @@ def bisect(
             from hourly.render.explain import explained_lines
             for line in explained_lines(answers):
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
-    if any(a.get("candidate") and not a.get("culprit") for a in answers):
+    if any(a.unconfirmed for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)

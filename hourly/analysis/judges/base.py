@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
 
-from hourly.model import Named
+from hourly.model import DEFAULT_MAX_REPEATS, Named
 
 
 class Verdict(Named):
@@ -100,12 +100,41 @@ class Call:
     llr: float = 0.0  # metric: log likelihood ratio, bad vs good (positive: looks bad)
 
 
+@dataclass(frozen=True)
+class Options:
+    """What a bisection tells its judge (every judge takes the same, so the registry makes any):
+    ``invert``: finding a fix, good and bad turned round (the changed state is "bad", as git
+    bisect's terms; the metric judge is given the flipped direction instead); the samples a state
+    gets first (``repeats``) and at most while unsure (``max_repeats``); for a manual bisection, the
+    mode its window came from and whether a benchmark offers its verdict first (``bench``)."""
+
+    invert: bool = False
+    repeats: int = 1
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    window_mode: str = "metric"
+    bench: bool = False
+
+
+#: a judge told nothing: the defaults
+DEFAULT_OPTIONS = Options()
+
+
 class Judge(Protocol):
     """How the states of one window are called (one implementation per mode, registered in
     :data:`hourly.analysis.judges.JUDGES`). The search asks; it never maps a verdict itself."""
 
-    #: the mode's word, as answers and the store name it
+    #: its name in the registry (hourly.analysis.judges.JUDGES)
     name: str
+    #: the mode a bisection's stored key and row name (manual: printed, the search it walks)
+    mode: str
+    #: the mode its answers name
+    answer_mode: str
+    #: the window search (every step of the window, metric), else one verdict at a time
+    steps: bool
+
+    def identity(self) -> dict:
+        """What the judge adds to a bisection's stored key (most: nothing)."""
+        ...
 
     def call(self, ev: Evidence) -> Call:
         """The verdict on a state from its evidence."""

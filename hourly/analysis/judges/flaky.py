@@ -6,11 +6,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from hourly.analysis.judges.base import Call, Run, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Options, Run, Verdict
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
-from hourly.model import DEFAULT_MAX_REPEATS
 from hourly.plurals import plural
 
 #: Wald's error rates of each verdict on a state's failure rate, the rate a clean good end is taken
@@ -29,9 +28,9 @@ class FlakyJudge(ExitJudge):
     name = "flaky"
     mode = "exit"
 
-    def __init__(self, invert: bool = False, repeats: int = 1, max_repeats: int = DEFAULT_MAX_REPEATS):
-        super().__init__(invert)
-        self.repeats, self.max_repeats = repeats, max_repeats
+    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+        super().__init__(opts)
+        self.repeats, self.max_repeats = opts.repeats, opts.max_repeats
         self.rates: tuple[float, float] | None = None
 
     def against(self, clean: Sequence[int | None], crashing: Sequence[int | None]) -> None:

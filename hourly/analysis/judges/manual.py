@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from hourly.analysis.judges.base import Call, Evidence, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Verdict
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
@@ -33,15 +33,30 @@ class ManualJudge:
     steps = False
     mixed_states = False  # a person judges the states of the timeline
     confirms = False      # nothing is measured again
+    #: git bisect's plain search: the earlier middle on ties, no extra cost near a failed build
+    later_on_ties = False
+    near_breaks = False
 
-    def __init__(self, window_mode: str = "metric", bench: bool = False):
-        self.window_mode, self.bench = window_mode, bench
+    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+        self.window_mode, self.bench = opts.window_mode, opts.bench
+
+    @property
+    def measures_ends(self) -> bool:
+        """The ends are measured (not judged): a metric window's benchmark verdicts are offered against them."""
+        return self.bench and self.window_mode == MetricJudge.mode
+
+    @staticmethod
+    def given_end(side: Verdict, origin: str) -> Call:
+        """An end as git bisect takes it: what the window says it is."""
+        where = "--good/--bad" if origin == "flags" else f"the stored scan's window ({origin})"
+        return Call(side, f"taken as given: the {side.value} end of {where}, not built")
 
     def identity(self) -> dict:
         return {"manual": True, "window_mode": self.window_mode, "bench": self.bench}
 
     def call(self, ev: Evidence) -> Call:
-        assert ev.word is not None  # the person's word is this judge's only evidence
+        if ev.word is None:  # the state could not be made (its build failed) or its benchmark ran nothing
+            return Call(Verdict.SKIP, ev.detail or ev.status)
         said = f"{MANUAL} ({ev.word.how})"
         if ev.word.proposal is not None:
             said += f"; the benchmark said {ev.word.proposal.value}"

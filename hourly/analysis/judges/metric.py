@@ -21,10 +21,10 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from hourly.analysis.judges.base import Call, Evidence, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Verdict
 from hourly.analysis.samples import location, logpdf, noise, odds, pooled_sigma, se2, separation, tail_dof
 from hourly.errors import UserError
-from hourly.model import DEFAULT_MAX_REPEATS, Named
+from hourly.model import Named
 from hourly.plurals import plural
 
 #: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
@@ -96,8 +96,8 @@ _VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: 
 
 class MetricJudge:
     """A state's verdict by its samples' level (see the module's text). ``against(good, bad)``
-    gives the samples a probe is classified between; ``max_repeats`` the most samples a state
-    takes while it is unsure."""
+    gives the samples a probe is classified between; ``opts.max_repeats`` the most samples a state
+    takes while it is unsure (finding a fix, the bisection flips the metric's direction instead)."""
 
     name = "metric"
     mode = "metric"
@@ -105,9 +105,12 @@ class MetricJudge:
     #: the window search pins every step of the window (hourly.analysis.bisection.StepSearch)
     steps = True
 
-    def __init__(self, max_repeats: int = DEFAULT_MAX_REPEATS):
-        self.max_repeats = max_repeats
+    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+        self.max_repeats = opts.max_repeats
         self.refs: tuple[list[float], list[float]] = ([], [])
+
+    def identity(self) -> dict:
+        return {}
 
     # -- against the two ends ---------------------------------------------------------------------
     def against(self, good: list[float], bad: list[float]) -> None:
@@ -172,6 +175,22 @@ class MetricJudge:
     def verdict_of(level: Level, unjudged: Verdict = Verdict.SKIP) -> Verdict:
         """A level as a probe row's verdict (``unjudged``: for a level that is no verdict)."""
         return _VERDICT_OF.get(level, unjudged)
+
+    @staticmethod
+    def ahead(ev: Evidence | None = None) -> Verdict:
+        """A state measured ahead of the search (in a round with others): unsure until the search
+        judges it; untestable when its measurement failed."""
+        return Verdict.SKIP if ev is not None and not ev.ok else Verdict.UNSURE
+
+    @staticmethod
+    def interval_end(i: int, n: int, level: Level | None) -> Verdict:
+        """The row of an interval's end that took more samples: the window's ends good and bad by
+        definition, an inner state by the level it was judged at (unsure: not judged yet)."""
+        if i == 0:
+            return Verdict.GOOD
+        if i == n - 1:
+            return Verdict.BAD
+        return _VERDICT_OF.get(level, Verdict.UNSURE) if level is not None else Verdict.UNSURE
 
     @staticmethod
     def confirming(level: Level) -> Verdict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hourly.analysis.judges.base import Call, Evidence, Run, Verdict, flip
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Run, Verdict, flip
+from hourly.errors import UserError
 from hourly.model import Status
 
 #: a measurement that ran nothing: the state is untestable
@@ -23,9 +24,20 @@ class RunsJudge:
     mixed_states = True
     #: the two states an answer rests on are measured again
     confirms = True
+    #: the chain search's policy: the later middle on ties (the peer's ``len // 2``), and a state that
+    #: shares a commit with one that failed to build costs a little more (benchmarks/peer_builds.py)
+    later_on_ties = True
+    near_breaks = True
 
-    def __init__(self, invert: bool = False):
-        self.invert = invert
+    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+        self.invert = opts.invert
+
+    def identity(self) -> dict:
+        return {}
+
+    def end_runs(self, runs: list[Run]) -> Call:
+        """An end's own row (the flaky judge: by its exit status)."""
+        return self.runs(runs)
 
     @property
     def answer_mode(self) -> str:
@@ -40,18 +52,27 @@ class RunsJudge:
     def confirmed(self, good: Verdict, bad: Verdict) -> bool:
         return good is Verdict.GOOD and bad is Verdict.BAD
 
+    @staticmethod
+    def ran(ev: Evidence) -> bool:
+        """Whether a measurement ran the benchmark at all (its build failed, or --only's jaxlib is too old)."""
+        return ev.status not in UNRUN
+
     def call(self, ev: Evidence) -> Call:
         """The verdict on one measurement just taken: untestable when it ran nothing."""
-        if ev.status in UNRUN:
+        if not self.ran(ev):
             return Call(Verdict.SKIP, ev.detail or "build failed")
         return self.runs(list(ev.runs))
 
-    def stored(self, evs: Sequence[Evidence]) -> Call | None:
-        """The verdict from the measurements in hand (every run of them), or None: measure it."""
+    @staticmethod
+    def unbuilt(evs: Sequence[Evidence]) -> Call | None:
+        """Untestable when a measurement in hand failed to build (None: judge its runs)."""
         if any(e.status == Status.BUILD_FAILED.value for e in evs):
             return Call(Verdict.SKIP, "build failed")
-        runs = [r for e in evs for r in e.runs]
-        return self.runs(runs) if runs else None
+        return None
 
     def runs(self, runs: list[Run]) -> Call:
+        raise NotImplementedError
+
+    def check_end(self, pair_text: str, got: Verdict, want: Verdict, find_fix: bool) -> UserError | None:
+        """An end that is not what the window says it is (None: it is)."""
         raise NotImplementedError
