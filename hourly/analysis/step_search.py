@@ -141,7 +141,7 @@ class StepSearch:
         p = sample(self.repeats)
         while True:
             if p is None:
-                return self.judge.untestable("untestable")
+                return self.judge.untestable_level("untestable")
             want = min(len(p), self.max_repeats)
             self.get(a, want), self.get(b, want)
             low, high = self.ref(a), self.ref(b)
@@ -181,7 +181,7 @@ class StepSearch:
 
     def decide(self, i: int, a: int, b: int) -> Judgement:
         if i in self.failed:
-            j = self.judge.untestable(self.failed[i])
+            j = self.judge.untestable_level(self.failed[i])
         else:
             try:
                 j = self.sequential(lambda want: self.get(i, want), a, b)
@@ -190,7 +190,7 @@ class StepSearch:
                     e.probe, e.interval = i, (a, b)
                 raise
             if j.level is Level.SKIP and i in self.failed:
-                j = self.judge.untestable(self.failed[i])
+                j = self.judge.untestable_level(self.failed[i])
         if j.level is Level.SKIP:
             self.unsure.add(i)
         self.verdicts[i] = j

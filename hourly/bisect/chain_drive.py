@@ -165,7 +165,8 @@ class ChainDrive:
         lab = self.lab
         failed = lab.known_failed(pair)
         if failed:
-            return Probe(role, pair, Verdict.SKIP, failed)
+            c = lab.judge.untestable(failed)
+            return Probe(role, pair, c.verdict, c.reason)
         if lab.witness is not None:
             ev, builds, runs = lab.witness.ask(lab, self.d.bid, pair, role, where, self.d.ends)
             c = lab.judge.call(ev)
@@ -215,7 +216,7 @@ class ChainDrive:
         while True:
             rcs = [r.returncode for r in runs_]
             c = j.runs(runs_)
-            if c.verdict is not Verdict.UNSURE:
+            if c.decided:
                 return Probe(role, pair, c.verdict, c.reason, returncodes=rcs, builds=builds, runs=runs)
             ev, b, r = self.lab.measure_many([(pair, c.more)])[0]
             builds, runs = builds + b, runs + r

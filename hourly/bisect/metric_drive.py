@@ -134,7 +134,8 @@ class MetricEnds:
         lab, judge = self.lab, _judge(self.lab)
         failed = lab.known_failed(pair)
         if failed:
-            return Probe(role, pair, Verdict.SKIP, failed)
+            c = judge.untestable(failed)
+            return Probe(role, pair, c.verdict, c.reason)
         stored = lab.stored(pair)
         builds = runs = 0
         good, bad = refs
@@ -146,7 +147,7 @@ class MetricEnds:
         while True:
             if samples:
                 c = judge.call(Evidence(samples=tuple(samples)))
-                if c.verdict is not Verdict.UNSURE:
+                if c.decided:
                     return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, between=c.between)
                 need = c.more
                 self.grow(good, bad, len(samples) + need)

@@ -114,7 +114,8 @@ class StepSession:
             if unjudged and i in search.failed:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
                 self.recorded.add(pair)
-                d.record(Probe("probe", pair, Verdict.SKIP, search.failed[i], builds=builds, runs=runs))
+                c = self.judge.untestable(search.failed[i])
+                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
                 d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "

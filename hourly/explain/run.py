@@ -33,7 +33,7 @@ from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis import hlo_diff, op_times
-from hourly.analysis.judges import MetricJudge, Verdict
+from hourly.analysis.judges import MetricJudge
 from hourly.analysis.samples import separation
 from hourly.answers import Answer
 from hourly.errors import HourlyError, ProcessError, UserError
@@ -230,8 +230,7 @@ class Explainer:
                 mg, mb = statistics.median(good), statistics.median(bad)
                 c = MetricJudge.classify(samples, good, bad)
                 med = statistics.median(samples)
-                row.update(verdict="restores" if c.verdict is Verdict.GOOD else
-                           "does not restore" if c.verdict is Verdict.BAD else "unsure",
+                row.update(verdict=MetricJudge.sweep(c),
                            median=med, samples=samples, restored=restored_fraction(med, mg, mb), why=c.reason)
             rows.append(row)
         found = [r for r in rows if r["verdict"] == "restores"]
@@ -255,7 +254,7 @@ class Explainer:
         samples = list(res.samples)
         for k in range(2 * self.repeats):
             c = MetricJudge.classify(samples, self.baselines["good"], self.baselines["bad"])
-            if c.verdict is not Verdict.UNSURE:
+            if c.decided:
                 break
             if k == 0:
                 self.handler.note(f"{self.t.name}: with {flag}: {c.reason}; interleaving runs of both ends "

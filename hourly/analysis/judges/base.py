@@ -99,6 +99,11 @@ class Call:
     more: int = 0
     llr: float = 0.0  # metric: log likelihood ratio, bad vs good (positive: looks bad)
 
+    @property
+    def decided(self) -> bool:
+        """Good, bad or untestable: more samples would not change it."""
+        return self.verdict is not Verdict.UNSURE
+
 
 @dataclass(frozen=True)
 class Options:
@@ -117,6 +122,29 @@ class Options:
 
 #: a judge told nothing: the defaults
 DEFAULT_OPTIONS = Options()
+
+
+class BaseJudge:
+    """What most judges do alike (a judge need not inherit it: :class:`Judge` is the protocol)."""
+
+    name = "base"
+    mode = "base"
+    answer_mode = "base"
+    steps = False
+
+    def identity(self) -> dict:
+        return {}
+
+    def steer(self, v: Verdict) -> Verdict:
+        return v
+
+    def confirmed(self, good: Verdict, bad: Verdict) -> bool:
+        return good is Verdict.GOOD and bad is Verdict.BAD
+
+    @staticmethod
+    def untestable(why: str) -> Call:
+        """A state that cannot be measured (its build failed, known before it is tried): skip."""
+        return Call(Verdict.SKIP, why)
 
 
 class Judge(Protocol):
@@ -146,4 +174,8 @@ class Judge(Protocol):
 
     def confirmed(self, good: Verdict, bad: Verdict) -> bool:
         """Whether fresh verdicts on the last good and first bad states confirm the answer."""
+        ...
+
+    def untestable(self, why: str) -> Call:
+        """A state known untestable before it is tried (a recorded build failure)."""
         ...

@@ -13,7 +13,7 @@ from hourly.model import Status
 
 class ExitJudge(RunsJudge):
     name = "exit"
-    mode = "exit"
+    mode = answer_mode = "exit"
 
     def runs(self, runs: list[Run]) -> Call:
         rcs = [r.returncode for r in runs]

@@ -26,7 +26,7 @@ class FlakyJudge(ExitJudge):
     own rows by the exit status. ``rates``: the clean end's and the crashing end's failure rates."""
 
     name = "flaky"
-    mode = "exit"
+    mode = answer_mode = "exit"
 
     def __init__(self, opts: Options = DEFAULT_OPTIONS):
         super().__init__(opts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Verdict
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
@@ -22,7 +22,7 @@ VERDICT_WORDS = {"good": Verdict.GOOD, "g": Verdict.GOOD, "bad": Verdict.BAD, "b
 MANUAL = "manual verdict"
 
 
-class ManualJudge:
+class ManualJudge(BaseJudge):
     """The person's word as the verdict. ``window_mode``: the mode the window came from (metric: a
     regression; exit: a crash; printed); ``bench``: a benchmark runs first and its verdict is offered."""
 

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Verdict
 from hourly.analysis.samples import location, logpdf, noise, odds, pooled_sigma, se2, separation, tail_dof
 from hourly.errors import UserError
 from hourly.model import Named
@@ -94,7 +94,7 @@ def _mean(xs: Sequence[float]) -> float:
 _VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
 
 
-class MetricJudge:
+class MetricJudge(BaseJudge):
     """A state's verdict by its samples' level (see the module's text). ``against(good, bad)``
     gives the samples a probe is classified between; ``opts.max_repeats`` the most samples a state
     takes while it is unsure (finding a fix, the bisection flips the metric's direction instead)."""
@@ -108,9 +108,6 @@ class MetricJudge:
     def __init__(self, opts: Options = DEFAULT_OPTIONS):
         self.max_repeats = opts.max_repeats
         self.refs: tuple[list[float], list[float]] = ([], [])
-
-    def identity(self) -> dict:
-        return {}
 
     # -- against the two ends ---------------------------------------------------------------------
     def against(self, good: list[float], bad: list[float]) -> None:
@@ -127,21 +124,21 @@ class MetricJudge:
             return Call(Verdict.SKIP, f"unsure after {plural(len(samples), 'sample')}: {c.reason}")
         return Call(Verdict.UNSURE, c.reason, more=min(len(samples), self.max_repeats - len(samples)))
 
-    def steer(self, v: Verdict) -> Verdict:
-        return v
-
-    def confirmed(self, good: Verdict, bad: Verdict) -> bool:
-        return good is Verdict.GOOD and bad is Verdict.BAD
-
     @staticmethod
     def failed(ev: Evidence) -> Call:
         """A measurement that printed no sample: the state is untestable, and why."""
         return Call(Verdict.SKIP, f"{ev.status}: {ev.detail}")
 
     @staticmethod
-    def untestable(why: str) -> Judgement:
+    def untestable_level(why: str) -> Judgement:
         """A state of the window search that cannot be measured (build failed, no metric)."""
         return Judgement(Level.SKIP, why)
+
+    @staticmethod
+    def sweep(c: Call) -> str:
+        """A setting's samples classified between the two states (``hourly explain``'s sweep):
+        ``restores`` (at the good state's level), ``does not restore`` (at the bad state's) or ``unsure``."""
+        return {Verdict.GOOD: "restores", Verdict.BAD: "does not restore"}.get(c.verdict, "unsure")
 
     @staticmethod
     def end(side: Verdict, samples: Sequence[float]) -> Verdict:

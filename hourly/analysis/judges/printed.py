@@ -14,7 +14,7 @@ from hourly.model import Status
 
 class PrintedJudge(RunsJudge):
     name = "printed"
-    mode = "printed"
+    mode = answer_mode = "printed"
 
     def runs(self, runs: list[Run]) -> Call:
         statuses = [r.status for r in runs]

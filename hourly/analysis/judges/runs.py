@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Options, Run, Verdict, flip
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Run, Verdict, flip
 from hourly.errors import UserError
 from hourly.model import Status
 
@@ -13,7 +13,7 @@ from hourly.model import Status
 UNRUN = (Status.BUILD_FAILED.value, Status.UNTESTABLE.value)
 
 
-class RunsJudge:
+class RunsJudge(BaseJudge):
     """The verdict-by-verdict judges (exit, printed, flaky). ``invert``: finding a fix, good and
     bad are turned round (the changed state is "bad", as git bisect's terms)."""
 
@@ -32,25 +32,12 @@ class RunsJudge:
     def __init__(self, opts: Options = DEFAULT_OPTIONS):
         self.invert = opts.invert
 
-    def identity(self) -> dict:
-        return {}
-
     def end_runs(self, runs: list[Run]) -> Call:
         """An end's own row (the flaky judge: by its exit status)."""
         return self.runs(runs)
 
-    @property
-    def answer_mode(self) -> str:
-        return self.mode
-
     def turned(self, v: Verdict) -> Verdict:
         return flip(v) if self.invert else v
-
-    def steer(self, v: Verdict) -> Verdict:
-        return v
-
-    def confirmed(self, good: Verdict, bad: Verdict) -> bool:
-        return good is Verdict.GOOD and bad is Verdict.BAD
 
     @staticmethod
     def ran(ev: Evidence) -> bool:
