@@ -75,7 +75,8 @@ class Table:
         self.going = None
         self.fails, self.known = set(fails), dict(known or {})
         self.measured: dict[Pair, list[Evidence]] = {}
-        self.rows: dict[int, list[dict]] = {}
+        self.rows: dict[int, list[dict]] = {}   # the verdict rows of each bisection (the store's)
+        self.bids: dict[tuple[int, int], int] = {}  # each window's bisection
         self.sizes: list[int] = []  # requests per round
         self.raise_after = raise_after
         self._ids = itertools.count(1)
@@ -157,14 +158,11 @@ class Table:
 def bisect(lab: Table, good: int, bad: int, kind: str = "regression", origin: str = "flags") -> list[Answer]:
     """``hourly bisect --good good --bad bad`` on the table: every step of the window, each
     window's rows kept under its own id (a second call resumes from them, as the store does)."""
-    ids: dict[tuple[int, int], int] = getattr(lab, "_bids", {})
-    lab._bids = ids  # type: ignore[attr-defined]  # the table's store of bisections
-
     def one(w: Window) -> Answer:
         states = candidate_states(lab.walks, w.good_time, w.bad_time)
         if len(states) < 2:
             raise UserError("nothing changed", "pass a wider window")
-        bid = ids.setdefault((w.good_time, w.bad_time), len(ids) + 1)
+        bid = lab.bids.setdefault((w.good_time, w.bad_time), len(lab.bids) + 1)
         return WindowDrive(lab, w, states, bid, lab.probes(bid)).run()
     return every_step(lab, Window(good, bad, origin, kind=kind), one)
 
@@ -207,6 +205,18 @@ def test_every_mode_has_its_judge_in_the_registry():
 
 # -- exit mode: exhaustive histories ------------------------------------------------------------
 
+def test_exit_mode_in_rounds_names_the_sequential_culprit_in_fewer_rounds():
+    """Three states a round: the culprit the sequential search names, confirmed, in fewer rounds,
+    never more than three states in one."""
+    for c in range(1, 16):
+        rc = (lambda p, k, c=c: 3 if index(p.xla) >= c else 125 if index(p.xla) == 2 else 0)
+        (seq,) = bisect(Table(line(16), Mode.EXIT, rc=rc), 0, 15 * H, "crash")
+        par_lab = Table(line(16), Mode.EXIT, rc=rc, workers=3)
+        (par,) = bisect(par_lab, 0, 15 * H, "crash")
+        assert (seq.culprit and seq.culprit.sha) == (par.culprit and par.culprit.sha), c
+        assert par.confirmed and par.rounds < seq.rounds and max(par_lab.sizes) <= 3
+
+
 @pytest.mark.parametrize("workers", [1, 3])
 def test_exit_mode_names_the_culprit_at_every_position(workers):
     """Every culprit position of every window of 2..12 states, one state a round and three: the
@@ -239,14 +249,11 @@ def test_exit_mode_every_untestable_neighbour_gives_the_culprit_or_the_smallest_
             return 3 if i >= c else 125 if i == s else 0
         lab = Table(line(n), Mode.EXIT, rc=rc)
         (a,) = bisect(lab, 0, (n - 1) * H, "crash")
-        hidden = s == c or s == c - 1 and s > 0 and False
         if s == c - 1:  # the last good state itself untestable: the range reaches back to it
             assert a.culprit is None and a.range == [f"x{s}", f"x{c}"], (c, s, a.range)
             assert "untestable" in (a.reason or "")
             log = bisect_log(a)[1]
             assert f"git bisect skip x{s}" in log and f"git bisect bad x{c}" in log
-        elif hidden:
-            pass
         else:
             assert a.culprit is not None and a.culprit.sha == f"x{c}", (c, s, a.reason)
             log = bisect_log(a)[1]
@@ -425,13 +432,17 @@ def test_exit_mode_walks_the_mixed_state_and_blame_reuses_it(repo):
     by_role = {p.role: p.verdict for p in a.probes if p.pair == mixed}
     if repo == "jax":
         assert a.blame == "jax" and by_role == {"probe": "bad", "blame": "bad"}
+        assert [(p.role, p.pair, p.verdict) for p in a.probes if p.role == "blame"] == [("blame", mixed, "bad")]
     else:
         assert a.blame == "xla_on_new_jax" and by_role == {"probe": "good", "blame": "good"}
-        assert Pair("x3", "j2") not in lab.measured
+        assert Pair("x3", "j2") not in lab.measured  # new xla + old jax: not built
         from hourly.render.bisect import describe
         text = "\n".join(str(x) for x in describe(a))
         assert "bad on the new jax" in text and "new xla + old jax was not built" in text
-    assert [p for p in a.probes if p.role == "blame"] and a.builds == len({p.pair for p in a.probes})
+        # the log pins jax at the first bad state's commit, where the mixed state was good
+        log = bisect_log(a)[1]
+        assert "git bisect bad x3" in log and "git bisect good x2" in log
+    assert a.builds == len({p.pair for p in a.probes})  # each state built once
 
 
 # -- confirmation ------------------------------------------------------------------------------------
@@ -567,6 +578,13 @@ def test_unsure_leaves_a_state_out_as_skip_does_and_its_row_keeps_the_word():
     (a,) = bisect(lab, 0, 11 * H)
     assert a.culprit is None and a.range == ["x6", "x7"]
     assert [p.verdict for p in a.probes if p.xla == "x6"] == ["unsure"]
+    # unsure away from the step: its neighbours are asked instead, and it is never asked again
+    lab = manual_lab(lambda p: Verdict.UNSURE if index(p.xla) == 5 else Verdict.BAD if index(p.xla) >= 8
+                     else Verdict.GOOD)
+    (a,) = bisect(lab, 0, 11 * H)
+    asked = [pair for _, pair, _ in lab.witness.asked]
+    assert a.culprit.sha == "x8" and Pair("x5", "j0") in asked and len(asked) == len(set(asked))
+    assert [(p.verdict, p.manual) for p in a.probes if p.xla == "x5"] == [("unsure", True)]
 
 
 def test_a_manual_bisection_resumes_at_the_probe_it_waited_at():
@@ -587,3 +605,93 @@ def test_an_answer_reads_back_from_its_json_as_it_was():
     old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples")}
     again = Answer.from_json(old)  # an answer stored by an older hourly
     assert again.culprit == a.culprit and again.kind == "" and again.rounds == 0
+
+
+# -- the person behind a manual bisection: the prompt and hourly mark, on a real store ------------
+
+class Typed:
+    """A terminal: the lines typed, one per poll (None: nothing typed yet); ``between`` runs at
+    each poll first (another shell giving a verdict with ``hourly mark``)."""
+
+    def __init__(self, lines, between=None):
+        self.lines, self.between = list(lines), between
+        self.shown, self.said_lines = [], []
+
+    def show(self, asked):
+        self.shown.append(asked)
+
+    def poll(self, timeout):
+        if self.between is not None:
+            self.between()
+        return self.lines.pop(0) if self.lines else None
+
+    def said(self, text):
+        self.said_lines.append(text)
+
+
+def _waiting_store(tmp_path):
+    from hourly.adapters.store import Store
+    store = Store(tmp_path / "work", create=True)
+    bid, _, _ = store.bisection("k", {"bench_key": "b", "mode": "printed", "good_time": 0, "bad_time": 1,
+                                      "good_xla": "x0", "good_jax": "j0", "bad_xla": "x9", "bad_jax": "j0"})
+    return store, bid
+
+
+def test_a_word_that_is_no_verdict_is_said_and_the_next_one_taken(tmp_path):
+    from hourly.bisect.manual import Asked, Person
+    store, bid = _waiting_store(tmp_path)
+    prompt = Typed(["maybe", "", "u"])
+    person = Person(store, prompt, judge("manual", Options()))
+    asked = Asked("probe", Pair("x4", "j0"), {}, {}, "env")
+    assert person.wait(bid, asked) == (Verdict.UNSURE, "typed at the prompt")
+    assert prompt.said_lines == ["not a verdict: 'maybe' — type good, bad, skip or unsure",
+                                 "not a verdict: '' — type good, bad, skip or unsure"]
+    assert store.waiting()["xla"] == "x4"  # waits there until its verdict is recorded
+    # with the benchmark's verdict offered, Enter takes it and another word overrides it
+    asked.proposal = Verdict.BAD
+    assert Person(store, Typed([""]), judge("manual", Options())).wait(bid, asked) == \
+        (Verdict.BAD, "the benchmark's verdict, confirmed at the prompt")
+    assert Person(store, Typed(["g"]), judge("manual", Options())).wait(bid, asked) == \
+        (Verdict.GOOD, "typed at the prompt, overriding the benchmark's bad")
+
+
+def test_hourly_mark_answers_the_waiting_person_once(tmp_path):
+    """``hourly mark`` from another shell (another connection to the store) answers the probe the
+    bisection waits at; the verdict is taken once its row is written, and the probe is no longer
+    waited at; a mark with nobody waiting is one line saying so."""
+    from hourly.adapters.store import Store
+    from hourly.bisect.manual import Asked, Person, mark
+    from hourly.bisect.records import Probe
+    store, bid = _waiting_store(tmp_path)
+    with pytest.raises(UserError, match="no manual bisection waits for a verdict"):
+        mark(store, Verdict.GOOD)
+    other = Store(tmp_path / "work", create=False)
+    given: list[dict] = []
+    prompt = Typed([], between=lambda: given or given.append(mark(other, Verdict.BAD)))
+    person = Person(store, prompt, judge("manual", Options()))
+    v, how = person.wait(bid, Asked("probe", Pair("x4", "j0"), {}, {}, "env"))
+    assert v is Verdict.BAD and how.startswith("hourly mark: pid ")
+    assert given[0]["verdict"] == "bad" and given[0]["alive"] is True and given[0]["xla"] == "x4"
+    assert prompt.said_lines == [f"bad: from {how.split(': ', 1)[1]}"]
+    person.recorded(bid, Probe("probe", Pair("x4", "j0"), v, how))
+    assert store.waiting() is None and store.given_mark(bid, "probe", "x4", "j0") is None
+    with pytest.raises(UserError, match="no manual bisection waits"):
+        mark(other, Verdict.GOOD)
+
+
+def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_path):
+    from hourly.adapters.store import Store
+    from hourly.render.report import bisect_sections
+
+    class Marked(Person):
+        def ask(self, lab, bid, pair, role, where, ends):
+            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0
+    lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
+    lab.witness = Marked(lab.witness.says)
+    (a,) = bisect(lab, 0, 11 * H)
+    store, bid = _waiting_store(tmp_path)
+    store.finish_bisection(bid, a.to_json())
+    md = "\n".join(bisect_sections(Store(tmp_path / "work", create=False)))
+    assert "by hand (`hourly bisect --manual`)" in md and "hourly mark: pid" in md
+    assert "confirmed by re-measuring both ends" not in md
+    assert all(p.manual and "hourly mark: pid" in p.reason for p in a.probes if p.role == "probe")
