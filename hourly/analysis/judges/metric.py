@@ -89,11 +89,6 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs)
 
 
-#: A level of the window search as a probe row's verdict: the earlier level is good, the later bad
-#: (and a probe between two steps is bad: a regression came before it).
-_VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
-
-
 class MetricJudge(BaseJudge):
     """A state's verdict by its samples' level (see the module's text). ``against(good, bad)``
     gives the samples a probe is classified between; ``opts.max_repeats`` the most samples a state
@@ -102,8 +97,11 @@ class MetricJudge(BaseJudge):
     name = "metric"
     mode = "metric"
     answer_mode = "metric"
-    #: the window search pins every step of the window (hourly.analysis.bisection.StepSearch)
+    #: the window search pins every step of the window (hourly.analysis.step_search.StepSearch)
     steps = True
+    #: a level of the window search as a probe row's verdict: the earlier level is good, the later
+    #: bad (and a probe between two steps is bad: a regression came before it)
+    VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
 
     def __init__(self, opts: Options = DEFAULT_OPTIONS):
         self.max_repeats = opts.max_repeats
@@ -171,7 +169,7 @@ class MetricJudge(BaseJudge):
     @staticmethod
     def verdict_of(level: Level, unjudged: Verdict = Verdict.SKIP) -> Verdict:
         """A level as a probe row's verdict (``unjudged``: for a level that is no verdict)."""
-        return _VERDICT_OF.get(level, unjudged)
+        return MetricJudge.VERDICT_OF.get(level, unjudged)
 
     @staticmethod
     def ahead(ev: Evidence | None = None) -> Verdict:
@@ -187,14 +185,14 @@ class MetricJudge(BaseJudge):
             return Verdict.GOOD
         if i == n - 1:
             return Verdict.BAD
-        return _VERDICT_OF.get(level, Verdict.UNSURE) if level is not None else Verdict.UNSURE
+        return MetricJudge.VERDICT_OF.get(level, Verdict.UNSURE) if level is not None else Verdict.UNSURE
 
     @staticmethod
     def confirming(level: Level) -> Verdict:
         """A re-measured state's level as its confirmation verdict: a level of its own is unsure."""
         if level is Level.SKIP:
             return Verdict.SKIP
-        return Verdict.UNSURE if level is Level.NEITHER else _VERDICT_OF.get(level, Verdict.UNSURE)
+        return Verdict.UNSURE if level is Level.NEITHER else MetricJudge.VERDICT_OF.get(level, Verdict.UNSURE)
 
     @staticmethod
     def seen_from(verdict: str, i: int | None, lo: int, hi: int) -> str:
