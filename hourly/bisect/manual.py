@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from hourly.adapters.locks import python_prefix
 from hourly.adapters.store import Store
+from hourly.adapters.venvs import overlay_of
 from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD
 from hourly.analysis.judges import Evidence, Options, Verdict, Word
 from hourly.analysis.judges.manual import MANUAL, VERDICT_WORDS, ManualJudge
@@ -102,6 +103,10 @@ class Prompt(Protocol):
 
 def environment_line(python: str) -> str:
     """How a person uses the build installed into ``python``'s environment."""
+    overlay = overlay_of(python)
+    if overlay is not None:  # --only jax: the state's jax in the workdir's overlay over --python
+        return (f"PYTHONPATH={overlay.site}${{PYTHONPATH:+:$PYTHONPATH}} {python}   (the state's jax in an "
+                f"overlay over {overlay.base_python}; its packages first on PYTHONPATH, so no other jax shadows it)")
     prefix = Path(python_prefix(python))
     activate = prefix / "bin" / "activate"
     if activate.exists():
@@ -202,7 +207,7 @@ class Person:
         if "xla" not in commits:
             commits["xla"] = {"sha": pair.xla, "subject": "(pinned: the installed jaxlib)"}
         asked = Asked(role, pair, commits, {n: str(r.path) for n, r in lab.repos.items()},
-                      environment_line(lab.s.python), build=build, measured=measured, proposal=proposal,
+                      environment_line(lab.s.run_python()), build=build, measured=measured, proposal=proposal,
                       workdir=str(self.store.workdir), resumed=self._resumed)
         if where is not None and role == "probe":
             i, k = where.index, where.hi - where.lo - 1

@@ -35,7 +35,7 @@ from hourly.bisect.pairing import TimePairing, pairing_for
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.bisect.windows import (
     _require_complete_scan,
-    check_new_window,
+    _sha_end,
     default_mode,
     evidence,
     parse_end,
@@ -50,6 +50,7 @@ from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, tr
 from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status, cut_side
+from hourly.timeparse import parse_time
 
 __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_end", "parse_ends", "run_bisect",
            "windows_from_store"]
@@ -281,7 +282,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
         with Bisector(s, store, mode, req, handler, executor) as b:
-            return b.bisect(flag_window(b, req, mode, s.tz))
+            return b.bisect(flags_window(b, good, bad, s.tz, find_fix, mode))
     # every regression of the stored scan, and (unless a mode was asked for) every crash window,
     # each in its own mode: the metric for regressions, the exit status for crashes
     plan = store_plan(store, s, mode, find_fix)
@@ -296,12 +297,11 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     return answers
 
 
-def flag_window(b: Bisector, req: BisectRequest, mode: Mode, tz: str) -> Window:
-    """``--good``/``--bad`` as the window to bisect (with --find-fix the good end is the later)."""
-    assert req.good is not None and req.bad is not None
-    good, bad = req.good, req.bad
-    g, x = parse_ends(b, good, bad, tz, req.find_fix)
-    if req.find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+def flags_window(b: Bisector, good: str, bad: str, tz: str, find_fix: bool, mode: Mode) -> Window:
+    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when its
+    ends are the wrong way round."""
+    g, x = parse_ends(b, good, bad, tz, find_fix)
+    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
         if g <= x:
             raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
                             "(fixed) end comes after the bad one", "swap them")
@@ -312,6 +312,27 @@ def flag_window(b: Bisector, req: BisectRequest, mode: Mode, tz: str) -> Window:
         raise UserError(f"--bad {bad} is not later than --good {good}",
                         "swap them, or pass --find-fix to find what fixed it")
     return w
+
+
+def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False) -> None:
+    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories,
+    refs, cherry-picks and wheel folder (a Bisector made without a store: it reads the repositories
+    only), the ends against the walked history and their order, and that states lie between them."""
+    from hourly.metric import compile_metric_regex
+    s.bench_argv()
+    s.env_dict()
+    compile_metric_regex(s.metric_regex)
+    for end in (good, bad):
+        if not _sha_end(end):
+            parse_time(end, s.tz)
+    open_repos(s)
+    mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
+    b = Bisector(s, None, mode)  # type: ignore[arg-type]  # nothing is stored or built: never entered
+    w = flags_window(b, good, bad, s.tz, find_fix, mode)
+    if len(b.pairing.states(b.walks, w.good_time, w.bad_time)) < 2:
+        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
+                        "pass a good end before the bad end with commits between them")
 
 
 def store_plan(store: Store, s: Settings, mode: Mode | None, find_fix: bool = False) -> list[tuple[Mode, list[Window]]]:

@@ -16,7 +16,6 @@ from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.records import Window
 from hourly.errors import UserError
-from hourly.measure.measurer import open_repos
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, PointResult, Status
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
@@ -156,20 +155,6 @@ def default_mode(store: Store, s: Settings) -> Mode:
         return Mode.METRIC
     return Mode.METRIC if any(latest.get((x, j)) and latest[(x, j)].status == Status.OK.value
                               for _, x, j in rows) else Mode.EXIT
-
-
-
-def check_new_window(s: Settings, good: str, bad: str) -> None:
-    """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
-    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
-    from hourly.metric import compile_metric_regex
-    s.bench_argv()
-    s.env_dict()
-    compile_metric_regex(s.metric_regex)
-    for end in (good, bad):
-        if not _sha_end(end):
-            parse_time(end, s.tz)
-    open_repos(s)
 
 
 

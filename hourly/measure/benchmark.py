@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hourly.adapters import proc
+from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, parse_metric
 from hourly.model import Status
@@ -105,6 +106,10 @@ def cache_defaults(user_env: dict[str, str], inherited: dict[str, str] | None = 
 
 
 def bench_env(spec: BenchSpec) -> dict[str, str]:
+    """The benchmark's environment: hourly's, ``spec.python`` first on PATH, the compilation cache
+    off (:func:`cache_defaults`), the user's ``--env``; a ``spec.python`` of an overlay
+    (hourly.adapters.venvs.Overlay) puts its own packages first on PYTHONPATH last of all, so that no
+    PYTHONPATH shadows the state's jax."""
     env = dict(os.environ)
     if spec.python:
         env["PATH"] = str(Path(spec.python).parent) + os.pathsep + env.get("PATH", "")
@@ -113,6 +118,9 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
         env.pop(k, None)
     env.update(set_)
     env.update(spec.env)
+    overlay = overlay_of(spec.python)
+    if overlay is not None:
+        env = overlay.activate(env)
     return env
 
 

@@ -108,6 +108,9 @@ class Settings:
     sync: bool = True
     build_cmd: str = DEFAULT_BUILD_CMD
     only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.measure.pinned)
+    #: --only jax: JAX commits whose own check refuses the installed jaxlib are untestable (False:
+    #: --no-jaxlib-gate, an environment that patches the check runs them; recorded everywhere)
+    jaxlib_gate: bool = True
     #: JAX's own ref [default: ref]; with --only xla the JAX commit kept [default: the checkout's HEAD]
     jax_ref: str | None = None
     jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
@@ -202,9 +205,15 @@ class Settings:
             return [PIP_WHEEL]
         return self.build_argv()
 
+    def run_python(self) -> str:
+        """The Python the states are installed into and the benchmark runs with: ``--python``, or
+        with ``--only jax`` the workdir's overlay over it (:func:`hourly.measure.pinned.run_python`)."""
+        from hourly.measure.pinned import run_python
+        return run_python(self)
+
     def bench_spec(self) -> BenchSpec:
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
-                         self.bench_timeout, self.python, expect_metric=self.mode != "exit")
+                         self.bench_timeout, self.run_python(), expect_metric=self.mode != "exit")
 
     def bench_identity(self) -> dict[str, Any]:
         """What the benchmark is: command, directory, environment, regex, Python (and the mode of an
@@ -220,15 +229,21 @@ class Settings:
             ident["mode"] = "exit"
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)
+        if self.only == "jax" and not self.jaxlib_gate:  # states the gate refuses were run: never mixed with gated ones
+            ident["jaxlib_gate"] = "overridden"
         return ident
 
     def build_identity(self) -> dict[str, Any]:
         """How the states are built, as the wheel cache sees it (build command, the build's
         environment, the Python ABI, cherry-picks; the jax package's own build in a
-        two-repository hunt). Reads hourly's environment and asks ``--python`` its ABI."""
+        two-repository hunt; with ``--only jax`` the kept jaxlib, libtpu and plugins, each version
+        and location). Reads hourly's environment and asks ``--python`` its ABI."""
         ident = build_identity(self.build_identity_cmd(), self.env_dict(), self.python, self.cherry_pick)
         if self.only is None:
             ident["jax_package"] = self.jax_package_identity()
+        if self.only == "jax":  # what the states run on: jaxlib, libtpu, the plugins, and where each lies
+            from hourly.measure.pinned import fingerprint
+            ident["pinned"] = fingerprint(self)
         return ident
 
     def bench_key(self) -> str:

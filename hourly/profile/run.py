@@ -106,13 +106,13 @@ SIDES = ("good", "bad")
 
 
 def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
-    """With ``build`` installed into ``s.python``, run the benchmark once under the JAX profiler into
+    """With ``build`` installed into ``s.run_python()``, run the benchmark once under the JAX profiler into
     ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
     (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
     if not build.ok:
         raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
     spec = s.bench_spec()
-    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=s.python,
+    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                   options=options, timeout=spec.timeout, check=False)
     if not cap.ok:
         raise UserError(f"the benchmark failed under the profiler for the {label} "
