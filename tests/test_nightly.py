@@ -45,6 +45,13 @@ def P(d, status, value=None):
 
 # ---------------------------------------------------------------- pure parts
 
+def test_every_off_the_window_end_still_measures_the_last_date():
+    """issue 33 item 1: --every 2 from 07-06 to 07-09 gave 07-06 and 07-08 and dropped the window's
+    last day (a step on 07-09 was never seen); the end date is always measured."""
+    assert N.date_range("2023-07-06", "2023-07-09", every=2) == [date(2023, 7, 6), date(2023, 7, 8), date(2023, 7, 9)]
+    assert N.date_range("2023-07-06", "2023-07-08", every=7) == [date(2023, 7, 6), date(2023, 7, 8)]
+
+
 def test_date_range_includes_both_ends_and_steps():
     assert N.date_range("2023-07-06", "2023-07-08") == [date(2023, 7, 6), date(2023, 7, 7), date(2023, 7, 8)]
     assert N.date_range("Jul 6 2023", "2023-07-12", every=3) == [date(2023, 7, 6), date(2023, 7, 9), date(2023, 7, 12)]

@@ -719,3 +719,20 @@ def test_a_build_stopped_inside_git_leaves_no_changed_tree(capsys, scan_args, ma
     assert json.loads(out)["distinct_pairs"] == 1
     assert jax.head_state().branch == "main" and jax.dirty_files() == []
     assert not (jax.git_dir / "index.lock").exists()
+
+
+def test_a_to_off_the_step_grid_is_measured_and_shown(capsys, scan_args, tmp_path):
+    """issue 33 item 1: --to 13:30 with --step 1h planned 11:00-13:00 only and missed the -7 % XLA
+    commit at 13:20 ("no steps found"); the window's end is an instant of its own, in the plan, the
+    table and the JSON, and the step is there."""
+    args = scan_args("2023-08-24 11:00", "2023-08-24 13:30", "--repeats", "2")
+    plan = scan_json(capsys, args + ["--dry-run"])
+    assert [p["time"][11:16] for p in plan["points"]] == ["11:00", "12:00", "13:00", "13:30"]
+    result = scan_json(capsys, args)
+    assert [p["time"][11:16] for p in result["points"]] == ["11:00", "12:00", "13:00", "13:30"]
+    code, out, err = run_cli(capsys, ["detect", str(tmp_path / "work"), "--json"])
+    assert code == 0, err
+    (step,) = json.loads(out)["changes"]
+    assert (step["kind"], step["before"], step["after"]) == ("regression", "2023-08-24T13:00:00Z", "2023-08-24T13:30:00Z")
+    code, out, _ = run_cli(capsys, args[:-2] + ["--step", "2h"])
+    assert code == 0 and "2023-08-24T13:30:00Z" in out and "no steps found" not in out

@@ -128,14 +128,17 @@ def parse_date(text: str) -> date:
 
 
 def date_range(from_: str, to: str, every: int = 1) -> list[date]:
-    """Dates from ``from_`` to ``to``, both included, ``every`` days apart."""
+    """Dates from ``from_`` to ``to``, both included, ``every`` days apart; the last date is always
+    one, on the ``every`` grid or not (``--every 2`` from the 6th to the 9th: 6, 8 and 9; a change
+    on the 9th is not left out)."""
     d0, d1 = parse_date(from_), parse_date(to)
     if d1 < d0:
         raise UserError(f"--to {to} is before --from {from_}", "swap them")
     out, d = [], d0
-    while d <= d1:
+    while d < d1:
         out.append(d)
         d += timedelta(days=every)
+    out.append(d1)
     return out
 
 
