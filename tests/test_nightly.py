@@ -514,3 +514,49 @@ def test_missing_images_at_the_windows_end_are_named(tmp_path, capsys):
     pts = [P("2023-08-20", "ok", 100), NightlyPoint("2023-08-21", "img", Status.MISSING, detail="no such image"),
            P("2023-08-22", "ok", 100)]
     assert N.NightlyReport(pts, None, N.NightlySettings("2023-08-20", "2023-08-22"), 0, []).gaps() == []
+
+
+# ---------------------------------------------------------------- issue 33 item 2: two steps in a week
+
+def _week(tmp_path, runs: int):
+    """Six dates valued 100, 100, 80, (no image), 80, 60, each measured ``runs`` times (±0 %)."""
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(N.LEVEL, s.as_dict())
+    for d, v in zip(["2023-08-20", "2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25"],
+                    [100.0, 100.0, 80.0, None, 80.0, 60.0], strict=True):
+        p = (NightlyPoint(d, f"img:{d}", Status.MISSING, detail="no such image") if v is None
+             else P(d, "ok", v))
+        p.samples = [v] * runs if v is not None else []
+        store.add_nightly(s.key(), p)
+    store.close()
+    return tmp_path / "work"
+
+
+def test_two_steps_in_a_week_of_repeated_nightlies_are_both_found(tmp_path, capsys):
+    """The repeats (±0.0 %) measure the noise: the two steps are found and the larger one handed
+    over, where the noise read from the differences between dates (12.9 %) said "no steps found"."""
+    from hourly.cli import main
+    work = _week(tmp_path, runs=3)
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(st["before"], st["after"]) for st in got["steps"]] == [("2023-08-21", "2023-08-22"),
+                                                                   ("2023-08-24", "2023-08-25")]
+    assert (got["boundary"]["good"]["date"], got["boundary"]["bad"]["date"]) == ("2023-08-24", "2023-08-25")
+    assert got["undecided"] is None
+
+
+def test_a_week_of_single_nightlies_is_too_short_to_tell_and_names_the_repeats(tmp_path, capsys):
+    """One value per date: the dates cannot tell noise from steps; never "no steps found ...
+    nothing to hand over", but exit 1 with the command that measures each date three times."""
+    from hourly.cli import main
+    work = _week(tmp_path, runs=1)
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no steps found" not in out and "nothing to hand over" not in out
+    assert "too few dates to tell noise from steps" in out
+    assert "hourly nightly --from 2023-08-20 --to 2023-08-25" in err and "--repeats 3" in err and "--rerun" in err
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
+    assert "--repeats 3" in json.loads(capsys.readouterr().out)["undecided"]

@@ -736,3 +736,24 @@ def test_a_to_off_the_step_grid_is_measured_and_shown(capsys, scan_args, tmp_pat
     assert (step["kind"], step["before"], step["after"]) == ("regression", "2023-08-24T13:00:00Z", "2023-08-24T13:30:00Z")
     code, out, _ = run_cli(capsys, args[:-2] + ["--step", "2h"])
     assert code == 0 and "2023-08-24T13:30:00Z" in out and "no steps found" not in out
+
+
+def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_args, tmp_path):
+    """issue 33 item 2: four pairs measured once each, 578, 536, 537, 509 (the -7 % XLA commit and
+    the -5 % JAX merge): the differences between neighbours (3.8 %) are the steps themselves, so the
+    scan cannot say "no steps found", and the bisection cannot say "nothing to bisect"; both exit 1
+    naming the scan that measures each pair three times, and that scan finds both steps."""
+    args = scan_args("2023-08-24 12:00", "2023-08-25 13:00", "--step", "12h")
+    code, out, err = run_cli(capsys, args)
+    assert code == 1 and "no steps found" not in out
+    assert any(line.startswith("too few pairs to tell noise from steps") for line in unwrap(out))
+    assert "hourly: error: the scan has too few pairs to tell noise from steps" in err
+    again = shlex.split(err[err.index("hourly scan "):].strip())
+    assert again[-1] == "--rerun" and again[again.index("--repeats") + 1] == "3"
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
+    assert code == 1 and "nothing to bisect" not in out + err
+    assert "too few pairs to tell noise from steps" in err and "then run hourly bisect again" in err
+    code, out, err = run_cli(capsys, again[1:])
+    assert code == 0, err
+    assert "2 steps found" in out
+

@@ -109,7 +109,7 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge",
                       "n_before", "n_after"}
     assert c["edge"] is False
-    assert set(out) == {"points", "changes"}
+    assert set(out) == {"points", "changes", "undecided"} and out["undecided"] is None
 
 
 def test_cli_grep_table_marks_the_step(grep_file):
@@ -185,3 +185,26 @@ def test_cli_default_floor_and_no_plus_zero(tmp_path):
     assert json.loads(run([str(p), "--json"]).output)["changes"] == []
     low = run([str(p), "--min-change", "0"]).output
     assert "regression -0.30% between d4 and d5" in low and "+0.0%" not in low and "-0.0%" not in low
+
+
+# -- issue 33 item 2: `hourly detect` never says "no step found" from differences that may be steps
+
+@pytest.mark.parametrize("values", [[100, 80, 80, 60], [100, 100, 80, 80, 60], [100, 80, 80, 60, 60]])
+def test_detect_on_a_short_single_valued_series_says_it_cannot_tell(tmp_path, capsys, values):
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\n" + "".join(f"r{i},{v}\n" for i, v in enumerate(values)))
+    code = main(["detect", str(p)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no step found" not in out
+    assert "too few points to tell noise from steps" in out
+    assert err.startswith("hourly: error: too few points to tell noise from steps") and "3 times" in err
+    assert main(["detect", str(p), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["changes"] == [] and got["undecided"].startswith("too few points")
+    # three runs per label, each level's runs alike: the repeats measure the noise, both steps show
+    p.write_text("label,value\n" + "".join(f"r{i},{v * f}\n" for i, v in enumerate(values)
+                                          for f in (1.0, 1.001, 0.999)))
+    assert main(["detect", str(p), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert len(got["changes"]) == 2 and got["undecided"] is None

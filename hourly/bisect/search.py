@@ -1090,6 +1090,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
         _require_complete_scan(store, s)
+        if base is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
+            from hourly.scan.table import require_decided, stored_scan
+            require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:

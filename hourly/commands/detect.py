@@ -50,8 +50,15 @@ def detect(
         higher_is_better = effective({}, config)[0].higher_is_better
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
+    from hourly.analysis.steps import too_short
+    why = too_short(found)  # never "no step found" from differences that may be the steps
+    undecided = None
+    if why is not None:
+        from hourly.scan.sources import undecided_fix
+        undecided = f"{why}; {undecided_fix(source, found)}"
     if json_out:
-        typer.echo(json.dumps(detection_json(series, found)))
+        typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided}))
+        _require_decided(found, undecided)
         return
     from .common import console
     console.print(detection_table(series, found))
@@ -62,6 +69,18 @@ def detect(
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
     if not found.changes:
-        console.print("no step found")
+        console.print(undecided or "no step found",
+                      markup=False, highlight=False, soft_wrap=True)
     for c in found.changes:
         console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
+    if found.changes and undecided:
+        console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
+    _require_decided(found, undecided)
+
+
+def _require_decided(found, undecided: str | None) -> None:
+    """No step in a series too short to tell noise from steps is no answer: exit 1 with the fix."""
+    if undecided and not found.changes:
+        from hourly.errors import UserError
+        why, _, fix = undecided.partition("; ")
+        raise UserError(why, fix)

@@ -353,6 +353,8 @@ class HuntReport:
         out: dict[str, Any] = {"steps": self.rows}
         if self.releases is not None:
             out["releases"] = self.releases.as_json()
+        # too few dates (or releases) to tell noise from steps: not "nothing to hunt"
+        out["undecided"] = getattr(self.nightly, "undecided", None) or getattr(self.releases, "undecided", None)
         return out
 
     @property

@@ -32,6 +32,25 @@ def load_store_series(path: str | Path) -> Series:
         store.close()
 
 
+def undecided_fix(source: str | None, detection) -> str:
+    """What tells noise from steps in a series too short to (Detection.too_short): for a workdir,
+    its scan with each pair measured again several times; for a file, more runs per label."""
+    from hourly.scan.table import UNDECIDED_REPEATS, repeats_command, undecided_note
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir():
+        store = Store(path, create=False)
+        try:
+            s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+        finally:
+            store.close()
+        note = undecided_note(detection, s)
+        return note.partition("; ")[2] if note else repeats_command(s)
+    if detection.repeated:
+        return "measure more points between them, or bisect a window directly (hourly bisect --good TIME --bad TIME)"
+    return (f"measure each point {UNDECIDED_REPEATS} times (as many `LABEL:` lines or CSV rows per label) "
+            "and run hourly detect again")
+
+
 def _read(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
