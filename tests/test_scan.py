@@ -757,3 +757,20 @@ def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_
     assert code == 0, err
     assert "2 steps found" in out
 
+
+@pytest.mark.parametrize("printed,regex", [("1e400", None), ("inf", r"MLUPS:\s*(?P<value>\S+)"),
+                                           ("fast", r"MLUPS:\s*(?P<value>\S+)")])
+def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_was_read(
+        capsys, scan_args, tmp_path, printed, regex):
+    """issue 33 item 5: `MLUPS: 1e400` overflowed to infinity and was stored as an ok value ("inf
+    ±nan%", "no steps found"); any capture that is no finite number is no metric, and the scan's
+    error names what the regex captured (not "never printed the metric")."""
+    bench = tmp_path / "bench_inf.py"
+    bench.write_text(f"print('MLUPS: {printed}')\n")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", *(["--metric-regex", regex] if regex else []))
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, out, err = run_cli(capsys, args + ["--json"])
+    pts = json.loads(out)["points"]
+    assert code == 1 and pts[0]["status"] == "no_metric" and pts[0]["value"] is None
+    assert f"printed no finite number for the metric: --metric-regex captured '{printed}'" in err
+    assert "never printed the metric" not in err

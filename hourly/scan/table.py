@@ -138,9 +138,11 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
         return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
                          "start the window earlier with --from, or fix the command"
                          + ("; --keep-going scans on anyway" if first else ""), tail)
+    captured = run.get("captured")  # the regex read text that is no finite number: say what
     what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
             Status.TIMEOUT.value: "timed out",
-            Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
+            Status.NO_METRIC.value: "never printed the metric" if captured is None else
+            f"printed no finite number for the metric: --metric-regex captured {captured!r}"}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
                      likely_fix(m.status, tail, s)
