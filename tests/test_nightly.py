@@ -144,10 +144,10 @@ def test_settings_key_ignores_where_runs_happen(tmp_path):
 
 
 def test_store_migrates_a_schema_1_store_to_add_the_nightly_table(tmp_path):
-    # a store as the first release wrote it
+    # a store as the first release wrote it: version 1's tables (one that lacks any is damaged: test_store_faults)
+    from hourly.adapters import store as S
     conn = sqlite3.connect(tmp_path / "hourly.sqlite")
-    conn.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                       "INSERT INTO meta VALUES ('schema_version', '1');")
+    conn.executescript(S._SCHEMA + "INSERT INTO meta VALUES ('schema_version', '1');")
     conn.commit()
     conn.close()
     store = Store(tmp_path)

@@ -283,10 +283,15 @@ def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, 
     assert code == 2
     work = tmp_path / "work"
     work.mkdir()
-    # a whole SQLite file whose tables are not the ones hourly made (a damaged file is one line: test_store_faults)
+    # a whole SQLite file with every table of its schema, one of them not as hourly made it (a damaged
+    # file, or one that lacks a table, is one line: test_store_faults)
+    from hourly.adapters import store as S
     with sqlite3.connect(work / "hourly.sqlite") as c:
-        c.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                        "INSERT INTO meta VALUES ('schema_version', '6'); CREATE TABLE settings (x);")
+        c.executescript("CREATE TABLE settings (x);" + S._SCHEMA)
+        for v in range(2, S.SCHEMA_VERSION + 1):
+            for stmt in S.MIGRATIONS[v]:
+                c.execute(stmt)
+        c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(S.SCHEMA_VERSION),))
     code, _, err = run_cli(capsys, scan_args())
     assert code == 3 and "unexpected error" in err
     log = next((tmp_path / "crash-logs").glob("error-*.log"))

@@ -22,7 +22,7 @@ from .common import ConfigOpt, Direction
 def detect(
     source: Optional[str] = typer.Argument(
         None, help="Workdir with a results store (default ./hourly-work), a CSV with "
-                   "label,value columns, or the output of `grep METRIC OUT*`."),
+                   "label,value columns, the output of `grep METRIC OUT*`, or - for standard input."),
     metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
                                      help="Regex with a (?P<value>...) group, for grep output."),
     higher_is_better: Optional[bool] = Direction,
@@ -40,8 +40,15 @@ def detect(
     compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from hourly.analysis.detect import detect as detect_steps
     from hourly.render.scan import detection_json, detection_table, format_change, noise_words
-    from hourly.scan.sources import load_series
-    series = load_series(source, metric_regex)
+    from hourly.scan.sources import STDIN, load_series, load_text
+    if source == STDIN:  # `grep -H MLUPS OUT* | hourly detect -`
+        import sys
+        series = load_text(sys.stdin.read(), "<stdin>", metric_regex)
+    else:
+        series = load_series(source, metric_regex)
+    from .common import err_console
+    if series.dropped_note():  # nothing is left out of the input without a word
+        err_console.print(f"hourly: warning: {series.dropped_note()}", markup=False, highlight=False, soft_wrap=True)
     if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)

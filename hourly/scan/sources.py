@@ -82,6 +82,23 @@ def stored_direction_of(source: str | None) -> bool | None:
     return stored_direction(path)
 
 
+#: ``hourly detect -``: the series is read from standard input
+STDIN = "-"
+
+
+def load_text(text: str, source: str = "<stdin>", metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
+    """A series from text whose kind is told by its first line: a CSV when its header names the
+    ``label`` and ``value`` columns, else grep output (``hourly detect -``)."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if not first:
+        raise UserError(f"{source}: no input", "pipe grep output (`grep -H MLUPS OUT* | hourly detect -`) "
+                        "or a CSV with a label,value header")
+    header = {c.strip().lower() for c in first.split(",")}
+    if {"label", "value"} <= header:
+        return parse_csv_text(text, source=source)
+    return parse_grep_lines(text.splitlines(), metric_regex, source=source)
+
+
 def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
     """The series behind ``hourly detect``'s SOURCE: a workdir's store, a CSV or grep output."""
     path = Path(source if source is not None else DEFAULT_SOURCE)
