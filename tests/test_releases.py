@@ -658,3 +658,18 @@ def test_four_repeated_releases_with_two_steps_find_both(tmp_path, capsys):
     assert [(st["last_good"]["version"], st["first_bad"]["version"]) for st in got["steps"]] == [
         ("0.4.1", "0.4.2"), ("0.4.3", "0.4.4")]
     assert got["undecided"] is None
+
+
+def test_a_benchmark_that_exits_3_on_its_own_is_not_told_to_pin_numpy(drift_dir, tmp_path, capsys):
+    """issue 33: every release's run ended with the benchmark's own `sys.exit(3)` (no Python error),
+    and the fix said "pin what the cause names with --with (e.g. --with 'numpy<2')"; it now says
+    that the benchmark itself exits 3 and how to run it by hand in one release's environment."""
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "bench.py").write_text("import sys\nprint('input file missing, giving up')\nsys.exit(3)\n")
+    code = main(args(drift_dir, own, tmp_path, "0.8.0", "0.8.2"))
+    err = capsys.readouterr().err
+    line = _error_line(err)
+    assert code == 1 and "numpy" not in line and "--with" not in line, line
+    assert "exit code 3" in line and "input file missing, giving up" in line
+    assert "the benchmark itself" in line and "/bin:$PATH python bench.py" in line and str(own) in line
