@@ -84,7 +84,7 @@ def print_report(console, report: HuntReport) -> None:
         console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
         return
     console.print(table(report))
-    console.print(f"{len(report.rows)} window(s); {report.bisected} bisected now, the rest from the store", **kw)
+    console.print(report.counts(), **kw)  # never "bisected now" for a window answered without a bisection
     from hourly.render.explain import explained_stage_lines
     for row in report.rows:
         for ex in row.get("explained") or []:
