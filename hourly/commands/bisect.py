@@ -105,9 +105,9 @@ def bisect(
     elif log:
         answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):
-            if len(answers) > 1:
-                print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
-                      " — replay one block at a time")
+            if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
+                from hourly.render.bisect import log_heading
+                print(log_heading(a, i + 1, len(answers)))
             print(bisect_log(a)[1], end="")
     else:
         print_answers(console, answers)
