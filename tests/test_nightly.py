@@ -560,3 +560,11 @@ def test_a_week_of_single_nightlies_is_too_short_to_tell_and_names_the_repeats(t
     assert "hourly nightly --from 2023-08-20 --to 2023-08-25" in err and "--repeats 3" in err and "--rerun" in err
     assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
     assert "--repeats 3" in json.loads(capsys.readouterr().out)["undecided"]
+
+
+def test_show_nightly_of_a_week_too_short_to_tell_exits_1_too(tmp_path, capsys):
+    from hourly.cli import main
+    work = _week(tmp_path, runs=1)
+    assert main(["show", "--nightly", "--workdir", str(work)]) == 1
+    out, err = capsys.readouterr()
+    assert "too few dates to tell noise from steps" in out and "--repeats 3" in err

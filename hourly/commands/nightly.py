@@ -67,9 +67,7 @@ def nightly(
         raise UserError(f"the nightly window is incomplete: {n} date(s) not measured yet "
                         f"(first {todo[0]['from']}) and no boundary among the rest",
                         "run the same `hourly nightly` command again: it measures only what is missing")
-    if report.undecided and report.boundary is None:  # too few dates to tell noise from steps: exit 1
-        why, _, fix = report.undecided.partition("; ")
-        raise UserError(f"no boundary to hand over: {why}", fix)
+    report.require_decided()  # too few dates to tell noise from steps: exit 1
 
 
 def container(

@@ -137,6 +137,7 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
             print(json.dumps(daily.as_json(), indent=1))
         else:
             print_report(console, daily)
+        daily.require_decided()  # too few dates to tell noise from steps: exit 1
         return
     s = stored_settings(store, config, workdir=workdir)
     from hourly.render.steps import found_anything

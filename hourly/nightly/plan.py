@@ -331,6 +331,13 @@ class NightlyReport:
     def next_commands(self) -> list[str]:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
+    def require_decided(self) -> None:
+        """No boundary over dates too few to tell noise from steps is no answer (exit 1 with the
+        command that measures each date several times), not "nothing to hand over"."""
+        if self.undecided and self.boundary is None:
+            why, _, fix = self.undecided.partition("; ")
+            raise UserError(f"no boundary to hand over: {why}", fix)
+
 
 def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int = 0,
          dates: list[date] | None = None) -> NightlyReport:
