@@ -20,6 +20,7 @@ import typer
 from hourly.errors import ProcessError, UserError
 
 from . import __version__
+from .commands.bench import bench
 from .commands.bisect import bisect
 from .commands.clean import clean
 from .commands.common import PanelledCommand
@@ -132,6 +133,7 @@ _command()(shell)
 _command()(report)
 _command()(profile)
 _command()(explain)
+_command()(bench)
 _command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
 _command("compare-profiles")(compare_profiles)
 _command()(clean)
@@ -208,7 +210,8 @@ def _unexpected(e: BaseException) -> int:
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from hourly.render.console import escape_controls  # a subject or path in an error: read, never acted on
+    print(escape_controls(text), file=sys.stderr, flush=True)
 
 
 def _crash_log(e: BaseException) -> str:

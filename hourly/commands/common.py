@@ -101,6 +101,10 @@ REPOSITORIES: OptionSet = {
                                          help="Walk merged history only [default: on].")),
     "only": (Optional[str], Opt(None, "--only", help="Hunt one repository: jax (jaxlib stays what --python has "
                                 "installed; no --xla-repo needed) or xla (JAX stays at --jax-ref) [default: both].")),
+    "jaxlib_gate": (Optional[bool], Opt(None, "--jaxlib-gate/--no-jaxlib-gate", help="--only jax: a JAX commit whose own "
+                                        "check refuses the installed jaxlib (too old or too new for it, read from the "
+                                        "commit) is untestable; --no-jaxlib-gate runs it anyway, for an environment that "
+                                        "patches or shims that check (recorded with every result) [default: on].")),
     "xla_ref": (Optional[str], Opt(None, "--xla-ref", help="XLA's own ref whose history is walked [default: --ref].")),
     "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="JAX's own ref whose history is walked, e.g. a feature "
                                    "branch; with --only xla the JAX commit kept [default: --ref; with --only xla: the JAX checkout's HEAD].")),
@@ -192,7 +196,7 @@ def check_plan_size(s: Any, max_instants: int) -> None:
 PANELS: dict[str, tuple[str, ...]] = {
     "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
                "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
-    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--xla-ref", "--first-parent", "--only", "--jax-ref", "--sync",
+    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--xla-ref", "--first-parent", "--only", "--jaxlib-gate", "--jax-ref", "--sync",
                      "--force", "--bisect-in", "--pairing", "--llvm-repo", "--triton-repo"),
     "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
               "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
