@@ -395,3 +395,24 @@ def test_hunt_explain_asks_the_bisection_inside_and_carries_its_records_to_the_h
     # a window bisected before without --explain is bisected again with it
     assert H.unexplained({"regressions": [{"culprit": {"sha": "b"}}]})
     assert not H.unexplained(answer) and not H.unexplained({"regressions": [{"culprit": None}]})
+
+
+def test_a_window_answered_without_a_bisection_is_not_counted_as_bisected():
+    """issue 33: "1 window(s); 1 bisected now" for a window whose two images held the same commits
+    (nothing was bisected); the count says how each window was answered."""
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100.0, 80.0)
+    same = {"regressions": [], "bisected_in": None, "log": None, "bisected": False,
+            "reason": "the change is in the container's environment: both images hold the same xla and jax commits"}
+    report = H.HuntReport()
+    report.rows.append(H.step_row(w, same))
+    report.answered_now(same)
+    assert (report.bisected, report.answered) == (0, 1)
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=240), report)
+    assert "1 window: 1 answered now without a bisection" in buf.getvalue()
+    assert "bisected now" not in buf.getvalue()
+    bisected = {"regressions": [{"culprit": CULPRIT, "range": [], "builds": 4, "runs": 11}]}
+    report.rows.append(H.step_row(w, bisected))
+    report.answered_now(bisected)
+    report.rows.append(H.step_row(w, bisected))  # a third from the store
+    assert report.counts() == "3 windows: 1 bisected now, 1 answered now without a bisection, 1 from the store"

@@ -107,9 +107,9 @@ def bisect(
         from hourly.render.console import escape_controls
         answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):
-            if len(answers) > 1:
-                print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
-                      " — replay one block at a time")
+            if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
+                from hourly.render.bisect import log_heading
+                print(escape_controls(log_heading(a, i + 1, len(answers))))
             print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
     else:
         print_answers(console, answers)

@@ -177,9 +177,9 @@ def check_plan_size(s: Any, max_instants: int) -> None:
     the scan's own checks."""
     if not s.from_ or not s.to:
         return
-    from hourly.timeparse import iso_utc, parse_step, window
+    from hourly.timeparse import instant_count, iso_utc, parse_step, window
     t0, t1 = window(s.from_, s.to, s.tz)
-    n = (t1 - t0) // parse_step(s.step) + 1
+    n = instant_count(t0, t1, parse_step(s.step))  # the window's end is one, on the grid or not
     what = f"the window plans {n:,} instants (every {s.step} from {iso_utc(t0)} to {iso_utc(t1)})"
     if n > max_instants:
         raise UsageError(f"{what}, more than --max-instants {max_instants:,}",

@@ -81,6 +81,10 @@ def releases(
         print(json.dumps(report.as_json(), indent=1))
     else:
         print_report(console, report)
+    if report.undecided and not report.steps:  # too few releases to tell noise from steps: exit 1
+        from hourly.errors import UserError
+        why, _, fix = report.undecided.partition("; ")
+        raise UserError(why, fix)
 
 
 def _print_plan(s, json_out: bool) -> None:

@@ -77,9 +77,11 @@ def scan(
     emit(report, json_out, s)
     if not dry_run_:
         from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
-        from hourly.scan.table import require_complete, require_measured
+        from hourly.scan.table import require_complete, require_decided, require_measured
         require_measured(report, s)
-        require_complete(report, s, found_anything(report, s))
+        found = found_anything(report, s)
+        require_complete(report, s, found)
+        require_decided(report.points, s, found)  # too few pairs to tell noise from steps: exit 1
 
 
 def warmup_note(s) -> str:
@@ -97,9 +99,10 @@ def emit(report, json_out: bool, s) -> None:
         if isinstance(out, dict) and s is not None:  # how each point's runs were counted
             out["measuring"] = {"repeats": s.repeats, "warmup_runs": getattr(s, "warmup_runs", 0)}
         if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
-            from hourly.render.steps import windows_json
+            from hourly.render.steps import undecided_json, windows_json
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
+            out["undecided"] = undecided_json(report, s)  # too few pairs to tell noise from steps
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
         print(json.dumps(out, indent=1))
         return
@@ -134,10 +137,13 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
             print(json.dumps(daily.as_json(), indent=1))
         else:
             print_report(console, daily)
+        daily.require_decided()  # too few dates to tell noise from steps: exit 1
         return
     s = stored_settings(store, config, workdir=workdir)
     from hourly.render.steps import found_anything
-    from hourly.scan.table import require_complete
+    from hourly.scan.table import require_complete, require_decided
     report = show_stored(store, s)
     emit(report, json_out, s)
-    require_complete(report, s, found_anything(report, s))  # gaps and nothing found: exit 1
+    found = found_anything(report, s)
+    require_complete(report, s, found)  # gaps and nothing found: exit 1
+    require_decided(report.points, s, found)  # too few pairs to tell noise from steps: exit 1

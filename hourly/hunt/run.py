@@ -350,11 +350,34 @@ class HuntReport:
     nightly: Any = None  # hourly.nightly.plan.NightlyReport of the daily level (None when entered below)
     bisected: int = 0  # windows bisected now (not from the store)
     releases: Any = None  # hourly.releases.plan.ReleaseReport of the release level (--from-release)
+    answered: int = 0  # windows answered now without a bisection (the same commits at both ends, ...)
+
+    def answered_now(self, answer: dict[str, Any]) -> None:
+        """Count a window answered by this run: bisected, or answered without a bisection
+        (``"bisected": False``: both images hold the same commits, or their trees could not be
+        fetched), which is not "bisected now"."""
+        if answer.get("bisected", True):
+            self.bisected += 1
+        else:
+            self.answered += 1
+
+    def counts(self) -> str:
+        """How the windows were answered, in words: "2 windows: 1 bisected now, 1 from the store"."""
+        failed = len(self.failed)
+        stored = len(self.rows) - self.bisected - self.answered - failed
+        parts = [f"{self.bisected} bisected now" if self.bisected else "",
+                 f"{self.answered} answered now without a bisection" if self.answered else "",
+                 f"{failed} not bisected" if failed else "",
+                 f"{stored} from the store" if stored else ""]
+        n = len(self.rows)
+        return f"{n} window{'s' if n != 1 else ''}: " + (", ".join(p for p in parts if p) or "none answered")
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"steps": self.rows}
         if self.releases is not None:
             out["releases"] = self.releases.as_json()
+        # too few dates (or releases) to tell noise from steps: not "nothing to hunt"
+        out["undecided"] = getattr(self.nightly, "undecided", None) or getattr(self.releases, "undecided", None)
         return out
 
     @property
@@ -517,7 +540,7 @@ def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
                 report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
                 continue
             store.save_settings(f"{LEVEL}/{key}", answer)
-            report.bisected += 1
+            report.answered_now(answer)
         report.rows.append(step_row(w, answer))
         if w.release:
             report.rows[-1]["release"] = w.release
@@ -533,7 +556,7 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     s = h.nightly
     image = (w.bad if h.bisect_in == "bad" else w.good).image
     if w.same_sources:  # nothing to bisect: both images were built from the same commits
-        return {"regressions": [], "bisected_in": None, "log": None,
+        return {"regressions": [], "bisected_in": None, "log": None, "bisected": False,
                 "reason": "the change is in the container's environment: both images hold the same "
                           "xla and jax commits",
                 "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
@@ -550,7 +573,7 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
         if h.bisect_in == "good":
             fetch = _fetch_trees(name, w, docker_client)
             if fetch:
-                return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log)}
+                return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log), "bisected": False}
         inside = f"{WORKDIR_TARGET}/{sub}"
         if h.scan_step:
             scanned = _scan_inside(name, w, h, inside, store.workdir / sub, log, docker_client, say)

@@ -87,6 +87,8 @@ def print_report(console, report: ReleaseReport) -> None:
     for st in report.steps:
         for line in describe_step(st):
             console.print(f"  {line}", **kw)
+    if report.steps and report.undecided:
+        console.print(f"more steps may hide: {report.undecided}", **kw)
     for g in report.gaps:
         inside = any(st.before is g.after and st.after is g.before for st in report.steps)
         console.print(f"  no measurement for {g.describe()}"
@@ -149,7 +151,8 @@ def release_markdown(store: Store) -> list[str]:
     if failed:
         md.append("")
     if not report.steps:
-        md.append("No step between releases was detected." if not report.gaps else f"{_md(report.summary)}.")
+        md.append("No step between releases was detected." if not (report.gaps or report.undecided)
+                  else f"{_md(report.summary)}.")
         md.append("")
     for g in report.gaps:
         md.append(f"- no measurement for {_md(g.describe())}" + (f"; fill it with `{g.command}`" if g.command else ""))

@@ -430,6 +430,14 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
+def _undecided(points: list[PointResult], s: Settings) -> str | None:
+    """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
+    from hourly.scan.table import undecided_note
+    if not any(p.status == "ok" and p.value is not None for p in points):
+        return None
+    return undecided_note(find_steps(points, s.higher_is_better)[1], s)
+
+
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[dict] | None = None,
                     pinned: str | None = None) -> list[str]:
@@ -455,6 +463,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
+    elif not steps and _undecided(points, s):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")

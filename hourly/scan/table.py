@@ -140,9 +140,11 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
         return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
                          "start the window earlier with --from, or fix the command"
                          + ("; --keep-going scans on anyway" if first else ""), tail)
+    captured = run.get("captured")  # the regex read text that is no finite number: say what
     what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
             Status.TIMEOUT.value: "timed out",
-            Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
+            Status.NO_METRIC.value: "never printed the metric" if captured is None else
+            f"printed no finite number for the metric: --metric-regex captured {captured!r}"}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
                      likely_fix(m.status, tail, s)
@@ -288,3 +290,43 @@ def require_complete(report: ScanReport, s: Settings, found_anything: bool) -> N
     n, total = unmeasured_pairs(report.points), len({(p.xla, p.jax) for p in report.points})
     raise UserError(f"the scan is incomplete ({n} of {total} pairs not measured) and no step was found in "
                     "the part that was", f"run the same scan again to resume it: {scan_command(s)}")
+
+
+# -- a table too short to tell noise from steps (issue 33: never "no steps found" from it) ---------
+
+#: Runs of each pair asked for when one value per pair cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def repeats_command(s: Settings) -> str:
+    """The scan again with every pair measured UNDECIDED_REPEATS times (``--rerun``: the pairs
+    already stored too): the repeats measure the noise that the differences could not."""
+    from dataclasses import replace
+    return scan_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats))) + " --rerun"
+
+
+def undecided_note(detection, s: Settings) -> str | None:
+    """One line when the scan's table is too short to tell noise from steps
+    (:attr:`hourly.analysis.detect.Detection.too_short`), with the command that tells; else None."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "pair")
+    if why is None:
+        return None
+    if detection.repeated:
+        return (f"{why}; scan more instants between them (a finer --step), or bisect a window directly "
+                "(hourly bisect --good TIME --bad TIME)")
+    return f"{why}; measure each pair {UNDECIDED_REPEATS} times to tell: {repeats_command(s)}"
+
+
+def require_decided(points: list[PointResult], s: Settings, found_anything: bool = False,
+                    then: str = "") -> None:
+    """A table too short to tell noise from steps where nothing was found is not an answer (exit 1,
+    naming the command that measures the noise): not "no steps found", not "nothing to bisect".
+    ``then``: what to run after the fix (", then run hourly bisect again")."""
+    from hourly.analysis.steps import find_steps
+    if found_anything or not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return
+    note = undecided_note(find_steps(points, s.higher_is_better)[1], s)
+    if note is not None:
+        why, _, fix = note.partition("; ")
+        raise UserError(f"the scan has {why}", fix + then)
