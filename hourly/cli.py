@@ -112,31 +112,19 @@ def _top(version_: bool = typer.Option(False, "--version", callback=_print_versi
                                        help="Print hourly's version and exit.")) -> None:
     """Find the JAX or XLA commit that made a program slower or made it crash."""
 
-def _command(name: str | None = None, **kw):
-    """A command whose --help groups its options in panels (hourly.commands.common.PANELS)."""
-    return app.command(name, cls=PanelledCommand, **kw)
+def _command(fn, **kw) -> None:
+    """Register ``fn`` (made by hourly.commands.common.command) under its name; its --help groups
+    its options in panels (hourly.options.PANELS)."""
+    app.command(fn.command_name, cls=PanelledCommand, **kw)(fn)
 
 
 # --help lists the commands in the order of a hunt
-_command()(demo)
-_command()(releases)
-_command()(nightly)
-_command()(container)
-_command()(hunt)
-_command()(scan)
-_command()(show)
-_command()(detect)
-_command()(bisect)
-_command()(mark)
-_command()(shell)
-_command()(report)
-_command()(profile)
-_command()(explain)
-_command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
-_command("compare-profiles")(compare_profiles)
-_command()(clean)
-_command("config")(config_cmd)
-_command()(version)
+for _fn in (demo, releases, nightly, container, hunt, scan, show, detect, bisect, mark, shell, report, profile,
+            explain):
+    _command(_fn)
+_command(trace, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+for _fn in (compare_profiles, clean, config_cmd, version):
+    _command(_fn)
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:

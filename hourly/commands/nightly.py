@@ -7,34 +7,22 @@ from typing import List, Optional
 
 from hourly.errors import UserError
 from hourly.measure.settings import workdir_setting
-from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from hourly.render.console import PlainPrint, command_line
 
-from .common import (
-    DAILY,
-    ConfigOpt,
-    ContainerEnv,
-    Gpus,
-    JsonOpt,
-    Opt,
-    Workdir,
-    console,
-    daily_settings,
-    err_console,
-    with_options,
-)
+from .common import command, console, daily_settings, err_console
 
 
-@with_options(DAILY)
+@command("nightly")
 def nightly(
-    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
-    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
-    rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    rerun: bool = False,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
@@ -69,17 +57,18 @@ def nightly(
                         "run the same `hourly nightly` command again: it measures only what is missing")
 
 
+@command("container")
 def container(
-    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24 [required when the image has {date}]."),
-    image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
-    gpus: str = Gpus,
-    env: Optional[List[str]] = ContainerEnv,
-    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
-    name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    date: Optional[str] = None,
+    image: Optional[str] = None,
+    gpus: str = "all",
+    env: Optional[List[str]] = None,
+    mount: Optional[List[str]] = None,
+    pull: bool = True,
+    name: Optional[str] = None,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
     from hourly.nightly import image as nightly_container

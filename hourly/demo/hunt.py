@@ -16,7 +16,7 @@ from hourly.analysis.steps import crash_windows, find_steps
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
-from hourly.measure.settings import effective
+from hourly.measure.settings import effective, keyed
 from hourly.render.bisect import print_answers
 from hourly.render.console import PlainPrint, command_line, print_wrapped, styled
 from hourly.render.report import write_report
@@ -58,7 +58,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     made = make_repos(root / "repos", DEMO_CHANGES)
     say(f"made stand-in repos: xla {made.xla}, jax {made.jax}")
     python = make_venv(root / "venv")
-    s, _ = effective(demo_settings(made, python, root / "work"))
+    s = keyed(effective(demo_settings(made, python, root / "work"))[0])
     store = Store(s.workdir)
     say("$ " + command_line(["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
                              "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,

@@ -35,12 +35,12 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Mapping, Protocol
 
 from hourly.adapters.store import Measurement
-from hourly.errors import HourlyError, UserError
+from hourly.errors import HourlyError, UsageError, UserError
 from hourly.execute.host import Host
 from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
@@ -263,7 +263,7 @@ class _Round:
         if (d / "result.json").exists():  # an earlier attempt's (interrupted, or an error since fixed)
             os.replace(d / "result.json", d / f"result-{len(attempts['jobs'])}.json")
         s = self.host.s
-        settings = {f.name: getattr(s, f.name) for f in fields(s)}
+        settings = s.as_dict()
         settings["cache_dir"] = str(s.resolved_cache_dir().absolute())
         req = {"kind": task.kind.value, "settings": settings, "pair": [task.pair.xla, task.pair.jax],
                "count": task.count, "origin": self.origin, "workdir": str(self.store.workdir),
@@ -357,24 +357,25 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
-    """The executor the command line asks for (the EXECUTOR option set); pops its options from ``flags``.
+def make_executor(flags: Mapping[str, Any]) -> LocalExecutor | SlurmExecutor:
+    """The executor the command line asks for (the options of hourly.options.EXECUTOR in ``flags``,
+    which it reads and leaves as they are).
 
-    ``--executor local`` with more than one worker, or with Slurm's options, is a user error."""
-    kind = str(flags.pop("executor", None) or ExecutorKind.LOCAL).lower()
-    workers = flags.pop("workers", None)
-    slurm = {k: flags.pop(k, None) for k in ("partition", "time", "gres", "slurm_arg")}
+    ``--executor local`` with more than one worker, or with Slurm's options, is a usage error."""
+    kind = str(flags.get("executor") or ExecutorKind.LOCAL).lower()
+    workers = flags.get("workers")
+    slurm = {k: flags.get(k) for k in ("partition", "time", "gres", "slurm_arg")}
     if kind not in EXECUTORS:
-        raise UserError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
+        raise UsageError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
     if workers is not None and workers < 1:
-        raise UserError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
+        raise UsageError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
     if kind == "local":
         if workers and workers > 1:
-            raise UserError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
-                            "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
+            raise UsageError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
+                             "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
         given = [f"--{k.replace('_', '-')}" for k, v in slurm.items() if v]
         if given:
-            raise UserError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
+            raise UsageError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
         return LocalExecutor()
     from hourly.adapters.slurm import Slurm
     cluster = Slurm()

@@ -28,12 +28,10 @@ from hourly.adapters.proc import parse_env, split_command
 from hourly.adapters.store import Store
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import NightlyPoint, PointResult, Status
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
 
 LEVEL = "nightly"
-DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
-DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
 #: the detail of a date of the window that has no stored result yet
 NOT_MEASURED = "not measured"

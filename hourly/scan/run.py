@@ -20,7 +20,7 @@ from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.pins import PinReader, behind_pins
 from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.metric import compile_metric_regex
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
 from hourly.scan.identity import check_scan
@@ -127,7 +127,7 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     pairs = distinct_pairs(points)
     path = Path(workdir).expanduser().absolute()
     store = Store(path, create=False) if (path / STORE_NAME).exists() else None
-    key = s.bench_key() if s.bench_cmd else None
+    key = keyed(s).bench_key() if s.bench_cmd else None
     latest = store.all_latest(key) if store and key else {}
     measured = {p for p in pairs if (p.xla, p.jax) in latest}
     builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
@@ -167,6 +167,7 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
         sync(trees(xla, jax))
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
+    s = keyed(s)  # the key its measurements are stored under (a scan measures under its own)
     if not isinstance(store, Store):
         store = Store(store)
     return _measure_points(s, store, xla, jax, points, handler, pin, executor)

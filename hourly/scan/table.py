@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
@@ -152,6 +152,7 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
 def stored_scan(store: Store, s: Settings) -> ScanReport:
     """The stored scan's table: the scan's own measurements only (never a later command's)."""
     rows = store.points(LEVEL)
+    s = keyed(s, store)  # settings read from the store carry the scan's key already
     key = s.bench_key()
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
     out = []
@@ -180,7 +181,7 @@ def require_measured(report: ScanReport, s: Settings) -> None:
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
     store = Store(s.workdir, create=False)
     try:
-        m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
+        m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
     finally:
         store.close()
     assert m is not None  # p is a point of this scan: its measurement is in the store

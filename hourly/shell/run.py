@@ -30,7 +30,7 @@ from hourly.bisect.search import Bisector
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Mode, Pair, cut_side
 from hourly.shell.state import resolve
 
@@ -61,7 +61,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
     trees at it (locked) until the block ends; then the trees are restored."""
     if not s.bench_cmd:  # nothing is benchmarked here: a stand-in names the measurement key
         from hourly.bisect.manual import NO_BENCH
-        s = replace(s, bench_cmd=NO_BENCH)
+        s = keyed(replace(s, bench_cmd=NO_BENCH))
     with ExitStack() as stack:
         probe = Bisector(s, store, Mode.EXIT)  # repositories, walks, refs and --only's pin; builds nothing
         named = resolve(text, probe, store, s)
@@ -72,7 +72,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
         stack.enter_context(RunLock(env_dir.parent / "shell.lock", f"the shell environment {env_dir}"))
         py = overlay_env(env_dir, s.python, env_dir.parent / "venv.log")
         handler.note(f"environment {env_dir} (its own packages first, then those of {s.python})")
-        b = stack.enter_context(Bisector(replace(s, python=py), store, Mode.EXIT))
+        b = stack.enter_context(Bisector(keyed(replace(s, python=py)), store, Mode.EXIT))
         m = b.measurer()  # takes the trees: their locks, as scan and bisect hold them
         res = m.builder.prepare(pair)
         if res.status is BuildStatus.INTERRUPTED:
