@@ -13,7 +13,7 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType
-from typing import Protocol, cast
+from typing import Any, Callable, Protocol, cast
 
 import typer
 
@@ -112,19 +112,20 @@ def _top(version_: bool = typer.Option(False, "--version", callback=_print_versi
                                        help="Print hourly's version and exit.")) -> None:
     """Find the JAX or XLA commit that made a program slower or made it crash."""
 
-def _command(fn, **kw) -> None:
+def _command(fn: Callable[..., Any], **kw: Any) -> None:
     """Register ``fn`` (made by hourly.commands.common.command) under its name; its --help groups
     its options in panels (hourly.options.PANELS)."""
-    app.command(fn.command_name, cls=PanelledCommand, **kw)(fn)
+    name = fn.command_name  # type: ignore[attr-defined]  # set by hourly.commands.common.command
+    app.command(name, cls=PanelledCommand, **kw)(fn)
 
 
 # --help lists the commands in the order of a hunt
-for _fn in (demo, releases, nightly, container, hunt, scan, show, detect, bisect, mark, shell, report, profile,
-            explain):
-    _command(_fn)
-_command(trace, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-for _fn in (compare_profiles, clean, config_cmd, version):
-    _command(_fn)
+_IN_ORDER: tuple[Callable[..., Any], ...] = (demo, releases, nightly, container, hunt, scan, show, detect, bisect,
+                                             mark, shell, report, profile, explain, trace, compare_profiles,
+                                             clean, config_cmd, version)
+for _fn in _IN_ORDER:  # trace passes what follows its own options to the benchmark
+    _command(_fn, **({"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}
+                     if _fn is trace else {}))
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:
