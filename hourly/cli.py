@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import signal
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from typing import Any, Callable, Protocol, cast
 import typer
 
 from hourly.errors import ProcessError, UserError
+from hourly.options import join
 
 from . import __version__
 from .commands.bisect import bisect
@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         code = 128 + _stopped_by[0]
     if code in (130, *(128 + s for s in STOP_SIGNALS)):
         what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
-        _err(f"\n{what}. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+        # the command as given, secret-looking values redacted (hourly.options.join)
+        _err(f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}")
     return code
 
 

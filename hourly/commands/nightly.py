@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
+from hourly import options
 from hourly.errors import UserError
 from hourly.measure.settings import workdir_setting
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from hourly.render.console import PlainPrint, command_line
+from hourly.render.console import PlainPrint
 
 from .common import command, console, daily_settings, err_console
 
@@ -102,6 +103,6 @@ def container(
     console.print("enter it with:", **kw)
     console.print(f"  {st.instructions()[0]}", **kw)
     console.print("then, inside, for example:", **kw)
-    console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
-                                       DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
+    console.print("  " + options.command_line("scan", {"from_": "<good day>", "to": "<bad day>",
+                                                       "bench_cmd": DEFAULT_BENCH_CMD, "workdir": st.workdir_inside}), **kw)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)

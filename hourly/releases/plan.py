@@ -33,6 +33,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from hourly import options
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
@@ -383,21 +384,17 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
     return steps
 
 
-def _bench_args(s: ReleaseSettings) -> list[str]:
-    bench = ["--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        bench += ["--metric-regex", s.metric_regex]
-    if s.repeats > 1:
-        bench += ["--repeats", str(s.repeats)]
-    return bench
+def _bench_args(s: ReleaseSettings) -> dict[str, Any]:
+    """The benchmark's options of the commands the release level hands over to."""
+    return {"bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "repeats": s.repeats if s.repeats > 1 else None}
 
 
 def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
     """The daily level (nightly containers) from ``start`` to ``end`` with the same benchmark."""
-    cmd = ["hourly", "nightly", "--from", start, "--to", end, *_bench_args(s)]
-    if not s.higher_is_better:
-        cmd.append("--lower-is-better")
-    return shlex.join(cmd)
+    return options.command_line("nightly", {"from_": start, "to": end, **_bench_args(s),
+                                            "higher_is_better": False if not s.higher_is_better else None})
 
 
 def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
@@ -411,20 +408,17 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
     good = step.facts.time_before or step.before.released
     bad = step.facts.time_after or step.after.released
     if good and bad:
-        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
-        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
-            cmd += ["--bench-cwd", s.bench_cwd]
-        if step.kind == "crash":
-            cmd += ["--mode", "exit"]
-        elif not s.higher_is_better:
-            cmd.append("--lower-is-better")
-        if s.jax_repo:
-            cmd += ["--jax-repo", s.jax_repo]
-        out.append(shlex.join(cmd))
+        crash = step.kind == "crash"
+        cmd = {"good": good, "bad": bad, **bench,
+               "metric_regex": None if crash else bench["metric_regex"],  # an exit-status bisection reads no metric
+               "bench_cwd": s.bench_cwd if s.bench_cwd and Path(s.bench_cwd) != Path.cwd() else None,
+               "mode": "exit" if crash else None,
+               "higher_is_better": False if not crash and not s.higher_is_better else None,
+               "jax_repo": s.jax_repo or None}
+        out.append(options.command_line("bisect", cmd))
         if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
             # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
-            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
-            out.append(shlex.join(only))
+            out.append(options.command_line("bisect", {"only": "jax", **cmd}))
     return out
 
 

@@ -27,7 +27,6 @@ so ``[default: UTC]`` in a help string is shown as written.
 
 from __future__ import annotations
 
-import shlex
 import textwrap
 from typing import Iterable, Sequence, TypedDict
 
@@ -35,6 +34,8 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from hourly.options import join
 
 #: wide enough to measure any table's natural width
 _UNLIMITED = 1_000_000
@@ -118,8 +119,9 @@ def unwrap(output: str) -> list[str]:
 
 
 def command_line(argv: Sequence[object]) -> str:
-    """A command the user can paste: shell-quoted, one line."""
-    return shlex.join([str(a) for a in argv])
+    """A command the user can paste: shell-quoted, one line, secret-looking values redacted
+    (hourly.options.join; an hourly command is built by hourly.options.command_line)."""
+    return join([str(a) for a in argv])
 
 
 def print_command(con: Console, argv: Sequence[str] | str, prefix: str = "") -> None:
