@@ -69,8 +69,30 @@ class ProfileRequest:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor can do, asked instead of its class.
+
+    ``here``: it builds in this process, in the user's trees, and installs into ``--python`` (so
+    that environment is locked for the run, and the pair being built can be shown while it builds);
+    ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
+    workdir and the build cache through a filesystem this machine shares (results come back as
+    files there); ``profiles``: it captures profiles itself (``profile_stream``)."""
+
+    here: bool
+    parallel: int = 1
+    shared_filesystem: bool = False
+    profiles: bool = False
+
+
 class Executor(Protocol):
+    #: states measured at once (a bisection's round; ``capabilities.parallel``)
     workers: int
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What it can do (see :class:`Capabilities`)."""
+        ...
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
@@ -93,6 +115,7 @@ class LocalExecutor:
     """Build and measure here, one pair after another (hourly's behaviour without an executor)."""
 
     workers = 1
+    capabilities = Capabilities(here=True)
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
@@ -124,6 +147,10 @@ class SlurmExecutor:
         #: jobs submitted and results recorded in this process (bisect's --json "jobs" counts requests)
         self.submitted = 0
         self.adopted = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True, profiles=True)
 
     def options(self):
         from hourly.adapters.slurm import SubmitOptions

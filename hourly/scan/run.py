@@ -12,7 +12,7 @@ from hourly.adapters.locks import holds_store_lock, python_env_lock
 from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.executors import Executor
 from hourly.execute.host import MeasuringHost
 from hourly.measure import machine as environment
 from hourly.measure.build import Builder, require_command
@@ -184,7 +184,7 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
 def env_lock_for(python: str, executor: Executor | None) -> AbstractContextManager:
     """The lock of the environment a run installs into, when it builds here (remote jobs install
     into their own)."""
-    local = executor is None or isinstance(executor, LocalExecutor)
+    local = executor is None or executor.capabilities.here
     return python_env_lock(python) if local else nullcontext()
 
 
@@ -211,7 +211,7 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     # (unless an earlier run of this scan already measured one)
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
     with MeasuringHost(s, store, xla, jax, pin, SCAN_ORIGIN, key) as host:
-        if todo and executor is not None and not isinstance(executor, LocalExecutor):
+        if todo and executor is not None and not executor.capabilities.here:
             measured = executor.stream(host, [(p, s.repeats) for p in todo])
         else:  # here, in turn: the pair being built is shown while it builds
             measured = _here(host, todo, handler, done, len(pairs))
