@@ -153,10 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     if code == 130 and _stopped_by:
         code = 128 + _stopped_by[0]
     if code in (130, *(128 + s for s in STOP_SIGNALS)):
-        what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
-        # the command as given, secret-looking values redacted (hourly.options.join)
-        _err(f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}")
+        _err(stopped_line(code, argv))
     return code
+
+
+def stopped_line(code: int, argv: list[str]) -> str:
+    """What a run stopped by Ctrl-C (130) or a stop signal (128 + it) prints: the command that
+    resumes it, as it was given, secret-looking values redacted (hourly.options.join)."""
+    what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
+    return f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}"
 
 
 def _main(argv: list[str]) -> int:
@@ -168,6 +173,12 @@ def _main(argv: list[str]) -> int:
     except _ABORTS:  # Ctrl-C, or a stop signal (main() tells them apart)
         return 130
     except _CLICK_ERRORS as e:
+        if e.exit_code == 2 and type(e).__name__ != "NoArgsIsHelpError":  # a usage error: one line, as ours
+            ctx = getattr(e, "ctx", None)
+            shown = e.format_message() if hasattr(e, "format_message") else str(e)
+            message = " ".join(shown.split())
+            _err(f"hourly: error: {message} — see `{ctx.command_path if ctx else 'hourly'} --help`")
+            return 2
         cast(_ShownError, e).show()
         return e.exit_code
     except UserError as e:

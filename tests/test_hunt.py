@@ -345,12 +345,13 @@ def test_day_ranges_from_release_steps():
 def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
     from hourly.cli import main
     w = ["--workdir", str(tmp_path / "w")]
-    assert main(["hunt", "--from-release", "0.4.13", *w]) == 1
+    # flags that do not go together are usage errors (exit 2)
+    assert main(["hunt", "--from-release", "0.4.13", *w]) == 2
     assert "--from-release and --to-release go together" in capsys.readouterr().err
-    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 1
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--dates", "search",
-                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+                 "--mount", f"{tmp_path}:/dir", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.20", "--to-release", "0.4.13",
                  "--mount", f"{tmp_path}:/dir", *w]) == 1

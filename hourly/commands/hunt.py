@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
 
 from .common import command, console, daily_settings, err_console
@@ -49,7 +49,7 @@ def hunt(
     from hourly.hunt.run import HuntSettings
     if good_date or bad_date:
         if not (good_date and bad_date):
-            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+            raise UsageError("--good-date and --bad-date go together", "pass both, or neither")
         from_, to = from_ or good_date, to or bad_date
     entry = _release_entry(from_release, to_release, from_ or to or good_date,
                            dict(bench_cmd=release_bench_cmd, extra=extra, index_url=index_url,
@@ -58,7 +58,7 @@ def hunt(
     if entry is not None:
         from_ = to = ""  # the release level hands the days to the daily level
     elif not from_ or not to:
-        raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
+        raise UsageError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
                         "or --from-release 0.4.13 --to-release 0.4.20")
     wd = workdir_setting(workdir, config)
     s = daily_settings(flags, from_, to, wd, rerun, config)
@@ -75,9 +75,9 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
     if not (from_release or to_release):
         return None
     if not (from_release and to_release):
-        raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
+        raise UsageError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
     if dates_given:
-        raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
+        raise UsageError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
     from hourly.hunt.from_releases import ReleaseEntry
     return ReleaseEntry(from_release, to_release, **options)
 

@@ -6,7 +6,7 @@ import json
 from typing import List, Optional
 
 from hourly import options
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from hourly.render.console import PlainPrint
@@ -37,7 +37,7 @@ def nightly(
         report = show_nightly(store)
     else:
         if not from_ or not to:
-            raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
+            raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
         s = daily_settings(flags, from_, to, wd, rerun, config)
         s.validate()
         store = Store(wd)
@@ -77,11 +77,11 @@ def container(
     template = image or DEFAULT_IMAGE
     if "{date}" in template:
         if not date:
-            raise UserError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
+            raise UsageError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
         ref = image_ref(template, parse_date(date))
     else:
         if date:
-            raise UserError(f"--image {template} has no {{date}}, so --date means nothing",
+            raise UsageError(f"--image {template} has no {{date}}, so --date means nothing",
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = workdir_setting(workdir, config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from hourly.errors import UserError
+from hourly.errors import UsageError
 from hourly.render.console import command_line, styled
 
 from .common import command, console, err_console
@@ -21,11 +21,11 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.profile.capture import TraceOptions
     from hourly.profile.run import Target, parse_state, run_profiles, targets_from_store
+    if bool(good) != bool(bad):  # the command line first: a usage error before the workdir is read
+        raise UsageError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)
-    if bool(good) != bool(bad):
-        raise UserError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     from hourly.scan.identity import check_store
     s = check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good and bad else targets_from_store(store, s)

@@ -44,7 +44,7 @@ from typing import Any, Callable
 from hourly import options
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
 from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
@@ -93,7 +93,7 @@ class HuntSettings:
         if self.min_change is not None:
             check_min_change(self.min_change)
         if (self.good_date is None) != (self.bad_date is None):
-            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+            raise UsageError("--good-date and --bad-date go together", "pass both, or neither")
         if self.good_date and self.bad_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
@@ -101,7 +101,7 @@ class HuntSettings:
             self.nightly.validate()
             return
         if self.good_date or self.dates != "all":
-            raise UserError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
+            raise UsageError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
         from dataclasses import replace
 
         from packaging.version import InvalidVersion, Version
