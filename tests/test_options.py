@@ -250,6 +250,8 @@ def test_the_walk_covers_the_flags_the_issue_names():
     (["hunt", "--good-date", "2023-08-01"], "--good-date and --bad-date go together"),
     (["nightly"], "the nightly scan needs dates"),
     (["container"], "which nightly?"),
+    (["releases", "--from", "0.4.13", "--to", "0.4.14", "--bench-cmd", "true", "--index-url", "http://x",
+      "--find-links", "."], "--index-url and --find-links both name where wheels come from"),
 ])
 def test_usage_errors_exit_2_in_one_line(capsys, tmp_path, argv, message):
     code, _, err = run_cli(capsys, [*argv, "--workdir", str(tmp_path / "w")])

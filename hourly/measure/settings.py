@@ -525,7 +525,7 @@ def load_config(path: str | None) -> ConfigFile:
         known = shared_keys if command is None else _takes(command)
         for name, v in items.items():
             key = name.replace("-", "_")
-            opt = known.get(key)
+            opt = known.get(key) or known.get(key.rstrip("_"))  # from, or its field's name from_
             if opt is None:
                 near = _nearest(key, sorted(known))
                 lists = "`hourly config` lists the settings" if command in (None, SHARED) else \

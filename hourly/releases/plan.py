@@ -37,7 +37,7 @@ from hourly import options
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.plurals import found, plural
@@ -128,7 +128,7 @@ class ReleaseSettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
         if self.index_url and self.find_links:
-            raise UserError("--index-url and --find-links both name where wheels come from",
+            raise UsageError("--index-url and --find-links both name where wheels come from",
                             "pass one of them")
         if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
             raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
