@@ -20,6 +20,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.options import join
 
 from . import __version__
+from .commands.bench import bench
 from .commands.bisect import bisect
 from .commands.clean import clean
 from .commands.common import PanelledCommand
@@ -121,7 +122,8 @@ def _command(fn: Callable[..., Any], **kw: Any) -> None:
 
 # --help lists the commands in the order of a hunt
 _IN_ORDER: tuple[Callable[..., Any], ...] = (demo, releases, nightly, container, hunt, scan, show, detect, bisect,
-                                             mark, shell, report, profile, explain, trace, compare_profiles,
+                                             mark, shell, report, profile, explain, bench, trace,
+                                             compare_profiles,
                                              clean, config_cmd, version)
 for _fn in _IN_ORDER:  # trace passes what follows its own options to the benchmark
     _command(_fn, **({"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}
@@ -209,7 +211,8 @@ def _unexpected(e: BaseException) -> int:
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from hourly.render.console import escape_controls  # a subject or path in an error: read, never acted on
+    print(escape_controls(text), file=sys.stderr, flush=True)
 
 
 def _crash_log(e: BaseException) -> str:

@@ -63,6 +63,8 @@ def between(lo: int, hi: int) -> Rule:
     return Rule(lambda v: None if lo <= v <= hi else f"must be {lo} to {hi}", str(lo), f"{lo}<=x<={hi}")
 
 
+#: seconds of a harness's --timeout: 1 or more
+AT_LEAST_A_SECOND = Rule(lambda v: None if v >= 1 else "must be 1 or more seconds", "600", "x>=1")
 POSITIVE = Rule(lambda v: None if v > 0 and math.isfinite(v) else "must be a positive number of seconds", "3600")
 #: a bisection's (and a hunt's) --min-change: a fraction of the level strictly between 0 and 1
 FRACTION = Rule(lambda v: None if 0 < v < 1 else "must lie between 0 and 1 (a fraction of the level)", "0.02")
@@ -195,6 +197,10 @@ OPTIONS: tuple[Option, ...] = (
        panel=R),
     _o("--only", "only", "Hunt one repository: jax (jaxlib stays what --python has installed; no --xla-repo needed) "
        "or xla (JAX stays at --jax-ref) [default: both].", panel=R, rule=one_of("jax", "xla", "both")),
+    _o("--jaxlib-gate", "jaxlib_gate", "--only jax: a JAX commit whose own check refuses the installed jaxlib (too "
+       "old or too new for it, read from the commit) is untestable; --no-jaxlib-gate runs it anyway, for an "
+       "environment that patches or shims that check (recorded with every result) [default: on].", type=bool,
+       off="--no-jaxlib-gate", panel=R),
     _o("--xla-ref", "xla_ref", "XLA's own ref whose history is walked [default: --ref].", panel=R,
        per={"hunt": {"help": "XLA's own ref inside [default: --ref]."}}),
     _o("--jax-ref", "jax_ref", "JAX's own ref whose history is walked, e.g. a feature branch; with --only xla the JAX "
@@ -228,7 +234,9 @@ OPTIONS: tuple[Option, ...] = (
        "<workdir>/jax-wheels].", panel=B),
     _o("--python", "python", "Python that gets the builds and runs the benchmark [default: the Python running "
        "hourly].", panel=B,
-       per={"releases": {"help": "Interpreter the environments are made from [default: hourly's]."}}),
+       per={"releases": {"help": "Interpreter the environments are made from [default: hourly's]."},
+            "bench": {"help": "Python that runs the harness: its JAX is measured; hourly need not be installed "
+                              "there [default: the Python running hourly]."}}),
     _o("--cache-dir", "cache_dir", f"Build cache, shared by all workdirs [default: ~/.cache/hourly; {_CHECKOUT}].",
        panel=B, per={"releases": {"help": "Where the environments are kept [default: ~/.cache/hourly/releases]."}}),
     _o("--cache-size", "cache_size", "Bound of the build cache; least recently used builds go first [default: 50G; "
@@ -271,20 +279,30 @@ OPTIONS: tuple[Option, ...] = (
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,
        per={"releases": {"help": "Directory the benchmark runs in [default: the current one]."}}),
     _o("--env", "env", "KEY=VALUE for the benchmark (repeatable) [default: none].", type=list, panel=M,
-       per={"nightly container hunt": {"help": "KEY=VALUE inside the container (repeatable) [default: none]."}}),
+       per={"nightly container hunt": {"help": "KEY=VALUE inside the container (repeatable) [default: none]."},
+            "bench": {"help": "KEY=VALUE for the harness's environment (repeatable) [default: none]."}}),
     _o("--repeats", "repeats", "Runs per pair (a bisection asks for more while unsure) [default: 1].", type=int,
        panel=M, rule=at_least(1), per={
            "releases": {"help": "Runs per release.", "default": 1},
            "nightly hunt": {"help": "Runs per date (hunt: and per pair of its bisections).", "default": 1},
            "explain": {"help": "Runs per setting in the sweep and the revert check [default: the workdir's "
-                               "repeats, at least 3]."}}),
+                               "repeats, at least 3]."},
+           "bench": {"help": "Samples of trace, lower, compile, compile_cached and first_call.", "default": 5}}),
     _o("--warmup-runs", "warmup_runs", "Runs of a freshly built or installed state that are recorded but not counted "
        "(its first run is slow); none when the state is installed already [default: 1].", type=int, panel=M,
        rule=at_least(0)),
     _o("--bench-timeout", "bench_timeout", "Seconds before a run counts as timed out [default: no limit].",
        type=float, panel=M, rule=POSITIVE),
     _o("--timeout", "timeout", "Seconds before a run counts as timed out [default: no limit].", type=float, panel=M,
-       rule=POSITIVE),
+       rule=POSITIVE, per={"bench": {"help": "Seconds before the harness is stopped [default: no limit].",
+                                     "rule": AT_LEAST_A_SECOND}}),
+    _o("--iters", "iters", "Samples of step, step_dispatch and dispatch.", type=int, default=50, panel=M,
+       rule=at_least(1)),
+    _o("--warmup", "warmup", "Untimed rounds before the samples of each kind.", type=int, default=3, panel=M,
+       rule=at_least(0)),
+    _o("--x64", "x64", "Turn jax_enable_x64 on (off: JAX's float32 default).", type=bool, default=False, panel=M),
+    _o("--phases", "phases", "Comma-separated phases to measure, from trace, lower, compile, compile_cached, "
+       "first_call, dispatch, step_dispatch, step, memory [default: all].", panel=M),
     _o("--metric-regex", "metric_regex", "Regex with a (?P<value>...) group; the last match is the metric [default: "
        f"{DEFAULT_METRIC_REGEX}].", panel=M, per={
            "releases nightly hunt": {"help": "Regex with a (?P<value>...) group.", "default": DEFAULT_METRIC_REGEX},
@@ -363,6 +381,8 @@ OPTIONS: tuple[Option, ...] = (
                              "times, repro; docs/explain.md)."}}),
     _o("--out", "out", "Folder for report.md and plot.png [default: <workdir>/report]", panel=O,
        per={"trace": {"help": "Folder for the trace and memory profiles [default: ./hourly-work/traces/<UTC time>]",
+                      "toml": False},
+            "bench": {"help": "File for the harness's full output [default: ./hourly-work/bench/<UTC time>.log].",
                       "toml": False}}),
     _o("--anonymous", "anonymous", "Leave out the host name.", type=bool, default=False, panel=O),
     _o("--top", "top", "Rows per comparison table.", type=int, default=10, panel=O, rule=at_least(1),
@@ -397,7 +417,7 @@ BY_FLAG: dict[str, Option] = {o.flag: o for o in OPTIONS}
 
 # -- which command takes which options, in the order its --help lists them ----------------------
 WINDOW = ("from_", "to", "tz", "step", "max_instants")
-REPOSITORIES = ("xla_repo", "jax_repo", "ref", "first_parent", "only", "xla_ref", "jax_ref")
+REPOSITORIES = ("xla_repo", "jax_repo", "ref", "first_parent", "only", "jaxlib_gate", "xla_ref", "jax_ref")
 #: how JAX and XLA are paired, and the checkouts a bisection descends into (docs/bisect.md, "Pairing")
 PAIRING = ("pairing", "llvm_repo", "triton_repo")
 BUILD = ("build_cmd", "jax_build_cmd", "native_inputs", "build_timeout", "wheel_dir", "python", "cache_dir",
@@ -441,6 +461,7 @@ TAKES: dict[str, tuple[str, ...]] = {
                 "config"),
     "explain": ("workdir", "step", "sweep", "try_flag", "revert_check", "revert_ref", "max_passes", "op_times",
                 "repeats", *BUILD, "json_out", "config"),
+    "bench": ("python", "repeats", "iters", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),
     "trace": ("out", "host_tracer_level", "python_tracer_level", "device_tracer_level", "memprof_at"),
     "compare-profiles": ("top",),
     "clean": ("json_out",),

@@ -1042,9 +1042,28 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def check_new_window(s: Settings, good: str, bad: str) -> None:
+def flags_window(b: Bisector, good: str, bad: str, tz: str, find_fix: bool, mode: Mode) -> Window:
+    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when its
+    ends are the wrong way round."""
+    g, x = parse_ends(b, good, bad, tz, find_fix)
+    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+        if g <= x:
+            raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                            "(fixed) end comes after the bad one", "swap them")
+        w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
+    else:
+        w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
+    if w.bad_time <= w.good_time:
+        raise UserError(f"--bad {bad} is not later than --good {good}",
+                        "swap them, or pass --find-fix to find what fixed it")
+    return w
+
+
+def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False) -> None:
     """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
-    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories,
+    refs, cherry-picks and wheel folder (a Bisector made without a store: it reads the repositories
+    only), the ends against the walked history and their order, and that states lie between them."""
     from hourly.metric import compile_metric_regex
     s.bench_argv()
     s.env_dict()
@@ -1053,6 +1072,12 @@ def check_new_window(s: Settings, good: str, bad: str) -> None:
         if not _sha_end(end):
             parse_time(end, s.tz)
     open_repos(s)
+    mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
+    b = Bisector(s, None, mode)  # type: ignore[arg-type]  # nothing is stored or built: never entered
+    w = flags_window(b, good, bad, s.tz, find_fix, mode)
+    if len(b.pairing.states(b.walks, w.good_time, w.bad_time)) < 2:
+        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
+                        "pass a good end before the bad end with commits between them")
 
 
 @holds_store_lock
@@ -1069,18 +1094,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
         with Bisector(s, store, mode, req, handler, executor) as b:
-            g, x = parse_ends(b, good, bad, s.tz, find_fix)
-            if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
-                if g <= x:
-                    raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
-                                    "(fixed) end comes after the bad one", "swap them")
-                w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
-            else:
-                w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
-            if w.bad_time <= w.good_time:
-                raise UserError(f"--bad {bad} is not later than --good {good}",
-                                "swap them, or pass --find-fix to find what fixed it")
-            return b.bisect(w)
+            return b.bisect(flags_window(b, good, bad, s.tz, find_fix, mode))
     # every regression of the stored scan, and (unless a mode was asked for) every crash window,
     # each in its own mode: the metric for regressions, the exit status for crashes
     base = mode or default_mode(store, s)

@@ -55,14 +55,15 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
-        check_new_window(s0 if run_bench else _no_bench(s0), good, bad)
+        check_new_window(s0 if run_bench else _no_bench(s0), good, bad, mode, find_fix)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)
-    from hourly.scan.identity import check_store
+    from hourly.scan.identity import check_store, note_key
     # the store's repositories, and the key its scan measured under; the settings keyed as they build
     s = check_store(store, s, uses_scan=good is None)
+    note_key(store, s)  # what this bisection's key is made of: its answers are labelled by it in reports
     if good is not None and not store.load_settings("scan"):
         # no scan made this workdir: keep the bisection's settings, so `hourly explain` / `report`
         # on it need not be given --jax-repo, --only, --bench-cmd ... again
@@ -87,12 +88,13 @@ def bisect(
     if json_out:
         print(json.dumps({"regressions": answers}, indent=1))
     elif log:
+        from hourly.render.console import escape_controls
         answers = [a for a in answers if not a.get("error")]
         for i, a in enumerate(answers):
             if len(answers) > 1:
                 print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
                       " — replay one block at a time")
-            print(bisect_log(a)[1], end="")
+            print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
     else:
         print_answers(console, answers)
         if explain:

@@ -33,7 +33,7 @@ def nightly(
     from hourly.render.nightly import print_report
     wd = workdir_setting(workdir, config)
     if show:
-        store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
+        store = Store(wd, create=False, read_only=True, made_by="hourly nightly --from ... --to ...")
         report = show_nightly(store)
     else:
         if not from_ or not to:

@@ -54,7 +54,7 @@ def releases(
                     fix="--show prints the stored results, --dry-run the plan of a run: pass one of them")
     wd = workdir_setting(workdir, config)
     if show:
-        report = R.stored_releases(Store(wd, create=False, made_by="hourly releases --from ... --to ..."))
+        report = R.stored_releases(Store(wd, create=False, read_only=True, made_by="hourly releases --from ... --to ..."))
     else:
         if not from_ or not to:
             raise UsageError("the release level needs versions", "pass --from 0.4.13 --to 0.4.20")
@@ -73,12 +73,11 @@ def releases(
             _print_plan(s, json_out)
             return
         s.validate()
-        store = Store(wd)
-        if json_out:
-            report = run_releases(s, store)
+        if json_out:  # the workdir is made once the window is planned: bad input makes nothing
+            report = run_releases(s, wd)
         else:
             with ProgressLines(err_console, "releases", lambda v: f"installing + measuring jax {v}") as handler:
-                report = run_releases(s, store, handler)
+                report = run_releases(s, wd, handler)
     if json_out:
         print(json.dumps(report.as_json(), indent=1))
     else:

@@ -16,7 +16,7 @@ def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change:
     from hourly.errors import path_fault
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
-    store = Store(workdir_setting(workdir, config), create=False)
+    store = Store(workdir_setting(workdir, config), create=False, read_only=True)  # it only reads
     folder = Path(out).absolute() if out else store.workdir / "report"
     try:
         if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
@@ -29,9 +29,12 @@ def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change:
         if e.filename and not _inside(e.filename, folder):
             raise  # not the report's own files: unexpected
         raise path_fault(e, "the report folder", folder, "--out") from e
-    print(f"report: {files.markdown}")
+    from hourly.render.console import print_text
+
+    from .common import console
+    print_text(console, f"report: {files.markdown}")
     if files.plot:
-        print(f"plot:   {files.plot}")
+        print_text(console, f"plot:   {files.plot}")
 
 
 def _inside(path: str | bytes, folder: Path) -> bool:

@@ -88,7 +88,7 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
     from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.scan.table import stored_scan as show_stored
-    store = Store(workdir_setting(workdir, config), create=False,
+    store = Store(workdir_setting(workdir, config), create=False, read_only=True,  # it only reads
                   made_by="hourly nightly --from ... --to ..." if nightly else "hourly scan")
     if nightly or (not store.points("hourly") and store.load_settings("nightly")):
         from hourly.nightly.plan import stored_nightly as show_nightly

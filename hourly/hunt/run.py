@@ -146,11 +146,13 @@ class HuntWindow:
     def name(self) -> str:
         return f"{self.good.date}..{self.bad.date}"
 
-    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None) -> str:
+    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None, build_cmd: str | None = None) -> str:
         ident = [nightly_key, self.good.date, self.good.xla, self.good.jax, self.bad.date,
                  self.bad.xla, self.bad.jax, self.kind, bisect_in]
         if scan_step:  # a scanned window's answer is its own, apart from a direct bisection's
             ident.append(f"scan {scan_step}")
+        if build_cmd:  # another build's answer is not this build's (the default build keeps the keys stored before)
+            ident.append(f"build {build_cmd}")
         return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
     @property
@@ -489,7 +491,7 @@ def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
         windows = windows_of(report.nightly.points, report.nightly.steps)
     run_id = h._run_id
     for i, w in enumerate(windows, 1):
-        key = w.key(h.nightly.key(), h.bisect_in, h.scan_step)
+        key = w.key(h.nightly.key(), h.bisect_in, h.scan_step, h.build_cmd)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
         if answer is not None and h.explain and unexplained(answer):
             answer = None  # bisected before without --explain: again (the bisection inside reuses its store)

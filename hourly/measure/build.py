@@ -36,7 +36,7 @@ from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import LockHeld, RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
 from hourly.adapters.venvs import reinstall
-from hourly.errors import ProcessError, UserError
+from hourly.errors import ProcessError, UsageError, UserError, blocking_file
 from hourly.measure.build_cache import (
     WheelCache,
     build_identity,
@@ -218,6 +218,11 @@ class Workspace:
             if k != root and k.is_relative_to(root):
                 out.append(str(k.relative_to(root)))
         return out
+
+    def untracked(self, repo: GitRepo) -> list[str]:
+        """The untracked files of ``repo``'s tree that are not ignored and not hourly's own places
+        (what taking the tree refuses without ``--force``), relative to it."""
+        return repo.untracked_files(self._kept(repo))
 
     def clean(self) -> None:
         """Every state is built from its own commit alone: remove what earlier builds (and anyone)
@@ -633,6 +638,16 @@ def kept_paths(s) -> list[Path]:
             argv = []
         out += [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
     return out
+
+
+def check_wheel_dir(path: str | os.PathLike) -> None:
+    """Refuse a wheel folder (``--wheel-dir``) that is a file or lies under one, before anything is
+    made: a build would fail to make it (and a run whose wheels are all cached would never notice)."""
+    blocker = blocking_file(path)
+    if blocker is not None:
+        where = "a file" if Path(blocker) == Path(path).absolute() else f"under {blocker}, which is a file"
+        raise UsageError(f"--wheel-dir {path} is {where}, not a directory",
+                         "pass --wheel-dir with a folder (or a path where one can be made)")
 
 
 def require_command(cmd: str, path: str) -> None:

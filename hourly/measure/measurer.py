@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
 from hourly.measure.benchmark import run_benchmark
-from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
+from hourly.measure.build import (
+    BUILD_ATTEMPTS,
+    Builder,
+    BuildInterrupted,
+    BuildSpec,
+    BuildStatus,
+    Workspace,
+    check_wheel_dir,
+)
 from hourly.measure.pinned import Pin, gate_for, make_pin
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status
@@ -31,6 +39,7 @@ def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
 
 def build_spec(s: Settings) -> BuildSpec:
     """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    check_wheel_dir(s.resolved_wheel_dir())
     two = s.only is None  # jaxlib and the jax package priced and cached apart (hourly.measure.native_inputs)
     return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
                      s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd(),
@@ -40,7 +49,7 @@ def build_spec(s: Settings) -> BuildSpec:
 
 
 def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
-    return make_pin(s.only, s.python, jax, s.jax_ref)
+    return make_pin(s.only, s.python, jax, s.jax_ref, gate=s.jaxlib_gate)
 
 
 

@@ -129,15 +129,24 @@ def jaxlib_upper_bound(jax: GitRepo, sha: str) -> str | None:
     return m.group(1) if m else None
 
 
-def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | None) -> Pin | None:
-    """The pin of ``--only`` (None: both repositories are hunted)."""
+#: ``Pin.detail["jaxlib_gate"]`` of a hunt run with ``--no-jaxlib-gate``
+GATE_OVERRIDDEN = "overridden"
+
+
+def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | None, gate: bool = True) -> Pin | None:
+    """The pin of ``--only`` (None: both repositories are hunted); ``gate=False`` (``--no-jaxlib-gate``,
+    ``--only jax``): the JAX commits the installed jaxlib's check refuses are run anyway, and the pin
+    says so wherever it is recorded (the scan's table and JSON, the store, every answer, the report)."""
     if not only:
         return None
     if only == "jax":
         info = installed_jaxlib(python)
         label = f"jaxlib-{info['version']}" + (f"@{info['xla_commit'][:12]}" if info.get("xla_commit") else "")
-        return Pin("xla", label, "jax", {"jaxlib_version": info["version"], "xla_commit": info.get("xla_commit"),
-                                         "jaxlib_location": info.get("location"), "python": python})
+        detail = {"jaxlib_version": info["version"], "xla_commit": info.get("xla_commit"),
+                  "jaxlib_location": info.get("location"), "python": python}
+        if not gate:
+            detail["jaxlib_gate"] = GATE_OVERRIDDEN
+        return Pin("xla", label, "jax", detail)
     if jax is None:
         raise UserError("--only xla keeps JAX at one commit, but no JAX checkout was given", "pass --jax-repo")
     ref = jax_ref or "HEAD"
@@ -150,7 +159,8 @@ def pinned_line(pinned: dict | None) -> str | None:
         return None
     if pinned["side"] == "xla":
         return (f"--only jax: xla pinned to the installed jaxlib {pinned.get('jaxlib_version')}"
-                + (f" (XLA commit {pinned['xla_commit']})" if pinned.get("xla_commit") else ""))
+                + (f" (XLA commit {pinned['xla_commit']})" if pinned.get("xla_commit") else "")
+                + (f"; {GATE_WORDS}" if pinned.get("jaxlib_gate") == GATE_OVERRIDDEN else ""))
     return f"--only xla: jax pinned at {pinned.get('to')} ({pinned.get('jax_ref')})"
 
 
@@ -180,7 +190,18 @@ class JaxlibGate:
         return self._seen[sha]
 
 
+#: what a hunt whose gate was overridden says of it, wherever its pin is shown
+GATE_WORDS = ("jaxlib gate overridden (--no-jaxlib-gate): JAX commits whose own check refuses this jaxlib "
+              "were run anyway")
+
+#: how to get through the gate, for an environment that patches or shims JAX's check
+GATE_FIX = "--no-jaxlib-gate runs them anyway where the environment patches or shims that check"
+
+
 def gate_for(jax: GitRepo, pin: Pin | None) -> JaxlibGate | None:
-    """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise.
+    """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise,
+    and None when it was overridden (``--no-jaxlib-gate``, recorded in the pin).
     The one place it is made: the Measurer, the hosts and the bisection ask here."""
-    return JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+    if not pin or pin.side != "xla" or pin.detail.get("jaxlib_gate") == GATE_OVERRIDDEN:
+        return None
+    return JaxlibGate(jax, pin.detail["jaxlib_version"])

@@ -48,7 +48,7 @@ NO_BUILD = "none"
 KEY_VERSION = 2
 #: the settings the measurement key is made of (with hourly's environment and --python's ABI)
 KEY_FIELDS = ("bench_cmd", "bench_cwd", "env", "metric_regex", "python", "mode", "cherry_pick", "build_cmd",
-              "jax_build_cmd", "only")
+              "jax_build_cmd", "only", "jaxlib_gate")
 
 
 def _frozen(v: Any) -> Any:
@@ -125,6 +125,9 @@ class Settings:
     sync: bool = True
     build_cmd: str = DEFAULT_BUILD_CMD
     only: str | None = None  # "jax" or "xla": hunt one repository, the other stays put (hourly.measure.pinned)
+    #: --only jax: JAX commits whose own check refuses the installed jaxlib are untestable (False:
+    #: --no-jaxlib-gate, an environment that patches the check runs them; recorded everywhere)
+    jaxlib_gate: bool = True
     #: JAX's own ref [default: ref]; with --only xla the JAX commit kept [default: the checkout's HEAD]
     jax_ref: str | None = None
     jax_build_cmd: str = PIP_WHEEL  # builds the jax package alone; "none": the tree is installed editable
@@ -243,6 +246,8 @@ class Settings:
             ident["mode"] = "exit"
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)
+        if self.only == "jax" and not self.jaxlib_gate:  # states the gate refuses were run: never mixed with gated ones
+            ident["jaxlib_gate"] = "overridden"
         return ident
 
     def build_identity(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from datetime import datetime, timedelta, timezone
@@ -41,9 +42,10 @@ def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
     store.save_settings(LEVEL, {"settings": s.as_dict(), "key": key})
 
 
-def run_releases(s: ReleaseSettings, store: Store, handler: Handler = SILENT) -> ReleaseReport:
+def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: Handler = SILENT) -> ReleaseReport:
     """Measure every release of the window not finished yet (all with ``rerun``) and return the
-    window's report. Each release's result is stored as soon as it is known."""
+    window's report. Each release's result is stored as soon as it is known; given a workdir
+    rather than a Store, it is created only once the window is planned (bad input makes nothing)."""
     s.validate()
     target = target_python(s.python)
     installer = choose_installer(s.installer)
@@ -54,6 +56,8 @@ def run_releases(s: ReleaseSettings, store: Store, handler: Handler = SILENT) ->
                         "or pass --deps-today to install today's dependencies with pip")
     index = s.make_index()
     planned = plan_releases(index, s, target)
+    if not isinstance(store, Store):
+        store = Store(store)
     key = s.key(target)
     _save_settings(store, s, key)
     have = store.releases(key)

@@ -28,6 +28,7 @@ from hourly.measure.settings import (
     Settings,
     configured_identity,
     key_identity,
+    keyed,
     measure_key,
     with_key,
 )
@@ -47,8 +48,29 @@ def record(store: Store, s: Settings, t0: float, t1: float) -> None:
         t0, t1 = min(t0, old["window"][0]), max(t1, old["window"][1])
     store.save_settings(INVESTIGATION, {"window": [t0, t1], "xla_repo": s.xla_repo, "jax_repo": s.jax_repo,
                                         "only": s.only})
+    public = key_identity(s, public=True)
     store.save_settings(MEASURE_KEY, {"version": KEY_VERSION, "key": s.bench_key(), "configured": _plain(configured_identity(s)),
-                                      "identity": key_identity(s, public=True)})
+                                      "identity": public})
+    store.note_measure_key(s.bench_key(), _plain(public))
+
+
+def note_key(store: Store, s: Settings) -> None:
+    """Note what the key a command measures under is made of (``hourly bisect``: its answers are
+    labelled with their build once another build is the current one)."""
+    store.note_measure_key(s.bench_key(), _plain(key_identity(s, public=True)))
+
+
+def answer_key(store: Store, s: Settings) -> str | None:
+    """The measurement key whose bisection answers speak for the workdir's investigation: the one
+    the stored scan measured under (its table is what show and report print), else, in a workdir
+    of ``hourly bisect --good --bad`` alone, the newest bisection's. Answers under another key
+    were measured with another build or benchmark: never this investigation's answer."""
+    if store.points(LEVEL) and s.bench_cmd:
+        try:
+            return keyed(s, store).bench_key()  # settings read from the store carry the scan's key
+        except UserError:  # a build that cannot be described now (the check of a command that builds says why)
+            pass
+    return store.newest_bisection_key()
 
 
 def _plain(value: Any) -> Any:

@@ -15,7 +15,7 @@ from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor
 from hourly.execute.host import MeasuringHost
 from hourly.measure import machine as environment
-from hourly.measure.build import Builder, require_command
+from hourly.measure.build import Builder, check_wheel_dir, require_command
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.pins import PinReader, behind_pins
@@ -50,6 +50,7 @@ def check(s: Settings, benchmark: bool = True) -> None:
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    check_wheel_dir(s.resolved_wheel_dir())
     env = {**os.environ, **s.env_dict()}
     argv = s.build_argv()
     if argv:  # --only jax with an editable tree builds nothing
@@ -262,8 +263,8 @@ def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
 def _fail_fast(got: Measurement, s: Settings, checked: bool) -> tuple[bool, UserError | None]:
     """The first pair that gets measured (not a build failure) decides whether the benchmark works at
     all: (checked now, the error that stops the scan when it never worked)."""
-    if checked or got.status == Status.BUILD_FAILED.value:
-        return checked, None
+    if checked or got.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+        return checked, None  # nothing ran: says nothing of the benchmark
     return True, never_worked(got, s, first=True) if got.status != Status.OK.value else None
 
 

@@ -15,7 +15,7 @@ from hourly.scan.table import stored_scan
 
 def stored_direction(path: str | Path) -> bool | None:
     """The scan's ``higher_is_better`` as stored in a workdir (None: no stored scan)."""
-    store = Store(path, create=False)
+    store = Store(path, create=False, read_only=True)
     try:
         saved = store.load_settings("scan")
         return None if not saved or "higher_is_better" not in saved else bool(saved["higher_is_better"])
@@ -24,7 +24,7 @@ def stored_direction(path: str | Path) -> bool | None:
 
 
 def load_store_series(path: str | Path) -> Series:
-    store = Store(path, create=False)
+    store = Store(path, create=False, read_only=True)
     try:
         s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
         return series_from_points(stored_scan(store, s).points, str(store.path))

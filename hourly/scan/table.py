@@ -131,6 +131,8 @@ def likely_fix(status: str, tail: list[str], s: Settings) -> str:
 
 def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
     """The error of a scan whose benchmark never worked (``first``: it stopped at the first pair)."""
+    if m.status == Status.UNTESTABLE.value:  # refused before it ran: no run, no log, the reason is all
+        return untestable_window(m.detail)
     run = next((r for r in m.runs if r.get("status") != Status.OK.value), m.runs[0] if m.runs else {})
     tail = log_tail(run.get("log"))
     where = f"the first measured pair {cut_side(m.xla, 8)}/{m.jax[:8]}" if first else "every measured pair"
@@ -148,6 +150,16 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
                      + ("; then run the scan again with --rerun (that pair is stored as failed), or"
                         " --keep-going to scan on anyway" if first else ""), tail)
 
+
+
+def untestable_window(why: str | None) -> UserError:
+    """Nothing of the window could be run at all (``--only jax``: the installed jaxlib is refused by
+    every state measured), with the reason the states were refused."""
+    from hourly.measure.pinned import GATE_FIX
+    return UserError(f"nothing was measured: every state of the window measured so far is "
+                     f"{why or 'untestable'}",
+                     "move the window to commits this jaxlib runs, or install a jaxlib they accept into "
+                     f"--python; {GATE_FIX}")
 
 
 def stored_scan(store: Store, s: Settings) -> ScanReport:
@@ -179,8 +191,10 @@ def require_measured(report: ScanReport, s: Settings) -> None:
     if all(p.status == Status.BUILD_FAILED.value for p in pts):
         raise UserError(f"nothing was measured: every build failed ({pts[0].detail})",
                         "check --build-cmd in that log, or move the window")
+    if all(p.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value) for p in pts):
+        raise untestable_window(next(p.detail for p in pts if p.status == Status.UNTESTABLE.value))
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
-    store = Store(s.workdir, create=False)
+    store = Store(s.workdir, create=False, read_only=True)
     try:
         m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
     finally:

@@ -1,0 +1,56 @@
+"""``hourly bench TARGET``: a JAX function measured phase by phase (trace, lower, compile, first call,
+dispatch, step, memory) in one process, by the harness ``hourly/jaxbench_phases.py``.
+
+Its options are declared in hourly/options.py (TAKES["bench"]).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .common import command
+
+
+@command("bench")
+def bench(
+    target: str = typer.Argument(..., help="bench.py (its make() returns (fn, args) or (fn, args, kwargs)), bench.py:NAME, "
+                                           "or package.module:NAME."),
+    python: Optional[str] = None,
+    repeats: int = 5,
+    iters: int = 50,
+    warmup: int = 3,
+    x64: bool = False,
+    phases: Optional[str] = None,
+    env: Optional[List[str]] = None,
+    timeout: Optional[float] = None,
+    out: Optional[str] = None,
+    json_out: bool = False,
+) -> None:
+    """Measure a JAX function phase by phase in one process: trace, lower, compile, dispatch, step, memory."""
+    from hourly.adapters.proc import parse_env
+    from hourly.errors import UsageError
+    from hourly.jaxbench_phases import GROUPS  # the harness's phases (standard library only at import)
+    from hourly.measure.phases import HarnessOptions, run_harness, scan_options
+    from hourly.render.bench import print_report, report_json
+    from hourly.render.console import console
+
+    chosen = tuple(p.strip() for p in (phases or "").split(",") if p.strip())
+    unknown = [p for p in chosen if p not in GROUPS]
+    if unknown or (phases is not None and not chosen):
+        raise UsageError(f"--phases {phases!r} names no phase of the harness" if not unknown else
+                         f"--phases {phases!r}: {', '.join(unknown)} is no phase", f"choose from {','.join(GROUPS)}")
+    options = HarnessOptions(repeats, iters, warmup, x64, chosen)
+    log = Path(out) if out else Path("hourly-work") / "bench" / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    report = run_harness(target, options, python=python, env=parse_env(env or []), timeout=timeout,
+                         log_path=log)
+    scan = scan_options(target, options, list(report.phases))
+    if json_out:
+        typer.echo(json.dumps(report_json(report, scan), indent=1))
+        return
+    print_report(console(), report, scan)
