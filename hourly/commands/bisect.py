@@ -47,7 +47,7 @@ def bisect(
     from hourly.bisect.events import BisectHandler
     from hourly.bisect.search import check_new_window, run_bisect
     from hourly.execute.executors import make_executor
-    from hourly.measure.settings import effective, stored_settings, workdir_setting
+    from hourly.measure.settings import effective, keyed, stored_settings, workdir_setting
     from hourly.render.bisect import LineHandler, print_answers
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
@@ -55,7 +55,7 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
-        check_new_window(s0 if run_bench else _no_bench(s0), good, bad, mode, find_fix)
+        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
