@@ -211,10 +211,10 @@ def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
     from hourly.bisect.search import check_new_window
     from hourly.demo.repos import Change, make_repos
-    from hourly.measure.settings import effective
+    from hourly.measure.settings import effective, keyed
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
-    s = effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0]
+    s = keyed(effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0])
     check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
     with pytest.raises(UserError):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
@@ -345,12 +345,13 @@ def test_day_ranges_from_release_steps():
 def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
     from hourly.cli import main
     w = ["--workdir", str(tmp_path / "w")]
-    assert main(["hunt", "--from-release", "0.4.13", *w]) == 1
+    # flags that do not go together are usage errors (exit 2)
+    assert main(["hunt", "--from-release", "0.4.13", *w]) == 2
     assert "--from-release and --to-release go together" in capsys.readouterr().err
-    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 1
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--dates", "search",
-                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+                 "--mount", f"{tmp_path}:/dir", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.20", "--to-release", "0.4.13",
                  "--mount", f"{tmp_path}:/dir", *w]) == 1

@@ -56,7 +56,7 @@ from hourly.bisect.search import (
     windows_from_store,
 )
 from hourly.errors import UserError
-from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
@@ -361,7 +361,7 @@ def check_request(req: BisectRequest, executor: Executor | None) -> None:
     if req.flaky:
         raise UserError("--manual with --flaky: the verdicts are yours, not failure rates",
                         "leave out --flaky (answer `unsure` for a state you cannot decide)")
-    if executor is not None and not isinstance(executor, LocalExecutor):
+    if executor is not None and not executor.capabilities.here:
         raise UserError("--manual builds each probe here, one at a time, and waits for you",
                         "leave out --executor and --workers")
 

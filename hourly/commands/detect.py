@@ -16,22 +16,19 @@ from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.plurals import plural
 
-from .common import ConfigOpt, Direction
+from .common import command
 
 
+@command("detect")
 def detect(
     source: Optional[str] = typer.Argument(
         None, help="Workdir with a results store (default ./hourly-work), a CSV with "
                    "label,value columns, the output of `grep METRIC OUT*`, or - for standard input."),
-    metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
-                                     help="Regex with a (?P<value>...) group, for grep output."),
-    higher_is_better: Optional[bool] = Direction,
-    min_change: Optional[float] = typer.Option(None, "--min-change",
-                                               help="Ignore steps smaller than this relative change, "
-                                                    "e.g. 0.02 for 2%; 0 reports every significant step "
-                                                    "[default: 0.01]."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
-    config: Optional[str] = ConfigOpt,
+    metric_regex: str = DEFAULT_METRIC_REGEX,
+    higher_is_better: Optional[bool] = None,
+    min_change: Optional[float] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):

@@ -24,16 +24,15 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.adapters.store import Store
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import NightlyPoint, PointResult, Status
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
 
 LEVEL = "nightly"
-DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
-DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
 #: the detail of a date of the window that has no stored result yet
 NOT_MEASURED = "not measured"
@@ -274,15 +273,11 @@ def find_boundary(points: list[NightlyPoint],
 
 def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     """What to run next: the good day's container, then the hourly scan inside it."""
-    container = ["hourly", "container", "--date", b.good.date]
-    if s.image != DEFAULT_IMAGE:
-        container += ["--image", s.image]
-    if s.gpus != "all":
-        container += ["--gpus", s.gpus]
-    scan = ["hourly", "scan", "--from", b.good.date, "--to", b.bad.date, "--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        scan += ["--metric-regex", s.metric_regex]
-    return [shlex.join(container), shlex.join(scan)]
+    container = {"date": b.good.date, "image": s.image if s.image != DEFAULT_IMAGE else None,
+                 "gpus": s.gpus if s.gpus != "all" else None}
+    scan = {"from_": b.good.date, "to": b.bad.date, "bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None}
+    return [options.command_line("container", container), options.command_line("scan", scan)]
 
 
 @dataclass

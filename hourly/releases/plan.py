@@ -33,10 +33,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from hourly import options
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.plurals import found, plural
@@ -127,7 +128,7 @@ class ReleaseSettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
         if self.index_url and self.find_links:
-            raise UserError("--index-url and --find-links both name where wheels come from",
+            raise UsageError("--index-url and --find-links both name where wheels come from",
                             "pass one of them")
         if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
             raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
@@ -434,21 +435,17 @@ def releases_command(s: ReleaseSettings) -> str:
     return shlex.join(argv)
 
 
-def _bench_args(s: ReleaseSettings) -> list[str]:
-    bench = ["--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        bench += ["--metric-regex", s.metric_regex]
-    if s.repeats > 1:
-        bench += ["--repeats", str(s.repeats)]
-    return bench
+def _bench_args(s: ReleaseSettings) -> dict[str, Any]:
+    """The benchmark's options of the commands the release level hands over to."""
+    return {"bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "repeats": s.repeats if s.repeats > 1 else None}
 
 
 def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
     """The daily level (nightly containers) from ``start`` to ``end`` with the same benchmark."""
-    cmd = ["hourly", "nightly", "--from", start, "--to", end, *_bench_args(s)]
-    if not s.higher_is_better:
-        cmd.append("--lower-is-better")
-    return shlex.join(cmd)
+    return options.command_line("nightly", {"from_": start, "to": end, **_bench_args(s),
+                                            "higher_is_better": False if not s.higher_is_better else None})
 
 
 def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
@@ -462,20 +459,17 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
     good = step.facts.time_before or step.before.released
     bad = step.facts.time_after or step.after.released
     if good and bad:
-        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
-        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
-            cmd += ["--bench-cwd", s.bench_cwd]
-        if step.kind == "crash":
-            cmd += ["--mode", "exit"]
-        elif not s.higher_is_better:
-            cmd.append("--lower-is-better")
-        if s.jax_repo:
-            cmd += ["--jax-repo", s.jax_repo]
-        out.append(shlex.join(cmd))
+        crash = step.kind == "crash"
+        cmd = {"good": good, "bad": bad, **bench,
+               "metric_regex": None if crash else bench["metric_regex"],  # an exit-status bisection reads no metric
+               "bench_cwd": s.bench_cwd if s.bench_cwd and Path(s.bench_cwd) != Path.cwd() else None,
+               "mode": "exit" if crash else None,
+               "higher_is_better": False if not crash and not s.higher_is_better else None,
+               "jax_repo": s.jax_repo or None}
+        out.append(options.command_line("bisect", cmd))
         if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
             # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
-            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
-            out.append(shlex.join(only))
+            out.append(options.command_line("bisect", {"only": "jax", **cmd}))
     return out
 
 

@@ -3,8 +3,7 @@ the command that bisects it, the marks of the scan table."""
 
 from __future__ import annotations
 
-import shlex
-
+from hourly import options
 from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import (
     METRIC_KINDS,
@@ -65,10 +64,10 @@ def bisect_command(w: CrashWindow, workdir: str) -> str:
     metric window likewise by whether each state prints the metric (``--mode printed``)."""
     mode = "printed" if w.kind in METRIC_KINDS else "exit"
     if not w.bad:
-        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", mode, "--bad", w.before.time,
-                           "--good", w.after.time, "--workdir", workdir])
-    return shlex.join(["hourly", "bisect", "--mode", mode, "--good", w.before.time, "--bad", w.after.time,
-                       "--workdir", workdir])
+        return options.command_line("bisect", {"find_fix": True, "mode": mode, "bad": w.before.time,
+                                               "good": w.after.time, "workdir": workdir})
+    return options.command_line("bisect", {"mode": mode, "good": w.before.time, "bad": w.after.time,
+                                           "workdir": workdir})
 
 
 

@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hourly import options
 from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
@@ -166,6 +167,7 @@ def untestable_window(why: str | None) -> UserError:
 def stored_scan(store: Store, s: Settings) -> ScanReport:
     """The stored scan's table: the scan's own measurements only (never a later command's)."""
     rows = store.points(LEVEL)
+    s = keyed(s, store)  # settings read from the store carry the scan's key already
     key = s.bench_key()
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
     out = []
@@ -196,7 +198,7 @@ def require_measured(report: ScanReport, s: Settings) -> None:
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
     store = Store(s.workdir, create=False, read_only=True)
     try:
-        m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
+        m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
     finally:
         store.close()
     assert m is not None  # p is a point of this scan: its measurement is in the store
@@ -230,36 +232,32 @@ def unmeasured_pairs(points: list[PointResult]) -> int:
     return len({(p.xla, p.jax) for p in points if p.status == "planned"})
 
 
-def scan_command(s: Settings) -> str:
-    """The ``hourly scan`` command of these settings: run again, it resumes (measured pairs are
-    kept, only the missing ones are built and measured). One-off flags (--force, --rerun, ...) and
-    the executor's options are not settings of the scan and are left out."""
-    import shlex
-    from dataclasses import fields
+#: what every printed scan command names, default or not (the window, the checkouts, the build, the benchmark)
+SCAN_ALWAYS = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
 
-    from hourly.measure.settings import ONE_OFF
+
+def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
+    """The ``hourly scan`` command of these settings, one line to print (hourly.options.command_line:
+    secret-looking values redacted): run again, it resumes (measured pairs are kept, only the missing
+    ones are built and measured). A setting is named when it is not its default, or in
+    :data:`SCAN_ALWAYS` or ``explicit``; one-off flags (--force, --rerun, ...) and the executor's
+    options are not settings of the scan and are left out."""
+    from hourly.measure.settings import FIELD_NAMES, ONE_OFF
     default = Settings()
-    always = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
-    negations = {"first_parent": "--no-first-parent", "higher_is_better": "--lower-is-better",
-                 "confirm_edges": "--no-confirm-edges", "sync": "--no-sync"}
-    singular = {"native_inputs": "--native-input"}
-    argv = ["hourly", "scan"]
-    for f in fields(Settings):
-        name, v = f.name, getattr(s, f.name)
-        if name in ONE_OFF or v is None or (name not in always and v == getattr(default, name)):
+    named = (*SCAN_ALWAYS, *explicit)
+    values = {}
+    for name in options.TAKES["scan"]:
+        if name not in FIELD_NAMES or name in ONE_OFF:
             continue
-        if name == "xla_repo" and s.only == "jax":
+        v = getattr(s, name)
+        if v is None or v == [] or (name not in named and v == getattr(default, name)):
             continue
-        flag = singular.get(name) or ("--from" if name == "from_" else "--" + name.replace("_", "-"))
-        if isinstance(v, bool):
-            if not v and name in negations:
-                argv.append(negations[name])
-        elif isinstance(v, list):
-            for item in v:
-                argv += [flag, str(item)]
-        else:
-            argv += [flag, str(v)]
-    return shlex.join(argv)
+        if name == "xla_repo" and s.only == "jax":  # the pinned jaxlib stays: no XLA checkout
+            continue
+        if name == "metric_regex" and s.mode == "exit":  # an exit-status scan reads no metric (and refuses one)
+            continue
+        values[name] = v
+    return options.command_line("scan", values)
 
 
 def gap_note(points: list[PointResult], s: Settings) -> str | None:
