@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, candidate_states, step_commits
-from hourly.analysis.judges import JUDGES, Evidence, ExitJudge, Options, Run, Verdict, Word, judge
+from hourly.analysis.judges import JUDGES, Evidence, ExitJudge, JudgeOptions, Run, Verdict, Word, judge
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.drive import WindowDrive, every_step
@@ -67,7 +67,7 @@ class Table:
         self.max_repeats = max(max_repeats, repeats)
         self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
         self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
-        self.options = Options(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
+        self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
                                max_repeats=self.max_repeats)
         self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats)
         self.handler, self.witness = Events(), witness
@@ -197,7 +197,7 @@ def probed(a: Answer) -> list[Pair]:
 def test_every_mode_has_its_judge_in_the_registry():
     assert set(JUDGES) == {"metric", "exit", "flaky", "printed", "manual"}
     for name, cls in JUDGES.items():
-        j = judge(name, Options(repeats=2, max_repeats=8))
+        j = judge(name, JudgeOptions(repeats=2, max_repeats=8))
         assert isinstance(j, cls) and j.name == name
     assert judge_for(Mode.EXIT, BisectRequest(flaky=True), 1, 10).name == "flaky"
     assert judge_for(Mode.EXIT, BisectRequest(find_fix=True), 1, 10).invert  # type: ignore[attr-defined]
@@ -555,7 +555,7 @@ class Person:
 
 
 def manual_lab(says, walks=None, waiting=None, window_mode="metric") -> Table:
-    j = judge("manual", Options(window_mode=window_mode))
+    j = judge("manual", JudgeOptions(window_mode=window_mode))
     return Table(walks or line(12), Mode.METRIC, value=level(), judge_=j, witness=Person(says, waiting))
 
 
@@ -641,7 +641,7 @@ def test_a_word_that_is_no_verdict_is_said_and_the_next_one_taken(tmp_path):
     from hourly.bisect.manual import Asked, Person
     store, bid = _waiting_store(tmp_path)
     prompt = Typed(["maybe", "", "u"])
-    person = Person(store, prompt, judge("manual", Options()))
+    person = Person(store, prompt, judge("manual", JudgeOptions()))
     asked = Asked("probe", Pair("x4", "j0"), {}, {}, "env")
     assert person.wait(bid, asked) == (Verdict.UNSURE, "typed at the prompt")
     assert prompt.said_lines == ["not a verdict: 'maybe' — type good, bad, skip or unsure",
@@ -649,9 +649,9 @@ def test_a_word_that_is_no_verdict_is_said_and_the_next_one_taken(tmp_path):
     assert store.waiting()["xla"] == "x4"  # waits there until its verdict is recorded
     # with the benchmark's verdict offered, Enter takes it and another word overrides it
     asked.proposal = Verdict.BAD
-    assert Person(store, Typed([""]), judge("manual", Options())).wait(bid, asked) == \
+    assert Person(store, Typed([""]), judge("manual", JudgeOptions())).wait(bid, asked) == \
         (Verdict.BAD, "the benchmark's verdict, confirmed at the prompt")
-    assert Person(store, Typed(["g"]), judge("manual", Options())).wait(bid, asked) == \
+    assert Person(store, Typed(["g"]), judge("manual", JudgeOptions())).wait(bid, asked) == \
         (Verdict.GOOD, "typed at the prompt, overriding the benchmark's bad")
 
 
@@ -668,7 +668,7 @@ def test_hourly_mark_answers_the_waiting_person_once(tmp_path):
     other = Store(tmp_path / "work", create=False)
     given: list[dict] = []
     prompt = Typed([], between=lambda: given or given.append(mark(other, Verdict.BAD)))
-    person = Person(store, prompt, judge("manual", Options()))
+    person = Person(store, prompt, judge("manual", JudgeOptions()))
     v, how = person.wait(bid, Asked("probe", Pair("x4", "j0"), {}, {}, "env"))
     assert v is Verdict.BAD and how.startswith("hourly mark: pid ")
     assert given[0]["verdict"] == "bad" and given[0]["alive"] is True and given[0]["xla"] == "x4"

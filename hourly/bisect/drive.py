@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from hourly.analysis.bisection import State, next_blame
-from hourly.analysis.judges import Evidence, Judge, Options, Verdict
+from hourly.analysis.judges import Evidence, Judge, JudgeOptions, Verdict
 from hourly.answers import Answer, Commit, EndSamples, Rest
 from hourly.bisect.records import Probe, Where, Window
 from hourly.errors import UserError
@@ -60,7 +60,7 @@ class Lab(Protocol):
     rounds: int
     jobs: int
     #: what a judge the bisection makes on the way is told (exit mode turning flaky)
-    options: Options
+    options: JudgeOptions
     #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
     going: Any
 

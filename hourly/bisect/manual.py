@@ -35,7 +35,7 @@ from hourly.adapters.locks import python_prefix
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import overlay_of
 from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD
-from hourly.analysis.judges import Evidence, Options, Verdict, Word
+from hourly.analysis.judges import Evidence, JudgeOptions, Verdict, Word
 from hourly.analysis.judges.manual import MANUAL, VERDICT_WORDS, ManualJudge
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.answers import Answer
@@ -45,7 +45,7 @@ from hourly.bisect.records import BisectRequest, Probe, Where, Window
 from hourly.bisect.search import Bisector
 from hourly.bisect.windows import default_mode, parse_ends, windows_from_store
 from hourly.errors import UserError
-from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
@@ -253,7 +253,7 @@ def check_request(req: BisectRequest, executor: Executor | None) -> None:
     if req.flaky:
         raise UserError("--manual with --flaky: the verdicts are yours, not failure rates",
                         "leave out --flaky (answer `unsure` for a state you cannot decide)")
-    if executor is not None and not isinstance(executor, LocalExecutor):
+    if executor is not None and not executor.capabilities.here:
         raise UserError("--manual builds each probe here, one at a time, and waits for you",
                         "leave out --executor and --workers")
 
@@ -261,7 +261,7 @@ def check_request(req: BisectRequest, executor: Executor | None) -> None:
 def _bisector(s: Settings, store: Store, mode: Mode, req: BisectRequest, handler: BisectHandler, prompt: Prompt,
               run_bench: bool, executor: Executor | None) -> Bisector:
     """The Bisector of one mode's windows, its verdicts the person's."""
-    judge = ManualJudge(Options(window_mode=mode.value, bench=run_bench))
+    judge = ManualJudge(JudgeOptions(window_mode=mode.value, bench=run_bench))
     return Bisector(s, store, mode, req, handler, executor, judge=judge, witness=Person(store, prompt, judge))
 
 

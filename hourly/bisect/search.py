@@ -26,7 +26,7 @@ from dataclasses import replace
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
-from hourly.analysis.judges import Evidence, Judge, Options, judge
+from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
@@ -34,6 +34,7 @@ from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
 from hourly.bisect.records import BisectRequest, Probe, Window
 from hourly.bisect.windows import (
+    _refuse_bad_sha,
     _require_complete_scan,
     _sha_end,
     default_mode,
@@ -58,7 +59,7 @@ __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_e
 
 def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int) -> Judge:
     """The judge of a window of ``mode`` (the registry's: hourly.analysis.judges.JUDGES)."""
-    opts = Options(invert=req.find_fix and mode is not Mode.METRIC, repeats=repeats, max_repeats=max_repeats)
+    opts = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=repeats, max_repeats=max_repeats)
     name = "flaky" if mode is Mode.EXIT and req.flaky else mode.value
     return judge(name, opts)
 
@@ -86,7 +87,7 @@ class Bisector:
         self.s, self.store, self.mode, self.rerun = s, store, mode, req.rerun
         self.min_change = req.min_change
         self.max_repeats = max(req.max_repeats, s.repeats)
-        self.options = Options(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
+        self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
                                max_repeats=self.max_repeats)
         self.judge = judge or judge_for(mode, req, s.repeats, self.max_repeats)
         self.witness = witness
@@ -288,6 +289,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     plan = store_plan(store, s, mode, find_fix)
     if not any(ws for _, ws in plan):
         _require_complete_scan(store, s)
+        if plan[0][0] is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
+            from hourly.scan.table import require_decided, stored_scan
+            require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
         handler.nothing_to_bisect()
     answers: list[Answer] = []
     for m, windows in plan:
@@ -325,6 +329,7 @@ def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None,
     compile_metric_regex(s.metric_regex)
     for end in (good, bad):
         if not _sha_end(end):
+            _refuse_bad_sha(end)
             parse_time(end, s.tz)
     open_repos(s)
     mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store

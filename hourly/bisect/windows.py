@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import exit_transitions
-from hourly.analysis.judges import Evidence, ExitJudge, Options, Run
+from hourly.analysis.judges import Evidence, ExitJudge, JudgeOptions, Run
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
 from hourly.bisect.records import Window
@@ -44,6 +44,19 @@ def _sha_end(text: str) -> bool:
     return all(_SHA_END.match(p.strip()) for p in text.split(","))
 
 
+_REPO_END = re.compile(r"^\s*(?P<repo>xla|jax)@(?P<sha>\S*)\s*$", re.I)
+
+
+def _refuse_bad_sha(text: str) -> None:
+    """``xla@<not a sha>`` (alone or in a comma list): one line naming the part that is no sha."""
+    for part in text.split(","):
+        m = _REPO_END.match(part)
+        if m and not _SHA_END.match(part.strip()):
+            raise UserError(f"{text}: {m['sha']!r} is not a commit sha (4 to 40 hex digits after {m['repo']}@)",
+                            f"give {m['repo'].lower()}@<sha> with a commit of the {m['repo'].lower()} repository "
+                            "(git log --first-parent shows them), or a time such as 2023-08-24T12:00:00Z")
+
+
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]],
               refs: dict[str, str] | None = None) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
@@ -54,6 +67,7 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
         return max(parse_end(p, tz, repos, walks, refs) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
+        _refuse_bad_sha(text)  # xla@zzzz is a commit that is none, not a time to be told the formats of
         return int(parse_time(text, tz).when.timestamp())
     name = m["repo"]
     if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
@@ -135,7 +149,7 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
                                   kind="improvement" if find_fix else "regression"))
     else:
         # a fix is a good→bad transition of the flipped verdicts
-        judge = ExitJudge(Options(invert=find_fix))
+        judge = ExitJudge(JudgeOptions(invert=find_fix))
         verdicts = [judge.of_point(evidence(m)) if m else None for m in ms]
         for a, b in exit_transitions(verdicts):
             out.append(Window(_ts(points[a][1]), _ts(points[b][0]), "exit transitions",

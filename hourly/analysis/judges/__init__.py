@@ -7,7 +7,7 @@ is one module and one line of :data:`JUDGES`).
 
 from __future__ import annotations
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Judge, Options, Run, Verdict, Word
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Judge, JudgeOptions, Run, Verdict, Word
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.flaky import FlakyJudge
 from hourly.analysis.judges.manual import ManualJudge
@@ -25,10 +25,10 @@ JUDGES: dict[str, type] = {
 
 
 
-def judge(name: str, opts: Options = DEFAULT_OPTIONS) -> Judge:
+def judge(name: str, opts: JudgeOptions = DEFAULT_OPTIONS) -> Judge:
     """The judge registered as ``name``, told ``opts``."""
     return JUDGES[name](opts)
 
 
 __all__ = ["JUDGES", "Call", "Evidence", "ExitJudge", "FlakyJudge", "Judge", "Level", "ManualJudge",
-           "MetricJudge", "Options", "PrintedJudge", "Run", "Verdict", "Word", "judge"]
+           "MetricJudge", "JudgeOptions", "PrintedJudge", "Run", "Verdict", "Word", "judge"]

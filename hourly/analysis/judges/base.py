@@ -106,7 +106,7 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Options:
+class JudgeOptions:
     """What a bisection tells its judge (every judge takes the same, so the registry makes any):
     ``invert``: finding a fix, good and bad turned round (the changed state is "bad", as git
     bisect's terms; the metric judge is given the flipped direction instead); the samples a state
@@ -121,7 +121,7 @@ class Options:
 
 
 #: a judge told nothing: the defaults
-DEFAULT_OPTIONS = Options()
+DEFAULT_OPTIONS = JudgeOptions()
 
 
 class BaseJudge:

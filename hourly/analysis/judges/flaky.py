@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Options, Run, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, JudgeOptions, Run, Verdict
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
@@ -28,7 +28,7 @@ class FlakyJudge(ExitJudge):
     name = "flaky"
     mode = answer_mode = "exit"
 
-    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
         super().__init__(opts)
         self.repeats, self.max_repeats = opts.repeats, opts.max_repeats
         self.rates: tuple[float, float] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Verdict
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
@@ -37,7 +37,7 @@ class ManualJudge(BaseJudge):
     later_on_ties = False
     near_breaks = False
 
-    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
         self.window_mode, self.bench = opts.window_mode, opts.bench
 
     @property

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Verdict
 from hourly.analysis.samples import location, logpdf, noise, odds, pooled_sigma, se2, separation, tail_dof
 from hourly.errors import UserError
 from hourly.model import Named
@@ -103,7 +103,7 @@ class MetricJudge(BaseJudge):
     #: bad (and a probe between two steps is bad: a regression came before it)
     VERDICT_OF = {Level.LOW: Verdict.GOOD, Level.HIGH: Verdict.BAD, Level.NEITHER: Verdict.BAD}
 
-    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
         self.max_repeats = opts.max_repeats
         self.refs: tuple[list[float], list[float]] = ([], [])
 

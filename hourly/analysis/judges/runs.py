@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, Options, Run, Verdict, flip
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Run, Verdict, flip
 from hourly.errors import UserError
 from hourly.model import Status
 
@@ -29,7 +29,7 @@ class RunsJudge(BaseJudge):
     later_on_ties = True
     near_breaks = True
 
-    def __init__(self, opts: Options = DEFAULT_OPTIONS):
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
         self.invert = opts.invert
 
     def end_runs(self, runs: list[Run]) -> Call:
