@@ -195,12 +195,23 @@ SLOW: dict[str, tuple[str, ...]] = {
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
     "test_report.py": ("test_demo_finds_every_planted_change",),
     "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
-    # bisections under heavy planted noise and with kill -9, and the runs of many scans and
-    # bisections in one test (loadfile keeps a file on one worker: this file was the quick run's
-    # long pole); the search logic: test_bisect_math; one bisection per behaviour stays quick
-    # (two steps, build failures, skips, exit mode, mixed pairs, second step, cherry-picks,
-    # unconfirmed answers, --retry-failed, failing ends)
+    # bisections under heavy planted noise and with kill -9, the runs of many scans and
+    # bisections in one test, and every bisection whose logic tests/test_drive.py runs over a
+    # table of evidence on exhaustive histories (two steps, build failures, skips, mixed pairs and
+    # blame, the rest of a window, the second step's blame); the search maths: test_bisect_math.
+    # The quick run keeps one end-to-end bisection per piece of wiring: a replayable exit-mode
+    # log, a recorded build failure and --retry-failed, cherry-picks, an unconfirmed candidate's
+    # exit 4, an end that fails to build
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
+                       "test_two_steps_inside_one_window_are_both_found",
+                       "test_build_failure_next_to_the_culprit",
+                       "test_skips_that_hide_the_culprit_give_the_smallest_range",
+                       "test_exit_mode_log_with_a_skipped_range",
+                       "test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs",
+                       "test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_reuses_it",
+                       "test_exit_mode_blames_an_xla_commit_of_a_step_moving_both_repos_from_the_chain",
+                       "test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped",
+                       "test_the_second_step_of_a_window_is_blamed_against_its_own_levels",
                        "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
                        "test_kill_9_then_rerun_continues",
                        "test_every_regression_of_a_scan_is_bisected_to_its_commit",
@@ -211,8 +222,16 @@ SLOW: dict[str, tuple[str, ...]] = {
                        "test_a_regression_an_improvement_and_a_regression",
                        "test_noisy_metric_gets_more_repeats",
                        "test_a_flaky_crash_is_named_by_its_failure_rate"),
-    # four workers' rounds over two steps; rounds: test_bisect_math, and this file's exit-mode test
-    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",),
+    # rounds of W states end to end; the rounds' logic: test_bisect_math, test_round_planner, and
+    # tests/test_drive.py (exit mode in rounds against the sequential search, every culprit position)
+    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",
+                              "test_exit_mode_in_rounds_names_the_crash_like_the_sequential_one"),
+    # a manual bisection at a terminal: the one at a prompt to its culprit, Ctrl-C and kill -9 at the
+    # prompt stay quick; an unknown word and unsure, and hourly mark from a second process: their
+    # logic in tests/test_drive.py (the manual judge over a table, the Person's prompt and hourly
+    # mark on a real store, the report of a manual answer)
+    "test_manual.py": ("test_unsure_and_a_word_that_is_no_verdict",
+                       "test_hourly_mark_from_a_second_process_answers_the_waiting_bisection"),
     # a whole jax-only hunt; its parts: the other tests of test_only
     "test_only.py": ("test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit",),
     # processes killed at seeded moments, again and again

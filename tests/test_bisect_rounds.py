@@ -45,7 +45,8 @@ def _settings(made, python, work, **kw):
 
 def _bisect(made, python, work, good, bad, mode=None, executor=None, **kw):
     s = _settings(made, python, work, **kw)
-    return run_bisect(s, Store(work, create=True), BisectRequest(good, bad, mode, 10), executor=executor)
+    answers = run_bisect(s, Store(work, create=True), BisectRequest(good, bad, mode, 10), executor=executor)
+    return [a.to_json() for a in answers]  # as --json prints them
 
 
 def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, python, capsys):

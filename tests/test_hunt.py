@@ -106,6 +106,7 @@ def test_settings_are_checked_before_anything_runs(tmp_path):
 
 
 CULPRIT = {"repo": "xla", "sha": "ab" * 20, "subject": "[XLA:GPU] [bold]fusion[/bold] heuristic",
+           "author": "A. Author", "committer_time": "2023-08-22T12:00:00Z",
            "link": "https://github.com/openxla/xla/commit/" + "ab" * 20}
 
 

@@ -149,7 +149,7 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
 
     from hourly.adapters.store import Store
     from hourly.demo.repos import Change, make_repos
-    from hourly.render.report import culprit_label
+    from hourly.render.report import culprit_label, split_answers
     made = make_repos(tmp_path / "repos", [
         Change("xla", "2023-08-24T00:30:00Z", "[XLA] Tidy one", {"t1.txt": "1\n"}),
         Change("xla", "2023-08-24T01:30:00Z", "[XLA] Tidy two", {"t2.txt": "1\n"}),
@@ -186,7 +186,7 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     section = md.split("## 1. Regression", 1)[1].split("\n## ", 1)[0]
     assert "**culprit: jax pull request [`" in section and r"Faster &lt;script&gt;" in section, section
     assert "(by Pipe \\| Author \\*x\\*, merged 2023-08-24T03:20:00Z)" in section, section
-    answers = Store(work, create=False).bisection_results()
+    answers = split_answers(Store(work, create=False)).current
     assert culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z").startswith("jax ")
     assert "Faster <script>" in culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z")
     # a crash window already bisected names its culprit, not the command that would bisect it

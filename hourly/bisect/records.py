@@ -66,3 +66,17 @@ class Probe:
                 "between": self.between, "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
                 "builds": self.builds, "runs": self.runs}
 
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a probe of a verdict-by-verdict search stands, for a person asked about it: its index
+    among the window's ``states``, the last good and first bad so far (``lo``, ``hi``), each untried
+    state's cost, and whether the search resumed at it."""
+
+    index: int
+    states: int
+    lo: int
+    hi: int
+    costs: dict[int, float]
+    resumed: bool = False

@@ -86,10 +86,10 @@ def bisect(
             from hourly.explain.run import explain_answers
             explain_answers(store, s, answers, handler=handler)
     if json_out:
-        print(json.dumps({"regressions": answers}, indent=1))
+        print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
     elif log:
         from hourly.render.console import escape_controls
-        answers = [a for a in answers if not a.get("error")]
+        answers = [a for a in answers if not a.error]
         for i, a in enumerate(answers):
             if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
                 from hourly.render.bisect import log_heading
@@ -101,7 +101,7 @@ def bisect(
             from hourly.render.explain import explained_lines
             for line in explained_lines(answers):
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
-    if any(a.get("candidate") and not a.get("culprit") for a in answers):
+    if any(a.unconfirmed for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)

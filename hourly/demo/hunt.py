@@ -13,6 +13,7 @@ from rich.console import Console
 from hourly import options
 from hourly.adapters.store import Store
 from hourly.analysis.steps import crash_windows, find_steps
+from hourly.answers import Answer
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
@@ -75,7 +76,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
     result: dict[str, Any] = {"directory": str(root), "temporary": directory is None, "scan": report.as_json(), "steps": [st.as_json() for st in steps],
-              "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
+              "bisect": {"regressions": [a.to_json() for a in answers]}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:
         print(json.dumps(result, indent=1))
@@ -117,11 +118,11 @@ PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("jax", "Rewrite custom_vjp residuals", "crash")]
 
 
-def check_planted(steps, answers: list[dict], shas: dict[str, str], crashes=()) -> list[dict]:
+def check_planted(steps, answers: list[Answer], shas: dict[str, str], crashes=()) -> list[dict]:
     """For each planted change: did a detected step (or crash window) of that kind move past its
     commit, and (for a regression or crash) did bisection name exactly the commit that landed it
     on main, in an answer of that kind?"""
-    culprits = {(a.get("kind"), a["culprit"]["repo"], a["culprit"]["sha"]) for a in answers if a.get("culprit")}
+    culprits = {(a.kind, a.culprit.repo, a.culprit.sha) for a in answers if a.culprit}
     out = []
     for repo, subject, kind in PLANTED:
         when = next(c for c in DEMO_CHANGES if c.subject == subject)

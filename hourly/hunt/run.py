@@ -44,6 +44,7 @@ from typing import Any, Callable
 from hourly import options
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
+from hourly.answers import Answer
 from hourly.errors import UsageError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
@@ -292,20 +293,20 @@ def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
 
 def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
     """One row of the hunt's answer (the ``--json`` shape) from a window and its stored answer."""
-    regressions = answer.get("regressions") or []
-    first = regressions[0] if regressions else {}
-    culprit = first.get("culprit")
+    regressions = [Answer.from_json(r) for r in answer.get("regressions") or []]
+    first = regressions[0] if regressions else None
+    culprit = first.culprit.to_json() if first and first.culprit else None
     row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind,
            "from_value": w.from_value, "to_value": w.to_value,
-           "culprit": culprit, "range": None if culprit else first.get("range"),
-           "reason": answer.get("reason") or first.get("reason"),
+           "culprit": culprit, "range": None if culprit or not first else first.range,
+           "reason": answer.get("reason") or (first.reason if first else None),
            "environment": answer.get("environment"),
-           "builds": sum(r.get("builds", 0) for r in regressions),
-           "runs": sum(r.get("runs", 0) for r in regressions),
-           "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
+           "builds": sum(r.builds for r in regressions),
+           "runs": sum(r.runs for r in regressions),
+           "more": [r.culprit.to_json() if r.culprit else {"range": r.range} for r in regressions[1:]],
            "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
            "error": answer.get("error")}
-    explained = [r["explained"] for r in regressions if r.get("explained")]
+    explained = [r.explained for r in regressions if r.explained]
     if explained:  # --explain: what each culprit changed, as the bisection inside explained it
         row["explained"] = explained
     return row
@@ -313,7 +314,7 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
 
 def unexplained(answer: dict[str, Any]) -> bool:
     """Whether a stored window answer names a culprit that no ``--explain`` stage explained (pure)."""
-    return any(r.get("culprit") and not r.get("explained") for r in answer.get("regressions") or [])
+    return any(r.culprit and not r.explained for r in (Answer.from_json(x) for x in answer.get("regressions") or []))
 
 
 def host_paths(value: Any, inside: str, outside: str) -> Any:

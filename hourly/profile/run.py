@@ -22,6 +22,7 @@ from typing import Iterator, cast
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
+from hourly.answers import Answer
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor, ProfileRequest, ProfilingExecutor
@@ -89,8 +90,8 @@ def parse_state(text: str, s: Settings) -> Pair:
 
 
 def targets_from_store(store: Store, s: Settings) -> list[Target]:
-    culprits = [(Pair(**a["last_good"]), Pair(**a["first_bad"])) for a in store.bisection_results()
-                if a.get("last_good") and a.get("first_bad")]
+    answers = [Answer.from_json(a) for a in store.bisection_results()]
+    culprits = [(a.last_good, a.first_bad) for a in answers if a.last_good and a.first_bad]
     if culprits:  # the bisection's last-good/first-bad states, when there are any
         return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
     points = stored_scan(store, s).points

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hourly.analysis.detect import percent
+from hourly.answers import Answer
 
 #: instructions listed per module, at most
 MAX_CHANGES = 12
@@ -227,11 +228,11 @@ def explained_stage_lines(ex: dict | None) -> list[str]:
             f"--step {ex['step']} --sweep --revert-check`)"]
 
 
-def explained_lines(answers: list[dict]) -> list[str]:
+def explained_lines(answers: list[Answer] | list[dict]) -> list[str]:
     """Every answer's ``explained`` entry (``hourly bisect --explain``)."""
     out: list[str] = []
     for a in answers:
-        out += explained_stage_lines(a.get("explained"))
+        out += explained_stage_lines(Answer.of(a).explained)
     return out
 
 

@@ -10,6 +10,7 @@ from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
+from hourly.answers import Answer
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
@@ -104,47 +105,48 @@ def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def culprit_label(answers: list[dict], before: str, after: str) -> str | None:
+def culprit_label(answers: list[Answer], before: str, after: str) -> str | None:
     """``xla 69ce7f18 [XLA:GPU] Change priority fusion…`` for the bisected culprit whose commit
     landed between ``before`` and ``after`` (UTC labels), or None when none was bisected."""
     for a in answers:
-        c = a.get("culprit")
-        if c and before < c.get("committer_time", "") <= after:
-            return f"{c['repo']} {c['sha'][:8]} {_short(esc.subject(c))}"
+        c = a.culprit
+        if c and before < c.committer_time <= after:
+            return f"{c.repo} {c.sha[:8]} {_short(esc.subject(c))}"
     return None
 
 
-def answer_for(answers: list[dict], before: str, after: str) -> dict | None:
+def answer_for(answers: list[Answer], before: str, after: str) -> Answer | None:
     """The finished bisection of the window ``before`` .. ``after`` (UTC labels): the one whose
     window it is, else the one whose culprit landed in it."""
     for a in answers:
-        w = a.get("window") or {}
-        if (w.get("good_time"), w.get("bad_time")) in ((before, after), (after, before)) and not a.get("error"):
+        w = a.window
+        if (w.good_time, w.bad_time) in ((before, after), (after, before)) and not a.error:
             return a
     for a in answers:
-        c = a.get("culprit")
-        if c and before < c.get("committer_time", "") <= after:
+        c = a.culprit
+        if c and before < c.committer_time <= after:
             return a
     return None
 
 
-def culprit_line(a: dict) -> str:
+def culprit_line(answer: Answer | dict) -> str:
     """``- **culprit: jax [`sha`](link)** subject (by author, committed …)``, every outside word escaped;
     a bisection without a single commit says what range remains."""
     from hourly.render.bisect import CULPRIT_LABELS
-    c = a.get("culprit")
-    label = CULPRIT_LABELS.get(a.get("kind") or "", "culprit")
-    if not c and a.get("candidate"):  # not confirmed on re-measurement: never a culprit
-        c = a["candidate"]
+    a = Answer.of(answer)
+    c = a.culprit
+    label = CULPRIT_LABELS.get(a.kind or "", "culprit")
+    if not c and a.candidate:  # not confirmed on re-measurement: never a culprit
+        c = a.candidate
         label = "candidate, not confirmed on re-measurement"
     elif not c:
-        shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
-        return f"- no single culprit: the range {shown} remains ({esc.text(a.get('reason') or 'untestable states')})"
-    merged = c.get("merged") or []  # a pull request: its own subject and author, merged by this commit
-    what, author = ("pull request ", merged[-1].get("author")) if merged else ("", c.get("author"))
-    return (f"- **{label}: {c['repo']} {what}[`{c['sha'][:12]}`]({c['link']})** {esc.text(esc.subject(c))} "
-            f"(by {esc.text(author)}, {'merged' if merged else 'committed'} {c.get('committer_time')})"
-            + (f"; next: {esc.text(a.get('next'))}" if a.get("candidate") and not a.get("culprit") else ""))
+        shown = ", ".join(f"`{sha[:12]}`" for sha in a.range)
+        return f"- no single culprit: the range {shown} remains ({esc.text(a.reason or 'untestable states')})"
+    merged = c.merged  # a pull request: its own subject and author, merged by this commit
+    what, author = ("pull request ", merged[-1].author) if merged else ("", c.author)
+    return (f"- **{label}: {c.repo} {what}[`{c.sha[:12]}`]({c.link})** {esc.text(esc.subject(c))} "
+            f"(by {esc.text(author)}, {'merged' if merged else 'committed'} {c.committer_time})"
+            + (f"; next: {esc.text(a.next)}" if a.unconfirmed else ""))
 
 
 def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, bool]]:
@@ -170,7 +172,7 @@ def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, b
 
 
 def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
-         answers: list[dict] | None = None) -> Path:
+         answers: list[Answer] | None = None) -> Path:
     """The metric over time: the median line (broken at failed points), the repeats as dots, each
     step as a band labelled with its change and bisected culprit; failed points as distinct markers
     in a strip of their own under the data, so that they never hide a measurement."""
@@ -270,8 +272,8 @@ class Answers:
     under the build the report speaks for (hourly.scan.identity.answer_key), and ``others``, each
     with a label that names its own build — listed apart, never a step's answer."""
 
-    current: list[dict]
-    others: list[tuple[str, dict]]
+    current: list[Answer]
+    others: list[tuple[str, Answer]]
 
 
 def split_answers(store: Store, s: Settings | None = None) -> Answers:
@@ -281,9 +283,10 @@ def split_answers(store: Store, s: Settings | None = None) -> Answers:
     from hourly.scan.identity import answer_key
     key = answer_key(store, s if s is not None else stored_settings(store))
     idents = store.measure_keys()
-    current: list[dict] = []
-    others: list[tuple[str, dict]] = []
-    for k, a in store.bisection_answers():
+    current: list[Answer] = []
+    others: list[tuple[str, Answer]] = []
+    for k, stored in store.bisection_answers():
+        a = Answer.from_json(stored)
         if key is None or k == key:
             current.append(a)
         else:
@@ -326,7 +329,7 @@ def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
     answers = answers or split_answers(store)
     md: list[str] = []
     if answers.current:
-        only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers.current)
+        only_candidates = all(a.unconfirmed for a in answers.current)
         md += ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
         for a in answers.current:
             md += _answer_lines(a)
@@ -339,32 +342,31 @@ def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
     return md
 
 
-def _answer_lines(a: dict, under: str | None = None) -> list[str]:
+def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     """One bisection's answer: its window, the culprit (or range), how it was reached."""
     md = []
-    w = a.get("window", {})
-    md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {esc.text(w['note'])}" if w.get("note") else ""))
+    w = a.window
+    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else ""))
     md.append("")
     if under:
         md.append(under)
     md.append(culprit_line(a))
-    if a.get("blame"):
+    if a.blame:
         from hourly.render.bisect import BLAME_WORDS
-        md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
-    for side in ("last_good", "first_bad"):
-        pair = a.get(side)
+        md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a.blame, a.blame)}")
+    for side, pair in (("last_good", a.last_good), ("first_bad", a.first_bad)):
         if pair:
-            md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-    manual = a.get("manual")
+            md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair.xla)}, jax {link('jax', pair.jax)}")
+    manual = a.manual
     if manual:  # hourly bisect --manual: a person's verdicts, nothing re-measured
-        by = [p for p in a.get("probes", []) if p.get("manual")]
+        by = [p for p in a.probes if p.manual]
         md.append(f"- by hand (`hourly bisect --manual`): {plural(len(by), 'verdict')} given by a person, "
-                  f"the ends {esc.text(manual.get('ends') or 'taken as given')}; not re-measured")
+                  f"the ends {esc.text(manual.ends or 'taken as given')}; not re-measured")
         for p in by:
-            md.append(f"  - {p['role']} xla `{p['xla'][:12]}` jax `{p['jax'][:12]}`: {p['verdict']} "
-                      f"({esc.text(p.get('reason') or '')})")
-    md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
-              + (", confirmed by re-measuring both ends" if a.get("confirmed") and not manual else ""))
+            md.append(f"  - {p.role} xla `{p.xla[:12]}` jax `{p.jax[:12]}`: {p.verdict} "
+                      f"({esc.text(p.reason or '')})")
+    md.append(f"- {plural(a.builds, 'build')}, {plural(a.runs, 'benchmark run')}"
+              + (", confirmed by re-measuring both ends" if a.confirmed and not manual else ""))
     md.append("")
     return md
 
@@ -419,7 +421,7 @@ def _undecided(points: list[PointResult], s: Settings) -> str | None:
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
-                    checks: dict | None = None, answers: list[dict] | None = None,
+                    checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
@@ -521,7 +523,7 @@ def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
     return md
 
 
-def _crash_section(points: list[PointResult], s: Settings, answers: list[dict] | None = None) -> list[str]:
+def _crash_section(points: list[PointResult], s: Settings, answers: list[Answer] | None = None) -> list[str]:
     """Every window where the benchmark goes from running to crashing (or back), or stops printing
     its metric while still exiting 0 (or prints it again), with the command that bisects it, or
     the answer once it is bisected."""

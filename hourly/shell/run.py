@@ -102,7 +102,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
                             "pick a neighbouring state, or pass --cherry-pick REPO@SHA of the fix that makes it build")
         build = {BuildStatus.CACHED: "installed from the build cache", BuildStatus.BUILT: "built and installed now",
                  BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, res.status.value)
-        commits = {name: commit(b.repos, name, getattr(pair, name)) for name in b.repos}
+        commits = {name: commit(b.repos, name, getattr(pair, name)).to_json() for name in b.repos}
         env = overlay.activate(dict(os.environ))  # its packages first, whatever PYTHONPATH says
         env.update(HOURLY_STATE=f"xla@{pair.xla},jax@{pair.jax}", HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
                    HOURLY_JAX_DIR=str(b.jax.path))
