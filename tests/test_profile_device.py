@@ -260,3 +260,28 @@ def test_a_perfetto_trace_says_which_device_rows_it_summed(tmp_path):
     summary = parse_perfetto_trace(path)
     assert summary.source == "device" and list(summary.ops) == ["fusion.1"]
     assert summary.describe() == "device ops of /device:TPU:0 (the XLA Ops row, from perfetto_trace.json.gz)"
+
+
+def test_the_chips_planes_come_before_other_device_planes_and_names_before_display_names():
+    other = Plane(30, "/device:TPU:0 SparseCore 0").line(1, "XLA Ops", 3_000, [("sc_op", 0, 5.0, {})])
+    summary = op_table(parse_xspace(xspace(other, tpu_plane(0, extra_op=False))))
+    assert summary.plane == "/device:TPU:0" and "jit_train_step/fusion.1" in summary.ops
+    assert any("/device:TPU:0 SparseCore 0" in n for n in summary.notes)
+
+
+@pytest.mark.slow
+def test_the_tpu_capture_script_checks_itself_on_the_cpu(tmp_path):
+    """benchmarks/tpu/profile_capture.py, the script run on the TPU machine, passes its own checks
+    on the CPU (host ops where the TPU has device ops; no peak memory where the TPU has one)."""
+    import subprocess
+    from pathlib import Path
+    pytest.importorskip("jax")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "tpu" / "profile_capture.py"
+    p = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--repeats", "5"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    checks = [line for line in p.stdout.splitlines() if line.startswith(("PASS ", "FAIL ", "SKIP "))]
+    assert len(checks) == 7 and all(c.startswith("PASS ") for c in checks), checks
+    assert "PASS front-end diff: first own-time growth in trace: profile_model:expand_rules" in checks
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["backend"] == "cpu"

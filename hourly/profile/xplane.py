@@ -53,6 +53,8 @@ class XEvent:
     duration_ps: int
     stats: dict[str, object]
 
+    display: str = ""      # the metadata's display name, where it has one
+
     @property
     def end_ps(self) -> int:
         return self.start_ps + self.duration_ps
@@ -77,10 +79,11 @@ class XPlane:
     def is_device(self) -> bool:
         return self.name.startswith("/device:")
 
-    def ordinal(self) -> tuple[str, int]:
-        """(``TPU``, 0) for ``/device:TPU:0``; for sorting device planes."""
+    def ordinal(self) -> tuple[int, str, int]:
+        """(0, ``TPU``, 0) for ``/device:TPU:0``, for sorting device planes: the chips in order, any
+        other device plane (``/device:CUSTOM:…``, a name with more after the number) after them."""
         kind, _, n = self.name.removeprefix("/device:").rpartition(":")
-        return (kind, int(n)) if n.isdigit() else (self.name, 0)
+        return (0, kind, int(n)) if n.isdigit() else (1, self.name, 0)
 
 
 @dataclass
@@ -168,8 +171,8 @@ def _plane(raw: bytes) -> XPlane:
                 stat_names[sid] = sname
         elif n == 6:
             raw_stats.append(_bytes(v))
-    # event metadata: its name (display name when set) and the stats every event of it shares
-    meta: dict[int, tuple[str, dict[str, object]]] = {}
+    # event metadata: its name, its display name and the stats every event of it shares
+    meta: dict[int, tuple[str, str, dict[str, object]]] = {}
     for entry in event_meta_raw:
         mid, mname, display = 0, "", ""
         mstats: dict[str, object] = {}
@@ -183,14 +186,14 @@ def _plane(raw: bytes) -> XPlane:
             elif fn == 5:
                 k, val = _stat(_bytes(fv), stat_names)
                 mstats[k] = val
-        meta[mid] = (display or mname, mstats)
+        meta[mid] = (mname or display, display, mstats)
     plane = XPlane(pid, name, stats=dict(_stat(s, stat_names) for s in raw_stats))
     for raw_line in raw_lines:
         plane.lines.append(_line(raw_line, meta, stat_names))
     return plane
 
 
-def _line(raw: bytes, meta: dict[int, tuple[str, dict[str, object]]], stat_names: dict[int, str]) -> XLine:
+def _line(raw: bytes, meta: dict[int, tuple[str, str, dict[str, object]]], stat_names: dict[int, str]) -> XLine:
     lid, name, display, ts = 0, "", "", 0
     raw_events: list[bytes] = []
     for n, _w, v in iter_fields(raw):
@@ -218,8 +221,8 @@ def _line(raw: bytes, meta: dict[int, tuple[str, dict[str, object]]], stat_names
             elif n == 4:
                 k, val = _stat(_bytes(v), stat_names)
                 own[k] = val
-        ename, mstats = meta.get(mid, (str(mid), {}))
-        line.events.append(XEvent(ename, ts * 1000 + offset, duration, {**mstats, **own}))
+        ename, display, mstats = meta.get(mid, (str(mid), "", {}))
+        line.events.append(XEvent(ename, ts * 1000 + offset, duration, {**mstats, **own}, display))
     return line
 
 
