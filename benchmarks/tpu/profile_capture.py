@@ -129,9 +129,47 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=7, help="front-end profile repeats per state (default 7)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds per process (default 240)")
     ap.add_argument("--no-libtpu-retry", action="store_true")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="copy the small files worth keeping there at the end (the XSpaces, manifests, memory "
+                         "profiles, front-end profiles, the report): e.g. $OUT on the device machine")
     ns = ap.parse_args()
     out = ns.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    sys.stdout = Tee(sys.stdout, out / "report.txt")  # the whole report, whatever a caller keeps of stdout
+    try:
+        return run(ns, out)
+    finally:
+        sys.stdout.flush()
+        if ns.keep is not None:
+            keep(out, ns.keep.resolve())
+
+
+class Tee:
+    def __init__(self, stream, path: Path):
+        self.stream, self.file = stream, open(path, "w")
+
+    def write(self, text: str) -> int:
+        self.file.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+        self.stream.flush()
+
+
+def keep(out: Path, dest: Path) -> None:
+    patterns = ("*/plugins/profile/*/*.xplane.pb", "*/manifest.json", "*/memory.prof", "*/frontend.json",
+                "*/run.log", "*/frontend.log", "summary.json", "frontend-diff.json", "report.txt")
+    for pattern in patterns:
+        for f in out.glob(pattern):
+            target = dest / f.relative_to(out)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target)
+    print(f"kept in {dest}: " + ", ".join(str(p.relative_to(dest)) for p in sorted(dest.rglob("*")) if p.is_file()),
+          file=sys.__stdout__, flush=True)
+
+
+def run(ns: argparse.Namespace, out: Path) -> int:
     checks = Checks()
     started = time.perf_counter()
 
@@ -175,9 +213,13 @@ def main() -> int:
     section("3. good against bad (hourly.profile.compare)")
     comparison = compare(out / "good", out / "bad")
     print(comparison.render(top=8))
+    g_ops, b_ops = (set(t.ops) if t is not None else set() for t in (tables["good"], tables["bad"]))
+    both = g_ops & b_ops
     grown = [c for c in comparison.ops if c.delta > 0]
-    checks.check(bool(grown) and grown[0].bad > grown[0].good, "op time grew",
-                 f"largest growth {grown[0].name} {grown[0].good:.1f} → {grown[0].bad:.1f} µs" if grown else "none")
+    checks.check(bool(g_ops) and len(both) >= 0.5 * len(g_ops), "op names match across the states",
+                 f"{len(both)} of the good state's {len(g_ops)} ops are in the bad trace by the same key "
+                 f"(largest growth: {grown[0].name} {grown[0].good:.1f} → {grown[0].bad:.1f} µs)" if grown else
+                 f"{len(both)} of {len(g_ops)}")
     mem = comparison.memory[0] if comparison.memory else None
     checks.check(mem is not None and mem.name.startswith("<module> (tpu/profile_model.py:")
                  and abs(mem.delta - 8 * 2**20) < 1024, "memory site",
