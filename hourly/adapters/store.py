@@ -184,6 +184,7 @@ class Store:
         conn.row_factory = sqlite3.Row
         try:
             _check_whole(self.path, conn)
+            _check_tables(conn, self.path)  # a whole file that lacks a table of its schema is damaged
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() \
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() else None
         except BaseException:
@@ -206,6 +207,7 @@ class Store:
 
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
+        _check_tables(self.conn, self.path)  # a store missing a table of its schema is never written to
         self.conn.executescript(_SCHEMA)
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row else 0
@@ -548,6 +550,46 @@ def _check_whole(path: Path, conn: sqlite3.Connection | None = None) -> None:
     if row and row[0] != "ok":  # SQLite's report can span lines ("*** in database main ***", then the fault)
         what = " ".join(ln.strip() for ln in str(row[0]).splitlines() if ln.strip() and not ln.startswith("***"))
         raise UserError(f"the results store {path} is damaged ({what or 'integrity check failed'})",
+                        _NEW_STORE.format(path=path))
+
+
+#: The tables every store of schema version 1 has (the tables _SCHEMA gained later without a
+#: migration, manual_waiting and manual_marks, may be missing from an older store: it gets them).
+_V1_TABLES = ("meta", "settings", "points", "builds", "measurements")
+
+
+def schema_tables(version: int) -> set[str]:
+    """The tables a store of schema ``version`` has: version 1's, then each migration's creations,
+    renames and drops."""
+    tables = set(_V1_TABLES)
+    for v in range(2, version + 1):
+        for stmt in MIGRATIONS.get(v, []):
+            if m := re.match(r"\s*CREATE TABLE (?:IF NOT EXISTS )?(\w+)", stmt):
+                tables.add(m[1])
+            elif m := re.match(r"\s*ALTER TABLE (\w+) RENAME TO (\w+)", stmt):
+                tables.discard(m[1])
+                tables.add(m[2])
+            elif m := re.match(r"\s*DROP TABLE (?:IF EXISTS )?(\w+)", stmt):
+                tables.discard(m[1])
+    return tables
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, reading only, a store whose file is whole but lacks a table of its schema version
+    (a dropped ``points`` table read as an empty scan, and was created again): it is damaged."""
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not have:
+        return  # a new store: the schema is made next
+    if "meta" in have:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if not row or not str(row[0]).isdigit():
+            return  # another run is making it right now (its version is written once _SCHEMA is whole)
+        lost = sorted(schema_tables(min(int(row[0]), SCHEMA_VERSION)) - have)
+    else:
+        lost = ["meta"]  # _SCHEMA makes meta first: tables without it are what is left of a store
+    if lost:
+        raise UserError(f"the results store {path} is damaged (its table{'s' if len(lost) > 1 else ''} "
+                        f"{', '.join(lost)} {'are' if len(lost) > 1 else 'is'} missing)",
                         _NEW_STORE.format(path=path))
 
 

@@ -102,6 +102,19 @@ def _sha_end(text: str) -> bool:
     return all(_SHA_END.match(p.strip()) for p in text.split(","))
 
 
+_REPO_END = re.compile(r"^\s*(?P<repo>xla|jax)@(?P<sha>\S*)\s*$", re.I)
+
+
+def _refuse_bad_sha(text: str) -> None:
+    """``xla@<not a sha>`` (alone or in a comma list): one line naming the part that is no sha."""
+    for part in text.split(","):
+        m = _REPO_END.match(part)
+        if m and not _SHA_END.match(part.strip()):
+            raise UserError(f"{text}: {m['sha']!r} is not a commit sha (4 to 40 hex digits after {m['repo']}@)",
+                            f"give {m['repo'].lower()}@<sha> with a commit of the {m['repo'].lower()} repository "
+                            "(git log --first-parent shows them), or a time such as 2023-08-24T12:00:00Z")
+
+
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]],
               refs: dict[str, str] | None = None) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
@@ -112,6 +125,7 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
         return max(parse_end(p, tz, repos, walks, refs) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
+        _refuse_bad_sha(text)  # xla@zzzz is a commit that is none, not a time to be told the formats of
         return int(parse_time(text, tz).when.timestamp())
     name = m["repo"]
     if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
@@ -1070,6 +1084,7 @@ def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None,
     compile_metric_regex(s.metric_regex)
     for end in (good, bad):
         if not _sha_end(end):
+            _refuse_bad_sha(end)
             parse_time(end, s.tz)
     open_repos(s)
     mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
@@ -1104,6 +1119,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
         _require_complete_scan(store, s)
+        if base is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
+            from hourly.scan.table import require_decided, stored_scan
+            require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:

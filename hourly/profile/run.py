@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import LocalExecutor, ProfileRequest, ProfilingExecutor
+from hourly.execute.executors import Executor, ProfileRequest, ProfilingExecutor
 from hourly.execute.host import MeasuringHost
 from hourly.measure.benchmark import bench_env
 from hourly.measure.build import BuildResult
@@ -108,13 +108,13 @@ SIDES = ("good", "bad")
 
 
 def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
-    """With ``build`` installed into ``s.python``, run the benchmark once under the JAX profiler into
+    """With ``build`` installed into ``s.run_python()``, run the benchmark once under the JAX profiler into
     ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
     (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
     if not build.ok:
         raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
     spec = s.bench_spec()
-    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=s.python,
+    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                   options=options, timeout=spec.timeout, check=False)
     if not cap.ok:
         raise UserError(f"the benchmark failed under the profiler for the {label} "
@@ -123,7 +123,7 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
         # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile); a
         # failure is noted by the comparison (no frontend.json, its log named), never fatal
         (out / frontend.FILE).unlink(missing_ok=True)
-        frontend.run_profile(s.python, options.front_end_target, out / frontend.FILE,
+        frontend.run_profile(spec.python, options.front_end_target, out / frontend.FILE,
                              options.front_end_cwd or spec.cwd, bench_env(spec), options.front_end_repeats,
                              options.front_end_warmup, options.front_end_iters, timeout=spec.timeout)
     return cap.out_dir
@@ -136,7 +136,7 @@ PROFILE_ORIGIN = "profile"
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
                  handler: Handler = SILENT,
-                 executor: LocalExecutor | ProfilingExecutor | None = None,
+                 executor: Executor | None = None,
                  front_end: frontend.FrontEndPlan | None = None) -> list[ProfileResult]:
     """Capture both states of each target and compare them. ``executor``: a remote one
     (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
@@ -154,8 +154,8 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
     sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
     xla, jax = open_repos(s)
     host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), PROFILE_ORIGIN)
-    if executor is not None and not isinstance(executor, LocalExecutor):
-        captured = _capture_remote(host, sides, options, handler, executor)
+    if executor is not None and executor.capabilities.profiles:
+        captured = _capture_remote(host, sides, options, handler, cast(ProfilingExecutor, executor))
     else:
         captured = _capture_here(host, sides, options, handler)
     results, dirs = [], {}

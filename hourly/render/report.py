@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,13 +14,15 @@ from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
+from hourly.options import join
 from hourly.plurals import plural
-from hourly.privacy import redact_assignments
+from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
 from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
 
@@ -38,36 +39,15 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
+#: what the report's reproduce line names even at its default, so that it reads the same to
+#: someone whose hourly has other defaults
+REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
+
+
 def scan_command(s: Settings) -> str:
-    """The `hourly scan` command line that reproduces the stored measurement."""
-    argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
-            "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
-            "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
-            "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
-    if s.xla_ref and s.only != "jax":  # a repository's own ref (a feature branch) is part of what was walked
-        argv += ["--xla-ref", s.xla_ref]
-    if s.jax_ref:
-        argv += ["--jax-ref", s.jax_ref]
-    if not s.first_parent:
-        argv.append("--no-first-parent")
-    if s.mode == "exit":
-        argv += ["--mode", "exit"]
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    for name in ("bench_timeout", "build_timeout"):
-        if getattr(s, name) is not None:
-            argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
-    for pick in s.cherry_pick:
-        argv += ["--cherry-pick", pick]
-    if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
-        argv += ["--only", s.only]
-        if s.only == "jax":
-            argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
-    if s.bench_cwd:
-        argv += ["--bench-cwd", s.bench_cwd]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    return shlex.join(argv)
+    """The `hourly scan` command line that reproduces the stored measurement (the one encoder,
+    hourly.options, through :func:`hourly.scan.table.scan_command`: secret-looking values redacted)."""
+    return table_scan_command(s, explicit=REPRODUCE)
 
 
 def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
@@ -319,8 +299,8 @@ def build_label(ident: dict | None, current: dict | None, key: str) -> str:
     ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
     parts = []
     if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {esc.code(shlex.join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {esc.code(shlex.join(ob['jax_package']))})" if ob.get("jax_package")
+        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
+                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
                         and ob.get("jax_package") != cb.get("jax_package") else ""))
     oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
     changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
@@ -336,7 +316,7 @@ def build_label(ident: dict | None, current: dict | None, key: str) -> str:
     if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
         parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
     if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {esc.code(shlex.join(ob_.get('cmd') or []))}")
+        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
     return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
 
 
@@ -413,7 +393,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     answers = split.current
     plot_path = plot(points, steps, out_dir / "plot.png", metric, answers) if points else None
     repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _gaps_section(points, s)
@@ -428,6 +408,14 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plot_path)
+
+
+def _undecided(points: list[PointResult], s: Settings) -> str | None:
+    """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
+    from hourly.scan.table import undecided_note
+    if not any(p.status == "ok" and p.value is not None for p in points):
+        return None
+    return undecided_note(find_steps(points, s.higher_is_better)[1], s)
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
@@ -455,6 +443,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
+    elif not steps and _undecided(points, s):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -597,7 +587,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append(scan_command(s))
     md.append("```")
     md.append("")
-    md.append(f"Benchmark command: {esc.code(s.bench_cmd)}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
               + f", {plural(s.repeats, 'run')} per pair"
               + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
                  "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)

@@ -4,9 +4,11 @@ environment of its own, and a subshell — or one command — with it active and
 The build goes through the bisection's own path (a :class:`~hourly.bisect.search.Bisector`'s
 Measurer: the same build cache, ``--cherry-pick`` and tree locks as scan and bisect, the trees
 refused when they hold the user's changes unless ``--force``). The environment is an overlay over
-``--python``'s packages (:func:`hourly.adapters.venvs.overlay_env`, as a Slurm job's): the build
+``--python``'s packages as the benchmark sees them, PYTHONPATH and ``--env`` included
+(:func:`hourly.adapters.venvs.make_overlay`, as a Slurm job's and a ``--only jax`` hunt's): the build
 is installed there, never into ``--python`` itself, so a scan's or bisection's environment is left
-as it was. Leaving the shell restores both trees to their branches and releases the locks; edits
+as it was; the shell gets it activated (:meth:`~hourly.adapters.venvs.Overlay.activate`: its
+packages first on PATH and PYTHONPATH). Leaving the shell restores both trees to their branches and releases the locks; edits
 made in the trees meanwhile are saved as a patch first (the restore is a forced checkout).
 """
 
@@ -24,13 +26,14 @@ from typing import Iterator
 from hourly.adapters import proc
 from hourly.adapters.locks import RunLock
 from hourly.adapters.store import Store
-from hourly.adapters.venvs import overlay_env
+from hourly.adapters.venvs import make_overlay, overlay_of
 from hourly.bisect.answer import commit
 from hourly.bisect.search import Bisector
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
-from hourly.measure.settings import Settings
+from hourly.measure.pinned import run_env
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Mode, Pair, cut_side
 from hourly.shell.state import resolve
 
@@ -62,7 +65,7 @@ def check_state(s: Settings, text: str) -> None:
     if not s.bench_cmd:
         from hourly.bisect.manual import NO_BENCH
         s = replace(s, bench_cmd=NO_BENCH)
-    probe = Bisector(s, None, Mode.EXIT)  # type: ignore[arg-type]  # reads the repositories; never entered
+    probe = Bisector(keyed(s), None, Mode.EXIT)  # type: ignore[arg-type]  # reads the repositories; never entered
     resolve(text, probe, None, s)
 
 
@@ -73,6 +76,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
     if not s.bench_cmd:  # nothing is benchmarked here: a stand-in names the measurement key
         from hourly.bisect.manual import NO_BENCH
         s = replace(s, bench_cmd=NO_BENCH)
+    s = keyed(s, store)  # the stored scan's key when these are its settings
     with ExitStack() as stack:
         probe = Bisector(s, store, Mode.EXIT)  # repositories, walks, refs and --only's pin; builds nothing
         named = resolve(text, probe, store, s)
@@ -81,12 +85,13 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
         env_dir.parent.mkdir(parents=True, exist_ok=True)
         # one shell at a time per state's environment (it is made afresh each time)
         stack.enter_context(RunLock(env_dir.parent / "shell.lock", f"the shell environment {env_dir}"))
-        py = overlay_env(env_dir, s.python, env_dir.parent / "venv.log")
+        overlay = make_overlay(env_dir, s.python, env_dir.parent / "venv.log", run_env(s))
+        py = overlay.python
         handler.note(f"environment {env_dir} (its own packages first, then those of {s.python})")
         made_here: list[tuple[str, str, Path, Path]] = []  # (repo, path in it, the file, its copy's folder)
         # said once the trees are restored (an exit callback entered before the trees are taken runs after)
         stack.callback(lambda: _say_untracked(made_here, handler))
-        b = stack.enter_context(Bisector(replace(s, python=py), store, Mode.EXIT))
+        b = stack.enter_context(Bisector(keyed(replace(s, python=py)), store, Mode.EXIT))
         m = b.measurer()  # takes the trees: their locks, as scan and bisect hold them
         res = m.builder.prepare(pair)
         if res.status is BuildStatus.INTERRUPTED:
@@ -98,13 +103,11 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
         build = {BuildStatus.CACHED: "installed from the build cache", BuildStatus.BUILT: "built and installed now",
                  BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, res.status.value)
         commits = {name: commit(b.repos, name, getattr(pair, name)) for name in b.repos}
-        env = dict(os.environ)
-        env.update(VIRTUAL_ENV=str(env_dir), PATH=str(Path(py).parent) + os.pathsep + env.get("PATH", ""),
-                   HOURLY_STATE=f"xla@{pair.xla},jax@{pair.jax}", HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
+        env = overlay.activate(dict(os.environ))  # its packages first, whatever PYTHONPATH says
+        env.update(HOURLY_STATE=f"xla@{pair.xla},jax@{pair.jax}", HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
                    HOURLY_JAX_DIR=str(b.jax.path))
         if b.xla is not None:
             env["HOURLY_XLA_DIR"] = str(b.xla.path)
-        env.pop("PYTHONHOME", None)
         opened = Opened(pair, named.said, commits, {n: str(r.path) for n, r in b.repos.items()},
                         m.builder._tree.originals(), str(env_dir), py, build, env,
                         f"xla@{cut_side(pair.xla, 8)} jax@{pair.jax[:8]}")
@@ -183,12 +186,16 @@ _SHADOWED = ("python", "python3", "pip", "pip3")
 
 def state_rc(opened: Opened, prefix: str) -> str:
     """hourly's bash rc file: the user's ``~/.bashrc``, then the state's environment over whatever
-    it set (PATH, VIRTUAL_ENV, PYTHONHOME, aliases, bash's command hash), then the prompt."""
+    it set (PATH, an overlay's packages first on PYTHONPATH, VIRTUAL_ENV, PYTHONHOME, aliases, bash's
+    command hash), then the prompt."""
     bin_dir = str(Path(opened.python).parent)
     q = shlex.quote
+    overlay = overlay_of(opened.python)  # its packages first on PYTHONPATH too: a ~/.bashrc naming a jax folder
+    pythonpath = f"export PYTHONPATH={q(str(overlay.site))}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n" if overlay else ""
     return ('[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
             f"export VIRTUAL_ENV={q(opened.env_dir)}\n"
             f"export PATH={q(bin_dir)}\"${{PATH:+:$PATH}}\"\n"
+            + pythonpath +
             "unset PYTHONHOME\n"
             f"unalias {' '.join(_SHADOWED)} 2>/dev/null\n"
             "hash -r\n"
