@@ -410,6 +410,13 @@ OPTIONS: tuple[Option, ...] = (
        rule=between(0, 1), toml=False),
     _o("--memprof-at", "memprof_at", "Save memory-<NAME>.prof at jaxbench.memory_checkpoint(NAME); repeat for "
        "several, * for all [default: none].", type=list, toml=False),
+    # -- profile's front-end profile (hourly.profile.frontend) -------------------------------
+    _o("--front-end", "front_end", "Profile tracing, lowering and dispatch in Python at both states and diff them: "
+       "auto (when the step is in trace_ms, lower_ms, dispatch_us, step_dispatch_us or first_call_ms of the "
+       "per-phase harness), off, or a make() target (bench.py[:make], package.module:make) to profile whatever "
+       "the metric.", default="auto"),
+    _o("--front-end-repeats", "front_end_repeats", "Profiled rounds per state in the front-end profile (noise is "
+       "judged across them; fewer than 3 judges nothing).", type=int, default=7, rule=at_least(1)),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -457,8 +464,8 @@ TAKES: dict[str, tuple[str, ...]] = {
     "mark": ("workdir", "json_out", "config"),
     "shell": ("tz", *REPOSITORIES, *BUILD, *STORE, "config"),
     "report": ("workdir", "out", "min_change", "anonymous", "config"),
-    "profile": ("workdir", "good", "bad", "python_tracer_level", "host_tracer_level", "top", *BUILD, *EXECUTOR,
-                "config"),
+    "profile": ("workdir", "good", "bad", "python_tracer_level", "host_tracer_level", "front_end",
+                "front_end_repeats", "top", *BUILD, *EXECUTOR, "json_out", "config"),
     "explain": ("workdir", "step", "sweep", "try_flag", "revert_check", "revert_ref", "max_passes", "op_times",
                 "repeats", *BUILD, "json_out", "config"),
     "bench": ("python", "repeats", "iters", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),

@@ -144,7 +144,7 @@ def _layer(name: str) -> str:
         return "level"
     if _within(name, TOP):
         return "top"
-    if name in ("hourly.trace", "hourly.jaxbench", "hourly.jaxbench_phases"):
+    if name in ("hourly.trace", "hourly.jaxbench", "hourly.jaxbench_phases", "hourly.frontend_profile"):
         return "tracer"
     return "unplaced"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 from hourly.errors import UsageError
@@ -12,9 +13,11 @@ from .common import command, console, err_console
 
 @command("profile")
 def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Optional[str] = None,
-            python_tracer_level: Optional[int] = 0, host_tracer_level: Optional[int] = None, top: int = 10,
-            flags: Any = None, config: Optional[str] = None) -> None:
-    """Trace the last-good and first-bad states of each regression and compare them."""
+            python_tracer_level: Optional[int] = 0, host_tracer_level: Optional[int] = None,
+            front_end: str = "auto", front_end_repeats: int = 7, top: int = 10,
+            flags: Any = None, json_out: bool = False, config: Optional[str] = None) -> None:
+    """Trace the last-good and first-bad states of each regression and compare them; for a step in
+    tracing, lowering or dispatch, diff a Python-level profile of both states too."""
     from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
@@ -29,13 +32,21 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
     from hourly.scan.identity import check_store
     s = check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under
     targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good and bad else targets_from_store(store, s)
-    options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level)
-    notes = ProgressLines(err_console, "states", str)
+    options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
+                           front_end_repeats=front_end_repeats)
+    from hourly.events import SILENT
+    from hourly.profile.frontend import plan
+    front = plan(front_end, s.metric_regex, s.bench_argv(), s.bench_cwd)
+    notes = SILENT if json_out else ProgressLines(err_console, "states", str)
     from hourly.scan.run import env_lock_for
     with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
-        for r in run_profiles(store, s, targets, options, notes, executor=executor):
-            console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
-            print(r.text)
-            print(f"comparison saved to {r.comparison_path}")
-            print("memory diff with pprof: " + command_line(
-                ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))
+        results = run_profiles(store, s, targets, options, notes, executor=executor, front_end=front)
+    if json_out:
+        print(json.dumps({"profiles": [r.record for r in results]}, indent=1, default=str))
+        return
+    for r in results:
+        console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))
+        console.print(r.text, end="")
+        print(f"comparison saved to {r.comparison_path}")
+        print("memory diff with pprof: " + command_line(
+            ["pprof", "-http=:", "--diff_base", r.good_dir / "memory.prof", r.bad_dir / "memory.prof"]))

@@ -58,7 +58,7 @@ from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status, cut_side
 from hourly.profile.capture import capture, tracing_command
-from hourly.profile.compare import load_capture, parse_perfetto_trace
+from hourly.profile.compare import load_capture, read_trace
 
 SIDES = ("good", "bad")
 
@@ -153,17 +153,18 @@ class Explainer:
                     "command": f"hourly profile --workdir {self.host.store.workdir}"}
         tables = {}
         for side in SIDES:
-            perfetto = load_capture(self.traces[side]).perfetto
-            if perfetto is None:
-                return {"skipped": f"the profiler wrote no perfetto_trace.json.gz in {self.traces[side]}",
-                        "traces": {k: str(v) for k, v in self.traces.items()}}
-            tables[side] = parse_perfetto_trace(perfetto)
+            table = read_trace(load_capture(self.traces[side]))  # device ops where the trace has a device timeline
+            if table is None:
+                return {"skipped": f"the profiler wrote no trace (*.xplane.pb, perfetto_trace.json.gz) in "
+                                   f"{self.traces[side]}", "traces": {k: str(v) for k, v in self.traces.items()}}
+            tables[side] = table
         g, b = tables["good"], tables["bad"]
         rec = op_times.join(modules, {k: v.durations for k, v in g.ops.items()},
                             {k: v.durations for k, v in b.ops.items()}, source=b.source)
         rec["traces"] = {k: str(v) for k, v in self.traces.items()}
+        rec["reading"] = {"good": g.as_dict(), "bad": b.as_dict()}
         if g.source != b.source:
-            rec["note"] = f"the traces differ in kind (good: {g.source}, bad: {b.source})"
+            rec["note"] = f"the traces differ in kind (good: {g.describe()}; bad: {b.describe()})"
         elif b.source == "host":
             rec["note"] = ("the traces carry no per-op events (no hlo_op, no device row): the times are host "
                            "events, not instructions")

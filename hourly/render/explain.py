@@ -84,7 +84,8 @@ def op_time_lines(ot: dict | None) -> list[str]:
     if ot.get("skipped"):
         cmd = f"; `{ot['command']}` traces both states" if ot.get("command") else ""
         return [f"  op times: not joined ({ot['skipped']}){cmd}"]
-    lines = [f"  op time per call (median of the calls in each dump run's trace, {ot['source']} events), "
+    reading = (ot.get("reading") or {}).get("bad", {}).get("described") or f"{ot['source']} events"
+    lines = [f"  op time per call (median of the calls in each dump run's trace: {reading}), "
              "good → bad, largest increase first:"]
     rows = ot.get("rows") or []
     if not rows:

@@ -604,12 +604,6 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
         md.append("")
         md.append(f"![metric over time]({plot_path.name})")
         md.append("")
-    profiles = sorted((workdir / "profiles").glob("*/comparison.txt")) \
-        if (workdir / "profiles").is_dir() else []
-    if profiles:
-        md.append("## Traces and memory profiles")
-        md.append("")
-        for comp in profiles:
-            md.append(f"- {esc.text(comp.parent.name)}: {esc.code(comp.parent)} (comparison: {esc.code(comp)})")
-        md.append("")
+    from hourly.render.profile import report_section as profiles_section
+    md += profiles_section(workdir)
     return md
