@@ -105,34 +105,60 @@ class Run:
     crashed_starts: int
     store: dict = field(default_factory=dict)
     load: dict = field(default_factory=dict)
+    stopped: bool = False
 
     def as_json(self) -> dict:
-        return {"run": self.index, "rc": self.rc, "wall_s": self.wall_s, "answers": self.answers,
+        return {"run": self.index, "rc": self.rc, "wall_s": self.wall_s, "stopped": self.stopped, "answers": self.answers,
                 "process_starts": self.process_starts, "crashed_starts": self.crashed_starts,
                 "bench_s": self.bench_s, **self.store, "load": self.load}
 
 
+def run_hourly(cmd: list[str], env: dict, deadline: float | None) -> tuple[int, str, str, bool]:
+    """(exit status, stdout, stderr, stopped) of hourly run in its own process group. Past
+    ``deadline`` seconds (or on Ctrl-C) the group gets SIGINT — hourly's own stop: it ends its
+    benchmark and records what it measured, and a later run with the same workdir goes on — then
+    SIGKILL 30 s later."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=deadline)
+        return p.returncode, out, err, False
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return p.returncode, out, err, True
+
+
 def bisect_once(index: int, hourly_args: list[str], workroot: Path, workdir: Path, expect: str | None,
-                env: dict | None = None) -> Run:
+                env: dict | None = None, fresh: bool = True, deadline: float | None = None) -> Run:
     """Run ``hourly bisect --json`` (its arguments in ``hourly_args``, without --workdir/--json) in a
-    fresh ``workdir``; its stdout and stderr are kept beside it as run-<index>.json/.stderr."""
-    subprocess.run(["rm", "-rf", str(workdir)], check=True)
-    workdir.mkdir(parents=True)
+    fresh ``workdir`` (``fresh=False``: the one there, a stopped bisection going on, its tally
+    counting on), stopped after ``deadline`` seconds; its stdout and stderr are kept beside it as
+    run-<index>.json/.stderr."""
+    if fresh:
+        subprocess.run(["rm", "-rf", str(workdir)], check=True)
+    workdir.mkdir(parents=True, exist_ok=True)
     tally = workdir / "tally.jsonl"
     cmd = [sys.executable, "-m", "hourly", "bisect", *hourly_args, "--workdir", str(workdir), "--json"]
     load_before = os.getloadavg()
     start = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {}), TALLY_ENV: str(tally)})
+    rc, stdout, stderr, stopped = run_hourly(cmd, {**os.environ, **(env or {}), TALLY_ENV: str(tally)}, deadline)
     wall = time.monotonic() - start
     load_after = os.getloadavg()
-    (workroot / f"run-{index}.stderr").write_text(p.stderr)
-    (workroot / f"run-{index}.json").write_text(p.stdout)  # the whole answer, probes and samples
+    (workroot / f"run-{index}.stderr").write_text(stderr)
+    (workroot / f"run-{index}.json").write_text(stdout)  # the whole answer, probes and samples
     try:
-        answers = json.loads(p.stdout)["regressions"]
+        answers = json.loads(stdout)["regressions"]
     except (ValueError, KeyError):
         # hourly refuses a window whose ends do not differ with one line and exit 1: no step
-        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        answers = [{"error": last}]
+        last = (stderr.strip().splitlines() or ["(no output)"])[-1]
+        answers = [{"error": f"stopped after {deadline:.0f} s; go on with --resume" if stopped else last}]
     out = []
     for a in answers:
         cls, text = classify(a, expect)
@@ -140,10 +166,15 @@ def bisect_once(index: int, hourly_args: list[str], workroot: Path, workdir: Pat
                     "runs": a.get("runs"), "states": a.get("states"), "probes": len(a.get("probes") or []),
                     "confirmed": a.get("confirmed")})
     procs = tallied(tally)
-    return Run(index, p.returncode, round(wall, 1), out, len(procs),
+    # a run resumed over several calls: its wall time is theirs together
+    with open(workdir / "walls.txt", "a") as f:
+        f.write(f"{wall:.1f}\n")
+    wall = sum(float(x) for x in (workdir / "walls.txt").read_text().split())
+    return Run(index, rc, round(wall, 1), out, len(procs),
                round(sum(x.get("seconds", 0.0) for x in procs), 1), sum(1 for x in procs if x.get("rc")),
                store_counts(workdir),
-               {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]})
+               {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+               stopped)
 
 
 def row(r: Run) -> str:

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,24 @@ def test_one_bisection_is_counted_as_hourly_recorded_it(tmp_path):
     assert json.loads((tmp_path / "run-1.json").read_text())["regressions"][0]["culprit"]["sha"] == culprit
     line = row(r)
     assert line.split()[:2] == ["1", str(answer["probes"])] and "yes" in line and "exact" in line
+
+
+def test_a_run_past_its_deadline_is_stopped_with_its_whole_process_group(tmp_path):
+    """hourly is stopped as Ctrl-C stops it (SIGINT to its group: its benchmark child too), so that
+    a later call with --resume goes on; what it printed before is kept."""
+    child = tmp_path / "child.pid"
+    script = ("import subprocess, sys, time\n"
+              f"c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+              f"open({str(child)!r}, 'w').write(str(c.pid))\n"
+              "print('started', flush=True)\n"
+              "time.sleep(300)\n")
+    rc, out, err, stopped = real_bisect.run_hourly([sys.executable, "-c", script], dict(os.environ), deadline=3)
+    assert stopped and rc != 0 and out == "started\n" and "KeyboardInterrupt" in err
+    pid = int(child.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and \
+            Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    rc, out, _, stopped = real_bisect.run_hourly([sys.executable, "-c", "print('done')"], dict(os.environ), deadline=30)
+    assert (rc, out, stopped) == (0, "done\n", False)
