@@ -17,7 +17,8 @@ they were found and measured):
   enter ``set_current_trace(self)`` around every eager primitive: eager ``lax.neg`` of an 8-vector
   ≈10.3 → ≈11.3 µs on this CPU (+9–10 %). Benchmark: real_jax/dispatch_op.py ``--op neg --stat
   min``. Expected: the culprit 03652b8bba.
-- ``crash``: 2026-06-04 22:00 → 06-09 00:00 UTC, 51 states, 34 of them in two crash windows
+- ``crash``: 2026-06-04 22:00 → 06-09 00:00 UTC (``--bad`` the earlier, ``--good`` the later:
+  ``--find-fix``), 51 states, 34 of them in two crash windows
   (cd8549e7cf → 702e27b25c, 16 commits, and f1e823f13d → a4d60cd1ec, 18) where the transformer
   benchmark stops at its first random key with ``RuntimeError: valid_dtypes is not set``: their
   jax calls jaxlib's C++ ``canonicalize_value`` without ``set_valid_dtypes``, which jaxlib 0.10.2
@@ -67,7 +68,8 @@ US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 WINDOWS = {
     "change": dict(good="2026-06-16 20:00", bad="2026-06-17 14:00", bench=DISPATCH, metric=US,
                    expect="03652b8bba", expect_class="exact", flags=[]),
-    "crash": dict(good="2026-06-04 22:00", bad="2026-06-09 00:00", bench=FRONTEND, metric=US,
+    # --find-fix: the good end is the fixed, later one
+    "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),
     "flat": dict(good="2026-07-01 00:00", bad="2026-07-02 00:00", bench=DISPATCH, metric=US,
                  expect=None, expect_class="none", flags=[]),
@@ -128,10 +130,11 @@ def main() -> int:
     if args.metric_regex:
         w["metric"] = args.metric_regex
     clone = Path(args.jax_clone)
-    have = subprocess.run(["git", "-C", str(clone), "rev-list", "-1", "--first-parent", f"--before={w['bad']} +0000",
+    last = max(w["good"], w["bad"])
+    have = subprocess.run(["git", "-C", str(clone), "rev-list", "-1", "--first-parent", f"--before={last} +0000",
                            args.ref], capture_output=True, text=True)
     if have.returncode or not have.stdout.strip():
-        return skip(name, f"{clone} holds no {args.ref} history up to {w['bad']} UTC (fetch jax-ml/jax)")
+        return skip(name, f"{clone} holds no {args.ref} history up to {last} UTC (fetch jax-ml/jax)")
     if w["expect"] and subprocess.run(["git", "-C", str(clone), "cat-file", "-e", f"{w['expect']}^{{commit}}"],
                                       capture_output=True).returncode:
         return skip(name, f"{clone} does not hold jax commit {w['expect']}; fetch it")
