@@ -14,7 +14,8 @@ core, and a benchmark must count the same way before and after):
   benchmark process holds the chip from start to end: accelerator seconds);
 - ``samples``: the values hourly counted (warm-up runs excluded), from its store;
 - ``probes``: the states the bisection measured, one row each in the answer's ``probes`` (the ends,
-  the probes, the confirmations, the edge checks).
+  the probes, the confirmations, the edge checks); without an answer (the ends do not differ),
+  the rows of the store's ``bisect_probes``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,14 @@ def classify(answer: dict, expect: str | None) -> tuple[str, str]:
         return "candidate", f"candidate (not confirmed) {cand['sha'][:10]} {cand.get('subject', '')!r}"
     if answer.get("range"):
         shas = " ".join(sha[:10] for sha in answer["range"][:8]) + (" …" if len(answer["range"]) > 8 else "")
-        return "range", f"range of {len(answer['range'])} commits [{shas}] ({answer.get('reason')})"
-    return "none", f"no culprit ({answer.get('reason')})"
+        return "range", f"range of {len(answer['range'])} commits [{shas}] ({_short(answer.get('reason'))})"
+    return "none", f"no culprit ({_short(answer.get('reason'))})"
+
+
+def _short(reason: str | None, width: int = 160) -> str:
+    """A reason cut for the table (the whole one is in run-<i>.json): a range's reason lists a log per state."""
+    text = str(reason)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def holds(answer: dict, expect: str | None) -> bool | None:
@@ -86,7 +93,9 @@ def store_counts(workdir: Path) -> dict:
         for raw_runs, raw_samples in con.execute("SELECT runs, samples FROM measurements"):
             runs += len(json.loads(raw_runs or "[]"))
             samples += len(json.loads(raw_samples or "[]"))
-        return {"store_runs": runs, "samples": samples}
+        # the probes of every bisection in the store: also those of a run that ended without an answer
+        (probe_rows,) = con.execute("SELECT count(*) FROM bisect_probes").fetchone()
+        return {"store_runs": runs, "samples": samples, "probe_rows": probe_rows}
     except sqlite3.Error as e:  # the schema moved on: say so rather than count wrong
         return {"store_error": str(e)}
     finally:
@@ -165,6 +174,10 @@ def bisect_once(index: int, hourly_args: list[str], workroot: Path, workdir: Pat
         out.append({"class": cls, "text": text, "holds_expected": holds(a, expect), "builds": a.get("builds"),
                     "runs": a.get("runs"), "states": a.get("states"), "probes": len(a.get("probes") or []),
                     "confirmed": a.get("confirmed")})
+    store = store_counts(workdir)
+    for a in out:  # an answer-less run (the ends did not differ, stopped): the store's probe rows
+        if not a["probes"] and store.get("probe_rows"):
+            a["probes"] = store["probe_rows"]
     procs = tallied(tally)
     # a run resumed over several calls: its wall time is theirs together
     with open(workdir / "walls.txt", "a") as f:
@@ -172,7 +185,7 @@ def bisect_once(index: int, hourly_args: list[str], workroot: Path, workdir: Pat
     wall = sum(float(x) for x in (workdir / "walls.txt").read_text().split())
     return Run(index, rc, round(wall, 1), out, len(procs),
                round(sum(x.get("seconds", 0.0) for x in procs), 1), sum(1 for x in procs if x.get("rc")),
-               store_counts(workdir),
+               store,
                {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
                stopped)
 

@@ -29,8 +29,12 @@ they were found and measured):
   forward, both at the edges of the second window. The crashing states cannot be judged, so no
   single commit can be named: the honest answer is a range holding the first window and
   1587193cb8 (or a candidate 1587193cb8 said to border a crash window).
-- ``flat``: 2026-07-01 00:00 → 07-02 00:00 UTC, 12 states, eager ``lax.neg`` flat within the
-  noise in the sweep of docs/real-history.md. Expected: no culprit.
+- ``flat``: 2026-06-11 12:00 → 19:00 UTC, 15 states, eager ``lax.neg`` 10.2–10.6 µs on each of
+  them (3 processes each, quiet machine). Expected: no culprit.
+
+Every state of these windows builds with ``pip wheel`` under Python 3.11 (the TPU machine's):
+from 5ab345f1b4 (2026-06-18 05:50 −07:00, "Drop support for Python 3.11") on, jax's
+``requires-python`` is ``>=3.12`` and a 3.11 ``--python`` refuses to build it.
 
 ``--good/--bad/--expect`` take another window. Each run gets a fresh workdir; the build cache
 (``--cache-dir``, default ``<workroot>/cache``) is shared, a wheel built from a commit being the
@@ -71,7 +75,7 @@ WINDOWS = {
     # --find-fix: the good end is the fixed, later one
     "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),
-    "flat": dict(good="2026-07-01 00:00", bad="2026-07-02 00:00", bench=DISPATCH, metric=US,
+    "flat": dict(good="2026-06-11 12:00", bad="2026-06-11 19:00", bench=DISPATCH, metric=US,
                  expect=None, expect_class="none", flags=[]),
 }
 

@@ -108,6 +108,7 @@ def test_one_bisection_is_counted_as_hourly_recorded_it(tmp_path):
     (answer,) = r.answers
     assert answer["class"] == "exact" and answer["confirmed"]
     assert r.process_starts == r.store["store_runs"] > 0  # every benchmark process, and only those
+    assert r.store["probe_rows"] == answer["probes"]
     assert 0 < r.store["samples"] <= r.store["store_runs"]
     assert answer["runs"] <= r.process_starts  # hourly's own total leaves the warm-up runs out
     assert answer["probes"] >= 2 and r.bench_s > 0 and r.crashed_starts == 0

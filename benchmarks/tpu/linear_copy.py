@@ -2,7 +2,7 @@
 network (the TPU machine of ../shared/docs/tpu-machine-notes.md).
 
     python benchmarks/tpu/linear_copy.py --source /work/jaxclone --dest carry/jax.git \\
-        --since '2026-06-04 22:00' --until '2026-07-02 00:00'
+        --since '2026-06-04 22:00' --until '2026-06-18 00:00'
 
 A clone of jax-ml/jax cannot be made shallow or partial from the mirror (it lacks one blob and
 packing fails), and a whole clone is a few hundred MB. This makes a bare repository whose

@@ -13,7 +13,7 @@
 #   carry/tools/   pip, setuptools and wheel: the benchmark venv builds each state's jax package
 #                  with `pip wheel --no-build-isolation`;
 #   carry/jax.git  a linear copy of JAX's first-parent history over the three windows of
-#                  real_history_2026.py (2026-06-04 22:00 → 07-02 00:00 UTC, 460 commits, ~4 MB,
+#                  real_history_2026.py (2026-06-04 22:00 → 06-18 00:00 UTC, ~260 commits, ~3 MB,
 #                  without docs/, tests/, jaxlib/, …; benchmarks/tpu/linear_copy.py), and its
 #                  map.txt from the original commit ids to the copy's;
 #   carry/MANIFEST the files, their sizes, and the commit of hourly the wheel was built from.
@@ -24,7 +24,7 @@ CLONE=${1:-${HOURLY_JAX_CLONE:-/work/jaxclone}}
 CARRY=$ROOT/benchmarks/tpu/carry
 PY=${PYTHON:-python3}
 SINCE=${SINCE:-2026-06-04 22:00}
-UNTIL=${UNTIL:-2026-07-02 00:00}
+UNTIL=${UNTIL:-2026-06-18 00:00}
 # the platform tags of the machine's Python 3.11 (glibc ≥ 2.28 is enough for every wheel here);
 # pip expands each manylinux tag to the older ones
 PLATFORM=(--platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform linux_x86_64)
