@@ -46,7 +46,8 @@ Per run: probes (states measured: ends, probes, confirmations), process starts (
 processes), samples (values hourly counted), wall seconds, bench seconds (the processes' wall
 time: accelerator seconds on a TPU host, where each one holds the chip), the answer (culprit /
 candidate / range / none / error) and whether it matches what the window expects. Exit 1 when a
-run named a wrong culprit, 0 otherwise.
+run named a wrong culprit, 130 when a run was stopped at ``--deadline`` (``--resume`` goes on with
+it), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -180,6 +181,8 @@ def main() -> int:
     else:
         print(f"{classes.count('exact')} exact, {wrong} wrong of {args.runs} runs; process starts "
               f"{summary['process_starts']}; raw answers in {workroot}/run-*.json")
+    if any(r.stopped for r in results):
+        return 130  # as hourly's own stop: call again with --resume to go on
     return 1 if wrong else 0
 
 

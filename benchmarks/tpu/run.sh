@@ -23,7 +23,7 @@
 # by tally.py (bench seconds = accelerator seconds: every process holds the chip from start to end).
 # A call may run 10 minutes: the run stops itself at $DEADLINE seconds (hourly's own stop, SIGINT)
 # and the next call with the same WINDOW goes on where it stopped (--resume; the tally counts on)
-# as long as /tmp survived. Results: $OUT (the run tool's folder) or $WORK/out: the JSON of each
+# as long as /tmp survived (exit 130 says: call again). Results: $OUT (the run tool's folder) or $WORK/out: the JSON of each
 # call, the table, the load and the chip's state.
 #
 # Environment: WINDOW (change|crash|flat, default change), RUNS (default 1), DEADLINE (seconds,
@@ -121,4 +121,7 @@ for r in d["runs"]:
               f"{a['class']} {a['text']}")
 EOF
 cp -r "$WORK/$WINDOW"/run-*.json "$WORK/$WINDOW"/run-*.stderr "$OUT/" 2>/dev/null || true
+if [ "$rc" = 130 ]; then
+    echo "stopped at the deadline: call run.sh again with WINDOW=$WINDOW to go on (while /tmp survives)"
+fi
 exit $rc
