@@ -14,9 +14,12 @@
 # site-packages, so the jax that hourly installs for a state shadows the machine's jax while jaxlib
 # and libtpu still load from the machine's folder; with PYTHONPATH set, the machine's jax would win
 # and every state would run the same code (../shared/docs/tpu-machine-notes.md).
-#   NOTE: hourly is getting a flag that does this itself (`--only jax` on a host whose jaxlib comes
-#   from PYTHONPATH). When it lands, bench-venv goes: pass `--python "$MACHINE_PY"` and that flag
-#   through EXTRA (or in the `--` part below), and keep PYTHONPATH as the machine sets it.
+#   NOTE: hourly's own way (the workdir's overlay of `--only jax`, docs/accelerators.md, merged
+#   into main after this script was written and not tested with it) makes bench-venv and the .pth
+#   needless: with a wheel of that hourly in carry/, pass `--python "$MACHINE_PY"` below instead of
+#   bench-venv's, keep PYTHONPATH as the machine sets it (do not unset it), and drop venv_with_site
+#   for bench-venv; hourly-venv stays (hourly and its dependencies). Check first that the machine's
+#   Python can build a wheel (`pip wheel --no-build-isolation` needs setuptools and wheel there).
 #
 # Then it clones the carried linear copy of JAX's history and runs benchmarks/real_history_2026.py
 # on it (--sha-map translates the expected commit to the copy's id), each benchmark process timed
