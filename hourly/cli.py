@@ -37,6 +37,7 @@ from .commands.report import report
 from .commands.scan import scan, show
 from .commands.shell import shell
 from .commands.trace import compare_profiles, trace
+from .commands.watch import watch
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
 _CLICK_ERRORS = (typer.TyperException,)
@@ -124,6 +125,7 @@ _command()(releases)
 _command()(nightly)
 _command()(container)
 _command()(hunt)
+_command()(watch)
 _command()(scan)
 _command()(show)
 _command()(detect)
