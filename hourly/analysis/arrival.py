@@ -182,10 +182,15 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     good = [i for i in range(start, n) if logs[i]]
     if not good or good[-1] < since:
         return Arrival(ArrivalStatus.UNMEASURED, why="no build since the last decision has a measurement")
-    det = detect(list(series[start:]), higher_is_better=higher_is_better, min_change=min_change)
+    # a build whose step measuring again did not confirm was measured on an odd night: it is no
+    # evidence of a level, nor of the series' noise (one slow night among a short history would
+    # otherwise read as noise the next steps hide in): a gap for the detector
+    odd = {after for _, after in judged}
+    det = detect([None if start + k in odd else p for k, p in enumerate(series[start:])],
+                 higher_is_better=higher_is_better, min_change=min_change)
     level = det.level
     point_noise = det.relative_noise
-    run_noise = _run_noise([logs[i] for i in good], point_noise, log_scale, level)
+    run_noise = _run_noise([logs[i] for i in good if i not in odd], point_noise, log_scale, level)
     def steep(rel: float, before: int, after: int) -> bool:
         return abs(math.log1p(rel)) >= min_rate * math.log1p(min_change) * (after - before) if rel > -1 else True
 
@@ -203,9 +208,6 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     # again rejected (a slow night is no level)
     first = max([start, level_from] + [start + c.after_index for c in det.changes
                                        if (start + c.before_index, start + c.after_index) not in judged])
-    # a build whose step measuring again did not confirm was measured on an odd night: it is no
-    # evidence of a new level (nor of the old one's spread)
-    odd = {after for _, after in judged}
     points = [i for i in good if i >= first and i not in odd]
     values = [_median(logs[i]) for i in points]
     candidates = [k for k, i in enumerate(points) if i >= since and k >= len(points) - newest]
