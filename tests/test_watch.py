@@ -306,3 +306,97 @@ def shows_the_plot(page: Path) -> None:
     non_white = (box.sum(axis=2) < 2.9).mean()
     blue = ((box[..., 2] > 0.6) & (box[..., 0] < 0.3) & (box[..., 1] < 0.6)).sum()
     assert non_white > 0.02 and blue > 200, (non_white, blue)
+
+
+# -- a watch over nightly wheels in a local index ------------------------------------------------
+
+WHEEL_BENCH = """\
+import random
+import jax
+print("dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
+"""
+
+
+@pytest.fixture(scope="module")
+def nightly_wheels(tmp_path_factory) -> Path:
+    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
+    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+    if __package__:
+        from .test_releases import write_wheel
+    else:
+        from test_releases import write_wheel
+    dist = tmp_path_factory.mktemp("nightly-wheels")
+    for day in range(1, 10):
+        v = f"0.5.0.dev202308{day:02d}"
+        us = 100.0 if day < 8 else 120.0
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nDISPATCH_US = {us}\n'},
+                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
+    return dist
+
+
+def test_a_wheels_watch_installs_each_nightly_and_alerts_on_the_confirmed_regression(nightly_wheels, tmp_path, capsys):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "bench.py").write_text(WHEEL_BENCH)
+    work = tmp_path / "work"
+    code, out, err = _run(capsys, ["watch", "--source", "wheels", "--find-links", str(nightly_wheels),
+                                   "--since", "2023-08-01", "--until", "2023-08-08", "--bench-cmd", "python bench.py",
+                                   "--bench-cwd", str(bench), "--metric-regex", r"dispatch_us:\s*(?P<value>[0-9.]+)",
+                                   "--lower-is-better", "--release-cache-dir", str(tmp_path / "envs"),
+                                   "--workdir", str(work), "--json"])
+    assert code == P.ALERT_EXIT, out + err
+    doc = json.loads(out)
+    assert [b["build"] for b in doc["builds"]] == [f"0.5.0.dev202308{d:02d}" for d in range(1, 9)]
+    (alert,) = doc["alerts"]
+    assert (alert["before"]["build"], alert["after"]["build"]) == ("0.5.0.dev20230807", "0.5.0.dev20230808")
+    assert alert["after"]["jaxlib"] == "0.5.0.dev20230808" and alert["kind"] == "regression"
+    (step,) = alert["steps"]
+    assert step["metric"] == "dispatch_us" and step["change"] == pytest.approx(0.2, abs=0.01)
+    # no commits to bisect and no --hunt-image: not hunted, and the alert says how
+    assert alert["hunt"]["status"] == "not started" and "--hunt-image" in alert["hunt"]["reason"]
+
+
+def _runs_stored(work: Path) -> int:
+    import sqlite3
+    path = work / "hourly.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5) as c:
+            return c.execute("SELECT count(*) FROM watch_runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored(watched, capsys):
+    made, flag, work, args = watched
+    args = [a if a != "2023-08-20T00:00Z" else "2023-08-20T14:00Z" for a in args] + ["--no-hunt"]
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 20:00"])
+    assert code == 0, out + err
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args, "--until", "2023-08-20 22:00"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_for(lambda: _runs_stored(work) >= 3 or p.poll() is not None, timeout=300, every=0.05)
+        assert p.poll() is None, p.stdout.read().decode() if p.stdout else ""
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    kept = _runs_stored(work)
+    store = Store(work)
+    key = store.load_settings("watch")["key"]
+    def measured_at() -> list[tuple]:
+        return store.conn.execute("SELECT build, created FROM watch_values ORDER BY build").fetchall()
+    measured = measured_at()
+    (pending,) = store.watch_checks(key)
+    assert pending["verdict"] == "pending" and kept >= 3
+    # the same command again: the build is not measured again, the pairs go on from where they were
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    assert code == P.ALERT_EXIT, out + err
+    (check,) = store.watch_checks(key)
+    assert check["verdict"] == "confirmed" and check["result"]["pairs"] == _runs_stored(work) >= 10
+    assert measured_at() == measured and measured[-1][0] == "2023-08-20T22:00:00Z"
+    assert len(store.watch_alerts(key)) == 1
