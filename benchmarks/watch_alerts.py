@@ -207,11 +207,12 @@ def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
     alerts: list[Alert] = []
     since = level_from = 0
     judged: set[tuple[int, int]] = set()
+    rejected: set[tuple[int, int]] = set()
     for t in range(HISTORY_NIGHTS, len(s.series)):
         if s.series[t] is None:
             continue
         a = arr.arrival(s.series[:t + 1], higher_is_better=s.higher_is_better, min_change=MIN_CHANGE,
-                        since=since, level_from=level_from, judged=judged, **knobs)
+                        since=since, level_from=level_from, judged=judged, rejected=rejected, **knobs)
         for sus in a.suspects:
             if sus.after_index < since:
                 continue
@@ -238,6 +239,7 @@ def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
                 cost.undecided += 1
             else:
                 cost.rejected += 1
+                rejected.add((sus.before_index, sus.after_index))
     return alerts
 
 

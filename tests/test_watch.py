@@ -68,10 +68,11 @@ def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
               {"metric": "m", "arrived": "g", "before": "f", "after": "g", "verdict": "undecided"},
               {"metric": "other", "arrived": "f", "before": "e", "after": "f", "verdict": "confirmed"}]
     # judging f: the rejected pair is not suspected again, the confirmed step's level is current
-    assert P.watch_state("m", checks, index_of, set("abcde")) == (5, 4, {(1, 2)})
+    assert P.watch_state("m", checks, index_of, set("abcde")) == (5, 4, {(1, 2)}, {(1, 2)})
     # judging e again (a killed run): its own check is not part of the state it is judged on
-    assert P.watch_state("m", checks, index_of, set("abcd")) == (0, 0, {(1, 2)})
-    assert P.watch_state("m", checks, index_of, set("abcdefg")) == (5, 4, {(1, 2), (5, 6)})
+    assert P.watch_state("m", checks, index_of, set("abcd")) == (0, 0, {(1, 2)}, {(1, 2)})
+    # an undecided pair is not suspected again, but is not ruled out either
+    assert P.watch_state("m", checks, index_of, set("abcdefg")) == (5, 4, {(1, 2), (5, 6)}, {(1, 2)})
 
 
 def test_a_hunts_answer_is_a_culprit_only_when_it_names_one():
@@ -109,7 +110,8 @@ def test_the_hunts_commands_carry_the_watchs_benchmark_and_window():
     assert hunt[:6] == ["hourly", "hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23"]
     assert "--no-pull" in hunt and hunt[hunt.index("--mount") + 1] == "/src:/dir"
     # the job script runs the same argv (by this Python) and keeps its answer, log and exit status
-    script = P.job_script(argv, "/usr/bin/python3")
+    script = P.job_script(argv, "/usr/bin/python3", "/wd/a b")
+    assert "cd '/wd/a b' || exit 1" in script
     line = next(ln for ln in script.splitlines() if ln.startswith("/usr/bin/python3"))
     cmd = shlex.split(line.split(" > ")[0])
     assert cmd == ["/usr/bin/python3", "-m", "hourly", *argv[1:]]
@@ -400,3 +402,41 @@ def test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored(watche
     assert check["verdict"] == "confirmed" and check["result"]["pairs"] == _runs_stored(work) >= 10
     assert measured_at() == measured and measured[-1][0] == "2023-08-20T22:00:00Z"
     assert len(store.watch_alerts(key)) == 1
+
+
+# -- the hunt as a Slurm job --------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def _cluster():
+    from hourly.adapters.slurm import Slurm
+    slurm = Slurm()
+    why = slurm.reachable()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs the Slurm tests on a real cluster, but none is reachable: {why} "
+                        "(.ci/run starts one with .ci/slurm-up.sh)")
+        pytest.skip(f"no Slurm reachable: {why} (bash .ci/slurm-up.sh starts a single-node one)")
+    return slurm
+
+
+def test_a_hunt_on_slurm_is_one_job_whose_answer_a_later_run_reads(_cluster, watched, capsys):
+    made, flag, work, args = watched
+    args = [a if a != "2023-08-20T00:00Z" else "2023-08-20T14:00Z" for a in args] + ["--executor", "slurm"]
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 20:00"])
+    assert code == 0, out + err
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    assert code == P.ALERT_EXIT, out + err
+    store = Store(work)
+    key = store.load_settings("watch")["key"]
+    (alert,) = store.watch_alerts(key)
+    assert alert["hunt"]["status"] in ("submitted", "running") and alert["hunt"]["job"]
+    assert "hunt running as Slurm job" in out
+    # later runs (cron's next ones) find nothing new and read the job's answer once it is there
+    def hunted() -> bool:
+        code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+        assert code == 0, out + err
+        return store.watch_alerts(key)[0]["hunt"]["status"] not in ("submitted", "running")
+    assert wait_for(hunted, timeout=600, every=2)
+    hunt = store.watch_alerts(key)[0]["hunt"]
+    assert hunt["status"] == "culprit" and hunt["culprit"]["sha"] == made.shas[CULPRIT], hunt
+    assert (Path(hunt["workdir"]) / f"slurm-{hunt['job']}.out").exists()

@@ -160,6 +160,7 @@ def _run_noise(logs: list[list[float]], point_noise: float, log_scale: bool, lev
 
 def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_change: float | None = None,
             since: int = 0, level_from: int = 0, judged: Collection[tuple[int, int]] = (),
+            rejected: Collection[tuple[int, int]] = (),
             history: int = HISTORY, suspect_z: float = SUSPECT_Z, newest: int = NEWEST, beyond: int = BEYOND,
             max_window: int = MAX_WINDOW, min_rate: float = MIN_RATE) -> Arrival:
     """Judge the newest builds of ``series``: is there a step whose new level holds through them?
@@ -169,7 +170,10 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     confirmed step's ``after_index``): the newest builds are judged against the builds from there
     on. ``judged``: the (before, after) pairs already measured again without a confirmation
     (rejected, or undecided at the cap): not suspected again, though the same step with another
-    window is. A quiet arrival decides nothing, so a step too small to see on its first night is
+    window is. ``rejected``: those of them that measuring again rejected (any change under the
+    minimum change): their newest build was measured on an odd night, and is left out of the
+    detector's series and of the noise as well (an undecided one may hold a real step: kept there).
+    A quiet arrival decides nothing, so a step too small to see on its first night is
     suspected once its later builds make it plain. ``min_change``: steps smaller than this
     relative change are not suspected (default :data:`DEFAULT_MIN_CHANGE`). ``suspect_z``,
     ``beyond``, ``newest``, ``max_window``, ``min_rate``: the constants of the same names.
@@ -182,15 +186,15 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     good = [i for i in range(start, n) if logs[i]]
     if not good or good[-1] < since:
         return Arrival(ArrivalStatus.UNMEASURED, why="no build since the last decision has a measurement")
-    # a build whose step measuring again did not confirm was measured on an odd night: it is no
-    # evidence of a level, nor of the series' noise (one slow night among a short history would
-    # otherwise read as noise the next steps hide in): a gap for the detector
-    odd = {after for _, after in judged}
-    det = detect([None if start + k in odd else p for k, p in enumerate(series[start:])],
+    # a build whose step measuring again rejected was measured on an odd night: it is no evidence
+    # of the series' noise (one slow night among a short history would otherwise read as noise
+    # the next steps hide in): a gap for the detector
+    slow = {after for _, after in rejected}
+    det = detect([None if start + k in slow else p for k, p in enumerate(series[start:])],
                  higher_is_better=higher_is_better, min_change=min_change)
     level = det.level
     point_noise = det.relative_noise
-    run_noise = _run_noise([logs[i] for i in good if i not in odd], point_noise, log_scale, level)
+    run_noise = _run_noise([logs[i] for i in good if i not in slow], point_noise, log_scale, level)
     def steep(rel: float, before: int, after: int) -> bool:
         return abs(math.log1p(rel)) >= min_rate * math.log1p(min_change) * (after - before) if rel > -1 else True
 
@@ -208,6 +212,9 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     # again rejected (a slow night is no level)
     first = max([start, level_from] + [start + c.after_index for c in det.changes
                                        if (start + c.before_index, start + c.after_index) not in judged])
+    # a build whose step measuring again did not confirm was measured on an odd night: it is no
+    # evidence of a new level (nor of the old one's spread)
+    odd = {after for _, after in judged}
     points = [i for i in good if i >= first and i not in odd]
     values = [_median(logs[i]) for i in points]
     candidates = [k for k, i in enumerate(points) if i >= since and k >= len(points) - newest]

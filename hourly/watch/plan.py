@@ -142,13 +142,15 @@ def series_of(builds: Sequence[dict[str, Any]], values: dict[str, dict[str, dict
 
 
 def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[str, int],
-                arrived_before: set[str]) -> tuple[int, int, set[tuple[int, int]]]:
-    """``since``, ``level_from`` and ``judged`` of :func:`~hourly.analysis.arrival.arrival` for one
-    metric, replayed from the checks of the arrivals in ``arrived_before`` (those judged before the
-    one at hand): the newest confirmed step's new level is the current one; pairs measured again
-    without a confirmation are not suspected again."""
+                arrived_before: set[str]) -> tuple[int, int, set[tuple[int, int]], set[tuple[int, int]]]:
+    """``since``, ``level_from``, ``judged`` and ``rejected`` of
+    :func:`~hourly.analysis.arrival.arrival` for one metric, replayed from the checks of the
+    arrivals in ``arrived_before`` (those judged before the one at hand): the newest confirmed
+    step's new level is the current one; pairs measured again without a confirmation are not
+    suspected again, and the rejected ones' new builds were measured on an odd night."""
     since = level_from = 0
     judged: set[tuple[int, int]] = set()
+    rejected: set[tuple[int, int]] = set()
     for c in checks:
         if c["metric"] != metric or c["arrived"] not in arrived_before:
             continue
@@ -160,7 +162,9 @@ def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[st
                 level_from, since = pair[1], pair[1] + 1
         elif c["verdict"] in ("rejected", "undecided"):
             judged.add(pair)
-    return since, level_from, judged
+            if c["verdict"] == "rejected":
+                rejected.add(pair)
+    return since, level_from, judged, rejected
 
 
 def suspect_json(s: Suspect, ids: Sequence[str]) -> dict[str, Any]:
@@ -262,12 +266,13 @@ def nightly_hunt_command(level: dict[str, Any], good_date: str, bad_date: str, w
 ANSWER, HUNT_LOG, EXIT_FILE, JOB_SCRIPT = "answer.json", "hunt.log", "exit-code", "hunt.sh"
 
 
-def job_script(argv: list[str], python: str) -> str:
-    """The script a hunt runs as, here (``sh``) or as a Slurm job: the command with its answer, log
-    and exit status written into its folder. ``hourly`` is run as ``<python> -m hourly``."""
+def job_script(argv: list[str], python: str, folder: str | Path) -> str:
+    """The script a hunt runs as, here (``sh``) or as a Slurm job (which runs a copy of it from its
+    spool: the folder is named, not taken from ``$0``): the command with its answer, log and exit
+    status written into ``folder``. ``hourly`` is run as ``<python> -m hourly``."""
     cmd = [python, "-m", "hourly", *argv[1:]] if argv and argv[0] == "hourly" else argv
     return ("#!/bin/sh\n# written by hourly watch: one hunt of one alert\n"
-            'cd "$(dirname "$0")" || exit 1\n'
+            f"cd {shlex.quote(str(folder))} || exit 1\n"
             f"rm -f {EXIT_FILE}\n"
             f"{shlex.join(cmd)} > {ANSWER}.part 2> {HUNT_LOG}\n"
             f"code=$?\nmv {ANSWER}.part {ANSWER}\necho $code > {EXIT_FILE}\n")

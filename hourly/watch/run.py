@@ -359,15 +359,17 @@ class Commits:
         return self.s.bench_key()
 
     def open(self) -> None:
-        from hourly.adapters.locks import python_env_lock
         from hourly.measure.measurer import open_repos, pin_of
-        self._lock = python_env_lock(self.s.python).acquire()  # builds are installed into --python
         xla, jax = open_repos(self.s)
         self._repos = (xla, jax, pin_of(self.s, jax))
 
     def _measuring(self) -> Any:
+        """The host that builds and measures, made on the first measurement: a run with nothing new
+        takes neither the trees nor --python (a hunt's job may be using its own environment over it)."""
+        from hourly.adapters.locks import python_env_lock
         from hourly.execute.host import MeasuringHost
         if self._host is None:
+            self._lock = python_env_lock(self.s.python).acquire()  # builds are installed into --python
             xla, jax, pin = self._repos
             self._host = MeasuringHost(self.s, self.store, xla, jax, pin, LEVEL, self.key())
         return self._host
@@ -518,9 +520,9 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
         ids, points = series_of(builds, values, metric)
         index_of = {bid: i for i, bid in enumerate(ids)}
         i = index_of[b["build"]]
-        since, level_from, judged = watch_state(metric, checks, index_of, before_it)
+        since, level_from, judged, rejected = watch_state(metric, checks, index_of, before_it)
         a = arrival(points[:i + 1], higher_is_better=w.higher_is_better, min_change=w.min_change,
-                    since=since, level_from=level_from, judged=judged)
+                    since=since, level_from=level_from, judged=judged, rejected=rejected)
         d: dict[str, Any] = {"status": a.status.value, "why": a.why, "noise": a.noise, "checks": []}
         decision[metric] = d
         for sus in a.suspects:
@@ -612,11 +614,12 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
         tries = (h or {}).get("tries", 0) + (1 if got["status"] == "failed" else 0)
         if got["status"] in ("culprit", "unsure"):
             got["report"] = _hunt_report(wd, kind)
-        got = {**got, "command": argv, "kind": kind, "workdir": str(wd), "tries": tries}
+        got = {"command": (h or {}).get("command") or argv, **got, "kind": kind, "workdir": str(wd), "tries": tries}
         events = ["hunted"] if got["status"] in ("culprit", "unsure") or (
             got["status"] == "failed" and got["tries"] >= HUNT_TRIES) else []
         store.update_watch_alert(a["id"], hunt=got, add_events=events)
-        run.hunted.append(a["id"])
+        if got["status"] != (h or {}).get("status") or got["status"] == "failed":  # not a job still running
+            run.hunted.append(a["id"])
 
 
 def _job_name(watch: str) -> str:
@@ -626,8 +629,12 @@ def _job_name(watch: str) -> str:
 def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: Path,
            handler: Handler) -> dict[str, Any]:
     wd.mkdir(parents=True, exist_ok=True)
+    if "--python" in argv:  # a bisection builds and installs: into an environment of its own over --python
+        from hourly.adapters.venvs import overlay_env
+        i = argv.index("--python") + 1
+        argv = [*argv[:i], overlay_env(wd / "python-env", argv[i], wd / "python-env.log"), *argv[i + 1:]]
     script = wd / JOB_SCRIPT
-    script.write_text(job_script(argv, sys.executable))
+    script.write_text(job_script(argv, sys.executable, wd))
     script.chmod(0o755)
     if w.executor == "slurm":
         from hourly.adapters.slurm import Slurm, SubmitOptions
@@ -637,10 +644,10 @@ def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: 
                              options=SubmitOptions(sl.get("partition"), sl.get("time"), sl.get("gres"),
                                                    tuple(sl.get("extra") or ())))
         handler.note(f"alert {a['id']}: the hunt is Slurm job {job}: {shlex.join(argv)}")
-        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"])}
+        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": argv}
     handler.note(f"alert {a['id']}: hunting ({wd / HUNT_LOG}): {shlex.join(argv)}")
     res = proc.run(["sh", str(script)], cwd=wd, check=False)
-    return _read_answer(wd, kind, res.returncode)
+    return {**_read_answer(wd, kind, res.returncode), "command": argv}
 
 
 def _hunt_report(wd: Path, kind: str) -> str | None:
