@@ -440,3 +440,19 @@ def test_a_hunt_on_slurm_is_one_job_whose_answer_a_later_run_reads(_cluster, wat
     hunt = store.watch_alerts(key)[0]["hunt"]
     assert hunt["status"] == "culprit" and hunt["culprit"]["sha"] == made.shas[CULPRIT], hunt
     assert (Path(hunt["workdir"]) / f"slurm-{hunt['job']}.out").exists()
+
+
+def test_outside_text_is_printed_verbatim_on_the_console():
+    from rich.console import Console
+
+    from hourly.render.console import console
+    from hourly.render.watch import print_report
+    subject = "[bold]fusion[/bold] :smile: <b>"
+    checks = [_check(1, "b", "c", "confirmed", -0.2, 100, 80)]
+    culprit = {"repo": "xla", "sha": "c" * 40, "subject": subject, "link": "https://github.com/openxla/xla/commit/c"}
+    alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
+               "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
+    con: Console = console(width=200, record=True)
+    print_report(con, _report(checks, alerts))
+    text = con.export_text()
+    assert subject in text and "▼ alert 1: regression between b and c" in text

@@ -88,9 +88,9 @@ def watch(
         if not saved:
             raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
         w = WatchSettings(**saved["settings"])
-        for name, value in (("until", until), ("notify_cmd", notify_cmd)):
-            if value is not None:
-                setattr(w, name, value)
+        w.until = until  # never the first run's: a replayed night is not where a later run stops
+        if notify_cmd is not None:
+            w.notify_cmd = notify_cmd
     else:
         w = _settings(locals(), wd, config)
         w.validate()
