@@ -133,20 +133,28 @@ def test_without_listing_each_dates_tag_is_tried_and_a_date_without_one_is_a_gap
     bench = tmp_path / "bench"
     bench.mkdir()
     (bench / "test.sh").write_text(TEST_SH)
-    work = tmp_path / "work"
-    args = ["watch", "--source", "containers", "--image", watched_images.local_template, "--no-pull",
-            "--since", "2023-09-01", "--gpus", "none", "--mount", f"{bench}:/dir", "--repeats", "1",
-            "--workdir", str(work), "--json"]
-    code, out, err = _run(capsys, [*args, "--until", "2023-09-04"])
-    doc = json.loads(out)
+    def watch(work: Path, since: str, until: str) -> tuple[int, dict]:
+        code, out, err = _run(capsys, ["watch", "--source", "containers", "--image", watched_images.local_template,
+                                       "--no-pull", "--since", since, "--until", until, "--gpus", "none",
+                                       "--mount", f"{bench}:/dir", "--repeats", "1", "--workdir", str(work), "--json"])
+        return code, json.loads(out)
+    code, doc = watch(tmp_path / "early", "2023-09-01", "2023-09-04")
     assert [(b["build"], b["status"]) for b in doc["builds"]] == [
         ("2023-09-01", "ok"), ("2023-09-02", "ok"), ("2023-09-03", "missing"), ("2023-09-04", "ok")]
     assert "not present locally" in doc["builds"][2]["detail"]
     # too short a history to judge the newest: said, exit 11, never quiet
     assert code == P.UNSURE_EXIT and any("3 are needed" in u for u in doc["run"]["unsure"])
     # a date whose nightly is not out yet is looked for again, not given up on
-    code, out, err = _run(capsys, [*args, "--until", "2023-09-12"])
-    doc = json.loads(out)
-    assert [b["build"] for b in doc["builds"]][-1] == "2023-09-10"
+    code, doc = watch(tmp_path / "late", "2023-09-09", "2023-09-12")
+    assert [b["build"] for b in doc["builds"]] == ["2023-09-09", "2023-09-10"]
     assert any("no image yet for 2023-09-11 .. 2023-09-12" in n for n in doc["run"]["notes"])
-    assert os.path.exists(work / "watch" / "index.html") and Path(doc["page"]).name == "index.html"
+    assert os.path.exists(tmp_path / "late" / "watch" / "index.html") and Path(doc["page"]).name == "index.html"
+    # published late: the next run measures it
+    repo = watched_images.local_template.rsplit(":", 1)[0]
+    docker_client.images.get(watched_images.local_template.format(date="2023-09-10")).tag(repo, "nightly-2023-09-11")
+    try:
+        code, doc = watch(tmp_path / "late", "2023-09-09", "2023-09-12")
+    finally:
+        docker_client.images.remove(watched_images.local_template.format(date="2023-09-11"))
+    assert [b["build"] for b in doc["builds"]] == ["2023-09-09", "2023-09-10", "2023-09-11"]
+    assert doc["run"]["new_builds"] == ["2023-09-11"]
