@@ -263,11 +263,14 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_not_the_slow_night_and_hunt
     assert r"\[XLA:GPU\] Slower fusion heuristic" in md and made.shas[CULPRIT][:12] in md
     page = (work / "watch" / "index.html").read_text()
     assert 'src="MLUPS.png"' in page and made.shas[CULPRIT][:12] in page
-    # the same night again: nothing new, nothing measured or hunted, and it says so
+    # the same night again, as cron runs it (the workdir alone: the watch is read from its store):
+    # nothing new, nothing measured or hunted, and it says so
     runs_before = len(store.watch_runs(confirmed[0]["id"]))
-    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--until", "2023-08-20 22:00"])
     assert code == 0 and "nothing new since 2023-08-20T22:00:00Z" in out, out + err
     assert len(store.watch_runs(confirmed[0]["id"])) == runs_before
+    code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--show"])
+    assert code == 0 and "12 builds stored, newest 2023-08-20T22:00:00Z" in out and CULPRIT in out, out + err
     # the page opens from disk in a real browser and shows the plot
     shows_the_plot(work / "watch" / "index.html")
 
