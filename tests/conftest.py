@@ -116,6 +116,44 @@ def scan_args(made, venv_python, tmp_path):
     return make
 
 
+def last_flag_wins(argv: list[str]) -> list[str]:
+    """``argv`` with the earlier uses of a single-valued flag given again dropped.
+
+    The suite writes an override as a later flag (``scan_args() + ["--from", "someday"]``, a
+    helper's defaults, then the test's own); hourly refuses a single-valued flag given twice
+    (hourly.commands.common.refuse_repeated: a user's second ``--python`` is a mistake to say, not
+    a value to pick), so the in-process runs below keep the later one, as the helpers mean.
+    Subprocess runs of ``python -m hourly`` see the real rule (tests/test_cli_edges.py checks it)."""
+    from typer.main import get_command
+
+    from hourly.cli import app
+    group = get_command(app)
+    cmd = group.commands.get(argv[0]) if argv else None  # type: ignore[attr-defined]
+    if cmd is None:
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    by_flag = {f: p for p in cmd.params if p.param_type_name == "option" for f in (*p.opts, *p.secondary_opts)}
+    uses: list[tuple[str, int, int]] = []  # (flag, first word, words)
+    i = 1
+    while i < end:
+        flag, eq, _ = argv[i].partition("=") if argv[i].startswith("--") else (argv[i], "", "")
+        p = by_flag.get(flag)
+        n = 1 if p is None or p.is_flag or eq else 2
+        if p is not None and not p.multiple:
+            uses.append((flag, i, n))
+        i += n
+    last = {flag: start for flag, start, _ in uses}
+    drop = {j for flag, start, n in uses if last[flag] != start for j in range(start, start + n)}
+    return [w for j, w in enumerate(argv) if j not in drop]
+
+
+@pytest.fixture(autouse=True)
+def _later_flags_override(monkeypatch):
+    import hourly.cli
+    real = hourly.cli._main
+    monkeypatch.setattr(hourly.cli, "_main", lambda argv: real(last_flag_wins(list(argv))))
+
+
 @pytest.fixture(autouse=True)
 def _no_user_config(tmp_path, monkeypatch):
     """Run each test in its own directory so no ./hourly.toml leaks in; crash logs and the build cache
@@ -184,6 +222,9 @@ SLOW: dict[str, tuple[str, ...]] = {
     # a watch killed -9 while confirming; resuming a check from its stored pairs: the commit watch of the
     # same file, whose second run with the same night measures nothing again
     "test_watch.py": ("test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored",),
+    # hourly shell --only jax in a subprocess over a read-only host; the overlay's activation: the
+    # bisection over the same host (the benchmark's environment), the shell's wiring: test_manual
+    "test_host_overlay.py": ("test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath",),
 }
 
 #: fixtures that reach a Docker engine or a Slurm cluster: every test that uses one is slow

@@ -16,7 +16,7 @@ from hourly.bisect.search import run_bisect
 from hourly.cli import main
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
-from hourly.measure.settings import effective
+from hourly.measure.settings import effective, keyed
 from hourly.model import Mode
 
 
@@ -38,8 +38,9 @@ class OneAfterAnother:
 
 
 def _settings(made, python, work, **kw):
-    return effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
-                          python=python, workdir=str(work), sync=False, **kw))[0]
+    # keyed: the measurement key is set once, before anything measures (hourly.measure.settings.keyed)
+    return keyed(effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
+                          python=python, workdir=str(work), sync=False, **kw))[0])
 
 
 def _bisect(made, python, work, good, bad, mode=None, executor=None, **kw):

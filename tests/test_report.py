@@ -75,6 +75,22 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert "Use a faster dispatch path for pjit (by Dispatch Author, merged" in md  # the pull request's own subject
     workdir = str(tmp_path / "demo" / "work")
     assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]
+    # the replayable log heads each window with its own kind (the crash window was "regression 3 of 3")
+    log = subprocess.run([sys.executable, "-m", "hourly", "bisect", "--workdir", workdir, "--log"],
+                         capture_output=True, text=True, timeout=300)
+    assert log.returncode == 0, log.stderr
+    heads = [ln.split(":")[0] for ln in log.stdout.splitlines() if ln.startswith("# ") and " of 3:" in ln]
+    assert heads == ["# regression 1 of 3", "# regression 2 of 3", "# crash window 3 of 3"]
+
+
+def test_each_window_of_a_bisect_log_is_headed_by_its_own_kind():
+    from hourly.render.bisect import log_heading
+    window = {"good_time": "2023-08-25T15:00:00Z", "bad_time": "2023-08-25T16:00:00Z"}
+    assert log_heading({"kind": "crash", "window": window}, 3, 3).startswith(
+        "# crash window 3 of 3: 2023-08-25T15:00:00Z .. 2023-08-25T16:00:00Z")
+    assert log_heading({"kind": "regression", "window": window}, 1, 3).startswith("# regression 1 of 3")
+    assert log_heading({"kind": "metric_lost", "window": window}, 2, 2).startswith(
+        "# metric window (stops printing) 2 of 2")
 
 
 def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_path, venv_python):

@@ -107,8 +107,32 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
         except ProcessError as e:
             raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
-                            f"run `git remote update` there, or pass --ref (or --{self.name}-ref, this "
-                            "repository's own) with a ref that exists") from e
+                            self._ref_fix(ref)) from e
+
+    def _ref_fix(self, ref: str) -> str:
+        """What to pass instead of a ref that does not exist: the branch the remote's HEAD points to
+        (a clone whose default branch is master has no origin/main), or the remote's branches here."""
+        own = f"--{self.name}-ref"
+        remote = ref.split("/", 1)[0] if "/" in ref else None
+        if remote:
+            try:
+                head = self.git("symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD").strip()
+            except ProcessError:
+                head = ""
+            if head and head != ref:
+                return (f"{remote}/HEAD points to {head}: pass {own} {head} (this repository's own ref), "
+                        f"or --ref {head} for both repositories")
+            try:
+                names = self.git("for-each-ref", "--format=%(refname:short)", f"refs/remotes/{remote}").split()
+            except ProcessError:
+                names = []
+            names = [n for n in names if n != f"{remote}/HEAD" and n != remote]
+            if names:
+                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                return (f"the branches {remote} has here: {shown}; pass {own} with one of them (this repository's own "
+                        "ref), or run `git remote update` there if it is new")
+        return (f"run `git remote update` there, or pass --ref (or {own}, this repository's own) with a ref "
+                "that exists")
 
     def resolve_sha(self, prefix: str) -> str:
         """A full SHA from a (possibly abbreviated) one."""
@@ -307,17 +331,54 @@ class GitRepo:
 
     def stash(self, message: str, untracked: bool = False, keep: list[str] | None = None) -> str | None:
         """Stash the user's tracked changes (and, with ``untracked``, their untracked files but
-        those under ``keep``); returns the stash commit or None if nothing."""
+        those under ``keep``); returns the stash commit or None if nothing.
+
+        A kept place is excluded from the stash only where it holds untracked files the stash
+        would take: git (2.39) refuses an exclude pathspec naming an ignored folder (a JAX tree
+        ignores ``dist/``, the default wheel folder), and ``--include-untracked`` never takes
+        ignored files anyway. Should git fail all the same, the index is put back as it was (git
+        fails after it staged the untracked files) and the error is one line naming the tree."""
         before = self._stash_top()
-        more = ["--include-untracked", "--", ":/", *[f":(top,literal,exclude){k}" for k in keep or []]] if untracked else []
-        # a stash is a commit: never fail for want of a configured identity
-        self.git("-c", "user.name=hourly", "-c", "user.email=hourly@localhost",
-                 "stash", "push", "--quiet", "--message", message, *more)
+        excluded = [k for k in keep or [] if self._untracked_under(k)] if untracked else []
+        more = ["--include-untracked", "--", ":/", *[f":(top,literal,exclude){k}" for k in excluded]] if untracked else []
+        index = self._index_tree()
+        try:
+            # a stash is a commit: never fail for want of a configured identity
+            self.git("-c", "user.name=hourly", "-c", "user.email=hourly@localhost",
+                     "stash", "push", "--quiet", "--message", message, *more)
+        except ProcessError as e:
+            if index is not None:
+                self.git("read-tree", index)  # the index as it was; the files are where git left them
+            made = self._stash_top()
+            kept = f"; the stash git made meanwhile is kept ({made[:12]}, `git stash list`)" if made and made != before else ""
+            lock = self.git_dir / "index.lock"
+            why, fix = _first_error(e.tail), "commit or stash them yourself, then run again"
+            if lock.exists():  # git says nothing then
+                why = f"{lock} exists: another git is running there, or one was killed"
+                fix = f"wait for that git, or remove {lock} if none runs, then run again"
+            raise UserError(f"git could not stash the changes in {self.name} tree {self.path} ({why}); "
+                            f"the index is as it was{kept}", fix) from e
         after = self._stash_top()
         return after if after != before else None
 
+    def _untracked_under(self, path: str) -> bool:
+        """Whether ``path`` (relative to the tree) holds untracked files that are not ignored."""
+        return bool(self.git("ls-files", "--others", "--exclude-standard", "-z", "--", f":(top,literal){path}"))
+
+    def _index_tree(self) -> str | None:
+        """The index as a tree (to put it back), or None when it cannot be written (a merge conflict)."""
+        try:
+            return self.git("write-tree").strip() or None
+        except ProcessError:
+            return None
+
     def unstash(self, stash_sha: str) -> None:
-        self.git("stash", "apply", "--quiet", stash_sha)
+        """Give the stashed changes back, what was staged staged again (else, when git cannot
+        restore the index, the changes alone)."""
+        try:
+            self.git("stash", "apply", "--quiet", "--index", stash_sha)
+        except ProcessError:
+            self.git("stash", "apply", "--quiet", stash_sha)
         out = self.git("stash", "list", "--format=%H")
         for i, sha in enumerate(out.split()):
             if sha == stash_sha:
@@ -329,6 +390,12 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", "refs/stash").strip() or None
         except ProcessError:
             return None
+
+
+def _first_error(output: str) -> str:
+    """The line of git's output that says what failed (not its hints)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not ln.startswith("hint:")]
+    return next((ln for ln in lines if ln.lower().startswith(("fatal", "error"))), lines[0] if lines else "no output")
 
 
 def _escape_pattern(path: str) -> str:

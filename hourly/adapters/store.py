@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
+from urllib.parse import quote
 
 from hourly.errors import UserError
 from hourly.model import NightlyPoint, ReleasePoint, Status
@@ -54,6 +55,8 @@ SCHEMA_VERSION = 7
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
+#: the settings row of every measurement key's identity (:meth:`Store.note_measure_key`)
+MEASURE_KEYS = "measure_keys"
 
 
 def log_dir(workdir: str | Path, kind: str | None = None) -> Path:
@@ -128,15 +131,25 @@ class Records(Protocol):
 
 
 class Store:
-    def __init__(self, workdir: str | os.PathLike, create: bool = True, made_by: str = "hourly scan"):
-        """``made_by``: the command that fills this store, named when there is none."""
+    def __init__(self, workdir: str | os.PathLike, create: bool = True, made_by: str = "hourly scan",
+                 read_only: bool = False):
+        """``made_by``: the command that fills this store, named when there is none.
+
+        ``read_only`` (``show``, ``report``, ``detect``: they only read): the store is opened
+        read-only and nothing in the workdir is written, so a read-only workdir (a colleague's, a
+        mounted copy) can be read; a store an older hourly wrote is upgraded first where the
+        workdir can be written, and refused with one line where it cannot."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.path = self.workdir / STORE_NAME
         #: the workdir's logs (:func:`log_dir`)
         self.logs = log_dir(self.workdir)
-        if not create and not self.path.exists():
+        self.read_only = read_only
+        if (not create or read_only) and not self.path.exists():
             raise UserError(f"no results store in {self.workdir}",
                             f"run `{made_by}` first, or pass --workdir with the workdir it used")
+        if read_only and self._open_read_only():
+            return
+        self.read_only = False
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
             # one probe per process: two runs starting together on one workdir must not unlink each other's
@@ -156,8 +169,51 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self._migrate()
 
+    def _open_read_only(self) -> bool:
+        """Open the store read-only (SQLite's ``mode=ro``; ``immutable`` where a read-only folder
+        holds no write-ahead log to read, which SQLite's read-only WAL mode needs a ``-shm`` file
+        for). False: its schema is older than this hourly's and the workdir can be written, so it
+        is opened as usual and upgraded; refused in one line where it cannot be."""
+        wal = Path(f"{self.path}-wal")
+        uri = f"file:{quote(str(self.path))}?mode=ro"
+        if not os.access(self.workdir, os.W_OK) and not Path(f"{self.path}-shm").exists() \
+                and not (wal.exists() and wal.stat().st_size):
+            uri = f"file:{quote(str(self.path))}?immutable=1"  # nothing unwritten: the main file is the store
+        _check_empty(self.path)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None, factory=_Connection)
+        except sqlite3.Error as e:
+            fault = store_fault(self.path, e)
+            raise (fault if fault is not e else UserError(f"cannot open the results store {self.path} read-only ({e})",
+                                                          "check the file and its folder")) from e
+        conn.store_path = self.path
+        conn.row_factory = sqlite3.Row
+        try:
+            _check_whole(self.path, conn)
+            _check_tables(conn, self.path)  # a whole file that lacks a table of its schema is damaged
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() \
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() else None
+        except BaseException:
+            conn.close()
+            raise
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise UserError(f"{self.path} was written by a newer hourly (schema {version})",
+                            "upgrade hourly, or use another --workdir")
+        if version < SCHEMA_VERSION:
+            conn.close()
+            if os.access(self.workdir, os.W_OK) and os.access(self.path, os.W_OK):
+                return False  # upgraded by the usual opening
+            raise UserError(f"the results store {self.path} was written by an older hourly (schema {version}) and "
+                            "its workdir is read-only: it cannot be upgraded to be read",
+                            "copy the workdir somewhere writable and pass --workdir with the copy")
+        self.conn = conn
+        return True
+
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
+        _check_tables(self.conn, self.path)  # a store missing a table of its schema is never written to
         self.conn.executescript(_SCHEMA)
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row else 0
@@ -390,10 +446,39 @@ class Store:
         r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
         return r[0] if r else None
 
-    def bisection_results(self) -> list[dict[str, Any]]:
-        """Every finished bisection's answer, oldest first (for reports)."""
-        rows = self.conn.execute("SELECT result FROM bisections WHERE status='done' ORDER BY id")
-        return [json.loads(r[0]) for r in rows if r[0]]
+    def bisection_results(self, bench_key: str | None = None) -> list[dict[str, Any]]:
+        """Every finished bisection's answer, oldest first (for reports); of those measured under
+        ``bench_key`` alone when given (another key is another build or benchmark: its answer is
+        not this one's)."""
+        return [a for key, a in self.bisection_answers() if bench_key is None or key == bench_key]
+
+    def bisection_answers(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every finished bisection's answer with the measurement key it was measured under
+        (``Settings.bench_key``: the benchmark and the build), oldest first."""
+        rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
+        return [(r[0], json.loads(r[1])) for r in rows if r[1]]
+
+    def newest_bisection_key(self) -> str | None:
+        """The measurement key of the bisection last started or updated (None: no bisection)."""
+        r = self.conn.execute("SELECT bench_key FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
+    # -- what each measurement key was made of --------------------------------------------------
+    def note_measure_key(self, key: str, identity: dict[str, Any]) -> None:
+        """Remember what the measurement key ``key`` is made of (its public identity: the benchmark
+        and the build, secrets redacted), so that an answer measured under it can be labelled with
+        its build once another build is the current one (one transaction: runs may note at once)."""
+        with self.transaction() as c:
+            row = c.execute("SELECT value FROM settings WHERE name=?", (MEASURE_KEYS,)).fetchone()
+            known = json.loads(row[0]) if row else {}
+            if known.get(key) == identity:
+                return
+            known[key] = identity
+            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (MEASURE_KEYS, json.dumps(known)))
+
+    def measure_keys(self) -> dict[str, dict[str, Any]]:
+        """{measurement key: its public identity} for every key noted (:meth:`note_measure_key`)."""
+        return self.load_settings(MEASURE_KEYS) or {}
 
     # -- nightly (schema 3) --------------------------------------------------------------------
     def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
@@ -569,14 +654,21 @@ def _create(path: Path) -> None:
             name.unlink(missing_ok=True)
 
 
-def _check_whole(path: Path) -> None:
-    """Refuse a store that is empty (0 bytes: SQLite would silently write a new schema into it) or
-    damaged (garbage, truncated), reading only."""
+def _check_empty(path: Path) -> None:
+    """Refuse a store that is empty (0 bytes: SQLite would silently write a new schema into it)."""
     wal = Path(f"{path}-wal")
     if path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size):
         raise UserError(f"the results store {path} is empty (0 bytes)",
                         _NEW_STORE.format(path=path))
-    conn = sqlite3.connect(path, timeout=30)
+
+
+def _check_whole(path: Path, conn: sqlite3.Connection | None = None) -> None:
+    """Refuse a store that is empty (0 bytes: SQLite would silently write a new schema into it) or
+    damaged (garbage, truncated), reading only (through ``conn`` when given: a read-only one)."""
+    _check_empty(path)
+    own = conn is None
+    if conn is None:
+        conn = sqlite3.connect(path, timeout=30)
     try:
         row = conn.execute("PRAGMA quick_check(1)").fetchone()
     except sqlite3.DatabaseError as e:
@@ -585,10 +677,51 @@ def _check_whole(path: Path) -> None:
             raise
         raise fault from e
     finally:
-        conn.close()
+        if own:
+            conn.close()
     if row and row[0] != "ok":  # SQLite's report can span lines ("*** in database main ***", then the fault)
         what = " ".join(ln.strip() for ln in str(row[0]).splitlines() if ln.strip() and not ln.startswith("***"))
         raise UserError(f"the results store {path} is damaged ({what or 'integrity check failed'})",
+                        _NEW_STORE.format(path=path))
+
+
+#: The tables every store of schema version 1 has (the tables _SCHEMA gained later without a
+#: migration, manual_waiting and manual_marks, may be missing from an older store: it gets them).
+_V1_TABLES = ("meta", "settings", "points", "builds", "measurements")
+
+
+def schema_tables(version: int) -> set[str]:
+    """The tables a store of schema ``version`` has: version 1's, then each migration's creations,
+    renames and drops."""
+    tables = set(_V1_TABLES)
+    for v in range(2, version + 1):
+        for stmt in MIGRATIONS.get(v, []):
+            if m := re.match(r"\s*CREATE TABLE (?:IF NOT EXISTS )?(\w+)", stmt):
+                tables.add(m[1])
+            elif m := re.match(r"\s*ALTER TABLE (\w+) RENAME TO (\w+)", stmt):
+                tables.discard(m[1])
+                tables.add(m[2])
+            elif m := re.match(r"\s*DROP TABLE (?:IF EXISTS )?(\w+)", stmt):
+                tables.discard(m[1])
+    return tables
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, reading only, a store whose file is whole but lacks a table of its schema version
+    (a dropped ``points`` table read as an empty scan, and was created again): it is damaged."""
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not have:
+        return  # a new store: the schema is made next
+    if "meta" in have:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if not row or not str(row[0]).isdigit():
+            return  # another run is making it right now (its version is written once _SCHEMA is whole)
+        lost = sorted(schema_tables(min(int(row[0]), SCHEMA_VERSION)) - have)
+    else:
+        lost = ["meta"]  # _SCHEMA makes meta first: tables without it are what is left of a store
+    if lost:
+        raise UserError(f"the results store {path} is damaged (its table{'s' if len(lost) > 1 else ''} "
+                        f"{', '.join(lost)} {'are' if len(lost) > 1 else 'is'} missing)",
                         _NEW_STORE.format(path=path))
 
 

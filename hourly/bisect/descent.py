@@ -34,7 +34,7 @@ from hourly.errors import UserError
 from hourly.execute.executors import Executor
 from hourly.measure.build import DESCENT_VAR, Workspace
 from hourly.measure.pins import PinReader, behind_pins, dep_range
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Mode, Pair
 
 #: the dependencies an XLA commit pins, and the setting that names each one's checkout
@@ -181,4 +181,4 @@ def _held_settings(s: Settings, dep: str, repo: GitRepo, held_xla: str | None) -
     env = list(s.env) + [f"{DESCENT_VAR}={dep}", f"HOURLY_HELD_XLA_DIR={xla_path}",
                          f"HOURLY_HELD_XLA_SHA={held_xla}"]
     picks = [p for p in s.cherry_pick if p.startswith("jax@")]  # an XLA cherry-pick has no tree to go on here
-    return replace(s, xla_repo=str(repo.path), xla_ref=None, env=env, cherry_pick=picks)
+    return keyed(replace(s, xla_repo=str(repo.path), xla_ref=None, env=env, cherry_pick=picks))

@@ -32,6 +32,7 @@ from typing import Protocol
 
 from hourly.adapters.locks import python_prefix
 from hourly.adapters.store import Store
+from hourly.adapters.venvs import overlay_of
 from hourly.analysis.bisection import (
     COST_BUILD,
     COST_JAX_BUILD,
@@ -55,7 +56,7 @@ from hourly.bisect.search import (
     windows_from_store,
 )
 from hourly.errors import UserError
-from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
@@ -118,6 +119,10 @@ class Prompt(Protocol):
 
 def environment_line(python: str) -> str:
     """How a person uses the build installed into ``python``'s environment."""
+    overlay = overlay_of(python)
+    if overlay is not None:  # --only jax: the state's jax in the workdir's overlay over --python
+        return (f"PYTHONPATH={overlay.site}${{PYTHONPATH:+:$PYTHONPATH}} {python}   (the state's jax in an "
+                f"overlay over {overlay.base_python}; its packages first on PYTHONPATH, so no other jax shadows it)")
     prefix = Path(python_prefix(python))
     activate = prefix / "bin" / "activate"
     if activate.exists():
@@ -278,7 +283,7 @@ class ManualBisector(Bisector):
         if "xla" not in commits:
             commits["xla"] = {"sha": pair.xla, "subject": "(pinned: the installed jaxlib)"}
         asked = Asked(role, pair, commits, {n: str(r.path) for n, r in self.repos.items()},
-                      environment_line(self.s.python), build=build, measured=measured, proposal=proposal,
+                      environment_line(self.s.run_python()), build=build, measured=measured, proposal=proposal,
                       workdir=str(self.store.workdir), resumed=getattr(self, "_resumed", False))
         if self._where is not None and role == "probe":
             i, states, b, costs = self._where
@@ -356,7 +361,7 @@ def check_request(req: BisectRequest, executor: Executor | None) -> None:
     if req.flaky:
         raise UserError("--manual with --flaky: the verdicts are yours, not failure rates",
                         "leave out --flaky (answer `unsure` for a state you cannot decide)")
-    if executor is not None and not isinstance(executor, LocalExecutor):
+    if executor is not None and not executor.capabilities.here:
         raise UserError("--manual builds each probe here, one at a time, and waits for you",
                         "leave out --executor and --workers")
 

@@ -102,6 +102,19 @@ def _sha_end(text: str) -> bool:
     return all(_SHA_END.match(p.strip()) for p in text.split(","))
 
 
+_REPO_END = re.compile(r"^\s*(?P<repo>xla|jax)@(?P<sha>\S*)\s*$", re.I)
+
+
+def _refuse_bad_sha(text: str) -> None:
+    """``xla@<not a sha>`` (alone or in a comma list): one line naming the part that is no sha."""
+    for part in text.split(","):
+        m = _REPO_END.match(part)
+        if m and not _SHA_END.match(part.strip()):
+            raise UserError(f"{text}: {m['sha']!r} is not a commit sha (4 to 40 hex digits after {m['repo']}@)",
+                            f"give {m['repo'].lower()}@<sha> with a commit of the {m['repo'].lower()} repository "
+                            "(git log --first-parent shows them), or a time such as 2023-08-24T12:00:00Z")
+
+
 def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, list[tuple[str, int]]],
               refs: dict[str, str] | None = None) -> int:
     """A window end as a unix time: a time as in the scan, or ``xla@<sha>`` / ``jax@<sha>``
@@ -112,6 +125,7 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
         return max(parse_end(p, tz, repos, walks, refs) for p in text.split(","))
     m = _SHA_END.match(text.strip())
     if not m:
+        _refuse_bad_sha(text)  # xla@zzzz is a commit that is none, not a time to be told the formats of
         return int(parse_time(text, tz).when.timestamp())
     name = m["repo"]
     if name not in repos or len(walks[name]) == 1 and walks[name][0][1] == 0:
@@ -1042,17 +1056,43 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def check_new_window(s: Settings, good: str, bad: str) -> None:
+def flags_window(b: Bisector, good: str, bad: str, tz: str, find_fix: bool, mode: Mode) -> Window:
+    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when its
+    ends are the wrong way round."""
+    g, x = parse_ends(b, good, bad, tz, find_fix)
+    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+        if g <= x:
+            raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                            "(fixed) end comes after the bad one", "swap them")
+        w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
+    else:
+        w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
+    if w.bad_time <= w.good_time:
+        raise UserError(f"--bad {bad} is not later than --good {good}",
+                        "swap them, or pass --find-fix to find what fixed it")
+    return w
+
+
+def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False) -> None:
     """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
-    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories."""
+    input leaves no workdir behind: the benchmark, its environment and regex, times, repositories,
+    refs, cherry-picks and wheel folder (a Bisector made without a store: it reads the repositories
+    only), the ends against the walked history and their order, and that states lie between them."""
     from hourly.metric import compile_metric_regex
     s.bench_argv()
     s.env_dict()
     compile_metric_regex(s.metric_regex)
     for end in (good, bad):
         if not _sha_end(end):
+            _refuse_bad_sha(end)
             parse_time(end, s.tz)
     open_repos(s)
+    mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
+    b = Bisector(s, None, mode)  # type: ignore[arg-type]  # nothing is stored or built: never entered
+    w = flags_window(b, good, bad, s.tz, find_fix, mode)
+    if len(b.pairing.states(b.walks, w.good_time, w.bad_time)) < 2:
+        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
+                        "pass a good end before the bad end with commits between them")
 
 
 @holds_store_lock
@@ -1069,18 +1109,7 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         assert bad is not None  # BisectRequest: the two go together
         mode = mode or default_mode(store, s)
         with Bisector(s, store, mode, req, handler, executor) as b:
-            g, x = parse_ends(b, good, bad, s.tz, find_fix)
-            if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
-                if g <= x:
-                    raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
-                                    "(fixed) end comes after the bad one", "swap them")
-                w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
-            else:
-                w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
-            if w.bad_time <= w.good_time:
-                raise UserError(f"--bad {bad} is not later than --good {good}",
-                                "swap them, or pass --find-fix to find what fixed it")
-            return b.bisect(w)
+            return b.bisect(flags_window(b, good, bad, s.tz, find_fix, mode))
     # every regression of the stored scan, and (unless a mode was asked for) every crash window,
     # each in its own mode: the metric for regressions, the exit status for crashes
     base = mode or default_mode(store, s)
@@ -1090,6 +1119,9 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         plan.append((Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED, find_fix)))
     if not any(ws for _, ws in plan):
         _require_complete_scan(store, s)
+        if base is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
+            from hourly.scan.table import require_decided, stored_scan
+            require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
         handler.nothing_to_bisect()
     answers: list[dict] = []
     for m, windows in plan:

@@ -5,36 +5,25 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.errors import UserError
+from hourly import options
+from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
-from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from hourly.render.console import PlainPrint, command_line
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.render.console import PlainPrint
 
-from .common import (
-    DAILY,
-    ConfigOpt,
-    ContainerEnv,
-    Gpus,
-    JsonOpt,
-    Opt,
-    Workdir,
-    console,
-    daily_settings,
-    err_console,
-    with_options,
-)
+from .common import command, console, daily_settings, err_console
 
 
-@with_options(DAILY)
+@command("nightly")
 def nightly(
-    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
-    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
-    rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    rerun: bool = False,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
@@ -44,11 +33,11 @@ def nightly(
     from hourly.render.nightly import print_report
     wd = workdir_setting(workdir, config)
     if show:
-        store = Store(wd, create=False, made_by="hourly nightly --from ... --to ...")
+        store = Store(wd, create=False, read_only=True, made_by="hourly nightly --from ... --to ...")
         report = show_nightly(store)
     else:
         if not from_ or not to:
-            raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
+            raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
         s = daily_settings(flags, from_, to, wd, rerun, config)
         s.validate()
         store = Store(wd)
@@ -67,19 +56,21 @@ def nightly(
         raise UserError(f"the nightly window is incomplete: {n} date(s) not measured yet "
                         f"(first {todo[0]['from']}) and no boundary among the rest",
                         "run the same `hourly nightly` command again: it measures only what is missing")
+    report.require_decided()  # too few dates to tell noise from steps: exit 1
 
 
+@command("container")
 def container(
-    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24 [required when the image has {date}]."),
-    image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
-    gpus: str = Gpus,
-    env: Optional[List[str]] = ContainerEnv,
-    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
-    name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    date: Optional[str] = None,
+    image: Optional[str] = None,
+    gpus: str = "all",
+    env: Optional[List[str]] = None,
+    mount: Optional[List[str]] = None,
+    pull: bool = True,
+    name: Optional[str] = None,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
     from hourly.nightly import image as nightly_container
@@ -87,11 +78,11 @@ def container(
     template = image or DEFAULT_IMAGE
     if "{date}" in template:
         if not date:
-            raise UserError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
+            raise UsageError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
         ref = image_ref(template, parse_date(date))
     else:
         if date:
-            raise UserError(f"--image {template} has no {{date}}, so --date means nothing",
+            raise UsageError(f"--image {template} has no {{date}}, so --date means nothing",
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = workdir_setting(workdir, config)
@@ -113,6 +104,6 @@ def container(
     console.print("enter it with:", **kw)
     console.print(f"  {st.instructions()[0]}", **kw)
     console.print("then, inside, for example:", **kw)
-    console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
-                                       DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
+    console.print("  " + options.command_line("scan", {"from_": "<good day>", "to": "<bad day>",
+                                                       "bench_cmd": DEFAULT_BENCH_CMD, "workdir": st.workdir_inside}), **kw)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)

@@ -19,7 +19,8 @@ class TerminalPrompt:
         self.closed = False  # stdin reached its end (a lost terminal, </dev/null): hourly mark only
 
     def _say(self, text: str, end: str = "\n") -> None:
-        print(text, end=end, file=self.out, flush=True)
+        from hourly.render.console import escape_controls  # subjects are data, never terminal codes
+        print(escape_controls(text), end=end, file=self.out, flush=True)
 
     def show(self, asked: Asked) -> None:
         from hourly.render.manual import PROMPT, asked_lines

@@ -5,19 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .common import ConfigOpt, Opt, Workdir
+from .common import command
 
 
-def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
-           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
-           anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
-           config: Optional[str] = ConfigOpt) -> None:
+@command("report")
+def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change: Optional[float] = None,
+           anonymous: bool = False, config: Optional[str] = None) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from hourly.adapters.store import Store
     from hourly.errors import path_fault
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
-    store = Store(workdir_setting(workdir, config), create=False)
+    store = Store(workdir_setting(workdir, config), create=False, read_only=True)  # it only reads
     folder = Path(out).absolute() if out else store.workdir / "report"
     try:
         if store.load_settings("hunt-rows") is not None and not store.points("hourly"):
@@ -30,9 +29,12 @@ def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--o
         if e.filename and not _inside(e.filename, folder):
             raise  # not the report's own files: unexpected
         raise path_fault(e, "the report folder", folder, "--out") from e
-    print(f"report: {files.markdown}")
+    from hourly.render.console import print_text
+
+    from .common import console
+    print_text(console, f"report: {files.markdown}")
     if files.plot:
-        print(f"plot:   {files.plot}")
+        print_text(console, f"plot:   {files.plot}")
 
 
 def _inside(path: str | bytes, folder: Path) -> bool:

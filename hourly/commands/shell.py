@@ -8,19 +8,19 @@ from typing import Any, List, Optional
 
 import typer
 
-from .common import BUILD, REPOSITORIES, STORE, ConfigOpt, Opt, err_console, with_options
+from .common import command, err_console
 
 
-@with_options(REPOSITORIES, BUILD, STORE)
+@command("shell")
 def shell(
     state: str = typer.Argument(..., help='A time ("Aug 24 2023 13:00"), xla@A,jax@B (that pair), xla@A or jax@B (the '
-                                "state once it landed), good / bad (good:N, bad:N: of the N-th stored bisection answer, "
+                                "state once it landed), good / bad (good:N, bad:N: of the N-th stored bisection answer under the scan's build, "
                                 "else of the stored scan's window), probe (the one a manual bisection waits at) or probe:N."),
     cmd: Optional[List[str]] = typer.Argument(None, help="After --: one command to run there instead of a shell; "
                                               "hourly exits with its status."),
-    tz: Optional[str] = Opt(None, "--tz", help="Zone of a time without one [default: UTC]."),
+    tz: Optional[str] = None,
     flags: Any = None,
-    config: Optional[str] = ConfigOpt,
+    config: Optional[str] = None,
 ) -> None:
     """Open a shell at any state: built or reused, installed in its own environment, the trees at it."""
     from hourly.adapters.store import STORE_NAME, Store
@@ -31,6 +31,8 @@ def shell(
         s = stored_settings(store, config, tz=tz, **flags)
     else:
         s = effective(dict(flags, tz=tz), config)[0]
+        from hourly.shell.run import check_state
+        check_state(s, state)  # a state refused leaves no new workdir behind
         store = Store(workdir)
     from hourly.events import Handler
     from hourly.render.shell import opened_lines
@@ -44,7 +46,7 @@ def shell(
     with open_state(s, store, state, notes) as opened:
         for line in opened_lines(opened, one_command=bool(cmd)):
             notes.note(line)
-        rc = run_in(opened, list(cmd) if cmd else shell_argv(opened))
+        rc = run_in(opened, list(cmd) if cmd else shell_argv(opened, handler=notes))
     notes.note("trees restored: " + ", ".join(f"{n} at {ref}" for n, ref in opened.restore_to.items()))
     if rc:
         raise typer.Exit(rc)

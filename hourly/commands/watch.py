@@ -10,71 +10,61 @@ import typer
 
 from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.nightly.plan import DEFAULT_IMAGE
+from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import ConfigOpt, Direction, JsonOpt, Opt, Workdir, console, err_console
+from .common import command, console, err_console
 
 
+@command("watch")
 def watch(
-    source: Optional[str] = Opt(None, "--source", help="containers: nightly images (--image with {date}); wheels: "
-                                "nightly wheels X.Y.Z.devYYYYMMDD on an index (--index-url/--find-links); commits: the "
-                                "first-parent history of JAX and XLA every --step [default: the workdir's watch, as its first run set it]."),
-    since: Optional[str] = Opt(None, "--since", help="First date (or time) watched; the first run measures from there as "
-                               "history [default: the first run's, else 14 days back]."),
-    until: Optional[str] = Opt(None, "--until", help="Newest time looked at, to replay a past stretch night by night "
-                               "[default: now; a date alone: the end of that day]."),
-    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help="The benchmark (split like a shell would) [containers: "
-                                   "/bin/bash /dir/test.sh; wheels, commits: required]."),
-    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in (wheels, commits) [default: the current one]."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (containers: inside) (repeatable) [default: none]."),
-    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group: the primary metric, "
-                            "named by the word it starts with."),
-    repeats: int = Opt(3, "--repeats", help="Runs of each new build on arrival."),
-    timeout: Optional[float] = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit]."),
-    higher_is_better: Optional[bool] = Direction,
-    min_change: float = Opt(0.02, "--min-change", help="Smallest step worth an alert, a fraction of the level (0.02: 2 %)."),
-    max_pairs: int = Opt(80, "--max-pairs", help="Most interleaved pairs a suspected step is measured again with; then it is unsure."),
-    image: str = Opt(DEFAULT_IMAGE, "--image", help="containers: image template with {date}."),
-    mount: Optional[List[str]] = Opt(None, "--mount", help="containers: SRC:DST bind mount (repeatable) [default: $PWD:/dir]."),
-    gpus: str = Opt("all", "--gpus", help="containers: all, none, a count N, or device ids like 0,2."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="containers: pull images that are not local."),
-    list_tags: bool = Opt(False, "--list-tags", help="containers: list the image's tags from the registry (v2 API) instead of "
-                          "trying each date's tag."),
-    index_url: Optional[str] = Opt(None, "--index-url", help="wheels: package index (PEP 691 JSON), e.g. JAX's nightly index [default: https://pypi.org/simple]."),
-    find_links: Optional[str] = Opt(None, "--find-links", help="wheels: a local directory of wheels instead of an index [default: none]."),
-    extra: Optional[str] = Opt(None, "--extra", help="wheels: install jax[EXTRA], e.g. cuda12 [default: none]."),
-    with_: Optional[List[str]] = Opt(None, "--with", help="wheels: another requirement of every environment (repeatable) [default: none]."),
-    release_cache_dir: Optional[str] = Opt(None, "--release-cache-dir", help="wheels: where the environments are kept [default: ~/.cache/hourly/releases]."),
-    xla_repo: Optional[str] = Opt(None, "--xla-repo", help="commits: XLA checkout [default: /opt/xla-source or /opt/xla]."),
-    jax_repo: Optional[str] = Opt(None, "--jax-repo", help="commits: JAX checkout [default: /opt/jax-source or /opt/jax]."),
-    ref: Optional[str] = Opt(None, "--ref", help="commits: ref whose first-parent history is watched [default: origin/main]."),
-    step: str = Opt("24h", "--step", help="commits: spacing of the instants looked at, e.g. 6h."),
-    build_cmd: Optional[str] = Opt(None, "--build-cmd", help="commits: build command run in the JAX tree [default: build-jax.sh]."),
-    python: Optional[str] = Opt(None, "--python", help="wheels: the interpreter environments are made from; commits: the "
-                                "Python that gets the builds [default: hourly's]."),
-    cache_dir: Optional[str] = Opt(None, "--cache-dir", help="commits: build cache [default: ~/.cache/hourly]."),
-    warmup_runs: int = Opt(1, "--warmup-runs", help="commits: runs of a build just installed that are recorded but not "
-                           "counted (a confirmation installs its two builds in turn: each switch pays them)."),
-    sync: bool = Opt(True, "--sync/--no-sync", help="commits: `git remote update` both checkouts first."),
-    force: bool = Opt(False, "--force", help="commits: run even with uncommitted changes in the checkouts (stashed and restored)."),
-    hunt: bool = Opt(True, "--hunt/--no-hunt", help="Start the hunt of a confirmed regression (hourly hunt, or hourly bisect for commits)."),
-    hunt_arg: Optional[List[str]] = Opt(None, "--hunt-arg", help="An option passed to the hunt's command as it is, e.g. "
-                                        "--hunt-arg=--scan-step=1h (repeatable) [default: none]."),
-    hunt_image: Optional[str] = Opt(None, "--hunt-image", help="wheels: the nightly images ({date}) a regression between two "
-                                    "nightlies is hunted in [default: none: the alert names the command]."),
-    executor: str = Opt("local", "--executor", help="Where a hunt runs: local (waited for) or slurm (one job; a later run reads its answer)."),
-    partition: Optional[str] = Opt(None, "--partition", help="Slurm partition of the hunt's job [default: the cluster's]."),
-    time_: Optional[str] = Opt(None, "--time", help="Slurm time limit of the hunt's job [default: the partition's]."),
-    gres: Optional[str] = Opt(None, "--gres", help="Slurm generic resources of the hunt's job, e.g. gpu:1 [default: none]."),
-    slurm_arg: Optional[List[str]] = Opt(None, "--slurm-arg", help="Another sbatch option for the hunt's job (repeatable) [default: none]."),
-    notify_cmd: Optional[str] = Opt(None, "--notify-cmd", help="Run for each alert that is new or changed (hunted, recovered), "
-                                    "with its JSON on stdin; a failure is said, exits 1, and the next run tries again [default: none]."),
-    show: bool = Opt(False, "--show", help="Print the stored watch and write its page; look for and measure nothing."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    source: Optional[str] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    bench_cmd: Optional[str] = None,
+    bench_cwd: Optional[str] = None,
+    env: Optional[List[str]] = None,
+    metric_regex: str = DEFAULT_METRIC_REGEX,
+    repeats: int = 3,
+    timeout: Optional[float] = None,
+    higher_is_better: Optional[bool] = None,
+    min_change: float = 0.02,
+    max_pairs: int = 80,
+    image: str = DEFAULT_IMAGE,
+    mount: Optional[List[str]] = None,
+    gpus: str = "all",
+    pull: bool = True,
+    list_tags: bool = False,
+    index_url: Optional[str] = None,
+    find_links: Optional[str] = None,
+    extra: Optional[str] = None,
+    with_: Optional[List[str]] = None,
+    release_cache_dir: Optional[str] = None,
+    xla_repo: Optional[str] = None,
+    jax_repo: Optional[str] = None,
+    ref: Optional[str] = None,
+    step: str = "24h",
+    build_cmd: Optional[str] = None,
+    python: Optional[str] = None,
+    cache_dir: Optional[str] = None,
+    warmup_runs: Optional[int] = None,
+    sync: Optional[bool] = None,
+    force: Optional[bool] = None,
+    hunt: bool = True,
+    hunt_arg: Optional[List[str]] = None,
+    hunt_image: Optional[str] = None,
+    executor: Optional[ExecutorKind] = None,
+    partition: Optional[str] = None,
+    time: Optional[str] = None,
+    gres: Optional[str] = None,
+    slurm_arg: Optional[List[str]] = None,
+    notify_cmd: Optional[str] = None,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
+    given = dict(locals())  # the options, by name (the level's settings are made from them)
     from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines
     from hourly.measure.settings import workdir_setting
@@ -92,7 +82,7 @@ def watch(
         if notify_cmd is not None:
             w.notify_cmd = notify_cmd
     else:
-        w = _settings(locals(), wd, config)
+        w = _settings(given, wd, config)
         w.validate()
         store = Store(wd)
     if json_out:
@@ -156,12 +146,13 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                  "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
                  "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
                  "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
-                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"]}
+                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"]}  # None: not given
         s, _ = effective(flags, config)
         level = s.as_dict()
-    slurm = {"partition": g["partition"], "time": g["time_"], "gres": g["gres"], "extra": list(g["slurm_arg"] or [])}
+    slurm = {"partition": g["partition"], "time": g["time"], "gres": g["gres"], "extra": list(g["slurm_arg"] or [])}
     return WatchSettings(source=source, level=level, workdir=wd, since=g["since"], until=g["until"], step=g["step"],
                          list_tags=g["list_tags"], metric=metric_name(g["metric_regex"]), higher_is_better=direction,
-                         min_change=g["min_change"], max_pairs=g["max_pairs"], hunt=g["hunt"], executor=g["executor"],
+                         min_change=g["min_change"], max_pairs=g["max_pairs"], hunt=g["hunt"],
+                         executor=getattr(g["executor"], "value", g["executor"]) or "local",
                          slurm=slurm, hunt_args=list(g["hunt_arg"] or []), hunt_image=g["hunt_image"],
                          notify_cmd=g["notify_cmd"])

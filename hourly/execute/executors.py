@@ -35,12 +35,12 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Mapping, Protocol
 
 from hourly.adapters.store import Measurement
-from hourly.errors import HourlyError, UserError
+from hourly.errors import HourlyError, UsageError, UserError
 from hourly.execute.host import Host
 from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
@@ -69,8 +69,30 @@ class ProfileRequest:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor can do, asked instead of its class.
+
+    ``here``: it builds in this process, in the user's trees, and installs into ``--python`` (so
+    that environment is locked for the run, and the pair being built can be shown while it builds);
+    ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
+    workdir and the build cache through a filesystem this machine shares (results come back as
+    files there); ``profiles``: it captures profiles itself (``profile_stream``)."""
+
+    here: bool
+    parallel: int = 1
+    shared_filesystem: bool = False
+    profiles: bool = False
+
+
 class Executor(Protocol):
+    #: states measured at once (a bisection's round; ``capabilities.parallel``)
     workers: int
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What it can do (see :class:`Capabilities`)."""
+        ...
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
@@ -93,6 +115,7 @@ class LocalExecutor:
     """Build and measure here, one pair after another (hourly's behaviour without an executor)."""
 
     workers = 1
+    capabilities = Capabilities(here=True)
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
         return list(self.stream(host, reqs))
@@ -124,6 +147,10 @@ class SlurmExecutor:
         #: jobs submitted and results recorded in this process (bisect's --json "jobs" counts requests)
         self.submitted = 0
         self.adopted = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True, profiles=True)
 
     def options(self):
         from hourly.adapters.slurm import SubmitOptions
@@ -263,7 +290,7 @@ class _Round:
         if (d / "result.json").exists():  # an earlier attempt's (interrupted, or an error since fixed)
             os.replace(d / "result.json", d / f"result-{len(attempts['jobs'])}.json")
         s = self.host.s
-        settings = {f.name: getattr(s, f.name) for f in fields(s)}
+        settings = s.as_dict()
         settings["cache_dir"] = str(s.resolved_cache_dir().absolute())
         req = {"kind": task.kind.value, "settings": settings, "pair": [task.pair.xla, task.pair.jax],
                "count": task.count, "origin": self.origin, "workdir": str(self.store.workdir),
@@ -357,24 +384,25 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
-    """The executor the command line asks for (the EXECUTOR option set); pops its options from ``flags``.
+def make_executor(flags: Mapping[str, Any]) -> LocalExecutor | SlurmExecutor:
+    """The executor the command line asks for (the options of hourly.options.EXECUTOR in ``flags``,
+    which it reads and leaves as they are).
 
-    ``--executor local`` with more than one worker, or with Slurm's options, is a user error."""
-    kind = str(flags.pop("executor", None) or ExecutorKind.LOCAL).lower()
-    workers = flags.pop("workers", None)
-    slurm = {k: flags.pop(k, None) for k in ("partition", "time", "gres", "slurm_arg")}
+    ``--executor local`` with more than one worker, or with Slurm's options, is a usage error."""
+    kind = str(flags.get("executor") or ExecutorKind.LOCAL).lower()
+    workers = flags.get("workers")
+    slurm = {k: flags.get(k) for k in ("partition", "time", "gres", "slurm_arg")}
     if kind not in EXECUTORS:
-        raise UserError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
+        raise UsageError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
     if workers is not None and workers < 1:
-        raise UserError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
+        raise UsageError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
     if kind == "local":
         if workers and workers > 1:
-            raise UserError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
-                            "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
+            raise UsageError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
+                             "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
         given = [f"--{k.replace('_', '-')}" for k, v in slurm.items() if v]
         if given:
-            raise UserError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
+            raise UsageError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
         return LocalExecutor()
     from hourly.adapters.slurm import Slurm
     cluster = Slurm()

@@ -129,11 +129,11 @@ class Explainer:
         trace_dir = self.dir / f"{side}-trace"
         shutil.rmtree(trace_dir, ignore_errors=True)
         try:
-            tracing_command(spec.cmd, trace_dir, python=self.s.python)
+            tracing_command(spec.cmd, trace_dir, python=spec.python)
         except UserError as e:
             self.trace_skipped = e.message
             return False
-        cap = capture(spec.cmd, trace_dir, env=bench_env(spec), cwd=spec.cwd, python=self.s.python,
+        cap = capture(spec.cmd, trace_dir, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                       timeout=spec.timeout, check=False)
         if not cap.ok:
             raise UserError(f"the benchmark failed under the profiler at the {side} state of {self.t.name} with "

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hourly.adapters import proc
+from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, parse_metric
+from hourly.metric import DEFAULT_METRIC_REGEX, MetricReading, compile_metric_regex, read_metric
 from hourly.model import Status
 
 
@@ -26,12 +27,17 @@ class Run:
     duration: float
     log_path: str
     warmup: bool = False  # a warm-up run of a state just installed: recorded, never counted
+    #: what the metric regex captured that is no finite number (``1e400``, ``inf``, a word): the
+    #: run is ``no_metric`` and says so (hourly.metric.read_metric)
+    captured: str | None = None
 
     def as_dict(self) -> dict:
         d = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
              "duration": round(self.duration, 3), "log": self.log_path}
         if self.warmup:
             d["warmup"] = True
+        if self.captured is not None:
+            d["captured"] = self.captured
         return d
 
 
@@ -69,7 +75,7 @@ class BenchResult:
             return None
         r = bad[0]
         what = {Status.CRASHED: f"exit code {r.returncode}", Status.TIMEOUT: "timed out",
-                Status.NO_METRIC: "metric never printed"}.get(r.status, r.status.value)
+                Status.NO_METRIC: MetricReading(None, r.captured).why_none()}.get(r.status, r.status.value)
         return f"{what}; log {r.log_path}"
 
 
@@ -105,6 +111,10 @@ def cache_defaults(user_env: dict[str, str], inherited: dict[str, str] | None = 
 
 
 def bench_env(spec: BenchSpec) -> dict[str, str]:
+    """The benchmark's environment: hourly's, ``spec.python`` first on PATH, the compilation cache
+    off (:func:`cache_defaults`), the user's ``--env``; a ``spec.python`` of an overlay
+    (hourly.adapters.venvs.Overlay) puts its own packages first on PYTHONPATH last of all, so that no
+    PYTHONPATH shadows the state's jax."""
     env = dict(os.environ)
     if spec.python:
         env["PATH"] = str(Path(spec.python).parent) + os.pathsep + env.get("PATH", "")
@@ -113,6 +123,9 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
         env.pop(k, None)
     env.update(set_)
     env.update(spec.env)
+    overlay = overlay_of(spec.python)
+    if overlay is not None:
+        env = overlay.activate(env)
     return env
 
 
@@ -144,8 +157,9 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        value = parse_metric(res.output, rx) if spec.expect_metric else None
-        status = run_status(res.returncode, res.timed_out, value, spec.expect_metric)
-        result.runs.append(Run(status, value if status is Status.OK else None, res.returncode,
-                               res.duration, str(log), warmup=i < warmup))
+        reading = read_metric(res.output, rx) if spec.expect_metric else MetricReading(None)
+        status = run_status(res.returncode, res.timed_out, reading.value, spec.expect_metric)
+        result.runs.append(Run(status, reading.value if status is Status.OK else None, res.returncode,
+                               res.duration, str(log), warmup=i < warmup,
+                               captured=reading.captured if status is Status.NO_METRIC else None))
     return result

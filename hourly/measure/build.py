@@ -13,7 +13,9 @@ leaves no wheels (newer ``build-jax.sh`` installs editable builds in place) runs
 Builds are priced by their inputs (docs/builds.md): a build that leaves a jaxlib wheel is cached as
 jaxlib (under the XLA commit and JAX's native inputs, :mod:`hourly.measure.native_inputs`) and the ``jax`` package
 (under the JAX commit), so a later pair whose jaxlib is cached builds the ``jax`` package alone
-(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``).
+(:class:`Need`). With ``--only jax`` the build is the ``jax`` package alone (``package_only``),
+installed into the workdir's overlay over ``--python`` (``install_python``); an overlay is emptied
+before each install, so it holds one state's files.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo, HeadState
 from hourly.adapters.locks import LockHeld, RunLock, WaitLock
 from hourly.adapters.store import BuildRecord, Records
-from hourly.adapters.venvs import reinstall
-from hourly.errors import ProcessError, UserError
+from hourly.adapters.venvs import overlay_of, reinstall
+from hourly.errors import ProcessError, UsageError, UserError, blocking_file
 from hourly.measure.build_cache import (
     WheelCache,
     build_identity,
@@ -219,6 +221,11 @@ class Workspace:
                 out.append(str(k.relative_to(root)))
         return out
 
+    def untracked(self, repo: GitRepo) -> list[str]:
+        """The untracked files of ``repo``'s tree that are not ignored and not hourly's own places
+        (what taking the tree refuses without ``--force``), relative to it."""
+        return repo.untracked_files(self._kept(repo))
+
     def clean(self) -> None:
         """Every state is built from its own commit alone: remove what earlier builds (and anyone)
         left untracked or ignored in the trees (``git clean -ffdx``), but the kept places. The
@@ -318,6 +325,9 @@ class BuildSpec:
     picks: list[str] = field(default_factory=list)  # --cherry-pick specs (part of the identity)
     ident_cmd: list[str] | None = None  # the command as the identity names it [default: cmd]
     package_only: bool = False  # --only jax: cmd builds the jax package alone (no jaxlib)
+    #: where the wheels are installed [default: python]: with --only jax the workdir's overlay over
+    #: --python (hourly.measure.pinned.host_overlay), never --python itself
+    install_python: str | None = None
     #: builds priced by their inputs (two-repository hunts): the jax package's own build (argv;
     #: [] when the tree is installed editable; None: jaxlib and jax are never cached apart), how the
     #: identity names it, and the patterns of JAX's native inputs (hourly.measure.native_inputs)
@@ -467,6 +477,9 @@ class Builder:
             return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
         if not self.spec.cmd:  # nothing to build: the tree is installed editable
             self._tree.checkout(pair)
+            overlay = overlay_of(self.install_python)
+            if overlay is not None:  # an earlier state's jax there would shadow the tree
+                overlay.clear()
             return BuildResult(BuildStatus.IN_PLACE)
         if self.split:
             jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
@@ -598,9 +611,21 @@ class Builder:
             w.unlink(missing_ok=True)
         return cached
 
+    @property
+    def install_python(self) -> str:
+        """The Python whose environment the builds are installed into (an overlay's with --only jax)."""
+        return self.spec.install_python or self.spec.python
+
     def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
         log = self._logs / f"install-{pair.key()}.log"
-        res = reinstall(self.spec.python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
+        overlay = overlay_of(self.install_python)
+        if overlay is not None:
+            # an overlay holds the installed state alone: emptied first, so that no file of an
+            # earlier state stays beside this one's. pip run by the overlay's Python finds the base's
+            # copy of the package first on its path (PYTHONPATH), leaves it ("outside environment")
+            # and would install over the earlier state's files without removing them
+            overlay.clear()
+        res = reinstall(self.install_python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
         if res.ok:
             return None
         result = BuildResult(BuildStatus.FAILED, str(log), "install failed: " + res.tail(5),
@@ -633,6 +658,16 @@ def kept_paths(s) -> list[Path]:
             argv = []
         out += [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
     return out
+
+
+def check_wheel_dir(path: str | os.PathLike) -> None:
+    """Refuse a wheel folder (``--wheel-dir``) that is a file or lies under one, before anything is
+    made: a build would fail to make it (and a run whose wheels are all cached would never notice)."""
+    blocker = blocking_file(path)
+    if blocker is not None:
+        where = "a file" if Path(blocker) == Path(path).absolute() else f"under {blocker}, which is a file"
+        raise UsageError(f"--wheel-dir {path} is {where}, not a directory",
+                         "pass --wheel-dir with a folder (or a path where one can be made)")
 
 
 def require_command(cmd: str, path: str) -> None:

@@ -1,4 +1,5 @@
-"""What a measurement ran on: host, Python, JAX/jaxlib, GPU, and the environment that matters."""
+"""What a measurement ran on: host, Python, JAX/jaxlib/libtpu/plugins (and where each came from), GPU, and
+the environment that matters."""
 
 from __future__ import annotations
 
@@ -8,29 +9,22 @@ import shutil
 import socket
 
 from hourly.adapters import proc
+from hourly.adapters.venvs import python_layout
 from hourly.measure.benchmark import cache_defaults
 from hourly.privacy import redact_env
 
 #: Environment variables that change what JAX/XLA measure.
 RELEVANT_ENV_PREFIXES = ("XLA_", "JAX_", "CUDA_", "NCCL_", "TF_CPP_", "TF_GPU", "NVIDIA_", "LD_LIBRARY_PATH")
 
-_VERSIONS = """
-import importlib.metadata as m, sys
-print("python", sys.version.split()[0])
-for name in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax_demo"):
-    try:
-        print(name, m.version(name))
-    except m.PackageNotFoundError:
-        pass
-"""
-
-
-def capture(python: str, extra_env: dict[str, str] | None = None) -> dict:
+def capture(python: str, extra_env: dict[str, str] | None = None, only: str | None = None) -> dict:
     """A snapshot of the environment; every probe is best-effort and never fails the scan.
 
     ``env`` is what the benchmark runs get: the relevant inherited variables, with hourly's own
     defaults (the compilation cache off, see :func:`hourly.measure.benchmark.cache_defaults`) applied, then
-    the user's ``--env``.
+    the user's ``--env``. ``packages`` are the versions of JAX, jaxlib, libtpu, the CUDA/ROCm plugins,
+    numpy … as ``python`` imports them in the benchmark's environment (PYTHONPATH included), and
+    ``origins`` where each lies and how it is on the path (``site-packages``, ``PYTHONPATH``, ``.pth``,
+    ``user site``). ``only``: with ``"jax"`` the base's own jax is ``shadowed`` (each state's runs).
     """
     env = {k: v for k, v in os.environ.items() if k.startswith(RELEVANT_ENV_PREFIXES)}
     set_, removed = cache_defaults(extra_env or {})
@@ -39,15 +33,18 @@ def capture(python: str, extra_env: dict[str, str] | None = None) -> dict:
     env.update(set_)
     env.update({k: v for k, v in (extra_env or {}).items()})
     info: dict = {"host": socket.gethostname(), "platform": platform.platform(), "env": env,
-                  "python": python, "packages": {}, "gpus": []}
-    res = proc.run([python, "-c", _VERSIONS], check=False, timeout=60)
-    if res.ok:
-        for line in res.output.splitlines():
-            name, _, version = line.partition(" ")
-            if name == "python":
-                info["python_version"] = version
-            elif version:
-                info["packages"][name] = version
+                  "python": python, "packages": {}, "origins": {}, "gpus": []}
+    layout = python_layout(python, {**os.environ, **(extra_env or {})})
+    if "error" not in layout:
+        info["python_version"] = layout.get("version")
+        for name, p in (layout.get("packages") or {}).items():
+            info["packages"][name] = p.get("version")
+            info["origins"][name] = {"location": p.get("location"), "via": p.get("via")}
+        pythonpath = [e["path"] for e in layout.get("entries", []) if e.get("via") == "PYTHONPATH"]
+        if pythonpath:
+            info["pythonpath"] = pythonpath
+    if only == "jax":
+        info["shadowed"] = ["jax"]  # each state's jax, installed into the workdir's overlay
     if shutil.which("nvidia-smi"):
         res = proc.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                         "--format=csv,noheader"], check=False, timeout=30)
@@ -61,8 +58,20 @@ def render_markdown(info: dict, anonymous: bool = False) -> list[str]:
     host = "" if anonymous else f"`{info.get('host')}` "
     lines = [f"- host: {host}({info.get('platform')})",
              f"- Python: `{info.get('python')}` {info.get('python_version', '')}"]
+    origins = info.get("origins") or {}
+    shadowed = set(info.get("shadowed") or [])
     for name, version in sorted(info.get("packages", {}).items()):
-        lines.append(f"- {name}: {version}")
+        where = origins.get(name) or {}
+        line = f"- {name}: {version}"
+        if where.get("location"):
+            line += f" from `{where['location']}` ({where.get('via')})"
+        if name in shadowed:
+            line += " — shadowed: each state's own jax ran, installed into the workdir's overlay"
+        lines.append(line)
+    if "jax" in shadowed and "jax" not in info.get("packages", {}):
+        lines.append("- jax: each state's own, installed into the workdir's overlay")
+    if info.get("pythonpath"):
+        lines.append("- PYTHONPATH: " + ", ".join(f"`{p}`" for p in info["pythonpath"]))
     gpus = info.get("gpus") or []
     lines.append(f"- GPU: {'; '.join(gpus) if gpus else 'none found (no nvidia-smi)'}")
     for k, v in sorted(redact_env(info.get("env", {})).items()):

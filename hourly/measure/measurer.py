@@ -3,13 +3,28 @@ are built, and the :class:`Measurer` shared by the scan, the bisection, the prof
 
 from __future__ import annotations
 
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
-from hourly.measure.benchmark import run_benchmark
-from hourly.measure.build import BUILD_ATTEMPTS, Builder, BuildInterrupted, BuildSpec, BuildStatus, Workspace
-from hourly.measure.pinned import Pin, gate_for, make_pin
+from hourly.adapters.venvs import SEEN_VAR, overlay_of
+from hourly.measure.benchmark import BenchSpec, run_benchmark
+from hourly.measure.build import (
+    BUILD_ATTEMPTS,
+    Builder,
+    BuildInterrupted,
+    BuildResult,
+    BuildSpec,
+    BuildStatus,
+    Workspace,
+    check_wheel_dir,
+    is_jax_package,
+)
+from hourly.measure.pinned import Pin, check_jax_seen, gate_for, host_overlay, make_pin, run_env
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status
 
@@ -31,16 +46,18 @@ def trees(xla: GitRepo | None, jax: GitRepo) -> list[GitRepo]:
 
 def build_spec(s: Settings) -> BuildSpec:
     """How the pairs of these settings are built (the scan's and the bisection's builders share it)."""
+    check_wheel_dir(s.resolved_wheel_dir())
     two = s.only is None  # jaxlib and the jax package priced and cached apart (hourly.measure.native_inputs)
     return BuildSpec(s.build_argv(), s.resolved_wheel_dir(), s.python, s.env_dict(), s.build_timeout,
                      s.resolved_cache_dir(), s.cache_bytes(), list(s.cherry_pick), s.build_identity_cmd(),
                      package_only=s.only == "jax", jax_cmd=s.jax_package_argv() if two else None,
-                     jax_ident_cmd=s.jax_package_identity() if two else None, native_inputs=list(s.native_inputs))
+                     jax_ident_cmd=s.jax_package_identity() if two else None, native_inputs=list(s.native_inputs),
+                     install_python=s.run_python())
 
 
 
 def pin_of(s: Settings, jax: GitRepo | None) -> Pin | None:
-    return make_pin(s.only, s.python, jax, s.jax_ref)
+    return make_pin(s.only, s.python, jax, s.jax_ref, run_env(s), gate=s.jaxlib_gate)
 
 
 
@@ -52,6 +69,9 @@ class Measurer:
         self.s = s
         self.store = store
         self.key = key if key is not None else s.bench_key()
+        #: where the states are installed and run: with --only jax the workdir's overlay over
+        #: --python (made now, or kept from the workdir's last run), or --python when it is an overlay
+        self.overlay = host_overlay(s, store.logs) if s.only == "jax" else overlay_of(s.python)
         self.spec = s.bench_spec()
         self.builder = Builder(workspace, jax, xla, build_spec(s), store)
         if s.cherry_pick:
@@ -60,6 +80,8 @@ class Measurer:
         self.gate = gate_for(jax, pin)
         self.runs = 0
         self.installed: Pair | None = None  # the pair whose build is installed now
+        #: where the installed state's jax must be found by the benchmark (what, folder); None: unchecked
+        self.jax_home: tuple[str, Path] | None = None
 
     def untestable(self, pair: Pair) -> str | None:
         """Why ``pair`` cannot be tested at all (--only jax: the installed jaxlib is too old for it)."""
@@ -77,6 +99,7 @@ class Measurer:
         else:
             self.installed = None
             build = self.builder.prepare(pair)
+            self.jax_home = self._jax_home(build)
         if build is not None and build.status is BuildStatus.INTERRUPTED:
             raise BuildInterrupted(
                 f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times ({_first_line(build.tail)};"
@@ -91,12 +114,38 @@ class Measurer:
             # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
             # need none); the installed pair measured again is warm already
             warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
-            res = run_benchmark(self.spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
+            spec, seen = self._watched(pair)
+            res = run_benchmark(spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
             self.runs += len(res.runs)
+            if seen is not None and self.jax_home is not None:  # the state's jax, not another on the path
+                check_jax_seen(seen, self.jax_home[1], self.jax_home[0], spec.python or self.s.python,
+                               required=self.s.only == "jax", ran=any(r.returncode == 0 for r in res.runs))
             m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
                             [r.as_dict() for r in res.runs], res.detail(), origin)
         self.store.add_measurement(self.key, m)
         return m
+
+    def _jax_home(self, build: BuildResult) -> tuple[str, Path] | None:
+        """Where the benchmark must find the state just made: its jax wheel in the overlay, or the
+        JAX tree installed in place (--only jax); None when hourly cannot know (no overlay, a build
+        that installed itself)."""
+        if self.overlay is None or not build.ok:
+            return None
+        if any(is_jax_package(Path(w)) for w in build.wheels):
+            return "the state's jax, installed into the overlay", self.overlay.site
+        if build.status is BuildStatus.IN_PLACE and self.s.only == "jax":
+            return "the state's jax, the JAX tree installed in place", Path(self.builder.jax_repo.path)
+        return None
+
+    def _watched(self, pair: Pair) -> tuple[BenchSpec, Path | None]:
+        """The benchmark's spec, with a file its processes note where they found jax in (the
+        overlay's start-up module) when the installed state's jax can be checked."""
+        if self.jax_home is None:
+            return self.spec, None
+        self.store.logs.mkdir(parents=True, exist_ok=True)
+        seen = self.store.logs / f"jax-seen-{pair.key()}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        seen.unlink(missing_ok=True)
+        return replace(self.spec, env={**self.spec.env, SEEN_VAR: str(seen)}), seen
 
 
 

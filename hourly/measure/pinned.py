@@ -5,7 +5,15 @@ benchmark's Python has installed. hourly reads that jaxlib's version (and, when 
 ``jaxlib/version.py`` says so, the XLA commit it was built from) and names the pinned side by it:
 the pairs of such a hunt read ``(jaxlib-0.4.14, <jax sha>)``. A JAX commit whose minimum jaxlib
 (``_minimum_jaxlib_version`` of ``jax/version.py``, else of ``setup.py``) is above the installed
-version cannot run with it: it is *untestable*, a skip with that reason.
+version cannot run with it: it is *untestable*, a skip with that reason (so is one that refuses a
+newer jaxlib, or needs a newer Python than ``--python``).
+
+Each ``--only jax`` state is installed into the workdir's overlay over ``--python``
+(:func:`host_overlay`, :func:`hourly.adapters.venvs.make_overlay`), never into ``--python``: the
+base's jaxlib, libtpu and plugins stay wherever they lie on its path (PYTHONPATH included), and
+the pin records each with its version and folder (:func:`fingerprint`, part of the measurement
+key). The benchmark's processes note where they found ``jax``; :func:`check_jax_seen` refuses a
+state whose benchmark ran another one (docs/accelerators.md).
 
 ``--only xla``: the candidates are XLA's first-parent commits; JAX stays at ``--jax-ref``
 (default: the JAX checkout's HEAD when the hunt starts).
@@ -17,38 +25,21 @@ every state holds the pinned value, and only the other repository's commits make
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hourly.adapters import proc
+from hourly.adapters.venvs import Overlay, accelerator_packages, env_python, make_overlay, overlay_of, python_layout
 from hourly.errors import UserError
 
 if TYPE_CHECKING:
     from hourly.adapters.gitrepo import GitRepo
+    from hourly.measure.settings import Settings
 
 SIDES = ("jax", "xla")
-
-#: reads the installed jaxlib without importing it (importing may need a GPU, and takes seconds)
-_JAXLIB = r"""
-import json, re
-from importlib import metadata
-try:
-    dist = metadata.distribution("jaxlib")
-except metadata.PackageNotFoundError:
-    print(json.dumps(None)); raise SystemExit
-xla = None
-for f in dist.files or []:
-    if str(f).replace("\\", "/") == "jaxlib/version.py":
-        try:
-            text = f.locate().read_text()
-        except OSError:
-            break
-        m = re.search(r"^_?_?xla_(?:git_hash|commit)_?_?\s*=\s*['\"]([0-9a-fA-F]{7,40})['\"]", text, re.M)
-        xla = m and m.group(1)
-print(json.dumps({"version": dist.version, "xla_commit": xla, "location": str(dist.locate_file(""))}))
-"""
 
 _MIN_RE = re.compile(r"""^_minimum_jaxlib_version\s*=\s*['"]([^'"]+)['"]""", re.M)
 _SETUP_RE = re.compile(r"""jaxlib\s*>=\s*([0-9][0-9a-zA-Z.]*)""")
@@ -82,20 +73,42 @@ class Pin:
         return {"side": self.side, "to": self.label, "hunted": self.hunted, **self.detail}
 
 
-def installed_jaxlib(python: str) -> dict:
-    """The jaxlib the benchmark's Python has installed: version, XLA commit (or None), location."""
-    res = proc.run([python, "-c", _JAXLIB], check=False, timeout=120)
-    try:
-        info = json.loads(res.output.strip().splitlines()[-1]) if res.ok else "error"
-    except (ValueError, IndexError):
-        info = "error"
-    if info == "error":
-        raise UserError(f"cannot read the installed jaxlib of {python}: {res.tail(3)}",
+def installed_jaxlib(python: str, env: dict[str, str] | None = None) -> dict:
+    """The jaxlib the benchmark's Python imports when it runs in ``env`` (default: hourly's
+    environment), read without importing it (importing may need a GPU or the TPU, and takes
+    seconds), from wherever it lies on that Python's path (site-packages, a ``.pth`` file's folder,
+    PYTHONPATH, the user site): ``version``, ``xla_commit`` (or None), ``location``, ``via``, and
+    ``packages``: jaxlib, libtpu and the CUDA/ROCm plugins, each with its version and origin."""
+    layout = python_layout(python, env)
+    if "error" in layout:
+        raise UserError(f"cannot read the installed jaxlib of {python}: {layout['error']}",
                         "pass --python with the Python that runs the benchmark")
-    if info is None:
+    jaxlib = (layout.get("packages") or {}).get("jaxlib")
+    if jaxlib is None:
         raise UserError(f"--only jax keeps the installed jaxlib, but {python} has none",
                         "pip install jaxlib into that Python, or pass --python with one that has it")
-    return cast(dict, info)  # what _JAXLIB prints when jaxlib is there: a JSON object
+    return {**jaxlib, "packages": accelerator_packages(layout), "python_version": layout.get("version"),
+            "base_jax": (layout.get("packages") or {}).get("jax")}
+
+
+def run_env(s: Settings) -> dict[str, str]:
+    """The environment the benchmark runs in, as far as a Python's path goes: hourly's, then ``--env``."""
+    return {**os.environ, **s.env_dict()}
+
+
+def fingerprint(s: Settings) -> dict:
+    """What a ``--only jax`` measurement ran on besides the state: jaxlib, libtpu and the plugins of
+    ``--python`` as the benchmark sees them, each ``[version, location]`` (part of the measurement
+    key: :meth:`hourly.measure.settings.Settings.build_identity`)."""
+    layout = python_layout(s.python, run_env(s))
+    if "error" in layout:
+        return {"unreadable": s.python}
+    return {n: [p.get("version"), p.get("location")] for n, p in accelerator_packages(layout).items()}
+
+
+def package_line(name: str, info: dict) -> str:
+    """``jaxlib 0.10.2 from /opt/tpu (PYTHONPATH)``."""
+    return f"{name} {info.get('version')} from {info.get('location')} ({info.get('via')})"
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -117,6 +130,20 @@ def minimum_jaxlib(jax: GitRepo, sha: str) -> str | None:
     return None
 
 
+_PY_REQUIRES = re.compile(r"""(?:python_requires\s*=|requires-python\s*=)\s*['"]\s*>=\s*([0-9][0-9.]*)""")
+
+
+def minimum_python(jax: GitRepo, sha: str) -> str | None:
+    """The oldest Python a JAX commit installs on (``python_requires`` of ``setup.py``, else
+    ``requires-python`` of ``pyproject.toml``), read from the commit (no checkout)."""
+    for path in ("setup.py", "pyproject.toml"):
+        res = proc.run(["git", "show", f"{sha}:{path}"], cwd=jax.path, check=False, timeout=60)
+        m = _PY_REQUIRES.search(res.output) if res.ok else None
+        if m:
+            return m.group(1)
+    return None
+
+
 def jaxlib_upper_bound(jax: GitRepo, sha: str) -> str | None:
     """The newest jaxlib a JAX commit imports with: its own version, when the commit refuses a
     newer jaxlib at import (jax/_src/lib/__init__.py, "jaxlib version X is newer than and
@@ -129,15 +156,29 @@ def jaxlib_upper_bound(jax: GitRepo, sha: str) -> str | None:
     return m.group(1) if m else None
 
 
-def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | None) -> Pin | None:
-    """The pin of ``--only`` (None: both repositories are hunted)."""
+#: ``Pin.detail["jaxlib_gate"]`` of a hunt run with ``--no-jaxlib-gate``
+GATE_OVERRIDDEN = "overridden"
+
+
+def make_pin(only: str | None, python: str, jax: GitRepo | None, jax_ref: str | None,
+             env: dict[str, str] | None = None, gate: bool = True) -> Pin | None:
+    """The pin of ``--only`` (None: both repositories are hunted); ``env``: the benchmark's
+    environment (its PYTHONPATH decides which jaxlib ``python`` imports); ``gate=False``
+    (``--no-jaxlib-gate``, ``--only jax``): the JAX commits the installed jaxlib's check refuses are
+    run anyway, and the pin says so wherever it is recorded (the scan's table and JSON, the store,
+    every answer, the report)."""
     if not only:
         return None
     if only == "jax":
-        info = installed_jaxlib(python)
+        info = installed_jaxlib(python, env)
         label = f"jaxlib-{info['version']}" + (f"@{info['xla_commit'][:12]}" if info.get("xla_commit") else "")
-        return Pin("xla", label, "jax", {"jaxlib_version": info["version"], "xla_commit": info.get("xla_commit"),
-                                         "jaxlib_location": info.get("location"), "python": python})
+        detail = {"jaxlib_version": info["version"], "xla_commit": info.get("xla_commit"),
+                  "jaxlib_location": info.get("location"), "jaxlib_via": info.get("via"),
+                  "python": python, "python_version": info.get("python_version"),
+                  "packages": info["packages"], "shadowed_jax": info.get("base_jax")}
+        if not gate:
+            detail["jaxlib_gate"] = GATE_OVERRIDDEN
+        return Pin("xla", label, "jax", detail)
     if jax is None:
         raise UserError("--only xla keeps JAX at one commit, but no JAX checkout was given", "pass --jax-repo")
     ref = jax_ref or "HEAD"
@@ -149,24 +190,36 @@ def pinned_line(pinned: dict | None) -> str | None:
     if not pinned or not pinned.get("side"):
         return None
     if pinned["side"] == "xla":
-        return (f"--only jax: xla pinned to the installed jaxlib {pinned.get('jaxlib_version')}"
-                + (f" (XLA commit {pinned['xla_commit']})" if pinned.get("xla_commit") else ""))
+        line = (f"--only jax: xla pinned to the installed jaxlib {pinned.get('jaxlib_version')}"
+                + (f" (XLA commit {pinned['xla_commit']})" if pinned.get("xla_commit") else "")
+                + (f"; {GATE_WORDS}" if pinned.get("jaxlib_gate") == GATE_OVERRIDDEN else ""))
+        kept = pinned.get("packages") or {}
+        if kept:
+            line += "; kept as installed: " + ", ".join(package_line(n, p) for n, p in kept.items())
+        return line
     return f"--only xla: jax pinned at {pinned.get('to')} ({pinned.get('jax_ref')})"
 
 
 class JaxlibGate:
     """Which JAX commits the installed jaxlib cannot run (``--only jax``)."""
 
-    def __init__(self, jax: GitRepo, installed: str):
+    def __init__(self, jax: GitRepo, installed: str, python: str | None = None):
         self.jax = jax
         self.installed = installed
+        self.python = python  # the version of --python ("3.11.7"), when known
         self._seen: dict[str, str | None] = {}
 
     def untestable(self, sha: str) -> str | None:
         if sha not in self._seen:
             need = minimum_jaxlib(self.jax, sha)
+            py_need = minimum_python(self.jax, sha) if self.python else None
             why = None
-            if need and version_tuple(need) > version_tuple(self.installed):
+            if py_need and self.python and version_tuple(py_need) > version_tuple(self.python):
+                # pip refuses to build or install it (JAX dropped Python 3.11 on 2026-06-18; a TPU
+                # VM's Python is 3.11): a build failure in every state, named for what it is
+                why = (f"untestable: this jax needs Python >= {py_need} (its python_requires), "
+                       f"--python is {self.python}")
+            elif need and version_tuple(need) > version_tuple(self.installed):
                 why = (f"untestable: this jax needs jaxlib >= {need} (its _minimum_jaxlib_version), "
                        f"the installed jaxlib is {self.installed}")
             else:
@@ -180,7 +233,88 @@ class JaxlibGate:
         return self._seen[sha]
 
 
+#: what a hunt whose gate was overridden says of it, wherever its pin is shown
+GATE_WORDS = ("jaxlib gate overridden (--no-jaxlib-gate): JAX commits whose own check refuses this jaxlib "
+              "were run anyway")
+
+#: how to get through the gate, for an environment that patches or shims JAX's check
+GATE_FIX = "--no-jaxlib-gate runs them anyway where the environment patches or shims that check"
+
+
 def gate_for(jax: GitRepo, pin: Pin | None) -> JaxlibGate | None:
-    """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise.
+    """The gate of a hunt whose JAX side moves against a pinned jaxlib (``--only jax``); None otherwise,
+    and None when it was overridden (``--no-jaxlib-gate``, recorded in the pin).
     The one place it is made: the Measurer, the hosts and the bisection ask here."""
-    return JaxlibGate(jax, pin.detail["jaxlib_version"]) if pin and pin.side == "xla" else None
+    if not pin or pin.side != "xla" or pin.detail.get("jaxlib_gate") == GATE_OVERRIDDEN:
+        return None
+    return JaxlibGate(jax, pin.detail["jaxlib_version"], pin.detail.get("python_version"))
+
+
+# -- the environment a --only jax state runs in -------------------------------------------------
+
+#: the folder of a workdir that holds its overlay (hourly.adapters.venvs.make_overlay)
+OVERLAY_DIR = "overlay"
+
+
+def overlay_dir(workdir: str | os.PathLike) -> Path:
+    return Path(workdir).expanduser().absolute() / OVERLAY_DIR
+
+
+def run_python(s: Settings) -> str:
+    """The Python the states are installed into and the benchmark runs with: ``--python`` itself;
+    with ``--only jax`` the workdir's overlay over it (:func:`host_overlay`), unless ``--python`` is
+    an overlay already (a Slurm job's, ``hourly shell``'s)."""
+    if s.only == "jax" and overlay_of(s.python) is None:
+        return str(env_python(overlay_dir(s.workdir)))
+    return s.python
+
+
+def host_overlay(s: Settings, log_dir: Path) -> Overlay:
+    """The environment a ``--only jax`` hunt installs each state's ``jax`` into: an overlay of the
+    workdir's own over ``--python`` as the benchmark runs it (PYTHONPATH, ``--env`` included), so
+    jaxlib, libtpu, the CUDA plugins and numpy stay the base's wherever they lie on its path, and
+    nothing is written into the base (a TPU VM's user is no root). Kept between runs of the
+    workdir while the base's path is the same (the workdir's lock makes it one run's at a time);
+    ``--python`` that is an overlay already is used as it is."""
+    have = overlay_of(s.python)
+    if have is not None:
+        return have
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return make_overlay(overlay_dir(s.workdir), s.python, log_dir / "overlay.log", run_env(s), reuse=True)
+
+
+class ShadowedJax(UserError):
+    """The benchmark ran another jax than the state's: every state would have measured the same code."""
+
+
+def check_jax_seen(seen: Path, expected: Path, what: str, python: str, required: bool, ran: bool) -> None:
+    """Where the benchmark's processes found ``jax`` (the lines the overlay's start-up module wrote
+    to ``seen``, :data:`hourly.adapters.venvs.SEEN_VAR`) must lie in ``expected`` (``what``: the
+    state's own jax, in the overlay or the JAX tree). ``required`` (``--only jax``) and ``ran`` (a
+    run ended well): no process of the state's Python importing jax at all is refused too — hourly
+    could not tell which jax was measured."""
+    try:
+        found = [ln.strip() for ln in seen.read_text().splitlines() if ln.strip()]
+    except OSError:
+        found = []
+    root = expected.absolute()
+    wrong = [f for f in found if not _inside(f, root)]
+    if wrong:
+        raise ShadowedJax(
+            f"the benchmark imported jax from {wrong[0]}, not the state's ({what}: {root}): every state would "
+            "measure that same jax",
+            "leave PYTHONPATH to hourly, which puts the state's jax first and keeps yours after it (do not set "
+            "it inside the benchmark command or a script it runs), and run the benchmark with `python3` or "
+            "`python`, which hourly puts first on PATH (docs/accelerators.md)")
+    if required and ran and not found:
+        raise ShadowedJax(
+            f"no run of the benchmark imported jax through the state's Python ({python}): hourly cannot tell "
+            "that it measured each state's jax",
+            "run the benchmark with `python3` or `python` (hourly puts the state's first on PATH), not an "
+            "interpreter named by its path, nor with -I, -E or -S (docs/accelerators.md)")
+
+
+def _inside(path: str, root: Path) -> bool:
+    if not os.path.isabs(path):
+        return False  # "(not found)", "(error: ...)"
+    return Path(os.path.abspath(path)).is_relative_to(root)

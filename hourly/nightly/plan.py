@@ -19,21 +19,20 @@ import hashlib
 import json
 import os
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.adapters.store import Store
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import NightlyPoint, PointResult, Status
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
 
 LEVEL = "nightly"
-DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
-DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
 #: the detail of a date of the window that has no stored result yet
 NOT_MEASURED = "not measured"
@@ -128,14 +127,17 @@ def parse_date(text: str) -> date:
 
 
 def date_range(from_: str, to: str, every: int = 1) -> list[date]:
-    """Dates from ``from_`` to ``to``, both included, ``every`` days apart."""
+    """Dates from ``from_`` to ``to``, both included, ``every`` days apart; the last date is always
+    one, on the ``every`` grid or not (``--every 2`` from the 6th to the 9th: 6, 8 and 9; a change
+    on the 9th is not left out)."""
     d0, d1 = parse_date(from_), parse_date(to)
     if d1 < d0:
         raise UserError(f"--to {to} is before --from {from_}", "swap them")
     out, d = [], d0
-    while d <= d1:
+    while d < d1:
         out.append(d)
         d += timedelta(days=every)
+    out.append(d1)
     return out
 
 
@@ -190,15 +192,63 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
 
     Returns :class:`hourly.analysis.steps.Step` objects whose indices are positions in ``points``.
     """
+    return detect_dates(points, higher_is_better)[0]
+
+
+def detect_dates(points: list[NightlyPoint], higher_is_better: bool = True) -> tuple[list, Any]:
+    """:func:`detect_steps` and the detection behind it (None without a measured date): its
+    ``too_short`` says when the dates cannot tell noise from steps."""
     from hourly.analysis.steps import find_steps
     if not any(p.status is Status.OK for p in points):
-        return []
+        return [], None
     # a date without commits must not merge with its neighbours: give it its own "pair"
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
                         p.status.value, p.value, list(p.samples)) for p in points]
     keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points, strict=True)]
-    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
-    return steps
+    steps, detection, _ = find_steps(rows, higher_is_better, keys=keys)
+    return steps, detection
+
+
+#: Runs of each date asked for when one value per date cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def undecided_note(detection, s: NightlySettings) -> str | None:
+    """One line when the dates are too few to tell noise from steps (Detection.too_short), with
+    the command that tells: the same dates measured several times each; else None."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "date") if detection is not None else None
+    if why is None:
+        return None
+    if detection.repeated:
+        more = (f"measure every date (--every 1, not {s.every})" if s.every > 1
+                else "measure the days before and after the window too")
+        return f"{why}; {more}, or scan a window hour by hour inside a day's container (`hourly hunt`)"
+    return (f"{why}; measure each date {UNDECIDED_REPEATS} times to tell: "
+            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+
+
+def nightly_command(s: NightlySettings) -> str:
+    """The ``hourly nightly`` command of these settings (values of secret-looking --env redacted)."""
+    from hourly.privacy import redact_assignments
+    default = NightlySettings(s.from_, s.to)
+    argv = ["hourly", "nightly", "--from", s.from_, "--to", s.to]
+    for name, flag in (("image", "--image"), ("gpus", "--gpus"), ("bench_cmd", "--bench-cmd"),
+                       ("metric_regex", "--metric-regex"), ("repeats", "--repeats"), ("timeout", "--timeout"),
+                       ("every", "--every"), ("parallel", "--parallel")):
+        v = getattr(s, name)
+        if v is not None and v != getattr(default, name):
+            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+    for m in s.mounts:  # the default ($PWD:/dir) as pinned when it ran: the command works from anywhere
+        argv += ["--mount", m]
+    for e in redact_assignments(s.env):
+        argv += ["--env", e]
+    if not s.pull:
+        argv.append("--no-pull")
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    argv += ["--workdir", s.workdir]
+    return shlex.join(argv)
 
 
 def find_boundary(points: list[NightlyPoint],
@@ -223,15 +273,11 @@ def find_boundary(points: list[NightlyPoint],
 
 def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     """What to run next: the good day's container, then the hourly scan inside it."""
-    container = ["hourly", "container", "--date", b.good.date]
-    if s.image != DEFAULT_IMAGE:
-        container += ["--image", s.image]
-    if s.gpus != "all":
-        container += ["--gpus", s.gpus]
-    scan = ["hourly", "scan", "--from", b.good.date, "--to", b.bad.date, "--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        scan += ["--metric-regex", s.metric_regex]
-    return [shlex.join(container), shlex.join(scan)]
+    container = {"date": b.good.date, "image": s.image if s.image != DEFAULT_IMAGE else None,
+                 "gpus": s.gpus if s.gpus != "all" else None}
+    scan = {"from_": b.good.date, "to": b.bad.date, "bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None}
+    return [options.command_line("container", container), options.command_line("scan", scan)]
 
 
 @dataclass
@@ -241,13 +287,16 @@ class NightlyReport:
     settings: NightlySettings
     measured: int = 0  # dates run now (not from the store)
     steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+    #: too few dates to tell noise from steps, and the command that tells (undecided_note); None: they can
+    undecided: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()
         return {"points": [p.as_json() for p in self.points],
                 "steps": [st.as_json() for st in self.steps],
                 "boundary": self.boundary.as_json() if self.boundary else None,
-                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps}
+                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps,
+                "undecided": self.undecided}
 
     def gaps(self) -> list[dict[str, Any]]:
         """Where the window holds no evidence a step could show in: runs of dates not measured yet
@@ -277,6 +326,13 @@ class NightlyReport:
     def next_commands(self) -> list[str]:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
+    def require_decided(self) -> None:
+        """No boundary over dates too few to tell noise from steps is no answer (exit 1 with the
+        command that measures each date several times), not "nothing to hand over"."""
+        if self.undecided and self.boundary is None:
+            why, _, fix = self.undecided.partition("; ")
+            raise UserError(f"no boundary to hand over: {why}", fix)
+
 
 def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int = 0,
          dates: list[date] | None = None) -> NightlyReport:
@@ -293,8 +349,9 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
     points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
                                                       Status.MISSING, detail=NOT_MEASURED)
               for d in dates]
-    steps = detect_steps(points, s.higher_is_better)
+    steps, detection = detect_dates(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
-    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)
+    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps,
+                         undecided_note(detection, s))

@@ -19,7 +19,7 @@ from hourly.adapters.stale_runs import remove_dead_runs
 from hourly.adapters.store import Store
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchResult, Run, run_status
-from hourly.metric import compile_metric_regex, parse_metric
+from hourly.metric import compile_metric_regex, read_metric
 from hourly.model import NightlyPoint, Status
 from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
 from hourly.nightly.plan import stored_nightly as nightly_show
@@ -45,10 +45,11 @@ def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: 
                     **owner_labels(scan_id)},
             mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
             workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
-        value = parse_metric(res.output, rx)
-        status = run_status(res.exit_code, res.timed_out, value)
-        result.runs.append(Run(status, value if status is Status.OK else None, res.exit_code,
-                               res.duration, str(log)))
+        reading = read_metric(res.output, rx)  # a value that is no finite number is no metric
+        status = run_status(res.exit_code, res.timed_out, reading.value)
+        result.runs.append(Run(status, reading.value if status is Status.OK else None, res.exit_code,
+                               res.duration, str(log),
+                               captured=reading.captured if status is Status.NO_METRIC else None))
     return NightlyPoint(d.isoformat(), ref, result.status, img.digest, result.value, result.samples,
                         commits.xla, commits.jax, [r.as_dict() for r in result.runs], result.detail())
 

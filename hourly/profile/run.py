@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import LocalExecutor, ProfileRequest, ProfilingExecutor
+from hourly.execute.executors import Executor, ProfileRequest, ProfilingExecutor
 from hourly.execute.host import MeasuringHost
 from hourly.measure.benchmark import bench_env
 from hourly.measure.build import BuildResult
@@ -105,13 +105,13 @@ SIDES = ("good", "bad")
 
 
 def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
-    """With ``build`` installed into ``s.python``, run the benchmark once under the JAX profiler into
+    """With ``build`` installed into ``s.run_python()``, run the benchmark once under the JAX profiler into
     ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
     (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
     if not build.ok:
         raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
     spec = s.bench_spec()
-    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=s.python,
+    cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                   options=options, timeout=spec.timeout, check=False)
     if not cap.ok:
         raise UserError(f"the benchmark failed under the profiler for the {label} "
@@ -126,7 +126,7 @@ PROFILE_ORIGIN = "profile"
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
                  handler: Handler = SILENT,
-                 executor: LocalExecutor | ProfilingExecutor | None = None) -> list[ProfileResult]:
+                 executor: Executor | None = None) -> list[ProfileResult]:
     """Capture both states of each target and compare them. ``executor``: a remote one
     (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
     [default: here, one after another]."""
@@ -136,8 +136,8 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
     sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
     xla, jax = open_repos(s)
     host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), PROFILE_ORIGIN)
-    if executor is not None and not isinstance(executor, LocalExecutor):
-        captured = _capture_remote(host, sides, options, handler, executor)
+    if executor is not None and executor.capabilities.profiles:
+        captured = _capture_remote(host, sides, options, handler, cast(ProfilingExecutor, executor))
     else:
         captured = _capture_here(host, sides, options, handler)
     results, dirs = [], {}

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
@@ -33,10 +33,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from hourly import options
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.plurals import found, plural
@@ -127,7 +128,7 @@ class ReleaseSettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
         if self.index_url and self.find_links:
-            raise UserError("--index-url and --find-links both name where wheels come from",
+            raise UsageError("--index-url and --find-links both name where wheels come from",
                             "pass one of them")
         if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
             raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
@@ -362,15 +363,22 @@ class ReleaseStep:
 def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
     """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
     plus every good → crashed/timed-out boundary (pure)."""
+    return release_detection(points, higher_is_better)[0]
+
+
+def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any]:
+    """:func:`find_release_steps` and the detection behind it (None without a measured release):
+    its ``too_short`` says when the releases cannot tell noise from steps."""
     from hourly.analysis.detect import ChangeKind
     from hourly.analysis.steps import find_steps
     from hourly.model import PointResult
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
+    detection = None
     if any(p.status is Status.OK for p in ran):
         rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
                 for p in ran]
-        found, _, _ = find_steps(rows, higher_is_better)
+        found, detection, _ = find_steps(rows, higher_is_better)
         for st in found:
             c = st.change
             steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
@@ -380,24 +388,64 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
         if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
             steps.append(ReleaseStep("crash", prev, p))
     steps.sort(key=lambda st: Version(st.after.version))
-    return steps
+    return steps, detection
 
 
-def _bench_args(s: ReleaseSettings) -> list[str]:
-    bench = ["--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        bench += ["--metric-regex", s.metric_regex]
-    if s.repeats > 1:
-        bench += ["--repeats", str(s.repeats)]
-    return bench
+#: Runs of each release asked for when one value per release cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def undecided_note(detection, s: ReleaseSettings) -> str | None:
+    """One line when the releases are too few to tell noise from steps (Detection.too_short),
+    with the command that tells (each release measured several times); else None."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "release") if detection is not None else None
+    if why is None:
+        return None
+    if detection.repeated:
+        return (f"{why}; measure the releases around them too (a wider --from/--to), or the days between "
+                "two of them in their nightly containers (`hourly nightly`)")
+    return (f"{why}; measure each release {UNDECIDED_REPEATS} times to tell: "
+            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+
+
+def releases_command(s: ReleaseSettings) -> str:
+    """The ``hourly releases`` command of these settings (values of secret-looking --env redacted)."""
+    from hourly.privacy import redact_assignments
+    default = ReleaseSettings(s.from_, s.to)
+    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd]
+    for name, flag in (("bench_cwd", "--bench-cwd"), ("metric_regex", "--metric-regex"), ("repeats", "--repeats"),
+                       ("timeout", "--bench-timeout"), ("extra", "--extra"), ("index_url", "--index-url"),
+                       ("find_links", "--find-links"), ("python", "--python"), ("installer", "--installer"),
+                       ("cache_dir", "--cache-dir"), ("jax_repo", "--jax-repo")):
+        v = getattr(s, name)
+        if v is not None and v != getattr(default, name):
+            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+    for w in s.with_:
+        argv += ["--with", w]
+    for e in redact_assignments(s.env):
+        argv += ["--env", e]
+    if s.pre:
+        argv.append("--pre")
+    if not s.deps_as_of_release:
+        argv.append("--deps-today")
+    if not s.higher_is_better:
+        argv.append("--lower-is-better")
+    argv += ["--workdir", s.workdir]
+    return shlex.join(argv)
+
+
+def _bench_args(s: ReleaseSettings) -> dict[str, Any]:
+    """The benchmark's options of the commands the release level hands over to."""
+    return {"bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "repeats": s.repeats if s.repeats > 1 else None}
 
 
 def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
     """The daily level (nightly containers) from ``start`` to ``end`` with the same benchmark."""
-    cmd = ["hourly", "nightly", "--from", start, "--to", end, *_bench_args(s)]
-    if not s.higher_is_better:
-        cmd.append("--lower-is-better")
-    return shlex.join(cmd)
+    return options.command_line("nightly", {"from_": start, "to": end, **_bench_args(s),
+                                            "higher_is_better": False if not s.higher_is_better else None})
 
 
 def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
@@ -411,20 +459,17 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
     good = step.facts.time_before or step.before.released
     bad = step.facts.time_after or step.after.released
     if good and bad:
-        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
-        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
-            cmd += ["--bench-cwd", s.bench_cwd]
-        if step.kind == "crash":
-            cmd += ["--mode", "exit"]
-        elif not s.higher_is_better:
-            cmd.append("--lower-is-better")
-        if s.jax_repo:
-            cmd += ["--jax-repo", s.jax_repo]
-        out.append(shlex.join(cmd))
+        crash = step.kind == "crash"
+        cmd = {"good": good, "bad": bad, **bench,
+               "metric_regex": None if crash else bench["metric_regex"],  # an exit-status bisection reads no metric
+               "bench_cwd": s.bench_cwd if s.bench_cwd and Path(s.bench_cwd) != Path.cwd() else None,
+               "mode": "exit" if crash else None,
+               "higher_is_better": False if not crash and not s.higher_is_better else None,
+               "jax_repo": s.jax_repo or None}
+        out.append(options.command_line("bisect", cmd))
         if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
             # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
-            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
-            out.append(shlex.join(only))
+            out.append(options.command_line("bisect", {"only": "jax", **cmd}))
     return out
 
 
@@ -487,8 +532,12 @@ def gap_command(gap: ReleaseGap, s: ReleaseSettings) -> str | None:
     return nightly_command(start, end, s) if start and end else None
 
 
-def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[ReleaseGap]) -> str:
-    """The finding in one line; never a plain "no steps found" while releases lack a measurement."""
+def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[ReleaseGap],
+            undecided: str | None = None) -> str:
+    """The finding in one line; never a plain "no steps found" while releases lack a measurement,
+    or while they are too few to tell noise from steps (``undecided``: :func:`undecided_note`)."""
+    if undecided and not steps:
+        return undecided
     if not gaps:
         return found(len(steps), "step").rstrip(":")
     lacking = [v for g in gaps for v in g.versions]
@@ -508,14 +557,17 @@ class ReleaseReport:
     measured: int = 0
     installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
     gaps: list[ReleaseGap] = field(default_factory=list)
+    #: too few releases to tell noise from steps, and the command that tells (undecided_note); None: they can
+    undecided: str | None = None
 
     @property
     def summary(self) -> str:
-        return summary(self.steps, self.points, self.gaps)
+        return summary(self.steps, self.points, self.gaps, self.undecided)
 
     def as_json(self) -> dict[str, Any]:
         return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
-                "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer}
+                "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer,
+                "undecided": self.undecided}
 
 
 def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
@@ -533,11 +585,11 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
     points = sorted((p for v, p in store.releases(key).items()
                      if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
                     key=lambda p: Version(p.version))
-    steps = find_release_steps(points, s.higher_is_better)
+    steps, detection = release_detection(points, s.higher_is_better)
     for st in steps:
         st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
         st.commands = next_commands(st, s)
     gaps = find_gaps(points)
     for g in gaps:
         g.command = gap_command(g, s)
-    return ReleaseReport(points, steps, s, measured, installer, gaps)
+    return ReleaseReport(points, steps, s, measured, installer, gaps, undecided_note(detection, s))

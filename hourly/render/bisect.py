@@ -162,3 +162,17 @@ def print_answers(console: Console, answers: list[dict]) -> None:
         for line in describe(a):
             console.print(line, highlight=False, soft_wrap=True)
 
+
+#: What each kind of window is called in a --log heading (hourly.bisect.records.Window.kind).
+WINDOW_WORDS = {"regression": "regression", "improvement": "improvement", "crash": "crash window",
+                "fix": "fix window", "metric_lost": "metric window (stops printing)",
+                "metric_back": "metric window (prints again)"}
+
+
+def log_heading(a: dict, i: int, n: int) -> str:
+    """The comment line over the ``i``-th of ``n`` answers in ``hourly bisect --log``: the window's
+    own kind ("crash window 3 of 3"), never "regression" for every window."""
+    what = WINDOW_WORDS.get(a.get("kind") or "", "window")
+    return (f"# {what} {i} of {n}: {a['window']['good_time']} .. {a['window']['bad_time']}"
+            " — replay one block at a time")
+

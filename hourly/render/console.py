@@ -23,30 +23,91 @@ or a SHA, which would also split them with escape codes). So:
 
 Help text follows the same rule: the Typer app renders help as plain text (``rich_markup_mode=None``),
 so ``[default: UTC]`` in a help string is shown as written.
+
+Verbatim stops at control characters: an ESC sequence in a commit subject (a colour, a cursor move,
+a title change), a carriage return that overwrites the line, a bidirectional override that reorders
+it, would act on the terminal instead of being read. :func:`escape_controls` shows each as its
+escape (``\x1b``, ``\r``, ``\u202e``); every HourlyConsole applies it to whatever it prints (text,
+styled text, table cells and titles), and so do the lines hourly prints without a console (errors,
+the manual bisection's prompt, ``git bisect`` logs) and markdown (hourly.render.markdown).
 """
 
 from __future__ import annotations
 
-import shlex
+import re
 import textwrap
-from typing import Iterable, Sequence, TypedDict
+from typing import Any, Iterable, Sequence, TypedDict
 
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from hourly.options import join
+
 #: wide enough to measure any table's natural width
 _UNLIMITED = 1_000_000
 
 
+#: what a terminal would act on instead of showing: C0 controls but tab and newline, DEL, C1 controls
+#: (CSI is one of them), and the bidirectional overrides and isolates
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(ch: str) -> str:
+    if ch == "\r":
+        return "\\r"
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character (:data:`CONTROL`) shown as its escape, ``\x1b[31m`` for
+    an ESC sequence: read, never acted on by the terminal. Tabs and newlines stay."""
+    return CONTROL.sub(lambda m: _escaped(m[0]), text)
+
+
+def escape_styled(text: Text) -> Text:
+    """Styled text with its control characters escaped (:func:`escape_controls`), its styles kept on
+    the same characters."""
+    plain = text.plain
+    if not CONTROL.search(plain):
+        return text
+    ends = [0]
+    for ch in plain:
+        ends.append(ends[-1] + (len(_escaped(ch)) if CONTROL.match(ch) else 1))
+    out = Text(escape_controls(plain), style=text.style, justify=text.justify, overflow=text.overflow,
+               no_wrap=text.no_wrap, end=text.end, tab_size=text.tab_size)
+    for span in text.spans:
+        out.stylize(span.style, ends[min(span.start, len(plain))], ends[min(span.end, len(plain))])
+    return out
+
+
+def _safe(obj: Any) -> Any:
+    """A renderable with the control characters of its text escaped (strings, styled text, a table's
+    title, caption, headers and cells); anything else as it is."""
+    if isinstance(obj, str):
+        return escape_controls(obj)
+    if isinstance(obj, Text):
+        return escape_styled(obj)
+    if isinstance(obj, Table):
+        for name in ("title", "caption"):
+            if isinstance(getattr(obj, name), (str, Text)):
+                setattr(obj, name, _safe(getattr(obj, name)))
+        for column in obj.columns:
+            column.header = _safe(column.header)
+            column._cells = [_safe(c) for c in column._cells]  # rich keeps a column's cells here
+    return obj
+
+
 class HourlyConsole(Console):
     """A Console that keeps the rule whatever the call site passes: no markup, emoji or highlighting;
-    text is soft-wrapped (one logical line stays one line); a table is never squeezed (see
-    :func:`print_table`)."""
+    control characters escaped (:func:`escape_controls`); text is soft-wrapped (one logical line
+    stays one line); a table is never squeezed (see :func:`print_table`)."""
 
     def print(self, *objects, **kwargs) -> None:
         kwargs.update(markup=False, emoji=False, highlight=False)
+        objects = tuple(_safe(o) for o in objects)
         if len(objects) == 1 and isinstance(objects[0], Table):
             print_table(self, objects[0], **kwargs)
             return
@@ -118,8 +179,9 @@ def unwrap(output: str) -> list[str]:
 
 
 def command_line(argv: Sequence[object]) -> str:
-    """A command the user can paste: shell-quoted, one line."""
-    return shlex.join([str(a) for a in argv])
+    """A command the user can paste: shell-quoted, one line, secret-looking values redacted
+    (hourly.options.join; an hourly command is built by hourly.options.command_line)."""
+    return join([str(a) for a in argv])
 
 
 def print_command(con: Console, argv: Sequence[str] | str, prefix: str = "") -> None:

@@ -22,7 +22,10 @@ _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 def _one_line(s: object) -> str:
-    return re.sub(r"[\r\n\t]+", " ", str(s))
+    """One line: newlines and tabs a space, every other control character its escape (an ESC
+    sequence reads ``\x1b[31m``; hourly.render.console.escape_controls)."""
+    from hourly.render.console import escape_controls
+    return escape_controls(re.sub(r"[\r\n\t]+", " ", str(s)))
 
 
 def text(s: object) -> str:

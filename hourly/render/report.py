@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,15 +11,18 @@ from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.measure import machine as environment
+from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
+from hourly.options import join
 from hourly.plurals import plural
-from hourly.privacy import redact_assignments
+from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
 from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
 
@@ -37,36 +39,15 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
+#: what the report's reproduce line names even at its default, so that it reads the same to
+#: someone whose hourly has other defaults
+REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
+
+
 def scan_command(s: Settings) -> str:
-    """The `hourly scan` command line that reproduces the stored measurement."""
-    argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
-            "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
-            "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
-            "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
-    if s.xla_ref and s.only != "jax":  # a repository's own ref (a feature branch) is part of what was walked
-        argv += ["--xla-ref", s.xla_ref]
-    if s.jax_ref:
-        argv += ["--jax-ref", s.jax_ref]
-    if not s.first_parent:
-        argv.append("--no-first-parent")
-    if s.mode == "exit":
-        argv += ["--mode", "exit"]
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    for name in ("bench_timeout", "build_timeout"):
-        if getattr(s, name) is not None:
-            argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
-    for pick in s.cherry_pick:
-        argv += ["--cherry-pick", pick]
-    if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
-        argv += ["--only", s.only]
-        if s.only == "jax":
-            argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
-    if s.bench_cwd:
-        argv += ["--bench-cwd", s.bench_cwd]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    return shlex.join(argv)
+    """The `hourly scan` command line that reproduces the stored measurement (the one encoder,
+    hourly.options, through :func:`hourly.scan.table.scan_command`: secret-looking values redacted)."""
+    return table_scan_command(s, explicit=REPRODUCE)
 
 
 def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
@@ -283,36 +264,108 @@ def _status_strip(strip, failed: list[tuple]) -> None:
     strip.set_xlabel("time (UTC)")
 
 
-def bisect_sections(store: Store) -> list[str]:
-    """The culprit of every finished bisection, with its window and ends."""
-    answers = store.bisection_results()
-    if not answers:
-        return []
-    only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers)
-    md = ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
-    for a in answers:
-        w = a.get("window", {})
-        md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {esc.text(w['note'])}" if w.get("note") else ""))
-        md.append("")
-        md.append(culprit_line(a))
-        if a.get("blame"):
-            from hourly.render.bisect import BLAME_WORDS
-            md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
-        for side in ("last_good", "first_bad"):
-            pair = a.get(side)
-            if pair:
-                md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-        manual = a.get("manual")
-        if manual:  # hourly bisect --manual: a person's verdicts, nothing re-measured
-            by = [p for p in a.get("probes", []) if p.get("manual")]
-            md.append(f"- by hand (`hourly bisect --manual`): {plural(len(by), 'verdict')} given by a person, "
-                      f"the ends {esc.text(manual.get('ends') or 'taken as given')}; not re-measured")
-            for p in by:
-                md.append(f"  - {p['role']} xla `{p['xla'][:12]}` jax `{p['jax'][:12]}`: {p['verdict']} "
-                          f"({esc.text(p.get('reason') or '')})")
-        md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
-                  + (", confirmed by re-measuring both ends" if a.get("confirmed") and not manual else ""))
-        md.append("")
+@dataclass
+class Answers:
+    """The store's finished bisections, split by the build they were measured under: ``current``,
+    under the build the report speaks for (hourly.scan.identity.answer_key), and ``others``, each
+    with a label that names its own build — listed apart, never a step's answer."""
+
+    current: list[dict]
+    others: list[tuple[str, dict]]
+
+
+def split_answers(store: Store, s: Settings | None = None) -> Answers:
+    """The store's answers split by build (:class:`Answers`); ``s``: the stored scan's settings
+    (read from the store when not given)."""
+    from hourly.measure.settings import stored_settings
+    from hourly.scan.identity import answer_key
+    key = answer_key(store, s if s is not None else stored_settings(store))
+    idents = store.measure_keys()
+    current: list[dict] = []
+    others: list[tuple[str, dict]] = []
+    for k, a in store.bisection_answers():
+        if key is None or k == key:
+            current.append(a)
+        else:
+            others.append((build_label(idents.get(k), idents.get(key) if key else None, k), a))
+    return Answers(current, others)
+
+
+def build_label(ident: dict | None, current: dict | None, key: str) -> str:
+    """What another measurement key's build (or benchmark) was, as markdown: the parts that differ
+    from the current one's (``current``), with their values then."""
+    if not ident:
+        return f"another build or benchmark (key `{key[:12]}`; what it was made of is not recorded in this store)"
+    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
+    parts = []
+    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
+        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
+                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
+                        and ob.get("jax_package") != cb.get("jax_package") else ""))
+    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
+    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
+    if changed:
+        parts.append("build environment " + ", ".join(esc.code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
+                                                      for k in changed))
+    if ob.get("python_abi") != cb.get("python_abi"):
+        parts.append(f"Python ABI {esc.code(ob.get('python_abi') or '?')}")
+    if ob.get("cherry_pick") != cb.get("cherry_pick"):
+        parts.append("cherry-picks " + (", ".join(esc.code(c) for c in ob.get("cherry_pick") or []) or "none"))
+    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
+    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
+    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
+        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
+    if current is not None and ob_ != cb_:
+        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
+    return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
+
+
+def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
+    """The culprit of every finished bisection under the current build, with its window and ends;
+    then, apart, the answers measured under another build, each labelled with it."""
+    answers = answers or split_answers(store)
+    md: list[str] = []
+    if answers.current:
+        only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers.current)
+        md += ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
+        for a in answers.current:
+            md += _answer_lines(a)
+    if answers.others:
+        md += ["## Answers measured under another build (not this report's)", "",
+               "These bisections measured under another build or benchmark than the one this report shows: "
+               "they answer for that build, not for the steps above (`hourly bisect` again bisects under this one).", ""]
+        for label, a in answers.others:
+            md += _answer_lines(a, f"- measured under: {label}")
+    return md
+
+
+def _answer_lines(a: dict, under: str | None = None) -> list[str]:
+    """One bisection's answer: its window, the culprit (or range), how it was reached."""
+    md = []
+    w = a.get("window", {})
+    md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {esc.text(w['note'])}" if w.get("note") else ""))
+    md.append("")
+    if under:
+        md.append(under)
+    md.append(culprit_line(a))
+    if a.get("blame"):
+        from hourly.render.bisect import BLAME_WORDS
+        md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
+    for side in ("last_good", "first_bad"):
+        pair = a.get(side)
+        if pair:
+            md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
+    manual = a.get("manual")
+    if manual:  # hourly bisect --manual: a person's verdicts, nothing re-measured
+        by = [p for p in a.get("probes", []) if p.get("manual")]
+        md.append(f"- by hand (`hourly bisect --manual`): {plural(len(by), 'verdict')} given by a person, "
+                  f"the ends {esc.text(manual.get('ends') or 'taken as given')}; not re-measured")
+        for p in by:
+            md.append(f"  - {p['role']} xla `{p['xla'][:12]}` jax `{p['jax'][:12]}`: {p['verdict']} "
+                      f"({esc.text(p.get('reason') or '')})")
+    md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
+              + (", confirmed by re-measuring both ends" if a.get("confirmed") and not manual else ""))
+    md.append("")
     return md
 
 
@@ -336,17 +389,19 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     metric = "metric"
     if "MLUPS" in s.metric_regex:
         metric = "MLUPS"
-    plot_path = plot(points, steps, out_dir / "plot.png", metric, store.bisection_results()) if points else None
+    split = split_answers(store, s)  # answers under another build are listed apart, never a step's
+    answers = split.current
+    plot_path = plot(points, steps, out_dir / "plot.png", metric, answers) if points else None
     repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict())
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
 
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
-    answers = store.bisection_results()
     md += _gaps_section(points, s)
-    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers)
+    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers,
+                          pinned_line(store.load_settings("pinned")))
     md += _crash_section(points, s, answers)
     md += _failed_section(points)
-    md.extend(bisect_sections(store))
+    md.extend(bisect_sections(store, split))
     md.extend(explained_section(store.workdir))  # hourly explain's records, when it ran
     md.extend(releases_md)
     md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
@@ -355,10 +410,20 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
+def _undecided(points: list[PointResult], s: Settings) -> str | None:
+    """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
+    from hourly.scan.table import undecided_note
+    if not any(p.status == "ok" and p.value is not None for p in points):
+        return None
+    return undecided_note(find_steps(points, s.higher_is_better)[1], s)
+
+
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
-                    checks: dict | None = None, answers: list[dict] | None = None) -> list[str]:
+                    checks: dict | None = None, answers: list[dict] | None = None,
+                    pinned: str | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
-    step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks)."""
+    step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
+    what a one-repository hunt held, hourly.measure.pinned.pinned_line)."""
     checks = checks or {}
     md = []
     if points:
@@ -369,6 +434,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         md.append("JAX and XLA paired by pin (each JAX commit with the XLA commit its pin names; `--pairing pin`)."
                   if getattr(s, "pairing", "time") == "pin" else
                   "JAX and XLA paired by time (the commits that stood at each instant; `--pairing time`).")
+        if pinned:
+            md += ["", esc.text(pinned) + "."]
     md.append("")
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
@@ -376,6 +443,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
+    elif not steps and _undecided(points, s):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -518,7 +587,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append(scan_command(s))
     md.append("```")
     md.append("")
-    md.append(f"Benchmark command: {esc.code(s.bench_cmd)}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
               + f", {plural(s.repeats, 'run')} per pair"
               + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
                  "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)

@@ -28,7 +28,9 @@ from hourly.measure.settings import (
     Settings,
     configured_identity,
     key_identity,
+    keyed,
     measure_key,
+    with_key,
 )
 from hourly.timeparse import parse_step, window
 
@@ -46,8 +48,29 @@ def record(store: Store, s: Settings, t0: float, t1: float) -> None:
         t0, t1 = min(t0, old["window"][0]), max(t1, old["window"][1])
     store.save_settings(INVESTIGATION, {"window": [t0, t1], "xla_repo": s.xla_repo, "jax_repo": s.jax_repo,
                                         "only": s.only})
+    public = key_identity(s, public=True)
     store.save_settings(MEASURE_KEY, {"version": KEY_VERSION, "key": s.bench_key(), "configured": _plain(configured_identity(s)),
-                                      "identity": key_identity(s, public=True)})
+                                      "identity": public})
+    store.note_measure_key(s.bench_key(), _plain(public))
+
+
+def note_key(store: Store, s: Settings) -> None:
+    """Note what the key a command measures under is made of (``hourly bisect``: its answers are
+    labelled with their build once another build is the current one)."""
+    store.note_measure_key(s.bench_key(), _plain(key_identity(s, public=True)))
+
+
+def answer_key(store: Store, s: Settings) -> str | None:
+    """The measurement key whose bisection answers speak for the workdir's investigation: the one
+    the stored scan measured under (its table is what show and report print), else, in a workdir
+    of ``hourly bisect --good --bad`` alone, the newest bisection's. Answers under another key
+    were measured with another build or benchmark: never this investigation's answer."""
+    if store.points(LEVEL) and s.bench_cmd:
+        try:
+            return keyed(s, store).bench_key()  # settings read from the store carry the scan's key
+        except UserError:  # a build that cannot be described now (the check of a command that builds says why)
+            pass
+    return store.newest_bisection_key()
 
 
 def _plain(value: Any) -> Any:
@@ -124,14 +147,13 @@ def check_scan(store: Store, s: Settings, repos: dict[str, GitRepo | None]) -> N
         raise UserError(f"workdir {store.workdir} holds another investigation: {why}", NEW_WORKDIR)
 
 
-def check_store(store: Store, s: Settings, uses_scan: bool) -> None:
+def check_store(store: Store, s: Settings, uses_scan: bool) -> Settings:
     """For bisect and profile (commands that build against a store): the store's repositories must
     be these; and when the command reads the stored scan (``uses_scan``: no --good/--bad), or ``s``
-    carries the scan's key, the key it builds under must be the scan's."""
-    stored_key = getattr(s, "_recorded_key", None)
-    s._recorded_key = None  # type: ignore[attr-defined]  # a command that builds measures under its own key
+    carries the scan's key, the key it builds under must be the scan's. Returns ``s`` keyed with
+    the key it builds under (computed now: a command that builds measures under its own key)."""
     if store.load_settings("scan") is None:
-        return
+        return with_key(s, measure_key(s))
     from hourly.measure.measurer import open_repos
     xla, jax = open_repos(s)
     why = _repo_problem(store, s, {"xla": xla, "jax": jax})
@@ -140,8 +162,9 @@ def check_store(store: Store, s: Settings, uses_scan: bool) -> None:
     fresh = measure_key(s)
     rec = store.load_settings(MEASURE_KEY)
     scan_key = rec["key"] if rec else s.legacy_bench_key()
-    if fresh == scan_key or (not uses_scan and stored_key is None):
-        return
+    carried = s.key == scan_key and s.key_for == s.key_basis()  # stored_settings gave it the scan's key
+    if fresh == scan_key or (not uses_scan and not carried):
+        return with_key(s, fresh)
     if rec is None:
         what = "an older hourly, which did not key measurements by the build"
     else:
@@ -168,7 +191,22 @@ def _differs(old: dict, new: dict) -> str | None:
         parts.append(f"Python ABI ({ob.get('python_abi')} → {nb.get('python_abi')})")
     if ob.get("cherry_pick") != nb.get("cherry_pick"):
         parts.append("cherry-picks")
+    op, np_ = ob.get("pinned") or {}, nb.get("pinned") or {}
+    moved = sorted(k for k in set(op) | set(np_) if _plain(op.get(k)) != _plain(np_.get(k)))
+    if moved:  # --only jax: the kept jaxlib, libtpu, plugins ([version, location] each)
+        said = sorted((_moved(k, op.get(k), np_.get(k)) for k in moved), key=lambda s: " at " in s)
+        parts.append("installed " + ", ".join(said[:4]) + (" …" if len(said) > 4 else ""))
     return ", ".join(parts) or None
+
+
+def _moved(name: str, old: Any, new: Any) -> str:
+    """A kept package that differs, in words: its versions, else its folders."""
+    def parts(entry: Any) -> tuple[str, str]:
+        if isinstance(entry, (list, tuple)) and len(entry) == 2:
+            return str(entry[0]), str(entry[1])
+        return ("none", "") if not entry else (str(entry), "")
+    (v0, at0), (v1, at1) = parts(old), parts(new)
+    return f"{name} {v0} → {v1}" if v0 != v1 else f"{name} at {at0} → {at1}"
 
 
 def _when(ts: float) -> str:

@@ -72,7 +72,8 @@ def _pick(items: list, n: int | None, what: str, text: str):
 
 
 def _side(store: Store, s: Settings, b: Bisector, side: str, n: int | None, text: str) -> Resolved:
-    answers = [a for a in store.bisection_results() if a.get("last_good") and a.get("first_bad")]
+    from hourly.scan.identity import answer_key  # the investigation's build: another build's answer is not its
+    answers = [a for a in store.bisection_results(answer_key(store, s)) if a.get("last_good") and a.get("first_bad")]
     if answers:
         a, i = _pick(answers, n, "bisection answer", text)
         st = a["last_good"] if side == "good" else a["first_bad"]

@@ -218,48 +218,33 @@ def hunt_dir(workdir: str | Path, alert_id: int) -> Path:
     return Path(workdir).expanduser().absolute() / HUNTS_DIR / f"alert-{alert_id}"
 
 
-def _direction(higher_is_better: bool) -> str:
-    return "--higher-is-better" if higher_is_better else "--lower-is-better"
-
-
 def bisect_command(level: dict[str, Any], good: dict[str, Any], bad: dict[str, Any], w: WatchSettings,
                    workdir: str | Path) -> list[str]:
     """``hourly bisect`` between two builds of the commits source (their pairs), with the watch's
-    repositories, build and benchmark (pure)."""
-    argv = ["hourly", "bisect", "--good", f"xla@{good['xla']},jax@{good['jax']}",
-            "--bad", f"xla@{bad['xla']},jax@{bad['jax']}", "--xla-repo", level["xla_repo"],
-            "--jax-repo", level["jax_repo"], "--bench-cmd", level["bench_cmd"],
-            "--metric-regex", level["metric_regex"], "--repeats", str(level["repeats"]),
-            _direction(w.higher_is_better), "--min-change", str(w.min_change), "--python", level["python"],
-            "--build-cmd", level["build_cmd"]]
-    for flag, key in (("--bench-cwd", "bench_cwd"), ("--cache-dir", "cache_dir"), ("--ref", "ref"),
-                      ("--bench-timeout", "bench_timeout")):
-        if level.get(key) is not None:
-            argv += [flag, str(level[key])]
-    for e in level.get("env") or []:
-        argv += ["--env", e]
-    if level.get("force"):
-        argv.append("--force")
-    return [*argv, *w.hunt_args, "--workdir", str(workdir), "--json"]
+    repositories, build and benchmark, through the one encoder of command lines (pure)."""
+    from hourly import options
+    values = {"good": f"xla@{good['xla']},jax@{good['jax']}", "bad": f"xla@{bad['xla']},jax@{bad['jax']}",
+              **{k: level.get(k) for k in ("xla_repo", "jax_repo", "ref", "build_cmd", "python", "cache_dir",
+                                            "bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs",
+                                            "bench_timeout", "metric_regex")},
+              "higher_is_better": w.higher_is_better, "min_change": w.min_change,
+              "force": True if level.get("force") else None}
+    return [*options.argv("bisect", values), *w.hunt_args, "--workdir", str(workdir), "--json"]
 
 
 def nightly_hunt_command(level: dict[str, Any], good_date: str, bad_date: str, w: WatchSettings,
                          workdir: str | Path, image: str | None = None) -> list[str]:
     """``hourly hunt --good-date --bad-date`` over the nightly containers of two dates (the daily
-    level's settings ``level``; ``image``: another template, for the wheels source) (pure)."""
-    argv = ["hourly", "hunt", "--good-date", good_date, "--bad-date", bad_date,
-            "--image", image or level["image"], "--bench-cmd", level["bench_cmd"],
-            "--metric-regex", level["metric_regex"], "--repeats", str(level.get("repeats", 1)),
-            "--gpus", str(level.get("gpus", "all")), _direction(w.higher_is_better), "--min-change", str(w.min_change)]
-    for m in level.get("mounts") or []:
-        argv += ["--mount", m]
-    for e in level.get("env") or []:
-        argv += ["--env", e]
-    if level.get("timeout") is not None:
-        argv += ["--timeout", str(level["timeout"])]
-    if not level.get("pull", True):
-        argv.append("--no-pull")
-    return [*argv, *w.hunt_args, "--workdir", str(workdir), "--json"]
+    level's settings ``level``; ``image``: another template, for the wheels source), through the
+    one encoder of command lines (pure)."""
+    from hourly import options
+    values = {"good_date": good_date, "bad_date": bad_date, "image": image or level["image"],
+              "mount": level.get("mounts") or None, "gpus": level.get("gpus"), "env": level.get("env") or None,
+              "bench_cmd": level["bench_cmd"], "metric_regex": level["metric_regex"],
+              "repeats": level.get("repeats"), "timeout": level.get("timeout"),
+              "pull": None if level.get("pull", True) else False,
+              "higher_is_better": w.higher_is_better, "min_change": w.min_change}
+    return [*options.argv("hunt", values), *w.hunt_args, "--workdir", str(workdir), "--json"]
 
 
 #: the files a hunt leaves in its folder: its answer (stdout), its log (stderr), its exit status

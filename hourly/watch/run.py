@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 import uuid
 from dataclasses import replace
@@ -31,6 +30,8 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.metric import compile_metric_regex, parse_metric
 from hourly.model import Pair, Status
+from hourly.options import join
+from hourly.privacy import redact_argv
 from hourly.watch.plan import (
     ANSWER,
     EXIT_FILE,
@@ -347,10 +348,10 @@ class Commits:
     kind = "commits"
 
     def __init__(self, w: WatchSettings, store: Store):
-        from hourly.measure.settings import Settings
+        from hourly.measure.settings import FIELD_NAMES, Settings, keyed
         self.w = w
         self.store = store
-        self.s = Settings(**{k: v for k, v in w.level.items() if not k.startswith("_")})
+        self.s = keyed(Settings(**{k: v for k, v in w.level.items() if k in FIELD_NAMES}))
         self._host: Any = None
         self._lock: Any = None
         self._repos: Any = None
@@ -605,7 +606,7 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
             store.update_watch_alert(a["id"], hunt={"status": "not started", "reason": why, "command": None})
             continue
         if not w.hunt:
-            store.update_watch_alert(a["id"], hunt={"status": "off", "reason": "--no-hunt", "command": argv})
+            store.update_watch_alert(a["id"], hunt={"status": "off", "reason": "--no-hunt", "command": redact_argv(argv)})
             continue
         if h is not None and h["status"] in ("submitted", "running"):
             got = _slurm_poll(h, wd, kind)
@@ -614,7 +615,8 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
         tries = (h or {}).get("tries", 0) + (1 if got["status"] == "failed" else 0)
         if got["status"] in ("culprit", "unsure"):
             got["report"] = _hunt_report(wd, kind)
-        got = {"command": (h or {}).get("command") or argv, **got, "kind": kind, "workdir": str(wd), "tries": tries}
+        got = {"command": (h or {}).get("command") or redact_argv(argv), **got, "kind": kind, "workdir": str(wd),
+               "tries": tries}
         events = ["hunted"] if got["status"] in ("culprit", "unsure") or (
             got["status"] == "failed" and got["tries"] >= HUNT_TRIES) else []
         store.update_watch_alert(a["id"], hunt=got, add_events=events)
@@ -643,11 +645,11 @@ def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: 
                              output=wd / "slurm-%j.out", chdir=wd,
                              options=SubmitOptions(sl.get("partition"), sl.get("time"), sl.get("gres"),
                                                    tuple(sl.get("extra") or ())))
-        handler.note(f"alert {a['id']}: the hunt is Slurm job {job}: {shlex.join(argv)}")
-        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": argv}
-    handler.note(f"alert {a['id']}: hunting ({wd / HUNT_LOG}): {shlex.join(argv)}")
+        handler.note(f"alert {a['id']}: the hunt is Slurm job {job}: {join(argv)}")
+        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": redact_argv(argv)}
+    handler.note(f"alert {a['id']}: hunting ({wd / HUNT_LOG}): {join(argv)}")
     res = proc.run(["sh", str(script)], cwd=wd, check=False)
-    return {**_read_answer(wd, kind, res.returncode), "command": argv}
+    return {**_read_answer(wd, kind, res.returncode), "command": redact_argv(argv)}
 
 
 def _hunt_report(wd: Path, kind: str) -> str | None:
