@@ -281,8 +281,8 @@ OPTIONS: tuple[Option, ...] = (
                                 "to measure]."},
            "nightly hunt": {"help": "Benchmark run in each container (split like a shell would).",
                             "default": DEFAULT_BENCH_CMD},
-           "watch": {"help": "The benchmark, split like a shell would [containers: /bin/bash /dir/test.sh; "
-                             "wheels, commits: required]."}}),
+           "watch": {"help": "The benchmark, split like a shell would [required for wheels and commits; "
+                             "containers: /bin/bash /dir/test.sh]."}}),
     _o("--release-bench-cmd", "release_bench_cmd", "Benchmark in each release's environment on the host [default: "
        "--bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder].", panel=M),
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,

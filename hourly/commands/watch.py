@@ -72,8 +72,8 @@ def watch(
     from hourly.watch.plan import LEVEL, WatchSettings
     from hourly.watch.run import deliver, run_watch
     wd = workdir_setting(workdir, config)
-    if source is None:
-        store = Store(wd, create=False, made_by="hourly watch --source containers|wheels|commits ...")
+    if source is None or show:
+        store = Store(wd, create=False, read_only=show, made_by="hourly watch --source containers|wheels|commits ...")
         saved = store.load_settings(LEVEL)
         if not saved:
             raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
@@ -92,9 +92,14 @@ def watch(
             report = run_watch(w, store, handler, show=show)
     if not show:
         report = deliver(w, store, report, lambda a: notify_payload(a, report))
-    page = write_page(report)
+    try:
+        page: str = str(write_page(report))
+    except OSError as e:
+        if not show:
+            raise
+        page = f"not written: {e.strerror or e} ({e.filename or report.settings.workdir})"  # a read-only workdir, read
     if json_out:
-        print(json.dumps({**report.as_json(), "page": str(page)}, indent=1))
+        print(json.dumps({**report.as_json(), "page": page}, indent=1))
     else:
         print_report(console, report)
         console.print(f"page: {page}", soft_wrap=True, highlight=False, markup=False)

@@ -467,20 +467,24 @@ def run_watch(w: WatchSettings, store: Store, handler: Handler = SILENT, *, show
     """Look for new builds, measure and judge each, confirm, alert, hunt (``show``: none of it,
     the stored state alone). Holds the workdir's store lock: one watch at a time per workdir."""
     w.validate()
+    if show:  # the stored watch as it is: read only, no lock taken, nothing written
+        saved = store.load_settings(LEVEL) or {}
+        if not saved.get("key"):
+            raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
+        return stored_watch(store, w, saved["key"], RunNotes(showed=True))
     src = source or make_source(w, store)
     key = watch_key(w.source, src.key(), w.metric)
     with store_lock(store.workdir):
         until = until_of(w)
         _identity(store, w, key, until)
-        run = RunNotes(showed=show)
-        if not show:
-            src.open()
-            try:
-                _arrivals(w, store, key, src, until, handler, run)
-            finally:
-                src.close()  # trees and the Python environment given back before a hunt takes them
-            _hunts(w, store, key, src, handler, run)
-            _recoveries(w, store, key)
+        run = RunNotes()
+        src.open()
+        try:
+            _arrivals(w, store, key, src, until, handler, run)
+        finally:
+            src.close()  # trees and the Python environment given back before a hunt takes them
+        _hunts(w, store, key, src, handler, run)
+        _recoveries(w, store, key)
         return stored_watch(store, w, key, run)
 
 
