@@ -37,6 +37,7 @@ from .commands.report import report
 from .commands.scan import scan, show
 from .commands.shell import shell
 from .commands.trace import compare_profiles, trace
+from .commands.watch import watch
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
 _CLICK_ERRORS = (typer.TyperException,)
@@ -121,7 +122,7 @@ def _command(fn: Callable[..., Any], **kw: Any) -> None:
 
 
 # --help lists the commands in the order of a hunt
-_IN_ORDER: tuple[Callable[..., Any], ...] = (demo, releases, nightly, container, hunt, scan, show, detect, bisect,
+_IN_ORDER: tuple[Callable[..., Any], ...] = (demo, releases, nightly, container, hunt, watch, scan, show, detect, bisect,
                                              mark, shell, report, profile, explain, bench, trace,
                                              compare_profiles,
                                              clean, config_cmd, version)

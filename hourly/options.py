@@ -161,6 +161,7 @@ OPTIONS: tuple[Option, ...] = (
         "bisect": {"help": "Zone of --good/--bad times without one [default: UTC]."},
         "shell": {"help": "Zone of a time without one [default: UTC]."}}),
     _o("--step", "step", "Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].", panel=W, per={
+        "watch": {"help": "commits: spacing of the instants looked at, e.g. 6h.", "default": "24h"},
         "explain": {"help": "Explain the Nth bisected culprit only [default: every one].", "type": int,
                     "rule": at_least(1)}}),
     _o("--max-instants", "max_instants", "Most instants a scan plans: more are refused (a --step too fine for the "
@@ -206,8 +207,11 @@ OPTIONS: tuple[Option, ...] = (
     _o("--jax-ref", "jax_ref", "JAX's own ref whose history is walked, e.g. a feature branch; with --only xla the JAX "
        "commit kept [default: --ref; with --only xla: the JAX checkout's HEAD].", panel=R,
        per={"hunt": {"help": "JAX's own ref inside, e.g. a feature branch [default: --ref]."}}),
-    _o("--sync", "sync", "`git remote update` both repos first [default: on].", type=bool, off="--no-sync", panel=R),
-    _o("--force", "force", "Run even with uncommitted changes (they are stashed and restored).", type=bool, panel=R),
+    _o("--sync", "sync", "`git remote update` both repos first [default: on].", type=bool, off="--no-sync", panel=R,
+       per={"watch": {"help": "commits: `git remote update` both checkouts first [default: on]."}}),
+    _o("--force", "force", "Run even with uncommitted changes (they are stashed and restored).", type=bool, panel=R,
+       per={"watch": {"help": "commits: run even with uncommitted changes in the checkouts (stashed and "
+                              "restored)."}}),
     _o("--bisect-in", "bisect_in", "Bisect in the bad day's image (its trees hold both ends) or the good day's "
        "(then `git fetch`).", default="bad", panel=R, rule=one_of("bad", "good")),
     _o("--pairing", "pairing", "time: the JAX and XLA commits that stood at one instant (a nightly container's way); "
@@ -235,6 +239,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("--python", "python", "Python that gets the builds and runs the benchmark [default: the Python running "
        "hourly].", panel=B,
        per={"releases": {"help": "Interpreter the environments are made from [default: hourly's]."},
+            "watch": {"help": "wheels: the interpreter the environments are made from; commits: the Python that "
+                              "gets the builds [default: hourly's]."},
             "bench": {"help": "Python that runs the harness: its JAX is measured; hourly need not be installed "
                               "there [default: the Python running hourly]."}}),
     _o("--cache-dir", "cache_dir", f"Build cache, shared by all workdirs [default: ~/.cache/hourly; {_CHECKOUT}].",
@@ -266,24 +272,29 @@ OPTIONS: tuple[Option, ...] = (
     _o("--installer", "installer", "auto: uv when installed, else pip.", type=InstallerKind,
        default=InstallerKind.AUTO, panel=B),
     _o("--release-cache-dir", "release_cache_dir", "Release level: where the environments are kept [default: "
-       "~/.cache/hourly/releases].", panel=B),
+       "~/.cache/hourly/releases].", panel=B,
+       per={"watch": {"help": "wheels: where the environments are kept [default: ~/.cache/hourly/releases]."}}),
     # -- the benchmark ----------------------------------------------------------------------
     _o("--bench-cmd", "bench_cmd", "Benchmark (or test) command, split like a shell would [required for a scan; "
        "later: the scan's].", panel=M, per={
            "releases": {"help": 'Benchmark run in each release\'s environment, e.g. "python bench.py" [required '
                                 "to measure]."},
            "nightly hunt": {"help": "Benchmark run in each container (split like a shell would).",
-                            "default": DEFAULT_BENCH_CMD}}),
+                            "default": DEFAULT_BENCH_CMD},
+           "watch": {"help": "The benchmark, split like a shell would [required for wheels and commits; "
+                             "containers: /bin/bash /dir/test.sh]."}}),
     _o("--release-bench-cmd", "release_bench_cmd", "Benchmark in each release's environment on the host [default: "
        "--bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder].", panel=M),
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,
        per={"releases": {"help": "Directory the benchmark runs in [default: the current one]."}}),
     _o("--env", "env", "KEY=VALUE for the benchmark (repeatable) [default: none].", type=list, panel=M,
        per={"nightly container hunt": {"help": "KEY=VALUE inside the container (repeatable) [default: none]."},
-            "bench": {"help": "KEY=VALUE for the harness's environment (repeatable) [default: none]."}}),
+            "bench": {"help": "KEY=VALUE for the harness's environment (repeatable) [default: none]."},
+            "watch": {"help": "KEY=VALUE for the benchmark; containers: inside them (repeatable) [default: none]."}}),
     _o("--repeats", "repeats", "Runs per pair (a bisection asks for more while unsure) [default: 1].", type=int,
        panel=M, rule=at_least(1), per={
            "releases": {"help": "Runs per release.", "default": 1},
+           "watch": {"help": "Runs of each new build on arrival.", "default": 3},
            "nightly hunt": {"help": "Runs per date (hunt: and per pair of its bisections).", "default": 1},
            "explain": {"help": "Runs per setting in the sweep and the revert check [default: the workdir's "
                                "repeats, at least 3]."},
@@ -306,6 +317,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("--metric-regex", "metric_regex", "Regex with a (?P<value>...) group; the last match is the metric [default: "
        f"{DEFAULT_METRIC_REGEX}].", panel=M, per={
            "releases nightly hunt": {"help": "Regex with a (?P<value>...) group.", "default": DEFAULT_METRIC_REGEX},
+           "watch": {"help": "Regex with a (?P<value>...) group: the primary metric, named by the word it starts "
+                             "with.", "default": DEFAULT_METRIC_REGEX},
            "detect": {"help": "Regex with a (?P<value>...) group, for grep output.", "default": DEFAULT_METRIC_REGEX}}),
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
@@ -316,7 +329,8 @@ OPTIONS: tuple[Option, ...] = (
        "there).", type=bool, panel=M),
     _o("--image", "image", "Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}.",
        default=DEFAULT_IMAGE, panel=M, per={
-           "container": {"help": f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}].", "default": None}}),
+           "container": {"help": f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}].", "default": None},
+           "watch": {"help": "containers: the image template with {date}."}}),
     _o("--mount", "mount", "SRC:DST bind mount (repeatable) [default: $PWD:/dir].", type=list, panel=M,
        per={"container": {"help": "Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."}}),
     _o("--gpus", "gpus", "all, none, a count N, or device ids like 0,2.", default="all", panel=M),
@@ -326,6 +340,7 @@ OPTIONS: tuple[Option, ...] = (
        "a window is searched for steps this large.", type=float, default=BISECT_MIN_CHANGE, panel=S, rule=FRACTION,
        per={"hunt": {"help": "Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes "
                              "a date good for --dates search.", "default": None},
+            "watch": {"help": "Smallest step worth an alert, a fraction of the level (0.02: 2 %)."},
             "detect": {"help": "Ignore steps smaller than this relative change, e.g. 0.02 for 2%; 0 reports every "
                                "significant step [default: 0.01].", "default": None, "rule": RELATIVE},
             "report": {"help": "Ignore steps smaller than this relative change; 0 keeps every significant step "
@@ -341,14 +356,20 @@ OPTIONS: tuple[Option, ...] = (
        "to confirm it or call it an outlier [default: on].", type=bool, off="--no-confirm-edges", panel=S),
     # -- the executor -----------------------------------------------------------------------
     _o("--executor", "executor", "local: build and measure here, one pair at a time; slurm: each pair is a Slurm "
-       "job, --workers at once (docs/slurm.md) [default: local].", type=ExecutorKind, panel=E),
+       "job, --workers at once (docs/slurm.md) [default: local].", type=ExecutorKind, panel=E,
+       per={"watch": {"help": "Where a confirmed regression's hunt runs: local (here, waited for) or slurm (one "
+                              "job; a later run reads its answer) [default: local]."}}),
     _o("--workers", "workers", "Jobs at once (--executor slurm): a scan's pairs, a bisection's states per round, a "
        "profile's captured states [default: 1].", type=int, panel=E, rule=at_least(1)),
-    _o("--partition", "partition", "Slurm partition of the jobs [default: the cluster's].", panel=E),
-    _o("--time", "time", "Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].", panel=E),
-    _o("--gres", "gres", "Slurm generic resources of each job, e.g. gpu:1 [default: none].", panel=E),
+    _o("--partition", "partition", "Slurm partition of the jobs [default: the cluster's].", panel=E,
+       per={"watch": {"help": "Slurm partition of the hunt's job [default: the cluster's]."}}),
+    _o("--time", "time", "Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].", panel=E,
+       per={"watch": {"help": "Slurm time limit of the hunt's job, e.g. 12:00:00 [default: the partition's]."}}),
+    _o("--gres", "gres", "Slurm generic resources of each job, e.g. gpu:1 [default: none].", panel=E,
+       per={"watch": {"help": "Slurm generic resources of the hunt's job, e.g. gpu:1 [default: none]."}}),
     _o("--slurm-arg", "slurm_arg", "An sbatch option passed through, e.g. --slurm-arg=--container-image=... or "
-       "--slurm-arg=--account=X (repeatable) [default: none].", type=list, panel=E),
+       "--slurm-arg=--account=X (repeatable) [default: none].", type=list, panel=E,
+       per={"watch": {"help": "Another sbatch option for the hunt's job (repeatable) [default: none]."}}),
     _o("--parallel", "parallel", "Dates at once, each on its own GPU(s).", type=int, default=1, panel=E,
        rule=at_least(1)),
     _o("--pull", "pull", "Pull images that are not local.", type=bool, default=True, off="--no-pull", panel=E,
@@ -362,7 +383,9 @@ OPTIONS: tuple[Option, ...] = (
     _o("--dry-run", "dry_run", "Print the plan; touch nothing.", type=bool, default=False, panel=O, toml=False,
        per={"releases": {"help": "List the releases, their jaxlib and what is missing; install nothing."}}),
     _o("--show", "show", "Print the stored nightly results; run nothing.", type=bool, default=False, panel=O,
-       toml=False, per={"releases": {"help": "Print the stored release results; run nothing."}}),
+       toml=False, per={"releases": {"help": "Print the stored release results; run nothing."},
+                        "watch": {"help": "Print the stored watch and write its page; look for and measure "
+                                          "nothing."}}),
     _o("--nightly", "nightly", "Show the daily results of `hourly nightly` instead.", type=bool, default=False,
        toml=False),
     _o("--log", "log", "Print a `git bisect` log of the culprit repository that `git bisect replay` accepts.",
@@ -387,6 +410,27 @@ OPTIONS: tuple[Option, ...] = (
     _o("--anonymous", "anonymous", "Leave out the host name.", type=bool, default=False, panel=O),
     _o("--top", "top", "Rows per comparison table.", type=int, default=10, panel=O, rule=at_least(1),
        per={"compare-profiles": {"help": "Rows per table.", "default": 15, "toml": False}}),
+    # -- hourly watch -----------------------------------------------------------------------
+    _o("--source", "source", "containers: nightly images (--image with {date}); wheels: nightly wheels "
+       "X.Y.Z.devYYYYMMDD on an index (--index-url/--find-links); commits: the first-parent history of JAX and XLA "
+       "every --step [default: the workdir's watch, as its first run set it].", panel=W, toml=False,
+       rule=one_of("containers", "wheels", "commits")),
+    _o("--since", "since", "First date (or time) watched; the first run measures from there as history [default: "
+       "the first run's, else 14 days back].", panel=W),
+    _o("--until", "until", "Newest time looked at, to replay a past stretch night by night [default: now; a date "
+       "alone: the end of that day].", panel=W, toml=False),
+    _o("--list-tags", "list_tags", "containers: list the image's tags from the registry (v2 API) instead of trying "
+       "each date's tag.", type=bool, default=False, panel=M),
+    _o("--max-pairs", "max_pairs", "Most interleaved pairs a suspected step is measured again with; then it is "
+       "unsure.", type=int, default=80, panel=S, rule=at_least(10)),
+    _o("--hunt", "hunt", "Start the hunt of a confirmed regression (hourly hunt; hourly bisect for commits).",
+       type=bool, default=True, off="--no-hunt", panel=E),
+    _o("--hunt-arg", "hunt_arg", "An option passed to the hunt's command as it is, e.g. --hunt-arg=--scan-step=1h "
+       "(repeatable) [default: none].", type=list, panel=E),
+    _o("--hunt-image", "hunt_image", "wheels: the nightly images ({date}) a regression between two nightlies is "
+       "hunted in [default: none: the alert says so].", panel=E),
+    _o("--notify-cmd", "notify_cmd", "Run for each alert that is new or changed (hunted, recovered), with its JSON on "
+       "stdin; a failure is said, exits 1, and the next run tries again [default: none].", panel=O),
     # -- explain ----------------------------------------------------------------------------
     _o("--sweep", "sweep", "Dump both states per pass, and measure the first-bad state with each pass whose effect "
        "differs disabled.", type=bool, default=False),
@@ -454,6 +498,12 @@ TAKES: dict[str, tuple[str, ...]] = {
              "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "min_change", "rerun", "explain", "workdir", "json_out", "config"),
+    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "timeout",
+              "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",
+              "index_url", "find_links", "extra", "with_", "release_cache_dir", "xla_repo", "jax_repo", "ref", "step",
+              "build_cmd", "python", "cache_dir", "warmup_runs", "sync", "force", "hunt", "hunt_arg", "hunt_image",
+              "executor", "partition", "time", "gres", "slurm_arg", "notify_cmd", "show", "workdir", "json_out",
+              "config"),
     "scan": (*WINDOW, *REPOSITORIES, *PAIRING, *BUILD, *RETRY, *BENCHMARK, *STORE, *SCAN_ONLY, *EXECUTOR,
              "dry_run", "json_out", "config"),
     "show": ("workdir", "json_out", "config", "nightly"),

@@ -238,6 +238,9 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_faults.py": ("test_a_scan_killed_at_seeded_moments_again_and_again_loses_and_redoes_nothing",
                        "test_a_bisection_killed_at_seeded_moments_again_and_again_continues_to_the_same_culprit"),
     "test_releases.py": ("test_kill_9_then_rerun_does_not_redo_finished_releases",),
+    # a watch killed -9 while confirming; resuming a check from its stored pairs: the commit watch of the
+    # same file, whose second run with the same night measures nothing again
+    "test_watch.py": ("test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored",),
     # hourly shell --only jax in a subprocess over a read-only host; the overlay's activation: the
     # bisection over the same host (the benchmark's environment), the shell's wiring: test_manual
     "test_host_overlay.py": ("test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath",),

@@ -182,7 +182,7 @@ def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, 
         assert code == 0, err
 
 
-@pytest.mark.parametrize("argv", [["-h"], ["scan", "-h"], ["bisect", "-h"], ["explain", "-h"], ["bench", "-h"]])
+@pytest.mark.parametrize("argv", [["-h"], ["scan", "-h"], ["bisect", "-h"], ["explain", "-h"], ["bench", "-h"], ["watch", "-h"]])
 def test_h_is_help_as_in_the_ecosystem(capsys, argv):
     assert main(argv) == 0
     out = capsys.readouterr().out

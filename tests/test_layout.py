@@ -103,7 +103,7 @@ BASE = ("hourly.errors", "hourly.model", "hourly.plurals", "hourly.timeparse", "
 #: release levels).
 LEVEL_RANK = {"hourly.releases": 0, "hourly.nightly": 0, "hourly.scan": 1, "hourly.bisect": 2,
               "hourly.profile": 2, "hourly.hunt": 3, "hourly.shell": 3,
-              "hourly.explain": 3}
+              "hourly.explain": 3, "hourly.watch": 4}
 #: Entry points and the command layer: they may import any core module.
 TOP = ("hourly.cli", "hourly.__main__", "hourly.commands", "hourly.worker", "hourly.demo")
 
