@@ -33,7 +33,7 @@ from hourly.adapters.store import Measurement, Store  # noqa: E402
 from hourly.bisect.records import BisectRequest  # noqa: E402
 from hourly.bisect.search import run_bisect  # noqa: E402
 from hourly.demo.repos import Change, make_repos  # noqa: E402
-from hourly.measure.settings import effective  # noqa: E402
+from hourly.measure.settings import effective, keyed  # noqa: E402
 from hourly.model import Mode, Status  # noqa: E402
 
 XLA_STEP = ("xla", "2023-08-25T05:20:00Z", "[XLA:GPU] slower fusion", 0.93)
@@ -76,11 +76,16 @@ class OracleExecutor:
             m = Measurement(pair.xla, pair.jax, Status.OK.value, float(np.median(xs)), xs,
                             [{"returncode": 0, "value": x} for x in xs], origin=host.origin)
             host.store.add_measurement(host.key, m)
-            out.append((m, int(new), count))
+            out.append((m, int(new), count, count))
         return out
 
     def stream(self, host, reqs):
         yield from self.measure_many(host, reqs)
+
+    @property
+    def capabilities(self):
+        from hourly.execute.executors import Capabilities
+        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True)
 
 
 def main() -> None:
@@ -99,9 +104,9 @@ def main() -> None:
             rounds, builds, named, states = [], [], [], 0
             for seed in range(a.seeds):
                 work = Path(tmp) / f"w{w}-{seed}"
-                s = effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
+                s = keyed(effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
                                    python=sys.executable, workdir=str(work), sync=False,
-                                   bench_cmd=f"python3 {made.bench_script}", repeats=3))[0]
+                                   bench_cmd=f"python3 {made.bench_script}", repeats=3))[0])
                 store = Store(work, create=True)
                 from hourly.bisect.search import Bisector
                 with Bisector(s, store, Mode.METRIC) as b:
@@ -117,11 +122,11 @@ def main() -> None:
                     return v
                 ex = OracleExecutor(w, level, a.noise, seed)
                 answers = run_bisect(s, store, BisectRequest(GOOD, BAD, Mode.METRIC, 10), executor=ex)
-                got = [x["culprit"]["sha"] for x in answers if x.get("culprit")]
+                got = [x.culprit.sha for x in answers if x.culprit]
                 named.append(got == [culprits["xla"], culprits["jax"]])
                 rounds.append(len(ex.rounds))
                 builds.append(len(ex.built))
-                states = answers[0]["states"]
+                states = answers[0].states
             print(f"| {w} | {a.noise:.1%} | {sum(named)}/{len(named)} | {statistics.mean(rounds):.1f}, {max(rounds)} | "
                   f"{statistics.mean(builds):.1f}, {max(builds)} | {states} |")
 

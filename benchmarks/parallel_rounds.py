@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from window_hunt import DAY, load_walks
 
-from hourly.analysis.bisection import StepSearch, Verdict, bounds, candidate_states, next_probe, plan_probes
+from hourly.analysis.bisection import Verdict, bounds, candidate_states, next_probe, plan_probes
+from hourly.analysis.step_search import StepSearch
 
 WORKERS = (1, 2, 4, 8)
 

@@ -188,7 +188,7 @@ def hourly(case: Case, plain: bool = False) -> tuple[int, str | None]:
     test(pairs[0])
     test(pairs[-1])
     verdicts: dict[int, Verdict] = {}
-    while True:  # Bisector._exit_search
+    while True:  # hourly.bisect.chain_drive.ChainDrive.search
         near = set() if plain else near_breaks(
             pairs, [pairs[i] for i, v in verdicts.items() if v is Verdict.SKIP],
             [pairs[i] for i, v in verdicts.items() if v is not Verdict.SKIP] + [pairs[0], pairs[-1]])
@@ -203,7 +203,7 @@ def hourly(case: Case, plain: bool = False) -> tuple[int, str | None]:
     moved = step_commits(walks, good, bad)
     if not b.adjacent:
         return len(o.built), None
-    if moved["xla"] and moved["jax"]:  # Bisector._blame: a mixed pair measured by the search is reused
+    if moved["xla"] and moved["jax"]:  # WindowDrive.blame: a mixed pair measured by the search is reused
         seen: dict[Pair, Verdict] = {}
         on_chain = not plain and Pair(good.xla, bad.jax) in known  # the search measured it, a state of its chain
         while not isinstance(nxt := next_blame(good, bad, seen, on_chain), Blame):

@@ -24,7 +24,8 @@ each state's ``jax`` package is built from its commit with ``pip wheel`` (the de
 (``--cache-dir``, default ``<workroot>/cache``) is shared, since a wheel built from a commit is
 the same wheel every time (``--fresh-cache`` gives each run its own).
 
-Each run prints its answer: the culprit (a confirmed one), a candidate (not confirmed), a range
+Each run prints a row of benchmarks/real_bisect.py's table (probes, benchmark process starts,
+samples, wall and bench seconds) and its answer: the culprit (a confirmed one), a candidate (not confirmed), a range
 (unsure states beside the step), or no step (the ends do not differ). The bar: the expected culprit
 every run, or an honest candidate/range/none — never another commit named as the culprit. Exit 1
 when a run named a wrong culprit, 0 otherwise.
@@ -35,11 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_bisect import HEADER, TALLY, Run, bisect_once, row, skip  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE / "real_jax" / "dispatch_op.py"
@@ -51,51 +52,16 @@ WINDOWS = {
 }
 
 
-def classify(answer: dict, expect: str | None) -> tuple[str, str]:
-    """(class, text) of one answer: exact / wrong / candidate / range / none."""
-    if answer.get("error"):
-        return "none", f"no answer: {answer['error']}"
-    c = answer.get("culprit")
-    if c:
-        ok = expect is not None and c["sha"].startswith(expect)
-        return ("exact" if ok else "wrong"), f"culprit {c['sha'][:10]} {c.get('subject', '')!r}"
-    cand = answer.get("candidate")
-    if cand:
-        return "candidate", f"candidate (not confirmed) {cand['sha'][:10]} {cand.get('subject', '')!r}"
-    if answer.get("range"):
-        shas = " ".join(sha[:10] for sha in answer["range"])
-        return "range", f"range of {len(answer['range'])} commits [{shas}] ({answer.get('reason')})"
-    return "none", f"no culprit ({answer.get('reason')})"
-
-
-def one_run(i: int, args, good: str, bad: str, expect: str | None) -> dict:
+def one_run(i: int, args, good: str, bad: str, expect: str | None) -> Run:
     workdir = Path(args.workroot) / f"run-{i}"
-    shutil.rmtree(workdir, ignore_errors=True)
     cache = workdir / "cache" if args.fresh_cache else Path(args.cache_dir or Path(args.workroot) / "cache")
-    cmd = [
-        sys.executable, "-m", "hourly", "bisect", "--only", "jax", "--jax-repo", args.jax_clone,
-        "--ref", args.ref, "--python", args.python, "--good", good, "--bad", bad,
-        "--bench-cmd", f"python3 {BENCH} --op {args.op} --stat min --calls {args.calls} --blocks {args.blocks}",
-        "--metric-regex", METRIC, "--lower-is-better", "--workdir", str(workdir),
-        "--cache-dir", str(cache), "--json", *args.extra,
+    hourly_args = [
+        "--only", "jax", "--jax-repo", args.jax_clone, "--ref", args.ref, "--python", args.python,
+        "--good", good, "--bad", bad,
+        "--bench-cmd", f"python3 {TALLY} {BENCH} --op {args.op} --stat min --calls {args.calls} --blocks {args.blocks}",
+        "--metric-regex", METRIC, "--lower-is-better", "--cache-dir", str(cache.resolve()), *args.extra,
     ]
-    start = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    (Path(args.workroot) / f"run-{i}.stderr").write_text(p.stderr)
-    (Path(args.workroot) / f"run-{i}.json").write_text(p.stdout)  # the whole answer, probes and samples
-    try:
-        answers = json.loads(p.stdout)["regressions"]
-    except (ValueError, KeyError):
-        # hourly refuses a window whose ends do not differ with one line and exit 1: no step
-        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        answers = [{"error": last}]
-    out = []
-    for a in answers:
-        cls, text = classify(a, expect)
-        out.append({"class": cls, "text": text, "builds": a.get("builds"), "runs": a.get("runs"),
-                    "states": a.get("states")})
-    return {"run": i, "rc": p.returncode, "wall_s": round(wall, 1), "answers": out}
+    return bisect_once(i, hourly_args, Path(args.workroot), workdir, expect)
 
 
 def main() -> int:
@@ -116,25 +82,25 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more hourly bisect flags, after --")
     args = ap.parse_args()
     if not args.jax_clone or not args.python:
-        print("real_noise_bisect: skipped — give --jax-clone (a clone of jax-ml/jax) and --python "
-              "(a Python with jaxlib installed, e.g. jaxlib==0.4.26 'numpy<2' 'scipy<1.14' "
-              "'ml_dtypes<0.5' opt_einsum wheel); see docs/bisect.md, 'On the real jax-ml/jax history'")
-        return 0
+        return skip("real_noise_bisect", "give --jax-clone (a clone of jax-ml/jax) and --python "
+                    "(a Python with jaxlib installed, e.g. jaxlib==0.4.26 'numpy<2' 'scipy<1.14' "
+                    "'ml_dtypes<0.5' opt_einsum wheel); see docs/bisect.md, 'On the real jax-ml/jax history'")
     good, bad, expect = WINDOWS[args.window]
     good, bad = args.good or good, args.bad or bad
     expect = args.expect if args.expect is not None else (expect if not (args.good or args.bad) else None)
     os.makedirs(args.workroot, exist_ok=True)
     results = []
+    if not args.json:
+        print(HEADER, flush=True)
     for i in range(1, args.runs + 1):
         r = one_run(i, args, good, bad, expect)
         results.append(r)
         if not args.json:
-            for a in r["answers"]:
-                print(f"run {i}: {a['class']:9} {a['text']}  [{a['builds']} builds, {a['runs']} runs, "
-                      f"{r['wall_s']} s, exit {r['rc']}]", flush=True)
-    wrong = sum(a["class"] == "wrong" for r in results for a in r["answers"])
-    exact = sum(a["class"] == "exact" for r in results for a in r["answers"])
-    summary = {"window": [good, bad], "expect": expect, "runs": results, "exact": exact, "wrong": wrong}
+            print(row(r), flush=True)
+    wrong = sum(a["class"] == "wrong" for r in results for a in r.answers)
+    exact = sum(a["class"] == "exact" for r in results for a in r.answers)
+    summary = {"window": [good, bad], "expect": expect, "runs": [r.as_json() for r in results],
+               "exact": exact, "wrong": wrong}
     if args.json:
         print(json.dumps(summary, indent=1))
     else:

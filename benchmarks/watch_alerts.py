@@ -203,28 +203,33 @@ class Cost:
 
 
 def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
+    knobs = dict(knobs)
+    cap = int(knobs.pop("max_pairs", arr.MAX_PAIRS))
+    # each look (MIN_PAIRS, doubling up to the cap) tests at ALPHA / its number of looks
+    alpha = arr.ALPHA / (1 + math.ceil(math.log2(cap / arr.MIN_PAIRS)))
     rng = np.random.default_rng([seed, s.ident, 7])
     alerts: list[Alert] = []
     since = level_from = 0
     judged: set[tuple[int, int]] = set()
+    rejected: set[tuple[int, int]] = set()
     for t in range(HISTORY_NIGHTS, len(s.series)):
         if s.series[t] is None:
             continue
         a = arr.arrival(s.series[:t + 1], higher_is_better=s.higher_is_better, min_change=MIN_CHANGE,
-                        since=since, level_from=level_from, judged=judged, **knobs)
+                        since=since, level_from=level_from, judged=judged, rejected=rejected, **knobs)
         for sus in a.suspects:
             if sus.after_index < since:
                 continue
             old: list[float] = []
             new: list[float] = []
-            want = arr.plan_pairs(sus.relative_change, sus.noise, min_change=MIN_CHANGE)
+            want = arr.plan_pairs(sus.relative_change, sus.noise, min_change=MIN_CHANGE, cap=cap)
             cost.confirmations += 1
             while True:
                 k = want - len(old)
                 machine = np.exp(0.5 * s.noise * rng.standard_normal(k))   # shared by the two runs of a pair
                 old += list(s.draw(sus.before_index, k, rng) * machine)
                 new += list(s.draw(sus.after_index, k, rng) * machine)
-                c = arr.confirm(old, new, min_change=MIN_CHANGE)
+                c = arr.confirm(old, new, min_change=MIN_CHANGE, cap=cap, alpha=alpha)
                 if c.verdict is not arr.Verdict.MORE:
                     break
                 want = c.next_pairs
@@ -238,6 +243,7 @@ def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
                 cost.undecided += 1
             else:
                 cost.rejected += 1
+                rejected.add((sus.before_index, sus.after_index))
     return alerts
 
 
@@ -721,6 +727,8 @@ def main() -> int:
     ap.add_argument("--newest", type=int, default=arr.NEWEST)
     ap.add_argument("--max-window", type=int, default=arr.MAX_WINDOW)
     ap.add_argument("--min-rate", type=float, default=arr.MIN_RATE)
+    ap.add_argument("--max-pairs", type=int, default=arr.MAX_PAIRS,
+                    help="the cap of interleaved pairs a confirmation measures (hourly watch --max-pairs)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--cells", action="store_true", help="also print every kind/noise/runs cell")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
@@ -732,7 +740,7 @@ def main() -> int:
     methods = tuple(m for m in a.methods.split(",") if m)
     t0 = time.perf_counter()
     knobs = {"suspect_z": a.suspect_z, "beyond": a.beyond, "newest": a.newest, "max_window": a.max_window,
-             "min_rate": a.min_rate}
+             "min_rate": a.min_rate, "max_pairs": a.max_pairs}
     out = run(a.seed, a.streams, knobs, methods, a.jobs)
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     groups = ["all"] + [f"kind={k}" for k in KINDS] + [f"noise={x:.1%}" for x in NOISES] + [f"runs={k}" for k in SAMPLES]

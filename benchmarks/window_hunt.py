@@ -53,21 +53,18 @@ from hourly.analysis.bisection import (
     COST_MEASURED,
     DEFAULT_MIN_CHANGE,
     State,
-    StepSearch,
     Verdict,
     bounds,
     candidate_states,
-    classify,
     next_probe,
-    separation,
     step_commits,
-    worse,
 )
 from hourly.analysis.detect import ChangeKind, detect
+from hourly.analysis.judges.metric import MIN_END_SAMPLES, SEPARATION_MIN, MetricJudge  # as the Bisector's judge
+from hourly.analysis.samples import separation
+from hourly.analysis.step_search import StepSearch
 
 DAY, HOUR = 86400, 3600
-#: hourly.bisect.search's constants, mirrored (the Bisector drives the search exactly so)
-SEPARATION_MIN, MIN_END_SAMPLES = 3.0, 3
 
 
 class Bench:
@@ -114,7 +111,7 @@ def hourly_bisect(bench: Bench, states: list[State], max_repeats: int, repeats: 
         if sep >= SEPARATION_MIN or want >= max_repeats:
             break
         want = min(2 * want, max_repeats)
-    if sep < SEPARATION_MIN or not worse(good, bad, True):
+    if sep < SEPARATION_MIN or not MetricJudge.worse(good, bad, True):
         return []
     pairs = [s.pair for s in states]
     search = StepSearch(len(states), lambda i, c: bench.measure(pairs[i], c), repeats=repeats,
@@ -149,14 +146,14 @@ def before_bisect(bench: Bench, states: list[State], max_repeats: int = 10, repe
             if sep >= SEPARATION_MIN or want >= max_repeats:
                 break
             want = min(2 * want, max_repeats)
-        if sep < SEPARATION_MIN or not worse(good, bad, True):
+        if sep < SEPARATION_MIN or not MetricJudge.worse(good, bad, True):
             return found
 
         def evaluate(pair, fresh=False):
             samples = [] if fresh else list(bench.store.get(pair, []))
             while True:
                 if samples:
-                    c = classify(samples, good, bad)
+                    c = MetricJudge.classify(samples, good, bad)
                     if c.verdict is not Verdict.UNSURE:
                         return c
                     if len(samples) >= max_repeats:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import signal
 import sys
 import tempfile
@@ -13,11 +12,12 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType
-from typing import Protocol, cast
+from typing import Any, Callable, Protocol, cast
 
 import typer
 
 from hourly.errors import ProcessError, UserError
+from hourly.options import join
 
 from . import __version__
 from .commands.bench import bench
@@ -37,6 +37,7 @@ from .commands.report import report
 from .commands.scan import scan, show
 from .commands.shell import shell
 from .commands.trace import compare_profiles, trace
+from .commands.watch import watch
 
 # typer (>= 0.29) carries its own click: its exceptions are reached through typer, never click.
 _CLICK_ERRORS = (typer.TyperException,)
@@ -113,32 +114,21 @@ def _top(version_: bool = typer.Option(False, "--version", callback=_print_versi
                                        help="Print hourly's version and exit.")) -> None:
     """Find the JAX or XLA commit that made a program slower or made it crash."""
 
-def _command(name: str | None = None, **kw):
-    """A command whose --help groups its options in panels (hourly.commands.common.PANELS)."""
-    return app.command(name, cls=PanelledCommand, **kw)
+def _command(fn: Callable[..., Any], **kw: Any) -> None:
+    """Register ``fn`` (made by hourly.commands.common.command) under its name; its --help groups
+    its options in panels (hourly.options.PANELS)."""
+    name = fn.command_name  # type: ignore[attr-defined]  # set by hourly.commands.common.command
+    app.command(name, cls=PanelledCommand, **kw)(fn)
 
 
 # --help lists the commands in the order of a hunt
-_command()(demo)
-_command()(releases)
-_command()(nightly)
-_command()(container)
-_command()(hunt)
-_command()(scan)
-_command()(show)
-_command()(detect)
-_command()(bisect)
-_command()(mark)
-_command()(shell)
-_command()(report)
-_command()(profile)
-_command()(explain)
-_command()(bench)
-_command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(trace)
-_command("compare-profiles")(compare_profiles)
-_command()(clean)
-_command("config")(config_cmd)
-_command()(version)
+_IN_ORDER: tuple[Callable[..., Any], ...] = (demo, releases, nightly, container, hunt, watch, scan, show, detect, bisect,
+                                             mark, shell, report, profile, explain, bench, trace,
+                                             compare_profiles,
+                                             clean, config_cmd, version)
+for _fn in _IN_ORDER:  # trace passes what follows its own options to the benchmark
+    _command(_fn, **({"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}
+                     if _fn is trace else {}))
 
 #: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
 for _c in app.registered_commands:
@@ -166,9 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     if code == 130 and _stopped_by:
         code = 128 + _stopped_by[0]
     if code in (130, *(128 + s for s in STOP_SIGNALS)):
-        what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
-        _err(f"\n{what}. Finished points are stored; resume with:\n  {shlex.join(['hourly', *argv])}")
+        _err(stopped_line(code, argv))
     return code
+
+
+def stopped_line(code: int, argv: list[str]) -> str:
+    """What a run stopped by Ctrl-C (130) or a stop signal (128 + it) prints: the command that
+    resumes it, as it was given, secret-looking values redacted (hourly.options.join)."""
+    what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
+    return f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}"
 
 
 def _main(argv: list[str]) -> int:
@@ -180,6 +176,12 @@ def _main(argv: list[str]) -> int:
     except _ABORTS:  # Ctrl-C, or a stop signal (main() tells them apart)
         return 130
     except _CLICK_ERRORS as e:
+        if e.exit_code == 2 and type(e).__name__ != "NoArgsIsHelpError":  # a usage error: one line, as ours
+            ctx = getattr(e, "ctx", None)
+            shown = e.format_message() if hasattr(e, "format_message") else str(e)
+            message = " ".join(shown.split())
+            _err(f"hourly: error: {message} — see `{ctx.command_path if ctx else 'hourly'} --help`")
+            return 2
         cast(_ShownError, e).show()
         return e.exit_code
     except UserError as e:

@@ -59,7 +59,8 @@ class ProcessError(HourlyError):
         what = "timed out" if timed_out else f"exited with {returncode}"
         where = f" in {cwd}" if cwd else ""
         last = tail.strip().splitlines()[-1] if tail.strip() else "(no output)"
-        super().__init__(f"`{' '.join(cmd)}`{where} {what}: {last}")
+        from hourly.privacy import redact_argv  # the message is printed: secret-looking values left out
+        super().__init__(f"`{' '.join(redact_argv(self.cmd))}`{where} {what}: {last}")
 
 
 def blocking_file(path: str | os.PathLike) -> Path | None:

@@ -1,4 +1,7 @@
-"""The metric a benchmark prints: the default pattern, its checks, and reading it from output."""
+"""The metric a benchmark prints: the default pattern, its checks, and reading it from output.
+
+A value is a finite number: a capture that overflows (``1e400``), reads as infinity or NaN, or is
+no number at all is no metric (the run is ``no_metric``, and says what was captured)."""
 
 from __future__ import annotations
 
@@ -32,17 +35,49 @@ def compile_metric_regex(pattern: str) -> re.Pattern:
     return rx
 
 
-def parse_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> float | None:
-    """The metric's value in ``text``: the last match wins; None when there is none."""
+@dataclass(frozen=True)
+class MetricReading:
+    """What the metric regex read in a run's output: the value (the last match that is a finite
+    number; None when there is none) and, when the regex matched text that is no finite number
+    (``MLUPS: 1e400`` overflows to infinity, ``inf``, ``nan``, a word), the last such text."""
+
+    value: float | None
+    captured: str | None = None
+
+    def why_none(self) -> str:
+        """Why the run has no metric, in words ("metric never printed" when nothing matched)."""
+        if self.captured is None:
+            return "metric never printed"
+        return f"the metric regex captured {self.captured!r}, not a finite number"
+
+
+def read_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> MetricReading:
+    """The metric in ``text``: the last match that reads as a finite number wins. A capture that
+    is not one (an overflow to infinity, a literal ``inf`` or ``nan``, a word) is no metric: it is
+    kept as ``captured`` so that the run can say what it printed."""
     rx = pattern if isinstance(pattern, re.Pattern) else compile_metric_regex(pattern)
     value = None
+    captured = None
     for m in rx.finditer(text):
         raw = m.group("value") if "value" in rx.groupindex else m.group(1)
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
+        if raw is None:  # the group took no part in this match
             continue
-    return value
+        try:
+            x = float(raw)
+        except ValueError:
+            captured = raw
+            continue
+        if math.isfinite(x):
+            value = x
+        else:
+            captured = raw
+    return MetricReading(value, None if value is not None else captured)
+
+
+def parse_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> float | None:
+    """The metric's value in ``text``: the last match that is a finite number; None when there is
+    none (:func:`read_metric` also says what the regex captured instead)."""
+    return read_metric(text, pattern).value
 
 
 # -- many samples from one process ---------------------------------------------------------------

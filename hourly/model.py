@@ -262,6 +262,9 @@ class NightlyPoint:
 DEFAULT_MAX_REPEATS = 20
 #: The smallest step a bisection pins, as a fraction of the level (``--min-change`` of bisect).
 BISECT_MIN_CHANGE = 0.02
+#: The daily level's nightly images (``--image``: a template with ``{date}``) and its benchmark.
+DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
+DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 
 
 def check_min_change(value: float, error: type[Exception] | None = None) -> float:

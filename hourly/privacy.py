@@ -31,3 +31,38 @@ def redact_assignments(items: list[str]) -> list[str]:
         k, sep, v = item.partition("=")
         out.append(f"{k}={REDACTED}" if sep and looks_secret(k) else item)
     return out
+
+
+def _is_name(text: str) -> bool:
+    return bool(text) and all(c.isalnum() or c in "_-." for c in text)
+
+
+def redact_word(word: str) -> str:
+    """One word of a command line with a secret-looking value redacted: ``API_TOKEN=s3cret``,
+    ``--env=API_TOKEN=s3cret``, ``--export=ALL,API_TOKEN=s3cret`` (an sbatch option), or a command
+    given as one word (``--bench-cmd "env API_TOKEN=s3cret python b.py"``) whose words are."""
+    if any(c.isspace() for c in word):
+        import shlex
+        try:
+            words = shlex.split(word)
+        except ValueError:
+            return word
+        redacted = [redact_word(w) for w in words]
+        return shlex.join(redacted) if redacted != words else word
+    key, sep, value = word.partition("=")
+    if not sep:
+        return word
+    if key.startswith("-"):  # --flag=value
+        return f"{key}={redact_word(value)}"
+    if "," in key:  # ALL,API_TOKEN=...: the last name is the one assigned
+        head, _, name = key.rpartition(",")
+        return f"{head},{redact_word(f'{name}={value}')}"
+    if _is_name(key) and looks_secret(key):
+        return f"{key}={REDACTED}"
+    return f"{key}={redact_word(value)}" if "=" in value else word
+
+
+def redact_argv(words: list[str]) -> list[str]:
+    """A command's words with every secret-looking value redacted (see :func:`redact_word`): what
+    hourly prints or stores of a command line it did not run itself."""
+    return [redact_word(w) for w in words]

@@ -137,17 +137,25 @@ def window(start: str, end: str, tz: str = "UTC") -> tuple[datetime, datetime]:
 
 
 def instants(t0: datetime, t1: datetime, step: timedelta) -> list[datetime]:
-    """Every instant t0, t0+step, … ≤ t1, each once (no ``24:00`` duplicate of ``00:00``)."""
+    """Every instant t0, t0+step, … before t1, and t1 itself: the window's end is always an instant,
+    on the step's grid or not (``--to 13:30 --step 1h`` is 11:00, 12:00, 13:00 and 13:30; a grid
+    that stopped at 13:00 lost a change committed at 13:20). Each instant once (no ``24:00``
+    duplicate of ``00:00``)."""
     if t1 < t0:
         raise UserError("the window is reversed", "swap --from and --to")
     out = []
     t = t0
-    while t <= t1:
+    while t < t1:
         out.append(t)
         t += step
-    if not out:
-        raise UserError("the window holds no instant", "widen --from/--to or shorten --step")
+    out.append(t1)
     return out
+
+
+def instant_count(t0: datetime, t1: datetime, step: timedelta) -> int:
+    """``len(instants(t0, t1, step))`` without making them (a plan is sized before it is made)."""
+    whole, rest = divmod(t1 - t0, step)
+    return whole + 1 + (1 if rest else 0)
 
 
 def iso_utc(t: datetime) -> str:

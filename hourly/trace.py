@@ -7,7 +7,10 @@
 The script runs through :mod:`runpy` with ``sys.argv`` set as if it had been started directly.
 Around it: ``jax.profiler.start_trace(DIR, create_perfetto_trace=True, profiler_options=...)``
 (never ``create_perfetto_link``, which blocks), and at the end, after blocking on every live array,
-``jax.profiler.save_device_memory_profile(DIR/memory.prof)``. Named checkpoints
+``jax.profiler.save_device_memory_profile(DIR/memory.prof)``; the manifest keeps each device's
+``memory_stats()`` then (peak bytes in use: TPU, GPU). The device tracer is JAX's default (on):
+on a TPU or a GPU the trace holds the device's own timeline (``/device:TPU:0``'s ``XLA Ops``
+line, a GPU's kernels per stream), which ``hourly profile`` and ``hourly explain`` read. Named checkpoints
 (:func:`hourly.jaxbench.memory_checkpoint`) listed in ``--memprof-at`` or ``HOURLY_MEMPROF_AT``
 write ``memory-<name>.prof``. ``DIR/manifest.json`` lists what was captured.
 
@@ -172,9 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                 manifest["trace_error"] = f"stop_trace failed: {e}"
         if not ns.no_final_memory_profile:
             try:
-                jaxbench.save_memory_profile(out / FINAL_MEMORY_PROFILE)
+                jaxbench.save_memory_profile(out / FINAL_MEMORY_PROFILE)  # blocks on every live array first
             except Exception as e:
                 manifest["memory_profile_error"] = f"{type(e).__name__}: {e}"
+        manifest["device_memory"] = device_memory(jax)
         manifest.update(status=status, exit_code=exit_code, error=error or manifest["error"],
                         program_seconds=round(elapsed, 3), files=_relative_files(out))
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -211,6 +215,28 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = old_argv
         if old_path0 is not None and sys.path and sys.path[0] != old_path0:
             sys.path.pop(0)
+
+
+#: the fields of ``device.memory_stats()`` the manifest keeps (TPU and GPU report them; the CPU none)
+MEMORY_STATS = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit", "largest_alloc_size", "num_allocs")
+
+
+def device_memory(jax) -> dict[str, dict]:
+    """``{device: {peak_bytes_in_use: …, …}}`` of each local device that reports memory stats, at the
+    end of the run (after the final memory profile blocked on every live array); {} on the CPU."""
+    out: dict[str, dict] = {}
+    try:
+        devices = jax.local_devices()
+    except Exception:
+        return out
+    for d in devices:
+        try:
+            stats = d.memory_stats()
+        except Exception:
+            stats = None
+        if stats:
+            out[str(d)] = {k: int(stats[k]) for k in MEMORY_STATS if k in stats}
+    return out
 
 
 def _run_program(ns: argparse.Namespace) -> dict:

@@ -31,7 +31,7 @@ import os
 import sys
 import traceback
 from contextlib import contextmanager
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from hourly.execute.jobfiles import write_json
@@ -76,11 +76,10 @@ def own_pair(job: Path, req: dict):
     from hourly.adapters.venvs import overlay_env
     from hourly.measure.build import Workspace
     from hourly.measure.measurer import Measurer
-    from hourly.measure.settings import Settings
+    from hourly.measure.settings import FIELD_NAMES, Settings, keyed
     from hourly.model import Pair
 
-    names = {f.name for f in fields(Settings)}
-    s = Settings(**{k: v for k, v in req["settings"].items() if k in names})
+    s = Settings(**{k: v for k, v in req["settings"].items() if k in FIELD_NAMES})
     pair = Pair(*req["pair"])
     trees = job / "trees"
     base = {"jax": GitRepo(s.jax_repo, "jax")}
@@ -101,7 +100,7 @@ def own_pair(job: Path, req: dict):
         store = RecordingStore(Path(req["workdir"]))
         repos = [own[n] for n in ("xla", "jax") if n in own]
         with Workspace(repos, force=True) as ws:
-            yield Measurer(js, store, own.get("xla"), own["jax"], ws), pair
+            yield Measurer(keyed(js), store, own.get("xla"), own["jax"], ws), pair
     finally:
         for name, tree in own.items():
             try:
@@ -119,7 +118,8 @@ def measure(job: Path, req: dict) -> dict:
         return {"outcome": "measured", "measurement": asdict(got),
                 "rows": [asdict(r) for r in m.last_rows],  # every named metric's row (the primary's among them)
                 "builds": [asdict(r) for r in m.store.builds], "builds_run": b.builds_run,
-                "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs}
+                "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs,
+                "samples": m.samples}  # the samples those runs printed, counted apart from them
 
 
 def profile(job: Path, req: dict) -> dict:

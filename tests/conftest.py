@@ -116,6 +116,44 @@ def scan_args(made, venv_python, tmp_path):
     return make
 
 
+def last_flag_wins(argv: list[str]) -> list[str]:
+    """``argv`` with the earlier uses of a single-valued flag given again dropped.
+
+    The suite writes an override as a later flag (``scan_args() + ["--from", "someday"]``, a
+    helper's defaults, then the test's own); hourly refuses a single-valued flag given twice
+    (hourly.commands.common.refuse_repeated: a user's second ``--python`` is a mistake to say, not
+    a value to pick), so the in-process runs below keep the later one, as the helpers mean.
+    Subprocess runs of ``python -m hourly`` see the real rule (tests/test_cli_edges.py checks it)."""
+    from typer.main import get_command
+
+    from hourly.cli import app
+    group = get_command(app)
+    cmd = group.commands.get(argv[0]) if argv else None  # type: ignore[attr-defined]
+    if cmd is None:
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    by_flag = {f: p for p in cmd.params if p.param_type_name == "option" for f in (*p.opts, *p.secondary_opts)}
+    uses: list[tuple[str, int, int]] = []  # (flag, first word, words)
+    i = 1
+    while i < end:
+        flag, eq, _ = argv[i].partition("=") if argv[i].startswith("--") else (argv[i], "", "")
+        p = by_flag.get(flag)
+        n = 1 if p is None or p.is_flag or eq else 2
+        if p is not None and not p.multiple:
+            uses.append((flag, i, n))
+        i += n
+    last = {flag: start for flag, start, _ in uses}
+    drop = {j for flag, start, n in uses if last[flag] != start for j in range(start, start + n)}
+    return [w for j, w in enumerate(argv) if j not in drop]
+
+
+@pytest.fixture(autouse=True)
+def _later_flags_override(monkeypatch):
+    import hourly.cli
+    real = hourly.cli._main
+    monkeypatch.setattr(hourly.cli, "_main", lambda argv: real(last_flag_wins(list(argv))))
+
+
 @pytest.fixture(autouse=True)
 def _no_user_config(tmp_path, monkeypatch):
     """Run each test in its own directory so no ./hourly.toml leaks in; crash logs and the build cache
@@ -157,12 +195,23 @@ SLOW: dict[str, tuple[str, ...]] = {
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
     "test_report.py": ("test_demo_finds_every_planted_change",),
     "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
-    # bisections under heavy planted noise and with kill -9, and the runs of many scans and
-    # bisections in one test (loadfile keeps a file on one worker: this file was the quick run's
-    # long pole); the search logic: test_bisect_math; one bisection per behaviour stays quick
-    # (two steps, build failures, skips, exit mode, mixed pairs, second step, cherry-picks,
-    # unconfirmed answers, --retry-failed, failing ends)
+    # bisections under heavy planted noise and with kill -9, the runs of many scans and
+    # bisections in one test, and every bisection whose logic tests/test_drive.py runs over a
+    # table of evidence on exhaustive histories (two steps, build failures, skips, mixed pairs and
+    # blame, the rest of a window, the second step's blame); the search maths: test_bisect_math.
+    # The quick run keeps one end-to-end bisection per piece of wiring: a replayable exit-mode
+    # log, a recorded build failure and --retry-failed, cherry-picks, an unconfirmed candidate's
+    # exit 4, an end that fails to build
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
+                       "test_two_steps_inside_one_window_are_both_found",
+                       "test_build_failure_next_to_the_culprit",
+                       "test_skips_that_hide_the_culprit_give_the_smallest_range",
+                       "test_exit_mode_log_with_a_skipped_range",
+                       "test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs",
+                       "test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_reuses_it",
+                       "test_exit_mode_blames_an_xla_commit_of_a_step_moving_both_repos_from_the_chain",
+                       "test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped",
+                       "test_the_second_step_of_a_window_is_blamed_against_its_own_levels",
                        "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
                        "test_kill_9_then_rerun_continues",
                        "test_every_regression_of_a_scan_is_bisected_to_its_commit",
@@ -173,14 +222,25 @@ SLOW: dict[str, tuple[str, ...]] = {
                        "test_a_regression_an_improvement_and_a_regression",
                        "test_noisy_metric_gets_more_repeats",
                        "test_a_flaky_crash_is_named_by_its_failure_rate"),
-    # four workers' rounds over two steps; rounds: test_bisect_math, and this file's exit-mode test
-    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",),
+    # rounds of W states end to end; the rounds' logic: test_bisect_math, test_round_planner, and
+    # tests/test_drive.py (exit mode in rounds against the sequential search, every culprit position)
+    "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",
+                              "test_exit_mode_in_rounds_names_the_crash_like_the_sequential_one"),
+    # a manual bisection at a terminal: the one at a prompt to its culprit, Ctrl-C and kill -9 at the
+    # prompt stay quick; an unknown word and unsure, and hourly mark from a second process: their
+    # logic in tests/test_drive.py (the manual judge over a table, the Person's prompt and hourly
+    # mark on a real store, the report of a manual answer)
+    "test_manual.py": ("test_unsure_and_a_word_that_is_no_verdict",
+                       "test_hourly_mark_from_a_second_process_answers_the_waiting_bisection"),
     # a whole jax-only hunt; its parts: the other tests of test_only
     "test_only.py": ("test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit",),
     # processes killed at seeded moments, again and again
     "test_faults.py": ("test_a_scan_killed_at_seeded_moments_again_and_again_loses_and_redoes_nothing",
                        "test_a_bisection_killed_at_seeded_moments_again_and_again_continues_to_the_same_culprit"),
     "test_releases.py": ("test_kill_9_then_rerun_does_not_redo_finished_releases",),
+    # a watch killed -9 while confirming; resuming a check from its stored pairs: the commit watch of the
+    # same file, whose second run with the same night measures nothing again
+    "test_watch.py": ("test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored",),
     # hourly shell --only jax in a subprocess over a read-only host; the overlay's activation: the
     # bisection over the same host (the benchmark's environment), the shell's wiring: test_manual
     "test_host_overlay.py": ("test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath",),

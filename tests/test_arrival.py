@@ -96,6 +96,17 @@ def test_a_rejected_pair_is_not_suspected_again_and_the_next_night_is_judged_on_
     assert s.after_index == 21 and s.before_index <= 19 and s.relative_change < -0.08
 
 
+def test_a_rejected_slow_night_in_a_short_history_hides_no_later_step():
+    # five builds, a slow night that measuring again rejected, a quiet night, then a 20 % step: the
+    # slow night is no evidence of the series' noise either (it read as 9 % noise, and the step hid in it)
+    series = nightly([(4, 100.0)], 0.002, seed=11) + [85.0, 100.1, 80.0]
+    (s,) = arrival(series, judged={(3, 4)}, rejected={(3, 4)}).suspects
+    assert s.before_index <= 5 and s.after_index == 6 and s.relative_change == pytest.approx(-0.2, abs=0.01)
+    assert arrival(series[:-1], judged={(3, 4)}, rejected={(3, 4)}).status is ArrivalStatus.QUIET
+    # left undecided (not ruled out), the night stays in the detector's series: unseen there
+    assert arrival(series, judged={(3, 4)}).status is ArrivalStatus.QUIET
+
+
 def test_a_step_confirmed_measured_the_other_way_round_is_confirmed_in_its_own_direction():
     # its first night was read 10 % low on a slow machine, but the build is 5 % faster
     c = settle(100.0, 105.0, 0.003, MIN_PAIRS, seed=7)

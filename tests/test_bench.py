@@ -7,7 +7,7 @@ import pytest
 
 from hourly.errors import UserError
 from hourly.measure.benchmark import BenchSpec, Status, run_benchmark
-from hourly.metric import parse_metric
+from hourly.metric import parse_metric, read_metric
 from hourly.model import spread
 
 
@@ -71,3 +71,33 @@ def test_warmup_runs_are_recorded_but_not_counted(tmp_path):
     assert res.runs[0].as_dict()["warmup"] is True and "warmup" not in res.runs[1].as_dict()
     crash_first = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 1')")), 2, tmp_path / "logs", "x", warmup=0)
     assert len(crash_first.runs) == 2
+
+
+# -- issue 33 item 5: a value that is not a finite number is no metric ------------------------------
+
+@pytest.mark.parametrize("text,regex", [
+    ("MLUPS: 1e400", None),                                   # overflows to infinity
+    ("MLUPS: -1e999", None),
+    ("MLUPS: inf", r"MLUPS:\s*(?P<value>\S+)"),               # a literal infinity
+    ("MLUPS: nan", r"MLUPS:\s*(?P<value>\S+)"),
+    ("time: Infinity ms", r"time: (?P<value>\S+) ms"),
+])
+def test_a_metric_that_is_not_a_finite_number_is_no_metric(text, regex):
+    args = (text, regex) if regex else (text,)
+    assert parse_metric(*args) is None
+    reading = read_metric(*args)
+    assert reading.value is None and reading.captured == text.split()[1]
+
+
+def test_the_last_finite_value_wins_and_what_was_captured_is_kept():
+    reading = read_metric("MLUPS: 577.1\nMLUPS: 1e400\n")
+    assert reading.value == 577.1  # the last number that reads as one
+    assert read_metric("MLUPS: fast", r"MLUPS: (?P<value>\w+)").captured == "fast"
+    assert read_metric("hello").captured is None
+
+
+def test_runs_that_print_an_overflowing_metric_are_no_metric_and_say_what_they_printed(tmp_path):
+    res = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 1e400')")), 2, tmp_path / "logs", "inf")
+    assert res.status is Status.NO_METRIC and res.samples == [] and res.value is None
+    assert "'1e400'" in res.detail() and "not a finite number" in res.detail()
+    assert res.runs[0].as_dict()["captured"] == "1e400"

@@ -12,15 +12,13 @@ from hourly.analysis.bisection import (
     Verdict,
     bounds,
     candidate_states,
-    classify,
     exit_transitions,
-    exit_verdict,
     next_probe,
     plain_bisection_probes,
-    separation,
     step_commits,
-    worse,
 )
+from hourly.analysis.judges import ExitJudge, FlakyJudge, MetricJudge
+from hourly.analysis.samples import separation
 from hourly.measure.resolve import Pair
 
 H = 3600
@@ -94,11 +92,11 @@ def test_plain_bisection_count():
 
 
 def test_exit_verdicts_like_git_bisect_run():
-    assert exit_verdict([0, 0]) is Verdict.GOOD
-    assert exit_verdict([0, 1]) is Verdict.BAD
-    assert exit_verdict([125]) is Verdict.SKIP
-    assert exit_verdict([None]) is Verdict.BAD  # timed out
-    assert exit_verdict([]) is Verdict.SKIP
+    assert ExitJudge.exit_verdict([0, 0]) is Verdict.GOOD
+    assert ExitJudge.exit_verdict([0, 1]) is Verdict.BAD
+    assert ExitJudge.exit_verdict([125]) is Verdict.SKIP
+    assert ExitJudge.exit_verdict([None]) is Verdict.BAD  # timed out
+    assert ExitJudge.exit_verdict([]) is Verdict.SKIP
     g, b, s = Verdict.GOOD, Verdict.BAD, Verdict.SKIP
     assert exit_transitions([g, g, s, b, b, g, None, b]) == [(1, 3), (5, 7)]
 
@@ -111,31 +109,31 @@ def rng():
 def test_classify_clear_cases(rng):
     good = list(rng.normal(100, 1, 5))
     bad = list(rng.normal(90, 1, 5))
-    assert classify(list(rng.normal(100, 1, 3)), good, bad).verdict is Verdict.GOOD
-    assert classify(list(rng.normal(90, 1, 3)), good, bad).verdict is Verdict.BAD
+    assert MetricJudge.classify(list(rng.normal(100, 1, 3)), good, bad).verdict is Verdict.GOOD
+    assert MetricJudge.classify(list(rng.normal(90, 1, 3)), good, bad).verdict is Verdict.BAD
     assert separation(good, bad) > 10
-    assert worse(good, bad, higher_is_better=True) and not worse(good, bad, higher_is_better=False)
+    assert MetricJudge.worse(good, bad, higher_is_better=True) and not MetricJudge.worse(good, bad, higher_is_better=False)
 
 
 def test_classify_noisy_probe_is_unsure_until_enough_samples(rng):
     good = list(rng.normal(100, 3, 3))
     bad = list(rng.normal(94, 3, 3))
-    one = classify([(np.mean(good) + np.mean(bad)) / 2], good, bad)
+    one = MetricJudge.classify([(np.mean(good) + np.mean(bad)) / 2], good, bad)
     assert one.verdict is Verdict.UNSURE
     # the bisector measures the ends as often as the probe
     good, bad = good + list(rng.normal(100, 3, 13)), bad + list(rng.normal(94, 3, 13))
-    many = classify(list(rng.normal(94, 3, 16)), good, bad)
+    many = MetricJudge.classify(list(rng.normal(94, 3, 16)), good, bad)
     assert many.verdict is Verdict.BAD
 
 
 def test_classify_between_the_ends_means_a_second_step(rng):
     good = list(rng.normal(100, 0.2, 3))
     bad = list(rng.normal(85, 0.2, 3))
-    c = classify(list(rng.normal(93, 0.2, 3)), good, bad)
+    c = MetricJudge.classify(list(rng.normal(93, 0.2, 3)), good, bad)
     assert c.verdict is Verdict.BAD and c.between
-    beyond = classify(list(rng.normal(80, 0.2, 3)), good, bad)
+    beyond = MetricJudge.classify(list(rng.normal(80, 0.2, 3)), good, bad)
     assert beyond.verdict is Verdict.BAD and not beyond.between
-    better = classify(list(rng.normal(104, 0.2, 3)), good, bad)
+    better = MetricJudge.classify(list(rng.normal(104, 0.2, 3)), good, bad)
     assert better.verdict is Verdict.GOOD
 
 
@@ -151,7 +149,7 @@ def test_classifier_error_rate_on_many_draws(rng):
         mean = 100 if truth is Verdict.GOOD else 96
         samples = list(rng.normal(mean, 2, 1))
         while True:
-            c = classify(samples, good, bad)
+            c = MetricJudge.classify(samples, good, bad)
             if c.verdict is not Verdict.UNSURE or len(samples) >= 16:
                 break
             samples += list(rng.normal(mean, 2, len(samples)))
@@ -168,7 +166,9 @@ def test_classifier_error_rate_on_many_draws(rng):
 
 # -- every step of a window: StepSearch ---------------------------------------------------------
 
-from hourly.analysis.bisection import Level, StepSearch, differ, judge, resolvable_change
+from hourly.analysis.bisection import Level
+from hourly.analysis.step_search import StepSearch
+from hourly.analysis.judges.metric import resolvable_change
 
 
 def levels(n, steps, base=1000.0):
@@ -202,24 +202,24 @@ def test_judge_three_ways():
     low = [100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7, 100.0]
     high = [91.1, 90.9, 91.0, 91.2, 90.8, 91.0, 91.1, 90.9]
     at = lambda m: [m - 0.2, m + 0.1, m + 0.2, m - 0.1, m]
-    assert judge(at(100.0), low, high, 0.3, 30, 1.5).level is Level.LOW
-    assert judge(at(91.0), low, high, 0.3, 30, 1.5).level is Level.HIGH
+    assert MetricJudge.level(at(100.0), low, high, 0.3, 30, 1.5).level is Level.LOW
+    assert MetricJudge.level(at(91.0), low, high, 0.3, 30, 1.5).level is Level.HIGH
     # 2 below the earlier end, 7 above the later: a step on each side
-    assert judge(at(98.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
+    assert MetricJudge.level(at(98.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
     # beyond the later end (a regression, then an improvement back up to it)
-    assert judge(at(87.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
+    assert MetricJudge.level(at(87.0), low, high, 0.3, 30, 1.5).level is Level.NEITHER
     # one sample at 0.7 noise cannot tell 1.5 from 0; out of repeats: the nearer end by 20:1, else skip
-    assert judge([99.0], low, high, 0.7, 30, 1.5).level is Level.UNSURE
-    assert judge([99.2], low, high, 0.7, 30, 1.5, final=True).level is Level.LOW
+    assert MetricJudge.level([99.0], low, high, 0.7, 30, 1.5).level is Level.UNSURE
+    assert MetricJudge.level([99.2], low, high, 0.7, 30, 1.5, final=True).level is Level.LOW
     near = [x + 7 for x in high]  # ends 2 apart: halfway is neither's nor either end's
-    assert judge([99.0], low, near, 0.7, 30, 1.5, final=True).level is Level.SKIP
+    assert MetricJudge.level([99.0], low, near, 0.7, 30, 1.5, final=True).level is Level.SKIP
 
 
 def test_differ_and_the_resolvable_change():
     same = [100.0, 100.5, 99.5, 100.2, 99.8, 100.1]
-    assert differ(same, [100.1, 99.9, 100.3, 99.7, 100.0, 100.2], 0.3, 10, 2.0) is False
-    assert differ(same, [97.9, 98.1, 98.0, 97.7, 98.2, 98.0], 0.3, 10, 2.0) is True
-    assert differ(same, [99.0], 0.3, 10, 2.0) is None
+    assert MetricJudge.differ(same, [100.1, 99.9, 100.3, 99.7, 100.0, 100.2], 0.3, 10, 2.0) is False
+    assert MetricJudge.differ(same, [97.9, 98.1, 98.0, 97.7, 98.2, 98.0], 0.3, 10, 2.0) is True
+    assert MetricJudge.differ(same, [99.0], 0.3, 10, 2.0) is None
     # what --max-repeats can resolve shrinks as 1/sqrt(repeats)
     assert resolvable_change(0.7, 40) == pytest.approx(resolvable_change(0.7, 10) / 2)
 
@@ -372,7 +372,7 @@ def test_k_ary_exit_search_gives_the_sequential_answer(n, k):
 
 # -- real benchmark noise: a slow first run per state, a few slow runs, heavy tails (issue 24) --------
 
-from hourly.analysis.bisection import location, pooled_sigma
+from hourly.analysis.samples import location, pooled_sigma
 
 
 def real_runs(level, rng, count, first, noise=0.007, slow_rate=0.05, higher_is_better=True):
@@ -492,7 +492,7 @@ def test_an_unsure_state_is_never_walked_on():
 
 
 def test_flaky_verdicts_by_failure_rate():
-    from hourly.analysis.bisection import failure_rates, failures, flaky_verdict
+    failures, failure_rates, flaky_verdict = FlakyJudge.failures, FlakyJudge.failure_rates, FlakyJudge.flaky_verdict
     assert failures([0, 3, None, 125, 0]) == (2, 4)
     p0, p1 = failure_rates([0] * 10, [0, 134, 0, 0, 134, 0, 0, 0, 134, 0])
     assert (p0, p1) == (0.02, 0.3)

@@ -16,7 +16,7 @@ from hourly.bisect.search import run_bisect
 from hourly.cli import main
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
-from hourly.measure.settings import effective
+from hourly.measure.settings import effective, keyed
 from hourly.model import Mode
 
 
@@ -38,13 +38,15 @@ class OneAfterAnother:
 
 
 def _settings(made, python, work, **kw):
-    return effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
-                          python=python, workdir=str(work), sync=False, **kw))[0]
+    # keyed: the measurement key is set once, before anything measures (hourly.measure.settings.keyed)
+    return keyed(effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
+                          python=python, workdir=str(work), sync=False, **kw))[0])
 
 
 def _bisect(made, python, work, good, bad, mode=None, executor=None, **kw):
     s = _settings(made, python, work, **kw)
-    return run_bisect(s, Store(work, create=True), BisectRequest(good, bad, mode, 10), executor=executor)
+    answers = run_bisect(s, Store(work, create=True), BisectRequest(good, bad, mode, 10), executor=executor)
+    return [a.to_json() for a in answers]  # as --json prints them
 
 
 def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, python, capsys):

@@ -182,7 +182,7 @@ def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, 
         assert code == 0, err
 
 
-@pytest.mark.parametrize("argv", [["-h"], ["scan", "-h"], ["bisect", "-h"], ["explain", "-h"], ["bench", "-h"]])
+@pytest.mark.parametrize("argv", [["-h"], ["scan", "-h"], ["bisect", "-h"], ["explain", "-h"], ["bench", "-h"], ["watch", "-h"]])
 def test_h_is_help_as_in_the_ecosystem(capsys, argv):
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -323,3 +323,35 @@ def test_demo_without_a_folder_says_where_it_kept_its_temporary_folder(capsys, m
     last = out.strip().splitlines()[-1]
     assert last == f"{folder} is a temporary folder, kept for the commands above; when done: rm -rf {folder}"
     assert f"hourly show --workdir {folder / 'work'}" in out
+
+
+@pytest.mark.parametrize("end,words", [("xla@zzzz", "'zzzz' is not a commit sha"),
+                                       ("jax@12", "'12' is not a commit sha"),
+                                       ("xla@abc1234,jax@nothex", "'nothex' is not a commit sha")])
+def test_a_bad_sha_as_an_end_is_not_told_the_time_formats(capsys, scan_args, tmp_path, end, words):
+    """issue 33: --good xla@zzzz was "cannot parse time 'xla@zzzz' — use "Aug 24 2023", ..."; it
+    names the sha that is none and the form of one."""
+    args = _bisect(scan_args)
+    args[args.index("--good") + 1] = end
+    code, out, err = run_cli(capsys, args)
+    assert code == 1 and words in err and "cannot parse time" not in err, err
+    assert "4 to 40 hex digits" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_missing_origin_main_names_the_branch_origin_head_points_to(capsys, scan_args, made, tmp_path):
+    """issue 33: a clone whose default branch is master has no origin/main; the error said only
+    "unknown ref 'origin/main'", and now names the ref origin/HEAD points to and the flag to pass."""
+    import subprocess
+    for repo in (made.xla,):
+        git = ["git", "-C", str(repo)]
+        subprocess.run([*git, "update-ref", "refs/remotes/origin/master", "refs/remotes/origin/main"], check=True)
+        subprocess.run([*git, "update-ref", "-d", "refs/remotes/origin/main"], check=True)
+        subprocess.run([*git, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/master"], check=True)
+    code, _, err = run_cli(capsys, scan_args() + ["--no-sync"])
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "unknown ref 'origin/main' in xla repository" in err
+    assert "origin/HEAD points to origin/master" in err and "--xla-ref origin/master" in err
+    # without origin/HEAD, the branches the remote has here are named
+    subprocess.run(["git", "-C", str(made.xla), "symbolic-ref", "-d", "refs/remotes/origin/HEAD"], check=True)
+    code, _, err = run_cli(capsys, scan_args() + ["--no-sync"])
+    assert code == 1 and "the branches origin has here: origin/master" in err, err

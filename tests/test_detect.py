@@ -645,3 +645,51 @@ def test_re_testing_the_segments_adds_no_false_step():
     # and a long flat series of single runs or repeats has no step either
     for seed in range(20):
         assert detect_changes(noisy([(60, 100.0)], 0.01, seed)) == []
+
+
+# -- issue 33 item 2: two real steps in a short series ---------------------------------------------
+
+@pytest.mark.parametrize("series", [
+    [100.0, 80.0, 80.0, 60.0],
+    [100.0, 100.0, 80.0, 80.0, 60.0],
+    [100.0, 80.0, 80.0, 60.0, 60.0],
+    [100.0, 100.0, 80.0, None, 80.0, 60.0],
+])
+def test_one_value_per_point_and_steps_in_half_the_differences_is_too_short_to_tell(series):
+    """The noise read from the differences between neighbours (12.9-14.9 %) was the two steps
+    themselves, and "no step found" followed; with one value per point the series is too short to
+    tell noise from steps, and says so."""
+    found = detect(series)
+    assert found.too_short and not found.repeated
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.001])
+def test_where_repeats_measure_the_noise_they_decide_over_the_differences(spread):
+    """A week of nightlies, 100, 100, 80, (missing), 80, 60, each date measured 3 times within
+    ±spread: the repeats say the noise, and both steps are found (the second an edge step)."""
+    def runs(x):
+        return [x, x * (1 + spread), x * (1 - spread)]
+    series = [runs(100.0), runs(100.0), runs(80.0), None, runs(80.0), runs(60.0)]
+    found = detect(series)
+    assert not found.too_short
+    assert [(c.before_index, c.after_index, c.kind) for c in found.changes] == [
+        (1, 2, ChangeKind.REGRESSION), (4, 5, ChangeKind.REGRESSION)]
+    assert found.changes[1].edge
+    assert found.noise_source.startswith("repeats")
+
+
+@pytest.mark.parametrize("series", [
+    [100.0, 100.5, 99.8, 100.2, 100.1],           # flat: its differences are its noise
+    [100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 80.0],  # one step, found
+    noisy([(20, 100.0), (20, 93.0)], 0.004, seed=5),        # a long series: the differences are a fair noise
+])
+def test_a_series_whose_differences_are_its_noise_is_not_too_short(series):
+    assert not detect(series).too_short
+
+
+def test_points_that_differ_more_than_their_repeats_are_not_decided_by_them():
+    """Repeats within ±0.05 %, but the points of one level wander by 0.6 % (noise between runs the
+    repeats do not see): the repeats do not decide, and the series is not called clean either."""
+    series = [[x, x * 1.0005, x * 0.9995] for x in (100.0, 100.6, 80.0, 80.5, 60.0)]
+    found = detect(series)
+    assert found.too_short and found.repeated and found.noise_source == "both"

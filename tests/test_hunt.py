@@ -106,6 +106,7 @@ def test_settings_are_checked_before_anything_runs(tmp_path):
 
 
 CULPRIT = {"repo": "xla", "sha": "ab" * 20, "subject": "[XLA:GPU] [bold]fusion[/bold] heuristic",
+           "author": "A. Author", "committer_time": "2023-08-22T12:00:00Z",
            "link": "https://github.com/openxla/xla/commit/" + "ab" * 20}
 
 
@@ -211,10 +212,10 @@ def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
     """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
     from hourly.bisect.search import check_new_window
     from hourly.demo.repos import Change, make_repos
-    from hourly.measure.settings import effective
+    from hourly.measure.settings import effective, keyed
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
                                  Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
-    s = effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0]
+    s = keyed(effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0])
     check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
     with pytest.raises(UserError):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
@@ -345,12 +346,13 @@ def test_day_ranges_from_release_steps():
 def test_hunt_from_release_input_errors_are_one_line(capsys, tmp_path):
     from hourly.cli import main
     w = ["--workdir", str(tmp_path / "w")]
-    assert main(["hunt", "--from-release", "0.4.13", *w]) == 1
+    # flags that do not go together are usage errors (exit 2)
+    assert main(["hunt", "--from-release", "0.4.13", *w]) == 2
     assert "--from-release and --to-release go together" in capsys.readouterr().err
-    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 1
+    assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--from", "2023-07-06", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.13", "--to-release", "0.4.20", "--dates", "search",
-                 "--mount", f"{tmp_path}:/dir", *w]) == 1
+                 "--mount", f"{tmp_path}:/dir", *w]) == 2
     assert "finds the days itself" in capsys.readouterr().err
     assert main(["hunt", "--from-release", "0.4.20", "--to-release", "0.4.13",
                  "--mount", f"{tmp_path}:/dir", *w]) == 1
@@ -395,3 +397,24 @@ def test_hunt_explain_asks_the_bisection_inside_and_carries_its_records_to_the_h
     # a window bisected before without --explain is bisected again with it
     assert H.unexplained({"regressions": [{"culprit": {"sha": "b"}}]})
     assert not H.unexplained(answer) and not H.unexplained({"regressions": [{"culprit": None}]})
+
+
+def test_a_window_answered_without_a_bisection_is_not_counted_as_bisected():
+    """issue 33: "1 window(s); 1 bisected now" for a window whose two images held the same commits
+    (nothing was bisected); the count says how each window was answered."""
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100.0, 80.0)
+    same = {"regressions": [], "bisected_in": None, "log": None, "bisected": False,
+            "reason": "the change is in the container's environment: both images hold the same xla and jax commits"}
+    report = H.HuntReport()
+    report.rows.append(H.step_row(w, same))
+    report.answered_now(same)
+    assert (report.bisected, report.answered) == (0, 1)
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=240), report)
+    assert "1 window: 1 answered now without a bisection" in buf.getvalue()
+    assert "bisected now" not in buf.getvalue()
+    bisected = {"regressions": [{"culprit": CULPRIT, "range": [], "builds": 4, "runs": 11}]}
+    report.rows.append(H.step_row(w, bisected))
+    report.answered_now(bisected)
+    report.rows.append(H.step_row(w, bisected))  # a third from the store
+    assert report.counts() == "3 windows: 1 bisected now, 1 answered now without a bisection, 1 from the store"

@@ -243,7 +243,7 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
     # 3. once more: the finished window comes from the store, nothing is started
     again = hourly(*args[:-1], cwd=tmp_path)
     assert again.returncode == 0, again.output
-    assert CULPRIT in again.output and "0 bisected now" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
+    assert CULPRIT in again.output and "2 windows: 2 from the store" in again.output and "CUDA_VERSION: 12.1.1 → 12.2.0" in again.output
     assert _hunt_containers(docker_client) == []
     # 4. the report of the whole hunt
     rep = hourly("report", "--workdir", str(work), cwd=tmp_path)
@@ -395,7 +395,8 @@ def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then
     assert again.returncode == 0, again.output
     assert re.search(r"release step: jax 0\.1\.1 → 0\.2\.0 \(regression -(19|20)\.\d%\), released "
                      r"2023-08-22 → 2023-08-23", again.output), again.output
-    assert "between jax 0.1.1 and 0.2.0" in again.output and "0 bisected now" in again.output
+    assert "between jax 0.1.1 and 0.2.0" in again.output and "from the store" in again.output
+    assert "bisected now" not in again.output
     assert sorted((work / "logs" / "releases").glob("*")) == release_logs
     # the report carries the release level: its table, and how the days were entered
     rep = hourly("report", "--workdir", str(work), cwd=tmp_path)
@@ -404,4 +405,43 @@ def test_hunt_from_release_runs_the_release_level_on_the_host_then_the_days_then
     assert "## Release level" in md and "| 0.2.0 | 0.2.0 | 2023-08-23 |" in md
     assert "Entered at the release level: the days searched are those of jax 0.1.1 → 0.2.0 (regression)." in md
     assert md.index("## Release level") < md.index("## Daily level")
+    assert _hunt_containers(docker_client) == []
+
+
+@pytest.mark.docker
+def test_a_container_watch_confirms_the_step_and_its_hunt_names_the_planted_commit(docker_client, hunt_images, tmp_path):
+    """``hourly watch --source containers`` over the day images: five quiet days (the 08-21 image, as
+    nightlies of days without a commit are), then 08-22 and the regression of 08-23, confirmed by
+    interleaved runs of the two images, alerted, and hunted to its commit by ``hourly hunt``."""
+    made, template, standin, root = hunt_images
+    quiet = [f"2023-08-{d}" for d in range(16, 21)]
+    source = docker_client.images.get(template.format(date="2023-08-21"))
+    repo = template.rsplit(":", 1)[0]
+    for day in quiet:
+        source.tag(repo, f"nightly-{day}")
+    work = tmp_path / "work"
+    try:
+        res = hourly("watch", "--source", "containers", "--since", "2023-08-16", "--until", "2023-08-23",
+                     "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+                     "--repeats", "2", "--mount", f"{made.bench_script.parent}:/dir",
+                     "--mount", f"{standin.parent}:{standin.parent}",
+                     "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+                     f"--hunt-arg=--build-cmd={standin}", "--hunt-arg=--max-repeats=6",
+                     "--workdir", str(work), "--json", cwd=tmp_path, timeout=900)
+    finally:
+        for day in quiet:
+            docker_client.images.remove(template.format(date=day))
+    assert res.returncode == 10, res.output  # a new confirmed alert
+    doc = _json(res)
+    (alert,) = doc["alerts"]
+    assert (alert["before"]["build"], alert["after"]["build"]) == ("2023-08-22", "2023-08-23")
+    (step,) = alert["steps"]
+    assert step["change"] == pytest.approx(-0.2, abs=0.02) and step["pairs"] >= 10
+    assert alert["hunt"]["status"] == "culprit", alert["hunt"]
+    assert alert["hunt"]["culprit"]["sha"] == made.shas[CULPRIT]
+    assert alert["hunt"]["command"][:6] == ["hourly", "hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23"]
+    report = Path(alert["hunt"]["report"])
+    assert report.is_file() and made.shas[CULPRIT][:12] in report.read_text()
+    page = (work / "watch" / "index.html").read_text()
+    assert made.shas[CULPRIT][:12] in page and 'href="../hunts/alert-1/report/report.md"' in page
     assert _hunt_containers(docker_client) == []

@@ -193,17 +193,31 @@ def test_unchanged_only_when_the_evidence_carries_it():
 
 # -- the store ------------------------------------------------------------------------------------
 
-def test_a_store_of_schema_6_opens_and_its_rows_are_the_regex_metrics(tmp_path):
-    """A store written before named metrics (schema 6, as today's main writes it) migrates: its
-    rows are the one metric the regex read, and every reader finds them."""
+@pytest.mark.parametrize("version", [6, 7])
+def test_an_older_store_opens_and_its_rows_are_the_regex_metrics(tmp_path, version):
+    """A store written before named metrics migrates: schema 6 (before hourly watch) and schema 7
+    (hourly watch's tables, as main wrote it before named metrics). Its rows are the one metric the
+    regex read, every reader finds them, a bisection's probes read with no samples counted apart,
+    and the watch's rows are as they were."""
     work = tmp_path / "old"
     work.mkdir()
     with sqlite3.connect(work / "hourly.sqlite") as c:
         c.executescript(_SCHEMA)
-        for v in range(1, 7):
+        for v in range(1, version + 1):
             for stmt in MIGRATIONS[v]:
                 c.execute(stmt)
-        c.execute("INSERT INTO meta VALUES ('schema_version', '6')")
+        c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+        c.execute("INSERT INTO bisections (key, bench_key, mode, status, good_time, bad_time, good_xla, good_jax,"
+                  " bad_xla, bad_jax, result, created, updated) VALUES ('b', 'k', 'metric', 'running', 0, 1,"
+                  " 'x0', 'j0', 'x1', 'j1', NULL, 1, 1)")
+        c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
+                  " returncodes, builds, runs, created) VALUES (1, 1, 'end', 'x0', 'j0', 'good', 0, 'r', '[1.0]',"
+                  " '[0]', 1, 2, 1)")
+        if version >= 7:
+            c.execute("INSERT INTO watch_builds (watch, build, seq, time, ident, status, detail, decision, created,"
+                      " updated) VALUES ('w', '2023-08-24', 1, NULL, '{}', 'ok', NULL, NULL, 1, 1)")
+            c.execute("INSERT INTO watch_values (watch, build, metric, value, samples, runs, created)"
+                      " VALUES ('w', '2023-08-24', 'MLUPS', 5.0, '[5.0]', '[]', 1)")
         c.execute("INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail, origin,"
                   " created) VALUES ('k', 'x1', 'j1', 'ok', 577.0, '[576.0, 578.0]', ?, NULL, 'scan', 1.0)",
                   (json.dumps([{"status": "ok", "value": 576.0, "returncode": 0, "duration": 1, "log": "a"},
@@ -222,8 +236,16 @@ def test_a_store_of_schema_6_opens_and_its_rows_are_the_regex_metrics(tmp_path):
     assert store.metric_names("k") == []
     assert store.nightly_points("n")["2023-08-24"].value == 5.0
     assert store.releases("r")["0.4.14"].metric == ""
+    [probe] = store.probes(1)
+    assert probe["runs"] == 2 and probe["run_samples"] == 0
+    if version >= 7:
+        assert store.watch_values("w") == {"2023-08-24": {"MLUPS": {"value": 5.0, "samples": [5.0], "runs": []}}}
+        assert [b["build"] for b in store.watch_builds("w")] == ["2023-08-24"]
     store.close()
     Store(work).close()  # opening again changes nothing
+    ro = Store(work, create=False, read_only=True)  # and read-only, as show and report read it
+    assert ro.measurements("k", "x1", "j1")[0].value == 577.0
+    ro.close()
 
 
 # -- the scan, the bisection and the report over named metrics ------------------------------------
@@ -284,6 +306,18 @@ def test_a_scan_of_named_metrics_finds_the_step_in_one_and_says_the_other_did_no
     [answer] = json.loads(out)["regressions"]
     assert answer["culprit"]["sha"] == made.shas["[XLA:GPU] Change priority fusion heuristic"]
     assert answer["metric"] == "lower_ms"
+    # the verdicts took one value per run; the runs (process starts) and the samples they printed
+    # (10 each after the 2 warm-up ones) are counted apart, in the answer and in each probe's row
+    measured = [p for p in answer["probes"] if p["runs"]]
+    assert measured and answer["runs"] == sum(p["runs"] for p in answer["probes"])
+    assert answer["run_samples"] == sum(p["run_samples"] for p in answer["probes"]) > answer["runs"]
+    assert all(p["run_samples"] >= 10 * (p["runs"] - 1) for p in measured)  # a fresh state's warm-up run counts no samples
+    # the lab read lower_ms's rows: every sample its verdicts compared is a per-run median of lower_ms
+    store = Store(tmp_path / "work")
+    bisected = [m for m in store.measurements(key, answer["first_bad"]["xla"], answer["first_bad"]["jax"], "lower_ms")]
+    assert bisected and all(m.metric in ("lower_ms", "") for m in bisected)
+    assert all(v > 30 for m in bisected for v in m.samples)  # lower_ms (~40 ms), never step_ms (~2.5 ms)
+    store.close()
 
 
 def test_many_samples_of_the_regex_metric_through_a_scan(capsys, made, venv_python, tmp_path):
@@ -325,7 +359,9 @@ def test_the_daily_level_finds_each_metrics_steps_and_hands_over_the_regression(
     assert [m.name for m in report.metrics] == ["lower_ms", "step_ms"]
     assert report.boundary is not None and (report.boundary.good.date, report.boundary.bad.date) == \
         ("2023-08-07", "2023-08-08")
-    assert report.next_commands()[1].endswith("--metrics all")  # the hour-by-hour scan records them too
+    # the hour-by-hour scan records them too, following the metric that regressed
+    assert report.next_commands()[1].endswith("--metrics all --metric lower_ms")
+    assert report.boundary.metric == "lower_ms" and report.as_json()["boundary"]["metric"] == "lower_ms"
     got = report.as_json()
     assert got["moved"].startswith("lower_ms +30.0%, step_ms unchanged (within ±")
     assert got["metrics"]["step_ms"]["verdict"] == "unchanged"

@@ -45,6 +45,13 @@ def P(d, status, value=None):
 
 # ---------------------------------------------------------------- pure parts
 
+def test_every_off_the_window_end_still_measures_the_last_date():
+    """issue 33 item 1: --every 2 from 07-06 to 07-09 gave 07-06 and 07-08 and dropped the window's
+    last day (a step on 07-09 was never seen); the end date is always measured."""
+    assert N.date_range("2023-07-06", "2023-07-09", every=2) == [date(2023, 7, 6), date(2023, 7, 8), date(2023, 7, 9)]
+    assert N.date_range("2023-07-06", "2023-07-08", every=7) == [date(2023, 7, 6), date(2023, 7, 8)]
+
+
 def test_date_range_includes_both_ends_and_steps():
     assert N.date_range("2023-07-06", "2023-07-08") == [date(2023, 7, 6), date(2023, 7, 7), date(2023, 7, 8)]
     assert N.date_range("Jul 6 2023", "2023-07-12", every=3) == [date(2023, 7, 6), date(2023, 7, 9), date(2023, 7, 12)]
@@ -137,10 +144,10 @@ def test_settings_key_ignores_where_runs_happen(tmp_path):
 
 
 def test_store_migrates_a_schema_1_store_to_add_the_nightly_table(tmp_path):
-    # a store as the first release wrote it
+    # a store as the first release wrote it: version 1's tables (one that lacks any is damaged: test_store_faults)
+    from hourly.adapters import store as S
     conn = sqlite3.connect(tmp_path / "hourly.sqlite")
-    conn.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                       "INSERT INTO meta VALUES ('schema_version', '1');")
+    conn.executescript(S._SCHEMA + "INSERT INTO meta VALUES ('schema_version', '1');")
     conn.commit()
     conn.close()
     store = Store(tmp_path)
@@ -507,3 +514,57 @@ def test_missing_images_at_the_windows_end_are_named(tmp_path, capsys):
     pts = [P("2023-08-20", "ok", 100), NightlyPoint("2023-08-21", "img", Status.MISSING, detail="no such image"),
            P("2023-08-22", "ok", 100)]
     assert N.NightlyReport(pts, None, N.NightlySettings("2023-08-20", "2023-08-22"), 0, []).gaps() == []
+
+
+# ---------------------------------------------------------------- issue 33 item 2: two steps in a week
+
+def _week(tmp_path, runs: int):
+    """Six dates valued 100, 100, 80, (no image), 80, 60, each measured ``runs`` times (±0 %)."""
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-25", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(N.LEVEL, s.as_dict())
+    for d, v in zip(["2023-08-20", "2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24", "2023-08-25"],
+                    [100.0, 100.0, 80.0, None, 80.0, 60.0], strict=True):
+        p = (NightlyPoint(d, f"img:{d}", Status.MISSING, detail="no such image") if v is None
+             else P(d, "ok", v))
+        p.samples = [v] * runs if v is not None else []
+        store.add_nightly(s.key(), p)
+    store.close()
+    return tmp_path / "work"
+
+
+def test_two_steps_in_a_week_of_repeated_nightlies_are_both_found(tmp_path, capsys):
+    """The repeats (±0.0 %) measure the noise: the two steps are found and the larger one handed
+    over, where the noise read from the differences between dates (12.9 %) said "no steps found"."""
+    from hourly.cli import main
+    work = _week(tmp_path, runs=3)
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(st["before"], st["after"]) for st in got["steps"]] == [("2023-08-21", "2023-08-22"),
+                                                                   ("2023-08-24", "2023-08-25")]
+    assert (got["boundary"]["good"]["date"], got["boundary"]["bad"]["date"]) == ("2023-08-24", "2023-08-25")
+    assert got["undecided"] is None
+
+
+def test_a_week_of_single_nightlies_is_too_short_to_tell_and_names_the_repeats(tmp_path, capsys):
+    """One value per date: the dates cannot tell noise from steps; never "no steps found ...
+    nothing to hand over", but exit 1 with the command that measures each date three times."""
+    from hourly.cli import main
+    work = _week(tmp_path, runs=1)
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no steps found" not in out and "nothing to hand over" not in out
+    assert "too few dates to tell noise from steps" in out
+    assert "hourly nightly --from 2023-08-20 --to 2023-08-25" in err and "--repeats 3" in err and "--rerun" in err
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
+    assert "--repeats 3" in json.loads(capsys.readouterr().out)["undecided"]
+
+
+def test_show_nightly_of_a_week_too_short_to_tell_exits_1_too(tmp_path, capsys):
+    from hourly.cli import main
+    work = _week(tmp_path, runs=1)
+    assert main(["show", "--nightly", "--workdir", str(work)]) == 1
+    out, err = capsys.readouterr()
+    assert "too few dates to tell noise from steps" in out and "--repeats 3" in err

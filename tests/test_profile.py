@@ -45,6 +45,13 @@ def test_profile_compares_good_and_bad_states_of_a_detected_step(capsys, scan_ar
     assert "+4.000" in site
     assert "jit_slow_path" in comparison  # the extra work shows up as op time
     assert "pprof -http=: --diff_base" in out
+    # MLUPS is no front-end phase of the per-phase harness: no Python-level profile, and why
+    assert ("Front end (Python-level profile): not made — the metric is not one of the per-phase harness's, "
+            "not a front-end phase") in comparison
+    import json
+    rec = json.loads((tmp_path / "work" / "profiles" / "step-1" / "profile.json").read_text())
+    assert rec["front_end"]["skipped"].startswith("the metric is not one of the per-phase harness's")
+    assert rec["comparison"]["op_source"] == "hlo_op" and rec["comparison"]["traces"]["bad"]["reader"] == "xplane"
     # the report links the captures
     main(["report", "--workdir", str(tmp_path / "work")])
     md = (tmp_path / "work" / "report" / "report.md").read_text()

@@ -623,3 +623,53 @@ def test_without_uv_the_error_is_one_line_with_the_fix(drift_dir, bench, tmp_pat
                                                     "--json")], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     assert [(p["status"], p["installer"]) for p in json.loads(res.stdout)["points"]] == [("ok", "pip")]
+
+
+# -- issue 33 item 2: two steps in four releases -------------------------------------------------
+
+def _four_releases(tmp_path, runs: int) -> Path:
+    """Releases 0.4.1-0.4.4 valued 100, 80, 80, 60, each measured ``runs`` times (±0 %)."""
+    s = R.ReleaseSettings("0.4.1", "0.4.4", bench_cmd="python3 bench.py", workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(R.LEVEL, {"settings": s.as_dict(), "key": "k"})
+    for i, v in enumerate([100.0, 80.0, 80.0, 60.0], 1):
+        store.add_release("k", ReleasePoint(f"0.4.{i}", f"0.4.{i}", f"2023-0{i}-10T12:00:00Z", Status.OK, v, [v] * runs))
+    store.close()
+    return tmp_path / "work"
+
+
+def test_four_single_run_releases_with_two_steps_are_too_few_to_tell(tmp_path, capsys):
+    """One value per release, 100, 80, 80, 60: the noise read from the differences (14.9 %) is the
+    steps; never "no steps found", but exit 1 with the command that measures each release 3 times."""
+    work = _four_releases(tmp_path, runs=1)
+    assert main(["releases", "--show", "--workdir", str(work)]) == 1
+    out, err = capsys.readouterr()
+    assert "no step" not in out and "too few releases to tell noise from steps" in out
+    assert "hourly releases --from 0.4.1 --to 0.4.4" in err and "--repeats 3" in err and "--rerun" in err
+    assert main(["releases", "--show", "--json", "--workdir", str(work)]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["steps"] == [] and got["summary"].startswith("too few releases")
+
+
+def test_four_repeated_releases_with_two_steps_find_both(tmp_path, capsys):
+    work = _four_releases(tmp_path, runs=3)
+    assert main(["releases", "--show", "--json", "--workdir", str(work)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(st["last_good"]["version"], st["first_bad"]["version"]) for st in got["steps"]] == [
+        ("0.4.1", "0.4.2"), ("0.4.3", "0.4.4")]
+    assert got["undecided"] is None
+
+
+def test_a_benchmark_that_exits_3_on_its_own_is_not_told_to_pin_numpy(drift_dir, tmp_path, capsys):
+    """issue 33: every release's run ended with the benchmark's own `sys.exit(3)` (no Python error),
+    and the fix said "pin what the cause names with --with (e.g. --with 'numpy<2')"; it now says
+    that the benchmark itself exits 3 and how to run it by hand in one release's environment."""
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "bench.py").write_text("import sys\nprint('input file missing, giving up')\nsys.exit(3)\n")
+    code = main(args(drift_dir, own, tmp_path, "0.8.0", "0.8.2"))
+    err = capsys.readouterr().err
+    line = _error_line(err)
+    assert code == 1 and "numpy" not in line and "--with" not in line, line
+    assert "exit code 3" in line and "input file missing, giving up" in line
+    assert "the benchmark itself" in line and "/bin:$PATH python bench.py" in line and str(own) in line

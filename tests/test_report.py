@@ -75,6 +75,22 @@ def test_demo_finds_every_planted_change(tmp_path):
     assert "Use a faster dispatch path for pjit (by Dispatch Author, merged" in md  # the pull request's own subject
     workdir = str(tmp_path / "demo" / "work")
     assert result["next"] == [shlex.join(["hourly", c, "--workdir", workdir]) for c in ("show", "bisect", "report")]
+    # the replayable log heads each window with its own kind (the crash window was "regression 3 of 3")
+    log = subprocess.run([sys.executable, "-m", "hourly", "bisect", "--workdir", workdir, "--log"],
+                         capture_output=True, text=True, timeout=300)
+    assert log.returncode == 0, log.stderr
+    heads = [ln.split(":")[0] for ln in log.stdout.splitlines() if ln.startswith("# ") and " of 3:" in ln]
+    assert heads == ["# regression 1 of 3", "# regression 2 of 3", "# crash window 3 of 3"]
+
+
+def test_each_window_of_a_bisect_log_is_headed_by_its_own_kind():
+    from hourly.render.bisect import log_heading
+    window = {"good_time": "2023-08-25T15:00:00Z", "bad_time": "2023-08-25T16:00:00Z"}
+    assert log_heading({"kind": "crash", "window": window}, 3, 3).startswith(
+        "# crash window 3 of 3: 2023-08-25T15:00:00Z .. 2023-08-25T16:00:00Z")
+    assert log_heading({"kind": "regression", "window": window}, 1, 3).startswith("# regression 1 of 3")
+    assert log_heading({"kind": "metric_lost", "window": window}, 2, 2).startswith(
+        "# metric window (stops printing) 2 of 2")
 
 
 def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_path, venv_python):
@@ -133,7 +149,7 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
 
     from hourly.adapters.store import Store
     from hourly.demo.repos import Change, make_repos
-    from hourly.render.report import culprit_label
+    from hourly.render.report import culprit_label, split_answers
     made = make_repos(tmp_path / "repos", [
         Change("xla", "2023-08-24T00:30:00Z", "[XLA] Tidy one", {"t1.txt": "1\n"}),
         Change("xla", "2023-08-24T01:30:00Z", "[XLA] Tidy two", {"t2.txt": "1\n"}),
@@ -170,7 +186,7 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     section = md.split("## 1. Regression", 1)[1].split("\n## ", 1)[0]
     assert "**culprit: jax pull request [`" in section and r"Faster &lt;script&gt;" in section, section
     assert "(by Pipe \\| Author \\*x\\*, merged 2023-08-24T03:20:00Z)" in section, section
-    answers = Store(work, create=False).bisection_results()
+    answers = split_answers(Store(work, create=False)).current
     assert culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z").startswith("jax ")
     assert "Faster <script>" in culprit_label(answers, "2023-08-24T03:00:00Z", "2023-08-24T04:00:00Z")
     # a crash window already bisected names its culprit, not the command that would bisect it

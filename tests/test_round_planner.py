@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from hourly.analysis.bisection import StepSearch, same_level, share_slots, verdict_samples
+from hourly.analysis.rounds import same_level, share_slots, verdict_samples
+from hourly.analysis.step_search import StepSearch
 
 
 def _levels(n: int, culprits: tuple[int, ...]) -> list[float]:

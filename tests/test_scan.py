@@ -283,10 +283,15 @@ def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, 
     assert code == 2
     work = tmp_path / "work"
     work.mkdir()
-    # a whole SQLite file whose tables are not the ones hourly made (a damaged file is one line: test_store_faults)
+    # a whole SQLite file with every table of its schema, one of them not as hourly made it (a damaged
+    # file, or one that lacks a table, is one line: test_store_faults)
+    from hourly.adapters import store as S
     with sqlite3.connect(work / "hourly.sqlite") as c:
-        c.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                        "INSERT INTO meta VALUES ('schema_version', '6'); CREATE TABLE settings (x);")
+        c.executescript("CREATE TABLE settings (x);" + S._SCHEMA)
+        for v in range(2, S.SCHEMA_VERSION + 1):
+            for stmt in S.MIGRATIONS[v]:
+                c.execute(stmt)
+        c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(S.SCHEMA_VERSION),))
     code, _, err = run_cli(capsys, scan_args())
     assert code == 3 and "unexpected error" in err
     log = next((tmp_path / "crash-logs").glob("error-*.log"))
@@ -719,3 +724,58 @@ def test_a_build_stopped_inside_git_leaves_no_changed_tree(capsys, scan_args, ma
     assert json.loads(out)["distinct_pairs"] == 1
     assert jax.head_state().branch == "main" and jax.dirty_files() == []
     assert not (jax.git_dir / "index.lock").exists()
+
+
+def test_a_to_off_the_step_grid_is_measured_and_shown(capsys, scan_args, tmp_path):
+    """issue 33 item 1: --to 13:30 with --step 1h planned 11:00-13:00 only and missed the -7 % XLA
+    commit at 13:20 ("no steps found"); the window's end is an instant of its own, in the plan, the
+    table and the JSON, and the step is there."""
+    args = scan_args("2023-08-24 11:00", "2023-08-24 13:30", "--repeats", "2")
+    plan = scan_json(capsys, args + ["--dry-run"])
+    assert [p["time"][11:16] for p in plan["points"]] == ["11:00", "12:00", "13:00", "13:30"]
+    result = scan_json(capsys, args)
+    assert [p["time"][11:16] for p in result["points"]] == ["11:00", "12:00", "13:00", "13:30"]
+    code, out, err = run_cli(capsys, ["detect", str(tmp_path / "work"), "--json"])
+    assert code == 0, err
+    (step,) = json.loads(out)["changes"]
+    assert (step["kind"], step["before"], step["after"]) == ("regression", "2023-08-24T13:00:00Z", "2023-08-24T13:30:00Z")
+    code, out, _ = run_cli(capsys, args[:-2] + ["--step", "2h"])
+    assert code == 0 and "2023-08-24T13:30:00Z" in out and "no steps found" not in out
+
+
+def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_args, tmp_path):
+    """issue 33 item 2: four pairs measured once each, 578, 536, 537, 509 (the -7 % XLA commit and
+    the -5 % JAX merge): the differences between neighbours (3.8 %) are the steps themselves, so the
+    scan cannot say "no steps found", and the bisection cannot say "nothing to bisect"; both exit 1
+    naming the scan that measures each pair three times, and that scan finds both steps."""
+    args = scan_args("2023-08-24 12:00", "2023-08-25 13:00", "--step", "12h")
+    code, out, err = run_cli(capsys, args)
+    assert code == 1 and "no steps found" not in out
+    assert any(line.startswith("too few pairs to tell noise from steps") for line in unwrap(out))
+    assert "hourly: error: the scan has too few pairs to tell noise from steps" in err
+    again = shlex.split(err[err.index("hourly scan "):].strip())
+    assert again[-1] == "--rerun" and again[again.index("--repeats") + 1] == "3"
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
+    assert code == 1 and "nothing to bisect" not in out + err
+    assert "too few pairs to tell noise from steps" in err and "then run hourly bisect again" in err
+    code, out, err = run_cli(capsys, again[1:])
+    assert code == 0, err
+    assert "2 steps found" in out
+
+
+@pytest.mark.parametrize("printed,regex", [("1e400", None), ("inf", r"MLUPS:\s*(?P<value>\S+)"),
+                                           ("fast", r"MLUPS:\s*(?P<value>\S+)")])
+def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_was_read(
+        capsys, scan_args, tmp_path, printed, regex):
+    """issue 33 item 5: `MLUPS: 1e400` overflowed to infinity and was stored as an ok value ("inf
+    ±nan%", "no steps found"); any capture that is no finite number is no metric, and the scan's
+    error names what the regex captured (not "never printed the metric")."""
+    bench = tmp_path / "bench_inf.py"
+    bench.write_text(f"print('MLUPS: {printed}')\n")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", *(["--metric-regex", regex] if regex else []))
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, out, err = run_cli(capsys, args + ["--json"])
+    pts = json.loads(out)["points"]
+    assert code == 1 and pts[0]["status"] == "no_metric" and pts[0]["value"] is None
+    assert f"printed no finite number for the metric: --metric-regex captured '{printed}'" in err
+    assert "never printed the metric" not in err

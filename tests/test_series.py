@@ -109,7 +109,7 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge",
                       "n_before", "n_after"}
     assert c["edge"] is False
-    assert set(out) == {"points", "changes"}
+    assert set(out) == {"points", "changes", "undecided"} and out["undecided"] is None
 
 
 def test_cli_grep_table_marks_the_step(grep_file):
@@ -185,3 +185,70 @@ def test_cli_default_floor_and_no_plus_zero(tmp_path):
     assert json.loads(run([str(p), "--json"]).output)["changes"] == []
     low = run([str(p), "--min-change", "0"]).output
     assert "regression -0.30% between d4 and d5" in low and "+0.0%" not in low and "-0.0%" not in low
+
+
+# -- issue 33 item 2: `hourly detect` never says "no step found" from differences that may be steps
+
+@pytest.mark.parametrize("values", [[100, 80, 80, 60], [100, 100, 80, 80, 60], [100, 80, 80, 60, 60]])
+def test_detect_on_a_short_single_valued_series_says_it_cannot_tell(tmp_path, capsys, values):
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\n" + "".join(f"r{i},{v}\n" for i, v in enumerate(values)))
+    code = main(["detect", str(p)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no step found" not in out
+    assert "too few points to tell noise from steps" in out
+    assert err.startswith("hourly: error: too few points to tell noise from steps") and "3 times" in err
+    assert main(["detect", str(p), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["changes"] == [] and got["undecided"].startswith("too few points")
+    # three runs per label, each level's runs alike: the repeats measure the noise, both steps show
+    p.write_text("label,value\n" + "".join(f"r{i},{v * f}\n" for i, v in enumerate(values)
+                                          for f in (1.0, 1.001, 0.999)))
+    assert main(["detect", str(p), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert len(got["changes"]) == 2 and got["undecided"] is None
+
+
+# -- issue 33 item 6: nothing left out without a word; `hourly detect -` reads standard input --------
+
+def test_a_csv_row_without_a_label_is_named_not_dropped_silently(tmp_path, capsys):
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\na,100\n,90\nb,100.1\n  ,80\nc,99.9\n")
+    assert main(["detect", str(p), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [pt["label"] for pt in json.loads(out)["points"]] == ["a", "b", "c"]
+    assert "2 rows without a label left out" in err and "line 3" in err and "line 5" in err
+    assert "',90'" in err
+
+
+def test_a_grep_line_without_a_label_is_named(tmp_path, capsys):
+    from hourly.cli import main
+    p = tmp_path / "runs.txt"
+    p.write_text("a:MLUPS: 100\n:MLUPS: 90\nb:MLUPS: 100.2\n")
+    assert main(["detect", str(p), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [pt["label"] for pt in json.loads(out)["points"]] == ["a", "b"]
+    assert "1 line without a label left out" in err and "line 2" in err
+
+
+@pytest.mark.parametrize("text", ["label,value\na,100\nb,100.1\nc,99.9\nd,90\ne,90.2\nf,89.9\n", ISSUE_GREP])
+def test_detect_reads_standard_input_given_as_a_dash(monkeypatch, capsys, text):
+    import io
+
+    from hourly.cli import main
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["detect", "-", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert len(got["points"]) == 6 and [c["kind"] for c in got["changes"]] == ["regression"]
+
+
+def test_detect_of_an_empty_standard_input_is_one_line(monkeypatch, capsys):
+    import io
+
+    from hourly.cli import main
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["detect", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hourly: error: <stdin>") and len(err.strip().splitlines()) == 1

@@ -82,14 +82,15 @@ def test_controller_trouble_is_transient_anything_else_is_not():
         "--partition=gpu", "--time=1:00:00", "--gres=gpu:1", "--account=x"]
 
 
-def test_local_executor_with_workers_is_a_user_error(capsys, scan_args, tmp_path):
+def test_local_executor_with_workers_is_a_usage_error(capsys, scan_args, tmp_path):
+    # flags that do not go together: exit 2, as every usage error (README, "Exit codes")
     code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--workers", "4"))
-    assert code == 1
+    assert code == 2
     assert "--workers 4 needs --executor slurm" in err and "add --executor slurm" in err
     code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--gres", "gpu:1"))
-    assert code == 1 and "--gres apply to --executor slurm only" in err
+    assert code == 2 and "--gres apply to --executor slurm only" in err
     code, _, err = run_cli(capsys, ["profile", "--workdir", str(tmp_path / "work"), "--workers", "2"])
-    assert code == 1 and "--workers 2 needs --executor slurm" in err
+    assert code == 2 and "--workers 2 needs --executor slurm" in err
 
 
 def test_two_runs_sharing_the_cache_never_build_one_key_at_once(made, venv_python, tmp_path):

@@ -50,11 +50,16 @@ def _damage(db: Path, how: str) -> None:
             f.truncate(4096 + 100)
     elif how == "zero-bytes":
         db.write_bytes(b"")
+    elif how in ("no-points-table", "no-measurements-table"):  # a whole file that lacks a table of its schema
+        with sqlite3.connect(db) as c:
+            c.execute(f"DROP TABLE {how.split('-')[1]}")
+        with sqlite3.connect(db) as c:
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for side in ("-wal", "-shm"):
         Path(f"{db}{side}").unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("how", ["garbage", "truncated", "zero-bytes"])
+@pytest.mark.parametrize("how", ["garbage", "truncated", "zero-bytes", "no-points-table", "no-measurements-table"])
 def test_a_damaged_or_empty_store_is_one_line_and_never_written(capsys, stored, scan_args, tmp_path, how):
     _damage(stored, how)
     before = hashlib.sha256(stored.read_bytes()).hexdigest()

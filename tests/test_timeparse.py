@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from hourly.errors import UserError
-from hourly.timeparse import instants, iso_utc, parse_step, parse_time, window
+from hourly.timeparse import instant_count, instants, iso_utc, parse_step, parse_time, window
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -132,3 +132,22 @@ def test_reversed_window_and_unknown_zone():
 def test_window_with_times_is_inclusive():
     t0, t1 = window("Aug 24 2023 12:00", "Aug 24 2023 15:00")
     assert [iso_utc(t) for t in instants(t0, t1, parse_step("1h"))][-1] == "2023-08-24T15:00:00Z"
+
+
+@pytest.mark.parametrize("step,expected", [
+    ("1h", ["11:00", "12:00", "13:00", "13:30"]),
+    ("2h", ["11:00", "13:00", "13:30"]),
+    ("1d", ["11:00", "13:30"]),
+    ("30m", ["11:00", "11:30", "12:00", "12:30", "13:00", "13:30"]),  # on the grid: no extra instant
+])
+def test_an_end_off_the_step_grid_is_always_an_instant(step, expected):
+    """issue 33: --to 13:30 with --step 1h planned 11:00, 12:00, 13:00 and dropped the window's end
+    (a -7 % commit at 13:20 was "no steps found"); the end is always measured."""
+    t0, t1 = window("2023-08-24 11:00", "2023-08-24 13:30")
+    assert [iso_utc(t)[11:16] for t in instants(t0, t1, parse_step(step))] == expected
+    assert instant_count(t0, t1, parse_step(step)) == len(expected)  # what --max-instants counts
+
+
+def test_a_one_instant_window_is_its_one_instant():
+    t0, t1 = window("2023-08-24 11:00", "2023-08-24 11:00")
+    assert [iso_utc(t) for t in instants(t0, t1, parse_step("1h"))] == ["2023-08-24T11:00:00Z"]

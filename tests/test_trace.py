@@ -207,8 +207,8 @@ def test_a_benchmark_python_without_hourly_finds_the_tracer_through_the_shim(tmp
     folder put on its PYTHONPATH must expose the whole ``hourly`` package, not the folder of the
     module that makes it (``hourly/profile/``; on a real venv this failed with ``No module named
     hourly.trace``)."""
-    from hourly.profile.capture import _hourly_pythonpath
-    shim = _hourly_pythonpath()
+    from hourly.profile.capture import hourly_pythonpath
+    shim = hourly_pythonpath()
     try:
         # -S: no site-packages, so the hourly installed into this test's Python is out of reach
         done = subprocess.run([sys.executable, "-S", "-c", "import hourly.trace; print(hourly.trace.__file__)"],

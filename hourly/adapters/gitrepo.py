@@ -107,8 +107,32 @@ class GitRepo:
             return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
         except ProcessError as e:
             raise UserError(f"unknown ref {ref!r} in {self.name} repository {self.path}",
-                            f"run `git remote update` there, or pass --ref (or --{self.name}-ref, this "
-                            "repository's own) with a ref that exists") from e
+                            self._ref_fix(ref)) from e
+
+    def _ref_fix(self, ref: str) -> str:
+        """What to pass instead of a ref that does not exist: the branch the remote's HEAD points to
+        (a clone whose default branch is master has no origin/main), or the remote's branches here."""
+        own = f"--{self.name}-ref"
+        remote = ref.split("/", 1)[0] if "/" in ref else None
+        if remote:
+            try:
+                head = self.git("symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD").strip()
+            except ProcessError:
+                head = ""
+            if head and head != ref:
+                return (f"{remote}/HEAD points to {head}: pass {own} {head} (this repository's own ref), "
+                        f"or --ref {head} for both repositories")
+            try:
+                names = self.git("for-each-ref", "--format=%(refname:short)", f"refs/remotes/{remote}").split()
+            except ProcessError:
+                names = []
+            names = [n for n in names if n != f"{remote}/HEAD" and n != remote]
+            if names:
+                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                return (f"the branches {remote} has here: {shown}; pass {own} with one of them (this repository's own "
+                        "ref), or run `git remote update` there if it is new")
+        return (f"run `git remote update` there, or pass --ref (or {own}, this repository's own) with a ref "
+                "that exists")
 
     def resolve_sha(self, prefix: str) -> str:
         """A full SHA from a (possibly abbreviated) one."""

@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 from hourly.errors import UserError
-from hourly.privacy import redact_assignments
+from hourly.privacy import redact_argv
 
 
 def holder_info(command: str | None = None) -> dict:
     return {"pid": os.getpid(), "host": socket.gethostname(),
-            "command": command or shlex.join(["hourly", *redact_assignments(sys.argv[1:])]),
+            "command": command or shlex.join(["hourly", *redact_argv(sys.argv[1:])]),
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

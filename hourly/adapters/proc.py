@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from hourly.errors import UserError
+from hourly.privacy import redact_argv
 
 if TYPE_CHECKING:
     pass
@@ -178,7 +179,7 @@ def _open_log(log_path, cmd: list[str], cwd):
     path = Path(log_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     log = open(path, "w", encoding="utf-8", errors="replace")
-    log.write(f"$ {' '.join(cmd)}\n# cwd: {cwd or os.getcwd()}\n")
+    log.write(f"$ {' '.join(redact_argv(cmd))}\n# cwd: {cwd or os.getcwd()}\n")  # logs are read by others
     log.flush()
     return log
 

@@ -13,23 +13,30 @@ Tables:
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
   directory, environment, metric regex and Python): status, value (median), samples (one value per
   counted run: a run that prints many samples keeps them in its entry of ``runs``), per-run
-  detail, its ``origin`` (``scan``, ``bisect``) and (schema 7) its ``metric``: ``''`` for the one
+  detail, its ``origin`` (``scan``, ``bisect``) and (schema 8) its ``metric``: ``''`` for the one
   metric the regex reads (every row of an older store), else the name of a ``METRIC name:`` line
   (``--metrics``: one row per name per measurement, all written in one transaction; a measurement
   that measured no name at all, a failed build or runs that all failed, is one ``''`` row). A row
   is never updated: the scan's table reads the ``scan`` rows alone, so later commands'
   measurements never change it.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
-- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
+- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart; 8 the samples its runs printed,
+  ``run_samples``, apart from the runs, process starts): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
-  samples, runs, and the JAX/XLA commits found in the image; (schema 7) its ``metric``, as above.
+  samples, runs, and the JAX/XLA commits found in the image; (schema 8) its ``metric``, as above.
 - ``manual_waiting``, ``manual_marks`` (made on opening, no schema step: tables an older hourly
   never reads): the probe a manual bisection (``hourly bisect --manual``) waits at, and the
   verdicts ``hourly mark`` gave from another shell, each taken once by the waiting bisection.
 - ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
   the package index: the jaxlib paired with it, release time, status (a measurement's, or
-  ``missing`` / ``install_failed``), value, samples, runs, installer and environment; (schema 7)
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment; (schema 8)
   its ``metric``, as above.
+- ``watch_builds``, ``watch_values``, ``watch_checks``, ``watch_runs``, ``watch_alerts`` (schema 7):
+  ``hourly watch`` (hourly/watch/): every build a watch found (nightly date, wheel version or
+  instant of the history) with what measured it and the decision on its arrival, its values per
+  metric, each suspected step and its confirmation (the interleaved runs of the two builds, one
+  row per pair), and the alerts (their confirmed steps, the hunt started, the recovery, the
+  events not yet delivered). Kept apart from ``measurements``: a series per metric name.
 
 Every SQL statement of hourly is in this module.
 """
@@ -51,7 +58,7 @@ from urllib.parse import quote
 from hourly.errors import UserError
 from hourly.model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
@@ -227,6 +234,7 @@ class Store:
         conn.row_factory = sqlite3.Row
         try:
             _check_whole(self.path, conn)
+            _check_tables(conn, self.path)  # a whole file that lacks a table of its schema is damaged
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() \
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() else None
         except BaseException:
@@ -249,6 +257,7 @@ class Store:
 
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
+        _check_tables(self.conn, self.path)  # a store missing a table of its schema is never written to
         self.conn.executescript(_SCHEMA)
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row else 0
@@ -416,13 +425,13 @@ class Store:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
             c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
-                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
                        p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
                        int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
-                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0))))
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0))))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
@@ -581,6 +590,132 @@ class Store:
                                  " GROUP BY metric ORDER BY first", (bench_key,))
         return [r[0] for r in rows]
 
+    # -- hourly watch (schema 7) -----------------------------------------------------------------
+    def watch_builds(self, watch: str) -> list[dict[str, Any]]:
+        """Every build the watch ``watch`` found, in the order they arrived (``ident``, ``decision``
+        decoded; ``decision`` None: not judged yet)."""
+        rows = self.conn.execute("SELECT * FROM watch_builds WHERE watch=? ORDER BY seq", (watch,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["ident"] = json.loads(d["ident"])
+            d["decision"] = json.loads(d["decision"]) if d["decision"] else None
+            out.append(d)
+        return out
+
+    def add_watch_builds(self, watch: str, builds: list[dict[str, Any]]) -> None:
+        """New builds (``build``, ``time``, ``ident``, ``status``, ``detail``), after the known ones,
+        in one transaction: a build found is never found twice."""
+        now = time.time()
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) FROM watch_builds WHERE watch=?", (watch,)).fetchone()[0]
+            for b in builds:
+                seq += 1
+                c.execute("INSERT OR IGNORE INTO watch_builds (watch, build, seq, time, ident, status, detail,"
+                          " decision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                          (watch, b["build"], seq, b.get("time"), json.dumps(b.get("ident") or {}),
+                           b.get("status", "pending"), b.get("detail"), now, now))
+
+    def measured_watch_build(self, watch: str, build: str, status: str, detail: str | None,
+                             ident: dict[str, Any], values: dict[str, dict[str, Any]]) -> None:
+        """A build's measurement on arrival: its status, and per metric its value, samples and runs,
+        in one transaction (a run killed midway measures the build again)."""
+        now = time.time()
+        with self.transaction() as c:
+            for metric, v in values.items():
+                c.execute("INSERT OR REPLACE INTO watch_values (watch, build, metric, value, samples, runs, created)"
+                          " VALUES (?, ?, ?, ?, ?, ?, ?)", (watch, build, metric, v.get("value"),
+                                                            json.dumps(v.get("samples") or []),
+                                                            json.dumps(v.get("runs") or []), now))
+            c.execute("UPDATE watch_builds SET status=?, detail=?, ident=?, updated=? WHERE watch=? AND build=?",
+                      (status, detail, json.dumps(ident), now, watch, build))
+
+    def watch_values(self, watch: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """{build: {metric: {value, samples, runs}}} of the watch's arrivals."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for r in self.conn.execute("SELECT * FROM watch_values WHERE watch=?", (watch,)):
+            out.setdefault(r["build"], {})[r["metric"]] = {"value": r["value"], "samples": json.loads(r["samples"]),
+                                                          "runs": json.loads(r["runs"])}
+        return out
+
+    def judged_watch_build(self, watch: str, build: str, decision: dict[str, Any]) -> None:
+        """The decision on a build's arrival, per metric: it is judged, and never judged again."""
+        with self.transaction() as c:
+            c.execute("UPDATE watch_builds SET decision=?, updated=? WHERE watch=? AND build=?",
+                      (json.dumps(decision), time.time(), watch, build))
+
+    def watch_check(self, watch: str, metric: str, arrived: str, before: str, after: str,
+                    suspect: dict[str, Any]) -> dict[str, Any]:
+        """The check of a step suspected on ``arrived``'s arrival between ``before`` and ``after``:
+        found, else made (verdict ``pending``): a run killed while confirming it goes on with it."""
+        with self.transaction() as c:
+            r = c.execute("SELECT * FROM watch_checks WHERE watch=? AND metric=? AND arrived=? AND before=?"
+                          " AND after=?", (watch, metric, arrived, before, after)).fetchone()
+            if r is None:
+                now = time.time()
+                cur = c.execute("INSERT INTO watch_checks (watch, metric, arrived, before, after, suspect, verdict,"
+                                " result, created, updated) VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
+                                (watch, metric, arrived, before, after, json.dumps(suspect), now, now))
+                r = c.execute("SELECT * FROM watch_checks WHERE id=?", (_inserted_id(cur),)).fetchone()
+        return _check(r)
+
+    def watch_checks(self, watch: str) -> list[dict[str, Any]]:
+        """Every check of the watch, oldest first (``suspect`` and ``result`` decoded)."""
+        return [_check(r) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
+
+    def add_watch_run(self, check_id: int, old: float | None, new: float | None) -> None:
+        """One interleaved pair of a check: the build before the step run, then the build after it."""
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM watch_runs WHERE check_id=?",
+                            (check_id,)).fetchone()[0]
+            c.execute("INSERT INTO watch_runs (check_id, seq, old, new, created) VALUES (?, ?, ?, ?, ?)",
+                      (check_id, seq, old, new, time.time()))
+
+    def watch_runs(self, check_id: int) -> list[tuple[float | None, float | None]]:
+        rows = self.conn.execute("SELECT old, new FROM watch_runs WHERE check_id=? ORDER BY seq", (check_id,))
+        return [(r[0], r[1]) for r in rows]
+
+    def finish_watch_check(self, check_id: int, verdict: str, result: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE watch_checks SET verdict=?, result=?, updated=? WHERE id=?",
+                      (verdict, json.dumps(result), time.time(), check_id))
+
+    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[dict[str, Any], bool]:
+        """The alert of ``arrived``'s arrival over the window ``before`` .. ``after``: found, else made
+        with the event ``new`` to deliver; (the alert, whether it was made now)."""
+        with self.transaction() as c:
+            r = c.execute("SELECT * FROM watch_alerts WHERE watch=? AND arrived=? AND before=? AND after=?",
+                          (watch, arrived, before, after)).fetchone()
+            made = r is None
+            if made:
+                now = time.time()
+                cur = c.execute("INSERT INTO watch_alerts (watch, arrived, before, after, checks, hunt, recovery,"
+                                " events, created, updated) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+                                (watch, arrived, before, after, json.dumps(checks), json.dumps(["new"]), now, now))
+                r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (_inserted_id(cur),)).fetchone()
+        return _alert(r), made
+
+    def watch_alerts(self, watch: str) -> list[dict[str, Any]]:
+        """Every alert of the watch, oldest first (``checks``, ``hunt``, ``recovery``, ``events`` decoded)."""
+        return [_alert(r) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
+
+    def update_watch_alert(self, alert_id: int, *, hunt: dict[str, Any] | None = None,
+                           recovery: dict[str, Any] | None = None, add_events: tuple[str, ...] | list[str] = (),
+                           events: list[str] | None = None) -> None:
+        """What is known of an alert now: its hunt, its recovery; events to deliver added (``add_events``)
+        or replaced (``events``: what is left after a delivery)."""
+        with self.transaction() as c:
+            r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (alert_id,)).fetchone()
+            if r is None:
+                return
+            a = _alert(r)
+            left = list(a["events"] if events is None else events)
+            left += [e for e in add_events if e not in left]
+            c.execute("UPDATE watch_alerts SET hunt=?, recovery=?, events=?, updated=? WHERE id=?",
+                      (json.dumps(hunt if hunt is not None else a["hunt"]),
+                       json.dumps(recovery if recovery is not None else a["recovery"]),
+                       json.dumps(left), time.time(), alert_id))
+
 
 #: how to start afresh, for a store that cannot be used
 _NEW_STORE = "start a new one with another --workdir, or move the file away (mv {path} {path}.bad) and run again"
@@ -639,6 +774,46 @@ def _check_whole(path: Path, conn: sqlite3.Connection | None = None) -> None:
     if row and row[0] != "ok":  # SQLite's report can span lines ("*** in database main ***", then the fault)
         what = " ".join(ln.strip() for ln in str(row[0]).splitlines() if ln.strip() and not ln.startswith("***"))
         raise UserError(f"the results store {path} is damaged ({what or 'integrity check failed'})",
+                        _NEW_STORE.format(path=path))
+
+
+#: The tables every store of schema version 1 has (the tables _SCHEMA gained later without a
+#: migration, manual_waiting and manual_marks, may be missing from an older store: it gets them).
+_V1_TABLES = ("meta", "settings", "points", "builds", "measurements")
+
+
+def schema_tables(version: int) -> set[str]:
+    """The tables a store of schema ``version`` has: version 1's, then each migration's creations,
+    renames and drops."""
+    tables = set(_V1_TABLES)
+    for v in range(2, version + 1):
+        for stmt in MIGRATIONS.get(v, []):
+            if m := re.match(r"\s*CREATE TABLE (?:IF NOT EXISTS )?(\w+)", stmt):
+                tables.add(m[1])
+            elif m := re.match(r"\s*ALTER TABLE (\w+) RENAME TO (\w+)", stmt):
+                tables.discard(m[1])
+                tables.add(m[2])
+            elif m := re.match(r"\s*DROP TABLE (?:IF EXISTS )?(\w+)", stmt):
+                tables.discard(m[1])
+    return tables
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, reading only, a store whose file is whole but lacks a table of its schema version
+    (a dropped ``points`` table read as an empty scan, and was created again): it is damaged."""
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not have:
+        return  # a new store: the schema is made next
+    if "meta" in have:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if not row or not str(row[0]).isdigit():
+            return  # another run is making it right now (its version is written once _SCHEMA is whole)
+        lost = sorted(schema_tables(min(int(row[0]), SCHEMA_VERSION)) - have)
+    else:
+        lost = ["meta"]  # _SCHEMA makes meta first: tables without it are what is left of a store
+    if lost:
+        raise UserError(f"the results store {path} is damaged (its table{'s' if len(lost) > 1 else ''} "
+                        f"{', '.join(lost)} {'are' if len(lost) > 1 else 'is'} missing)",
                         _NEW_STORE.format(path=path))
 
 
@@ -704,6 +879,20 @@ def _inserted_id(cur: sqlite3.Cursor) -> int:
     return cur.lastrowid
 
 
+def _check(r: sqlite3.Row) -> dict[str, Any]:
+    d = dict(r)
+    d["suspect"] = json.loads(d["suspect"])
+    d["result"] = json.loads(d["result"]) if d["result"] else None
+    return d
+
+
+def _alert(r: sqlite3.Row) -> dict[str, Any]:
+    d = dict(r)
+    for k in ("checks", "hunt", "recovery", "events"):
+        d[k] = json.loads(d[k]) if d[k] else ([] if k in ("checks", "events") else None)
+    return d
+
+
 def _measurement(r: sqlite3.Row) -> Measurement:
     return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
                        json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"], r["metric"])
@@ -765,10 +954,33 @@ MIGRATIONS: dict[int, list[str]] = {
     # 6: builds priced by their inputs (docs/builds.md): a probe's jaxlib builds and jax package builds apart
     6: ["ALTER TABLE bisect_probes ADD COLUMN jaxlib_builds INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE bisect_probes ADD COLUMN jax_builds INTEGER NOT NULL DEFAULT 0"],
-    # 7: every metric a run prints, named (--metrics): the metric of each row. Rows of older stores
+    # 7: `hourly watch` (hourly/watch/): its builds, their values per metric, the checks of suspected steps with
+    # their interleaved runs, and the alerts; tables of its own, apart from `measurements`
+    7: ["""CREATE TABLE IF NOT EXISTS watch_builds (
+            watch TEXT NOT NULL, build TEXT NOT NULL, seq INTEGER NOT NULL, time TEXT, ident TEXT NOT NULL,
+            status TEXT NOT NULL, detail TEXT, decision TEXT, created REAL NOT NULL, updated REAL NOT NULL,
+            PRIMARY KEY (watch, build))""",
+        """CREATE TABLE IF NOT EXISTS watch_values (
+            watch TEXT NOT NULL, build TEXT NOT NULL, metric TEXT NOT NULL, value REAL, samples TEXT NOT NULL,
+            runs TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (watch, build, metric))""",
+        """CREATE TABLE IF NOT EXISTS watch_checks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, watch TEXT NOT NULL, metric TEXT NOT NULL, arrived TEXT NOT NULL,
+            before TEXT NOT NULL, after TEXT NOT NULL, suspect TEXT NOT NULL, verdict TEXT NOT NULL, result TEXT,
+            created REAL NOT NULL, updated REAL NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS watch_runs (
+            check_id INTEGER NOT NULL REFERENCES watch_checks (id), seq INTEGER NOT NULL, old REAL, new REAL,
+            created REAL NOT NULL, PRIMARY KEY (check_id, seq))""",
+        """CREATE TABLE IF NOT EXISTS watch_alerts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, watch TEXT NOT NULL, arrived TEXT NOT NULL, before TEXT NOT NULL,
+            after TEXT NOT NULL, checks TEXT NOT NULL, hunt TEXT, recovery TEXT, events TEXT NOT NULL,
+            created REAL NOT NULL, updated REAL NOT NULL)"""],
+    # 8: every metric a run prints, named (--metrics): the metric of each row. Rows of older stores
     # are the one metric the regex read: '' (hourly.adapters.store.Measurement.metric)
-    7: ["ALTER TABLE measurements ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
+    8: ["ALTER TABLE measurements ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE nightly ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE releases ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
-        "CREATE INDEX IF NOT EXISTS measurements_metric ON measurements (bench_key, metric, xla, jax)"],
+        "CREATE INDEX IF NOT EXISTS measurements_metric ON measurements (bench_key, metric, xla, jax)",
+        # and a probe's samples counted apart from its runs (process starts): many per run with
+        # --metric-samples all or named metrics; 0 in the rows of an older store
+        "ALTER TABLE bisect_probes ADD COLUMN run_samples INTEGER NOT NULL DEFAULT 0"],
 }

@@ -160,6 +160,7 @@ def _run_noise(logs: list[list[float]], point_noise: float, log_scale: bool, lev
 
 def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_change: float | None = None,
             since: int = 0, level_from: int = 0, judged: Collection[tuple[int, int]] = (),
+            rejected: Collection[tuple[int, int]] = (),
             history: int = HISTORY, suspect_z: float = SUSPECT_Z, newest: int = NEWEST, beyond: int = BEYOND,
             max_window: int = MAX_WINDOW, min_rate: float = MIN_RATE) -> Arrival:
     """Judge the newest builds of ``series``: is there a step whose new level holds through them?
@@ -169,7 +170,10 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     confirmed step's ``after_index``): the newest builds are judged against the builds from there
     on. ``judged``: the (before, after) pairs already measured again without a confirmation
     (rejected, or undecided at the cap): not suspected again, though the same step with another
-    window is. A quiet arrival decides nothing, so a step too small to see on its first night is
+    window is. ``rejected``: those of them that measuring again rejected (any change under the
+    minimum change): their newest build was measured on an odd night, and is left out of the noise
+    a short level is judged by as well (an undecided one may hold a real step: kept there).
+    A quiet arrival decides nothing, so a step too small to see on its first night is
     suspected once its later builds make it plain. ``min_change``: steps smaller than this
     relative change are not suspected (default :data:`DEFAULT_MIN_CHANGE`). ``suspect_z``,
     ``beyond``, ``newest``, ``max_window``, ``min_rate``: the constants of the same names.
@@ -186,6 +190,14 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     level = det.level
     point_noise = det.relative_noise
     run_noise = _run_noise([logs[i] for i in good], point_noise, log_scale, level)
+    # a build whose step measuring again rejected was measured on an odd night: no evidence of the
+    # series' noise either. A level too short to be judged by its own spread is judged by the
+    # series' noise, and there one slow night read as noise that hid the next steps (7 % for a
+    # 0.2 % benchmark): that floor is the noise of the series without its slow nights
+    slow = {after for _, after in rejected if after >= start}
+    floor_noise = point_noise if not slow else detect(
+        [None if start + k in slow else p for k, p in enumerate(series[start:])],
+        higher_is_better=higher_is_better, min_change=min_change).relative_noise
     def steep(rel: float, before: int, after: int) -> bool:
         return abs(math.log1p(rel)) >= min_rate * math.log1p(min_change) * (after - before) if rel > -1 else True
 
@@ -213,7 +225,7 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
         return Arrival(ArrivalStatus.SHORT, noise=point_noise, level_from=first,
                        why=f"{len(points) - 1} good builds at the current level before the newest; "
                            f"{MIN_LEVEL_POINTS} are needed to judge it")
-    passing = [s for s in (_newest_step(points, values, k, point_noise, log_scale, min_change, higher_is_better,
+    passing = [s for s in (_newest_step(points, values, k, floor_noise, log_scale, min_change, higher_is_better,
                                         suspect_z, beyond, run_noise) for k in candidates if k >= MIN_LEVEL_POINTS)
                if s is not None]
     if not passing:

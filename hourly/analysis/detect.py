@@ -84,6 +84,9 @@ NOISE_FLOOR_RELATIVE = 1e-4
 MAX_LOG_NOISE = 0.3
 #: ``Detection.noise_source`` when the noise was taken at MAX_LOG_NOISE (it reads as it is).
 NOISE_SOURCE_LIMIT = "the most a benchmark's noise is taken to be: its points vary more"
+#: ``Detection.noise_source`` when the repeats decided because the differences were steps
+#: (:func:`_short_reading`: a short series whose neighbours differ by its steps).
+NOISE_SOURCE_REPEATS_OVER_STEPS = "repeats, the differences between neighbours being steps"
 #: By default a step smaller than this relative change is not reported (``min_change``).
 DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
@@ -135,6 +138,13 @@ class Detection:
 
     level: float = 0.0              #: median level of the good points
     log_scale: bool = False         #: analysed on a log scale (noise relative to the level)
+    #: The series is too short for its differences to tell noise from steps (:func:`_short_reading`):
+    #: a reading with less noise (its closest neighbours', or its points' repeats') finds steps in
+    #: half its differences or more, which the noise read from those differences called noise.
+    #: Its changes are what the differences' noise allows; "no step" is not an answer then.
+    too_short: bool = False
+    #: Whether the points had repeats (the words of ``too_short`` differ: measure repeats, or more points).
+    repeated: bool = False
 
     @property
     def relative_noise(self) -> float:
@@ -481,6 +491,19 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             if new_sigma != sigma:
                 sigma = new_sigma
                 keep, pos, v, segs = _fit(values, sigma, z_min, min_change, log_scale, within, doubt)
+    # A short series whose differences are its steps: the noise read from them is the steps'
+    # (100, 100, 80, 80, 60: noise 12.9 %, no step). Where the repeats measure the noise, they
+    # decide; with one value per point the series is too short to tell (issue 33).
+    too_short = False
+    if source in ("successive differences", "both", "prior"):
+        rep = _repeat_noise(samples) if source == "both" else None
+        other = _short_reading(values, sigma, rep, floor, z_min, min_change, log_scale, within, doubt,
+                               len(segs) - 2)
+        if other is not None and other[0] is not None:
+            keep, pos, v, segs = other[0]
+            sigma, source = other[1], NOISE_SOURCE_REPEATS_OVER_STEPS
+        elif other is not None:
+            too_short = True
     # Re-test each segment on its own: a step the first fit did not see stayed inside a segment,
     # and its difference inflated the noise the refit was judged with (a -2 % step after a -7 %).
     hidden = hidden_steps(v, segs, z_min, min_change, log_scale, (within[0][pos], within[1][pos]))
@@ -518,7 +541,63 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     return Detection(changes=changes, failed=failed, outliers=outliers,
                      noise=sigma * level if log_scale else sigma,
                      noise_source=NOISE_SOURCE_LIMIT if log_scale and sigma >= MAX_LOG_NOISE else source,
-                     threshold=z_min, level=level, log_scale=log_scale)
+                     threshold=z_min, level=level, log_scale=log_scale, too_short=too_short,
+                     repeated=any(len(x) > 1 for x in samples))
+
+
+def _short_reading(values: np.ndarray, sigma: float, rep: float | None, floor: float, z_min: float,
+                   min_change: float | None, log_scale: bool, within: tuple[np.ndarray, np.ndarray],
+                   doubt: np.ndarray, steps: int):
+    """Whether the noise read from the differences between neighbours was the series' steps.
+
+    The median of the differences is a noise estimate only while fewer than half of them are
+    steps. On a handful of points two steps are half of them: 100, 80, 80, 60 read 14.9 % of noise
+    and no step. So the series is read again with less noise: its points' repeats' (``rep``), or
+    else what its closest neighbours say (the smaller half of the differences). When that reading
+    finds more steps than ``steps`` (the reported fit's) and its steps and outliers take half the
+    differences or more (where the median breaks down), the first reading is not to be trusted:
+
+    - with repeats whose noise explains every difference the new reading calls noise (within
+      ``z_min`` standard errors) and no point set aside as an outlier, the repeats decide: returns ``((keep, pos, v, segs), sigma)``,
+      that reading's fit and noise;
+    - else (one value per point, or points that differ by more than their repeats say) the
+      series is too short to tell noise from steps: returns ``(None, sigma)``.
+
+    None when the first reading stands (the new one finds no more steps, or only a few among
+    many differences: a long series' differences are a fair measure of its noise).
+    """
+    m = len(values) - 1
+    if m < 1:
+        return None
+    if rep is not None:
+        other = max(rep, floor)
+    else:
+        d = np.sort(np.abs(np.diff(values)))
+        small = d[:max(1, m // 2)]
+        other = max(math.sqrt(float(np.mean(small * small))) / math.sqrt(2.0), floor)
+    if log_scale:
+        other = min(other, MAX_LOG_NOISE)
+    if other >= sigma:
+        return None
+    # the median difference is noise to the new reading as well (or below the smallest step
+    # reported): it was no step, and the first reading stands (most series end here, unrefitted)
+    floor_step = (math.log1p(min_change) if log_scale else min_change * float(np.median(np.abs(values)))) \
+        if min_change else 0.0
+    if float(np.median(np.abs(np.diff(values)))) <= max(z_min * math.sqrt(2.0) * other, floor_step):
+        return None
+    keep, pos, v, segs = _fit(values, other, z_min, min_change, log_scale, within, doubt)
+    found = len(segs) - 2
+    set_aside = int(np.sum(~keep))
+    if found <= steps or 2 * (found + 2 * set_aside) < m:
+        return None
+    if rep is not None and not set_aside:
+        # the repeats explain every difference inside the new reading's levels, and it sets no
+        # point aside: a point that no level of its neighbours holds is noise the repeats miss
+        inside = [np.diff(v[a:b]) for a, b in pairwise(segs) if b - a >= 2]
+        d_in = np.abs(np.concatenate(inside)) if inside else np.zeros(0)
+        if not len(d_in) or float(d_in.max()) <= z_min * math.sqrt(2.0) * other:
+            return (keep, pos, v, segs), other
+    return None, other
 
 
 #: Variance of the median of k normal samples over that of their mean (k = 1, 2: the same),

@@ -48,6 +48,20 @@ class SeriesPoint:
 class Series:
     points: tuple[SeriesPoint, ...]
     source: str = ""
+    #: input left out, each as ``(line number, the line)``: rows or lines without a label (no point
+    #: can be named by them); the command says so (:meth:`dropped_note`)
+    dropped: tuple[tuple[int, str], ...] = ()
+    #: what one entry of the input is called: "line" (grep output) or "row" (a CSV)
+    unit: str = "line"
+
+    def dropped_note(self) -> str | None:
+        """One line naming what was left out of the input, or None."""
+        if not self.dropped:
+            return None
+        n = len(self.dropped)
+        shown = ", ".join(f"line {i} {text.strip()[:40]!r}" for i, text in self.dropped[:3])
+        more = f" and {n - 3} more" if n > 3 else ""
+        return f"{self.source}: {n} {self.unit}{'s' if n != 1 else ''} without a label left out ({shown}{more})"
 
     @property
     def labels(self) -> list[str]:
@@ -82,9 +96,10 @@ def _parse_float(raw: str | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _build(groups: dict[str, list[float]], source: str) -> Series:
+def _build(groups: dict[str, list[float]], source: str, dropped: list[tuple[int, str]] | None = None,
+           unit: str = "line") -> Series:
     labels = sorted(groups, key=natural_key)
-    return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source)
+    return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source, tuple(dropped or ()), unit)
 
 
 def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_REGEX,
@@ -99,14 +114,16 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
     """
     rx = compile_metric_regex(metric_regex)
     groups: dict[str, list[float]] = {}
+    dropped: list[tuple[int, str]] = []
     unnamed = None  # a line whose metric reads only with the text before its ':' (no file name)
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         line = line.rstrip("\r\n")
         if ":" not in line:
             continue
         label, rest = line.split(":", 1)
         label = label.strip()
         if not label:
+            dropped.append((number, line))  # no point to name it by: said, never silently lost
             continue
         values = groups.setdefault(label, [])
         m = rx.search(rest)
@@ -127,7 +144,7 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
         metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
         raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
                         f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {PurePath(source).name}`")
-    return _build(groups, source)
+    return _build(groups, source, dropped)
 
 
 def parse_csv_text(text: str, source: str = "<csv>") -> Series:
@@ -142,9 +159,13 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
                         f"(found: {', '.join(f for f in fields if f) or 'none'})",
                         "add a header line `label,value`")
     groups: dict[str, list[float]] = {}
+    dropped: list[tuple[int, str]] = []
+    lines = text.splitlines()
     for row in reader:
         label = (row.get(fields["label"]) or "").strip()
-        if not label:
+        if not label:  # no point to name it by: said, never silently lost
+            if any((v or "").strip() for k, v in row.items() if k is not None):
+                dropped.append((reader.line_num, lines[reader.line_num - 1] if reader.line_num <= len(lines) else ""))
             continue
         values = groups.setdefault(label, [])
         x = _parse_float(row.get(fields["value"]))
@@ -153,7 +174,7 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
     if not groups:
         raise UserError(f"{source}: the CSV has no rows with a label",
                         "add one row per measurement: `label,value`")
-    return _build(groups, source)
+    return _build(groups, source, dropped, "row")
 
 
 

@@ -51,6 +51,21 @@ def find_steps(points: list[PointResult], higher_is_better: bool = True,
     return steps, detection, groups
 
 
+def too_short(detection: Detection, unit: str = "point") -> str | None:
+    """Why a series cannot say "no step" (:attr:`Detection.too_short`), in one clause naming its
+    ``unit`` ("pair", "date", "release"); None when its noise is a fair measure. The caller adds
+    the command that measures what is missing."""
+    if not detection.too_short:
+        return None
+    from hourly.analysis.detect import percent
+    if detection.repeated:
+        return (f"too few {unit}s to tell noise from steps: the {unit}s differ by more than their repeats, "
+                "which is steps or noise between runs that the repeats do not see")
+    return (f"too few {unit}s to tell noise from steps: one value per {unit}, and the differences between "
+            f"neighbours (read as noise of {percent(detection.relative_noise).lstrip('+')} per {unit}) "
+            "may be the steps themselves")
+
+
 def series_from_points(points: list[PointResult], source: str = "") -> Series:
     """A :class:`~hourly.analysis.series.Series` of one point per pair-run, labelled by its first instant;
     ``last_label`` carries the run's last instant (the label of a step's "before" side)."""

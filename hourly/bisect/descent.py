@@ -26,6 +26,7 @@ from dataclasses import replace
 from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.analysis.bisection import State
 from hourly.analysis.pins import chain_text
+from hourly.answers import Answer, Commit
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import ListedStates
 from hourly.bisect.records import BisectRequest, Window
@@ -34,7 +35,7 @@ from hourly.errors import UserError
 from hourly.execute.executors import Executor
 from hourly.measure.build import DESCENT_VAR, Workspace
 from hourly.measure.pins import PinReader, behind_pins, dep_range
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Mode, Pair
 
 #: the dependencies an XLA commit pins, and the setting that names each one's checkout
@@ -44,83 +45,85 @@ MAX_LEVELS = 3
 
 
 def descend(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
-            answers: list[dict]) -> list[dict]:
+            answers: list[Answer]) -> list[Answer]:
     """Every answer whose culprit moves a pin, bisected on inside the dependency (in place); a
     time-paired answer's states that failed to build while older than their pin say so."""
     for a in answers:
-        if a.get("culprit") and not a.get("error"):
+        if a.culprit and not a.error:
             _descend_one(s, store, req, handler, executor, a)
-        if a.get("pairing", "time") == "time" and not a.get("error"):
+        if (a.pairing or "time") == "time" and not a.error:
             _behind_pin_failures(s, store, a)
     return answers
 
 
-def _behind_pin_failures(s: Settings, store, a: dict) -> None:
+def _behind_pin_failures(s: Settings, store, a: Answer) -> None:
     """The probes skipped for a failed build whose XLA commit is older than their JAX commit's pin:
     ``build_failed_behind_pin`` (xla, jax, pin) and the reason, as the scan's table says it."""
-    failed = [p for p in a.get("probes") or [] if p.get("verdict") == "skip"
-              and (rec := store.build(p["xla"], p["jax"])) is not None and rec.status == "failed"]
+    failed = [p for p in a.probes if p.verdict == "skip"
+              and (rec := store.build(p.xla, p.jax)) is not None and rec.status == "failed"]
     if not failed or s.only:
         return
     xla, jax = GitRepo(s.xla_repo, "xla"), GitRepo(s.jax_repo, "jax")
-    found = behind_pins([Pair(p["xla"], p["jax"]) for p in failed], xla, jax)["behind_pin"]
+    found = behind_pins([p.pair for p in failed], xla, jax)["behind_pin"]
     if found:
-        a["build_failed_behind_pin"] = [{"xla": k.split(":")[0], "jax": k.split(":")[1], "pin": v}
-                                        for k, v in found.items()]
-        a["behind_pin_reason"] = (f"{len(found)} untestable state{'s' if len(found) != 1 else ''} combine a JAX commit "
-                                  "with an XLA commit older than its pin: JAX may need an XLA feature it does not "
-                                  "have yet (--pairing pin builds each JAX commit with its pin)")
+        a.build_failed_behind_pin = [{"xla": k.split(":")[0], "jax": k.split(":")[1], "pin": v}
+                                     for k, v in found.items()]
+        a.behind_pin_reason = (f"{len(found)} untestable state{'s' if len(found) != 1 else ''} combine a JAX commit "
+                               "with an XLA commit older than its pin: JAX may need an XLA feature it does not "
+                               "have yet (--pairing pin builds each JAX commit with its pin)")
 
 
-def _link(c: dict, bumps: str | None = None) -> dict:
-    return {"repo": c["repo"], "sha": c["sha"], "subject": c["subject"], "link": c["link"], "bumps": bumps}
+def _link(c: Commit, bumps: str | None = None) -> dict:
+    return {"repo": c.repo, "sha": c.sha, "subject": c.subject, "link": c.link, "bumps": bumps}
 
 
 def _descend_one(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
-                 top: dict) -> None:
-    chain = [_link(top["culprit"])]
-    levels: list[dict] = []
+                 top: Answer) -> None:
+    assert top.culprit is not None  # descend() passes answers that name one
+    chain = [_link(top.culprit)]
+    levels: list[Answer] = []
     a = top
     held_xla: str | None = None  # the XLA commit held while LLVM or Triton moves
     for _ in range(MAX_LEVELS - 1):
-        c = a["culprit"]
-        lg, fb = a["last_good"], a["first_bad"]
-        if c["repo"] == "jax" and a.get("pairing") == "pin" and lg["xla"] != fb["xla"]:
-            dep, old, new = "xla", lg["xla"], fb["xla"]
+        c = a.culprit
+        lg, fb = a.last_good, a.first_bad
+        assert c is not None and lg is not None and fb is not None  # a level that named its culprit
+        if c.repo == "jax" and a.pairing == "pin" and lg.xla != fb.xla:
+            dep, old, new = "xla", lg.xla, fb.xla
             chain[-1]["bumps"] = "xla"
             xla = GitRepo(s.xla_repo, "xla")
-            sub = _bisect_inside(s, store, req, handler, executor, a, "xla", xla, old, new, fb["jax"], None)
-        elif c["repo"] == "xla":
-            found = _xla_bump(s, c["sha"], lg["xla"])
+            sub = _bisect_inside(s, store, req, handler, executor, a, "xla", xla, old, new, fb.jax, None)
+        elif c.repo == "xla":
+            found = _xla_bump(s, c.sha, lg.xla)
             if found is None:
                 break
             dep, setting, flag, old, new = found
             chain[-1]["bumps"] = dep
             if not getattr(s, setting):
-                top["descent_stopped"] = (f"xla {c['sha'][:12]} moves {dep.upper()}'s pin {old[:12]} → {new[:12]}: "
-                                          f"pass {flag} with a {dep} checkout to bisect inside it")
+                top.descent_stopped = (f"xla {c.sha[:12]} moves {dep.upper()}'s pin {old[:12]} → {new[:12]}: "
+                                       f"pass {flag} with a {dep} checkout to bisect inside it")
                 break
-            held_xla = c["sha"]
+            held_xla = c.sha
             dep_repo = GitRepo(getattr(s, setting), dep)
-            sub = _bisect_inside(s, store, req, handler, executor, a, dep, dep_repo, old, new, fb["jax"], held_xla)
+            sub = _bisect_inside(s, store, req, handler, executor, a, dep, dep_repo, old, new, fb.jax, held_xla)
         else:
             break
         if isinstance(sub, str):
-            top["descent_stopped"] = sub
+            top.descent_stopped = sub
             break
         levels.append(sub)
-        if not sub.get("culprit"):
-            why = "a candidate not confirmed on re-measurement" if sub.get("candidate") else sub.get("reason")
-            top["descent_stopped"] = f"inside the {dep.upper()} pin bump {old[:12]} → {new[:12]}: no single commit ({why})"
+        if not sub.culprit:
+            why = "a candidate not confirmed on re-measurement" if sub.candidate else sub.reason
+            top.descent_stopped = f"inside the {dep.upper()} pin bump {old[:12]} → {new[:12]}: no single commit ({why})"
             break
-        chain.append(_link(sub["culprit"]))
+        chain.append(_link(sub.culprit))
         a = sub
         if dep != "xla":  # LLVM and Triton pin nothing hourly follows
             break
-    if len(chain) > 1 or top.get("descent_stopped"):
-        top["chain"] = chain
-        top["chain_text"] = chain_text(chain)
-        top["descent"] = levels
+    if len(chain) > 1 or top.descent_stopped:
+        top.chain = chain
+        top.chain_text = chain_text(chain)
+        top.descent = levels
 
 
 def _xla_bump(s: Settings, x: str, before: str) -> tuple[str, str, str, str, str] | None:
@@ -134,11 +137,12 @@ def _xla_bump(s: Settings, x: str, before: str) -> tuple[str, str, str, str, str
 
 
 def _bisect_inside(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
-                   a: dict, dep: str, repo: GitRepo, old: str, new: str, jax: str, held_xla: str | None) -> dict | str:
+                   a: Answer, dep: str, repo: GitRepo, old: str, new: str, jax: str, held_xla: str | None) -> Answer | str:
     """One level: the dependency's commits ``old`` → ``new`` (first parent), everything else held.
     Returns its answer, or the line saying why it could not be bisected."""
     owner_repo = GitRepo(s.jax_repo, "jax") if dep == "xla" else GitRepo(s.xla_repo, "xla")
-    owners = (a["last_good"]["jax"], a["first_bad"]["jax"]) if dep == "xla" else (a["last_good"]["xla"], a["first_bad"]["xla"])
+    assert a.last_good is not None and a.first_bad is not None and a.culprit is not None
+    owners = (a.last_good.jax, a.first_bad.jax) if dep == "xla" else (a.last_good.xla, a.first_bad.xla)
     reader = PinReader(owner_repo, dep, repo)
     try:
         old_full, new_full = (reader.pin(o).rev for o in owners)
@@ -153,9 +157,9 @@ def _bisect_inside(s: Settings, store, req: BisectRequest, handler: BisectHandle
         times.append(max(t, times[-1] + 1) if times else t)
     states = [State(t, Pair(sha, jax)) for (sha, _), t in zip(walk, times, strict=True)]
     sub_s = s if dep == "xla" else _held_settings(s, dep, repo, held_xla)
-    mode = Mode(a["mode"])
-    w = Window(times[0], times[-1], "descent", f"inside the {dep.upper()} pin bump of {a['culprit']['repo']} "
-               f"{a['culprit']['sha'][:12]}", kind=a.get("kind") or "regression")
+    mode = Mode(a.mode)
+    w = Window(times[0], times[-1], "descent", f"inside the {dep.upper()} pin bump of {a.culprit.repo} "
+               f"{a.culprit.sha[:12]}", kind=a.kind or "regression")
     with ExitStack() as stack:
         if held_xla is not None:  # XLA's tree stays at the culprit while the dependency moves
             xla = GitRepo(s.xla_repo, "xla")
@@ -165,12 +169,14 @@ def _bisect_inside(s: Settings, store, req: BisectRequest, handler: BisectHandle
                       pairing=ListedStates(states, dep, walk)) as b:
             got = b.bisect(w)
     sub = got[0]
-    if sub.get("error"):
-        return f"inside the {dep.upper()} pin bump {old[:12]} → {new[:12]}: {sub['error']}"
-    for key in ("culprit", "candidate"):
-        if sub.get(key) and dep != "xla":  # the pair's "xla" side named the dependency's commit
-            sub[key] = dict(sub[key], repo=dep, link=COMMIT_URLS[dep].format(sha=sub[key]["sha"]))
-    sub["descent_of"] = {"dep": dep, "old_pin": old_full, "new_pin": new_full, "held_jax": jax, "held_xla": held_xla}
+    if sub.error:
+        return f"inside the {dep.upper()} pin bump {old[:12]} → {new[:12]}: {sub.error}"
+    if dep != "xla":  # the pair's "xla" side named the dependency's commit
+        if sub.culprit:
+            sub.culprit = replace(sub.culprit, repo=dep, link=COMMIT_URLS[dep].format(sha=sub.culprit.sha))
+        if sub.candidate:
+            sub.candidate = replace(sub.candidate, repo=dep, link=COMMIT_URLS[dep].format(sha=sub.candidate.sha))
+    sub.descent_of = {"dep": dep, "old_pin": old_full, "new_pin": new_full, "held_jax": jax, "held_xla": held_xla}
     return sub
 
 
@@ -181,4 +187,4 @@ def _held_settings(s: Settings, dep: str, repo: GitRepo, held_xla: str | None) -
     env = list(s.env) + [f"{DESCENT_VAR}={dep}", f"HOURLY_HELD_XLA_DIR={xla_path}",
                          f"HOURLY_HELD_XLA_SHA={held_xla}"]
     picks = [p for p in s.cherry_pick if p.startswith("jax@")]  # an XLA cherry-pick has no tree to go on here
-    return replace(s, xla_repo=str(repo.path), xla_ref=None, env=env, cherry_pick=picks)
+    return keyed(replace(s, xla_repo=str(repo.path), xla_ref=None, env=env, cherry_pick=picks))

@@ -1,14 +1,15 @@
 """A bisection the person answers (``hourly bisect --manual``), as ``git bisect good|bad`` and
 mozregression's "good or bad?" are.
 
-:class:`ManualBisector` is the :class:`~hourly.bisect.search.Bisector` with the verdict taken from
-a person instead of a benchmark: every probe is built and installed as usual (the same
-:class:`~hourly.measure.measurer.Measurer`, build cache, tree locks and ``--python`` lock), the
-trees are left at the probe, and then it waits for a verdict — typed at the prompt
-(:class:`Prompt`, the command's terminal) or given from another shell with ``hourly mark``
-(:func:`mark`, a row of ``manual_marks`` in the store that the waiting bisection polls). With
-``--bench-cmd`` the benchmark runs first and its verdict is offered; the person confirms or
-overrides it.
+A manual bisection is a :class:`~hourly.bisect.search.Bisector` like any other, given the manual
+judge (:class:`~hourly.analysis.judges.manual.ManualJudge`: the person's word is the verdict) and a
+:class:`Person` who gives the words, as mozregression swaps its test runner for a manual one: every
+probe is built and installed as usual (the same :class:`~hourly.measure.measurer.Measurer`, build
+cache, tree locks and ``--python`` lock), the trees are left at the probe, and then the person is
+asked — at the prompt (:class:`Prompt`, the command's terminal) or from another shell with
+``hourly mark`` (:func:`mark`, a row of ``manual_marks`` in the store that the waiting bisection
+polls). With ``--bench-cmd`` the benchmark runs first and its verdict (the window's own judge's) is
+offered; the person confirms or overrides it.
 
 The search is the verdict-by-verdict one of the exit-status modes (one state at a time, git
 bisect's): ``good`` and ``bad`` place the state, ``skip`` leaves it out as untestable, ``unsure``
@@ -26,60 +27,43 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from hourly.adapters.locks import python_prefix
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import overlay_of
-from hourly.analysis.bisection import (
-    COST_BUILD,
-    COST_JAX_BUILD,
-    Bounds,
-    State,
-    Verdict,
-    bounds,
-    classify,
-    exit_verdict,
-    next_probe,
-)
+from hourly.analysis.bisection import COST_BUILD, COST_JAX_BUILD
+from hourly.analysis.judges import Evidence, JudgeOptions, Verdict, Word
+from hourly.analysis.judges.manual import MANUAL, VERDICT_WORDS, ManualJudge
+from hourly.analysis.judges.metric import MetricJudge
+from hourly.answers import Answer
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Probe, Window
-from hourly.bisect.search import (
-    MIN_END_SAMPLES,
-    Bisector,
-    default_mode,
-    parse_ends,
-    printed_verdict,
-    windows_from_store,
-)
+from hourly.bisect.records import BisectRequest, Probe, Where, Window
+from hourly.bisect.search import Bisector
+from hourly.bisect.windows import default_mode, parse_ends, windows_from_store
 from hourly.errors import UserError
-from hourly.execute.executors import Executor, LocalExecutor
+from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
 from hourly.plurals import plural
 
-#: what a person may answer, and the words that stand for them
-VERDICT_WORDS = {"good": Verdict.GOOD, "g": Verdict.GOOD, "bad": Verdict.BAD, "b": Verdict.BAD,
-                 "skip": Verdict.SKIP, "s": Verdict.SKIP, "unsure": Verdict.UNSURE, "u": Verdict.UNSURE}
-#: the start of every manual verdict's reason: how answers, reports and --log tell them apart
-MANUAL = "manual verdict"
+if TYPE_CHECKING:
+    from hourly.bisect.drive import Taken
+
+__all__ = ["MANUAL", "NO_BENCH", "VERDICT_WORDS", "Asked", "Person", "Prompt", "check_request", "is_manual", "mark",
+           "parse_verdict", "run_manual"]
+
 #: the benchmark command that names a manual bisection's key when there is no benchmark (never run)
 NO_BENCH = "hourly-manual-verdicts-no-benchmark"
 #: seconds between looks at the store for a verdict from ``hourly mark``
 POLL_S = 0.5
 
-
-def parse_verdict(text: str) -> Verdict | None:
-    return VERDICT_WORDS.get(text.strip().lower())
-
-
-def is_manual(row: dict) -> bool:
-    """A probe row whose verdict a person gave."""
-    return str(row.get("reason") or "").startswith(MANUAL)
+parse_verdict = ManualJudge.parse
+is_manual = ManualJudge.given
 
 
 @dataclass
@@ -130,220 +114,128 @@ def environment_line(python: str) -> str:
     return f"{python} (installed into {prefix}; nothing to activate)"
 
 
-class ManualBisector(Bisector):
-    """A :class:`Bisector` whose verdicts a person gives (see the module's text)."""
+class Person:
+    """The person who gives a manual bisection's verdicts (its witness, hourly.bisect.drive.Witness):
+    the state is built and installed (with ``judge.bench``, its benchmark run first and the window's
+    own verdict offered), the trees left at it, and the person asked at ``prompt`` or with
+    ``hourly mark``; the word comes back as evidence for the manual judge."""
 
-    def __init__(self, s: Settings, store: Store, mode: Mode, req: BisectRequest, handler: BisectHandler,
-                 prompt: Prompt, run_bench: bool = False, executor: Executor | None = None):
-        super().__init__(s, store, mode, req, handler, executor)
-        #: the mode the window came from (metric: a regression; exit: a crash; printed)
-        self.window_mode = mode
-        # the verdict-by-verdict search of bisect_one's non-metric branch; of those modes, printed is
-        # the one with no exit-status extras (failure rates) in the answer
-        self.mode = Mode.PRINTED
-        self.prompt = prompt
-        self.run_bench = run_bench
-        #: the probe asked about now: its index, the states, the bounds so far, each state's cost
-        self._where: tuple[int, list[State], Bounds, dict[int, float]] | None = None
-        self._window: Window | None = None
+    def __init__(self, store: Store, prompt: Prompt, judge: ManualJudge):
+        self.store, self.prompt, self.judge = store, prompt, judge
         self._mark_id: int | None = None  # the hourly mark verdict the probe being recorded came from
+        self._resumed = False  # the search resumed at the probe asked last
 
-    def identity_extra(self) -> dict:
-        return {"manual": True, "window_mode": self.window_mode.value, "bench": self.run_bench}
+    def resume_at(self, bid: int) -> Pair | None:
+        w = self.store.waiting()
+        if w and w["bisection"] == bid and w["role"] == "probe":
+            return Pair(w["xla"], w["jax"])
+        return None
 
-    # -- the ends: taken as given ----------------------------------------------------------------
-    def _exit_ends(self, bid: int, stored: dict, good_pair: Pair, bad_pair: Pair) -> None:
-        w = self._window
-        where = "--good/--bad" if w is None or w.origin == "flags" else f"the stored scan's window ({w.origin})"
-        if self.run_bench and self.window_mode is Mode.METRIC:
-            # the benchmark's verdict on each probe is offered against the ends' samples: measured
-            # (or read from the store) as a measured bisection's are; the ends are still not judged
-            want = max(self.s.repeats, MIN_END_SAMPLES)
-            for pair, v in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
-                self._end_samples(bid, pair, v, want)
-            return
-        for pair, v in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
-            if ("end", pair) not in stored:
-                self._record(bid, Probe("end", pair, v, f"taken as given: the {v.value} end of {where}, not built"))
-
-    def bisect_one(self, w: Window) -> dict:
-        self._window = w
-        return super().bisect_one(w)
-
-    # -- the search: one state at a time, waiting for each verdict ---------------------------------
-    def _exit_search(self, bid: int, states: list[State], rows: list[dict]) -> tuple[Bounds, dict[Pair, Verdict]]:
-        """The person's search: one state at a time over the window's own states (no mixed states:
-        a person judges the states of the timeline), the stored verdicts of ``rows`` reused; returns
-        the bounds and every verdict given, which the blame step reuses."""
-        index = {st.pair: i for i, st in enumerate(states)}
-        verdicts = {index[Pair(r["xla"], r["jax"])]: Verdict(r["verdict"]) for r in rows
-                    if r["role"] == "probe" and Pair(r["xla"], r["jax"]) in index}
-        # unsure leaves a state out of the search as skip does (its row keeps the word)
-        search: dict[int, Verdict] = {i: Verdict.SKIP if v is Verdict.UNSURE else v for i, v in verdicts.items()}
-        waited = self.store.waiting()
-        first = None
-        if waited and waited["bisection"] == bid and waited["role"] == "probe":
-            i = index.get(Pair(waited["xla"], waited["jax"]))
-            b = bounds(len(states), search)
-            if i is not None and i not in search and b.lo < i < b.hi:
-                first = i  # resumed: the probe it was waiting at, whatever the costs say now
-        while True:
-            b = bounds(len(states), search)
-            costs = {i: self.cost(states[i].pair) for i in range(b.lo + 1, b.hi) if i not in search}
-            nxt = first if first is not None else next_probe(len(states), search, costs)
-            if nxt is None:
-                break
-            self._where = (nxt, states, b, costs)
-            self._resumed = first is not None
-            first = None
-            v = self._record(bid, self.evaluate(states[nxt].pair, "probe", None)).verdict
-            search[nxt] = Verdict.SKIP if v is Verdict.UNSURE else v
-        self._where = None
-        return bounds(len(states), search), {states[i].pair: v for i, v in search.items()}
-
-    def _confirmation(self, bid: int, stored: dict, last_good: Pair, first_bad: Pair, refs, search, step) -> bool:
-        """No re-measurement: the person's verdicts are the evidence (the answer says they were theirs)."""
-        return True
-
-    def evaluate(self, pair: Pair, role: str, refs, fresh: bool = False) -> Probe:
-        failed = self._known_failed(pair)
-        if failed:
-            return Probe(role, pair, Verdict.SKIP, failed)
-        builder = self.measurer().builder
-        b0, l0, j0 = builder.builds_run, builder.jaxlib_builds, builder.jax_builds
-        measured: list[str] = []
-        proposal = None
-        samples: list[float] = []
-        rcs: list = []
-        runs = 0
-        if self.run_bench:
-            m, builds, runs = self._measure_one(pair, self.s.repeats)
-            if m.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
-                return Probe(role, pair, Verdict.SKIP, m.detail or m.status, builds=builds, runs=runs)
-            samples = list(m.samples)
-            rcs = [r.get("returncode") for r in m.runs if not r.get("warmup")]
-            proposal, measured = self._proposal(m, samples, rcs)
-            build_text = plural(builds, "build") if builds else "from the cache"
-        else:
-            res = builder.prepare(pair)
-            self.split.add(builder.jaxlib_builds - l0, builder.jax_builds - j0)
-            builds = builder.builds_run - b0
-            if res.status is BuildStatus.INTERRUPTED:
-                raise BuildInterrupted(
-                    f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times (log {res.log_path}); "
-                    "nothing was recorded for it", "free memory or raise --build-timeout, then run the same command again")
-            if res.status is BuildStatus.FAILED:
-                return Probe(role, pair, Verdict.SKIP, f"build failed (log {res.log_path})", builds=builds)
-            self.measurer().installed = pair
-            build_text = {BuildStatus.CACHED: "installed from the build cache",
-                          BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, "built and installed now")
-        asked = self._asked(role, pair, build_text, measured, proposal)
-        verdict, how = self._wait(asked)
-        said = f"{MANUAL} ({how})"
-        if proposal is not None:
-            said += f"; the benchmark said {proposal.value}"
-        return Probe(role, pair, verdict, said, samples, rcs, builds=builds, runs=runs)
-
-    def _proposal(self, m, samples: list[float], rcs: list) -> tuple[Verdict | None, list[str]]:
-        """The benchmark's verdict on a state, by the window's own mode, and the lines that show it."""
-        lines = [f"benchmark: {m.status}" + (f", value {m.value:.6g}" if m.value is not None else "")
-                 + f", exit codes {rcs}"]
-        logs = [r.get("log") for r in m.runs if r.get("log")]
-        if logs:
-            lines.append(f"  output of the last run ({logs[-1]}):")
-            try:
-                tail = Path(logs[-1]).read_text(errors="replace").splitlines()[-8:]
-            except OSError:
-                tail = ["(its log cannot be read)"]
-            lines += [f"    | {ln}" for ln in tail]
-        if self.window_mode is Mode.EXIT:
-            return exit_verdict(rcs), lines
-        if self.window_mode is Mode.PRINTED:
-            return printed_verdict([r.get("status") for r in m.runs if not r.get("warmup")]), lines
-        assert self._ends is not None  # set by bisect_one before any probe
-        good, bad = ([x for mm in self._stored(p) if mm.status == Status.OK.value for x in mm.samples
-                      if mm.id != m.id] for p in self._ends)
-        if not samples or not good or not bad:
-            lines.append("  no verdict offered: " + ("the state printed no metric" if not samples else
-                                                     "an end has no stored measurement to compare with"))
-            return None, lines
-        c = classify(samples, good, bad)
-        lines.append(f"  good end {_median(good):.6g} ({plural(len(good), 'sample')}), "
-                     f"bad end {_median(bad):.6g} ({plural(len(bad), 'sample')}): {c.reason}")
-        return (c.verdict if c.verdict is not Verdict.UNSURE else None), lines
-
-    def _asked(self, role: str, pair: Pair, build: str, measured: list[str], proposal: Verdict | None) -> Asked:
-        commits = {}
-        for name in self.repos:
-            sha = getattr(pair, name)
-            try:
-                commits[name] = commit(self.repos, name, sha)
-            except Exception:  # a pinned jaxlib's commit may not be in the tree  # noqa: BLE001
-                commits[name] = {"sha": sha, "subject": "(not in the tree)"}
-        if "xla" not in commits:
-            commits["xla"] = {"sha": pair.xla, "subject": "(pinned: the installed jaxlib)"}
-        asked = Asked(role, pair, commits, {n: str(r.path) for n, r in self.repos.items()},
-                      environment_line(self.s.run_python()), build=build, measured=measured, proposal=proposal,
-                      workdir=str(self.store.workdir), resumed=getattr(self, "_resumed", False))
-        if self._where is not None and role == "probe":
-            i, states, b, costs = self._where
-            k = b.hi - b.lo - 1
-            asked.index, asked.states, asked.last_good, asked.first_bad = i, len(states), b.lo, b.hi
-            asked.probes_left = max(1, math.ceil(math.log2(k + 1)))
-            asked.builds_left = sum(1 for j, c in costs.items() if j != i and c in (COST_BUILD, COST_JAX_BUILD))
-        return asked
-
-    def _wait(self, asked: Asked) -> tuple[Verdict, str]:
-        """The person's verdict: typed at the prompt, or given with ``hourly mark`` (polled)."""
-        bid = self._bisection_id()
-        pair = asked.pair
-        self.store.set_waiting(bid, asked.role, pair.xla, pair.jax)
-        self.prompt.show(asked)
-        while True:
-            got = self.store.given_mark(bid, asked.role, pair.xla, pair.jax)
-            if got:
-                self._mark_id = got["id"]  # taken once its probe row is written (_record)
-                self.prompt.said(f"{got['verdict']}: from {got['source']}")
-                return Verdict(got["verdict"]), f"hourly mark: {got['source']}"
-            line = self.prompt.poll(POLL_S)
-            if line is None:
-                continue
-            if not line.strip() and asked.proposal is not None:
-                return asked.proposal, "the benchmark's verdict, confirmed at the prompt"
-            v = parse_verdict(line)
-            if v is None:
-                self.prompt.said(f"not a verdict: {line.strip()!r} — type good, bad, skip or unsure"
-                                 + (f" (or press Enter for {asked.proposal.value})" if asked.proposal else ""))
-                continue
-            if asked.proposal is not None and v is not asked.proposal:
-                return v, f"typed at the prompt, overriding the benchmark's {asked.proposal.value}"
-            return v, "typed at the prompt"
-
-    def _record(self, bid: int, p: Probe) -> Probe:
-        got = super()._record(bid, p)
+    def recorded(self, bid: int, p: Probe) -> None:
         mark_id, self._mark_id = self._mark_id, None
         if mark_id is not None:
             self.store.took_mark(mark_id)
         w = self.store.waiting()
         if w and w["bisection"] == bid and w["role"] == p.role and Pair(w["xla"], w["jax"]) == p.pair:
             self.store.clear_waiting()  # judged: the next run does not resume here
-        return got
 
-    def probe_row(self, r: dict, states: list[State], b) -> dict:
-        out = super().probe_row(r, states, b)
-        out["manual"] = is_manual(r)
-        out["reason"] = r.get("reason")
-        return out
+    def ask(self, lab: Bisector, bid: int, pair: Pair, role: str, where: Where | None,
+            ends: tuple[Pair, Pair]) -> "Taken":
+        builder = lab.measurer().builder
+        b0, l0, j0 = builder.builds_run, builder.jaxlib_builds, builder.jax_builds
+        measured: list[str] = []
+        proposal = None
+        ev, runs, sampled = Evidence(), 0, 0
+        if self.judge.bench:
+            ev, builds, runs, sampled = lab.measure_many([(pair, lab.repeats)])[0]
+            if ev.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
+                return ev, builds, runs, sampled
+            proposal, measured = self.proposal(lab, pair, ev, ends)
+            build_text = plural(builds, "build") if builds else "from the cache"
+        else:
+            res = builder.prepare(pair)
+            lab.split.add(builder.jaxlib_builds - l0, builder.jax_builds - j0)
+            builds = builder.builds_run - b0
+            if res.status is BuildStatus.INTERRUPTED:
+                raise BuildInterrupted(
+                    f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times (log {res.log_path}); "
+                    "nothing was recorded for it", "free memory or raise --build-timeout, then run the same command again")
+            if res.status is BuildStatus.FAILED:
+                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0, 0
+            lab.measurer().installed = pair
+            build_text = {BuildStatus.CACHED: "installed from the build cache",
+                          BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, "built and installed now")
+        if where is not None:
+            self._resumed = where.resumed
+        asked = self.asked(lab, role, pair, build_text, measured, proposal, where)
+        verdict, how = self.wait(bid, asked)
+        return replace(ev, word=Word(verdict, how, proposal)), builds, runs, sampled
 
-    def _answer(self, w, states, b, verdicts, moved, blame, confirmed, bid) -> dict:
-        a = super()._answer(w, states, b, verdicts, moved, blame, confirmed, bid)
-        rows = self.store.probes(bid)
-        a["mode"] = "manual"
-        a["manual"] = {"window_mode": self.window_mode.value, "benchmark": self.run_bench,
-                       "verdicts": sum(1 for r in rows if is_manual(r)),
-                       "ends": "measured for the benchmark's offered verdicts, not judged" if self.end_samples
-                       else "taken as given, not built or judged"}
-        return a
+    def proposal(self, lab: Bisector, pair: Pair, ev: Evidence, ends: tuple[Pair, Pair]) -> tuple[Verdict | None, list[str]]:
+        """The benchmark's verdict on a state, by the window's own mode, and the lines that show it."""
+        m = next(x for x in lab.stored_measurements(pair) if x.id == ev.id)
+        rcs = ev.counted
+        lines = [f"benchmark: {m.status}" + (f", value {m.value:.6g}" if m.value is not None else "")
+                 + f", exit codes {rcs}"]
+        logs = [r.get("log") for r in m.runs if r.get("log")]
+        if logs:
+            lines.append(f"  output of the last run ({logs[-1]}):")
+            try:
+                tail = Path(str(logs[-1])).read_text(errors="replace").splitlines()[-8:]
+            except OSError:
+                tail = ["(its log cannot be read)"]
+            lines += [f"    | {ln}" for ln in tail]
+        good, bad = ([x for e in lab.stored(p) if e.ok and e.id != ev.id for x in e.samples] for p in ends)
+        verdict, why = self.judge.propose(ev, good, bad)
+        if self.judge.window_mode == MetricJudge.mode:
+            if not ev.samples or not good or not bad:
+                lines.append(f"  no verdict offered: {why}")
+            else:
+                lines.append(f"  good end {_median(good):.6g} ({plural(len(good), 'sample')}), "
+                             f"bad end {_median(bad):.6g} ({plural(len(bad), 'sample')}): {why}")
+        return verdict, lines
+
+    def asked(self, lab: Bisector, role: str, pair: Pair, build: str, measured: list[str], proposal: Verdict | None,
+              where: Where | None) -> Asked:
+        commits = {}
+        for name in lab.repos:
+            sha = getattr(pair, name)
+            try:
+                commits[name] = commit(lab.repos, name, sha).to_json()
+            except Exception:  # a pinned jaxlib's commit may not be in the tree  # noqa: BLE001
+                commits[name] = {"sha": sha, "subject": "(not in the tree)"}
+        if "xla" not in commits:
+            commits["xla"] = {"sha": pair.xla, "subject": "(pinned: the installed jaxlib)"}
+        asked = Asked(role, pair, commits, {n: str(r.path) for n, r in lab.repos.items()},
+                      environment_line(lab.s.run_python()), build=build, measured=measured, proposal=proposal,
+                      workdir=str(self.store.workdir), resumed=self._resumed)
+        if where is not None and role == "probe":
+            i, k = where.index, where.hi - where.lo - 1
+            asked.index, asked.states, asked.last_good, asked.first_bad = i, where.states, where.lo, where.hi
+            asked.probes_left = max(1, math.ceil(math.log2(k + 1)))
+            asked.builds_left = sum(1 for j, c in where.costs.items() if j != i and c in (COST_BUILD, COST_JAX_BUILD))
+        return asked
+
+    def wait(self, bid: int, asked: Asked) -> tuple[Verdict, str]:
+        """The person's verdict: typed at the prompt, or given with ``hourly mark`` (polled)."""
+        pair = asked.pair
+        self.store.set_waiting(bid, asked.role, pair.xla, pair.jax)
+        self.prompt.show(asked)
+        while True:
+            got = self.store.given_mark(bid, asked.role, pair.xla, pair.jax)
+            if got:
+                self._mark_id = got["id"]  # taken once its probe row is written (recorded)
+                self.prompt.said(f"{got['verdict']}: from {got['source']}")
+                return Verdict(got["verdict"]), f"hourly mark: {got['source']}"
+            line = self.prompt.poll(POLL_S)
+            if line is None:
+                continue
+            reply = self.judge.reply(line, asked.proposal)
+            if reply is None:
+                self.prompt.said(f"not a verdict: {line.strip()!r} — type good, bad, skip or unsure"
+                                 + (f" (or press Enter for {asked.proposal.value})" if asked.proposal else ""))
+                continue
+            return reply
 
 
 def _median(xs: list[float]) -> float:
@@ -361,13 +253,20 @@ def check_request(req: BisectRequest, executor: Executor | None) -> None:
     if req.flaky:
         raise UserError("--manual with --flaky: the verdicts are yours, not failure rates",
                         "leave out --flaky (answer `unsure` for a state you cannot decide)")
-    if executor is not None and not isinstance(executor, LocalExecutor):
+    if executor is not None and not executor.capabilities.here:
         raise UserError("--manual builds each probe here, one at a time, and waits for you",
                         "leave out --executor and --workers")
 
 
+def _bisector(s: Settings, store: Store, mode: Mode, req: BisectRequest, handler: BisectHandler, prompt: Prompt,
+              run_bench: bool, executor: Executor | None) -> Bisector:
+    """The Bisector of one mode's windows, its verdicts the person's."""
+    judge = ManualJudge(JudgeOptions(window_mode=mode.value, bench=run_bench))
+    return Bisector(s, store, mode, req, handler, executor, judge=judge, witness=Person(store, prompt, judge))
+
+
 def run_manual(s: Settings, store: Store, req: BisectRequest, handler: BisectHandler, prompt: Prompt,
-               run_bench: bool = False, executor: Executor | None = None) -> list[dict]:
+               run_bench: bool = False, executor: Executor | None = None) -> list[Answer]:
     """``hourly bisect --manual``: the window ``req.good``..``req.bad``, or every window of the
     stored scan (regressions, crash windows and metrics that stop printing, each in its mode), each
     answered by the person at ``prompt`` or with ``hourly mark``."""
@@ -377,7 +276,7 @@ def run_manual(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         if req.good is not None:
             assert req.bad is not None
             mode = req.mode or default_mode(store, s)
-            with ManualBisector(s, store, mode, req, handler, prompt, run_bench, executor) as b:
+            with _bisector(s, store, mode, req, handler, prompt, run_bench, executor) as b:
                 g, x = parse_ends(b, req.good, req.bad, s.tz)
                 if x <= g:
                     raise UserError(f"--bad {req.bad} is not later than --good {req.good}", "swap them")
@@ -390,10 +289,10 @@ def run_manual(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
                      (Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED))]
         if not any(ws for _, ws in plan):
             handler.nothing_to_bisect()
-        answers: list[dict] = []
+        answers: list[Answer] = []
         for m, windows in plan:
             if windows:
-                with ManualBisector(s, store, m, req, handler, prompt, run_bench, executor) as b:
+                with _bisector(s, store, m, req, handler, prompt, run_bench, executor) as b:
                     answers += [a for w in windows for a in b.bisect(w)]
         return answers
 

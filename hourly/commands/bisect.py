@@ -7,47 +7,30 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hourly.errors import UsageError
-from hourly.model import BISECT_MIN_CHANGE as DEFAULT_MIN_CHANGE
-from hourly.model import DEFAULT_MAX_REPEATS, Mode, check_min_change
+from hourly.model import BISECT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, check_min_change
 
-from .common import (
-    BENCHMARK,
-    BUILD,
-    EXECUTOR,
-    PAIRING,
-    REPOSITORIES,
-    RETRY,
-    STORE,
-    ConfigOpt,
-    Direction,
-    JsonOpt,
-    Opt,
-    console,
-    err_console,
-    refuse_together,
-    with_options,
-)
+from .common import command, console, err_console, refuse_together
 
 
-@with_options(REPOSITORIES, PAIRING, BUILD, RETRY, BENCHMARK, STORE, EXECUTOR)
+@command("bisect")
 def bisect(
-    good: Optional[str] = Opt(None, "--good", help='Good end: a time as in the scan ("Aug 24 2023 13:00") or xla@<sha> / jax@<sha> / xla@<sha>,jax@<sha> [default: each regression detection finds in the store].'),
-    bad: Optional[str] = Opt(None, "--bad", help="Bad end, in the same forms [default: each regression detection finds in the store]."),
-    mode: Optional[Mode] = Opt(None, "--mode", help="metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad [default: metric when the scan measured one, else exit]."),
-    max_repeats: int = Opt(DEFAULT_MAX_REPEATS, "--max-repeats", help="Most samples of one state while its verdict is unsure; then it is untestable."),
-    min_change: float = Opt(DEFAULT_MIN_CHANGE, "--min-change", help="Smallest step worth pinning, a fraction of the level (0.02: 2 %); the rest of a window is searched for steps this large."),
-    log: bool = Opt(False, "--log", help="Print a `git bisect` log of the culprit repository that `git bisect replay` accepts."),
-    rerun: bool = Opt(False, "--rerun", help="Bisect again windows already finished (measurements are reused)."),
-    higher_is_better: Optional[bool] = Direction,
-    progress: bool = Opt(False, "--progress", help="Progress lines on stderr even with --json or --log (as `hourly hunt` shows them)."),
-    tz: Optional[str] = Opt(None, "--tz", help="Zone of --good/--bad times without one [default: UTC]."),
-    find_fix: bool = Opt(False, "--find-fix", help="Find what made it better: every improvement (metric) and every fix (exit status bad → good) of the scan; with --good/--bad the good end is the later one."),
-    manual: bool = Opt(False, "--manual", help="You give the verdicts: each probe is built and installed, the trees left at it, and hourly waits for good, bad, skip or unsure typed at its prompt or given with `hourly mark` from another shell; with --bench-cmd given here the benchmark runs first and you confirm or override its verdict (docs/manual.md)."),
-    explain: bool = Opt(False, "--explain", help="After the culprit is named: run `hourly explain` on it (HLO diff of its parent state and itself, op times, repro; docs/explain.md) and add it to the answer."),
-    flaky: bool = Opt(False, "--flaky", help="Exit mode: judge each state by its failure rate over repeated runs (a sequential test against the ends' rates, up to --max-repeats runs) [default: on by itself once a state both passes and fails]."),
+    good: Optional[str] = None,
+    bad: Optional[str] = None,
+    mode: Optional[Mode] = None,
+    max_repeats: int = DEFAULT_MAX_REPEATS,
+    min_change: float = BISECT_MIN_CHANGE,
+    log: bool = False,
+    rerun: bool = False,
+    higher_is_better: Optional[bool] = None,
+    progress: bool = False,
+    tz: Optional[str] = None,
+    find_fix: bool = False,
+    manual: bool = False,
+    explain: bool = False,
+    flaky: bool = False,
     flags: Any = None,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
     check_min_change(min_change, UsageError)
@@ -64,7 +47,7 @@ def bisect(
     from hourly.bisect.events import BisectHandler
     from hourly.bisect.search import check_new_window, run_bisect
     from hourly.execute.executors import make_executor
-    from hourly.measure.settings import effective, stored_settings, workdir_setting
+    from hourly.measure.settings import effective, keyed, stored_settings, workdir_setting
     from hourly.render.bisect import LineHandler, print_answers
     executor = make_executor(flags)  # --executor slurm --workers W: W states probed per round
     workdir = workdir_setting(flags["workdir"], config)
@@ -72,14 +55,15 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
-        check_new_window(s0 if run_bench else _no_bench(s0), good, bad, mode, find_fix)
+        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)
     s = _metric_followed(store, s, mode)
     from hourly.scan.identity import check_store, note_key
-    check_store(store, s, uses_scan=good is None)  # the store's repositories, and the key its scan measured under
+    # the store's repositories, and the key its scan measured under; the settings keyed as they build
+    s = check_store(store, s, uses_scan=good is None)
     note_key(store, s)  # what this bisection's key is made of: its answers are labelled by it in reports
     if good is not None and not store.load_settings("scan"):
         # no scan made this workdir: keep the bisection's settings, so `hourly explain` / `report`
@@ -103,14 +87,14 @@ def bisect(
             from hourly.explain.run import explain_answers
             explain_answers(store, s, answers, handler=handler)
     if json_out:
-        print(json.dumps({"regressions": answers}, indent=1))
+        print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
     elif log:
         from hourly.render.console import escape_controls
-        answers = [a for a in answers if not a.get("error")]
+        answers = [a for a in answers if not a.error]
         for i, a in enumerate(answers):
-            if len(answers) > 1:
-                print(f"# regression {i + 1} of {len(answers)}: {a['window']['good_time']} .. {a['window']['bad_time']}"
-                      " — replay one block at a time")
+            if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
+                from hourly.render.bisect import log_heading
+                print(escape_controls(log_heading(a, i + 1, len(answers))))
             print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
     else:
         print_answers(console, answers)
@@ -118,7 +102,7 @@ def bisect(
             from hourly.render.explain import explained_lines
             for line in explained_lines(answers):
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
-    if any(a.get("candidate") and not a.get("culprit") for a in answers):
+    if any(a.unconfirmed for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)
@@ -130,7 +114,8 @@ def _metric_followed(store: Any, s: Any, mode: Optional[Mode]) -> Any:
     metric's rows: it follows the first recorded."""
     if s.primary_metric() is not None:
         return s
-    names = store.metric_names(s.bench_key()) if s.bench_cmd else []
+    from hourly.measure.settings import keyed
+    names = store.metric_names(keyed(s, store).bench_key()) if s.bench_cmd else []
     if mode == Mode.EXIT and names:
         from hourly.measure.settings import with_metric
         return with_metric(s, names[0])

@@ -6,10 +6,11 @@ import json
 
 from hourly.render.console import PlainPrint
 
-from .common import JsonOpt, console
+from .common import command, console
 
 
-def clean(json_out: bool = JsonOpt) -> None:
+@command("clean")
+def clean(json_out: bool = False) -> None:
     """Remove containers whose hourly run is dead (killed, rebooted); live runs' are kept."""
     from hourly.adapters.stale_runs import remove_dead_runs
     removed = remove_dead_runs()

@@ -1,81 +1,47 @@
-"""What every command shares: the option declarations (each declared once, here), the option sets
-of the scan-shaped settings, and the consoles.
+"""What every command shares: its options made from hourly.options (where each is declared once),
+the checks of what the command line and the settings file give them, and the consoles.
 
-A command takes an option set with :func:`with_options`: its parameters are added to the command's
-signature (in place of its ``flags`` parameter) and their values reach the command as one dict,
-``flags``, which :func:`hourly.measure.settings.effective` layers over defaults, the settings file and a
-stored scan's settings, remembering where each value came from.
+A command is a function whose parameters are named after options: :func:`command` gives it the
+options :data:`hourly.options.TAKES` lists for it, as typer options in that order (a parameter the
+table does not list is an error when hourly starts). Options it does not name itself reach it as
+one dict, ``flags`` (the scan-shaped settings, which :func:`hourly.measure.settings.effective`
+layers over defaults, the settings file and a stored scan's settings; the executor's, which
+:func:`hourly.execute.executors.make_executor` reads). Before the command runs, every value given
+on the command line is checked against its option (a usage error, exit 2), a single-valued flag
+given twice is refused, and the command's own table of the settings file (``[bisect]``, ...) gives
+the options the command line left out.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, List, Optional
+from enum import Enum
+from typing import Any, Callable, List, Optional, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
+from hourly import options
 from hourly.errors import UsageError
-from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.model import ExecutorKind
-from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.options import WARN_INSTANTS, Option
+from hourly.privacy import redact_word
 from hourly.render.console import console as make_console
 
 # text from outside is printed verbatim, tables never cut a cell: see hourly/render/console.py
 console = make_console()
 err_console = make_console(stderr=True)
 
-Opt = typer.Option
-
-# -- options every command may take ----------------------------------------------------------------
-Workdir = Opt(None, "--workdir", help="Results store and logs [default: ./hourly-work]; the builds are cached "
-             "apart, in --cache-dir (~/.cache/hourly), shared by all workdirs.")
-ConfigOpt = Opt(None, "--config", help="Settings file [default: ./hourly.toml when present]")
-JsonOpt = Opt(False, "--json", help="Print one JSON object instead of tables.")
-#: the metric's direction; a command that finds nothing given reads it from its store or hourly.toml
-Direction = Opt(None, "--higher-is-better/--lower-is-better",
-                help="Direction of the metric: higher (rates, MLUPS) or lower (times) [default: the stored "
-                     "results' direction, else hourly.toml's higher_is_better, else higher].")
-
-#: how a run's output is read: many samples from one run, every named metric (scan, bisect, nightly, releases)
-MetricSamples = Opt(None, "--metric-samples", help="last: a run's value is the metric's last match; all: every "
-                    "match is a sample (a benchmark printing its metric once per iteration: many samples from one "
-                    "process, whose median is the run's value) [default: last].")
-WarmupSamples = Opt(None, "--warmup-samples", help="The first K matches of each run (of each METRIC name with "
-                    "--metrics) are its warm-up, never counted [default: 0].")
-Metrics = Opt(None, "--metrics", help="Record every named `METRIC name: value` line (all) or those named "
-              "(trace_ms,lower_ms), each line a sample, each metric's steps found apart [default: the "
-              "--metric-regex's one metric; all when --bench-cmd runs hourly's per-phase harness].")
-
-# -- options of the commands that run one container per date (nightly, hunt) -----------------------
-Gpus = Opt("all", "--gpus", help="all, none, a count N, or device ids like 0,2.")
-ContainerEnv = Opt(None, "--env", help="KEY=VALUE inside the container (repeatable) [default: none].")
-Mount = Opt(None, "--mount", help="SRC:DST bind mount (repeatable) [default: $PWD:/dir].")
-ContainerTimeout = Opt(None, "--timeout", help="Seconds before a run counts as timed out [default: no limit].")
-Every = Opt(1, "--every", help="Measure every N days.")
-Parallel = Opt(1, "--parallel", help="Dates at once, each on its own GPU(s).")
-Pull = Opt(True, "--pull/--no-pull", help="Pull images that are not local.")
-
-# -- option sets of the scan-shaped settings (hourly.measure.settings.Settings), by stage --------------------
-#: name -> (annotation, typer option); the name is the Settings field it sets.
-OptionSet = dict[str, tuple[Any, Any]]
-
-#: the daily level (hourly.nightly.plan.NightlySettings), shared by nightly and hunt: see daily_settings
-DAILY: OptionSet = {
-    "image": (str, Opt(DEFAULT_IMAGE, "--image", help="Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}.")),
-    "mount": (Optional[List[str]], Mount),
-    "gpus": (str, Gpus),
-    "env": (Optional[List[str]], ContainerEnv),
-    "bench_cmd": (str, Opt(DEFAULT_BENCH_CMD, "--bench-cmd", help="Benchmark run in each container (split like a shell would).")),
-    "metric_regex": (str, Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group.")),
-    "repeats": (int, Opt(1, "--repeats", help="Runs per date (hunt: and per pair of its bisections).")),
-    "timeout": (Optional[float], ContainerTimeout),
-    "every": (int, Every),
-    "parallel": (int, Parallel),
-    "pull": (bool, Pull),
-    "higher_is_better": (Optional[bool], Direction),
-}
+def typer_option(opt: Option) -> tuple[Any, Any]:
+    """The annotation and the typer option of ``opt`` (as one command reads it)."""
+    t = opt.type
+    if t is list:
+        annotation: Any = Optional[List[str]]
+    else:
+        annotation = t if opt.default is not None else Optional[t]
+    bounds = f"  [{opt.rule.bounds}]" if opt.rule and opt.rule.bounds else ""
+    return annotation, typer.Option(opt.default, f"{opt.flag}/{opt.off}" if opt.off else opt.flag,
+                                    help=opt.help + bounds)
 
 
 def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
@@ -85,105 +51,24 @@ def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, 
     from hourly.nightly.plan import NightlySettings
     f = dict(flags)
     direction = f.pop("higher_is_better")
-    return NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
-                           mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
-                           higher_is_better=(effective({}, config)[0].higher_is_better
-                                             if direction is None else direction), **f)
-
-#: a plan of more instants than this is warned about (each distinct pair among them is built)
-WARN_INSTANTS = 500
-
-WINDOW: OptionSet = {
-    "from_": (Optional[str], Opt(None, "--from", help='Start of the window, e.g. "Aug 24 2023" or ISO 8601 [required, here or in hourly.toml].')),
-    "to": (Optional[str], Opt(None, "--to", help="End of the window; a date alone means the end of that day [required, here or in hourly.toml].")),
-    "tz": (Optional[str], Opt(None, "--tz", help="Zone of times given without one [default: UTC].")),
-    "step": (Optional[str], Opt(None, "--step", help="Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].")),
-    "max_instants": (int, Opt(10_000, "--max-instants", help="Most instants a scan plans: more are refused "
-                              f"(a --step too fine for the window); more than {WARN_INSTANTS} are warned about.")),
-}
+    s = NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
+                        mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
+                        higher_is_better=(effective({}, config)[0].higher_is_better
+                                          if direction is None else direction), **f)
+    s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, s.metrics, s.metric_samples, s.warmup_samples)
+    return s
 
 
-REPOSITORIES: OptionSet = {
-    "xla_repo": (Optional[str], Opt(None, "--xla-repo", help="XLA checkout [default: /opt/xla-source or /opt/xla; after a scan: the scan's]")),
-    "jax_repo": (Optional[str], Opt(None, "--jax-repo", help="JAX checkout [default: /opt/jax-source or /opt/jax; after a scan: the scan's]")),
-    "ref": (Optional[str], Opt(None, "--ref", help="Ref whose history is walked [default: origin/main].")),
-    "first_parent": (Optional[bool], Opt(None, "--first-parent/--no-first-parent",
-                                         help="Walk merged history only [default: on].")),
-    "only": (Optional[str], Opt(None, "--only", help="Hunt one repository: jax (jaxlib stays what --python has "
-                                "installed; no --xla-repo needed) or xla (JAX stays at --jax-ref) [default: both].")),
-    "jaxlib_gate": (Optional[bool], Opt(None, "--jaxlib-gate/--no-jaxlib-gate", help="--only jax: a JAX commit whose own "
-                                        "check refuses the installed jaxlib (too old or too new for it, read from the "
-                                        "commit) is untestable; --no-jaxlib-gate runs it anyway, for an environment that "
-                                        "patches or shims that check (recorded with every result) [default: on].")),
-    "xla_ref": (Optional[str], Opt(None, "--xla-ref", help="XLA's own ref whose history is walked [default: --ref].")),
-    "jax_ref": (Optional[str], Opt(None, "--jax-ref", help="JAX's own ref whose history is walked, e.g. a feature "
-                                   "branch; with --only xla the JAX commit kept [default: --ref; with --only xla: the JAX checkout's HEAD].")),
-}
-#: how JAX and XLA are paired, and the checkouts a bisection descends into (docs/bisect.md, "Pairing")
-PAIRING: OptionSet = {
-    "pairing": (Optional[str], Opt(None, "--pairing", help="time: the JAX and XLA commits that stood at one instant "
-                                   "(a nightly container's way); pin: each JAX first-parent commit with the XLA commit "
-                                   "its pin names (jaxlib wheels' and JAX CI's way) [default: time; after a scan: the scan's].")),
-    "llvm_repo": (Optional[str], Opt(None, "--llvm-repo", help="LLVM checkout: a bisected XLA culprit that moves LLVM's "
-                                     "pin is bisected on inside LLVM (HOURLY_LLVM_PATH) [default: no descent into LLVM].")),
-    "triton_repo": (Optional[str], Opt(None, "--triton-repo", help="Triton checkout: the same for an XLA culprit "
-                                       "that moves Triton's pin (HOURLY_TRITON_PATH) [default: no descent into Triton].")),
-}
-BUILD: OptionSet = {
-    "build_cmd": (Optional[str], Opt(None, "--build-cmd", help="Build command, run in the JAX tree; it builds "
-                                     "jaxlib, so XLA moves [default: build-jax.sh; with --only jax: --jax-build-cmd, and none "
-                                     "there means the JAX tree is installed editable, nothing to build].")),
-    "jax_build_cmd": (Optional[str], Opt(None, "--jax-build-cmd", help="Builds the jax package alone, run in the JAX tree: "
-                                         "pip-wheel (python -m pip wheel --no-deps --no-build-isolation), none (the tree "
-                                         "is installed editable) or a command [default: pip-wheel].")),
-    "native_inputs": (Optional[List[str]], Opt(None, "--native-input", help="A native input of JAX: what a "
-                                               "jaxlib build reads (dir/, a file name anywhere such as BUILD or *.bzl, or "
-                                               "a path); repeatable, replaces the default list [default: docs/builds.md's list].")),
-    "build_timeout": (Optional[float], Opt(None, "--build-timeout", help="Seconds before a build is stopped [default: no limit].")),
-    "wheel_dir": (Optional[str], Opt(None, "--wheel-dir", help="Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: <workdir>/jax-wheels].")),
-    "python": (Optional[str], Opt(None, "--python", help="Python that gets the builds and runs the benchmark [default: the Python running hourly].")),
-    "cache_dir": (Optional[str], Opt(None, "--cache-dir", help="Build cache, shared by all workdirs [default: ~/.cache/hourly; after a scan: the scan's].")),
-    "cache_size": (Optional[str], Opt(None, "--cache-size", help="Bound of the build cache; least recently used builds go first [default: 50G; 0: none].")),
-    "cherry_pick": (Optional[List[str]], Opt(None, "--cherry-pick", help="REPO@SHA (a later fix) applied on top of every state where it applies cleanly (repeatable) [default: none; after a scan: the scan's].")),
-}
-BENCHMARK: OptionSet = {
-    "bench_cmd": (Optional[str], Opt(None, "--bench-cmd", help="Benchmark (or test) command, split like a shell would [required for a scan; later: the scan's].")),
-    "bench_cwd": (Optional[str], Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current directory].")),
-    "env": (Optional[List[str]], Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none].")),
-    "repeats": (Optional[int], Opt(None, "--repeats", help="Runs per pair (a bisection asks for more while unsure) [default: 1].")),
-    "warmup_runs": (Optional[int], Opt(None, "--warmup-runs", help="Runs of a freshly built or installed state that are "
-                                       "recorded but not counted (its first run is slow); none when the state is installed already [default: 1].")),
-    "bench_timeout": (Optional[float], Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit].")),
-    "metric_regex": (Optional[str], Opt(None, "--metric-regex", help="Regex with a (?P<value>...) group; the last match is the "
-                                               f"metric [default: {DEFAULT_METRIC_REGEX}].")),
-    "metric_samples": (Optional[str], MetricSamples),
-    "warmup_samples": (Optional[int], WarmupSamples),
-    "metrics": (Optional[str], Metrics),
-    "metric": (Optional[str], Opt(None, "--metric", help="The named metric bisect, profile and explain follow (its "
-                                  "unit gives its direction) [default: the one name of --metrics].")),
-}
-#: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
-RETRY: OptionSet = {
-    "retry_failed": (Optional[bool], Opt(None, "--retry-failed", help="Build again states whose build failed before (in a bisection, with --rerun for finished windows).")),
-}
-STORE: OptionSet = {
-    "workdir": (Optional[str], Workdir),
-    "force": (Optional[bool], Opt(None, "--force", help="Run even with uncommitted changes (they are stashed and restored).")),
-}
-
-#: where pairs are built and measured (hourly.execute.executors.make_executor reads these; not Settings fields,
-#: so never stored: a later command picks its own)
-EXECUTOR: OptionSet = {
-    "executor": (Optional[ExecutorKind], Opt(None, "--executor", help="local: build and measure here, one pair at a time; "
-                                    "slurm: each pair is a Slurm job, --workers at once (docs/slurm.md) [default: local].")),
-    "workers": (Optional[int], Opt(None, "--workers", help="Jobs at once (--executor slurm): a scan's pairs, a bisection's "
-                                   "states per round, a profile's captured states [default: 1].")),
-    "partition": (Optional[str], Opt(None, "--partition", help="Slurm partition of the jobs [default: the cluster's].")),
-    "time": (Optional[str], Opt(None, "--time", help="Slurm time limit of each job, e.g. 2:00:00 [default: the partition's].")),
-    "gres": (Optional[str], Opt(None, "--gres", help="Slurm generic resources of each job, e.g. gpu:1 [default: none].")),
-    "slurm_arg": (Optional[List[str]], Opt(None, "--slurm-arg", help="An sbatch option passed through, e.g. "
-                                           "--slurm-arg=--container-image=... or --slurm-arg=--account=X (repeatable) [default: none].")),
-}
+def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
+                 warmup_samples: Optional[int]) -> tuple[Optional[str], str, int]:
+    """How the daily (or release) level reads a run's output: --metrics (all by itself when the
+    benchmark is hourly's per-phase harness and no --metric-regex of its own was given),
+    --metric-samples, --warmup-samples."""
+    from hourly.measure.settings import is_phase_harness
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
+        metrics = "all"
+    return metrics, metric_samples or "last", warmup_samples or 0
 
 
 def check_plan_size(s: Any, max_instants: int) -> None:
@@ -192,9 +77,9 @@ def check_plan_size(s: Any, max_instants: int) -> None:
     the scan's own checks."""
     if not s.from_ or not s.to:
         return
-    from hourly.timeparse import iso_utc, parse_step, window
+    from hourly.timeparse import instant_count, iso_utc, parse_step, window
     t0, t1 = window(s.from_, s.to, s.tz)
-    n = (t1 - t0) // parse_step(s.step) + 1
+    n = instant_count(t0, t1, parse_step(s.step))  # the window's end is one, on the grid or not
     what = f"the window plans {n:,} instants (every {s.step} from {iso_utc(t0)} to {iso_utc(t1)})"
     if n > max_instants:
         raise UsageError(f"{what}, more than --max-instants {max_instants:,}",
@@ -205,31 +90,17 @@ def check_plan_size(s: Any, max_instants: int) -> None:
 
 
 # -- help panels ----------------------------------------------------------------------------------
-#: each command's --help groups its options in these panels, in this order, after "Options" (the
-#: command's own, and -h): a flag is placed by its name wherever it is declared, so that --bench-cmd
-#: is under Benchmark in scan, bisect, nightly and releases alike
-PANELS: dict[str, tuple[str, ...]] = {
-    "Window": ("--from", "--to", "--tz", "--step", "--max-instants", "--good", "--bad", "--good-date",
-               "--bad-date", "--from-release", "--to-release", "--date", "--every", "--dates", "--scan-step"),
-    "Repositories": ("--xla-repo", "--jax-repo", "--ref", "--xla-ref", "--first-parent", "--only", "--jaxlib-gate", "--jax-ref", "--sync",
-                     "--force", "--bisect-in", "--pairing", "--llvm-repo", "--triton-repo"),
-    "Build": ("--build-cmd", "--jax-build-cmd", "--native-input", "--build-timeout", "--wheel-dir", "--python",
-              "--cache-dir", "--cache-size", "--cherry-pick", "--retry-failed", "--extra", "--with",
-              "--release-with", "--deps-today", "--deps-as-of-release", "--index-url", "--find-links", "--pre",
-              "--installer", "--release-cache-dir"),
-    "Benchmark": ("--bench-cmd", "--release-bench-cmd", "--bench-cwd", "--env", "--repeats", "--warmup-runs", "--bench-timeout",
-                  "--timeout", "--metric-regex", "--metric-samples", "--warmup-samples", "--metrics", "--metric", "--mode", "--keep-going", "--image", "--mount", "--gpus", "--name"),
-    "Statistics": ("--higher-is-better", "--min-change", "--max-repeats", "--flaky", "--confirm-edges"),
-    "Executor": ("--executor", "--workers", "--partition", "--time", "--gres", "--slurm-arg", "--parallel", "--pull"),
-    "Output": ("--workdir", "--json", "--log", "--progress", "--dry-run", "--show", "--out", "--anonymous", "--top"),
-}
-_PANEL_OF = {flag: panel for panel, flags in PANELS.items() for flag in flags}
-OPTIONS_PANEL = "Options"
+#: each command's --help groups its options in the panels of hourly.options (PANELS, in that order,
+#: after "Options": the command's own, and -h); a flag's panel is declared with it, so --bench-cmd is
+#: under Benchmark in scan, bisect, nightly and releases alike
+PANELS = options.PANELS
+OPTIONS_PANEL = options.OPTIONS_PANEL
 
 
 def panel_of(param: Any) -> str:
-    """The help panel of a click parameter: its own ``rich_help_panel``, else by its first flag."""
-    return getattr(param, "rich_help_panel", None) or _PANEL_OF.get(param.opts[0], OPTIONS_PANEL)
+    """The help panel of a click parameter: its own ``rich_help_panel``, else its option's."""
+    opt = options.BY_FLAG.get(param.opts[0])
+    return getattr(param, "rich_help_panel", None) or (opt.panel if opt else OPTIONS_PANEL)
 
 
 class PanelledCommand(TyperCommand):
@@ -240,8 +111,14 @@ class PanelledCommand(TyperCommand):
     plain and still grouped."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        refuse_both_sides(self.get_params(ctx), args)
-        return super().parse_args(ctx, args)
+        params = self.get_params(ctx)
+        refuse_both_sides(params, args)
+        refuse_repeated(params, args)
+        rest = super().parse_args(ctx, args)
+        # which options the command line gave (the settings file gives the others: see command())
+        ctx.meta[GIVEN] = {p.name for p in params if p.param_type_name == "option"
+                           and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"}
+        return rest
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments: list[tuple[str, str]] = []
@@ -273,6 +150,37 @@ def refuse_both_sides(params: Any, args: list[str]) -> None:
             raise UsageError(f"{on[0]} and {off[0]} contradict each other", "pass one of them")
 
 
+def refuse_repeated(params: Any, args: list[str]) -> None:
+    """A flag that takes one value given twice (``--python a --python b``) is a usage error; click
+    would keep the last one silently. Repeatable flags (``--env``) may be; arguments after ``--``
+    are someone else's."""
+    words = args[:args.index("--")] if "--" in args else list(args)
+    by_flag = {flag: p for p in params if getattr(p, "param_type_name", "") == "option"
+               for flag in (*p.opts, *getattr(p, "secondary_opts", ()))}
+    seen: dict[str, list[tuple[str, str | None]]] = {}
+    i = 0
+    while i < len(words):
+        flag, eq, value = words[i].partition("=") if words[i].startswith("--") else (words[i], "", "")
+        p = by_flag.get(flag)
+        i += 1
+        if p is None:
+            continue
+        shown: str | None = None
+        if not p.is_flag:
+            if not eq and i < len(words):
+                value, i = words[i], i + 1
+            shown = value
+        if not p.multiple:
+            seen.setdefault(p.name, []).append((flag, shown))
+    for uses in seen.values():
+        if len(uses) > 1:
+            flag = uses[0][0]
+            values = [redact_word(v) for _, v in uses if v is not None]
+            said = f" ({', '.join(values)})" if values else ""
+            raise UsageError(f"{flag} given {len(uses)} times{said}, but it takes one value",
+                             f"pass {flag} once")
+
+
 def refuse_together(*flags: tuple[str, Any], fix: str) -> None:
     """A usage error when every one of ``flags`` (name, value given or None/False) was given."""
     if all(value not in (None, False) for _, value in flags):
@@ -298,24 +206,79 @@ def _write_rows(formatter: Any, rows: list[tuple[str, str]], width: int) -> None
             formatter.write(indent + " " * column + line + "\n")
 
 
-def with_options(*sets: OptionSet) -> Callable[[Callable], Callable]:
-    """Give a command the options of ``sets``; it receives their values as ``flags``."""
-    names = [name for s in sets for name in s]
+#: ctx.meta's entry: the names of the options the command line gave
+GIVEN = "hourly.given"
+F = TypeVar("F", bound=Callable[..., Any])
 
-    def wrap(fn: Callable) -> Callable:
+
+def command(name: str) -> Callable[[F], F]:
+    """Make ``fn`` the command ``hourly NAME``: its parameters named after options become those
+    options (annotation, flag, default, help from hourly.options), in TAKES' order after its
+    arguments; the options of TAKES[name] it does not name reach it in ``flags``. The wrapper checks
+    the values given (exit 2), then fills the options not given from the settings file's table of
+    the command (:func:`hourly.measure.settings.load_config`)."""
+    takes = options.TAKES[name]
+
+    def wrap(fn: F) -> F:
         sig = inspect.signature(fn, eval_str=True)
-        shared = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=opt, annotation=ann)
-                  for s in sets for name, (ann, opt) in s.items()]
-        params = []
-        for p in sig.parameters.values():
-            params += shared if p.name == "flags" else [p]
+        own = sig.parameters
+        arguments = [p for p in own.values() if p.name != "flags" and isinstance(p.default, _ARGUMENT)]
+        named = {p.name for p in own.values()} - {"flags"} - {p.name for p in arguments}
+        stray = named - set(takes)
+        if stray:
+            raise TypeError(f"hourly {name}: {sorted(stray)} are no options of hourly.options.TAKES[{name!r}]")
+        in_flags = [n for n in takes if n not in named]
+        if in_flags and "flags" not in own:
+            raise TypeError(f"hourly {name} takes {in_flags} but has no flags parameter")
+        params = list(arguments)
+        for n in takes:
+            annotation, default = typer_option(options.option(name, n))
+            params.append(inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+        params.append(inspect.Parameter("hourly_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
 
         @functools.wraps(fn)
-        def command(**kw: Any) -> Any:
-            flags = {name: kw.pop(name) for name in names}
-            return fn(flags=flags, **kw)
+        def run(*args: Any, **kw: Any) -> Any:
+            ctx = kw.pop("hourly_ctx")
+            _resolve(name, kw, ctx.meta.get(GIVEN, set()))
+            if "flags" in own:
+                kw["flags"] = {n: kw.pop(n) for n in in_flags}
+            return fn(*args, **kw)
 
-        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-        return command
+        run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        run.command_name = name  # type: ignore[attr-defined]  # the name cli.py registers it under
+        return run  # type: ignore[return-value]
 
     return wrap
+
+
+_ARGUMENT = type(typer.Argument(None))
+
+
+def _resolve(name: str, values: dict[str, Any], given: set[str]) -> None:
+    """Check what the command line gave (a usage error: exit 2), then give the options it did not
+    give their value from the settings file's table of the command, if it has one."""
+    for n in given:
+        opt = options.option(name, n)
+        for v in values[n] if isinstance(values[n], (list, tuple)) else [values[n]]:
+            problem = opt.problem(v)
+            if problem:
+                shown = redact_word(str(getattr(v, "value", v)))
+                raise UsageError(f"{opt.flag} {problem}, not {shown}",
+                                 f"pass e.g. {opt.flag} {opt.rule.example if opt.rule else '...'}")
+    if "config" not in options.TAKES[name]:
+        return
+    from hourly.measure.settings import load_config
+    section = load_config(values.get("config")).sections.get(name, {})
+    for n, v in section.items():
+        if n not in given:
+            values[n] = _as_option_value(options.option(name, n), v)
+
+
+def _as_option_value(opt: Option, v: Any) -> Any:
+    """A value of the settings file as the option's parameter holds it (a list of one for a lone
+    string of a repeatable option, the enum member for a word)."""
+    if opt.repeatable:
+        return [v] if isinstance(v, str) else list(v)
+    if isinstance(opt.type, type) and issubclass(opt.type, Enum):
+        return opt.type(v)
+    return v

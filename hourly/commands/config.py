@@ -6,8 +6,7 @@ import json
 import os
 from typing import Any, Optional
 
-from .common import BENCHMARK, BUILD, REPOSITORIES, RETRY, STORE, WINDOW, ConfigOpt, JsonOpt, console, with_options
-from .scan import SCAN_ONLY
+from .common import command, console
 
 #: what an unset setting shows (TOML has no null)
 UNSET = "(not set)"
@@ -30,8 +29,8 @@ def toml_value(v: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-@with_options(WINDOW, REPOSITORIES, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY)
-def config_cmd(flags: Any = None, config: Optional[str] = ConfigOpt, json_out: bool = JsonOpt) -> None:
+@command("config")
+def config_cmd(flags: Any = None, config: Optional[str] = None, json_out: bool = False) -> None:
     """Print the effective settings and where each came from (default, the settings file, a flag)."""
     from hourly.measure.settings import effective
     from hourly.privacy import redact_assignments
@@ -63,6 +62,7 @@ def config_cmd(flags: Any = None, config: Optional[str] = ConfigOpt, json_out: b
     console.print(t)
 
 
+@command("version")
 def version() -> None:
     """Print hourly's version."""
     from .. import __version__

@@ -16,22 +16,19 @@ from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.plurals import plural
 
-from .common import ConfigOpt, Direction
+from .common import command
 
 
+@command("detect")
 def detect(
     source: Optional[str] = typer.Argument(
         None, help="Workdir with a results store (default ./hourly-work), a CSV with "
-                   "label,value columns, or the output of `grep METRIC OUT*`."),
-    metric_regex: str = typer.Option(DEFAULT_METRIC_REGEX, "--metric-regex",
-                                     help="Regex with a (?P<value>...) group, for grep output."),
-    higher_is_better: Optional[bool] = Direction,
-    min_change: Optional[float] = typer.Option(None, "--min-change",
-                                               help="Ignore steps smaller than this relative change, "
-                                                    "e.g. 0.02 for 2%; 0 reports every significant step "
-                                                    "[default: 0.01]."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
-    config: Optional[str] = ConfigOpt,
+                   "label,value columns, the output of `grep METRIC OUT*`, or - for standard input."),
+    metric_regex: str = DEFAULT_METRIC_REGEX,
+    higher_is_better: Optional[bool] = None,
+    min_change: Optional[float] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
@@ -40,8 +37,15 @@ def detect(
     compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from hourly.analysis.detect import detect as detect_steps
     from hourly.render.scan import detection_json, detection_table, format_change, noise_words
-    from hourly.scan.sources import load_series
-    series = load_series(source, metric_regex)
+    from hourly.scan.sources import STDIN, load_series, load_text
+    if source == STDIN:  # `grep -H MLUPS OUT* | hourly detect -`
+        import sys
+        series = load_text(sys.stdin.read(), "<stdin>", metric_regex)
+    else:
+        series = load_series(source, metric_regex)
+    from .common import err_console
+    if series.dropped_note():  # nothing is left out of the input without a word
+        err_console.print(f"hourly: warning: {series.dropped_note()}", markup=False, highlight=False, soft_wrap=True)
     if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)
@@ -50,8 +54,15 @@ def detect(
         higher_is_better = effective({}, config)[0].higher_is_better
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
+    from hourly.analysis.steps import too_short
+    why = too_short(found)  # never "no step found" from differences that may be the steps
+    undecided = None
+    if why is not None:
+        from hourly.scan.sources import undecided_fix
+        undecided = f"{why}; {undecided_fix(source, found)}"
     if json_out:
-        typer.echo(json.dumps(detection_json(series, found)))
+        typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided}))
+        _require_decided(found, undecided)
         return
     from .common import console
     console.print(detection_table(series, found))
@@ -62,6 +73,18 @@ def detect(
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
     if not found.changes:
-        console.print("no step found")
+        console.print(undecided or "no step found",
+                      markup=False, highlight=False, soft_wrap=True)
     for c in found.changes:
         console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
+    if found.changes and undecided:
+        console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
+    _require_decided(found, undecided)
+
+
+def _require_decided(found, undecided: str | None) -> None:
+    """No step in a series too short to tell noise from steps is no answer: exit 1 with the fix."""
+    if undecided and not found.changes:
+        from hourly.errors import UserError
+        why, _, fix = undecided.partition("; ")
+        raise UserError(why, fix)

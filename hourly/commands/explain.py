@@ -7,22 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any, List, Optional
 
-from .common import BUILD, ConfigOpt, JsonOpt, Opt, console, err_console, with_options
+from .common import command, console, err_console
 
 
-@with_options(BUILD)
-def explain(workdir: Optional[str] = Opt(None, "--workdir", help="A bisected workdir [default: ./hourly-work]"),
-            step: Optional[int] = Opt(None, "--step", min=1, help="Explain the Nth bisected culprit only [default: every one]."),
-            sweep: bool = Opt(False, "--sweep", help="Dump both states per pass, and measure the first-bad state with each pass whose effect differs disabled."),
-            try_flag: Optional[List[str]] = Opt(None, "--try-flag", help="An XLA flag to measure the first-bad state with (repeatable) [default: none]."),
-            revert_check: bool = Opt(False, "--revert-check", help="Build the ref's tip with the culprit reverted and measure it against the tip."),
-            revert_ref: Optional[str] = Opt(None, "--revert-ref", help="The ref whose tip --revert-check builds [default: the workdir's --ref]."),
-            max_passes: int = Opt(8, "--max-passes", min=1, help="Passes the sweep measures, at most."),
-            op_times: bool = Opt(True, "--op-times/--no-op-times", help="Run the dump runs under the JAX profiler and put each changed instruction's time in both states beside the diff."),
-            repeats: Optional[int] = Opt(None, "--repeats", min=1, help="Runs per setting in the sweep and the revert check [default: the workdir's repeats, at least 3]."),
-            flags: Any = None,
-            json_out: bool = JsonOpt,
-            config: Optional[str] = ConfigOpt) -> None:
+@command("explain")
+def explain(workdir: Optional[str] = None, step: Optional[int] = None, sweep: bool = False,
+            try_flag: Optional[List[str]] = None, revert_check: bool = False, revert_ref: Optional[str] = None,
+            max_passes: int = 8, op_times: bool = True, repeats: Optional[int] = None, flags: Any = None,
+            json_out: bool = False, config: Optional[str] = None) -> None:
     """Explain each bisected culprit: the optimized HLO of both states diffed, a repro HLO, a workaround sweep and a revert check."""
     from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines

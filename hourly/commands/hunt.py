@@ -5,51 +5,51 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
 
-from .common import DAILY, ConfigOpt, JsonOpt, Opt, Workdir, console, daily_settings, err_console, with_options
+from .common import command, console, daily_settings, err_console
 
 
-@with_options(DAILY)
+@command("hunt")
 def hunt(
-    from_: Optional[str] = Opt(None, "--from", help="First date of the daily level, e.g. 2023-07-06 (included) [required unless --good-date]."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --bad-date]."),
-    good_date: Optional[str] = Opt(None, "--good-date", help="Enter at the commit level: a good day (with --bad-date; skips the daily search) [default: the daily level finds them]."),
-    bad_date: Optional[str] = Opt(None, "--bad-date", help="The bad day to bisect against --good-date [default: the daily level finds it]."),
-    from_release: Optional[str] = Opt(None, "--from-release", help="Enter at the release level: first jax release, e.g. 0.4.13 (with --to-release; the release level finds the days) [default: start at the daily level]."),
-    to_release: Optional[str] = Opt(None, "--to-release", help="Last jax release of the release level (included) [required with --from-release]."),
-    release_bench_cmd: Optional[str] = Opt(None, "--release-bench-cmd", help="Benchmark in each release's environment on the host [default: --bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder]."),
-    extra: Optional[str] = Opt(None, "--extra", help="Release level: install jax[EXTRA], e.g. cuda12 [default: none, CPU only]."),
-    index_url: Optional[str] = Opt(None, "--index-url", help="Release level: package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
-    find_links: Optional[str] = Opt(None, "--find-links", help="Release level: a local directory of wheels instead of an index [default: none, the index]."),
-    pre: bool = Opt(False, "--pre", help="Release level: include dev/nightly versions."),
-    release_with: Optional[List[str]] = Opt(None, "--release-with", help="Release level: another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
-    release_cache_dir: Optional[str] = Opt(None, "--release-cache-dir", help="Release level: where the environments are kept [default: ~/.cache/hourly/releases]."),
-    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
-    dates: str = Opt("all", "--dates", help="all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect the dates — one boundary, fewer containers."),
-    scan_step: Optional[str] = Opt(None, "--scan-step", help="Scan each window every STEP (e.g. 1h) inside the container before bisecting, as the guide does by hand [default: bisect the window directly]."),
-    bisect_in: str = Opt("bad", "--bisect-in", help="Bisect in the bad day's image (its trees hold both ends) or the good day's (then `git fetch`)."),
-    build_cmd: Optional[str] = Opt(None, "--build-cmd", help="Build command inside the container [default: build-jax.sh]."),
-    xla_repo: Optional[str] = Opt(None, "--xla-repo", help="XLA tree inside the container [default: /opt/xla-source or /opt/xla]."),
-    jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX tree inside the container [default: /opt/jax-source or /opt/jax]."),
-    ref: Optional[str] = Opt(None, "--ref", help="Ref whose history is bisected inside [default: origin/main]."),
-    xla_ref: Optional[str] = Opt(None, "--xla-ref", help="XLA's own ref inside [default: --ref]."),
-    jax_ref: Optional[str] = Opt(None, "--jax-ref", help="JAX's own ref inside, e.g. a feature branch [default: --ref]."),
-    max_repeats: Optional[int] = Opt(None, "--max-repeats", help="Most samples of one state while its verdict is unsure [default: bisect's, 20]."),
-    min_change: Optional[float] = Opt(None, "--min-change", help="Smallest step worth pinning, a fraction of the level [default: 0.02]; also what makes a date good for --dates search."),
-    rerun: bool = Opt(False, "--rerun", help="Measure again dates and bisect again windows already stored."),
-    explain: bool = Opt(False, "--explain", help="The bisection inside explains each culprit (`hourly bisect --explain`: HLO diff, op times, repro; docs/explain.md)."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    good_date: Optional[str] = None,
+    bad_date: Optional[str] = None,
+    from_release: Optional[str] = None,
+    to_release: Optional[str] = None,
+    release_bench_cmd: Optional[str] = None,
+    extra: Optional[str] = None,
+    index_url: Optional[str] = None,
+    find_links: Optional[str] = None,
+    pre: bool = False,
+    release_with: Optional[List[str]] = None,
+    release_cache_dir: Optional[str] = None,
+    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    dates: str = "all",
+    scan_step: Optional[str] = None,
+    bisect_in: str = "bad",
+    build_cmd: Optional[str] = None,
+    xla_repo: Optional[str] = None,
+    jax_repo: Optional[str] = None,
+    ref: Optional[str] = None,
+    xla_ref: Optional[str] = None,
+    jax_ref: Optional[str] = None,
+    max_repeats: Optional[int] = None,
+    min_change: Optional[float] = None,
+    rerun: bool = False,
+    explain: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
     from hourly.adapters.store import Store
     from hourly.hunt.run import HuntSettings
     if good_date or bad_date:
         if not (good_date and bad_date):
-            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+            raise UsageError("--good-date and --bad-date go together", "pass both, or neither")
         from_, to = from_ or good_date, to or bad_date
     entry = _release_entry(from_release, to_release, from_ or to or good_date,
                            dict(bench_cmd=release_bench_cmd, extra=extra, index_url=index_url,
@@ -58,7 +58,7 @@ def hunt(
     if entry is not None:
         from_ = to = ""  # the release level hands the days to the daily level
     elif not from_ or not to:
-        raise UserError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
+        raise UsageError("the hunt needs dates", "pass --from 2023-07-06 --to 2023-09-20, --good-date and --bad-date, "
                         "or --from-release 0.4.13 --to-release 0.4.20")
     wd = workdir_setting(workdir, config)
     s = daily_settings(flags, from_, to, wd, rerun, config)
@@ -75,9 +75,9 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
     if not (from_release or to_release):
         return None
     if not (from_release and to_release):
-        raise UserError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
+        raise UsageError("--from-release and --to-release go together", "pass both, e.g. --from-release 0.4.13 --to-release 0.4.20")
     if dates_given:
-        raise UserError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
+        raise UsageError("--from-release finds the days itself", "drop --from/--to and --good-date/--bad-date")
     from hourly.hunt.from_releases import ReleaseEntry
     return ReleaseEntry(from_release, to_release, **options)
 

@@ -10,14 +10,15 @@ import typer
 
 from hourly.errors import UsageError
 
-from .common import ConfigOpt, JsonOpt, Workdir, console
+from .common import command, console
 
 
+@command("mark")
 def mark(
     verdict: str = typer.Argument(..., help="good, bad, skip or unsure."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Give the verdict for the probe `hourly bisect --manual` waits at, from another shell."""
     from hourly.bisect.manual import mark as give

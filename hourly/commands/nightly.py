@@ -5,42 +5,25 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from hourly.errors import UserError
+from hourly import options
+from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
-from hourly.nightly.plan import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
-from hourly.render.console import PlainPrint, command_line
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
+from hourly.render.console import PlainPrint
 
-from .common import (
-    DAILY,
-    ConfigOpt,
-    ContainerEnv,
-    Gpus,
-    JsonOpt,
-    Metrics,
-    MetricSamples,
-    Opt,
-    WarmupSamples,
-    Workdir,
-    console,
-    daily_settings,
-    err_console,
-    with_options,
-)
+from .common import command, console, daily_settings, err_console
 
 
-@with_options(DAILY)
+@command("nightly")
 def nightly(
-    from_: Optional[str] = Opt(None, "--from", help="First date, e.g. 2023-07-06 (included) [required unless --show]."),
-    to: Optional[str] = Opt(None, "--to", help="Last date (included) [required unless --show]."),
-    flags: dict = None,  # type: ignore[assignment]  # DAILY's options
-    rerun: bool = Opt(False, "--rerun", help="Measure again dates already stored."),
-    show: bool = Opt(False, "--show", help="Print the stored nightly results; run nothing."),
-    metrics: Optional[str] = Metrics,
-    metric_samples: Optional[str] = MetricSamples,
-    warmup_samples: Optional[int] = WarmupSamples,
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    rerun: bool = False,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
@@ -54,9 +37,8 @@ def nightly(
         report = show_nightly(store)
     else:
         if not from_ or not to:
-            raise UserError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
+            raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
         s = daily_settings(flags, from_, to, wd, rerun, config)
-        s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, metrics, metric_samples, warmup_samples)
         s.validate()
         store = Store(wd)
         if json_out:
@@ -74,30 +56,21 @@ def nightly(
         raise UserError(f"the nightly window is incomplete: {n} date(s) not measured yet "
                         f"(first {todo[0]['from']}) and no boundary among the rest",
                         "run the same `hourly nightly` command again: it measures only what is missing")
+    report.require_decided()  # too few dates to tell noise from steps: exit 1
 
 
-def read_metrics(s, metrics: Optional[str], metric_samples: Optional[str], warmup_samples: Optional[int]):
-    """How the daily (or release) level reads a run's output: --metrics (all by itself when the
-    benchmark is hourly's per-phase harness and no --metric-regex of its own was given),
-    --metric-samples, --warmup-samples."""
-    from hourly.measure.settings import is_phase_harness
-    from hourly.metric import DEFAULT_METRIC_REGEX
-    if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
-        metrics = "all"
-    return metrics, metric_samples or "last", warmup_samples or 0
-
-
+@command("container")
 def container(
-    date: Optional[str] = Opt(None, "--date", help="Nightly date to pin, e.g. 2023-08-24 [required when the image has {date}]."),
-    image: Optional[str] = Opt(None, "--image", help=f"Image, or template with {{date}} [default: {DEFAULT_IMAGE}]."),
-    gpus: str = Gpus,
-    env: Optional[List[str]] = ContainerEnv,
-    mount: Optional[List[str]] = Opt(None, "--mount", help="Extra SRC:DST bind mount (repeatable) [default: none; $PWD is /dir]."),
-    pull: bool = Opt(True, "--pull/--no-pull", help="Pull the image when it is not local."),
-    name: Optional[str] = Opt(None, "--name", help="Container name [default: hourly-<tag>]."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    date: Optional[str] = None,
+    image: Optional[str] = None,
+    gpus: str = "all",
+    env: Optional[List[str]] = None,
+    mount: Optional[List[str]] = None,
+    pull: bool = True,
+    name: Optional[str] = None,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
     from hourly.nightly import image as nightly_container
@@ -105,11 +78,11 @@ def container(
     template = image or DEFAULT_IMAGE
     if "{date}" in template:
         if not date:
-            raise UserError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
+            raise UsageError("which nightly?", "pass --date 2023-08-24, or --image with a full reference")
         ref = image_ref(template, parse_date(date))
     else:
         if date:
-            raise UserError(f"--image {template} has no {{date}}, so --date means nothing",
+            raise UsageError(f"--image {template} has no {{date}}, so --date means nothing",
                             "drop --date, or use a template like ghcr.io/nvidia/jax:nightly-{date}")
         ref = template
     wd = workdir_setting(workdir, config)
@@ -131,6 +104,6 @@ def container(
     console.print("enter it with:", **kw)
     console.print(f"  {st.instructions()[0]}", **kw)
     console.print("then, inside, for example:", **kw)
-    console.print("  " + command_line(["hourly", "scan", "--from", "<good day>", "--to", "<bad day>", "--bench-cmd",
-                                       DEFAULT_BENCH_CMD, "--workdir", st.workdir_inside]), **kw)
+    console.print("  " + options.command_line("scan", {"from_": "<good day>", "to": "<bad day>",
+                                                       "bench_cmd": DEFAULT_BENCH_CMD, "workdir": st.workdir_inside}), **kw)
     console.print(f"stop it (it is removed then) with:\n  {st.instructions()[1]}", **kw)

@@ -12,51 +12,40 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
-from .common import (
-    ConfigOpt,
-    Direction,
-    JsonOpt,
-    Metrics,
-    MetricSamples,
-    Opt,
-    WarmupSamples,
-    Workdir,
-    console,
-    err_console,
-    refuse_together,
-)
+from .common import command, console, err_console, refuse_together
 
 
+@command("releases")
 def releases(
-    from_: Optional[str] = Opt(None, "--from", help="First jax version, e.g. 0.4.13 (included) [required unless --show]."),
-    to: Optional[str] = Opt(None, "--to", help="Last jax version (included) [required unless --show]."),
-    bench_cmd: Optional[str] = Opt(None, "--bench-cmd", help='Benchmark run in each release\'s environment, e.g. "python bench.py" [required to measure].'),
-    bench_cwd: Optional[str] = Opt(None, "--bench-cwd", help="Directory the benchmark runs in [default: the current one]."),
-    env: Optional[List[str]] = Opt(None, "--env", help="KEY=VALUE for the benchmark (repeatable) [default: none]."),
-    metric_regex: str = Opt(DEFAULT_METRIC_REGEX, "--metric-regex", help="Regex with a (?P<value>...) group."),
-    repeats: int = Opt(1, "--repeats", help="Runs per release."),
-    metrics: Optional[str] = Metrics,
-    metric_samples: Optional[str] = MetricSamples,
-    warmup_samples: Optional[int] = WarmupSamples,
-    bench_timeout: Optional[float] = Opt(None, "--bench-timeout", help="Seconds before a run counts as timed out [default: no limit]."),
-    higher_is_better: Optional[bool] = Direction,
-    extra: Optional[str] = Opt(None, "--extra", help="Install jax[EXTRA], e.g. cuda12 for the GPU plugins [default: none, CPU only]."),
-    with_: Optional[List[str]] = Opt(None, "--with", help="Another requirement for every environment, e.g. 'numpy<2' (repeatable) [default: none]."),
-    deps_today: bool = Opt(False, "--deps-today", help="Install today's numpy, scipy, ... into every release's environment (old jaxlibs crash with them) [default: those of the day after each release, through uv]."),
-    deps_as_of_release: bool = Opt(False, "--deps-as-of-release", help="The default (kept for old command lines): dependencies as of the day after each release."),
-    index_url: Optional[str] = Opt(None, "--index-url", help="Package index (PEP 691 JSON) [default: https://pypi.org/simple]."),
-    find_links: Optional[str] = Opt(None, "--find-links", help="A local directory of wheels instead of an index (offline) [default: none, the index]."),
-    pre: bool = Opt(False, "--pre", help="Include dev/nightly versions."),
-    python: Optional[str] = Opt(None, "--python", help="Interpreter the environments are made from [default: hourly's]."),
-    installer: InstallerKind = Opt(InstallerKind.AUTO, "--installer", help="auto: uv when installed, else pip."),
-    cache_dir: Optional[str] = Opt(None, "--cache-dir", help="Where the environments are kept [default: ~/.cache/hourly/releases]."),
-    jax_repo: Optional[str] = Opt(None, "--jax-repo", help="JAX checkout with tags: commits and XLA pins between releases [default: none, no commit lists]."),
-    rerun: bool = Opt(False, "--rerun", help="Measure again releases already stored."),
-    dry_run: bool = Opt(False, "--dry-run", help="List the releases, their jaxlib and what is missing; install nothing."),
-    show: bool = Opt(False, "--show", help="Print the stored release results; run nothing."),
-    workdir: Optional[str] = Workdir,
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    bench_cmd: Optional[str] = None,
+    bench_cwd: Optional[str] = None,
+    env: Optional[List[str]] = None,
+    metric_regex: str = DEFAULT_METRIC_REGEX,
+    repeats: int = 1,
+    metrics: Optional[str] = None,
+    metric_samples: Optional[str] = None,
+    warmup_samples: Optional[int] = None,
+    bench_timeout: Optional[float] = None,
+    higher_is_better: Optional[bool] = None,
+    extra: Optional[str] = None,
+    with_: Optional[List[str]] = None,
+    deps_today: bool = False,
+    deps_as_of_release: bool = False,
+    index_url: Optional[str] = None,
+    find_links: Optional[str] = None,
+    pre: bool = False,
+    python: Optional[str] = None,
+    installer: InstallerKind = InstallerKind.AUTO,
+    cache_dir: Optional[str] = None,
+    jax_repo: Optional[str] = None,
+    rerun: bool = False,
+    dry_run: bool = False,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
     from hourly.adapters.store import Store
@@ -83,7 +72,7 @@ def releases(
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
             python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
             jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=not deps_today)
-        from hourly.commands.nightly import read_metrics
+        from .common import read_metrics
         s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, metrics, metric_samples, warmup_samples)
         if dry_run:
             _print_plan(s, json_out)
@@ -98,6 +87,10 @@ def releases(
         print(json.dumps(report.as_json(), indent=1))
     else:
         print_report(console, report)
+    if report.undecided and not report.steps:  # too few releases to tell noise from steps: exit 1
+        from hourly.errors import UserError
+        why, _, fix = report.undecided.partition("; ")
+        raise UserError(why, fix)
 
 
 def _print_plan(s, json_out: bool) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .common import ConfigOpt, Opt, Workdir
+from .common import command
 
 
-def report(workdir: Optional[str] = Workdir, out: Optional[str] = Opt(None, "--out", help="Folder for report.md and plot.png [default: <workdir>/report]"),
-           min_change: Optional[float] = Opt(None, "--min-change", help="Ignore steps smaller than this relative change; 0 keeps every significant step [default: 0.01]."),
-           anonymous: bool = Opt(False, "--anonymous", help="Leave out the host name."),
-           config: Optional[str] = ConfigOpt) -> None:
+@command("report")
+def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change: Optional[float] = None,
+           anonymous: bool = False, config: Optional[str] = None) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from hourly.adapters.store import Store
     from hourly.errors import path_fault

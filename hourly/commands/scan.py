@@ -5,65 +5,28 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, cast
 
-from hourly.model import Mode, Pair
+from hourly.model import Pair
 
-from .common import (
-    BENCHMARK,
-    BUILD,
-    EXECUTOR,
-    PAIRING,
-    REPOSITORIES,
-    RETRY,
-    STORE,
-    WINDOW,
-    ConfigOpt,
-    Direction,
-    JsonOpt,
-    Opt,
-    Workdir,
-    check_plan_size,
-    console,
-    err_console,
-    refuse_together,
-    with_options,
-)
-
-SCAN_ONLY = {
-    "sync": (Optional[bool], Opt(None, "--sync/--no-sync", help="`git remote update` both repos first [default: on].")),
-    "rerun": (Optional[bool], Opt(None, "--rerun", help="Measure again pairs that are already stored.")),
-    "higher_is_better": (Optional[bool], Direction),  # stored with the scan for show, detect, bisect, report, profile
-    "mode": (Optional[Mode], Opt(None, "--mode", help="metric: parse the metric from each run; exit: each run "
-                                                    "passes or fails by its exit code, no metric expected (hunt "
-                                                    "a crash or a failing test) [default: metric].")),
-    "keep_going": (Optional[bool], Opt(None, "--keep-going", help="Scan on even when every run of the first "
-                                                                  "measured pair fails (default: stop there).")),
-    "confirm_edges": (Optional[bool], Opt(None, "--confirm-edges/--no-confirm-edges",
-                                          help="Measure an edge step's lone pair and its neighbour again with "
-                                               "more runs, to confirm it or call it an outlier [default: on].")),
-}
+from .common import check_plan_size, command, console, err_console, refuse_together
 
 
-@with_options(WINDOW, REPOSITORIES, PAIRING, BUILD, RETRY, BENCHMARK, STORE, SCAN_ONLY, EXECUTOR)
-def scan(
-    flags: Any = None,
-    dry_run_: bool = Opt(False, "--dry-run", help="Print the plan; touch nothing."),
-    json_out: bool = JsonOpt,
-    config: Optional[str] = ConfigOpt,
-) -> None:
+@command("scan")
+def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, config: Optional[str] = None) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     from hourly.adapters.store import log_dir
     from hourly.commands.progress import ProgressLines
     from hourly.execute.executors import make_executor
     from hourly.measure.settings import effective
-    from hourly.scan.run import dry_run, run_scan
+    from hourly.scan.run import dry_run as plan_only
+    from hourly.scan.run import run_scan
     executor = make_executor(flags)
     s, _ = effective(flags, config)
     refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
                     fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
     check_plan_size(s, flags["max_instants"])
     # the workdir is created only once the scan has checked its input and has something to store
-    if dry_run_:
-        report = dry_run(s, s.workdir)
+    if dry_run:
+        report = plan_only(s, s.workdir)
     elif json_out:
         report = run_scan(s, s.workdir, executor=executor)
     else:
@@ -75,10 +38,12 @@ def scan(
         with ProgressLines(err_console, "pairs", building) as handler:
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
-    if not dry_run_:
-        from hourly.scan.table import require_complete, require_measured
+    if not dry_run:
+        from hourly.scan.table import require_complete, require_decided_report, require_measured
         require_measured(report, s)
-        require_complete(report, s, found_any(report, s))
+        found = found_any(report, s)
+        require_complete(report, s, found)
+        require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
 
 
 def found_any(report, s) -> bool:
@@ -110,9 +75,10 @@ def emit(report, json_out: bool, s) -> None:
         elif isinstance(out, dict) and s is not None and (s.metric_samples != "last" or s.warmup_samples):
             out["measuring"].update(metric_samples=s.metric_samples, warmup_samples=s.warmup_samples)
         if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
-            from hourly.render.steps import windows_json
+            from hourly.render.steps import undecided_json, windows_json
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
+            out["undecided"] = undecided_json(report, s)  # too few pairs to tell noise from steps
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
             if report.metrics is not None:  # every named metric: its points, steps and what it did
                 from hourly.render.metrics import as_json as metrics_json
@@ -144,8 +110,9 @@ def emit(report, json_out: bool, s) -> None:
         print_wrapped(console, line)
 
 
-def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Optional[str] = ConfigOpt,
-         nightly: bool = Opt(False, "--nightly", help="Show the daily results of `hourly nightly` instead.")) -> None:
+@command("show")
+def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional[str] = None,
+         nightly: bool = False) -> None:
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
     from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting
@@ -160,9 +127,12 @@ def show(workdir: Optional[str] = Workdir, json_out: bool = JsonOpt, config: Opt
             print(json.dumps(daily.as_json(), indent=1))
         else:
             print_report(console, daily)
+        daily.require_decided()  # too few dates to tell noise from steps: exit 1
         return
     s = stored_settings(store, config, workdir=workdir)
-    from hourly.scan.table import require_complete
+    from hourly.scan.table import require_complete, require_decided_report
     report = show_stored(store, s)
     emit(report, json_out, s)
-    require_complete(report, s, found_any(report, s))  # gaps and nothing found: exit 1
+    found = found_any(report, s)
+    require_complete(report, s, found)  # gaps and nothing found: exit 1
+    require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1

@@ -8,19 +8,19 @@ from typing import Any, List, Optional
 
 import typer
 
-from .common import BUILD, REPOSITORIES, STORE, ConfigOpt, Opt, err_console, with_options
+from .common import command, err_console
 
 
-@with_options(REPOSITORIES, BUILD, STORE)
+@command("shell")
 def shell(
     state: str = typer.Argument(..., help='A time ("Aug 24 2023 13:00"), xla@A,jax@B (that pair), xla@A or jax@B (the '
                                 "state once it landed), good / bad (good:N, bad:N: of the N-th stored bisection answer under the scan's build, "
                                 "else of the stored scan's window), probe (the one a manual bisection waits at) or probe:N."),
     cmd: Optional[List[str]] = typer.Argument(None, help="After --: one command to run there instead of a shell; "
                                               "hourly exits with its status."),
-    tz: Optional[str] = Opt(None, "--tz", help="Zone of a time without one [default: UTC]."),
+    tz: Optional[str] = None,
     flags: Any = None,
-    config: Optional[str] = ConfigOpt,
+    config: Optional[str] = None,
 ) -> None:
     """Open a shell at any state: built or reused, installed in its own environment, the trees at it."""
     from hourly.adapters.store import STORE_NAME, Store

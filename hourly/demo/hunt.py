@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 import tempfile
 import venv
 from pathlib import Path
@@ -11,12 +10,14 @@ from typing import Any
 
 from rich.console import Console
 
+from hourly import options
 from hourly.adapters.store import Store
 from hourly.analysis.steps import crash_windows, find_steps
+from hourly.answers import Answer
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
-from hourly.measure.settings import effective
+from hourly.measure.settings import effective, keyed
 from hourly.render.bisect import print_answers
 from hourly.render.console import PlainPrint, command_line, print_wrapped, styled
 from hourly.render.report import write_report
@@ -58,11 +59,10 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     made = make_repos(root / "repos", DEMO_CHANGES)
     say(f"made stand-in repos: xla {made.xla}, jax {made.jax}")
     python = make_venv(root / "venv")
-    s, _ = effective(demo_settings(made, python, root / "work"))
+    s = keyed(effective(demo_settings(made, python, root / "work"))[0])
     store = Store(s.workdir)
-    say("$ " + command_line(["hourly", "scan", "--from", s.from_, "--to", s.to, "--xla-repo", s.xla_repo,
-                             "--jax-repo", s.jax_repo, "--build-cmd", s.build_cmd, "--python", s.python,
-                             "--bench-cmd", s.bench_cmd, "--repeats", str(s.repeats), "--workdir", s.workdir]))
+    say("$ " + options.command_line("scan", {name: getattr(s, name) for name in (
+        "from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "repeats", "workdir")}))
     report = run_scan(s, store)
     steps = find_steps(report.points, s.higher_is_better)[0]
     if not json_out:
@@ -71,12 +71,12 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
         for line in lines:
             print_wrapped(console, line)
     # detection found the steps in the table; bisection pins each regression to its commit
-    say("\n$ " + command_line(["hourly", "bisect", "--workdir", s.workdir]))
+    say("\n$ " + options.command_line("bisect", {"workdir": s.workdir}))
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
     files = write_report(store, s)
     result: dict[str, Any] = {"directory": str(root), "temporary": directory is None, "scan": report.as_json(), "steps": [st.as_json() for st in steps],
-              "bisect": {"regressions": answers}, "planted": planted, "report": str(files.markdown),
+              "bisect": {"regressions": [a.to_json() for a in answers]}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}
     if json_out:
         print(json.dumps(result, indent=1))
@@ -108,7 +108,7 @@ def print_next(console: Console, commands: list[str], temporary: Path | None = N
 
 def next_commands(workdir: str) -> list[str]:
     """The commands to look at the demo's results again, one line each, quoted for a shell."""
-    return [shlex.join(["hourly", command, "--workdir", str(workdir)]) for command in ("show", "bisect", "report")]
+    return [options.command_line(command, {"workdir": str(workdir)}) for command in ("show", "bisect", "report")]
 
 
 #: What the demo planted (see hourly.demo.repos.DEMO_CHANGES): the commit and the kind of change.
@@ -118,11 +118,11 @@ PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("jax", "Rewrite custom_vjp residuals", "crash")]
 
 
-def check_planted(steps, answers: list[dict], shas: dict[str, str], crashes=()) -> list[dict]:
+def check_planted(steps, answers: list[Answer], shas: dict[str, str], crashes=()) -> list[dict]:
     """For each planted change: did a detected step (or crash window) of that kind move past its
     commit, and (for a regression or crash) did bisection name exactly the commit that landed it
     on main, in an answer of that kind?"""
-    culprits = {(a.get("kind"), a["culprit"]["repo"], a["culprit"]["sha"]) for a in answers if a.get("culprit")}
+    culprits = {(a.kind, a.culprit.repo, a.culprit.sha) for a in answers if a.culprit}
     out = []
     for repo, subject, kind in PLANTED:
         when = next(c for c in DEMO_CHANGES if c.subject == subject)

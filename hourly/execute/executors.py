@@ -35,13 +35,13 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Mapping, Protocol
 
 from hourly.adapters.store import Measurement
-from hourly.errors import HourlyError, UserError
-from hourly.execute.host import Host
+from hourly.errors import HourlyError, UsageError, UserError
+from hourly.execute.host import Counted, Host
 from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
 
@@ -69,14 +69,37 @@ class ProfileRequest:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor can do, asked instead of its class.
+
+    ``here``: it builds in this process, in the user's trees, and installs into ``--python`` (so
+    that environment is locked for the run, and the pair being built can be shown while it builds);
+    ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
+    workdir and the build cache through a filesystem this machine shares (results come back as
+    files there); ``profiles``: it captures profiles itself (``profile_stream``)."""
+
+    here: bool
+    parallel: int = 1
+    shared_filesystem: bool = False
+    profiles: bool = False
+
+
 class Executor(Protocol):
+    #: states measured at once (a bisection's round; ``capabilities.parallel``)
     workers: int
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
-        """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
+    @property
+    def capabilities(self) -> Capabilities:
+        """What it can do (see :class:`Capabilities`)."""
         ...
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
+        """For each request: (Measurement recorded in host.store, builds run, benchmark runs, samples
+        those runs printed): :data:`hourly.execute.host.Counted`."""
+        ...
+
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         """The same, one request at a time in order; closing it early cancels what still runs."""
         ...
 
@@ -93,11 +116,12 @@ class LocalExecutor:
     """Build and measure here, one pair after another (hourly's behaviour without an executor)."""
 
     workers = 1
+    capabilities = Capabilities(here=True)
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         for pair, count in reqs:
             yield host.measure(pair, count)
 
@@ -125,14 +149,18 @@ class SlurmExecutor:
         self.submitted = 0
         self.adopted = 0
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True, profiles=True)
+
     def options(self):
         from hourly.adapters.slurm import SubmitOptions
         return SubmitOptions(self.partition, self.time, self.gres, tuple(self.slurm_args))
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         return _Round(self, host).stream(list(reqs))
 
     def profile_stream(self, host: Host, reqs: list[ProfileRequest]) -> Iterator[dict]:
@@ -263,7 +291,7 @@ class _Round:
         if (d / "result.json").exists():  # an earlier attempt's (interrupted, or an error since fixed)
             os.replace(d / "result.json", d / f"result-{len(attempts['jobs'])}.json")
         s = self.host.s
-        settings = {f.name: getattr(s, f.name) for f in fields(s)}
+        settings = s.as_dict()
         settings["cache_dir"] = str(s.resolved_cache_dir().absolute())
         req = {"kind": task.kind.value, "settings": settings, "pair": [task.pair.xla, task.pair.jax],
                "count": task.count, "origin": self.origin, "workdir": str(self.store.workdir),
@@ -318,7 +346,7 @@ class _Round:
             m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
                             self.origin)
             self.store.add_measurement(self.host.key, m)
-            return m, 0, 0
+            return m, 0, 0, 0
         r = task.result
         assert r is not None  # a task is recorded once its result is in (an untestable one has none)
         if r["outcome"] == "user_error":
@@ -346,7 +374,7 @@ class _Round:
             m = next(x for x in rows if (x.metric, x.runs) == (m.metric, m.runs))
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
         self.host.split.add(r.get("jaxlib_builds", 0), r.get("jax_builds", 0))
-        return m, r.get("builds_run", 0), r.get("runs", 0)
+        return m, r.get("builds_run", 0), r.get("runs", 0), r.get("samples", 0)
 
 
 def _usable(result: dict | None) -> bool:
@@ -361,24 +389,25 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def make_executor(flags: dict) -> LocalExecutor | SlurmExecutor:
-    """The executor the command line asks for (the EXECUTOR option set); pops its options from ``flags``.
+def make_executor(flags: Mapping[str, Any]) -> LocalExecutor | SlurmExecutor:
+    """The executor the command line asks for (the options of hourly.options.EXECUTOR in ``flags``,
+    which it reads and leaves as they are).
 
-    ``--executor local`` with more than one worker, or with Slurm's options, is a user error."""
-    kind = str(flags.pop("executor", None) or ExecutorKind.LOCAL).lower()
-    workers = flags.pop("workers", None)
-    slurm = {k: flags.pop(k, None) for k in ("partition", "time", "gres", "slurm_arg")}
+    ``--executor local`` with more than one worker, or with Slurm's options, is a usage error."""
+    kind = str(flags.get("executor") or ExecutorKind.LOCAL).lower()
+    workers = flags.get("workers")
+    slurm = {k: flags.get(k) for k in ("partition", "time", "gres", "slurm_arg")}
     if kind not in EXECUTORS:
-        raise UserError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
+        raise UsageError(f"--executor {kind!r} is not an executor", "pass --executor local or --executor slurm")
     if workers is not None and workers < 1:
-        raise UserError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
+        raise UsageError(f"--workers must be 1 or more, not {workers}", "pass --workers 4")
     if kind == "local":
         if workers and workers > 1:
-            raise UserError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
-                            "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
+            raise UsageError(f"--workers {workers} needs --executor slurm (the local executor builds one pair at "
+                             "a time on this machine)", f"add --executor slurm, or leave out --workers {workers}")
         given = [f"--{k.replace('_', '-')}" for k, v in slurm.items() if v]
         if given:
-            raise UserError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
+            raise UsageError(f"{', '.join(given)} apply to --executor slurm only", "add --executor slurm, or leave them out")
         return LocalExecutor()
     from hourly.adapters.slurm import Slurm
     cluster = Slurm()

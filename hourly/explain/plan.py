@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hourly.adapters.store import Store
+from hourly.answers import Answer, Commit
 from hourly.errors import UserError
 from hourly.model import Pair, cut_side
 
@@ -25,8 +26,8 @@ class Target:
     step: int                 # 1-based, in the order the bisections finished
     good: Pair
     bad: Pair
-    culprit: dict | None      # the answer's culprit record, when the bisection named one commit
-    answer: dict = field(default_factory=dict)
+    culprit: Commit | None    # the answer's culprit, when the bisection named one commit
+    answer: Answer | None = None
 
     @property
     def name(self) -> str:
@@ -35,7 +36,7 @@ class Target:
     def title(self) -> str:
         c = self.culprit
         if c:
-            return f"{c['repo']} {c['sha'][:10]} {c.get('subject', '')}".rstrip()
+            return f"{c.repo} {c.sha[:10]} {c.subject}".rstrip()
         return f"xla {cut_side(self.good.xla, 10)}→{cut_side(self.bad.xla, 10)} jax {self.good.jax[:10]}→{self.bad.jax[:10]}"
 
 
@@ -53,8 +54,10 @@ class Options:
 def targets_from_store(store: Store, step: int | None = None) -> list[Target]:
     """Every finished bisection with a last-good and a first-bad state (``step``: that one)."""
     out = []
-    for i, a in enumerate((a for a in store.bisection_results() if a.get("last_good") and a.get("first_bad")), 1):
-        out.append(Target(i, Pair(**a["last_good"]), Pair(**a["first_bad"]), a.get("culprit"), a))
+    answers = [Answer.from_json(a) for a in store.bisection_results()]
+    for i, a in enumerate((a for a in answers if a.last_good and a.first_bad), 1):
+        assert a.last_good is not None and a.first_bad is not None
+        out.append(Target(i, a.last_good, a.first_bad, a.culprit, a))
     if not out:
         raise UserError(f"no bisected regression in {store.workdir}", "run `hourly bisect` first")
     if step is not None:

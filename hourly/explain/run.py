@@ -12,7 +12,7 @@ profile's :class:`~hourly.execute.host.MeasuringHost`), and
    changed most as a module of its own, and the ``run_hlo_module`` / ``hlo-opt`` lines;
 3. with ``sweep``: per-pass dumps of both states give the passes whose effect differs; the
    first-bad state is measured with each disabled (``--xla_disable_hlo_passes``) and with each
-   ``--try-flag``, against fresh samples of both states (``analysis.bisection.classify``);
+   ``--try-flag``, against fresh samples of both states (``analysis.judges.metric.MetricJudge.classify``);
 4. with ``revert_check``: the tip of the ref is built with the culprit reverted (``git revert
    --no-commit`` in the trees hourly holds, a build identity of its own in the cache) and measured
    against the unmodified tip.
@@ -33,7 +33,9 @@ from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis import hlo_diff, op_times
-from hourly.analysis.bisection import Verdict, classify, separation
+from hourly.analysis.judges import MetricJudge
+from hourly.analysis.samples import separation
+from hourly.answers import Answer
 from hourly.errors import HourlyError, ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.host import MeasuringHost
@@ -56,7 +58,7 @@ from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status, cut_side
 from hourly.profile.capture import capture, tracing_command
-from hourly.profile.compare import load_capture, parse_perfetto_trace
+from hourly.profile.compare import load_capture, read_trace
 
 SIDES = ("good", "bad")
 
@@ -151,17 +153,18 @@ class Explainer:
                     "command": f"hourly profile --workdir {self.host.store.workdir}"}
         tables = {}
         for side in SIDES:
-            perfetto = load_capture(self.traces[side]).perfetto
-            if perfetto is None:
-                return {"skipped": f"the profiler wrote no perfetto_trace.json.gz in {self.traces[side]}",
-                        "traces": {k: str(v) for k, v in self.traces.items()}}
-            tables[side] = parse_perfetto_trace(perfetto)
+            table = read_trace(load_capture(self.traces[side]))  # device ops where the trace has a device timeline
+            if table is None:
+                return {"skipped": f"the profiler wrote no trace (*.xplane.pb, perfetto_trace.json.gz) in "
+                                   f"{self.traces[side]}", "traces": {k: str(v) for k, v in self.traces.items()}}
+            tables[side] = table
         g, b = tables["good"], tables["bad"]
         rec = op_times.join(modules, {k: v.durations for k, v in g.ops.items()},
                             {k: v.durations for k, v in b.ops.items()}, source=b.source)
         rec["traces"] = {k: str(v) for k, v in self.traces.items()}
+        rec["reading"] = {"good": g.as_dict(), "bad": b.as_dict()}
         if g.source != b.source:
-            rec["note"] = f"the traces differ in kind (good: {g.source}, bad: {b.source})"
+            rec["note"] = f"the traces differ in kind (good: {g.describe()}; bad: {b.describe()})"
         elif b.source == "host":
             rec["note"] = ("the traces carry no per-op events (no hlo_op, no device row): the times are host "
                            "events, not instructions")
@@ -182,7 +185,7 @@ class Explainer:
     # -- the stages ------------------------------------------------------------------------------
     def run(self) -> dict:
         t = self.t
-        rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit,
+        rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit.to_json() if t.culprit else None,
                      "good": asdict(t.good), "bad": asdict(t.bad), "dir": str(self.dir)}
         dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
         rec["dumps"] = {k: str(v) for k, v in dirs.items()}
@@ -226,10 +229,9 @@ class Explainer:
             else:
                 good, bad = self.baselines["good"], self.baselines["bad"]
                 mg, mb = statistics.median(good), statistics.median(bad)
-                c = classify(samples, good, bad)
+                c = MetricJudge.classify(samples, good, bad)
                 med = statistics.median(samples)
-                row.update(verdict="restores" if c.verdict is Verdict.GOOD else
-                           "does not restore" if c.verdict is Verdict.BAD else "unsure",
+                row.update(verdict=MetricJudge.sweep(c),
                            median=med, samples=samples, restored=restored_fraction(med, mg, mb), why=c.reason)
             rows.append(row)
         found = [r for r in rows if r["verdict"] == "restores"]
@@ -252,8 +254,8 @@ class Explainer:
             return [], res.detail() or "no samples"
         samples = list(res.samples)
         for k in range(2 * self.repeats):
-            c = classify(samples, self.baselines["good"], self.baselines["bad"])
-            if c.verdict is not Verdict.UNSURE:
+            c = MetricJudge.classify(samples, self.baselines["good"], self.baselines["bad"])
+            if c.decided:
                 break
             if k == 0:
                 self.handler.note(f"{self.t.name}: with {flag}: {c.reason}; interleaving runs of both ends "
@@ -271,17 +273,17 @@ class Explainer:
         c = self.t.culprit
         if not c:
             return {"ref": self.opts.revert_ref or self.s.ref, "verdict": "no single culprit to revert", "culprit": None}
-        ref = self.opts.revert_ref or self.s.ref_of(c["repo"])
+        ref = self.opts.revert_ref or self.s.ref_of(c.repo)
         m = self.host.measurer()
         repos = {r.name: r for r in (self.host.xla, self.host.jax) if r is not None}
-        repo = repos[c["repo"]]
+        repo = repos[c.repo]
         # the culprit's repository at the ref's tip, the other at the tip of the workdir's ref
-        tip = Pair(*(repos[n].rev_parse(ref if n == c["repo"] else self.s.ref_of(n)) if n in repos
+        tip = Pair(*(repos[n].rev_parse(ref if n == c.repo else self.s.ref_of(n)) if n in repos
                      else getattr(self.t.bad, n) for n in ("xla", "jax")))
-        out: dict = {"ref": ref, "culprit": c["sha"], "repo": c["repo"], "subject": c.get("subject"),
+        out: dict = {"ref": ref, "culprit": c.sha, "repo": c.repo, "subject": c.subject,
                      "tip": asdict(tip)}
         try:
-            repo.git("merge-base", "--is-ancestor", c["sha"], getattr(tip, c["repo"]))
+            repo.git("merge-base", "--is-ancestor", c.sha, getattr(tip, c.repo))
         except ProcessError:
             out["verdict"] = f"is not on {ref}"
             return out
@@ -291,7 +293,7 @@ class Explainer:
         ws = m.builder.workspace
         assert ws is not None  # a local measurer holds the trees
         ws.checkout(tip)
-        if not _revert(repo, c["sha"]):
+        if not _revert(repo, c.sha):
             out["verdict"] = "does not revert cleanly"
             return out
         # the step's size, from fresh samples of both ends (the share restored is of it)
@@ -300,11 +302,11 @@ class Explainer:
         self.install(tip, f"tip of {ref}")
         plain = self.bench([], self.repeats, "revert-tip")
         spec = build_spec(self.s)
-        spec = replace(spec, picks=[*spec.picks, f"revert {c['repo']}@{c['sha']}"])  # a build identity of its own
+        spec = replace(spec, picks=[*spec.picks, f"revert {c.repo}@{c.sha}"])  # a build identity of its own
         # the builder only checks out through its workspace: a reverting one stands in for it
-        builder = Builder(cast(Workspace, RevertingCheckout(ws, repo, c["sha"])), self.host.jax, self.host.xla,
+        builder = Builder(cast(Workspace, RevertingCheckout(ws, repo, c.sha)), self.host.jax, self.host.xla,
                           spec, self.host.store)
-        self.handler.note(f"{self.t.name}: building {ref} with {c['repo']} {c['sha'][:10]} reverted")
+        self.handler.note(f"{self.t.name}: building {ref} with {c.repo} {c.sha[:10]} reverted")
         self.installed = None
         build = builder.prepare(tip)
         if not build.ok:
@@ -469,49 +471,49 @@ def _safe(name: str) -> str:
 
 #: the kinds of bisected answer the --explain stage of `hourly bisect` explains (the good end
 #: before the culprit, the bad end at it); --find-fix answers run the other way
-EXPLAINED_KINDS = ("regression", "crash", None)
+EXPLAINED_KINDS = ("regression", "crash", "")
 
 
 @holds_store_lock
-def explain_answers(store: Store, s: Settings, answers: list[dict], opts: Options | None = None,
-                    handler: Handler = SILENT) -> list[dict]:
+def explain_answers(store: Store, s: Settings, answers: list[Answer], opts: Options | None = None,
+                    handler: Handler = SILENT) -> list[Answer]:
     """The ``--explain`` stage of ``hourly bisect``: each answer that names a culprit gets
     ``explained`` — its explain record (saved as ``hourly explain --step N`` saves it, so ``hourly
     report`` carries it), ``{"error": …, "fix": …}`` when explaining it failed (the bisection's answer
     stands), or ``{"skipped": …}`` saying why it was not explained. Returns ``answers``."""
     from hourly.explain.plan import targets_from_store
-    wanted = [a for a in answers if a.get("culprit") and a.get("last_good") and a.get("first_bad")]
+    wanted = [a for a in answers if a.culprit and a.last_good and a.first_bad]
     for a in answers:
-        if a in wanted and a.get("kind") not in EXPLAINED_KINDS:
-            a["explained"] = {"skipped": f"a {a.get('kind')} answer: run `hourly explain --workdir {store.workdir}` "
-                                         "on a bisection of the regression"}
-        elif a not in wanted and not a.get("error"):
-            a["explained"] = {"skipped": "no single culprit commit to explain"}
-    wanted = [a for a in wanted if a.get("kind") in EXPLAINED_KINDS]
+        if any(a is x for x in wanted) and a.kind not in EXPLAINED_KINDS:
+            a.explained = {"skipped": f"a {a.kind} answer: run `hourly explain --workdir {store.workdir}` "
+                                      "on a bisection of the regression"}
+        elif not any(a is x for x in wanted) and not a.error:
+            a.explained = {"skipped": "no single culprit commit to explain"}
+    wanted = [a for a in wanted if a.kind in EXPLAINED_KINDS]
     if not wanted:
         return answers
     try:
         stored = targets_from_store(store)
     except UserError as e:
         for a in wanted:
-            a["explained"] = {"error": e.message, "fix": e.fix}
+            a.explained = {"error": e.message, "fix": e.fix}
         return answers
     opts = opts or Options()
     xla, jax = open_repos(s)
     host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), EXPLAIN_ORIGIN)
     with host:
         for a in wanted:
-            ends = (Pair(**a["last_good"]), Pair(**a["first_bad"]))
+            ends = (a.last_good, a.first_bad)
             target = next((t for t in reversed(stored) if (t.good, t.bad) == ends), None)
             if target is None:
-                a["explained"] = {"error": "its bisection is not among the store's finished ones",
+                a.explained = {"error": "its bisection is not among the store's finished ones",
                                   "fix": f"run `hourly explain --workdir {store.workdir}`"}
                 continue
             handler.note(f"explaining {target.name}: {target.title()}")
             try:
-                a["explained"] = Explainer(host, target, opts, handler).run()
+                a.explained = Explainer(host, target, opts, handler).run()
             except HourlyError as e:  # a failed build or run: the bisection's answer stands, the retry is named
-                a["explained"] = {"error": e.message if isinstance(e, UserError) else str(e),
+                a.explained = {"error": e.message if isinstance(e, UserError) else str(e),
                                   "fix": e.fix if isinstance(e, UserError) else None,
                                   "command": f"hourly explain --workdir {store.workdir} --step {target.step}"}
     return answers

@@ -41,9 +41,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from hourly import options
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
-from hourly.errors import UserError
+from hourly.answers import Answer
+from hourly.errors import UsageError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
 from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
@@ -92,7 +94,7 @@ class HuntSettings:
         if self.min_change is not None:
             check_min_change(self.min_change)
         if (self.good_date is None) != (self.bad_date is None):
-            raise UserError("--good-date and --bad-date go together", "pass both, or neither")
+            raise UsageError("--good-date and --bad-date go together", "pass both, or neither")
         if self.good_date and self.bad_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
@@ -100,7 +102,7 @@ class HuntSettings:
             self.nightly.validate()
             return
         if self.good_date or self.dates != "all":
-            raise UserError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
+            raise UsageError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
         from dataclasses import replace
 
         from packaging.version import InvalidVersion, Version
@@ -236,42 +238,28 @@ def env_diff(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str | None]
 
 
 def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str]:
-    """The `hourly bisect` command run inside the container for ``w`` (pure)."""
-    return ["hourly", "bisect", "--good", w.end("good"), "--bad", w.end("bad"), "--json", "--progress",
-            "--mode", w.mode.value, "--workdir", workdir_inside, *_common_argv(h, w.mode), *_bisect_options(h)]
+    """The `hourly bisect` command run inside the container for ``w`` (pure; the one encoder,
+    hourly.options.argv: exact, since it runs)."""
+    return options.argv("bisect", {"good": w.end("good"), "bad": w.end("bad"), "json_out": True, "progress": True,
+                                   "mode": w.mode, "workdir": workdir_inside, **_common(h, w.mode),
+                                   **_bisect_options(h)})
 
 
-def _bisect_options(h: HuntSettings) -> list[str]:
+def _bisect_options(h: HuntSettings) -> dict[str, Any]:
     """The bisection's own options that the hunt passes on when given."""
-    argv: list[str] = []
-    for opt, value in (("--max-repeats", h.max_repeats), ("--min-change", h.min_change)):
-        if value is not None:
-            argv += [opt, str(value)]
-    if h.explain:
-        argv.append("--explain")
-    return argv
+    return {"max_repeats": h.max_repeats, "min_change": h.min_change, "explain": h.explain or None}
 
 
-def _common_argv(h: HuntSettings, mode: Mode | None = None) -> list[str]:
+def _common(h: HuntSettings, mode: Mode | None = None) -> dict[str, Any]:
     """What the commands inside the container share: benchmark, direction, cache, trees (an
     exit-status run reads no metric: no --metric-regex then, which the commands refuse with it)."""
     s = h.nightly
-    metric = [] if mode is Mode.EXIT else ["--metric-regex", s.metric_regex]
-    argv = ["--bench-cmd", s.bench_cmd, *metric, "--repeats", str(s.repeats),
-            "--force", "--higher-is-better" if s.higher_is_better else "--lower-is-better",
+    return {"bench_cmd": s.bench_cmd, "metric_regex": None if mode is Mode.EXIT else s.metric_regex,
+            "repeats": s.repeats, "force": True, "higher_is_better": s.higher_is_better,
             # the build cache on the host too: a resumed or later window never rebuilds a pair
-            "--cache-dir", f"{WORKDIR_TARGET}/cache"]
-    cwd = s.container_workdir()
-    if cwd:
-        argv += ["--bench-cwd", cwd]
-    if s.timeout:
-        argv += ["--bench-timeout", str(s.timeout)]
-    for opt, value in (("--build-cmd", h.build_cmd), ("--xla-repo", h.xla_repo),
-                       ("--jax-repo", h.jax_repo), ("--ref", h.ref), ("--xla-ref", h.xla_ref),
-                       ("--jax-ref", h.jax_ref)):
-        if value is not None:
-            argv += [opt, str(value)]
-    return argv
+            "cache_dir": f"{WORKDIR_TARGET}/cache", "bench_cwd": s.container_workdir(),
+            "bench_timeout": s.timeout or None, "build_cmd": h.build_cmd, "xla_repo": h.xla_repo,
+            "jax_repo": h.jax_repo, "ref": h.ref, "xla_ref": h.xla_ref, "jax_ref": h.jax_ref}
 
 
 def scan_window(good_time: datetime, bad_time: datetime, step: timedelta) -> tuple[datetime, datetime]:
@@ -292,32 +280,33 @@ def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime,
     ``--no-sync``: the trees the image holds (fetched for ``--bisect-in good``) are the history;
     ``--keep-going``: the daily level already showed the benchmark runs."""
     from hourly.timeparse import iso_utc
-    return ["hourly", "scan", "--from", iso_utc(t0), "--to", iso_utc(t1), "--step", str(h.scan_step),
-            "--json", "--no-sync", "--keep-going", "--mode", w.mode.value, "--workdir", workdir_inside,
-            *_common_argv(h, w.mode)]
+    return options.argv("scan", {"from_": iso_utc(t0), "to": iso_utc(t1), "step": str(h.scan_step), "json_out": True,
+                                 "sync": False, "keep_going": True, "mode": w.mode, "workdir": workdir_inside,
+                                 **_common(h, w.mode)})
 
 
 def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
     """The plain `hourly bisect` after the scan: every regression and crash window it found (pure)."""
-    return ["hourly", "bisect", "--json", "--progress", "--force", "--workdir", workdir_inside, *_bisect_options(h)]
+    return options.argv("bisect", {"json_out": True, "progress": True, "force": True, "workdir": workdir_inside,
+                                   **_bisect_options(h)})
 
 
 def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
     """One row of the hunt's answer (the ``--json`` shape) from a window and its stored answer."""
-    regressions = answer.get("regressions") or []
-    first = regressions[0] if regressions else {}
-    culprit = first.get("culprit")
+    regressions = [Answer.from_json(r) for r in answer.get("regressions") or []]
+    first = regressions[0] if regressions else None
+    culprit = first.culprit.to_json() if first and first.culprit else None
     row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind,
            "from_value": w.from_value, "to_value": w.to_value,
-           "culprit": culprit, "range": None if culprit else first.get("range"),
-           "reason": answer.get("reason") or first.get("reason"),
+           "culprit": culprit, "range": None if culprit or not first else first.range,
+           "reason": answer.get("reason") or (first.reason if first else None),
            "environment": answer.get("environment"),
-           "builds": sum(r.get("builds", 0) for r in regressions),
-           "runs": sum(r.get("runs", 0) for r in regressions),
-           "more": [r.get("culprit") or {"range": r.get("range")} for r in regressions[1:]],
+           "builds": sum(r.builds for r in regressions),
+           "runs": sum(r.runs for r in regressions),
+           "more": [r.culprit.to_json() if r.culprit else {"range": r.range} for r in regressions[1:]],
            "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
            "error": answer.get("error")}
-    explained = [r["explained"] for r in regressions if r.get("explained")]
+    explained = [r.explained for r in regressions if r.explained]
     if explained:  # --explain: what each culprit changed, as the bisection inside explained it
         row["explained"] = explained
     return row
@@ -325,7 +314,7 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
 
 def unexplained(answer: dict[str, Any]) -> bool:
     """Whether a stored window answer names a culprit that no ``--explain`` stage explained (pure)."""
-    return any(r.get("culprit") and not r.get("explained") for r in answer.get("regressions") or [])
+    return any(r.culprit and not r.explained for r in (Answer.from_json(x) for x in answer.get("regressions") or []))
 
 
 def host_paths(value: Any, inside: str, outside: str) -> Any:
@@ -350,11 +339,34 @@ class HuntReport:
     nightly: Any = None  # hourly.nightly.plan.NightlyReport of the daily level (None when entered below)
     bisected: int = 0  # windows bisected now (not from the store)
     releases: Any = None  # hourly.releases.plan.ReleaseReport of the release level (--from-release)
+    answered: int = 0  # windows answered now without a bisection (the same commits at both ends, ...)
+
+    def answered_now(self, answer: dict[str, Any]) -> None:
+        """Count a window answered by this run: bisected, or answered without a bisection
+        (``"bisected": False``: both images hold the same commits, or their trees could not be
+        fetched), which is not "bisected now"."""
+        if answer.get("bisected", True):
+            self.bisected += 1
+        else:
+            self.answered += 1
+
+    def counts(self) -> str:
+        """How the windows were answered, in words: "2 windows: 1 bisected now, 1 from the store"."""
+        failed = len(self.failed)
+        stored = len(self.rows) - self.bisected - self.answered - failed
+        parts = [f"{self.bisected} bisected now" if self.bisected else "",
+                 f"{self.answered} answered now without a bisection" if self.answered else "",
+                 f"{failed} not bisected" if failed else "",
+                 f"{stored} from the store" if stored else ""]
+        n = len(self.rows)
+        return f"{n} window{'s' if n != 1 else ''}: " + (", ".join(p for p in parts if p) or "none answered")
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"steps": self.rows}
         if self.releases is not None:
             out["releases"] = self.releases.as_json()
+        # too few dates (or releases) to tell noise from steps: not "nothing to hunt"
+        out["undecided"] = getattr(self.nightly, "undecided", None) or getattr(self.releases, "undecided", None)
         return out
 
     @property
@@ -517,7 +529,7 @@ def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
                 report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
                 continue
             store.save_settings(f"{LEVEL}/{key}", answer)
-            report.bisected += 1
+            report.answered_now(answer)
         report.rows.append(step_row(w, answer))
         if w.release:
             report.rows[-1]["release"] = w.release
@@ -533,7 +545,7 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     s = h.nightly
     image = (w.bad if h.bisect_in == "bad" else w.good).image
     if w.same_sources:  # nothing to bisect: both images were built from the same commits
-        return {"regressions": [], "bisected_in": None, "log": None,
+        return {"regressions": [], "bisected_in": None, "log": None, "bisected": False,
                 "reason": "the change is in the container's environment: both images hold the same "
                           "xla and jax commits",
                 "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
@@ -550,7 +562,7 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
         if h.bisect_in == "good":
             fetch = _fetch_trees(name, w, docker_client)
             if fetch:
-                return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log)}
+                return {"regressions": [], "reason": fetch, "bisected_in": image, "log": str(log), "bisected": False}
         inside = f"{WORKDIR_TARGET}/{sub}"
         if h.scan_step:
             scanned = _scan_inside(name, w, h, inside, store.workdir / sub, log, docker_client, say)

@@ -26,10 +26,11 @@ from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
 from hourly.metric import (
     DEFAULT_METRIC_REGEX,
+    MetricReading,
     Samples,
     compile_metric_regex,
-    parse_metric,
     parse_samples,
+    read_metric,
     read_metric_samples,
     read_unavailable,
 )
@@ -63,6 +64,9 @@ class Run:
     #: named metrics: every name's samples in this process (not stored: each name's own runs carry theirs)
     metrics: dict[str, Samples] | None = None
     unavailable_all: dict[str, str] = field(default_factory=dict)
+    #: one value per process: what the metric regex captured that is no finite number (``1e400``,
+    #: ``inf``, a word): the run is ``no_metric`` and says so (hourly.metric.read_metric)
+    captured: str | None = None
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -78,6 +82,8 @@ class Run:
                 d["rejected"] = list(self.rejected)
         if self.unavailable:
             d["unavailable"] = self.unavailable
+        if self.captured is not None:
+            d["captured"] = self.captured
         return d
 
     @property
@@ -92,6 +98,8 @@ class Run:
         a warm-up sample, printed but no finite number, or the benchmark says it is unavailable."""
         if self.unavailable:
             return f"the benchmark says the metric is unavailable: {self.unavailable}"
+        if self.samples is None and self.metrics is None:  # the regex's last match: what it captured, if anything
+            return MetricReading(None, self.captured).why_none()
         n = self.matched or 0
         if n == 0:
             return "metric never printed"
@@ -276,9 +284,10 @@ def read_run(output: str, returncode: int | None, timed_out: bool, duration: flo
         return Run(status, None, returncode, duration, log, warmup, matched=sum(s.matched for s in found.values()),
                    metrics=found, unavailable_all=unavailable)
     if spec.samples == SAMPLES_LAST and not spec.warmup_samples:  # one value per process: its last match
-        value = parse_metric(output, spec.metric_regex)
-        status = run_status(returncode, timed_out, value)
-        return Run(status, value if status is Status.OK else None, returncode, duration, log, warmup)
+        reading = read_metric(output, spec.metric_regex)
+        status = run_status(returncode, timed_out, reading.value)
+        return Run(status, reading.value if status is Status.OK else None, returncode, duration, log, warmup,
+                   captured=reading.captured if status is Status.NO_METRIC else None)
     s = parse_samples(output, spec.metric_regex, spec.warmup_samples)
     values = list(s.values[-1:] if spec.samples == SAMPLES_LAST else s.values)
     status = run_status(returncode, timed_out, statistics.median(values) if values else None)
@@ -339,4 +348,3 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         runs.append(read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup))
     return result_of(runs, spec)
-

@@ -1,4 +1,8 @@
-"""Settings: defaults, then ``hourly.toml`` (or ``--config``), then flags — and where each came from."""
+"""Settings: defaults, then ``hourly.toml`` (or ``--config``), then flags — and where each came from.
+
+The settings file is read strictly against the options of :mod:`hourly.options` (their types, and
+the values they take); its top level and ``[scan]`` hold the scan-shaped settings every command
+reads, a command's own table (``[bisect]``, ``[hunt]``, ...) that command's options."""
 
 from __future__ import annotations
 
@@ -7,12 +11,14 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hourly import options
 from hourly.adapters.proc import parse_env, split_command
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.measure.benchmark import ALL_METRICS, SAMPLES_ALL, SAMPLES_LAST, BenchSpec
 from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, build_identity, default_cache_dir, parse_size
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
@@ -40,6 +46,13 @@ NO_BUILD = "none"
 
 #: the version of the measurement key's recipe, recorded with the key in the store
 KEY_VERSION = 2
+#: the settings the measurement key is made of (with hourly's environment and --python's ABI)
+KEY_FIELDS = ("bench_cmd", "bench_cwd", "env", "metric_regex", "python", "mode", "cherry_pick", "build_cmd",
+              "jax_build_cmd", "only", "jaxlib_gate", "metrics", "metric", "metric_samples", "warmup_samples")
+
+
+def _frozen(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
 
 
 def _digest(ident: dict[str, Any]) -> str:
@@ -120,8 +133,12 @@ def _default_tree(new: str, old: str) -> str:
     return old if Path(old).exists() or not Path(new).exists() else new
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
+    """The scan-shaped settings (scan, show, bisect, shell, profile, explain, report), immutable once
+    :func:`effective` made them: derive others with :func:`dataclasses.replace`. ``key`` is the
+    measurement key (:func:`keyed`), kept with the settings it was made for."""
+
     xla_repo: str = field(default_factory=lambda: _default_tree("/opt/xla", "/opt/xla-source"))
     jax_repo: str = field(default_factory=lambda: _default_tree("/opt/jax", "/opt/jax-source"))
     from_: str | None = None
@@ -176,6 +193,12 @@ class Settings:
     pairing: str = "time"
     llvm_repo: str | None = None    # an LLVM checkout: a bisection descends into XLA's LLVM pin bumps
     triton_repo: str | None = None  # a Triton checkout: the same for XLA's Triton pin bumps
+    #: the key every measurement of these settings is stored under (:func:`keyed`: the stored scan's
+    #: recorded key, else computed), and the fields it was made for (:meth:`key_basis`): settings
+    #: derived with another benchmark or build carry no usable key until keyed again. Not a setting:
+    #: never stored, shown or read from hourly.toml.
+    key: str | None = field(default=None, compare=False, repr=False, metadata={"derived": True})
+    key_for: tuple | None = field(default=None, compare=False, repr=False, metadata={"derived": True})
 
     # -- derived ----------------------------------------------------------------------------
     def ref_of(self, repo: str) -> str:
@@ -339,15 +362,26 @@ class Settings:
 
     def bench_key(self) -> str:
         """The key of every measurement: everything that determines it — the benchmark
-        (:meth:`bench_identity`) and the build it ran on (:meth:`build_identity`). The one place the
-        key is computed: a changed build or benchmark measures again instead of reusing.
+        (:meth:`bench_identity`) and the build it ran on (:meth:`build_identity`) — as
+        :func:`keyed` set it; a changed build or benchmark measures again instead of reusing.
+        Reads the field: it never computes the key (computing it may ask ``--python`` its ABI, a
+        process), so settings that were never keyed, or were derived with another benchmark or
+        build since, are a programming error here, not a silent recomputation.
 
         Settings read from a store (:func:`stored_settings`) that describe the same benchmark and
         build configuration as its scan carry the key that scan recorded, so ``show`` and
         ``report`` read the same rows from another shell or machine (commands that build check that
         the key they would compute is that one: hourly.scan.identity)."""
-        recorded = getattr(self, "_recorded_key", None)
-        return recorded if recorded is not None else measure_key(self)
+        if self.key is None or self.key_for != self.key_basis():
+            raise RuntimeError("settings used to measure without their key: pass them through "
+                               "hourly.measure.settings.keyed() first (again after replace() changes the "
+                               "benchmark or the build)")
+        return self.key
+
+    def key_basis(self) -> tuple:
+        """The fields the measurement key is made of (a cheap stand-in for the key itself: equal
+        bases, equal keys on one machine)."""
+        return tuple(_frozen(getattr(self, name)) for name in KEY_FIELDS)
 
     def legacy_bench_key(self) -> str:
         """The key of measurements stored before builds were part of it (benchmark identity alone)."""
@@ -367,10 +401,12 @@ class Settings:
         return parse_size(self.cache_size)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings (what is stored, shown and sent to a Slurm job), without the key."""
+        return {k: v for k, v in asdict(self).items() if k in FIELD_NAMES}
 
 
-FIELD_NAMES = {f.name for f in fields(Settings)}
+#: the settings (the key and what it was made for are derived, not settings)
+FIELD_NAMES = {f.name for f in fields(Settings) if not f.metadata.get("derived")}
 #: settings that name a place: stored absolute and normalized, so they mean the same from anywhere
 PATH_SETTINGS = ("xla_repo", "jax_repo", "bench_cwd", "wheel_dir", "workdir", "cache_dir", "llvm_repo", "triton_repo")
 #: flags that apply to the command they are given to, never to later commands reading the store
@@ -425,13 +461,28 @@ def stored_scan_settings(stored: dict[str, Any] | None, store_workdir: str | Pat
     return _canonical(out, scan_dir_of(stored.get("workdir"), Path(store_workdir)))
 
 
-def _key(name: str) -> str:
-    k = name.replace("-", "_")
-    return "from_" if k == "from" else k
+def _name(key: str) -> str:
+    """The option (and Settings field) a key of hourly.toml names: ``from`` is ``from_``, ``bench-cmd``
+    is ``bench_cmd``."""
+    k = key.replace("-", "_")
+    return k if k in options.BY_NAME or f"{k}_" not in options.BY_NAME else f"{k}_"
 
 
-#: the tables a settings file may have (its settings may also stand at top level)
-SECTIONS = ("scan",)
+#: the table of the scan-shaped settings every command reads (they may also stand at top level)
+SHARED = "scan"
+#: the commands whose own options hourly.toml configures, each in a table of its name
+COMMAND_SECTIONS = tuple(c for c, names in options.TAKES.items() if "config" in names and c != "config")
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """``hourly.toml`` as read: ``shared``, the scan-shaped settings at top level and under [scan]
+    (every command that takes them: :func:`effective`); ``sections``, each command's own table,
+    option name -> value (the command layer gives them to the options not given as flags)."""
+
+    path: str | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _toml_type(v: Any) -> str:
@@ -455,54 +506,67 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-#: a Settings field's annotation -> (does a TOML value fit it, what it expects); cache_size also
-#: takes a number of bytes, the lists also one string (a list of one)
+def _kind(opt: options.Option) -> str:
+    """How hourly.toml writes the option's value: bool, int, float, list or str (an enum's word)."""
+    if opt.name == "cache_size":  # a size such as "50G", or a number of bytes
+        return "size"
+    t = opt.type
+    return {bool: "bool", int: "int", float: "float", list: "list"}.get(t, "str")
+
+
+#: kind -> (does a TOML value fit it, what it expects); a list also takes one string (a list of one)
 _TYPES: dict[str, tuple[Any, str]] = {
     "bool": (lambda v: isinstance(v, bool), "a boolean (true or false)"),
     "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "float | None": (_is_number, "a number"),
+    "float": (_is_number, "a number"),
     "str": (lambda v: isinstance(v, str), "a string"),
-    "str | None": (lambda v: isinstance(v, str), "a string"),
-    "list[str]": (lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
-                  "an array of strings"),
+    "size": (lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
+             'a size such as "50G" or a number of bytes'),
+    "list": (lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+             "an array of strings"),
 }
-_FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
 
 
-def _type_fix(name: str, annotation: str, v: Any) -> str:
-    """How to write ``name`` in the file so that it has the type ``annotation`` wants."""
+def _type_fix(name: str, kind: str, v: Any) -> str:
+    """How to write ``name`` in the file so that it has the type ``kind`` wants."""
     text = v.strip().lower() if isinstance(v, str) else None
-    if annotation == "bool":
+    if kind == "bool":
         if text in ("true", "false"):
             return f"write {name} = {text}, without quotes"
         return f"write {name} = true or {name} = false"
-    if annotation == "int":
+    if kind == "int":
         return f"write {name} = {text}, without quotes" if text and text.isdigit() else f"write a whole number, e.g. {name} = 3"
-    if annotation == "float | None":
+    if kind == "float":
         try:
             float(text)  # type: ignore[arg-type]
             return f"write {name} = {text}, without quotes"
         except (TypeError, ValueError):
             return f"write a number of seconds, e.g. {name} = 3600"
-    if annotation == "list[str]":
+    if kind == "size":
+        return f'write a size in quotes, e.g. {name} = "50G", or a number of bytes (0: no bound)'
+    if kind == "list":
         return f'write an array of strings, e.g. {name} = ["..."]'
     return f'write it in quotes, e.g. {name} = "{_shown(v)}"' if not isinstance(v, (list, dict)) else f'write one string in quotes, e.g. {name} = "..."'
 
 
-def _check_value(p: Path, where: str, name: str, v: Any) -> None:
-    """A one-line error when the file's ``name`` has the wrong TOML type for its setting."""
-    annotation = _FIELD_TYPES[_key(name)]
-    fits, expected = _TYPES[annotation]
-    if _key(name) == "cache_size":  # parse_size also takes a number of bytes
-        fits, expected = (lambda x: isinstance(x, str) or _TYPES["int"][0](x)), 'a size such as "50G" or a number of bytes'
-    if fits(v):
-        return
-    if isinstance(v, list):
-        odd = next((x for x in v if not isinstance(x, str)), None)
-        got = f"an array with {_toml_type(odd)} {_shown(odd)} in it" if odd is not None else "an array"
-    else:
-        got = f"{_toml_type(v)} {_shown(v)}" if not isinstance(v, dict) else "a table"
-    raise UserError(f"{p}: {where}{name} is {got}, expected {expected}", _type_fix(name, annotation, v))
+def _check_value(p: Path, where: str, name: str, v: Any, opt: options.Option) -> None:
+    """A one-line error naming the file and the key when the file's ``name`` has the wrong TOML type
+    for its option, or a value the option refuses (``repeats = 0``)."""
+    kind = _kind(opt)
+    fits, expected = _TYPES[kind]
+    if not fits(v):
+        if isinstance(v, list):
+            odd = next((x for x in v if not isinstance(x, str)), None)
+            got = f"an array with {_toml_type(odd)} {_shown(odd)} in it" if odd is not None else "an array"
+        else:
+            got = f"{_toml_type(v)} {_shown(v)}" if not isinstance(v, dict) else "a table"
+        raise UserError(f"{p}: {where}{name} is {got}, expected {expected}", _type_fix(name, kind, v))
+    choices = [m.value for m in opt.type] if isinstance(opt.type, type) and issubclass(opt.type, Enum) else None
+    problem = (f"must be {' or '.join(choices)}" if choices and v not in choices else None) or opt.problem(v)
+    if problem:
+        example = opt.rule.example if opt.rule else (choices or ["..."])[0]
+        shown = example if kind in ("int", "float") else json.dumps(example)
+        raise UserError(f"{p}: {where}{name} = {_shown(v)} {problem}", f"write e.g. {name} = {shown}")
 
 
 def _shown(v: Any) -> str:
@@ -518,16 +582,26 @@ def _nearest(name: str, candidates: list[str]) -> str | None:
     return found[0] if found else None
 
 
-def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
-    """Values from the config file: ``--config`` path, else ./hourly.toml when present.
+def _takes(command: str) -> dict[str, options.Option]:
+    """The options ``command``'s table may set, by TOML key (the scan's table: every scan-shaped
+    setting too, which every command reads)."""
+    names = [n for n in options.TAKES[command] if options.BY_NAME[n].of(command).toml]
+    if command == SHARED:
+        names += sorted(FIELD_NAMES)
+    return {options.BY_NAME[n].key: options.BY_NAME[n].of(command) for n in names}
 
-    Each value must have its setting's type (a quoted "false" is not false); an unknown table or
-    setting is an error naming the nearest valid one."""
+
+def load_config(path: str | None) -> ConfigFile:
+    """The settings file: ``--config`` path, else ./hourly.toml when present.
+
+    Each value must have its option's type (a quoted "false" is not false) and be one the option
+    takes; an unknown table or key is an error naming the nearest valid one. Every error names the
+    file and the key."""
     p = Path(path) if path else Path(CONFIG_NAME)
     if not p.exists():
         if path:
             raise UserError(f"config file {path} does not exist", "pass --config with an existing file")
-        return {}, None
+        return ConfigFile()
     given = "pass --config with a TOML file" if path else f"move ./{CONFIG_NAME} away, or pass --config with a TOML file"
     if p.is_dir():
         raise UserError(f"config file {p.absolute()} is a directory", given)
@@ -537,120 +611,151 @@ def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
         raise UserError(f"cannot read config file {p.absolute()} ({e.strerror})", given) from e
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p} is not valid TOML ({e})", "fix the file or pass --config with another") from e
-    settings = sorted(n.rstrip("_") for n in FIELD_NAMES)
-    items = []  # (where, name, value), top level first so that [scan] wins
+    shared_keys = {options.BY_NAME[n].key: options.BY_NAME[n].of(SHARED) for n in FIELD_NAMES}
+    tables = {SHARED: {}} if not isinstance(data.get(SHARED), dict) else {SHARED: data[SHARED]}
+    top = {}
     for name, v in data.items():
-        if isinstance(v, dict) and name in SECTIONS:
-            continue
-        if isinstance(v, dict) and _key(name) not in FIELD_NAMES:
-            near = _nearest(name, list(SECTIONS))
+        if isinstance(v, dict) and name in COMMAND_SECTIONS:
+            tables[name] = v
+        elif isinstance(v, dict) and _name(name) not in FIELD_NAMES:
+            near = _nearest(name, list(COMMAND_SECTIONS))
             raise UserError(f"{p}: unknown section [{name}]",
                             f"did you mean [{near}]?" if near else
-                            f"settings go at top level or under [{SECTIONS[0]}]")
-        items.append(("", name, v))
-    for section in SECTIONS:
-        if isinstance(data.get(section), dict):
-            items += [(f"[{section}] ", name, v) for name, v in data[section].items()]
-    values = {}
-    for where, name, v in items:
-        k = _key(name)
-        if k not in FIELD_NAMES:
-            near = _nearest(name.replace("-", "_"), settings)
-            raise UserError(f"{p}: {where}unknown setting {name!r}",
-                            f"did you mean {near}? (`hourly config` lists the settings)" if near else
-                            "remove it; `hourly config` lists the settings")
-        _check_value(p, where, name, v)
-        values[k] = v
-    return values, str(p)
+                            f"settings go at top level or under [{SHARED}], a command's own options under its "
+                            "name ([bisect], [hunt], ...)")
+        else:
+            top[name] = v
+    shared: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for where, command, items in [("", None, top)] + [(f"[{c}] ", c, t) for c, t in tables.items()]:
+        known = shared_keys if command is None else _takes(command)
+        for name, v in items.items():
+            key = name.replace("-", "_")
+            opt = known.get(key) or known.get(key.rstrip("_"))  # from, or its field's name from_
+            if opt is None:
+                near = _nearest(key, sorted(known))
+                lists = "`hourly config` lists the settings" if command in (None, SHARED) else \
+                    f"`hourly {command} --help` lists its options"
+                raise UserError(f"{p}: {where}unknown setting {name!r}",
+                                f"did you mean {near}? ({lists})" if near else f"remove it; {lists}")
+            _check_value(p, where, name, v, opt)
+            if command is None or (command == SHARED and opt.name in FIELD_NAMES):
+                shared[opt.name] = v
+            else:
+                sections.setdefault(command, {})[opt.name] = v
+    return ConfigFile(str(p), shared, sections)
 
 
 def effective(flags: dict[str, Any], config_path: str | None = None,
               base: dict[str, Any] | None = None) -> tuple[Settings, dict[str, str]]:
     """Merge defaults < ``base`` (e.g. a stored scan's settings) < config file < flags.
 
-    Flags whose value is None were not given. Returns the settings and where each came from.
+    Flags whose value is None were not given. Returns the settings and where each came from
+    ("default", "stored scan", the file's name, "flag"). A value refused here is a usage error
+    (exit 2) when flags alone gave it, else an error naming the file it came from.
     """
-    file_values, file_name = load_config(config_path)
-    s = Settings()
+    file = load_config(config_path)
+    values = Settings().as_dict()
     origin = {name: "default" for name in FIELD_NAMES}
-    for layer, label in ((base or {}, "stored scan"), (file_values, file_name or ""),
+    for layer, label in ((base or {}, "stored scan"), (file.shared, file.path or ""),
                          ({k: v for k, v in flags.items() if v is not None}, "flag")):
         for k, v in layer.items():
-            k = _key(k)
             if k in FIELD_NAMES:
                 if k in ("env", "cherry_pick", "native_inputs") and isinstance(v, (list, tuple)) and not v and label == "flag":
                     continue
-                setattr(s, k, list(v) if isinstance(v, tuple) else v)
+                values[k] = list(v) if isinstance(v, tuple) else v
                 origin[k] = label
-    for k, v in _canonical(asdict(s), Path.cwd()).items():
-        setattr(s, k, v)
-    _validate(s)
-    if s.metric and origin["higher_is_better"] in ("default", "stored scan") and higher_is_better(s.metric) is not None:
+    values = _canonical(values, Path.cwd())
+    _validate(values, origin)
+    if values["metric"] and origin["higher_is_better"] in ("default", "stored scan") \
+            and higher_is_better(values["metric"]) is not None:
         # a named primary's direction is its unit's unless given here or in the settings file
-        s.higher_is_better = bool(higher_is_better(s.metric))
-    return s, origin
+        values["higher_is_better"] = bool(higher_is_better(values["metric"]))
+    return Settings(**values), origin
 
 
-def _validate(s: Settings) -> None:
-    if not isinstance(s.repeats, int) or s.repeats < 1:
-        raise UserError(f"repeats must be a positive integer, not {s.repeats!r}", "pass --repeats 1 or more")
-    if not isinstance(s.warmup_runs, int) or isinstance(s.warmup_runs, bool) or s.warmup_runs < 0:
-        raise UserError(f"warmup_runs must be 0 or more, not {s.warmup_runs!r}", "pass --warmup-runs 1 (0: none)")
+def _fault(origin: dict[str, str], names: tuple[str, ...], message: str, fix: str) -> UserError:
+    """The error of a value refused: a usage error (exit 2) when flags gave every value involved,
+    else one naming the settings file that gave one (exit 1)."""
+    sources = [origin.get(n, "default") for n in names]
+    if all(src == "flag" for src in sources):
+        return UsageError(message, fix)
+    files = [src for src in sources if src not in ("flag", "default", "stored scan")]
+    return UserError(f"{files[0]}: {message}" if files else message, fix)
+
+
+def _validate(v: dict[str, Any], origin: dict[str, str]) -> None:
+    """Check the merged values (and normalise them in place: the mode as its word, --only both as
+    none, a lone string as a list of one)."""
+    if not isinstance(v["repeats"], int) or isinstance(v["repeats"], bool) or v["repeats"] < 1:
+        raise _fault(origin, ("repeats",), f"repeats must be a positive integer, not {v['repeats']!r}",
+                     "pass --repeats 1 or more")
+    w = v["warmup_runs"]
+    if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+        raise _fault(origin, ("warmup_runs",), f"warmup_runs must be 0 or more, not {w!r}", "pass --warmup-runs 1 (0: none)")
     for name in ("bench_timeout", "build_timeout"):
-        v = getattr(s, name)
-        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
-            raise UserError(f"{name} must be a positive number of seconds, not {v!r}", f"fix --{name.replace('_', '-')}")
-    if s.metric_samples not in (SAMPLES_LAST, SAMPLES_ALL):
-        raise UserError(f"metric_samples must be last or all, not {s.metric_samples!r}",
-                        "pass --metric-samples all (every match of the metric in a run is a sample) or last")
-    if not isinstance(s.warmup_samples, int) or isinstance(s.warmup_samples, bool) or s.warmup_samples < 0:
-        raise UserError(f"warmup_samples must be 0 or more, not {s.warmup_samples!r}",
-                        "pass --warmup-samples 3 (each run's first 3 matches are its warm-up; 0: none)")
-    _check_metric_names(s)
-    if s.mode not in ("metric", "exit"):
-        raise UserError(f"mode must be metric or exit, not {s.mode!r}", "pass --mode metric or --mode exit")
-    s.mode = str(s.mode.value if hasattr(s.mode, "value") else s.mode)
-    s.cache_bytes()  # a one-line error now rather than after the first build
-    if s.pairing not in ("time", "pin"):
-        raise UserError(f"pairing must be time or pin, not {s.pairing!r}", "pass --pairing time or --pairing pin")
-    if s.pairing == "pin" and s.only in ("jax", "xla"):
-        raise UserError("--pairing pin builds each JAX commit with the XLA commit it pins, but --only holds one "
-                        "repository still", "leave --only out, or pass --pairing time")
-    if s.only in ("both", ""):  # a later command may widen a stored one-repository scan again
-        s.only = None
-    if s.only is not None and s.only not in ("jax", "xla"):
-        raise UserError(f"--only {s.only!r} is not a repository", "pass --only jax, --only xla or --only both")
-    if s.xla_ref and s.only == "jax":
-        raise UserError("--xla-ref names XLA's history, but --only jax keeps XLA at the installed jaxlib",
-                        "leave --xla-ref out, or hunt both repositories (--only both)")
-    if isinstance(s.env, str):
-        s.env = [s.env]
-    if isinstance(s.cherry_pick, str):
-        s.cherry_pick = [s.cherry_pick]
-    if isinstance(s.native_inputs, str):
-        s.native_inputs = [s.native_inputs]
+        t = v[name]
+        if t is not None and (not _is_number(t) or t <= 0):
+            raise _fault(origin, (name,), f"{name} must be a positive number of seconds, not {t!r}",
+                         f"fix --{name.replace('_', '-')}")
+    if v["metric_samples"] not in (SAMPLES_LAST, SAMPLES_ALL):
+        raise _fault(origin, ("metric_samples",), f"metric_samples must be last or all, not {v['metric_samples']!r}",
+                     "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+    k = v["warmup_samples"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise _fault(origin, ("warmup_samples",), f"warmup_samples must be 0 or more, not {k!r}",
+                     "pass --warmup-samples 3 (each run's first 3 matches are its warm-up; 0: none)")
+    _check_metric_names(v, origin)
+    v["mode"] = str(getattr(v["mode"], "value", v["mode"]))
+    if v["mode"] not in ("metric", "exit"):
+        raise _fault(origin, ("mode",), f"mode must be metric or exit, not {v['mode']!r}", "pass --mode metric or --mode exit")
+    try:
+        parse_size(v["cache_size"])  # a one-line error now rather than after the first build
+    except UserError as e:
+        raise _fault(origin, ("cache_size",), e.message, e.fix or "") from None
+    if v["pairing"] not in ("time", "pin"):
+        raise _fault(origin, ("pairing",), f"pairing must be time or pin, not {v['pairing']!r}",
+                     "pass --pairing time or --pairing pin")
+    if v["only"] in ("both", ""):  # a later command may widen a stored one-repository scan again
+        v["only"] = None
+    if v["pairing"] == "pin" and v["only"] in ("jax", "xla"):
+        raise _fault(origin, ("pairing", "only"), "--pairing pin builds each JAX commit with the XLA commit it pins, "
+                     "but --only holds one repository still", "leave --only out, or pass --pairing time")
+    if v["only"] is not None and v["only"] not in ("jax", "xla"):
+        raise _fault(origin, ("only",), f"--only {v['only']!r} is not a repository",
+                     "pass --only jax, --only xla or --only both")
+    if v["xla_ref"] and v["only"] == "jax":
+        raise _fault(origin, ("xla_ref", "only"), "--xla-ref names XLA's history, but --only jax keeps XLA at the "
+                     "installed jaxlib", "leave --xla-ref out, or hunt both repositories (--only both)")
+    for name in ("env", "cherry_pick", "native_inputs"):
+        if isinstance(v[name], str):
+            v[name] = [v[name]]
 
 
-def _check_metric_names(s: Settings) -> None:
+def _check_metric_names(v: dict[str, Any], origin: dict[str, str]) -> None:
     import re
     name = re.compile(METRIC_NAME + r"\Z")
-    names = parse_metric_names(s.metrics)
-    if names is not None:
-        if s.metric and ALL_METRICS not in names and s.metric not in names:
-            raise UserError(f"--metric {s.metric} is not one of --metrics {s.metrics}",
-                            f"add it: --metrics {s.metrics},{s.metric}")
-    if s.metric is not None and not name.match(str(s.metric)):
-        raise UserError(f"--metric {s.metric!r} is not a metric's name",
-                        "pass the name of a METRIC line, e.g. --metric lower_ms")
+    metrics, metric = v["metrics"], v["metric"]
+    try:
+        names = parse_metric_names(metrics)
+    except UserError as e:
+        raise _fault(origin, ("metrics",), e.message, e.fix or "") from None
+    if metric is not None and not name.match(str(metric)):
+        raise _fault(origin, ("metric",), f"--metric {metric!r} is not a metric's name",
+                     "pass the name of a METRIC line, e.g. --metric lower_ms")
+    if names is not None and metric and ALL_METRICS not in names and metric not in names:
+        raise _fault(origin, ("metric", "metrics"), f"--metric {metric} is not one of --metrics {metrics}",
+                     f"add it: --metrics {metrics},{metric}")
 
 
 def with_metric(s: Settings, metric: str) -> Settings:
-    """``s`` following the named ``metric``, in its unit's direction when its name says one (its
-    recorded key kept: the key does not depend on it)."""
-    from dataclasses import replace
+    """``s`` following the named ``metric``, in its unit's direction when its name says one. Its key
+    is kept where what a run records is the same (the key depends on which metrics are read, not on
+    the one followed); else the result carries no usable key until :func:`keyed` again."""
     unit = higher_is_better(metric)
     out = replace(s, metric=metric, higher_is_better=s.higher_is_better if unit is None else unit)
-    out._recorded_key = getattr(s, "_recorded_key", None)  # type: ignore[attr-defined]
+    if s.key is not None and s.key_for == s.key_basis() and out.named_metrics() == s.named_metrics():
+        return with_key(out, s.key)
     return out
 
 
@@ -667,8 +772,29 @@ BISECT_SETTINGS = "bisect-settings"
 
 def stored_settings(store: Store, config_path: str | None = None, **flags: Any) -> Settings:
     """The settings of the stored scan (else of the workdir's own bisection), under the settings
-    file and the flags given now."""
+    file and the flags given now, keyed (:func:`keyed`: the key the scan recorded when they describe
+    its benchmark and build). Settings that cannot be keyed yet (no benchmark: a manual bisection's)
+    come back without a key, for the command to key once it has completed them."""
     stored = store.load_settings("scan") or store.load_settings(BISECT_SETTINGS)
     s, _ = effective(flags, config_path, base=stored_scan_settings(stored, store.workdir))
-    s._recorded_key = recorded_key(store, s)  # type: ignore[attr-defined]  # read by bench_key
-    return s
+    try:
+        return keyed(s, store)
+    except UserError:  # no benchmark, a build command that does not split: the command that uses them says so
+        return s
+
+
+def keyed(s: Settings, store: Store | None = None) -> Settings:
+    """``s`` with its measurement key (read by :meth:`Settings.bench_key`): the key the stored scan
+    recorded when ``store`` holds a scan of the same benchmark and build configuration
+    (:func:`recorded_key`), else the key computed from ``s`` (:func:`measure_key`: it may ask
+    ``--python`` its ABI, a process). The one place a key is set; settings whose key was made for
+    their own fields come back as they are."""
+    if s.key is not None and s.key_for == s.key_basis():
+        return s
+    key = (recorded_key(store, s) if store is not None else None) or measure_key(s)
+    return with_key(s, key)
+
+
+def with_key(s: Settings, key: str) -> Settings:
+    """``s`` keyed with ``key`` (made for its fields as they are now)."""
+    return replace(s, key=key, key_for=s.key_basis())

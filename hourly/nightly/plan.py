@@ -18,22 +18,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.adapters.store import Store
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import NightlyPoint, PointResult, Status
+from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
 
 LEVEL = "nightly"
-DEFAULT_IMAGE = "ghcr.io/nvidia/jax:nightly-{date}"
-DEFAULT_BENCH_CMD = "/bin/bash /dir/test.sh"
 DEFAULT_MOUNT_TARGET = "/dir"
 #: the detail of a date of the window that has no stored result yet
 NOT_MEASURED = "not measured"
@@ -165,14 +163,17 @@ def parse_date(text: str) -> date:
 
 
 def date_range(from_: str, to: str, every: int = 1) -> list[date]:
-    """Dates from ``from_`` to ``to``, both included, ``every`` days apart."""
+    """Dates from ``from_`` to ``to``, both included, ``every`` days apart; the last date is always
+    one, on the ``every`` grid or not (``--every 2`` from the 6th to the 9th: 6, 8 and 9; a change
+    on the 9th is not left out)."""
     d0, d1 = parse_date(from_), parse_date(to)
     if d1 < d0:
         raise UserError(f"--to {to} is before --from {from_}", "swap them")
     out, d = [], d0
-    while d <= d1:
+    while d < d1:
         out.append(d)
         d += timedelta(days=every)
+    out.append(d1)
     return out
 
 
@@ -210,9 +211,11 @@ class Boundary:
     bad: NightlyPoint
     kind: str  # "slower" | "crash"
     change: float | None  # relative change of the metric from good to bad
+    #: named metrics (--metrics): the metric whose regression it is; None: the regex's one metric, or a crash
+    metric: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "change": self.change,
+        return {"kind": self.kind, "change": self.change, "metric": self.metric,
                 "good": {k: getattr(self.good, k) for k in ("date", "image", "digest", "xla", "jax")},
                 "bad": {k: getattr(self.bad, k) for k in ("date", "image", "digest", "xla", "jax")}}
 
@@ -227,12 +230,18 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
 
     Returns :class:`hourly.analysis.steps.Step` objects whose indices are positions in ``points``.
     """
+    return detect_dates(points, higher_is_better)[0]
+
+
+def detect_dates(points: list[NightlyPoint], higher_is_better: bool = True) -> tuple[list, Any]:
+    """:func:`detect_steps` and the detection behind it (None without a measured date): its
+    ``too_short`` says when the dates cannot tell noise from steps."""
     from hourly.analysis.steps import find_steps
     if not any(p.status is Status.OK for p in points):
-        return []
+        return [], None
     rows, keys = rows_and_keys(points)
-    steps, _, _ = find_steps(rows, higher_is_better, keys=keys)
-    return steps
+    steps, detection, _ = find_steps(rows, higher_is_better, keys=keys)
+    return steps, detection
 
 
 def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
@@ -242,6 +251,47 @@ def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
                         p.status.value, p.value, list(p.samples)) for p in points]
     keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points, strict=True)]
     return rows, keys
+
+
+#: Runs of each date asked for when one value per date cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def undecided_note(detection, s: NightlySettings, metric: str | None = None) -> str | None:
+    """One line when the dates are too few to tell noise from steps (Detection.too_short), with
+    the command that tells: the same dates measured several times each; else None. ``metric``:
+    the named metric whose dates these are."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "date") if detection is not None else None
+    if why is None:
+        return None
+    if metric:
+        why = f"{metric}: {why}"
+    if detection.repeated:
+        more = (f"measure every date (--every 1, not {s.every})" if s.every > 1
+                else "measure the days before and after the window too")
+        return f"{why}; {more}, or scan a window hour by hour inside a day's container (`hourly hunt`)"
+    return (f"{why}; measure each date {UNDECIDED_REPEATS} times to tell: "
+            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
+
+
+def nightly_command(s: NightlySettings, rerun: bool = False) -> str:
+    """The ``hourly nightly`` command of these settings, through the one encoder (values of
+    secret-looking --env redacted); the default mount as pinned when it ran, so the command works
+    from anywhere."""
+    default = NightlySettings(s.from_, s.to)
+
+    def given(name: str) -> Any:
+        v = getattr(s, name)
+        return v if v is not None and v != getattr(default, name) else None
+
+    return options.command_line("nightly", [
+        ("from_", s.from_), ("to", s.to), *((n, given(n)) for n in (
+            "image", "gpus", "bench_cmd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+            "repeats", "timeout", "every", "parallel")),
+        ("mount", list(s.mounts)), ("env", list(s.env)), ("pull", None if s.pull else False),
+        ("higher_is_better", None if s.higher_is_better else False), ("workdir", s.workdir),
+        ("rerun", rerun or None)])
 
 
 def find_boundary(points: list[NightlyPoint],
@@ -266,19 +316,14 @@ def find_boundary(points: list[NightlyPoint],
 
 def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     """What to run next: the good day's container, then the hourly scan inside it."""
-    container = ["hourly", "container", "--date", b.good.date]
-    if s.image != DEFAULT_IMAGE:
-        container += ["--image", s.image]
-    if s.gpus != "all":
-        container += ["--gpus", s.gpus]
-    scan = ["hourly", "scan", "--from", b.good.date, "--to", b.bad.date, "--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        scan += ["--metric-regex", s.metric_regex]
-    for flag, given, default in (("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
-                                 ("--warmup-samples", s.warmup_samples, 0)):
-        if given != default:  # the scan reads each run's output as the daily level did
-            scan += [flag, str(given)]
-    return [shlex.join(container), shlex.join(scan)]
+    container = {"date": b.good.date, "image": s.image if s.image != DEFAULT_IMAGE else None,
+                 "gpus": s.gpus if s.gpus != "all" else None}
+    # the scan reads each run's output as the daily level did, following the metric that regressed
+    scan = {"from_": b.good.date, "to": b.bad.date, "bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "metric_samples": s.metric_samples if s.metric_samples != "last" else None,
+            "warmup_samples": s.warmup_samples or None, "metrics": s.metrics, "metric": b.metric}
+    return [options.command_line("container", container), options.command_line("scan", scan)]
 
 
 @dataclass
@@ -306,13 +351,16 @@ class NightlyReport:
     #: named metrics: each metric's dates and steps (``points`` and ``steps`` are the first's); the
     #: boundary is the largest regression of any of them
     metrics: list[NightlyMetric] | None = None
+    #: too few dates to tell noise from steps, and the command that tells (undecided_note); None: they can
+    undecided: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()
         out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
                                "steps": [st.as_json() for st in self.steps],
                                "boundary": self.boundary.as_json() if self.boundary else None,
-                               "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps}
+                               "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps,
+                               "undecided": self.undecided}
         if self.metrics is not None:
             from hourly.analysis.moved import summary
             out["metrics"] = {m.name: m.as_json() for m in self.metrics}
@@ -347,6 +395,13 @@ class NightlyReport:
     def next_commands(self) -> list[str]:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
+    def require_decided(self) -> None:
+        """No boundary over dates too few to tell noise from steps is no answer (exit 1 with the
+        command that measures each date several times), not "nothing to hand over"."""
+        if self.undecided and self.boundary is None:
+            why, _, fix = self.undecided.partition("; ")
+            raise UserError(f"no boundary to hand over: {why}", fix)
+
 
 def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int = 0,
          dates: list[date] | None = None) -> NightlyReport:
@@ -363,11 +418,12 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
     if named is not None:
         return _named_report(store, s, measured, dates, named)
     points = _dates(store.nightly_points(s.key()), s, dates)
-    steps = detect_steps(points, s.higher_is_better)
+    steps, detection = detect_dates(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
-    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps)
+    return NightlyReport(points, find_boundary(points, regressions), s, measured, steps,
+                         undecided=undecided_note(detection, s))
 
 
 def _dates(have: dict[str, NightlyPoint], s: NightlySettings, dates: list[date]) -> list[NightlyPoint]:
@@ -378,13 +434,16 @@ def _dates(have: dict[str, NightlyPoint], s: NightlySettings, dates: list[date])
 def _named_report(store: Store, s: NightlySettings, measured: int, dates: list[date],
                   named: list[str]) -> NightlyReport:
     """Every named metric's dates and steps; the boundary: the largest regression of any metric
-    (their dates are the same dates of the same images), else the first crash."""
+    (their dates are the same dates of the same images; the boundary names that metric), else the
+    first crash. Dates too few to tell noise from steps in a metric that found no step: undecided,
+    with the command that tells."""
     from hourly.analysis.detect import ChangeKind
     from hourly.analysis.moved import what_moved
     key = s.key()
     names = store.nightly_metric_names(key) if "all" in named else named
     any_row = store.nightly_points(key, metric=None)
     metrics = []
+    undecided = None
     for name in names:
         have = store.nightly_points(key, metric=name)
         for day, p in any_row.items():  # a date measured without a row of this metric: not printed there
@@ -395,10 +454,14 @@ def _named_report(store: Store, s: NightlySettings, measured: int, dates: list[d
         direction = s.direction_of(name)
         rows, keys = rows_and_keys(points)
         incomplete = any(p.detail == NOT_MEASURED for p in points)
-        moved, _ = what_moved(name, rows, direction, incomplete=incomplete, keys=keys)
+        moved, detection = what_moved(name, rows, direction, incomplete=incomplete, keys=keys)
         metrics.append(NightlyMetric(name, direction, points, moved.steps, moved))
+        if undecided is None and not moved.steps and detection is not None:
+            undecided = undecided_note(detection, s, name)
     points = metrics[0].points if metrics else _dates(store.nightly_points(key, metric=None), s, dates)
-    regressions = [(st.before_index, st.after_index, st.change.relative_change) for m in metrics for st in m.steps
-                   if st.kind is ChangeKind.REGRESSION]
-    return NightlyReport(points, find_boundary(points, regressions), s, measured,
-                         metrics[0].steps if metrics else [], metrics)
+    regressions = [(st.before_index, st.after_index, st.change.relative_change, m.name) for m in metrics
+                   for st in m.steps if st.kind is ChangeKind.REGRESSION]
+    boundary = find_boundary(points, [r[:3] for r in regressions])
+    if boundary is not None and boundary.kind == "slower":  # the metric whose regression it is
+        boundary.metric = max(regressions, key=lambda r: abs(r[2]))[3]
+    return NightlyReport(points, boundary, s, measured, metrics[0].steps if metrics else [], metrics, undecided)

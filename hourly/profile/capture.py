@@ -29,6 +29,13 @@ class TraceOptions:
     python_tracer_level: int | None = None
     device_tracer_level: int | None = None
     memprof_at: list[str] = field(default_factory=list)
+    # hourly profile's front-end profile (hourly.profile.frontend): the harness target to profile
+    # at each state (None: none), its folder, and the profiler's rounds
+    front_end_target: str | None = None
+    front_end_cwd: str | None = None
+    front_end_repeats: int = 7
+    front_end_warmup: int = 2
+    front_end_iters: int = 100
 
     def to_args(self) -> list[str]:
         args = []
@@ -109,7 +116,7 @@ class CaptureResult:
         return load_capture(self.out_dir).memory_profile
 
 
-def _hourly_pythonpath() -> str:
+def hourly_pythonpath() -> str:
     """A fresh folder holding only a link to this ``hourly`` package, for PYTHONPATH.
 
     The benchmark's Python may be another interpreter (the build under test); exposing just
@@ -133,7 +140,7 @@ def capture(cmd: list[str], out_dir: str | os.PathLike, env: dict[str, str] | No
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     full = tracing_command(cmd, out_dir, options, python)
-    shim = _hourly_pythonpath()
+    shim = hourly_pythonpath()
     merged = {**os.environ, **(env or {})}
     merged["PYTHONPATH"] = os.pathsep.join(p for p in (shim, merged.get("PYTHONPATH")) if p)
     try:

@@ -5,9 +5,12 @@ Pure parsing and arithmetic, no external tools:
 * :func:`parse_memory_profile` decodes the gzip'd pprof protobuf written by
   ``jax.profiler.save_device_memory_profile`` (``profile.proto``) with a small wire-format
   decoder, into samples with their Python stacks, bytes and counts.
-* :func:`parse_perfetto_trace` sums the Perfetto trace (``perfetto_trace.json.gz``) by op: device
-  ops when the trace has a device timeline (GPU/TPU), else the XLA ops the CPU runtime reports
-  (events carrying ``hlo_op``), else every host event.
+* :func:`read_trace` sums a capture's trace by op: from the profiler's XSpace (``*.xplane.pb``,
+  :mod:`hourly.profile.xplane`) when the capture has one, else from the Perfetto trace
+  (``perfetto_trace.json.gz``, :func:`parse_perfetto_trace`): device ops when the trace has a
+  device timeline (TPU: the ``XLA Ops`` line of ``/device:TPU:0``; GPU: the kernels of the stream
+  lines), else the XLA ops the CPU runtime reports (events carrying ``hlo_op``), else every host
+  event — and says which (:meth:`~hourly.profile.ops.TraceSummary.describe`).
 * :func:`compare` sets two capture folders (as written by :mod:`hourly.trace`) side by side: the
   ops whose total time changed most and the allocation sites whose live bytes changed most, plus
   the ``pprof --diff_base`` command for users who have Go pprof.
@@ -21,84 +24,11 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from hourly.errors import UserError
-
-# --------------------------------------------------------------------------- protobuf wire format
-
-
-class ProfileFormatError(ValueError):
-    """The bytes are not a (gzip'd) pprof profile or a trace we understand."""
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ProfileFormatError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ProfileFormatError("varint too long")
-
-
-def _signed64(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """Yield ``(field_number, wire_type, value)``; value is an int or the bytes of a LEN field."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 1:
-            value, pos = int.from_bytes(buf[pos:pos + 8], "little"), pos + 8
-        elif wire == 2:
-            length, pos = _varint(buf, pos)
-            if pos + length > len(buf):
-                raise ProfileFormatError("truncated length-delimited field")
-            value, pos = buf[pos:pos + length], pos + length
-        elif wire == 5:
-            value, pos = int.from_bytes(buf[pos:pos + 4], "little"), pos + 4
-        else:
-            raise ProfileFormatError(f"unsupported wire type {wire}")
-        yield number, wire, value
-
-
-def _num(value: int | bytes) -> int:
-    """An integer field's value; a length-delimited one in its place is no pprof profile."""
-    if isinstance(value, bytes):
-        raise ProfileFormatError("a length-delimited field where an integer was expected")
-    return value
-
-
-def _sub(value: int | bytes) -> bytes:
-    """A length-delimited field's bytes; an integer in its place is no pprof profile."""
-    if isinstance(value, int):
-        raise ProfileFormatError("an integer field where a length-delimited one was expected")
-    return value
-
-
-def _ints(value: int | bytes) -> list[int]:
-    """A repeated integer field: packed (LEN, bytes) or one unpacked value."""
-    if isinstance(value, int):
-        return [value]
-    out: list[int] = []
-    pos = 0
-    while pos < len(value):
-        v, pos = _varint(value, pos)
-        out.append(v)
-    return out
-
+from hourly.profile.ops import OpStat, TraceSummary
+from hourly.profile.wire import ProfileFormatError, _ints, _num, _signed64, _sub, iter_fields
+from hourly.profile.xplane import op_table, parse_xspace
 
 # --------------------------------------------------------------------------- memory profiles
 
@@ -262,27 +192,6 @@ def _short(filename: str, keep: int = 2) -> str:
 
 # --------------------------------------------------------------------------- traces
 
-@dataclass
-class OpStat:
-    name: str
-    total_us: float = 0.0
-    count: int = 0
-    durations: list[float] = field(default_factory=list)  # each event's, in µs (the op-time join's noise)
-
-
-@dataclass
-class TraceSummary:
-    source: str                      # "device", "hlo_op" or "host": which events were summed
-    ops: dict[str, OpStat] = field(default_factory=dict)
-
-    @property
-    def total_us(self) -> float:
-        return sum(op.total_us for op in self.ops.values())
-
-    def top(self, n: int = 10) -> list[OpStat]:
-        return sorted(self.ops.values(), key=lambda o: -o.total_us)[:n]
-
-
 # Derived rows of a device timeline that repeat the kernels' time at a coarser grain.
 _DERIVED_THREADS = ("xla modules", "steps", "tensorflow ops", "framework", "source code",
                     "xla traceme", "launch stats")
@@ -318,17 +227,22 @@ def parse_perfetto_trace(path: str | os.PathLike) -> TraceSummary:
         return not thread.startswith(_DERIVED_THREADS)
 
     device_events = [ev for ev in complete if on_device(ev)]
+    plane, lines, how = "", [], ""
     if device_events:
         # prefer the "XLA Ops" row (one event per HLO op) when the trace has it
         xla_ops = [ev for ev in device_events
                    if threads.get((ev["pid"], ev.get("tid")), "").lower() == "xla ops"]
         source, chosen = "device", xla_ops or device_events
+        how = "the XLA Ops row" if xla_ops else "the device rows but the derived ones"
+        plane = ", ".join(sorted({processes[ev["pid"]] for ev in chosen}))
+        lines = sorted({threads.get((ev["pid"], ev.get("tid")), "") for ev in chosen})
     else:
         chosen = [ev for ev in complete if (ev.get("args") or {}).get("hlo_op")]
-        source = "hlo_op"
+        source, how = "hlo_op", "events carrying hlo_op"
         if not chosen:
-            source, chosen = "host", complete
-    summary = TraceSummary(source)
+            source, chosen, how = "host", complete, "every event"
+        plane = ", ".join(sorted({str(processes.get(ev.get("pid"), ev.get("pid"))) for ev in chosen}))
+    summary = TraceSummary(source, plane=plane, lines=lines, file=str(path), reader="perfetto", how=how)
     for ev in chosen:
         args = ev.get("args") or {}
         name = ev["name"]
@@ -352,20 +266,45 @@ class Capture:
     perfetto: Path | None
     memory_profile: Path | None
     checkpoints: dict[str, Path]
+    xplane: Path | None = None
+
+    @property
+    def has_trace(self) -> bool:
+        return self.perfetto is not None or self.xplane is not None
 
 
 def load_capture(folder: str | os.PathLike) -> Capture:
-    """Find the newest trace and the memory profiles of a capture folder."""
+    """Find the newest trace (XSpace and Perfetto) and the memory profiles of a capture folder."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no capture folder {folder}")
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    perfetto = sorted(folder.rglob("perfetto_trace.json.gz"), key=lambda p: p.stat().st_mtime)
+    newest = lambda pattern: max(folder.rglob(pattern), key=lambda p: p.stat().st_mtime, default=None)
     final = folder / "memory.prof"
     checkpoints = {p.stem[len("memory-"):]: p for p in sorted(folder.glob("memory-*.prof"))}
-    return Capture(folder, manifest, perfetto[-1] if perfetto else None,
-                   final if final.exists() else None, checkpoints)
+    return Capture(folder, manifest, newest("perfetto_trace.json.gz"),
+                   final if final.exists() else None, checkpoints, newest("*.xplane.pb"))
+
+
+def read_trace(capture: Capture) -> TraceSummary | None:
+    """The capture's op table: from its XSpace when it has one (every plane and line, as the
+    profiler wrote them), else from its Perfetto trace; None when it has neither. An XSpace that
+    cannot be read falls back to the Perfetto trace, and the table's notes say so."""
+    note = None
+    if capture.xplane is not None:
+        try:
+            return op_table(parse_xspace(capture.xplane), str(capture.xplane))
+        except (ProfileFormatError, OSError) as e:
+            note = f"{capture.xplane} could not be read ({e}): the Perfetto trace was read instead"
+    if capture.perfetto is None:
+        if note:
+            raise ProfileFormatError(note.split(":")[0] + " could not be read, and there is no Perfetto trace")
+        return None
+    summary = parse_perfetto_trace(capture.perfetto)
+    if note:
+        summary.notes.append(note)
+    return summary
 
 
 @dataclass
@@ -413,6 +352,7 @@ class Comparison:
     good_memory_total: int | None
     bad_memory_total: int | None
     notes: list[str] = field(default_factory=list)
+    traces: tuple[TraceSummary | None, TraceSummary | None] = (None, None)  # good, bad
 
     @property
     def pprof_command(self) -> str | None:
@@ -420,14 +360,45 @@ class Comparison:
             return pprof_diff_command(self.good.memory_profile, self.bad.memory_profile)
         return None
 
+    @property
+    def op_reading(self) -> str | None:
+        """Which events the op table summed, in words (the bad trace's; the notes say if the good
+        one was read otherwise)."""
+        t = self.traces[1] or self.traces[0]
+        return t.describe() if t else None
+
+    def peaks(self) -> tuple[int | None, int | None]:
+        """The device's peak bytes in use at the end of each run (hourly.trace's manifest, from
+        ``device.memory_stats()``; None where the backend reports none: the CPU)."""
+        return _peak(self.good.manifest), _peak(self.bad.manifest)
+
+    def as_dict(self, top: int = 10) -> dict:
+        change = lambda c: {"name": c.name, "good": c.good, "bad": c.bad, "delta": c.delta,
+                            "good_count": c.good_count, "bad_count": c.bad_count}
+        g, b = self.traces
+        return {"good": str(self.good.folder), "bad": str(self.bad.folder),
+                "op_source": self.op_source, "op_reading": self.op_reading,
+                "traces": {"good": g.as_dict() if g else None, "bad": b.as_dict() if b else None},
+                "ops_us": [change(c) for c in self.ops[:top]],
+                "memory_bytes": [change(c) for c in self.memory[:top]],
+                "memory_total_bytes": {"good": self.good_memory_total, "bad": self.bad_memory_total},
+                "device_peak_bytes": dict(zip(("good", "bad"), self.peaks(), strict=True)),
+                "backend": {"good": self.good.manifest.get("backend"), "bad": self.bad.manifest.get("backend")},
+                "pprof_command": self.pprof_command, "notes": self.notes}
+
     def render(self, top: int = 10) -> str:
         lines = [f"good: {self.good.folder}", f"bad:  {self.bad.folder}", ""]
         if self.ops:
-            lines.append(f"Op time (sum of {self.op_source} events), biggest changes first:")
+            lines.append(f"Op time (sum of {self.op_reading}), biggest changes first:")
             lines.append(_table(["op", "good ms", "bad ms", "change ms", "ratio", "calls g/b"],
                                 [[c.name, f"{c.good / 1e3:.3f}", f"{c.bad / 1e3:.3f}",
                                   f"{c.delta / 1e3:+.3f}", _ratio(c),
                                   f"{c.good_count}/{c.bad_count}"] for c in self.ops[:top]]))
+            lines.append("")
+        peaks = self.peaks()
+        if any(p is not None for p in peaks):
+            lines.append(f"Peak device memory (device.memory_stats() at the end of the run): good {_mib(peaks[0])}, "
+                         f"bad {_mib(peaks[1])}")
             lines.append("")
         if self.memory:
             lines.append(f"Live device memory by allocation site (end of program): good "
@@ -444,41 +415,51 @@ class Comparison:
         return "\n".join(lines).rstrip() + "\n"
 
 
+def _peak(manifest: dict) -> int | None:
+    stats = manifest.get("device_memory") or {}
+    first = next(iter(stats.values()), None) if isinstance(stats, dict) else None
+    value = (first or {}).get("peak_bytes_in_use")
+    return int(value) if isinstance(value, (int, float)) else None
+
+
 def require_captures(*folders: str | os.PathLike) -> None:
-    """Refuse a folder that holds nothing to compare (no Perfetto trace, no memory profile), and two
+    """Refuse a folder that holds nothing to compare (no trace, no memory profile), and two
     folders that hold nothing of the same kind: ``hourly compare-profiles`` has no answer then."""
     caps = []
     for folder in folders:
         if not Path(folder).is_dir():
             raise UserError(f"no capture folder {folder}", "give folders written by hourly trace")
         c = load_capture(folder)
-        if c.perfetto is None and c.memory_profile is None:
-            raise UserError(f"no trace or memory profile in {Path(folder).absolute()} (no perfetto_trace.json.gz, "
-                            "no memory.prof)", "give capture folders written by hourly trace or hourly profile "
-                            "(<workdir>/profiles/<name>/good and bad)")
+        if not c.has_trace and c.memory_profile is None:
+            raise UserError(f"no trace or memory profile in {Path(folder).absolute()} (no *.xplane.pb, no "
+                            "perfetto_trace.json.gz, no memory.prof)", "give capture folders written by hourly "
+                            "trace or hourly profile (<workdir>/profiles/<name>/good and bad)")
         caps.append(c)
-    if not (all(c.perfetto for c in caps) or all(c.memory_profile for c in caps)):
+    if not (all(c.has_trace for c in caps) or all(c.memory_profile for c in caps)):
         raise UserError("nothing to compare: " + ", ".join(
-            f"{c.folder} holds only {'a trace' if c.perfetto else 'a memory profile'}" for c in caps),
+            f"{c.folder} holds only {'a trace' if c.has_trace else 'a memory profile'}" for c in caps),
             "capture both states the same way (hourly trace, or hourly profile)")
 
 
 def compare(good_dir: str | os.PathLike, bad_dir: str | os.PathLike) -> Comparison:
-    """Compare two capture folders (good first): op times and live memory by site."""
+    """Compare two capture folders (good first): op times (device ops where the traces have a
+    device timeline, :func:`read_trace`) and live memory by site."""
     good, bad = load_capture(good_dir), load_capture(bad_dir)
     notes = []
     ops: list[Change] = []
     source = None
-    if good.perfetto and bad.perfetto:
-        g, b = parse_perfetto_trace(good.perfetto), parse_perfetto_trace(bad.perfetto)
+    g = read_trace(good) if good.has_trace else None
+    b = read_trace(bad) if bad.has_trace else None
+    if g is not None and b is not None:
         if g.source != b.source:
-            notes.append(f"the traces differ in kind (good: {g.source}, bad: {b.source})")
+            notes.append(f"the traces differ in kind (good: {g.describe()}; bad: {b.describe()})")
         source = b.source
+        notes += [f"good trace: {n}" for n in g.notes] + [f"bad trace: {n}" for n in b.notes]
         ops = diff_tables({k: (v.total_us, v.count) for k, v in g.ops.items()},
                           {k: (v.total_us, v.count) for k, v in b.ops.items()})
     else:
-        notes.append("no Perfetto trace in " + " and ".join(
-            str(c.folder) for c in (good, bad) if not c.perfetto))
+        notes.append("no trace (no *.xplane.pb, no perfetto_trace.json.gz) in " + " and ".join(
+            str(c.folder) for c in (good, bad) if not c.has_trace))
     memory: list[Change] = []
     totals: list[int | None] = [None, None]
     if good.memory_profile and bad.memory_profile:
@@ -489,7 +470,7 @@ def compare(good_dir: str | os.PathLike, bad_dir: str | os.PathLike) -> Comparis
     else:
         notes.append("no memory.prof in " + " and ".join(
             str(c.folder) for c in (good, bad) if not c.memory_profile))
-    return Comparison(good, bad, ops, source, memory, totals[0], totals[1], notes)
+    return Comparison(good, bad, ops, source, memory, totals[0], totals[1], notes, (g, b))
 
 
 def _ratio(c: Change) -> str:

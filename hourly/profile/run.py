@@ -15,16 +15,18 @@ the jobs' build rows and compares the captures as a local run does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
+from hourly.answers import Answer
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import LocalExecutor, ProfileRequest, ProfilingExecutor
+from hourly.execute.executors import Executor, ProfileRequest, ProfilingExecutor
 from hourly.execute.host import MeasuringHost
 from hourly.measure.benchmark import bench_env
 from hourly.measure.build import BuildResult
@@ -32,6 +34,7 @@ from hourly.measure.measurer import open_repos, pin_of
 from hourly.measure.resolve import resolve_pairs
 from hourly.measure.settings import Settings
 from hourly.model import Pair, cut_side
+from hourly.profile import frontend
 from hourly.profile.capture import TraceOptions, capture
 from hourly.profile.compare import compare
 from hourly.scan.table import stored_scan
@@ -52,6 +55,7 @@ class ProfileResult:
     bad_dir: Path
     comparison_path: Path
     text: str
+    record: dict = field(default_factory=dict)  # profile.json: the comparison and the front-end diff
 
 
 def parse_state(text: str, s: Settings) -> Pair:
@@ -89,8 +93,8 @@ def parse_state(text: str, s: Settings) -> Pair:
 
 
 def targets_from_store(store: Store, s: Settings) -> list[Target]:
-    culprits = [(Pair(**a["last_good"]), Pair(**a["first_bad"])) for a in store.bisection_results()
-                if a.get("last_good") and a.get("first_bad")]
+    answers = [Answer.from_json(a) for a in store.bisection_results()]
+    culprits = [(a.last_good, a.first_bad) for a in answers if a.last_good and a.first_bad]
     if culprits:  # the bisection's last-good/first-bad states, when there are any
         return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
     table = stored_scan(store, s)
@@ -118,6 +122,13 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
     if not cap.ok:
         raise UserError(f"the benchmark failed under the profiler for the {label} "
                         f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
+    if options.front_end_target:
+        # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile); a
+        # failure is noted by the comparison (no frontend.json, its log named), never fatal
+        (out / frontend.FILE).unlink(missing_ok=True)
+        frontend.run_profile(spec.python, options.front_end_target, out / frontend.FILE,
+                             options.front_end_cwd or spec.cwd, bench_env(spec), options.front_end_repeats,
+                             options.front_end_warmup, options.front_end_iters, timeout=spec.timeout)
     return cap.out_dir
 
 
@@ -128,18 +139,26 @@ PROFILE_ORIGIN = "profile"
 @holds_store_lock
 def run_profiles(store: Store, s: Settings, targets: list[Target], options: TraceOptions,
                  handler: Handler = SILENT,
-                 executor: LocalExecutor | ProfilingExecutor | None = None) -> list[ProfileResult]:
+                 executor: Executor | None = None,
+                 front_end: frontend.FrontEndPlan | None = None) -> list[ProfileResult]:
     """Capture both states of each target and compare them. ``executor``: a remote one
     (hourly.execute.executors.SlurmExecutor) captures every side as a job of its own, all at once
-    [default: here, one after another]."""
+    [default: here, one after another]. ``front_end``: whether each state's front end is profiled
+    too (:func:`hourly.profile.frontend.plan`) [default: not]."""
     if not targets:
         raise UserError("no regression to profile in this workdir",
                         "run `hourly scan` (and `hourly bisect`) first, or pass --good and --bad")
+    if front_end is not None and front_end.target:
+        options = replace(options, front_end_target=front_end.target, front_end_cwd=front_end.cwd)
+        handler.note(f"front-end profile ({front_end.why}): {front_end.target}, "
+                     f"{options.front_end_repeats} repeats per state")
+    elif front_end is not None:
+        handler.note(f"no front-end profile: {front_end.why}")
     sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
     xla, jax = open_repos(s)
     host = MeasuringHost(s, store, xla, jax, pin_of(s, jax), PROFILE_ORIGIN)
-    if executor is not None and not isinstance(executor, LocalExecutor):
-        captured = _capture_remote(host, sides, options, handler, executor)
+    if executor is not None and executor.capabilities.profiles:
+        captured = _capture_remote(host, sides, options, handler, cast(ProfilingExecutor, executor))
     else:
         captured = _capture_here(host, sides, options, handler)
     results, dirs = [], {}
@@ -147,11 +166,36 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
         dirs[side] = out
         if side != SIDES[-1]:
             continue
-        text = compare(dirs["good"], dirs["bad"]).render()
-        path = store.workdir / "profiles" / target.name / "comparison.txt"
+        comparison = compare(dirs["good"], dirs["bad"])
+        record: dict = {"target": target.name, "good": asdict(target.good), "bad": asdict(target.bad),
+                        "comparison": comparison.as_dict(), "front_end": front_end_record(dirs, options, front_end)}
+        text = comparison.render() + "".join(line + "\n" for line in frontend.lines(record["front_end"]))
+        folder = store.workdir / "profiles" / target.name
+        path = folder / "comparison.txt"
         path.write_text(text)
-        results.append(ProfileResult(target, dirs["good"], dirs["bad"], path, text))
+        record["comparison_path"] = str(path)
+        (folder / RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n")
+        results.append(ProfileResult(target, dirs["good"], dirs["bad"], path, text, record))
     return results
+
+
+#: what each target's folder keeps of its comparison (``hourly report`` reads it)
+RECORD = "profile.json"
+
+
+def front_end_record(dirs: dict[str, Path], options: TraceOptions,
+                     front_end: frontend.FrontEndPlan | None) -> dict:
+    """The front-end diff of both sides (:func:`hourly.profile.frontend.diff`), or why there is none."""
+    if front_end is None or not options.front_end_target:
+        return {"skipped": front_end.why if front_end else "not asked"}
+    files = {side: dirs[side] / frontend.FILE for side in SIDES}
+    missing = [side for side, f in files.items() if not f.is_file()]
+    if missing:
+        return {"error": "the front-end profile failed at the " + " and the ".join(f"{m} state" for m in missing),
+                "logs": {m: str(files[m].with_suffix(".log")) for m in missing}, "target": options.front_end_target}
+    rec = frontend.diff(frontend.load(files["good"]), frontend.load(files["bad"]), front_end.metric)
+    rec.update(target=options.front_end_target, why=front_end.why, files={k: str(v) for k, v in files.items()})
+    return rec
 
 
 def _say_side(handler: Handler, target: Target, side: str, pair: Pair, where: str = "") -> None:
@@ -172,7 +216,6 @@ def _capture_remote(host: MeasuringHost, sides, options: TraceOptions, handler: 
                     executor: ProfilingExecutor) -> Iterator[Path]:
     """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
     touched): the capture folders, in order."""
-    from dataclasses import asdict
     reqs = []
     for target, side, pair in sides:
         _say_side(handler, target, side, pair, " (a Slurm job)")

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
@@ -33,10 +33,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from hourly import options
 from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, SimpleIndex, jaxlib_requirements
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
-from hourly.errors import UserError
+from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
 from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
 from hourly.plurals import found, plural
@@ -98,6 +99,13 @@ class ReleaseSettings:
         unit = higher_is_better(name) if name else None
         return self.higher_is_better if unit is None else unit
 
+    def read_spec(self):
+        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
+        from hourly.measure.benchmark import BenchSpec
+        named = self.named_metrics()
+        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
+                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
+
     def bounds(self) -> tuple[Version, Version]:
         try:
             lo, hi = Version(self.from_), Version(self.to)
@@ -149,7 +157,7 @@ class ReleaseSettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
         if self.index_url and self.find_links:
-            raise UserError("--index-url and --find-links both name where wheels come from",
+            raise UsageError("--index-url and --find-links both name where wheels come from",
                             "pass one of them")
         if self.extra is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.extra):
             raise UserError(f"--extra {self.extra!r} is not an extra's name", "pass e.g. --extra cuda12")
@@ -392,14 +400,21 @@ class ReleaseStep:
 def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
     """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
     plus every good → crashed/timed-out boundary (pure)."""
+    return release_detection(points, higher_is_better)[0]
+
+
+def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any]:
+    """:func:`find_release_steps` and the detection behind it (None without a measured release):
+    its ``too_short`` says when the releases cannot tell noise from steps."""
     from hourly.analysis.detect import ChangeKind
     from hourly.analysis.steps import find_steps
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
+    detection = None
     if any(p.status is Status.OK for p in ran):
         rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
                 for p in ran]
-        found, _, _ = find_steps(rows, higher_is_better)
+        found, detection, _ = find_steps(rows, higher_is_better)
         for st in found:
             c = st.change
             steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
@@ -409,28 +424,67 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
         if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
             steps.append(ReleaseStep("crash", prev, p))
     steps.sort(key=lambda st: Version(st.after.version))
-    return steps
+    return steps, detection
 
 
-def _bench_args(s: ReleaseSettings) -> list[str]:
-    bench = ["--bench-cmd", s.bench_cmd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        bench += ["--metric-regex", s.metric_regex]
-    if s.repeats > 1:
-        bench += ["--repeats", str(s.repeats)]
-    for flag, value, default in (("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
-                                 ("--warmup-samples", s.warmup_samples, 0)):
-        if value != default:
-            bench += [flag, str(value)]
-    return bench
+#: Runs of each release asked for when one value per release cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def undecided_note(detection, s: ReleaseSettings, metric: str | None = None) -> str | None:
+    """One line when the releases are too few to tell noise from steps (Detection.too_short),
+    with the command that tells (each release measured several times); else None. ``metric``: the
+    named metric whose releases these are."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "release") if detection is not None else None
+    if why is None:
+        return None
+    if metric:
+        why = f"{metric}: {why}"
+    if detection.repeated:
+        return (f"{why}; measure the releases around them too (a wider --from/--to), or the days between "
+                "two of them in their nightly containers (`hourly nightly`)")
+    return (f"{why}; measure each release {UNDECIDED_REPEATS} times to tell: "
+            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
+
+
+def releases_command(s: ReleaseSettings, rerun: bool = False) -> str:
+    """The ``hourly releases`` command of these settings, through the one encoder (values of
+    secret-looking --env redacted)."""
+    default = ReleaseSettings(s.from_, s.to)
+
+    def given(name: str) -> Any:
+        v = getattr(s, name)
+        return v if v is not None and v != getattr(default, name) else None
+
+    return options.command_line("releases", [
+        ("from_", s.from_), ("to", s.to), ("bench_cmd", s.bench_cmd),
+        *((n, given(n)) for n in ("bench_cwd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+                                  "repeats")),
+        ("bench_timeout", given("timeout")),
+        *((n, given(n)) for n in ("extra", "index_url", "find_links", "python", "installer", "cache_dir",
+                                  "jax_repo")),
+        ("with_", list(s.with_)), ("env", list(s.env)), ("pre", s.pre or None),
+        ("deps_today", None if s.deps_as_of_release else True),
+        ("higher_is_better", None if s.higher_is_better else False), ("workdir", s.workdir),
+        ("rerun", rerun or None)])
+
+
+def _bench_args(s: ReleaseSettings, crash: bool = False) -> dict[str, Any]:
+    """The benchmark's options of the commands the release level hands over to: how a run's output
+    is read as this level read it (an exit-status bisection, ``crash``, reads no metric)."""
+    return {"bench_cmd": s.bench_cmd,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX and not crash else None,
+            "metrics": None if crash else s.metrics,
+            "metric_samples": s.metric_samples if s.metric_samples != "last" and not crash else None,
+            "warmup_samples": s.warmup_samples or None if not crash else None,
+            "repeats": s.repeats if s.repeats > 1 else None}
 
 
 def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
     """The daily level (nightly containers) from ``start`` to ``end`` with the same benchmark."""
-    cmd = ["hourly", "nightly", "--from", start, "--to", end, *_bench_args(s)]
-    if not s.higher_is_better:
-        cmd.append("--lower-is-better")
-    return shlex.join(cmd)
+    return options.command_line("nightly", {"from_": start, "to": end, **_bench_args(s),
+                                            "higher_is_better": False if not s.higher_is_better else None})
 
 
 def next_commands(step: ReleaseStep, s: ReleaseSettings, metric: str = "") -> list[str]:
@@ -438,27 +492,25 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings, metric: str = "") -> li
     between the two releases' times (their tags' commit times when known), and, when both
     releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window; a
     named ``metric``'s bisections follow it (``--metric``)."""
-    bench = _bench_args(s) + (["--metric", metric] if metric and step.kind != "crash" else [])
     out = []
     if step.before.date and step.after.date:
         out.append(nightly_command(step.before.date, step.after.date, s))
     good = step.facts.time_before or step.before.released
     bad = step.facts.time_after or step.after.released
     if good and bad:
-        cmd = ["hourly", "bisect", "--good", good, "--bad", bad, *bench]
-        if s.bench_cwd and Path(s.bench_cwd) != Path.cwd():
-            cmd += ["--bench-cwd", s.bench_cwd]
-        if step.kind == "crash":
-            cmd += ["--mode", "exit"]
-        elif not s.higher_is_better and not (metric and higher_is_better(metric) is not None):
-            cmd.append("--lower-is-better")  # a named metric's unit says its direction to the bisection itself
-        if s.jax_repo:
-            cmd += ["--jax-repo", s.jax_repo]
-        out.append(shlex.join(cmd))
+        crash = step.kind == "crash"
+        # a named metric's unit says its direction to the bisection itself
+        direction = not crash and not s.higher_is_better and not (metric and higher_is_better(metric) is not None)
+        cmd = {"good": good, "bad": bad, **_bench_args(s, crash),
+               "metric": metric or None if not crash else None,
+               "bench_cwd": s.bench_cwd if s.bench_cwd and Path(s.bench_cwd) != Path.cwd() else None,
+               "mode": "exit" if crash else None,
+               "higher_is_better": False if direction else None,
+               "jax_repo": s.jax_repo or None}
+        out.append(options.command_line("bisect", cmd))
         if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
             # jaxlib did not change: the step is in JAX's Python, hunted with the installed jaxlib
-            only = ["hourly", "bisect", "--only", "jax", *cmd[2:]]
-            out.append(shlex.join(only))
+            out.append(options.command_line("bisect", {"only": "jax", **cmd}))
     return out
 
 
@@ -521,8 +573,12 @@ def gap_command(gap: ReleaseGap, s: ReleaseSettings) -> str | None:
     return nightly_command(start, end, s) if start and end else None
 
 
-def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[ReleaseGap]) -> str:
-    """The finding in one line; never a plain "no steps found" while releases lack a measurement."""
+def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[ReleaseGap],
+            undecided: str | None = None) -> str:
+    """The finding in one line; never a plain "no steps found" while releases lack a measurement,
+    or while they are too few to tell noise from steps (``undecided``: :func:`undecided_note`)."""
+    if undecided and not steps:
+        return undecided
     if not gaps:
         return found(len(steps), "step").rstrip(":")
     lacking = [v for g in gaps for v in g.versions]
@@ -559,19 +615,21 @@ class ReleaseReport:
     gaps: list[ReleaseGap] = field(default_factory=list)
     #: named metrics: each metric's releases and steps (``points`` and ``steps`` are the first's)
     metrics: list[ReleaseMetric] | None = None
+    #: too few releases to tell noise from steps, and the command that tells (undecided_note); None: they can
+    undecided: str | None = None
 
     @property
     def summary(self) -> str:
         if self.metrics is not None:
             from hourly.analysis.moved import summary as per_metric
-            head = summary([st for m in self.metrics for st in m.steps], self.points, self.gaps)
+            head = summary([st for m in self.metrics for st in m.steps], self.points, self.gaps, self.undecided)
             return f"{head}; per metric: {per_metric([m.moved for m in self.metrics])}" if self.metrics else head
-        return summary(self.steps, self.points, self.gaps)
+        return summary(self.steps, self.points, self.gaps, self.undecided)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
                                "steps": [st.as_json() for st in self.steps], "gaps": [g.as_json() for g in self.gaps],
-                               "summary": self.summary, "installer": self.installer}
+                               "summary": self.summary, "installer": self.installer, "undecided": self.undecided}
         if self.metrics is not None:
             from hourly.analysis.moved import summary as per_metric
             out["metrics"] = {m.name: m.as_json() for m in self.metrics}
@@ -599,15 +657,17 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
     metrics: list[ReleaseMetric] | None = None
     if named is None:
         points = window(store.releases(key))
-        steps = _with_facts(find_release_steps(points, s.higher_is_better), s)
+        found_steps, detection = release_detection(points, s.higher_is_better)
+        steps = _with_facts(found_steps, s)
+        undecided = undecided_note(detection, s)
     else:
-        metrics = _release_metrics(store, s, key, named, window)
+        metrics, undecided = _release_metrics(store, s, key, named, window)
         points = metrics[0].points if metrics else window(store.releases(key, metric=None))
         steps = metrics[0].steps if metrics else []
     gaps = find_gaps(points)
     for g in gaps:
         g.command = gap_command(g, s)
-    return ReleaseReport(points, steps, s, measured, installer, gaps, metrics)
+    return ReleaseReport(points, steps, s, measured, installer, gaps, metrics, undecided)
 
 
 def _with_facts(steps: list[ReleaseStep], s: ReleaseSettings, metric: str = "") -> list[ReleaseStep]:
@@ -618,13 +678,16 @@ def _with_facts(steps: list[ReleaseStep], s: ReleaseSettings, metric: str = "") 
 
 
 def _release_metrics(store: Store, s: ReleaseSettings, key: str, named: list[str],
-                     window: Callable[[dict[str, ReleasePoint]], list[ReleasePoint]]) -> list[ReleaseMetric]:
+                     window: Callable[[dict[str, ReleasePoint]], list[ReleasePoint]]
+                     ) -> tuple[list[ReleaseMetric], str | None]:
     """Every named metric's releases, steps and what it did (a release measured without a row of
-    the metric did not print it)."""
+    the metric did not print it); and the first metric with no step whose releases are too few to
+    tell noise from steps (:func:`undecided_note`), else None."""
     from hourly.analysis.moved import what_moved
     names = store.release_metric_names(key) if "all" in named else named
     any_row = store.releases(key, metric=None)
     out = []
+    undecided = None
     for name in names:
         have = store.releases(key, metric=name)
         for v, p in any_row.items():
@@ -634,10 +697,13 @@ def _release_metrics(store: Store, s: ReleaseSettings, key: str, named: list[str
                                        metric=name)
         points = window(have)
         direction = s.direction_of(name)
-        steps = _with_facts(find_release_steps(points, direction), s, name)
+        found_steps, detection = release_detection(points, direction)
+        steps = _with_facts(found_steps, s, name)
         ran = [p for p in points if p.status not in UNMEASURED]
         rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
                 for p in ran]
         moved, _ = what_moved(name, rows, direction, incomplete=bool(find_gaps(points)))
         out.append(ReleaseMetric(name, direction, points, steps, moved))
-    return out
+        if undecided is None and not steps:
+            undecided = undecided_note(detection, s, name)
+    return out, undecided

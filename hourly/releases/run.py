@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -168,7 +169,15 @@ def drift_error(failures: list[tuple[ReleasePoint, str | None]], s: ReleaseSetti
     versions = ", ".join(p.version for p, _ in failures)
     head = f"jax {versions} all {verb}" if len(failures) > 1 else f"jax {versions} {verb}"
     what = f"{head}: {cause}" if cause else head
-    if not s.deps_as_of_release:
+    own = _own_exit(failures)
+    if own is not None:  # the benchmark's own exit status, no Python error: no dependency to pin
+        code, env = own
+        what = f"{head} (exit code {code})" + (f": {cause}" if cause else "")
+        where = f"cd {shlex.quote(s.bench_cwd)} && " if s.bench_cwd else ""
+        fix = (f"the benchmark itself ends with exit code {code}, without a Python error, on every release: "
+               f"run it by hand in one release's environment to see why "
+               f"({where}VIRTUAL_ENV={env} PATH={env}/bin:$PATH {s.bench_cmd}), fix it, and run again with --rerun")
+    elif not s.deps_as_of_release:
         fix = "drop --deps-today: each release then gets the dependencies of its release day"
     else:
         fix = ("pin what the cause names with --with (e.g. --with 'numpy<2'), or fix it and "
@@ -178,6 +187,20 @@ def drift_error(failures: list[tuple[ReleasePoint, str | None]], s: ReleaseSetti
         details.append(f"stopped early, the last two failed the same way: jax {', '.join(not_measured)} not measured")
     details.append(f"the results are stored: hourly releases --show --workdir {s.workdir}")
     return UserError(what, fix, details)
+
+
+def _own_exit(failures: list[tuple[ReleasePoint, str | None]]) -> tuple[int, str] | None:
+    """(exit code, environment) when every failure is the benchmark's own exit: it crashed with one
+    and the same exit code and its log ends in no Python exception (a dependency that drifted
+    raises one: ImportError, AttributeError, ...); else None."""
+    codes = set()
+    for p, cause in failures:
+        if p.status is not Status.CRASHED or (cause and _EXCEPTION.match(cause.strip())):
+            return None
+        codes |= {r.get("returncode") for r in p.runs if r.get("status") == Status.CRASHED.value}
+    code = codes.pop() if len(codes) == 1 else None
+    env = next((p.env for p, _ in failures if p.env), None)
+    return (int(code), env) if code is not None and env else None
 
 
 def as_of_release_args(released: str | None, now: datetime) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from hourly.answers import Answer, Commit, Measured
 from hourly.bisect.answer import iso
 from hourly.bisect.events import BisectHandler
 from hourly.errors import UserError
@@ -46,99 +47,98 @@ class LineHandler(BisectHandler):
 
 
 
-def describe(a: dict) -> list:
+def describe(answer: Answer | dict) -> list:
     """The answer for one regression, as lines of text (subjects and authors verbatim)."""
     from hourly.render.console import styled
-    w = a["window"]
-    lines: list = [styled((a.get("kind") or "regression", "bold"), f" {w['good_time']} .. {w['bad_time']}"
-                          + (f"  {w['note']}" if w.get("note") else ""))]
-    if a.get("error"):
-        return lines + [f"  cannot bisect: {a['error']}"]
-    c = a.get("culprit")
-    fixing = a.get("kind") in ("improvement", "fix", "metric_back")
+    a = Answer.of(answer)
+    w = a.window
+    lines: list = [styled((a.kind or "regression", "bold"), f" {w.good_time} .. {w.bad_time}"
+                          + (f"  {w.note}" if w.note else ""))]
+    if a.error:
+        return lines + [f"  cannot bisect: {a.error}"]
+    c = a.culprit
+    fixing = a.kind in ("improvement", "fix", "metric_back")
     if c:
-        label = CULPRIT_LABELS.get(a.get("kind") or "", "culprit")
-        lines += [styled(f"  {label}: ", (c["repo"], "bold"), f" {c['sha']}"),
-                  f"           {c['subject']}",
-                  f"           by {c['author']}, committed {c['committer_time']}",
-                  f"           {c['link']}"]
-        for m in c.get("merged", []):
-            lines.append(f"           merges {m['sha'][:12]} {m['subject']} (by {m['author']})")
-    elif a.get("candidate"):
-        c = a["candidate"]
-        lines += [styled("  candidate ", ("(NOT confirmed on re-measurement)", "yellow"), ": ", (c["repo"], "bold"),
-                         f" {c['sha']}"),
-                  f"           {c['subject']}",
-                  f"           by {c['author']}, committed {c['committer_time']}",
-                  f"           {c['link']}"]
-        for side, ms in (a.get("measurements") or {}).items():
+        label = CULPRIT_LABELS.get(a.kind or "", "culprit")
+        lines += [styled(f"  {label}: ", (c.repo, "bold"), f" {c.sha}"), *_commit_lines(c)]
+        for m in c.merged:
+            lines.append(f"           merges {m.sha[:12]} {m.subject} (by {m.author})")
+    elif a.candidate:
+        c = a.candidate
+        lines += [styled("  candidate ", ("(NOT confirmed on re-measurement)", "yellow"), ": ", (c.repo, "bold"),
+                         f" {c.sha}"), *_commit_lines(c)]
+        for side, ms in (a.measurements or {}).items():
             lines.append(f"  {side.replace('_', ' ')} measured: " + "; ".join(
-                f"{m['role']} {m['verdict']} ({_numbers(m)})" for m in ms))
-        lines.append(f"  next: {a.get('next')}")
+                f"{m.role} {m.verdict} ({_numbers(m)})" for m in ms))
+        lines.append(f"  next: {a.next}")
     else:
-        lines.append(f"  no single commit: {a.get('reason')}")
-        for rc in a.get("range_commits", []):
-            lines.append(f"    {rc['repo']} {rc['sha'][:12]} {rc['subject']}  {rc['link']}")
-    if a.get("chain_text"):  # a culprit that moved a pin, bisected on inside the dependency (hourly.bisect.descent)
-        lines.append(f"  chain: {a['chain_text']}")
-        for sub in a.get("descent") or []:
-            d, sc = sub.get("descent_of") or {}, sub.get("culprit") or sub.get("candidate")
+        lines.append(f"  no single commit: {a.reason}")
+        for rc in a.range_commits:
+            lines.append(f"    {rc.repo} {rc.sha[:12]} {rc.subject}  {rc.link}")
+    if a.chain_text:  # a culprit that moved a pin, bisected on inside the dependency (hourly.bisect.descent)
+        lines.append(f"  chain: {a.chain_text}")
+        for sub in a.descent or []:
+            d, sc = sub.descent_of or {}, sub.named
             if sc:
-                lines += [f"    {sc['repo']} {sc['sha']} {sc['subject']}",
+                lines += [f"    {sc.repo} {sc.sha} {sc.subject}",
                           f"      inside the {str(d.get('dep', '')).upper()} pin bump {str(d.get('old_pin'))[:12]} → "
-                          f"{str(d.get('new_pin'))[:12]}: {plural(sub['builds'], 'build')}, "
-                          f"{plural(sub['states'], 'candidate state')}{'' if sub['confirmed'] else ' (NOT confirmed)'}",
-                          f"      {sc['link']}"]
-    if a.get("behind_pin_reason"):  # time pairing: skipped states older than their JAX commit's pin
-        lines.append(f"  {a['behind_pin_reason']}")
-    if a.get("descent_stopped"):
-        lines.append(f"  descent stopped: {a['descent_stopped']}")
-    if a.get("pairing") == "pin":
+                          f"{str(d.get('new_pin'))[:12]}: {plural(sub.builds, 'build')}, "
+                          f"{plural(sub.states, 'candidate state')}{'' if sub.confirmed else ' (NOT confirmed)'}",
+                          f"      {sc.link}"]
+    if a.behind_pin_reason:  # time pairing: skipped states older than their JAX commit's pin
+        lines.append(f"  {a.behind_pin_reason}")
+    if a.descent_stopped:
+        lines.append(f"  descent stopped: {a.descent_stopped}")
+    if a.pairing == "pin":
         lines.append("  pairing: pin (each JAX commit with the XLA commit its pin names)")
-    if a.get("blame"):
-        lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
-    pinned = pinned_line(a.get("pinned"))
+    if a.blame:
+        lines.append(f"  blame (mixed pairs tested): {BLAME_WORDS.get(a.blame, a.blame)}")
+    pinned = pinned_line(a.pinned)
     if pinned:
         lines.append(f"  {pinned}")
-    ends = a.get("end_samples") or {}
-    if ends:
+    if a.end_samples:
         names = {"good": "earlier end", "bad": "later end"} if fixing \
             else {"good": "good end", "bad": "bad end"}
         lines.append("  ends compared with: " + "; ".join(
-            f"{names.get(side, side)} {plural(e['n'], 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
-                                                   for o, k in e["from"].items()) + ")"
-            for side, e in ends.items()))
-    manual = a.get("manual")
+            f"{names.get(side, side)} {plural(e.n, 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
+                                                   for o, k in e.from_.items()) + ")"
+            for side, e in a.end_samples.items()))
+    manual = a.manual
     if manual:
-        n = sum(1 for p in a.get("probes", []) if p.get("manual"))
+        n = sum(1 for p in a.probes if p.manual)
         lines.append(f"  manual: {plural(n, 'verdict')} given by you (typed or `hourly mark`)"
-                     + (", after the benchmark's" if manual.get("benchmark") else "")
-                     + f"; the ends {manual.get('ends', 'taken as given')}")
-        for p in a.get("probes", []):
-            if p.get("manual"):
-                lines.append(f"    {p['role']:6} xla {p['xla'][:12]} jax {p['jax'][:12]}  {p['verdict']:6} {p.get('reason') or ''}")
-    lg, fb = a["last_good"], a["first_bad"]
+                     + (", after the benchmark's" if manual.benchmark else "")
+                     + f"; the ends {manual.ends}")
+        for p in a.probes:
+            if p.manual:
+                lines.append(f"    {p.role:6} xla {p.xla[:12]} jax {p.jax[:12]}  {p.verdict:6} {p.reason or ''}")
+    lg, fb = a.last_good, a.first_bad
+    assert lg is not None and fb is not None  # a bisected window (errors returned above)
     before, after = ("last before", "first after") if fixing else ("last good", "first bad")
-    lines.append(f"  {before}: xla {cut_side(lg['xla'], 12)} jax {cut_side(lg['jax'], 12)}")
-    lines.append(f"  {after}: xla {cut_side(fb['xla'], 12)} jax {cut_side(fb['jax'], 12)}")
-    split = (f" ({a.get('jaxlib_builds', 0)} of jaxlib, {a['jax_builds']} of the jax package alone)"
-             if a.get("jax_builds") else "")
-    lines.append(styled(f"  {plural(a['builds'], 'build')}{split}, {plural(a['runs'], 'benchmark run')}, "
-                        f"{plural(a['states'], 'candidate state')}",
-                        *(() if a["confirmed"] else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
-    rest = a.get("rest")
+    lines.append(f"  {before}: xla {cut_side(lg.xla, 12)} jax {cut_side(lg.jax, 12)}")
+    lines.append(f"  {after}: xla {cut_side(fb.xla, 12)} jax {cut_side(fb.jax, 12)}")
+    split = (f" ({a.jaxlib_builds} of jaxlib, {a.jax_builds} of the jax package alone)"
+             if a.jax_builds else "")
+    lines.append(styled(f"  {plural(a.builds, 'build')}{split}, {plural(a.runs, 'benchmark run')}, "
+                        f"{plural(a.states, 'candidate state')}",
+                        *(() if a.confirmed else ("  ", ("NOT confirmed on re-measurement", "yellow")))))
+    rest = a.rest
     if rest:  # the search saw more after this step; bisecting the rest named nothing
         lines.append(styled("  ", ("rest of the window", "yellow"),
-                            f" {rest['from']} .. {rest['to']}: no further step named: {rest['why']}"
-                            + (f" ({rest['fix']})" if rest.get("fix") else "")))
+                            f" {rest.from_} .. {rest.to}: no further step named: {rest.why}"
+                            + (f" ({rest.fix})" if rest.fix else "")))
     return lines
 
 
-def _numbers(m: dict) -> str:
+def _commit_lines(c: Commit) -> list[str]:
+    return [f"           {c.subject}", f"           by {c.author}, committed {c.committer_time}", f"           {c.link}"]
+
+
+def _numbers(m: Measured) -> str:
     """A measurement's numbers: its samples (metric) or exit codes."""
-    if m.get("samples"):
-        return ", ".join(f"{x:.4g}" for x in m["samples"])
-    return f"exit codes {m.get('returncodes')}" if m.get("returncodes") else (m.get("reason") or "")
+    if m.samples:
+        return ", ".join(f"{x:.4g}" for x in m.samples)
+    return f"exit codes {m.returncodes}" if m.returncodes else (m.reason or "")
 
 
 
@@ -157,8 +157,23 @@ BLAME_WORDS = {
 
 
 
-def print_answers(console: Console, answers: list[dict]) -> None:
+def print_answers(console: Console, answers: list[Answer] | list[dict]) -> None:
     for a in answers:
         for line in describe(a):
             console.print(line, highlight=False, soft_wrap=True)
+
+
+#: What each kind of window is called in a --log heading (hourly.bisect.records.Window.kind).
+WINDOW_WORDS = {"regression": "regression", "improvement": "improvement", "crash": "crash window",
+                "fix": "fix window", "metric_lost": "metric window (stops printing)",
+                "metric_back": "metric window (prints again)"}
+
+
+def log_heading(answer: Answer | dict, i: int, n: int) -> str:
+    """The comment line over the ``i``-th of ``n`` answers in ``hourly bisect --log``: the window's
+    own kind ("crash window 3 of 3"), never "regression" for every window."""
+    a = Answer.of(answer)
+    what = WINDOW_WORDS.get(a.kind or "", "window")
+    return (f"# {what} {i} of {n}: {a.window.good_time} .. {a.window.bad_time}"
+            " — replay one block at a time")
 

@@ -35,7 +35,6 @@ the manual bisection's prompt, ``git bisect`` logs) and markdown (hourly.render.
 from __future__ import annotations
 
 import re
-import shlex
 import textwrap
 from typing import Any, Iterable, Sequence, TypedDict
 
@@ -43,6 +42,8 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from hourly.options import join
 
 #: wide enough to measure any table's natural width
 _UNLIMITED = 1_000_000
@@ -178,8 +179,9 @@ def unwrap(output: str) -> list[str]:
 
 
 def command_line(argv: Sequence[object]) -> str:
-    """A command the user can paste: shell-quoted, one line."""
-    return shlex.join([str(a) for a in argv])
+    """A command the user can paste: shell-quoted, one line, secret-looking values redacted
+    (hourly.options.join; an hourly command is built by hourly.options.command_line)."""
+    return join([str(a) for a in argv])
 
 
 def print_command(con: Console, argv: Sequence[str] | str, prefix: str = "") -> None:

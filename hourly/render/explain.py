@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hourly.analysis.detect import percent
+from hourly.answers import Answer
 
 #: instructions listed per module, at most
 MAX_CHANGES = 12
@@ -83,7 +84,8 @@ def op_time_lines(ot: dict | None) -> list[str]:
     if ot.get("skipped"):
         cmd = f"; `{ot['command']}` traces both states" if ot.get("command") else ""
         return [f"  op times: not joined ({ot['skipped']}){cmd}"]
-    lines = [f"  op time per call (median of the calls in each dump run's trace, {ot['source']} events), "
+    reading = (ot.get("reading") or {}).get("bad", {}).get("described") or f"{ot['source']} events"
+    lines = [f"  op time per call (median of the calls in each dump run's trace: {reading}), "
              "good → bad, largest increase first:"]
     rows = ot.get("rows") or []
     if not rows:
@@ -227,11 +229,11 @@ def explained_stage_lines(ex: dict | None) -> list[str]:
             f"--step {ex['step']} --sweep --revert-check`)"]
 
 
-def explained_lines(answers: list[dict]) -> list[str]:
+def explained_lines(answers: list[Answer] | list[dict]) -> list[str]:
     """Every answer's ``explained`` entry (``hourly bisect --explain``)."""
     out: list[str] = []
     for a in answers:
-        out += explained_stage_lines(a.get("explained"))
+        out += explained_stage_lines(Answer.of(a).explained)
     return out
 
 

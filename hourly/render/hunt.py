@@ -68,16 +68,23 @@ def print_report(console, report: HuntReport) -> None:
     if report.releases is not None:
         from hourly.hunt.from_releases import describe_step
         hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]
+        if not hunted and report.releases.undecided:  # never "nothing to hunt" from differences that may be steps
+            console.print(f"no window to hunt yet: {report.releases.undecided}", **kw)
+            return
         if not hunted:
             console.print("no regression and no crash between the releases: nothing to hunt", **kw)
             return
         for st in hunted:
             console.print(describe_step(st), **kw)
+    undecided = getattr(report.nightly, "undecided", None)
+    if not report.rows and undecided:
+        console.print(f"no window to hunt yet: {undecided}", **kw)
+        return
     if not report.rows:
         console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
         return
     console.print(table(report))
-    console.print(f"{len(report.rows)} window(s); {report.bisected} bisected now, the rest from the store", **kw)
+    console.print(report.counts(), **kw)  # never "bisected now" for a window answered without a bisection
     from hourly.render.explain import explained_stage_lines
     for row in report.rows:
         for ex in row.get("explained") or []:

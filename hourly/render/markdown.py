@@ -13,6 +13,7 @@ markdown of a JAX/XLA issue: it reads as the words it is and never as markdown o
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: what markdown (GitHub's: tables, strikethrough, math) reads as formatting anywhere in a line; outside
 #: text never starts a line here, so list and heading markers (``-``, ``#``, ``1.``) need no escape, and
@@ -51,10 +52,12 @@ def code(s: object, in_table: bool = False) -> str:
     return f"{fence}{body}{fence}"
 
 
-def subject(c: dict) -> str:
+def subject(commit: Any) -> str:
     """The subject a culprit is known by (raw text; escape it where it goes): a merge commit of a
     pull request is named by the pull request's own subject — its one commit's, or its first
-    commit's with how many more it brought — as the terminal names it; any other commit by its own."""
+    commit's with how many more it brought — as the terminal names it; any other commit by its own.
+    ``commit``: an answer's (hourly.answers.Commit) or its JSON."""
+    c = commit.to_json() if hasattr(commit, "to_json") else commit
     merged = c.get("merged") or []
     if not merged:
         return str(c.get("subject", ""))

@@ -87,7 +87,9 @@ def print_report(console, report: NightlyReport) -> None:
             console.print(line, **kw)
     n = len(report.steps) if report.metrics is None else sum(len(m.steps) for m in report.metrics)
     gaps = report.gaps()
-    if n or not gaps:
+    if not n and report.undecided:  # never "no steps found" from differences that may be the steps
+        console.print(report.undecided, **kw)
+    elif n or not gaps:
         console.print(found(n, "step"), **kw)
     else:  # never "no steps found" over dates that hold no evidence
         measured = sum(p.status is not Status.MISSING for p in report.points)
@@ -103,10 +105,15 @@ def print_report(console, report: NightlyReport) -> None:
                           "image, or scan those hours inside a neighbouring day's container (`hourly hunt`)", **kw)
     for st in report.steps if report.metrics is None else []:
         console.print(f"  {describe(st)}", **kw)
+    if n and report.undecided:
+        console.print(f"more steps may hide: {report.undecided}", **kw)
     b = report.boundary
     if b is None:
-        console.print("no slowdown between good days and no crash after a good day: nothing to hand "
-                      "over", **kw)
+        if report.undecided:
+            console.print("no boundary to hand over until the dates tell noise from steps (above)", **kw)
+        else:
+            console.print("no slowdown between good days and no crash after a good day: nothing to hand "
+                          "over", **kw)
         return
     if b.kind == "slower":
         assert b.change is not None  # find_boundary: a slowdown comes with its change

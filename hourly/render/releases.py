@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
-
+from hourly import options
 from hourly.adapters.store import Store
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
@@ -126,6 +125,8 @@ def print_report(console, report: ReleaseReport) -> None:
     for st in report.steps if report.metrics is None else []:
         for line in describe_step(st):
             console.print(f"  {line}", **kw)
+    if report.steps and report.undecided:
+        console.print(f"more steps may hide: {report.undecided}", **kw)
     for g in report.gaps:
         inside = any(st.before is g.after and st.after is g.before for st in report.steps)
         console.print(f"  no measurement for {g.describe()}"
@@ -139,32 +140,15 @@ def print_report(console, report: ReleaseReport) -> None:
 
 def command_line(s: ReleaseSettings) -> str:
     """The `hourly releases` command that reproduces the stored results."""
-    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd,
-            "--repeats", str(s.repeats)]
-    if s.bench_cwd:
-        argv += ["--bench-cwd", s.bench_cwd]
-    if s.metric_regex != DEFAULT_METRIC_REGEX:
-        argv += ["--metric-regex", s.metric_regex]
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    for flag, value in (("--extra", s.extra), ("--index-url", s.index_url), ("--find-links", s.find_links),
-                        ("--python", s.python), ("--jax-repo", s.jax_repo)):
-        if value:
-            argv += [flag, value]
-    for w in s.with_:
-        argv += ["--with", w]
-    if not s.deps_as_of_release:
-        argv.append("--deps-today")
-    reading: list[tuple[str, object, object]] = [("--metrics", s.metrics, None), ("--metric-samples", s.metric_samples, "last"),
-                                                ("--warmup-samples", s.warmup_samples, 0)]
-    for flag, given, default in reading:
-        if given != default:
-            argv += [flag, str(given)]
-    for e in s.env:
-        argv += ["--env", e]
-    if s.pre:
-        argv.append("--pre")
-    return shlex.join(argv)
+    return options.command_line("releases", {
+        "from_": s.from_, "to": s.to, "bench_cmd": s.bench_cmd, "repeats": s.repeats, "bench_cwd": s.bench_cwd or None,
+        "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+        "higher_is_better": False if not s.higher_is_better else None,
+        "extra": s.extra or None, "index_url": s.index_url or None, "find_links": s.find_links or None,
+        "python": s.python or None, "jax_repo": s.jax_repo or None, "with_": s.with_,
+        "deps_today": not s.deps_as_of_release,
+        "metrics": s.metrics, "metric_samples": s.metric_samples if s.metric_samples != "last" else None,
+        "warmup_samples": s.warmup_samples or None, "env": s.env, "pre": s.pre})
 
 
 def _md(text: str) -> str:
@@ -195,7 +179,8 @@ def release_markdown(store: Store) -> list[str]:
     if failed:
         md.append("")
     if not report.steps:
-        md.append("No step between releases was detected." if not report.gaps else f"{_md(report.summary)}.")
+        md.append("No step between releases was detected." if not (report.gaps or report.undecided)
+                  else f"{_md(report.summary)}.")
         md.append("")
     for g in report.gaps:
         md.append(f"- no measurement for {_md(g.describe())}" + (f"; fill it with `{g.command}`" if g.command else ""))

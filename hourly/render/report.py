@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,17 +10,20 @@ from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
+from hourly.answers import Answer
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
+from hourly.options import join
 from hourly.plurals import plural
-from hourly.privacy import redact_assignments
+from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
 from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
 
@@ -38,40 +40,15 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
+#: what the report's reproduce line names even at its default, so that it reads the same to
+#: someone whose hourly has other defaults
+REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
+
+
 def scan_command(s: Settings) -> str:
-    """The `hourly scan` command line that reproduces the stored measurement."""
-    argv = ["hourly", "scan", "--from", s.from_ or "", "--to", s.to or "", "--tz", s.tz, "--step", s.step,
-            "--xla-repo", s.xla_repo, "--jax-repo", s.jax_repo, "--ref", s.ref,
-            "--build-cmd", s.build_cmd, "--python", s.python, "--bench-cmd", s.bench_cmd or "",
-            "--repeats", str(s.repeats), "--metric-regex", s.metric_regex]
-    if s.xla_ref and s.only != "jax":  # a repository's own ref (a feature branch) is part of what was walked
-        argv += ["--xla-ref", s.xla_ref]
-    if s.jax_ref:
-        argv += ["--jax-ref", s.jax_ref]
-    if not s.first_parent:
-        argv.append("--no-first-parent")
-    if s.mode == "exit":
-        argv += ["--mode", "exit"]
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    for name in ("bench_timeout", "build_timeout"):
-        if getattr(s, name) is not None:
-            argv += [f"--{name.replace('_', '-')}", f"{getattr(s, name):g}"]
-    for pick in s.cherry_pick:
-        argv += ["--cherry-pick", pick]
-    if s.only:  # a one-repository hunt: what stayed put is part of the reproduction
-        argv += ["--only", s.only]
-        if s.only == "jax":
-            argv[argv.index("--xla-repo"):argv.index("--xla-repo") + 2] = []
-    if s.bench_cwd:
-        argv += ["--bench-cwd", s.bench_cwd]
-    for flag, value, default in (("--metric-samples", s.metric_samples, "last"), ("--warmup-samples", s.warmup_samples, 0),
-                                 ("--metrics", s.metrics, None), ("--metric", s.metric, None)):
-        if value != default:  # how a run's output is read: many samples, named metrics
-            argv += [flag, str(value)]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    return shlex.join(argv)
+    """The `hourly scan` command line that reproduces the stored measurement (the one encoder,
+    hourly.options, through :func:`hourly.scan.table.scan_command`: secret-looking values redacted)."""
+    return table_scan_command(s, explicit=REPRODUCE)
 
 
 def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
@@ -128,47 +105,48 @@ def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def culprit_label(answers: list[dict], before: str, after: str) -> str | None:
+def culprit_label(answers: list[Answer], before: str, after: str) -> str | None:
     """``xla 69ce7f18 [XLA:GPU] Change priority fusion…`` for the bisected culprit whose commit
     landed between ``before`` and ``after`` (UTC labels), or None when none was bisected."""
     for a in answers:
-        c = a.get("culprit")
-        if c and before < c.get("committer_time", "") <= after:
-            return f"{c['repo']} {c['sha'][:8]} {_short(esc.subject(c))}"
+        c = a.culprit
+        if c and before < c.committer_time <= after:
+            return f"{c.repo} {c.sha[:8]} {_short(esc.subject(c))}"
     return None
 
 
-def answer_for(answers: list[dict], before: str, after: str) -> dict | None:
+def answer_for(answers: list[Answer], before: str, after: str) -> Answer | None:
     """The finished bisection of the window ``before`` .. ``after`` (UTC labels): the one whose
     window it is, else the one whose culprit landed in it."""
     for a in answers:
-        w = a.get("window") or {}
-        if (w.get("good_time"), w.get("bad_time")) in ((before, after), (after, before)) and not a.get("error"):
+        w = a.window
+        if (w.good_time, w.bad_time) in ((before, after), (after, before)) and not a.error:
             return a
     for a in answers:
-        c = a.get("culprit")
-        if c and before < c.get("committer_time", "") <= after:
+        c = a.culprit
+        if c and before < c.committer_time <= after:
             return a
     return None
 
 
-def culprit_line(a: dict) -> str:
+def culprit_line(answer: Answer | dict) -> str:
     """``- **culprit: jax [`sha`](link)** subject (by author, committed …)``, every outside word escaped;
     a bisection without a single commit says what range remains."""
     from hourly.render.bisect import CULPRIT_LABELS
-    c = a.get("culprit")
-    label = CULPRIT_LABELS.get(a.get("kind") or "", "culprit")
-    if not c and a.get("candidate"):  # not confirmed on re-measurement: never a culprit
-        c = a["candidate"]
+    a = Answer.of(answer)
+    c = a.culprit
+    label = CULPRIT_LABELS.get(a.kind or "", "culprit")
+    if not c and a.candidate:  # not confirmed on re-measurement: never a culprit
+        c = a.candidate
         label = "candidate, not confirmed on re-measurement"
     elif not c:
-        shown = ", ".join(f"`{sha[:12]}`" for sha in a.get("range", []))
-        return f"- no single culprit: the range {shown} remains ({esc.text(a.get('reason') or 'untestable states')})"
-    merged = c.get("merged") or []  # a pull request: its own subject and author, merged by this commit
-    what, author = ("pull request ", merged[-1].get("author")) if merged else ("", c.get("author"))
-    return (f"- **{label}: {c['repo']} {what}[`{c['sha'][:12]}`]({c['link']})** {esc.text(esc.subject(c))} "
-            f"(by {esc.text(author)}, {'merged' if merged else 'committed'} {c.get('committer_time')})"
-            + (f"; next: {esc.text(a.get('next'))}" if a.get("candidate") and not a.get("culprit") else ""))
+        shown = ", ".join(f"`{sha[:12]}`" for sha in a.range)
+        return f"- no single culprit: the range {shown} remains ({esc.text(a.reason or 'untestable states')})"
+    merged = c.merged  # a pull request: its own subject and author, merged by this commit
+    what, author = ("pull request ", merged[-1].author) if merged else ("", c.author)
+    return (f"- **{label}: {c.repo} {what}[`{c.sha[:12]}`]({c.link})** {esc.text(esc.subject(c))} "
+            f"(by {esc.text(author)}, {'merged' if merged else 'committed'} {c.committer_time})"
+            + (f"; next: {esc.text(a.next)}" if a.unconfirmed else ""))
 
 
 def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, bool]]:
@@ -194,7 +172,7 @@ def _label_rows(labels: list[tuple], times: list[datetime]) -> list[tuple[int, b
 
 
 def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
-         answers: list[dict] | None = None) -> Path:
+         answers: list[Answer] | None = None) -> Path:
     """The metric over time: the median line (broken at failed points), the repeats as dots, each
     step as a band labelled with its change and bisected culprit; failed points as distinct markers
     in a strip of their own under the data, so that they never hide a measurement."""
@@ -294,8 +272,8 @@ class Answers:
     under the build the report speaks for (hourly.scan.identity.answer_key), and ``others``, each
     with a label that names its own build — listed apart, never a step's answer."""
 
-    current: list[dict]
-    others: list[tuple[str, dict]]
+    current: list[Answer]
+    others: list[tuple[str, Answer]]
 
 
 def split_answers(store: Store, s: Settings | None = None) -> Answers:
@@ -305,9 +283,10 @@ def split_answers(store: Store, s: Settings | None = None) -> Answers:
     from hourly.scan.identity import answer_key
     key = answer_key(store, s if s is not None else stored_settings(store))
     idents = store.measure_keys()
-    current: list[dict] = []
-    others: list[tuple[str, dict]] = []
-    for k, a in store.bisection_answers():
+    current: list[Answer] = []
+    others: list[tuple[str, Answer]] = []
+    for k, stored in store.bisection_answers():
+        a = Answer.from_json(stored)
         if key is None or k == key:
             current.append(a)
         else:
@@ -323,8 +302,8 @@ def build_label(ident: dict | None, current: dict | None, key: str) -> str:
     ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
     parts = []
     if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {esc.code(shlex.join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {esc.code(shlex.join(ob['jax_package']))})" if ob.get("jax_package")
+        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
+                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
                         and ob.get("jax_package") != cb.get("jax_package") else ""))
     oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
     changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
@@ -340,7 +319,7 @@ def build_label(ident: dict | None, current: dict | None, key: str) -> str:
     if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
         parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
     if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {esc.code(shlex.join(ob_.get('cmd') or []))}")
+        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
     return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
 
 
@@ -350,7 +329,7 @@ def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
     answers = answers or split_answers(store)
     md: list[str] = []
     if answers.current:
-        only_candidates = all(a.get("candidate") and not a.get("culprit") for a in answers.current)
+        only_candidates = all(a.unconfirmed for a in answers.current)
         md += ["## Bisected candidates, not confirmed" if only_candidates else "## Bisected culprits", ""]
         for a in answers.current:
             md += _answer_lines(a)
@@ -363,33 +342,33 @@ def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
     return md
 
 
-def _answer_lines(a: dict, under: str | None = None) -> list[str]:
+def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     """One bisection's answer: its window, the culprit (or range), how it was reached."""
     md = []
-    w = a.get("window", {})
-    md.append(f"### {w.get('good_time')} → {w.get('bad_time')}" + (f": {esc.text(w['note'])}" if w.get("note") else "")
-              + (f" (metric {esc.code(a['metric'])})" if a.get("metric") else ""))
+    w = a.window
+    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else "")
+              + (f" (metric {esc.code(a.metric)})" if a.metric else ""))
     md.append("")
     if under:
         md.append(under)
     md.append(culprit_line(a))
-    if a.get("blame"):
+    if a.blame:
         from hourly.render.bisect import BLAME_WORDS
-        md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a['blame'], a['blame'])}")
-    for side in ("last_good", "first_bad"):
-        pair = a.get(side)
+        md.append(f"- blame (mixed pairs tested): {BLAME_WORDS.get(a.blame, a.blame)}")
+    for side, pair in (("last_good", a.last_good), ("first_bad", a.first_bad)):
         if pair:
-            md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair['xla'])}, jax {link('jax', pair['jax'])}")
-    manual = a.get("manual")
+            md.append(f"- {side.replace('_', ' ')}: xla {link('xla', pair.xla)}, jax {link('jax', pair.jax)}")
+    manual = a.manual
     if manual:  # hourly bisect --manual: a person's verdicts, nothing re-measured
-        by = [p for p in a.get("probes", []) if p.get("manual")]
+        by = [p for p in a.probes if p.manual]
         md.append(f"- by hand (`hourly bisect --manual`): {plural(len(by), 'verdict')} given by a person, "
-                  f"the ends {esc.text(manual.get('ends') or 'taken as given')}; not re-measured")
+                  f"the ends {esc.text(manual.ends or 'taken as given')}; not re-measured")
         for p in by:
-            md.append(f"  - {p['role']} xla `{p['xla'][:12]}` jax `{p['jax'][:12]}`: {p['verdict']} "
-                      f"({esc.text(p.get('reason') or '')})")
-    md.append(f"- {plural(a.get('builds', 0), 'build')}, {plural(a.get('runs', 0), 'benchmark run')}"
-              + (", confirmed by re-measuring both ends" if a.get("confirmed") and not manual else ""))
+            md.append(f"  - {p.role} xla `{p.xla[:12]}` jax `{p.jax[:12]}`: {p.verdict} "
+                      f"({esc.text(p.reason or '')})")
+    md.append(f"- {plural(a.builds, 'build')}, {plural(a.runs, 'benchmark run')}"
+              + (f" ({plural(a.run_samples, 'sample')} counted)" if a.run_samples else "")
+              + (", confirmed by re-measuring both ends" if a.confirmed and not manual else ""))
     md.append("")
     return md
 
@@ -475,7 +454,7 @@ def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_chang
     plots: list[Path] = []
     for f in found:
         name = f.metric.name
-        mine = [a for a in answers if a.get("metric") == name]
+        mine = [a for a in answers if a.metric == name]
         md += [f"## {esc.text(name)}: {'higher' if f.metric.higher_is_better else 'lower'} is better", ""]
         if not f.moved.steps:
             md += [f"{esc.text(f.moved.short())}.", ""]
@@ -489,7 +468,7 @@ def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_chang
         if f in moved or len(found) == 1:
             slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
             plots.append(plot(f.metric.points, f.moved.steps, out_dir / f"plot-{slug}.png", name, mine))
-    md += _crash_section(points, s, [a for a in answers if not a.get("metric")])
+    md += _crash_section(points, s, [a for a in answers if not a.metric])
     md += _failed_section(points)
     md.extend(bisect_sections(store, split))
     md.extend(explained_section(store.workdir))
@@ -502,8 +481,17 @@ def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_chang
     return ReportFiles(path, plots[0] if plots else None)
 
 
+def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | None = None) -> str | None:
+    """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
+    from hourly.scan.table import undecided_note
+    if not any(p.status == "ok" and p.value is not None for p in points):
+        return None
+    return undecided_note(find_steps(points, s.higher_is_better if higher_is_better is None
+                                     else higher_is_better)[1], s)
+
+
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
-                    checks: dict | None = None, answers: list[dict] | None = None,
+                    checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None, level: str = "##", direction: bool | None = None,
                     intro: bool = True) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
@@ -531,6 +519,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
+    elif not steps and _undecided(points, s, higher):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s, higher) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -607,7 +597,7 @@ def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
     return md
 
 
-def _crash_section(points: list[PointResult], s: Settings, answers: list[dict] | None = None) -> list[str]:
+def _crash_section(points: list[PointResult], s: Settings, answers: list[Answer] | None = None) -> list[str]:
     """Every window where the benchmark goes from running to crashing (or back), or stops printing
     its metric while still exiting 0 (or prints it again), with the command that bisects it, or
     the answer once it is bisected."""
@@ -675,7 +665,7 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     md.append(scan_command(s))
     md.append("```")
     md.append("")
-    md.append(f"Benchmark command: {esc.code(s.bench_cmd)}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
               + f", {plural(s.repeats, 'run')} per pair"
               + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
                  "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
@@ -690,12 +680,6 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
         md.append("")
         md.append(f"![metric over time]({plot_path.name})")
         md.append("")
-    profiles = sorted((workdir / "profiles").glob("*/comparison.txt")) \
-        if (workdir / "profiles").is_dir() else []
-    if profiles:
-        md.append("## Traces and memory profiles")
-        md.append("")
-        for comp in profiles:
-            md.append(f"- {esc.text(comp.parent.name)}: {esc.code(comp.parent)} (comparison: {esc.code(comp)})")
-        md.append("")
+    from hourly.render.profile import report_section as profiles_section
+    md += profiles_section(workdir)
     return md

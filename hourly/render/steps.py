@@ -3,8 +3,7 @@ the command that bisects it, the marks of the scan table."""
 
 from __future__ import annotations
 
-import shlex
-
+from hourly import options
 from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import (
     METRIC_KINDS,
@@ -65,10 +64,10 @@ def bisect_command(w: CrashWindow, workdir: str) -> str:
     metric window likewise by whether each state prints the metric (``--mode printed``)."""
     mode = "printed" if w.kind in METRIC_KINDS else "exit"
     if not w.bad:
-        return shlex.join(["hourly", "bisect", "--find-fix", "--mode", mode, "--bad", w.before.time,
-                           "--good", w.after.time, "--workdir", workdir])
-    return shlex.join(["hourly", "bisect", "--mode", mode, "--good", w.before.time, "--bad", w.after.time,
-                       "--workdir", workdir])
+        return options.command_line("bisect", {"find_fix": True, "mode": mode, "bad": w.before.time,
+                                               "good": w.after.time, "workdir": workdir})
+    return options.command_line("bisect", {"mode": mode, "good": w.before.time, "bad": w.after.time,
+                                           "workdir": workdir})
 
 
 
@@ -105,7 +104,9 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     lost = metric_windows(report.points)
     marks, lines = crash_marks(crashes + lost), []
     if any(p.status == "ok" and p.value is not None for p in report.points):
-        steps, _, _ = find_steps(report.points, s.higher_is_better)
+        from hourly.scan.table import undecided_note
+        steps, detection, _ = find_steps(report.points, s.higher_is_better)
+        undecided = undecided_note(detection, s)
         checks = report.edge_checks or {}
         marks.update(step_marks(steps))
         for st in steps:
@@ -120,7 +121,11 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
             head = "no step in the measured values; the benchmark changes how it ends:"
         elif not steps and gap:
             head = "no step found in the part measured so far (the scan is incomplete: see below)"
+        elif not steps and undecided:  # never "no steps found" from differences that may be the steps
+            head = undecided
         lines = [head] + [describe(st, checks.get(step_key(st))) for st in steps]
+        if steps and undecided:
+            lines.append(f"more steps may hide: {undecided}")
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
         lines += [describe_crash(w, s.workdir) for w in crashes]
@@ -138,6 +143,15 @@ def found_anything(report, s) -> bool:
         return True
     return any(p.status == "ok" and p.value is not None for p in report.points) and \
         bool(find_steps(report.points, s.higher_is_better)[0])
+
+
+def undecided_json(report, s) -> str | None:
+    """For --json: why the scan's table cannot tell noise from steps, and the command that can
+    (hourly.scan.table.undecided_note); None when its noise is a fair measure."""
+    if not any(p.status == "ok" and p.value is not None for p in report.points):
+        return None
+    from hourly.scan.table import undecided_note
+    return undecided_note(find_steps(report.points, s.higher_is_better)[1], s)
 
 
 def windows_json(report) -> list[dict]:

@@ -28,7 +28,9 @@ from hourly.measure.settings import (
     Settings,
     configured_identity,
     key_identity,
+    keyed,
     measure_key,
+    with_key,
 )
 from hourly.timeparse import parse_step, window
 
@@ -65,7 +67,7 @@ def answer_key(store: Store, s: Settings) -> str | None:
     were measured with another build or benchmark: never this investigation's answer."""
     if store.points(LEVEL) and s.bench_cmd:
         try:
-            return s.bench_key()
+            return keyed(s, store).bench_key()  # settings read from the store carry the scan's key
         except UserError:  # a build that cannot be described now (the check of a command that builds says why)
             pass
     return store.newest_bisection_key()
@@ -145,14 +147,13 @@ def check_scan(store: Store, s: Settings, repos: dict[str, GitRepo | None]) -> N
         raise UserError(f"workdir {store.workdir} holds another investigation: {why}", NEW_WORKDIR)
 
 
-def check_store(store: Store, s: Settings, uses_scan: bool) -> None:
+def check_store(store: Store, s: Settings, uses_scan: bool) -> Settings:
     """For bisect and profile (commands that build against a store): the store's repositories must
     be these; and when the command reads the stored scan (``uses_scan``: no --good/--bad), or ``s``
-    carries the scan's key, the key it builds under must be the scan's."""
-    stored_key = getattr(s, "_recorded_key", None)
-    s._recorded_key = None  # type: ignore[attr-defined]  # a command that builds measures under its own key
+    carries the scan's key, the key it builds under must be the scan's. Returns ``s`` keyed with
+    the key it builds under (computed now: a command that builds measures under its own key)."""
     if store.load_settings("scan") is None:
-        return
+        return with_key(s, measure_key(s))
     from hourly.measure.measurer import open_repos
     xla, jax = open_repos(s)
     why = _repo_problem(store, s, {"xla": xla, "jax": jax})
@@ -161,8 +162,9 @@ def check_store(store: Store, s: Settings, uses_scan: bool) -> None:
     fresh = measure_key(s)
     rec = store.load_settings(MEASURE_KEY)
     scan_key = rec["key"] if rec else s.legacy_bench_key()
-    if fresh == scan_key or (not uses_scan and stored_key is None):
-        return
+    carried = s.key == scan_key and s.key_for == s.key_basis()  # stored_settings gave it the scan's key
+    if fresh == scan_key or (not uses_scan and not carried):
+        return with_key(s, fresh)
     if rec is None:
         what = "an older hourly, which did not key measurements by the build"
     else:

@@ -12,15 +12,15 @@ from hourly.adapters.locks import holds_store_lock, python_env_lock
 from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
-from hourly.execute.executors import Executor, LocalExecutor
-from hourly.execute.host import MeasuringHost
+from hourly.execute.executors import Executor
+from hourly.execute.host import Counted, MeasuringHost
 from hourly.measure import machine as environment
 from hourly.measure.build import Builder, check_wheel_dir, require_command
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.pins import PinReader, behind_pins
 from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.metric import compile_metric_regex
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
 from hourly.scan.identity import check_scan
@@ -127,7 +127,7 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     pairs = distinct_pairs(points)
     path = Path(workdir).expanduser().absolute()
     store = Store(path, create=False) if (path / STORE_NAME).exists() else None
-    key = s.bench_key() if s.bench_cmd else None
+    key = keyed(s).bench_key() if s.bench_cmd else None
     latest = store.all_latest(key) if store and key else {}
     measured = {p for p in pairs if (p.xla, p.jax) in latest}
     builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
@@ -167,6 +167,7 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
         sync(trees(xla, jax))
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
+    s = keyed(s)  # the key its measurements are stored under (a scan measures under its own)
     if not isinstance(store, Store):
         store = Store(store)
     return _measure_points(s, store, xla, jax, points, handler, pin, executor)
@@ -183,7 +184,7 @@ def _measure_points(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo
 def env_lock_for(python: str, executor: Executor | None) -> AbstractContextManager:
     """The lock of the environment a run installs into, when it builds here (remote jobs install
     into their own)."""
-    local = executor is None or isinstance(executor, LocalExecutor)
+    local = executor is None or executor.capabilities.here
     return python_env_lock(python) if local else nullcontext()
 
 
@@ -210,11 +211,11 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     # (unless an earlier run of this scan already measured one)
     checked = s.keep_going or any(m.status == Status.OK.value for m in latest.values())
     with MeasuringHost(s, store, xla, jax, pin, SCAN_ORIGIN, key) as host:
-        if todo and executor is not None and not isinstance(executor, LocalExecutor):
+        if todo and executor is not None and not executor.capabilities.here:
             measured = executor.stream(host, [(p, s.repeats) for p in todo])
         else:  # here, in turn: the pair being built is shown while it builds
             measured = _here(host, todo, handler, done, len(pairs))
-        for got, b, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
+        for got, b, _, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
             builds += b
             done += 1
             handler.progress(done, len(pairs), None)
@@ -237,7 +238,7 @@ def _rows(points: list[PlannedPoint]) -> list[tuple[str, str, str]]:
 
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
-          ) -> Generator[tuple[Measurement, int, int], None, None]:
+          ) -> Generator[Counted, None, None]:
     for i, pair in enumerate(todo):
         handler.progress(done + i, total, pair)
         yield host.measure(pair, host.s.repeats)

@@ -39,6 +39,25 @@ def load_store_series(path: str | Path) -> Series:
         store.close()
 
 
+def undecided_fix(source: str | None, detection) -> str:
+    """What tells noise from steps in a series too short to (Detection.too_short): for a workdir,
+    its scan with each pair measured again several times; for a file, more runs per label."""
+    from hourly.scan.table import UNDECIDED_REPEATS, repeats_command, undecided_note
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir():
+        store = Store(path, create=False)
+        try:
+            s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+        finally:
+            store.close()
+        note = undecided_note(detection, s)
+        return note.partition("; ")[2] if note else repeats_command(s)
+    if detection.repeated:
+        return "measure more points between them, or bisect a window directly (hourly bisect --good TIME --bad TIME)"
+    return (f"measure each point {UNDECIDED_REPEATS} times (as many `LABEL:` lines or CSV rows per label) "
+            "and run hourly detect again")
+
+
 def _read(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
@@ -68,6 +87,23 @@ def stored_direction_of(source: str | None) -> bool | None:
     if not path.is_dir():
         return None
     return stored_direction(path)
+
+
+#: ``hourly detect -``: the series is read from standard input
+STDIN = "-"
+
+
+def load_text(text: str, source: str = "<stdin>", metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
+    """A series from text whose kind is told by its first line: a CSV when its header names the
+    ``label`` and ``value`` columns, else grep output (``hourly detect -``)."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if not first:
+        raise UserError(f"{source}: no input", "pipe grep output (`grep -H MLUPS OUT* | hourly detect -`) "
+                        "or a CSV with a label,value header")
+    header = {c.strip().lower() for c in first.split(",")}
+    if {"label", "value"} <= header:
+        return parse_csv_text(text, source=source)
+    return parse_grep_lines(text.splitlines(), metric_regex, source=source)
 
 
 def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:

@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hourly import options
 from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
@@ -206,9 +207,11 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
         return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
                          "start the window earlier with --from, or fix the command"
                          + ("; --keep-going scans on anyway" if first else ""), tail)
+    captured = run.get("captured")  # the regex read text that is no finite number: say what
     what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
             Status.TIMEOUT.value: "timed out",
-            Status.NO_METRIC.value: "never printed the metric"}.get(m.status, m.status)
+            Status.NO_METRIC.value: "never printed the metric" if captured is None else
+            f"printed no finite number for the metric: --metric-regex captured {captured!r}"}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
                      likely_fix(m.status, tail, s)
@@ -230,6 +233,7 @@ def untestable_window(why: str | None) -> UserError:
 def stored_scan(store: Store, s: Settings) -> ScanReport:
     """The stored scan's table: the scan's own measurements only (never a later command's)."""
     rows = store.points(LEVEL)
+    s = keyed(s, store)  # settings read from the store carry the scan's key already
     key = s.bench_key()
     out, metrics, checks, as_json, _ = scan_table(store, s, key, rows)
     pairs = {(x, j) for _, x, j in rows}  # the builds are the scan's (and a bisection's of its pairs)
@@ -254,7 +258,7 @@ def require_measured(report: ScanReport, s: Settings) -> None:
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
     store = Store(s.workdir, create=False, read_only=True)
     try:
-        m = store.latest(s.bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN,
+        m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN,
                          metric=s.primary_metric() if report.metrics is None else None)
     finally:
         store.close()
@@ -289,36 +293,32 @@ def unmeasured_pairs(points: list[PointResult]) -> int:
     return len({(p.xla, p.jax) for p in points if p.status == "planned"})
 
 
-def scan_command(s: Settings) -> str:
-    """The ``hourly scan`` command of these settings: run again, it resumes (measured pairs are
-    kept, only the missing ones are built and measured). One-off flags (--force, --rerun, ...) and
-    the executor's options are not settings of the scan and are left out."""
-    import shlex
-    from dataclasses import fields
+#: what every printed scan command names, default or not (the window, the checkouts, the build, the benchmark)
+SCAN_ALWAYS = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
 
-    from hourly.measure.settings import ONE_OFF
+
+def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
+    """The ``hourly scan`` command of these settings, one line to print (hourly.options.command_line:
+    secret-looking values redacted): run again, it resumes (measured pairs are kept, only the missing
+    ones are built and measured). A setting is named when it is not its default, or in
+    :data:`SCAN_ALWAYS` or ``explicit``; one-off flags (--force, --rerun, ...) and the executor's
+    options are not settings of the scan and are left out."""
+    from hourly.measure.settings import FIELD_NAMES, ONE_OFF
     default = Settings()
-    always = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
-    negations = {"first_parent": "--no-first-parent", "higher_is_better": "--lower-is-better",
-                 "confirm_edges": "--no-confirm-edges", "sync": "--no-sync"}
-    singular = {"native_inputs": "--native-input"}
-    argv = ["hourly", "scan"]
-    for f in fields(Settings):
-        name, v = f.name, getattr(s, f.name)
-        if name in ONE_OFF or v is None or (name not in always and v == getattr(default, name)):
+    named = (*SCAN_ALWAYS, *explicit)
+    values = {}
+    for name in options.TAKES["scan"]:
+        if name not in FIELD_NAMES or name in ONE_OFF:
             continue
-        if name == "xla_repo" and s.only == "jax":
+        v = getattr(s, name)
+        if v is None or v == [] or (name not in named and v == getattr(default, name)):
             continue
-        flag = singular.get(name) or ("--from" if name == "from_" else "--" + name.replace("_", "-"))
-        if isinstance(v, bool):
-            if not v and name in negations:
-                argv.append(negations[name])
-        elif isinstance(v, list):
-            for item in v:
-                argv += [flag, str(item)]
-        else:
-            argv += [flag, str(v)]
-    return shlex.join(argv)
+        if name == "xla_repo" and s.only == "jax":  # the pinned jaxlib stays: no XLA checkout
+            continue
+        if name == "metric_regex" and s.mode == "exit":  # an exit-status scan reads no metric (and refuses one)
+            continue
+        values[name] = v
+    return options.command_line("scan", values)
 
 
 def gap_note(points: list[PointResult], s: Settings) -> str | None:
@@ -349,3 +349,56 @@ def require_complete(report: ScanReport, s: Settings, found_anything: bool) -> N
     n, total = unmeasured_pairs(report.points), len({(p.xla, p.jax) for p in report.points})
     raise UserError(f"the scan is incomplete ({n} of {total} pairs not measured) and no step was found in "
                     "the part that was", f"run the same scan again to resume it: {scan_command(s)}")
+
+
+# -- a table too short to tell noise from steps (issue 33: never "no steps found" from it) ---------
+
+#: Runs of each pair asked for when one value per pair cannot tell noise from steps.
+UNDECIDED_REPEATS = 3
+
+
+def repeats_command(s: Settings) -> str:
+    """The scan again with every pair measured UNDECIDED_REPEATS times (``--rerun``: the pairs
+    already stored too): the repeats measure the noise that the differences could not."""
+    from dataclasses import replace
+    return scan_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats))) + " --rerun"
+
+
+def undecided_note(detection, s: Settings) -> str | None:
+    """One line when the scan's table is too short to tell noise from steps
+    (:attr:`hourly.analysis.detect.Detection.too_short`), with the command that tells; else None."""
+    from hourly.analysis.steps import too_short
+    why = too_short(detection, "pair")
+    if why is None:
+        return None
+    if detection.repeated:
+        return (f"{why}; scan more instants between them (a finer --step), or bisect a window directly "
+                "(hourly bisect --good TIME --bad TIME)")
+    return f"{why}; measure each pair {UNDECIDED_REPEATS} times to tell: {repeats_command(s)}"
+
+
+def require_decided(points: list[PointResult], s: Settings, found_anything: bool = False,
+                    then: str = "", higher_is_better: bool | None = None, metric: str | None = None) -> None:
+    """A table too short to tell noise from steps where nothing was found is not an answer (exit 1,
+    naming the command that measures the noise): not "no steps found", not "nothing to bisect".
+    ``then``: what to run after the fix (", then run hourly bisect again"); ``higher_is_better``
+    and ``metric``: a named metric's direction and name (its points are ``points``)."""
+    from hourly.analysis.steps import find_steps
+    if found_anything or not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return
+    higher = s.higher_is_better if higher_is_better is None else higher_is_better
+    note = undecided_note(find_steps(points, higher)[1], s)
+    if note is not None:
+        why, _, fix = note.partition("; ")
+        raise UserError(f"the scan{f' of {metric}' if metric else ''} has {why}", fix + then)
+
+
+def require_decided_report(report: ScanReport, s: Settings, found_anything: bool = False, then: str = "") -> None:
+    """:func:`require_decided` over the scan's table, or over each named metric's (the first whose
+    table is too short to tell says so): no metric found anything, and one whose noise cannot be
+    measured might hold a step."""
+    if report.metrics is None:
+        require_decided(report.points, s, found_anything, then)
+        return
+    for m in report.metrics:
+        require_decided(m.points, s, found_anything, then, m.higher_is_better, m.name)

@@ -33,7 +33,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.pinned import run_env
-from hourly.measure.settings import Settings
+from hourly.measure.settings import Settings, keyed
 from hourly.model import Mode, Pair, cut_side
 from hourly.shell.state import resolve
 
@@ -65,7 +65,7 @@ def check_state(s: Settings, text: str) -> None:
     if not s.bench_cmd:
         from hourly.bisect.manual import NO_BENCH
         s = replace(s, bench_cmd=NO_BENCH)
-    probe = Bisector(s, None, Mode.EXIT)  # type: ignore[arg-type]  # reads the repositories; never entered
+    probe = Bisector(keyed(s), None, Mode.EXIT)  # type: ignore[arg-type]  # reads the repositories; never entered
     resolve(text, probe, None, s)
 
 
@@ -76,6 +76,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
     if not s.bench_cmd:  # nothing is benchmarked here: a stand-in names the measurement key
         from hourly.bisect.manual import NO_BENCH
         s = replace(s, bench_cmd=NO_BENCH)
+    s = keyed(s, store)  # the stored scan's key when these are its settings
     with ExitStack() as stack:
         probe = Bisector(s, store, Mode.EXIT)  # repositories, walks, refs and --only's pin; builds nothing
         named = resolve(text, probe, store, s)
@@ -90,7 +91,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
         made_here: list[tuple[str, str, Path, Path]] = []  # (repo, path in it, the file, its copy's folder)
         # said once the trees are restored (an exit callback entered before the trees are taken runs after)
         stack.callback(lambda: _say_untracked(made_here, handler))
-        b = stack.enter_context(Bisector(replace(s, python=py), store, Mode.EXIT))
+        b = stack.enter_context(Bisector(keyed(replace(s, python=py)), store, Mode.EXIT))
         m = b.measurer()  # takes the trees: their locks, as scan and bisect hold them
         res = m.builder.prepare(pair)
         if res.status is BuildStatus.INTERRUPTED:
@@ -101,7 +102,7 @@ def open_state(s: Settings, store: Store, text: str, handler: Handler = SILENT) 
                             "pick a neighbouring state, or pass --cherry-pick REPO@SHA of the fix that makes it build")
         build = {BuildStatus.CACHED: "installed from the build cache", BuildStatus.BUILT: "built and installed now",
                  BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, res.status.value)
-        commits = {name: commit(b.repos, name, getattr(pair, name)) for name in b.repos}
+        commits = {name: commit(b.repos, name, getattr(pair, name)).to_json() for name in b.repos}
         env = overlay.activate(dict(os.environ))  # its packages first, whatever PYTHONPATH says
         env.update(HOURLY_STATE=f"xla@{pair.xla},jax@{pair.jax}", HOURLY_XLA_SHA=pair.xla, HOURLY_JAX_SHA=pair.jax,
                    HOURLY_JAX_DIR=str(b.jax.path))

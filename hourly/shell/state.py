@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 from hourly.adapters.store import Store
 from hourly.analysis.timeline import Resolver
-from hourly.bisect.search import Bisector, default_mode, parse_end, windows_from_store
+from hourly.answers import Answer
+from hourly.bisect.search import Bisector
+from hourly.bisect.windows import default_mode, parse_end, windows_from_store
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
 from hourly.model import Pair
@@ -73,13 +75,15 @@ def _pick(items: list, n: int | None, what: str, text: str):
 
 def _side(store: Store, s: Settings, b: Bisector, side: str, n: int | None, text: str) -> Resolved:
     from hourly.scan.identity import answer_key  # the investigation's build: another build's answer is not its
-    answers = [a for a in store.bisection_results(answer_key(store, s)) if a.get("last_good") and a.get("first_bad")]
+    answers = [a for a in map(Answer.from_json, store.bisection_results(answer_key(store, s)))
+               if a.last_good and a.first_bad]
     if answers:
         a, i = _pick(answers, n, "bisection answer", text)
-        st = a["last_good"] if side == "good" else a["first_bad"]
-        w = a["window"]
-        return Resolved(Pair(st["xla"], st["jax"]), f"{text}: the {'last good' if side == 'good' else 'first bad'} "
-                     f"state of bisection answer {i} ({w['good_time']} .. {w['bad_time']})")
+        st = a.last_good if side == "good" else a.first_bad
+        assert st is not None
+        w = a.window
+        return Resolved(st, f"{text}: the {'last good' if side == 'good' else 'first bad'} "
+                     f"state of bisection answer {i} ({w.good_time} .. {w.bad_time})")
     windows = windows_from_store(store, s, default_mode(store, s))
     w, i = _pick(windows, n, "window to bisect", text)
     t = w.good_time if side == "good" else w.bad_time

@@ -1,0 +1,278 @@
+"""Every step of a window under noise: the window search of metric mode (docs/bisect.md).
+
+The plain search (hourly.analysis.bisection.next_probe) needs a verdict per state, good or bad,
+against two fixed ends: one step. A window may hold several (two regressions, a regression and an
+improvement that hides part of it), and a state between two steps fits neither end.
+:class:`StepSearch` finds them all: it keeps intervals whose ends are known to differ, probes inside
+one (``next_probe``'s cost-aware choice), and asks the metric judge whether the probe sits at the
+level of the interval's earlier end, of its later end, or at least ``min_change`` away from both —
+then the interval is split on that side, or on both. The same test answers "does the rest of the
+window hold another step of at least min_change": every interval is only ever narrowed by it,
+never by a comparison of a few fixed samples.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from hourly.analysis.bisection import (
+    COST_BUILD,
+    COST_MEASURED,
+    DEFAULT_MIN_CHANGE,
+    Pending,
+    Step,
+    Verdict,
+    next_probe,
+)
+from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, MetricJudge, resolvable_change
+from hourly.analysis.rounds import MeasureFn, MeasureManyFn, RoundPlanner
+from hourly.analysis.samples import location, pooled_sigma
+
+__all__ = ["Pending", "Step", "StepSearch"]
+
+
+class StepSearch:
+    """Every step of at least ``min_change`` between states 0 and n-1 (whose levels differ),
+    earliest first, driven by ``measure``; pure logic, no I/O of its own.
+
+    ``known`` gives samples already in hand per state (a scan's, an earlier search's);
+    ``failed`` states already known untestable (with the reason); ``cost(i)`` a state's cost in
+    builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict;
+    ``judge`` decides them (the metric judge: hourly.analysis.judges.metric).
+    With ``stop_at_regression`` the search stops at the first regression it pins and says in
+    ``more_after`` whether intervals after it still hold a step.
+    """
+
+    def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
+                 min_change: float = DEFAULT_MIN_CHANGE, higher_is_better: bool = True,
+                 cost: Callable[[int], float] | None = None, known: Mapping[int, Sequence[float]] | None = None,
+                 failed: dict[int, str] | None = None,
+                 on_verdict: Callable[[int, Judgement], None] | None = None, stop_at_regression: bool = False,
+                 judge: MetricJudge | None = None):
+        if n < 2:
+            raise ValueError("a window needs two states")
+        self.n, self.measure = n, measure
+        self.judge = judge or MetricJudge()  # where a probe stands, and whether two states differ
+        self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
+        self.min_change, self.higher_is_better = min_change, higher_is_better
+        self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}
+        self.failed: dict[int, str] = dict(failed or {})
+        self.unsure: set[int] = set()
+        self.verdicts: dict[int, Judgement] = {}
+        self._cost = cost
+        self.on_verdict = on_verdict or (lambda i, j: None)
+        self.stop_at_regression = stop_at_regression
+        self.steps: list[Step] = []
+        self.more_after = False
+        self.dropped: list[tuple[int, int]] = []  # intervals whose ends turned out not to differ
+        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
+        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
+        self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
+        self._root = list(range(n))  # states judged at one level share a root: their samples pool
+        self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
+        self.rounds = 0  # rounds of measure_many so far (run_rounds)
+        self.planner = RoundPlanner(self)  # its rounds of W states (run_rounds)
+
+    def _find(self, i: int) -> int:
+        while self._root[i] != i:
+            self._root[i] = self._root[self._root[i]]
+            i = self._root[i]
+        return i
+
+    def _join(self, i: int, j: int) -> None:
+        self._root[self._find(i)] = self._find(j)
+
+    def ref(self, i: int) -> list[float]:
+        """Every sample of the states judged at state ``i``'s level: the reference for that level,
+        more precise with every probe that lands on it."""
+        r = self._find(i)
+        return [x for j in range(self.n) if self._find(j) == r for x in self.samples.get(j, ())]
+
+    # -- samples and noise ------------------------------------------------------------------
+    def get(self, i: int, want: int) -> list[float] | None:
+        """State ``i``'s samples, measuring more until there are ``want`` (None: untestable)."""
+        if i in self.failed:
+            return None
+        s = self.samples.setdefault(i, [])
+        if len(s) < want and self._ready.get(i):  # measured ahead in a round: every one of them first
+            s.extend(self._ready.pop(i))
+        if len(s) < want:
+            new = self.measure(i, want - len(s))
+            if new is None:
+                self.failed.setdefault(i, "untestable")
+                return None
+            s.extend(new)
+        return s
+
+    def noise(self) -> tuple[float, int]:
+        """One sample's standard deviation, pooled over every state sampled more than once."""
+        groups = [g for g in self.samples.values() if g]
+        level = float(np.median([abs(location(g)) for g in groups])) if groups else 1.0
+        s, dof = pooled_sigma(groups)
+        floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
+        return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor), dof
+
+    def delta(self, sigma: float) -> float:
+        """The smallest step searched for: --min-change of the level (or the whole window's change,
+        when that is smaller: the window was asked for), or what the repeats can resolve."""
+        level = abs(location(self.samples[0])) if self.samples.get(0) else 1.0
+        want = self.min_change * level
+        if self.samples.get(self.n - 1) and self.samples.get(0):
+            want = min(want, abs(location(self.samples[self.n - 1]) - location(self.samples[0])))
+        return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
+
+    def cost(self, i: int) -> float:
+        if self._ready.get(i):
+            return COST_MEASURED
+        if self._cost is not None:
+            return self._cost(i)
+        return COST_MEASURED if self.samples.get(i) else COST_BUILD
+
+    def mean(self, i: int) -> float:
+        return location(self.samples[i])
+
+    # -- one verdict --------------------------------------------------------------------------
+    def sequential(self, sample: Callable[[int], "list[float] | None"], a: int, b: int) -> Judgement:
+        """Judge samples from ``sample(want)`` between states ``a`` and ``b``: more samples (doubling,
+        the ends as many as the probe) while unsure, up to ``max_repeats``."""
+        p = sample(self.repeats)
+        while True:
+            if p is None:
+                return self.judge.untestable_level("untestable")
+            want = min(len(p), self.max_repeats)
+            self.get(a, want), self.get(b, want)
+            low, high = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = len(p) >= self.max_repeats
+            j = self.judge.level(p, low, high, sigma, dof, self.delta(sigma), final)
+            if j.level is not Level.UNSURE:
+                return j
+            want = min(2 * len(p), self.max_repeats)
+            try:
+                p = sample(want)
+            except Pending as e:  # the ends follow the probe to as many samples: same round
+                e.ends.update({a: want, b: want})
+                raise
+
+    def apart(self, a: int, b: int, own: bool = False) -> bool:
+        """Whether states ``a`` and ``b`` (their levels' pooled samples, or with ``own`` their own)
+        differ by at least the smallest step searched for: a sequential test, both states sampled
+        more (as often as each other, up to --max-repeats) while it is unsure; then the likelier."""
+        want = max(len(self.samples.get(a, ())), len(self.samples.get(b, ())), 1)
+        while True:
+            try:
+                x, y = self.get(a, want), self.get(b, want)
+            except Pending as e:
+                e.ends.update({a: want, b: want})
+                raise
+            if x is None or y is None:
+                return True
+            if not own:
+                x, y = self.ref(a), self.ref(b)
+            sigma, dof = self.noise()
+            final = want >= self.max_repeats
+            d = self.judge.differ(x, y, sigma, dof, self.delta(sigma), final)
+            if d is not None or final:
+                return d is not False
+            want = min(2 * want, self.max_repeats)
+
+    def decide(self, i: int, a: int, b: int) -> Judgement:
+        if i in self.failed:
+            j = self.judge.untestable_level(self.failed[i])
+        else:
+            try:
+                j = self.sequential(lambda want: self.get(i, want), a, b)
+            except Pending as e:
+                if e.probe is None:
+                    e.probe, e.interval = i, (a, b)
+                raise
+            if j.level is Level.SKIP and i in self.failed:
+                j = self.judge.untestable_level(self.failed[i])
+        if j.level is Level.SKIP:
+            self.unsure.add(i)
+        self.verdicts[i] = j
+        self.on_verdict(i, j)
+        return j
+
+    # -- the search ---------------------------------------------------------------------------
+    def run(self) -> list[Step]:
+        """Pin every step (or, with ``stop_at_regression``, up to the next regression: call again
+        to go on to the one after it). Returns every step pinned so far."""
+        stack = self._stack
+        while stack:
+            a, b, check = stack[-1]  # popped once dealt with: a round driver re-enters after Pending
+            if check and not self.apart(a, b):
+                stack.pop()
+                self.dropped.append((a, b))
+                continue
+            skip = {i - a: Verdict.SKIP for i in range(a + 1, b) if i in self.failed or i in self.unsure}
+            costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
+            j = next_probe(b - a + 1, skip, costs)
+            if j is None:
+                if b - a == 1 and not self.apart(a, b, own=True):
+                    stack.pop()
+                    self.dropped.append((a, b))  # the two states themselves do not differ
+                    continue
+                stack.pop()
+                step = Step(a, b, location(self.ref(a)), location(self.ref(b)))
+                self.steps.append(step)
+                if self.stop_at_regression and step.regression(self.higher_is_better):
+                    self.more_after = bool(stack)
+                    return self.steps
+                continue
+            i = a + j
+            v = self.decide(i, a, b).level
+            stack.pop()
+            if v is Level.SKIP:
+                stack.append((a, b, i in self.unsure and i not in self.failed))
+            elif v is Level.LOW:
+                self._join(i, a)
+                stack.append((i, b, False))
+            elif v is Level.HIGH:
+                self._join(i, b)
+                stack.append((a, i, False))
+            else:
+                stack += [(i, b, True), (a, i, True)]
+        self.more_after = False
+        return self.steps
+
+    # -- the search, W states a round -------------------------------------------------------
+    def run_rounds(self, measure_many: MeasureManyFn, workers: int) -> tuple[list[Step], int]:
+        """:meth:`run` with up to ``workers`` states measured together per round, through one call
+        ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call
+        took (:class:`~hourly.analysis.rounds.RoundPlanner`). ``workers=1`` makes exactly
+        :meth:`run`'s probes, one per round."""
+        return self.planner.run(measure_many, workers)
+
+    # -- what a driver hands the search -------------------------------------------------------
+    def give(self, i: int, samples: Sequence[float]) -> None:
+        """Samples of state ``i`` measured ahead (in a round with others): the search takes them first."""
+        self._ready.setdefault(i, []).extend(samples)
+
+    def mark_untestable(self, i: int, why: str) -> None:
+        """State ``i`` cannot be measured (its build failed, it printed no metric): never probed."""
+        self.failed[i] = why
+
+    def measured_ahead(self, i: int) -> list[float]:
+        """Samples of state ``i`` measured ahead and not asked for yet."""
+        return list(self._ready.get(i, ()))
+
+    def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
+        """Fresh samples of the step's two states (``fresh(state, count)``), each judged between
+        their stored samples: LOW then HIGH confirms the step."""
+        out = []
+        for i in (step.lo, step.hi):
+            got: list[float] = []
+
+            def sample(want: int, i=i, got=got) -> list[float] | None:
+                if len(got) < want:
+                    new = fresh(i, want - len(got))
+                    if new is None:
+                        return None
+                    got.extend(new)
+                return got
+            out.append(self.sequential(sample, step.lo, step.hi))
+        return out[0], out[1]

@@ -1,0 +1,213 @@
+"""One window search (:class:`~hourly.analysis.step_search.StepSearch`) of metric mode and what it owes
+the store: every stored measurement handed to it, its rounds measured through the lab, every verdict
+recorded as it is reached (the builds and runs that went to more samples of an interval's end in
+rows of their own), the confirmation of each step it pins. It outlives a window: the rest of a
+window after a step goes on with the same search (hourly.bisect.metric_drive.Going).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hourly.analysis.bisection import State, Step
+from hourly.analysis.judges import Verdict
+from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
+from hourly.analysis.step_search import StepSearch
+from hourly.bisect.records import Probe
+from hourly.errors import UserError
+from hourly.model import Pair
+from hourly.plurals import plural
+
+if TYPE_CHECKING:
+    from hourly.bisect.drive import Lab, Taken, WindowDrive
+
+
+class StepSession:
+    """The window search over ``states`` (see the module's text)."""
+
+    def __init__(self, lab: "Lab", states: list[State]):
+        self.lab = lab
+        judge = lab.judge
+        assert isinstance(judge, MetricJudge)  # the window search is the metric judge's
+        self.judge = judge
+        self.pairs = [st.pair for st in states]
+        known: dict[int, list[float]] = {}
+        failed: dict[int, str] = {}
+        for i, pair in enumerate(self.pairs):
+            why = lab.known_failed(pair)
+            evs = lab.stored(pair)
+            samples = [x for e in evs if e.ok for x in e.samples]
+            if samples:
+                known[i] = samples
+            elif why or evs:
+                failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
+        self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
+        self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
+        self.recorded: set[Pair] = set()          # states with a verdict row in that window
+        self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
+                                 min_change=lab.min_change, higher_is_better=lab.higher_is_better,
+                                 cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
+                                 on_verdict=self.on_verdict, stop_at_regression=True, judge=judge)
+
+    def record(self, p: Probe) -> Probe:
+        assert self.drive is not None  # next_regression attaches the window first
+        return self.drive.record(p)
+
+    # -- measuring --------------------------------------------------------------------------------
+    def measure(self, i: int, count: int) -> list[float] | None:
+        return self.many({i: count})[i]
+
+    def many(self, reqs: dict[int, int]) -> dict[int, list[float] | None]:
+        """One round: every state asked for, through the lab."""
+        out: dict[int, list[float] | None] = {}
+        got = self.lab.measure_many([(self.pairs[i], c) for i, c in reqs.items()])
+        for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
+            self.owe(i, builds, runs, samples)
+            if not ev.ok:
+                self.search.mark_untestable(i, MetricJudge.failed(ev).reason)
+                out[i] = None
+            else:
+                out[i] = list(ev.samples)
+        return out
+
+    def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
+        acc = self.pending.setdefault(i, [0, 0, 0])
+        acc[0] += builds
+        acc[1] += runs
+        acc[2] += samples
+
+    def on_verdict(self, i: int, j: Judgement) -> None:
+        builds, runs, sampled = self.pending.pop(i, [0, 0, 0])
+        v = self.judge.verdict_of(j.level)
+        pair = self.pairs[i]
+        role = "end" if pair in self.recorded else "probe"  # resumed: the state has its row already
+        if role == "probe" or builds or runs:
+            self.recorded.add(pair)
+            self.record(Probe(role, pair, v, j.reason, list(self.search.samples.get(i, [])),
+                              builds=builds, runs=runs, between=j.level is Level.NEITHER, run_samples=sampled))
+
+    # -- the search ------------------------------------------------------------------------------
+    def next_regression(self, d: "WindowDrive") -> Step:
+        """The earliest regression the search pins from where it stands, for window ``d``; with
+        workers, round by round (the same search, W states measured together)."""
+        self.drive = d
+        self.recorded = {Pair(r["xla"], r["jax"]) for r in d.rows if r["role"] == "probe"}
+        lab, search = self.lab, self.search
+        seen = len(search.steps)
+        steps = (search.run_rounds(self.many, lab.workers)[0] if lab.workers > 1 else search.run())[seen:]
+        self.flush(d)
+        regressions = [st for st in steps if st.regression(lab.higher_is_better)]
+        if not regressions:
+            raise UserError(f"no step of {lab.min_change * 100:g} % or more between {d.where(' and ')}: the ends differ, "
+                            "but no probe confirmed a step",
+                            "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
+        return regressions[0]
+
+    def flush(self, d: "WindowDrive") -> None:
+        """Rows for the runs (and builds) that went to more samples of an interval's end."""
+        search, n = self.search, len(self.pairs)
+        for i, (builds, runs, sampled) in self.pending.items():
+            if not (builds or runs):
+                continue
+            ahead = search.measured_ahead(i)
+            pair = self.pairs[i]
+            unjudged = i not in search.verdicts and 0 < i < n - 1  # an inner state, measured ahead
+            if unjudged and i in search.failed:
+                # measured ahead in a round and untestable: the search never probes it, this is its verdict
+                self.recorded.add(pair)
+                c = self.judge.untestable(search.failed[i])
+                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
+            elif unjudged and ahead:
+                # measured ahead in a round and not judged yet: its verdict row comes when it is
+                d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "
+                               "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs,
+                               run_samples=sampled))
+            else:
+                judged = search.verdicts.get(i)
+                v = MetricJudge.interval_end(i, n, judged.level if judged is not None else None)
+                samples = list(search.samples.get(i, []))
+                d.record(Probe("end", pair, v, f"{plural(len(samples), 'sample')} of an interval's end",
+                               samples, builds=builds, runs=runs, run_samples=sampled))
+        self.pending.clear()
+
+    # -- confirmation ------------------------------------------------------------------------------
+    def confirmation(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+        """Fresh measurements of the two states the answer rests on (stored ones reused). With
+        workers, both are measured in one round, with the samples a verdict has taken so far,
+        beside the next round of the search when the window goes on (:meth:`round_ahead`)."""
+        confirm = {}
+        todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
+                if not d.stored.get((role, pair))]
+        first = self.round_ahead([p for _, p in todo]) if todo else {}
+        spare: dict[Pair, list[Taken]] = {}
+        for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad)):
+            r = d.stored.get((role, pair))
+            if r:
+                confirm[role] = Verdict(r["verdict"])
+            else:
+                partner = first_bad if role == "confirm_good" and len(todo) == 2 else None
+                confirm[role] = d.record(self.confirm(step, role, pair, first.get(pair), spare, partner)).verdict
+        return self.judge.confirmed(confirm["confirm_good"], confirm["confirm_bad"])
+
+    def round_ahead(self, fresh: list[Pair]) -> dict[Pair, "Taken"]:
+        """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many
+        as a verdict has taken so far) and, in the slots left, the states the search of the rest of
+        the window will probe first (:meth:`RoundPlanner.plan_ahead`), their samples handed to it as
+        samples measured ahead. Without workers: nothing (each state is measured as it is asked)."""
+        lab, search = self.lab, self.search
+        if lab.workers < 2 or not fresh:
+            return {}
+        planner = search.planner
+        n = planner.typical()
+        mine = {i for i, p in enumerate(self.pairs) if p in fresh}
+        ahead = planner.plan_ahead(lab.workers - len(fresh), mine) if search.more_after else []
+        more = planner.top_ups(lab.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
+        got = lab.measure_many([(p, n) for p in fresh] + [(self.pairs[i], n) for i in ahead]
+                               + [(self.pairs[i], c) for i, c in more.items()])
+        for i, (ev, builds, runs, samples) in zip([*ahead, *more], got[len(fresh):], strict=True):
+            self.owe(i, builds, runs, samples)
+            if not ev.ok:
+                search.mark_untestable(i, MetricJudge.failed(ev).reason)
+            else:
+                search.give(i, ev.samples)
+        return dict(zip(fresh, got[:len(fresh)], strict=True))
+
+    def confirm(self, step: Step, role: str, pair: Pair, first: "Taken | None" = None,
+                spare: "dict[Pair, list[Taken]] | None" = None, partner: Pair | None = None) -> Probe:
+        """Fresh runs of one of the step's two states (no build: the wheel is cached), judged between
+        the step's two levels: the last good state must be at the earlier, the first bad at the later.
+        ``first``: a fresh measurement of it taken already (in a round with others), used first;
+        ``spare``: fresh measurements per state taken already, each used first (all of them);
+        ``partner``: the step's other state, confirmed next: with workers, each round of more fresh
+        runs of this one carries as many of the partner's (into ``spare``), so the two sequential
+        tests take their doublings in the same rounds, not one after the other."""
+        lab = self.lab
+        got: list[float] = []
+        cost = [0, 0, 0]  # builds, runs, samples
+        spare = spare if spare is not None else {}
+        given = spare.setdefault(pair, [])
+        if first is not None:
+            given.insert(0, first)
+
+        def sample(want: int) -> list[float] | None:
+            while given or len(got) < want:
+                if given:
+                    ev, builds, runs, sampled = given.pop(0)
+                elif partner is not None and lab.workers > 1:
+                    have = sum(len(x[0].samples) for x in spare.get(partner, []))
+                    reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
+                    both = lab.measure_many(reqs)
+                    (ev, builds, runs, sampled), rest = both[0], both[1:]
+                    spare.setdefault(partner, []).extend(rest)
+                else:
+                    ev, builds, runs, sampled = lab.measure_many([(pair, want - len(got))])[0]
+                cost[0] += builds
+                cost[1] += runs
+                cost[2] += sampled
+                if not ev.ok:
+                    return None
+                got.extend(ev.samples)
+            return got
+        j = self.search.sequential(sample, step.lo, step.hi)
+        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
+                     run_samples=cost[2])

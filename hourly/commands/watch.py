@@ -1,0 +1,163 @@
+"""``hourly watch``: measure every new nightly (or commit) on arrival, confirm a suspected step by
+measuring again, alert, and start the hunt (logic in hourly/watch/)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Optional
+
+import typer
+
+from hourly.errors import UsageError, UserError
+from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.model import DEFAULT_IMAGE, ExecutorKind
+
+from .common import command, console, err_console
+
+
+@command("watch")
+def watch(
+    source: Optional[str] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    bench_cmd: Optional[str] = None,
+    bench_cwd: Optional[str] = None,
+    env: Optional[List[str]] = None,
+    metric_regex: str = DEFAULT_METRIC_REGEX,
+    repeats: int = 3,
+    timeout: Optional[float] = None,
+    higher_is_better: Optional[bool] = None,
+    min_change: float = 0.02,
+    max_pairs: int = 80,
+    image: str = DEFAULT_IMAGE,
+    mount: Optional[List[str]] = None,
+    gpus: str = "all",
+    pull: bool = True,
+    list_tags: bool = False,
+    index_url: Optional[str] = None,
+    find_links: Optional[str] = None,
+    extra: Optional[str] = None,
+    with_: Optional[List[str]] = None,
+    release_cache_dir: Optional[str] = None,
+    xla_repo: Optional[str] = None,
+    jax_repo: Optional[str] = None,
+    ref: Optional[str] = None,
+    step: str = "24h",
+    build_cmd: Optional[str] = None,
+    python: Optional[str] = None,
+    cache_dir: Optional[str] = None,
+    warmup_runs: Optional[int] = None,
+    sync: Optional[bool] = None,
+    force: Optional[bool] = None,
+    hunt: bool = True,
+    hunt_arg: Optional[List[str]] = None,
+    hunt_image: Optional[str] = None,
+    executor: Optional[ExecutorKind] = None,
+    partition: Optional[str] = None,
+    time: Optional[str] = None,
+    gres: Optional[str] = None,
+    slurm_arg: Optional[List[str]] = None,
+    notify_cmd: Optional[str] = None,
+    show: bool = False,
+    workdir: Optional[str] = None,
+    json_out: bool = False,
+    config: Optional[str] = None,
+) -> None:
+    """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
+    given = dict(locals())  # the options, by name (the level's settings are made from them)
+    from hourly.adapters.store import Store
+    from hourly.commands.progress import ProgressLines
+    from hourly.measure.settings import workdir_setting
+    from hourly.render.watch import notify_payload, print_report, write_page
+    from hourly.watch.plan import LEVEL, WatchSettings
+    from hourly.watch.run import deliver, run_watch
+    wd = workdir_setting(workdir, config)
+    if source is None or show:
+        store = Store(wd, create=False, read_only=show, made_by="hourly watch --source containers|wheels|commits ...")
+        saved = store.load_settings(LEVEL)
+        if not saved:
+            raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
+        w = WatchSettings(**saved["settings"])
+        w.until = until  # never the first run's: a replayed night is not where a later run stops
+        if notify_cmd is not None:
+            w.notify_cmd = notify_cmd
+    else:
+        w = _settings(given, wd, config)
+        w.validate()
+        store = Store(wd)
+    if json_out:
+        report = run_watch(w, store, show=show)
+    else:
+        with ProgressLines(err_console, "watch", str) as handler:
+            report = run_watch(w, store, handler, show=show)
+    if not show:
+        report = deliver(w, store, report, lambda a: notify_payload(a, report))
+    try:
+        page: str = str(write_page(report))
+    except OSError as e:
+        if not show:
+            raise
+        page = f"not written: {e.strerror or e} ({e.filename or report.settings.workdir})"  # a read-only workdir, read
+    if json_out:
+        print(json.dumps({**report.as_json(), "page": page}, indent=1))
+    else:
+        print_report(console, report)
+        console.print(f"page: {page}", soft_wrap=True, highlight=False, markup=False)
+    if report.run.notify_failures:
+        raise UserError(f"--notify-cmd failed for {len(report.run.notify_failures)} alert(s): "
+                        f"{report.run.notify_failures[0]}",
+                        "fix the command; everything is stored, and the next `hourly watch` notifies again")
+    code = report.exit_code()
+    if code:
+        raise typer.Exit(code)
+
+
+def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
+    """The watch's settings from the options: the level that measures one build (the daily level's,
+    the release level's, the scan's settings), then the watch's own."""
+    from hourly.measure.settings import effective
+    from hourly.watch.plan import SOURCES, WatchSettings, metric_name
+    g = given
+    source = g["source"]
+    if source not in SOURCES:
+        raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
+    direction = g["higher_is_better"]
+    if direction is None:
+        direction = effective({}, g["config"])[0].higher_is_better
+    env = list(g["env"] or [])
+    if source == "containers":
+        from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
+        ns = NightlySettings(from_="2000-01-01", to="2000-01-01", image=g["image"], mounts=list(g["mount"] or []),
+                             gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
+                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
+                             pull=g["pull"], higher_is_better=direction)
+        ns.validate()
+        level = ns.as_dict()
+    elif source == "wheels":
+        from hourly.releases.plan import ReleaseSettings, default_cache_dir
+        if not g["bench_cmd"]:
+            raise UsageError("a wheels watch needs its benchmark", 'pass --bench-cmd "python bench.py"')
+        rs = ReleaseSettings(from_="0", to="0", bench_cmd=g["bench_cmd"], bench_cwd=g["bench_cwd"], env=env,
+                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"],
+                             higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
+                             index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
+                             cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
+        rs.validate()
+        level = rs.as_dict()
+    else:
+        if not g["bench_cmd"]:
+            raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
+        flags = {"xla_repo": g["xla_repo"], "jax_repo": g["jax_repo"], "ref": g["ref"], "build_cmd": g["build_cmd"],
+                 "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
+                 "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
+                 "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
+                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"]}  # None: not given
+        s, _ = effective(flags, config)
+        level = s.as_dict()
+    slurm = {"partition": g["partition"], "time": g["time"], "gres": g["gres"], "extra": list(g["slurm_arg"] or [])}
+    return WatchSettings(source=source, level=level, workdir=wd, since=g["since"], until=g["until"], step=g["step"],
+                         list_tags=g["list_tags"], metric=metric_name(g["metric_regex"]), higher_is_better=direction,
+                         min_change=g["min_change"], max_pairs=g["max_pairs"], hunt=g["hunt"],
+                         executor=getattr(g["executor"], "value", g["executor"]) or "local",
+                         slurm=slurm, hunt_args=list(g["hunt_arg"] or []), hunt_image=g["hunt_image"],
+                         notify_cmd=g["notify_cmd"])

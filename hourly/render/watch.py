@@ -1,0 +1,410 @@
+"""What a person sees of ``hourly watch``: the terminal lines, the markdown alert to paste or post,
+and the static page of a workdir (``<workdir>/watch/index.html``: a plot per metric with the
+alerts and culprits marked, the tables, links to the hunts' reports) that opens from disk: no
+server, no network, no script or style from elsewhere.
+
+Text from outside (commit subjects, image names, reasons, logs) is data everywhere: escaped for
+HTML with :func:`html.escape`, for markdown with hourly/render/markdown.py, printed verbatim on the
+console."""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from hourly.render import markdown as md
+from hourly.render.console import command_line, print_wrapped
+from hourly.watch.plan import PAGE_DIR, WatchReport, alert_json, in_series
+
+ARROW = {"regression": "▼", "improvement": "▲"}
+
+
+def _pct(x: Any) -> str:
+    return "?" if x is None or not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.1%}"
+
+
+def _num(x: Any) -> str:
+    if x is None or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "-"
+    return f"{x:.4g}"
+
+
+def _sha(c: dict[str, Any] | None) -> str:
+    return str((c or {}).get("sha", ""))[:12]
+
+
+def source_line(report: WatchReport) -> str:
+    w, lv = report.settings, report.settings.level
+    what = {"containers": f"nightly images {lv.get('image')}",
+            "wheels": f"nightly wheels on {lv.get('find_links') or lv.get('index_url') or 'https://pypi.org/simple'}",
+            "commits": f"the history of {lv.get('xla_repo')} and {lv.get('jax_repo')} every {w.step}"}[w.source]
+    direction = "higher is better" if w.higher_is_better else "lower is better"
+    return f"hourly watch: {what}; {', '.join(report.metrics)} ({direction}); workdir {w.workdir}"
+
+
+def step_text(s: dict[str, Any]) -> str:
+    """``MLUPS -20.0% (100 → 80), measured again over 10 interleaved pairs (-20.3% .. -19.8%)``."""
+    return (f"{s['metric']} {_pct(s['change'])} ({_num(s['level_before'])} → {_num(s['level_after'])}), "
+            f"measured again over {s['pairs']} interleaved pairs ({_pct(s['low'])} .. {_pct(s['high'])})")
+
+
+def suspicion_text(c: dict[str, Any]) -> str:
+    s, r = c["suspect"], c["result"] or {}
+    how = {"fit": "the detector's fit of the history", "newest": "the newest builds beyond their level"}.get(
+        s.get("source"), s.get("source"))
+    verdict = {"rejected": "not confirmed: any change is under the minimum change",
+               "undecided": "not confirmed, not ruled out: unsure at the cap",
+               "pending": "being measured again"}.get(c["verdict"], c["verdict"])
+    again = (f"; measured again over {r.get('pairs')} interleaved pairs: {_pct(r.get('change'))} "
+             f"({_pct(r.get('low'))} .. {_pct(r.get('high'))})") if r else ""
+    note = f" ({r['note']})" if r.get("note") else ""
+    return (f"{c['metric']} {_pct(s.get('relative_change'))} suspected on {c['arrived']}'s arrival between "
+            f"{c['before']} and {c['after']} ({how}, {s.get('strength', 0):.1f} standard errors){again}: "
+            f"{verdict}{note}")
+
+
+def decision_text(b: dict[str, Any], report: WatchReport, why: bool = False) -> str:
+    """What the arrival of ``b`` decided, per metric: ``MLUPS: quiet``, ``MLUPS: suspect → rejected``."""
+    verdicts = {c["id"]: c["verdict"] for c in report.checks}
+    out = []
+    for m, d in (b.get("decision") or {}).items():
+        text = f"{m}: {d.get('status')}"
+        checked = [verdicts.get(i, "?") for i in d.get("checks") or []]
+        if checked:
+            text += " → " + ", ".join(checked)
+        if why and d.get("why"):
+            text += f" ({d['why']})"
+        out.append(text)
+    return "; ".join(out)
+
+
+def hunt_text(h: dict[str, Any] | None) -> str:
+    """The hunt's state in words: a culprit only when the hunt named one."""
+    if not h:
+        return "hunt: not started yet"
+    st = h.get("status")
+    if st == "culprit":
+        c = h["culprit"]
+        return f"culprit: {c.get('repo')} {_sha(c)} {md.subject(c)} {c.get('link', '')}".rstrip()
+    if st == "unsure":
+        extra = f"; candidate {c.get('repo')} {_sha(c)}, not confirmed" if (c := h.get("candidate")) else ""
+        return f"hunt ended unsure, no culprit: {h.get('reason')}{extra}"
+    if st == "failed":
+        return f"hunt failed ({h.get('tries', 1)} tries): {h.get('reason')}; log {h.get('log')}"
+    if st in ("submitted", "running"):
+        return f"hunt running as Slurm job {h.get('job')} (a later run reads its answer)"
+    if st == "off":
+        return "not hunted (--no-hunt); to hunt it: " + command_line(h.get("command") or [])
+    if st == "not started":
+        return f"not hunted: {h.get('reason')}"
+    return f"not hunted: {h.get('reason')}"
+
+
+def print_report(con: Console, report: WatchReport) -> None:
+    kw: dict[str, Any] = dict(soft_wrap=True, highlight=False, markup=False)
+    con.print(source_line(report), **kw)
+    run = report.run
+    judged = [b for b in report.builds if in_series(b)]
+    newest = judged[-1]["build"] if judged else None
+    if run.showed:
+        con.print(f"{len(judged)} builds stored, newest {newest or 'none'} (--show: nothing looked for or measured)", **kw)
+    elif run.nothing_new:
+        con.print(f"nothing new since {newest or 'the start'}: no new build, nothing to judge or hunt", **kw)
+    else:
+        if run.new_builds:
+            con.print(f"{len(run.new_builds)} new build(s): {', '.join(run.new_builds)}", **kw)
+        if run.judged:
+            con.print(f"judged on arrival: {', '.join(run.judged)}", **kw)
+    for n in run.notes:
+        print_wrapped(con, n)
+    for b in report.builds[-12:]:
+        cells = [b["build"], b["status"]]
+        for m in report.metrics:
+            v = report.value(b["build"], m)
+            cells.append(f"{m} {_num((v or {}).get('value'))}")
+        cells.append(decision_text(b, report) or ("not judged yet" if in_series(b) else ""))
+        con.print("  " + "  ".join(c for c in cells if c), **kw)
+    doubts = report.suspected_not_confirmed
+    if doubts:
+        con.print("suspected, not confirmed (no alert):", **kw)
+        for c in doubts:
+            print_wrapped(con, "  " + suspicion_text(c))
+    if report.alerts:
+        con.print("alerts:", **kw)
+    for a in report.alerts:
+        j = alert_json(a, report)
+        new = " (new)" if a["id"] in run.new_alerts else ""
+        head = f"{ARROW.get(j['kind'], '')} alert {a['id']}{new}: {j['kind']} between {a['before']} and {a['after']}"
+        con.print(head, **kw)
+        for s in j["steps"]:
+            print_wrapped(con, "    " + step_text(s))
+        print_wrapped(con, "    " + hunt_text(a.get("hunt")))
+        if a.get("recovery"):
+            r = a["recovery"]
+            con.print(f"    already recovered at {r['build']} ({r['metric']} {_num(r['level'])}, "
+                      f"{_pct(r['relative_to_before'])} from the level before)", **kw)
+    for line in report.unsure():
+        print_wrapped(con, "not sure: " + line)
+    for f in run.notify_failures:
+        print_wrapped(con, "notify failed: " + f)
+
+
+# --------------------------------------------------------------------------------------------
+# the markdown alert
+
+def alert_markdown(a: dict[str, Any], report: WatchReport) -> str:
+    """One alert as markdown to paste into an issue or post to a channel; every outside word escaped."""
+    j = alert_json(a, report)
+    title = ", ".join(f"{s['metric']} {_pct(s['change'])}" for s in j["steps"])
+    lines = [f"### hourly watch: {j['kind']} ({md.text(title)}) between {md.code(a['before'])} and {md.code(a['after'])}",
+             "", "| metric | before | after | change | interval | pairs |", "|---|---|---|---|---|---|"]
+    for s in j["steps"]:
+        lines.append(f"| {md.cell(s['metric'])} | {_num(s['level_before'])} | {_num(s['level_after'])} | "
+                     f"{_pct(s['change'])} | {_pct(s['low'])} .. {_pct(s['high'])} | {s['pairs']} |")
+    lines += ["", "Confirmed by measuring both builds again, interleaved (before, after, before, after, ...); "
+                  "the change and its interval are those of the fresh runs.", ""]
+    for side in ("before", "after"):
+        b = j[side]
+        what = ", ".join(f"{k} {md.code(v)}" for k, v in b.items() if k not in ("build", "time") and v)
+        lines.append(f"- **{side}**: {md.code(b['build'])}" + (f" ({what})" if what else ""))
+    h = a.get("hunt") or {}
+    if h.get("status") == "culprit":
+        c = h["culprit"]
+        lines.append(f"- **culprit**: {md.text(c.get('repo'))} [{md.code(_sha(c))}]({c.get('link', '')}) "
+                     f"{md.text(md.subject(c))}")
+    elif h:
+        lines.append(f"- **hunt**: {md.text(hunt_text(h))}")
+    else:
+        lines.append("- **hunt**: not started yet")
+    if a.get("recovery"):
+        r = a["recovery"]
+        lines.append(f"- **already recovered** at {md.code(r['build'])} ({_pct(r['relative_to_before'])} "
+                     "from the level before)")
+    return "\n".join(lines) + "\n"
+
+
+def notify_payload(a: dict[str, Any], report: WatchReport) -> dict[str, Any]:
+    """What ``--notify-cmd`` reads on its stdin: the alert's JSON, its markdown and the page."""
+    return {**alert_json(a, report), "markdown": alert_markdown(a, report),
+            "page": str(page_dir(report) / "index.html")}
+
+
+# --------------------------------------------------------------------------------------------
+# the page
+
+
+def page_dir(report: WatchReport) -> Path:
+    return Path(report.settings.workdir).expanduser().absolute() / PAGE_DIR
+
+
+def _file_name(metric: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", metric) or "metric"
+
+
+def plot_metric(report: WatchReport, metric: str, path: Path) -> Path:
+    """The metric over the builds: each build's median (line) and runs (dots), failed builds as
+    marks in a strip, each alert's window shaded and labelled with its change and culprit, each
+    suspicion not confirmed marked as a hollow ring."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hourly.render.plot_text import drawable
+    builds = [b for b in report.builds if in_series(b)]
+    xs = list(range(len(builds)))
+    pos = {b["build"]: i for i, b in enumerate(builds)}
+    fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
+    line_x, line_y = [], []
+    for i, b in enumerate(builds):
+        v = report.value(b["build"], metric) or {}
+        samples = [s for s in v.get("samples") or [] if s is not None]
+        if v.get("value") is not None:
+            line_x.append(i)
+            line_y.append(v["value"])
+        if samples:
+            ax.plot([i] * len(samples), samples, ".", color="tab:blue", alpha=0.5, ms=4)
+    if line_y:
+        ax.plot(line_x, line_y, "-", color="tab:blue", lw=1.4, label=f"{metric} (median)")
+        lo, hi = min(line_y), max(line_y)
+        span = (hi - lo) or abs(hi) * 0.05 or 1.0
+        ax.set_ylim(lo - 0.25 * span, hi + 0.45 * span)
+    else:
+        ax.text(0.5, 0.5, "no build measured yet", transform=ax.transAxes, ha="center", va="center")
+    failed = [i for i, b in enumerate(builds) if b["status"] not in ("ok",)]
+    if failed:
+        ax.plot(failed, [ax.get_ylim()[0]] * len(failed), "x", color="tab:red", ms=8, label="failed build")
+    for c in report.suspected_not_confirmed:
+        if c["metric"] == metric and c["after"] in pos:
+            ring = (report.value(c["after"], metric) or {}).get("value")
+            if ring is not None:
+                ax.plot([pos[c["after"]]], [float(ring)], "o", mfc="none", mec="tab:gray", ms=12, mew=1.5)
+    row = 0
+    for a in report.alerts:
+        if a["before"] not in pos or a["after"] not in pos:
+            continue
+        j = alert_json(a, report)
+        steps = [s for s in j["steps"] if s["metric"] == metric]
+        if not steps:
+            continue
+        color = "tab:red" if j["kind"] == "regression" else "tab:green"
+        ax.axvspan(pos[a["before"]], pos[a["after"]], color=color, alpha=0.2)
+        h = a.get("hunt") or {}
+        label = f"alert {a['id']}: {_pct(steps[0]['change'])}"
+        if h.get("status") == "culprit":
+            label += f"  {h['culprit'].get('repo')} {_sha(h['culprit'])[:8]}"
+        elif h.get("status") == "unsure":
+            label += "  hunt unsure"
+        text, families = drawable(label)
+        font: dict[str, Any] = {"family": families} if families else {}
+        ax.text(pos[a["after"]], 0.97 - 0.09 * (row % 4), f" {text} ", transform=ax.get_xaxis_transform(),
+                fontsize=8, color=color, va="top", ha="left", **font,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
+        row += 1
+    step = max(1, len(builds) // 12)
+    ax.set_xticks(xs[::step])
+    ax.set_xticklabels([builds[i]["build"][:16] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    if line_y:
+        ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _rel(path: str | Path | None, base: Path) -> str | None:
+    """A link from the page to ``path`` (relative: the folder can be moved or copied whole)."""
+    if not path:
+        return None
+    p = Path(path)
+    if not p.exists():
+        return None
+    return os.path.relpath(p, base)
+
+
+def _links(a: dict[str, Any], base: Path) -> list[tuple[str, str]]:
+    out = [("markdown alert", f"alert-{a['id']}.md")]
+    h = a.get("hunt") or {}
+    wd = Path(h["workdir"]) if h.get("workdir") else None
+    if wd is not None:
+        for label, p in (("hunt report", wd / "report" / "report.md"), ("hunt answer", wd / "answer.json"),
+                         ("hunt log", wd / "hunt.log")):
+            rel = _rel(p, base)
+            if rel:
+                out.append((label, rel))
+    return out
+
+
+def page_html(report: WatchReport, plots: dict[str, str], base: Path) -> str:
+    """The page: the summary, a plot per metric, the alerts (steps, hunt, recovery, links), the
+    suspicions not confirmed with their evidence, and the builds."""
+    run = report.run
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>hourly watch: {_e(report.settings.workdir)}</title>",
+             "<style>body{font-family:DejaVu Sans,Arial,sans-serif;margin:16px;color:#222;background:#fff}"
+             "h1{font-size:20px;margin:0 0 6px}h2{font-size:16px;margin:18px 0 6px}"
+             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+             ".plot{display:block;width:1000px;height:420px;border:1px solid #ddd}"
+             ".regression{color:#b00}.improvement{color:#070}.muted{color:#666}code{font-size:12px}</style>",
+             "</head><body>", "<h1>hourly watch</h1>"]
+    # the plots first, right under the one-line title: where a screenshot finds them
+    for metric in report.metrics:
+        src = plots.get(metric)
+        if src:
+            parts.append(f'<img class="plot" id="plot-{_e(_file_name(metric))}" src="{_e(src)}" '
+                         f'alt="{_e(metric)} over the builds" width="1000" height="420" '
+                         'onload="this.setAttribute(\'data-loaded\', this.naturalWidth)">')
+    parts.append(f'<p class="muted">{_e(source_line(report))}</p>')
+    judged = [b for b in report.builds if in_series(b)]
+    summary = (f"{len(judged)} builds, newest {_e(judged[-1]['build']) if judged else 'none'}; "
+               f"{len(report.alerts)} alert(s), {len(report.suspected_not_confirmed)} suspicion(s) not confirmed")
+    if not run.showed:
+        summary += "; last run: " + ("nothing new" if run.nothing_new else
+                                     f"{len(run.new_builds)} new build(s), {len(run.new_alerts)} new alert(s)")
+    parts.append(f"<p>{summary}</p>")
+    unsure = report.unsure()
+    if unsure:
+        parts.append("<h2>Not sure</h2><ul>" + "".join(f"<li>{_e(u)}</li>" for u in unsure) + "</ul>")
+    parts.append("<h2>Alerts</h2>")
+    if not report.alerts:
+        parts.append("<p>none</p>")
+    for a in reversed(report.alerts):
+        j = alert_json(a, report)
+        parts.append(f'<div class="alert" id="alert-{a["id"]}"><h3 class="{_e(j["kind"])}">'
+                     f'{_e(ARROW.get(j["kind"], ""))} alert {a["id"]}: {_e(j["kind"])} between '
+                     f'<code>{_e(a["before"])}</code> and <code>{_e(a["after"])}</code></h3><ul>')
+        for s in j["steps"]:
+            parts.append(f"<li>{_e(step_text(s))}</li>")
+        h = a.get("hunt") or {}
+        if h.get("status") == "culprit":
+            c = h["culprit"]
+            link = str(c.get("link") or "")
+            href = f' href="{_e(link)}"' if link.startswith("https://") else ""
+            parts.append(f"<li><b>culprit</b>: {_e(c.get('repo'))} <a{href}><code>{_e(_sha(c))}</code></a> "
+                         f"{_e(md.subject(c))}</li>")
+        else:
+            parts.append(f"<li>{_e(hunt_text(h or None))}</li>")
+        if a.get("recovery"):
+            r = a["recovery"]
+            parts.append(f"<li>already recovered at <code>{_e(r['build'])}</code> "
+                         f"({_e(_pct(r['relative_to_before']))} from the level before)</li>")
+        links = " · ".join(f'<a href="{_e(href)}">{_e(label)}</a>' for label, href in _links(a, base))
+        parts.append(f"<li>{links}</li></ul></div>")
+    parts.append("<h2>Suspected, not confirmed</h2>")
+    doubts = report.suspected_not_confirmed
+    parts.append("<ul>" + "".join(f"<li>{_e(suspicion_text(c))}</li>" for c in doubts) + "</ul>" if doubts
+                 else "<p>none</p>")
+    head = "".join(f"<th>{_e(m)}</th>" for m in report.metrics)
+    parts.append(f"<h2>Builds</h2><table><tr><th>build</th><th>status</th>{head}<th>on arrival</th><th>what</th></tr>")
+    for b in reversed(report.builds):
+        cells = []
+        for m in report.metrics:
+            v = report.value(b["build"], m) or {}
+            samples = v.get("samples") or []
+            cells.append(f"<td>{_e(_num(v.get('value')))}" + (f" <span class=\"muted\">({len(samples)} runs)</span>"
+                                                             if len(samples) > 1 else "") + "</td>")
+        decided = decision_text(b, report, why=True)
+        ident = ", ".join(f"{k} {str(v)[:40]}" for k, v in (b.get("ident") or {}).items() if v)
+        detail = f" {b['detail']}" if b.get("detail") else ""
+        parts.append(f"<tr><td><code>{_e(b['build'])}</code></td><td>{_e(b['status'])}{_e(detail)}</td>"
+                     f"{''.join(cells)}<td>{_e(decided)}</td><td class=\"muted\">{_e(ident)}</td></tr>")
+    parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_page(report: WatchReport) -> Path:
+    """``<workdir>/watch/index.html``, a PNG per metric and ``alert-<id>.md`` per alert, each file
+    written whole (a temporary name, then renamed): the page opens from disk."""
+    base = page_dir(report)
+    base.mkdir(parents=True, exist_ok=True)
+    plots = {}
+    for m in report.metrics:
+        name = f"{_file_name(m)}.png"
+        plot_metric(report, m, base / name)
+        plots[m] = name
+    for a in report.alerts:
+        _write(base / f"alert-{a['id']}.md", alert_markdown(a, report))
+    page = base / "index.html"
+    _write(page, page_html(report, plots, base))
+    return page
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_text(text)
+    os.replace(tmp, path)

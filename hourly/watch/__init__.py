@@ -1,0 +1,2 @@
+"""``hourly watch``: every new build measured on arrival, suspected steps confirmed by measuring
+again, confirmed regressions hunted (docs/watch.md)."""

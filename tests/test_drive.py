@@ -1,0 +1,728 @@
+"""The bisection's orchestration over a table of evidence: no git, no builds, no processes.
+
+The drive (hourly.bisect.drive: ends, search, confirmation, blame, the rest of a window, the
+answer) and every judge (hourly.analysis.judges) run here exactly as ``hourly bisect`` runs them,
+but the lab they measure and record through is a table: each state's samples or exit codes come
+from a lambda of the planted history, every verdict is a row of a list. Exhaustive histories —
+every culprit position, every untestable neighbour — as JAX-Toolbox's triage tests drive its
+``logic.py`` (.github/triage/tests/test_triage_logic.py). tests/test_bisect.py keeps a few
+bisections of each mode end to end (real repositories, builds and benchmark processes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, candidate_states, step_commits
+from hourly.analysis.judges import JUDGES, Evidence, ExitJudge, JudgeOptions, Run, Verdict, Word, judge
+from hourly.answers import Answer, Commit
+from hourly.bisect.answer import bisect_log
+from hourly.bisect.drive import WindowDrive, every_step
+from hourly.bisect.events import BisectHandler
+from hourly.bisect.records import BisectRequest, Window
+from hourly.bisect.search import judge_for
+from hourly.errors import UserError
+from hourly.model import Mode, Pair
+
+H = 3600
+
+
+def walk(name: str, times: list[int]) -> list[tuple[str, int]]:
+    """A first-parent walk (newest first) of commits named name0, name1, ... at the given times."""
+    return [(f"{name}{i}", t) for i, t in reversed(list(enumerate(times)))]
+
+
+def index(sha: str) -> int:
+    return int(sha[1:])
+
+
+class Events(BisectHandler):
+    def __init__(self):
+        self.log: list[tuple] = []
+
+    def started(self, w, states, resumed):
+        self.log.append(("started", states, resumed))
+
+    def verdict(self, p):
+        self.log.append(("verdict", p.role, p.pair, p.verdict))
+
+    def cannot_bisect(self, w, e):
+        self.log.append(("cannot", e.message))
+
+
+class Table:
+    """The lab of a bisection (hourly.bisect.drive.Lab) as a table: ``value(pair, k)`` a sample of
+    the pair's k-th measurement, or ``rc(pair, k)`` an exit code; ``fails``: pairs whose build
+    fails when measured; ``known``: pairs known untestable before (a recorded build failure)."""
+
+    def __init__(self, walks, mode: Mode, *, value=None, rc=None, status=None, fails=(), known=None,
+                 workers=1, repeats=1, max_repeats=20, min_change=0.02, find_fix=False, flaky=False,
+                 higher_is_better=True, witness=None, judge_=None, raise_after=None, samples_per_run=1, metric=None):
+        self.walks, self.value, self.rc, self.status = walks, value, rc, status
+        #: the samples each run prints (its value is one: their median); the metric followed
+        self.samples_per_run, self.metric = samples_per_run, metric
+        req = BisectRequest(max_repeats=max_repeats, min_change=min_change, find_fix=find_fix, flaky=flaky)
+        self.max_repeats = max(max_repeats, repeats)
+        self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
+        self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
+        self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
+                               max_repeats=self.max_repeats)
+        self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats)
+        self.handler, self.witness = Events(), witness
+        self.rounds = self.jobs = 0
+        self.going = None
+        self.fails, self.known = set(fails), dict(known or {})
+        self.measured: dict[Pair, list[Evidence]] = {}
+        self.rows: dict[int, list[dict]] = {}   # the verdict rows of each bisection (the store's)
+        self.bids: dict[tuple[int, int], int] = {}  # each window's bisection
+        self.sizes: list[int] = []  # requests per round
+        self.raise_after = raise_after
+        self._ids = itertools.count(1)
+
+    # the lab's read-only part
+    workers = property(lambda self: self._workers)
+    repeats = property(lambda self: self._repeats)
+    higher_is_better = property(lambda self: self._hib)
+    mixed_states = True
+    pairing_name = "time"
+    pinned = None
+
+    def measure_many(self, reqs):
+        if self.raise_after is not None and self.rounds >= self.raise_after:
+            raise KeyboardInterrupt  # killed: what was recorded stays
+        self.rounds += 1
+        self.jobs += len(reqs)
+        self.sizes.append(len(reqs))
+        out = []
+        for pair, count in reqs:
+            k = len(self.measured.get(pair, []))
+            if pair in self.fails:
+                ev = Evidence("build_failed", detail="build failed: boom (log /logs/b)", id=next(self._ids))
+                taken = (ev, int(k == 0), 0, 0)
+            else:
+                runs, samples = [], []
+                for _ in range(count):
+                    if self.rc is not None:
+                        code = self.rc(pair, k)
+                        st = self.status(pair, k) if self.status else ("ok" if code == 0 else "crashed")
+                        runs.append(Run(code, st))
+                        if self.value is not None and st == "ok":
+                            samples.append(self.value(pair, k))
+                    else:
+                        samples.append(self.value(pair, k))
+                        runs.append(Run(0, "ok"))
+                bad = [r for r in runs if r.status != "ok"]
+                st = "ok" if samples or not bad else bad[0].status
+                ev = Evidence(st, tuple(samples), tuple(runs), f"{st} (log /logs/r)" if bad else None, "bisect",
+                              next(self._ids))
+                taken = (ev, int(k == 0), count, len(samples) * self.samples_per_run)
+            self.measured.setdefault(pair, []).append(taken[0])
+            out.append(taken)
+        return out
+
+    def stored(self, pair):
+        return list(self.measured.get(pair, []))
+
+    def known_failed(self, pair):
+        return self.known.get(pair)
+
+    def cost(self, pair):
+        return COST_MEASURED if self.known_failed(pair) or self.stored(pair) else COST_BUILD
+
+    def record(self, bid, p):
+        row = dict(p.row(), jaxlib_builds=0, jax_builds=0)
+        self.rows.setdefault(bid, []).append(row)
+        self.handler.verdict(p)
+        if self.witness is not None:
+            self.witness.recorded(bid, p)
+        return p
+
+    def unbuilt_end(self, pair, role):
+        return None
+
+    def probes(self, bid):
+        return list(self.rows.get(bid, []))
+
+    def moved(self, old, new):
+        return step_commits(self.walks, old, new)
+
+    def commit(self, repo, sha):
+        return Commit(repo, sha, f"subject of {sha}", "An Author", "2023-08-24T00:00:00Z", f"https://x/{sha}")
+
+    def cherry_picks(self, pair):
+        return None
+
+
+def bisect(lab: Table, good: int, bad: int, kind: str = "regression", origin: str = "flags") -> list[Answer]:
+    """``hourly bisect --good good --bad bad`` on the table: every step of the window, each
+    window's rows kept under its own id (a second call resumes from them, as the store does)."""
+    def one(w: Window) -> Answer:
+        states = candidate_states(lab.walks, w.good_time, w.bad_time)
+        if len(states) < 2:
+            raise UserError("nothing changed", "pass a wider window")
+        bid = lab.bids.setdefault((w.good_time, w.bad_time), len(lab.bids) + 1)
+        return WindowDrive(lab, w, states, bid, lab.probes(bid)).run()
+    return every_step(lab, Window(good, bad, origin, kind=kind), one)
+
+
+def line(n: int, jax: int = 1) -> dict[str, list[tuple[str, int]]]:
+    """xla commits x0..x(n-1), one an hour; jax j0 only: n states, each step one xla commit."""
+    return {"xla": walk("x", [k * H for k in range(n)]), "jax": walk("j", [0])}
+
+
+def level(*steps: tuple[str, int, float], base: float = 100.0):
+    """A metric: ``base`` times each factor whose commit (repo, index) the pair holds."""
+    def value(pair: Pair, k: int = 0) -> float:
+        v = base
+        for repo, i, f in steps:
+            if index(getattr(pair, repo)) >= i:
+                v *= f
+        return v
+    return value
+
+
+def noisy(value, sigma: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return lambda pair, k: value(pair) * (1 + sigma * rng.standard_normal())
+
+
+def probed(a: Answer) -> list[Pair]:
+    return [p.pair for p in a.probes if p.role == "probe"]
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+def test_every_mode_has_its_judge_in_the_registry():
+    assert set(JUDGES) == {"metric", "exit", "flaky", "printed", "manual"}
+    for name, cls in JUDGES.items():
+        j = judge(name, JudgeOptions(repeats=2, max_repeats=8))
+        assert isinstance(j, cls) and j.name == name
+    assert judge_for(Mode.EXIT, BisectRequest(flaky=True), 1, 10).name == "flaky"
+    assert judge_for(Mode.EXIT, BisectRequest(find_fix=True), 1, 10).invert  # type: ignore[attr-defined]
+
+
+# -- exit mode: exhaustive histories ------------------------------------------------------------
+
+def test_exit_mode_in_rounds_names_the_sequential_culprit_in_fewer_rounds():
+    """Three states a round: the culprit the sequential search names, confirmed, in fewer rounds,
+    never more than three states in one."""
+    for c in range(1, 16):
+        rc = (lambda p, k, c=c: 3 if index(p.xla) >= c else 125 if index(p.xla) == 2 else 0)
+        (seq,) = bisect(Table(line(16), Mode.EXIT, rc=rc), 0, 15 * H, "crash")
+        par_lab = Table(line(16), Mode.EXIT, rc=rc, workers=3)
+        (par,) = bisect(par_lab, 0, 15 * H, "crash")
+        assert (seq.culprit and seq.culprit.sha) == (par.culprit and par.culprit.sha), c
+        assert par.confirmed and par.rounds < seq.rounds and max(par_lab.sizes) <= 3
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_exit_mode_names_the_culprit_at_every_position(workers):
+    """Every culprit position of every window of 2..12 states, one state a round and three: the
+    first bad commit, confirmed, builds near log2 of the states, every probe a state of the window."""
+    for n in range(2, 13):
+        for c in range(1, n):
+            lab = Table(line(n), Mode.EXIT, rc=lambda p, k, c=c: 3 if index(p.xla) >= c else 0, workers=workers)
+            (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+            assert a.culprit is not None and a.culprit.sha == f"x{c}", (n, c, a.reason)
+            assert a.confirmed and a.mode == "exit" and a.kind == "crash" and a.flaky is False
+            assert a.last_good == Pair(f"x{c - 1}", "j0") and a.first_bad == Pair(f"x{c}", "j0")
+            states = {st.pair for st in candidate_states(lab.walks, 0, (n - 1) * H)}
+            assert {p.pair for p in a.probes} <= states
+            if workers == 1:
+                assert a.builds <= math.ceil(math.log2(n)) + 2, (n, c, a.builds)
+                assert a.rounds == a.jobs  # one state a round
+            assert [p.role for p in a.probes[:2]] == ["end", "end"]
+            assert {p.role for p in a.probes[-2:]} == {"confirm_good", "confirm_bad"}
+            assert a.failure_rates is not None and a.failure_rates["first_bad"].failed == a.failure_rates["first_bad"].runs >= 1
+
+
+def test_exit_mode_every_untestable_neighbour_gives_the_culprit_or_the_smallest_range():
+    """125 (git bisect run's skip) on every single state of a 9-state window, the culprit at every
+    position: the culprit when the skip does not hide it, else the range of the culprit and the
+    skipped state, said with why (the replayable log says skip for it)."""
+    n = 9
+    for c, s in itertools.product(range(1, n), range(1, n - 1)):
+        def rc(p, k, c=c, s=s):
+            i = index(p.xla)
+            return 3 if i >= c else 125 if i == s else 0
+        lab = Table(line(n), Mode.EXIT, rc=rc)
+        (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+        if s == c - 1:  # the last good state itself untestable: the range reaches back to it
+            assert a.culprit is None and a.range == [f"x{s}", f"x{c}"], (c, s, a.range)
+            assert "untestable" in (a.reason or "")
+            log = bisect_log(a)[1]
+            assert f"git bisect skip x{s}" in log and f"git bisect bad x{c}" in log
+        else:
+            assert a.culprit is not None and a.culprit.sha == f"x{c}", (c, s, a.reason)
+            log = bisect_log(a)[1]
+            assert f"git bisect bad x{c}" in log and f"git bisect good x{c - 1}" in log
+
+
+def test_exit_mode_skips_around_the_culprit_and_a_replayable_log():
+    """The stand-in of test_bisect's exit-mode window: a state that exits 125 and the one after it
+    testable again, then the crash: named, and the log replays it (skip, good, bad marks)."""
+    lab = Table(line(10), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 7 else 125 if index(p.xla) in (2, 3) else 0)
+    (a,) = bisect(lab, 0, 9 * H, "crash")
+    assert a.culprit.sha == "x7" and a.mode == "exit"
+    repo, log = bisect_log(a)
+    assert repo == "xla" and "git bisect start" in log and "git bisect bad x7" in log and "git bisect good x6" in log
+
+
+def test_build_failures_next_to_the_culprit_and_hiding_it():
+    """A state that fails to build beside the culprit is left out and the culprit still named;
+    failures on both sides of it leave the smallest range, said as build failures."""
+    n = 10
+    lab = Table(line(n), Mode.METRIC, value=level(("xla", 6, 0.9)), fails={Pair("x4", "j0")}, repeats=2)
+    (a,) = bisect(lab, 0, (n - 1) * H)
+    assert a.culprit.sha == "x6" and a.confirmed
+    # the break lands just before the culprit and is fixed just after it: only the range is left
+    lab = Table(line(n), Mode.METRIC, value=level(("xla", 6, 0.9)), fails={Pair("x5", "j0"), Pair("x6", "j0")},
+                repeats=2)
+    (a,) = bisect(lab, 0, (n - 1) * H)
+    assert a.culprit is None and a.range == ["x5", "x6", "x7"]
+    assert a.reason.startswith("2 untestable states between last good and first bad") and "build failed" in a.reason
+    # a build failure known before (a recorded one) is never built again: its reason is the record's
+    lab = Table(line(n), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 4 else 0,
+                known={Pair("x4", "j0"): "build failed (log /logs/x4)"})
+    (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+    assert a.culprit is None and a.range == ["x4", "x5"] and "build failed" in a.reason
+    assert Pair("x4", "j0") not in lab.measured
+
+
+def test_every_build_failure_placement_exit_mode():
+    """Every pair of a culprit and a state that fails to build: the culprit when the failure does
+    not border it, else a range holding the culprit; never a wrong commit."""
+    n = 9
+    for c, f in itertools.product(range(1, n), range(1, n - 1)):
+        lab = Table(line(n), Mode.EXIT, rc=lambda p, k, c=c: 3 if index(p.xla) >= c else 0, fails={Pair(f"x{f}", "j0")})
+        (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+        if f in (c - 1, c):
+            assert a.culprit is None and f"x{c}" in a.range and "build failed" in a.reason, (c, f)
+        else:
+            assert a.culprit is not None and a.culprit.sha == f"x{c}", (c, f)
+
+
+# -- metric mode ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_metric_mode_names_the_culprit_at_every_position(workers):
+    """Exact samples, every culprit position of windows of 3..10 states: the culprit, confirmed by
+    fresh samples of both states, the ends' samples said, builds near log2 of the states."""
+    for n in range(3, 11):
+        for c in range(1, n):
+            lab = Table(line(n), Mode.METRIC, value=lambda p, k, c=c: level(("xla", c, 0.9))(p), repeats=2,
+                        workers=workers)
+            answers = bisect(lab, 0, (n - 1) * H)
+            assert [a.culprit.sha for a in answers] == [f"x{c}"], (n, c, [a.reason for a in answers])
+            (a,) = answers
+            assert a.confirmed and a.mode == "metric" and a.end_samples["good"].n >= 2 and a.rest is None
+            assert {p.role for p in a.probes} <= {"end", "probe", "ahead", "confirm_good", "confirm_bad"}
+            assert [p.verdict for p in a.probes if p.role in ("confirm_good", "confirm_bad")] == ["good", "bad"]
+            if workers == 1:
+                assert a.builds <= math.ceil(math.log2(n)) + 2, (n, c, a.builds)
+            else:
+                assert max(lab.sizes) <= 4
+
+
+def test_two_steps_inside_one_window_are_both_found():
+    """Every pair of culprit positions in a 9-state window: both named, earliest first, each
+    answer continuing where the one before stopped."""
+    n = 9
+    for c1, c2 in itertools.combinations(range(1, n), 2):
+        lab = Table(line(n), Mode.METRIC, value=lambda p, k, c1=c1, c2=c2: level(("xla", c1, 0.9), ("xla", c2, 0.9))(p),
+                    repeats=3)
+        answers = bisect(lab, 0, (n - 1) * H)
+        assert [a.culprit.sha for a in answers if a.culprit] == [f"x{c1}", f"x{c2}"], (c1, c2)
+        assert answers[0].continues_at == c1 * H and all(a.confirmed for a in answers)
+
+
+def test_under_noise_the_steps_are_found_and_noise_costs_runs_not_builds():
+    """-7 % then -2 % under 0.4 % noise per run, many seeds: both found, a probe takes more than one
+    sample, and the builds stay near the limit for two steps."""
+    n = 14
+    for seed in range(6):
+        value = noisy(level(("xla", 4, 0.93), ("xla", 10, 0.98)), 0.004, seed)
+        lab = Table(line(n), Mode.METRIC, value=value, repeats=1, max_repeats=24)
+        answers = bisect(lab, 0, (n - 1) * H)
+        assert [a.culprit.sha for a in answers if a.culprit] == ["x4", "x10"], seed
+        assert sum(a.builds for a in answers) <= math.ceil(math.log2(math.comb(n - 1, 2))) + 4
+        assert sum(a.runs for a in answers) > 2 * sum(a.builds for a in answers)
+        rows = lab.rows[1]
+        assert max(len(r["samples"]) for r in rows if r["role"] == "probe") > 1
+
+
+def test_a_regression_an_improvement_and_a_regression():
+    """An improvement between two regressions hides part of them from the window's ends; a probe
+    that fits neither end splits the search, and both regressions are named, never the improvement."""
+    lab = Table(line(12), Mode.METRIC, value=level(("xla", 3, 0.92), ("xla", 6, 1.05), ("xla", 9, 0.97)), repeats=2)
+    answers = bisect(lab, 0, 11 * H)
+    assert [a.culprit.sha for a in answers if a.culprit] == ["x3", "x9"]
+
+
+def test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped():
+    from hourly.render.bisect import describe
+    lab = Table(line(12), Mode.METRIC, value=level(("xla", 3, 0.9), ("xla", 8, 1.05)), repeats=2)
+    (a,) = bisect(lab, 0, 11 * H)
+    assert a.culprit.sha == "x3" and a.continues_at == 3 * H
+    assert a.rest is not None and (a.rest.from_, a.rest.to) == ("1970-01-01T03:00:00Z", "1970-01-01T11:00:00Z")
+    assert any(w in a.rest.why for w in ("no probe confirmed a step", "not worse", "do not differ"))
+    text = "\n".join(str(x) for x in describe(a))
+    assert "rest of the window" in text and "no further step named" in text
+
+
+def test_the_ends_must_differ_in_the_direction_of_the_hunt():
+    with pytest.raises(UserError, match="do not differ"):
+        bisect(Table(line(6), Mode.METRIC, value=noisy(level(), 0.002), repeats=2, max_repeats=8), 0, 5 * H)
+    with pytest.raises(UserError, match="is not worse than the good end"):
+        bisect(Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2), 0, 5 * H)
+    # finding the fix: the improvement is the change, the later end the better one
+    (a,) = bisect(Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2, find_fix=True), 0, 5 * H,
+                  "improvement")
+    assert a.culprit.sha == "x3" and a.kind == "improvement"
+    # a window of the store that cannot be bisected is an answer saying why; the others go on
+    lab = Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2)
+    (e,) = bisect(lab, 0, 5 * H, origin="detect")
+    assert e.error and "not worse" in e.error and e.to_json()["culprit"] is None
+    assert ("cannot", e.reason) in lab.handler.log
+
+
+# -- blame: a step that moves both repositories ------------------------------------------------------
+
+def both(at: int = 3, n: int = 6) -> dict[str, list[tuple[str, int]]]:
+    """xla and jax commits every hour; at hour ``at`` both land at the same time (one step)."""
+    return {"xla": walk("x", [k * H for k in range(n)]), "jax": walk("j", [k * H + (0 if k == at else 1800)
+                                                                              for k in range(n)])}
+
+
+@pytest.mark.parametrize("repo", ["xla", "jax"])
+def test_metric_blame_by_the_mixed_pairs(repo):
+    lab = Table(both(), Mode.METRIC, value=level((repo, 3, 0.9)), repeats=2)
+    (a,) = bisect(lab, 2 * H + 1800, 4 * H)
+    assert a.first_bad == Pair("x3", "j3") and a.last_good == Pair("x2", "j2")
+    assert a.blame == repo and a.culprit.sha == f"{repo[0]}3" and a.confirmed
+    mixed = [(p.xla, p.jax, p.verdict) for p in a.probes if p.role == "blame"]
+    if repo == "xla":
+        assert mixed == [("x2", "j3", "good"), ("x3", "j2", "bad")]
+    else:
+        assert mixed == [("x2", "j3", "bad")]
+    if repo == "xla":  # the log pins jax at the first bad state's commit, where the mixed pair was good
+        log = bisect_log(a)[1]
+        assert "git bisect bad x3" in log and "git bisect good x2" in log
+
+
+def test_the_second_step_of_a_window_is_blamed_against_its_own_levels():
+    walks = both(at=5, n=8)
+    lab = Table(walks, Mode.METRIC, value=level(("xla", 2, 0.92), ("xla", 5, 0.95)), repeats=2)
+    answers = bisect(lab, 0, 7 * H)
+    assert [a.culprit.sha for a in answers] == ["x2", "x5"]
+    assert answers[1].blame == "xla" and answers[1].confirmed
+
+
+@pytest.mark.parametrize("repo", ["jax", "xla"])
+def test_exit_mode_walks_the_mixed_state_and_blame_reuses_it(repo):
+    """Exit mode's chain holds old xla + new jax inside the step; the blame takes its verdict from
+    the search's probe, and no state is built twice; an xla crash is named from the chain
+    (xla_on_new_jax) and new xla + old jax is never built."""
+    lab = Table(both(at=3, n=8), Mode.EXIT, rc=lambda p, k: 3 if index(getattr(p, repo)) >= 3 else 0)
+    (a,) = bisect(lab, 0, 7 * H + 1800, "crash")
+    assert a.first_bad == Pair("x3", "j3") and a.culprit.sha == f"{repo[0]}3"
+    mixed = Pair("x2", "j3")
+    by_role = {p.role: p.verdict for p in a.probes if p.pair == mixed}
+    if repo == "jax":
+        assert a.blame == "jax" and by_role == {"probe": "bad", "blame": "bad"}
+        assert [(p.role, p.pair, p.verdict) for p in a.probes if p.role == "blame"] == [("blame", mixed, "bad")]
+    else:
+        assert a.blame == "xla_on_new_jax" and by_role == {"probe": "good", "blame": "good"}
+        assert Pair("x3", "j2") not in lab.measured  # new xla + old jax: not built
+        from hourly.render.bisect import describe
+        text = "\n".join(str(x) for x in describe(a))
+        assert "bad on the new jax" in text and "new xla + old jax was not built" in text
+        # the log pins jax at the first bad state's commit, where the mixed state was good
+        log = bisect_log(a)[1]
+        assert "git bisect bad x3" in log and "git bisect good x2" in log
+    assert a.builds == len({p.pair for p in a.probes})  # each state built once
+
+
+# -- confirmation ------------------------------------------------------------------------------------
+
+def test_an_answer_the_re_measurement_does_not_confirm_is_a_candidate():
+    """The first bad state crashes only the first time it runs: the search names it, its fresh run
+    passes, and the answer is a candidate (exit 4) with both measurements and what to do next."""
+    from hourly.render.bisect import describe
+    lab = Table(line(8), Mode.EXIT, rc=lambda p, k: 1 if index(p.xla) >= 5 and k == 0 else 0)
+    # the bad end crashes on every run; the states from x5 on crash the first time only
+    lab.rc = lambda p, k: 1 if index(p.xla) == 7 or (index(p.xla) >= 5 and k == 0) else 0
+    (a,) = bisect(lab, 0, 7 * H, "crash")
+    assert a.culprit is None and a.unconfirmed and not a.confirmed
+    assert a.candidate.sha == "x5"
+    bad = a.measurements["first_bad"]
+    assert bad[0].verdict == "bad" and bad[-1].role == "confirm_bad" and bad[-1].verdict == "good"
+    assert "--max-repeats" in a.next and "quieter machine" in a.next and "wider window" in a.next
+    text = "\n".join(str(x) for x in describe(a))
+    assert "candidate (NOT confirmed on re-measurement): xla x5" in text and "culprit" not in text
+    # an unconfirmed answer in exit mode ends the window: its rest is not searched
+    assert a.continues_at is None
+
+
+# -- flaky and printed ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_flaky_crash_is_named_by_its_failure_rate(workers):
+    """A crash in 2 of 5 runs from the culprit on, never before: named by its failure rate against the
+    ends' (each end run 10 times first), never a wrong commit; an unlucky re-measurement (seed 2:
+    2 of 16 fresh runs failed) leaves a candidate, not a culprit."""
+    named = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        lab = Table(line(10), Mode.EXIT, rc=lambda p, k, rng=rng: 134 if index(p.xla) >= 6 and rng.random() < 0.4 else 0,
+                    flaky=True, workers=workers)
+        (a,) = bisect(lab, 0, 9 * H, "crash")
+        assert a.named is not None and a.named.sha == "x6", (seed, a.reason)
+        assert a.flaky is True
+        assert a.failure_rates["last_good"].failed == 0 and a.failure_rates["last_good"].runs >= 10
+        assert 0.1 < a.failure_rates["first_bad"].rate < 0.8
+        named.append(a.culprit is not None)
+    assert sum(named) >= 4
+
+
+def test_exit_mode_turns_flaky_when_an_end_both_passes_and_fails():
+    """The scan's runs of the crashing end both pass and fail: one run decides nothing, and the
+    bisection judges by failure rate without being asked to."""
+    rng = np.random.default_rng(5)
+    lab = Table(line(10), Mode.EXIT, rc=lambda p, k: 134 if index(p.xla) >= 6 and rng.random() < 0.5 else 0,
+                repeats=6)
+    lab.measure_many([(Pair("x0", "j0"), 6), (Pair("x9", "j0"), 6)])  # the scan's measurements
+    assert ExitJudge.both(lab.stored(Pair("x9", "j0"))[0].counted)
+    (a,) = bisect(lab, 0, 9 * H, "crash")
+    assert lab.judge.name == "flaky" and a.flaky is True and a.culprit.sha == "x6"
+
+
+@pytest.mark.parametrize("find_fix", [False, True])
+def test_a_metric_that_stops_printing_is_bisected_by_whether_it_prints(find_fix):
+    lost = lambda p, k: "no_metric" if 4 <= index(p.xla) < (8 if find_fix else 99) else "ok"  # noqa: E731
+    lab = Table(line(11), Mode.PRINTED, rc=lambda p, k: 0, status=lost, value=lambda p, k: 500.0, find_fix=find_fix)
+    good, bad = (5 * H, 10 * H) if find_fix else (0, 10 * H)
+    (a,) = bisect(lab, good, bad, "metric_back" if find_fix else "metric_lost")
+    assert a.mode == "printed" and a.confirmed and a.culprit.sha == ("x8" if find_fix else "x4")
+    assert a.flaky is None  # exit mode's failure rates are not printed mode's
+
+
+# -- kill -9 and resume ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode, workers", [(Mode.EXIT, 1), (Mode.METRIC, 1), (Mode.METRIC, 3)])
+def test_a_killed_bisection_resumes_from_its_rows_to_the_same_answer(mode, workers):
+    """Killed after every possible round: the rerun keeps every row written before, probes no state
+    twice, and names the culprit the uninterrupted bisection names."""
+    kw = dict(rc=lambda p, k: 3 if index(p.xla) >= 9 else 0) if mode is Mode.EXIT else \
+        dict(value=level(("xla", 9, 0.9)), repeats=2)
+    whole = Table(line(20), mode, workers=workers, **kw)
+    (want,) = bisect(whole, 0, 19 * H)
+    for cut in range(1, whole.rounds):
+        lab = Table(line(20), mode, workers=workers, raise_after=cut, **kw)
+        with pytest.raises(KeyboardInterrupt):
+            bisect(lab, 0, 19 * H)
+        before = [dict(r) for r in lab.rows.get(1, [])]
+        lab.raise_after = None
+        (a,) = bisect(lab, 0, 19 * H)
+        assert a.culprit.sha == want.culprit.sha == "x9", cut
+        after = lab.rows[1]
+        assert after[:len(before)] == before
+        probes = [(r["xla"], r["jax"]) for r in after if r["role"] == "probe"]
+        assert len(set(probes)) == len(probes), (cut, probes)
+
+
+# -- the manual judge: the person's word ------------------------------------------------------------
+
+class Person:
+    """A person at the prompt: the word of ``says(pair)``; ``waiting``: the probe a stopped run waited at."""
+
+    def __init__(self, says, waiting=None):
+        self.says, self.waiting = says, waiting
+        self.asked: list = []
+
+    def ask(self, lab, bid, pair, role, where, ends):
+        self.asked.append((role, pair, where))
+        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0
+
+    def resume_at(self, bid):
+        return self.waiting
+
+    def recorded(self, bid, p):
+        if self.waiting == p.pair:
+            self.waiting = None
+
+
+def manual_lab(says, walks=None, waiting=None, window_mode="metric") -> Table:
+    j = judge("manual", JudgeOptions(window_mode=window_mode))
+    return Table(walks or line(12), Mode.METRIC, value=level(), judge_=j, witness=Person(says, waiting))
+
+
+def test_a_manual_bisection_names_the_state_the_person_calls_bad_first():
+    for c in range(1, 12):
+        lab = manual_lab(lambda p, c=c: Verdict.BAD if index(p.xla) >= c else Verdict.GOOD)
+        (a,) = bisect(lab, 0, 11 * H)
+        assert a.culprit.sha == f"x{c}" and a.mode == "manual" and a.confirmed
+        assert a.manual.verdicts == len(lab.witness.asked) and a.manual.ends == "taken as given, not built or judged"
+        assert [p.role for p in a.probes[:2]] == ["end", "end"] and not lab.measured  # nothing measured
+        assert all(p.manual for p in a.probes if p.role == "probe")
+        # the person is told where the probe stands
+        role, pair, where = lab.witness.asked[0]
+        assert role == "probe" and where.states == 12 and (where.lo, where.hi) == (0, 11)
+
+
+def test_unsure_leaves_a_state_out_as_skip_does_and_its_row_keeps_the_word():
+    lab = manual_lab(lambda p: Verdict.UNSURE if index(p.xla) == 6 else Verdict.BAD if index(p.xla) >= 6
+                     else Verdict.GOOD)
+    (a,) = bisect(lab, 0, 11 * H)
+    assert a.culprit is None and a.range == ["x6", "x7"]
+    assert [p.verdict for p in a.probes if p.xla == "x6"] == ["unsure"]
+    # unsure away from the step: its neighbours are asked instead, and it is never asked again
+    lab = manual_lab(lambda p: Verdict.UNSURE if index(p.xla) == 5 else Verdict.BAD if index(p.xla) >= 8
+                     else Verdict.GOOD)
+    (a,) = bisect(lab, 0, 11 * H)
+    asked = [pair for _, pair, _ in lab.witness.asked]
+    assert a.culprit.sha == "x8" and Pair("x5", "j0") in asked and len(asked) == len(set(asked))
+    assert [(p.verdict, p.manual) for p in a.probes if p.xla == "x5"] == [("unsure", True)]
+
+
+def test_a_manual_bisection_resumes_at_the_probe_it_waited_at():
+    lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 3 else Verdict.GOOD, waiting=Pair("x9", "j0"))
+    (a,) = bisect(lab, 0, 11 * H)
+    assert lab.witness.asked[0][1] == Pair("x9", "j0") and lab.witness.asked[0][2].resumed
+    assert a.culprit.sha == "x3"
+
+
+# -- answers as JSON -------------------------------------------------------------------------------
+
+def test_an_answer_reads_back_from_its_json_as_it_was():
+    lab = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2)
+    (a,) = bisect(lab, 2 * H + 1800, 4 * H)
+    j = a.to_json()
+    assert Answer.from_json(j).to_json() == j
+    assert list(j)[:5] == ["kind", "window", "mode", "pairing", "culprit"]
+    old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples", "metric",
+                                                    "run_samples")}
+    again = Answer.from_json(old)  # an answer stored by an older hourly
+    assert again.culprit == a.culprit and again.kind == "" and again.rounds == 0
+    assert again.metric is None and again.run_samples == 0
+
+
+# -- the person behind a manual bisection: the prompt and hourly mark, on a real store ------------
+
+class Typed:
+    """A terminal: the lines typed, one per poll (None: nothing typed yet); ``between`` runs at
+    each poll first (another shell giving a verdict with ``hourly mark``)."""
+
+    def __init__(self, lines, between=None):
+        self.lines, self.between = list(lines), between
+        self.shown, self.said_lines = [], []
+
+    def show(self, asked):
+        self.shown.append(asked)
+
+    def poll(self, timeout):
+        if self.between is not None:
+            self.between()
+        return self.lines.pop(0) if self.lines else None
+
+    def said(self, text):
+        self.said_lines.append(text)
+
+
+def _waiting_store(tmp_path):
+    from hourly.adapters.store import Store
+    store = Store(tmp_path / "work", create=True)
+    bid, _, _ = store.bisection("k", {"bench_key": "b", "mode": "printed", "good_time": 0, "bad_time": 1,
+                                      "good_xla": "x0", "good_jax": "j0", "bad_xla": "x9", "bad_jax": "j0"})
+    return store, bid
+
+
+def test_a_word_that_is_no_verdict_is_said_and_the_next_one_taken(tmp_path):
+    from hourly.bisect.manual import Asked, Person
+    store, bid = _waiting_store(tmp_path)
+    prompt = Typed(["maybe", "", "u"])
+    person = Person(store, prompt, judge("manual", JudgeOptions()))
+    asked = Asked("probe", Pair("x4", "j0"), {}, {}, "env")
+    assert person.wait(bid, asked) == (Verdict.UNSURE, "typed at the prompt")
+    assert prompt.said_lines == ["not a verdict: 'maybe' — type good, bad, skip or unsure",
+                                 "not a verdict: '' — type good, bad, skip or unsure"]
+    assert store.waiting()["xla"] == "x4"  # waits there until its verdict is recorded
+    # with the benchmark's verdict offered, Enter takes it and another word overrides it
+    asked.proposal = Verdict.BAD
+    assert Person(store, Typed([""]), judge("manual", JudgeOptions())).wait(bid, asked) == \
+        (Verdict.BAD, "the benchmark's verdict, confirmed at the prompt")
+    assert Person(store, Typed(["g"]), judge("manual", JudgeOptions())).wait(bid, asked) == \
+        (Verdict.GOOD, "typed at the prompt, overriding the benchmark's bad")
+
+
+def test_hourly_mark_answers_the_waiting_person_once(tmp_path):
+    """``hourly mark`` from another shell (another connection to the store) answers the probe the
+    bisection waits at; the verdict is taken once its row is written, and the probe is no longer
+    waited at; a mark with nobody waiting is one line saying so."""
+    from hourly.adapters.store import Store
+    from hourly.bisect.manual import Asked, Person, mark
+    from hourly.bisect.records import Probe
+    store, bid = _waiting_store(tmp_path)
+    with pytest.raises(UserError, match="no manual bisection waits for a verdict"):
+        mark(store, Verdict.GOOD)
+    other = Store(tmp_path / "work", create=False)
+    given: list[dict] = []
+    prompt = Typed([], between=lambda: given or given.append(mark(other, Verdict.BAD)))
+    person = Person(store, prompt, judge("manual", JudgeOptions()))
+    v, how = person.wait(bid, Asked("probe", Pair("x4", "j0"), {}, {}, "env"))
+    assert v is Verdict.BAD and how.startswith("hourly mark: pid ")
+    assert given[0]["verdict"] == "bad" and given[0]["alive"] is True and given[0]["xla"] == "x4"
+    assert prompt.said_lines == [f"bad: from {how.split(': ', 1)[1]}"]
+    person.recorded(bid, Probe("probe", Pair("x4", "j0"), v, how))
+    assert store.waiting() is None and store.given_mark(bid, "probe", "x4", "j0") is None
+    with pytest.raises(UserError, match="no manual bisection waits"):
+        mark(other, Verdict.GOOD)
+
+
+def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_path):
+    from hourly.adapters.store import Store
+    from hourly.render.report import bisect_sections
+
+    class Marked(Person):
+        def ask(self, lab, bid, pair, role, where, ends):
+            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0
+    lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
+    lab.witness = Marked(lab.witness.says)
+    (a,) = bisect(lab, 0, 11 * H)
+    store, bid = _waiting_store(tmp_path)
+    store.finish_bisection(bid, a.to_json())
+    md = "\n".join(bisect_sections(Store(tmp_path / "work", create=False)))
+    assert "by hand (`hourly bisect --manual`)" in md and "hourly mark: pid" in md
+    assert "confirmed by re-measuring both ends" not in md
+    assert all(p.manual and "hourly mark: pid" in p.reason for p in a.probes if p.role == "probe")
+
+
+# -- named metrics and many samples per run -----------------------------------------------------------
+
+def test_the_answer_and_its_probes_count_runs_and_samples_apart_and_name_the_metric_followed():
+    """Each run printed 5 samples of the metric followed (--metric lower_ms): the verdicts are made
+    from one value per run, as with one sample per run, and the answer, its probe rows and the
+    store's rows count the runs (process starts) and their samples apart."""
+    many = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2, samples_per_run=5, metric="lower_ms")
+    one = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2)
+    (a,) = bisect(many, 2 * H + 1800, 4 * H)
+    (b,) = bisect(one, 2 * H + 1800, 4 * H)
+    assert a.culprit == b.culprit and a.culprit is not None and a.runs == b.runs > 0
+    assert a.run_samples == 5 * a.runs and b.run_samples == b.runs
+    assert a.metric == "lower_ms" and b.metric is None and a.to_json()["metric"] == "lower_ms"
+    measured = [p for p in a.probes if p.runs]
+    assert measured and all(p.run_samples == 5 * p.runs for p in measured)
+    rows = [r for rs in many.rows.values() for r in rs]
+    assert sum(r["run_samples"] for r in rows) == a.run_samples and sum(r["runs"] for r in rows) == a.runs
+
+
+def test_an_exit_status_answer_names_no_metric():
+    """An exit-status bisection reads exit codes, the same in every named metric's rows: its answer
+    names no metric even when the bisection followed one."""
+    lab = Table(line(12), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 5 else 0, metric="lower_ms")
+    (a,) = bisect(lab, 0, 11 * H, "crash")
+    assert a.culprit is not None and a.metric is None

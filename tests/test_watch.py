@@ -1,0 +1,465 @@
+"""``hourly watch``: the pure parts with plain lists, then a watch over the commits of real stand-in
+repositories night by night (``--until``): a slow night suspected and not confirmed, a planted
+regression confirmed by interleaved runs, alerted, and hunted to its commit by a real ``hourly
+bisect``; the page opened in a real headless browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hourly.adapters.locks import store_lock
+from hourly.adapters.store import Store
+from hourly.cli import main
+from hourly.demo.repos import Change
+from hourly.errors import UserError
+from hourly.watch import plan as P
+from hourly.watch.run import dev_date
+
+if __package__:
+    from .waiting import wait_for
+else:
+    from waiting import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+CULPRIT = "[XLA:GPU] Slower fusion heuristic"
+SLOW_NIGHT = "jax: a harmless change measured on a slow night"
+
+#: ten harmless commits on 2023-08-20, one every two hours (the fifth measured on a slow night), then
+#: the culprit and a harmless commit after it: with --step 2h, twelve builds
+CHANGES = [Change("xla" if i % 2 else "jax", f"2023-08-20T{1 + 2 * i:02d}:00:00Z",
+                  SLOW_NIGHT if i == 4 else f"harmless change {i}", {f"file{i}.txt": f"{i}\n"}) for i in range(10)]
+CHANGES += [Change("xla", "2023-08-20T20:30:00Z", CULPRIT, {"perf/fusion.txt": "0.9\n"}),
+            Change("xla", "2023-08-20T21:30:00Z", "[XLA] typo", {"typo.txt": "1\n"})]
+
+WRAP = """\
+import os, re, subprocess, sys
+out = subprocess.run([sys.executable, {bench!r}], capture_output=True, text=True)
+sys.stderr.write(out.stderr)
+factor = 0.85 if os.path.exists({flag!r}) else 1.0  # the night's machine, not the build
+for line in out.stdout.splitlines():
+    m = re.match(r"MLUPS: (.*)", line)
+    print(f"MLUPS: {{float(m[1]) * factor:.2f}}" if m else line)
+sys.exit(out.returncode)
+"""
+
+
+# -- pure parts -------------------------------------------------------------------------------
+
+def test_the_primary_metric_is_named_by_its_regex():
+    assert P.metric_name(r"MLUPS:\s*(?P<value>[0-9.]+)") == "MLUPS"
+    assert P.metric_name(r"dispatch_us:\s*(?P<value>[0-9.]+)") == "dispatch_us"
+    assert P.metric_name(r"(?P<value>[0-9.]+) ms") == "metric"
+
+
+def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
+    index_of = {b: i for i, b in enumerate("abcdefgh")}
+    checks = [{"metric": "m", "arrived": "c", "before": "b", "after": "c", "verdict": "rejected"},
+              {"metric": "m", "arrived": "e", "before": "d", "after": "e", "verdict": "confirmed"},
+              {"metric": "m", "arrived": "g", "before": "f", "after": "g", "verdict": "undecided"},
+              {"metric": "other", "arrived": "f", "before": "e", "after": "f", "verdict": "confirmed"}]
+    # judging f: the rejected pair is not suspected again, the confirmed step's level is current
+    assert P.watch_state("m", checks, index_of, set("abcde")) == (5, 4, {(1, 2)}, {(1, 2)})
+    # judging e again (a killed run): its own check is not part of the state it is judged on
+    assert P.watch_state("m", checks, index_of, set("abcd")) == (0, 0, {(1, 2)}, {(1, 2)})
+    # an undecided pair is not suspected again, but is not ruled out either
+    assert P.watch_state("m", checks, index_of, set("abcdefg")) == (5, 4, {(1, 2), (5, 6)}, {(1, 2)})
+
+
+def test_a_hunts_answer_is_a_culprit_only_when_it_names_one():
+    culprit = {"repo": "xla", "sha": "a" * 40, "subject": "s", "link": "https://github.com/openxla/xla/commit/a"}
+    named = P.hunt_outcome("bisect", json.dumps({"regressions": [{"culprit": culprit, "range": ["a" * 40]}]}), 0, "")
+    assert named["status"] == "culprit" and named["culprit"] == culprit
+    unsure = P.hunt_outcome("bisect", json.dumps({"regressions": [
+        {"culprit": None, "candidate": culprit, "reason": "the ends did not differ again", "range": []}]}), 4, "")
+    assert unsure["status"] == "unsure" and unsure["candidate"] == culprit and "culprit" not in unsure
+    env = P.hunt_outcome("hunt", json.dumps({"steps": [{"culprit": None, "reason": "the change is in the "
+                                                        "container's environment", "environment": [{"name": "CUDA"}]}]}), 0, "")
+    assert env["status"] == "unsure" and env["environment"] == [{"name": "CUDA"}]
+    failed = P.hunt_outcome("hunt", None, 1, "progress\nhourly: error: no image for 2023-08-22 — pick dates\n")
+    assert failed == {"status": "failed", "exit_code": 1, "reason": "no image for 2023-08-22 — pick dates"}
+    assert P.hunt_outcome("bisect", "not json {", 3, "boom")["status"] == "failed"
+
+
+def _settings(**kw) -> P.WatchSettings:
+    level = {"xla_repo": "/x", "jax_repo": "/j", "bench_cmd": "python3 b.py --n 'a b'", "metric_regex": "M: (?P<value>.*)",
+             "repeats": 2, "python": "/py", "build_cmd": "build.sh", "bench_cwd": "/here", "cache_dir": None,
+             "ref": "origin/main", "bench_timeout": None, "env": ["A=1"], "force": False}
+    return P.WatchSettings("commits", {**level, **kw.pop("level", {})}, **kw)
+
+
+def test_the_hunts_commands_carry_the_watchs_benchmark_and_window():
+    w = _settings(higher_is_better=False, min_change=0.03, hunt_args=["--max-repeats", "6"])
+    argv = P.bisect_command(w.level, {"xla": "x1", "jax": "j1"}, {"xla": "x2", "jax": "j2"}, w, "/wd")
+    assert argv[:6] == ["hourly", "bisect", "--good", "xla@x1,jax@j1", "--bad", "xla@x2,jax@j2"]
+    assert argv[argv.index("--bench-cmd") + 1] == "python3 b.py --n 'a b'" and "--lower-is-better" in argv
+    assert argv[-5:] == ["--max-repeats", "6", "--workdir", "/wd", "--json"]
+    assert argv[argv.index("--env") + 1] == "A=1" and argv[argv.index("--min-change") + 1] == "0.03"
+    nightly = {"image": "reg/jax:nightly-{date}", "bench_cmd": "/bin/bash /dir/test.sh", "metric_regex": "M", "repeats": 1,
+               "gpus": "none", "mounts": ["/src:/dir"], "env": [], "timeout": None, "pull": False}
+    hunt = P.nightly_hunt_command(nightly, "2023-08-22", "2023-08-23", w, "/wd")
+    assert hunt[:6] == ["hourly", "hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23"]
+    assert "--no-pull" in hunt and hunt[hunt.index("--mount") + 1] == "/src:/dir"
+    # the job script runs the same argv (by this Python) and keeps its answer, log and exit status
+    script = P.job_script(argv, "/usr/bin/python3", "/wd/a b")
+    assert "cd '/wd/a b' || exit 1" in script
+    line = next(ln for ln in script.splitlines() if ln.startswith("/usr/bin/python3"))
+    cmd = shlex.split(line.split(" > ")[0])
+    assert cmd == ["/usr/bin/python3", "-m", "hourly", *argv[1:]]
+    assert f"> {P.ANSWER}.part 2> {P.HUNT_LOG}" in line and f"> {P.EXIT_FILE}" in script
+
+
+def test_nightly_versions_carry_their_date():
+    assert str(dev_date("0.4.36.dev20241001")) == "2024-10-01"
+    assert dev_date("0.4.36") is None and dev_date("0.4.36.dev1") is None
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"source": "nightly"}, "--source 'nightly' is none of containers, wheels, commits"),
+    ({"max_pairs": 4}, "--max-pairs must be 10 or more"),
+    ({"executor": "cloud"}, "--executor 'cloud' is neither local nor slurm"),
+    ({"hunt_image": "jax:latest"}, "--hunt-image 'jax:latest' has no {date}"),
+    ({"step": "often"}, "often"),
+    ({"since": "yesterday-ish"}, "yesterday-ish"),
+    ({"notify_cmd": "'unclosed"}, "--notify-cmd"),
+])
+def test_bad_settings_are_one_line_with_the_fix(kw, message):
+    source = kw.pop("source", "commits")
+    w = _settings(**kw)
+    w.source = source
+    with pytest.raises(UserError) as e:
+        w.validate()
+    assert message in e.value.one_line() and e.value.fix
+
+
+def _report(checks, alerts, builds=None, values=None) -> P.WatchReport:
+    builds = builds or [{"build": b, "time": b, "status": "ok", "detail": None, "ident": {"xla": b, "jax": b},
+                         "decision": None, "seq": i} for i, b in enumerate("abcdefghij")]
+    return P.WatchReport(_settings(), "key", ["m"], builds, values or {}, checks, alerts)
+
+
+def _check(i, before, after, verdict, change, lb, la):
+    return {"id": i, "watch": "key", "metric": "m", "arrived": after, "before": before, "after": after,
+            "verdict": verdict, "suspect": {"relative_change": change, "strength": 9.0, "source": "newest"},
+            "result": {"change": change, "low": change - 0.01, "high": change + 0.01, "level_before": lb,
+                       "level_after": la, "pairs": 10, "p_value": 0.001}}
+
+
+def test_a_regression_undone_by_a_later_confirmed_step_is_recovered():
+    checks = [_check(1, "b", "c", "confirmed", -0.2, 100, 80), _check(2, "e", "f", "rejected", 0.1, 80, 88),
+              _check(3, "g", "h", "confirmed", 0.25, 80, 100.5)]
+    alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1], "hunt": None,
+               "recovery": None, "events": []}]
+    rec = P.recoveries(_report(checks, alerts))
+    assert rec == {1: {"metric": "m", "build": "h", "level": 100.5, "relative_to_before": pytest.approx(0.005)}}
+    # a later step that does not come back within the minimum change is no recovery; a rejected one never is
+    checks[2] = _check(3, "g", "h", "confirmed", 0.1, 80, 88)
+    assert P.recoveries(_report(checks, alerts)) == {1: None}
+
+
+def test_exit_codes_new_alert_unsure_quiet():
+    r = _report([_check(1, "b", "c", "undecided", -0.03, 100, 97)], [])
+    assert r.exit_code() == 0  # nothing of this run
+    r.run.checks = [1]
+    assert r.exit_code() == P.UNSURE_EXIT and "without settling" in r.unsure()[0]
+    r.run.new_alerts = [1]
+    assert r.exit_code() == P.ALERT_EXIT == 10
+
+
+def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
+    from hourly.render.watch import alert_markdown, page_html
+    evil = "<script>alert(1)</script> | *bold* [x](http://e)"
+    checks = [_check(1, "b", "c", "confirmed", -0.2, 100, 80)]
+    culprit = {"repo": "xla", "sha": "c" * 40, "subject": evil, "link": "https://github.com/openxla/xla/commit/" + "c" * 40}
+    alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
+               "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
+    r = _report(checks, alerts)
+    md = alert_markdown(alerts[0], r)
+    assert "<script>" not in md and "&lt;script&gt;" in md and r"\*bold\*" in md and r"\|" in md
+    assert f"[`{'c' * 12}`](https://github.com/openxla/xla/commit/{'c' * 40})" in md
+    page = page_html(r, {"m": "m.png"}, tmp_path)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'src="m.png"' in page and "alert 1" in page
+
+
+def test_two_watches_on_one_workdir_never_run_at_once(tmp_path, capsys):
+    work = tmp_path / "work"
+    Store(work)
+    with store_lock(work):
+        # another process holds it: this one is told who
+        code = subprocess.run([sys.executable, "-m", "hourly", "watch", "--source", "containers", "--workdir", str(work),
+                               "--no-pull", "--image", "nowhere.invalid/jax:nightly-{date}"],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert code.returncode == 1 and "in use by another hourly" in code.stderr, code.stderr
+
+
+# -- a watch over the commits of stand-in repositories, night by night ---------------------------
+
+@pytest.fixture
+def watched(repos_cache, venv_python, tmp_path):
+    made = repos_cache(tmp_path / "repos", CHANGES, start="2023-08-19T12:00:00Z")
+    flag = tmp_path / "slow-night"
+    wrap = tmp_path / "bench.py"
+    wrap.write_text(WRAP.format(bench=str(made.bench_script), flag=str(flag)))
+    work = tmp_path / "work"
+    args = ["watch", "--source", "commits", "--since", "2023-08-20T00:00Z", "--step", "2h",
+            "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+            "--python", venv_python, "--bench-cmd", f"python3 {wrap}", "--repeats", "2", "--warmup-runs", "0",
+            "--env", "HF_TOKEN=s3cret-value", "--workdir", str(work)]
+    return made, flag, work, args
+
+
+def _run(capsys, argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_commit_watch_alerts_on_the_confirmed_step_not_the_slow_night_and_hunts_its_commit(watched, capsys):
+    made, flag, work, args = watched
+    # night 1: the history (five builds); the newest judged quiet
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 08:00"])
+    assert code == 0, out + err
+    assert "5 new build(s)" in out
+    # night 2: the machine is slow; the new build reads 15 % low, is measured again against the one
+    # before it, interleaved, on the same slow machine: no step, no alert
+    flag.write_text("slow\n")
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 10:00", "--json"])
+    flag.unlink()
+    doc = json.loads(out)
+    assert code == 0, err
+    assert doc["alerts"] == [] and doc["exit_code"] == 0
+    (check,) = doc["checks"]
+    assert check["verdict"] == "rejected" and check["suspect"]["relative_change"] < -0.1
+    assert abs(check["result"]["change"]) < 0.02 and check["result"]["pairs"] >= 10
+    # nights 3-7 quiet, then the culprit's night: suspected, confirmed, alerted, hunted to its commit
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    assert code == P.ALERT_EXIT, out + err
+    store = Store(work)
+    key = store.load_settings("watch")["key"]
+    (alert,) = store.watch_alerts(key)
+    assert (alert["before"], alert["after"]) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
+    confirmed = [c for c in store.watch_checks(key) if c["verdict"] == "confirmed"]
+    assert [c["id"] for c in confirmed] == alert["checks"]
+    assert confirmed[0]["result"]["change"] == pytest.approx(-0.1, abs=0.015)
+    hunt = alert["hunt"]
+    assert hunt["status"] == "culprit", hunt
+    assert hunt["culprit"]["sha"] == made.shas[CULPRIT] and hunt["culprit"]["subject"] == CULPRIT
+    assert Path(hunt["workdir"]).parent == work / "hunts"
+    # the hunt ran with the benchmark's environment; what is stored and shown of its command is redacted
+    assert "HF_TOKEN=s3cret-value" in (Path(hunt["workdir"]) / P.JOB_SCRIPT).read_text()
+    assert "HF_TOKEN=<redacted>" in hunt["command"] and "s3cret" not in json.dumps(store.watch_alerts(key))
+    assert "▼ alert 1 (new): regression" in out and made.shas[CULPRIT][:12] in out
+    assert "suspected, not confirmed" in out and "rejected" not in out.split("alerts:")[1].split("▼")[0]
+    # the markdown alert and the page
+    md = (work / "watch" / "alert-1.md").read_text()
+    assert r"\[XLA:GPU\] Slower fusion heuristic" in md and made.shas[CULPRIT][:12] in md
+    page = (work / "watch" / "index.html").read_text()
+    assert 'src="MLUPS.png"' in page and made.shas[CULPRIT][:12] in page
+    assert "s3cret" not in page + md + out + err
+    # the same night again, as cron runs it (the workdir alone: the watch is read from its store):
+    # nothing new, nothing measured or hunted, and it says so
+    runs_before = len(store.watch_runs(confirmed[0]["id"]))
+    code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--until", "2023-08-20 22:00"])
+    assert code == 0 and "nothing new since 2023-08-20T22:00:00Z" in out, out + err
+    assert len(store.watch_runs(confirmed[0]["id"])) == runs_before
+    code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--show"])
+    assert code == 0 and "12 builds stored, newest 2023-08-20T22:00:00Z" in out and CULPRIT in out, out + err
+    # the page opens from disk in a real browser and shows the plot
+    shows_the_plot(work / "watch" / "index.html")
+
+
+# -- the page in a real headless browser -------------------------------------------------------
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but chromium is not installed; CI must open the watch page (bash .ci/chromium-up.sh)",
+                        pytrace=False)
+        pytest.skip("chromium is not installed (bash .ci/chromium-up.sh, as root)")
+    return exe
+
+
+def shows_the_plot(page: Path) -> None:
+    """Open ``page`` from disk in headless chromium: the plot image loaded (the DOM says its natural
+    width) and the screenshot shows it (the plot's box holds the line's blue and many non-white pixels)."""
+    from matplotlib.image import imread
+    exe = chromium()
+    with tempfile.TemporaryDirectory() as profile, tempfile.TemporaryDirectory() as shots:
+        base = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1100,900"]
+        dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        assert 'data-loaded="1000"' in dom.stdout, dom.stdout[:2000]
+        shot = Path(shots) / "page.png"
+        res = subprocess.run([*base, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True,
+                             timeout=120)
+        assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+        pixels = imread(str(shot))[..., :3]
+    # the plot is the page's first image, 1000x420 right under the one-line title (16 px margin)
+    box = pixels[50:470, 16:1016]
+    non_white = (box.sum(axis=2) < 2.9).mean()
+    blue = ((box[..., 2] > 0.6) & (box[..., 0] < 0.3) & (box[..., 1] < 0.6)).sum()
+    assert non_white > 0.02 and blue > 200, (non_white, blue)
+
+
+# -- a watch over nightly wheels in a local index ------------------------------------------------
+
+WHEEL_BENCH = """\
+import random
+import jax
+print("dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
+"""
+
+
+@pytest.fixture(scope="module")
+def nightly_wheels(tmp_path_factory) -> Path:
+    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
+    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+    if __package__:
+        from .test_releases import write_wheel
+    else:
+        from test_releases import write_wheel
+    dist = tmp_path_factory.mktemp("nightly-wheels")
+    for day in range(1, 10):
+        v = f"0.5.0.dev202308{day:02d}"
+        us = 100.0 if day < 8 else 120.0
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nDISPATCH_US = {us}\n'},
+                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
+    return dist
+
+
+def test_a_wheels_watch_installs_each_nightly_and_alerts_on_the_confirmed_regression(nightly_wheels, tmp_path, capsys):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "bench.py").write_text(WHEEL_BENCH)
+    work = tmp_path / "work"
+    code, out, err = _run(capsys, ["watch", "--source", "wheels", "--find-links", str(nightly_wheels),
+                                   "--since", "2023-08-01", "--until", "2023-08-08", "--bench-cmd", "python bench.py",
+                                   "--bench-cwd", str(bench), "--metric-regex", r"dispatch_us:\s*(?P<value>[0-9.]+)",
+                                   "--lower-is-better", "--release-cache-dir", str(tmp_path / "envs"),
+                                   "--workdir", str(work), "--json"])
+    assert code == P.ALERT_EXIT, out + err
+    doc = json.loads(out)
+    assert [b["build"] for b in doc["builds"]] == [f"0.5.0.dev202308{d:02d}" for d in range(1, 9)]
+    (alert,) = doc["alerts"]
+    assert (alert["before"]["build"], alert["after"]["build"]) == ("0.5.0.dev20230807", "0.5.0.dev20230808")
+    assert alert["after"]["jaxlib"] == "0.5.0.dev20230808" and alert["kind"] == "regression"
+    (step,) = alert["steps"]
+    assert step["metric"] == "dispatch_us" and step["change"] == pytest.approx(0.2, abs=0.01)
+    # no commits to bisect and no --hunt-image: not hunted, and the alert says how
+    assert alert["hunt"]["status"] == "not started" and "--hunt-image" in alert["hunt"]["reason"]
+
+
+def _runs_stored(work: Path) -> int:
+    import sqlite3
+    path = work / "hourly.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5) as c:
+            return c.execute("SELECT count(*) FROM watch_runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored(watched, capsys):
+    made, flag, work, args = watched
+    args = [a if a != "2023-08-20T00:00Z" else "2023-08-20T14:00Z" for a in args] + ["--no-hunt"]
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 20:00"])
+    assert code == 0, out + err
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *args, "--until", "2023-08-20 22:00"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_for(lambda: _runs_stored(work) >= 3 or p.poll() is not None, timeout=300, every=0.05)
+        assert p.poll() is None, p.stdout.read().decode() if p.stdout else ""
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    kept = _runs_stored(work)
+    store = Store(work)
+    key = store.load_settings("watch")["key"]
+    def measured_at() -> list[tuple]:
+        return store.conn.execute("SELECT build, created FROM watch_values ORDER BY build").fetchall()
+    measured = measured_at()
+    (pending,) = store.watch_checks(key)
+    assert pending["verdict"] == "pending" and kept >= 3
+    # the same command again: the build is not measured again, the pairs go on from where they were
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    assert code == P.ALERT_EXIT, out + err
+    (check,) = store.watch_checks(key)
+    assert check["verdict"] == "confirmed" and check["result"]["pairs"] == _runs_stored(work) >= 10
+    assert measured_at() == measured and measured[-1][0] == "2023-08-20T22:00:00Z"
+    assert len(store.watch_alerts(key)) == 1
+
+
+# -- the hunt as a Slurm job --------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def _cluster():
+    from hourly.adapters.slurm import Slurm
+    slurm = Slurm()
+    why = slurm.reachable()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs the Slurm tests on a real cluster, but none is reachable: {why} "
+                        "(.ci/run starts one with .ci/slurm-up.sh)")
+        pytest.skip(f"no Slurm reachable: {why} (bash .ci/slurm-up.sh starts a single-node one)")
+    return slurm
+
+
+def test_a_hunt_on_slurm_is_one_job_whose_answer_a_later_run_reads(_cluster, watched, capsys):
+    made, flag, work, args = watched
+    args = [a if a != "2023-08-20T00:00Z" else "2023-08-20T14:00Z" for a in args] + ["--executor", "slurm"]
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 20:00"])
+    assert code == 0, out + err
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+    assert code == P.ALERT_EXIT, out + err
+    store = Store(work)
+    key = store.load_settings("watch")["key"]
+    (alert,) = store.watch_alerts(key)
+    assert alert["hunt"]["status"] in ("submitted", "running") and alert["hunt"]["job"]
+    assert "hunt running as Slurm job" in out
+    # later runs (cron's next ones) find nothing new and read the job's answer once it is there
+    def hunted() -> bool:
+        code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
+        assert code == 0, out + err
+        return store.watch_alerts(key)[0]["hunt"]["status"] not in ("submitted", "running")
+    assert wait_for(hunted, timeout=600, every=2)
+    hunt = store.watch_alerts(key)[0]["hunt"]
+    assert hunt["status"] == "culprit" and hunt["culprit"]["sha"] == made.shas[CULPRIT], hunt
+    assert (Path(hunt["workdir"]) / f"slurm-{hunt['job']}.out").exists()
+
+
+def test_outside_text_is_printed_verbatim_on_the_console():
+    from rich.console import Console
+
+    from hourly.render.console import console
+    from hourly.render.watch import print_report
+    subject = "[bold]fusion[/bold] :smile: <b>"
+    checks = [_check(1, "b", "c", "confirmed", -0.2, 100, 80)]
+    culprit = {"repo": "xla", "sha": "c" * 40, "subject": subject, "link": "https://github.com/openxla/xla/commit/c"}
+    alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
+               "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
+    con: Console = console(width=200, record=True)
+    print_report(con, _report(checks, alerts))
+    text = con.export_text()
+    assert subject in text and "▼ alert 1: regression between b and c" in text
