@@ -329,7 +329,10 @@ OPTIONS: tuple[Option, ...] = (
        "(trace_ms,lower_ms), each line a sample, each metric's steps found apart [default: the --metric-regex's one "
        "metric; all when --bench-cmd runs hourly's per-phase harness].", panel=M),
     _o("--metric", "metric", "The named metric bisect, profile and explain follow (its unit gives its direction) "
-       "[default: the one name of --metrics].", panel=M),
+       "[default: the one name of --metrics].", panel=M, per={
+           "hunt": {"help": "The named metric the hunt's scans and bisections follow (its unit gives its direction) "
+                            "[default: the one name of --metrics, else the metric whose regression the daily level "
+                            "found]."}}),
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
        rule=one_of("metric", "exit"), per={
@@ -507,7 +510,7 @@ TAKES: dict[str, tuple[str, ...]] = {
     "nightly": ("from_", "to", *DAILY, "rerun", "show", "workdir", "json_out", "config"),
     "container": ("date", "image", "gpus", "env", "mount", "pull", "name", "workdir", "json_out", "config"),
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
-             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "dates", "scan_step",
+             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "min_change", "rerun", "explain", "workdir", "json_out", "config"),
     "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "timeout",
