@@ -332,7 +332,10 @@ OPTIONS: tuple[Option, ...] = (
        "[default: the one name of --metrics].", panel=M, per={
            "hunt": {"help": "The named metric the hunt's scans and bisections follow (its unit gives its direction) "
                             "[default: the one name of --metrics, else the metric whose regression the daily level "
-                            "found]."}}),
+                            "found]."},
+           "watch": {"help": "The named metric listed first (its unit gives its direction); every named metric is a "
+                             "series of its own, each alerted and hunted apart [default: the one name of --metrics, "
+                             "else none]."}}),
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
        rule=one_of("metric", "exit"), per={
@@ -513,7 +516,8 @@ TAKES: dict[str, tuple[str, ...]] = {
              "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "min_change", "rerun", "explain", "workdir", "json_out", "config"),
-    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "timeout",
+    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
+              "warmup_samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",
               "index_url", "find_links", "extra", "with_", "release_cache_dir", "xla_repo", "jax_repo", "ref", "step",
               "build_cmd", "python", "cache_dir", "warmup_runs", "sync", "force", "hunt", "hunt_arg", "hunt_image",
