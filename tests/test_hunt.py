@@ -140,6 +140,9 @@ def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tm
     assert H.HuntWindow(ws[0].good, ws[0].bad, "regression").key("k", "bad") == ws[0].key("k", "bad", per_metric=False)
     row = H.step_row(ws[0], {"regressions": []})
     assert row["metric"] == "lower_ms" and row["run_samples"] == 0
+    out = io.StringIO()
+    print_report(Console(file=out, width=200), H.HuntReport(rows=[row, H.step_row(ws[2], {"regressions": []})]))
+    assert "regression of lower_ms" in out.getvalue() and "crash of" not in out.getvalue()
     store.close()
 
 
