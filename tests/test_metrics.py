@@ -159,6 +159,31 @@ def test_the_harness_records_every_phase_and_a_named_primary_takes_its_units_dir
         effective({"metric_samples": "some"})
 
 
+def test_settings_follow_a_metric_frozen_and_keyed():
+    """Settings are frozen and keyed (hourly.measure.settings.keyed): following another named metric
+    of the same reading keeps the key (a run records every metric either way); a change of what a run
+    records (here: from the regex's one metric to every named one) carries no usable key until keyed
+    again, and keyed again it is another key; a bad value given by a flag is a usage error (exit 2)."""
+    from dataclasses import FrozenInstanceError
+
+    from hourly.errors import UsageError
+    from hourly.measure.settings import keyed, with_metric
+    s = keyed(effective({"bench_cmd": "python3 b.py", "metrics": "all"})[0])
+    lower = with_metric(s, "lower_ms")
+    assert lower.bench_key() == s.bench_key() and lower.primary_metric() == "lower_ms"
+    assert lower.higher_is_better is False and with_metric(s, "tokens_per_s").higher_is_better is True
+    with pytest.raises(FrozenInstanceError):
+        s.metric = "step_ms"  # type: ignore[misc]
+    plain = keyed(effective({"bench_cmd": "python3 b.py"})[0])
+    named = with_metric(plain, "lower_ms")
+    assert named.named_metrics() == ["all"] and plain.named_metrics() is None
+    with pytest.raises(RuntimeError, match="without their key"):
+        named.bench_key()
+    assert keyed(named).bench_key() != plain.bench_key()
+    with pytest.raises(UsageError):
+        effective({"bench_cmd": "python3 b.py", "warmup_samples": -1})
+
+
 # -- what each metric did (pure) --------------------------------------------------------------
 
 def _points(values, status="ok"):
