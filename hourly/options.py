@@ -320,6 +320,22 @@ OPTIONS: tuple[Option, ...] = (
            "watch": {"help": "Regex with a (?P<value>...) group: the primary metric, named by the word it starts "
                              "with.", "default": DEFAULT_METRIC_REGEX},
            "detect": {"help": "Regex with a (?P<value>...) group, for grep output.", "default": DEFAULT_METRIC_REGEX}}),
+    _o("--metric-samples", "metric_samples", "last: a run's value is the metric's last match; all: every match is a "
+       "sample (a benchmark printing its metric once per iteration: many samples from one process, whose median is "
+       "the run's value) [default: last].", panel=M, rule=one_of("last", "all")),
+    _o("--warmup-samples", "warmup_samples", "The first K matches of each run (of each METRIC name with --metrics) "
+       "are its warm-up, never counted [default: 0].", type=int, panel=M, rule=at_least(0)),
+    _o("--metrics", "metrics", "Record every named `METRIC name: value` line (all) or those named "
+       "(trace_ms,lower_ms), each line a sample, each metric's steps found apart [default: the --metric-regex's one "
+       "metric; all when --bench-cmd runs hourly's per-phase harness].", panel=M),
+    _o("--metric", "metric", "The named metric bisect, profile and explain follow (its unit gives its direction) "
+       "[default: the one name of --metrics].", panel=M, per={
+           "hunt": {"help": "The named metric the hunt's scans and bisections follow (its unit gives its direction) "
+                            "[default: the one name of --metrics, else the metric whose regression the daily level "
+                            "found]."},
+           "watch": {"help": "The named metric listed first (its unit gives its direction); every named metric is a "
+                             "series of its own, each alerted and hunted apart [default: the one name of --metrics, "
+                             "else none]."}}),
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
        rule=one_of("metric", "exit"), per={
@@ -475,7 +491,8 @@ BUILD = ("build_cmd", "jax_build_cmd", "native_inputs", "build_timeout", "wheel_
          "cache_size", "cherry_pick")
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY = ("retry_failed",)
-BENCHMARK = ("bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs", "bench_timeout", "metric_regex")
+BENCHMARK = ("bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs", "bench_timeout", "metric_regex",
+             "metric_samples", "warmup_samples", "metrics", "metric")
 STORE = ("workdir", "force")
 #: the scan's own settings (stored with the scan: its direction is what show, detect, bisect, report read)
 SCAN_ONLY = ("sync", "rerun", "higher_is_better", "mode", "keep_going", "confirm_edges")
@@ -483,22 +500,24 @@ SCAN_ONLY = ("sync", "rerun", "higher_is_better", "mode", "keep_going", "confirm
 #: Settings fields, so never stored: a later command picks its own)
 EXECUTOR = ("executor", "workers", "partition", "time", "gres", "slurm_arg")
 #: the daily level (hourly.nightly.plan.NightlySettings), shared by nightly and hunt
-DAILY = ("image", "mount", "gpus", "env", "bench_cmd", "metric_regex", "repeats", "timeout", "every", "parallel",
-         "pull", "higher_is_better")
+DAILY = ("image", "mount", "gpus", "env", "bench_cmd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+         "repeats", "timeout", "every", "parallel", "pull", "higher_is_better")
 
 TAKES: dict[str, tuple[str, ...]] = {
     "demo": ("json_out",),
-    "releases": ("from_", "to", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "bench_timeout",
+    "releases": ("from_", "to", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "metrics",
+                 "metric_samples", "warmup_samples", "bench_timeout",
                  "higher_is_better", "extra", "with_", "deps_today", "deps_as_of_release", "index_url", "find_links",
                  "pre", "python", "installer", "cache_dir", "jax_repo", "rerun", "dry_run", "show", "workdir",
                  "json_out", "config"),
     "nightly": ("from_", "to", *DAILY, "rerun", "show", "workdir", "json_out", "config"),
     "container": ("date", "image", "gpus", "env", "mount", "pull", "name", "workdir", "json_out", "config"),
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
-             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "dates", "scan_step",
+             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "min_change", "rerun", "explain", "workdir", "json_out", "config"),
-    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "timeout",
+    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
+              "warmup_samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",
               "index_url", "find_links", "extra", "with_", "release_cache_dir", "xla_repo", "jax_repo", "ref", "step",
               "build_cmd", "python", "cache_dir", "warmup_runs", "sync", "force", "hunt", "hunt_arg", "hunt_image",

@@ -323,8 +323,10 @@ def test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_
     assert r["last_good"]["jax"] != mixed[1] and r["first_bad"]["xla"] != mixed[0]  # the step moved both
     by_role = {p["role"]: (p["xla"], p["jax"], p["verdict"]) for p in r["probes"] if (p["xla"], p["jax"]) == mixed}
     assert by_role == {"probe": (*mixed, "bad"), "blame": (*mixed, "bad")}
+    # the blame reuses the search's verdict: no run started for it (runs and samples counted apart)
     assert [p for p in r["probes"] if p["role"] == "blame"] == [{"role": "blame", "xla": mixed[0], "jax": mixed[1],
-                                                                  "verdict": "bad"}]
+                                                                  "verdict": "bad", "runs": 0, "run_samples": 0}]
+    assert r["runs"] > 0 and r["run_samples"] == 0  # exit mode: runs, and no metric sample read
     assert r["builds"] == len({(p["xla"], p["jax"]) for p in r["probes"]})  # each state built once
 
 

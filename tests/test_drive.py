@@ -61,8 +61,10 @@ class Table:
 
     def __init__(self, walks, mode: Mode, *, value=None, rc=None, status=None, fails=(), known=None,
                  workers=1, repeats=1, max_repeats=20, min_change=0.02, find_fix=False, flaky=False,
-                 higher_is_better=True, witness=None, judge_=None, raise_after=None):
+                 higher_is_better=True, witness=None, judge_=None, raise_after=None, samples_per_run=1, metric=None):
         self.walks, self.value, self.rc, self.status = walks, value, rc, status
+        #: the samples each run prints (its value is one: their median); the metric followed
+        self.samples_per_run, self.metric = samples_per_run, metric
         req = BisectRequest(max_repeats=max_repeats, min_change=min_change, find_fix=find_fix, flaky=flaky)
         self.max_repeats = max(max_repeats, repeats)
         self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
@@ -100,7 +102,7 @@ class Table:
             k = len(self.measured.get(pair, []))
             if pair in self.fails:
                 ev = Evidence("build_failed", detail="build failed: boom (log /logs/b)", id=next(self._ids))
-                taken = (ev, int(k == 0), 0)
+                taken = (ev, int(k == 0), 0, 0)
             else:
                 runs, samples = [], []
                 for _ in range(count):
@@ -117,7 +119,7 @@ class Table:
                 st = "ok" if samples or not bad else bad[0].status
                 ev = Evidence(st, tuple(samples), tuple(runs), f"{st} (log /logs/r)" if bad else None, "bisect",
                               next(self._ids))
-                taken = (ev, int(k == 0), count)
+                taken = (ev, int(k == 0), count, len(samples) * self.samples_per_run)
             self.measured.setdefault(pair, []).append(taken[0])
             out.append(taken)
         return out
@@ -544,7 +546,7 @@ class Person:
 
     def ask(self, lab, bid, pair, role, where, ends):
         self.asked.append((role, pair, where))
-        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0
+        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0
 
     def resume_at(self, bid):
         return self.waiting
@@ -602,9 +604,11 @@ def test_an_answer_reads_back_from_its_json_as_it_was():
     j = a.to_json()
     assert Answer.from_json(j).to_json() == j
     assert list(j)[:5] == ["kind", "window", "mode", "pairing", "culprit"]
-    old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples")}
+    old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples", "metric",
+                                                    "run_samples")}
     again = Answer.from_json(old)  # an answer stored by an older hourly
     assert again.culprit == a.culprit and again.kind == "" and again.rounds == 0
+    assert again.metric is None and again.run_samples == 0
 
 
 # -- the person behind a manual bisection: the prompt and hourly mark, on a real store ------------
@@ -685,7 +689,7 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
 
     class Marked(Person):
         def ask(self, lab, bid, pair, role, where, ends):
-            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0
+            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0
     lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
     lab.witness = Marked(lab.witness.says)
     (a,) = bisect(lab, 0, 11 * H)
@@ -695,3 +699,30 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
     assert "by hand (`hourly bisect --manual`)" in md and "hourly mark: pid" in md
     assert "confirmed by re-measuring both ends" not in md
     assert all(p.manual and "hourly mark: pid" in p.reason for p in a.probes if p.role == "probe")
+
+
+# -- named metrics and many samples per run -----------------------------------------------------------
+
+def test_the_answer_and_its_probes_count_runs_and_samples_apart_and_name_the_metric_followed():
+    """Each run printed 5 samples of the metric followed (--metric lower_ms): the verdicts are made
+    from one value per run, as with one sample per run, and the answer, its probe rows and the
+    store's rows count the runs (process starts) and their samples apart."""
+    many = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2, samples_per_run=5, metric="lower_ms")
+    one = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2)
+    (a,) = bisect(many, 2 * H + 1800, 4 * H)
+    (b,) = bisect(one, 2 * H + 1800, 4 * H)
+    assert a.culprit == b.culprit and a.culprit is not None and a.runs == b.runs > 0
+    assert a.run_samples == 5 * a.runs and b.run_samples == b.runs
+    assert a.metric == "lower_ms" and b.metric is None and a.to_json()["metric"] == "lower_ms"
+    measured = [p for p in a.probes if p.runs]
+    assert measured and all(p.run_samples == 5 * p.runs for p in measured)
+    rows = [r for rs in many.rows.values() for r in rs]
+    assert sum(r["run_samples"] for r in rows) == a.run_samples and sum(r["runs"] for r in rows) == a.runs
+
+
+def test_an_exit_status_answer_names_no_metric():
+    """An exit-status bisection reads exit codes, the same in every named metric's rows: its answer
+    names no metric even when the bisection followed one."""
+    lab = Table(line(12), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 5 else 0, metric="lower_ms")
+    (a,) = bisect(lab, 0, 11 * H, "crash")
+    assert a.culprit is not None and a.metric is None

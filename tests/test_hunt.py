@@ -89,6 +89,79 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     assert argv[argv.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in argv
 
 
+def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tmp_path):
+    """--metrics: every named metric's regression is a window of its own that follows it (its
+    bisection and scan inside take --metrics and --metric, in the metric's unit's direction), a
+    crash window is hunted once, in exit mode (no metric read); --metric keeps one metric's windows."""
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-01", "2023-08-10", mounts=[f"{tmp_path}:/dir"], gpus="none", metrics="all",
+                          metric_samples="all", warmup_samples=2, bench_cmd="python3 /dir/jaxbench_phases.py",
+                          workdir=str(tmp_path / "w"))
+    store = Store(tmp_path / "w")
+    for i in range(10):
+        day = f"2023-08-{i + 1:02d}"
+        common = dict(digest=f"sha256:{i}", xla=f"x{i}", jax=f"j{i}")
+        if i == 9:  # the last date crashes: every metric's
+            store.add_nightlies(s.key(), [NightlyPoint(day, f"img:{day}", Status.CRASHED, **common)])
+            continue
+        lower = 40.0 * (1.3 if i >= 4 else 1.0)
+        step = 2.5 * (1.2 if i >= 7 else 1.0)
+        store.add_nightlies(s.key(), [
+            NightlyPoint(day, f"img:{day}", Status.OK, value=lower, samples=[lower * 0.999, lower * 1.001],
+                         metric="lower_ms", **common),
+            NightlyPoint(day, f"img:{day}", Status.OK, value=step, samples=[step * 0.999, step * 1.001],
+                         metric="step_ms", **common)])
+    report = N.stored_nightly(store, s)
+    ws = H.daily_windows(report)
+    assert [(w.good.date, w.bad.date, w.kind, w.metric) for w in ws] == [
+        ("2023-08-04", "2023-08-05", "regression", "lower_ms"),
+        ("2023-08-07", "2023-08-08", "regression", "step_ms"),
+        ("2023-08-09", "2023-08-10", "crash", None)]
+    assert [w.metric for w in H.daily_windows(report, "step_ms")] == ["step_ms", None]
+    with pytest.raises(UserError, match="--metric trace_ms is not a metric the daily level recorded"):
+        H.daily_windows(report, "trace_ms")
+    h = H.HuntSettings(s, scan_step="1h")
+    argv = H.bisect_argv(ws[0], h, "/hourly-work/bisect/x")
+    opts = dict(zip(argv, argv[1:]))
+    assert opts["--metrics"] == "all" and opts["--metric"] == "lower_ms" and "--lower-is-better" in argv
+    assert opts["--metric-samples"] == "all" and opts["--warmup-samples"] == "2"
+    crash = H.bisect_argv(ws[2], h, "/hourly-work/bisect/x")
+    assert "--metric" not in crash and "--metrics" not in crash and "--metric-samples" not in crash
+    from datetime import datetime, timezone
+    t0, t1 = datetime(2023, 8, 7, tzinfo=timezone.utc), datetime(2023, 8, 8, tzinfo=timezone.utc)
+    scan = H.scan_argv(ws[1], h, "/x", t0, t1)
+    assert dict(zip(scan, scan[1:]))["--metric"] == "step_ms"
+    bis = H.scanned_bisect_argv(h, "/x", ws[1])
+    assert bis[bis.index("--metric") + 1] == "step_ms"
+    # each metric's answer is its own; the two bisections of one window would share its workdir
+    twin = H.HuntWindow(ws[0].good, ws[0].bad, "regression", metric="step_ms")
+    assert ws[0].key("k", "bad") != twin.key("k", "bad")
+    assert ws[0].key("k", "bad", per_metric=False) == twin.key("k", "bad", per_metric=False)
+    assert H.HuntWindow(ws[0].good, ws[0].bad, "regression").key("k", "bad") == ws[0].key("k", "bad", per_metric=False)
+    row = H.step_row(ws[0], {"regressions": []})
+    assert row["metric"] == "lower_ms" and row["run_samples"] == 0
+    out = io.StringIO()
+    print_report(Console(file=out, width=200), H.HuntReport(rows=[row, H.step_row(ws[2], {"regressions": []})]))
+    assert "regression of lower_ms" in out.getvalue() and "crash of" not in out.getvalue()
+    store.close()
+
+
+def test_metric_is_checked_against_the_daily_levels_metrics(tmp_path, capsys):
+    from hourly.cli import main
+    with pytest.raises(UserError, match="reads the --metric-regex's one metric"):
+        settings(tmp_path, metric="lower_ms").validate()
+    # on the command line: a usage error, before any container or store
+    code = main(["hunt", "--from", "2023-08-01", "--to", "2023-08-03", "--metric", "lower_ms", "--gpus", "none",
+                 "--workdir", str(tmp_path / "w")])
+    assert code == 2 and "--metrics all" in capsys.readouterr().err and not (tmp_path / "w").exists()
+    h = settings(tmp_path, metric="lower_ms")
+    h.nightly.metrics = "step_ms"
+    with pytest.raises(UserError, match="is not one of --metrics step_ms"):
+        h.validate()
+    with pytest.raises(UserError, match="not a metric's name"):
+        settings(tmp_path, metric="9 bad").validate()
+
+
 def test_settings_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError, match="neither bad nor good"):
         settings(tmp_path, bisect_in="middle").validate()

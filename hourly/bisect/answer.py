@@ -101,6 +101,8 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
     index = {st.pair: i for i, st in enumerate(states)}
     return Answer(
         window=window_of(w), mode=lab.judge.answer_mode, kind=w.kind, pairing=lab.pairing_name,
+        # the named metric bisected; an exit-status verdict reads exit codes, every metric's alike
+        metric=lab.metric if lab.judge.mode != "exit" else None,
         culprit=culprit, candidate=candidate,
         measurements=_measurements(rows, last_good, first_bad) if candidate else None,
         next=UNCONFIRMED_NEXT if candidate else None,
@@ -115,7 +117,8 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         # jax package alone (--only jax, or a state whose jaxlib was cached)
         jaxlib_builds=sum(r.get("jaxlib_builds") or 0 for r in rows),
         jax_builds=sum(r.get("jax_builds") or 0 for r in rows),
-        runs=sum(r["runs"] for r in rows), pinned=lab.pinned)
+        runs=sum(r["runs"] for r in rows), run_samples=sum(r.get("run_samples") or 0 for r in rows),
+        pinned=lab.pinned)
 
 
 def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
@@ -125,7 +128,8 @@ def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
     if lab.judge.steps and r["role"] in ("probe", "end"):
         from hourly.analysis.judges.metric import MetricJudge
         verdict = MetricJudge.seen_from(verdict, i, b.lo, b.hi)
-    return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])))
+    return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])),
+                    runs=r.get("runs") or 0, run_samples=r.get("run_samples") or 0)
 
 
 # -- git bisect log -----------------------------------------------------------------------------

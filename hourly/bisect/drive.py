@@ -27,8 +27,10 @@ from hourly.model import Blame, Pair
 if TYPE_CHECKING:
     from hourly.bisect.events import BisectHandler
 
-#: one measurement taken for a request: what it showed, the builds and the benchmark runs it cost
-Taken = tuple[Evidence, int, int]
+#: one measurement taken for a request: what it showed, the builds and the benchmark runs (process
+#: starts) it cost, and the samples those runs printed (counted apart: many per run when a run prints
+#: its metric once per iteration)
+Taken = tuple[Evidence, int, int, int]
 
 
 class Witness(Protocol):
@@ -63,6 +65,8 @@ class Lab(Protocol):
     options: JudgeOptions
     #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
     going: Any
+    #: the named metric followed (--metric; its answer says it), None: the regex's one metric
+    metric: str | None
 
     @property
     def workers(self) -> int:

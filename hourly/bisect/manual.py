@@ -145,11 +145,11 @@ class Person:
         b0, l0, j0 = builder.builds_run, builder.jaxlib_builds, builder.jax_builds
         measured: list[str] = []
         proposal = None
-        ev, runs = Evidence(), 0
+        ev, runs, sampled = Evidence(), 0, 0
         if self.judge.bench:
-            ev, builds, runs = lab.measure_many([(pair, lab.repeats)])[0]
+            ev, builds, runs, sampled = lab.measure_many([(pair, lab.repeats)])[0]
             if ev.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
-                return ev, builds, runs
+                return ev, builds, runs, sampled
             proposal, measured = self.proposal(lab, pair, ev, ends)
             build_text = plural(builds, "build") if builds else "from the cache"
         else:
@@ -161,7 +161,7 @@ class Person:
                     f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times (log {res.log_path}); "
                     "nothing was recorded for it", "free memory or raise --build-timeout, then run the same command again")
             if res.status is BuildStatus.FAILED:
-                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0
+                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0, 0
             lab.measurer().installed = pair
             build_text = {BuildStatus.CACHED: "installed from the build cache",
                           BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, "built and installed now")
@@ -169,7 +169,7 @@ class Person:
             self._resumed = where.resumed
         asked = self.asked(lab, role, pair, build_text, measured, proposal, where)
         verdict, how = self.wait(bid, asked)
-        return replace(ev, word=Word(verdict, how, proposal)), builds, runs
+        return replace(ev, word=Word(verdict, how, proposal)), builds, runs, sampled
 
     def proposal(self, lab: Bisector, pair: Pair, ev: Evidence, ends: tuple[Pair, Pair]) -> tuple[Verdict | None, list[str]]:
         """The benchmark's verdict on a state, by the window's own mode, and the lines that show it."""

@@ -91,18 +91,19 @@ class MetricEnds:
         extra = [p for p in self.ahead if p not in short][:lab.workers - len(short)]
         self.ahead = []
         got = lab.measure_many(list(short.items()) + [(p, want) for p in extra])
-        for pair, (ev, builds, runs) in zip(extra, got[len(short):], strict=True):
-            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet")
+        for pair, (ev, builds, runs, samples) in zip(extra, got[len(short):], strict=True):
+            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet", samples)
         return dict(zip(short, got[:len(short)], strict=True))
 
-    def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str) -> None:
+    def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str, sampled: int = 0) -> None:
         """The row of a state measured ahead of the search: its verdict row follows when the search
         judges it; one that failed is untestable now (the search never probes it)."""
         if not ev.ok:
             c = MetricJudge.failed(ev)
-            self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs))
+            self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
         else:
-            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs))
+            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
+                                run_samples=sampled))
 
     def samples(self, pair: Pair, side: Verdict, want: int, got: "Taken | None" = None) -> tuple[list[float], int, int]:
         """The end's samples, measuring more (rows of their own, origin ``bisect``) until it has
@@ -112,13 +113,13 @@ class MetricEnds:
         origins = [e.origin for e in stored for _ in e.samples]
         builds = runs = 0
         if len(samples) < want:
-            ev, builds, runs = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            ev, builds, runs, sampled = got or self.lab.measure_many([(pair, want - len(samples))])[0]
             new = list(ev.samples) if ev.ok else []
             samples += new
             origins += [ev.origin] * len(new)
             self.d.record(Probe("end", pair, MetricJudge.end(side, samples),
                                 f"{plural(len(samples), 'sample')} of the {side.value} end ({_from(origins)})",
-                                list(ev.samples), builds=builds, runs=runs))
+                                list(ev.samples), builds=builds, runs=runs, run_samples=sampled))
         self.d.end_samples[side.value] = EndSamples(len(samples), dict(sorted(Counter(origins).items())))
         return samples, builds, runs
 
@@ -137,7 +138,7 @@ class MetricEnds:
             c = judge.untestable(failed)
             return Probe(role, pair, c.verdict, c.reason)
         stored = lab.stored(pair)
-        builds = runs = 0
+        builds = runs = sampled = 0
         good, bad = refs
         judge.against(good, bad)
         samples = samples_of(stored)
@@ -148,16 +149,17 @@ class MetricEnds:
             if samples:
                 c = judge.call(Evidence(samples=tuple(samples)))
                 if c.decided:
-                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, between=c.between)
+                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, between=c.between,
+                                 run_samples=sampled)
                 need = c.more
                 self.grow(good, bad, len(samples) + need)
             else:
                 need = lab.repeats
-            ev, b, r = lab.measure_many([(pair, need)])[0]
-            builds, runs = builds + b, runs + r
+            ev, b, r, n = lab.measure_many([(pair, need)])[0]
+            builds, runs, sampled = builds + b, runs + r, sampled + n
             if not ev.ok:
                 c = MetricJudge.failed(ev)
-                return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs)
+                return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, run_samples=sampled)
             samples = samples + list(ev.samples)
 
 

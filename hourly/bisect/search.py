@@ -45,7 +45,7 @@ from hourly.bisect.windows import (
 )
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
-from hourly.execute.host import BuildSplit, measure_counted
+from hourly.execute.host import BuildSplit, Counted, measure_counted
 from hourly.measure.build import Builder, Workspace, give_back_left_trees, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import gate_for
@@ -85,6 +85,9 @@ class Bisector:
         if req.find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.s, self.store, self.mode, self.rerun = s, store, mode, req.rerun
+        #: the named metric followed (--metric: its rows read and measured, its own bisection, in its
+        #: answer); None: the regex's one metric
+        self.metric = s.primary_metric() or None
         self.min_change = req.min_change
         self.max_repeats = max(req.max_repeats, s.repeats)
         self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
@@ -182,20 +185,22 @@ class Bisector:
 
     # -- measuring ----------------------------------------------------------------------------
     def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[Taken]:
-        """For each (pair, count): its evidence (the Measurement already recorded in the store with
-        origin 'bisect', exactly as Measurer.measure records it), builds run, runs run — in the order
-        asked. One round."""
+        """For each (pair, count): its evidence (the Measurement of the metric followed, already
+        recorded in the store with origin 'bisect', exactly as Measurer.measure records it: one value
+        per process, the median of its samples when it printed many), builds run, runs run (process
+        starts) and the samples they printed — in the order asked. One round."""
         self.rounds += 1
         self.jobs += len(reqs)
-        return [(evidence(m), builds, runs) for m, builds, runs in self.executor.measure_many(self, reqs)]
+        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples
+                in self.executor.measure_many(self, reqs)]
 
-    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+    def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
-        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
         if self.s.retry_failed:  # every failure recorded before this run is measured again: builds and runs
             ms = [m for m in ms if not (m.status != Status.OK.value and (m.created or 0) < self._since)]
         return ms
@@ -255,6 +260,8 @@ class Bisector:
             ident["find_fix"] = True
         ident.update(self.pairing.ident())
         ident.update(self.judge.identity())
+        if self.metric:  # one named metric of several (--metric): its own bisection
+            ident["metric"] = self.metric
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.judge.mode, "good_time": w.good_time, "bad_time": w.bad_time,

@@ -41,7 +41,7 @@ class StepSession:
                 known[i] = samples
             elif why or evs:
                 failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
-        self.pending: dict[int, list[int]] = {}  # builds and runs not yet in a recorded row
+        self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
         self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
@@ -61,8 +61,8 @@ class StepSession:
         """One round: every state asked for, through the lab."""
         out: dict[int, list[float] | None] = {}
         got = self.lab.measure_many([(self.pairs[i], c) for i, c in reqs.items()])
-        for i, (ev, builds, runs) in zip(reqs, got, strict=True):
-            self.owe(i, builds, runs)
+        for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
+            self.owe(i, builds, runs, samples)
             if not ev.ok:
                 self.search.mark_untestable(i, MetricJudge.failed(ev).reason)
                 out[i] = None
@@ -70,20 +70,21 @@ class StepSession:
                 out[i] = list(ev.samples)
         return out
 
-    def owe(self, i: int, builds: int, runs: int) -> None:
-        acc = self.pending.setdefault(i, [0, 0])
+    def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
+        acc = self.pending.setdefault(i, [0, 0, 0])
         acc[0] += builds
         acc[1] += runs
+        acc[2] += samples
 
     def on_verdict(self, i: int, j: Judgement) -> None:
-        builds, runs = self.pending.pop(i, [0, 0])
+        builds, runs, sampled = self.pending.pop(i, [0, 0, 0])
         v = self.judge.verdict_of(j.level)
         pair = self.pairs[i]
         role = "end" if pair in self.recorded else "probe"  # resumed: the state has its row already
         if role == "probe" or builds or runs:
             self.recorded.add(pair)
             self.record(Probe(role, pair, v, j.reason, list(self.search.samples.get(i, [])),
-                              builds=builds, runs=runs, between=j.level is Level.NEITHER))
+                              builds=builds, runs=runs, between=j.level is Level.NEITHER, run_samples=sampled))
 
     # -- the search ------------------------------------------------------------------------------
     def next_regression(self, d: "WindowDrive") -> Step:
@@ -105,7 +106,7 @@ class StepSession:
     def flush(self, d: "WindowDrive") -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         search, n = self.search, len(self.pairs)
-        for i, (builds, runs) in self.pending.items():
+        for i, (builds, runs, sampled) in self.pending.items():
             if not (builds or runs):
                 continue
             ahead = search.measured_ahead(i)
@@ -115,17 +116,18 @@ class StepSession:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
                 self.recorded.add(pair)
                 c = self.judge.untestable(search.failed[i])
-                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs))
+                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
                 d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "
-                               "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs))
+                               "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs,
+                               run_samples=sampled))
             else:
                 judged = search.verdicts.get(i)
                 v = MetricJudge.interval_end(i, n, judged.level if judged is not None else None)
                 samples = list(search.samples.get(i, []))
                 d.record(Probe("end", pair, v, f"{plural(len(samples), 'sample')} of an interval's end",
-                               samples, builds=builds, runs=runs))
+                               samples, builds=builds, runs=runs, run_samples=sampled))
         self.pending.clear()
 
     # -- confirmation ------------------------------------------------------------------------------
@@ -162,8 +164,8 @@ class StepSession:
         more = planner.top_ups(lab.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
         got = lab.measure_many([(p, n) for p in fresh] + [(self.pairs[i], n) for i in ahead]
                                + [(self.pairs[i], c) for i, c in more.items()])
-        for i, (ev, builds, runs) in zip([*ahead, *more], got[len(fresh):], strict=True):
-            self.owe(i, builds, runs)
+        for i, (ev, builds, runs, samples) in zip([*ahead, *more], got[len(fresh):], strict=True):
+            self.owe(i, builds, runs, samples)
             if not ev.ok:
                 search.mark_untestable(i, MetricJudge.failed(ev).reason)
             else:
@@ -181,7 +183,7 @@ class StepSession:
         tests take their doublings in the same rounds, not one after the other."""
         lab = self.lab
         got: list[float] = []
-        cost = [0, 0]
+        cost = [0, 0, 0]  # builds, runs, samples
         spare = spare if spare is not None else {}
         given = spare.setdefault(pair, [])
         if first is not None:
@@ -190,20 +192,22 @@ class StepSession:
         def sample(want: int) -> list[float] | None:
             while given or len(got) < want:
                 if given:
-                    ev, builds, runs = given.pop(0)
+                    ev, builds, runs, sampled = given.pop(0)
                 elif partner is not None and lab.workers > 1:
                     have = sum(len(x[0].samples) for x in spare.get(partner, []))
                     reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
                     both = lab.measure_many(reqs)
-                    (ev, builds, runs), rest = both[0], both[1:]
+                    (ev, builds, runs, sampled), rest = both[0], both[1:]
                     spare.setdefault(partner, []).extend(rest)
                 else:
-                    ev, builds, runs = lab.measure_many([(pair, want - len(got))])[0]
+                    ev, builds, runs, sampled = lab.measure_many([(pair, want - len(got))])[0]
                 cost[0] += builds
                 cost[1] += runs
+                cost[2] += sampled
                 if not ev.ok:
                     return None
                 got.extend(ev.samples)
             return got
         j = self.search.sequential(sample, step.lo, step.hi)
-        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1])
+        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
+                     run_samples=cost[2])

@@ -121,7 +121,7 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
                         "run `hourly scan` first, or pass --good and --bad")
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())  # --metric's rows
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.PRINTED:  # where the metric stops printing (ok → no_metric), or comes back
@@ -163,7 +163,7 @@ def default_mode(store: Store, s: Settings) -> Mode:
     metric; else exit status."""
     if s.mode == Mode.EXIT.value:
         return Mode.EXIT
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())  # --metric's rows
     rows = store.points(LEVEL)
     if not rows:
         return Mode.METRIC

@@ -51,10 +51,24 @@ def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, 
     from hourly.nightly.plan import NightlySettings
     f = dict(flags)
     direction = f.pop("higher_is_better")
-    return NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
-                           mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
-                           higher_is_better=(effective({}, config)[0].higher_is_better
-                                             if direction is None else direction), **f)
+    s = NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
+                        mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
+                        higher_is_better=(effective({}, config)[0].higher_is_better
+                                          if direction is None else direction), **f)
+    s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, s.metrics, s.metric_samples, s.warmup_samples)
+    return s
+
+
+def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
+                 warmup_samples: Optional[int]) -> tuple[Optional[str], str, int]:
+    """How the daily (or release) level reads a run's output: --metrics (all by itself when the
+    benchmark is hourly's per-phase harness and no --metric-regex of its own was given),
+    --metric-samples, --warmup-samples."""
+    from hourly.measure.settings import is_phase_harness
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
+        metrics = "all"
+    return metrics, metric_samples or "last", warmup_samples or 0
 
 
 def check_plan_size(s: Any, max_instants: int) -> None:

@@ -25,6 +25,11 @@ def explain(workdir: Optional[str] = None, step: Optional[int] = None, sweep: bo
     from hourly.render.explain import explain_lines
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)
+    if s.bench_cmd and s.primary_metric() is None:  # several named metrics: the one the bisections followed
+        from hourly.measure.settings import with_metric
+        followed = {a["metric"] for a in store.bisection_results() if a.get("metric")}
+        s = with_metric(s, followed.pop()) if len(followed) == 1 else s
+        s.require_primary("hourly explain", store.metric_names(s.bench_key()))
     opts = Options(sweep=sweep, try_flags=list(try_flag or []), revert_check=revert_check or bool(revert_ref),
                    revert_ref=revert_ref, max_passes=max_passes, repeats=repeats,
                    op_times=op_times)

@@ -27,6 +27,7 @@ def hunt(
     release_with: Optional[List[str]] = None,
     release_cache_dir: Optional[str] = None,
     flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    metric: Optional[str] = None,
     dates: str = "all",
     scan_step: Optional[str] = None,
     bisect_in: str = "bad",
@@ -64,7 +65,7 @@ def hunt(
     s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
                      xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
-                     scan_step=scan_step, releases=entry, explain=explain)
+                     scan_step=scan_step, releases=entry, explain=explain, metric=metric)
     h.validate()
     store = Store(wd)
     _run_and_print(h, store, json_out)

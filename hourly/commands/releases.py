@@ -24,6 +24,9 @@ def releases(
     env: Optional[List[str]] = None,
     metric_regex: str = DEFAULT_METRIC_REGEX,
     repeats: int = 1,
+    metrics: Optional[str] = None,
+    metric_samples: Optional[str] = None,
+    warmup_samples: Optional[int] = None,
     bench_timeout: Optional[float] = None,
     higher_is_better: Optional[bool] = None,
     extra: Optional[str] = None,
@@ -69,6 +72,8 @@ def releases(
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
             python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
             jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=not deps_today)
+        from .common import read_metrics
+        s.metrics, s.metric_samples, s.warmup_samples = read_metrics(s, metrics, metric_samples, warmup_samples)
         if dry_run:
             _print_plan(s, json_out)
             return

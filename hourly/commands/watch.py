@@ -12,7 +12,7 @@ from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import command, console, err_console
+from .common import command, console, err_console, read_metrics
 
 
 @command("watch")
@@ -24,6 +24,10 @@ def watch(
     bench_cwd: Optional[str] = None,
     env: Optional[List[str]] = None,
     metric_regex: str = DEFAULT_METRIC_REGEX,
+    metrics: Optional[str] = None,
+    metric_samples: Optional[str] = None,
+    warmup_samples: Optional[int] = None,
+    metric: Optional[str] = None,
     repeats: int = 3,
     timeout: Optional[float] = None,
     higher_is_better: Optional[bool] = None,
@@ -112,6 +116,23 @@ def watch(
         raise typer.Exit(code)
 
 
+def _primary(named: str, metric: Optional[str]) -> str:
+    """The primary of a watch of named metrics: --metric (one of --metrics), else the one name of
+    --metrics; "" when it records several and none was chosen (every series alike)."""
+    from hourly.measure.settings import parse_metric_names
+    from hourly.metric import METRIC_NAME
+    names = parse_metric_names(named) or []
+    if metric is not None:
+        import re
+        if not re.fullmatch(METRIC_NAME, metric):
+            raise UsageError(f"--metric {metric!r} is not a metric's name",
+                             "pass the name of a METRIC line, e.g. --metric lower_ms")
+        if "all" not in names and metric not in names:
+            raise UsageError(f"--metric {metric} is not one of --metrics {named}", f"add it: --metrics {named},{metric}")
+        return metric
+    return names[0] if len(names) == 1 and names[0] != "all" else ""
+
+
 def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     """The watch's settings from the options: the level that measures one build (the daily level's,
     the release level's, the scan's settings), then the watch's own."""
@@ -125,14 +146,19 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     if direction is None:
         direction = effective({}, g["config"])[0].higher_is_better
     env = list(g["env"] or [])
+    # how a run's output is read: --metric alone records every named metric and lists that one first
+    wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
     if source == "containers":
         from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
         ns = NightlySettings(from_="2000-01-01", to="2000-01-01", image=g["image"], mounts=list(g["mount"] or []),
                              gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
                              metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
                              pull=g["pull"], higher_is_better=direction)
+        ns.metrics, ns.metric_samples, ns.warmup_samples = read_metrics(ns, wanted, g["metric_samples"],
+                                                                        g["warmup_samples"])
         ns.validate()
         level = ns.as_dict()
+        named = ns.metrics
     elif source == "wheels":
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
         if not g["bench_cmd"]:
@@ -142,8 +168,11 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
                              index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
                              cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
+        rs.metrics, rs.metric_samples, rs.warmup_samples = read_metrics(rs, wanted, g["metric_samples"],
+                                                                        g["warmup_samples"])
         rs.validate()
         level = rs.as_dict()
+        named = rs.metrics
     else:
         if not g["bench_cmd"]:
             raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
@@ -151,12 +180,17 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                  "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
                  "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
                  "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
-                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"]}  # None: not given
+                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"],  # None: not given
+                 "metrics": g["metrics"], "metric_samples": g["metric_samples"], "warmup_samples": g["warmup_samples"],
+                 "metric": g["metric"]}
         s, _ = effective(flags, config)
         level = s.as_dict()
+        names = s.named_metrics()
+        named = None if names is None else ",".join(names)
     slurm = {"partition": g["partition"], "time": g["time"], "gres": g["gres"], "extra": list(g["slurm_arg"] or [])}
+    primary = metric_name(g["metric_regex"]) if named is None else _primary(named, g["metric"])
     return WatchSettings(source=source, level=level, workdir=wd, since=g["since"], until=g["until"], step=g["step"],
-                         list_tags=g["list_tags"], metric=metric_name(g["metric_regex"]), higher_is_better=direction,
+                         list_tags=g["list_tags"], metric=primary, metrics=named, higher_is_better=direction,
                          min_change=g["min_change"], max_pairs=g["max_pairs"], hunt=g["hunt"],
                          executor=getattr(g["executor"], "value", g["executor"]) or "local",
                          slurm=slurm, hunt_args=list(g["hunt_arg"] or []), hunt_image=g["hunt_image"],

@@ -7,12 +7,11 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
 from hourly.adapters.venvs import SEEN_VAR, overlay_of
-from hourly.measure.benchmark import BenchSpec, run_benchmark
+from hourly.measure.benchmark import BenchResult, BenchSpec, metric_views, run_benchmark
 from hourly.measure.build import (
     BUILD_ATTEMPTS,
     Builder,
@@ -27,9 +26,6 @@ from hourly.measure.build import (
 from hourly.measure.pinned import Pin, check_jax_seen, gate_for, host_overlay, make_pin, run_env
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status
-
-if TYPE_CHECKING:  # detection pulls in numpy
-    pass
 
 
 def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
@@ -78,8 +74,11 @@ class Measurer:
             from hourly.measure.cherry_pick import parse
             workspace.picks = parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
         self.gate = gate_for(jax, pin)
-        self.runs = 0
+        self.runs = 0  # benchmark processes started (warm-up runs included): what a probe costs
+        self.samples = 0  # the counted samples those runs gave (more than runs when a run prints many)
         self.installed: Pair | None = None  # the pair whose build is installed now
+        #: every row the last measurement recorded (one per named metric; else the one returned)
+        self.last_rows: list[Measurement] = []
         #: where the installed state's jax must be found by the benchmark (what, folder); None: unchecked
         self.jax_home: tuple[str, Path] | None = None
 
@@ -88,12 +87,14 @@ class Measurer:
         return self.gate.untestable(pair.jax) if self.gate else None
 
     def measure(self, pair: Pair, repeats: int | None = None, origin: str = "scan") -> Measurement:
-        """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install."""
+        """Build (or reuse) and benchmark ``pair``; measuring the installed pair again skips the install.
+
+        Returns the measurement of the primary metric (:meth:`Settings.primary_metric`; with named
+        metrics and none chosen, the first that measured); every row it recorded (one per named
+        metric, in one transaction) is in :attr:`last_rows`."""
         why = self.untestable(pair)
         if why:
-            m = Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)
-            self.store.add_measurement(self.key, m)
-            return m
+            return self._record([Measurement(pair.xla, pair.jax, Status.UNTESTABLE.value, None, [], [], why, origin)])
         if pair == self.installed:
             build = None
         else:
@@ -106,24 +107,28 @@ class Measurer:
                 f" log {build.log_path}); nothing was recorded for it",
                 "free memory or raise --build-timeout, then run the same command again: it goes on from there")
         if build is not None and build.status is BuildStatus.FAILED:
-            m = Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
-                            f"build failed: {_last_line(build.tail)} (log {build.log_path})",
-                            origin)
-        else:
-            self.installed = pair
-            # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
-            # need none); the installed pair measured again is warm already
-            warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
-            spec, seen = self._watched(pair)
-            res = run_benchmark(spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
-            self.runs += len(res.runs)
-            if seen is not None and self.jax_home is not None:  # the state's jax, not another on the path
-                check_jax_seen(seen, self.jax_home[1], self.jax_home[0], spec.python or self.s.python,
-                               required=self.s.only == "jax", ran=any(r.returncode == 0 for r in res.runs))
-            m = Measurement(pair.xla, pair.jax, res.status.value, res.value, res.samples,
-                            [r.as_dict() for r in res.runs], res.detail(), origin)
-        self.store.add_measurement(self.key, m)
-        return m
+            return self._record([Measurement(pair.xla, pair.jax, Status.BUILD_FAILED.value, None, [], [],
+                                             f"build failed: {_last_line(build.tail)} (log {build.log_path})",
+                                             origin)])
+        self.installed = pair
+        # a state (re)installed just now gets its warm-up runs first (metric mode: exit codes
+        # need none); the installed pair measured again is warm already
+        warm = self.s.warmup_runs if build is not None and self.s.mode != "exit" else 0
+        spec, seen = self._watched(pair)
+        res = run_benchmark(spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm)
+        self.runs += len(res.runs)
+        if seen is not None and self.jax_home is not None:  # the state's jax, not another on the path
+            check_jax_seen(seen, self.jax_home[1], self.jax_home[0], spec.python or self.s.python,
+                           required=self.s.only == "jax", ran=any(r.returncode == 0 for r in res.runs))
+        rows = measurement_rows(pair, res, origin, self.spec.metrics, self.store.metric_names(self.key)
+                                if self.spec.metrics is not None else [], self.s.primary_metric())
+        self.samples += max(m.sample_count for m in rows)
+        return self._record(rows)
+
+    def _record(self, rows: list[Measurement]) -> Measurement:
+        self.store.add_measurements(self.key, rows)
+        self.last_rows = rows
+        return primary_row(rows, self.s.primary_metric())
 
     def _jax_home(self, build: BuildResult) -> tuple[str, Path] | None:
         """Where the benchmark must find the state just made: its jax wheel in the overlay, or the
@@ -146,6 +151,24 @@ class Measurer:
         seen = self.store.logs / f"jax-seen-{pair.key()}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
         seen.unlink(missing_ok=True)
         return replace(self.spec, env={**self.spec.env, SEEN_VAR: str(seen)}), seen
+
+
+def measurement_rows(pair: Pair, res: BenchResult, origin: str, metrics: tuple[str, ...] | None,
+                     known: list[str], primary: str | None) -> list[Measurement]:
+    """The rows of one measurement (:func:`hourly.measure.benchmark.metric_views`): the regex's one
+    metric, or one row per named metric, or one ``''`` row when no name was measured."""
+    return [Measurement(pair.xla, pair.jax, r.status.value, r.value, r.samples, [x.as_dict() for x in r.runs],
+                        r.detail(), origin, metric=name) for name, r in metric_views(res, metrics, known, primary)]
+
+
+def primary_row(rows: list[Measurement], primary: str | None) -> Measurement:
+    """The row of the primary metric among one measurement's rows (a ``''`` row stands for every
+    metric); with none chosen, the first that measured, else the first."""
+    if primary is not None:
+        for m in rows:
+            if m.metric in (primary, ""):
+                return m
+    return next((m for m in rows if m.status == Status.OK.value), rows[0])
 
 
 

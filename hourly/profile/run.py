@@ -97,10 +97,12 @@ def targets_from_store(store: Store, s: Settings) -> list[Target]:
     culprits = [(a.last_good, a.first_bad) for a in answers if a.last_good and a.first_bad]
     if culprits:  # the bisection's last-good/first-bad states, when there are any
         return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
-    points = stored_scan(store, s).points
+    table = stored_scan(store, s)
+    points = table.points  # with named metrics: --metric's (else the first's), in its own direction
+    higher = next((m.higher_is_better for m in table.metrics or [] if m.points is points), s.higher_is_better)
     if not any(p.status == "ok" for p in points):
         return []
-    steps = [st for st in find_steps(points, s.higher_is_better)[0] if st.kind.value == "regression"]
+    steps = [st for st in find_steps(points, higher)[0] if st.kind.value == "regression"]
     return [Target(f"step-{i}", Pair(st.before.xla, st.before.jax), Pair(st.after.xla, st.after.jax))
             for i, st in enumerate(steps, 1)]
 

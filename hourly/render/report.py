@@ -346,7 +346,8 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     """One bisection's answer: its window, the culprit (or range), how it was reached."""
     md = []
     w = a.window
-    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else ""))
+    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else "")
+              + (f" (metric {esc.code(a.metric)})" if a.metric else ""))
     md.append("")
     if under:
         md.append(under)
@@ -366,6 +367,7 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
             md.append(f"  - {p.role} xla `{p.xla[:12]}` jax `{p.jax[:12]}`: {p.verdict} "
                       f"({esc.text(p.reason or '')})")
     md.append(f"- {plural(a.builds, 'build')}, {plural(a.runs, 'benchmark run')}"
+              + (f" ({plural(a.run_samples, 'sample')} counted)" if a.run_samples else "")
               + (", confirmed by re-measuring both ends" if a.confirmed and not manual else ""))
     md.append("")
     return md
@@ -386,6 +388,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         return ReportFiles(path, None)
     table = stored_scan(store, s)
     points = table.points
+    if table.metrics is not None:  # every named metric (--metrics, the per-phase harness)
+        return _write_per_metric(store, s, table, out_dir, min_change, anonymous, releases_md)
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
     metric = "metric"
@@ -412,41 +416,111 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
-def _undecided(points: list[PointResult], s: Settings) -> str | None:
+def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_change: float | None, anonymous: bool,
+                      releases_md: list[str]) -> ReportFiles:
+    """The report of a scan that recorded several named metrics: what each did, in one table, then
+    per metric its steps (each with its commits, its bisected culprit or the command that bisects
+    it) and its plot."""
+    from hourly.analysis.moved import Verdict
+    from hourly.render.metrics import findings, step_command
+    points = table.points
+    found = findings(table, min_change)
+    split = split_answers(store, s)  # answers under another build are listed apart, never a step's
+    answers = split.current
+    repos = _open_repos(s)
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
+    moved = [f for f in found if f.moved.steps]
+    md = [f"# Performance change{'s' if sum(len(f.moved.steps) for f in found) != 1 else ''} found by hourly, "
+          f"per metric", ""]
+    md += _gaps_section(points, s)
+    if points:
+        md += [f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
+               f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}); every run recorded "
+               f"{plural(len(found), 'named metric')}, each measured in the same runs of the same builds.", ""]
+    md += ["| metric | better | what it did |", "|---|---|---|"]
+    for f in found:
+        m = f.moved
+        if m.verdict == Verdict.MOVED:
+            what = "; ".join(f"{st.kind.value} {percent(st.change.relative_change)} between {st.before.time} and "
+                             f"{st.after.time}" for st in m.steps)
+        elif m.verdict == Verdict.UNCHANGED:
+            assert m.bound is not None
+            what = (f"unchanged: no step of ±{m.bound * 100:.1f} % or more with {m.side} or more points on each side "
+                    f"(noise ±{(m.noise or 0) * 100:.2g} % per point)")
+        else:
+            what = f"{m.verdict}: {esc.text(m.why or '')}"
+        md.append(f"| {esc.code(f.metric.name)} | {'higher' if f.metric.higher_is_better else 'lower'} | {esc.cell(what)} |")
+    md.append("")
+    plots: list[Path] = []
+    for f in found:
+        name = f.metric.name
+        mine = [a for a in answers if a.metric == name]
+        md += [f"## {esc.text(name)}: {'higher' if f.metric.higher_is_better else 'lower'} is better", ""]
+        if not f.moved.steps:
+            md += [f"{esc.text(f.moved.short())}.", ""]
+        else:
+            md += _steps_sections(f.metric.points, f.moved.steps, repos, s, name, f.metric.edge_checks or {}, mine,
+                                  level="###", direction=f.metric.higher_is_better, intro=False)
+            for st in f.moved.steps:
+                if answer_for(mine, st.before.time, st.after.time) is None:
+                    md += [f"Bisect the {percent(st.change.relative_change)} step of `{name}`:", "", "```sh",
+                           step_command(st, name, s.workdir), "```", ""]
+        if f in moved or len(found) == 1:
+            slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+            plots.append(plot(f.metric.points, f.moved.steps, out_dir / f"plot-{slug}.png", name, mine))
+    md += _crash_section(points, s, [a for a in answers if not a.metric])
+    md += _failed_section(points)
+    md.extend(bisect_sections(store, split))
+    md.extend(explained_section(store.workdir))
+    md.extend(releases_md)
+    md += _reproduce_section(s, env, plots[0] if plots else None, store.workdir, anonymous)
+    for extra in plots[1:]:
+        md += [f"![{extra.stem[5:]} over time]({extra.name})", ""]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plots[0] if plots else None)
+
+
+def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | None = None) -> str | None:
     """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
     from hourly.scan.table import undecided_note
     if not any(p.status == "ok" and p.value is not None for p in points):
         return None
-    return undecided_note(find_steps(points, s.higher_is_better)[1], s)
+    return undecided_note(find_steps(points, s.higher_is_better if higher_is_better is None
+                                     else higher_is_better)[1], s)
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
-                    pinned: str | None = None) -> list[str]:
+                    pinned: str | None = None, level: str = "##", direction: bool | None = None,
+                    intro: bool = True) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
-    what a one-repository hunt held, hourly.measure.pinned.pinned_line)."""
+    what a one-repository hunt held, hourly.measure.pinned.pinned_line); ``level``: the steps'
+    heading, ``direction``: the metric's (the settings' by default), ``intro``: the window's lines."""
     checks = checks or {}
+    higher = s.higher_is_better if direction is None else direction
     md = []
-    if points:
+    if points and intro:
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                   f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
-                  f"({'higher' if s.higher_is_better else 'lower'} is better).")
+                  f"({'higher' if higher else 'lower'} is better).")
         md.append("")
         md.append("JAX and XLA paired by pin (each JAX commit with the XLA commit its pin names; `--pairing pin`)."
                   if getattr(s, "pairing", "time") == "pin" else
                   "JAX and XLA paired by time (the commits that stood at each instant; `--pairing time`).")
         if pinned:
             md += ["", esc.text(pinned) + "."]
-    md.append("")
+    if intro:
+        md.append("")
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
-    elif not steps and _undecided(points, s):  # never "no step" from differences that may be the steps
-        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s) or '')}.")
+    elif not steps and _undecided(points, s, higher):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s, higher) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -460,7 +534,7 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
-        md.append(f"## {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
+        md.append(f"{level} {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
                   f"between {st.before.time} and {st.after.time}")
         md.append("")
         if c.edge:
@@ -557,6 +631,8 @@ def _value(p: PointResult) -> str:
     """A point's own value as the scan measured it, with its sample count."""
     if p.value is None:
         return p.status
+    if p.run_samples is not None:  # runs that printed many samples: each run's value is their median
+        return f"{p.value:.4g} (median of {plural(len(p.samples), 'run')}' values, {plural(p.run_samples, 'sample')} in all)"
     return f"{p.value:.4g}" + (f" (median of {len(p.samples)} samples)" if len(p.samples) > 1 else "")
 
 
