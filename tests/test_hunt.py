@@ -209,15 +209,27 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
 
 
 def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
-    """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
+    """The hunt's bisection always starts in a new workdir: its input check knows the combined end.
+    Every end is an instant of the merged timeline (a combined ``xla@..,jax@..`` the instant both had
+    landed), so a combined end and a one-repository end compare as instants: one that names the very
+    state of the other is refused as such, not bisected as an empty window."""
     from hourly.bisect.search import check_new_window
     from hourly.demo.repos import Change, make_repos
     from hourly.measure.settings import effective, keyed
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
-                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
+                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"}),
+                                 Change("xla", "2023-08-24T03:00:00Z", "x2", {"a": "2"})])
+    x1, j1, x2 = made.shas["x1"], made.shas["j1"], made.shas["x2"]
     s = keyed(effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0])
-    check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
-    with pytest.raises(UserError):
+    check_new_window(s, f"xla@{x1},jax@{j1}", f"xla@{x2}")  # combined good end, one repository's bad end
+    check_new_window(s, f"xla@{x1},jax@{j1}", f"xla@{x2},jax@{j1}")  # as the hunt gives them: both combined
+    check_new_window(s, f"jax@{j1}", f"xla@{x2},jax@{j1}")
+    # jax@j1 is the state (x1, j1): the combined good end's own state
+    with pytest.raises(UserError, match="name the same state .*2023-08-24T02:00:00Z.*nothing lies between them"):
+        check_new_window(s, f"xla@{x1},jax@{j1}", f"jax@{j1}")
+    with pytest.raises(UserError, match="is not later than --good"):
+        check_new_window(s, f"xla@{x2},jax@{j1}", f"jax@{j1}")
+    with pytest.raises(UserError, match="not a commit sha"):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
 
 
