@@ -303,8 +303,11 @@ def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
 def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert main(["releases", "--from", "0.3", "--to", "0.1", "--bench-cmd", "x", "--find-links", str(wheel_dir)]) == 1
     assert "swap them" in capsys.readouterr().err
+    # two flags that do not go together: a usage error (exit 2, README's exit codes), one line with the fix
     assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
-                 "--index-url", "https://example.invalid/simple"]) == 1
+                 "--index-url", "https://example.invalid/simple"]) == 2
+    err = capsys.readouterr().err
+    assert "--index-url and --find-links" in err and "pass one of them" in err and len(err.strip().splitlines()) == 1
     assert main(["releases", "--from", "nope", "--to", "0.2", "--bench-cmd", "x"]) == 1
     assert main(["releases", "--from", "5.0", "--to", "6.0", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--cache-dir", str(tmp_path / "c")]) == 1
