@@ -15,7 +15,6 @@ from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
-from hourly.options import join
 from hourly.plurals import plural
 from hourly.privacy import redact_word
 from hourly.render import markdown as esc
@@ -277,50 +276,16 @@ class Answers:
 
 
 def split_answers(store: Store, s: Settings | None = None) -> Answers:
-    """The store's answers split by build (:class:`Answers`); ``s``: the stored scan's settings
-    (read from the store when not given)."""
+    """The store's answers split by build (:class:`Answers`, from
+    hourly.scan.identity.answers_by_build); ``s``: the stored scan's settings (read from the store
+    when not given)."""
     from hourly.measure.settings import stored_settings
-    from hourly.scan.identity import answer_key
-    key = answer_key(store, s if s is not None else stored_settings(store))
+    from hourly.scan.identity import answers_by_build, build_difference
+    split = answers_by_build(store, s if s is not None else stored_settings(store))
     idents = store.measure_keys()
-    current: list[Answer] = []
-    others: list[tuple[str, Answer]] = []
-    for k, stored in store.bisection_answers():
-        a = Answer.from_json(stored)
-        if key is None or k == key:
-            current.append(a)
-        else:
-            others.append((build_label(idents.get(k), idents.get(key) if key else None, k), a))
-    return Answers(current, others)
-
-
-def build_label(ident: dict | None, current: dict | None, key: str) -> str:
-    """What another measurement key's build (or benchmark) was, as markdown: the parts that differ
-    from the current one's (``current``), with their values then."""
-    if not ident:
-        return f"another build or benchmark (key `{key[:12]}`; what it was made of is not recorded in this store)"
-    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
-    parts = []
-    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
-                        and ob.get("jax_package") != cb.get("jax_package") else ""))
-    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
-    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
-    if changed:
-        parts.append("build environment " + ", ".join(esc.code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
-                                                      for k in changed))
-    if ob.get("python_abi") != cb.get("python_abi"):
-        parts.append(f"Python ABI {esc.code(ob.get('python_abi') or '?')}")
-    if ob.get("cherry_pick") != cb.get("cherry_pick"):
-        parts.append("cherry-picks " + (", ".join(esc.code(c) for c in ob.get("cherry_pick") or []) or "none"))
-    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
-    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
-    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
-        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
-    if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
-    return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
+    current = idents.get(split.key) if split.key else None
+    return Answers(split.current, [(build_difference(idents.get(k), current, k, esc.code), a)
+                                   for k, a in split.others])
 
 
 def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
