@@ -140,3 +140,31 @@ def test_explain_and_profile_refuse_another_builds_answer_with_one_line(made, tm
         err = capsys.readouterr().err
         assert "under this build" in err and "/opt/broken-build.sh" in err and "left out 1 bisection answer" in err, err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_bisect_workdir_without_an_answer_of_this_build_says_so_in_report_and_show(made, tmp_path, capsys):
+    """No scan, the current build's bisection not finished, another build's answer stored: the
+    report and show say there is no answer of this build, list the other build's apart and the
+    unfinished bisection; show exits 1. A workdir with nothing in it is one line, not an empty table."""
+    store, s = two_builds(made, tmp_path, finish_new=False)
+    capsys.readouterr()
+    assert main(["report", "--workdir", s.workdir]) == 0
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    assert md.startswith("# Nothing bisected yet (no scan in this workdir)")
+    assert "No bisection of this build has finished in this workdir" in md and "## Bisected culprits" not in md
+    other = section(md, "Answers measured under another build (not this report's)")
+    assert "/opt/broken-build.sh" in other and "b" * 12 in other
+    assert "started, no answer yet" in section(md, "Bisections not finished")
+    assert "No step change" not in md and "Scanned " not in md
+    capsys.readouterr()
+    assert main(["show", "--workdir", s.workdir]) == 1
+    out, err = capsys.readouterr()
+    assert "measured under another build (build command /opt/broken-build.sh)" in out and "not finished:" in out
+    assert "no bisection of this build has finished" in err and len(err.strip().splitlines()) == 1
+
+    from hourly.adapters.store import Store
+    empty = Store(tmp_path / "empty")  # a store and nothing else
+    for argv in (["show", "--workdir", str(empty.workdir)], ["report", "--workdir", str(empty.workdir)]):
+        assert main(argv) == 1
+        assert "no scan and no bisection in" in capsys.readouterr().err
+    assert not (empty.workdir / "report").exists()

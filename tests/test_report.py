@@ -192,3 +192,34 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     # a crash window already bisected names its culprit, not the command that would bisect it
     crash = md.split("## Crash windows", 1)[1].split("\n## ", 1)[0]
     assert "hourly bisect --mode exit" not in crash and "Bisected:" in crash and "Rewrite 残差 residuals 🚀" in crash
+
+
+def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(capsys, made, venv_python, tmp_path):
+    """`hourly bisect --good --bad` into a new workdir, then `report` and `show`: the bisection's
+    culprit, said to be a bisection's (no scan was made), with the commands that scan the window and
+    bisect it again — never "no step change was detected in the scanned window", an empty scan table
+    or `hourly scan --from '' --to ''`."""
+    work = tmp_path / "work"
+    fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
+    run(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
+                 "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+                 "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)])
+    run(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert md.startswith("# Bisected by hourly (no scan in this workdir)") and "No scan was made in this workdir" in md
+    assert "No step change" not in md and "Scanned " not in md and "scanned window" not in md
+    assert "--from ''" not in md and "| # | kind |" not in md and "plot.png" not in md
+    assert f"**culprit: xla [`{fusion[:12]}`]" in md
+    scan = next(line for line in md.splitlines() if line.startswith("hourly scan "))
+    assert "--from 2023-08-24T12:00:00Z --to 2023-08-24T15:00:00Z" in scan and f"--workdir {work}" in scan
+    again = next(line for line in md.splitlines() if line.startswith("hourly bisect "))
+    assert "--good 2023-08-24T12:00:00Z --bad 2023-08-24T15:00:00Z" in again
+    assert not (work / "report" / "plot.png").exists()
+    # the reproduce line is a command hourly takes: here it prints the stored answer
+    assert fusion in run(capsys, shlex.split(again)[1:])
+
+    shown = run(capsys, ["show", "--workdir", str(work)])
+    assert "no scan" in shown and fusion in shown and "0 instants" not in shown and "hourly scan --from 2023" in shown
+    got = json.loads(run(capsys, ["show", "--workdir", str(work), "--json"]))
+    assert got["scanned"] is False and got["points"] == [] and got["unfinished"] == []
+    assert [a["culprit"]["sha"] for a in got["regressions"]] == [fusion]

@@ -11,6 +11,7 @@ from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.answers import Answer
+from hourly.errors import UserError
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
@@ -21,7 +22,7 @@ from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
-from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import REPRODUCE, gaps, has_scan, stored_scan
 from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
@@ -39,9 +40,6 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
-#: what the report's reproduce line names even at its default, so that it reads the same to
-#: someone whose hourly has other defaults
-REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
 
 
 def scan_command(s: Settings) -> str:
@@ -342,8 +340,15 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     the host name."""
     from hourly.render.releases import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
     releases_md = release_markdown(store)
+    bisected = bool(store.bisection_answers() or store.unfinished_bisections())
+    if not has_scan(store) and not releases_md and not bisected:
+        raise UserError(f"no scan and no bisection in {store.workdir}: nothing to report",
+                        "run hourly scan (or hourly bisect --good --bad) there first")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not has_scan(store) and bisected:
+        # `hourly bisect --good --bad` alone: its answers, never a scanned window it did not measure
+        return write_bisection_report(store, s, out_dir, anonymous, releases_md)
     if releases_md and not store.points("hourly"):  # the release level alone
         path = out_dir / "report.md"
         path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
@@ -375,6 +380,50 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plot_path)
+
+
+def write_bisection_report(store: Store, s: Settings, out_dir: Path, anonymous: bool = False,
+                           releases_md: list[str] | None = None) -> ReportFiles:
+    """The report of a workdir that ``hourly bisect --good --bad`` made without a scan: the
+    bisections' answers (of the current build; another build's apart), the ones not finished, and
+    how to reproduce them — and, said first, that no scan was made, so nothing here is a table of
+    steps or a plot of the metric over time (the scan command that would make one is named)."""
+    from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_lines
+    split = split_answers(store, s)
+    unfinished = unfinished_lines(store)
+    answers = split.current
+    windows = [(a.window.good_time, a.window.bad_time) for a in answers + [a for _, a in split.others]]
+    title = ("Bisected by hourly" if answers else "Nothing bisected yet") + " (no scan in this workdir)"
+    md = [f"# {title}", "",
+          "No scan was made in this workdir: it holds `hourly bisect --good … --bad …` alone. The answers below "
+          "are the bisections'; no series of the metric over time was measured, so this report has no table of "
+          "steps and no plot, and says nothing of other changes in or around the windows bisected.", ""]
+    if windows:
+        md += ["A scan of the window measures that series (in this workdir, beside the bisections):", "",
+               "```sh", scan_window_command(s, windows), "```", ""]
+    if not answers:
+        md += ["**No bisection of this build has finished in this workdir: there is no answer to report.**"
+               + (" Answers measured under another build are listed apart below." if split.others else ""), ""]
+    md.extend(bisect_sections(store, split))
+    if unfinished:
+        md += ["## Bisections not finished", "", *[f"- {line}" for line in unfinished], ""]
+    md.extend(explained_section(store.workdir))
+    md.extend(releases_md or [])
+    stored_env = store.load_settings("environment")
+    env = stored_env or environment.capture(s.python, s.env_dict(), s.only)
+    again = [bisect_again_command(a, s) for a in answers]
+    how = ("The bisection" + ("s" if len(again) > 1 else "") + " (here, the same command prints the stored answer; "
+           "with another `--workdir` it measures its window afresh):", again) if again else None
+    tail = _reproduce_section(s, env, None, store.workdir, anonymous, how) if how else \
+        _environment_section(env, None, store.workdir, anonymous)
+    if not stored_env:  # no scan recorded it: what --python holds now, not necessarily what was measured
+        at = tail.index("## Environment") + 2
+        tail[at:at] = ["Captured when this report was written (no scan recorded it): `--python` holds the state "
+                       "last installed, not necessarily either end of a window.", ""]
+    md += tail
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, None)
 
 
 def _undecided(points: list[PointResult], s: Settings) -> str | None:
@@ -544,24 +593,27 @@ def _failed_section(points: list[PointResult]) -> list[str]:
 
 
 def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
-                       anonymous: bool = False) -> list[str]:
-    """How to reproduce the measurement, the environment, the plot and any profiles."""
-    md = ["## Reproduce"]
-    md.append("")
-    md.append("The measurement (inside the nightly container, per pair):")
-    md.append("")
-    md.append("```sh")
-    md.append(scan_command(s))
-    md.append("```")
-    md.append("")
-    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
-              + f", {plural(s.repeats, 'run')} per pair"
-              + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
-                 "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
-                 and s.mode != "exit" else "."))
-    md.append("")
-    md.append("## Environment")
-    md.append("")
+                       anonymous: bool = False, commands: tuple[str, list[str]] | None = None) -> list[str]:
+    """How to reproduce the measurement (``commands``: what introduces them and the command lines;
+    default: the stored scan's), the environment, the plot and any profiles."""
+    said, lines = commands or ("The measurement (inside the nightly container, per pair):", [scan_command(s)])
+    md = ["## Reproduce", "", said, "", "```sh", *lines, "```", ""]
+    bench = f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + \
+        (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    if commands is None:  # the scan's runs per pair (a bisection's answer says its own runs)
+        bench += (f", {plural(s.repeats, 'run')} per pair"
+                  + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
+                     "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
+                     and s.mode != "exit" else "."))
+    else:
+        bench += "."
+    md += [bench, ""]
+    return md + _environment_section(env, plot_path, workdir, anonymous)
+
+
+def _environment_section(env: dict, plot_path: Path | None, workdir: Path, anonymous: bool = False) -> list[str]:
+    """The environment, the plot and any profiles."""
+    md = ["## Environment", ""]
     md.extend(environment.render_markdown(env, anonymous))
     md.append("")
     if plot_path:
