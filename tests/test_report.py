@@ -223,3 +223,32 @@ def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(cap
     got = json.loads(run(capsys, ["show", "--workdir", str(work), "--json"]))
     assert got["scanned"] is False and got["points"] == [] and got["unfinished"] == []
     assert [a["culprit"]["sha"] for a in got["regressions"]] == [fusion]
+
+
+def test_an_answers_bisect_command_keeps_its_mode_and_direction():
+    """The report of a workdir without a scan names each answer's `hourly bisect` command: a fix found
+    with --find-fix has its good end the later one again, an exit-mode window its --mode, a flaky or
+    manual bisection its flag; the command parses as hourly's own."""
+    from hourly.answers import Answer, AnswerWindow, ManualNote
+    from hourly.measure.settings import effective
+    from hourly.render.bisect import bisect_again_command
+    s = effective({"xla_repo": "/x", "jax_repo": "/j", "bench_cmd": "python3 b.py", "workdir": "/w"}, None)[0]
+    w = AnswerWindow("2023-08-24T12:00:00Z", "2023-08-24T15:00:00Z")
+    fix = shlex.split(bisect_again_command(Answer(w, "exit", "fix"), s))
+    assert fix[fix.index("--good") + 1] == "2023-08-24T15:00:00Z" and fix[fix.index("--bad") + 1] == "2023-08-24T12:00:00Z"
+    assert "--find-fix" in fix and fix[fix.index("--mode") + 1] == "exit" and "--metric-regex" not in fix
+    reg = shlex.split(bisect_again_command(Answer(w, "metric", "regression"), s))
+    assert reg[:6] == ["hourly", "bisect", "--good", "2023-08-24T12:00:00Z", "--bad", "2023-08-24T15:00:00Z"]
+    assert "--mode" not in reg and "--find-fix" not in reg and "--metric-regex" in reg
+    flaky = shlex.split(bisect_again_command(Answer(w, "exit", "crash", flaky=True), s))
+    assert "--flaky" in flaky and flaky[flaky.index("--mode") + 1] == "exit"
+    manual = shlex.split(bisect_again_command(Answer(w, "manual", "crash", manual=ManualNote("exit", False, 3, "")), s))
+    assert "--manual" in manual and manual[manual.index("--mode") + 1] == "exit"
+    from typer.main import get_command
+
+    from hourly.cli import app
+    from hourly.commands.common import refuse_repeated
+    bisect = get_command(app).commands["bisect"]  # type: ignore[attr-defined]
+    for argv in (fix, reg, flaky, manual):  # each is a command line hourly's own parser takes
+        refuse_repeated(bisect.params, argv[2:])
+        assert bisect.make_context("bisect", argv[2:]).params["good"] == argv[3]
