@@ -100,9 +100,39 @@ def test_settings_are_checked_before_anything_runs(tmp_path):
         settings(tmp_path, good_date="2023-08-22").validate()
     with pytest.raises(UserError, match="not after"):
         settings(tmp_path, good_date="2023-08-23", bad_date="2023-08-22").validate()
+    from dataclasses import replace
     a, b = settings(tmp_path), settings(tmp_path)
-    b.nightly.workdir = str(tmp_path / "other")
+    b = replace(b, nightly=replace(b.nightly, workdir=str(tmp_path / "other")))
     assert a.workdir_id() != b.workdir_id() and a.workdir_id() == settings(tmp_path).workdir_id()
+
+
+def test_the_settings_of_a_hunt_and_its_levels_are_frozen_and_validation_returns_new_ones(tmp_path, monkeypatch):
+    """Issue 34: validation returns the settings checked (the default mount pinned, paths made
+    absolute) and changes nothing it was given; a hunt's run state is no setting of it."""
+    import dataclasses
+
+    from hourly.releases.plan import ReleaseSettings
+    monkeypatch.chdir(tmp_path)
+    nightly = N.NightlySettings("2023-08-20", "2023-08-26", gpus="none")  # no --mount: $PWD:/dir, pinned now
+    checked = nightly.validate()
+    assert nightly.mounts == [] and checked.mounts == [f"{tmp_path}:/dir"]
+    hunt = H.HuntSettings(nightly)
+    assert hunt.validate().nightly == checked and hunt.nightly.mounts == []
+    (tmp_path / "bench").mkdir()
+    rel = ReleaseSettings("0.1.0", "0.2.0", bench_cmd="python b.py", bench_cwd="bench", cache_dir="cache",
+                          find_links="wheels", deps_as_of_release=False)
+    got = rel.validate()
+    assert (rel.bench_cwd, rel.cache_dir, rel.find_links) == ("bench", "cache", "wheels")  # as given
+    assert (got.bench_cwd, got.cache_dir, got.find_links) == (str(tmp_path / "bench"), str(tmp_path / "cache"),
+                                                             str(tmp_path / "wheels"))
+    for frozen, name in ((checked, "mounts"), (got, "bench_cwd"), (hunt, "rerun")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, name, None)
+    assert not any(f.name.startswith("_") for f in dataclasses.fields(H.HuntSettings))  # run state: H.HuntRun
+    assert H.HuntRun().run_id != H.HuntRun().run_id and H.HuntRun().measured == set()
+    stored = hunt.validate().as_dict()  # what the hunt stores: every setting, and the levels' as dicts
+    assert stored["nightly"]["mounts"] == [f"{tmp_path}:/dir"] and stored["releases"] is None
+    assert set(stored) == {f.name for f in dataclasses.fields(H.HuntSettings)}
 
 
 CULPRIT = {"repo": "xla", "sha": "ab" * 20, "subject": "[XLA:GPU] [bold]fusion[/bold] heuristic",

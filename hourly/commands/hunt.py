@@ -65,7 +65,7 @@ def hunt(
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
                      xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
                      scan_step=scan_step, releases=entry, explain=explain)
-    h.validate()
+    h = h.validate()
     store = Store(wd)
     _run_and_print(h, store, json_out)
 

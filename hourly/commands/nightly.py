@@ -38,8 +38,7 @@ def nightly(
     else:
         if not from_ or not to:
             raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
-        s = daily_settings(flags, from_, to, wd, rerun, config)
-        s.validate()
+        s = daily_settings(flags, from_, to, wd, rerun, config).validate()
         store = Store(wd)
         if json_out:
             report = run_nightly(s, store)

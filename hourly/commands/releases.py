@@ -72,7 +72,7 @@ def releases(
         if dry_run:
             _print_plan(s, json_out)
             return
-        s.validate()
+        s = s.validate()
         if json_out:  # the workdir is made once the window is planned: bad input makes nothing
             report = run_releases(s, wd)
         else:
@@ -91,7 +91,7 @@ def releases(
 def _print_plan(s, json_out: bool) -> None:
     from hourly.adapters.venvs import target_python
     from hourly.releases.plan import plan_releases
-    s.validate(benchmark=False)
+    s = s.validate(benchmark=False)
     target = target_python(s.python)
     plan = plan_releases(s.make_index(), s, target)
     if json_out:

@@ -131,8 +131,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
                              metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
                              pull=g["pull"], higher_is_better=direction)
-        ns.validate()
-        level = ns.as_dict()
+        level = ns.validate().as_dict()
     elif source == "wheels":
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
         if not g["bench_cmd"]:
@@ -142,8 +141,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
                              index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
                              cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
-        rs.validate()
-        level = rs.as_dict()
+        level = rs.validate().as_dict()
     else:
         if not g["bench_cmd"]:
             raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
