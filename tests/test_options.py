@@ -317,6 +317,43 @@ def test_a_commands_table_reaches_the_command(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_hourly_config_shows_each_commands_table_with_where_each_value_came_from(capsys, tmp_path):
+    """`hourly config --command NAME`: every option NAME's table may set, as NAME would take it — a
+    flag, its table, the shared settings (for the scan settings of a command that reads them, and
+    workdir and the direction for every command), the default — and where each came from."""
+    (tmp_path / "hourly.toml").write_text('python = "/opt/py/bin/python"\nrepeats = 2\nenv = ["HF_TOKEN=s3cret"]\n'
+                                          "higher_is_better = false\n"
+                                          "[bisect]\nmax_repeats = 30\nrepeats = 5\n"
+                                          "[nightly]\nevery = 2\n[explain]\nrepeats = 4\n")
+
+    def table(*argv):
+        code, out, err = run_cli(capsys, ["config", "--json", *argv])
+        assert code == 0, err
+        got = json.loads(out)
+        return got["command"], {k: (v["value"], v["from"]) for k, v in got["settings"].items()}
+    name, bisect = table("--command", "bisect")
+    assert name == "bisect" and set(bisect) == {o.name for o in options.options_of("bisect") if o.toml}
+    assert bisect["max_repeats"] == (30, "hourly.toml [bisect]") and bisect["repeats"] == (5, "hourly.toml [bisect]")
+    assert bisect["python"] == ("/opt/py/bin/python", "hourly.toml")  # the shared settings, which bisect reads
+    assert bisect["env"] == (["HF_TOKEN=<redacted>"], "hourly.toml") and bisect["higher_is_better"] == (False, "hourly.toml")
+    assert bisect["min_change"] == (0.02, "default") and bisect["mode"] == (None, "default")  # bisect's own --mode
+    assert bisect["cache_dir"][0] and bisect["cache_dir"][1] in ("default", "$HOURLY_CACHE_DIR")  # the folder used
+    _, flagged = table("--command", "bisect", "--repeats", "7")
+    assert flagged["repeats"] == (7, "flag")
+    _, nightly = table("--command", "nightly")  # the daily level reads its own options, not the scan's
+    assert nightly["every"] == (2, "hourly.toml [nightly]") and nightly["repeats"] == (1, "default")
+    assert nightly["env"][1] == "default" and nightly["higher_is_better"] == (False, "hourly.toml")
+    assert nightly["bench_cmd"] == ("/bin/bash /dir/test.sh", "default")
+    _, explain = table("--command", "explain")
+    assert explain["repeats"] == (4, "hourly.toml [explain]") and explain["python"] == ("/opt/py/bin/python", "hourly.toml")
+    code, out, _ = run_cli(capsys, ["config", "--command", "bisect"])
+    assert code == 0 and "hourly bisect settings" in out and "hourly.toml [bisect]" in out and "s3cret" not in out
+    code, _, err = run_cli(capsys, ["config", "--command", "report", "--repeats", "3"])
+    assert code == 2 and "hourly report takes no --repeats" in one_line(err)
+    code, _, err = run_cli(capsys, ["config", "--command", "version"])
+    assert code == 2 and "--command must be a command with a table in hourly.toml" in one_line(err)
+
+
 @pytest.mark.parametrize("text,line", [
     ("[bisect]\nmax_repeat = 3\n", "hourly.toml: [bisect] unknown setting 'max_repeat' — did you mean max_repeats? "
                                    "(`hourly bisect --help` lists its options)"),
