@@ -12,7 +12,7 @@ from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import command, console, err_console
+from .common import command, console, shared_direction, with_progress
 
 
 @command("watch")
@@ -66,7 +66,6 @@ def watch(
     """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
     given = dict(locals())  # the options, by name (the level's settings are made from them)
     from hourly.adapters.store import Store
-    from hourly.commands.progress import ProgressLines
     from hourly.measure.settings import workdir_setting
     from hourly.render.watch import notify_payload, print_report, write_page
     from hourly.watch.plan import LEVEL, WatchSettings
@@ -85,11 +84,7 @@ def watch(
         w = _settings(given, wd, config)
         w.validate()
         store = Store(wd)
-    if json_out:
-        report = run_watch(w, store, show=show)
-    else:
-        with ProgressLines(err_console, "watch", str) as handler:
-            report = run_watch(w, store, handler, show=show)
+    report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
         report = deliver(w, store, report, lambda a: notify_payload(a, report))
     try:
@@ -121,9 +116,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     source = g["source"]
     if source not in SOURCES:
         raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
-    direction = g["higher_is_better"]
-    if direction is None:
-        direction = effective({}, g["config"])[0].higher_is_better
+    direction = shared_direction(g["higher_is_better"], g["config"])
     env = list(g["env"] or [])
     if source == "containers":
         from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
