@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -228,30 +227,22 @@ def undecided_note(detection, s: NightlySettings) -> str | None:
                 else "measure the days before and after the window too")
         return f"{why}; {more}, or scan a window hour by hour inside a day's container (`hourly hunt`)"
     return (f"{why}; measure each date {UNDECIDED_REPEATS} times to tell: "
-            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
 
 
-def nightly_command(s: NightlySettings) -> str:
-    """The ``hourly nightly`` command of these settings (values of secret-looking --env redacted)."""
-    from hourly.privacy import redact_assignments
+def nightly_command(s: NightlySettings, rerun: bool = False) -> str:
+    """The ``hourly nightly`` command of these settings, one line to print (the one encoder,
+    hourly.options.command_line: secret-looking values redacted); ``rerun``: with --rerun."""
     default = NightlySettings(s.from_, s.to)
-    argv = ["hourly", "nightly", "--from", s.from_, "--to", s.to]
-    for name, flag in (("image", "--image"), ("gpus", "--gpus"), ("bench_cmd", "--bench-cmd"),
-                       ("metric_regex", "--metric-regex"), ("repeats", "--repeats"), ("timeout", "--timeout"),
-                       ("every", "--every"), ("parallel", "--parallel")):
+    values: dict[str, Any] = {"from_": s.from_, "to": s.to}
+    for name in ("image", "gpus", "bench_cmd", "metric_regex", "repeats", "timeout", "every", "parallel"):
         v = getattr(s, name)
         if v is not None and v != getattr(default, name):
-            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
-    for m in s.mounts:  # the default ($PWD:/dir) as pinned when it ran: the command works from anywhere
-        argv += ["--mount", m]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    if not s.pull:
-        argv.append("--no-pull")
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    argv += ["--workdir", s.workdir]
-    return shlex.join(argv)
+            values[name] = v
+    # the mounts as pinned when it ran (the default $PWD:/dir too): the command works from anywhere
+    values.update(mount=list(s.mounts), env=list(s.env), pull=None if s.pull else False,
+                  higher_is_better=None if s.higher_is_better else False, rerun=rerun or None, workdir=s.workdir)
+    return options.command_line("nightly", values)
 
 
 def find_boundary(points: list[NightlyPoint],

@@ -410,33 +410,24 @@ def undecided_note(detection, s: ReleaseSettings) -> str | None:
         return (f"{why}; measure the releases around them too (a wider --from/--to), or the days between "
                 "two of them in their nightly containers (`hourly nightly`)")
     return (f"{why}; measure each release {UNDECIDED_REPEATS} times to tell: "
-            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
 
 
-def releases_command(s: ReleaseSettings) -> str:
-    """The ``hourly releases`` command of these settings (values of secret-looking --env redacted)."""
-    from hourly.privacy import redact_assignments
+def releases_command(s: ReleaseSettings, rerun: bool = False) -> str:
+    """The ``hourly releases`` command of these settings, one line to print (the one encoder,
+    hourly.options.command_line: secret-looking values redacted); ``rerun``: with --rerun."""
     default = ReleaseSettings(s.from_, s.to)
-    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd]
-    for name, flag in (("bench_cwd", "--bench-cwd"), ("metric_regex", "--metric-regex"), ("repeats", "--repeats"),
-                       ("timeout", "--bench-timeout"), ("extra", "--extra"), ("index_url", "--index-url"),
-                       ("find_links", "--find-links"), ("python", "--python"), ("installer", "--installer"),
-                       ("cache_dir", "--cache-dir"), ("jax_repo", "--jax-repo")):
+    values: dict[str, Any] = {"from_": s.from_, "to": s.to, "bench_cmd": s.bench_cmd}
+    for name, option in (("bench_cwd", "bench_cwd"), ("metric_regex", "metric_regex"), ("repeats", "repeats"),
+                         ("timeout", "bench_timeout"), ("extra", "extra"), ("index_url", "index_url"),
+                         ("find_links", "find_links"), ("python", "python"), ("installer", "installer"),
+                         ("cache_dir", "cache_dir"), ("jax_repo", "jax_repo")):
         v = getattr(s, name)
         if v is not None and v != getattr(default, name):
-            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
-    for w in s.with_:
-        argv += ["--with", w]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    if s.pre:
-        argv.append("--pre")
-    if not s.deps_as_of_release:
-        argv.append("--deps-today")
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    argv += ["--workdir", s.workdir]
-    return shlex.join(argv)
+            values[option] = v
+    values.update(with_=list(s.with_), env=list(s.env), pre=s.pre or None, deps_today=not s.deps_as_of_release or None,
+                  higher_is_better=None if s.higher_is_better else False, rerun=rerun or None, workdir=s.workdir)
+    return options.command_line("releases", values)
 
 
 def _bench_args(s: ReleaseSettings) -> dict[str, Any]:
