@@ -30,6 +30,7 @@ from hourly.errors import UserError
 from hourly.model import ReleasePoint, Status
 from hourly.releases import plan as R
 from hourly.releases.run import as_of_release_args
+from tests.argv import with_flags
 
 REGEX = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 XLA_A, XLA_B = "a" * 40, "b" * 40
@@ -137,10 +138,10 @@ def jax_repo(tmp_path_factory) -> Path:
 
 
 def args(wheel_dir, bench, tmp_path, frm="0.1.0", to="0.3.0", *extra) -> list[str]:
-    return ["releases", "--from", frm, "--to", to, "--find-links", str(wheel_dir), "--bench-cmd", "python bench.py",
-            "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
-            "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--cache-dir", str(tmp_path / "cache"),
-            "--workdir", str(tmp_path / "work"), *extra]
+    return with_flags(["releases", "--from", frm, "--to", to, "--find-links", str(wheel_dir), "--bench-cmd",
+                       "python bench.py", "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
+                       "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--cache-dir", str(tmp_path / "cache"),
+                       "--workdir", str(tmp_path / "work")], *extra)
 
 
 def runs(tmp_path) -> list[str]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from hourly.cli import main
+from tests.argv import with_flags
 
 
 def run(capsys, argv):
@@ -108,7 +109,7 @@ def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_pat
         assert argv[argv.index(flag) + 1] == value, flag
     assert "--lower-is-better" in argv
     # the command runs as printed (into a new workdir)
-    assert main(argv[1:] + ["--workdir", str(tmp_path / "again"), "--json"]) == 0
+    assert main(with_flags(argv[1:], "--workdir", str(tmp_path / "again"), "--json")) == 0
     out = json.loads(capsys.readouterr().out)
     assert [p["status"] for p in out["points"]] == ["ok", "ok"]
 
