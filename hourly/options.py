@@ -424,6 +424,11 @@ OPTIONS: tuple[Option, ...] = (
             "bench": {"help": "File for the harness's full output [default: ./hourly-work/bench/<UTC time>.log].",
                       "toml": False}}),
     _o("--anonymous", "anonymous", "Leave out the host name.", type=bool, default=False, panel=O),
+    _o("--command", "command", "Show the settings of this command instead: each option its table in hourly.toml may "
+       "set, with its value and where it came from (a flag, its table, the shared settings, the default) [default: "
+       "the shared settings every command reads].", panel=O, toml=False,
+       rule=Rule(lambda v: None if v in commands_with_a_table() else
+                 f"must be a command with a table in hourly.toml ({', '.join(commands_with_a_table())})", "bisect")),
     _o("--top", "top", "Rows per comparison table.", type=int, default=10, panel=O, rule=at_least(1),
        per={"compare-profiles": {"help": "Rows per table.", "default": 15, "toml": False}}),
     # -- hourly watch -----------------------------------------------------------------------
@@ -541,9 +546,24 @@ TAKES: dict[str, tuple[str, ...]] = {
     "trace": ("out", "host_tracer_level", "python_tracer_level", "device_tracer_level", "memprof_at"),
     "compare-profiles": ("top",),
     "clean": ("json_out",),
-    "config": (*WINDOW, *REPOSITORIES, *BUILD, *RETRY, *BENCHMARK, *STORE, *SCAN_ONLY, "config", "json_out"),
+    "config": (*WINDOW, *REPOSITORIES, *BUILD, *RETRY, *BENCHMARK, *STORE, *SCAN_ONLY, "command", "config", "json_out"),
     "version": (),
 }
+
+
+def commands_with_a_table() -> tuple[str, ...]:
+    """The commands whose own options hourly.toml configures, each in a table of its name (every
+    command that reads the file, but ``config`` itself)."""
+    return tuple(c for c, names in TAKES.items() if "config" in names and c != "config")
+
+
+#: the commands that read every scan-shaped setting they take from the shared settings (the file's
+#: top level and [scan], under their own table and their flags); the others read only ``workdir``
+#: and ``higher_is_better`` from there, and their other options from their table, else the default
+SHARED_READERS = ("scan", "bisect", "shell", "profile", "explain", "config")
+#: options such a command reads as its own although a scan setting has their name (bisect's --mode
+#: and --rerun are the bisection's, explain's --repeats and --step explain's)
+OWN_READING = {"bisect": ("mode", "rerun"), "explain": ("repeats", "step")}
 
 
 def options_of(command: str) -> list[Option]:

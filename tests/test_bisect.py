@@ -21,6 +21,7 @@ from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
 from hourly.measure.settings import effective
 from hourly.scan.run import run_scan
+from tests.argv import with_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,16 +32,15 @@ def python(tmp_path_factory) -> str:
 
 
 def flags(made, python, workdir, **extra) -> list[str]:
+    """The demo's repositories, build, Python, benchmark and ``workdir``; ``extra`` (``repeats=2``,
+    ``build_cmd=...``, ``env=[...]``) replaces or adds options (hourly refuses a flag given twice)."""
     args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-            "--python", python, "--bench-cmd", extra.pop("bench_cmd", f"python3 {made.bench_script}"),
-            "--workdir", str(workdir)]
+            "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(workdir)]
+    words: list[str] = []
     for k, v in extra.items():
-        if isinstance(v, list):
-            for item in v:
-                args += [f"--{k.replace('_', '-')}", str(item)]
-        else:
-            args += [f"--{k.replace('_', '-')}", str(v)]
-    return args
+        for item in v if isinstance(v, list) else [v]:
+            words += [f"--{k.replace('_', '-')}", str(item)]
+    return with_flags(args, *words)
 
 
 def bisect_json(capsys, args) -> dict:

@@ -368,8 +368,8 @@ def test_the_daily_level_finds_each_metrics_steps_and_hands_over_the_regression(
     from hourly.nightly.plan import NightlySettings, stored_nightly
     from hourly.render.console import console
     from hourly.render.nightly import print_report
-    s = NightlySettings(from_="2023-08-01", to="2023-08-12", metrics="all", workdir=str(tmp_path))
-    s.mounts = [f"{tmp_path}:/dir"]
+    s = NightlySettings(from_="2023-08-01", to="2023-08-12", metrics="all", workdir=str(tmp_path),
+                        mounts=[f"{tmp_path}:/dir"])
     store = Store(tmp_path)
     for i in range(12):
         day = f"2023-08-{i + 1:02d}"

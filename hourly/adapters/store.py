@@ -537,6 +537,13 @@ class Store:
         rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
         return [(r[0], json.loads(r[1])) for r in rows if r[1]]
 
+    def unfinished_bisections(self) -> list[dict[str, Any]]:
+        """The bisections started and not finished (no answer yet), oldest first: their measurement
+        key, mode and window (``good_time``, ``bad_time``: unix times)."""
+        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time FROM bisections WHERE status!='done'"
+                                 " ORDER BY id")
+        return [dict(zip(("bench_key", "mode", "good_time", "bad_time"), r, strict=True)) for r in rows]
+
     def newest_bisection_key(self) -> str | None:
         """The measurement key of the bisection last started or updated (None: no bisection)."""
         r = self.conn.execute("SELECT bench_key FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()

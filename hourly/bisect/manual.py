@@ -41,9 +41,9 @@ from hourly.analysis.judges.metric import MetricJudge
 from hourly.answers import Answer
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Probe, Where, Window
-from hourly.bisect.search import Bisector
-from hourly.bisect.windows import default_mode, parse_ends, windows_from_store
+from hourly.bisect.records import BisectRequest, Probe, Where
+from hourly.bisect.search import Bisector, store_plan
+from hourly.bisect.windows import default_mode, flags_window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
@@ -277,16 +277,8 @@ def run_manual(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
             assert req.bad is not None
             mode = req.mode or default_mode(store, s)
             with _bisector(s, store, mode, req, handler, prompt, run_bench, executor) as b:
-                g, x = parse_ends(b, req.good, req.bad, s.tz)
-                if x <= g:
-                    raise UserError(f"--bad {req.bad} is not later than --good {req.good}", "swap them")
-                kind = {Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression")
-                return b.bisect(Window(g, x, "flags", kind=kind))
-        base = req.mode or default_mode(store, s)
-        plan = [(base, windows_from_store(store, s, base))]
-        if req.mode is None and base is Mode.METRIC:
-            plan += [(Mode.EXIT, windows_from_store(store, s, Mode.EXIT)),
-                     (Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED))]
+                return b.bisect(flags_window(b, req.good, req.bad, s.tz, False, mode, find_fix_hint=False))
+        plan = store_plan(store, s, req.mode)
         if not any(ws for _, ws in plan):
             handler.nothing_to_bisect()
         answers: list[Answer] = []

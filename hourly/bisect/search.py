@@ -28,7 +28,7 @@ from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
 from hourly.answers import Answer, Commit
-from hourly.bisect.answer import commit, iso
+from hourly.bisect.answer import commit
 from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
@@ -39,8 +39,10 @@ from hourly.bisect.windows import (
     _sha_end,
     default_mode,
     evidence,
+    flags_window,
     parse_end,
     parse_ends,
+    states_between,
     windows_from_store,
 )
 from hourly.errors import UserError
@@ -246,10 +248,7 @@ class Bisector:
 
     def bisect_one(self, w: Window) -> Answer:
         """One window: its stored answer when it was bisected already (unless --rerun), else the drive's."""
-        states = self.pairing.states(self.walks, w.good_time, w.bad_time)
-        if len(states) < 2:
-            raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
-                            "pass a good end before the bad end with commits between them")
+        states = states_between(self, w)
         good_pair, bad_pair = states[0].pair, states[-1].pair
         ident: dict[str, object] = {"bench": self.key, "mode": self.judge.mode, "good": [good_pair.xla, good_pair.jax],
                                     "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
@@ -308,24 +307,8 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     return answers
 
 
-def flags_window(b: Bisector, good: str, bad: str, tz: str, find_fix: bool, mode: Mode) -> Window:
-    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when its
-    ends are the wrong way round."""
-    g, x = parse_ends(b, good, bad, tz, find_fix)
-    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
-        if g <= x:
-            raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
-                            "(fixed) end comes after the bad one", "swap them")
-        w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
-    else:
-        w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
-    if w.bad_time <= w.good_time:
-        raise UserError(f"--bad {bad} is not later than --good {good}",
-                        "swap them, or pass --find-fix to find what fixed it")
-    return w
-
-
-def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False) -> None:
+def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False,
+                     manual: bool = False) -> None:
     """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
     input leaves no workdir behind: the benchmark, its environment and regex, times, repositories,
     refs, cherry-picks and wheel folder (a Bisector made without a store: it reads the repositories
@@ -341,10 +324,7 @@ def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None,
     open_repos(s)
     mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
     b = Bisector(s, None, mode)  # type: ignore[arg-type]  # nothing is stored or built: never entered
-    w = flags_window(b, good, bad, s.tz, find_fix, mode)
-    if len(b.pairing.states(b.walks, w.good_time, w.bad_time)) < 2:
-        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
-                        "pass a good end before the bad end with commits between them")
+    states_between(b, flags_window(b, good, bad, s.tz, find_fix, mode, find_fix_hint=not manual))
 
 
 def store_plan(store: Store, s: Settings, mode: Mode | None, find_fix: bool = False) -> list[tuple[Mode, list[Window]]]:

@@ -55,7 +55,7 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
-        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix)
+        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix, manual)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:

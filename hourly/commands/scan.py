@@ -130,9 +130,34 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
         daily.require_decided()  # too few dates to tell noise from steps: exit 1
         return
     s = stored_settings(store, config, workdir=workdir)
+    from hourly.scan.table import has_scan
+    if not has_scan(store):  # never an empty "scan" table: say what the workdir holds instead
+        _show_unscanned(store, s, json_out)
+        return
     from hourly.scan.table import require_complete, require_decided_report
     report = show_stored(store, s)
     emit(report, json_out, s)
     found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
     require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+
+
+def _show_unscanned(store, s, json_out: bool) -> None:
+    """``hourly show`` of a workdir no scan made: a bisection's answers (exit 1 when none of this
+    build has finished), or the one line saying what else it holds."""
+    from hourly.errors import UserError
+    if not store.bisection_answers() and not store.unfinished_bisections():
+        if store.load_settings("releases"):
+            raise UserError(f"no scan in {store.workdir}: it holds the release level's results",
+                            f"hourly releases --show --workdir {store.workdir} prints them")
+        raise UserError(f"no scan and no bisection in {store.workdir}", "run hourly scan (or hourly bisect --good --bad) there first")
+    from hourly.render.bisect import unscanned
+    view = unscanned(store, s)
+    if json_out:
+        print(json.dumps(view.as_json(), indent=1))
+    else:
+        for line in view.lines():
+            console.print(line, highlight=False, soft_wrap=True)
+    if not view.current:
+        raise UserError(f"no bisection of this build has finished in {store.workdir}",
+                        "run the same hourly bisect command again to finish it")

@@ -3,6 +3,7 @@ measuring again, alert, and start the hunt (logic in hourly/watch/)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, List, Optional
 
@@ -12,7 +13,7 @@ from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import command, console, err_console, read_metrics
+from .common import command, console, read_metrics, shared_direction, with_progress
 
 
 @command("watch")
@@ -70,7 +71,6 @@ def watch(
     """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
     given = dict(locals())  # the options, by name (the level's settings are made from them)
     from hourly.adapters.store import Store
-    from hourly.commands.progress import ProgressLines
     from hourly.measure.settings import workdir_setting
     from hourly.render.watch import notify_payload, print_report, write_page
     from hourly.watch.plan import LEVEL, WatchSettings
@@ -89,11 +89,7 @@ def watch(
         w = _settings(given, wd, config)
         w.validate()
         store = Store(wd)
-    if json_out:
-        report = run_watch(w, store, show=show)
-    else:
-        with ProgressLines(err_console, "watch", str) as handler:
-            report = run_watch(w, store, handler, show=show)
+    report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
         report = deliver(w, store, report, lambda a: notify_payload(a, report))
     try:
@@ -142,9 +138,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     source = g["source"]
     if source not in SOURCES:
         raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
-    direction = g["higher_is_better"]
-    if direction is None:
-        direction = effective({}, g["config"])[0].higher_is_better
+    direction = shared_direction(g["higher_is_better"], g["config"])
     env = list(g["env"] or [])
     # how a run's output is read: --metric alone records every named metric and lists that one first
     wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
@@ -154,10 +148,9 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
                              metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
                              pull=g["pull"], higher_is_better=direction)
-        ns.metrics, ns.metric_samples, ns.warmup_samples = read_metrics(ns, wanted, g["metric_samples"],
-                                                                        g["warmup_samples"])
-        ns.validate()
-        level = ns.as_dict()
+        ns_metrics, ns_samples, ns_warmup = read_metrics(ns, wanted, g["metric_samples"], g["warmup_samples"])
+        ns = dataclasses.replace(ns, metrics=ns_metrics, metric_samples=ns_samples, warmup_samples=ns_warmup)
+        level = ns.validate().as_dict()
         named = ns.metrics
     elif source == "wheels":
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
@@ -168,10 +161,9 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
                              index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
                              cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
-        rs.metrics, rs.metric_samples, rs.warmup_samples = read_metrics(rs, wanted, g["metric_samples"],
-                                                                        g["warmup_samples"])
-        rs.validate()
-        level = rs.as_dict()
+        rs_metrics, rs_samples, rs_warmup = read_metrics(rs, wanted, g["metric_samples"], g["warmup_samples"])
+        rs = dataclasses.replace(rs, metrics=rs_metrics, metric_samples=rs_samples, warmup_samples=rs_warmup)
+        level = rs.validate().as_dict()
         named = rs.metrics
     else:
         if not g["bench_cmd"]:

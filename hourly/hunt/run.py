@@ -36,7 +36,7 @@ import hashlib
 import json
 import shlex
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -59,8 +59,11 @@ BISECT_IN = ("bad", "good")
 ENDS_ALIKE = ("do not differ", "is not worse than the good end", "by exit status")
 
 
-@dataclass
+@dataclass(frozen=True)
 class HuntSettings:
+    """What a hunt is asked to do: frozen; :meth:`validate` returns them checked (the daily level's
+    validated, its default mount pinned). What one run of it holds is a :class:`HuntRun`'s."""
+
     nightly: NightlySettings
     bisect_in: str = "bad"
     good_date: str | None = None  # entering at the commit level: skip the daily search
@@ -81,10 +84,11 @@ class HuntSettings:
     #: --metric: the named metric (--metrics) the hunt's scans and bisections follow [default: each metric's
     #: regressions, each window its own metric]
     metric: str | None = None
-    _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
-    _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
 
-    def validate(self) -> None:
+    def validate(self) -> HuntSettings:
+        """These settings checked before anything runs (the daily level's, or with --from-release
+        the release level's too), returned with the daily level's as :meth:`NightlySettings.validate`
+        returns them."""
         if self.dates not in ("all", "search"):
             raise UserError(f"--dates {self.dates!r} is neither all nor search",
                             "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
@@ -103,12 +107,9 @@ class HuntSettings:
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
         if self.releases is None:
-            self.nightly.validate()
-            return
+            return replace(self, nightly=self.nightly.validate())
         if self.good_date or self.dates != "all":
             raise UsageError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
-        from dataclasses import replace
-
         from packaging.version import InvalidVersion, Version
 
         from hourly.hunt.from_releases import release_settings
@@ -120,10 +121,16 @@ class HuntSettings:
                             "pass e.g. --from-release 0.4.13 --to-release 0.4.20") from e
         if hi < lo:
             raise UserError(f"--to-release {r.to_release} is before --from-release {r.from_release}", "swap them")
-        self.nightly.mounts = self.nightly.effective_mounts()
         # the days come from the release level; every other daily setting is checked now
-        replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
-        release_settings(self, self.releases).validate()
+        nightly = replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
+        checked = replace(self, nightly=replace(self.nightly, mounts=nightly.mounts))
+        release_settings(checked, self.releases).validate()
+        return checked
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the store keeps them (the hunt's settings row)."""
+        return {"nightly": self.nightly.as_dict(), "releases": self.releases.as_dict() if self.releases else None,
+                **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("nightly", "releases")}}
 
     def _check_metric(self) -> None:
         """--metric names a metric the daily level records (named metrics: --metrics, or the
@@ -148,6 +155,15 @@ class HuntSettings:
         """The identity of this workdir's hunts (labels of their containers)."""
         wd = str(Path(self.nightly.workdir).expanduser().absolute())
         return hashlib.sha256(wd.encode()).hexdigest()[:12]
+
+
+@dataclass
+class HuntRun:
+    """What one run of a hunt holds (never its settings): its identity (container labels, the owner
+    lock) and the dates it has measured (with --rerun each is measured once per run)."""
+
+    run_id: str = field(default_factory=lambda: f"h{uuid.uuid4().hex[:8]}")
+    measured: set[str] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +449,7 @@ class HuntReport:
         return [r for r in self.rows if r.get("error")]
 
 
-def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
+def _entered(h: HuntSettings, run: HuntRun, store: Store, docker_client) -> list[HuntWindow]:
     """--good-date/--bad-date: the two images' commits (each date measured and stored as the
     daily level would, so their values and commits are known)."""
     s = h.nightly
@@ -443,7 +459,7 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
     for d in (h.good_date, h.bad_date):
         assert d is not None  # entered at the commit level: both dates (they go together)
         day = parse_date(d)
-        p = _point(day, h, store, docker_client, metric)
+        p = _point(day, h, run, store, docker_client, metric)
         if p.status is Status.MISSING:
             raise UserError(f"no image for {d}: {image_ref(s.image, day)} ({p.detail})",
                             "pick dates that have a nightly")
@@ -454,7 +470,7 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
         if metric is None:
             metric = _followed(h, store, "--good-date/--bad-date")
             if metric:  # the named metric both dates are read in
-                ends[-1] = _point(day, h, store, docker_client, metric)
+                ends[-1] = _point(day, h, run, store, docker_client, metric)
     good, bad = ends
     kind = "crash" if good.status is Status.OK and bad.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
     return [HuntWindow(good, bad, kind, good.value, bad.value, metric=metric if kind == "regression" else None)]
@@ -476,7 +492,7 @@ def _followed(h: HuntSettings, store: Store, what: str) -> str | None:
                     "pass --metric NAME (the dates measured are kept), or --dates all to hunt every metric's steps")
 
 
-def _point(day, h: HuntSettings, store: Store, docker_client, metric: str | None = None) -> NightlyPoint:
+def _point(day, h: HuntSettings, run: HuntRun, store: Store, docker_client, metric: str | None = None) -> NightlyPoint:
     """One date of the daily level: from the store, else measured and stored as `nightly` does
     (every named metric's row); the row of ``metric`` (named metrics; a date that measured no name
     has one row for every metric), else the regex's."""
@@ -486,18 +502,18 @@ def _point(day, h: HuntSettings, store: Store, docker_client, metric: str | None
     named = s.named_metrics() is not None
     want = metric if named else ""
     p = store.nightly_points(key, metric=want).get(day.isoformat())
-    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
+    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in run.measured):
         log_dir = store.logs / "nightly"
         log_dir.mkdir(parents=True, exist_ok=True)
-        got = nightly_run.measure_day(day, s, h._run_id, s.gpus, log_dir, docker_client,
+        got = nightly_run.measure_day(day, s, run.run_id, s.gpus, log_dir, docker_client,
                                       known=store.nightly_metric_names(key) if named else None)
         store.add_nightlies(key, got, NIGHTLY_LEVEL)
-        h._measured.add(day.isoformat())
+        run.measured.add(day.isoformat())
         p = next((x for x in got if want is None or x.metric in (want, "")), got[0])
     return p
 
 
-def _searched(h: HuntSettings, store: Store, docker_client,
+def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client,
               say: Callable[[str], None]) -> list[HuntWindow]:
     """``--dates search``: one boundary, found by :func:`search_dates` from the last date back."""
     from hourly.model import BISECT_MIN_CHANGE
@@ -512,7 +528,7 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     def point(i: int) -> NightlyPoint:
         if i not in points:
             say(f"date {dates[i].isoformat()}")
-            points[i] = _point(dates[i], h, store, docker_client, metric)
+            points[i] = _point(dates[i], h, run, store, docker_client, metric)
         return points[i]
 
     metric = h.metric
@@ -578,37 +594,34 @@ def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_cl
     from hourly.adapters import containers
     from hourly.adapters.locks import run_lock
     from hourly.adapters.stale_runs import remove_dead_runs
-    h.validate()
+    h = h.validate()
     c = docker_client or containers.client()
     # a dead run (kill -9) may have left its bisection container running: its owner lock is free
     remove_dead_runs(c)
-    h._run_id = f"h{uuid.uuid4().hex[:8]}"
-    owner = run_lock(h._run_id).acquire()  # while held, this run's containers are known to be alive
+    run = HuntRun()
+    owner = run_lock(run.run_id).acquire()  # while held, this run's containers are known to be alive
     try:
-        return _run_hunt(h, store, handler, c)
+        return _run_hunt(h, run, store, handler, c)
     finally:
         owner.release()
         owner.path.unlink(missing_ok=True)
 
 
-def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
+def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c) -> HuntReport:
     from hourly.nightly.run import run_nightly
     say = handler.note
-    store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                "releases": h.releases.as_dict() if h.releases else None,
-                                **{k: v for k, v in h.__dict__.items()
-                                   if not k.startswith("_") and k not in ("nightly", "releases")}})
+    store.save_settings(LEVEL, h.as_dict())
     report = HuntReport()
     if h.releases is not None:
         windows = _from_releases(h, store, report, handler, c)
     elif h.good_date:
-        windows = _entered(h, store, c)
+        windows = _entered(h, run, store, c)
     elif h.dates == "search":
-        windows = _searched(h, store, c, say)
+        windows = _searched(h, run, store, c, say)
     else:
         report.nightly = run_nightly(h.nightly, store, handler, docker_client=c)
         windows = daily_windows(report.nightly, h.metric)
-    run_id = h._run_id
+    run_id = run.run_id
     for i, w in enumerate(windows, 1):
         key = w.key(h.nightly.key(), h.bisect_in, h.scan_step, h.build_cmd)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")

@@ -471,7 +471,7 @@ def _name(key: str) -> str:
 #: the table of the scan-shaped settings every command reads (they may also stand at top level)
 SHARED = "scan"
 #: the commands whose own options hourly.toml configures, each in a table of its name
-COMMAND_SECTIONS = tuple(c for c, names in options.TAKES.items() if "config" in names and c != "config")
+COMMAND_SECTIONS = options.commands_with_a_table()
 
 
 @dataclass(frozen=True)
@@ -672,6 +672,41 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
         # a named primary's direction is its unit's unless given here or in the settings file
         values["higher_is_better"] = bool(higher_is_better(values["metric"]))
     return Settings(**values), origin
+
+
+def command_settings(command: str, flags: dict[str, Any], config_path: str | None = None
+                     ) -> tuple[dict[str, Any], dict[str, str], Settings | None]:
+    """What ``hourly COMMAND`` would take for each option its table in hourly.toml may set, and where
+    each came from, as the command layers them: a flag given here (one ``command`` takes), else its
+    table (``<file> [command]``), else — for a scan setting of a command that reads the shared
+    settings (:data:`hourly.options.SHARED_READERS`; every command for ``workdir`` and
+    ``higher_is_better``) — the file's top level or [scan], else the default. A workdir's stored
+    scan, which bisect, profile, explain and shell read under the file, is not read here.
+    Returns ({option name: value}, {option name: where from}, and for a command that reads the
+    shared settings the scan settings it would take)."""
+    file = load_config(config_path)
+    section = file.sections.get(command, {})
+    table = f"{file.path} [{command}]"
+    takes = {opt.name: opt for opt in _takes(command).values()}
+    given = {n: v for n, v in flags.items() if v is not None and n in takes}  # flags: those given
+    reader = command in options.SHARED_READERS
+    shared = {n for n in takes if n in FIELD_NAMES and n not in options.OWN_READING.get(command, ())
+              and (reader or n in ("workdir", "higher_is_better"))}
+    s, origin = effective({**{n: v for n, v in section.items() if n in shared},
+                           **{n: v for n, v in given.items() if n in shared}}, config_path)
+    values: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for n, opt in takes.items():
+        if n in shared:
+            values[n] = getattr(s, n)
+            where[n] = "flag" if n in given else table if n in section else origin[n]
+        elif n in given:
+            values[n], where[n] = given[n], "flag"
+        elif n in section:
+            values[n], where[n] = section[n], table
+        else:
+            values[n], where[n] = opt.default, "default"
+    return values, where, s if reader else None
 
 
 def _fault(origin: dict[str, str], names: tuple[str, ...], message: str, fix: str) -> UserError:

@@ -40,8 +40,11 @@ NOT_MEASURED = "not measured"
 # --------------------------------------------------------------------------------------------
 # settings
 
-@dataclass
+@dataclass(frozen=True)
 class NightlySettings:
+    """The daily level's settings: frozen; :meth:`validate` returns them checked, the default mount
+    pinned (derive others with ``dataclasses.replace``)."""
+
     from_: str
     to: str
     image: str = DEFAULT_IMAGE
@@ -114,11 +117,10 @@ class NightlySettings:
             ident["warmup_samples"] = self.warmup_samples
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
-    def validate(self) -> None:
-        """Check every setting before anything runs; pins the default mount to $PWD now, so
-        the stored settings (and `--show` from elsewhere) keep meaning the same directory."""
-        if not self.mounts:
-            self.mounts = self.effective_mounts()
+    def validate(self) -> NightlySettings:
+        """These settings checked before anything runs, returned with the default mount pinned to
+        $PWD now, so the stored settings (and `--show` from elsewhere) keep meaning the same
+        directory."""
         if "{date}" not in self.image:
             raise UserError(f"--image {self.image!r} has no {{date}}",
                             "write it like ghcr.io/nvidia/jax:nightly-{date}")
@@ -145,6 +147,7 @@ class NightlySettings:
         containers.parse_gpus(self.gpus)
         gpu_slots(self.gpus, self.parallel)
         self.argv()
+        return replace(self, mounts=self.effective_mounts())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,7 +65,7 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
                 docker_client=None) -> NightlyReport:
     """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
     nightly may have been published since) and return the whole window's report."""
-    s.validate()
+    s = s.validate()
     dates = date_range(s.from_, s.to, s.every)
     key = s.key()
     store.save_settings(LEVEL, s.as_dict())

@@ -57,8 +57,11 @@ FINISHED = {Status.OK, Status.CRASHED, Status.TIMEOUT, Status.NO_METRIC}
 # --------------------------------------------------------------------------------------------
 # settings
 
-@dataclass
+@dataclass(frozen=True)
 class ReleaseSettings:
+    """The release level's settings: frozen; :meth:`validate` returns them checked, their paths
+    absolute (derive others with ``dataclasses.replace``)."""
+
     from_: str
     to: str
     bench_cmd: str = ""
@@ -137,9 +140,9 @@ class ReleaseSettings:
         jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"
         return [jax, f"jaxlib=={jaxlib}", *self.with_]
 
-    def validate(self, benchmark: bool = True) -> None:
-        """Check everything before anything runs; pin relative paths to absolute ones now, so the
-        stored settings (``--show`` from elsewhere) keep meaning the same directories.
+    def validate(self, benchmark: bool = True) -> ReleaseSettings:
+        """These settings checked before anything runs, returned with relative paths made absolute
+        now, so the stored settings (``--show`` from elsewhere) keep meaning the same directories.
         ``benchmark=False`` (a dry run) does not ask for a benchmark command."""
         self.bounds()
         if benchmark or self.bench_cmd:
@@ -171,17 +174,18 @@ class ReleaseSettings:
                             "(pip cannot exclude newer uploads)",
                             "drop --installer pip, or pass --deps-today to install today's (pin with --with)")
         InstallerKind(self.installer)
-        self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
-        if not Path(self.bench_cwd).is_dir():
-            raise UserError(f"--bench-cwd {self.bench_cwd} is not a directory", "pass an existing directory")
-        self.cache_dir = str(Path(self.cache_dir).expanduser().absolute())
-        if self.find_links:
-            self.find_links = str(Path(self.find_links).expanduser().absolute())
-        if self.jax_repo:
-            self.jax_repo = str(Path(self.jax_repo).expanduser().absolute())
-            if not Path(self.jax_repo).is_dir():
-                raise UserError(f"--jax-repo {self.jax_repo} is not a directory",
-                                "pass a JAX checkout with its tags, or leave --jax-repo out")
+
+        def absolute(path: str) -> str:
+            return str(Path(path).expanduser().absolute())
+        bench_cwd = absolute(self.bench_cwd or os.getcwd())
+        if not Path(bench_cwd).is_dir():
+            raise UserError(f"--bench-cwd {bench_cwd} is not a directory", "pass an existing directory")
+        jax_repo = absolute(self.jax_repo) if self.jax_repo else None
+        if jax_repo and not Path(jax_repo).is_dir():
+            raise UserError(f"--jax-repo {jax_repo} is not a directory",
+                            "pass a JAX checkout with its tags, or leave --jax-repo out")
+        return replace(self, bench_cwd=bench_cwd, cache_dir=absolute(self.cache_dir), jax_repo=jax_repo,
+                       find_links=absolute(self.find_links) if self.find_links else None)
 
     def source(self) -> str:
         return f"find-links:{self.find_links}" if self.find_links else f"index:{self.index_url or SimpleIndex().url}"

@@ -47,7 +47,7 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
     """Measure every release of the window not finished yet (all with ``rerun``) and return the
     window's report. Each release's result is stored as soon as it is known; given a workdir
     rather than a Store, it is created only once the window is planned (bad input makes nothing)."""
-    s.validate()
+    s = s.validate()
     target = target_python(s.python)
     installer = choose_installer(s.installer)
     if s.deps_as_of_release and installer.kind is not InstallerKind.UV:

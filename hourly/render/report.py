@@ -11,18 +11,18 @@ from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.answers import Answer
+from hourly.errors import UserError
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
-from hourly.options import join
 from hourly.plurals import plural
 from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
-from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import REPRODUCE, gaps, has_scan, stored_scan
 from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
@@ -40,9 +40,6 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
-#: what the report's reproduce line names even at its default, so that it reads the same to
-#: someone whose hourly has other defaults
-REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
 
 
 def scan_command(s: Settings) -> str:
@@ -277,50 +274,16 @@ class Answers:
 
 
 def split_answers(store: Store, s: Settings | None = None) -> Answers:
-    """The store's answers split by build (:class:`Answers`); ``s``: the stored scan's settings
-    (read from the store when not given)."""
+    """The store's answers split by build (:class:`Answers`, from
+    hourly.scan.identity.answers_by_build); ``s``: the stored scan's settings (read from the store
+    when not given)."""
     from hourly.measure.settings import stored_settings
-    from hourly.scan.identity import answer_key
-    key = answer_key(store, s if s is not None else stored_settings(store))
+    from hourly.scan.identity import answers_by_build, build_difference
+    split = answers_by_build(store, s if s is not None else stored_settings(store))
     idents = store.measure_keys()
-    current: list[Answer] = []
-    others: list[tuple[str, Answer]] = []
-    for k, stored in store.bisection_answers():
-        a = Answer.from_json(stored)
-        if key is None or k == key:
-            current.append(a)
-        else:
-            others.append((build_label(idents.get(k), idents.get(key) if key else None, k), a))
-    return Answers(current, others)
-
-
-def build_label(ident: dict | None, current: dict | None, key: str) -> str:
-    """What another measurement key's build (or benchmark) was, as markdown: the parts that differ
-    from the current one's (``current``), with their values then."""
-    if not ident:
-        return f"another build or benchmark (key `{key[:12]}`; what it was made of is not recorded in this store)"
-    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
-    parts = []
-    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
-                        and ob.get("jax_package") != cb.get("jax_package") else ""))
-    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
-    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
-    if changed:
-        parts.append("build environment " + ", ".join(esc.code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
-                                                      for k in changed))
-    if ob.get("python_abi") != cb.get("python_abi"):
-        parts.append(f"Python ABI {esc.code(ob.get('python_abi') or '?')}")
-    if ob.get("cherry_pick") != cb.get("cherry_pick"):
-        parts.append("cherry-picks " + (", ".join(esc.code(c) for c in ob.get("cherry_pick") or []) or "none"))
-    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
-    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
-    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
-        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
-    if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
-    return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
+    current = idents.get(split.key) if split.key else None
+    return Answers(split.current, [(build_difference(idents.get(k), current, k, esc.code), a)
+                                   for k, a in split.others])
 
 
 def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
@@ -379,8 +342,15 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     the host name."""
     from hourly.render.releases import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
     releases_md = release_markdown(store)
+    bisected = bool(store.bisection_answers() or store.unfinished_bisections())
+    if not has_scan(store) and not releases_md and not bisected:
+        raise UserError(f"no scan and no bisection in {store.workdir}: nothing to report",
+                        "run hourly scan (or hourly bisect --good --bad) there first")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not has_scan(store) and bisected:
+        # `hourly bisect --good --bad` alone: its answers, never a scanned window it did not measure
+        return write_bisection_report(store, s, out_dir, anonymous, releases_md)
     if releases_md and not store.points("hourly"):  # the release level alone
         path = out_dir / "report.md"
         path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
@@ -479,6 +449,50 @@ def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_chang
     path = out_dir / "report.md"
     path.write_text("\n".join(md))
     return ReportFiles(path, plots[0] if plots else None)
+
+
+def write_bisection_report(store: Store, s: Settings, out_dir: Path, anonymous: bool = False,
+                           releases_md: list[str] | None = None) -> ReportFiles:
+    """The report of a workdir that ``hourly bisect --good --bad`` made without a scan: the
+    bisections' answers (of the current build; another build's apart), the ones not finished, and
+    how to reproduce them — and, said first, that no scan was made, so nothing here is a table of
+    steps or a plot of the metric over time (the scan command that would make one is named)."""
+    from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_lines
+    split = split_answers(store, s)
+    unfinished = unfinished_lines(store)
+    answers = split.current
+    windows = [(a.window.good_time, a.window.bad_time) for a in answers + [a for _, a in split.others]]
+    title = ("Bisected by hourly" if answers else "Nothing bisected yet") + " (no scan in this workdir)"
+    md = [f"# {title}", "",
+          "No scan was made in this workdir: it holds `hourly bisect --good … --bad …` alone. The answers below "
+          "are the bisections'; no series of the metric over time was measured, so this report has no table of "
+          "steps and no plot, and says nothing of other changes in or around the windows bisected.", ""]
+    if windows:
+        md += ["A scan of the window measures that series (in this workdir, beside the bisections):", "",
+               "```sh", scan_window_command(s, windows), "```", ""]
+    if not answers:
+        md += ["**No bisection of this build has finished in this workdir: there is no answer to report.**"
+               + (" Answers measured under another build are listed apart below." if split.others else ""), ""]
+    md.extend(bisect_sections(store, split))
+    if unfinished:
+        md += ["## Bisections not finished", "", *[f"- {line}" for line in unfinished], ""]
+    md.extend(explained_section(store.workdir))
+    md.extend(releases_md or [])
+    stored_env = store.load_settings("environment")
+    env = stored_env or environment.capture(s.python, s.env_dict(), s.only)
+    again = [bisect_again_command(a, s) for a in answers]
+    how = ("The bisection" + ("s" if len(again) > 1 else "") + " (here, the same command prints the stored answer; "
+           "with another `--workdir` it measures its window afresh):", again) if again else None
+    tail = _reproduce_section(s, env, None, store.workdir, anonymous, how) if how else \
+        _environment_section(env, None, store.workdir, anonymous)
+    if not stored_env:  # no scan recorded it: what --python holds now, not necessarily what was measured
+        at = tail.index("## Environment") + 2
+        tail[at:at] = ["Captured when this report was written (no scan recorded it): `--python` holds the state "
+                       "last installed, not necessarily either end of a window.", ""]
+    md += tail
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, None)
 
 
 def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | None = None) -> str | None:
@@ -655,24 +669,27 @@ def _failed_section(points: list[PointResult]) -> list[str]:
 
 
 def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
-                       anonymous: bool = False) -> list[str]:
-    """How to reproduce the measurement, the environment, the plot and any profiles."""
-    md = ["## Reproduce"]
-    md.append("")
-    md.append("The measurement (inside the nightly container, per pair):")
-    md.append("")
-    md.append("```sh")
-    md.append(scan_command(s))
-    md.append("```")
-    md.append("")
-    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
-              + f", {plural(s.repeats, 'run')} per pair"
-              + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
-                 "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
-                 and s.mode != "exit" else "."))
-    md.append("")
-    md.append("## Environment")
-    md.append("")
+                       anonymous: bool = False, commands: tuple[str, list[str]] | None = None) -> list[str]:
+    """How to reproduce the measurement (``commands``: what introduces them and the command lines;
+    default: the stored scan's), the environment, the plot and any profiles."""
+    said, lines = commands or ("The measurement (inside the nightly container, per pair):", [scan_command(s)])
+    md = ["## Reproduce", "", said, "", "```sh", *lines, "```", ""]
+    bench = f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + \
+        (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    if commands is None:  # the scan's runs per pair (a bisection's answer says its own runs)
+        bench += (f", {plural(s.repeats, 'run')} per pair"
+                  + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
+                     "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
+                     and s.mode != "exit" else "."))
+    else:
+        bench += "."
+    md += [bench, ""]
+    return md + _environment_section(env, plot_path, workdir, anonymous)
+
+
+def _environment_section(env: dict, plot_path: Path | None, workdir: Path, anonymous: bool = False) -> list[str]:
+    """The environment, the plot and any profiles."""
+    md = ["## Environment", ""]
     md.extend(environment.render_markdown(env, anonymous))
     md.append("")
     if plot_path:

@@ -295,6 +295,9 @@ def unmeasured_pairs(points: list[PointResult]) -> int:
 
 #: what every printed scan command names, default or not (the window, the checkouts, the build, the benchmark)
 SCAN_ALWAYS = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
+#: what a report's reproduce line names even at its default, so that it reads the same to someone
+#: whose hourly has other defaults
+REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
 
 
 def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
@@ -303,22 +306,39 @@ def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
     ones are built and measured). A setting is named when it is not its default, or in
     :data:`SCAN_ALWAYS` or ``explicit``; one-off flags (--force, --rerun, ...) and the executor's
     options are not settings of the scan and are left out."""
+    return settings_command("scan", s, explicit=explicit)
+
+
+def settings_command(command: str, s: Settings, lead: dict[str, object] | None = None,
+                     explicit: tuple[str, ...] = ()) -> str:
+    """``hourly COMMAND`` with ``lead`` (option name -> value, first and as given: a bisection's
+    ``--good``/``--bad``) and then the settings of ``s`` that the command takes, named as
+    :func:`scan_command` names them; one line to print, secrets redacted."""
     from hourly.measure.settings import FIELD_NAMES, ONE_OFF
     default = Settings()
     named = (*SCAN_ALWAYS, *explicit)
-    values = {}
-    for name in options.TAKES["scan"]:
-        if name not in FIELD_NAMES or name in ONE_OFF:
+    values = dict(lead or {})
+    mode = values.get("mode") or s.mode
+    exit_mode = str(getattr(mode, "value", mode)) == "exit"
+    for name in options.TAKES[command]:
+        if name in values or name not in FIELD_NAMES or name in ONE_OFF:
             continue
         v = getattr(s, name)
         if v is None or v == [] or (name not in named and v == getattr(default, name)):
             continue
         if name == "xla_repo" and s.only == "jax":  # the pinned jaxlib stays: no XLA checkout
             continue
-        if name == "metric_regex" and s.mode == "exit":  # an exit-status scan reads no metric (and refuses one)
+        if name == "metric_regex" and exit_mode:  # an exit-status run reads no metric (and refuses one)
             continue
         values[name] = v
-    return options.command_line("scan", values)
+    return options.command_line(command, values)
+
+
+def has_scan(store: Store) -> bool:
+    """Whether a scan was made in the workdir of ``store`` (its settings stored, or points of it):
+    a workdir of ``hourly bisect --good --bad`` alone (or of the release level alone) has none, and
+    nothing may speak of a scanned window there."""
+    return store.load_settings("scan") is not None or bool(store.points(LEVEL))
 
 
 def gap_note(points: list[PointResult], s: Settings) -> str | None:
