@@ -61,7 +61,7 @@ class Table:
 
     def __init__(self, walks, mode: Mode, *, value=None, rc=None, status=None, fails=(), known=None,
                  workers=1, repeats=1, max_repeats=20, min_change=0.02, find_fix=False, flaky=False,
-                 higher_is_better=True, witness=None, judge_=None, raise_after=None):
+                 higher_is_better=True, witness=None, judge_=None, raise_after=None, paired=None, interleaves=True):
         self.walks, self.value, self.rc, self.status = walks, value, rc, status
         req = BisectRequest(max_repeats=max_repeats, min_change=min_change, find_fix=find_fix, flaky=flaky)
         self.max_repeats = max(max_repeats, repeats)
@@ -69,7 +69,11 @@ class Table:
         self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
         self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
                                max_repeats=self.max_repeats)
-        self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats)
+        # as the Bisector's: metric verdicts paired one state a round (measured in alternation)
+        paired = workers == 1 if paired is None else paired
+        self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats, paired=paired)
+        self.interleaves, self.apart = interleaves, None
+        self.crash_lines: dict = {}
         self.handler, self.witness = Events(), witness
         self.rounds = self.jobs = 0
         self.going = None
@@ -154,6 +158,9 @@ class Table:
     def cherry_picks(self, pair):
         return None
 
+    def crash_line(self, pair):
+        return self.crash_lines.get(pair)
+
 
 def bisect(lab: Table, good: int, bad: int, kind: str = "regression", origin: str = "flags") -> list[Answer]:
     """``hourly bisect --good good --bad bad`` on the table: every step of the window, each
@@ -195,12 +202,14 @@ def probed(a: Answer) -> list[Pair]:
 # -- the registry ---------------------------------------------------------------------------------
 
 def test_every_mode_has_its_judge_in_the_registry():
-    assert set(JUDGES) == {"metric", "exit", "flaky", "printed", "manual"}
+    assert set(JUDGES) == {"metric", "paired", "exit", "flaky", "printed", "manual"}
     for name, cls in JUDGES.items():
         j = judge(name, JudgeOptions(repeats=2, max_repeats=8))
         assert isinstance(j, cls) and j.name == name
     assert judge_for(Mode.EXIT, BisectRequest(flaky=True), 1, 10).name == "flaky"
     assert judge_for(Mode.EXIT, BisectRequest(find_fix=True), 1, 10).invert  # type: ignore[attr-defined]
+    assert judge_for(Mode.METRIC, BisectRequest(), 1, 10, paired=True).name == "paired"
+    assert judge_for(Mode.METRIC, BisectRequest(), 1, 10).name == "metric"
 
 
 # -- exit mode: exhaustive histories ------------------------------------------------------------

@@ -51,6 +51,13 @@ class BenchResult:
         return [r for r in self.runs if not r.warmup]
 
     @property
+    def judged(self) -> list[Run]:
+        """The runs a measurement's class comes from: those that count; a state whose warm-up run
+        failed and that ran no more (a bisection's, run_benchmark's ``stop_after_failed_warmup``),
+        its warm-up run."""
+        return self.counted or [r for r in self.runs if r.status is not Status.OK]
+
+    @property
     def samples(self) -> list[float]:
         return [r.value for r in self.counted if r.status is Status.OK and r.value is not None]
 
@@ -60,7 +67,7 @@ class BenchResult:
         failure's class."""
         if self.samples:
             return Status.OK
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if self.counted and not bad:
             return Status.OK
         return bad[0].status if bad else Status.NO_METRIC
@@ -70,7 +77,7 @@ class BenchResult:
         return statistics.median(self.samples) if self.samples else None
 
     def detail(self) -> str | None:
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if not bad:
             return None
         r = bad[0]
@@ -143,11 +150,15 @@ def run_status(returncode: int | None, timed_out: bool, value: float | None,
     return Status.OK
 
 
-def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0) -> BenchResult:
+def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
+                  stop_after_failed_warmup: bool = False) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
     ``log_dir/bench-<tag>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
-    with ``"warmup": true`` and never counted in samples, value or status."""
+    with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
+    (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
+    measurement there, its class the state's — a state that crashes at import costs one process,
+    not two."""
     rx = compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
@@ -162,4 +173,6 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         result.runs.append(Run(status, reading.value if status is Status.OK else None, res.returncode,
                                res.duration, str(log), warmup=i < warmup,
                                captured=reading.captured if status is Status.NO_METRIC else None))
+        if stop_after_failed_warmup and i < warmup and status is not Status.OK:
+            break
     return result

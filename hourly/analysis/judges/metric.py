@@ -268,7 +268,7 @@ class MetricJudge(BaseJudge):
 
     @staticmethod
     def level(probe: Sequence[float], low: Sequence[float], high: Sequence[float], sigma: float, dof: int,
-              delta: float, final: bool = False) -> Judgement:
+              delta: float, final: bool = False, neither_bound: float | None = None) -> Judgement:
         """LOW, HIGH or NEITHER for a probe's samples between the samples of an interval's two ends.
 
         Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
@@ -279,7 +279,12 @@ class MetricJudge(BaseJudge):
         One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
         ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
         Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
-        while an end taken wrongly only hides a step below --min-change.
+        while an end taken wrongly only hides a step below --min-change. ``neither_bound`` (paired
+        verdicts): an end is taken once it beats the other end by Wald's bound and "neither" by this
+        (the log odds of 20:1, say) — telling "at the end's level" from "within --min-change of it"
+        at Wald's bound takes many more samples than telling the two ends apart, and an end taken so
+        hides at most a step of about --min-change beside another step. A negative bound takes the end
+        unless "neither" is likelier by that much (while "neither" itself still needs Wald's bound).
         """
         if not probe:
             return Judgement(Level.UNSURE, "no samples")
@@ -305,7 +310,13 @@ class MetricJudge(BaseJudge):
         if best is Level.NEITHER and np_ < NEITHER_MIN and not final:
             return Judgement(Level.UNSURE, f"far from both ends after {plural(np_, 'sample')}: "
                                            f"a level of its own needs {NEITHER_MIN}", margin)
-        if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
+        bound = math.log((1 - STEP_ALPHA) / STEP_ALPHA)
+        decided = margin >= bound
+        if neither_bound is not None and not (best is Level.NEITHER and decided):
+            end = Level.LOW if la >= lb else Level.HIGH
+            if abs(la - lb) >= bound and scores[end] - scores[Level.NEITHER] >= neither_bound:
+                best, margin, decided = end, abs(la - lb), True
+        if decided:
             what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                     Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                    "a step on each side"}[best]
