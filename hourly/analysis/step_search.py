@@ -102,6 +102,9 @@ class StepSearch:
         self.outcomes: dict[tuple[int, int], tuple[bool | None, str]] = {
             k: (v, "confirmed before (stored)") for k, v in (checked or {}).items()}
         self.on_note = on_note or (lambda text: None)
+        #: rounds measured before the search, per pair of states (seed); the window's ends' rounds
+        self.seeds: dict[tuple[int, int], list[Block]] = {}
+        self.window_paired: Paired | None = None
         self.drifts: list[str] = []
         # -- crash windows (``crash_windows``): a crashing probe is jumped over; two in a row, its edges
         self.crash_windows = crash_windows
@@ -327,7 +330,7 @@ class StepSearch:
         """The smallest step searched for on the paired scale: --min-change (a ratio on a log scale),
         or the window's own change when smaller (its ends compared in rounds, else as measured)."""
         s0, s1 = self.samples.get(0), self.samples.get(self.n - 1)
-        ends = self.checked.get((0, self.n - 1), (True, None))[1]
+        ends = self.window_paired
         if log:
             want = math.log1p(self.min_change)
             if ends is not None and ends.log:
@@ -400,8 +403,8 @@ class StepSearch:
             return self.checked[(a, b)][0]
         pj = self._pj()
         before = {st: list(self.samples.get(st, ())) for st in (a, b)}
-        blocks: list[Block] = []
-        want = max(MIN_ROUNDS if (a, b) != (0, self.n - 1) else END_ROUNDS, self.repeats)
+        blocks: list[Block] = list(self.seeds.pop((a, b), []))
+        want = max(MIN_ROUNDS if (a, b) != (0, self.n - 1) else END_ROUNDS, self.repeats, len(blocks))
         while True:
             blocks += self._rounds([a, b], want - len(blocks))
             log = self._log()
@@ -433,6 +436,14 @@ class StepSearch:
             diff = p.difference(a, b)
             after = before * (1 + diff) if p.log else before + diff
         return Step(a, b, before, after)
+
+    def seed(self, a: int, b: int, p: Paired) -> None:
+        """Rounds of ``a`` and ``b`` measured before the search (the window's ends, compared first):
+        their noise joins the window's, they give the window's change, and a comparison of the two
+        (the confirmation of a two-state window) goes on from them."""
+        self.keep(p)
+        self.window_paired = p
+        self.seeds[(a, b)] = [{a: x, b: y} for x, y in zip(p.raw(a), p.raw(b), strict=True)]
 
     def paired_check(self, a: int, b: int) -> tuple[bool, Paired | None] | None:
         """The paired comparison of ``a`` and ``b`` the search made (None: none)."""

@@ -95,7 +95,11 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         for c in inside:
             c["holds_change"] = True
         if inside:
-            reason = crash_window_reason(inside[0], lab) + f" ({reason})"
+            run = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] in ("probe", "edge")}
+            ran = sum(1 for i in range(b.lo + 1, b.hi) if states[i].pair in run)
+            reason = crash_window_reason(inside[0], lab) + (
+                f" ({k} untestable state{'s' if k != 1 else ''} between last good and first bad, {ran} of them run; "
+                "the others taken to crash as the window's edges do)")
     range_commits = [] if culprit else [lab.commit(n, sha) for n in REPOS for sha in moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next

@@ -180,7 +180,9 @@ class Bisector:
                         lines = [x.strip() for x in open(r["log"], errors="replace").read().splitlines() if x.strip()]
                     except OSError:
                         continue
-                    if lines:
+                    while lines and lines[-1].startswith("# exit:"):  # the log's own last line (hourly.adapters.proc)
+                        lines.pop()
+                    if len(lines) > 2:  # past the log's two lines of header: the command, its folder
                         return lines[-1][:300]
         return None
 

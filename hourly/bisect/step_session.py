@@ -13,6 +13,7 @@ from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.step_search import StepSearch
+from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe
 from hourly.errors import UserError
 from hourly.model import Pair, Status
@@ -76,10 +77,8 @@ class StepSession:
                                  rounds=self.rounds if self.paired else None, crash_windows=lab.workers == 1,
                                  given=given, checked=checked, on_edge=self.on_edge, on_note=lab.handler.note)
         self.search.crashed |= crashed
-        if ends is not None:  # the window's ends, compared in rounds already (MetricEnds.separate)
-            self.search.checked[(0, len(states) - 1)] = ends
-            if ends[1] is not None:
-                self.search.keep(ends[1])
+        if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
+            self.search.seed(0, len(states) - 1, ends[1])
 
     def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
         """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
@@ -127,7 +126,6 @@ class StepSession:
     def rounds(self, states: list[int], count: int, stop_on: int | None) -> list[dict[int, float | None]]:
         """``count`` rounds of ``states`` measured in alternation through the lab (paired verdicts);
         ``stop_on``: a state whose failure ends them (it is untestable, and says why)."""
-        from hourly.bisect.metric_drive import measure_rounds
         index = {self.pairs[i]: i for i in states}
         stop = self.pairs[stop_on] if stop_on is not None else None
         blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop)

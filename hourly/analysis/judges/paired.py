@@ -19,7 +19,7 @@ from typing import Hashable
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
-from hourly.analysis.judges.metric import FALLBACK_LLR, Judgement, Level, MetricJudge
+from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired, pooled_noise
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
