@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from hourly.analysis.samples import location, location_se, pooled_sigma
+from hourly.analysis.samples import hodges_lehmann, location, location_se, pooled_sigma
 
 #: one round: state -> the value its process printed in that round (None: the run failed)
 Block = Mapping[int, "float | None"]
@@ -76,9 +76,9 @@ class Paired:
         return list(self.values[self.states.index(s)])
 
     def difference(self, x, y) -> float:
-        """``y``'s level against ``x``'s in these rounds: the location of the paired differences, as a
-        ratio less one (log scale) or in the metric's units."""
-        d = location(self.of_state(y)) - location(self.of_state(x))
+        """``y``'s level against ``x``'s in these rounds: the difference of their Hodges–Lehmann
+        locations, as a ratio less one (log scale) or in the metric's units."""
+        d = hodges_lehmann(self.of_state(y)) - hodges_lehmann(self.of_state(x))
         return math.expm1(d) if self.log else d
 
     def noise_groups(self) -> tuple[list[list[float]], int]:

@@ -150,8 +150,8 @@ class Bisector:
     def cannot_interleave(self, s: Settings) -> str | None:
         """Why this bisection cannot run its states alternately (None: it can): each state needs an
         environment of its own, kept between rounds, on one machine."""
-        caps = self.executor.capabilities
-        if not caps.interleaves or self.executor.workers > 1:
+        caps = getattr(self.executor, "capabilities", None)  # an executor that says nothing: not asked
+        if caps is None or not caps.interleaves or self.executor.workers > 1:
             return "the executor runs states apart, not alternately on one machine"
         from hourly.adapters.venvs import overlay_of
         from hourly.measure.settings import NO_BUILD
