@@ -112,7 +112,7 @@ class MetricEnds:
             mine = [t for q, t in taken if q == pair]
             values = p.raw(pair)
             d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
-                           f"{'bad' if side is Verdict.GOOD else 'good'} end: {words}", values,
+                           f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
                            builds=sum(t[1] for t in mine), runs=sum(t[2] for t in mine)))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
         return outcome is not False, p

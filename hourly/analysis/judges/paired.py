@@ -110,19 +110,21 @@ class PairedMetricJudge(MetricJudge):
         """Whether a window's ends differ, in rounds of the two: apart by SEPARATION_MIN standard
         errors of their paired difference (the unpaired ends' check), the same when Wald's test
         says no difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or
-        not)."""
+        not); and the difference in words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``)."""
         from hourly.analysis.judges.metric import SEPARATION_MIN
         from hourly.analysis.samples import hodges_lehmann, location, se2
-        d, words = self.differ_paired(p, x, y, sigma, dof, delta, final)
+        d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
         sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
+        diff = p.difference(x, y)
+        said = f"{_pct(diff) if p.log else f'{diff:+.4g}'}, paired over {plural(p.rounds, 'round')}, " \
+               f"{sep:.1f} standard errors"
         if sep >= SEPARATION_MIN:
-            return True, words.replace("do not differ", "differ").replace("unknown whether they differ", "differ") \
-                + f" ({sep:.1f} standard errors)"
+            return True, said
         if final or d is False:
-            return False, words.replace("unknown whether they differ", "do not differ") + f" ({sep:.1f} standard errors)"
-        return None, words
+            return False, said
+        return None, said
 
     def differ_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
                       final: bool = False) -> tuple[bool | None, str]:
