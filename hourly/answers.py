@@ -269,6 +269,13 @@ class Answer:
     behind_pin_reason: str | None = None
     #: ``hourly bisect --explain``: what the culprit changed, or why it was not explained
     explained: Json | None = None
+    #: metric mode: how its verdicts were measured ("interleaved": paired rounds, drift cancelled;
+    #: else why one state after another), the machine's drift said on the way, and the crash windows
+    #: the search met (each: its first and last crashing states, the crash's last line, the
+    #: --cherry-pick of the commit that ends it, whether the change lies inside)
+    measured: str | None = None
+    drift: list[str] | None = None
+    crash_windows: list[Json] | None = None
 
     @property
     def unconfirmed(self) -> bool:
@@ -341,6 +348,9 @@ class Answer:
             out["descent_of"] = self.descent_of
         if self.explained is not None:
             out["explained"] = self.explained
+        for key in ("measured", "drift", "crash_windows"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
 
     @classmethod
@@ -370,7 +380,8 @@ class Answer:
             descent=[cls.from_json(a) for a in d["descent"]] if d.get("descent") is not None else None,
             descent_stopped=d.get("descent_stopped"), descent_of=d.get("descent_of"),
             build_failed_behind_pin=d.get("build_failed_behind_pin"), behind_pin_reason=d.get("behind_pin_reason"),
-            explained=d.get("explained"))
+            explained=d.get("explained"), measured=d.get("measured"), drift=d.get("drift"),
+            crash_windows=d.get("crash_windows"))
 
     @classmethod
     def of(cls, a: "Answer | Mapping[str, Any]") -> "Answer":

@@ -16,7 +16,7 @@ from hourly.analysis.bisection import Bounds
 from hourly.answers import Answer, AnswerWindow, Commit, Measured, Merged, ProbeRow
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
-from hourly.model import REPOS, Blame, Pair
+from hourly.model import REPOS, Blame, Pair, cut_side
 from hourly.timeparse import iso_utc
 
 if TYPE_CHECKING:
@@ -91,6 +91,15 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         k = b.hi - b.lo - 1
         reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
                   + "; ".join(whys))
+        inside = [c for c in d.crash_windows if b.lo < c["first_index"] and c["last_index"] < b.hi]
+        for c in inside:
+            c["holds_change"] = True
+        if inside:
+            run = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] in ("probe", "edge")}
+            ran = sum(1 for i in range(b.lo + 1, b.hi) if states[i].pair in run)
+            reason = crash_window_reason(inside[0], lab) + (
+                f" ({k} untestable state{'s' if k != 1 else ''} between last good and first bad, {ran} of them run; "
+                "the others taken to crash as the window's edges do)")
     range_commits = [] if culprit else [lab.commit(n, sha) for n in REPOS for sha in moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next
@@ -118,7 +127,30 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         jaxlib_builds=sum(r.get("jaxlib_builds") or 0 for r in rows),
         jax_builds=sum(r.get("jax_builds") or 0 for r in rows),
         runs=sum(r["runs"] for r in rows), run_samples=sum(r.get("run_samples") or 0 for r in rows),
-        pinned=lab.pinned)
+        pinned=lab.pinned,
+        measured=d.measured, drift=list(d.drifts) or None, crash_windows=list(d.crash_windows) or None)
+
+
+def _state_words(side: dict) -> str:
+    c = side.get("commit")
+    if c:
+        return f"{c['repo']}@{c['sha'][:12]}"
+    return f"xla@{cut_side(side['xla'], 12)} jax@{side['jax'][:12]}"
+
+
+def crash_window_reason(c: dict, lab: "Lab") -> str:
+    """The reason of a range that a crash window holds: the change lies inside it (or is the state
+    after it), its first and last crashing states, the crash's last line, and the --cherry-pick
+    that would let its states run."""
+    n = c["states"]
+    text = (f"the change lies inside the crash window {_state_words(c['first'])} .. {_state_words(c['last'])} "
+            f"({n} state{'s' if n != 1 else ''} whose benchmark crashes"
+            + (f": {c['last_line']}" if c.get("last_line") else "") + "), or is the first state after it")
+    if c.get("cherry_pick"):
+        text += f"; {c['cherry_pick']} (the commit that ends the window) would let its states run"
+    else:
+        text += "; a --cherry-pick of the commit that fixes the crash would let its states run"
+    return text
 
 
 def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:

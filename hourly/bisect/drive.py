@@ -67,6 +67,19 @@ class Lab(Protocol):
     going: Any
     #: the named metric followed (--metric; its answer says it), None: the regex's one metric
     metric: str | None
+    #: why paired verdicts were measured one state after another after all (an in-place build);
+    #: None while every round interleaved (hourly.bisect.metric_drive.measure_rounds sets it)
+    apart: str | None
+
+    @property
+    def interleaves(self) -> bool:
+        """Whether states can be run alternately without installing them again (each its own
+        environment, measured here one request after another): paired rounds interleave."""
+        ...
+
+    def crash_line(self, pair: Pair) -> str | None:
+        """The last line a crashed run of ``pair`` printed (None: no crash in hand)."""
+        ...
 
     @property
     def workers(self) -> int:
@@ -143,6 +156,12 @@ class WindowDrive:
         self.ends = (states[0].pair, states[-1].pair)
         #: per end of the window: how many samples the verdicts compared against, and from where
         self.end_samples: dict[str, EndSamples] = {}
+        #: metric mode: how the verdicts were measured (paired: "interleaved", or why one state after
+        #: another), the machine's drift said on the way, the crash windows the search found
+        self.measured: str | None = None
+        self.drifts: list[str] = []
+        self.crash_windows: list[dict] = []
+        self.round_no = 0  # rounds of paired verdicts measured in this window (each round's order alternates)
 
     def record(self, p: Probe) -> Probe:
         return self.lab.record(self.bid, p)

@@ -59,10 +59,12 @@ __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_e
            "windows_from_store"]
 
 
-def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int) -> Judge:
-    """The judge of a window of ``mode`` (the registry's: hourly.analysis.judges.JUDGES)."""
+def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int, paired: bool = False) -> Judge:
+    """The judge of a window of ``mode`` (the registry's: hourly.analysis.judges.JUDGES); metric
+    mode's verdicts ``paired`` (measured in rounds of the states compared) where the executor can
+    run states alternately, one machine, one request after another."""
     opts = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=repeats, max_repeats=max_repeats)
-    name = "flaky" if mode is Mode.EXIT and req.flaky else mode.value
+    name = "flaky" if mode is Mode.EXIT and req.flaky else "paired" if mode is Mode.METRIC and paired else mode.value
     return judge(name, opts)
 
 
@@ -94,10 +96,16 @@ class Bisector:
         self.max_repeats = max(req.max_repeats, s.repeats)
         self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
                                max_repeats=self.max_repeats)
-        self.judge = judge or judge_for(mode, req, s.repeats, self.max_repeats)
         self.witness = witness
         #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
         self.executor = executor or LocalExecutor()
+        #: why paired verdicts cannot interleave here (None: they can); set later when a build
+        #: installs in place (hourly.bisect.metric_drive.measure_rounds)
+        self.apart: str | None = self.cannot_interleave(s)
+        paired = mode is Mode.METRIC and judge is None and witness is None and self.apart is None
+        self.judge = judge or judge_for(mode, req, s.repeats, self.max_repeats, paired=paired)
+        if mode is Mode.METRIC and not paired:
+            self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
@@ -140,8 +148,48 @@ class Bisector:
     def measurer(self) -> Measurer:
         if self._measurer is None:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
-            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
+                                      per_state=bool(getattr(self.judge, "paired", False)))
         return self._measurer
+
+    def cannot_interleave(self, s: Settings) -> str | None:
+        """Why this bisection cannot run its states alternately (None: it can): each state needs an
+        environment of its own, kept between rounds, on one machine."""
+        caps = getattr(self.executor, "capabilities", None)  # an executor that says nothing: not asked
+        if caps is None or not caps.interleaves or self.executor.workers > 1:
+            return "the executor runs states apart, not alternately on one machine"
+        from hourly.adapters.venvs import overlay_of
+        from hourly.measure.settings import NO_BUILD
+        if s.only == "jax" and s.jax_package_cmd().strip() == NO_BUILD:
+            return "the JAX tree is installed in place (editable): two states cannot be installed at once"
+        if overlay_of(s.python) is not None:
+            return "--python is an overlay already: states cannot each get one of their own"
+        return None
+
+    @property
+    def interleaves(self) -> bool:
+        """Whether paired rounds run their states alternately (each kept in its own environment)."""
+        if self.apart is not None:
+            return False
+        if self._measurer is not None and not self._measurer.coexist:
+            self.apart = "the builds install in place (editable): two states cannot be installed at once"
+            return False
+        return True
+
+    def crash_line(self, pair: Pair) -> str | None:
+        """The last line a crashed run of ``pair`` printed, from its log."""
+        for m in reversed(self.stored_measurements(pair)):
+            for r in m.runs:
+                if r.get("status") in ("crashed", "timeout") and r.get("log"):
+                    try:
+                        lines = [x.strip() for x in open(r["log"], errors="replace").read().splitlines() if x.strip()]
+                    except OSError:
+                        continue
+                    while lines and lines[-1].startswith("# exit:"):  # the log's own last line (hourly.adapters.proc)
+                        lines.pop()
+                    if len(lines) > 2:  # past the log's two lines of header: the command, its folder
+                        return lines[-1][:300]
+        return None
 
     # -- what the searches read (hourly.bisect.drive.Lab) -----------------------------------------
     @property

@@ -13,19 +13,37 @@ from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.step_search import StepSearch
+from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe
 from hourly.errors import UserError
-from hourly.model import Pair
+from hourly.model import Pair, Status
 from hourly.plurals import plural
 
+#: what a measurement that ran the benchmark and failed is: the kind of state a crash window holds
+CRASHES = (Status.CRASHED.value, Status.TIMEOUT.value, Status.NO_METRIC.value)
+
+
+def given_level(row: dict) -> Judgement | None:
+    """A stored probe verdict as the window search's level (a resumed paired search takes it)."""
+    v = row.get("verdict")
+    if v == Verdict.GOOD.value:
+        return Judgement(Level.LOW, row.get("reason") or "")
+    if v == Verdict.BAD.value:
+        return Judgement(Level.NEITHER if row.get("between") else Level.HIGH, row.get("reason") or "")
+    if v == Verdict.SKIP.value:
+        return Judgement(Level.SKIP, row.get("reason") or "")
+    return None
+
 if TYPE_CHECKING:
+    from hourly.analysis.paired import Paired
     from hourly.bisect.drive import Lab, Taken, WindowDrive
 
 
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
-    def __init__(self, lab: "Lab", states: list[State]):
+    def __init__(self, lab: "Lab", states: list[State], rows: list[dict] | None = None,
+                 ends: "tuple[bool, Paired | None] | None" = None):
         self.lab = lab
         judge = lab.judge
         assert isinstance(judge, MetricJudge)  # the window search is the metric judge's
@@ -33,6 +51,7 @@ class StepSession:
         self.pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
+        crashed: set[int] = set()
         for i, pair in enumerate(self.pairs):
             why = lab.known_failed(pair)
             evs = lab.stored(pair)
@@ -41,13 +60,47 @@ class StepSession:
                 known[i] = samples
             elif why or evs:
                 failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
+                if not why and any(e.status in CRASHES for e in evs):
+                    crashed.add(i)
         self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
         self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
+        #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
+        #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
+        self.paired = bool(getattr(judge, "paired", False))
+        self.round_no = 0  # rounds measured so far: each round's order alternates
+        given, checked = self.resumed(rows or [])
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
                                  cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
-                                 on_verdict=self.on_verdict, stop_at_regression=True, judge=judge)
+                                 on_verdict=self.on_verdict, stop_at_regression=True, judge=judge,
+                                 rounds=self.rounds if self.paired else None, crash_windows=lab.workers == 1,
+                                 given=given, checked=checked, on_edge=self.on_edge, on_note=lab.handler.note)
+        self.search.crashed |= crashed
+        if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
+            self.search.seed(0, len(states) - 1, ends[1])
+
+    def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
+        """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
+        gone) and the step it confirmed. An unpaired search decides again from the stored samples."""
+        if not self.paired:
+            return {}, {}
+        index = {p: i for i, p in enumerate(self.pairs)}
+        given: dict[int, Judgement] = {}
+        confirm: dict[str, tuple[int, str]] = {}
+        for r in rows:
+            i = index.get(Pair(r["xla"], r["jax"]))
+            if i is None:
+                continue
+            if r["role"] == "probe" and (j := given_level(r)) is not None:
+                given[i] = j
+            elif r["role"] in ("confirm_good", "confirm_bad"):
+                confirm[r["role"]] = (i, r["verdict"])
+        checked = {}
+        if "confirm_good" in confirm and "confirm_bad" in confirm:
+            (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
+            checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
+        return given, checked
 
     def record(self, p: Probe) -> Probe:
         assert self.drive is not None  # next_regression attaches the window first
@@ -64,11 +117,40 @@ class StepSession:
         for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
             self.owe(i, builds, runs, samples)
             if not ev.ok:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason)
+                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
                 out[i] = None
             else:
                 out[i] = list(ev.samples)
         return out
+
+    def rounds(self, states: list[int], count: int, stop_on: int | None) -> list[dict[int, float | None]]:
+        """``count`` rounds of ``states`` measured in alternation through the lab (paired verdicts);
+        ``stop_on``: a state whose failure ends them (it is untestable, and says why)."""
+        index = {self.pairs[i]: i for i in states}
+        stop = self.pairs[stop_on] if stop_on is not None else None
+        blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop)
+        self.round_no += len(blocks)
+        for pair, (ev, builds, runs, samples) in taken:
+            i = index[pair]
+            self.owe(i, builds, runs, samples)
+            if not ev.ok and i == stop_on:
+                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+        return [{index[p]: v for p, v in bl.items()} for bl in blocks]
+
+    def on_edge(self, i: int, runs: bool) -> None:
+        """An exit-status probe of a crash window's edge: its row (it crashed, or it runs and its
+        level is not judged yet)."""
+        builds, n, sampled = self.pending.pop(i, [0, 0, 0])
+        pair = self.pairs[i]
+        if runs:
+            self.record(Probe("edge", pair, Verdict.UNSURE, "runs: the edge of a crash window, by exit status "
+                              "(its level not judged yet)", list(self.search.samples.get(i, [])), builds=builds, runs=n,
+                              run_samples=sampled))
+        else:
+            self.recorded.add(pair)
+            self.record(Probe("edge", pair, Verdict.SKIP, f"{self.search.failed.get(i, 'crashed')} "
+                              "(the edge of a crash window, by exit status)", builds=builds, runs=n,
+                              run_samples=sampled))
 
     def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
         acc = self.pending.setdefault(i, [0, 0, 0])
@@ -135,6 +217,8 @@ class StepSession:
         """Fresh measurements of the two states the answer rests on (stored ones reused). With
         workers, both are measured in one round, with the samples a verdict has taken so far,
         beside the next round of the search when the window goes on (:meth:`round_ahead`)."""
+        if self.paired:
+            return self.confirmation_paired(d, last_good, first_bad, step)
         confirm = {}
         todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
                 if not d.stored.get((role, pair))]
@@ -148,6 +232,31 @@ class StepSession:
                 partner = first_bad if role == "confirm_good" and len(todo) == 2 else None
                 confirm[role] = d.record(self.confirm(step, role, pair, first.get(pair), spare, partner)).verdict
         return self.judge.confirmed(confirm["confirm_good"], confirm["confirm_bad"])
+
+    def confirmation_paired(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+        """The last good and first bad states compared in rounds of the two (paired; the search's own
+        comparison of the step's two states when it made one, else made now): confirmed when they
+        differ, by at least the smallest step searched for; unknown after every round, or the same,
+        is not a confirmation (a candidate). Stored confirmations are reused."""
+        stored = {role: d.stored.get((role, pair)) for role, pair in (("confirm_good", last_good),
+                                                                     ("confirm_bad", first_bad))}
+        if all(stored.values()):
+            return self.judge.confirmed(*(Verdict(r["verdict"]) for r in stored.values()))  # type: ignore[index]
+        search = self.search
+        if (step.lo, step.hi) not in search.checked:
+            search._apart_paired(step.lo, step.hi)
+            self.flush(d)
+        _, p = search.checked[(step.lo, step.hi)]
+        outcome, words = search.outcomes.get((step.lo, step.hi), (None, "not compared"))
+        rows = {}
+        for role, pair, i, want in (("confirm_good", last_good, step.lo, Verdict.GOOD),
+                                    ("confirm_bad", first_bad, step.hi, Verdict.BAD)):
+            v = want if outcome is True else Verdict.UNSURE
+            other = "first bad" if role == "confirm_good" else "last good"
+            samples = p.raw(i) if p is not None else []
+            reason = f"in alternation with the {other} state: {words}"
+            rows[role] = d.record(Probe(role, pair, v, reason, samples)).verdict
+        return self.judge.confirmed(rows["confirm_good"], rows["confirm_bad"])
 
     def round_ahead(self, fresh: list[Pair]) -> dict[Pair, "Taken"]:
         """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many

@@ -77,12 +77,16 @@ class Capabilities:
     that environment is locked for the run, and the pair being built can be shown while it builds);
     ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
     workdir and the build cache through a filesystem this machine shares (results come back as
-    files there); ``profiles``: it captures profiles itself (``profile_stream``)."""
+    files there); ``profiles``: it captures profiles itself (``profile_stream``); ``interleaves``:
+    it runs one request after another on one machine, in the order asked, so a round of several
+    states measured in alternation (a bisection's paired verdicts) runs them in the same stretch of
+    time on the same machine."""
 
     here: bool
     parallel: int = 1
     shared_filesystem: bool = False
     profiles: bool = False
+    interleaves: bool = False
 
 
 class Executor(Protocol):
@@ -116,7 +120,7 @@ class LocalExecutor:
     """Build and measure here, one pair after another (hourly's behaviour without an executor)."""
 
     workers = 1
-    capabilities = Capabilities(here=True)
+    capabilities = Capabilities(here=True, interleaves=True)
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         return list(self.stream(host, reqs))

@@ -130,6 +130,13 @@ class BenchResult:
         return [r for r in self.runs if not r.warmup]
 
     @property
+    def judged(self) -> list[Run]:
+        """The runs a measurement's class comes from: those that count; a state whose warm-up run
+        failed and that ran no more (a bisection's, run_benchmark's ``stop_after_failed_warmup``),
+        its warm-up run."""
+        return self.counted or [r for r in self.runs if r.status is not Status.OK]
+
+    @property
     def samples(self) -> list[float]:
         """One value per counted run that measured: its value (the median of its samples when a run
         prints many). The process is the unit of independent noise, so statistics over states
@@ -147,7 +154,7 @@ class BenchResult:
         failure's class."""
         if self.samples:
             return Status.OK
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if self.counted and not bad:
             return Status.OK
         return bad[0].status if bad else Status.NO_METRIC
@@ -157,7 +164,7 @@ class BenchResult:
         return statistics.median(self.samples) if self.samples else None
 
     def detail(self) -> str | None:
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if not bad:
             return None
         r = bad[0]
@@ -332,11 +339,15 @@ def whole(res: BenchResult, names: list[str], said: list[str] | None = None) -> 
     return BenchResult(procs, None, res.sampling, looked_for=names, said=said or [])
 
 
-def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0) -> BenchResult:
+def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
+                  stop_after_failed_warmup: bool = False) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
     ``log_dir/bench-<tag>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
-    with ``"warmup": true`` and never counted in samples, value or status."""
+    with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
+    (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
+    measurement there, its class the state's — a state that crashes at import costs one process,
+    not two."""
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
@@ -346,5 +357,8 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        runs.append(read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup))
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        runs.append(run)
+        if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
+            break
     return result_of(runs, spec)

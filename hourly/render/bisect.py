@@ -106,6 +106,18 @@ def describe(answer: Answer | dict) -> list:
             f"{names.get(side, side)} {plural(e.n, 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
                                                    for o, k in e.from_.items()) + ")"
             for side, e in a.end_samples.items()))
+    if a.measured:
+        lines.append("  verdicts: " + ("paired, measured in alternating rounds (drift common to a round cancels)"
+                                       if a.measured == "interleaved" else a.measured))
+    for note in (a.drift or [])[:3]:
+        lines.append(f"  {note}")
+    if len(a.drift or []) > 3:
+        lines.append(f"  ... and {plural(len(a.drift or []) - 3, 'more drift note')} (--json)")
+    for cw in a.crash_windows or []:
+        if cw.get("holds_change"):
+            continue  # said in the reason above
+        lines.append(f"  crash window {_side(cw['first'])} .. {_side(cw['last'])}: {plural(cw['states'], 'state')} "
+                     "left out of the metric search" + (f" ({cw['last_line']})" if cw.get("last_line") else ""))
     manual = a.manual
     if manual:
         n = sum(1 for p in a.probes if p.manual)
@@ -131,6 +143,14 @@ def describe(answer: Answer | dict) -> list:
                             f" {rest.from_} .. {rest.to}: no further step named: {rest.why}"
                             + (f" ({rest.fix})" if rest.fix else "")))
     return lines
+
+
+def _side(side: dict) -> str:
+    """A crash window's first or last state: the commit that brought it, else its pair."""
+    c = side.get("commit")
+    if c:
+        return f"{c['repo']}@{c['sha'][:12]}"
+    return f"xla@{cut_side(side['xla'], 12)} jax@{side['jax'][:12]}"
 
 
 def _commit_lines(c: Commit) -> list[str]:
