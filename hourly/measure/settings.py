@@ -102,6 +102,36 @@ def measure_key(s: "Settings") -> str:
     return _digest({"v": KEY_VERSION, **key_identity(s)})
 
 
+class ReadsMetrics:
+    """How a level's settings read a run's output (the daily and the release level share it): their
+    fields ``metrics``, ``metric_samples``, ``warmup_samples``, ``metric_regex`` and
+    ``higher_is_better`` as the named metrics, a metric's direction and the reading spec."""
+
+    metrics: str | None
+    metric_samples: str
+    warmup_samples: int
+    metric_regex: str
+    higher_is_better: bool
+
+    def named_metrics(self) -> list[str] | None:
+        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
+        from hourly.measure.settings import parse_metric_names
+        return parse_metric_names(self.metrics)
+
+    def direction_of(self, name: str) -> bool:
+        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
+        from hourly.metric import higher_is_better
+        unit = higher_is_better(name) if name else None
+        return self.higher_is_better if unit is None else unit
+
+    def read_spec(self):
+        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
+        from hourly.measure.benchmark import BenchSpec
+        named = self.named_metrics()
+        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
+                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
+
+
 def parse_metric_names(metrics: str | None) -> list[str] | None:
     """``--metrics``: None (the regex's one metric), ``["all"]``, or the names; a name that is no
     metric's name is a user error."""

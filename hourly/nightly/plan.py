@@ -27,6 +27,7 @@ from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.adapters.store import Store
 from hourly.errors import UserError
+from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
@@ -41,7 +42,7 @@ NOT_MEASURED = "not measured"
 # settings
 
 @dataclass(frozen=True)
-class NightlySettings:
+class NightlySettings(ReadsMetrics):
     """The daily level's settings: frozen; :meth:`validate` returns them checked, the default mount
     pinned (derive others with ``dataclasses.replace``)."""
 
@@ -66,24 +67,6 @@ class NightlySettings:
     metrics: str | None = None
     metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
     warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
-
-    def named_metrics(self) -> list[str] | None:
-        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
-        from hourly.measure.settings import parse_metric_names
-        return parse_metric_names(self.metrics)
-
-    def direction_of(self, name: str) -> bool:
-        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
-        from hourly.metric import higher_is_better
-        unit = higher_is_better(name) if name else None
-        return self.higher_is_better if unit is None else unit
-
-    def read_spec(self):
-        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
-        from hourly.measure.benchmark import BenchSpec
-        named = self.named_metrics()
-        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
-                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
 
     def effective_mounts(self) -> list[str]:
         return list(self.mounts) or [f"{os.getcwd()}:{DEFAULT_MOUNT_TARGET}"]

@@ -38,6 +38,7 @@ from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, Simp
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
 from hourly.errors import UsageError, UserError
+from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
 from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
 from hourly.plurals import found, plural
@@ -58,7 +59,7 @@ FINISHED = {Status.OK, Status.CRASHED, Status.TIMEOUT, Status.NO_METRIC}
 # settings
 
 @dataclass(frozen=True)
-class ReleaseSettings:
+class ReleaseSettings(ReadsMetrics):
     """The release level's settings: frozen; :meth:`validate` returns them checked, their paths
     absolute (derive others with ``dataclasses.replace``)."""
 
@@ -90,24 +91,6 @@ class ReleaseSettings:
     metrics: str | None = None
     metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
     warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
-
-    def named_metrics(self) -> list[str] | None:
-        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
-        from hourly.measure.settings import parse_metric_names
-        return parse_metric_names(self.metrics)
-
-    def direction_of(self, name: str) -> bool:
-        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
-        from hourly.metric import higher_is_better
-        unit = higher_is_better(name) if name else None
-        return self.higher_is_better if unit is None else unit
-
-    def read_spec(self):
-        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
-        from hourly.measure.benchmark import BenchSpec
-        named = self.named_metrics()
-        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
-                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
 
     def bounds(self) -> tuple[Version, Version]:
         try:
