@@ -86,6 +86,7 @@ class Bisector:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.s, self.store, self.mode, self.rerun = s, store, mode, req.rerun
         self.min_change = req.min_change
+        self.walk_skips = req.walk_skips  # read by the chain search (ChainDrive.jump_runs)
         self.max_repeats = max(req.max_repeats, s.repeats)
         self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
                                max_repeats=self.max_repeats)
