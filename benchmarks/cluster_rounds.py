@@ -76,7 +76,7 @@ class OracleExecutor:
             m = Measurement(pair.xla, pair.jax, Status.OK.value, float(np.median(xs)), xs,
                             [{"returncode": 0, "value": x} for x in xs], origin=host.origin)
             host.store.add_measurement(host.key, m)
-            out.append((m, int(new), count))
+            out.append((m, int(new), count, count))
         return out
 
     def stream(self, host, reqs):

@@ -93,13 +93,18 @@ class ProbeRow:
     cherry_picks: dict[str, str] | None = None
     manual: bool | None = None
     reason: str | None = None
+    #: what measuring it cost now: benchmark runs started (process starts) and the samples they
+    #: printed, counted apart (0 and 0: judged from measurements in hand)
+    runs: int = 0
+    run_samples: int = 0
 
     @property
     def pair(self) -> Pair:
         return Pair(self.xla, self.jax)
 
     def to_json(self) -> Json:
-        out: Json = {"role": self.role, "xla": self.xla, "jax": self.jax, "verdict": self.verdict}
+        out: Json = {"role": self.role, "xla": self.xla, "jax": self.jax, "verdict": self.verdict,
+                     "runs": self.runs, "run_samples": self.run_samples}
         if self.cherry_picks is not None:
             out["cherry_picks"] = self.cherry_picks
         if self.manual is not None:
@@ -110,7 +115,7 @@ class ProbeRow:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ProbeRow":
         return cls(d["role"], d["xla"], d["jax"], d["verdict"], d.get("cherry_picks"), d.get("manual"),
-                   d.get("reason"))
+                   d.get("reason"), d.get("runs") or 0, d.get("run_samples") or 0)
 
 
 @dataclass
@@ -219,6 +224,9 @@ class Answer:
     window: AnswerWindow
     mode: str
     kind: str = ""
+    #: the named metric bisected (``--metric``: one window bisected per metric); None: the regex's
+    #: one metric, or exit codes (the same in every metric's rows)
+    metric: str | None = None
     pairing: str | None = None
     culprit: Commit | None = None
     candidate: Commit | None = None
@@ -238,6 +246,9 @@ class Answer:
     jaxlib_builds: int = 0
     jax_builds: int = 0
     runs: int = 0
+    #: every counted sample the runs printed (many per run with --metric-samples all or named
+    #: metrics; else one per counted run): the runs are process starts, their samples counted apart
+    run_samples: int = 0
     pinned: Json | None = None
     manual: ManualNote | None = None
     continues_at: int | None = None
@@ -258,6 +269,13 @@ class Answer:
     behind_pin_reason: str | None = None
     #: ``hourly bisect --explain``: what the culprit changed, or why it was not explained
     explained: Json | None = None
+    #: metric mode: how its verdicts were measured ("interleaved": paired rounds, drift cancelled;
+    #: else why one state after another), the machine's drift said on the way, and the crash windows
+    #: the search met (each: its first and last crashing states, the crash's last line, the
+    #: --cherry-pick of the commit that ends it, whether the change lies inside)
+    measured: str | None = None
+    drift: list[str] | None = None
+    crash_windows: list[Json] | None = None
 
     @property
     def unconfirmed(self) -> bool:
@@ -272,12 +290,14 @@ class Answer:
     # -- JSON ---------------------------------------------------------------------------------------
     def to_json(self) -> Json:
         if self.error is not None:
-            out: Json = {"window": self.window.to_json(), "mode": self.mode, "error": self.error, "culprit": None,
+            out: Json = {"window": self.window.to_json(), "mode": self.mode, "metric": self.metric,
+                         "error": self.error, "culprit": None,
                          "range": self.range, "range_commits": [c.to_json() for c in self.range_commits],
                          "reason": self.reason, "blame": self.blame, "confirmed": self.confirmed,
                          "last_good": _pair_json(self.last_good), "first_bad": _pair_json(self.first_bad),
                          "states": self.states, "probes": [p.to_json() for p in self.probes], "builds": self.builds,
-                         "runs": self.runs, "continues_at": self.continues_at, "pinned": self.pinned,
+                         "runs": self.runs, "run_samples": self.run_samples, "continues_at": self.continues_at,
+                         "pinned": self.pinned,
                          "jaxlib_builds": self.jaxlib_builds, "jax_builds": self.jax_builds, "rounds": self.rounds,
                          "jobs": self.jobs, "kind": self.kind}
             return out
@@ -305,7 +325,9 @@ class Answer:
             "jaxlib_builds": self.jaxlib_builds,
             "jax_builds": self.jax_builds,
             "runs": self.runs,
+            "run_samples": self.run_samples,
             "pinned": self.pinned,
+            "metric": self.metric,
         }
         if self.manual is not None:
             out["manual"] = self.manual.to_json()
@@ -326,6 +348,9 @@ class Answer:
             out["descent_of"] = self.descent_of
         if self.explained is not None:
             out["explained"] = self.explained
+        for key in ("measured", "drift", "crash_windows"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
 
     @classmethod
@@ -333,6 +358,7 @@ class Answer:
         ms = d.get("measurements")
         return cls(
             window=AnswerWindow.from_json(d.get("window") or {}), mode=d.get("mode", ""), kind=d.get("kind") or "",
+            metric=d.get("metric"),
             pairing=d.get("pairing"), culprit=_opt(d, "culprit", Commit.from_json),
             candidate=_opt(d, "candidate", Commit.from_json),
             measurements=({side: [Measured.from_json(m) for m in rows] for side, rows in ms.items()}
@@ -344,6 +370,7 @@ class Answer:
             end_samples={side: EndSamples.from_json(e) for side, e in (d.get("end_samples") or {}).items()},
             probes=[ProbeRow.from_json(p) for p in d.get("probes") or []], builds=d.get("builds", 0),
             jaxlib_builds=d.get("jaxlib_builds") or 0, jax_builds=d.get("jax_builds") or 0, runs=d.get("runs", 0),
+            run_samples=d.get("run_samples") or 0,
             pinned=d.get("pinned"), manual=_opt(d, "manual", ManualNote.from_json), continues_at=d.get("continues_at"),
             flaky=d.get("flaky"),
             failure_rates=({side: Rate.from_json(r) for side, r in d["failure_rates"].items()}
@@ -353,7 +380,8 @@ class Answer:
             descent=[cls.from_json(a) for a in d["descent"]] if d.get("descent") is not None else None,
             descent_stopped=d.get("descent_stopped"), descent_of=d.get("descent_of"),
             build_failed_behind_pin=d.get("build_failed_behind_pin"), behind_pin_reason=d.get("behind_pin_reason"),
-            explained=d.get("explained"))
+            explained=d.get("explained"), measured=d.get("measured"), drift=d.get("drift"),
+            crash_windows=d.get("crash_windows"))
 
     @classmethod
     def of(cls, a: "Answer | Mapping[str, Any]") -> "Answer":

@@ -81,14 +81,43 @@ class PointResult:
     value: float | None = None
     samples: list[float] = field(default_factory=list)
     detail: str | None = None
+    #: every counted sample of the runs behind ``samples`` when a run printed many
+    #: (``--metric-samples all``, named metrics); None: one value per run
+    run_samples: int | None = None
 
     def as_json(self) -> dict:
-        return {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
-                "value": self.value, "samples": self.samples}
+        out = {"time": self.time, "xla": self.xla, "jax": self.jax, "status": self.status,
+               "value": self.value, "samples": self.samples}
+        if self.run_samples is not None:  # runs are processes; their samples counted apart
+            out["runs"] = len(self.samples)
+            out["run_samples"] = self.run_samples
+        return out
 
     @property
     def spread(self) -> float | None:
         return spread(self.samples)
+
+
+def run_sample_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """``{"runs": counted runs that measured, "run_samples": their samples}`` when a run printed many
+    samples (its entry in ``runs`` keeps them); ``{}`` for one value per run. A run is a process:
+    the unit hourly counts (and prices) everywhere; its samples are counted apart."""
+    counted = [r for r in runs if not r.get("warmup") and r.get("status") == Status.OK.value]
+    if not any("samples" in r for r in counted):
+        return {}
+    return {"runs": len(counted), "run_samples": sum(len(r.get("samples") or []) for r in counted)}
+
+
+@dataclass
+class MetricPoints:
+    """One named metric of a scan (``--metrics``): its direction and its points (each a view of
+    the measurements of that metric), its edge steps' checks as the scan's own."""
+
+    name: str
+    higher_is_better: bool
+    points: list[PointResult]
+    edge_checks: dict | None = None
+    edge_json: list[dict] | None = None
 
 
 @dataclass
@@ -121,6 +150,9 @@ class ScanReport:
     #: "behind_pin": {"<xla>:<jax>": pin}, "unknown": {jax: pin the XLA checkout lacks}}; None: a scan
     #: stored before pairings (time)
     pairing: dict | None = None
+    #: named metrics (``--metrics``): each metric's points, in the order first recorded; ``points``
+    #: is then the primary metric's (``--metric``), else the first's. None: the regex's one metric
+    metrics: list[MetricPoints] | None = None
 
     def behind_pin(self, p: PointResult) -> str | None:
         """The pin of ``p``'s JAX commit when its XLA commit is older (time pairing), else None."""
@@ -214,11 +246,12 @@ class NightlyPoint:
     jax: str | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)
     detail: str | None = None
+    metric: str = ""  # '': the metric the regex reads; else a named METRIC line's (--metrics)
 
     def as_json(self) -> dict[str, Any]:
         return {"date": self.date, "image": self.image, "digest": self.digest,
                 "status": self.status.value, "value": self.value, "samples": self.samples,
-                "xla": self.xla, "jax": self.jax}
+                "xla": self.xla, "jax": self.jax, **run_sample_counts(self.runs)}
 
     @property
     def spread(self) -> float | None:
@@ -308,11 +341,12 @@ class ReleasePoint:
     detail: str | None = None
     installer: str | None = None  # "uv" | "pip"
     env: str | None = None        # the environment's directory
+    metric: str = ""  # '': the metric the regex reads; else a named METRIC line's (--metrics)
 
     def as_json(self) -> dict[str, Any]:
         return {"version": self.version, "jaxlib": self.jaxlib, "released": self.released,
                 "status": self.status.value, "value": self.value, "samples": self.samples,
-                "detail": self.detail, "installer": self.installer}
+                "detail": self.detail, "installer": self.installer, **run_sample_counts(self.runs)}
 
     @property
     def spread(self) -> float | None:

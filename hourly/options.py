@@ -320,6 +320,22 @@ OPTIONS: tuple[Option, ...] = (
            "watch": {"help": "Regex with a (?P<value>...) group: the primary metric, named by the word it starts "
                              "with.", "default": DEFAULT_METRIC_REGEX},
            "detect": {"help": "Regex with a (?P<value>...) group, for grep output.", "default": DEFAULT_METRIC_REGEX}}),
+    _o("--metric-samples", "metric_samples", "last: a run's value is the metric's last match; all: every match is a "
+       "sample (a benchmark printing its metric once per iteration: many samples from one process, whose median is "
+       "the run's value) [default: last].", panel=M, rule=one_of("last", "all")),
+    _o("--warmup-samples", "warmup_samples", "The first K matches of each run (of each METRIC name with --metrics) "
+       "are its warm-up, never counted [default: 0].", type=int, panel=M, rule=at_least(0)),
+    _o("--metrics", "metrics", "Record every named `METRIC name: value` line (all) or those named "
+       "(trace_ms,lower_ms), each line a sample, each metric's steps found apart [default: the --metric-regex's one "
+       "metric; all when --bench-cmd runs hourly's per-phase harness].", panel=M),
+    _o("--metric", "metric", "The named metric bisect, profile and explain follow (its unit gives its direction) "
+       "[default: the one name of --metrics].", panel=M, per={
+           "hunt": {"help": "The named metric the hunt's scans and bisections follow (its unit gives its direction) "
+                            "[default: the one name of --metrics, else the metric whose regression the daily level "
+                            "found]."},
+           "watch": {"help": "The named metric listed first (its unit gives its direction); every named metric is a "
+                             "series of its own, each alerted and hunted apart [default: the one name of --metrics, "
+                             "else none]."}}),
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
        rule=one_of("metric", "exit"), per={
@@ -412,6 +428,11 @@ OPTIONS: tuple[Option, ...] = (
             "bench": {"help": "File for the harness's full output [default: ./hourly-work/bench/<UTC time>.log].",
                       "toml": False}}),
     _o("--anonymous", "anonymous", "Leave out the host name.", type=bool, default=False, panel=O),
+    _o("--command", "command", "Show the settings of this command instead: each option its table in hourly.toml may "
+       "set, with its value and where it came from (a flag, its table, the shared settings, the default) [default: "
+       "the shared settings every command reads].", panel=O, toml=False,
+       rule=Rule(lambda v: None if v in commands_with_a_table() else
+                 f"must be a command with a table in hourly.toml ({', '.join(commands_with_a_table())})", "bisect")),
     _o("--top", "top", "Rows per comparison table.", type=int, default=10, panel=O, rule=at_least(1),
        per={"compare-profiles": {"help": "Rows per table.", "default": 15, "toml": False}}),
     # -- hourly watch -----------------------------------------------------------------------
@@ -479,7 +500,8 @@ BUILD = ("build_cmd", "jax_build_cmd", "native_inputs", "build_timeout", "wheel_
          "cache_size", "cherry_pick")
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY = ("retry_failed",)
-BENCHMARK = ("bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs", "bench_timeout", "metric_regex")
+BENCHMARK = ("bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs", "bench_timeout", "metric_regex",
+             "metric_samples", "warmup_samples", "metrics", "metric")
 STORE = ("workdir", "force")
 #: the scan's own settings (stored with the scan: its direction is what show, detect, bisect, report read)
 SCAN_ONLY = ("sync", "rerun", "higher_is_better", "mode", "keep_going", "confirm_edges")
@@ -487,22 +509,24 @@ SCAN_ONLY = ("sync", "rerun", "higher_is_better", "mode", "keep_going", "confirm
 #: Settings fields, so never stored: a later command picks its own)
 EXECUTOR = ("executor", "workers", "partition", "time", "gres", "slurm_arg")
 #: the daily level (hourly.nightly.plan.NightlySettings), shared by nightly and hunt
-DAILY = ("image", "mount", "gpus", "env", "bench_cmd", "metric_regex", "repeats", "timeout", "every", "parallel",
-         "pull", "higher_is_better")
+DAILY = ("image", "mount", "gpus", "env", "bench_cmd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+         "repeats", "timeout", "every", "parallel", "pull", "higher_is_better")
 
 TAKES: dict[str, tuple[str, ...]] = {
     "demo": ("json_out",),
-    "releases": ("from_", "to", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "bench_timeout",
+    "releases": ("from_", "to", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "metrics",
+                 "metric_samples", "warmup_samples", "bench_timeout",
                  "higher_is_better", "extra", "with_", "deps_today", "deps_as_of_release", "index_url", "find_links",
                  "pre", "python", "installer", "cache_dir", "jax_repo", "rerun", "dry_run", "show", "workdir",
                  "json_out", "config"),
     "nightly": ("from_", "to", *DAILY, "rerun", "show", "workdir", "json_out", "config"),
     "container": ("date", "image", "gpus", "env", "mount", "pull", "name", "workdir", "json_out", "config"),
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
-             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "dates", "scan_step",
+             "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "min_change", "rerun", "explain", "workdir", "json_out", "config"),
-    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "timeout",
+    "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
+              "warmup_samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",
               "index_url", "find_links", "extra", "with_", "release_cache_dir", "xla_repo", "jax_repo", "ref", "step",
               "build_cmd", "python", "cache_dir", "warmup_runs", "sync", "force", "hunt", "hunt_arg", "hunt_image",
@@ -526,9 +550,24 @@ TAKES: dict[str, tuple[str, ...]] = {
     "trace": ("out", "host_tracer_level", "python_tracer_level", "device_tracer_level", "memprof_at"),
     "compare-profiles": ("top",),
     "clean": ("json_out",),
-    "config": (*WINDOW, *REPOSITORIES, *BUILD, *RETRY, *BENCHMARK, *STORE, *SCAN_ONLY, "config", "json_out"),
+    "config": (*WINDOW, *REPOSITORIES, *BUILD, *RETRY, *BENCHMARK, *STORE, *SCAN_ONLY, "command", "config", "json_out"),
     "version": (),
 }
+
+
+def commands_with_a_table() -> tuple[str, ...]:
+    """The commands whose own options hourly.toml configures, each in a table of its name (every
+    command that reads the file, but ``config`` itself)."""
+    return tuple(c for c, names in TAKES.items() if "config" in names and c != "config")
+
+
+#: the commands that read every scan-shaped setting they take from the shared settings (the file's
+#: top level and [scan], under their own table and their flags); the others read only ``workdir``
+#: and ``higher_is_better`` from there, and their other options from their table, else the default
+SHARED_READERS = ("scan", "bisect", "shell", "profile", "explain", "config")
+#: options such a command reads as its own although a scan setting has their name (bisect's --mode
+#: and --rerun are the bisection's, explain's --repeats and --step explain's)
+OWN_READING = {"bisect": ("mode", "rerun"), "explain": ("repeats", "step")}
 
 
 def options_of(command: str) -> list[Option]:

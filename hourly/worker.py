@@ -56,6 +56,14 @@ class RecordingStore:
     def add_measurement(self, bench_key: str, m) -> None:
         self.measurements.append(m)
 
+    def add_measurements(self, bench_key: str, ms) -> None:
+        self.measurements.extend(ms)
+
+    def metric_names(self, bench_key: str) -> list[str]:
+        """The coordinator's store knows them; a job records the names its runs print (and the
+        primary), which the coordinator's table reads with the rest."""
+        return []
+
 
 
 
@@ -108,8 +116,10 @@ def measure(job: Path, req: dict) -> dict:
         got = m.measure(pair, req["count"], origin=req["origin"])
         b = m.builder
         return {"outcome": "measured", "measurement": asdict(got),
+                "rows": [asdict(r) for r in m.last_rows],  # every named metric's row (the primary's among them)
                 "builds": [asdict(r) for r in m.store.builds], "builds_run": b.builds_run,
-                "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs}
+                "jaxlib_builds": b.jaxlib_builds, "jax_builds": b.jax_builds, "runs": m.runs,
+                "samples": m.samples}  # the samples those runs printed, counted apart from them
 
 
 def profile(job: Path, req: dict) -> dict:

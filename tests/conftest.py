@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
+from tests.argv import with_flags
 
 
 def copy_repos(src: Made, dest: str | Path) -> Made:
@@ -107,51 +108,15 @@ def venv_python(tmp_path_factory) -> str:
 
 @pytest.fixture
 def scan_args(made, venv_python, tmp_path):
-    """Arguments of a scan over the demo repos; narrow windows keep tests fast."""
+    """Arguments of a scan over the demo repos; narrow windows keep tests fast. A flag of ``extra``
+    that the defaults have replaces the default's value (hourly refuses a flag given twice:
+    tests/argv.py)."""
     def make(frm="Aug 24 2023 12:00", to="Aug 24 2023 15:00", *extra):
-        return ["scan", "--from", frm, "--to", to, "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
-                "--build-cmd", str(made.build_script), "--python", venv_python,
-                "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work"),
-                *extra]
+        return with_flags(["scan", "--from", frm, "--to", to, "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
+                           "--build-cmd", str(made.build_script), "--python", venv_python,
+                           "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work")],
+                          *extra)
     return make
-
-
-def last_flag_wins(argv: list[str]) -> list[str]:
-    """``argv`` with the earlier uses of a single-valued flag given again dropped.
-
-    The suite writes an override as a later flag (``scan_args() + ["--from", "someday"]``, a
-    helper's defaults, then the test's own); hourly refuses a single-valued flag given twice
-    (hourly.commands.common.refuse_repeated: a user's second ``--python`` is a mistake to say, not
-    a value to pick), so the in-process runs below keep the later one, as the helpers mean.
-    Subprocess runs of ``python -m hourly`` see the real rule (tests/test_cli_edges.py checks it)."""
-    from typer.main import get_command
-
-    from hourly.cli import app
-    group = get_command(app)
-    cmd = group.commands.get(argv[0]) if argv else None  # type: ignore[attr-defined]
-    if cmd is None:
-        return argv
-    end = argv.index("--") if "--" in argv else len(argv)
-    by_flag = {f: p for p in cmd.params if p.param_type_name == "option" for f in (*p.opts, *p.secondary_opts)}
-    uses: list[tuple[str, int, int]] = []  # (flag, first word, words)
-    i = 1
-    while i < end:
-        flag, eq, _ = argv[i].partition("=") if argv[i].startswith("--") else (argv[i], "", "")
-        p = by_flag.get(flag)
-        n = 1 if p is None or p.is_flag or eq else 2
-        if p is not None and not p.multiple:
-            uses.append((flag, i, n))
-        i += n
-    last = {flag: start for flag, start, _ in uses}
-    drop = {j for flag, start, n in uses if last[flag] != start for j in range(start, start + n)}
-    return [w for j, w in enumerate(argv) if j not in drop]
-
-
-@pytest.fixture(autouse=True)
-def _later_flags_override(monkeypatch):
-    import hourly.cli
-    real = hourly.cli._main
-    monkeypatch.setattr(hourly.cli, "_main", lambda argv: real(last_flag_wins(list(argv))))
 
 
 @pytest.fixture(autouse=True)

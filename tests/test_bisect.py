@@ -21,6 +21,7 @@ from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
 from hourly.measure.settings import effective
 from hourly.scan.run import run_scan
+from tests.argv import with_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,16 +32,15 @@ def python(tmp_path_factory) -> str:
 
 
 def flags(made, python, workdir, **extra) -> list[str]:
+    """The demo's repositories, build, Python, benchmark and ``workdir``; ``extra`` (``repeats=2``,
+    ``build_cmd=...``, ``env=[...]``) replaces or adds options (hourly refuses a flag given twice)."""
     args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-            "--python", python, "--bench-cmd", extra.pop("bench_cmd", f"python3 {made.bench_script}"),
-            "--workdir", str(workdir)]
+            "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(workdir)]
+    words: list[str] = []
     for k, v in extra.items():
-        if isinstance(v, list):
-            for item in v:
-                args += [f"--{k.replace('_', '-')}", str(item)]
-        else:
-            args += [f"--{k.replace('_', '-')}", str(v)]
-    return args
+        for item in v if isinstance(v, list) else [v]:
+            words += [f"--{k.replace('_', '-')}", str(item)]
+    return with_flags(args, *words)
 
 
 def bisect_json(capsys, args) -> dict:
@@ -323,8 +323,10 @@ def test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_
     assert r["last_good"]["jax"] != mixed[1] and r["first_bad"]["xla"] != mixed[0]  # the step moved both
     by_role = {p["role"]: (p["xla"], p["jax"], p["verdict"]) for p in r["probes"] if (p["xla"], p["jax"]) == mixed}
     assert by_role == {"probe": (*mixed, "bad"), "blame": (*mixed, "bad")}
+    # the blame reuses the search's verdict: no run started for it (runs and samples counted apart)
     assert [p for p in r["probes"] if p["role"] == "blame"] == [{"role": "blame", "xla": mixed[0], "jax": mixed[1],
-                                                                  "verdict": "bad"}]
+                                                                  "verdict": "bad", "runs": 0, "run_samples": 0}]
+    assert r["runs"] > 0 and r["run_samples"] == 0  # exit mode: runs, and no metric sample read
     assert r["builds"] == len({(p["xla"], p["jax"]) for p in r["probes"]})  # each state built once
 
 
@@ -393,9 +395,10 @@ def test_a_bisection_never_changes_the_scans_numbers(tmp_path, capsys, scan_args
     regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
     assert [r["culprit"]["subject"] for r in regs] == ["[XLA:GPU] Change priority fusion heuristic"]
     ends = regs[0]["end_samples"]
-    # the ends got more samples than the scan's two, as rows of their own, and it says so
-    assert ends["good"]["from"]["scan"] == 2 and ends["good"]["from"]["bisect"] >= 1
-    assert ends["good"]["n"] == sum(ends["good"]["from"].values())
+    # the ends were compared afresh, in rounds of their own (paired: the scan's samples, taken long
+    # before, are context, never evidence), as rows of their own, and it says so
+    assert ends["good"]["from"] == {"bisect": ends["good"]["n"]} and ends["good"]["n"] >= 3
+    assert regs[0]["measured"] == "interleaved"
     assert "scan: n=" in regs[0]["window"]["note"]
 
     after = views()
@@ -853,3 +856,71 @@ def test_an_end_that_fails_to_build_says_so_with_its_log_and_the_cherry_pick(tmp
     # the way through it names: the fix cherry-picked onto every state that lacks it
     (r,) = bisect_json(capsys, [*args, "--cherry-pick", f"xla@{made.shas['Fix the build'][:10]}"])["regressions"]
     assert r["culprit"]["sha"] == made.shas["Rewrite custom_vjp"]
+
+
+# -- paired verdicts: each state its own environment (issue 35) --------------------------------------
+
+def test_paired_rounds_run_each_state_from_its_own_environment_installed_once(tmp_path, python, capsys):
+    """A metric bisection here measures its verdicts in rounds of the states compared: each state is
+    installed once into an environment of its own (``<workdir>/states``, its wheels from the cache)
+    and run from there whenever its turn comes, with its warm-up run only the first time; the
+    store's rows show the rounds alternating between states."""
+    slower = Change("xla", "2023-08-24T03:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([slower]))
+    work = tmp_path / "work"
+    a = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z",
+                             *flags(made, python, work)])["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[slower.subject] and a["confirmed"]
+    assert a["measured"] == "interleaved"
+    envs = sorted(p for p in (work / "states").iterdir() if (p / "hourly-state.json").exists())
+    probed = {(p["xla"], p["jax"]) for p in a["probes"]}
+    assert len(envs) == len(probed) and all((e / "bin" / "python").exists() for e in envs)
+    rows = Store(work).conn.execute("SELECT xla, jax, runs FROM measurements WHERE origin='bisect' ORDER BY id").fetchall()
+    pairs = [(x, j) for x, j, _ in rows]
+    assert sum(1 for p, q in zip(pairs, pairs[1:], strict=False) if p != q) > len(pairs) // 2  # alternating
+    warm = {}
+    for x, j, runs in rows:
+        for r in json.loads(runs):
+            warm.setdefault((x, j), []).append(bool(r.get("warmup")))
+    for runs in warm.values():
+        assert runs[0] and not any(runs[1:])  # one warm-up run per state, when its environment was made
+
+
+def test_a_build_that_installs_in_place_is_measured_one_state_after_another_and_says_so(tmp_path, capsys):
+    """A build that leaves no wheels (an editable build installing in place): two states cannot be
+    installed at once, so the rounds are measured one state after another; the culprit is still
+    named, and the answer says drift was not cancelled."""
+    slower = Change("jax", "2023-08-24T03:05:00Z", "Slower dispatch", {"perf/dispatch.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([slower]))
+    build = tmp_path / "build-inplace.sh"
+    build.write_text("#!/bin/sh\nexit 0\n")
+    build.chmod(0o755)
+    bench = tmp_path / "tree_bench.py"
+    bench.write_text("import pathlib, sys\nv = 577.1\nfor f in (pathlib.Path(sys.argv[1]) / 'perf').glob('*.txt'):\n"
+                     "    v *= float(f.read_text())\nprint(f'MLUPS: {v:.3f}')\n")
+    args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(build),
+            "--python", sys.executable, "--bench-cmd", f"python3 {bench} {made.jax}", "--workdir", str(tmp_path / "work")]
+    a = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z", *args])["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[slower.subject] and a["confirmed"]
+    assert a["measured"] == ("measured one after another: drift not cancelled (the builds install in place "
+                             "(editable): two states cannot be installed at once)")
+
+
+def test_a_regression_inside_a_crash_window_is_said_with_the_window_its_crash_and_the_fix(tmp_path, python, capsys):
+    """A regression that lands while the benchmark crashes (a break at 01:35, its fix at 04:50): no
+    single commit can be named; the answer says the change lies inside the crash window, names its
+    first and last crashing commits, the crash's last line from the log, and the --cherry-pick of
+    the fix that would let its states run."""
+    broke = Change("jax", "2023-08-24T01:35:00Z", "Break the residuals", {"CRASH": "1\n"})
+    slower = Change("xla", "2023-08-24T02:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.9\n"})
+    fixed = Change("jax", "2023-08-24T04:50:00Z", "Fix the residuals", {"CRASH": None})
+    made = make_repos(tmp_path / "repos", busy_day([broke, slower, fixed]))
+    a = bisect_json(capsys, ["--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T06:30Z",
+                             *flags(made, python, tmp_path / "work")])["regressions"][0]
+    assert a["culprit"] is None and made.shas[slower.subject] in a["range"]
+    (w,) = [w for w in a["crash_windows"] if w.get("holds_change")]
+    assert w["first"]["commit"] == {"repo": "jax", "sha": made.shas[broke.subject]}
+    assert w["last_line"] == "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert w["cherry_pick"] == f"--cherry-pick jax@{made.shas[fixed.subject]}"
+    assert a["reason"].startswith(f"the change lies inside the crash window jax@{made.shas[broke.subject][:12]} ..")
+    assert "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS" in a["reason"] and w["cherry_pick"] in a["reason"]

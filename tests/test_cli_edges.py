@@ -17,6 +17,7 @@ from rich.console import Console
 from hourly.cli import main
 from hourly.demo.hunt import next_commands, print_next
 from hourly.plurals import plural
+from tests.argv import with_flags
 
 
 def run_cli(capsys, argv):
@@ -114,7 +115,7 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
-    code, _, err = run_cli(capsys, scan_args() + change)
+    code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
     assert code == 1 and message in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "work").exists()
@@ -135,8 +136,8 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
 def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     args = scan_args()
     common = args[args.index("--xla-repo"):]  # repositories, build, python, benchmark, workdir
-    code, _, err = run_cli(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
-                                    *common, *change])
+    code, _, err = run_cli(capsys, with_flags(["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+                                               *common], *change))
     assert code == 1 and message in err, err
     assert not (tmp_path / "work").exists()
 
@@ -169,7 +170,7 @@ def test_one_instant_reads_in_the_singular_and_no_steps_has_no_colon(capsys, sca
 def test_demo_next_commands_are_one_quoted_line_each_and_run(capsys, scan_args, tmp_path):
     """The demo ends with these (its JSON carries them too: tests/test_report.py runs the demo)."""
     work = tmp_path / "a folder with spaces" / "work"
-    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00") + ["--workdir", str(work)])
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--workdir", str(work)))
     assert code == 0, err
     out = io.StringIO()
     print_next(Console(file=out, width=40), next_commands(str(work)))
@@ -271,8 +272,8 @@ def test_help_shows_the_true_defaults(monkeypatch, capsys):
 
 def _bisect(scan_args, *extra):
     args = scan_args()
-    return ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
-            *args[args.index("--xla-repo"):], *extra]
+    return with_flags(["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00",
+                       *args[args.index("--xla-repo"):]], *extra)
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -61,15 +62,22 @@ class Table:
 
     def __init__(self, walks, mode: Mode, *, value=None, rc=None, status=None, fails=(), known=None,
                  workers=1, repeats=1, max_repeats=20, min_change=0.02, find_fix=False, flaky=False,
-                 higher_is_better=True, witness=None, judge_=None, raise_after=None):
+                 higher_is_better=True, witness=None, judge_=None, raise_after=None, samples_per_run=1, metric=None,
+                 paired=None, interleaves=True):
         self.walks, self.value, self.rc, self.status = walks, value, rc, status
+        #: the samples each run prints (its value is one: their median); the metric followed
+        self.samples_per_run, self.metric = samples_per_run, metric
         req = BisectRequest(max_repeats=max_repeats, min_change=min_change, find_fix=find_fix, flaky=flaky)
         self.max_repeats = max(max_repeats, repeats)
         self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
         self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
         self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
                                max_repeats=self.max_repeats)
-        self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats)
+        # as the Bisector's: metric verdicts paired one state a round (measured in alternation)
+        paired = workers == 1 if paired is None else paired
+        self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats, paired=paired)
+        self.interleaves, self.apart = interleaves, None
+        self.crash_lines: dict = {}
         self.handler, self.witness = Events(), witness
         self.rounds = self.jobs = 0
         self.going = None
@@ -100,7 +108,7 @@ class Table:
             k = len(self.measured.get(pair, []))
             if pair in self.fails:
                 ev = Evidence("build_failed", detail="build failed: boom (log /logs/b)", id=next(self._ids))
-                taken = (ev, int(k == 0), 0)
+                taken = (ev, int(k == 0), 0, 0)
             else:
                 runs, samples = [], []
                 for _ in range(count):
@@ -117,7 +125,7 @@ class Table:
                 st = "ok" if samples or not bad else bad[0].status
                 ev = Evidence(st, tuple(samples), tuple(runs), f"{st} (log /logs/r)" if bad else None, "bisect",
                               next(self._ids))
-                taken = (ev, int(k == 0), count)
+                taken = (ev, int(k == 0), count, len(samples) * self.samples_per_run)
             self.measured.setdefault(pair, []).append(taken[0])
             out.append(taken)
         return out
@@ -153,6 +161,9 @@ class Table:
 
     def cherry_picks(self, pair):
         return None
+
+    def crash_line(self, pair):
+        return self.crash_lines.get(pair)
 
 
 def bisect(lab: Table, good: int, bad: int, kind: str = "regression", origin: str = "flags") -> list[Answer]:
@@ -195,12 +206,14 @@ def probed(a: Answer) -> list[Pair]:
 # -- the registry ---------------------------------------------------------------------------------
 
 def test_every_mode_has_its_judge_in_the_registry():
-    assert set(JUDGES) == {"metric", "exit", "flaky", "printed", "manual"}
+    assert set(JUDGES) == {"metric", "paired", "exit", "flaky", "printed", "manual"}
     for name, cls in JUDGES.items():
         j = judge(name, JudgeOptions(repeats=2, max_repeats=8))
         assert isinstance(j, cls) and j.name == name
     assert judge_for(Mode.EXIT, BisectRequest(flaky=True), 1, 10).name == "flaky"
     assert judge_for(Mode.EXIT, BisectRequest(find_fix=True), 1, 10).invert  # type: ignore[attr-defined]
+    assert judge_for(Mode.METRIC, BisectRequest(), 1, 10, paired=True).name == "paired"
+    assert judge_for(Mode.METRIC, BisectRequest(), 1, 10).name == "metric"
 
 
 # -- exit mode: exhaustive histories ------------------------------------------------------------
@@ -544,7 +557,7 @@ class Person:
 
     def ask(self, lab, bid, pair, role, where, ends):
         self.asked.append((role, pair, where))
-        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0
+        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0
 
     def resume_at(self, bid):
         return self.waiting
@@ -602,9 +615,11 @@ def test_an_answer_reads_back_from_its_json_as_it_was():
     j = a.to_json()
     assert Answer.from_json(j).to_json() == j
     assert list(j)[:5] == ["kind", "window", "mode", "pairing", "culprit"]
-    old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples")}
+    old = {k: v for k, v in j.items() if k not in ("kind", "pairing", "rounds", "jobs", "end_samples", "metric",
+                                                    "run_samples")}
     again = Answer.from_json(old)  # an answer stored by an older hourly
     assert again.culprit == a.culprit and again.kind == "" and again.rounds == 0
+    assert again.metric is None and again.run_samples == 0
 
 
 # -- the person behind a manual bisection: the prompt and hourly mark, on a real store ------------
@@ -685,7 +700,7 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
 
     class Marked(Person):
         def ask(self, lab, bid, pair, role, where, ends):
-            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0
+            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0
     lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
     lab.witness = Marked(lab.witness.says)
     (a,) = bisect(lab, 0, 11 * H)
@@ -745,3 +760,209 @@ def test_a_jumped_run_is_built_when_the_bisection_goes_on_walking():
     assert all(len(lab.measured[p]) == 1 for p in first if p in lab.fails)  # no build twice
     assert lab.fails <= set(lab.measured) and b.next is None and b.range == a.range
     assert b.reason.startswith("30 untestable states between last good and first bad")
+
+
+# -- named metrics and many samples per run -----------------------------------------------------------
+
+def test_the_answer_and_its_probes_count_runs_and_samples_apart_and_name_the_metric_followed():
+    """Each run printed 5 samples of the metric followed (--metric lower_ms): the verdicts are made
+    from one value per run, as with one sample per run, and the answer, its probe rows and the
+    store's rows count the runs (process starts) and their samples apart."""
+    many = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2, samples_per_run=5, metric="lower_ms")
+    one = Table(both(), Mode.METRIC, value=level(("xla", 3, 0.9)), repeats=2)
+    (a,) = bisect(many, 2 * H + 1800, 4 * H)
+    (b,) = bisect(one, 2 * H + 1800, 4 * H)
+    assert a.culprit == b.culprit and a.culprit is not None and a.runs == b.runs > 0
+    assert a.run_samples == 5 * a.runs and b.run_samples == b.runs
+    assert a.metric == "lower_ms" and b.metric is None and a.to_json()["metric"] == "lower_ms"
+    measured = [p for p in a.probes if p.runs]
+    assert measured and all(p.run_samples == 5 * p.runs for p in measured)
+    rows = [r for rs in many.rows.values() for r in rs]
+    assert sum(r["run_samples"] for r in rows) == a.run_samples and sum(r["runs"] for r in rows) == a.runs
+
+
+def test_an_exit_status_answer_names_no_metric():
+    """An exit-status bisection reads exit codes, the same in every named metric's rows: its answer
+    names no metric even when the bisection followed one."""
+    lab = Table(line(12), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 5 else 0, metric="lower_ms")
+    (a,) = bisect(lab, 0, 11 * H, "crash")
+    assert a.culprit is not None and a.metric is None
+
+
+# -- paired verdicts: a drifting machine ----------------------------------------------------------
+
+class Drifting:
+    """A machine whose speed moves while it measures: every benchmark process advances its clock
+    one tick, and every state's value is multiplied by the machine's speed at that tick — a ramp of
+    ``drift`` over ``span`` processes, or a wave of that amplitude and ``period`` — with ``noise``
+    per process on top."""
+
+    def __init__(self, value, drift: float, span: int = 150, period: int | None = None, noise: float = 0.005,
+                 seed: int = 0):
+        self.value, self.drift, self.span, self.period, self.noise = value, drift, span, period, noise
+        self.rng = np.random.default_rng(seed)
+        self.t = 0
+
+    def speed(self, t: int) -> float:
+        if self.period:
+            return 1 + self.drift * math.sin(2 * math.pi * t / self.period)
+        return 1 + self.drift * min(t / self.span, 1.0)
+
+    def __call__(self, pair, k):
+        t, self.t = self.t, self.t + 1
+        return self.value(pair) * self.speed(t) * (1 + self.noise * self.rng.standard_normal())
+
+
+DRIFTS = [dict(drift=-0.15), dict(drift=0.15), dict(drift=0.12, period=80), dict(drift=-0.2, span=300)]
+
+
+def test_paired_verdicts_on_a_drifting_machine_name_the_commit_the_sequential_ones_cannot():
+    """-10 % at every position of a 16-state window while the machine's speed moves 12-20 % (a ramp
+    down or up, a wave), 0.5 % noise per process: the paired verdicts (probe, ends and step compared
+    in alternating rounds) name every culprit, confirmed, and say the machine drifted; the sequential
+    ones (each state's samples taken at its own time) name none of them — only candidates their own
+    re-measurement did not confirm, or ranges — and never a wrong commit as a culprit."""
+    n = 16
+    exact = {True: 0, False: 0}
+    drifted = 0
+    for shape, c in itertools.product(DRIFTS, range(1, n)):
+        for paired in (True, False):
+            lab = Table(line(n), Mode.METRIC, value=Drifting(level(("xla", c, 0.9)), **shape, seed=c), paired=paired)
+            answers = bisect(lab, 0, (n - 1) * H)
+            a = answers[0]
+            assert a.culprit is None or a.culprit.sha == f"x{c}", (shape, c, paired)
+            exact[paired] += a.culprit is not None
+            if paired:
+                assert a.confirmed and a.culprit.sha == f"x{c}", (shape, c, a.reason)
+                assert a.measured == "interleaved"
+                assert [p.verdict for p in a.probes if p.role.startswith("confirm")] == ["good", "bad"]
+                drifted += bool(a.drift)
+            else:
+                assert a.measured.startswith("not paired: drift not cancelled")
+    assert exact[True] == len(DRIFTS) * (n - 1)
+    assert exact[False] <= len(DRIFTS) * (n - 1) // 4
+    assert drifted >= 10  # "the machine drifted by N %": said where a state read 1 % or more (4 SE) apart
+
+
+def test_paired_rounds_alternate_their_order_and_cost_fewer_processes_on_a_quiet_machine():
+    """On a quiet machine (no drift, 1 % noise per process) a 19-state window costs under 100
+    processes, every culprit exact; each round runs its states in turn, the next round reversed."""
+    n = 19
+    runs = []
+    for c in range(1, n):
+        lab = Table(line(n), Mode.METRIC, value=Drifting(level(("xla", c, 1 / 1.09)), drift=0.0, noise=0.01, seed=c))
+        order: list = []
+        measure = lab.measure_many
+        lab.measure_many = lambda reqs, measure=measure, order=order: (order.extend(reqs), measure(reqs))[1]
+        answers = bisect(lab, 0, (n - 1) * H)
+        assert answers[0].culprit.sha == f"x{c}" and answers[0].confirmed, c
+        runs.append(sum(a.runs for a in answers))
+        assert all(count == 1 for _, count in order)  # one process a request: a round's states in turn
+        ends = [p for p, _ in order[:6]]
+        g, b = Pair("x0", "j0"), Pair(f"x{n - 1}", "j0")
+        assert ends == [g, b, b, g, g, b]  # the ends' three rounds: forward, reversed, forward
+    assert statistics.mean(runs) < 100 and max(runs) < 200
+
+
+def test_paired_rounds_fall_back_to_one_state_after_another_and_say_so():
+    """A lab that cannot run its states alternately (an in-place build): each state's rounds measured
+    at once, the culprit still named, and the answer says the drift was not cancelled."""
+    lab = Table(line(10), Mode.METRIC, value=level(("xla", 6, 0.9)), interleaves=False)
+    (a,) = bisect(lab, 0, 9 * H)
+    assert a.culprit.sha == "x6" and a.confirmed
+    assert a.measured == "measured one after another: drift not cancelled (the states cannot be run alternately here)"
+    from hourly.render.bisect import describe
+    text = "\n".join(str(x) for x in describe(a))
+    assert "measured one after another: drift not cancelled" in text
+
+
+def test_the_ends_of_a_drifting_window_are_compared_in_rounds_and_the_scans_samples_are_context():
+    """The scan measured the ends long before, when the machine ran 15 % faster: those samples are
+    not evidence (a sequential check would compare the bad end now with the good end then), the
+    ends are compared afresh in rounds, and the answer says how much the machine drifted."""
+    machine = Drifting(level(("xla", 5, 0.9)), drift=-0.15, span=1, noise=0.002)
+    lab = Table(line(10), Mode.METRIC, value=machine)
+    machine.t = -1  # the scan's: before the drift
+    lab.measure_many([(Pair("x0", "j0"), 3)])
+    (a,) = bisect(lab, 0, 9 * H)
+    assert a.culprit.sha == "x5" and a.confirmed
+    assert a.drift and a.drift[0].startswith("the machine drifted by -1")
+    assert 13 < -float(a.drift[0].split("by ")[1].split(" %")[0]) < 17  # the ramp's 15 %
+    ends = [p for p in lab.rows[1][:2]]
+    assert all("in alternation with the" in r["reason"] for r in ends)
+
+
+# -- crash windows: jumped, and their edges found by exit status ------------------------------------
+
+def test_a_crash_window_costs_at_most_two_logarithmic_searches():
+    """Every crash window of every length at every place of a 12-state window, the culprit at every
+    position: outside the window (and not its first state after it) the culprit is named exactly;
+    inside it, or the first state after it, the answer is the range holding the culprit, said to lie
+    in the crash window; the probes that crashed plus the exit-status probes of its edges never
+    exceed two logarithmic searches (2·⌈log2 n⌉ + 2: the two crashes in a row and two searches)."""
+    n = 12
+    bound = 2 * math.ceil(math.log2(n)) + 2
+    for f in range(1, n - 1):
+        for last in range(f, n - 1):
+            for c in range(1, n):
+                lab = Table(line(n), Mode.METRIC, value=level(("xla", c, 0.9)),
+                            rc=lambda p, k, f=f, last=last: 1 if f <= index(p.xla) <= last else 0)
+                (a,) = bisect(lab, 0, (n - 1) * H)
+                rows = lab.rows[1]
+                cost = sum(1 for r in rows if r["role"] == "edge" or (r["role"] == "probe" and r["verdict"] == "skip"))
+                assert cost <= bound, (f, last, c, cost)
+                assert not any(r["role"] == "probe" and Pair(r["xla"], r["jax"]) in
+                               {Pair(f"x{i}", "j0") for i in (0, n - 1)} for r in rows)
+                if f <= c <= last + 1:
+                    assert a.culprit is None and f"x{c}" in a.range, (f, last, c)
+                    (w,) = [w for w in a.crash_windows if w.get("holds_change")]
+                    assert (w["first"]["xla"], w["last"]["xla"]) == (f"x{f}", f"x{last}"), (f, last, c, w)
+                    assert a.reason.startswith(f"the change lies inside the crash window xla@x{f} .. xla@x{last}")
+                    assert w["cherry_pick"] == f"--cherry-pick xla@x{last + 1}"
+                    assert f"{w['cherry_pick']} (the commit that ends the window) would let its states run" in a.reason
+                else:
+                    assert a.culprit is not None and a.culprit.sha == f"x{c}", (f, last, c, a.reason)
+
+
+def test_a_crashing_probe_is_not_followed_by_its_neighbour():
+    """A long crash window in the middle of a 40-state window: the probe after the first crash jumps
+    well away from it (not a neighbour), and two crashes in a row find the window's edges by exit
+    status: the window's 16 states are not walked one by one."""
+    n, f, last = 40, 12, 27
+    lab = Table(line(n), Mode.METRIC, value=level(("xla", 20, 0.9)),
+                rc=lambda p, k: 1 if f <= index(p.xla) <= last else 0)
+    lab.crash_lines = {Pair(f"x{f}", "j0"): "RuntimeError: valid_dtypes is not set"}
+    (a,) = bisect(lab, 0, (n - 1) * H)
+    probes = [index(r["xla"]) for r in lab.rows[1] if r["role"] in ("probe", "edge")]
+    crashed = [index(r["xla"]) for r in lab.rows[1] if r["role"] in ("probe", "edge") and r["verdict"] == "skip"]
+    first = probes.index(crashed[0])
+    assert abs(probes[first + 1] - probes[first]) > 2  # jumped, not the neighbour
+    assert len(crashed) <= 2 * math.ceil(math.log2(n)) and len(crashed) < last - f + 1
+    (w,) = a.crash_windows
+    assert w["holds_change"] and w["last_line"] == "RuntimeError: valid_dtypes is not set"
+    assert "RuntimeError: valid_dtypes is not set" in a.reason and "--cherry-pick xla@x28" in a.reason
+    from hourly.render.bisect import describe
+    text = "\n".join(str(x) for x in describe(a))
+    assert "crash window xla@x12 .. xla@x27" in text
+
+
+def test_two_crash_windows_with_a_runnable_stretch_between_are_found_apart():
+    """The shape of the real 2026 history (docs/real-history.md): a window, a runnable stretch
+    holding the change, a second window — the change is named exactly (its state runs), and
+    neither window is taken for one spanning the stretch."""
+    n = 51
+
+    def rc(p, k):
+        i = index(p.xla)
+        return 1 if 1 <= i <= 16 or 25 <= i <= 42 else 0
+    for c in (17, 20, 24, 45):
+        lab = Table(line(n), Mode.METRIC, value=level(("xla", c, 0.9)), rc=rc)
+        (a,) = bisect(lab, 0, (n - 1) * H)
+        if c == 17:  # the first state after window 1: the range of window 1 and it
+            assert a.culprit is None and a.range == [f"x{i}" for i in range(1, 18)]
+            (w,) = [w for w in a.crash_windows if w.get("holds_change")]
+            assert (w["first"]["xla"], w["last"]["xla"]) == ("x1", "x16")
+        else:
+            assert a.culprit is not None and a.culprit.sha == f"x{c}", (c, a.reason)
+        for w in a.crash_windows or []:
+            assert not (w["first_index"] <= 20 <= w["last_index"]), w  # the runnable stretch is no window

@@ -17,6 +17,7 @@ from waiting import measurement_count, wait_for
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.cli import main
+from tests.argv import with_flags
 
 
 def run_cli(capsys, argv):
@@ -353,7 +354,7 @@ def test_a_changed_build_command_or_build_env_rebuilds_and_another_workdir_reuse
     other[other.index("--workdir") + 1] = str(tmp_path / "work2")
     assert _scan_json(capsys, other)["builds"] == 0  # same builds, another scenario: from the shared cache
     flagged = _wrapped_build(tmp_path, made, "")  # another build command: not the same wheels
-    assert _scan_json(capsys, args + ["--rerun", "--build-cmd", str(flagged)])["builds"] == 2
+    assert _scan_json(capsys, with_flags(args, "--rerun", "--build-cmd", str(flagged)))["builds"] == 2
     assert _scan_json(capsys, args + ["--rerun", "--env", "TF_CUDA_COMPUTE_CAPABILITIES=sm_90"])["builds"] == 2
     assert _scan_json(capsys, args + ["--rerun"])["builds"] == 0  # the first identity is still cached
     metas = [json.loads(m.read_text()) for m in (tmp_path / "cache" / "wheels").glob("*/meta.json")]

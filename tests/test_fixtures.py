@@ -72,3 +72,25 @@ def test_the_build_script_of_a_copy_builds_from_the_copy(made, tmp_path):
     wheels = list((made.jax / "dist").glob("*.whl"))
     assert len(wheels) == 1
     assert git(made.xla, "rev-parse", "HEAD")[:8] in wheels[0].name
+
+
+def test_tests_see_hourlys_own_rule_for_a_flag_given_twice(capsys, tmp_path):
+    """No fixture drops an earlier copy of a repeated flag: an in-process run refuses it as a user's
+    command line is refused (exit 2, one line)."""
+    from hourly.cli import main
+    assert main(["scan", "--python", "a", "--python", "b", "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "--python given 2 times (a, b), but it takes one value" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "w").exists()
+
+
+def test_with_flags_replaces_a_single_valued_flag_where_it_stood_and_adds_the_rest():
+    from tests.argv import with_flags
+    base = ["scan", "--from", "a", "--workdir", "w", "--no-sync", "--env", "A=1", "--", "cmd", "--workdir", "x"]
+    assert with_flags(base, "--workdir", "W", "--sync", "--env", "B=2", "--repeats=3") == [
+        "scan", "--from", "a", "--workdir", "W", "--sync", "--env", "A=1", "--env", "B=2", "--repeats=3",
+        "--", "cmd", "--workdir", "x"]
+    # a flag (or both spellings of a boolean) given twice in the test's own words stays twice: hourly refuses it
+    assert with_flags(["bisect"], "--lower-is-better", "--higher-is-better") == [
+        "bisect", "--lower-is-better", "--higher-is-better"]
+    assert with_flags(["bisect", "--lower-is-better"], "--higher-is-better") == ["bisect", "--higher-is-better"]

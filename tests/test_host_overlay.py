@@ -138,15 +138,17 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
     assert a["culprit"]["repo"] == "jax" and a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
     assert a["jaxlib_builds"] == 0 and a["jax_builds"] == a["builds"] >= 2
 
-    # each state's jax went into the workdir's overlay, never into the host
-    overlay = work / "overlay"
-    site = next(overlay.glob("lib/python3*/site-packages"))
-    assert [d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"]
+    # each state's jax went into an overlay of its own (paired rounds run the states alternately:
+    # work/states/<state>), never into the host
+    sites = [next(e.glob("lib/python3*/site-packages")) for e in (work / "states").iterdir()]
+    assert len(sites) == len({(p["xla"], p["jax"]) for p in a["probes"]}) >= 2
+    assert all([d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"] for site in sites)
     assert not list(folder.glob("jax-0.4.15*")) and not list((tmp_path / "h").rglob("jax-0.4.15*"))
     assert all("uv" not in p.name for p in (work / "logs").glob("install-*"))  # pip's, as on the TPU
     # and the benchmark's processes found it there, each run (hourly checked it: the seen files)
     seen_files = list((work / "logs").glob("jax-seen-*.txt"))
-    assert seen_files and all(ln.startswith(str(site)) for f in seen_files for ln in f.read_text().splitlines())
+    assert seen_files and all(any(ln.startswith(str(site)) for site in sites)
+                              for f in seen_files for ln in f.read_text().splitlines())
 
     # the fingerprint: jaxlib, libtpu and the plugin kept, each with its version and folder
     pinned = a["pinned"]
@@ -187,8 +189,9 @@ def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_
         a = json.loads(out)["regressions"][0]
         assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
         assert a["pinned"]["packages"]["libtpu"] == {"version": LIBTPU, "location": str(folder), "via": ".pth"}
-        site = next((work / "overlay").glob("lib/python3*/site-packages"))
-        assert [d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"]
+        for env in (work / "states").iterdir():  # each state's own overlay
+            site = next(env.glob("lib/python3*/site-packages"))
+            assert [d.name for d in site.glob("jax-*.dist-info")] == ["jax-0.4.15.dist-info"]
 
         # a benchmark run by the host's own Python, named by its path and isolated (-I: no
         # PYTHONPATH), imports the machine's jax: hourly cannot see which jax ran, and says so

@@ -4,6 +4,7 @@ one end-to-end hunt against the real Docker engine (tests/test_hunt_docker.py)."
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -89,6 +90,79 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     assert argv[argv.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in argv
 
 
+def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tmp_path):
+    """--metrics: every named metric's regression is a window of its own that follows it (its
+    bisection and scan inside take --metrics and --metric, in the metric's unit's direction), a
+    crash window is hunted once, in exit mode (no metric read); --metric keeps one metric's windows."""
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-01", "2023-08-10", mounts=[f"{tmp_path}:/dir"], gpus="none", metrics="all",
+                          metric_samples="all", warmup_samples=2, bench_cmd="python3 /dir/jaxbench_phases.py",
+                          workdir=str(tmp_path / "w"))
+    store = Store(tmp_path / "w")
+    for i in range(10):
+        day = f"2023-08-{i + 1:02d}"
+        common = dict(digest=f"sha256:{i}", xla=f"x{i}", jax=f"j{i}")
+        if i == 9:  # the last date crashes: every metric's
+            store.add_nightlies(s.key(), [NightlyPoint(day, f"img:{day}", Status.CRASHED, **common)])
+            continue
+        lower = 40.0 * (1.3 if i >= 4 else 1.0)
+        step = 2.5 * (1.2 if i >= 7 else 1.0)
+        store.add_nightlies(s.key(), [
+            NightlyPoint(day, f"img:{day}", Status.OK, value=lower, samples=[lower * 0.999, lower * 1.001],
+                         metric="lower_ms", **common),
+            NightlyPoint(day, f"img:{day}", Status.OK, value=step, samples=[step * 0.999, step * 1.001],
+                         metric="step_ms", **common)])
+    report = N.stored_nightly(store, s)
+    ws = H.daily_windows(report)
+    assert [(w.good.date, w.bad.date, w.kind, w.metric) for w in ws] == [
+        ("2023-08-04", "2023-08-05", "regression", "lower_ms"),
+        ("2023-08-07", "2023-08-08", "regression", "step_ms"),
+        ("2023-08-09", "2023-08-10", "crash", None)]
+    assert [w.metric for w in H.daily_windows(report, "step_ms")] == ["step_ms", None]
+    with pytest.raises(UserError, match="--metric trace_ms is not a metric the daily level recorded"):
+        H.daily_windows(report, "trace_ms")
+    h = H.HuntSettings(s, scan_step="1h")
+    argv = H.bisect_argv(ws[0], h, "/hourly-work/bisect/x")
+    opts = dict(zip(argv, argv[1:]))
+    assert opts["--metrics"] == "all" and opts["--metric"] == "lower_ms" and "--lower-is-better" in argv
+    assert opts["--metric-samples"] == "all" and opts["--warmup-samples"] == "2"
+    crash = H.bisect_argv(ws[2], h, "/hourly-work/bisect/x")
+    assert "--metric" not in crash and "--metrics" not in crash and "--metric-samples" not in crash
+    from datetime import datetime, timezone
+    t0, t1 = datetime(2023, 8, 7, tzinfo=timezone.utc), datetime(2023, 8, 8, tzinfo=timezone.utc)
+    scan = H.scan_argv(ws[1], h, "/x", t0, t1)
+    assert dict(zip(scan, scan[1:]))["--metric"] == "step_ms"
+    bis = H.scanned_bisect_argv(h, "/x", ws[1])
+    assert bis[bis.index("--metric") + 1] == "step_ms"
+    # each metric's answer is its own; the two bisections of one window would share its workdir
+    twin = H.HuntWindow(ws[0].good, ws[0].bad, "regression", metric="step_ms")
+    assert ws[0].key("k", "bad") != twin.key("k", "bad")
+    assert ws[0].key("k", "bad", per_metric=False) == twin.key("k", "bad", per_metric=False)
+    assert H.HuntWindow(ws[0].good, ws[0].bad, "regression").key("k", "bad") == ws[0].key("k", "bad", per_metric=False)
+    row = H.step_row(ws[0], {"regressions": []})
+    assert row["metric"] == "lower_ms" and row["run_samples"] == 0
+    out = io.StringIO()
+    print_report(Console(file=out, width=200), H.HuntReport(rows=[row, H.step_row(ws[2], {"regressions": []})]))
+    assert "regression of lower_ms" in out.getvalue() and "crash of" not in out.getvalue()
+    store.close()
+
+
+def test_metric_is_checked_against_the_daily_levels_metrics(tmp_path, capsys):
+    from hourly.cli import main
+    with pytest.raises(UserError, match="reads the --metric-regex's one metric"):
+        settings(tmp_path, metric="lower_ms").validate()
+    # on the command line: a usage error, before any container or store
+    code = main(["hunt", "--from", "2023-08-01", "--to", "2023-08-03", "--metric", "lower_ms", "--gpus", "none",
+                 "--workdir", str(tmp_path / "w")])
+    assert code == 2 and "--metrics all" in capsys.readouterr().err and not (tmp_path / "w").exists()
+    h = settings(tmp_path, metric="lower_ms")
+    h = dataclasses.replace(h, nightly=dataclasses.replace(h.nightly, metrics="step_ms"))
+    with pytest.raises(UserError, match="is not one of --metrics step_ms"):
+        h.validate()
+    with pytest.raises(UserError, match="not a metric's name"):
+        settings(tmp_path, metric="9 bad").validate()
+
+
 def test_settings_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError, match="neither bad nor good"):
         settings(tmp_path, bisect_in="middle").validate()
@@ -100,9 +174,39 @@ def test_settings_are_checked_before_anything_runs(tmp_path):
         settings(tmp_path, good_date="2023-08-22").validate()
     with pytest.raises(UserError, match="not after"):
         settings(tmp_path, good_date="2023-08-23", bad_date="2023-08-22").validate()
+    from dataclasses import replace
     a, b = settings(tmp_path), settings(tmp_path)
-    b.nightly.workdir = str(tmp_path / "other")
+    b = replace(b, nightly=replace(b.nightly, workdir=str(tmp_path / "other")))
     assert a.workdir_id() != b.workdir_id() and a.workdir_id() == settings(tmp_path).workdir_id()
+
+
+def test_the_settings_of_a_hunt_and_its_levels_are_frozen_and_validation_returns_new_ones(tmp_path, monkeypatch):
+    """Issue 34: validation returns the settings checked (the default mount pinned, paths made
+    absolute) and changes nothing it was given; a hunt's run state is no setting of it."""
+    import dataclasses
+
+    from hourly.releases.plan import ReleaseSettings
+    monkeypatch.chdir(tmp_path)
+    nightly = N.NightlySettings("2023-08-20", "2023-08-26", gpus="none")  # no --mount: $PWD:/dir, pinned now
+    checked = nightly.validate()
+    assert nightly.mounts == [] and checked.mounts == [f"{tmp_path}:/dir"]
+    hunt = H.HuntSettings(nightly)
+    assert hunt.validate().nightly == checked and hunt.nightly.mounts == []
+    (tmp_path / "bench").mkdir()
+    rel = ReleaseSettings("0.1.0", "0.2.0", bench_cmd="python b.py", bench_cwd="bench", cache_dir="cache",
+                          find_links="wheels", deps_as_of_release=False)
+    got = rel.validate()
+    assert (rel.bench_cwd, rel.cache_dir, rel.find_links) == ("bench", "cache", "wheels")  # as given
+    assert (got.bench_cwd, got.cache_dir, got.find_links) == (str(tmp_path / "bench"), str(tmp_path / "cache"),
+                                                             str(tmp_path / "wheels"))
+    for frozen, name in ((checked, "mounts"), (got, "bench_cwd"), (hunt, "rerun")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, name, None)
+    assert not any(f.name.startswith("_") for f in dataclasses.fields(H.HuntSettings))  # run state: H.HuntRun
+    assert H.HuntRun().run_id != H.HuntRun().run_id and H.HuntRun().measured == set()
+    stored = hunt.validate().as_dict()  # what the hunt stores: every setting, and the levels' as dicts
+    assert stored["nightly"]["mounts"] == [f"{tmp_path}:/dir"] and stored["releases"] is None
+    assert set(stored) == {f.name for f in dataclasses.fields(H.HuntSettings)}
 
 
 CULPRIT = {"repo": "xla", "sha": "ab" * 20, "subject": "[XLA:GPU] [bold]fusion[/bold] heuristic",
@@ -209,15 +313,27 @@ def test_report_on_a_hunt_workdir_has_every_window_and_the_daily_series(tmp_path
 
 
 def test_bisect_into_a_new_workdir_takes_a_combined_end(tmp_path):
-    """The hunt's bisection always starts in a new workdir: its input check knows the combined end."""
+    """The hunt's bisection always starts in a new workdir: its input check knows the combined end.
+    Every end is an instant of the merged timeline (a combined ``xla@..,jax@..`` the instant both had
+    landed), so a combined end and a one-repository end compare as instants: one that names the very
+    state of the other is refused as such, not bisected as an empty window."""
     from hourly.bisect.search import check_new_window
     from hourly.demo.repos import Change, make_repos
     from hourly.measure.settings import effective, keyed
     made = make_repos(tmp_path, [Change("xla", "2023-08-24T01:00:00Z", "x1", {"a": "1"}),
-                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"})])
+                                 Change("jax", "2023-08-24T02:00:00Z", "j1", {"b": "1"}),
+                                 Change("xla", "2023-08-24T03:00:00Z", "x2", {"a": "2"})])
+    x1, j1, x2 = made.shas["x1"], made.shas["j1"], made.shas["x2"]
     s = keyed(effective({"xla_repo": str(made.xla), "jax_repo": str(made.jax), "bench_cmd": "true"}, None)[0])
-    check_new_window(s, f"xla@{made.shas['x1']},jax@{made.shas['j1']}", f"jax@{made.shas['j1']}")
-    with pytest.raises(UserError):
+    check_new_window(s, f"xla@{x1},jax@{j1}", f"xla@{x2}")  # combined good end, one repository's bad end
+    check_new_window(s, f"xla@{x1},jax@{j1}", f"xla@{x2},jax@{j1}")  # as the hunt gives them: both combined
+    check_new_window(s, f"jax@{j1}", f"xla@{x2},jax@{j1}")
+    # jax@j1 is the state (x1, j1): the combined good end's own state
+    with pytest.raises(UserError, match="name the same state .*2023-08-24T02:00:00Z.*nothing lies between them"):
+        check_new_window(s, f"xla@{x1},jax@{j1}", f"jax@{j1}")
+    with pytest.raises(UserError, match="is not later than --good"):
+        check_new_window(s, f"xla@{x2},jax@{j1}", f"jax@{j1}")
+    with pytest.raises(UserError, match="not a commit sha"):
         check_new_window(s, "xla@nothex,jax@1234", "jax@1234")
 
 

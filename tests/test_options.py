@@ -317,6 +317,43 @@ def test_a_commands_table_reaches_the_command(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_hourly_config_shows_each_commands_table_with_where_each_value_came_from(capsys, tmp_path):
+    """`hourly config --command NAME`: every option NAME's table may set, as NAME would take it — a
+    flag, its table, the shared settings (for the scan settings of a command that reads them, and
+    workdir and the direction for every command), the default — and where each came from."""
+    (tmp_path / "hourly.toml").write_text('python = "/opt/py/bin/python"\nrepeats = 2\nenv = ["HF_TOKEN=s3cret"]\n'
+                                          "higher_is_better = false\n"
+                                          "[bisect]\nmax_repeats = 30\nrepeats = 5\n"
+                                          "[nightly]\nevery = 2\n[explain]\nrepeats = 4\n")
+
+    def table(*argv):
+        code, out, err = run_cli(capsys, ["config", "--json", *argv])
+        assert code == 0, err
+        got = json.loads(out)
+        return got["command"], {k: (v["value"], v["from"]) for k, v in got["settings"].items()}
+    name, bisect = table("--command", "bisect")
+    assert name == "bisect" and set(bisect) == {o.name for o in options.options_of("bisect") if o.toml}
+    assert bisect["max_repeats"] == (30, "hourly.toml [bisect]") and bisect["repeats"] == (5, "hourly.toml [bisect]")
+    assert bisect["python"] == ("/opt/py/bin/python", "hourly.toml")  # the shared settings, which bisect reads
+    assert bisect["env"] == (["HF_TOKEN=<redacted>"], "hourly.toml") and bisect["higher_is_better"] == (False, "hourly.toml")
+    assert bisect["min_change"] == (0.02, "default") and bisect["mode"] == (None, "default")  # bisect's own --mode
+    assert bisect["cache_dir"][0] and bisect["cache_dir"][1] in ("default", "$HOURLY_CACHE_DIR")  # the folder used
+    _, flagged = table("--command", "bisect", "--repeats", "7")
+    assert flagged["repeats"] == (7, "flag")
+    _, nightly = table("--command", "nightly")  # the daily level reads its own options, not the scan's
+    assert nightly["every"] == (2, "hourly.toml [nightly]") and nightly["repeats"] == (1, "default")
+    assert nightly["env"][1] == "default" and nightly["higher_is_better"] == (False, "hourly.toml")
+    assert nightly["bench_cmd"] == ("/bin/bash /dir/test.sh", "default")
+    _, explain = table("--command", "explain")
+    assert explain["repeats"] == (4, "hourly.toml [explain]") and explain["python"] == ("/opt/py/bin/python", "hourly.toml")
+    code, out, _ = run_cli(capsys, ["config", "--command", "bisect"])
+    assert code == 0 and "hourly bisect settings" in out and "hourly.toml [bisect]" in out and "s3cret" not in out
+    code, _, err = run_cli(capsys, ["config", "--command", "report", "--repeats", "3"])
+    assert code == 2 and "hourly report takes no --repeats" in one_line(err)
+    code, _, err = run_cli(capsys, ["config", "--command", "version"])
+    assert code == 2 and "--command must be a command with a table in hourly.toml" in one_line(err)
+
+
 @pytest.mark.parametrize("text,line", [
     ("[bisect]\nmax_repeat = 3\n", "hourly.toml: [bisect] unknown setting 'max_repeat' — did you mean max_repeats? "
                                    "(`hourly bisect --help` lists its options)"),
@@ -391,9 +428,10 @@ def test_make_executor_leaves_its_flags_as_they_are_and_executors_say_what_they_
     assert isinstance(make_executor(flags), LocalExecutor)
     assert flags == copy
     local = LocalExecutor().capabilities
-    assert local.here and local.parallel == 1 and not local.profiles
+    assert local.here and local.parallel == 1 and not local.profiles and local.interleaves
     slurm = SlurmExecutor(4, slurm=object()).capabilities  # type: ignore[arg-type]  # never asked here
     assert not slurm.here and slurm.parallel == 4 and slurm.shared_filesystem and slurm.profiles
+    assert not slurm.interleaves  # its jobs run on nodes of their own: paired rounds are the local executor's
 
 
 def test_no_level_tests_an_executor_by_its_class():
@@ -406,3 +444,28 @@ def test_every_option_the_settings_file_takes_has_a_toml_kind():
     from hourly.measure.settings import FIELD_NAMES, _kind
     for name in FIELD_NAMES:
         assert _kind(BY_NAME[name]) in ("bool", "int", "float", "str", "list", "size")
+
+
+def test_the_levels_next_commands_come_from_the_one_encoder_and_parse_as_they_were_set():
+    """The daily and release levels' "measure each again" commands are written by options.command_line
+    (secrets redacted) and hourly's own parser reads back the settings they came from."""
+    from typer.main import get_command
+
+    from hourly.cli import app
+    from hourly.nightly.plan import NightlySettings, nightly_command
+    from hourly.releases.plan import ReleaseSettings, releases_command
+    group = get_command(app)
+    n = NightlySettings("2023-08-20", "2023-08-25", mounts=["/a:/dir"], env=["HF_TOKEN=s3cret", "A=1"], pull=False,
+                        higher_is_better=False, timeout=3600.0, repeats=3, workdir="/w")
+    argv = shlex.split(nightly_command(n, rerun=True))
+    got = group.commands["nightly"].make_context("nightly", argv[2:]).params  # type: ignore[attr-defined]
+    assert (got["from_"], got["to"], got["repeats"], got["timeout"], got["mount"], got["pull"]) == \
+        ("2023-08-20", "2023-08-25", 3, 3600.0, ["/a:/dir"], False)
+    assert got["env"] == ["HF_TOKEN=<redacted>", "A=1"] and got["higher_is_better"] is False and got["rerun"]
+    r = ReleaseSettings("0.4.1", "0.4.4", bench_cmd="python3 b.py", env=["API_KEY=s3cret"], with_=["numpy<2"],
+                        pre=True, deps_as_of_release=False, timeout=60.0, installer="pip", workdir="/w")
+    argv = shlex.split(releases_command(r))
+    got = group.commands["releases"].make_context("releases", argv[2:]).params  # type: ignore[attr-defined]
+    assert (got["bench_cmd"], got["bench_timeout"], got["with_"], got["pre"], got["deps_today"], got["rerun"]) == \
+        ("python3 b.py", 60.0, ["numpy<2"], True, True, False)
+    assert got["env"] == ["API_KEY=<redacted>"] and got["installer"].value == "pip" and got["workdir"] == "/w"

@@ -22,6 +22,7 @@ from hourly.demo.pins import (
 )
 from hourly.demo.repos import _git
 from hourly.measure.pins import PinReader
+from tests.argv import with_flags
 
 X = "9f26b9390f5a5c565a13925731de749be8a760be"
 
@@ -32,9 +33,9 @@ def pins(tmp_path):
 
 
 def _args(pins, venv_python, tmp_path, *extra):
-    return ["--xla-repo", str(pins.xla), "--jax-repo", str(pins.jax), "--build-cmd", str(pins.build_script),
-            "--python", venv_python, "--bench-cmd", f"python3 {pins.bench_script}",
-            "--workdir", str(tmp_path / "work"), *extra]
+    return with_flags(["--xla-repo", str(pins.xla), "--jax-repo", str(pins.jax), "--build-cmd", str(pins.build_script),
+                       "--python", venv_python, "--bench-cmd", f"python3 {pins.bench_script}",
+                       "--workdir", str(tmp_path / "work")], *extra)
 
 
 def _run(capsys, argv):

@@ -13,6 +13,7 @@ from hourly.adapters.store import Store
 from hourly.cli import main
 from hourly.demo.repos import DEMO_CHANGES, _git, make_repos
 from hourly.measure.settings import effective, stored_scan_settings
+from tests.argv import with_flags
 
 #: JAX's feature branch, forked from main after the pallas merge (09:40) and never merged: F2 slows
 #: the benchmark down by 10 %
@@ -43,8 +44,8 @@ def branch(tmp_path):
 
 
 def _args(made, python, work, *extra):
-    return ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-            "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), *extra]
+    return with_flags(["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+                       "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)], *extra)
 
 
 def _run(capsys, argv):

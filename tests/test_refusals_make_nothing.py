@@ -28,7 +28,10 @@ def repo_flags(made, work) -> list[str]:
     ("Aug 24 2023 12:00", "Aug 24 2023 15:00", ["--ref", "origin/nope"], "unknown ref"),
     ("Aug 24 2023 12:00", "Aug 24 2023 15:00", ["--cherry-pick", "xla@nothex"], "is not REPO@SHA"),
     ("Aug 24 2023 12:00", "Aug 24 2023 12:10", [], "nothing changed between"),
-], ids=["reversed", "not-a-sha", "unknown-sha", "unknown-ref", "cherry-pick", "nothing-between"])
+    ("Aug 24 2023 12:00", "2023-08-24T12:00:00Z", [], "name the same state"),
+    ("Aug 24 2023 15:00", "Aug 24 2023 12:00", ["--manual"], "is not later than --good"),
+], ids=["reversed", "not-a-sha", "unknown-sha", "unknown-ref", "cherry-pick", "nothing-between", "same-state",
+        "reversed-manual"])
 def test_bisect_refuses_before_making_the_workdir(capsys, made, venv_python, tmp_path, good, bad, extra, message):
     work = tmp_path / "work"
     code, _, err = run_cli(capsys, ["bisect", "--good", good, "--bad", bad, *repo_flags(made, work),
@@ -36,6 +39,8 @@ def test_bisect_refuses_before_making_the_workdir(capsys, made, venv_python, tmp
     assert code in (1, 2) and message in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not work.exists()
+    if "--manual" in extra:  # a manual bisection refuses --find-fix: never suggested to it
+        assert "--find-fix" not in err, err
 
 
 @pytest.mark.parametrize("state,message", [

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from hourly.errors import UserError
 from hourly.model import ReleasePoint, Status
 from hourly.releases import plan as R
 from hourly.releases.run import as_of_release_args
+from tests.argv import with_flags
 
 REGEX = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 XLA_A, XLA_B = "a" * 40, "b" * 40
@@ -136,10 +138,10 @@ def jax_repo(tmp_path_factory) -> Path:
 
 
 def args(wheel_dir, bench, tmp_path, frm="0.1.0", to="0.3.0", *extra) -> list[str]:
-    return ["releases", "--from", frm, "--to", to, "--find-links", str(wheel_dir), "--bench-cmd", "python bench.py",
-            "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
-            "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--cache-dir", str(tmp_path / "cache"),
-            "--workdir", str(tmp_path / "work"), *extra]
+    return with_flags(["releases", "--from", frm, "--to", to, "--find-links", str(wheel_dir), "--bench-cmd",
+                       "python bench.py", "--bench-cwd", str(bench), "--metric-regex", REGEX, "--lower-is-better",
+                       "--env", f"RUNS_FILE={tmp_path / 'runs.txt'}", "--cache-dir", str(tmp_path / "cache"),
+                       "--workdir", str(tmp_path / "work")], *extra)
 
 
 def runs(tmp_path) -> list[str]:
@@ -191,7 +193,7 @@ def test_dependencies_as_of_the_day_after_the_release():
 def test_plan_from_a_local_index(wheel_dir, tmp_path):
     s = R.ReleaseSettings("0.1.0", "0.3.1.dev20230701", bench_cmd="python b.py", find_links=str(wheel_dir),
                           cache_dir=str(tmp_path))
-    s.validate()
+    s = s.validate()
     target = target_python(None)
     plan = {p.version: p for p in R.plan_releases(LocalDir(wheel_dir), s, target)}
     # the dev version is inside the window because --to names one; without it and without --pre, not
@@ -199,9 +201,9 @@ def test_plan_from_a_local_index(wheel_dir, tmp_path):
     assert plan["0.2.1"].jaxlib == "0.2.0" and not plan["0.2.1"].missing
     assert plan["0.3.0"].missing and "jaxlib 0.3.0" in plan["0.3.0"].missing and target.short in plan["0.3.0"].missing
     assert plan["0.1.1"].released == "2023-02-10T12:00:00Z"
-    s.to = "0.3.0"
+    s = replace(s, to="0.3.0")
     assert "0.3.1.dev20230701" not in [p.version for p in R.plan_releases(LocalDir(wheel_dir), s, target)]
-    s.to, s.pre = "0.4.0", True
+    s = replace(s, to="0.4.0", pre=True)
     assert "0.3.1.dev20230701" in [p.version for p in R.plan_releases(LocalDir(wheel_dir), s, target)]
     wheel = next(wheel_dir.glob("jax-0.2.1-*.whl"))
     assert 'jaxlib<=0.2.1,>=0.2.0; extra == "cpu"' in read_requires(wheel)
@@ -253,7 +255,7 @@ def http_index(wheel_dir):
 
 def test_plan_from_a_json_simple_index_over_http(http_index, tmp_path):
     s = R.ReleaseSettings("0.1.0", "0.3.0", bench_cmd="python b.py", index_url=http_index, cache_dir=str(tmp_path))
-    s.validate()
+    s = s.validate()
     plan = {p.version: p for p in R.plan_releases(s.make_index(), s, target_python(None))}
     assert list(plan) == ["0.1.0", "0.1.1", "0.2.0", "0.2.1", "0.2.2", "0.3.0"]
     assert plan["0.2.0"].released == "2023-03-10T08:30:00Z"           # PEP 700 upload time
@@ -261,7 +263,7 @@ def test_plan_from_a_json_simple_index_over_http(http_index, tmp_path):
     assert plan["0.2.1"].jaxlib == "0.2.0" and "newest allowed" in plan["0.2.1"].pairing  # PEP 658 metadata
     assert plan["0.3.0"].missing and "cp27" in plan["0.3.0"].missing
     assert not (tmp_path / "downloads").exists()  # metadata files sufficed: no wheel downloaded
-    s.index_url = http_index.replace("/simple", "/nothing")
+    s = replace(s, index_url=http_index.replace("/simple", "/nothing"))
     with pytest.raises(UserError, match="no jax on"):
         R.plan_releases(s.make_index(), s, target_python(None))
 
@@ -303,8 +305,11 @@ def test_store_migrates_a_schema_3_store_to_add_the_release_table(tmp_path):
 def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert main(["releases", "--from", "0.3", "--to", "0.1", "--bench-cmd", "x", "--find-links", str(wheel_dir)]) == 1
     assert "swap them" in capsys.readouterr().err
+    # two flags that do not go together: a usage error (exit 2, README's exit codes), one line with the fix
     assert main(["releases", "--from", "0.1", "--to", "0.2", "--bench-cmd", "x", "--find-links", str(wheel_dir),
-                 "--index-url", "https://example.invalid/simple"]) == 1
+                 "--index-url", "https://example.invalid/simple"]) == 2
+    err = capsys.readouterr().err
+    assert "--index-url and --find-links" in err and "pass one of them" in err and len(err.strip().splitlines()) == 1
     assert main(["releases", "--from", "nope", "--to", "0.2", "--bench-cmd", "x"]) == 1
     assert main(["releases", "--from", "5.0", "--to", "6.0", "--bench-cmd", "x", "--find-links", str(wheel_dir),
                  "--cache-dir", str(tmp_path / "c")]) == 1

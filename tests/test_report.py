@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from hourly.cli import main
+from tests.argv import with_flags
 
 
 def run(capsys, argv):
@@ -108,7 +109,7 @@ def test_reproduce_command_is_complete_and_runs(capsys, scan_args, made, tmp_pat
         assert argv[argv.index(flag) + 1] == value, flag
     assert "--lower-is-better" in argv
     # the command runs as printed (into a new workdir)
-    assert main(argv[1:] + ["--workdir", str(tmp_path / "again"), "--json"]) == 0
+    assert main(with_flags(argv[1:], "--workdir", str(tmp_path / "again"), "--json")) == 0
     out = json.loads(capsys.readouterr().out)
     assert [p["status"] for p in out["points"]] == ["ok", "ok"]
 
@@ -192,3 +193,63 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     # a crash window already bisected names its culprit, not the command that would bisect it
     crash = md.split("## Crash windows", 1)[1].split("\n## ", 1)[0]
     assert "hourly bisect --mode exit" not in crash and "Bisected:" in crash and "Rewrite 残差 residuals 🚀" in crash
+
+
+def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(capsys, made, venv_python, tmp_path):
+    """`hourly bisect --good --bad` into a new workdir, then `report` and `show`: the bisection's
+    culprit, said to be a bisection's (no scan was made), with the commands that scan the window and
+    bisect it again — never "no step change was detected in the scanned window", an empty scan table
+    or `hourly scan --from '' --to ''`."""
+    work = tmp_path / "work"
+    fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
+    run(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
+                 "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+                 "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)])
+    run(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert md.startswith("# Bisected by hourly (no scan in this workdir)") and "No scan was made in this workdir" in md
+    assert "No step change" not in md and "Scanned " not in md and "scanned window" not in md
+    assert "--from ''" not in md and "| # | kind |" not in md and "plot.png" not in md
+    assert f"**culprit: xla [`{fusion[:12]}`]" in md
+    scan = next(line for line in md.splitlines() if line.startswith("hourly scan "))
+    assert "--from 2023-08-24T12:00:00Z --to 2023-08-24T15:00:00Z" in scan and f"--workdir {work}" in scan
+    again = next(line for line in md.splitlines() if line.startswith("hourly bisect "))
+    assert "--good 2023-08-24T12:00:00Z --bad 2023-08-24T15:00:00Z" in again
+    assert not (work / "report" / "plot.png").exists()
+    # the reproduce line is a command hourly takes: here it prints the stored answer
+    assert fusion in run(capsys, shlex.split(again)[1:])
+
+    shown = run(capsys, ["show", "--workdir", str(work)])
+    assert "no scan" in shown and fusion in shown and "0 instants" not in shown and "hourly scan --from 2023" in shown
+    got = json.loads(run(capsys, ["show", "--workdir", str(work), "--json"]))
+    assert got["scanned"] is False and got["points"] == [] and got["unfinished"] == []
+    assert [a["culprit"]["sha"] for a in got["regressions"]] == [fusion]
+
+
+def test_an_answers_bisect_command_keeps_its_mode_and_direction():
+    """The report of a workdir without a scan names each answer's `hourly bisect` command: a fix found
+    with --find-fix has its good end the later one again, an exit-mode window its --mode, a flaky or
+    manual bisection its flag; the command parses as hourly's own."""
+    from hourly.answers import Answer, AnswerWindow, ManualNote
+    from hourly.measure.settings import effective
+    from hourly.render.bisect import bisect_again_command
+    s = effective({"xla_repo": "/x", "jax_repo": "/j", "bench_cmd": "python3 b.py", "workdir": "/w"}, None)[0]
+    w = AnswerWindow("2023-08-24T12:00:00Z", "2023-08-24T15:00:00Z")
+    fix = shlex.split(bisect_again_command(Answer(w, "exit", "fix"), s))
+    assert fix[fix.index("--good") + 1] == "2023-08-24T15:00:00Z" and fix[fix.index("--bad") + 1] == "2023-08-24T12:00:00Z"
+    assert "--find-fix" in fix and fix[fix.index("--mode") + 1] == "exit" and "--metric-regex" not in fix
+    reg = shlex.split(bisect_again_command(Answer(w, "metric", "regression"), s))
+    assert reg[:6] == ["hourly", "bisect", "--good", "2023-08-24T12:00:00Z", "--bad", "2023-08-24T15:00:00Z"]
+    assert "--mode" not in reg and "--find-fix" not in reg and "--metric-regex" in reg
+    flaky = shlex.split(bisect_again_command(Answer(w, "exit", "crash", flaky=True), s))
+    assert "--flaky" in flaky and flaky[flaky.index("--mode") + 1] == "exit"
+    manual = shlex.split(bisect_again_command(Answer(w, "manual", "crash", manual=ManualNote("exit", False, 3, "")), s))
+    assert "--manual" in manual and manual[manual.index("--mode") + 1] == "exit"
+    from typer.main import get_command
+
+    from hourly.cli import app
+    from hourly.commands.common import refuse_repeated
+    bisect = get_command(app).commands["bisect"]  # type: ignore[attr-defined]
+    for argv in (fix, reg, flaky, manual):  # each is a command line hourly's own parser takes
+        refuse_repeated(bisect.params, argv[2:])
+        assert bisect.make_context("bisect", argv[2:]).params["good"] == argv[3]

@@ -22,6 +22,7 @@ from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
 from hourly.render.console import unwrap
 from hourly.timeparse import iso_utc
+from tests.argv import with_flags
 
 
 def run_cli(capsys, argv):
@@ -142,7 +143,7 @@ def test_locked_tree_is_refused(capsys, scan_args, made):
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
 ])
 def test_user_errors_are_one_line_exit_1(capsys, scan_args, change, message):
-    code, _, err = run_cli(capsys, scan_args() + change)
+    code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
     assert code == 1, err
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
@@ -150,10 +151,10 @@ def test_user_errors_are_one_line_exit_1(capsys, scan_args, change, message):
 
 def test_not_a_git_repo_and_unwritable_workdir(capsys, scan_args, tmp_path):
     (tmp_path / "plain").mkdir()
-    code, _, err = run_cli(capsys, scan_args() + ["--xla-repo", str(tmp_path / "plain")])
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--xla-repo", str(tmp_path / "plain")))
     assert code == 1 and "not a git repository" in err
     (tmp_path / "afile").write_text("")
-    code, _, err = run_cli(capsys, scan_args() + ["--workdir", str(tmp_path / "afile" / "work")])
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--workdir", str(tmp_path / "afile" / "work")))
     assert code == 1 and "not writable" in err
 
 
@@ -306,8 +307,7 @@ def test_in_place_builds_run_every_time(capsys, scan_args, tmp_path):
     build.chmod(0o755)
     bench = tmp_path / "b.py"
     bench.write_text("print('MLUPS: 100')\n")
-    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00") + [
-        "--build-cmd", str(build), "--bench-cmd", f"python3 {bench}"]
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--build-cmd", str(build), "--bench-cmd", f"python3 {bench}")
     assert scan_json(capsys, args)["builds"] == 2
     assert scan_json(capsys, args + ["--rerun"])["builds"] == 2
     assert marker.read_text().count("built") == 4

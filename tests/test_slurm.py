@@ -212,12 +212,12 @@ def test_scan_on_slurm_stores_what_a_local_scan_stores(capsys, cluster, scan_arg
     store's measurement rows (in order) and build outcomes equal a local scan's."""
     window = ("Aug 25 2023 06:00", "Aug 25 2023 18:00", "--step", "4h", "--json")
     local, remote = tmp_path / "local", tmp_path / "slurm"
-    code, out_local, _ = run_cli(capsys, [*scan_args(*window), "--workdir", str(local),
-                                          "--cache-dir", str(tmp_path / "cache-local")])
+    code, out_local, _ = run_cli(capsys, scan_args(*window, "--workdir", str(local),
+                                                    "--cache-dir", str(tmp_path / "cache-local")))
     assert code == 0
-    code, out_slurm, err = run_cli(capsys, [*scan_args(*window), "--workdir", str(remote),
-                                            "--cache-dir", str(tmp_path / "cache-slurm"),
-                                            "--executor", "slurm", "--workers", "4"])
+    code, out_slurm, err = run_cli(capsys, scan_args(*window, "--workdir", str(remote),
+                                                      "--cache-dir", str(tmp_path / "cache-slurm"),
+                                                      "--executor", "slurm", "--workers", "4"))
     assert code == 0, err
     a, b = json.loads(out_local), json.loads(out_slurm)
     assert [(p["xla"], p["jax"], p["status"]) for p in a["points"]] == \
@@ -263,7 +263,7 @@ def test_a_scan_whose_benchmark_never_works_stops_as_a_local_one(capsys, cluster
     failing = ("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--bench-cmd", "python3 -c 'import sys; sys.exit(3)'")
     out = {}
     for name, extra in (("local", []), ("slurm", ["--executor", "slurm", "--workers", "4"])):
-        code, _, err = run_cli(capsys, [*scan_args(*failing), "--workdir", str(tmp_path / name), *extra])
+        code, _, err = run_cli(capsys, scan_args(*failing, "--workdir", str(tmp_path / name), *extra))
         assert code == 1
         out[name] = next(line for line in err.splitlines() if line.startswith("hourly: error:")).split("(log")[0]
     assert out["local"] == out["slurm"] and "crashed with exit code 3" in out["slurm"]

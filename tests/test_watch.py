@@ -118,6 +118,34 @@ def test_the_hunts_commands_carry_the_watchs_benchmark_and_window():
     assert f"> {P.ANSWER}.part 2> {P.HUNT_LOG}" in line and f"> {P.EXIT_FILE}" in script
 
 
+def test_named_metrics_each_take_their_units_direction_and_the_hunt_follows_the_one_that_regressed():
+    """With named metrics (--metrics) each series is judged in its unit's direction; an alert's hunt
+    follows its largest regression's metric, reading every run's output as the watch did."""
+    from hourly.watch.run import named_values
+    w = _settings(metrics="all", metric="", level={"metric_samples": "all", "warmup_samples": 2})
+    assert (w.direction_of("trace_ms"), w.direction_of("tokens_per_s"), w.direction_of("MLUPS")) == (False, True, True)
+    assert _settings().direction_of("trace_ms") is True  # the regex's one metric: the watch's direction
+    check = {**_check(1, "b", "c", "confirmed", 0.2, 40, 48), "metric": "trace_ms"}
+    faster = {**_check(2, "b", "c", "confirmed", 0.1, 900, 990), "metric": "tokens_per_s"}
+    alert = {"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1, 2], "hunt": None,
+             "recovery": None, "events": []}
+    report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {}, [check, faster], [alert])
+    assert P.alert_kind(alert, report) == "regression" and P.regression_metric(alert, report) == "trace_ms"
+    assert [s["kind"] for s in P.alert_json(alert, report)["steps"]] == ["regression", "improvement"]
+    argv = P.bisect_command(w.level, {"xla": "x1", "jax": "j1"}, {"xla": "x2", "jax": "j2"}, w, "/wd", "trace_ms")
+    assert argv[argv.index("--metrics") + 1] == "all" and argv[argv.index("--metric") + 1] == "trace_ms"
+    assert argv[argv.index("--metric-samples") + 1] == "all" and argv[argv.index("--warmup-samples") + 1] == "2"
+    assert "--lower-is-better" in argv and "--higher-is-better" not in argv
+    # one measurement's rows: a row that measured no name holds for every series kept (a gap each);
+    # a metric the benchmark calls unavailable starts no series
+    ok = [("trace_ms", "ok", 41.0, [41.0], [{"status": "ok"}]),
+          ("peak_memory_bytes", "no_metric", None, [], [{"status": "no_metric", "unavailable": "cpu"}])]
+    status, _, values = named_values(w, ok, ["trace_ms"])
+    assert status == "ok" and set(values) == {"trace_ms"}
+    status, _, values = named_values(w, [("", "crashed", None, [], [{"status": "crashed"}])], ["trace_ms", "step_ms"])
+    assert status == "crashed" and values["step_ms"]["value"] is None and set(values) == {"trace_ms", "step_ms"}
+
+
 def test_nightly_versions_carry_their_date():
     assert str(dev_date("0.4.36.dev20241001")) == "2024-10-01"
     assert dev_date("0.4.36") is None and dev_date("0.4.36.dev1") is None
@@ -364,6 +392,78 @@ def test_a_wheels_watch_installs_each_nightly_and_alerts_on_the_confirmed_regres
     assert step["metric"] == "dispatch_us" and step["change"] == pytest.approx(0.2, abs=0.01)
     # no commits to bisect and no --hunt-image: not hunted, and the alert says how
     assert alert["hunt"]["status"] == "not started" and "--hunt-image" in alert["hunt"]["reason"]
+
+
+#: a stand-in of hourly's per-phase harness (by its file name): every process prints 5 samples of
+#: each phase; trace_ms follows the wheel (+25 % from the nightly of 08-08 on), step_ms and
+#: tokens_per_s do not
+PHASE_BENCH = """\
+import random
+import jax
+for _ in range(5):
+    print("METRIC trace_ms:", jax.TRACE_MS * (1 + random.uniform(-0.002, 0.002)))
+    print("METRIC step_ms:", 2.5 * (1 + random.uniform(-0.002, 0.002)))
+    print("METRIC tokens_per_s:", 900.0 * (1 + random.uniform(-0.002, 0.002)))
+print("UNAVAILABLE peak_memory_bytes: the stand-in has no device")
+"""
+
+
+@pytest.fixture(scope="module")
+def phase_wheels(tmp_path_factory) -> Path:
+    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809 whose tracing takes 40 ms, 50 ms from the
+    nightly of 08-08 on."""
+    if __package__:
+        from .test_releases import write_wheel
+    else:
+        from test_releases import write_wheel
+    dist = tmp_path_factory.mktemp("phase-wheels")
+    for day in range(1, 10):
+        v = f"0.5.0.dev202308{day:02d}"
+        ms = 40.0 if day < 8 else 50.0
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nTRACE_MS = {ms}\n'},
+                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
+        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
+    return dist
+
+
+def test_a_watch_over_the_per_phase_harness_keeps_a_series_per_phase_and_alerts_on_the_phase_that_moved(
+        phase_wheels, tmp_path, capsys):
+    """The per-phase harness (found by its file name) records every phase as a series of its own,
+    each in its unit's direction (no --lower-is-better given: trace_ms up is a regression,
+    tokens_per_s is a rate): the phase that moved is alerted, the others are not, and the alert's
+    hunt would follow that phase (--metrics all --metric trace_ms, lower is better)."""
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "jaxbench_phases.py").write_text(PHASE_BENCH)
+    work = tmp_path / "work"
+    code, out, err = _run(capsys, ["watch", "--source", "wheels", "--find-links", str(phase_wheels),
+                                   "--since", "2023-08-01", "--until", "2023-08-08",
+                                   "--bench-cmd", "python jaxbench_phases.py", "--bench-cwd", str(bench),
+                                   "--release-cache-dir", str(tmp_path / "envs"), "--workdir", str(work),
+                                   "--hunt-image", "ghcr.io/example/jax:nightly-{date}", "--no-hunt", "--json"])
+    assert code == P.ALERT_EXIT, out + err
+    doc = json.loads(out)
+    assert doc["metrics"] == ["step_ms", "tokens_per_s", "trace_ms"]  # every phase a series; none primary
+    assert doc["direction"] == {"step_ms": False, "tokens_per_s": True, "trace_ms": False}
+    newest = doc["builds"][-1]
+    assert newest["build"] == "0.5.0.dev20230808" and set(newest["values"]) == {"step_ms", "tokens_per_s", "trace_ms"}
+    # one value per process (the median of its 5 samples), each process's samples kept with its run
+    trace = newest["values"]["trace_ms"]
+    assert len(trace["samples"]) == 3 and all(len(r["samples"]) == 5 for r in trace["runs"] if not r.get("warmup"))
+    assert trace["value"] == pytest.approx(50.0, rel=0.01)
+    (alert,) = doc["alerts"]
+    assert (alert["before"]["build"], alert["after"]["build"]) == ("0.5.0.dev20230807", "0.5.0.dev20230808")
+    (step,) = alert["steps"]
+    assert step["metric"] == "trace_ms" and step["kind"] == "regression" and step["higher_is_better"] is False
+    assert step["change"] == pytest.approx(0.25, abs=0.01) and alert["kind"] == "regression"
+    hunt = alert["hunt"]["command"]
+    assert alert["hunt"]["status"] == "off"
+    assert hunt[:2] == ["hourly", "hunt"] and "--lower-is-better" in hunt
+    assert hunt[hunt.index("--metrics") + 1] == "all" and hunt[hunt.index("--metric") + 1] == "trace_ms"
+    assert not any(c["metric"] != "trace_ms" and c["verdict"] == "confirmed" for c in doc["checks"])
+    # the series are kept per metric in the store, read back by a run with the workdir alone
+    code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--show"])
+    assert code == 0 and "trace_ms (lower is better)" in out and "tokens_per_s (higher is better)" in out, out + err
 
 
 def _runs_stored(work: Path) -> int:

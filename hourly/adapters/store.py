@@ -11,19 +11,26 @@ Tables:
 - ``builds``: one row per build identity (schema 4; before: per pair): the pair, status, whether it
   installs in place, wheels, log, and how it was built (hourly/measure/build_cache.py's identity, secrets redacted).
 - ``measurements``: every measurement of a pair under one benchmark key (the command, its
-  directory, environment, metric regex and Python): status, value (median), samples, per-run detail,
-  and its ``origin`` (``scan``, ``bisect``). A row is never updated: the scan's table reads the
-  ``scan`` rows alone, so later commands' measurements never change it.
+  directory, environment, metric regex and Python): status, value (median), samples (one value per
+  counted run: a run that prints many samples keeps them in its entry of ``runs``), per-run
+  detail, its ``origin`` (``scan``, ``bisect``) and (schema 8) its ``metric``: ``''`` for the one
+  metric the regex reads (every row of an older store), else the name of a ``METRIC name:`` line
+  (``--metrics``: one row per name per measurement, all written in one transaction; a measurement
+  that measured no name at all, a failed build or runs that all failed, is one ``''`` row). A row
+  is never updated: the scan's table reads the ``scan`` rows alone, so later commands'
+  measurements never change it.
 - ``bisections`` (schema 2): one row per bisected window (its identity, status, final answer).
-- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart): every verdict a bisection reached, with the builds and runs it cost.
+- ``bisect_probes`` (schema 2; 6 adds jaxlib and jax package builds apart; 8 the samples its runs printed,
+  ``run_samples``, apart from the runs, process starts): every verdict a bisection reached, with the builds and runs it cost.
 - ``nightly`` (schema 3): every date ``hourly nightly`` measured: image, digest, status, value,
-  samples, runs, and the JAX/XLA commits found in the image.
+  samples, runs, and the JAX/XLA commits found in the image; (schema 8) its ``metric``, as above.
 - ``manual_waiting``, ``manual_marks`` (made on opening, no schema step: tables an older hourly
   never reads): the probe a manual bisection (``hourly bisect --manual``) waits at, and the
   verdicts ``hourly mark`` gave from another shell, each taken once by the waiting bisection.
 - ``releases`` (schema 5): the release level, every jax release ``hourly releases`` measured from
   the package index: the jaxlib paired with it, release time, status (a measurement's, or
-  ``missing`` / ``install_failed``), value, samples, runs, installer and environment.
+  ``missing`` / ``install_failed``), value, samples, runs, installer and environment; (schema 8)
+  its ``metric``, as above.
 - ``watch_builds``, ``watch_values``, ``watch_checks``, ``watch_runs``, ``watch_alerts`` (schema 7):
   ``hourly watch`` (hourly/watch/): every build a watch found (nightly date, wheel version or
   instant of the history) with what measured it and the decision on its arrival, its values per
@@ -51,7 +58,7 @@ from urllib.parse import quote
 from hourly.errors import UserError
 from hourly.model import NightlyPoint, ReleasePoint, Status
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
@@ -102,6 +109,39 @@ class Measurement:
     origin: str = "scan"
     id: int | None = None
     created: float | None = None
+    #: ``''``: the metric the regex reads (every row before named metrics); else a ``METRIC`` line's name
+    metric: str = ""
+
+    def by_process(self) -> list[list[float]]:
+        """Every counted sample, grouped by the counted run (process) that printed it, in the order
+        run; a run that printed one value (every row before many samples per run, and
+        ``--metric-samples last``) is ``[value]``.
+
+        The process is the unit of independent noise: the samples of one process share its state
+        (compiled code, caches, clocks, the machine's load while it ran), so they vary less than
+        processes do. ``samples`` holds one summary per process (its median), which is what a
+        verdict that treats samples as independent must take; these are for a statistic that
+        models both levels (within and between processes)."""
+        out = []
+        for r in self.runs:
+            if r.get("warmup") or r.get("status") != Status.OK.value:
+                continue
+            got = r.get("samples")
+            if got is None:
+                got = [r["value"]] if r.get("value") is not None else []
+            if got:
+                out.append([float(x) for x in got])
+        return out
+
+    @property
+    def processes(self) -> int:
+        """Counted runs (process starts, warm-up runs left out), whatever each printed."""
+        return sum(1 for r in self.runs if not r.get("warmup"))
+
+    @property
+    def sample_count(self) -> int:
+        """Every counted sample of every counted run (more than ``len(samples)`` when a run printed many)."""
+        return sum(len(s) for s in self.by_process())
 
 
 @dataclass
@@ -128,6 +168,10 @@ class Records(Protocol):
     def record_build(self, b: BuildRecord) -> None: ...
 
     def add_measurement(self, bench_key: str, m: Measurement) -> object: ...
+
+    def add_measurements(self, bench_key: str, ms: list[Measurement]) -> object: ...
+
+    def metric_names(self, bench_key: str) -> list[str]: ...
 
 
 class Store:
@@ -297,34 +341,55 @@ class Store:
 
     # -- measurements -----------------------------------------------------------------------
     def add_measurement(self, bench_key: str, m: Measurement) -> int:
-        with self.transaction() as c:
-            cur = c.execute(
-                "INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail,"
-                " origin, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
-                 json.dumps(m.runs), m.detail, m.origin, time.time()))
-            m.id = _inserted_id(cur)
+        self.add_measurements(bench_key, [m])
+        assert m.id is not None  # set by the INSERT
         return m.id
 
-    def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None) -> Measurement | None:
-        """The newest measurement of a pair (of ``origin`` alone when given)."""
+    def add_measurements(self, bench_key: str, ms: list[Measurement]) -> None:
+        """The rows of one measurement (one per named metric) in one transaction: a run killed
+        between them leaves all or none."""
+        with self.transaction() as c:
+            now = time.time()
+            for m in ms:
+                cur = c.execute(
+                    "INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail,"
+                    " origin, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
+                     json.dumps(m.runs), m.detail, m.origin, now, m.metric))
+                m.id = _inserted_id(cur)
+                m.created = now
+
+    def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None,
+               metric: str | None = None) -> Measurement | None:
+        """The newest measurement of a pair (of ``origin`` alone when given; of ``metric`` when
+        given: :func:`metric_rows`)."""
         r = self.conn.execute(
             "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND (? IS NULL OR origin=?)"
-            " ORDER BY id DESC LIMIT 1", (bench_key, xla, jax, origin, origin)).fetchone()
+            f" AND {_METRIC_FILTER} ORDER BY id DESC LIMIT 1",
+            (bench_key, xla, jax, origin, origin, metric, metric)).fetchone()
         return _measurement(r) if r else None
 
-    def all_latest(self, bench_key: str, origin: str | None = None) -> dict[tuple[str, str], Measurement]:
+    def all_latest(self, bench_key: str, origin: str | None = None,
+                   metric: str | None = None) -> dict[tuple[str, str], Measurement]:
         """The newest measurement of every pair (of ``origin`` alone when given: the scan's table
-        reads ``"scan"``, so a later command's rows never change it)."""
+        reads ``"scan"``, so a later command's rows never change it; of ``metric`` when given)."""
         rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? AND (? IS NULL OR origin=?)"
-                                 " ORDER BY id", (bench_key, origin, origin))
+                                 f" AND {_METRIC_FILTER} ORDER BY id", (bench_key, origin, origin, metric, metric))
         return {(r["xla"], r["jax"]): _measurement(r) for r in rows}
 
-    def measurements(self, bench_key: str, xla: str, jax: str) -> list[Measurement]:
+    def measurements(self, bench_key: str, xla: str, jax: str, metric: str | None = None) -> list[Measurement]:
+        """Every measurement of a pair, oldest first (of ``metric`` when given)."""
         rows = self.conn.execute(
-            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? ORDER BY id",
-            (bench_key, xla, jax))
+            f"SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND {_METRIC_FILTER} ORDER BY id",
+            (bench_key, xla, jax, metric, metric))
         return [_measurement(r) for r in rows]
+
+    def metric_names(self, bench_key: str) -> list[str]:
+        """The named metrics measured under ``bench_key``, in the order first recorded ([] for the
+        regex's one metric)."""
+        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM measurements WHERE bench_key=? AND metric != ''"
+                                 " GROUP BY metric ORDER BY first", (bench_key,))
+        return [r[0] for r in rows]
 
     # -- bisections (schema 2) --------------------------------------------------------------
     def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
@@ -360,13 +425,13 @@ class Store:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
             c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
-                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
                        p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
                        int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
-                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0))))
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0))))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
@@ -428,18 +493,32 @@ class Store:
     # -- the release level (schema 5) -----------------------------------------------------------
     def add_release(self, bench_key: str, p: ReleasePoint) -> None:
         """One attempt at one jax release under ``bench_key`` (its own transaction)."""
-        with self.transaction() as c:
-            c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
-                      " runs, installer, env, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
-                       json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time()))
+        self.add_releases(bench_key, [p])
 
-    def releases(self, bench_key: str) -> dict[str, ReleasePoint]:
-        """The latest stored attempt at every release under ``bench_key``, by version."""
-        rows = self.conn.execute("SELECT * FROM releases WHERE bench_key=? ORDER BY id", (bench_key,))
+    def add_releases(self, bench_key: str, ps: list[ReleasePoint]) -> None:
+        """One release's rows (one per named metric) in one transaction."""
+        with self.transaction() as c:
+            for p in ps:
+                c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
+                          " runs, installer, env, detail, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
+                           json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time(),
+                           p.metric))
+
+    def releases(self, bench_key: str, metric: str | None = "") -> dict[str, ReleasePoint]:
+        """The latest stored attempt at every release under ``bench_key``, by version (of ``metric``:
+        :func:`metric_rows`; ``''`` is the regex's one metric, every row of an older store)."""
+        rows = self.conn.execute(f"SELECT * FROM releases WHERE bench_key=? AND {_METRIC_FILTER} ORDER BY id",
+                                 (bench_key, metric, metric))
         return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
                                            r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
-                                           r["detail"], r["installer"], r["env"]) for r in rows}
+                                           r["detail"], r["installer"], r["env"], r["metric"]) for r in rows}
+
+    def release_metric_names(self, bench_key: str) -> list[str]:
+        """The named metrics of the release level under ``bench_key``, in the order first recorded."""
+        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM releases WHERE bench_key=? AND metric != ''"
+                                 " GROUP BY metric ORDER BY first", (bench_key,))
+        return [r[0] for r in rows]
 
     def last_bisection(self) -> int | None:
         """The id of the bisection last started or updated."""
@@ -457,6 +536,13 @@ class Store:
         (``Settings.bench_key``: the benchmark and the build), oldest first."""
         rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
         return [(r[0], json.loads(r[1])) for r in rows if r[1]]
+
+    def unfinished_bisections(self) -> list[dict[str, Any]]:
+        """The bisections started and not finished (no answer yet), oldest first: their measurement
+        key, mode and window (``good_time``, ``bad_time``: unix times)."""
+        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time FROM bisections WHERE status!='done'"
+                                 " ORDER BY id")
+        return [dict(zip(("bench_key", "mode", "good_time", "bad_time"), r, strict=True)) for r in rows]
 
     def newest_bisection_key(self) -> str | None:
         """The measurement key of the bisection last started or updated (None: no bisection)."""
@@ -483,20 +569,33 @@ class Store:
     # -- nightly (schema 3) --------------------------------------------------------------------
     def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
         """One date's result; a date whose commits are known is also a point of ``level``."""
-        with self.transaction() as c:
-            c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
-                      " xla, jax, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
-                       json.dumps(p.runs), p.xla, p.jax, p.detail, time.time()))
-            if p.xla and p.jax:
-                c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
+        self.add_nightlies(bench_key, [p], level)
 
-    def nightly_points(self, bench_key: str) -> dict[str, NightlyPoint]:
-        """The latest stored result of every date under ``bench_key``."""
-        rows = self.conn.execute("SELECT * FROM nightly WHERE bench_key=? ORDER BY id", (bench_key,))
+    def add_nightlies(self, bench_key: str, ps: list[NightlyPoint], level: str = "nightly") -> None:
+        """One date's rows (one per named metric) in one transaction."""
+        with self.transaction() as c:
+            for p in ps:
+                c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
+                          " xla, jax, detail, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
+                           json.dumps(p.runs), p.xla, p.jax, p.detail, time.time(), p.metric))
+                if p.xla and p.jax:
+                    c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
+
+    def nightly_points(self, bench_key: str, metric: str | None = "") -> dict[str, NightlyPoint]:
+        """The latest stored result of every date under ``bench_key`` (of ``metric``: :func:`metric_rows`;
+        ``''`` is the regex's one metric, every row of an older store)."""
+        rows = self.conn.execute(f"SELECT * FROM nightly WHERE bench_key=? AND {_METRIC_FILTER} ORDER BY id",
+                                 (bench_key, metric, metric))
         return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
                                         r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
-                                        json.loads(r["runs"]), r["detail"]) for r in rows}
+                                        json.loads(r["runs"]), r["detail"], r["metric"]) for r in rows}
+
+    def nightly_metric_names(self, bench_key: str) -> list[str]:
+        """The named metrics of the daily level under ``bench_key``, in the order first recorded."""
+        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM nightly WHERE bench_key=? AND metric != ''"
+                                 " GROUP BY metric ORDER BY first", (bench_key,))
+        return [r[0] for r in rows]
 
     # -- hourly watch (schema 7) -----------------------------------------------------------------
     def watch_builds(self, watch: str) -> list[dict[str, Any]]:
@@ -803,7 +902,19 @@ def _alert(r: sqlite3.Row) -> dict[str, Any]:
 
 def _measurement(r: sqlite3.Row) -> Measurement:
     return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
-                       json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"])
+                       json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"], r["metric"])
+
+
+#: The rows of one metric (two parameters: the metric twice; None: every row). A named metric's
+#: rows and the ``''`` rows of the same key: with named metrics, a measurement that measured no
+#: name (a failed build, runs that all failed) is one ``''`` row and holds for every metric; with
+#: the regex's one metric every row is ``''``.
+_METRIC_FILTER = "(? IS NULL OR metric IN (?, ''))"
+
+
+def metric_rows(rows: list[Measurement], metric: str | None) -> list[Measurement]:
+    """The same filter as the store's, over rows already read."""
+    return rows if metric is None else [m for m in rows if m.metric in (metric, "")]
 
 
 #: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
@@ -870,4 +981,13 @@ MIGRATIONS: dict[int, list[str]] = {
             id INTEGER PRIMARY KEY AUTOINCREMENT, watch TEXT NOT NULL, arrived TEXT NOT NULL, before TEXT NOT NULL,
             after TEXT NOT NULL, checks TEXT NOT NULL, hunt TEXT, recovery TEXT, events TEXT NOT NULL,
             created REAL NOT NULL, updated REAL NOT NULL)"""],
+    # 8: every metric a run prints, named (--metrics): the metric of each row. Rows of older stores
+    # are the one metric the regex read: '' (hourly.adapters.store.Measurement.metric)
+    8: ["ALTER TABLE measurements ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE nightly ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE releases ADD COLUMN metric TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX IF NOT EXISTS measurements_metric ON measurements (bench_key, metric, xla, jax)",
+        # and a probe's samples counted apart from its runs (process starts): many per run with
+        # --metric-samples all or named metrics; 0 in the rows of an older store
+        "ALTER TABLE bisect_probes ADD COLUMN run_samples INTEGER NOT NULL DEFAULT 0"],
 }

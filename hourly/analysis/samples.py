@@ -35,6 +35,22 @@ def location(x: Samples) -> float:
     return float(np.median(np.asarray(x, dtype=float)))
 
 
+def hodges_lehmann(x: Samples) -> float:
+    """The Hodges–Lehmann location: the median of every Walsh average (xᵢ + xⱼ)/2, i ≤ j — the
+    signed-rank test's estimate. As robust to a few wild values as a median of a third of them,
+    and nearly as efficient as the mean on Gaussian noise (95 %): for paired, drift-cancelled
+    values (hourly.analysis.paired), where the median's 64 % would cost half as many rounds again."""
+    a = np.asarray(x, dtype=float)
+    if len(a) <= 2:
+        return float(a.mean())
+    i, j = np.triu_indices(len(a))
+    return float(np.median((a[i] + a[j]) / 2.0))
+
+
+#: Standard error of the Hodges–Lehmann location of n ≥ 3 values, in σ/√n (Gaussian: √(π/3)).
+HL_SE = math.sqrt(math.pi / 3.0)
+
+
 def location_se(n: int) -> float:
     """The standard error of :func:`location` of ``n`` samples, in units of one sample's σ."""
     return (1.0 if n <= 2 else MEDIAN_SE) / math.sqrt(max(n, 1))
@@ -82,16 +98,19 @@ def noise(good: Samples, bad: Samples,
 
 
 
-def se(sigma: float, x: Samples) -> float:
+def se(sigma: float, x: Samples, hl: bool = False) -> float:
     """The standard error of ``x``'s location: on the pooled σ, or on ``x``'s own scatter when that
-    is wider (a state whose runs are wild is not judged on the calm states' noise)."""
+    is wider (a state whose runs are wild is not judged on the calm states' noise). ``hl``: of its
+    Hodges–Lehmann location (:func:`hodges_lehmann`), not its median."""
     own = pooled_sigma([x])[0] if len(x) >= 3 else None
-    return max(sigma, own or 0.0) * location_se(len(x))
+    n = len(x)
+    factor = (HL_SE if n >= 3 else 1.0) / math.sqrt(max(n, 1)) if hl else location_se(n)
+    return max(sigma, own or 0.0) * factor
 
 
-def se2(sigma: float, x: Samples, y: Samples) -> float:
+def se2(sigma: float, x: Samples, y: Samples, hl: bool = False) -> float:
     """The standard error of the difference of ``x``'s and ``y``'s locations."""
-    return math.hypot(se(sigma, x), se(sigma, y))
+    return math.hypot(se(sigma, x, hl), se(sigma, y, hl))
 
 
 def separation(good: Sequence[float], bad: Sequence[float]) -> float:

@@ -16,7 +16,7 @@ from hourly.analysis.bisection import Bounds
 from hourly.answers import Answer, AnswerWindow, Commit, Measured, Merged, ProbeRow
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
-from hourly.model import REPOS, Blame, Pair
+from hourly.model import REPOS, Blame, Pair, cut_side
 from hourly.timeparse import iso_utc
 
 if TYPE_CHECKING:
@@ -94,16 +94,26 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         skipped = [(i, next((r for r in rows if r["role"] == "probe" and
                              Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
         tested = [r for _, r in skipped if r]
-        whys = sorted({r["reason"].split(" (log")[0] for r in tested})
         k, jumped = b.hi - b.lo - 1, len(skipped) - len(tested)
-        if not jumped:
-            reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
-                      + "; ".join(whys))
-        else:  # the search jumped a run of untestable states (hourly.analysis.bisection.run_probes)
+        inside = [c for c in d.crash_windows if b.lo < c["first_index"] and c["last_index"] < b.hi]
+        for c in inside:
+            c["holds_change"] = True
+        if inside:  # metric mode: the change lies inside a crash window the search jumped
+            run = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] in ("probe", "edge")}
+            ran = sum(1 for i in range(b.lo + 1, b.hi) if states[i].pair in run)
+            reason = crash_window_reason(inside[0], lab) + (
+                f" ({k} untestable state{'s' if k != 1 else ''} between last good and first bad, {ran} of them run; "
+                "the others taken to crash as the window's edges do)")
+        elif jumped and not lab.judge.steps:  # exit mode jumped a run of untestable states (bisection.run_probes)
+            whys = sorted({r["reason"].split(" (log")[0] for r in tested})
             reason = (f"{k} states between last good and first bad: {len(tested)} untestable ({'; '.join(whys)}), "
                       f"{jumped} not built — they lie inside that run of untestable states, which the search "
                       "jumped instead of building every one of them")
             jump_next = JUMPED_NEXT
+        else:
+            whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
+            reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
+                      + "; ".join(whys))
     range_commits = [] if culprit else [lab.commit(n, sha) for n in REPOS for sha in moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next
@@ -114,6 +124,8 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
     index = {st.pair: i for i, st in enumerate(states)}
     return Answer(
         window=window_of(w), mode=lab.judge.answer_mode, kind=w.kind, pairing=lab.pairing_name,
+        # the named metric bisected; an exit-status verdict reads exit codes, every metric's alike
+        metric=lab.metric if lab.judge.mode != "exit" else None,
         culprit=culprit, candidate=candidate,
         measurements=_measurements(rows, last_good, first_bad) if candidate else None,
         next=UNCONFIRMED_NEXT if candidate else jump_next,
@@ -128,7 +140,31 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         # jax package alone (--only jax, or a state whose jaxlib was cached)
         jaxlib_builds=sum(r.get("jaxlib_builds") or 0 for r in rows),
         jax_builds=sum(r.get("jax_builds") or 0 for r in rows),
-        runs=sum(r["runs"] for r in rows), pinned=lab.pinned)
+        runs=sum(r["runs"] for r in rows), run_samples=sum(r.get("run_samples") or 0 for r in rows),
+        pinned=lab.pinned,
+        measured=d.measured, drift=list(d.drifts) or None, crash_windows=list(d.crash_windows) or None)
+
+
+def _state_words(side: dict) -> str:
+    c = side.get("commit")
+    if c:
+        return f"{c['repo']}@{c['sha'][:12]}"
+    return f"xla@{cut_side(side['xla'], 12)} jax@{side['jax'][:12]}"
+
+
+def crash_window_reason(c: dict, lab: "Lab") -> str:
+    """The reason of a range that a crash window holds: the change lies inside it (or is the state
+    after it), its first and last crashing states, the crash's last line, and the --cherry-pick
+    that would let its states run."""
+    n = c["states"]
+    text = (f"the change lies inside the crash window {_state_words(c['first'])} .. {_state_words(c['last'])} "
+            f"({n} state{'s' if n != 1 else ''} whose benchmark crashes"
+            + (f": {c['last_line']}" if c.get("last_line") else "") + "), or is the first state after it")
+    if c.get("cherry_pick"):
+        text += f"; {c['cherry_pick']} (the commit that ends the window) would let its states run"
+    else:
+        text += "; a --cherry-pick of the commit that fixes the crash would let its states run"
+    return text
 
 
 def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
@@ -138,7 +174,8 @@ def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
     if lab.judge.steps and r["role"] in ("probe", "end"):
         from hourly.analysis.judges.metric import MetricJudge
         verdict = MetricJudge.seen_from(verdict, i, b.lo, b.hi)
-    return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])))
+    return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])),
+                    runs=r.get("runs") or 0, run_samples=r.get("run_samples") or 0)
 
 
 # -- git bisect log -----------------------------------------------------------------------------

@@ -174,9 +174,10 @@ class ChainDrive:
             c = lab.judge.untestable(failed)
             return Probe(role, pair, c.verdict, c.reason)
         if lab.witness is not None:
-            ev, builds, runs = lab.witness.ask(lab, self.d.bid, pair, role, where, self.d.ends)
+            ev, builds, runs, sampled = lab.witness.ask(lab, self.d.bid, pair, role, where, self.d.ends)
             c = lab.judge.call(ev)
-            return Probe(role, pair, c.verdict, c.reason, list(ev.samples), ev.counted, builds=builds, runs=runs)
+            return Probe(role, pair, c.verdict, c.reason, list(ev.samples), ev.counted, builds=builds, runs=runs,
+                         run_samples=sampled)
         j = lab.judge
         assert isinstance(j, RunsJudge)
         stored = [] if fresh else lab.stored(pair)
@@ -192,25 +193,28 @@ class ChainDrive:
             return self.judged(role, pair, *lab.measure_many([(pair, lab.repeats)])[0])
         return self.judged_runs(role, pair, runs_)
 
-    def judged(self, role: str, pair: Pair, ev: Evidence, builds: int, runs: int) -> Probe:
-        """The verdict on a state just measured."""
+    def judged(self, role: str, pair: Pair, ev: Evidence, builds: int, runs: int, sampled: int = 0) -> Probe:
+        """The verdict on a state just measured (``sampled``: the samples its runs printed)."""
         j = self.lab.judge
         assert isinstance(j, RunsJudge)
         if not j.ran(ev):
             c = j.call(ev)
-            return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs)
-        return self.judged_runs(role, pair, list(ev.runs), builds, runs)
+            return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled)
+        return self.judged_runs(role, pair, list(ev.runs), builds, runs, sampled)
 
-    def judged_runs(self, role: str, pair: Pair, runs_: list[Run], builds: int = 0, runs: int = 0) -> Probe:
+    def judged_runs(self, role: str, pair: Pair, runs_: list[Run], builds: int = 0, runs: int = 0,
+                    sampled: int = 0) -> Probe:
         """The verdict on a state by its runs (by failure rate when flaky, an end aside)."""
         j = self.lab.judge
         assert isinstance(j, RunsJudge)
         if isinstance(j, FlakyJudge) and role != "end":
-            return self.flaky(role, pair, runs_, builds, runs)
+            return self.flaky(role, pair, runs_, builds, runs, sampled)
         c = j.end_runs(runs_) if role == "end" else j.runs(runs_)
-        return Probe(role, pair, c.verdict, c.reason, returncodes=[r.returncode for r in runs_], builds=builds, runs=runs)
+        return Probe(role, pair, c.verdict, c.reason, returncodes=[r.returncode for r in runs_], builds=builds, runs=runs,
+                     run_samples=sampled)
 
-    def flaky(self, role: str, pair: Pair, runs_: list[Run], builds: int = 0, runs: int = 0) -> Probe:
+    def flaky(self, role: str, pair: Pair, runs_: list[Run], builds: int = 0, runs: int = 0,
+              sampled: int = 0) -> Probe:
         """More runs (doubling, up to --max-repeats) until the state's failure rate is told apart
         from one end's; still unsure then: untestable."""
         j = self.lab.judge
@@ -223,12 +227,14 @@ class ChainDrive:
             rcs = [r.returncode for r in runs_]
             c = j.runs(runs_)
             if c.decided:
-                return Probe(role, pair, c.verdict, c.reason, returncodes=rcs, builds=builds, runs=runs)
-            ev, b, r = self.lab.measure_many([(pair, c.more)])[0]
-            builds, runs = builds + b, runs + r
+                return Probe(role, pair, c.verdict, c.reason, returncodes=rcs, builds=builds, runs=runs,
+                             run_samples=sampled)
+            ev, b, r, n = self.lab.measure_many([(pair, c.more)])[0]
+            builds, runs, sampled = builds + b, runs + r, sampled + n
             if not j.ran(ev):
                 failed = j.call(ev)
-                return Probe(role, pair, failed.verdict, failed.reason, returncodes=rcs, builds=builds, runs=runs)
+                return Probe(role, pair, failed.verdict, failed.reason, returncodes=rcs, builds=builds, runs=runs,
+                             run_samples=sampled)
             runs_ = runs_ + [x for x in ev.runs if not x.warmup]
 
     def evaluate_many(self, pairs: list[Pair], role: str) -> list[Probe]:

@@ -27,8 +27,10 @@ from hourly.model import Blame, Pair
 if TYPE_CHECKING:
     from hourly.bisect.events import BisectHandler
 
-#: one measurement taken for a request: what it showed, the builds and the benchmark runs it cost
-Taken = tuple[Evidence, int, int]
+#: one measurement taken for a request: what it showed, the builds and the benchmark runs (process
+#: starts) it cost, and the samples those runs printed (counted apart: many per run when a run prints
+#: its metric once per iteration)
+Taken = tuple[Evidence, int, int, int]
 
 
 class Witness(Protocol):
@@ -63,6 +65,21 @@ class Lab(Protocol):
     options: JudgeOptions
     #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
     going: Any
+    #: the named metric followed (--metric; its answer says it), None: the regex's one metric
+    metric: str | None
+    #: why paired verdicts were measured one state after another after all (an in-place build);
+    #: None while every round interleaved (hourly.bisect.metric_drive.measure_rounds sets it)
+    apart: str | None
+
+    @property
+    def interleaves(self) -> bool:
+        """Whether states can be run alternately without installing them again (each its own
+        environment, measured here one request after another): paired rounds interleave."""
+        ...
+
+    def crash_line(self, pair: Pair) -> str | None:
+        """The last line a crashed run of ``pair`` printed (None: no crash in hand)."""
+        ...
 
     @property
     def workers(self) -> int:
@@ -139,6 +156,12 @@ class WindowDrive:
         self.ends = (states[0].pair, states[-1].pair)
         #: per end of the window: how many samples the verdicts compared against, and from where
         self.end_samples: dict[str, EndSamples] = {}
+        #: metric mode: how the verdicts were measured (paired: "interleaved", or why one state after
+        #: another), the machine's drift said on the way, the crash windows the search found
+        self.measured: str | None = None
+        self.drifts: list[str] = []
+        self.crash_windows: list[dict] = []
+        self.round_no = 0  # rounds of paired verdicts measured in this window (each round's order alternates)
 
     def record(self, p: Probe) -> Probe:
         return self.lab.record(self.bid, p)

@@ -41,9 +41,9 @@ from hourly.analysis.judges.metric import MetricJudge
 from hourly.answers import Answer
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Probe, Where, Window
-from hourly.bisect.search import Bisector
-from hourly.bisect.windows import default_mode, parse_ends, windows_from_store
+from hourly.bisect.records import BisectRequest, Probe, Where
+from hourly.bisect.search import Bisector, store_plan
+from hourly.bisect.windows import default_mode, flags_window
 from hourly.errors import UserError
 from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
@@ -145,11 +145,11 @@ class Person:
         b0, l0, j0 = builder.builds_run, builder.jaxlib_builds, builder.jax_builds
         measured: list[str] = []
         proposal = None
-        ev, runs = Evidence(), 0
+        ev, runs, sampled = Evidence(), 0, 0
         if self.judge.bench:
-            ev, builds, runs = lab.measure_many([(pair, lab.repeats)])[0]
+            ev, builds, runs, sampled = lab.measure_many([(pair, lab.repeats)])[0]
             if ev.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
-                return ev, builds, runs
+                return ev, builds, runs, sampled
             proposal, measured = self.proposal(lab, pair, ev, ends)
             build_text = plural(builds, "build") if builds else "from the cache"
         else:
@@ -161,7 +161,7 @@ class Person:
                     f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times (log {res.log_path}); "
                     "nothing was recorded for it", "free memory or raise --build-timeout, then run the same command again")
             if res.status is BuildStatus.FAILED:
-                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0
+                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0, 0
             lab.measurer().installed = pair
             build_text = {BuildStatus.CACHED: "installed from the build cache",
                           BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, "built and installed now")
@@ -169,7 +169,7 @@ class Person:
             self._resumed = where.resumed
         asked = self.asked(lab, role, pair, build_text, measured, proposal, where)
         verdict, how = self.wait(bid, asked)
-        return replace(ev, word=Word(verdict, how, proposal)), builds, runs
+        return replace(ev, word=Word(verdict, how, proposal)), builds, runs, sampled
 
     def proposal(self, lab: Bisector, pair: Pair, ev: Evidence, ends: tuple[Pair, Pair]) -> tuple[Verdict | None, list[str]]:
         """The benchmark's verdict on a state, by the window's own mode, and the lines that show it."""
@@ -277,16 +277,8 @@ def run_manual(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
             assert req.bad is not None
             mode = req.mode or default_mode(store, s)
             with _bisector(s, store, mode, req, handler, prompt, run_bench, executor) as b:
-                g, x = parse_ends(b, req.good, req.bad, s.tz)
-                if x <= g:
-                    raise UserError(f"--bad {req.bad} is not later than --good {req.good}", "swap them")
-                kind = {Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression")
-                return b.bisect(Window(g, x, "flags", kind=kind))
-        base = req.mode or default_mode(store, s)
-        plan = [(base, windows_from_store(store, s, base))]
-        if req.mode is None and base is Mode.METRIC:
-            plan += [(Mode.EXIT, windows_from_store(store, s, Mode.EXIT)),
-                     (Mode.PRINTED, windows_from_store(store, s, Mode.PRINTED))]
+                return b.bisect(flags_window(b, req.good, req.bad, s.tz, False, mode, find_fix_hint=False))
+        plan = store_plan(store, s, req.mode)
         if not any(ws for _, ws in plan):
             handler.nothing_to_bisect()
         answers: list[Answer] = []

@@ -8,15 +8,18 @@ that moves both repositories are judged with. Every verdict is the metric judge'
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import Bounds, State, split_points
 from hourly.analysis.judges import Evidence, Verdict
 from hourly.analysis.judges.base import samples_of
-from hourly.analysis.judges.metric import MIN_END_SAMPLES, MetricJudge
+from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
+from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
+from hourly.analysis.paired import Paired, drift
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
+from hourly.bisect.paired_rounds import APART, measure_rounds
 from hourly.bisect.records import Probe
 from hourly.bisect.step_session import StepSession
 from hourly.errors import UserError
@@ -40,6 +43,13 @@ def _judge(lab: "Lab") -> MetricJudge:
     return j
 
 
+def paired(lab: "Lab") -> bool:
+    """Whether the window's verdicts are paired (hourly.analysis.judges.paired)."""
+    return isinstance(lab.judge, PairedMetricJudge)
+
+
+
+
 class MetricEnds:
     """A window's two ends (the window's, then the step's): their samples — the scan's and any
     earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need."""
@@ -58,6 +68,79 @@ class MetricEnds:
             costs = {i: lab.cost(st.pair) for i, st in enumerate(states)}
             self.ahead = [states[i].pair for i in split_points(len(states), lab.workers - 2, (), costs)]
             self.want = first_round_samples(lab.min_change, lab.repeats, lab.max_repeats)
+
+    def separate_paired(self) -> tuple[bool, Paired | None]:
+        """The window's two ends compared in rounds of the two (paired): different, the same, or
+        unknown — unknown gets more rounds (half as many again each time, up to --max-repeats
+        rounds); different they must be, and the later end worse (better, finding a fix). Their
+        earlier samples (the scan's) are context: a level that moved since is the machine's drift,
+        said. A resumed window whose ends were compared already goes on from its rows."""
+        lab, d = self.lab, self.d
+        judge = lab.judge
+        assert isinstance(judge, PairedMetricJudge)
+        good_pair, bad_pair = d.ends
+        if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
+            return True, None
+        before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
+        blocks: list[dict[Pair, float | None]] = []
+        taken: list[tuple[Pair, Taken]] = []
+        want = max(END_ROUNDS, min(lab.repeats, lab.max_repeats))
+        while True:
+            new, got = measure_rounds(lab, [good_pair, bad_pair], want - len(blocks), d.round_no)
+            d.round_no += len(new)
+            blocks += new
+            taken += got
+            p = Paired.of(blocks, [good_pair, bad_pair])
+            final = len(blocks) >= lab.max_repeats
+            if p.rounds == 0 and final:
+                failed = next((t[0] for _, t in taken if not t[0].ok), None)
+                side = "good" if any(not t[0].ok for q, t in taken if q == good_pair) else "bad"
+                raise lab.unbuilt_end(good_pair if side == "good" else bad_pair, side) or UserError(
+                    f"an end of {d.where()} has no metric ({MetricJudge.failed(failed).reason if failed else 'no run'})",
+                    "pick ends that measure, or use --mode exit for crashes")
+            if p.rounds:
+                sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+                delta = self.delta_paired(p, sigma)
+                outcome, words = judge.ends_paired(p, good_pair, bad_pair, sigma, dof, delta, final)
+                if outcome is not None or final:
+                    break
+            want = len(blocks) + max(1, more_rounds(len(blocks), lab.max_repeats))
+        judge.check_ends_paired(p, outcome, words, lab.higher_is_better, lab.find_fix, d.where())
+        self.drifted(before, p, sigma, "since the scan measured the ends" if any(
+            e.origin == "scan" for q in (good_pair, bad_pair) for e in lab.stored(q)) else "since the ends were measured before")
+        for pair, side in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
+            mine = [t for q, t in taken if q == pair]
+            values = p.raw(pair)
+            d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
+                           f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
+                           builds=sum(t[1] for t in mine), runs=sum(t[2] for t in mine),
+                           run_samples=sum(t[3] for t in mine)))
+            d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
+        return outcome is not False, p
+
+    def delta_paired(self, p: Paired, sigma: float) -> float:
+        """The smallest difference of the ends that counts: --min-change (as a ratio on a log scale),
+        or what the rounds can resolve."""
+        import math
+
+        from hourly.analysis.judges.metric import INDIFFERENCE, resolvable_change
+        want = math.log1p(self.lab.min_change) if p.log else self.lab.min_change * abs(p.level[0])
+        return max(INDIFFERENCE * want, resolvable_change(sigma, self.lab.max_repeats))
+
+    def drifted(self, before: dict[Pair, list[float]], p: Paired, sigma: float, since: str) -> None:
+        """The ends read alike differently now than in their earlier samples: the machine drifted."""
+        from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z
+        moved = [drift(before[q], p.raw(q), sigma, p.log) for q in p.states if before.get(q)]
+        if not moved or len({c > 0 for c, _ in moved}) != 1:
+            return
+        change = sorted(c for c, _ in moved)[len(moved) // 2]
+        scale = 1.0 if p.log else max(abs(p.level[0]), 1e-12)
+        if min(z for _, z in moved) >= DRIFT_Z and abs(change) / scale >= DRIFT_MIN:
+            judge = self.lab.judge
+            assert isinstance(judge, PairedMetricJudge)
+            text = judge.drift_words(change, p.log, since)
+            self.d.drifts.append(text)
+            self.lab.handler.note(text)
 
     def separate(self) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
@@ -91,18 +174,19 @@ class MetricEnds:
         extra = [p for p in self.ahead if p not in short][:lab.workers - len(short)]
         self.ahead = []
         got = lab.measure_many(list(short.items()) + [(p, want) for p in extra])
-        for pair, (ev, builds, runs) in zip(extra, got[len(short):], strict=True):
-            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet")
+        for pair, (ev, builds, runs, samples) in zip(extra, got[len(short):], strict=True):
+            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet", samples)
         return dict(zip(short, got[:len(short)], strict=True))
 
-    def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str) -> None:
+    def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str, sampled: int = 0) -> None:
         """The row of a state measured ahead of the search: its verdict row follows when the search
         judges it; one that failed is untestable now (the search never probes it)."""
         if not ev.ok:
             c = MetricJudge.failed(ev)
-            self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs))
+            self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
         else:
-            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs))
+            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
+                                run_samples=sampled))
 
     def samples(self, pair: Pair, side: Verdict, want: int, got: "Taken | None" = None) -> tuple[list[float], int, int]:
         """The end's samples, measuring more (rows of their own, origin ``bisect``) until it has
@@ -112,13 +196,13 @@ class MetricEnds:
         origins = [e.origin for e in stored for _ in e.samples]
         builds = runs = 0
         if len(samples) < want:
-            ev, builds, runs = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            ev, builds, runs, sampled = got or self.lab.measure_many([(pair, want - len(samples))])[0]
             new = list(ev.samples) if ev.ok else []
             samples += new
             origins += [ev.origin] * len(new)
             self.d.record(Probe("end", pair, MetricJudge.end(side, samples),
                                 f"{plural(len(samples), 'sample')} of the {side.value} end ({_from(origins)})",
-                                list(ev.samples), builds=builds, runs=runs))
+                                list(ev.samples), builds=builds, runs=runs, run_samples=sampled))
         self.d.end_samples[side.value] = EndSamples(len(samples), dict(sorted(Counter(origins).items())))
         return samples, builds, runs
 
@@ -127,6 +211,46 @@ class MetricEnds:
         for ref, pair, side in ((good, self.d.ends[0], Verdict.GOOD), (bad, self.d.ends[1], Verdict.BAD)):
             if len(ref) < want:
                 ref[:] = self.samples(pair, side, want)[0]
+
+    def evaluate_paired(self, pair: Pair, role: str, low: Pair, high: Pair, context: "StepSession") -> Probe:
+        """A state (a mixed pair of the blame) judged between the step's two states ``low`` and
+        ``high``, all three measured in rounds (paired): its level, more rounds while unsure."""
+        lab = self.lab
+        judge = lab.judge
+        assert isinstance(judge, PairedMetricJudge)
+        failed = lab.known_failed(pair)
+        if failed:
+            c = judge.untestable(failed)
+            return Probe(role, pair, c.verdict, c.reason)
+        blocks: list[dict[Pair, float | None]] = []
+        builds = runs = sampled = 0
+        want = MIN_ROUNDS
+        search = context.search
+        while True:
+            new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair)
+            self.d.round_no += len(new)
+            blocks += new
+            builds += sum(t[1] for _, t in taken)
+            runs += sum(t[2] for _, t in taken)
+            sampled += sum(t[3] for _, t in taken)
+            bad = next((t[0] for q, t in taken if q == pair and not t[0].ok), None)
+            if bad is not None:
+                c = MetricJudge.failed(bad)
+                return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled)
+            p = Paired.of(blocks, [low, pair, high])
+            final = len(blocks) >= lab.max_repeats
+            if p.rounds:
+                groups = [(g, d) for lg, g, d in search.groups if lg == p.log] + [p.noise_groups()]
+                sigma, dof = judge.noise([g for g in groups if g[0]], p.log, p.level[0])
+                j = judge.level_paired(p, low, pair, high, sigma, dof, search._delta_paired(sigma, p.log), final)
+                if j.level is not Level.UNSURE:
+                    v = judge.verdict_of(j.level)
+                    return Probe(role, pair, v, j.reason, p.raw(pair), builds=builds, runs=runs,
+                                 between=j.level is Level.NEITHER, run_samples=sampled)
+            elif final:
+                return Probe(role, pair, Verdict.SKIP, "the step's states did not run in its rounds", builds=builds, runs=runs,
+                             run_samples=sampled)
+            want = len(blocks) + max(1, more_rounds(len(blocks), lab.max_repeats))
 
     def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]]) -> Probe:
         """A state judged between ``refs`` (the step's two levels): from stored measurements when they
@@ -137,7 +261,7 @@ class MetricEnds:
             c = judge.untestable(failed)
             return Probe(role, pair, c.verdict, c.reason)
         stored = lab.stored(pair)
-        builds = runs = 0
+        builds = runs = sampled = 0
         good, bad = refs
         judge.against(good, bad)
         samples = samples_of(stored)
@@ -148,16 +272,17 @@ class MetricEnds:
             if samples:
                 c = judge.call(Evidence(samples=tuple(samples)))
                 if c.decided:
-                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, between=c.between)
+                    return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, between=c.between,
+                                 run_samples=sampled)
                 need = c.more
                 self.grow(good, bad, len(samples) + need)
             else:
                 need = lab.repeats
-            ev, b, r = lab.measure_many([(pair, need)])[0]
-            builds, runs = builds + b, runs + r
+            ev, b, r, n = lab.measure_many([(pair, need)])[0]
+            builds, runs, sampled = builds + b, runs + r, sampled + n
             if not ev.ok:
                 c = MetricJudge.failed(ev)
-                return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs)
+                return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, run_samples=sampled)
             samples = samples + list(ev.samples)
 
 
@@ -187,13 +312,26 @@ class MetricDrive:
         if going is not None and [st.pair for st in going.states[going.offset:]] != [st.pair for st in d.states]:
             going = lab.going = None
         if going is None:
-            self.ends.plan()
-            self.ends.separate()
-            session, parent, off = StepSession(lab, d.states), d.states, 0
+            if paired(lab):
+                differ, p = self.ends.separate_paired()
+                keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
+                session, parent, off = StepSession(lab, d.states, d.rows, ends=(differ, keyed)), d.states, 0
+            else:
+                self.ends.plan()
+                self.ends.separate()
+                session, parent, off = StepSession(lab, d.states), d.states, 0
         else:
             session, parent, off = going.session, going.states, going.offset
-        step = session.next_regression(d)
+        self.session = session
+        drifts = len(session.search.drifts)
+        try:
+            step = session.next_regression(d)
+        finally:
+            d.drifts += session.search.drifts[drifts:]
+            self.windows(session, off)
         b = Bounds(step.lo - off, step.hi - off)
+        self.range_window(session, step)
+        self.windows(session, off)
         more_after = session.search.more_after
         lab.going = Going(session, parent, step.hi)
         last_good, first_bad = d.states[b.lo].pair, d.states[b.hi].pair
@@ -201,9 +339,66 @@ class MetricDrive:
         session.flush(d)
         # blame compares the mixed pairs with the step's two levels
         self.refs = (session.search.ref(step.lo), session.search.ref(step.hi))
+        self.step_pairs = (last_good, first_bad)
         d.ends = (last_good, first_bad)
+        if paired(lab):
+            d.measured = f"{APART} ({lab.apart})" if lab.apart else "interleaved"
+        else:
+            d.measured = f"not paired: drift not cancelled ({lab.apart or 'the verdicts are not paired'})"
         return b, more_after, confirmed
 
+    def windows(self, session: "StepSession", off: int) -> None:
+        """The crash windows the search found inside this window, for the answer."""
+        d = self.d
+        for w in session.search.windows:
+            if w.first - off < 0 or w.last - off >= len(d.states):
+                continue
+            if any(c.get("first_index") == w.first - off for c in d.crash_windows):
+                continue
+            d.crash_windows.append(self.lab_window(w, off))
+
+    def range_window(self, session: "StepSession", step) -> None:
+        """A step whose last good and first bad states only crashing states separate (probed one by
+        one, or left between two crashes): those states as a crash window of the answer, when no
+        window the search found holds them."""
+        from hourly.analysis.crash_window import CrashWindow
+        search = session.search
+        crashed = [i for i in range(step.lo + 1, step.hi) if i in search.crashed]
+        if not crashed or any(w.first <= crashed[0] and crashed[-1] <= w.last for w in search.windows):
+            return
+        first, last = crashed[0], crashed[-1]
+        w = CrashWindow(first, last, step.lo if first == step.lo + 1 else None, step.hi if last == step.hi - 1 else None)
+        search.windows.append(w)
+
+    def lab_window(self, w, off: int) -> dict:
+        """A crash window as the answer keeps it: its first and last crashing states' commits, the
+        crash's last line, the states known to run on each side, and the --cherry-pick of the commit
+        that ends it (when its end was found exactly)."""
+        d, lab = self.d, self.lab
+        states = d.states
+        first, last = w.first - off, w.last - off
+
+        def brought(i: int) -> dict | None:
+            if i <= 0:
+                return None
+            moved = lab.moved(states[i - 1].pair, states[i].pair)
+            repo = next((n for n in ("jax", "xla") if moved.get(n)), None)
+            return {"repo": repo, "sha": moved[repo][-1]} if repo else None
+
+        fix = brought(w.after - off) if w.exact_end and w.after is not None and w.after - off < len(states) else None
+        return {"first_index": first, "last_index": last, "states": w.states,
+                "first": {"xla": states[first].pair.xla, "jax": states[first].pair.jax, "commit": brought(first)},
+                "last": {"xla": states[last].pair.xla, "jax": states[last].pair.jax, "commit": brought(last)},
+                "before": None if w.before is None else {"xla": states[w.before - off].pair.xla,
+                                                         "jax": states[w.before - off].pair.jax},
+                "after": None if w.after is None or w.after - off >= len(states) else {
+                    "xla": states[w.after - off].pair.xla, "jax": states[w.after - off].pair.jax},
+                "last_line": lab.crash_line(states[first].pair) or lab.crash_line(states[last].pair),
+                "cherry_pick": f"--cherry-pick {fix['repo']}@{fix['sha']}" if fix else None,
+                "edge_probes": w.probes}
+
     def evaluate(self, pair: Pair, role: str) -> Probe:
+        if paired(self.lab):
+            return self.ends.evaluate_paired(pair, role, *self.step_pairs, self.session)
         return self.ends.evaluate(pair, role, self.refs)
 

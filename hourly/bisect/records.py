@@ -61,13 +61,15 @@ class Probe:
     samples: list[float] = field(default_factory=list)
     returncodes: list = field(default_factory=list)
     builds: int = 0
-    runs: int = 0
+    runs: int = 0  # benchmark runs started for it now: process starts, warm-up runs included
     between: bool = False  # between the ends: another step comes after this state
+    #: the samples those runs printed (``samples`` holds one value per counted run: its median)
+    run_samples: int = 0
 
     def row(self) -> dict:
         return {"role": self.role, "xla": self.pair.xla, "jax": self.pair.jax, "verdict": self.verdict.value,
                 "between": self.between, "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
-                "builds": self.builds, "runs": self.runs}
+                "builds": self.builds, "runs": self.runs, "run_samples": self.run_samples}
 
 
 

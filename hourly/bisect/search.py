@@ -28,7 +28,7 @@ from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
 from hourly.answers import Answer, Commit
-from hourly.bisect.answer import commit, iso
+from hourly.bisect.answer import commit
 from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
@@ -39,13 +39,15 @@ from hourly.bisect.windows import (
     _sha_end,
     default_mode,
     evidence,
+    flags_window,
     parse_end,
     parse_ends,
+    states_between,
     windows_from_store,
 )
 from hourly.errors import UserError
 from hourly.execute.executors import Executor, LocalExecutor
-from hourly.execute.host import BuildSplit, measure_counted
+from hourly.execute.host import BuildSplit, Counted, measure_counted
 from hourly.measure.build import Builder, Workspace, give_back_left_trees, kept_paths
 from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import gate_for
@@ -57,10 +59,12 @@ __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_e
            "windows_from_store"]
 
 
-def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int) -> Judge:
-    """The judge of a window of ``mode`` (the registry's: hourly.analysis.judges.JUDGES)."""
+def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int, paired: bool = False) -> Judge:
+    """The judge of a window of ``mode`` (the registry's: hourly.analysis.judges.JUDGES); metric
+    mode's verdicts ``paired`` (measured in rounds of the states compared) where the executor can
+    run states alternately, one machine, one request after another."""
     opts = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=repeats, max_repeats=max_repeats)
-    name = "flaky" if mode is Mode.EXIT and req.flaky else mode.value
+    name = "flaky" if mode is Mode.EXIT and req.flaky else "paired" if mode is Mode.METRIC and paired else mode.value
     return judge(name, opts)
 
 
@@ -85,15 +89,24 @@ class Bisector:
         if req.find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
         self.s, self.store, self.mode, self.rerun = s, store, mode, req.rerun
+        #: the named metric followed (--metric: its rows read and measured, its own bisection, in its
+        #: answer); None: the regex's one metric
+        self.metric = s.primary_metric() or None
         self.min_change = req.min_change
         self.walk_skips = req.walk_skips  # read by the chain search (ChainDrive.jump_runs)
         self.max_repeats = max(req.max_repeats, s.repeats)
         self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
                                max_repeats=self.max_repeats)
-        self.judge = judge or judge_for(mode, req, s.repeats, self.max_repeats)
         self.witness = witness
         #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
         self.executor = executor or LocalExecutor()
+        #: why paired verdicts cannot interleave here (None: they can); set later when a build
+        #: installs in place (hourly.bisect.metric_drive.measure_rounds)
+        self.apart: str | None = self.cannot_interleave(s)
+        paired = mode is Mode.METRIC and judge is None and witness is None and self.apart is None
+        self.judge = judge or judge_for(mode, req, s.repeats, self.max_repeats, paired=paired)
+        if mode is Mode.METRIC and not paired:
+            self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
@@ -136,8 +149,48 @@ class Bisector:
     def measurer(self) -> Measurer:
         if self._measurer is None:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
-            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin)
+            self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
+                                      per_state=bool(getattr(self.judge, "paired", False)))
         return self._measurer
+
+    def cannot_interleave(self, s: Settings) -> str | None:
+        """Why this bisection cannot run its states alternately (None: it can): each state needs an
+        environment of its own, kept between rounds, on one machine."""
+        caps = getattr(self.executor, "capabilities", None)  # an executor that says nothing: not asked
+        if caps is None or not caps.interleaves or self.executor.workers > 1:
+            return "the executor runs states apart, not alternately on one machine"
+        from hourly.adapters.venvs import overlay_of
+        from hourly.measure.settings import NO_BUILD
+        if s.only == "jax" and s.jax_package_cmd().strip() == NO_BUILD:
+            return "the JAX tree is installed in place (editable): two states cannot be installed at once"
+        if overlay_of(s.python) is not None:
+            return "--python is an overlay already: states cannot each get one of their own"
+        return None
+
+    @property
+    def interleaves(self) -> bool:
+        """Whether paired rounds run their states alternately (each kept in its own environment)."""
+        if self.apart is not None:
+            return False
+        if self._measurer is not None and not self._measurer.coexist:
+            self.apart = "the builds install in place (editable): two states cannot be installed at once"
+            return False
+        return True
+
+    def crash_line(self, pair: Pair) -> str | None:
+        """The last line a crashed run of ``pair`` printed, from its log."""
+        for m in reversed(self.stored_measurements(pair)):
+            for r in m.runs:
+                if r.get("status") in ("crashed", "timeout") and r.get("log"):
+                    try:
+                        lines = [x.strip() for x in open(r["log"], errors="replace").read().splitlines() if x.strip()]
+                    except OSError:
+                        continue
+                    while lines and lines[-1].startswith("# exit:"):  # the log's own last line (hourly.adapters.proc)
+                        lines.pop()
+                    if len(lines) > 2:  # past the log's two lines of header: the command, its folder
+                        return lines[-1][:300]
+        return None
 
     # -- what the searches read (hourly.bisect.drive.Lab) -----------------------------------------
     @property
@@ -183,20 +236,22 @@ class Bisector:
 
     # -- measuring ----------------------------------------------------------------------------
     def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[Taken]:
-        """For each (pair, count): its evidence (the Measurement already recorded in the store with
-        origin 'bisect', exactly as Measurer.measure records it), builds run, runs run — in the order
-        asked. One round."""
+        """For each (pair, count): its evidence (the Measurement of the metric followed, already
+        recorded in the store with origin 'bisect', exactly as Measurer.measure records it: one value
+        per process, the median of its samples when it printed many), builds run, runs run (process
+        starts) and the samples they printed — in the order asked. One round."""
         self.rounds += 1
         self.jobs += len(reqs)
-        return [(evidence(m), builds, runs) for m, builds, runs in self.executor.measure_many(self, reqs)]
+        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples
+                in self.executor.measure_many(self, reqs)]
 
-    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+    def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
-        ms = self.store.measurements(self.key, pair.xla, pair.jax)
+        ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
         if self.s.retry_failed:  # every failure recorded before this run is measured again: builds and runs
             ms = [m for m in ms if not (m.status != Status.OK.value and (m.created or 0) < self._since)]
         return ms
@@ -242,10 +297,7 @@ class Bisector:
 
     def bisect_one(self, w: Window) -> Answer:
         """One window: its stored answer when it was bisected already (unless --rerun), else the drive's."""
-        states = self.pairing.states(self.walks, w.good_time, w.bad_time)
-        if len(states) < 2:
-            raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
-                            "pass a good end before the bad end with commits between them")
+        states = states_between(self, w)
         good_pair, bad_pair = states[0].pair, states[-1].pair
         ident: dict[str, object] = {"bench": self.key, "mode": self.judge.mode, "good": [good_pair.xla, good_pair.jax],
                                     "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],
@@ -256,6 +308,8 @@ class Bisector:
             ident["find_fix"] = True
         ident.update(self.pairing.ident())
         ident.update(self.judge.identity())
+        if self.metric:  # one named metric of several (--metric): its own bisection
+            ident["metric"] = self.metric
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.judge.mode, "good_time": w.good_time, "bad_time": w.bad_time,
@@ -302,24 +356,8 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     return answers
 
 
-def flags_window(b: Bisector, good: str, bad: str, tz: str, find_fix: bool, mode: Mode) -> Window:
-    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when its
-    ends are the wrong way round."""
-    g, x = parse_ends(b, good, bad, tz, find_fix)
-    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
-        if g <= x:
-            raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
-                            "(fixed) end comes after the bad one", "swap them")
-        w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
-    else:
-        w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
-    if w.bad_time <= w.good_time:
-        raise UserError(f"--bad {bad} is not later than --good {good}",
-                        "swap them, or pass --find-fix to find what fixed it")
-    return w
-
-
-def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False) -> None:
+def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False,
+                     manual: bool = False) -> None:
     """What a bisection of ``good``..``bad`` into a new workdir can check before creating it, so bad
     input leaves no workdir behind: the benchmark, its environment and regex, times, repositories,
     refs, cherry-picks and wheel folder (a Bisector made without a store: it reads the repositories
@@ -335,10 +373,7 @@ def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None,
     open_repos(s)
     mode = mode or (Mode.EXIT if s.mode == Mode.EXIT.value else Mode.METRIC)  # default_mode of an empty store
     b = Bisector(s, None, mode)  # type: ignore[arg-type]  # nothing is stored or built: never entered
-    w = flags_window(b, good, bad, s.tz, find_fix, mode)
-    if len(b.pairing.states(b.walks, w.good_time, w.bad_time)) < 2:
-        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
-                        "pass a good end before the bad end with commits between them")
+    states_between(b, flags_window(b, good, bad, s.tz, find_fix, mode, find_fix_hint=not manual))
 
 
 def store_plan(store: Store, s: Settings, mode: Mode | None, find_fix: bool = False) -> list[tuple[Mode, list[Window]]]:

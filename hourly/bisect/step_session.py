@@ -13,19 +13,37 @@ from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.step_search import StepSearch
+from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe
 from hourly.errors import UserError
-from hourly.model import Pair
+from hourly.model import Pair, Status
 from hourly.plurals import plural
 
+#: what a measurement that ran the benchmark and failed is: the kind of state a crash window holds
+CRASHES = (Status.CRASHED.value, Status.TIMEOUT.value, Status.NO_METRIC.value)
+
+
+def given_level(row: dict) -> Judgement | None:
+    """A stored probe verdict as the window search's level (a resumed paired search takes it)."""
+    v = row.get("verdict")
+    if v == Verdict.GOOD.value:
+        return Judgement(Level.LOW, row.get("reason") or "")
+    if v == Verdict.BAD.value:
+        return Judgement(Level.NEITHER if row.get("between") else Level.HIGH, row.get("reason") or "")
+    if v == Verdict.SKIP.value:
+        return Judgement(Level.SKIP, row.get("reason") or "")
+    return None
+
 if TYPE_CHECKING:
+    from hourly.analysis.paired import Paired
     from hourly.bisect.drive import Lab, Taken, WindowDrive
 
 
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
-    def __init__(self, lab: "Lab", states: list[State]):
+    def __init__(self, lab: "Lab", states: list[State], rows: list[dict] | None = None,
+                 ends: "tuple[bool, Paired | None] | None" = None):
         self.lab = lab
         judge = lab.judge
         assert isinstance(judge, MetricJudge)  # the window search is the metric judge's
@@ -33,6 +51,7 @@ class StepSession:
         self.pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
+        crashed: set[int] = set()
         for i, pair in enumerate(self.pairs):
             why = lab.known_failed(pair)
             evs = lab.stored(pair)
@@ -41,13 +60,47 @@ class StepSession:
                 known[i] = samples
             elif why or evs:
                 failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
-        self.pending: dict[int, list[int]] = {}  # builds and runs not yet in a recorded row
+                if not why and any(e.status in CRASHES for e in evs):
+                    crashed.add(i)
+        self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
         self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
+        #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
+        #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
+        self.paired = bool(getattr(judge, "paired", False))
+        self.round_no = 0  # rounds measured so far: each round's order alternates
+        given, checked = self.resumed(rows or [])
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
                                  cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
-                                 on_verdict=self.on_verdict, stop_at_regression=True, judge=judge)
+                                 on_verdict=self.on_verdict, stop_at_regression=True, judge=judge,
+                                 rounds=self.rounds if self.paired else None, crash_windows=lab.workers == 1,
+                                 given=given, checked=checked, on_edge=self.on_edge, on_note=lab.handler.note)
+        self.search.crashed |= crashed
+        if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
+            self.search.seed(0, len(states) - 1, ends[1])
+
+    def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
+        """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
+        gone) and the step it confirmed. An unpaired search decides again from the stored samples."""
+        if not self.paired:
+            return {}, {}
+        index = {p: i for i, p in enumerate(self.pairs)}
+        given: dict[int, Judgement] = {}
+        confirm: dict[str, tuple[int, str]] = {}
+        for r in rows:
+            i = index.get(Pair(r["xla"], r["jax"]))
+            if i is None:
+                continue
+            if r["role"] == "probe" and (j := given_level(r)) is not None:
+                given[i] = j
+            elif r["role"] in ("confirm_good", "confirm_bad"):
+                confirm[r["role"]] = (i, r["verdict"])
+        checked = {}
+        if "confirm_good" in confirm and "confirm_bad" in confirm:
+            (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
+            checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
+        return given, checked
 
     def record(self, p: Probe) -> Probe:
         assert self.drive is not None  # next_regression attaches the window first
@@ -61,29 +114,59 @@ class StepSession:
         """One round: every state asked for, through the lab."""
         out: dict[int, list[float] | None] = {}
         got = self.lab.measure_many([(self.pairs[i], c) for i, c in reqs.items()])
-        for i, (ev, builds, runs) in zip(reqs, got, strict=True):
-            self.owe(i, builds, runs)
+        for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
+            self.owe(i, builds, runs, samples)
             if not ev.ok:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason)
+                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
                 out[i] = None
             else:
                 out[i] = list(ev.samples)
         return out
 
-    def owe(self, i: int, builds: int, runs: int) -> None:
-        acc = self.pending.setdefault(i, [0, 0])
+    def rounds(self, states: list[int], count: int, stop_on: int | None) -> list[dict[int, float | None]]:
+        """``count`` rounds of ``states`` measured in alternation through the lab (paired verdicts);
+        ``stop_on``: a state whose failure ends them (it is untestable, and says why)."""
+        index = {self.pairs[i]: i for i in states}
+        stop = self.pairs[stop_on] if stop_on is not None else None
+        blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop)
+        self.round_no += len(blocks)
+        for pair, (ev, builds, runs, samples) in taken:
+            i = index[pair]
+            self.owe(i, builds, runs, samples)
+            if not ev.ok and i == stop_on:
+                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+        return [{index[p]: v for p, v in bl.items()} for bl in blocks]
+
+    def on_edge(self, i: int, runs: bool) -> None:
+        """An exit-status probe of a crash window's edge: its row (it crashed, or it runs and its
+        level is not judged yet)."""
+        builds, n, sampled = self.pending.pop(i, [0, 0, 0])
+        pair = self.pairs[i]
+        if runs:
+            self.record(Probe("edge", pair, Verdict.UNSURE, "runs: the edge of a crash window, by exit status "
+                              "(its level not judged yet)", list(self.search.samples.get(i, [])), builds=builds, runs=n,
+                              run_samples=sampled))
+        else:
+            self.recorded.add(pair)
+            self.record(Probe("edge", pair, Verdict.SKIP, f"{self.search.failed.get(i, 'crashed')} "
+                              "(the edge of a crash window, by exit status)", builds=builds, runs=n,
+                              run_samples=sampled))
+
+    def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
+        acc = self.pending.setdefault(i, [0, 0, 0])
         acc[0] += builds
         acc[1] += runs
+        acc[2] += samples
 
     def on_verdict(self, i: int, j: Judgement) -> None:
-        builds, runs = self.pending.pop(i, [0, 0])
+        builds, runs, sampled = self.pending.pop(i, [0, 0, 0])
         v = self.judge.verdict_of(j.level)
         pair = self.pairs[i]
         role = "end" if pair in self.recorded else "probe"  # resumed: the state has its row already
         if role == "probe" or builds or runs:
             self.recorded.add(pair)
             self.record(Probe(role, pair, v, j.reason, list(self.search.samples.get(i, [])),
-                              builds=builds, runs=runs, between=j.level is Level.NEITHER))
+                              builds=builds, runs=runs, between=j.level is Level.NEITHER, run_samples=sampled))
 
     # -- the search ------------------------------------------------------------------------------
     def next_regression(self, d: "WindowDrive") -> Step:
@@ -105,7 +188,7 @@ class StepSession:
     def flush(self, d: "WindowDrive") -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         search, n = self.search, len(self.pairs)
-        for i, (builds, runs) in self.pending.items():
+        for i, (builds, runs, sampled) in self.pending.items():
             if not (builds or runs):
                 continue
             ahead = search.measured_ahead(i)
@@ -115,17 +198,18 @@ class StepSession:
                 # measured ahead in a round and untestable: the search never probes it, this is its verdict
                 self.recorded.add(pair)
                 c = self.judge.untestable(search.failed[i])
-                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs))
+                d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
                 d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "
-                               "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs))
+                               "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs,
+                               run_samples=sampled))
             else:
                 judged = search.verdicts.get(i)
                 v = MetricJudge.interval_end(i, n, judged.level if judged is not None else None)
                 samples = list(search.samples.get(i, []))
                 d.record(Probe("end", pair, v, f"{plural(len(samples), 'sample')} of an interval's end",
-                               samples, builds=builds, runs=runs))
+                               samples, builds=builds, runs=runs, run_samples=sampled))
         self.pending.clear()
 
     # -- confirmation ------------------------------------------------------------------------------
@@ -133,6 +217,8 @@ class StepSession:
         """Fresh measurements of the two states the answer rests on (stored ones reused). With
         workers, both are measured in one round, with the samples a verdict has taken so far,
         beside the next round of the search when the window goes on (:meth:`round_ahead`)."""
+        if self.paired:
+            return self.confirmation_paired(d, last_good, first_bad, step)
         confirm = {}
         todo = [(role, pair) for role, pair in (("confirm_good", last_good), ("confirm_bad", first_bad))
                 if not d.stored.get((role, pair))]
@@ -146,6 +232,31 @@ class StepSession:
                 partner = first_bad if role == "confirm_good" and len(todo) == 2 else None
                 confirm[role] = d.record(self.confirm(step, role, pair, first.get(pair), spare, partner)).verdict
         return self.judge.confirmed(confirm["confirm_good"], confirm["confirm_bad"])
+
+    def confirmation_paired(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+        """The last good and first bad states compared in rounds of the two (paired; the search's own
+        comparison of the step's two states when it made one, else made now): confirmed when they
+        differ, by at least the smallest step searched for; unknown after every round, or the same,
+        is not a confirmation (a candidate). Stored confirmations are reused."""
+        stored = {role: d.stored.get((role, pair)) for role, pair in (("confirm_good", last_good),
+                                                                     ("confirm_bad", first_bad))}
+        if all(stored.values()):
+            return self.judge.confirmed(*(Verdict(r["verdict"]) for r in stored.values()))  # type: ignore[index]
+        search = self.search
+        if (step.lo, step.hi) not in search.checked:
+            search._apart_paired(step.lo, step.hi)
+            self.flush(d)
+        _, p = search.checked[(step.lo, step.hi)]
+        outcome, words = search.outcomes.get((step.lo, step.hi), (None, "not compared"))
+        rows = {}
+        for role, pair, i, want in (("confirm_good", last_good, step.lo, Verdict.GOOD),
+                                    ("confirm_bad", first_bad, step.hi, Verdict.BAD)):
+            v = want if outcome is True else Verdict.UNSURE
+            other = "first bad" if role == "confirm_good" else "last good"
+            samples = p.raw(i) if p is not None else []
+            reason = f"in alternation with the {other} state: {words}"
+            rows[role] = d.record(Probe(role, pair, v, reason, samples)).verdict
+        return self.judge.confirmed(rows["confirm_good"], rows["confirm_bad"])
 
     def round_ahead(self, fresh: list[Pair]) -> dict[Pair, "Taken"]:
         """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many
@@ -162,8 +273,8 @@ class StepSession:
         more = planner.top_ups(lab.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
         got = lab.measure_many([(p, n) for p in fresh] + [(self.pairs[i], n) for i in ahead]
                                + [(self.pairs[i], c) for i, c in more.items()])
-        for i, (ev, builds, runs) in zip([*ahead, *more], got[len(fresh):], strict=True):
-            self.owe(i, builds, runs)
+        for i, (ev, builds, runs, samples) in zip([*ahead, *more], got[len(fresh):], strict=True):
+            self.owe(i, builds, runs, samples)
             if not ev.ok:
                 search.mark_untestable(i, MetricJudge.failed(ev).reason)
             else:
@@ -181,7 +292,7 @@ class StepSession:
         tests take their doublings in the same rounds, not one after the other."""
         lab = self.lab
         got: list[float] = []
-        cost = [0, 0]
+        cost = [0, 0, 0]  # builds, runs, samples
         spare = spare if spare is not None else {}
         given = spare.setdefault(pair, [])
         if first is not None:
@@ -190,20 +301,22 @@ class StepSession:
         def sample(want: int) -> list[float] | None:
             while given or len(got) < want:
                 if given:
-                    ev, builds, runs = given.pop(0)
+                    ev, builds, runs, sampled = given.pop(0)
                 elif partner is not None and lab.workers > 1:
                     have = sum(len(x[0].samples) for x in spare.get(partner, []))
                     reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
                     both = lab.measure_many(reqs)
-                    (ev, builds, runs), rest = both[0], both[1:]
+                    (ev, builds, runs, sampled), rest = both[0], both[1:]
                     spare.setdefault(partner, []).extend(rest)
                 else:
-                    ev, builds, runs = lab.measure_many([(pair, want - len(got))])[0]
+                    ev, builds, runs, sampled = lab.measure_many([(pair, want - len(got))])[0]
                 cost[0] += builds
                 cost[1] += runs
+                cost[2] += sampled
                 if not ev.ok:
                     return None
                 got.extend(ev.samples)
             return got
         j = self.search.sequential(sample, step.lo, step.hi)
-        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1])
+        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
+                     run_samples=cost[2])

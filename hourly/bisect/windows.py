@@ -14,6 +14,7 @@ from hourly.analysis.bisection import exit_transitions
 from hourly.analysis.judges import Evidence, ExitJudge, JudgeOptions, Run
 from hourly.analysis.steps import group_points
 from hourly.analysis.timeline import Resolver
+from hourly.bisect.answer import iso
 from hourly.bisect.records import Window
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
@@ -22,6 +23,7 @@ from hourly.scan.table import LEVEL, SCAN_ORIGIN
 from hourly.timeparse import parse_time
 
 if TYPE_CHECKING:
+    from hourly.analysis.bisection import State
     from hourly.bisect.search import Bisector
 
 
@@ -107,6 +109,40 @@ def parse_ends(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool = Fal
     return g, x
 
 
+def flags_window(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool, mode: Mode,
+                 find_fix_hint: bool = True) -> Window:
+    """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when
+    its ends are the wrong way round or name the same state. Each end is an instant of the merged
+    timeline (a time, one repository's commit, or a combined ``xla@..,jax@..``: :func:`parse_end`),
+    so ends of different forms compare as instants. ``find_fix_hint``: whether the refusal of
+    reversed ends may suggest ``--find-fix`` (a manual bisection refuses it)."""
+    g, x = parse_ends(b, good, bad, tz, find_fix)
+    if g == x:  # one instant: one state, whatever form each end was written in
+        raise UserError(f"--good {good} and --bad {bad} name the same state (both stand at {iso(g)}): "
+                        "nothing lies between them",
+                        "pass a --good end before the regression and a --bad end after it"
+                        + (" (with --find-fix, the fixed --good end after the --bad one)" if find_fix else ""))
+    if find_fix:  # the search runs from the old (bad) state to the fixed (good) one
+        if g < x:
+            raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
+                            "(fixed) end comes after the bad one", "swap them")
+        return Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
+    if x < g:
+        raise UserError(f"--bad {bad} is not later than --good {good}",
+                        "swap them" + (", or pass --find-fix to find what fixed it" if find_fix_hint else ""))
+    return Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
+
+
+def states_between(b: "Bisector", w: Window) -> list[State]:
+    """The candidate states of ``w`` (its pairing's, over the walked histories), refused when
+    there are fewer than two: nothing changed between its ends."""
+    states = b.pairing.states(b.walks, w.good_time, w.bad_time)
+    if len(states) < 2:
+        raise UserError(f"nothing changed between {iso(w.good_time)} and {iso(w.bad_time)}",
+                        "pass a good end before the bad end with commits between them")
+    return states
+
+
 def collapsed_points(store: Store) -> list[tuple[str, str, Pair]]:
     """The scan's instants with consecutive equal pairs merged: (first label, last label, pair)."""
     rows = [PointResult(label, x, j, "planned") for label, x, j in store.points(LEVEL)]
@@ -121,7 +157,7 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
     if len(points) < 2:
         raise UserError("the store holds no scan of two or more pairs",
                         "run `hourly scan` first, or pass --good and --bad")
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())  # --metric's rows
     ms = [latest.get((p.xla, p.jax)) for _, _, p in points]
     out = []
     if mode is Mode.PRINTED:  # where the metric stops printing (ok → no_metric), or comes back
@@ -163,7 +199,7 @@ def default_mode(store: Store, s: Settings) -> Mode:
     metric; else exit status."""
     if s.mode == Mode.EXIT.value:
         return Mode.EXIT
-    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN)
+    latest = store.all_latest(s.bench_key(), origin=SCAN_ORIGIN, metric=s.primary_metric())  # --metric's rows
     rows = store.points(LEVEL)
     if not rows:
         return Mode.METRIC

@@ -56,11 +56,12 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
-        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix)
+        check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix, manual)
     store = Store(workdir, create=good is not None)
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)
+    s = _metric_followed(store, s, mode)
     from hourly.scan.identity import check_store, note_key
     # the store's repositories, and the key its scan measured under; the settings keyed as they build
     s = check_store(store, s, uses_scan=good is None)
@@ -106,6 +107,23 @@ def bisect(
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)
+
+
+def _metric_followed(store: Any, s: Any, mode: Optional[Mode]) -> Any:
+    """A benchmark that records several named metrics is bisected on one: --metric (each step's
+    command has it). An exit-status bisection reads the runs' exit codes, the same in every
+    metric's rows: it follows the first recorded."""
+    if s.primary_metric() is not None:
+        return s
+    from hourly.measure.settings import keyed
+    names = store.metric_names(keyed(s, store).bench_key()) if s.bench_cmd else []
+    if mode == Mode.EXIT and names:
+        from hourly.measure.settings import with_metric
+        return with_metric(s, names[0])
+    if mode == Mode.EXIT:
+        return s
+    s.require_primary("hourly bisect", names)
+    return s
 
 
 def _no_bench(s: Any) -> Any:

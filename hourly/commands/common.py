@@ -14,6 +14,7 @@ the options the command line left out.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from enum import Enum
@@ -44,17 +45,61 @@ def typer_option(opt: Option) -> tuple[Any, Any]:
                                     help=opt.help + bounds)
 
 
+def shared_direction(given: Optional[bool], config: Optional[str]) -> bool:
+    """The metric's direction: --higher-is-better/--lower-is-better as given, else the settings
+    file's ``higher_is_better`` (its top level or [scan]), else higher."""
+    if given is not None:
+        return given
+    from hourly.measure.settings import effective
+    return effective({}, config)[0].higher_is_better
+
+
+R = TypeVar("R")
+
+
+def with_progress(run: Callable[[Any], R], json_out: bool, unit: str, describe: Callable[[Any], str]) -> R:
+    """``run(handler)`` with a progress bar (or plain lines) on stderr; with --json none is drawn
+    (the silent handler), so stdout holds the JSON alone."""
+    from hourly.events import SILENT
+    if json_out:
+        return run(SILENT)
+    from hourly.commands.progress import ProgressLines
+    with ProgressLines(err_console, unit, describe) as handler:
+        return run(handler)
+
+
+def print_level_report(report: Any, json_out: bool, print_report: Callable[[Any, Any], None]) -> None:
+    """A level's report: its JSON (``report.as_json()``) with --json, else its rendering."""
+    if json_out:
+        import json
+        print(json.dumps(report.as_json(), indent=1))
+    else:
+        print_report(console, report)
+
+
 def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
     """The daily level's settings from DAILY's ``flags``; the direction, when not given, from the
     settings file (hourly.toml), else higher is better."""
-    from hourly.measure.settings import effective
     from hourly.nightly.plan import NightlySettings
     f = dict(flags)
     direction = f.pop("higher_is_better")
-    return NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
-                           mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
-                           higher_is_better=(effective({}, config)[0].higher_is_better
-                                             if direction is None else direction), **f)
+    s = NightlySettings(from_=from_, to=to, workdir=workdir, rerun=rerun,
+                        mounts=list(f.pop("mount") or []), env=list(f.pop("env") or []),
+                        higher_is_better=shared_direction(direction, config), **f)
+    metrics, metric_samples, warmup_samples = read_metrics(s, s.metrics, s.metric_samples, s.warmup_samples)
+    return dataclasses.replace(s, metrics=metrics, metric_samples=metric_samples, warmup_samples=warmup_samples)
+
+
+def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
+                 warmup_samples: Optional[int]) -> tuple[Optional[str], str, int]:
+    """How the daily (or release) level reads a run's output: --metrics (all by itself when the
+    benchmark is hourly's per-phase harness and no --metric-regex of its own was given),
+    --metric-samples, --warmup-samples."""
+    from hourly.measure.settings import is_phase_harness
+    from hourly.metric import DEFAULT_METRIC_REGEX
+    if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
+        metrics = "all"
+    return metrics, metric_samples or "last", warmup_samples or 0
 
 
 def check_plan_size(s: Any, max_instants: int) -> None:

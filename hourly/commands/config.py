@@ -30,28 +30,46 @@ def toml_value(v: Any) -> str:
 
 
 @command("config")
-def config_cmd(flags: Any = None, config: Optional[str] = None, json_out: bool = False) -> None:
-    """Print the effective settings and where each came from (default, the settings file, a flag)."""
-    from hourly.measure.settings import effective
+def config_cmd(flags: Any = None, command: Optional[str] = None, config: Optional[str] = None,
+               json_out: bool = False) -> None:
+    """Print the effective settings and where each came from (default, the settings file, a flag);
+    with --command, that command's own table."""
+    from hourly.measure.settings import Settings, command_settings, effective
     from hourly.privacy import redact_assignments
-    s, origin = effective(flags, config)
-    values = s.as_dict()
-    values["env"] = redact_assignments(values["env"])
-    # an unset folder is not "not set": the run uses a real one, which is what the user looks for
-    for key, resolved in (("wheel_dir", s.resolved_wheel_dir), ("cache_dir", s.resolved_cache_dir)):
-        if values.get(key) is None:
+    scan: Settings | None
+    if command is None:
+        scan, origin = effective(flags, config)
+        values = scan.as_dict()
+    else:
+        from hourly import options
+        from hourly.errors import UsageError
+        given = {n: v for n, v in flags.items() if v is not None and v != options.option("config", n).default}
+        stray = [options.option("config", n).flag for n in given if n not in options.TAKES[command]]
+        if stray:
+            raise UsageError(f"hourly {command} takes no {', '.join(stray)}",
+                             f"leave {'it' if len(stray) == 1 else 'them'} out, or look at `hourly config` "
+                             "(the shared settings)")
+        values, origin, scan = command_settings(command, given, config)
+    if "env" in values:
+        values["env"] = redact_assignments(values["env"] or [])
+    # an unset build folder is not "not set": the run uses a real one, which is what the user looks for
+    # (a command that reads no scan settings has folders of its own: the release level's environments)
+    for key, resolved in (("wheel_dir", scan and scan.resolved_wheel_dir), ("cache_dir", scan and scan.resolved_cache_dir)):
+        if resolved and values.get(key) is None:
             values[key] = str(resolved().expanduser().absolute())
             if key == "cache_dir" and os.environ.get("HOURLY_CACHE_DIR"):
                 origin[key] = "$HOURLY_CACHE_DIR"
     if json_out:
-        print(json.dumps({k: {"value": v, "from": origin[k]} for k, v in values.items()}, indent=1))
+        out = {k: {"value": getattr(v, "value", v), "from": origin[k]} for k, v in values.items()}
+        print(json.dumps(out if command is None else {"command": command, "settings": out}, indent=1))
         return
     from rich import box
     from rich.table import Table
     rows = [(k.rstrip("_"), toml_value(v), origin[k]) for k, v in values.items()]
     key_width = max(len(r[0]) for r in rows + [("setting", "", "")])
     from_width = max(len(r[2]) for r in rows + [("", "", "from")])
-    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="hourly settings")
+    title = "hourly settings" if command is None else f"hourly {command} settings"
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title=title)
     t.add_column("setting", no_wrap=True)
     # the value column takes what the others leave of the console, and wraps there (arrays at their
     # commas, a long string folded): the table never runs past the terminal (80 columns in a pipe)

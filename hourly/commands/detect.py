@@ -16,7 +16,7 @@ from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.plurals import plural
 
-from .common import command
+from .common import command, shared_direction
 
 
 @command("detect")
@@ -49,9 +49,7 @@ def detect(
     if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)
-    if higher_is_better is None:
-        from hourly.measure.settings import effective
-        higher_is_better = effective({}, config)[0].higher_is_better
+    higher_is_better = shared_direction(higher_is_better, config)
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
     from hourly.analysis.steps import too_short

@@ -25,14 +25,21 @@ def explain(workdir: Optional[str] = None, step: Optional[int] = None, sweep: bo
     from hourly.render.explain import explain_lines
     store = Store(workdir_setting(workdir, config), create=False)
     s = stored_settings(store, config, workdir=workdir, **flags)
+    if s.bench_cmd and s.primary_metric() is None:  # several named metrics: the one the bisections followed
+        from hourly.measure.settings import with_metric
+        followed = {a["metric"] for a in store.bisection_results() if a.get("metric")}
+        s = with_metric(s, followed.pop()) if len(followed) == 1 else s
+        s.require_primary("hourly explain", store.metric_names(s.bench_key()))
     opts = Options(sweep=sweep, try_flags=list(try_flag or []), revert_check=revert_check or bool(revert_ref),
                    revert_ref=revert_ref, max_passes=max_passes, repeats=repeats,
                    op_times=op_times)
-    targets = targets_from_store(store, step)
+    targets, left_out = targets_from_store(store, s, step)  # the current build's answers; another build's: said
     handler = SILENT if json_out else ProgressLines(err_console, "states", str)
+    if left_out and not json_out:
+        err_console.print(f"note: {left_out}", highlight=False, markup=False, soft_wrap=True)
     records = run_explain(store, s, targets, opts, handler)
     if json_out:
-        print(json.dumps({"explained": records}, indent=1, default=str))
+        print(json.dumps({"explained": records, "left_out": left_out}, indent=1, default=str))
         return
     for rec in records:
         for line in explain_lines(rec):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import List, Optional
 
 from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
 
-from .common import command, console, daily_settings, err_console
+from .common import command, daily_settings, print_level_report, with_progress
 
 
 @command("hunt")
@@ -27,6 +26,7 @@ def hunt(
     release_with: Optional[List[str]] = None,
     release_cache_dir: Optional[str] = None,
     flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    metric: Optional[str] = None,
     dates: str = "all",
     scan_step: Optional[str] = None,
     bisect_in: str = "bad",
@@ -64,8 +64,8 @@ def hunt(
     s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
                      xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
-                     scan_step=scan_step, releases=entry, explain=explain)
-    h.validate()
+                     scan_step=scan_step, releases=entry, explain=explain, metric=metric)
+    h = h.validate()
     store = Store(wd)
     _run_and_print(h, store, json_out)
 
@@ -83,18 +83,11 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
 
 
 def _run_and_print(h, store, json_out: bool) -> None:
-    from hourly.commands.progress import ProgressLines
     from hourly.hunt.run import run_hunt
     from hourly.render.hunt import print_report
-    if json_out:
-        report = run_hunt(h, store)
-    else:
-        with ProgressLines(err_console, "dates", lambda current: f"running {current}") as handler:
-            report = run_hunt(h, store, handler)
-    if json_out:
-        print(json.dumps(report.as_json(), indent=1))
-    else:
-        print_report(console, report)
+    report = with_progress(lambda handler: run_hunt(h, store, handler), json_out, "dates",
+                           lambda current: f"running {current}")
+    print_level_report(report, json_out, print_report)
     if report.failed:
         raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
                         f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",

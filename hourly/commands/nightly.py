@@ -11,7 +11,7 @@ from hourly.measure.settings import workdir_setting
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from hourly.render.console import PlainPrint
 
-from .common import command, console, daily_settings, err_console
+from .common import command, console, daily_settings, err_console, print_level_report, with_progress
 
 
 @command("nightly")
@@ -27,7 +27,6 @@ def nightly(
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
-    from hourly.commands.progress import ProgressLines
     from hourly.nightly.plan import stored_nightly as show_nightly
     from hourly.nightly.run import run_nightly
     from hourly.render.nightly import print_report
@@ -38,18 +37,11 @@ def nightly(
     else:
         if not from_ or not to:
             raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
-        s = daily_settings(flags, from_, to, wd, rerun, config)
-        s.validate()
+        s = daily_settings(flags, from_, to, wd, rerun, config).validate()
         store = Store(wd)
-        if json_out:
-            report = run_nightly(s, store)
-        else:
-            with ProgressLines(err_console, "dates", lambda current: f"running {current}") as handler:
-                report = run_nightly(s, store, handler)
-    if json_out:
-        print(json.dumps(report.as_json(), indent=1))
-    else:
-        print_report(console, report)
+        report = with_progress(lambda handler: run_nightly(s, store, handler), json_out, "dates",
+                               lambda current: f"running {current}")
+    print_level_report(report, json_out, print_report)
     todo = [g for g in report.gaps() if g["kind"] == "not measured"]
     if todo and report.boundary is None:  # no answer from a window not all measured: exit 1
         n = sum(g["dates"] for g in todo)

@@ -31,7 +31,14 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
     s = stored_settings(store, config, workdir=workdir, **flags)
     from hourly.scan.identity import check_store
     s = check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under
-    targets = [Target("manual", parse_state(good, s), parse_state(bad, s))] if good and bad else targets_from_store(store, s)
+    targets, left_out = ([Target("manual", parse_state(good, s), parse_state(bad, s))], None) if good and bad \
+        else targets_from_store(store, s)  # the current build's answers: another build's are left out, and said
+    if left_out and not targets:
+        from hourly.errors import UserError
+        raise UserError(f"no regression to profile under this build in {store.workdir}: {left_out}",
+                        "run `hourly bisect` under this build, or pass --good and --bad")
+    if left_out and not json_out:
+        err_console.print(f"note: {left_out}", highlight=False, markup=False, soft_wrap=True)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
                            front_end_repeats=front_end_repeats)
     from hourly.events import SILENT
@@ -42,7 +49,7 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
     with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
         results = run_profiles(store, s, targets, options, notes, executor=executor, front_end=front)
     if json_out:
-        print(json.dumps({"profiles": [r.record for r in results]}, indent=1, default=str))
+        print(json.dumps({"profiles": [r.record for r in results], "left_out": left_out}, indent=1, default=str))
         return
     for r in results:
         console.print(styled((r.target.name, "bold"), f": good {r.good_dir}  bad {r.bad_dir}"))

@@ -7,12 +7,12 @@ import json
 from typing import List, Optional
 
 from hourly.errors import UsageError
-from hourly.measure.settings import effective, workdir_setting
+from hourly.measure.settings import workdir_setting
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
-from .common import command, console, err_console, refuse_together
+from .common import command, console, print_level_report, refuse_together, shared_direction, with_progress
 
 
 @command("releases")
@@ -24,6 +24,9 @@ def releases(
     env: Optional[List[str]] = None,
     metric_regex: str = DEFAULT_METRIC_REGEX,
     repeats: int = 1,
+    metrics: Optional[str] = None,
+    metric_samples: Optional[str] = None,
+    warmup_samples: Optional[int] = None,
     bench_timeout: Optional[float] = None,
     higher_is_better: Optional[bool] = None,
     extra: Optional[str] = None,
@@ -46,7 +49,6 @@ def releases(
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
     from hourly.adapters.store import Store
-    from hourly.commands.progress import ProgressLines
     from hourly.releases import plan as R
     from hourly.releases.run import run_releases
     from hourly.render.releases import print_report
@@ -64,24 +66,23 @@ def releases(
         s = R.ReleaseSettings(
             from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=list(env or []),
             metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
-            higher_is_better=(effective({}, config)[0].higher_is_better if higher_is_better is None
-                              else higher_is_better),
+            higher_is_better=shared_direction(higher_is_better, config),
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
             python=python, installer=installer.value, cache_dir=cache_dir or R.default_cache_dir(),
             jax_repo=jax_repo, workdir=wd, rerun=rerun, deps_as_of_release=not deps_today)
+        import dataclasses
+
+        from .common import read_metrics
+        named, samples, warmup = read_metrics(s, metrics, metric_samples, warmup_samples)
+        s = dataclasses.replace(s, metrics=named, metric_samples=samples, warmup_samples=warmup)
         if dry_run:
             _print_plan(s, json_out)
             return
-        s.validate()
-        if json_out:  # the workdir is made once the window is planned: bad input makes nothing
-            report = run_releases(s, wd)
-        else:
-            with ProgressLines(err_console, "releases", lambda v: f"installing + measuring jax {v}") as handler:
-                report = run_releases(s, wd, handler)
-    if json_out:
-        print(json.dumps(report.as_json(), indent=1))
-    else:
-        print_report(console, report)
+        s = s.validate()
+        # the workdir is made once the window is planned: bad input makes nothing
+        report = with_progress(lambda handler: run_releases(s, wd, handler), json_out, "releases",
+                               lambda v: f"installing + measuring jax {v}")
+    print_level_report(report, json_out, print_report)
     if report.undecided and not report.steps:  # too few releases to tell noise from steps: exit 1
         from hourly.errors import UserError
         why, _, fix = report.undecided.partition("; ")
@@ -91,7 +92,7 @@ def releases(
 def _print_plan(s, json_out: bool) -> None:
     from hourly.adapters.venvs import target_python
     from hourly.releases.plan import plan_releases
-    s.validate(benchmark=False)
+    s = s.validate(benchmark=False)
     target = target_python(s.python)
     plan = plan_releases(s.make_index(), s, target)
     if json_out:

@@ -39,12 +39,20 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run:
-        from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
-        from hourly.scan.table import require_complete, require_decided, require_measured
+        from hourly.scan.table import require_complete, require_decided_report, require_measured
         require_measured(report, s)
-        found = found_anything(report, s)
+        found = found_any(report, s)
         require_complete(report, s, found)
-        require_decided(report.points, s, found)  # too few pairs to tell noise from steps: exit 1
+        require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+
+
+def found_any(report, s) -> bool:
+    """A step, a crash window or a metric window in the table (of any named metric)."""
+    if report.metrics is not None:
+        from hourly.render.metrics import found_anything as in_any_metric
+        return in_any_metric(report)
+    from hourly.render.steps import found_anything  # detection (numpy): not for a dry run's plan
+    return found_anything(report, s)
 
 
 def warmup_note(s) -> str:
@@ -61,16 +69,30 @@ def emit(report, json_out: bool, s) -> None:
         out = report.as_json()
         if isinstance(out, dict) and s is not None:  # how each point's runs were counted
             out["measuring"] = {"repeats": s.repeats, "warmup_runs": getattr(s, "warmup_runs", 0)}
+        if isinstance(out, dict) and s is not None and s.named_metrics() is not None:
+            out["measuring"].update(metrics=s.named_metrics(), metric=s.primary_metric(),
+                                    metric_samples="all", warmup_samples=s.warmup_samples)
+        elif isinstance(out, dict) and s is not None and (s.metric_samples != "last" or s.warmup_samples):
+            out["measuring"].update(metric_samples=s.metric_samples, warmup_samples=s.warmup_samples)
         if report.plan is None:  # where the benchmark crashes or stops printing its metric (or comes back)
             from hourly.render.steps import undecided_json, windows_json
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
             out["undecided"] = undecided_json(report, s)  # too few pairs to tell noise from steps
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
+            if report.metrics is not None:  # every named metric: its points, steps and what it did
+                from hourly.render.metrics import as_json as metrics_json
+                out.update(metrics_json(report, s))
         print(json.dumps(out, indent=1))
         return
     from hourly.render.console import print_wrapped
     from hourly.render.scan import print_report
+    if report.metrics is not None and report.plan is None:
+        from hourly.render.metrics import print_report as print_metrics
+        print_metrics(console, report, s)
+        if s.warmup_runs and s.mode != "exit":
+            print_wrapped(console, warmup_note(s))
+        return
     if report.plan is not None and all(p.status in ("planned", "built") for p in report.points):
         marks: dict[int, str] = {}  # a plan with nothing measured yet: no step, crash or metric window to mark
         lines: list[str] = []
@@ -78,6 +100,10 @@ def emit(report, json_out: bool, s) -> None:
         from hourly.render.steps import marks_for_report  # detection (numpy)
         marks, lines = marks_for_report(report, s)
     print_report(console, report, marks)
+    from hourly.render.scan import counts_line
+    many = counts_line(report)  # runs that printed many samples (--metric-samples all): counted apart
+    if many:
+        print_wrapped(console, many)
     if s is not None and s.warmup_runs and s.mode != "exit":
         print_wrapped(console, warmup_note(s))
     for line in lines:  # a step's or a crash window's sentence, within the console's width
@@ -104,10 +130,34 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
         daily.require_decided()  # too few dates to tell noise from steps: exit 1
         return
     s = stored_settings(store, config, workdir=workdir)
-    from hourly.render.steps import found_anything
-    from hourly.scan.table import require_complete, require_decided
+    from hourly.scan.table import has_scan
+    if not has_scan(store):  # never an empty "scan" table: say what the workdir holds instead
+        _show_unscanned(store, s, json_out)
+        return
+    from hourly.scan.table import require_complete, require_decided_report
     report = show_stored(store, s)
     emit(report, json_out, s)
-    found = found_anything(report, s)
+    found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
-    require_decided(report.points, s, found)  # too few pairs to tell noise from steps: exit 1
+    require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+
+
+def _show_unscanned(store, s, json_out: bool) -> None:
+    """``hourly show`` of a workdir no scan made: a bisection's answers (exit 1 when none of this
+    build has finished), or the one line saying what else it holds."""
+    from hourly.errors import UserError
+    if not store.bisection_answers() and not store.unfinished_bisections():
+        if store.load_settings("releases"):
+            raise UserError(f"no scan in {store.workdir}: it holds the release level's results",
+                            f"hourly releases --show --workdir {store.workdir} prints them")
+        raise UserError(f"no scan and no bisection in {store.workdir}", "run hourly scan (or hourly bisect --good --bad) there first")
+    from hourly.render.bisect import unscanned
+    view = unscanned(store, s)
+    if json_out:
+        print(json.dumps(view.as_json(), indent=1))
+    else:
+        for line in view.lines():
+            console.print(line, highlight=False, soft_wrap=True)
+    if not view.current:
+        raise UserError(f"no bisection of this build has finished in {store.workdir}",
+                        "run the same hourly bisect command again to finish it")

@@ -3,6 +3,7 @@ measuring again, alert, and start the hunt (logic in hourly/watch/)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, List, Optional
 
@@ -12,7 +13,7 @@ from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import command, console, err_console
+from .common import command, console, read_metrics, shared_direction, with_progress
 
 
 @command("watch")
@@ -24,6 +25,10 @@ def watch(
     bench_cwd: Optional[str] = None,
     env: Optional[List[str]] = None,
     metric_regex: str = DEFAULT_METRIC_REGEX,
+    metrics: Optional[str] = None,
+    metric_samples: Optional[str] = None,
+    warmup_samples: Optional[int] = None,
+    metric: Optional[str] = None,
     repeats: int = 3,
     timeout: Optional[float] = None,
     higher_is_better: Optional[bool] = None,
@@ -66,7 +71,6 @@ def watch(
     """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
     given = dict(locals())  # the options, by name (the level's settings are made from them)
     from hourly.adapters.store import Store
-    from hourly.commands.progress import ProgressLines
     from hourly.measure.settings import workdir_setting
     from hourly.render.watch import notify_payload, print_report, write_page
     from hourly.watch.plan import LEVEL, WatchSettings
@@ -85,11 +89,7 @@ def watch(
         w = _settings(given, wd, config)
         w.validate()
         store = Store(wd)
-    if json_out:
-        report = run_watch(w, store, show=show)
-    else:
-        with ProgressLines(err_console, "watch", str) as handler:
-            report = run_watch(w, store, handler, show=show)
+    report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
         report = deliver(w, store, report, lambda a: notify_payload(a, report))
     try:
@@ -112,6 +112,23 @@ def watch(
         raise typer.Exit(code)
 
 
+def _primary(named: str, metric: Optional[str]) -> str:
+    """The primary of a watch of named metrics: --metric (one of --metrics), else the one name of
+    --metrics; "" when it records several and none was chosen (every series alike)."""
+    from hourly.measure.settings import parse_metric_names
+    from hourly.metric import METRIC_NAME
+    names = parse_metric_names(named) or []
+    if metric is not None:
+        import re
+        if not re.fullmatch(METRIC_NAME, metric):
+            raise UsageError(f"--metric {metric!r} is not a metric's name",
+                             "pass the name of a METRIC line, e.g. --metric lower_ms")
+        if "all" not in names and metric not in names:
+            raise UsageError(f"--metric {metric} is not one of --metrics {named}", f"add it: --metrics {named},{metric}")
+        return metric
+    return names[0] if len(names) == 1 and names[0] != "all" else ""
+
+
 def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     """The watch's settings from the options: the level that measures one build (the daily level's,
     the release level's, the scan's settings), then the watch's own."""
@@ -121,18 +138,20 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     source = g["source"]
     if source not in SOURCES:
         raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
-    direction = g["higher_is_better"]
-    if direction is None:
-        direction = effective({}, g["config"])[0].higher_is_better
+    direction = shared_direction(g["higher_is_better"], g["config"])
     env = list(g["env"] or [])
+    # how a run's output is read: --metric alone records every named metric and lists that one first
+    wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
     if source == "containers":
         from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
         ns = NightlySettings(from_="2000-01-01", to="2000-01-01", image=g["image"], mounts=list(g["mount"] or []),
                              gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
                              metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
                              pull=g["pull"], higher_is_better=direction)
-        ns.validate()
-        level = ns.as_dict()
+        ns_metrics, ns_samples, ns_warmup = read_metrics(ns, wanted, g["metric_samples"], g["warmup_samples"])
+        ns = dataclasses.replace(ns, metrics=ns_metrics, metric_samples=ns_samples, warmup_samples=ns_warmup)
+        level = ns.validate().as_dict()
+        named = ns.metrics
     elif source == "wheels":
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
         if not g["bench_cmd"]:
@@ -142,8 +161,10 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                              higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
                              index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
                              cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
-        rs.validate()
-        level = rs.as_dict()
+        rs_metrics, rs_samples, rs_warmup = read_metrics(rs, wanted, g["metric_samples"], g["warmup_samples"])
+        rs = dataclasses.replace(rs, metrics=rs_metrics, metric_samples=rs_samples, warmup_samples=rs_warmup)
+        level = rs.validate().as_dict()
+        named = rs.metrics
     else:
         if not g["bench_cmd"]:
             raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
@@ -151,12 +172,17 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                  "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
                  "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
                  "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
-                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"]}  # None: not given
+                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"],  # None: not given
+                 "metrics": g["metrics"], "metric_samples": g["metric_samples"], "warmup_samples": g["warmup_samples"],
+                 "metric": g["metric"]}
         s, _ = effective(flags, config)
         level = s.as_dict()
+        names = s.named_metrics()
+        named = None if names is None else ",".join(names)
     slurm = {"partition": g["partition"], "time": g["time"], "gres": g["gres"], "extra": list(g["slurm_arg"] or [])}
+    primary = metric_name(g["metric_regex"]) if named is None else _primary(named, g["metric"])
     return WatchSettings(source=source, level=level, workdir=wd, since=g["since"], until=g["until"], step=g["step"],
-                         list_tags=g["list_tags"], metric=metric_name(g["metric_regex"]), higher_is_better=direction,
+                         list_tags=g["list_tags"], metric=primary, metrics=named, higher_is_better=direction,
                          min_change=g["min_change"], max_pairs=g["max_pairs"], hunt=g["hunt"],
                          executor=getattr(g["executor"], "value", g["executor"]) or "local",
                          slurm=slurm, hunt_args=list(g["hunt_arg"] or []), hunt_image=g["hunt_image"],

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Generator, Iterator, Mapping, Protocol
 
 from hourly.adapters.store import Measurement
 from hourly.errors import HourlyError, UsageError, UserError
-from hourly.execute.host import Host
+from hourly.execute.host import Counted, Host
 from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
 
@@ -77,12 +77,16 @@ class Capabilities:
     that environment is locked for the run, and the pair being built can be shown while it builds);
     ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
     workdir and the build cache through a filesystem this machine shares (results come back as
-    files there); ``profiles``: it captures profiles itself (``profile_stream``)."""
+    files there); ``profiles``: it captures profiles itself (``profile_stream``); ``interleaves``:
+    it runs one request after another on one machine, in the order asked, so a round of several
+    states measured in alternation (a bisection's paired verdicts) runs them in the same stretch of
+    time on the same machine."""
 
     here: bool
     parallel: int = 1
     shared_filesystem: bool = False
     profiles: bool = False
+    interleaves: bool = False
 
 
 class Executor(Protocol):
@@ -94,11 +98,12 @@ class Executor(Protocol):
         """What it can do (see :class:`Capabilities`)."""
         ...
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
-        """For each request: (Measurement recorded in host.store, builds run, benchmark runs)."""
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
+        """For each request: (Measurement recorded in host.store, builds run, benchmark runs, samples
+        those runs printed): :data:`hourly.execute.host.Counted`."""
         ...
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         """The same, one request at a time in order; closing it early cancels what still runs."""
         ...
 
@@ -115,12 +120,12 @@ class LocalExecutor:
     """Build and measure here, one pair after another (hourly's behaviour without an executor)."""
 
     workers = 1
-    capabilities = Capabilities(here=True)
+    capabilities = Capabilities(here=True, interleaves=True)
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         for pair, count in reqs:
             yield host.measure(pair, count)
 
@@ -156,10 +161,10 @@ class SlurmExecutor:
         from hourly.adapters.slurm import SubmitOptions
         return SubmitOptions(self.partition, self.time, self.gres, tuple(self.slurm_args))
 
-    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[tuple[Measurement, int, int]]:
+    def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         return list(self.stream(host, reqs))
 
-    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[tuple[Measurement, int, int], None, None]:
+    def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
         return _Round(self, host).stream(list(reqs))
 
     def profile_stream(self, host: Host, reqs: list[ProfileRequest]) -> Iterator[dict]:
@@ -345,7 +350,7 @@ class _Round:
             m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
                             self.origin)
             self.store.add_measurement(self.host.key, m)
-            return m, 0, 0
+            return m, 0, 0, 0
         r = task.result
         assert r is not None  # a task is recorded once its result is in (an untestable one has none)
         if r["outcome"] == "user_error":
@@ -358,18 +363,22 @@ class _Round:
         if task.kind is RequestKind.PROFILE:
             (task.dir / RECORDED).write_text(json.dumps({"profile": r["out"]}))
             return r
-        m = Measurement(**{k: v for k, v in r["measurement"].items() if k not in ("id", "created")})
-        # a coordinator killed between the row and the folder's mark recorded it already: the
+        def row(d: dict) -> Measurement:
+            return Measurement(**{k: v for k, v in d.items() if k not in ("id", "created")})
+        m = row(r["measurement"])
+        rows = [row(d) for d in r.get("rows") or [r["measurement"]]]  # one per named metric (--metrics)
+        # a coordinator killed between the rows and the folder's mark recorded them already: the
         # runs (each with its own log path) tell the row apart from any other
         same = [old for old in self.store.measurements(self.host.key, m.xla, m.jax)
-                if m.runs and old.runs == m.runs and old.origin == m.origin]
+                if m.runs and old.runs == m.runs and old.origin == m.origin and old.metric == m.metric]
         if same:
             m = same[0]
         else:
-            self.store.add_measurement(self.host.key, m)
+            self.store.add_measurements(self.host.key, rows)
+            m = next(x for x in rows if (x.metric, x.runs) == (m.metric, m.runs))
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
         self.host.split.add(r.get("jaxlib_builds", 0), r.get("jax_builds", 0))
-        return m, r.get("builds_run", 0), r.get("runs", 0)
+        return m, r.get("builds_run", 0), r.get("runs", 0), r.get("samples", 0)
 
 
 def _usable(result: dict | None) -> bool:

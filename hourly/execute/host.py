@@ -42,6 +42,12 @@ class BuildSplit:
         return got
 
 
+#: one measurement as an executor returns it: the Measurement recorded, the builds run, the benchmark
+#: runs started (process starts, warm-up runs included) and the samples they printed (counted apart:
+#: many per run with --metric-samples all or named metrics)
+Counted = tuple[Measurement, int, int, int]
+
+
 class Host(Protocol):
     s: Settings
     store: Store
@@ -50,9 +56,9 @@ class Host(Protocol):
     gate: JaxlibGate | None
     split: BuildSplit
 
-    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+    def measure(self, pair: Pair, count: int) -> Counted:
         """Build (or reuse) ``pair`` here and run the benchmark ``count`` times: the Measurement
-        (recorded in ``store`` with ``origin``), builds run, benchmark runs."""
+        (recorded in ``store`` with ``origin``), builds run, benchmark runs, samples counted."""
         ...
 
 
@@ -91,15 +97,15 @@ class MeasuringHost:
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin, key=self.key)
         return self._measurer
 
-    def measure(self, pair: Pair, count: int) -> tuple[Measurement, int, int]:
+    def measure(self, pair: Pair, count: int) -> Counted:
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
 
-def measure_counted(m: Measurer, split: BuildSplit, pair: Pair, count: int,
-                    origin: str) -> tuple[Measurement, int, int]:
-    """One measurement through ``m``, with the builds and runs it took (the split into ``split``)."""
-    b0, r0 = m.builder.builds_run, m.runs
+def measure_counted(m: Measurer, split: BuildSplit, pair: Pair, count: int, origin: str) -> Counted:
+    """One measurement through ``m``, with the builds, the runs (process starts) and the samples
+    those runs printed (:attr:`Measurer.samples`) it took (the builds' split into ``split``)."""
+    b0, r0, s0 = m.builder.builds_run, m.runs, m.samples
     l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
     got = m.measure(pair, count, origin=origin)
     split.add(m.builder.jaxlib_builds - l0, m.builder.jax_builds - j0)
-    return got, m.builder.builds_run - b0, m.runs - r0
+    return got, m.builder.builds_run - b0, m.runs - r0, m.samples - s0

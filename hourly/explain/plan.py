@@ -12,6 +12,7 @@ from pathlib import Path
 from hourly.adapters.store import Store
 from hourly.answers import Answer, Commit
 from hourly.errors import UserError
+from hourly.measure.settings import Settings
 from hourly.model import Pair, cut_side
 
 #: the folder of a workdir where explain keeps its dumps, repros and records
@@ -51,22 +52,31 @@ class Options:
     op_times: bool = True             # the dump runs under the JAX profiler, their op times joined onto the diff
 
 
-def targets_from_store(store: Store, step: int | None = None) -> list[Target]:
-    """Every finished bisection with a last-good and a first-bad state (``step``: that one)."""
+def targets_from_store(store: Store, s: Settings, step: int | None = None,
+                       key: str | None = None) -> tuple[list[Target], str | None]:
+    """Every finished bisection of the current build with a last-good and a first-bad state
+    (``step``: that one), numbered among them; and the line naming the answers of another build
+    that were left out (None: none was). The current build: ``key``, else the one the workdir's
+    investigation speaks for (hourly.scan.identity.answers_by_build, as the report takes them)."""
+    from hourly.scan.identity import answers_by_build
+    split = answers_by_build(store, s, key)
+    left_out = split.left_out(store)
     out = []
-    answers = [Answer.from_json(a) for a in store.bisection_results()]
-    for i, a in enumerate((a for a in answers if a.last_good and a.first_bad), 1):
+    for i, a in enumerate((a for a in split.current if a.last_good and a.first_bad), 1):
         assert a.last_good is not None and a.first_bad is not None
         out.append(Target(i, a.last_good, a.first_bad, a.culprit, a))
     if not out:
+        if left_out:
+            raise UserError(f"no bisected regression under this build in {store.workdir}: {left_out}",
+                            "run `hourly bisect` under this build, or explain with the build those were measured with")
         raise UserError(f"no bisected regression in {store.workdir}", "run `hourly bisect` first")
     if step is not None:
         picked = [t for t in out if t.step == step]
         if not picked:
             raise UserError(f"there is no step {step} in {store.workdir} (steps 1 to {len(out)})",
                             f"pass --step between 1 and {len(out)}")
-        return picked
-    return out
+        return picked, left_out
+    return out, left_out
 
 
 def xla_flags(user_env: dict[str, str], *extra: str, inherited: dict[str, str] | None = None) -> str:

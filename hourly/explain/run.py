@@ -493,7 +493,7 @@ def explain_answers(store: Store, s: Settings, answers: list[Answer], opts: Opti
     if not wanted:
         return answers
     try:
-        stored = targets_from_store(store)
+        stored, _ = targets_from_store(store, s, key=s.bench_key())  # the answers just measured: this build's
     except UserError as e:
         for a in wanted:
             a.explained = {"error": e.message, "fix": e.fix}

@@ -113,7 +113,8 @@ def release_settings(h, r: ReleaseEntry):
     cmd, cwd = (r.bench_cmd, None) if r.bench_cmd else host_bench(s.bench_cmd, s.effective_mounts(),
                                                                   s.container_workdir())
     return ReleaseSettings(from_=r.from_release, to=r.to_release, bench_cmd=cmd, bench_cwd=cwd,
-                           env=list(s.env), metric_regex=s.metric_regex, repeats=s.repeats,
+                           env=list(s.env), metric_regex=s.metric_regex, metrics=s.metrics,
+                           metric_samples=s.metric_samples, warmup_samples=s.warmup_samples, repeats=s.repeats,
                            timeout=s.timeout, higher_is_better=s.higher_is_better, extra=r.extra, with_=list(r.with_),
                            index_url=r.index_url, find_links=r.find_links, pre=r.pre,
                            cache_dir=r.cache_dir or default_cache_dir(), workdir=s.workdir, rerun=h.rerun)
@@ -133,7 +134,9 @@ def run_release_level(h, store, handler: Handler) -> tuple[Any, list[tuple[date,
     handler.note(f"release level: jax {rs.from_} → {rs.to}, benchmark on the host: {rs.bench_cmd}"
         + (f" (in {rs.bench_cwd})" if rs.bench_cwd else ""))
     report = run_releases(rs, store, handler)
-    hunted = [st for st in report.steps if st.kind in ("regression", "crash")]
+    steps = report.steps if report.metrics is None else [  # every named metric's (--metric: its own)
+        st for m in report.metrics if h.metric is None or m.name == h.metric for st in m.steps]
+    hunted = [st for st in steps if st.kind in ("regression", "crash")]
     for st in hunted:
         handler.note(describe_step(st))
     undated = [st for st in hunted if not (st.before.date and st.after.date)]

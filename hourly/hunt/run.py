@@ -36,7 +36,7 @@ import hashlib
 import json
 import shlex
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -59,8 +59,11 @@ BISECT_IN = ("bad", "good")
 ENDS_ALIKE = ("do not differ", "is not worse than the good end", "by exit status")
 
 
-@dataclass
+@dataclass(frozen=True)
 class HuntSettings:
+    """What a hunt is asked to do: frozen; :meth:`validate` returns them checked (the daily level's
+    validated, its default mount pinned). What one run of it holds is a :class:`HuntRun`'s."""
+
     nightly: NightlySettings
     bisect_in: str = "bad"
     good_date: str | None = None  # entering at the commit level: skip the daily search
@@ -78,10 +81,14 @@ class HuntSettings:
     scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
     releases: Any = None  # hourly.hunt.from_releases.ReleaseEntry: enter at the release level
     explain: bool = False  # --explain: the bisection inside explains each culprit (hourly bisect --explain)
-    _measured: set = field(default_factory=set, repr=False)  # dates measured in this run
-    _run_id: str = field(default="", repr=False)  # this run's identity (container labels, owner lock)
+    #: --metric: the named metric (--metrics) the hunt's scans and bisections follow [default: each metric's
+    #: regressions, each window its own metric]
+    metric: str | None = None
 
-    def validate(self) -> None:
+    def validate(self) -> HuntSettings:
+        """These settings checked before anything runs (the daily level's, or with --from-release
+        the release level's too), returned with the daily level's as :meth:`NightlySettings.validate`
+        returns them."""
         if self.dates not in ("all", "search"):
             raise UserError(f"--dates {self.dates!r} is neither all nor search",
                             "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
@@ -93,18 +100,16 @@ class HuntSettings:
                             "pass --bisect-in bad (the default) or --bisect-in good")
         if self.min_change is not None:
             check_min_change(self.min_change)
+        self._check_metric()
         if (self.good_date is None) != (self.bad_date is None):
             raise UsageError("--good-date and --bad-date go together", "pass both, or neither")
         if self.good_date and self.bad_date and parse_date(self.good_date) >= parse_date(self.bad_date):
             raise UserError(f"--bad-date {self.bad_date} is not after --good-date {self.good_date}",
                             "swap them")
         if self.releases is None:
-            self.nightly.validate()
-            return
+            return replace(self, nightly=self.nightly.validate())
         if self.good_date or self.dates != "all":
             raise UsageError("--from-release finds the days itself", "drop --good-date/--bad-date and --dates")
-        from dataclasses import replace
-
         from packaging.version import InvalidVersion, Version
 
         from hourly.hunt.from_releases import release_settings
@@ -116,15 +121,49 @@ class HuntSettings:
                             "pass e.g. --from-release 0.4.13 --to-release 0.4.20") from e
         if hi < lo:
             raise UserError(f"--to-release {r.to_release} is before --from-release {r.from_release}", "swap them")
-        self.nightly.mounts = self.nightly.effective_mounts()
         # the days come from the release level; every other daily setting is checked now
-        replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
-        release_settings(self, self.releases).validate()
+        nightly = replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
+        checked = replace(self, nightly=replace(self.nightly, mounts=nightly.mounts))
+        release_settings(checked, self.releases).validate()
+        return checked
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the store keeps them (the hunt's settings row)."""
+        return {"nightly": self.nightly.as_dict(), "releases": self.releases.as_dict() if self.releases else None,
+                **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("nightly", "releases")}}
+
+    def _check_metric(self) -> None:
+        """--metric names a metric the daily level records (named metrics: --metrics, or the
+        per-phase harness)."""
+        if self.metric is None:
+            return
+        import re
+
+        from hourly.metric import METRIC_NAME
+        if not re.fullmatch(METRIC_NAME, self.metric):
+            raise UsageError(f"--metric {self.metric!r} is not a metric's name",
+                             "pass the name of a METRIC line, e.g. --metric lower_ms")
+        named = self.nightly.named_metrics()
+        if named is None:
+            raise UsageError(f"--metric {self.metric} follows a named metric, but the daily level reads the "
+                             "--metric-regex's one metric", f"pass --metrics all (or --metrics {self.metric})")
+        if "all" not in named and self.metric not in named:
+            raise UsageError(f"--metric {self.metric} is not one of --metrics {self.nightly.metrics}",
+                             f"add it: --metrics {self.nightly.metrics},{self.metric}")
 
     def workdir_id(self) -> str:
         """The identity of this workdir's hunts (labels of their containers)."""
         wd = str(Path(self.nightly.workdir).expanduser().absolute())
         return hashlib.sha256(wd.encode()).hexdigest()[:12]
+
+
+@dataclass
+class HuntRun:
+    """What one run of a hunt holds (never its settings): its identity (container labels, the owner
+    lock) and the dates it has measured (with --rerun each is measured once per run)."""
+
+    run_id: str = field(default_factory=lambda: f"h{uuid.uuid4().hex[:8]}")
+    measured: set[str] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,6 +177,9 @@ class HuntWindow:
     from_value: float | None = None
     to_value: float | None = None
     release: list | None = None  # the release steps whose days held this window (--from-release)
+    #: named metrics (--metrics): the metric whose regression this is (its bisection follows it,
+    #: --metric); None: the regex's one metric, or a crash (exit codes are every metric's)
+    metric: str | None = None
 
     @property
     def mode(self) -> Mode:
@@ -147,13 +189,19 @@ class HuntWindow:
     def name(self) -> str:
         return f"{self.good.date}..{self.bad.date}"
 
-    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None, build_cmd: str | None = None) -> str:
+    def key(self, nightly_key: str, bisect_in: str, scan_step: str | None = None, build_cmd: str | None = None,
+            per_metric: bool = True) -> str:
+        """The window's answer's key (``per_metric``: the metric it follows too; without it, the key
+        of the window's workdir, which every metric's bisection of the same dates shares: one
+        measurement records every named metric)."""
         ident = [nightly_key, self.good.date, self.good.xla, self.good.jax, self.bad.date,
                  self.bad.xla, self.bad.jax, self.kind, bisect_in]
         if scan_step:  # a scanned window's answer is its own, apart from a direct bisection's
             ident.append(f"scan {scan_step}")
         if build_cmd:  # another build's answer is not this build's (the default build keeps the keys stored before)
             ident.append(f"build {build_cmd}")
+        if per_metric and self.metric:  # one window bisected per named metric
+            ident.append(f"metric {self.metric}")
         return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
     @property
@@ -165,19 +213,20 @@ class HuntWindow:
         return f"xla@{p.xla},jax@{p.jax}"
 
 
-def windows_of(points: list[NightlyPoint], steps: list) -> list[HuntWindow]:
+def windows_of(points: list[NightlyPoint], steps: list, metric: str | None = None) -> list[HuntWindow]:
     """Every regression the daily detection found and every crash window (the last OK date
     before each run of crashed or timed-out dates → its first date), in date order (pure).
 
     ``steps`` are :class:`hourly.model.Step` objects with indices into ``points``; improvements
     are left out. Dates whose commits are unknown cannot bound a bisection and are skipped.
+    ``metric``: the named metric whose points and steps these are (its regressions' windows follow it).
     """
     out = []
     for st in steps:
         if st.kind.value != "regression":
             continue
         g, b = points[st.before_index], points[st.after_index]
-        out.append(HuntWindow(g, b, "regression", st.change.level_before, st.change.level_after))
+        out.append(HuntWindow(g, b, "regression", st.change.level_before, st.change.level_after, metric=metric))
     last_ok, in_crash = None, False
     for p in points:
         if p.status is Status.OK:
@@ -188,6 +237,21 @@ def windows_of(points: list[NightlyPoint], steps: list) -> list[HuntWindow]:
             in_crash = True
     out = [w for w in out if w.good.xla and w.good.jax and w.bad.xla and w.bad.jax]
     return sorted(out, key=lambda w: (w.good.date, w.bad.date))
+
+
+def daily_windows(report: Any, metric: str | None = None) -> list[HuntWindow]:
+    """The windows of a daily report (hourly.nightly.plan.NightlyReport, pure): with named metrics,
+    every metric's regressions (only ``metric``'s when given), each window following its metric,
+    and the crash windows once (a crash is every metric's); else :func:`windows_of`."""
+    if report.metrics is None:
+        return windows_of(report.points, report.steps)
+    chosen = [m for m in report.metrics if metric is None or m.name == metric]
+    if metric is not None and not chosen and report.metrics:
+        raise UserError(f"--metric {metric} is not a metric the daily level recorded "
+                        f"({', '.join(m.name for m in report.metrics)})", "pass one of them")
+    out = [w for m in chosen for w in windows_of(m.points, m.steps, m.name) if w.kind == "regression"]
+    out += windows_of(report.points, [])
+    return sorted(out, key=lambda w: (w.good.date, w.bad.date, w.kind, w.metric or ""))
 
 
 def search_dates(n: int, is_good: Callable[[int], bool | None]) -> tuple[int, int]:
@@ -241,7 +305,7 @@ def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str
     """The `hourly bisect` command run inside the container for ``w`` (pure; the one encoder,
     hourly.options.argv: exact, since it runs)."""
     return options.argv("bisect", {"good": w.end("good"), "bad": w.end("bad"), "json_out": True, "progress": True,
-                                   "mode": w.mode, "workdir": workdir_inside, **_common(h, w.mode),
+                                   "mode": w.mode, "workdir": workdir_inside, **_common(h, w.mode, w.metric),
                                    **_bisect_options(h)})
 
 
@@ -250,12 +314,20 @@ def _bisect_options(h: HuntSettings) -> dict[str, Any]:
     return {"max_repeats": h.max_repeats, "min_change": h.min_change, "explain": h.explain or None}
 
 
-def _common(h: HuntSettings, mode: Mode | None = None) -> dict[str, Any]:
-    """What the commands inside the container share: benchmark, direction, cache, trees (an
+def _common(h: HuntSettings, mode: Mode | None = None, metric: str | None = None) -> dict[str, Any]:
+    """What the commands inside the container share: benchmark, how a run's output is read (the
+    named metrics, the metric followed: ``metric``, else --metric), direction, cache, trees (an
     exit-status run reads no metric: no --metric-regex then, which the commands refuse with it)."""
     s = h.nightly
-    return {"bench_cmd": s.bench_cmd, "metric_regex": None if mode is Mode.EXIT else s.metric_regex,
-            "repeats": s.repeats, "force": True, "higher_is_better": s.higher_is_better,
+    exit_ = mode is Mode.EXIT
+    followed = None if exit_ else metric or h.metric
+    return {"bench_cmd": s.bench_cmd, "metric_regex": None if exit_ else s.metric_regex,
+            "metric_samples": None if exit_ or s.metric_samples == "last" else s.metric_samples,
+            "warmup_samples": None if exit_ else s.warmup_samples or None,
+            "metrics": None if exit_ else s.metrics, "metric": followed,
+            "repeats": s.repeats, "force": True,
+            # a named metric's direction is its unit's (else the hunt's, as the daily level read it)
+            "higher_is_better": s.direction_of(followed) if followed else s.higher_is_better,
             # the build cache on the host too: a resumed or later window never rebuilds a pair
             "cache_dir": f"{WORKDIR_TARGET}/cache", "bench_cwd": s.container_workdir(),
             "bench_timeout": s.timeout or None, "build_cmd": h.build_cmd, "xla_repo": h.xla_repo,
@@ -282,13 +354,15 @@ def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime,
     from hourly.timeparse import iso_utc
     return options.argv("scan", {"from_": iso_utc(t0), "to": iso_utc(t1), "step": str(h.scan_step), "json_out": True,
                                  "sync": False, "keep_going": True, "mode": w.mode, "workdir": workdir_inside,
-                                 **_common(h, w.mode)})
+                                 **_common(h, w.mode, w.metric)})
 
 
-def scanned_bisect_argv(h: HuntSettings, workdir_inside: str) -> list[str]:
-    """The plain `hourly bisect` after the scan: every regression and crash window it found (pure)."""
+def scanned_bisect_argv(h: HuntSettings, workdir_inside: str, w: HuntWindow | None = None) -> list[str]:
+    """The plain `hourly bisect` after the scan: every regression and crash window it found (pure);
+    a window of a named metric: that metric's (--metric)."""
+    metric = (w.metric if w is not None else None) or h.metric
     return options.argv("bisect", {"json_out": True, "progress": True, "force": True, "workdir": workdir_inside,
-                                   **_bisect_options(h)})
+                                   "metric": metric, **_bisect_options(h)})
 
 
 def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
@@ -296,13 +370,14 @@ def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
     regressions = [Answer.from_json(r) for r in answer.get("regressions") or []]
     first = regressions[0] if regressions else None
     culprit = first.culprit.to_json() if first and first.culprit else None
-    row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind,
+    row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind, "metric": w.metric,
            "from_value": w.from_value, "to_value": w.to_value,
            "culprit": culprit, "range": None if culprit or not first else first.range,
            "reason": answer.get("reason") or (first.reason if first else None),
            "environment": answer.get("environment"),
            "builds": sum(r.builds for r in regressions),
-           "runs": sum(r.runs for r in regressions),
+           "runs": sum(r.runs for r in regressions),  # benchmark processes started
+           "run_samples": sum(r.run_samples for r in regressions),  # the samples they printed, counted apart
            "more": [r.culprit.to_json() if r.culprit else {"range": r.range} for r in regressions[1:]],
            "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
            "error": answer.get("error")}
@@ -374,16 +449,17 @@ class HuntReport:
         return [r for r in self.rows if r.get("error")]
 
 
-def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
+def _entered(h: HuntSettings, run: HuntRun, store: Store, docker_client) -> list[HuntWindow]:
     """--good-date/--bad-date: the two images' commits (each date measured and stored as the
     daily level would, so their values and commits are known)."""
     s = h.nightly
     store.save_settings(NIGHTLY_LEVEL, s.as_dict())
     ends = []
+    metric = h.metric
     for d in (h.good_date, h.bad_date):
         assert d is not None  # entered at the commit level: both dates (they go together)
         day = parse_date(d)
-        p = _point(day, h, store, docker_client)
+        p = _point(day, h, run, store, docker_client, metric)
         if p.status is Status.MISSING:
             raise UserError(f"no image for {d}: {image_ref(s.image, day)} ({p.detail})",
                             "pick dates that have a nightly")
@@ -391,27 +467,53 @@ def _entered(h: HuntSettings, store: Store, docker_client) -> list[HuntWindow]:
             raise UserError(f"the image of {d} has no JAX/XLA source trees to read commits from",
                             "use images that hold /opt/jax-source and /opt/xla-source (or /opt/jax, /opt/xla)")
         ends.append(p)
+        if metric is None:
+            metric = _followed(h, store, "--good-date/--bad-date")
+            if metric:  # the named metric both dates are read in
+                ends[-1] = _point(day, h, run, store, docker_client, metric)
     good, bad = ends
     kind = "crash" if good.status is Status.OK and bad.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
-    return [HuntWindow(good, bad, kind, good.value, bad.value)]
+    return [HuntWindow(good, bad, kind, good.value, bad.value, metric=metric if kind == "regression" else None)]
 
 
-def _point(day, h: HuntSettings, store: Store, docker_client) -> NightlyPoint:
-    """One date of the daily level: from the store, else measured and stored as `nightly` does."""
+def _followed(h: HuntSettings, store: Store, what: str) -> str | None:
+    """The named metric a hunt that judges dates by one value follows when no --metric was given:
+    the one name the daily level recorded; None for the regex's one metric. Several names: a user
+    error naming them (every date measured is kept)."""
+    if h.nightly.named_metrics() is None:
+        return None
+    names = store.nightly_metric_names(h.nightly.key())
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        return None  # nothing printed a named metric yet: the dates say why (crashed, no metric)
+    raise UserError(f"{what} judges each date by one metric, and this benchmark records several "
+                    f"({', '.join(names)})",
+                    "pass --metric NAME (the dates measured are kept), or --dates all to hunt every metric's steps")
+
+
+def _point(day, h: HuntSettings, run: HuntRun, store: Store, docker_client, metric: str | None = None) -> NightlyPoint:
+    """One date of the daily level: from the store, else measured and stored as `nightly` does
+    (every named metric's row); the row of ``metric`` (named metrics; a date that measured no name
+    has one row for every metric), else the regex's."""
     from hourly.nightly import run as nightly_run
     s = h.nightly
     key = s.key()
-    p = store.nightly_points(key).get(day.isoformat())
-    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in h._measured):
+    named = s.named_metrics() is not None
+    want = metric if named else ""
+    p = store.nightly_points(key, metric=want).get(day.isoformat())
+    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in run.measured):
         log_dir = store.logs / "nightly"
         log_dir.mkdir(parents=True, exist_ok=True)
-        p = nightly_run.measure_date(day, s, h._run_id, s.gpus, log_dir, docker_client)
-        store.add_nightly(key, p, NIGHTLY_LEVEL)
-        h._measured.add(day.isoformat())
+        got = nightly_run.measure_day(day, s, run.run_id, s.gpus, log_dir, docker_client,
+                                      known=store.nightly_metric_names(key) if named else None)
+        store.add_nightlies(key, got, NIGHTLY_LEVEL)
+        run.measured.add(day.isoformat())
+        p = next((x for x in got if want is None or x.metric in (want, "")), got[0])
     return p
 
 
-def _searched(h: HuntSettings, store: Store, docker_client,
+def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client,
               say: Callable[[str], None]) -> list[HuntWindow]:
     """``--dates search``: one boundary, found by :func:`search_dates` from the last date back."""
     from hourly.model import BISECT_MIN_CHANGE
@@ -421,13 +523,21 @@ def _searched(h: HuntSettings, store: Store, docker_client,
     dates = date_range(s.from_, s.to, s.every)
     points: dict[int, NightlyPoint] = {}
 
+    metric: str | None = None
+
     def point(i: int) -> NightlyPoint:
         if i not in points:
             say(f"date {dates[i].isoformat()}")
-            points[i] = _point(dates[i], h, store, docker_client)
+            points[i] = _point(dates[i], h, run, store, docker_client, metric)
         return points[i]
 
+    metric = h.metric
     bad = point(len(dates) - 1)
+    if metric is None and s.named_metrics() is not None:
+        metric = _followed(h, store, "--dates search")
+        if metric:  # the last date's row of the metric followed
+            points.clear()
+            bad = point(len(dates) - 1)
     if bad.status in (Status.MISSING,) or not (bad.xla and bad.jax):
         raise UserError(f"the last date {dates[-1]} has no usable image ({bad.status.value})",
                         "pass a --to date that has a nightly")
@@ -447,12 +557,13 @@ def _searched(h: HuntSettings, store: Store, docker_client,
             return False if p.status in (Status.CRASHED, Status.TIMEOUT) else None
         assert bad.value is not None  # not a crash: the last date measured (checked above)
         change = (bad.value - p.value) / p.value
-        return (-change if s.higher_is_better else change) >= threshold
+        return (-change if higher else change) >= threshold
 
+    higher = s.direction_of(metric) if metric else s.higher_is_better
     g, b = search_dates(len(dates), is_good)
     good, bad_p = point(g), point(b)
     kind = "crash" if bad_p.status in (Status.CRASHED, Status.TIMEOUT) else "regression"
-    return [HuntWindow(good, bad_p, kind, good.value, bad_p.value)]
+    return [HuntWindow(good, bad_p, kind, good.value, bad_p.value, metric=metric if kind == "regression" else None)]
 
 
 def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: Handler, c) -> list[HuntWindow]:
@@ -470,7 +581,7 @@ def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: H
                                      store, handler, docker_client=c)
         release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
                    for st in steps]
-        for w in windows_of(report.nightly.points, report.nightly.steps):
+        for w in daily_windows(report.nightly, h.metric):
             w.release = release
             windows.append(w)
     return windows
@@ -483,45 +594,42 @@ def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_cl
     from hourly.adapters import containers
     from hourly.adapters.locks import run_lock
     from hourly.adapters.stale_runs import remove_dead_runs
-    h.validate()
+    h = h.validate()
     c = docker_client or containers.client()
     # a dead run (kill -9) may have left its bisection container running: its owner lock is free
     remove_dead_runs(c)
-    h._run_id = f"h{uuid.uuid4().hex[:8]}"
-    owner = run_lock(h._run_id).acquire()  # while held, this run's containers are known to be alive
+    run = HuntRun()
+    owner = run_lock(run.run_id).acquire()  # while held, this run's containers are known to be alive
     try:
-        return _run_hunt(h, store, handler, c)
+        return _run_hunt(h, run, store, handler, c)
     finally:
         owner.release()
         owner.path.unlink(missing_ok=True)
 
 
-def _run_hunt(h: HuntSettings, store: Store, handler: Handler, c) -> HuntReport:
+def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c) -> HuntReport:
     from hourly.nightly.run import run_nightly
     say = handler.note
-    store.save_settings(LEVEL, {"nightly": h.nightly.as_dict(),
-                                "releases": h.releases.as_dict() if h.releases else None,
-                                **{k: v for k, v in h.__dict__.items()
-                                   if not k.startswith("_") and k not in ("nightly", "releases")}})
+    store.save_settings(LEVEL, h.as_dict())
     report = HuntReport()
     if h.releases is not None:
         windows = _from_releases(h, store, report, handler, c)
     elif h.good_date:
-        windows = _entered(h, store, c)
+        windows = _entered(h, run, store, c)
     elif h.dates == "search":
-        windows = _searched(h, store, c, say)
+        windows = _searched(h, run, store, c, say)
     else:
         report.nightly = run_nightly(h.nightly, store, handler, docker_client=c)
-        windows = windows_of(report.nightly.points, report.nightly.steps)
-    run_id = h._run_id
+        windows = daily_windows(report.nightly, h.metric)
+    run_id = run.run_id
     for i, w in enumerate(windows, 1):
         key = w.key(h.nightly.key(), h.bisect_in, h.scan_step, h.build_cmd)
         answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
         if answer is not None and h.explain and unexplained(answer):
             answer = None  # bisected before without --explain: again (the bisection inside reuses its store)
         if answer is None:
-            say(f"window {i}/{len(windows)}: {w.name} ({w.kind}), bisecting in the "
-                f"{h.bisect_in} day's image")
+            say(f"window {i}/{len(windows)}: {w.name} ({w.kind}{f' of {w.metric}' if w.metric else ''}), "
+                f"bisecting in the {h.bisect_in} day's image")
             try:
                 answer = bisect_window(w, h, store, run_id, key, c, say)
             except UserError as e:  # the other windows are still hunted; this one is retried next time
@@ -550,9 +658,12 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
                           "xla and jax commits",
                 "environment": image_environment_diff(w.good.image, w.bad.image, docker_client)}
     name = f"hourly-{run_id}-{w.good.date}-{w.bad.date}"
-    sub = f"bisect/{w.good.date}..{w.bad.date}-{key[:6]}"
+    # every named metric's bisection of these dates shares one workdir: a measurement records them all
+    shared = w.key(s.key(), h.bisect_in, h.scan_step, h.build_cmd, per_metric=False) if w.metric else key
+    sub = f"bisect/{w.good.date}..{w.bad.date}-{shared[:6]}"
     (store.workdir / sub).mkdir(parents=True, exist_ok=True)
-    log = store.logs / "hunt" / f"{w.good.date}..{w.bad.date}.log"
+    tail = f"-{w.metric}" if w.metric else ""  # one window's log and answer per metric
+    log = store.logs / "hunt" / f"{w.good.date}..{w.bad.date}{tail}.log"
     from hourly.adapters.locks import owner_labels
     labels = {**containers.scan_labels(run_id, level=LEVEL, hunt=h.workdir_id(), window=w.name),
               **owner_labels(run_id)}
@@ -566,15 +677,15 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
         inside = f"{WORKDIR_TARGET}/{sub}"
         if h.scan_step:
             scanned = _scan_inside(name, w, h, inside, store.workdir / sub, log, docker_client, say)
-            argv = scanned_bisect_argv(h, inside)
+            argv = scanned_bisect_argv(h, inside, w)
         else:
             argv = bisect_argv(w, h, inside)
-        res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/answer.json"],
+        res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/answer{tail}.json"],
                                  log_path=log, docker_client=docker_client,
                                  on_line=lambda line: say(f"  {w.name}: {line}") if line.strip() else None)
     finally:
         containers.cleanup(f"hourly.scan={run_id}", docker_client=docker_client)
-    answer = _answer(w, h, image, store.workdir / sub / "answer.json", res, log, scanned, docker_client)
+    answer = _answer(w, h, image, store.workdir / sub / f"answer{tail}.json", res, log, scanned, docker_client)
     return host_paths(answer, WORKDIR_TARGET, str(store.workdir)) if h.explain else answer
 
 
@@ -613,9 +724,10 @@ def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_di
     argv = scan_argv(w, h, inside, t0, t1)
     say(f"  {w.name}: hourly scan from {t0:%Y-%m-%d %H:%M} to {t1:%Y-%m-%d %H:%M} UTC every {h.scan_step}")
     scan_log = log.with_name(log.name.removesuffix(".log") + "-scan.log")
-    res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/scan.json"],
+    out = f"scan-{w.metric}.json" if w.metric else "scan.json"
+    res = containers.exec_in(name, ["sh", "-c", f"{shlex.join(argv)} > {inside}/{out}"],
                              log_path=scan_log, docker_client=docker_client)
-    scan_file = host_dir / "scan.json"
+    scan_file = host_dir / out
     text = scan_file.read_text() if scan_file.exists() else ""
     if res.exit_code != 0 or not text.strip():
         raise UserError(f"the hourly scan of {w.name} failed: {_error_line(res.output)}",

@@ -1,7 +1,16 @@
-"""The benchmark executor: run a command N times, parse one metric, classify each run.
+"""The benchmark executor: run a command N times, read its metric (or metrics), classify each run.
 
 The command is an argument list (split like a shell would by the caller, never run through a
 shell string). Every run keeps its exit code, duration, log and parsed value.
+
+A run is one process, and the unit of independent noise: whatever one process prints shares its
+state (compiled code, caches, clocks, the machine's load while it ran). It may print its metric
+once (its last match is its value: :data:`SAMPLES_LAST`, the default) or once per iteration
+(``--metric-samples all``: every match is a sample, the first ``--warmup-samples`` of each process
+dropped as its warm-up); then the run keeps its own samples, and its value is their median. A
+benchmark that prints named ``METRIC name: value`` lines (``hourly.jaxbench``, the per-phase
+harness) may have every name recorded (``--metrics``): each run then keeps the samples of each
+name, and :meth:`BenchResult.for_metric` gives one name's runs as if it were the only metric.
 """
 
 from __future__ import annotations
@@ -9,41 +18,111 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
-from hourly.metric import DEFAULT_METRIC_REGEX, MetricReading, compile_metric_regex, read_metric
+from hourly.metric import (
+    DEFAULT_METRIC_REGEX,
+    MetricReading,
+    Samples,
+    compile_metric_regex,
+    parse_samples,
+    read_metric,
+    read_metric_samples,
+    read_unavailable,
+)
 from hourly.model import Status
+from hourly.plurals import plural
+
+#: how many of a metric's matches in one run's output count: the last one (one value per process)
+#: or every one (many samples per process)
+SAMPLES_LAST, SAMPLES_ALL = "last", "all"
+#: ``--metrics all``: every name a run prints
+ALL_METRICS = "all"
 
 
 @dataclass
 class Run:
+    """One process: its class, its value, and (many samples, named metrics) what it printed."""
+
     status: Status
-    value: float | None
+    value: float | None  # the process's value: its last match; with many samples, their median
     returncode: int | None
     duration: float
     log_path: str
     warmup: bool = False  # a warm-up run of a state just installed: recorded, never counted
-    #: what the metric regex captured that is no finite number (``1e400``, ``inf``, a word): the
-    #: run is ``no_metric`` and says so (hourly.metric.read_metric)
+    #: many samples: the counted samples this process printed (its warm-up ones dropped); None:
+    #: one value per process (its last match), as every run recorded before many samples
+    samples: list[float] | None = None
+    matched: int | None = None  # matches of the metric in its output, warm-up and rejected ones included
+    warmup_samples: int = 0     # of those, dropped as the process's warm-up
+    rejected: list[str] = field(default_factory=list)  # counted matches that are no finite number
+    unavailable: str | None = None  # named metrics: the reason of an ``UNAVAILABLE name: reason`` line
+    #: named metrics: every name's samples in this process (not stored: each name's own runs carry theirs)
+    metrics: dict[str, Samples] | None = None
+    unavailable_all: dict[str, str] = field(default_factory=dict)
+    #: one value per process: what the metric regex captured that is no finite number (``1e400``,
+    #: ``inf``, a word): the run is ``no_metric`` and says so (hourly.metric.read_metric)
     captured: str | None = None
 
     def as_dict(self) -> dict:
-        d = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
+        d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
              "duration": round(self.duration, 3), "log": self.log_path}
         if self.warmup:
             d["warmup"] = True
+        if self.samples is not None:  # the process's own samples: which samples came from which process
+            d["samples"] = list(self.samples)
+            d["matched"] = self.matched
+            if self.warmup_samples:
+                d["warmup_samples"] = self.warmup_samples
+            if self.rejected:
+                d["rejected"] = list(self.rejected)
+        if self.unavailable:
+            d["unavailable"] = self.unavailable
         if self.captured is not None:
             d["captured"] = self.captured
         return d
 
+    @property
+    def values(self) -> list[float]:
+        """The counted samples of this process ([] unless it measured)."""
+        if self.status is not Status.OK or self.value is None:
+            return []
+        return list(self.samples) if self.samples is not None else [self.value]
+
+    def why_no_metric(self) -> str:
+        """Why a run that exited 0 has no value, in words: never printed, printed but every match
+        a warm-up sample, printed but no finite number, or the benchmark says it is unavailable."""
+        if self.unavailable:
+            return f"the benchmark says the metric is unavailable: {self.unavailable}"
+        if self.samples is None and self.metrics is None:  # the regex's last match: what it captured, if anything
+            return MetricReading(None, self.captured).why_none()
+        n = self.matched or 0
+        if n == 0:
+            return "metric never printed"
+        if n <= self.warmup_samples:
+            return (f"metric printed {plural(n, 'time')}, every one a warm-up sample (--warmup-samples "
+                    f"{self.warmup_samples} drops each run's first {self.warmup_samples})")
+        shown = ", ".join(self.rejected[:3]) + (", ..." if len(self.rejected) > 3 else "")
+        return (f"metric printed {plural(n - self.warmup_samples, 'time')} after the warm-up samples, "
+                f"never a finite number ({shown})")
+
 
 @dataclass
 class BenchResult:
+    #: the runs of the metric followed: the regex's, or a named primary's (:meth:`for_metric`); in
+    #: named mode without a primary, the processes themselves (OK when they printed any named metric)
     runs: list[Run] = field(default_factory=list)
+    #: named metrics: the processes, each with every name's samples (``runs`` is one name's view of them)
+    processes: list[Run] | None = None
+    sampling: str = SAMPLES_LAST
+    #: named metrics that measured none of them: the names looked for, and what the runs printed
+    #: of them (said by :meth:`detail`)
+    looked_for: list[str] | None = None
+    said: list[str] = field(default_factory=list)
 
     @property
     def counted(self) -> list[Run]:
@@ -51,8 +130,23 @@ class BenchResult:
         return [r for r in self.runs if not r.warmup]
 
     @property
+    def judged(self) -> list[Run]:
+        """The runs a measurement's class comes from: those that count; a state whose warm-up run
+        failed and that ran no more (a bisection's, run_benchmark's ``stop_after_failed_warmup``),
+        its warm-up run."""
+        return self.counted or [r for r in self.runs if r.status is not Status.OK]
+
+    @property
     def samples(self) -> list[float]:
+        """One value per counted run that measured: its value (the median of its samples when a run
+        prints many). The process is the unit of independent noise, so statistics over states
+        take these; :attr:`process_samples` keeps every sample, grouped by process."""
         return [r.value for r in self.counted if r.status is Status.OK and r.value is not None]
+
+    @property
+    def process_samples(self) -> list[list[float]]:
+        """Every counted sample, grouped by the counted run (process) that printed it."""
+        return [r.values for r in self.counted if r.values]
 
     @property
     def status(self) -> Status:
@@ -60,7 +154,7 @@ class BenchResult:
         failure's class."""
         if self.samples:
             return Status.OK
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if self.counted and not bad:
             return Status.OK
         return bad[0].status if bad else Status.NO_METRIC
@@ -70,13 +164,42 @@ class BenchResult:
         return statistics.median(self.samples) if self.samples else None
 
     def detail(self) -> str | None:
-        bad = [r for r in self.counted if r.status is not Status.OK]
+        bad = [r for r in self.judged if r.status is not Status.OK]
         if not bad:
             return None
         r = bad[0]
+        no_metric = r.why_no_metric() if self.looked_for is None else (
+            "no METRIC line" + (f" of {', '.join(self.looked_for)}" if self.looked_for else "") + " with a finite value printed"
+            + "".join(f" ({x})" for x in self.said))
         what = {Status.CRASHED: f"exit code {r.returncode}", Status.TIMEOUT: "timed out",
-                Status.NO_METRIC: MetricReading(None, r.captured).why_none()}.get(r.status, r.status.value)
+                Status.NO_METRIC: no_metric}.get(r.status, r.status.value)
         return f"{what}; log {r.log_path}"
+
+    def metric_names(self) -> list[str]:
+        """Named metrics: every name any run printed (samples or an ``UNAVAILABLE`` line), in the order
+        first printed."""
+        names: dict[str, None] = {}
+        for r in self.processes or []:
+            names.update(dict.fromkeys(r.metrics or {}))
+            names.update(dict.fromkeys(r.unavailable_all))
+        return list(names)
+
+    def for_metric(self, name: str) -> BenchResult:
+        """The runs of one named metric, as if the benchmark printed it alone: a run that crashed or
+        timed out is that for every metric; one that exited 0 is OK when it printed ``name``
+        (its samples: its ``METRIC name:`` lines), else ``no_metric`` with why."""
+        return BenchResult([_metric_run(r, name) for r in self.processes or []], self.processes, self.sampling)
+
+
+def _metric_run(r: Run, name: str) -> Run:
+    """One named metric's view of a process: every ``METRIC name:`` line it printed is a sample."""
+    s = (r.metrics or {}).get(name)
+    values = list(s.values) if s else []
+    status = r.status if r.status in (Status.CRASHED, Status.TIMEOUT) else Status.OK if values else Status.NO_METRIC
+    ok = status is Status.OK
+    return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
+               samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
+               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name))
 
 
 @dataclass
@@ -88,6 +211,14 @@ class BenchSpec:
     timeout: float | None = None
     python: str | None = None  # its directory goes first on PATH, so `python3` means it
     expect_metric: bool = True  # False (--mode exit): a run passes or fails by its exit code alone
+    #: the regex's metric: ``last``, a run's value is its last match; ``all``, every match is a
+    #: sample (many per process). Named metrics take every line as a sample.
+    samples: str = SAMPLES_LAST
+    warmup_samples: int = 0  # the first K matches of each process are its warm-up, never counted
+    #: named metrics: None reads the regex's one metric; ("all",) every ``METRIC name:`` line's name;
+    #: names: those alone
+    metrics: tuple[str, ...] | None = None
+    primary: str | None = None  # named metrics: the one ``runs`` follows (None: the processes themselves)
 
 
 #: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
@@ -143,23 +274,91 @@ def run_status(returncode: int | None, timed_out: bool, value: float | None,
     return Status.OK
 
 
-def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0) -> BenchResult:
+def read_run(output: str, returncode: int | None, timed_out: bool, duration: float, log: str, spec: BenchSpec,
+             warmup: bool = False) -> Run:
+    """One process's output read as ``spec`` says: its class, its value, its samples (and every
+    named metric's). The one place a run's output becomes a :class:`Run`, for here and for a
+    nightly container's runs."""
+    if not spec.expect_metric:
+        return Run(run_status(returncode, timed_out, None, False), None, returncode, duration, log, warmup)
+    if spec.metrics is not None:  # named metrics: every METRIC line of the names asked for
+        found = read_metric_samples(output, spec.warmup_samples)
+        if spec.metrics != (ALL_METRICS,):
+            found = {n: s for n, s in found.items() if n in spec.metrics}
+        unavailable = read_unavailable(output)
+        printed = any(s.values for s in found.values())
+        status = run_status(returncode, timed_out, 0.0 if printed else None)
+        return Run(status, None, returncode, duration, log, warmup, matched=sum(s.matched for s in found.values()),
+                   metrics=found, unavailable_all=unavailable)
+    if spec.samples == SAMPLES_LAST and not spec.warmup_samples:  # one value per process: its last match
+        reading = read_metric(output, spec.metric_regex)
+        status = run_status(returncode, timed_out, reading.value)
+        return Run(status, reading.value if status is Status.OK else None, returncode, duration, log, warmup,
+                   captured=reading.captured if status is Status.NO_METRIC else None)
+    s = parse_samples(output, spec.metric_regex, spec.warmup_samples)
+    values = list(s.values[-1:] if spec.samples == SAMPLES_LAST else s.values)
+    status = run_status(returncode, timed_out, statistics.median(values) if values else None)
+    ok = status is Status.OK
+    return Run(status, statistics.median(values) if ok else None, returncode, duration, log, warmup,
+               samples=values if ok else [], matched=s.matched, warmup_samples=s.warmup, rejected=list(s.rejected))
+
+
+def result_of(runs: list[Run], spec: BenchSpec) -> BenchResult:
+    """The runs as a result: in named mode, the primary's view of the processes (or the processes)."""
+    if spec.metrics is None or not spec.expect_metric:
+        return BenchResult(runs, None, spec.samples)
+    result = BenchResult(runs, runs, spec.samples)
+    return result.for_metric(spec.primary) if spec.primary else result
+
+
+def metric_views(res: BenchResult, metrics: tuple[str, ...] | None, known: list[str] | None = None,
+                 primary: str | None = None) -> list[tuple[str, BenchResult]]:
+    """What one measurement records, as (metric, its runs): the regex's one metric (``metrics``
+    None) as ``""``; else one per named metric: the names asked for, or (``all``) every name any
+    run printed, every name already recorded (``known``: a metric a state stops printing reads
+    ``no_metric`` there, never "not measured") and the primary. When no run measured any name
+    (every run crashed, or none printed a METRIC line with a finite value), one ``""`` entry whose
+    runs are the processes says so for every metric (:func:`whole`)."""
+    if metrics is None:
+        return [("", res)]
+    wanted = list(metrics) if ALL_METRICS not in metrics else [*res.metric_names(), *(known or []), *([primary] if primary else [])]
+    names = list(dict.fromkeys(wanted))
+    views = {n: res.for_metric(n) for n in names}
+    if not any(v.samples for v in views.values()):
+        said = [f"{n}: {r.why_no_metric()}" for n, v in views.items() for r in v.counted[:1]
+                if r.status is Status.NO_METRIC and (r.matched or r.unavailable)]
+        return [("", whole(res, names, said))]
+    return [(n, views[n]) for n in names]
+
+
+def whole(res: BenchResult, names: list[str], said: list[str] | None = None) -> BenchResult:
+    """The processes of a named-metric measurement that measured no name, as one result: crashed,
+    timed out, or ``no_metric`` saying which lines were looked for."""
+    procs = [r if r.status in (Status.CRASHED, Status.TIMEOUT) else replace(r, status=Status.NO_METRIC, value=None)
+             for r in res.processes or []]
+    return BenchResult(procs, None, res.sampling, looked_for=names, said=said or [])
+
+
+def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
+                  stop_after_failed_warmup: bool = False) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
     ``log_dir/bench-<tag>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
-    with ``"warmup": true`` and never counted in samples, value or status."""
-    rx = compile_metric_regex(spec.metric_regex)
+    with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
+    (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
+    measurement there, its class the state's — a state that crashes at import costs one process,
+    not two."""
+    compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
     env = bench_env(spec)
-    result = BenchResult()
+    runs: list[Run] = []
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        reading = read_metric(res.output, rx) if spec.expect_metric else MetricReading(None)
-        status = run_status(res.returncode, res.timed_out, reading.value, spec.expect_metric)
-        result.runs.append(Run(status, reading.value if status is Status.OK else None, res.returncode,
-                               res.duration, str(log), warmup=i < warmup,
-                               captured=reading.captured if status is Status.NO_METRIC else None))
-    return result
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        runs.append(run)
+        if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
+            break
+    return result_of(runs, spec)

@@ -453,8 +453,10 @@ class Builder:
             return Need.CACHED if not self.spec.jax_cmd or self.cache.get(self.jax_key(pair)) else Need.JAX
         return Need.BUILD
 
-    def prepare(self, pair: Pair) -> BuildResult:
-        """Make ``pair`` the installed build: from the cache, or by building it now.
+    def prepare(self, pair: Pair, into: str | None = None) -> BuildResult:
+        """Make ``pair`` the installed build: from the cache, or by building it now; ``into``: the
+        Python of the environment it is installed into (default: ``install_python``; a bisection's
+        paired rounds give each state an environment of its own, hourly.measure.measurer.StateEnvs).
 
         Holds a waiting lock per cache key it may write (hourly.adapters.locks.WaitLock): two runs or Slurm
         jobs sharing the cache never build one key at once; the second waits and finds it cached."""
@@ -465,29 +467,29 @@ class Builder:
         with ExitStack() as stack:
             for key in sorted(set(keys)):  # one order everywhere: no two holders wait on each other
                 stack.enter_context(WaitLock(self.cache_root.parent / "locks" / f"{key}.lock"))
-            return self._prepare(pair)
+            return self._prepare(pair, into)
 
-    def _prepare(self, pair: Pair) -> BuildResult:
+    def _prepare(self, pair: Pair, into: str | None = None) -> BuildResult:
         wheels = self.cached_wheels(pair, touch=True)
         if wheels:
             self._tree.checkout(pair)  # benchmarks may read the trees too
-            err = self._install(wheels, pair)
+            err = self._install(wheels, pair, into)
             if err:
                 return err
             return BuildResult(BuildStatus.CACHED, wheels=[str(w) for w in wheels])
         if not self.spec.cmd:  # nothing to build: the tree is installed editable
             self._tree.checkout(pair)
-            overlay = overlay_of(self.install_python)
+            overlay = overlay_of(into or self.install_python)
             if overlay is not None:  # an earlier state's jax there would shadow the tree
                 overlay.clear()
             return BuildResult(BuildStatus.IN_PLACE)
         if self.split:
             jaxlib = self.cache.get(self.jaxlib_key(pair), touch=True)
             if jaxlib:  # the same XLA and native inputs were built before: the jax package alone
-                return self._jax_package(pair, jaxlib)
-        return self._build(pair)
+                return self._jax_package(pair, jaxlib, into)
+        return self._build(pair, into)
 
-    def _jax_package(self, pair: Pair, jaxlib: list[Path]) -> BuildResult:
+    def _jax_package(self, pair: Pair, jaxlib: list[Path], into: str | None = None) -> BuildResult:
         """Install the cached jaxlib and the jax package of ``pair`` (from the cache, or built now)."""
         self._tree.checkout(pair)
         status, jax_wheels, log, tail, duration = BuildStatus.CACHED, [], None, "", 0.0
@@ -519,7 +521,7 @@ class Builder:
                     w.unlink(missing_ok=True)
                 status = BuildStatus.BUILT
         wheels = list(jaxlib) + list(jax_wheels)
-        err = self._install(wheels, pair)
+        err = self._install(wheels, pair, into)
         if err:
             return err
         result = BuildResult(status, str(log) if log else None, tail, duration, [str(w) for w in wheels])
@@ -547,7 +549,7 @@ class Builder:
         env["PATH"] = str(Path(self.spec.python).parent) + os.pathsep + env.get("PATH", "")
         return env
 
-    def _build(self, pair: Pair) -> BuildResult:
+    def _build(self, pair: Pair, into: str | None = None) -> BuildResult:
         self._tree.checkout(pair)
         self._tree.clean()  # built from this commit alone: no output of an earlier build is left
         wheel_dir = self.spec.wheel_dir
@@ -572,7 +574,7 @@ class Builder:
             self._record(pair, result, in_place=True)
             return result
         cached = self._cache(pair, built)
-        err = self._install(cached, pair)
+        err = self._install(cached, pair, into)
         if err:
             return err
         result = BuildResult(BuildStatus.BUILT, str(log), res.tail(), res.duration, [str(w) for w in cached])
@@ -616,16 +618,17 @@ class Builder:
         """The Python whose environment the builds are installed into (an overlay's with --only jax)."""
         return self.spec.install_python or self.spec.python
 
-    def _install(self, wheels: list[Path], pair: Pair) -> BuildResult | None:
+    def _install(self, wheels: list[Path], pair: Pair, into: str | None = None) -> BuildResult | None:
         log = self._logs / f"install-{pair.key()}.log"
-        overlay = overlay_of(self.install_python)
+        python = into or self.install_python
+        overlay = overlay_of(python)
         if overlay is not None:
             # an overlay holds the installed state alone: emptied first, so that no file of an
             # earlier state stays beside this one's. pip run by the overlay's Python finds the base's
             # copy of the package first on its path (PYTHONPATH), leaves it ("outside environment")
             # and would install over the earlier state's files without removing them
             overlay.clear()
-        res = reinstall(self.install_python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
+        res = reinstall(python, list(map(str, wheels)), timeout=self.spec.timeout, log_path=log)
         if res.ok:
             return None
         result = BuildResult(BuildStatus.FAILED, str(log), "install failed: " + res.tail(5),

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.errors import UsageError, UserError
-from hourly.measure.benchmark import BenchSpec
+from hourly.measure.benchmark import ALL_METRICS, SAMPLES_ALL, SAMPLES_LAST, BenchSpec
 from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, build_identity, default_cache_dir, parse_size
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
-from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.metric import DEFAULT_METRIC_REGEX, METRIC_NAME, higher_is_better
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Store
@@ -48,7 +48,7 @@ NO_BUILD = "none"
 KEY_VERSION = 2
 #: the settings the measurement key is made of (with hourly's environment and --python's ABI)
 KEY_FIELDS = ("bench_cmd", "bench_cwd", "env", "metric_regex", "python", "mode", "cherry_pick", "build_cmd",
-              "jax_build_cmd", "only", "jaxlib_gate")
+              "jax_build_cmd", "only", "jaxlib_gate", "metrics", "metric", "metric_samples", "warmup_samples")
 
 
 def _frozen(v: Any) -> Any:
@@ -102,6 +102,32 @@ def measure_key(s: "Settings") -> str:
     return _digest({"v": KEY_VERSION, **key_identity(s)})
 
 
+def parse_metric_names(metrics: str | None) -> list[str] | None:
+    """``--metrics``: None (the regex's one metric), ``["all"]``, or the names; a name that is no
+    metric's name is a user error."""
+    if not metrics:
+        return None
+    import re
+    names = [n.strip() for n in str(metrics).split(",") if n.strip()]
+    bad = [n for n in names if n != ALL_METRICS and not re.match(METRIC_NAME + r"\Z", n)]
+    if not names or bad:
+        raise UserError(f"--metrics {metrics!r} is not all or a list of metric names",
+                        "pass --metrics all, or the names of the METRIC lines, e.g. --metrics trace_ms,lower_ms")
+    return [ALL_METRICS] if ALL_METRICS in names else names
+
+
+def is_phase_harness(bench_cmd: str | None) -> bool:
+    """Whether a benchmark command runs hourly's per-phase harness (``jaxbench_phases.py`` by its
+    path, or ``-m hourly.jaxbench_phases``): its every phase is recorded as a named metric."""
+    if not bench_cmd:
+        return False
+    try:
+        words = shlex.split(bench_cmd)
+    except ValueError:
+        return False
+    return any(Path(w).name == "jaxbench_phases.py" or w == "hourly.jaxbench_phases" for w in words)
+
+
 def _default_tree(new: str, old: str) -> str:
     """Nightly containers keep sources at /opt/xla-source (older) or /opt/xla (newer)."""
     return old if Path(old).exists() or not Path(new).exists() else new
@@ -145,6 +171,15 @@ class Settings:
     warmup_runs: int = 1  # runs of a state just installed that are recorded but not counted
     bench_timeout: float | None = None
     metric_regex: str = DEFAULT_METRIC_REGEX
+    #: "last": a run's value is the metric's last match; "all": every match is a sample (many per process)
+    metric_samples: str = SAMPLES_LAST
+    warmup_samples: int = 0  # the first K matches of each process are its warm-up, never counted
+    #: named metrics: None reads the regex's one metric (the per-phase harness: "all" by itself);
+    #: "all" records every ``METRIC name:`` line's name, "a,b" those names
+    metrics: str | None = None
+    #: the named metric bisect, profile and explain follow (and the scan's fail-fast and edges
+    #: read first) [default: the one name of --metrics, else none: each command that follows one says so]
+    metric: str | None = None
     higher_is_better: bool = True
     mode: str = "metric"  # a hourly.model.Mode value: "exit" scans pass/fail by exit code, no metric
     workdir: str = "hourly-work"
@@ -235,8 +270,55 @@ class Settings:
         return run_python(self)
 
     def bench_spec(self) -> BenchSpec:
+        named = self.named_metrics()
         return BenchSpec(self.bench_argv(), self.bench_cwd, self.env_dict(), self.metric_regex,
-                         self.bench_timeout, self.run_python(), expect_metric=self.mode != "exit")
+                         self.bench_timeout, self.run_python(), expect_metric=self.mode != "exit",
+                         samples=self.metric_samples, warmup_samples=self.warmup_samples,
+                         metrics=None if named is None else tuple(named), primary=self.primary_metric() or None)
+
+    def named_metrics(self) -> list[str] | None:
+        """Which named metrics a run records: None for the regex's one metric; ``["all"]`` for every
+        ``METRIC name:`` line; else the names. The per-phase harness (``jaxbench_phases`` in
+        --bench-cmd) records all of them unless a --metric-regex of its own was given; --metric
+        alone records all and follows that one. An exit-status run reads none."""
+        if self.mode == "exit":
+            return None
+        if self.metrics:
+            return parse_metric_names(self.metrics)
+        if self.metric or (self.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(self.bench_cmd)):
+            return [ALL_METRICS]
+        return None
+
+    def primary_metric(self) -> str | None:
+        """The metric the commands that follow one read (bisect, profile, explain): ``""`` for the
+        regex's one metric (the rows of every store before named metrics), the name of --metric, the
+        one name of --metrics; None when a run records several names and none was chosen."""
+        named = self.named_metrics()
+        if named is None:
+            return ""
+        if self.metric:
+            return self.metric
+        return named[0] if len(named) == 1 and named[0] != ALL_METRICS else None
+
+    def require_primary(self, command: str, names: list[str] | None = None) -> str:
+        """The primary metric, or a user error naming the metrics to choose from."""
+        primary = self.primary_metric()
+        if primary is not None:
+            return primary
+        known = ", ".join(names or []) or "the names its METRIC lines print"
+        raise UserError(f"{command} follows one metric, and this benchmark records several ({known})",
+                        "pass --metric NAME (the command each step prints has it)")
+
+    def direction_of(self, name: str) -> bool:
+        """Whether higher is better for metric ``name``: what its unit says
+        (:func:`hourly.metric.higher_is_better`: ``_ms`` lower, ``_per_s`` higher), else the
+        settings' direction (--higher-is-better/--lower-is-better); the regex's metric (``""``) and
+        the primary, when a direction was given for it, take the settings'."""
+        if name and name != self.metric:
+            unit = higher_is_better(name)
+            if unit is not None:
+                return unit
+        return self.higher_is_better
 
     def bench_identity(self) -> dict[str, Any]:
         """What the benchmark is: command, directory, environment, regex, Python (and the mode of an
@@ -250,6 +332,15 @@ class Settings:
                                  "python": self.python}
         if self.mode == "exit":  # an exit-status scan's runs are not a metric scan's (metric keys omit the mode)
             ident["mode"] = "exit"
+        else:  # how a run's output is read, when not the one value per run of every key before
+            named = self.named_metrics()
+            if named is not None:
+                ident["metrics"] = sorted(named)
+                ident.pop("regex")  # named lines are read, not the regex
+            if self.metric_samples != SAMPLES_LAST:
+                ident["metric_samples"] = self.metric_samples
+            if self.warmup_samples:
+                ident["warmup_samples"] = self.warmup_samples
         if self.cherry_pick:  # measurements of patched states never mix with plain ones
             ident["cherry_pick"] = sorted(self.cherry_pick)
         if self.only == "jax" and not self.jaxlib_gate:  # states the gate refuses were run: never mixed with gated ones
@@ -380,7 +471,7 @@ def _name(key: str) -> str:
 #: the table of the scan-shaped settings every command reads (they may also stand at top level)
 SHARED = "scan"
 #: the commands whose own options hourly.toml configures, each in a table of its name
-COMMAND_SECTIONS = tuple(c for c, names in options.TAKES.items() if "config" in names and c != "config")
+COMMAND_SECTIONS = options.commands_with_a_table()
 
 
 @dataclass(frozen=True)
@@ -576,7 +667,46 @@ def effective(flags: dict[str, Any], config_path: str | None = None,
                 origin[k] = label
     values = _canonical(values, Path.cwd())
     _validate(values, origin)
+    if values["metric"] and origin["higher_is_better"] in ("default", "stored scan") \
+            and higher_is_better(values["metric"]) is not None:
+        # a named primary's direction is its unit's unless given here or in the settings file
+        values["higher_is_better"] = bool(higher_is_better(values["metric"]))
     return Settings(**values), origin
+
+
+def command_settings(command: str, flags: dict[str, Any], config_path: str | None = None
+                     ) -> tuple[dict[str, Any], dict[str, str], Settings | None]:
+    """What ``hourly COMMAND`` would take for each option its table in hourly.toml may set, and where
+    each came from, as the command layers them: a flag given here (one ``command`` takes), else its
+    table (``<file> [command]``), else — for a scan setting of a command that reads the shared
+    settings (:data:`hourly.options.SHARED_READERS`; every command for ``workdir`` and
+    ``higher_is_better``) — the file's top level or [scan], else the default. A workdir's stored
+    scan, which bisect, profile, explain and shell read under the file, is not read here.
+    Returns ({option name: value}, {option name: where from}, and for a command that reads the
+    shared settings the scan settings it would take)."""
+    file = load_config(config_path)
+    section = file.sections.get(command, {})
+    table = f"{file.path} [{command}]"
+    takes = {opt.name: opt for opt in _takes(command).values()}
+    given = {n: v for n, v in flags.items() if v is not None and n in takes}  # flags: those given
+    reader = command in options.SHARED_READERS
+    shared = {n for n in takes if n in FIELD_NAMES and n not in options.OWN_READING.get(command, ())
+              and (reader or n in ("workdir", "higher_is_better"))}
+    s, origin = effective({**{n: v for n, v in section.items() if n in shared},
+                           **{n: v for n, v in given.items() if n in shared}}, config_path)
+    values: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for n, opt in takes.items():
+        if n in shared:
+            values[n] = getattr(s, n)
+            where[n] = "flag" if n in given else table if n in section else origin[n]
+        elif n in given:
+            values[n], where[n] = given[n], "flag"
+        elif n in section:
+            values[n], where[n] = section[n], table
+        else:
+            values[n], where[n] = opt.default, "default"
+    return values, where, s if reader else None
 
 
 def _fault(origin: dict[str, str], names: tuple[str, ...], message: str, fix: str) -> UserError:
@@ -603,6 +733,14 @@ def _validate(v: dict[str, Any], origin: dict[str, str]) -> None:
         if t is not None and (not _is_number(t) or t <= 0):
             raise _fault(origin, (name,), f"{name} must be a positive number of seconds, not {t!r}",
                          f"fix --{name.replace('_', '-')}")
+    if v["metric_samples"] not in (SAMPLES_LAST, SAMPLES_ALL):
+        raise _fault(origin, ("metric_samples",), f"metric_samples must be last or all, not {v['metric_samples']!r}",
+                     "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+    k = v["warmup_samples"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise _fault(origin, ("warmup_samples",), f"warmup_samples must be 0 or more, not {k!r}",
+                     "pass --warmup-samples 3 (each run's first 3 matches are its warm-up; 0: none)")
+    _check_metric_names(v, origin)
     v["mode"] = str(getattr(v["mode"], "value", v["mode"]))
     if v["mode"] not in ("metric", "exit"):
         raise _fault(origin, ("mode",), f"mode must be metric or exit, not {v['mode']!r}", "pass --mode metric or --mode exit")
@@ -627,6 +765,33 @@ def _validate(v: dict[str, Any], origin: dict[str, str]) -> None:
     for name in ("env", "cherry_pick", "native_inputs"):
         if isinstance(v[name], str):
             v[name] = [v[name]]
+
+
+def _check_metric_names(v: dict[str, Any], origin: dict[str, str]) -> None:
+    import re
+    name = re.compile(METRIC_NAME + r"\Z")
+    metrics, metric = v["metrics"], v["metric"]
+    try:
+        names = parse_metric_names(metrics)
+    except UserError as e:
+        raise _fault(origin, ("metrics",), e.message, e.fix or "") from None
+    if metric is not None and not name.match(str(metric)):
+        raise _fault(origin, ("metric",), f"--metric {metric!r} is not a metric's name",
+                     "pass the name of a METRIC line, e.g. --metric lower_ms")
+    if names is not None and metric and ALL_METRICS not in names and metric not in names:
+        raise _fault(origin, ("metric", "metrics"), f"--metric {metric} is not one of --metrics {metrics}",
+                     f"add it: --metrics {metrics},{metric}")
+
+
+def with_metric(s: Settings, metric: str) -> Settings:
+    """``s`` following the named ``metric``, in its unit's direction when its name says one. Its key
+    is kept where what a run records is the same (the key depends on which metrics are read, not on
+    the one followed); else the result carries no usable key until :func:`keyed` again."""
+    unit = higher_is_better(metric)
+    out = replace(s, metric=metric, higher_is_better=s.higher_is_better if unit is None else unit)
+    if s.key is not None and s.key_for == s.key_basis() and out.named_metrics() == s.named_metrics():
+        return with_key(out, s.key)
+    return out
 
 
 def workdir_setting(workdir: str | None, config_path: str | None = None) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -41,8 +40,11 @@ NOT_MEASURED = "not measured"
 # --------------------------------------------------------------------------------------------
 # settings
 
-@dataclass
+@dataclass(frozen=True)
 class NightlySettings:
+    """The daily level's settings: frozen; :meth:`validate` returns them checked, the default mount
+    pinned (derive others with ``dataclasses.replace``)."""
+
     from_: str
     to: str
     image: str = DEFAULT_IMAGE
@@ -59,6 +61,29 @@ class NightlySettings:
     parallel: int = 1
     rerun: bool = False
     higher_is_better: bool = True
+    #: named metrics (``--metrics``): None reads the regex's one metric; "all" or "a,b" records
+    #: every (or each listed) ``METRIC name:`` line, each line a sample
+    metrics: str | None = None
+    metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
+    warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
+
+    def named_metrics(self) -> list[str] | None:
+        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
+        from hourly.measure.settings import parse_metric_names
+        return parse_metric_names(self.metrics)
+
+    def direction_of(self, name: str) -> bool:
+        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
+        from hourly.metric import higher_is_better
+        unit = higher_is_better(name) if name else None
+        return self.higher_is_better if unit is None else unit
+
+    def read_spec(self):
+        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
+        from hourly.measure.benchmark import BenchSpec
+        named = self.named_metrics()
+        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
+                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
 
     def effective_mounts(self) -> list[str]:
         return list(self.mounts) or [f"{os.getcwd()}:{DEFAULT_MOUNT_TARGET}"]
@@ -80,15 +105,22 @@ class NightlySettings:
         for m in self.effective_mounts():
             src, _, rest = m.partition(":")
             mounts.append(f"{Path(src).expanduser().absolute()}:{rest}")
-        ident = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
-                 "env": sorted(self.env), "regex": self.metric_regex}
+        ident: dict[str, Any] = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
+                                 "env": sorted(self.env), "regex": self.metric_regex}
+        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
+        if named is not None:
+            ident["metrics"] = sorted(named)
+            ident.pop("regex")
+        if self.metric_samples != "last":
+            ident["metric_samples"] = self.metric_samples
+        if self.warmup_samples:
+            ident["warmup_samples"] = self.warmup_samples
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
-    def validate(self) -> None:
-        """Check every setting before anything runs; pins the default mount to $PWD now, so
-        the stored settings (and `--show` from elsewhere) keep meaning the same directory."""
-        if not self.mounts:
-            self.mounts = self.effective_mounts()
+    def validate(self) -> NightlySettings:
+        """These settings checked before anything runs, returned with the default mount pinned to
+        $PWD now, so the stored settings (and `--show` from elsewhere) keep meaning the same
+        directory."""
         if "{date}" not in self.image:
             raise UserError(f"--image {self.image!r} has no {{date}}",
                             "write it like ghcr.io/nvidia/jax:nightly-{date}")
@@ -102,6 +134,12 @@ class NightlySettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--timeout must be positive, not {self.timeout}", "pass seconds, e.g. 3600")
         compile_metric_regex(self.metric_regex)
+        if self.metric_samples not in ("last", "all"):
+            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
+                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
+            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
+        self.named_metrics()
         parse_env(self.env)
         from hourly.adapters import containers  # the Docker SDK only when a nightly scan is set up
         for m in self.effective_mounts():
@@ -109,6 +147,7 @@ class NightlySettings:
         containers.parse_gpus(self.gpus)
         gpu_slots(self.gpus, self.parallel)
         self.argv()
+        return replace(self, mounts=self.effective_mounts())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,9 +214,11 @@ class Boundary:
     bad: NightlyPoint
     kind: str  # "slower" | "crash"
     change: float | None  # relative change of the metric from good to bad
+    #: named metrics (--metrics): the metric whose regression it is; None: the regex's one metric, or a crash
+    metric: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "change": self.change,
+        return {"kind": self.kind, "change": self.change, "metric": self.metric,
                 "good": {k: getattr(self.good, k) for k in ("date", "image", "digest", "xla", "jax")},
                 "bad": {k: getattr(self.bad, k) for k in ("date", "image", "digest", "xla", "jax")}}
 
@@ -201,54 +242,59 @@ def detect_dates(points: list[NightlyPoint], higher_is_better: bool = True) -> t
     from hourly.analysis.steps import find_steps
     if not any(p.status is Status.OK for p in points):
         return [], None
-    # a date without commits must not merge with its neighbours: give it its own "pair"
+    rows, keys = rows_and_keys(points)
+    steps, detection, _ = find_steps(rows, higher_is_better, keys=keys)
+    return steps, detection
+
+
+def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
+    """The dates as detection's points, and what tells them apart: the image (its digest), so that
+    two dates merge only when they ran the same image; a date without commits is its own."""
     rows = [PointResult(p.date, p.xla or f"unknown-{p.date}", p.jax or f"unknown-{p.date}",
                         p.status.value, p.value, list(p.samples)) for p in points]
     keys = [(r.xla, r.jax, p.digest or p.date) for r, p in zip(rows, points, strict=True)]
-    steps, detection, _ = find_steps(rows, higher_is_better, keys=keys)
-    return steps, detection
+    return rows, keys
 
 
 #: Runs of each date asked for when one value per date cannot tell noise from steps.
 UNDECIDED_REPEATS = 3
 
 
-def undecided_note(detection, s: NightlySettings) -> str | None:
+def undecided_note(detection, s: NightlySettings, metric: str | None = None) -> str | None:
     """One line when the dates are too few to tell noise from steps (Detection.too_short), with
-    the command that tells: the same dates measured several times each; else None."""
+    the command that tells: the same dates measured several times each; else None. ``metric``:
+    the named metric whose dates these are."""
     from hourly.analysis.steps import too_short
     why = too_short(detection, "date") if detection is not None else None
     if why is None:
         return None
+    if metric:
+        why = f"{metric}: {why}"
     if detection.repeated:
         more = (f"measure every date (--every 1, not {s.every})" if s.every > 1
                 else "measure the days before and after the window too")
         return f"{why}; {more}, or scan a window hour by hour inside a day's container (`hourly hunt`)"
     return (f"{why}; measure each date {UNDECIDED_REPEATS} times to tell: "
-            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+            f"{nightly_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
 
 
-def nightly_command(s: NightlySettings) -> str:
-    """The ``hourly nightly`` command of these settings (values of secret-looking --env redacted)."""
-    from hourly.privacy import redact_assignments
+def nightly_command(s: NightlySettings, rerun: bool = False) -> str:
+    """The ``hourly nightly`` command of these settings, through the one encoder (values of
+    secret-looking --env redacted); the default mount as pinned when it ran, so the command works
+    from anywhere."""
     default = NightlySettings(s.from_, s.to)
-    argv = ["hourly", "nightly", "--from", s.from_, "--to", s.to]
-    for name, flag in (("image", "--image"), ("gpus", "--gpus"), ("bench_cmd", "--bench-cmd"),
-                       ("metric_regex", "--metric-regex"), ("repeats", "--repeats"), ("timeout", "--timeout"),
-                       ("every", "--every"), ("parallel", "--parallel")):
+
+    def given(name: str) -> Any:
         v = getattr(s, name)
-        if v is not None and v != getattr(default, name):
-            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
-    for m in s.mounts:  # the default ($PWD:/dir) as pinned when it ran: the command works from anywhere
-        argv += ["--mount", m]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    if not s.pull:
-        argv.append("--no-pull")
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    argv += ["--workdir", s.workdir]
-    return shlex.join(argv)
+        return v if v is not None and v != getattr(default, name) else None
+
+    return options.command_line("nightly", [
+        ("from_", s.from_), ("to", s.to), *((n, given(n)) for n in (
+            "image", "gpus", "bench_cmd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+            "repeats", "timeout", "every", "parallel")),
+        ("mount", list(s.mounts)), ("env", list(s.env)), ("pull", None if s.pull else False),
+        ("higher_is_better", None if s.higher_is_better else False), ("workdir", s.workdir),
+        ("rerun", rerun or None)])
 
 
 def find_boundary(points: list[NightlyPoint],
@@ -275,9 +321,27 @@ def next_commands(b: Boundary, s: NightlySettings) -> list[str]:
     """What to run next: the good day's container, then the hourly scan inside it."""
     container = {"date": b.good.date, "image": s.image if s.image != DEFAULT_IMAGE else None,
                  "gpus": s.gpus if s.gpus != "all" else None}
+    # the scan reads each run's output as the daily level did, following the metric that regressed
     scan = {"from_": b.good.date, "to": b.bad.date, "bench_cmd": s.bench_cmd,
-            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None}
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "metric_samples": s.metric_samples if s.metric_samples != "last" else None,
+            "warmup_samples": s.warmup_samples or None, "metrics": s.metrics, "metric": b.metric}
     return [options.command_line("container", container), options.command_line("scan", scan)]
+
+
+@dataclass
+class NightlyMetric:
+    """One named metric of the daily level (``--metrics``): its dates, its steps, what it did."""
+
+    name: str
+    higher_is_better: bool
+    points: list[NightlyPoint]
+    steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+    moved: Any = None  # hourly.analysis.moved.Moved
+
+    def as_json(self) -> dict[str, Any]:
+        return {"higher_is_better": self.higher_is_better, "points": [p.as_json() for p in self.points],
+                **(self.moved.as_json() if self.moved else {}), "steps": [st.as_json() for st in self.steps]}
 
 
 @dataclass
@@ -287,16 +351,24 @@ class NightlyReport:
     settings: NightlySettings
     measured: int = 0  # dates run now (not from the store)
     steps: list = field(default_factory=list)  # hourly.analysis.steps.Step, indices into points
+    #: named metrics: each metric's dates and steps (``points`` and ``steps`` are the first's); the
+    #: boundary is the largest regression of any of them
+    metrics: list[NightlyMetric] | None = None
     #: too few dates to tell noise from steps, and the command that tells (undecided_note); None: they can
     undecided: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()
-        return {"points": [p.as_json() for p in self.points],
-                "steps": [st.as_json() for st in self.steps],
-                "boundary": self.boundary.as_json() if self.boundary else None,
-                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps,
-                "undecided": self.undecided}
+        out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
+                               "steps": [st.as_json() for st in self.steps],
+                               "boundary": self.boundary.as_json() if self.boundary else None,
+                               "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps,
+                               "undecided": self.undecided}
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary
+            out["metrics"] = {m.name: m.as_json() for m in self.metrics}
+            out["moved"] = summary([m.moved for m in self.metrics])
+        return out
 
     def gaps(self) -> list[dict[str, Any]]:
         """Where the window holds no evidence a step could show in: runs of dates not measured yet
@@ -343,15 +415,56 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
             raise UserError(f"no nightly results in {store.workdir}",
                             "run `hourly nightly --from ... --to ...` first")
         s = NightlySettings(**saved)
-    have = store.nightly_points(s.key())
     if dates is None:
         dates = date_range(s.from_, s.to, s.every)
-    points = [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d),
-                                                      Status.MISSING, detail=NOT_MEASURED)
-              for d in dates]
+    named = s.named_metrics()
+    if named is not None:
+        return _named_report(store, s, measured, dates, named)
+    points = _dates(store.nightly_points(s.key()), s, dates)
     steps, detection = detect_dates(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
     return NightlyReport(points, find_boundary(points, regressions), s, measured, steps,
-                         undecided_note(detection, s))
+                         undecided=undecided_note(detection, s))
+
+
+def _dates(have: dict[str, NightlyPoint], s: NightlySettings, dates: list[date]) -> list[NightlyPoint]:
+    return [have.get(d.isoformat()) or NightlyPoint(d.isoformat(), image_ref(s.image, d), Status.MISSING,
+                                                    detail=NOT_MEASURED) for d in dates]
+
+
+def _named_report(store: Store, s: NightlySettings, measured: int, dates: list[date],
+                  named: list[str]) -> NightlyReport:
+    """Every named metric's dates and steps; the boundary: the largest regression of any metric
+    (their dates are the same dates of the same images; the boundary names that metric), else the
+    first crash. Dates too few to tell noise from steps in a metric that found no step: undecided,
+    with the command that tells."""
+    from hourly.analysis.detect import ChangeKind
+    from hourly.analysis.moved import what_moved
+    key = s.key()
+    names = store.nightly_metric_names(key) if "all" in named else named
+    any_row = store.nightly_points(key, metric=None)
+    metrics = []
+    undecided = None
+    for name in names:
+        have = store.nightly_points(key, metric=name)
+        for day, p in any_row.items():  # a date measured without a row of this metric: not printed there
+            if day not in have:
+                have[day] = NightlyPoint(p.date, p.image, Status.NO_METRIC, p.digest, xla=p.xla, jax=p.jax,
+                                         detail=f"{name} never printed; the runs printed other metrics", metric=name)
+        points = _dates(have, s, dates)
+        direction = s.direction_of(name)
+        rows, keys = rows_and_keys(points)
+        incomplete = any(p.detail == NOT_MEASURED for p in points)
+        moved, detection = what_moved(name, rows, direction, incomplete=incomplete, keys=keys)
+        metrics.append(NightlyMetric(name, direction, points, moved.steps, moved))
+        if undecided is None and not moved.steps and detection is not None:
+            undecided = undecided_note(detection, s, name)
+    points = metrics[0].points if metrics else _dates(store.nightly_points(key, metric=None), s, dates)
+    regressions = [(st.before_index, st.after_index, st.change.relative_change, m.name) for m in metrics
+                   for st in m.steps if st.kind is ChangeKind.REGRESSION]
+    boundary = find_boundary(points, [r[:3] for r in regressions])
+    if boundary is not None and boundary.kind == "slower":  # the metric whose regression it is
+        boundary.metric = max(regressions, key=lambda r: abs(r[2]))[3]
+    return NightlyReport(points, boundary, s, measured, metrics[0].steps if metrics else [], metrics, undecided)

@@ -18,8 +18,8 @@ from hourly.adapters.locks import owner_labels, run_lock
 from hourly.adapters.stale_runs import remove_dead_runs
 from hourly.adapters.store import Store
 from hourly.events import SILENT, Handler
-from hourly.measure.benchmark import BenchResult, Run, run_status
-from hourly.metric import compile_metric_regex, read_metric
+from hourly.measure.benchmark import Run, metric_views, read_run, result_of
+from hourly.metric import compile_metric_regex
 from hourly.model import NightlyPoint, Status
 from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
 from hourly.nightly.plan import stored_nightly as nightly_show
@@ -27,14 +27,24 @@ from hourly.nightly.plan import stored_nightly as nightly_show
 
 def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
                  docker_client=None, stop: threading.Event | None = None) -> NightlyPoint:
-    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access)."""
+    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access): the
+    date's result (of the first named metric, with ``--metrics``: :func:`measure_day` gives each)."""
+    return measure_day(d, s, scan_id, gpus, log_dir, docker_client, stop)[0]
+
+
+def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
+                docker_client=None, stop: threading.Event | None = None,
+                known: list[str] | None = None) -> list[NightlyPoint]:
+    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access): one
+    result, or one per named metric (``--metrics``; ``known``: the names already recorded)."""
     ref = image_ref(s.image, d)
     img = containers.ensure_image(ref, pull=s.pull, docker_client=docker_client)
     if not img.present:
-        return NightlyPoint(d.isoformat(), ref, Status.MISSING, detail=img.reason)
+        return [NightlyPoint(d.isoformat(), ref, Status.MISSING, detail=img.reason)]
     commits = containers.read_commits(ref, docker_client=docker_client)
-    rx = compile_metric_regex(s.metric_regex)
-    result = BenchResult()
+    spec = s.read_spec()
+    compile_metric_regex(s.metric_regex)
+    runs: list[Run] = []
     for i in range(1, s.repeats + 1):
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt
@@ -45,24 +55,22 @@ def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: 
                     **owner_labels(scan_id)},
             mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
             workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
-        reading = read_metric(res.output, rx)  # a value that is no finite number is no metric
-        status = run_status(res.exit_code, res.timed_out, reading.value)
-        result.runs.append(Run(status, reading.value if status is Status.OK else None, res.exit_code,
-                               res.duration, str(log),
-                               captured=reading.captured if status is Status.NO_METRIC else None))
-    return NightlyPoint(d.isoformat(), ref, result.status, img.digest, result.value, result.samples,
-                        commits.xla, commits.jax, [r.as_dict() for r in result.runs], result.detail())
+        runs.append(read_run(res.output, res.exit_code, res.timed_out, res.duration, str(log), spec))
+    return [NightlyPoint(d.isoformat(), ref, r.status, img.digest, r.value, r.samples, commits.xla, commits.jax,
+                         [x.as_dict() for x in r.runs], r.detail(), metric)
+            for metric, r in metric_views(result_of(runs, spec), spec.metrics, known)]
 
 
 def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
                 docker_client=None) -> NightlyReport:
     """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
     nightly may have been published since) and return the whole window's report."""
-    s.validate()
+    s = s.validate()
     dates = date_range(s.from_, s.to, s.every)
     key = s.key()
     store.save_settings(LEVEL, s.as_dict())
-    have = store.nightly_points(key)
+    have = store.nightly_points(key, metric=None)  # any row of a date: measured (of any metric)
+    known = store.nightly_metric_names(key)
     todo = [d for d in dates if s.rerun or d.isoformat() not in have
             or have[d.isoformat()].status is Status.MISSING]
     total, done = len(dates), len(dates) - len(todo)
@@ -79,12 +87,12 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
         if len(slots) == 1:
             for d in todo:
                 handler.progress(done, total, d.isoformat())
-                store.add_nightly(key, measure_date(d, s, scan_id, slots[0], log_dir, first), LEVEL)
+                store.add_nightlies(key, measure_day(d, s, scan_id, slots[0], log_dir, first, known=known), LEVEL)
                 done += 1
                 handler.progress(done, total, None)
         else:
             done = _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop,
-                                 handler, done, total)
+                                 handler, done, total, known)
     except BaseException:
         stop.set()
         containers.cleanup(f"hourly.scan={scan_id}", docker_client=first)
@@ -95,7 +103,7 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
     return nightly_show(store, s, measured=len(todo), dates=dates)
 
 
-def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, done, total):
+def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, done, total, known=None):
     """One worker per GPU slot, each with its own client; results are stored from this thread
     (the SQLite connection belongs to it)."""
     free = list(slots)
@@ -106,15 +114,15 @@ def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, d
             while queue or pending:
                 while queue and free:
                     d, gpu = queue.pop(0), free.pop(0)
-                    fut = pool.submit(lambda d=d, gpu=gpu: measure_date(
-                        d, s, scan_id, gpu, log_dir, containers.new_client(), stop))
+                    fut = pool.submit(lambda d=d, gpu=gpu: measure_day(
+                        d, s, scan_id, gpu, log_dir, containers.new_client(), stop, known))
                     pending[fut] = (d, gpu)
                     handler.progress(done, total, d.isoformat())
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for fut in finished:
                     d, gpu = pending.pop(fut)
                     free.append(gpu)
-                    store.add_nightly(key, fut.result(), LEVEL)
+                    store.add_nightlies(key, fut.result(), LEVEL)
                     done += 1
                     handler.progress(done, total, None)
         except BaseException:

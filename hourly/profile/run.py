@@ -23,7 +23,6 @@ from typing import Iterator, cast
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
 from hourly.analysis.steps import find_steps
-from hourly.answers import Answer
 from hourly.errors import UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor, ProfileRequest, ProfilingExecutor
@@ -92,17 +91,25 @@ def parse_state(text: str, s: Settings) -> Pair:
     return points[0].pair
 
 
-def targets_from_store(store: Store, s: Settings) -> list[Target]:
-    answers = [Answer.from_json(a) for a in store.bisection_results()]
-    culprits = [(a.last_good, a.first_bad) for a in answers if a.last_good and a.first_bad]
+def targets_from_store(store: Store, s: Settings) -> tuple[list[Target], str | None]:
+    """The states to profile: each finished bisection's last-good and first-bad states under the
+    current build (hourly.scan.identity.answers_by_build, as the report takes them), else each
+    regression of the stored scan; and the line naming the answers of another build that were left
+    out (None: none was)."""
+    from hourly.scan.identity import answers_by_build
+    split = answers_by_build(store, s)
+    left_out = split.left_out(store)
+    culprits = [(a.last_good, a.first_bad) for a in split.current if a.last_good and a.first_bad]
     if culprits:  # the bisection's last-good/first-bad states, when there are any
-        return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)]
-    points = stored_scan(store, s).points
+        return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)], left_out
+    table = stored_scan(store, s)
+    points = table.points  # with named metrics: --metric's (else the first's), in its own direction
+    higher = next((m.higher_is_better for m in table.metrics or [] if m.points is points), s.higher_is_better)
     if not any(p.status == "ok" for p in points):
-        return []
-    steps = [st for st in find_steps(points, s.higher_is_better)[0] if st.kind.value == "regression"]
+        return [], left_out
+    steps = [st for st in find_steps(points, higher)[0] if st.kind.value == "regression"]
     return [Target(f"step-{i}", Pair(st.before.xla, st.before.jax), Pair(st.after.xla, st.after.jax))
-            for i, st in enumerate(steps, 1)]
+            for i, st in enumerate(steps, 1)], left_out
 
 
 SIDES = ("good", "bad")

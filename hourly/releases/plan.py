@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -38,8 +38,8 @@ from hourly.adapters.package_index import DistFile, LocalDir, PackageIndex, Simp
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython
 from hourly.errors import UsageError, UserError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import InstallerKind, ReleasePoint, Status
+from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
+from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
 from hourly.plurals import found, plural
 
 LEVEL = "releases"
@@ -57,8 +57,11 @@ FINISHED = {Status.OK, Status.CRASHED, Status.TIMEOUT, Status.NO_METRIC}
 # --------------------------------------------------------------------------------------------
 # settings
 
-@dataclass
+@dataclass(frozen=True)
 class ReleaseSettings:
+    """The release level's settings: frozen; :meth:`validate` returns them checked, their paths
+    absolute (derive others with ``dataclasses.replace``)."""
+
     from_: str
     to: str
     bench_cmd: str = ""
@@ -82,6 +85,29 @@ class ReleaseSettings:
     #: each environment resolves numpy, scipy, ... as of its release (uv's --exclude-newer);
     #: False (--deps-today): today's versions, which old jaxlibs crash with
     deps_as_of_release: bool = True
+    #: named metrics (``--metrics``): None reads the regex's one metric; "all" or "a,b" records
+    #: every (or each listed) ``METRIC name:`` line, each line a sample
+    metrics: str | None = None
+    metric_samples: str = "last"  # the regex's metric: "all" takes every match as a sample
+    warmup_samples: int = 0       # each run's first K matches (per name) are its warm-up
+
+    def named_metrics(self) -> list[str] | None:
+        """None for the regex's one metric; ``["all"]``; or the names (see Settings.named_metrics)."""
+        from hourly.measure.settings import parse_metric_names
+        return parse_metric_names(self.metrics)
+
+    def direction_of(self, name: str) -> bool:
+        """A named metric's direction: its unit's, else --higher-is-better/--lower-is-better."""
+        from hourly.metric import higher_is_better
+        unit = higher_is_better(name) if name else None
+        return self.higher_is_better if unit is None else unit
+
+    def read_spec(self):
+        """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
+        from hourly.measure.benchmark import BenchSpec
+        named = self.named_metrics()
+        return BenchSpec([], metric_regex=self.metric_regex, samples=self.metric_samples,
+                         warmup_samples=self.warmup_samples, metrics=None if named is None else tuple(named))
 
     def bounds(self) -> tuple[Version, Version]:
         try:
@@ -114,15 +140,21 @@ class ReleaseSettings:
         jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"
         return [jax, f"jaxlib=={jaxlib}", *self.with_]
 
-    def validate(self, benchmark: bool = True) -> None:
-        """Check everything before anything runs; pin relative paths to absolute ones now, so the
-        stored settings (``--show`` from elsewhere) keep meaning the same directories.
+    def validate(self, benchmark: bool = True) -> ReleaseSettings:
+        """These settings checked before anything runs, returned with relative paths made absolute
+        now, so the stored settings (``--show`` from elsewhere) keep meaning the same directories.
         ``benchmark=False`` (a dry run) does not ask for a benchmark command."""
         self.bounds()
         if benchmark or self.bench_cmd:
             self.argv()
         self.env_dict()
         compile_metric_regex(self.metric_regex)
+        self.named_metrics()
+        if self.metric_samples not in ("last", "all"):
+            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
+                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
+        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
+            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
         if not isinstance(self.repeats, int) or self.repeats < 1:
             raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
         if self.timeout is not None and self.timeout <= 0:
@@ -142,17 +174,18 @@ class ReleaseSettings:
                             "(pip cannot exclude newer uploads)",
                             "drop --installer pip, or pass --deps-today to install today's (pin with --with)")
         InstallerKind(self.installer)
-        self.bench_cwd = str(Path(self.bench_cwd or os.getcwd()).expanduser().absolute())
-        if not Path(self.bench_cwd).is_dir():
-            raise UserError(f"--bench-cwd {self.bench_cwd} is not a directory", "pass an existing directory")
-        self.cache_dir = str(Path(self.cache_dir).expanduser().absolute())
-        if self.find_links:
-            self.find_links = str(Path(self.find_links).expanduser().absolute())
-        if self.jax_repo:
-            self.jax_repo = str(Path(self.jax_repo).expanduser().absolute())
-            if not Path(self.jax_repo).is_dir():
-                raise UserError(f"--jax-repo {self.jax_repo} is not a directory",
-                                "pass a JAX checkout with its tags, or leave --jax-repo out")
+
+        def absolute(path: str) -> str:
+            return str(Path(path).expanduser().absolute())
+        bench_cwd = absolute(self.bench_cwd or os.getcwd())
+        if not Path(bench_cwd).is_dir():
+            raise UserError(f"--bench-cwd {bench_cwd} is not a directory", "pass an existing directory")
+        jax_repo = absolute(self.jax_repo) if self.jax_repo else None
+        if jax_repo and not Path(jax_repo).is_dir():
+            raise UserError(f"--jax-repo {jax_repo} is not a directory",
+                            "pass a JAX checkout with its tags, or leave --jax-repo out")
+        return replace(self, bench_cwd=bench_cwd, cache_dir=absolute(self.cache_dir), jax_repo=jax_repo,
+                       find_links=absolute(self.find_links) if self.find_links else None)
 
     def source(self) -> str:
         return f"find-links:{self.find_links}" if self.find_links else f"index:{self.index_url or SimpleIndex().url}"
@@ -160,11 +193,19 @@ class ReleaseSettings:
     def key(self, target: TargetPython) -> str:
         """What makes two results comparable: the benchmark, where it runs, what is installed
         with jax (extra, --with, the wheels' source) and the Python minor version."""
-        ident = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
+        ident: dict[str, Any] = {"cmd": self.argv(), "cwd": self.bench_cwd, "env": sorted(self.env_dict().items()),
                  "regex": self.metric_regex, "extra": self.extra, "with": sorted(self.with_),
                  "source": self.source(), "python": target.short}
         if self.deps_as_of_release:
             ident["deps"] = "as of release"
+        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
+        if named is not None:
+            ident["metrics"] = sorted(named)
+            ident.pop("regex")
+        if self.metric_samples != "last":
+            ident["metric_samples"] = self.metric_samples
+        if self.warmup_samples:
+            ident["warmup_samples"] = self.warmup_samples
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def make_index(self) -> PackageIndex:
@@ -371,7 +412,6 @@ def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tup
     its ``too_short`` says when the releases cannot tell noise from steps."""
     from hourly.analysis.detect import ChangeKind
     from hourly.analysis.steps import find_steps
-    from hourly.model import PointResult
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
     detection = None
@@ -395,50 +435,53 @@ def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tup
 UNDECIDED_REPEATS = 3
 
 
-def undecided_note(detection, s: ReleaseSettings) -> str | None:
+def undecided_note(detection, s: ReleaseSettings, metric: str | None = None) -> str | None:
     """One line when the releases are too few to tell noise from steps (Detection.too_short),
-    with the command that tells (each release measured several times); else None."""
+    with the command that tells (each release measured several times); else None. ``metric``: the
+    named metric whose releases these are."""
     from hourly.analysis.steps import too_short
     why = too_short(detection, "release") if detection is not None else None
     if why is None:
         return None
+    if metric:
+        why = f"{metric}: {why}"
     if detection.repeated:
         return (f"{why}; measure the releases around them too (a wider --from/--to), or the days between "
                 "two of them in their nightly containers (`hourly nightly`)")
     return (f"{why}; measure each release {UNDECIDED_REPEATS} times to tell: "
-            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)))} --rerun")
+            f"{releases_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats)), rerun=True)}")
 
 
-def releases_command(s: ReleaseSettings) -> str:
-    """The ``hourly releases`` command of these settings (values of secret-looking --env redacted)."""
-    from hourly.privacy import redact_assignments
+def releases_command(s: ReleaseSettings, rerun: bool = False) -> str:
+    """The ``hourly releases`` command of these settings, through the one encoder (values of
+    secret-looking --env redacted)."""
     default = ReleaseSettings(s.from_, s.to)
-    argv = ["hourly", "releases", "--from", s.from_, "--to", s.to, "--bench-cmd", s.bench_cmd]
-    for name, flag in (("bench_cwd", "--bench-cwd"), ("metric_regex", "--metric-regex"), ("repeats", "--repeats"),
-                       ("timeout", "--bench-timeout"), ("extra", "--extra"), ("index_url", "--index-url"),
-                       ("find_links", "--find-links"), ("python", "--python"), ("installer", "--installer"),
-                       ("cache_dir", "--cache-dir"), ("jax_repo", "--jax-repo")):
+
+    def given(name: str) -> Any:
         v = getattr(s, name)
-        if v is not None and v != getattr(default, name):
-            argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
-    for w in s.with_:
-        argv += ["--with", w]
-    for e in redact_assignments(s.env):
-        argv += ["--env", e]
-    if s.pre:
-        argv.append("--pre")
-    if not s.deps_as_of_release:
-        argv.append("--deps-today")
-    if not s.higher_is_better:
-        argv.append("--lower-is-better")
-    argv += ["--workdir", s.workdir]
-    return shlex.join(argv)
+        return v if v is not None and v != getattr(default, name) else None
+
+    return options.command_line("releases", [
+        ("from_", s.from_), ("to", s.to), ("bench_cmd", s.bench_cmd),
+        *((n, given(n)) for n in ("bench_cwd", "metric_regex", "metrics", "metric_samples", "warmup_samples",
+                                  "repeats")),
+        ("bench_timeout", given("timeout")),
+        *((n, given(n)) for n in ("extra", "index_url", "find_links", "python", "installer", "cache_dir",
+                                  "jax_repo")),
+        ("with_", list(s.with_)), ("env", list(s.env)), ("pre", s.pre or None),
+        ("deps_today", None if s.deps_as_of_release else True),
+        ("higher_is_better", None if s.higher_is_better else False), ("workdir", s.workdir),
+        ("rerun", rerun or None)])
 
 
-def _bench_args(s: ReleaseSettings) -> dict[str, Any]:
-    """The benchmark's options of the commands the release level hands over to."""
+def _bench_args(s: ReleaseSettings, crash: bool = False) -> dict[str, Any]:
+    """The benchmark's options of the commands the release level hands over to: how a run's output
+    is read as this level read it (an exit-status bisection, ``crash``, reads no metric)."""
     return {"bench_cmd": s.bench_cmd,
-            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX else None,
+            "metric_regex": s.metric_regex if s.metric_regex != DEFAULT_METRIC_REGEX and not crash else None,
+            "metrics": None if crash else s.metrics,
+            "metric_samples": s.metric_samples if s.metric_samples != "last" and not crash else None,
+            "warmup_samples": s.warmup_samples or None if not crash else None,
             "repeats": s.repeats if s.repeats > 1 else None}
 
 
@@ -448,11 +491,11 @@ def nightly_command(start: str, end: str, s: ReleaseSettings) -> str:
                                             "higher_is_better": False if not s.higher_is_better else None})
 
 
-def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
+def next_commands(step: ReleaseStep, s: ReleaseSettings, metric: str = "") -> list[str]:
     """The nightly-container scan between the two release dates, the two-repository bisection
     between the two releases' times (their tags' commit times when known), and, when both
-    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window."""
-    bench = _bench_args(s)
+    releases use the same jaxlib, the JAX-only bisection (``--only jax``) of the same window; a
+    named ``metric``'s bisections follow it (``--metric``)."""
     out = []
     if step.before.date and step.after.date:
         out.append(nightly_command(step.before.date, step.after.date, s))
@@ -460,11 +503,13 @@ def next_commands(step: ReleaseStep, s: ReleaseSettings) -> list[str]:
     bad = step.facts.time_after or step.after.released
     if good and bad:
         crash = step.kind == "crash"
-        cmd = {"good": good, "bad": bad, **bench,
-               "metric_regex": None if crash else bench["metric_regex"],  # an exit-status bisection reads no metric
+        # a named metric's unit says its direction to the bisection itself
+        direction = not crash and not s.higher_is_better and not (metric and higher_is_better(metric) is not None)
+        cmd = {"good": good, "bad": bad, **_bench_args(s, crash),
+               "metric": metric or None if not crash else None,
                "bench_cwd": s.bench_cwd if s.bench_cwd and Path(s.bench_cwd) != Path.cwd() else None,
                "mode": "exit" if crash else None,
-               "higher_is_better": False if not crash and not s.higher_is_better else None,
+               "higher_is_better": False if direction else None,
                "jax_repo": s.jax_repo or None}
         out.append(options.command_line("bisect", cmd))
         if step.before.jaxlib and step.before.jaxlib == step.after.jaxlib:
@@ -550,6 +595,21 @@ def summary(steps: list[ReleaseStep], points: list[ReleasePoint], gaps: list[Rel
 # running
 
 @dataclass
+class ReleaseMetric:
+    """One named metric of the release level (``--metrics``): its releases, its steps, what it did."""
+
+    name: str
+    higher_is_better: bool
+    points: list[ReleasePoint]
+    steps: list[ReleaseStep] = field(default_factory=list)
+    moved: Any = None  # hourly.analysis.moved.Moved (its steps are detection's, ``steps`` with tags)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"higher_is_better": self.higher_is_better, "points": [p.as_json() for p in self.points],
+                **(self.moved.as_json() if self.moved else {}), "steps": [st.as_json() for st in self.steps]}
+
+
+@dataclass
 class ReleaseReport:
     points: list[ReleasePoint]
     steps: list[ReleaseStep]
@@ -557,17 +617,28 @@ class ReleaseReport:
     measured: int = 0
     installer: str | None = None     # the installer of this run ("uv (...)" / "pip (...)")
     gaps: list[ReleaseGap] = field(default_factory=list)
+    #: named metrics: each metric's releases and steps (``points`` and ``steps`` are the first's)
+    metrics: list[ReleaseMetric] | None = None
     #: too few releases to tell noise from steps, and the command that tells (undecided_note); None: they can
     undecided: str | None = None
 
     @property
     def summary(self) -> str:
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary as per_metric
+            head = summary([st for m in self.metrics for st in m.steps], self.points, self.gaps, self.undecided)
+            return f"{head}; per metric: {per_metric([m.moved for m in self.metrics])}" if self.metrics else head
         return summary(self.steps, self.points, self.gaps, self.undecided)
 
     def as_json(self) -> dict[str, Any]:
-        return {"points": [p.as_json() for p in self.points], "steps": [st.as_json() for st in self.steps],
-                "gaps": [g.as_json() for g in self.gaps], "summary": self.summary, "installer": self.installer,
-                "undecided": self.undecided}
+        out: dict[str, Any] = {"points": [p.as_json() for p in self.points],
+                               "steps": [st.as_json() for st in self.steps], "gaps": [g.as_json() for g in self.gaps],
+                               "summary": self.summary, "installer": self.installer, "undecided": self.undecided}
+        if self.metrics is not None:
+            from hourly.analysis.moved import summary as per_metric
+            out["metrics"] = {m.name: m.as_json() for m in self.metrics}
+            out["moved"] = per_metric([m.moved for m in self.metrics])
+        return out
 
 
 def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | None = None, measured: int = 0,
@@ -582,14 +653,61 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
         key = saved["key"]
     lo, hi = s.bounds()
     pre = s.pre or lo.is_prerelease or hi.is_prerelease
-    points = sorted((p for v, p in store.releases(key).items()
-                     if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
-                    key=lambda p: Version(p.version))
-    steps, detection = release_detection(points, s.higher_is_better)
-    for st in steps:
-        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
-        st.commands = next_commands(st, s)
+
+    def window(have: dict[str, ReleasePoint]) -> list[ReleasePoint]:
+        return sorted((p for v, p in have.items() if lo <= Version(v) <= hi and (pre or not Version(v).is_prerelease)),
+                      key=lambda p: Version(p.version))
+    named = s.named_metrics()
+    metrics: list[ReleaseMetric] | None = None
+    if named is None:
+        points = window(store.releases(key))
+        found_steps, detection = release_detection(points, s.higher_is_better)
+        steps = _with_facts(found_steps, s)
+        undecided = undecided_note(detection, s)
+    else:
+        metrics, undecided = _release_metrics(store, s, key, named, window)
+        points = metrics[0].points if metrics else window(store.releases(key, metric=None))
+        steps = metrics[0].steps if metrics else []
     gaps = find_gaps(points)
     for g in gaps:
         g.command = gap_command(g, s)
-    return ReleaseReport(points, steps, s, measured, installer, gaps, undecided_note(detection, s))
+    return ReleaseReport(points, steps, s, measured, installer, gaps, metrics, undecided)
+
+
+def _with_facts(steps: list[ReleaseStep], s: ReleaseSettings, metric: str = "") -> list[ReleaseStep]:
+    for st in steps:
+        st.facts = tag_facts(s.jax_repo, st.before.version, st.after.version)
+        st.commands = next_commands(st, s, metric)
+    return steps
+
+
+def _release_metrics(store: Store, s: ReleaseSettings, key: str, named: list[str],
+                     window: Callable[[dict[str, ReleasePoint]], list[ReleasePoint]]
+                     ) -> tuple[list[ReleaseMetric], str | None]:
+    """Every named metric's releases, steps and what it did (a release measured without a row of
+    the metric did not print it); and the first metric with no step whose releases are too few to
+    tell noise from steps (:func:`undecided_note`), else None."""
+    from hourly.analysis.moved import what_moved
+    names = store.release_metric_names(key) if "all" in named else named
+    any_row = store.releases(key, metric=None)
+    out = []
+    undecided = None
+    for name in names:
+        have = store.releases(key, metric=name)
+        for v, p in any_row.items():
+            if v not in have:
+                have[v] = ReleasePoint(p.version, p.jaxlib, p.released, Status.NO_METRIC, installer=p.installer,
+                                       env=p.env, detail=f"{name} never printed; the runs printed other metrics",
+                                       metric=name)
+        points = window(have)
+        direction = s.direction_of(name)
+        found_steps, detection = release_detection(points, direction)
+        steps = _with_facts(found_steps, s, name)
+        ran = [p for p in points if p.status not in UNMEASURED]
+        rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
+                for p in ran]
+        moved, _ = what_moved(name, rows, direction, incomplete=bool(find_gaps(points)))
+        out.append(ReleaseMetric(name, direction, points, steps, moved))
+        if undecided is None and not steps:
+            undecided = undecided_note(detection, s, name)
+    return out, undecided

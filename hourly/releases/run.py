@@ -16,7 +16,7 @@ from hourly.adapters.store import Store
 from hourly.adapters.venvs import TargetPython, choose_installer, ensure_env, target_python
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
-from hourly.measure.benchmark import BenchSpec, run_benchmark
+from hourly.measure.benchmark import BenchSpec, metric_views, run_benchmark
 from hourly.model import InstallerKind, ReleasePoint, Status
 from hourly.releases.plan import (
     FINISHED,
@@ -47,7 +47,7 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
     """Measure every release of the window not finished yet (all with ``rerun``) and return the
     window's report. Each release's result is stored as soon as it is known; given a workdir
     rather than a Store, it is created only once the window is planned (bad input makes nothing)."""
-    s.validate()
+    s = s.validate()
     target = target_python(s.python)
     installer = choose_installer(s.installer)
     if s.deps_as_of_release and installer.kind is not InstallerKind.UV:
@@ -61,7 +61,8 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
         store = Store(store)
     key = s.key(target)
     _save_settings(store, s, key)
-    have = store.releases(key)
+    have = store.releases(key, metric=None)  # any row of a release: measured (of any named metric)
+    known = store.release_metric_names(key)
 
     def finished(p: Planned) -> bool:
         return p.version in have and have[p.version].status in FINISHED
@@ -82,8 +83,9 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
                 store.add_release(key, ReleasePoint(p.version, p.jaxlib, p.released, Status.MISSING,
                                                     detail=p.missing))
         else:
-            point, cause = _measure(p, s, target, installer, log_dir)
-            store.add_release(key, point)
+            points, cause = _measure(p, s, target, installer, log_dir, known)
+            store.add_releases(key, points)  # one row per named metric (--metrics), in one transaction
+            point = next((q for q in points if q.status is Status.OK), points[0])
             measured += 1
             any_ok = any_ok or point.status is Status.OK
             if not any_ok:
@@ -214,9 +216,10 @@ def as_of_release_args(released: str | None, now: datetime) -> list[str]:
 
 
 def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer,
-             log_dir: Path) -> tuple[ReleasePoint, str | None]:
-    """Environment + benchmark for one release (no store access): its result, and the line of
-    its log that says why it failed (None when it measured)."""
+             log_dir: Path, known: list[str] | None = None) -> tuple[list[ReleasePoint], str | None]:
+    """Environment + benchmark for one release (no store access): its result (one per named metric
+    with ``--metrics``; ``known``: the names already recorded), and the line of its log that says
+    why it failed (None when it measured)."""
     env = Path(s.cache_dir) / env_name(target, p, s)
     source_args = s.make_index().installer_args()
     if s.deps_as_of_release:  # run_releases made sure the installer is uv
@@ -226,20 +229,26 @@ def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer,
                           installer, target, log_dir / f"install-jax-{p.version}.log", s.pre)
     except ProcessError as e:
         why = _log_cause(e.log_path) or cause_line(e.tail) or "no output"
-        return ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
-                            env=str(env), detail=f"{installer.kind.value} failed: {why}; log {e.log_path}"), why
+        return [ReleasePoint(p.version, p.jaxlib, p.released, Status.INSTALL_FAILED, installer=installer.kind.value,
+                             env=str(env), detail=f"{installer.kind.value} failed: {why}; log {e.log_path}")], why
+    named = s.named_metrics()
     spec = BenchSpec(s.argv(), s.bench_cwd, {**s.env_dict(), "VIRTUAL_ENV": str(env)}, s.metric_regex,
-                     s.timeout, made.python)
-    res = run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}")
-    detail = res.detail()
-    cause: str | None = None
-    bad = next((r for r in res.runs if r.status is not Status.OK), None)
-    if res.status is not Status.OK and bad is not None:
-        cause = _log_cause(bad.log_path) if res.status is Status.CRASHED else None
-        if cause and detail:
-            what, _, log = detail.partition("; log ")
-            detail = f"{what}: {cause}; log {log}"
-    if p.yanked:
-        detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
-    return ReleasePoint(p.version, p.jaxlib, p.released, Status(res.status.value), res.value, res.samples,
-                        [r.as_dict() for r in res.runs], detail, made.installer, str(env)), cause
+                     s.timeout, made.python, samples=s.metric_samples, warmup_samples=s.warmup_samples,
+                     metrics=None if named is None else tuple(named))
+    out: list[ReleasePoint] = []
+    causes: list[str | None] = []
+    for metric, res in metric_views(run_benchmark(spec, s.repeats, log_dir, f"jax-{p.version}"), spec.metrics, known):
+        detail = res.detail()
+        cause: str | None = None
+        bad = next((r for r in res.runs if r.status is not Status.OK), None)
+        if res.status is not Status.OK and bad is not None:
+            cause = _log_cause(bad.log_path) if res.status is Status.CRASHED else None
+            if cause and detail:
+                what, _, log = detail.partition("; log ")
+                detail = f"{what}: {cause}; log {log}"
+        if p.yanked:
+            detail = f"yanked ({p.yanked})" + (f"; {detail}" if detail else "")
+        causes.append(cause)
+        out.append(ReleasePoint(p.version, p.jaxlib, p.released, Status(res.status.value), res.value, res.samples,
+                                [r.as_dict() for r in res.runs], detail, made.installer, str(env), metric))
+    return out, causes[0]

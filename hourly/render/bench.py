@@ -53,11 +53,12 @@ def print_report(con: Console, report: PhaseReport, scan: ScanOptions) -> None:
 
 def print_scan_options(con: Console, scan: ScanOptions) -> None:
     print_text(con, "")
-    print_text(con, "hunt a phase with hourly scan or bisect (the harness runs under each state's python3; "
-                    "hourly need not be installed there):")
+    print_text(con, "hunt every phase at once with hourly scan, nightly or releases: each is recorded as its own "
+                    "metric, and each step's bisection follows its phase with --metric NAME (the harness runs "
+                    "under each state's python3; hourly need not be installed there):")
     cwd = ["--bench-cwd", scan.bench_cwd] if scan.bench_cwd else []
     print_text(con, "  " + command_line(["--bench-cmd", scan.bench_cmd, *cwd]))
-    print_text(con, "with, for the phase to hunt, its MEDIAN line (one value per run) and its direction:")
+    print_text(con, "or one phase alone, one value per run, with its MEDIAN line and its direction:")
     for name, flags in scan.per_metric.items():
         print_text(con, f"  {name}: {command_line(flags)}")
     print_text(con, "add --phases NAME (e.g. --phases step) to the --bench-cmd to measure that phase alone, "

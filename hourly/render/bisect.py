@@ -3,6 +3,7 @@ answer as lines of text."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from hourly.answers import Answer, Commit, Measured
@@ -16,7 +17,9 @@ from hourly.plurals import plural
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from hourly.adapters.store import Store
     from hourly.bisect.records import Probe, Window
+    from hourly.measure.settings import Settings
 
 
 class LineHandler(BisectHandler):
@@ -105,6 +108,18 @@ def describe(answer: Answer | dict) -> list:
             f"{names.get(side, side)} {plural(e.n, 'sample')} (" + ", ".join(f"{k} from {'the scan' if o == 'scan' else o}"
                                                    for o, k in e.from_.items()) + ")"
             for side, e in a.end_samples.items()))
+    if a.measured:
+        lines.append("  verdicts: " + ("paired, measured in alternating rounds (drift common to a round cancels)"
+                                       if a.measured == "interleaved" else a.measured))
+    for note in (a.drift or [])[:3]:
+        lines.append(f"  {note}")
+    if len(a.drift or []) > 3:
+        lines.append(f"  ... and {plural(len(a.drift or []) - 3, 'more drift note')} (--json)")
+    for cw in a.crash_windows or []:
+        if cw.get("holds_change"):
+            continue  # said in the reason above
+        lines.append(f"  crash window {_side(cw['first'])} .. {_side(cw['last'])}: {plural(cw['states'], 'state')} "
+                     "left out of the metric search" + (f" ({cw['last_line']})" if cw.get("last_line") else ""))
     manual = a.manual
     if manual:
         n = sum(1 for p in a.probes if p.manual)
@@ -130,6 +145,14 @@ def describe(answer: Answer | dict) -> list:
                             f" {rest.from_} .. {rest.to}: no further step named: {rest.why}"
                             + (f" ({rest.fix})" if rest.fix else "")))
     return lines
+
+
+def _side(side: dict) -> str:
+    """A crash window's first or last state: the commit that brought it, else its pair."""
+    c = side.get("commit")
+    if c:
+        return f"{c['repo']}@{c['sha'][:12]}"
+    return f"xla@{cut_side(side['xla'], 12)} jax@{side['jax'][:12]}"
 
 
 def _commit_lines(c: Commit) -> list[str]:
@@ -179,3 +202,89 @@ def log_heading(answer: Answer | dict, i: int, n: int) -> str:
     return (f"# {what} {i} of {n}: {a.window.good_time} .. {a.window.bad_time}"
             " — replay one block at a time")
 
+
+
+# -- a workdir no scan made: the report's and show's commands, the bisections not finished --------
+
+#: an answer's kinds whose good end is the later one (``hourly bisect --find-fix``)
+FIXING = ("improvement", "fix", "metric_back")
+
+
+def bisect_again_command(a: Answer, s: Settings) -> str:
+    """The ``hourly bisect`` command that bisects the window of answer ``a`` again, in its mode and
+    direction, with the workdir's settings (one line, secrets redacted)."""
+    from hourly.scan.table import REPRODUCE, settings_command
+    w = a.window
+    fixing = a.kind in FIXING
+    lead: dict[str, object] = {"good": w.bad_time if fixing else w.good_time,
+                               "bad": w.good_time if fixing else w.bad_time}
+    mode = a.manual.window_mode if a.manual else a.mode
+    lead["mode"] = mode if mode in ("exit", "printed") or s.mode == "exit" else None
+    lead.update(find_fix=fixing or None, flaky=a.flaky or None, manual=bool(a.manual) or None)
+    return settings_command("bisect", s, lead, explicit=REPRODUCE)
+
+
+def scan_window_command(s: Settings, windows: list[tuple[str, str]]) -> str:
+    """The ``hourly scan`` command over every window in ``windows`` (UTC labels), with the
+    workdir's settings: the series of the metric around what was bisected."""
+    from dataclasses import replace
+
+    from hourly.scan.table import REPRODUCE, settings_command
+    return settings_command("scan", replace(s, from_=min(g for g, _ in windows), to=max(b for _, b in windows)),
+                            explicit=REPRODUCE)
+
+
+def unfinished_lines(store: Store) -> list[str]:
+    """One line per bisection started and not finished, with what goes on with it."""
+    from hourly.bisect.answer import iso
+    return [f"{iso(r['good_time'])} → {iso(r['bad_time'])} ({r['mode']}): started, no answer yet; the same "
+            "`hourly bisect` command again goes on from its stored verdicts" for r in store.unfinished_bisections()]
+
+
+# -- hourly show in a workdir no scan made ------------------------------------------------------
+
+@dataclass
+class Unscanned:
+    """What ``hourly show`` says of a workdir that ``hourly bisect --good --bad`` made without a
+    scan: that no scan was made (so no table of the metric over time), the bisections' answers of
+    the current build, another build's apart with its label, the bisections not finished, and the
+    scan command that would measure the series around them."""
+
+    note: str
+    current: list[Answer]
+    others: list[tuple[str, Answer]]
+    unfinished: list[str]
+    scan: str | None
+
+    def as_json(self) -> dict:
+        return {"scanned": False, "note": self.note, "points": [],
+                "regressions": [a.to_json() for a in self.current],
+                "other_builds": [{"measured_under": label, **a.to_json()} for label, a in self.others],
+                "unfinished": self.unfinished, "scan": self.scan}
+
+    def lines(self) -> list:
+        from hourly.render.console import styled
+        out: list = [styled(("no scan", "bold"), f": {self.note}")]
+        for a in self.current:
+            out += describe(a)
+        for label, a in self.others:
+            out += [styled(("measured under another build", "yellow"), f" ({label}); not this workdir's answer:"),
+                    *describe(a)]
+        out += [f"not finished: {line}" for line in self.unfinished]
+        if self.scan:
+            out.append(f"the metric over the window: {self.scan}")
+        return out
+
+
+def unscanned(store: Store, s: Settings) -> Unscanned:
+    """:class:`Unscanned` of ``store`` (``s``: the workdir's settings, its bisection's own)."""
+    from hourly.scan.identity import answers_by_build, build_difference
+    split = answers_by_build(store, s)
+    idents = store.measure_keys()
+    current = idents.get(split.key) if split.key else None
+    others = [(build_difference(idents.get(k), current, k), a) for k, a in split.others]
+    windows = [(a.window.good_time, a.window.bad_time) for a in split.current + [a for _, a in others]]
+    note = (f"{store.workdir} holds `hourly bisect --good … --bad …` alone: no table of the metric over time, "
+            "only the bisections' answers" + ("" if split.current else "; no bisection of this build has finished"))
+    return Unscanned(note, split.current, others, unfinished_lines(store),
+                     scan_window_command(s, windows) if windows else None)

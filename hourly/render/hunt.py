@@ -58,7 +58,8 @@ def table(report: HuntReport) -> Table:
     for col in ("good day", "bad day", "kind", "size", "answer", "builds", "runs"):
         t.add_column(col, no_wrap=col not in ("answer",))
     for row in report.rows:
-        t.add_row(Text(row["good_date"]), Text(row["bad_date"]), Text(row["kind"]), Text(_size(row)),
+        kind = row["kind"] + (f" of {row['metric']}" if row.get("metric") else "")  # a named metric's window
+        t.add_row(Text(row["good_date"]), Text(row["bad_date"]), Text(kind), Text(_size(row)),
                   Text(answer_text(row)), Text(str(row["builds"])), Text(str(row["runs"])))
     return t
 
@@ -67,7 +68,9 @@ def print_report(console, report: HuntReport) -> None:
     kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     if report.releases is not None:
         from hourly.hunt.from_releases import describe_step
-        hunted = [st for st in report.releases.steps if st.kind in ("regression", "crash")]
+        steps = report.releases.steps if report.releases.metrics is None else [  # every named metric's
+            st for m in report.releases.metrics for st in m.steps]
+        hunted = [st for st in steps if st.kind in ("regression", "crash")]
         if not hunted and report.releases.undecided:  # never "nothing to hunt" from differences that may be steps
             console.print(f"no window to hunt yet: {report.releases.undecided}", **kw)
             return

@@ -24,6 +24,8 @@ def table(report: NightlyReport):
     t.add_column("digest", no_wrap=True)
     t.add_column("xla", no_wrap=True)
     t.add_column("jax", no_wrap=True)
+    if report.metrics is not None:  # one column per named metric, each with its steps' marks
+        return _metrics_table(report, t)
     t.add_column("metric", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
     marks = step_marks(report.steps)
@@ -40,12 +42,50 @@ def table(report: NightlyReport):
     return t
 
 
+def _metrics_table(report: NightlyReport, t):
+    marks = []
+    for m in report.metrics or []:
+        t.add_column(f"{m.name} {'↑' if m.higher_is_better else '↓'}", justify="right", no_wrap=True)
+        marks.append(step_marks(m.steps))
+    t.add_column("", no_wrap=True)
+    b = report.boundary
+    for i, p in enumerate(report.points):
+        cells = [f"{q.value:.4g} {mk.get(i, '')}".rstrip() if q.value is not None else q.status.value
+                 for q, mk in ((m.points[i], mk) for m, mk in zip(report.metrics or [], marks, strict=True))]
+        edge = "good" if b and p is b.good else "bad" if b and p is b.bad else ""
+        style = None if p.status is Status.OK else ("dim" if p.status is Status.MISSING else "red")
+        t.add_row(p.date, _short((p.digest or "").removeprefix("sha256:") or None, 12),
+                  _short(p.xla, 8), _short(p.jax, 8), *cells, edge, style=style)
+    return t
+
+
+def _metric_lines(report: NightlyReport) -> list[str]:
+    """What each named metric did over the dates, and each step."""
+    from hourly.analysis.moved import Verdict, summary
+    metrics = report.metrics or []
+    out = [f"per metric: {summary([m.moved for m in metrics])}" if metrics else
+           "no named metric was recorded yet: no run printed a METRIC line"]
+    for m in metrics:
+        mv = m.moved
+        if mv.verdict == Verdict.MOVED:
+            out += [f"  {m.name}: {describe(st)}" for st in m.steps]
+        elif mv.verdict == Verdict.UNCHANGED:
+            out.append(f"  {m.name}: unchanged: no step of ±{mv.bound * 100:.1f} % or more with {mv.side} or more "
+                       f"dates on each side (noise ±{mv.noise * 100:.2g} % per date, {mv.points} dates)")
+        else:
+            out.append(f"  {m.name}: {mv.verdict}: {mv.why}")
+    return out
+
+
 def print_report(console, report: NightlyReport) -> None:
     kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'date')};"
                   f" {report.measured} measured now, the rest from {report.settings.workdir}", **kw)
-    n = len(report.steps)
+    if report.metrics is not None:
+        for line in _metric_lines(report):
+            console.print(line, **kw)
+    n = len(report.steps) if report.metrics is None else sum(len(m.steps) for m in report.metrics)
     gaps = report.gaps()
     if not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
@@ -63,7 +103,7 @@ def print_report(console, report: NightlyReport) -> None:
             console.print(f"  {span}: no nightly image at the window's {'start' if g['from'] == report.points[0].date else 'end'}"
                           " — a change in those days would not show; move --from/--to to dates that have an "
                           "image, or scan those hours inside a neighbouring day's container (`hourly hunt`)", **kw)
-    for st in report.steps:
+    for st in report.steps if report.metrics is None else []:
         console.print(f"  {describe(st)}", **kw)
     if n and report.undecided:
         console.print(f"more steps may hide: {report.undecided}", **kw)

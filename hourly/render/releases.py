@@ -34,6 +34,8 @@ def table(report: ReleaseReport):
     t.add_column("jax", no_wrap=True)
     t.add_column("jaxlib", no_wrap=True)
     t.add_column("released", no_wrap=True)
+    if report.metrics is not None:  # one column per named metric, each with its steps' marks
+        return _metrics_table(report, t)
     t.add_column("metric", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
     marks: dict[int, str] = {}  # by id() of a step's later point
@@ -44,6 +46,40 @@ def table(report: ReleaseReport):
             "dim" if p.status in (Status.MISSING, Status.INSTALL_FAILED) else "red")
         t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", fmt_value(p), marks.get(id(p), ""), style=style)
     return t
+
+
+def _metrics_table(report: ReleaseReport, t):
+    metrics = report.metrics or []
+    marks = []
+    for m in metrics:
+        t.add_column(f"{m.name} {'↑' if m.higher_is_better else '↓'}", justify="right", no_wrap=True)
+        marks.append({st.after.version: mark(st) for st in m.steps})
+    for i, p in enumerate(report.points):
+        cells = []
+        for m, mk in zip(metrics, marks, strict=True):
+            q = m.points[i]
+            cells.append(f"{fmt_value(q)} {mk.get(q.version, '')}".rstrip())
+        style = None if p.status is Status.OK else (
+            "dim" if p.status in (Status.MISSING, Status.INSTALL_FAILED) else "red")
+        t.add_row(p.version, p.jaxlib or "-", p.date or "unknown", *cells, style=style)
+    return t
+
+
+def metric_lines(report: ReleaseReport) -> list[str]:
+    """Per named metric: what it did, then each of its steps in words with its next commands."""
+    from hourly.analysis.moved import Verdict
+    out = []
+    for m in report.metrics or []:
+        mv = m.moved
+        for st in m.steps:  # detection's steps and the crashes, with their tags and next commands
+            lines = describe_step(st)
+            out += [f"{m.name}: {lines[0]}", *lines[1:]]
+        if mv.verdict == Verdict.UNCHANGED:
+            out.append(f"{m.name}: unchanged: no step of ±{mv.bound * 100:.1f} % or more with {mv.side} or more "
+                       f"releases on each side (noise ±{mv.noise * 100:.2g} % per release, {mv.points} releases)")
+        elif mv.verdict != Verdict.MOVED:
+            out.append(f"{m.name}: {mv.verdict}: {mv.why}")
+    return out
 
 
 def describe_step(st: ReleaseStep) -> list[str]:
@@ -83,7 +119,10 @@ def print_report(console, report: ReleaseReport) -> None:
         if p.status is not Status.OK and p.detail:
             console.print(f"  jax {p.version}: {p.status.value}: {p.detail}", **kw)
     console.print(report.summary + (":" if report.steps and not report.gaps else ""), **kw)
-    for st in report.steps:
+    if report.metrics is not None:
+        for line in metric_lines(report):
+            console.print(f"  {line}", **kw)
+    for st in report.steps if report.metrics is None else []:
         for line in describe_step(st):
             console.print(f"  {line}", **kw)
     if report.steps and report.undecided:
@@ -107,7 +146,9 @@ def command_line(s: ReleaseSettings) -> str:
         "higher_is_better": False if not s.higher_is_better else None,
         "extra": s.extra or None, "index_url": s.index_url or None, "find_links": s.find_links or None,
         "python": s.python or None, "jax_repo": s.jax_repo or None, "with_": s.with_,
-        "deps_today": not s.deps_as_of_release, "env": s.env, "pre": s.pre})
+        "deps_today": not s.deps_as_of_release,
+        "metrics": s.metrics, "metric_samples": s.metric_samples if s.metric_samples != "last" else None,
+        "warmup_samples": s.warmup_samples or None, "env": s.env, "pre": s.pre})
 
 
 def _md(text: str) -> str:
@@ -123,8 +164,10 @@ def release_markdown(store: Store) -> list[str]:
     md = ["## Release level (`hourly releases`)", "",
           f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "
           f"{plural(s.repeats, 'run')} per release, "
-          f"{'higher' if s.higher_is_better else 'lower'} is better.", "",
-          "| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
+          f"{'higher' if s.higher_is_better else 'lower'} is better.", ""]
+    if report.metrics is not None:
+        return md + _metrics_markdown(report, s)
+    md += ["| jax | jaxlib | released | metric | step |", "|---|---|---|---|---|"]
     marks = {id(st.after): mark(st) for st in report.steps}
     for p in report.points:
         md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | {_md(fmt_value(p))} | "
@@ -155,4 +198,22 @@ def release_markdown(store: Store) -> list[str]:
             md.append("```")
         md.append("")
     md += ["Reproduce:", "", "```sh", command_line(s), "```", ""]
+    return md
+
+
+def _metrics_markdown(report: ReleaseReport, s: ReleaseSettings) -> list[str]:
+    """The release level's section for several named metrics: one column each, what each did, each
+    step with its next commands (``--metric``)."""
+    metrics = report.metrics or []
+    md = ["| jax | jaxlib | released | " + " | ".join(f"`{_md(m.name)}` ({'higher' if m.higher_is_better else 'lower'})"
+                                                      for m in metrics) + " |",
+          "|---|---|---|" + "---|" * len(metrics)]
+    marks = [{st.after.version: mark(st) for st in m.steps} for m in metrics]
+    for i, p in enumerate(report.points):
+        cells = [f"{_md(fmt_value(m.points[i]))} {mk.get(p.version, '')}".rstrip() for m, mk in zip(metrics, marks, strict=True)]
+        md.append(f"| {p.version} | {p.jaxlib or '-'} | {p.date or 'unknown'} | " + " | ".join(cells) + " |")
+    md += ["", f"Per metric: {_md(report.summary)}.", ""]
+    for line in metric_lines(report):
+        md.append(f"    {line}" if line.startswith("    hourly ") else f"- {_md(line.strip())}")
+    md += ["", "Reproduce:", "", "```sh", command_line(s), "```", ""]
     return md

@@ -11,18 +11,18 @@ from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
 from hourly.answers import Answer
+from hourly.errors import UserError
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
 from hourly.model import REPOS, PointResult, Step, cut_side
-from hourly.options import join
 from hourly.plurals import plural
 from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
 from hourly.render.steps import bisect_command
-from hourly.scan.table import gaps, stored_scan
+from hourly.scan.table import REPRODUCE, gaps, has_scan, stored_scan
 from hourly.scan.table import scan_command as table_scan_command
 
 MAX_COMMITS = 50
@@ -40,9 +40,6 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
-#: what the report's reproduce line names even at its default, so that it reads the same to
-#: someone whose hourly has other defaults
-REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
 
 
 def scan_command(s: Settings) -> str:
@@ -278,50 +275,16 @@ class Answers:
 
 
 def split_answers(store: Store, s: Settings | None = None) -> Answers:
-    """The store's answers split by build (:class:`Answers`); ``s``: the stored scan's settings
-    (read from the store when not given)."""
+    """The store's answers split by build (:class:`Answers`, from
+    hourly.scan.identity.answers_by_build); ``s``: the stored scan's settings (read from the store
+    when not given)."""
     from hourly.measure.settings import stored_settings
-    from hourly.scan.identity import answer_key
-    key = answer_key(store, s if s is not None else stored_settings(store))
+    from hourly.scan.identity import answers_by_build, build_difference
+    split = answers_by_build(store, s if s is not None else stored_settings(store))
     idents = store.measure_keys()
-    current: list[Answer] = []
-    others: list[tuple[str, Answer]] = []
-    for k, stored in store.bisection_answers():
-        a = Answer.from_json(stored)
-        if key is None or k == key:
-            current.append(a)
-        else:
-            others.append((build_label(idents.get(k), idents.get(key) if key else None, k), a))
-    return Answers(current, others)
-
-
-def build_label(ident: dict | None, current: dict | None, key: str) -> str:
-    """What another measurement key's build (or benchmark) was, as markdown: the parts that differ
-    from the current one's (``current``), with their values then."""
-    if not ident:
-        return f"another build or benchmark (key `{key[:12]}`; what it was made of is not recorded in this store)"
-    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
-    parts = []
-    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {esc.code(join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {esc.code(join(ob['jax_package']))})" if ob.get("jax_package")
-                        and ob.get("jax_package") != cb.get("jax_package") else ""))
-    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
-    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
-    if changed:
-        parts.append("build environment " + ", ".join(esc.code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
-                                                      for k in changed))
-    if ob.get("python_abi") != cb.get("python_abi"):
-        parts.append(f"Python ABI {esc.code(ob.get('python_abi') or '?')}")
-    if ob.get("cherry_pick") != cb.get("cherry_pick"):
-        parts.append("cherry-picks " + (", ".join(esc.code(c) for c in ob.get("cherry_pick") or []) or "none"))
-    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
-    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
-    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
-        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
-    if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {esc.code(join(ob_.get('cmd') or []))}")
-    return "; ".join(parts) or f"another build or benchmark (key `{key[:12]}`)"
+    current = idents.get(split.key) if split.key else None
+    return Answers(split.current, [(build_difference(idents.get(k), current, k, esc.code), a)
+                                   for k, a in split.others])
 
 
 def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
@@ -347,7 +310,8 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     """One bisection's answer: its window, the culprit (or range), how it was reached."""
     md = []
     w = a.window
-    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else ""))
+    md.append(f"### {w.good_time} → {w.bad_time}" + (f": {esc.text(w.note)}" if w.note else "")
+              + (f" (metric {esc.code(a.metric)})" if a.metric else ""))
     md.append("")
     if under:
         md.append(under)
@@ -367,6 +331,7 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
             md.append(f"  - {p.role} xla `{p.xla[:12]}` jax `{p.jax[:12]}`: {p.verdict} "
                       f"({esc.text(p.reason or '')})")
     md.append(f"- {plural(a.builds, 'build')}, {plural(a.runs, 'benchmark run')}"
+              + (f" ({plural(a.run_samples, 'sample')} counted)" if a.run_samples else "")
               + (", confirmed by re-measuring both ends" if a.confirmed and not manual else ""))
     md.append("")
     return md
@@ -378,8 +343,15 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     the host name."""
     from hourly.render.releases import release_markdown
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
     releases_md = release_markdown(store)
+    bisected = bool(store.bisection_answers() or store.unfinished_bisections())
+    if not has_scan(store) and not releases_md and not bisected:
+        raise UserError(f"no scan and no bisection in {store.workdir}: nothing to report",
+                        "run hourly scan (or hourly bisect --good --bad) there first")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not has_scan(store) and bisected:
+        # `hourly bisect --good --bad` alone: its answers, never a scanned window it did not measure
+        return write_bisection_report(store, s, out_dir, anonymous, releases_md)
     if releases_md and not store.points("hourly"):  # the release level alone
         path = out_dir / "report.md"
         path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
@@ -387,6 +359,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         return ReportFiles(path, None)
     table = stored_scan(store, s)
     points = table.points
+    if table.metrics is not None:  # every named metric (--metrics, the per-phase harness)
+        return _write_per_metric(store, s, table, out_dir, min_change, anonymous, releases_md)
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
     metric = "metric"
@@ -413,41 +387,155 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
-def _undecided(points: list[PointResult], s: Settings) -> str | None:
+def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_change: float | None, anonymous: bool,
+                      releases_md: list[str]) -> ReportFiles:
+    """The report of a scan that recorded several named metrics: what each did, in one table, then
+    per metric its steps (each with its commits, its bisected culprit or the command that bisects
+    it) and its plot."""
+    from hourly.analysis.moved import Verdict
+    from hourly.render.metrics import findings, step_command
+    points = table.points
+    found = findings(table, min_change)
+    split = split_answers(store, s)  # answers under another build are listed apart, never a step's
+    answers = split.current
+    repos = _open_repos(s)
+    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
+    moved = [f for f in found if f.moved.steps]
+    md = [f"# Performance change{'s' if sum(len(f.moved.steps) for f in found) != 1 else ''} found by hourly, "
+          f"per metric", ""]
+    md += _gaps_section(points, s)
+    if points:
+        md += [f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
+               f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}); every run recorded "
+               f"{plural(len(found), 'named metric')}, each measured in the same runs of the same builds.", ""]
+    md += ["| metric | better | what it did |", "|---|---|---|"]
+    for f in found:
+        m = f.moved
+        if m.verdict == Verdict.MOVED:
+            what = "; ".join(f"{st.kind.value} {percent(st.change.relative_change)} between {st.before.time} and "
+                             f"{st.after.time}" for st in m.steps)
+        elif m.verdict == Verdict.UNCHANGED:
+            assert m.bound is not None
+            what = (f"unchanged: no step of ±{m.bound * 100:.1f} % or more with {m.side} or more points on each side "
+                    f"(noise ±{(m.noise or 0) * 100:.2g} % per point)")
+        else:
+            what = f"{m.verdict}: {esc.text(m.why or '')}"
+        md.append(f"| {esc.code(f.metric.name)} | {'higher' if f.metric.higher_is_better else 'lower'} | {esc.cell(what)} |")
+    md.append("")
+    plots: list[Path] = []
+    for f in found:
+        name = f.metric.name
+        mine = [a for a in answers if a.metric == name]
+        md += [f"## {esc.text(name)}: {'higher' if f.metric.higher_is_better else 'lower'} is better", ""]
+        if not f.moved.steps:
+            md += [f"{esc.text(f.moved.short())}.", ""]
+        else:
+            md += _steps_sections(f.metric.points, f.moved.steps, repos, s, name, f.metric.edge_checks or {}, mine,
+                                  level="###", direction=f.metric.higher_is_better, intro=False)
+            for st in f.moved.steps:
+                if answer_for(mine, st.before.time, st.after.time) is None:
+                    md += [f"Bisect the {percent(st.change.relative_change)} step of `{name}`:", "", "```sh",
+                           step_command(st, name, s.workdir), "```", ""]
+        if f in moved or len(found) == 1:
+            slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+            plots.append(plot(f.metric.points, f.moved.steps, out_dir / f"plot-{slug}.png", name, mine))
+    md += _crash_section(points, s, [a for a in answers if not a.metric])
+    md += _failed_section(points)
+    md.extend(bisect_sections(store, split))
+    md.extend(explained_section(store.workdir))
+    md.extend(releases_md)
+    md += _reproduce_section(s, env, plots[0] if plots else None, store.workdir, anonymous)
+    for extra in plots[1:]:
+        md += [f"![{extra.stem[5:]} over time]({extra.name})", ""]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, plots[0] if plots else None)
+
+
+def write_bisection_report(store: Store, s: Settings, out_dir: Path, anonymous: bool = False,
+                           releases_md: list[str] | None = None) -> ReportFiles:
+    """The report of a workdir that ``hourly bisect --good --bad`` made without a scan: the
+    bisections' answers (of the current build; another build's apart), the ones not finished, and
+    how to reproduce them — and, said first, that no scan was made, so nothing here is a table of
+    steps or a plot of the metric over time (the scan command that would make one is named)."""
+    from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_lines
+    split = split_answers(store, s)
+    unfinished = unfinished_lines(store)
+    answers = split.current
+    windows = [(a.window.good_time, a.window.bad_time) for a in answers + [a for _, a in split.others]]
+    title = ("Bisected by hourly" if answers else "Nothing bisected yet") + " (no scan in this workdir)"
+    md = [f"# {title}", "",
+          "No scan was made in this workdir: it holds `hourly bisect --good … --bad …` alone. The answers below "
+          "are the bisections'; no series of the metric over time was measured, so this report has no table of "
+          "steps and no plot, and says nothing of other changes in or around the windows bisected.", ""]
+    if windows:
+        md += ["A scan of the window measures that series (in this workdir, beside the bisections):", "",
+               "```sh", scan_window_command(s, windows), "```", ""]
+    if not answers:
+        md += ["**No bisection of this build has finished in this workdir: there is no answer to report.**"
+               + (" Answers measured under another build are listed apart below." if split.others else ""), ""]
+    md.extend(bisect_sections(store, split))
+    if unfinished:
+        md += ["## Bisections not finished", "", *[f"- {line}" for line in unfinished], ""]
+    md.extend(explained_section(store.workdir))
+    md.extend(releases_md or [])
+    stored_env = store.load_settings("environment")
+    env = stored_env or environment.capture(s.python, s.env_dict(), s.only)
+    again = [bisect_again_command(a, s) for a in answers]
+    how = ("The bisection" + ("s" if len(again) > 1 else "") + " (here, the same command prints the stored answer; "
+           "with another `--workdir` it measures its window afresh):", again) if again else None
+    tail = _reproduce_section(s, env, None, store.workdir, anonymous, how) if how else \
+        _environment_section(env, None, store.workdir, anonymous)
+    if not stored_env:  # no scan recorded it: what --python holds now, not necessarily what was measured
+        at = tail.index("## Environment") + 2
+        tail[at:at] = ["Captured when this report was written (no scan recorded it): `--python` holds the state "
+                       "last installed, not necessarily either end of a window.", ""]
+    md += tail
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md))
+    return ReportFiles(path, None)
+
+
+def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | None = None) -> str | None:
     """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
     from hourly.scan.table import undecided_note
     if not any(p.status == "ok" and p.value is not None for p in points):
         return None
-    return undecided_note(find_steps(points, s.higher_is_better)[1], s)
+    return undecided_note(find_steps(points, s.higher_is_better if higher_is_better is None
+                                     else higher_is_better)[1], s)
 
 
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
-                    pinned: str | None = None) -> list[str]:
+                    pinned: str | None = None, level: str = "##", direction: bool | None = None,
+                    intro: bool = True) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
-    what a one-repository hunt held, hourly.measure.pinned.pinned_line)."""
+    what a one-repository hunt held, hourly.measure.pinned.pinned_line); ``level``: the steps'
+    heading, ``direction``: the metric's (the settings' by default), ``intro``: the window's lines."""
     checks = checks or {}
+    higher = s.higher_is_better if direction is None else direction
     md = []
-    if points:
+    if points and intro:
         md.append(f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                   f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}), metric `{metric}` "
-                  f"({'higher' if s.higher_is_better else 'lower'} is better).")
+                  f"({'higher' if higher else 'lower'} is better).")
         md.append("")
         md.append("JAX and XLA paired by pin (each JAX commit with the XLA commit its pin names; `--pairing pin`)."
                   if getattr(s, "pairing", "time") == "pin" else
                   "JAX and XLA paired by time (the commits that stood at each instant; `--pairing time`).")
         if pinned:
             md += ["", esc.text(pinned) + "."]
-    md.append("")
+    if intro:
+        md.append("")
     if not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
     elif not steps and gaps(points):
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
-    elif not steps and _undecided(points, s):  # never "no step" from differences that may be the steps
-        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s) or '')}.")
+    elif not steps and _undecided(points, s, higher):  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s, higher) or '')}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
@@ -461,7 +549,7 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
     md.append("")
     for i, st in enumerate(steps, 1):
         c = st.change
-        md.append(f"## {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
+        md.append(f"{level} {i}. {c.kind.value.capitalize()} of {percent(c.relative_change)} "
                   f"between {st.before.time} and {st.after.time}")
         md.append("")
         if c.edge:
@@ -558,6 +646,8 @@ def _value(p: PointResult) -> str:
     """A point's own value as the scan measured it, with its sample count."""
     if p.value is None:
         return p.status
+    if p.run_samples is not None:  # runs that printed many samples: each run's value is their median
+        return f"{p.value:.4g} (median of {plural(len(p.samples), 'run')}' values, {plural(p.run_samples, 'sample')} in all)"
     return f"{p.value:.4g}" + (f" (median of {len(p.samples)} samples)" if len(p.samples) > 1 else "")
 
 
@@ -580,24 +670,27 @@ def _failed_section(points: list[PointResult]) -> list[str]:
 
 
 def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
-                       anonymous: bool = False) -> list[str]:
-    """How to reproduce the measurement, the environment, the plot and any profiles."""
-    md = ["## Reproduce"]
-    md.append("")
-    md.append("The measurement (inside the nightly container, per pair):")
-    md.append("")
-    md.append("```sh")
-    md.append(scan_command(s))
-    md.append("```")
-    md.append("")
-    md.append(f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
-              + f", {plural(s.repeats, 'run')} per pair"
-              + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
-                 "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
-                 and s.mode != "exit" else "."))
-    md.append("")
-    md.append("## Environment")
-    md.append("")
+                       anonymous: bool = False, commands: tuple[str, list[str]] | None = None) -> list[str]:
+    """How to reproduce the measurement (``commands``: what introduces them and the command lines;
+    default: the stored scan's), the environment, the plot and any profiles."""
+    said, lines = commands or ("The measurement (inside the nightly container, per pair):", [scan_command(s)])
+    md = ["## Reproduce", "", said, "", "```sh", *lines, "```", ""]
+    bench = f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + \
+        (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
+    if commands is None:  # the scan's runs per pair (a bisection's answer says its own runs)
+        bench += (f", {plural(s.repeats, 'run')} per pair"
+                  + (f" counted after {plural(s.warmup_runs, 'warm-up run')} of each freshly installed state "
+                     "(recorded, not counted: a state's first run is slow)." if getattr(s, "warmup_runs", 0)
+                     and s.mode != "exit" else "."))
+    else:
+        bench += "."
+    md += [bench, ""]
+    return md + _environment_section(env, plot_path, workdir, anonymous)
+
+
+def _environment_section(env: dict, plot_path: Path | None, workdir: Path, anonymous: bool = False) -> list[str]:
+    """The environment, the plot and any profiles."""
+    md = ["## Environment", ""]
     md.extend(environment.render_markdown(env, anonymous))
     md.append("")
     if plot_path:

@@ -112,6 +112,19 @@ def summary_line(report: ScanReport) -> str:
     return "\n".join(lines + pairing_lines(report))
 
 
+def counts_line(report: ScanReport) -> str | None:
+    """How many runs and samples each value rests on, when runs printed many samples."""
+    every = [p for m in report.metrics for p in m.points] if report.metrics is not None else report.points
+    pts = [p for p in every if p.run_samples is not None and p.samples]
+    if not pts:
+        return None
+    runs = sorted({len(p.samples) for p in pts})
+    per = sorted({round(p.run_samples / len(p.samples)) for p in pts if p.run_samples})
+    head = "each value: one run's value" if runs == [1] else f"each value: the median of {'/'.join(map(str, runs))} runs' values"
+    return (f"{head}, a run's value the median of its own samples ({'/'.join(map(str, per))} a run); runs, "
+            "not samples, are what detection and bisection count")
+
+
 def print_report(console: Console, report: ScanReport, marks: dict[int, str] | None = None) -> None:
     console.print(scan_table(report, marks))
     for line in summary_line(report).splitlines():

@@ -44,8 +44,13 @@ def source_line(report: WatchReport) -> str:
     what = {"containers": f"nightly images {lv.get('image')}",
             "wheels": f"nightly wheels on {lv.get('find_links') or lv.get('index_url') or 'https://pypi.org/simple'}",
             "commits": f"the history of {lv.get('xla_repo')} and {lv.get('jax_repo')} every {w.step}"}[w.source]
-    direction = "higher is better" if w.higher_is_better else "lower is better"
-    return f"hourly watch: {what}; {', '.join(report.metrics)} ({direction}); workdir {w.workdir}"
+    if w.metrics is None:
+        direction = "higher is better" if w.higher_is_better else "lower is better"
+        series = f"{', '.join(report.metrics)} ({direction})"
+    else:  # named metrics: each in its unit's direction
+        series = ", ".join(f"{m} ({'higher' if w.direction_of(m) else 'lower'} is better)" for m in report.metrics) \
+            or "every named metric, none printed yet"
+    return f"hourly watch: {what}; {series}; workdir {w.workdir}"
 
 
 def step_text(s: dict[str, Any]) -> str:

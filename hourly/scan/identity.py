@@ -17,10 +17,12 @@ scan's rows as theirs or finding no scan at all (:func:`check_store`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Store
+from hourly.answers import Answer
 from hourly.errors import UserError
 from hourly.measure.settings import (
     KEY_VERSION,
@@ -32,6 +34,8 @@ from hourly.measure.settings import (
     measure_key,
     with_key,
 )
+from hourly.options import join
+from hourly.plurals import plural
 from hourly.timeparse import parse_step, window
 
 #: the store's settings rows this module writes
@@ -71,6 +75,77 @@ def answer_key(store: Store, s: Settings) -> str | None:
         except UserError:  # a build that cannot be described now (the check of a command that builds says why)
             pass
     return store.newest_bisection_key()
+
+
+@dataclass(frozen=True)
+class BuildAnswers:
+    """The store's finished bisections split by the build they were measured under: ``current``,
+    under ``key`` (:func:`answer_key`: the build the workdir's investigation speaks for), and
+    ``others``, each with the measurement key it was measured under — another build or benchmark,
+    never this investigation's answer (the report lists them apart, labelled; explain, profile and
+    shell leave them out and say so)."""
+
+    key: str | None
+    current: list[Answer]
+    others: list[tuple[str, Answer]]
+
+    def left_out(self, store: Store, what: str = "bisection answer") -> str | None:
+        """One line naming the answers of another build that were left out and what their build
+        was (None: none was)."""
+        if not self.others:
+            return None
+        idents = store.measure_keys()
+        current = idents.get(self.key) if self.key else None
+        labels = sorted({build_difference(idents.get(k), current, k) for k, _ in self.others})
+        windows = ", ".join(f"{a.window.good_time} .. {a.window.bad_time}" for _, a in self.others)
+        return (f"left out {plural(len(self.others), what)} measured under another build or benchmark "
+                f"({'; '.join(labels)}): {windows} (`hourly report` lists {'it' if len(self.others) == 1 else 'them'} "
+                "apart; `hourly bisect` again measures under this one)")
+
+
+def answers_by_build(store: Store, s: Settings, key: str | None = None) -> BuildAnswers:
+    """The store's finished answers split by build (:class:`BuildAnswers`): those under ``key``
+    (default: :func:`answer_key`) and the others, oldest first."""
+    key = key if key is not None else answer_key(store, s)
+    current: list[Answer] = []
+    others: list[tuple[str, Answer]] = []
+    for k, stored in store.bisection_answers():
+        a = Answer.from_json(stored)
+        if key is None or k == key:
+            current.append(a)
+        else:
+            others.append((k, a))
+    return BuildAnswers(key, current, others)
+
+
+def build_difference(ident: dict | None, current: dict | None, key: str, code: Callable[[str], str] = str) -> str:
+    """What another measurement key's build (or benchmark) was: the parts that differ from the
+    current one's (``current``), with their values then; ``code`` quotes a value (the report's
+    markdown: hourly.render.markdown.code)."""
+    if not ident:
+        return f"another build or benchmark (key {code(key[:12])}; what it was made of is not recorded in this store)"
+    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
+    parts = []
+    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
+        parts.append(f"build command {code(join(ob.get('cmd') or []))}"
+                     + (f" (jax package: {code(join(ob['jax_package']))})" if ob.get("jax_package")
+                        and ob.get("jax_package") != cb.get("jax_package") else ""))
+    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
+    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
+    if changed:
+        parts.append("build environment " + ", ".join(code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
+                                                      for k in changed))
+    if ob.get("python_abi") != cb.get("python_abi"):
+        parts.append(f"Python ABI {code(ob.get('python_abi') or '?')}")
+    if ob.get("cherry_pick") != cb.get("cherry_pick"):
+        parts.append("cherry-picks " + (", ".join(code(c) for c in ob.get("cherry_pick") or []) or "none"))
+    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
+    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
+    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
+        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
+    if current is not None and ob_ != cb_:
+        parts.append(f"benchmark {code(join(ob_.get('cmd') or []))}")
+    return "; ".join(parts) or f"another build or benchmark (key {code(key[:12])})"
 
 
 def _plain(value: Any) -> Any:

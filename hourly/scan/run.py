@@ -13,7 +13,7 @@ from hourly.adapters.store import STORE_NAME, Measurement, Store
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor
-from hourly.execute.host import MeasuringHost
+from hourly.execute.host import Counted, MeasuringHost
 from hourly.measure import machine as environment
 from hourly.measure.build import Builder, check_wheel_dir, require_command
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
@@ -30,9 +30,8 @@ from hourly.scan.table import (
     LEVEL,
     SCAN_ORIGIN,
     confirm_repeats,
-    edge_checks,
     never_worked,
-    stored_results,
+    scan_table,
 )
 from hourly.timeparse import instants, parse_step, window
 
@@ -216,7 +215,7 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
             measured = executor.stream(host, [(p, s.repeats) for p in todo])
         else:  # here, in turn: the pair being built is shown while it builds
             measured = _here(host, todo, handler, done, len(pairs))
-        for got, b, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
+        for got, b, _, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
             builds += b
             done += 1
             handler.progress(done, len(pairs), None)
@@ -228,15 +227,18 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     if stopped is None and s.confirm_edges and s.mode != "exit":
         more = confirm_edges(s, store, xla, jax, points, pin, handler, key)
         builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
-    results = stored_results(store, key, points)
-    checks, as_json, _ = edge_checks(store, key, results, s)
+    results, metrics, checks, as_json, _ = scan_table(store, s, key, _rows(points))
     return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
                       jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json,
-                      pairing=notes)
+                      pairing=notes, metrics=metrics)
+
+
+def _rows(points: list[PlannedPoint]) -> list[tuple[str, str, str]]:
+    return [(p.label, p.pair.xla, p.pair.jax) for p in points]
 
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
-          ) -> Generator[tuple[Measurement, int, int], None, None]:
+          ) -> Generator[Counted, None, None]:
     for i, pair in enumerate(todo):
         handler.progress(done + i, total, pair)
         yield host.measure(pair, host.s.repeats)
@@ -244,11 +246,11 @@ def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, to
 
 def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
                   pin: Pin | None, handler: Handler = SILENT, key: str | None = None) -> tuple[int, int, int]:
-    """Measure every unconfirmed edge step's two pairs again, back to back, with
-    :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
+    """Measure every unconfirmed edge step's two pairs again (of every named metric: one
+    measurement gives them all), back to back, with :func:`confirm_repeats` runs each (rows of origin ``confirm``: the scan's table never changes).
     Returns the builds it ran (total, jaxlib, jax package): none unless a build left the cache."""
     key = key if key is not None else s.bench_key()
-    _, _, again = edge_checks(store, key, stored_results(store, key, points), s)
+    again = scan_table(store, s, key, _rows(points))[4]  # every named metric's edge steps
     if not again:
         return 0, 0, 0
     builds = 0

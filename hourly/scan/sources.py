@@ -27,7 +27,14 @@ def load_store_series(path: str | Path) -> Series:
     store = Store(path, create=False, read_only=True)
     try:
         s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
-        return series_from_points(stored_scan(store, s).points, str(store.path))
+        report = stored_scan(store, s)
+        if report.metrics is not None and len(report.metrics) > 1:  # one series per metric, each its direction
+            names = ", ".join(m.name for m in report.metrics)
+            raise UserError(f"{store.workdir} holds a scan of {len(report.metrics)} named metrics ({names}); "
+                            "hourly detect reads one series",
+                            f"hourly show --workdir {store.workdir} finds the steps of each; or give detect one "
+                            "metric's points as a CSV (label,value) from hourly show --json")
+        return series_from_points(report.points, str(store.path))
     finally:
         store.close()
 

@@ -12,7 +12,7 @@ from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
 from hourly.measure.settings import Settings, keyed
-from hourly.model import Pair, PointResult, ScanReport, Status, cut_side
+from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import EdgeCheck
@@ -43,16 +43,74 @@ CONFIRM_REPEATS = 5
 
 
 
-def stored_results(store: Store, key: str, points: list[PlannedPoint]) -> list[PointResult]:
-    latest = store.all_latest(key, origin=SCAN_ORIGIN)
-    out = []
-    for p in points:
-        m = latest.get((p.pair.xla, p.pair.jax))
-        if m:
-            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, m.status, m.value, m.samples, m.detail))
-        else:
-            out.append(PointResult(p.label, p.pair.xla, p.pair.jax, "planned"))
-    return out
+def stored_results(store: Store, key: str, points: list[PlannedPoint], metric: str | None = None) -> list[PointResult]:
+    """The scan's table of ``points`` (of one named ``metric``: :func:`metric_latest`)."""
+    latest = metric_latest(store, key, metric)
+    return [point_of(p.label, p.pair.xla, p.pair.jax, latest.get((p.pair.xla, p.pair.jax))) for p in points]
+
+
+def point_of(label: str, xla: str, jax: str, m: Measurement | None) -> PointResult:
+    """An instant of the table: its pair's measurement, or ``planned``."""
+    if m is None:
+        return PointResult(label, xla, jax, "planned")
+    many = any("samples" in r for r in m.runs)  # runs that printed many samples: counted apart
+    return PointResult(label, xla, jax, m.status, m.value, m.samples, m.detail, m.sample_count if many else None)
+
+
+def metric_latest(store: Store, key: str, metric: str | None, origin: str = SCAN_ORIGIN) -> dict[tuple[str, str], Measurement]:
+    """The newest ``origin`` row of every pair; of one named ``metric`` when given (its rows, and the
+    rows that hold for every metric: a failed build, runs that all failed). A pair measured with no
+    row of ``metric`` (its runs never printed it, before any state did) reads ``no_metric``."""
+    latest = store.all_latest(key, origin=origin, metric=metric)
+    if metric:
+        for pair, m in store.all_latest(key, origin=origin).items():
+            if pair not in latest:
+                latest[pair] = Measurement(m.xla, m.jax, Status.NO_METRIC.value, None, [], [],
+                                           f"{metric} never printed; the runs printed other metrics", origin,
+                                           metric=metric)
+    return latest
+
+
+def metric_names(store: Store, key: str, s: Settings) -> list[str] | None:
+    """The named metrics of the scan's table, in the order first recorded (the names asked for, with
+    ``--metrics a,b``); None for the regex's one metric."""
+    named = s.named_metrics()
+    if named is None:
+        return None
+    from hourly.measure.benchmark import ALL_METRICS
+    if ALL_METRICS not in named:
+        return named
+    names = store.metric_names(key)
+    return names + [s.metric] if s.metric and s.metric not in names else names
+
+
+def scan_table(store: Store, s: Settings, key: str, rows: list[tuple[str, str, str]]
+               ) -> tuple[list[PointResult], list[MetricPoints] | None, dict, list[dict], list[Pair]]:
+    """The table of the scan's instants ``rows`` (label, xla, jax): the points of the primary metric
+    (with named metrics and none chosen, the first's), each named metric's (None for the regex's
+    one), the edge checks of those points and their JSON, and the pairs to measure again for
+    every metric's edge steps."""
+    names = metric_names(store, key, s)
+    if names is None:
+        latest = metric_latest(store, key, None)
+        points = [point_of(t, x, j, latest.get((x, j))) for t, x, j in rows]
+        checks, as_json, todo = edge_checks(store, key, points, s)
+        return points, None, checks, as_json, todo
+    metrics = []
+    again: list[Pair] = []
+    for name in names:
+        latest = metric_latest(store, key, name)
+        pts = [point_of(t, x, j, latest.get((x, j))) for t, x, j in rows]
+        direction = s.direction_of(name)
+        checks, as_json, todo = edge_checks(store, key, pts, s, name, direction)
+        metrics.append(MetricPoints(name, direction, pts, checks, as_json))
+        again += [p for p in todo if p not in again]
+    primary = s.primary_metric()
+    chosen = next((m for m in metrics if m.name == primary), metrics[0] if metrics else None)
+    if chosen is None:  # nothing recorded yet (or only runs that measured no name)
+        latest = metric_latest(store, key, None)
+        return [point_of(t, x, j, latest.get((x, j))) for t, x, j in rows], metrics, {}, [], again
+    return chosen.points, metrics, chosen.edge_checks or {}, chosen.edge_json or [], again
 
 
 
@@ -61,16 +119,19 @@ def confirm_repeats(s: Settings) -> int:
 
 
 
-def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
+def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings, metric: str | None = None,
+                higher_is_better: bool | None = None
                 ) -> tuple[dict[tuple[str, str], EdgeCheck], list[dict], list[Pair]]:
-    """The edge steps of the scan's table and what measuring them again said: {step key: check},
+    """The edge steps of the scan's table (of one named ``metric``, whose direction is
+    ``higher_is_better``) and what measuring them again said: {step key: check},
     the same for --json, and the pairs still to measure again (no ``confirm`` row newer than
     their latest ``scan`` row: a rerun of the scan asks for a new confirmation)."""
     from hourly.analysis.detect import check_edge
     from hourly.analysis.steps import edge_check_json, edge_pairs, find_steps, step_key
     if not any(p.status == Status.OK.value and p.value is not None for p in points):
         return {}, [], []
-    steps, _, groups = find_steps(points, s.higher_is_better)
+    direction = s.higher_is_better if higher_is_better is None else higher_is_better
+    steps, _, groups = find_steps(points, direction)
     checks: dict[tuple[str, str], EdgeCheck] = {}
     out: list[dict] = []
     todo: list[Pair] = []
@@ -78,7 +139,7 @@ def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
         pairs = edge_pairs(st.change, groups)
         if pairs is None:
             continue
-        rows = [_confirm_rows(store, key, g.point.xla, g.point.jax) for g in pairs[:2]]
+        rows = [_confirm_rows(store, key, g.point.xla, g.point.jax, metric) for g in pairs[:2]]
         missing = [Pair(g.point.xla, g.point.jax) for g, r in zip(pairs[:2], rows, strict=True) if not r]
         if missing:
             todo += [p for p in missing if p not in todo]
@@ -91,9 +152,9 @@ def edge_checks(store: Store, key: str, points: list[PointResult], s: Settings
 
 
 
-def _confirm_rows(store: Store, key: str, xla: str, jax: str) -> list[Measurement]:
-    """A pair's ``confirm`` rows newer than its latest ``scan`` row."""
-    rows = store.measurements(key, xla, jax)
+def _confirm_rows(store: Store, key: str, xla: str, jax: str, metric: str | None = None) -> list[Measurement]:
+    """A pair's ``confirm`` rows newer than its latest ``scan`` row (of ``metric`` when given)."""
+    rows = store.measurements(key, xla, jax, metric)
     since = max((m.id or 0 for m in rows if m.origin == SCAN_ORIGIN), default=0)
     return [m for m in rows if m.origin == CONFIRM_ORIGIN and (m.id or 0) > since]
 
@@ -114,6 +175,11 @@ def likely_fix(status: str, tail: list[str], s: Settings) -> str:
     text = "\n".join(tail)
     if status == Status.TIMEOUT.value:
         return f"raise --bench-timeout (now {s.bench_timeout} s) or check why the benchmark hangs"
+    if status == Status.NO_METRIC.value and s.named_metrics() is not None:
+        return ("check that the benchmark prints `METRIC <name>: <value>` lines"
+                + (f" of {', '.join(s.named_metrics() or [])}" if s.metrics and s.metrics != "all" else "")
+                + " (or pass --metric-regex for a metric printed another way), or pass --mode exit to judge "
+                "runs by their exit code alone")
     if status == Status.NO_METRIC.value:
         return (f"check --metric-regex ({s.metric_regex}) against the benchmark's output above, or pass "
                 "--mode exit to judge runs by their exit code alone")
@@ -169,16 +235,10 @@ def stored_scan(store: Store, s: Settings) -> ScanReport:
     rows = store.points(LEVEL)
     s = keyed(s, store)  # settings read from the store carry the scan's key already
     key = s.bench_key()
-    latest = store.all_latest(key, origin=SCAN_ORIGIN)
-    out = []
-    for t, x, j in rows:
-        m = latest.get((x, j))
-        out.append(PointResult(t, x, j, m.status, m.value, m.samples, m.detail) if m
-                   else PointResult(t, x, j, "planned"))
-    checks, as_json, _ = edge_checks(store, key, out, s)
+    out, metrics, checks, as_json, _ = scan_table(store, s, key, rows)
     pairs = {(x, j) for _, x, j in rows}  # the builds are the scan's (and a bisection's of its pairs)
     return ScanReport(out, len(pairs), len(pairs & store.built_pairs()), store.load_settings("pinned") or None,
-                      edge_checks=checks, edge_json=as_json, pairing=store.load_settings("pairing"))
+                      edge_checks=checks, edge_json=as_json, pairing=store.load_settings("pairing"), metrics=metrics)
 
 
 
@@ -198,7 +258,8 @@ def require_measured(report: ScanReport, s: Settings) -> None:
     p = next(p for p in pts if p.status != Status.BUILD_FAILED.value)
     store = Store(s.workdir, create=False, read_only=True)
     try:
-        m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN)
+        m = store.latest(keyed(s, store).bench_key(), p.xla, p.jax, origin=SCAN_ORIGIN,
+                         metric=s.primary_metric() if report.metrics is None else None)
     finally:
         store.close()
     assert m is not None  # p is a point of this scan: its measurement is in the store
@@ -234,6 +295,9 @@ def unmeasured_pairs(points: list[PointResult]) -> int:
 
 #: what every printed scan command names, default or not (the window, the checkouts, the build, the benchmark)
 SCAN_ALWAYS = ("from_", "to", "xla_repo", "jax_repo", "build_cmd", "python", "bench_cmd", "workdir")
+#: what a report's reproduce line names even at its default, so that it reads the same to someone
+#: whose hourly has other defaults
+REPRODUCE = ("tz", "step", "ref", "repeats", "metric_regex")
 
 
 def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
@@ -242,22 +306,39 @@ def scan_command(s: Settings, explicit: tuple[str, ...] = ()) -> str:
     ones are built and measured). A setting is named when it is not its default, or in
     :data:`SCAN_ALWAYS` or ``explicit``; one-off flags (--force, --rerun, ...) and the executor's
     options are not settings of the scan and are left out."""
+    return settings_command("scan", s, explicit=explicit)
+
+
+def settings_command(command: str, s: Settings, lead: dict[str, object] | None = None,
+                     explicit: tuple[str, ...] = ()) -> str:
+    """``hourly COMMAND`` with ``lead`` (option name -> value, first and as given: a bisection's
+    ``--good``/``--bad``) and then the settings of ``s`` that the command takes, named as
+    :func:`scan_command` names them; one line to print, secrets redacted."""
     from hourly.measure.settings import FIELD_NAMES, ONE_OFF
     default = Settings()
     named = (*SCAN_ALWAYS, *explicit)
-    values = {}
-    for name in options.TAKES["scan"]:
-        if name not in FIELD_NAMES or name in ONE_OFF:
+    values = dict(lead or {})
+    mode = values.get("mode") or s.mode
+    exit_mode = str(getattr(mode, "value", mode)) == "exit"
+    for name in options.TAKES[command]:
+        if name in values or name not in FIELD_NAMES or name in ONE_OFF:
             continue
         v = getattr(s, name)
         if v is None or v == [] or (name not in named and v == getattr(default, name)):
             continue
         if name == "xla_repo" and s.only == "jax":  # the pinned jaxlib stays: no XLA checkout
             continue
-        if name == "metric_regex" and s.mode == "exit":  # an exit-status scan reads no metric (and refuses one)
+        if name == "metric_regex" and exit_mode:  # an exit-status run reads no metric (and refuses one)
             continue
         values[name] = v
-    return options.command_line("scan", values)
+    return options.command_line(command, values)
+
+
+def has_scan(store: Store) -> bool:
+    """Whether a scan was made in the workdir of ``store`` (its settings stored, or points of it):
+    a workdir of ``hourly bisect --good --bad`` alone (or of the release level alone) has none, and
+    nothing may speak of a scanned window there."""
+    return store.load_settings("scan") is not None or bool(store.points(LEVEL))
 
 
 def gap_note(points: list[PointResult], s: Settings) -> str | None:
@@ -317,14 +398,27 @@ def undecided_note(detection, s: Settings) -> str | None:
 
 
 def require_decided(points: list[PointResult], s: Settings, found_anything: bool = False,
-                    then: str = "") -> None:
+                    then: str = "", higher_is_better: bool | None = None, metric: str | None = None) -> None:
     """A table too short to tell noise from steps where nothing was found is not an answer (exit 1,
     naming the command that measures the noise): not "no steps found", not "nothing to bisect".
-    ``then``: what to run after the fix (", then run hourly bisect again")."""
+    ``then``: what to run after the fix (", then run hourly bisect again"); ``higher_is_better``
+    and ``metric``: a named metric's direction and name (its points are ``points``)."""
     from hourly.analysis.steps import find_steps
     if found_anything or not any(p.status == Status.OK.value and p.value is not None for p in points):
         return
-    note = undecided_note(find_steps(points, s.higher_is_better)[1], s)
+    higher = s.higher_is_better if higher_is_better is None else higher_is_better
+    note = undecided_note(find_steps(points, higher)[1], s)
     if note is not None:
         why, _, fix = note.partition("; ")
-        raise UserError(f"the scan has {why}", fix + then)
+        raise UserError(f"the scan{f' of {metric}' if metric else ''} has {why}", fix + then)
+
+
+def require_decided_report(report: ScanReport, s: Settings, found_anything: bool = False, then: str = "") -> None:
+    """:func:`require_decided` over the scan's table, or over each named metric's (the first whose
+    table is too short to tell says so): no metric found anything, and one whose noise cannot be
+    measured might hold a step."""
+    if report.metrics is None:
+        require_decided(report.points, s, found_anything, then)
+        return
+    for m in report.metrics:
+        require_decided(m.points, s, found_anything, then, m.higher_is_better, m.name)

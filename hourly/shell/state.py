@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from hourly.adapters.store import Store
 from hourly.analysis.timeline import Resolver
-from hourly.answers import Answer
 from hourly.bisect.search import Bisector
 from hourly.bisect.windows import default_mode, parse_end, windows_from_store
 from hourly.errors import UserError
@@ -74,9 +73,8 @@ def _pick(items: list, n: int | None, what: str, text: str):
 
 
 def _side(store: Store, s: Settings, b: Bisector, side: str, n: int | None, text: str) -> Resolved:
-    from hourly.scan.identity import answer_key  # the investigation's build: another build's answer is not its
-    answers = [a for a in map(Answer.from_json, store.bisection_results(answer_key(store, s)))
-               if a.last_good and a.first_bad]
+    from hourly.scan.identity import answers_by_build  # the investigation's build: another build's answer is not its
+    answers = [a for a in answers_by_build(store, s).current if a.last_good and a.first_bad]
     if answers:
         a, i = _pick(answers, n, "bisection answer", text)
         st = a.last_good if side == "good" else a.first_bad

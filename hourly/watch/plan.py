@@ -58,7 +58,8 @@ FAILED = ("crashed", "timeout", "no_metric", "build_failed", "install_failed", "
 
 def metric_name(regex: str) -> str:
     """The primary metric's name: the word its regex starts with (``MLUPS:\\s*(?P<value>...)`` →
-    ``MLUPS``), else ``metric``. A series per name: named metrics of a benchmark join as more names."""
+    ``MLUPS``), else ``metric``. A series per name: named metrics of a benchmark (``--metrics``) are
+    each a series of their own, under their names."""
     m = re.match(r"\(?\^?([A-Za-z_][A-Za-z0-9_.]*)", regex)
     return m.group(1) if m else "metric"
 
@@ -75,8 +76,13 @@ class WatchSettings:
     until: str | None = None        # the newest time looked at [default: now]; to replay a past stretch
     step: str = "24h"               # commits: the spacing of the instants
     list_tags: bool = False         # containers: list the registry's tags instead of trying each date
+    #: the primary metric: the regex's (named by the word it starts with), or with named metrics
+    #: the one followed (--metric, or the one name of --metrics); "": none, every metric alike
     metric: str = "metric"
     higher_is_better: bool = True
+    #: named metrics (--metrics: "all" or "a,b"; the per-phase harness by itself): every
+    #: ``METRIC name:`` line a series of its own, each in its unit's direction; None: the regex's one metric
+    metrics: str | None = None
     min_change: float = 0.02
     max_pairs: int = 80
     hunt: bool = True
@@ -110,6 +116,23 @@ class WatchSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def direction_of(self, metric: str) -> bool:
+        """Whether higher is better for ``metric``: a named metric's unit says
+        (:func:`hourly.metric.higher_is_better`: ``trace_ms`` lower, ``tokens_per_s`` higher), else the
+        watch's direction (--higher-is-better/--lower-is-better); the regex's one metric takes the
+        watch's."""
+        if self.metrics is not None and metric:
+            from hourly.metric import higher_is_better
+            unit = higher_is_better(metric)
+            if unit is not None:
+                return unit
+        return self.higher_is_better
+
+    def primary(self) -> list[str]:
+        """The primary metric, when there is one (its series first, and the series of a watch that
+        has measured nothing yet)."""
+        return [self.metric] if self.metric else []
 
 
 def watch_key(source: str, level_key: str, metric: str) -> str:
@@ -218,32 +241,43 @@ def hunt_dir(workdir: str | Path, alert_id: int) -> Path:
     return Path(workdir).expanduser().absolute() / HUNTS_DIR / f"alert-{alert_id}"
 
 
+def _reading(level: dict[str, Any], w: WatchSettings, metric: str | None) -> dict[str, Any]:
+    """How the hunt reads a run's output, as the watch did: the named metrics and the one whose
+    regression is hunted (``metric``: --metric), each in its direction."""
+    named = w.metrics is not None
+    samples = level.get("metric_samples")
+    return {"metrics": w.metrics, "metric_samples": samples if samples not in (None, "last") else None,
+            "warmup_samples": level.get("warmup_samples") or None, "metric": metric if named and metric else None,
+            "higher_is_better": w.direction_of(metric) if named and metric else w.higher_is_better}
+
+
 def bisect_command(level: dict[str, Any], good: dict[str, Any], bad: dict[str, Any], w: WatchSettings,
-                   workdir: str | Path) -> list[str]:
+                   workdir: str | Path, metric: str | None = None) -> list[str]:
     """``hourly bisect`` between two builds of the commits source (their pairs), with the watch's
-    repositories, build and benchmark, through the one encoder of command lines (pure)."""
+    repositories, build and benchmark (``metric``: the named metric whose regression it is), through
+    the one encoder of command lines (pure)."""
     from hourly import options
     values = {"good": f"xla@{good['xla']},jax@{good['jax']}", "bad": f"xla@{bad['xla']},jax@{bad['jax']}",
               **{k: level.get(k) for k in ("xla_repo", "jax_repo", "ref", "build_cmd", "python", "cache_dir",
                                             "bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs",
                                             "bench_timeout", "metric_regex")},
-              "higher_is_better": w.higher_is_better, "min_change": w.min_change,
+              **_reading(level, w, metric), "min_change": w.min_change,
               "force": True if level.get("force") else None}
     return [*options.argv("bisect", values), *w.hunt_args, "--workdir", str(workdir), "--json"]
 
 
 def nightly_hunt_command(level: dict[str, Any], good_date: str, bad_date: str, w: WatchSettings,
-                         workdir: str | Path, image: str | None = None) -> list[str]:
+                         workdir: str | Path, image: str | None = None, metric: str | None = None) -> list[str]:
     """``hourly hunt --good-date --bad-date`` over the nightly containers of two dates (the daily
-    level's settings ``level``; ``image``: another template, for the wheels source), through the
-    one encoder of command lines (pure)."""
+    level's settings ``level``; ``image``: another template, for the wheels source; ``metric``: the
+    named metric whose regression it is), through the one encoder of command lines (pure)."""
     from hourly import options
     values = {"good_date": good_date, "bad_date": bad_date, "image": image or level["image"],
               "mount": level.get("mounts") or None, "gpus": level.get("gpus"), "env": level.get("env") or None,
               "bench_cmd": level["bench_cmd"], "metric_regex": level["metric_regex"],
               "repeats": level.get("repeats"), "timeout": level.get("timeout"),
               "pull": None if level.get("pull", True) else False,
-              "higher_is_better": w.higher_is_better, "min_change": w.min_change}
+              **_reading(level, w, metric), "min_change": w.min_change}
     return [*options.argv("hunt", values), *w.hunt_args, "--workdir", str(workdir), "--json"]
 
 
@@ -380,6 +414,7 @@ class WatchReport:
     def as_json(self) -> dict[str, Any]:
         return {"watch": self.key, "source": self.settings.source, "metrics": self.metrics,
                 "higher_is_better": self.settings.higher_is_better, "min_change": self.settings.min_change,
+                "direction": {m: self.settings.direction_of(m) for m in self.metrics},
                 "builds": [{**{k: b[k] for k in ("build", "time", "status", "detail", "ident", "decision")},
                             "values": self.values.get(b["build"], {})} for b in self.builds],
                 "checks": [check_json(c) for c in self.checks],
@@ -397,9 +432,20 @@ def check_json(c: dict[str, Any]) -> dict[str, Any]:
 
 def alert_kind(a: dict[str, Any], report: WatchReport) -> str:
     steps = alert_steps(a, report)
-    kinds = {step_kind(float((c["result"] or {}).get("change") or 0.0), report.settings.higher_is_better).value
+    kinds = {step_kind(float((c["result"] or {}).get("change") or 0.0), report.settings.direction_of(c["metric"])).value
              for c in steps}
     return "regression" if "regression" in kinds else "improvement"
+
+
+def regression_metric(a: dict[str, Any], report: WatchReport) -> str | None:
+    """The metric an alert's hunt follows (pure): the metric of its largest confirmed regression
+    (with named metrics: the hunt's --metric); None when none regressed."""
+    worse = [c for c in alert_steps(a, report) if step_kind(float((c["result"] or {}).get("change") or 0.0),
+                                                            report.settings.direction_of(c["metric"]))
+             is ChangeKind.REGRESSION]
+    if not worse:
+        return None
+    return max(worse, key=lambda c: abs(float((c["result"] or {}).get("change") or 0.0)))["metric"]
 
 
 def alert_steps(a: dict[str, Any], report: WatchReport) -> list[dict[str, Any]]:
@@ -418,7 +464,8 @@ def alert_json(a: dict[str, Any], report: WatchReport) -> dict[str, Any]:
                       "change": r.get("change"), "low": r.get("low"), "high": r.get("high"),
                       "level_before": r.get("level_before"), "level_after": r.get("level_after"),
                       "pairs": r.get("pairs"), "p_value": r.get("p_value"),
-                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.higher_is_better).value,
+                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.direction_of(c["metric"])).value,
+                      "higher_is_better": report.settings.direction_of(c["metric"]),
                       "suspected": c["suspect"]})
     return {"id": a["id"], "kind": alert_kind(a, report), "arrived": a["arrived"],
             "before": {"build": before["build"], "time": before.get("time"), **before["ident"]},
@@ -440,10 +487,11 @@ def recoveries(report: WatchReport) -> dict[int, dict[str, Any] | None]:
         for c in alert_steps(a, report):
             if c["before"] not in index_of or c["after"] not in index_of:
                 continue
-            step = confirmed_step(c, index_of, report.settings.higher_is_better)
+            higher = report.settings.direction_of(c["metric"])
+            step = confirmed_step(c, index_of, higher)
             if step.kind is not ChangeKind.REGRESSION:
                 continue
-            later = [confirmed_step(o, index_of, report.settings.higher_is_better) for o in confirmed
+            later = [confirmed_step(o, index_of, higher) for o in confirmed
                      if o["metric"] == c["metric"] and o["id"] != c["id"]]
             rec = recovery(step, later, min_change=report.settings.min_change)
             if rec is not None:
@@ -458,7 +506,7 @@ def stored_watch(store, w: WatchSettings, key: str, run: RunNotes | None = None)
     """The watch's builds, values, checks and alerts as the store holds them."""
     builds = store.watch_builds(key)
     values = store.watch_values(key)
-    metrics = sorted({m for v in values.values() for m in v}) or [w.metric]
+    metrics = sorted({m for v in values.values() for m in v}) or w.primary()
     if w.metric in metrics:  # the primary metric first
         metrics.remove(w.metric)
         metrics.insert(0, w.metric)

@@ -28,7 +28,6 @@ from hourly.adapters.store import Store
 from hourly.analysis.arrival import Verdict, arrival, confirm, plan_pairs
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
-from hourly.metric import compile_metric_regex, parse_metric
 from hourly.model import Pair, Status
 from hourly.options import join
 from hourly.privacy import redact_argv
@@ -53,6 +52,7 @@ from hourly.watch.plan import (
     job_script,
     nightly_hunt_command,
     recoveries,
+    regression_metric,
     series_of,
     stored_watch,
     suspect_json,
@@ -89,9 +89,10 @@ class Source(Protocol):
         """One run of a build, for a confirmation: its value per metric (None: the run failed)."""
         ...
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path
+    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
                      ) -> tuple[list[str] | None, str, str]:
-        """(the command that hunts the window, ``hunt`` or ``bisect``, why none when None)."""
+        """(the command that hunts the window, ``hunt`` or ``bisect``, why none when None);
+        ``metric``: the named metric whose regression it is (the hunt follows it)."""
         ...
 
 
@@ -102,6 +103,48 @@ def _day(text: str) -> date:
 
 def _metric_values(metric: str, value: float | None, samples: list[float], runs: list[dict]) -> Values:
     return {metric: {"value": value, "samples": list(samples), "runs": list(runs)}}
+
+
+def known_metrics(store: Store, w: WatchSettings) -> list[str]:
+    """The series a watch keeps so far (every metric measured once), the primary first."""
+    key = (store.load_settings(LEVEL) or {}).get("key")
+    seen = sorted({m for v in store.watch_values(key).values() for m in v}) if key else []
+    return list(dict.fromkeys([*w.primary(), *seen]))
+
+
+def named_values(w: WatchSettings, rows: list[tuple[str, str, float | None, list[float], list[dict]]],
+                 known: list[str]) -> tuple[str, str | None, Values]:
+    """One build's measurement as the watch keeps it (pure): ``rows`` are (metric, status, value,
+    samples, runs), one per named metric (hourly.measure.benchmark.metric_views; ``''``: the regex's
+    one metric, or with named metrics a measurement that measured no name, which holds for every
+    metric: each ``known`` series gets a gap). A metric every run called unavailable (``UNAVAILABLE
+    name: reason``: device memory on the CPU) starts no series; one already kept gets a gap. The
+    build's status: ok when any metric measured, else the first row's."""
+    values: Values = {}
+    for metric, status, value, samples, runs in rows:
+        counted = [r for r in runs if not r.get("warmup")]
+        if metric and metric not in known and status == Status.NO_METRIC.value and counted \
+                and all(r.get("unavailable") for r in counted):
+            continue  # a metric the benchmark says it cannot give here (UNAVAILABLE), never measured: no series
+        if metric:
+            values.update(_metric_values(metric, value, samples, runs))
+        elif w.metrics is None:
+            values.update(_metric_values(w.metric, value, samples, runs))
+        else:
+            for name in known:
+                values.update(_metric_values(name, None, [], runs))
+    ok = [r for r in rows if r[1] == Status.OK.value]
+    return (Status.OK.value, None, values) if ok else (rows[0][1], None, values)
+
+
+def _read_once(output: str, returncode: int | None, timed_out: bool, log: str, spec: Any, w: WatchSettings
+               ) -> dict[str, float | None]:
+    """One confirmation run's value per metric, its output read as a measurement's (the regex's
+    last match, or with --metric-samples all the median of its samples; every named metric's)."""
+    from hourly.measure.benchmark import metric_views, read_run, result_of
+    run = read_run(output, returncode, timed_out, 0.0, log, spec)
+    views = metric_views(result_of([run], spec), spec.metrics)
+    return {(name or w.metric): r.value for name, r in views if name or w.metrics is None}
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,18 +230,22 @@ class Containers:
         return found, notes
 
     def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
-        from hourly.nightly.run import measure_date
+        from hourly.nightly.run import measure_day
         log_dir = self.store.logs / "watch"
         log_dir.mkdir(parents=True, exist_ok=True)
-        p = measure_date(_day(build["build"]), self.s, self._run_id, self.s.gpus, log_dir, self._client)
+        known = known_metrics(self.store, self.w)
+        got = measure_day(_day(build["build"]), self.s, self._run_id, self.s.gpus, log_dir, self._client,
+                          known=known if self.w.metrics is not None else None)
+        p = got[0]
         ident = {"image": p.image, "digest": p.digest, "xla": p.xla, "jax": p.jax}
-        status = p.status.value
-        return status, p.detail, ident, _metric_values(self.w.metric, p.value, p.samples, p.runs)
+        status, _, values = named_values(self.w, [(x.metric, x.status.value, x.value, x.samples, x.runs) for x in got],
+                                         known)
+        detail = None if status == Status.OK.value else next((x.detail for x in got if x.detail), None)
+        return status, detail, ident, values
 
     def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
         from hourly.adapters import containers
         from hourly.adapters.locks import owner_labels
-        from hourly.measure.benchmark import run_status
         self._runs += 1
         d = build["build"]
         log = self.store.logs / "watch" / f"confirm-{d}-{self._run_id}-{self._runs}.log"
@@ -207,13 +254,12 @@ class Containers:
             labels={**containers.scan_labels(self._run_id, level=LEVEL, date=d), **owner_labels(self._run_id)},
             mounts=self.s.effective_mounts(), env=self.s.env, gpus=self.s.gpus, timeout=self.s.timeout,
             workdir=self.s.container_workdir(), log_path=log, docker_client=self._client)
-        value = parse_metric(res.output, compile_metric_regex(self.s.metric_regex))
-        ok = run_status(res.exit_code, res.timed_out, value) is Status.OK
-        return {self.w.metric: value if ok else None}
+        return _read_once(res.output, res.exit_code, res.timed_out, str(log), self.s.read_spec(), self.w)
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path) -> tuple[list[str] | None, str, str]:
-        return (nightly_hunt_command(self.s.as_dict(), before["build"], after["build"], self.w, workdir),
-                "hunt", "")
+    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+                     ) -> tuple[list[str] | None, str, str]:
+        return (nightly_hunt_command(self.s.as_dict(), before["build"], after["build"], self.w, workdir,
+                                     metric=metric), "hunt", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,39 +347,49 @@ class Wheels:
         return self._envs[v["version"]]
 
     def _spec(self, build: dict[str, Any]) -> Any:
-        from hourly.measure.benchmark import BenchSpec
+        from dataclasses import replace as with_
         env, made = self._env(build)
-        return BenchSpec(self.s.argv(), self.s.bench_cwd, {**self.s.env_dict(), "VIRTUAL_ENV": str(env)},
-                         self.s.metric_regex, self.s.timeout, made.python)
+        read = self.s.read_spec()  # how a run's output is read: the regex's metric, its samples, named metrics
+        return with_(read, cmd=self.s.argv(), cwd=self.s.bench_cwd,
+                     env={**self.s.env_dict(), "VIRTUAL_ENV": str(env)}, timeout=self.s.timeout, python=made.python)
 
     def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
-        from hourly.measure.benchmark import run_benchmark
+        from hourly.measure.benchmark import metric_views, run_benchmark
+        known = known_metrics(self.store, self.w)
         try:
             spec = self._spec(build)
         except ProcessError as e:
+            _, _, values = named_values(self.w, [("", Status.INSTALL_FAILED.value, None, [], [])], known)
             return (Status.INSTALL_FAILED.value, f"{self.installer.kind.value} failed; log {e.log_path}",
-                    build["ident"], _metric_values(self.w.metric, None, [], []))
+                    build["ident"], values)
         log_dir = self.store.logs / "watch"
         res = run_benchmark(spec, self.s.repeats, log_dir, f"jax-{build['build']}")
-        return (res.status.value, res.detail(), build["ident"],
-                _metric_values(self.w.metric, res.value, res.samples, [r.as_dict() for r in res.runs]))
+        views = metric_views(res, spec.metrics, known)
+        status, _, values = named_values(self.w, [(name, r.status.value, r.value, r.samples,
+                                                   [x.as_dict() for x in r.runs]) for name, r in views], known)
+        detail = None if status == Status.OK.value else next((r.detail() for _, r in views if r.detail()), None)
+        return status, detail, build["ident"], values
 
     def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
-        from hourly.measure.benchmark import run_benchmark
+        from hourly.measure.benchmark import metric_views, run_benchmark
         self._runs += 1
-        res = run_benchmark(self._spec(build), 1, self.store.logs / "watch", f"confirm-jax-{build['build']}")
-        return {self.w.metric: res.value}
+        spec = self._spec(build)
+        res = run_benchmark(spec, 1, self.store.logs / "watch", f"confirm-jax-{build['build']}")
+        return {(name or self.w.metric): r.value for name, r in metric_views(res, spec.metrics)
+                if name or self.w.metrics is None}
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path) -> tuple[list[str] | None, str, str]:
+    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+                     ) -> tuple[list[str] | None, str, str]:
         good, bad = dev_date(before["build"]), dev_date(after["build"])
         if self.w.hunt_image is None or good is None or bad is None:
             return None, "hunt", ("a wheels watch hunts in the nightly containers of the two dates: pass "
                                   "--hunt-image (e.g. ghcr.io/nvidia/jax:nightly-{date}) with the benchmark's "
                                   "--hunt-arg options, or run the command below")
         level = {"image": self.w.hunt_image, "bench_cmd": self.s.bench_cmd, "metric_regex": self.s.metric_regex,
-                 "repeats": self.s.repeats, "env": self.s.env, "timeout": self.s.timeout}
+                 "repeats": self.s.repeats, "env": self.s.env, "timeout": self.s.timeout,
+                 "metric_samples": self.s.metric_samples, "warmup_samples": self.s.warmup_samples}
         return (nightly_hunt_command(level, good.isoformat(), bad.isoformat(), self.w, workdir,
-                                     self.w.hunt_image), "hunt", "")
+                                     self.w.hunt_image, metric), "hunt", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,16 +466,28 @@ class Commits:
                           "ident": {"xla": p.pair.xla, "jax": p.pair.jax}})
         return found, []
 
+    def _rows(self, pair: Pair, count: int) -> list[Any]:
+        """Every row one measurement recorded (one per named metric; the regex's one)."""
+        host = self._measuring()
+        host.measure(pair, count)
+        return list(host.measurer().last_rows)
+
     def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
-        m, _, _ = self._measuring().measure(Pair(build["ident"]["xla"], build["ident"]["jax"]), self.s.repeats)
-        return m.status, m.detail, build["ident"], _metric_values(self.w.metric, m.value, m.samples, m.runs)
+        rows = self._rows(Pair(build["ident"]["xla"], build["ident"]["jax"]), self.s.repeats)
+        status, _, values = named_values(self.w, [(m.metric, m.status, m.value, m.samples, m.runs) for m in rows],
+                                         known_metrics(self.store, self.w))
+        detail = None if status == Status.OK.value else next((m.detail for m in rows if m.detail), None)
+        return status, detail, build["ident"], values
 
     def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
-        m, _, _ = self._measuring().measure(Pair(build["ident"]["xla"], build["ident"]["jax"]), 1)
-        return {self.w.metric: m.value if m.status == Status.OK.value else None}
+        rows = self._rows(Pair(build["ident"]["xla"], build["ident"]["jax"]), 1)
+        return {(m.metric or self.w.metric): m.value if m.status == Status.OK.value else None
+                for m in rows if m.metric or self.w.metrics is None}
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path) -> tuple[list[str] | None, str, str]:
-        return bisect_command(self.s.as_dict(), before["ident"], after["ident"], self.w, workdir), "bisect", ""
+    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+                     ) -> tuple[list[str] | None, str, str]:
+        return (bisect_command(self.s.as_dict(), before["ident"], after["ident"], self.w, workdir, metric),
+                "bisect", "")
 
 
 def make_source(w: WatchSettings, store: Store, docker_client=None) -> Source:
@@ -516,7 +584,7 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
     builds = store.watch_builds(key)
     values = store.watch_values(key)
     checks = store.watch_checks(key)
-    metrics = sorted({m for v in values.values() for m in v}) or [w.metric]
+    metrics = sorted({m for v in values.values() for m in v}) or w.primary()
     before_it = {x["build"] for x in builds if x["seq"] < b["seq"]}
     decision: dict[str, Any] = {}
     steps = []
@@ -526,7 +594,8 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
         index_of = {bid: i for i, bid in enumerate(ids)}
         i = index_of[b["build"]]
         since, level_from, judged, rejected = watch_state(metric, checks, index_of, before_it)
-        a = arrival(points[:i + 1], higher_is_better=w.higher_is_better, min_change=w.min_change,
+        higher = w.direction_of(metric)  # a named metric's unit says (trace_ms: lower is better)
+        a = arrival(points[:i + 1], higher_is_better=higher, min_change=w.min_change,
                     since=since, level_from=level_from, judged=judged, rejected=rejected)
         d: dict[str, Any] = {"status": a.status.value, "why": a.why, "noise": a.noise, "checks": []}
         decision[metric] = d
@@ -542,7 +611,7 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
                 run.checks.append(check["id"])
             d["checks"].append(check["id"])
             if check["verdict"] == "confirmed":
-                steps.append((check["id"], confirmed_step(check, index_of, w.higher_is_better)))
+                steps.append((check["id"], confirmed_step(check, index_of, higher)))
                 level_from, since = sus.after_index, sus.after_index + 1
             else:
                 judged.add((sus.before_index, sus.after_index))
@@ -602,7 +671,7 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
             continue
         before, after = report.build(a["before"]), report.build(a["after"])
         wd = hunt_dir(store.workdir, a["id"])
-        argv, kind, why = src.hunt_command(before, after, wd)
+        argv, kind, why = src.hunt_command(before, after, wd, regression_metric(a, report))
         if alert_kind(a, report) != "regression":
             store.update_watch_alert(a["id"], hunt={"status": "not hunted", "reason": "an improvement"})
             continue

@@ -12,11 +12,13 @@ from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.flaky import FlakyJudge
 from hourly.analysis.judges.manual import ManualJudge
 from hourly.analysis.judges.metric import Level, MetricJudge
+from hourly.analysis.judges.paired import PairedMetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
 
 #: every judge, by the name a bisection asks for it with (hourly.bisect.search.judge_for)
 JUDGES: dict[str, type] = {
     "metric": MetricJudge,
+    "paired": PairedMetricJudge,
     "exit": ExitJudge,
     "flaky": FlakyJudge,
     "printed": PrintedJudge,
@@ -31,4 +33,4 @@ def judge(name: str, opts: JudgeOptions = DEFAULT_OPTIONS) -> Judge:
 
 
 __all__ = ["JUDGES", "Call", "Evidence", "ExitJudge", "FlakyJudge", "Judge", "Level", "ManualJudge",
-           "MetricJudge", "JudgeOptions", "PrintedJudge", "Run", "Verdict", "Word", "judge"]
+           "MetricJudge", "JudgeOptions", "PairedMetricJudge", "PrintedJudge", "Run", "Verdict", "Word", "judge"]

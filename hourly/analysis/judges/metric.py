@@ -22,7 +22,17 @@ import numpy as np
 from scipy import stats
 
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Verdict
-from hourly.analysis.samples import location, logpdf, noise, odds, pooled_sigma, se2, separation, tail_dof
+from hourly.analysis.samples import (
+    hodges_lehmann,
+    location,
+    logpdf,
+    noise,
+    odds,
+    pooled_sigma,
+    se2,
+    separation,
+    tail_dof,
+)
 from hourly.errors import UserError
 from hourly.model import Named
 from hourly.plurals import plural
@@ -268,7 +278,7 @@ class MetricJudge(BaseJudge):
 
     @staticmethod
     def level(probe: Sequence[float], low: Sequence[float], high: Sequence[float], sigma: float, dof: int,
-              delta: float, final: bool = False) -> Judgement:
+              delta: float, final: bool = False, neither_bound: float | None = None, hl: bool = False) -> Judgement:
         """LOW, HIGH or NEITHER for a probe's samples between the samples of an interval's two ends.
 
         Three hypotheses about the probe's mean: the earlier end's mean, the later end's mean, or any
@@ -277,15 +287,22 @@ class MetricJudge(BaseJudge):
         Student-t predictive of the difference of two locations on the pooled robust noise ``sigma``
         (``dof`` degrees of freedom, capped by :func:`tail_dof`: a single run's tail is heavy).
         One hypothesis is accepted when it beats both others by Wald's bound (``STEP_ALPHA``).
+        ``hl`` (paired, drift-cancelled values): Hodges–Lehmann locations instead of medians.
         ``final`` (no more samples to take): the end it leans to by 20:1, else SKIP. "Neither" needs
         Wald's bound even then: a split on a probe that stayed unsure would put a step where none is,
-        while an end taken wrongly only hides a step below --min-change.
+        while an end taken wrongly only hides a step below --min-change. ``neither_bound`` (paired
+        verdicts): an end is taken once it beats the other end by Wald's bound and "neither" by this
+        (the log odds of 20:1, say) — telling "at the end's level" from "within --min-change of it"
+        at Wald's bound takes many more samples than telling the two ends apart, and an end taken so
+        hides at most a step of about --min-change beside another step. A negative bound takes the end
+        unless "neither" is likelier by that much (while "neither" itself still needs Wald's bound).
         """
         if not probe:
             return Judgement(Level.UNSURE, "no samples")
-        mp, np_ = location(probe), len(probe)
-        ma, mb = location(low), location(high)
-        sa, sb = se2(sigma, probe, low), se2(sigma, probe, high)
+        loc = hodges_lehmann if hl else location
+        mp, np_ = loc(probe), len(probe)
+        ma, mb = loc(low), loc(high)
+        sa, sb = se2(sigma, probe, low, hl), se2(sigma, probe, high, hl)
         dof = tail_dof(dof, np_)
         la, lb = logpdf(mp, ma, sa, dof), logpdf(mp, mb, sb, dof)
         # the most likely level at least delta from both ends, and the scale of the end it borders
@@ -305,7 +322,13 @@ class MetricJudge(BaseJudge):
         if best is Level.NEITHER and np_ < NEITHER_MIN and not final:
             return Judgement(Level.UNSURE, f"far from both ends after {plural(np_, 'sample')}: "
                                            f"a level of its own needs {NEITHER_MIN}", margin)
-        if margin >= math.log((1 - STEP_ALPHA) / STEP_ALPHA):
+        bound = math.log((1 - STEP_ALPHA) / STEP_ALPHA)
+        decided = margin >= bound
+        if neither_bound is not None and not (best is Level.NEITHER and decided):
+            end = Level.LOW if la >= lb else Level.HIGH
+            if abs(la - lb) >= bound and scores[end] - scores[Level.NEITHER] >= neither_bound:
+                best, margin, decided = end, abs(la - lb), True
+        if decided:
             what = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
                     Level.NEITHER: f"at least {delta / max(abs(ma), 1e-12) * 100:.1f}% from both ends: "
                                    "a step on each side"}[best]
@@ -320,12 +343,13 @@ class MetricJudge(BaseJudge):
 
     @staticmethod
     def differ(x: Sequence[float], y: Sequence[float], sigma: float, dof: int, delta: float,
-               final: bool = False) -> bool | None:
+               final: bool = False, hl: bool = False) -> bool | None:
         """Whether ``y``'s level differs from ``x``'s by at least ``delta``: True, False, or None while
         unsure — Wald's test of "no difference" against "at least delta", on the same Student-t
         predictive as :func:`judge`. ``final``: different only at 20:1 (FALLBACK_LLR), else the same."""
-        d = location(y) - location(x)
-        se = se2(sigma, x, y)
+        loc = hodges_lehmann if hl else location
+        d = loc(y) - loc(x)
+        se = se2(sigma, x, y, hl)
         dof = tail_dof(dof, min(len(x), len(y)))
         l0 = logpdf(d, 0.0, se, dof)
         l1 = logpdf(d, d if abs(d) >= delta else math.copysign(delta, d or 1.0), se, dof)

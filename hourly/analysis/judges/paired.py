@@ -1,0 +1,164 @@
+"""``--mode metric``, paired: every verdict on states measured in alternation, in the same stretch of time.
+
+A probe is judged against both ends of its interval from rounds of the three (A P B, then B P A, …:
+one process each), a step's two states against each other from rounds of the two, the window's ends
+likewise: each round's common level is taken out (hourly.analysis.paired), so drift common to the
+states of a round — the machine's load falling, its clocks, a neighbour — cancels, and what is left
+is each process's own noise. The rule is the metric judge's (:meth:`MetricJudge.level`, :meth:`MetricJudge.differ`:
+Wald's bounds on a Student-t predictive of the difference of two locations), applied to the
+centred values: three outcomes, different (a level), same, or unknown, and unknown gets more
+rounds (Pinpoint's adaptive attempts) up to ``--max-repeats`` rounds. Samples taken earlier (the
+scan's, an earlier verdict's) are context — the noise, the size of the window's change, how many
+rounds a verdict will need, and whether the machine drifted — never evidence for a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Hashable
+
+from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
+from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
+from hourly.analysis.paired import Paired, pooled_noise
+from hourly.analysis.samples import odds
+from hourly.errors import UserError
+from hourly.plurals import plural
+
+#: Rounds a paired verdict starts with (two give no noise of their own; the window's pooled noise
+#: and the expected size of the difference may ask for more: hourly.analysis.rounds.verdict_samples)
+MIN_ROUNDS = 2
+#: Rounds the window's ends start with: nothing is known of the noise yet.
+END_ROUNDS = 3
+#: A state that reads this many standard errors away from how it read before, on a machine whose
+#: rounds all moved alike, is said to show drift (and by at least DRIFT_MIN of its level).
+DRIFT_Z = 4.0
+DRIFT_MIN = 0.01
+#: A probe is taken at an end's level once that end beats the other by Wald's bound, unless "a level
+#: of its own" (a step on each side) is likelier by 3:1 (MetricJudge.level's ``neither_bound``).
+#: Holding the end to Wald's bound against "neither" too took 8-12 rounds a probe at 1.5 % noise
+#: per process (simulated, a 19-state window: 90 processes against 70); what it guards against is a
+#: second step of about --min-change beside the one found (docs/bisect.md, "Paired verdicts").
+NEITHER_BOUND = -math.log(3.0)
+#: Paired values are judged by their Hodges–Lehmann locations (95 % of the mean's efficiency on
+#: Gaussian noise, robust to a wild process), not their medians (64 %): the drift a median also
+#: guarded against is cancelled by the pairing; this saved a third of the rounds a probe took.
+HL = True
+
+
+def more_rounds(done: int, cap: int) -> int:
+    """The rounds a verdict still unsure after ``done`` rounds takes next: one more (the rounds run
+    here one after another, so a verdict looks again after each, as a sequential test may, and
+    stops at the first that decides), none past ``cap``."""
+    return 1 if done < cap else 0
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f} %"
+
+
+class PairedMetricJudge(MetricJudge):
+    """The metric judge on paired evidence (see the module's text)."""
+
+    name = "paired"
+    mode = "metric"
+    answer_mode = "metric"
+    steps = True
+    #: the search measures its verdicts in rounds of the states compared
+    paired = True
+
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
+        super().__init__(opts)
+
+    def identity(self) -> dict:
+        """Paired verdicts are not the unpaired ones: a bisection of either rule is stored apart."""
+        return {"verdicts": "paired"}
+
+    # -- noise ------------------------------------------------------------------------------------
+    @staticmethod
+    def noise(groups, log: bool, level: float) -> tuple[float, int]:
+        """One process's noise on the paired scale (ratios on a log scale, else the metric's units),
+        pooled over the window's rounds so far, floored; a prior when no round repeats yet."""
+        sigma, dof = pooled_noise(groups)
+        scale = 1.0 if log else max(abs(level), 1e-12)
+        floor = NOISE_FLOOR_RELATIVE * scale
+        return max(sigma if sigma is not None else PRIOR_RELATIVE_NOISE * scale, floor), dof
+
+    # -- the verdicts -----------------------------------------------------------------------------
+    def level_paired(self, p: Paired, a: Hashable, i: Hashable, b: Hashable, sigma: float, dof: int, delta: float,
+                     final: bool = False) -> Judgement:
+        """LOW, HIGH, NEITHER, UNSURE (more rounds) or SKIP (``final``: none left) for probe ``i``
+        between ``a`` and ``b``, all three in the rounds ``p``."""
+        j = MetricJudge.level(p.of_state(i), p.of_state(a), p.of_state(b), sigma, dof, delta, final,
+                              neither_bound=NEITHER_BOUND, hl=HL)
+        da, db = p.difference(a, i), p.difference(b, i)
+        where = (f"paired over {plural(p.rounds, 'round')}: {_pct(da) if p.log else f'{da:+.4g}'} from the "
+                 f"earlier end, {_pct(db) if p.log else f'{db:+.4g}'} from the later")
+        words = {Level.LOW: "at the earlier end's level", Level.HIGH: "at the later end's level",
+                 Level.NEITHER: "far from both ends: a step on each side",
+                 Level.UNSURE: "undecided", Level.SKIP: "unsure"}[j.level]
+        if j.level in (Level.LOW, Level.HIGH, Level.NEITHER):
+            words += f" (odds {odds(j.margin)})" if j.level is not Level.NEITHER or j.margin > 0 else ""
+        elif j.level is Level.SKIP:
+            words += f" after {plural(p.rounds, 'round')}"
+        if "leans to" in j.reason:
+            words = "leans to the " + ("earlier" if j.level is Level.LOW else "later") + f" end (odds {odds(j.margin)})"
+        return Judgement(j.level, f"{words}, {where}", j.margin)
+
+    def ends_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
+                    final: bool = False) -> tuple[bool | None, str]:
+        """Whether a window's ends differ, in rounds of the two: apart by SEPARATION_MIN standard
+        errors of their paired difference (the unpaired ends' check), the same when Wald's test
+        says no difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or
+        not); and the difference in words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``)."""
+        from hourly.analysis.judges.metric import SEPARATION_MIN
+        from hourly.analysis.samples import hodges_lehmann, location, se2
+        d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
+        cx, cy = p.of_state(x), p.of_state(y)
+        loc = hodges_lehmann if HL else location
+        sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
+        diff = p.difference(x, y)
+        said = f"{_pct(diff) if p.log else f'{diff:+.4g}'}, paired over {plural(p.rounds, 'round')}, " \
+               f"{sep:.1f} standard errors"
+        if sep >= SEPARATION_MIN:
+            return True, said
+        if final or d is False:
+            return False, said
+        return None, said
+
+    def differ_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
+                      final: bool = False) -> tuple[bool | None, str]:
+        """Whether ``y`` differs from ``x`` by at least ``delta`` in the rounds ``p`` (the three
+        outcomes: True, False, None while unknown; ``final``: none left, a difference still needs
+        20:1), and in words."""
+        d = MetricJudge.differ(p.of_state(x), p.of_state(y), sigma, dof, delta, final, hl=HL)
+        diff = p.difference(x, y)
+        said = _pct(diff) if p.log else f"{diff:+.4g}"
+        word = {True: "differ", False: "do not differ", None: "unknown whether they differ"}[d]
+        return d, f"{word}: {said}, paired over {plural(p.rounds, 'round')}"
+
+    @staticmethod
+    def check_ends_paired(p: Paired, outcome: bool | None, words: str, higher_is_better: bool, find_fix: bool,
+                          where: str) -> None:
+        """The ends a window search rests on, compared in rounds: they differ, and the later one is
+        worse (better, finding a fix)."""
+        if outcome is not True:
+            raise UserError(f"the ends of {where} do not differ ({words})",
+                            "pass ends on either side of the regression, or a larger --max-repeats")
+        good, bad = p.states[0], p.states[1]
+        diff = p.difference(good, bad)
+        worse = diff < 0 if higher_is_better else diff > 0
+        if not worse and find_fix:
+            raise UserError(f"the later end is not better than the earlier end ({words})",
+                            "pass --bad before the improvement and --good after it, or set "
+                            "--higher-is-better/--lower-is-better")
+        if not worse:
+            raise UserError(f"the bad end is not worse than the good end ({words})",
+                            "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+
+    @staticmethod
+    def drift_words(change: float, log: bool, since: str) -> str:
+        """The note a drift makes: 'the machine drifted by +6.1 % since …'."""
+        what = _pct(change) if log else f"{change:+.4g}"
+        return f"the machine drifted by {what} {since} (the same states read that much differently now; " \
+               "paired verdicts cancel it)"
