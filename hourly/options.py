@@ -368,6 +368,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("--flaky", "flaky", "Exit mode: judge each state by its failure rate over repeated runs (a sequential test "
        "against the ends' rates, up to --max-repeats runs) [default: on by itself once a state both passes and "
        "fails].", type=bool, default=False, panel=S),
+    _o("--walk-skips", "walk_skips", "Exit mode: probe every untestable state (failed build, exit 125) between the "
+       "last good and first bad state, as git bisect skip does, instead of jumping a run of them after two in a row "
+       "(an answer that jumped one names the states it did not build) [default: jump].", type=bool, default=False,
+       panel=S),
     _o("--confirm-edges", "confirm_edges", "Measure an edge step's lone pair and its neighbour again with more runs, "
        "to confirm it or call it an outlier [default: on].", type=bool, off="--no-confirm-edges", panel=S),
     # -- the executor -----------------------------------------------------------------------
@@ -533,7 +537,7 @@ TAKES: dict[str, tuple[str, ...]] = {
     "show": ("workdir", "json_out", "config", "nightly"),
     "detect": ("metric_regex", "higher_is_better", "min_change", "json_out", "config"),
     "bisect": ("good", "bad", "mode", "max_repeats", "min_change", "log", "rerun", "higher_is_better", "progress",
-               "tz", "find_fix", "manual", "explain", "flaky", *REPOSITORIES, *PAIRING, *BUILD, *RETRY, *BENCHMARK,
+               "tz", "find_fix", "manual", "explain", "flaky", "walk_skips", *REPOSITORIES, *PAIRING, *BUILD, *RETRY, *BENCHMARK,
                *STORE, *EXECUTOR, "json_out", "config"),
     "mark": ("workdir", "json_out", "config"),
     "shell": ("tz", *REPOSITORIES, *BUILD, *STORE, "config"),

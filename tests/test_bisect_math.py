@@ -592,10 +592,11 @@ def test_ties_to_the_later_middle_are_still_a_bisection_with_the_same_probes_in_
     assert next_probe(5, {}) == next_probe(5, {}, later_on_ties=True) == 2  # no tie: the middle
 
 
-def _exit_search_over_the_chain(commits, culprit, broken=frozenset()):
+def _exit_search_over_the_chain(commits, culprit, broken=frozenset(), jump=True):
     """The exit search of ``hourly bisect --mode exit`` as the Bisector makes it (the chain of
-    mixed states, the cost near a failed build, ties to the later middle, the blame from the chain):
-    distinct states built and the commit named (None: a range or no single commit)."""
+    mixed states, the cost near a failed build, ties to the later middle, a run of failed builds
+    jumped unless not ``jump`` (``--walk-skips``), the blame from the chain): distinct states built
+    and the commit named (None: a range or no single commit)."""
     from hourly.analysis.bisection import (
         COST_NEAR_BREAK,
         near_breaks,
@@ -625,7 +626,7 @@ def _exit_search_over_the_chain(commits, culprit, broken=frozenset()):
                            [pairs[i] for i, v in verdicts.items() if v is not Verdict.SKIP] + [pairs[0], pairs[-1]])
         costs = {i: (COST_MEASURED if p in built else COST_BUILD) + (COST_NEAR_BREAK if i in near else 0.0)
                  for i, p in enumerate(pairs) if 0 < i < len(pairs) - 1 and i not in verdicts}
-        i = next_probe(len(pairs), verdicts, costs, later_on_ties=True)
+        i = next_probe(len(pairs), verdicts, costs, later_on_ties=True, jump_runs=jump)
         if i is None:
             break
         verdicts[i] = test(pairs[i])
@@ -689,3 +690,92 @@ def test_a_build_break_next_to_the_culprit_is_a_range_never_a_name():
             assert named == (None if hidden else culprit), (brk, culprit, named)
             ranges += hidden
     assert ranges == 20  # as benchmarks/peer_builds.py counts: 90 of 110 exact, for the peer too
+
+
+# -- a run of untestable states, jumped (issue 35 item 5) -------------------------------------------
+
+def _exit_search(n: int, skips: set[int], first_bad: int, jump: bool) -> tuple[object, int, dict[int, Verdict]]:
+    """Exit mode's search over states 0..n-1 (skips untestable): its bounds, probes and verdicts."""
+    verdicts: dict[int, Verdict] = {}
+    while (i := next_probe(n, verdicts, later_on_ties=True, jump_runs=jump)) is not None:
+        assert i not in verdicts
+        verdicts[i] = Verdict.SKIP if i in skips else Verdict.BAD if i >= first_bad else Verdict.GOOD
+    return bounds(n, verdicts), len(verdicts), verdicts
+
+
+@pytest.mark.parametrize("largest", [12, pytest.param(16, marks=pytest.mark.slow)])
+def test_a_run_of_untestable_states_is_jumped_with_the_answers_of_walking_it(largest):
+    """Every span of up to 12 (slow: 16) states, every first bad state, and no untestable state,
+    every run of them, or every pair of runs with a state between: jumping the runs gives the
+    bounds that walking every state gives (the same culprit, or the same range), and over the
+    single runs it probes fewer states in all."""
+    import itertools
+    probes = {False: 0, True: 0}
+    checked = 0
+    for n in range(3, largest + 1):
+        runs = [set(range(a, z + 1)) for a in range(1, n - 1) for z in range(a, n - 1)]
+        for first_bad in range(1, n):
+            for run in [set()] + runs:
+                (b0, k0, _), (b1, k1, _) = _exit_search(n, run, first_bad, False), _exit_search(n, run, first_bad, True)
+                assert b1 == b0, (n, sorted(run), first_bad)
+                probes[False] += k0
+                probes[True] += k1
+                checked += 1
+            for r1, r2 in itertools.combinations(runs, 2):
+                if max(r1) + 1 < min(r2):
+                    skips = r1 | r2
+                    assert _exit_search(n, skips, first_bad, True)[0] == _exit_search(n, skips, first_bad, False)[0], \
+                        (n, sorted(r1), sorted(r2), first_bad)
+                    checked += 1
+    assert checked > {12: 9000, 16: 60000}[largest] and probes[True] < probes[False]
+
+
+def test_a_window_that_never_builds_costs_two_logarithmic_searches():
+    """Every state inside untestable (the peer's test with every commit but the ends broken): the
+    answer is the whole window, as walking finds it, for about two logarithmic searches of the
+    run's edges instead of every state (a run short enough to walk for no more than the search has
+    spent is walked); the states it did not probe are said."""
+    from hourly.analysis.bisection import RUN_LOOKS, not_probed
+    for n in range(4, 260):
+        b, k, verdicts = _exit_search(n, set(range(1, n - 1)), n // 3 or 1, True)
+        assert (b.lo, b.hi) == (0, n - 1)
+        assert k <= 2 * (math.ceil(math.log2(n)) + RUN_LOOKS), (n, k)  # a short run is walked: as cheap
+        assert n < 32 or k <= math.ceil(math.log2(n)) + RUN_LOOKS + 5, (n, k)
+        assert len(not_probed(n, verdicts)) == n - 2 - k
+    # a run beside the culprit: its edges, then the culprit's own step
+    b, k, _ = _exit_search(100, set(range(10, 60)), 70, True)
+    assert (b.lo, b.hi) == (69, 70) and k <= 14
+
+
+def test_one_untestable_probe_is_walked_around_as_before():
+    """Only two untestable probes in a row start the jump: after one, the search probes as it did
+    (the state beside it included), and the k-ary rounds (``plan_probes``) never jump."""
+    for n in range(3, 60):
+        for s in range(1, n - 1):
+            assert next_probe(n, {s: Verdict.SKIP}, later_on_ties=True, jump_runs=True) == \
+                next_probe(n, {s: Verdict.SKIP}, later_on_ties=True)
+    assert next_probe(20, {10: Verdict.SKIP, 11: Verdict.SKIP}, later_on_ties=True) == 9  # walked
+    assert next_probe(20, {10: Verdict.SKIP, 11: Verdict.SKIP}, later_on_ties=True, jump_runs=True) in (5, 15)
+    # two untestable probes, but a good one after them: the run is no longer the latest news
+    assert next_probe(20, {10: Verdict.SKIP, 11: Verdict.SKIP, 3: Verdict.GOOD}, later_on_ties=True, jump_runs=True) \
+        == next_probe(20, {10: Verdict.SKIP, 11: Verdict.SKIP, 3: Verdict.GOOD}, later_on_ties=True)
+
+
+def test_on_the_chain_a_history_that_never_builds_is_jumped_and_answered_as_walked():
+    """Two repositories, 12 + 12 alternating commits, every one but the last of each breaking the
+    build of the states that hold it (the peer's random test with build pass probability 0): the
+    answer is the range walking gives, for far fewer builds; with one break (the 6+6 family of
+    benchmarks/peer_builds.py) the answer and the builds are walking's."""
+    commits = [(r, f"{r}{i}", 2 * i - (r == "xla")) for i in range(1, 13) for r in ("xla", "jax")]
+    broken = frozenset(s for _, s, _ in commits[:-2])
+    for _, culprit, _ in commits:
+        jumped, walked = (_exit_search_over_the_chain(commits, culprit, broken, jump) for jump in (True, False))
+        assert jumped[1] == walked[1]
+        assert walked[0] == 25 and jumped[0] <= 12, (culprit, jumped, walked)  # 22 inside, the ends, the mixed
+    six = commits[:12]
+    six = [(r, s, t) for r, s, t in six]
+    for _, brk, _ in six[:-2]:
+        for _, culprit, _ in six:
+            if culprit != brk:
+                assert _exit_search_over_the_chain(six, culprit, frozenset({brk})) == \
+                    _exit_search_over_the_chain(six, culprit, frozenset({brk}), jump=False)

@@ -712,6 +712,56 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
     assert all(p.manual and "hourly mark: pid" in p.reason for p in a.probes if p.role == "probe")
 
 
+def test_exit_mode_jumps_a_run_of_failed_builds_and_says_what_it_did_not_build():
+    """A break that holds 30 of 40 states (issue 35 item 5): the search finds the run's edges
+    instead of building each state in it. The culprit outside the run is named as walking names
+    it; inside it, the range is walking's, and the answer says how many states it did not build and
+    the command that builds them. --walk-skips (``walk_skips`` on the lab) builds every one."""
+    from hourly.bisect.answer import JUMPED_NEXT
+    n = 40
+    run = {Pair(f"x{i}", "j0") for i in range(5, 35)}
+    for c in (37, 20, 3):
+        got = {}
+        for walk_skips in (False, True):
+            lab = Table(line(n), Mode.EXIT, rc=lambda p, k, c=c: 3 if index(p.xla) >= c else 0, fails=run)
+            lab.walk_skips = walk_skips
+            (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+            got[walk_skips] = (a, len(lab.measured))
+            if walk_skips and c == 20:
+                assert run <= set(lab.measured)  # every state of the run built
+        (jumped, built_j), (walked, built_w) = got[False], got[True]
+        assert (jumped.culprit and jumped.culprit.sha) == (walked.culprit and walked.culprit.sha)
+        assert jumped.range == walked.range and jumped.last_good == walked.last_good
+        assert built_j < built_w, c
+        if c == 20:  # inside the run: the range across it
+            assert walked.reason.startswith("30 untestable states between last good and first bad: build failed")
+            assert walked.next is None
+            assert jumped.range == [f"x{i}" for i in range(5, 36)] and built_j <= 25 < built_w
+            k = sum(1 for p in jumped.probes if p.role == "probe" and p.verdict == "skip")
+            assert jumped.reason == (f"30 states between last good and first bad: {k} untestable (build failed: boom), "
+                                     f"{30 - k} not built — they lie inside that run of untestable states, which the "
+                                     "search jumped instead of building every one of them")
+            assert jumped.next == JUMPED_NEXT and "--walk-skips" in JUMPED_NEXT
+        else:
+            assert jumped.culprit.sha == f"x{c}" and jumped.next is None
+
+
+def test_a_jumped_run_is_built_when_the_bisection_goes_on_walking():
+    """``hourly bisect --rerun --walk-skips`` after a jumped run: the states built before are not
+    built again, the rest of the run is, and the answer is a range of untestable states only."""
+    n = 40
+    lab = Table(line(n), Mode.EXIT, rc=lambda p, k: 3 if index(p.xla) >= 20 else 0,
+                fails={Pair(f"x{i}", "j0") for i in range(5, 35)})
+    (a,) = bisect(lab, 0, (n - 1) * H, "crash")
+    first = dict(lab.measured)
+    assert a.next is not None and len(first) < 32
+    lab.walk_skips = True
+    (b,) = bisect(lab, 0, (n - 1) * H, "crash")  # resumes from the stored verdicts, as --rerun reuses them
+    assert all(len(lab.measured[p]) == 1 for p in first if p in lab.fails)  # no build twice
+    assert lab.fails <= set(lab.measured) and b.next is None and b.range == a.range
+    assert b.reason.startswith("30 untestable states between last good and first bad")
+
+
 # -- named metrics and many samples per run -----------------------------------------------------------
 
 def test_the_answer_and_its_probes_count_runs_and_samples_apart_and_name_the_metric_followed():

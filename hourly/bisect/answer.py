@@ -53,6 +53,11 @@ UNCONFIRMED_NEXT = ("measure again with more runs (hourly bisect --rerun --max-r
                     "or bisect a wider window (--good earlier, --bad later)")
 
 
+#: What builds the states a jumped run of untestable states left unbuilt.
+JUMPED_NEXT = ("build them: hourly bisect --rerun --walk-skips (the same window; stored builds and verdicts are "
+               "reused), or pass --cherry-pick REPO@SHA of the fix that makes them build")
+
+
 def _measurements(rows: list[dict], last_good: Pair, first_bad: Pair) -> dict[str, list[Measured]]:
     """Both measurements of the two states an unconfirmed answer rests on: the search's (role
     ``probe``/``end``) and the re-measurement's (``confirm_good``/``confirm_bad``)."""
@@ -71,6 +76,7 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
     rows = lab.probes(d.bid)
     last_good, first_bad = states[b.lo].pair, states[b.hi].pair
     culprit, reason = None, None
+    jump_next = None
     if b.adjacent:
         repos = [n for n in REPOS if moved[n]]
         if blame is not None and blame.repo:
@@ -87,19 +93,27 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
     else:
         skipped = [(i, next((r for r in rows if r["role"] == "probe" and
                              Pair(r["xla"], r["jax"]) == states[i].pair), None)) for i in range(b.lo + 1, b.hi)]
-        whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
-        k = b.hi - b.lo - 1
-        reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
-                  + "; ".join(whys))
+        tested = [r for _, r in skipped if r]
+        k, jumped = b.hi - b.lo - 1, len(skipped) - len(tested)
         inside = [c for c in d.crash_windows if b.lo < c["first_index"] and c["last_index"] < b.hi]
         for c in inside:
             c["holds_change"] = True
-        if inside:
+        if inside:  # metric mode: the change lies inside a crash window the search jumped
             run = {Pair(r["xla"], r["jax"]) for r in rows if r["role"] in ("probe", "edge")}
             ran = sum(1 for i in range(b.lo + 1, b.hi) if states[i].pair in run)
             reason = crash_window_reason(inside[0], lab) + (
                 f" ({k} untestable state{'s' if k != 1 else ''} between last good and first bad, {ran} of them run; "
                 "the others taken to crash as the window's edges do)")
+        elif jumped and not lab.judge.steps:  # exit mode jumped a run of untestable states (bisection.run_probes)
+            whys = sorted({r["reason"].split(" (log")[0] for r in tested})
+            reason = (f"{k} states between last good and first bad: {len(tested)} untestable ({'; '.join(whys)}), "
+                      f"{jumped} not built — they lie inside that run of untestable states, which the search "
+                      "jumped instead of building every one of them")
+            jump_next = JUMPED_NEXT
+        else:
+            whys = sorted({r["reason"].split(" (log")[0] if r else "not tested" for _, r in skipped})
+            reason = (f"{k} untestable state{'s' if k != 1 else ''} between last good and first bad: "
+                      + "; ".join(whys))
     range_commits = [] if culprit else [lab.commit(n, sha) for n in REPOS for sha in moved[n]]
     # only a confirmed culprit is a culprit: ends that do not differ again on re-measurement make
     # it a candidate, with both measurements of both states and what to do next
@@ -114,7 +128,7 @@ def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[
         metric=lab.metric if lab.judge.mode != "exit" else None,
         culprit=culprit, candidate=candidate,
         measurements=_measurements(rows, last_good, first_bad) if candidate else None,
-        next=UNCONFIRMED_NEXT if candidate else None,
+        next=UNCONFIRMED_NEXT if candidate else jump_next,
         range=[c.sha for c in range_commits], range_commits=range_commits, reason=reason,
         blame=blame.value if blame else None, confirmed=confirmed, last_good=last_good, first_bad=first_bad,
         states=len(states),

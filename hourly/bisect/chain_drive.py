@@ -141,7 +141,8 @@ class ChainDrive:
                     verdicts[i] = j.steer(d.record(p).verdict)
                 continue
             nxt = first if first is not None else next_probe(len(pairs), verdicts, costs,
-                                                             later_on_ties=getattr(j, "later_on_ties", True))
+                                                             later_on_ties=getattr(j, "later_on_ties", True),
+                                                             jump_runs=self.jump_runs(j))
             if nxt is None:
                 break
             where = Where(nxt, len(states), b.lo, b.hi, costs, resumed=first is not None)
@@ -149,6 +150,11 @@ class ChainDrive:
             verdicts[nxt] = lab.judge.steer(d.record(self.evaluate(pairs[nxt], "probe", where=where)).verdict)
         known = {pairs[i]: v for i, v in verdicts.items()}
         return timeline_bounds(chain, states, bounds(len(pairs), verdicts)), known
+
+    def jump_runs(self, j: object) -> bool:
+        """A run of untestable states is jumped, its edges found (``next_probe(..., jump_runs=True)``),
+        where the judge's search minds build breaks, unless ``--walk-skips`` asks for every state."""
+        return bool(getattr(j, "near_breaks", False)) and not getattr(self.lab, "walk_skips", False)
 
     def resumed_at(self, index: dict[Pair, int], verdicts: dict[int, Verdict]) -> int | None:
         """The probe a stopped bisection waited at (a person's), whatever the costs say now."""

@@ -27,6 +27,9 @@ class BisectRequest:
     #: exit mode: a state's verdict from its failure rate over repeated runs (also on by itself
     #: once a state shows both outcomes)
     flaky: bool = False
+    #: exit mode: probe every untestable state, as ``git bisect skip`` does, instead of jumping a run
+    #: of them (hourly.analysis.bisection.run_probes)
+    walk_skips: bool = False
 
     def __post_init__(self) -> None:
         if self.max_repeats < 1:

@@ -93,6 +93,7 @@ class Bisector:
         #: answer); None: the regex's one metric
         self.metric = s.primary_metric() or None
         self.min_change = req.min_change
+        self.walk_skips = req.walk_skips  # read by the chain search (ChainDrive.jump_runs)
         self.max_repeats = max(req.max_repeats, s.repeats)
         self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
                                max_repeats=self.max_repeats)

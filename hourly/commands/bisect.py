@@ -28,6 +28,7 @@ def bisect(
     manual: bool = False,
     explain: bool = False,
     flaky: bool = False,
+    walk_skips: bool = False,
     flags: Any = None,
     json_out: bool = False,
     config: Optional[str] = None,
@@ -41,7 +42,7 @@ def bisect(
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from hourly.bisect.records import BisectRequest
-    req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix, flaky)
+    req = BisectRequest(good, bad, mode, max_repeats, rerun, min_change, find_fix, flaky, walk_skips)
     from hourly.adapters.store import STORE_NAME, Store
     from hourly.bisect.answer import bisect_log
     from hourly.bisect.events import BisectHandler

@@ -78,6 +78,8 @@ def describe(answer: Answer | dict) -> list:
         lines.append(f"  no single commit: {a.reason}")
         for rc in a.range_commits:
             lines.append(f"    {rc.repo} {rc.sha[:12]} {rc.subject}  {rc.link}")
+        if a.next:  # states the search did not build (a jumped run of untestable states)
+            lines.append(f"  next: {a.next}")
     if a.chain_text:  # a culprit that moved a pin, bisected on inside the dependency (hourly.bisect.descent)
         lines.append(f"  chain: {a.chain_text}")
         for sub in a.descent or []:

@@ -138,7 +138,8 @@ def culprit_line(answer: Answer | dict) -> str:
         label = "candidate, not confirmed on re-measurement"
     elif not c:
         shown = ", ".join(f"`{sha[:12]}`" for sha in a.range)
-        return f"- no single culprit: the range {shown} remains ({esc.text(a.reason or 'untestable states')})"
+        return (f"- no single culprit: the range {shown} remains ({esc.text(a.reason or 'untestable states')})"
+                + (f"; next: {esc.text(a.next)}" if a.next else ""))
     merged = c.merged  # a pull request: its own subject and author, merged by this commit
     what, author = ("pull request ", merged[-1].author) if merged else ("", c.author)
     return (f"- **{label}: {c.repo} {what}[`{c.sha[:12]}`]({c.link})** {esc.text(esc.subject(c))} "
