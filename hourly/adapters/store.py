@@ -367,8 +367,6 @@ class _Connection(sqlite3.Connection):
         return self._call(lambda: super(_Connection, self).executescript(*args, **kwargs))
 
 
-
-
 #: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.
 MIGRATIONS: dict[int, list[str]] = {
     1: [],

@@ -89,7 +89,6 @@ class Records(Protocol):
     def metric_names(self, bench_key: str) -> list[str]: ...
 
 
-
 def measurement_of(r: sqlite3.Row) -> Measurement:
     """The :class:`Measurement` of a row of ``measurements``."""
     return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),

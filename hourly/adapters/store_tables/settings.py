@@ -11,7 +11,6 @@ from hourly.adapters.store_tables.base import Tables
 MEASURE_KEYS = "measure_keys"
 
 
-
 class SettingsTables(Tables):
     """The ``settings`` table: a JSON value per name."""
 

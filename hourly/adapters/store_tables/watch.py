@@ -140,7 +140,6 @@ class WatchTables(Tables):
                        json.dumps(left), time.time(), alert_id))
 
 
-
 def _check(r: sqlite3.Row) -> dict[str, Any]:
     d = dict(r)
     d["suspect"] = json.loads(d["suspect"])
