@@ -1,4 +1,5 @@
-"""The release level (schema 5) and the daily level (schema 3): one row per attempt at a release or a date, per named metric."""
+"""The release level (schema 5) and the daily level (schema 3): one row per attempt at a release
+or a date, per named metric."""
 
 from __future__ import annotations
 

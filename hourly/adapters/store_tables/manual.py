@@ -1,4 +1,5 @@
-"""A manual bisection's verdicts (``hourly bisect --manual``, ``hourly mark``): the probe it waits at, the verdicts given."""
+"""A manual bisection's verdicts (``hourly bisect --manual``, ``hourly mark``): the probe it waits
+at, the verdicts given."""
 
 from __future__ import annotations
 

@@ -96,5 +96,6 @@ def measurement_of(r: sqlite3.Row) -> Measurement:
 
 
 def metric_rows(rows: list[Measurement], metric: str | None) -> list[Measurement]:
-    """The same filter as the store's (:data:`hourly.adapters.store_tables.base.METRIC_FILTER`), over rows already read."""
+    """The same filter as the store's (:data:`hourly.adapters.store_tables.base.METRIC_FILTER`),
+    over rows already read."""
     return rows if metric is None else [m for m in rows if m.metric in (metric, "")]

@@ -1,4 +1,5 @@
-"""``hourly watch`` (schema 7, hourly/watch/): its builds, their values per metric, the checks of suspected steps with their interleaved runs, and the alerts."""
+"""``hourly watch`` (schema 7, hourly/watch/): its builds, their values per metric, the checks of
+suspected steps with their interleaved runs, and the alerts."""
 
 from __future__ import annotations
 
