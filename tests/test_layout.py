@@ -261,3 +261,34 @@ def test_the_layer_check_refuses_an_upward_import():
     assert not _allowed("hourly.scan.run", "hourly.bisect.search")
     assert _allowed("hourly.bisect.search", "hourly.scan.table")
     assert not _allowed("hourly.measure.build", "hourly.render.scan")
+
+
+# -- no class over 300 lines (issue 34): a class a newcomer reads whole -------------------------
+
+#: the most lines a class of hourly/ may span (from its ``class`` line to its last, docstring,
+#: comments and blank lines included)
+MAX_CLASS_LINES = 300
+#: the classes still over the limit, each with the length it had when written here: none may grow,
+#: and once one is split its line goes (the test says so); any other class over the limit fails
+OVER_THE_LIMIT = {"hourly.analysis.step_search.StepSearch": 504}
+
+
+def _class_lengths(source: str) -> dict[str, int]:
+    """{class name: lines it spans} of every class in ``source``, nested ones included."""
+    return {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None}
+
+
+def test_no_class_is_over_300_lines():
+    long = {f"{name}.{cls}": n for name, path in MODULES.items()
+            for cls, n in _class_lengths(path.read_text()).items() if n > MAX_CLASS_LINES}
+    assert {k: n for k, n in long.items() if n > OVER_THE_LIMIT.get(k, MAX_CLASS_LINES)} == {}, \
+        f"split the class into focused ones (docs/architecture.md); at most {MAX_CLASS_LINES} lines each"
+    assert sorted(set(OVER_THE_LIMIT) - set(long)) == [], "split now: take its line out of OVER_THE_LIMIT"
+
+
+def test_the_class_length_check_counts_every_line_of_a_class():
+    # the checker itself: a class of 301 lines (a nested one inside) and one of 2
+    body = "    '''doc'''\n" + "\n".join(f"    x{i} = {i}" for i in range(297)) + "\n    class Inner:\n        y = 1\n"
+    assert _class_lengths("import os\n\n\nclass Long:\n" + body + "\n\nclass Short:\n    z = 0\n") == \
+        {"Long": 301, "Inner": 2, "Short": 2}

@@ -38,32 +38,36 @@ Tables:
   row per pair), and the alerts (their confirmed steps, the hunt started, the recovery, the
   events not yet delivered). Kept apart from ``measurements``: a series per metric name.
 
-Every SQL statement of hourly is in this module.
+Every SQL statement of hourly is in this module (opening, schema, migrations) and the modules of
+hourly/adapters/store_tables/ (each group of tables: the methods of :class:`Store`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import socket
 import sqlite3
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable
 from urllib.parse import quote
 
+from hourly.adapters.store_tables.bisections import BisectionTables
+from hourly.adapters.store_tables.levels import LevelTables
+from hourly.adapters.store_tables.manual import ManualTables
+from hourly.adapters.store_tables.rows import BuildRecord, Measurement, Records, metric_rows
+from hourly.adapters.store_tables.scan import ScanTables
+from hourly.adapters.store_tables.settings import MEASURE_KEYS, SettingsTables
+from hourly.adapters.store_tables.watch import WatchTables
 from hourly.errors import UserError
-from hourly.model import NightlyPoint, ReleasePoint, Status
+
+#: what callers import from here; the records and tables live in hourly/adapters/store_tables/
+__all__ = ["LOGS", "MEASURE_KEYS", "MIGRATIONS", "SCHEMA_VERSION", "STORE_NAME", "BuildRecord", "Measurement",
+           "Records", "Store", "log_dir", "metric_rows", "schema_tables", "store_fault"]
 
 SCHEMA_VERSION = 8
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
-#: the settings row of every measurement key's identity (:meth:`Store.note_measure_key`)
-MEASURE_KEYS = "measure_keys"
 
 
 def log_dir(workdir: str | Path, kind: str | None = None) -> Path:
@@ -71,6 +75,7 @@ def log_dir(workdir: str | Path, kind: str | None = None) -> Path:
     one place these paths are made. Not created."""
     base = Path(workdir).expanduser().absolute() / LOGS
     return base / kind if kind else base
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,84 +102,13 @@ CREATE TABLE IF NOT EXISTS manual_marks (
 """
 
 
-@dataclass
-class Measurement:
-    xla: str
-    jax: str
-    status: str  # a hourly.model.Status value
-    value: float | None
-    samples: list[float] = field(default_factory=list)
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    detail: str | None = None
-    origin: str = "scan"
-    id: int | None = None
-    created: float | None = None
-    #: ``''``: the metric the regex reads (every row before named metrics); else a ``METRIC`` line's name
-    metric: str = ""
+class Store(SettingsTables, ScanTables, BisectionTables, ManualTables, LevelTables, WatchTables):
+    """A workdir's results store, opened (made, checked whole, upgraded by :data:`MIGRATIONS`), with
+    the SQL of every table: each group of tables is a class of hourly/adapters/store_tables/ that
+    the store is made of (the scan's points, builds and measurements; the bisections; a manual
+    bisection's verdicts; the daily and release levels; ``hourly watch``; the named settings),
+    all over this one connection and its transactions (``transaction``)."""
 
-    def by_process(self) -> list[list[float]]:
-        """Every counted sample, grouped by the counted run (process) that printed it, in the order
-        run; a run that printed one value (every row before many samples per run, and
-        ``--metric-samples last``) is ``[value]``.
-
-        The process is the unit of independent noise: the samples of one process share its state
-        (compiled code, caches, clocks, the machine's load while it ran), so they vary less than
-        processes do. ``samples`` holds one summary per process (its median), which is what a
-        verdict that treats samples as independent must take; these are for a statistic that
-        models both levels (within and between processes)."""
-        out = []
-        for r in self.runs:
-            if r.get("warmup") or r.get("status") != Status.OK.value:
-                continue
-            got = r.get("samples")
-            if got is None:
-                got = [r["value"]] if r.get("value") is not None else []
-            if got:
-                out.append([float(x) for x in got])
-        return out
-
-    @property
-    def processes(self) -> int:
-        """Counted runs (process starts, warm-up runs left out), whatever each printed."""
-        return sum(1 for r in self.runs if not r.get("warmup"))
-
-    @property
-    def sample_count(self) -> int:
-        """Every counted sample of every counted run (more than ``len(samples)`` when a run printed many)."""
-        return sum(len(s) for s in self.by_process())
-
-
-@dataclass
-class BuildRecord:
-    xla: str
-    jax: str
-    status: str
-    in_place: bool
-    wheels: list[str]
-    log_path: str | None
-    tail: str | None
-    duration: float | None
-    finished: float | None = None
-    build_key: str | None = None  # hourly.measure.build_cache.entry_key: the pair and how it was built
-    identity: dict | None = None
-
-
-class Records(Protocol):
-    """What building and measuring write to: a :class:`Store`, or a Slurm job's
-    :class:`hourly.worker.RecordingStore` that keeps the rows for the coordinator."""
-
-    logs: Path
-
-    def record_build(self, b: BuildRecord) -> None: ...
-
-    def add_measurement(self, bench_key: str, m: Measurement) -> object: ...
-
-    def add_measurements(self, bench_key: str, ms: list[Measurement]) -> object: ...
-
-    def metric_names(self, bench_key: str) -> list[str]: ...
-
-
-class Store:
     def __init__(self, workdir: str | os.PathLike, create: bool = True, made_by: str = "hourly scan",
                  read_only: bool = False):
         """``made_by``: the command that fills this store, named when there is none.
@@ -273,455 +207,8 @@ class Store:
                     c.execute(stmt)
                 c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(v),))
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            if self.conn.in_transaction:  # SQLite itself may have rolled back (a full disk)
-                try:
-                    self.conn.execute("ROLLBACK")
-                except (sqlite3.Error, UserError):
-                    pass
-            raise
-        else:
-            self.conn.execute("COMMIT")
-
     def close(self) -> None:
         self.conn.close()
-
-    # -- settings ---------------------------------------------------------------------------
-    def save_settings(self, name: str, value: dict[str, Any]) -> None:
-        with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (name, json.dumps(value)))
-
-    def load_settings(self, name: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT value FROM settings WHERE name=?", (name,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    # -- points -----------------------------------------------------------------------------
-    def save_points(self, level: str, points: list[tuple[str, str, str]]) -> None:
-        """(time label, xla, jax) for each planned instant."""
-        with self.transaction() as c:
-            c.executemany("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)",
-                          [(level, t, x, j) for t, x, j in points])
-
-    def points(self, level: str = "hourly") -> list[tuple[str, str, str]]:
-        rows = self.conn.execute("SELECT time, xla, jax FROM points WHERE level=? ORDER BY time",
-                                 (level,))
-        return [tuple(r) for r in rows]
-
-    # -- builds -----------------------------------------------------------------------------
-    def record_build(self, b: BuildRecord) -> None:
-        with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO builds (build_key, xla, jax, status, in_place, wheels, log_path,"
-                      " tail, duration, finished, identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (b.build_key or f"pair:{b.xla}-{b.jax}", b.xla, b.jax, b.status, int(b.in_place),
-                       json.dumps(b.wheels), b.log_path, b.tail, b.duration, time.time(),
-                       json.dumps(b.identity) if b.identity is not None else None))
-
-    def built_pairs(self) -> set[tuple[str, str]]:
-        """The (xla, jax) pairs a build ran for in this workdir (built, failed or installed in place;
-        never those whose wheels came from the shared cache)."""
-        return {(r[0], r[1]) for r in self.conn.execute("SELECT DISTINCT xla, jax FROM builds")}
-
-    def build(self, xla: str, jax: str, build_key: str | None = None) -> BuildRecord | None:
-        """The build of a pair under ``build_key`` (how it was built), or its latest under any."""
-        if build_key:
-            r = self.conn.execute("SELECT * FROM builds WHERE build_key=?", (build_key,)).fetchone()
-        else:
-            r = self.conn.execute("SELECT * FROM builds WHERE xla=? AND jax=? ORDER BY finished DESC LIMIT 1",
-                                  (xla, jax)).fetchone()
-        if not r:
-            return None
-        return BuildRecord(r["xla"], r["jax"], r["status"], bool(r["in_place"]),
-                           json.loads(r["wheels"]), r["log_path"], r["tail"], r["duration"], r["finished"],
-                           r["build_key"], json.loads(r["identity"]) if r["identity"] else None)
-
-    # -- measurements -----------------------------------------------------------------------
-    def add_measurement(self, bench_key: str, m: Measurement) -> int:
-        self.add_measurements(bench_key, [m])
-        assert m.id is not None  # set by the INSERT
-        return m.id
-
-    def add_measurements(self, bench_key: str, ms: list[Measurement]) -> None:
-        """The rows of one measurement (one per named metric) in one transaction: a run killed
-        between them leaves all or none."""
-        with self.transaction() as c:
-            now = time.time()
-            for m in ms:
-                cur = c.execute(
-                    "INSERT INTO measurements (bench_key, xla, jax, status, value, samples, runs, detail,"
-                    " origin, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (bench_key, m.xla, m.jax, m.status, m.value, json.dumps(m.samples),
-                     json.dumps(m.runs), m.detail, m.origin, now, m.metric))
-                m.id = _inserted_id(cur)
-                m.created = now
-
-    def latest(self, bench_key: str, xla: str, jax: str, origin: str | None = None,
-               metric: str | None = None) -> Measurement | None:
-        """The newest measurement of a pair (of ``origin`` alone when given; of ``metric`` when
-        given: :func:`metric_rows`)."""
-        r = self.conn.execute(
-            "SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND (? IS NULL OR origin=?)"
-            f" AND {_METRIC_FILTER} ORDER BY id DESC LIMIT 1",
-            (bench_key, xla, jax, origin, origin, metric, metric)).fetchone()
-        return _measurement(r) if r else None
-
-    def all_latest(self, bench_key: str, origin: str | None = None,
-                   metric: str | None = None) -> dict[tuple[str, str], Measurement]:
-        """The newest measurement of every pair (of ``origin`` alone when given: the scan's table
-        reads ``"scan"``, so a later command's rows never change it; of ``metric`` when given)."""
-        rows = self.conn.execute("SELECT * FROM measurements WHERE bench_key=? AND (? IS NULL OR origin=?)"
-                                 f" AND {_METRIC_FILTER} ORDER BY id", (bench_key, origin, origin, metric, metric))
-        return {(r["xla"], r["jax"]): _measurement(r) for r in rows}
-
-    def measurements(self, bench_key: str, xla: str, jax: str, metric: str | None = None) -> list[Measurement]:
-        """Every measurement of a pair, oldest first (of ``metric`` when given)."""
-        rows = self.conn.execute(
-            f"SELECT * FROM measurements WHERE bench_key=? AND xla=? AND jax=? AND {_METRIC_FILTER} ORDER BY id",
-            (bench_key, xla, jax, metric, metric))
-        return [_measurement(r) for r in rows]
-
-    def metric_names(self, bench_key: str) -> list[str]:
-        """The named metrics measured under ``bench_key``, in the order first recorded ([] for the
-        regex's one metric)."""
-        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM measurements WHERE bench_key=? AND metric != ''"
-                                 " GROUP BY metric ORDER BY first", (bench_key,))
-        return [r[0] for r in rows]
-
-    # -- bisections (schema 2) --------------------------------------------------------------
-    def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
-        """Find or create the bisection ``key``: (id, status, stored result or None)."""
-        with self.transaction() as c:
-            r = c.execute("SELECT id, status, result FROM bisections WHERE key=?", (key,)).fetchone()
-            if r:
-                return r["id"], r["status"], json.loads(r["result"]) if r["result"] else None
-            now = time.time()
-            cur = c.execute(
-                "INSERT INTO bisections (key, bench_key, mode, good_time, bad_time, good_xla, good_jax,"
-                " bad_xla, bad_jax, status, result, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (key, fields["bench_key"], fields["mode"], fields["good_time"], fields["bad_time"],
-                 fields["good_xla"], fields["good_jax"], fields["bad_xla"], fields["bad_jax"], "running",
-                 None, now, now))
-            return _inserted_id(cur), "running", None
-
-    def finish_bisection(self, bid: int, result: dict) -> None:
-        with self.transaction() as c:
-            c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",
-                      (json.dumps(result), time.time(), bid))
-
-    def restart_bisection(self, bid: int) -> None:
-        """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
-        with self.transaction() as c:
-            c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
-            c.execute("DELETE FROM manual_marks WHERE bisection=?", (bid,))  # verdicts given for the old run
-            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
-                      (time.time(), bid))
-
-    def add_probe(self, bid: int, p: dict[str, Any]) -> None:
-        with self.transaction() as c:
-            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
-                            (bid,)).fetchone()[0]
-            c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
-                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
-                       p.get("reason"),
-                       json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
-                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
-                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0))))
-
-    def probes(self, bid: int) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["samples"] = json.loads(d["samples"])
-            d["returncodes"] = json.loads(d["returncodes"])
-            out.append(d)
-        return out
-
-    # -- manual verdicts (hourly bisect --manual, hourly mark) ------------------------------------
-    def set_waiting(self, bid: int, role: str, xla: str, jax: str) -> None:
-        """The probe a manual bisection waits at (one per store: a bisection holds the store's lock)."""
-        with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO manual_waiting VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-                      (bid, role, xla, jax, os.getpid(), socket.gethostname(), time.time()))
-
-    def clear_waiting(self) -> None:
-        with self.transaction() as c:
-            c.execute("DELETE FROM manual_waiting")
-
-    def waiting(self) -> dict[str, Any] | None:
-        """The probe a manual bisection waits at (or waited at, when it was killed there)."""
-        r = self.conn.execute("SELECT * FROM manual_waiting WHERE slot=1").fetchone()
-        return dict(r) if r else None
-
-    def mark_waiting(self, verdict: str, source: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """A verdict (``hourly mark``) for the probe a manual bisection waits at, in one transaction:
-        (the waiting row or None, the verdict already given there and not taken yet or None — then
-        nothing is added)."""
-        with self.transaction() as c:
-            w = c.execute("SELECT * FROM manual_waiting WHERE slot=1").fetchone()
-            if w is None:
-                return None, None
-            pending = c.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=?"
-                                " AND taken=0 ORDER BY id LIMIT 1", (w["bisection"], w["role"], w["xla"], w["jax"])
-                                ).fetchone()
-            if pending is not None:
-                return dict(w), dict(pending)
-            c.execute("INSERT INTO manual_marks (bisection, role, xla, jax, verdict, source, created)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?)", (w["bisection"], w["role"], w["xla"], w["jax"], verdict, source,
-                                                        time.time()))
-            return dict(w), None
-
-    def given_mark(self, bid: int, role: str, xla: str, jax: str) -> dict[str, Any] | None:
-        """The oldest verdict ``hourly mark`` gave for that probe and not taken yet (it stays there
-        until :meth:`took_mark`: a bisection killed in between takes it again when it resumes)."""
-        r = self.conn.execute("SELECT * FROM manual_marks WHERE bisection=? AND role=? AND xla=? AND jax=? AND taken=0"
-                              " ORDER BY id LIMIT 1", (bid, role, xla, jax)).fetchone()
-        return dict(r) if r else None
-
-    def took_mark(self, mark_id: int) -> None:
-        """The verdict is in a probe row now: taken, and the probe no longer waited at."""
-        with self.transaction() as c:
-            c.execute("UPDATE manual_marks SET taken=1 WHERE id=?", (mark_id,))
-            c.execute("DELETE FROM manual_waiting")
-
-    # -- the release level (schema 5) -----------------------------------------------------------
-    def add_release(self, bench_key: str, p: ReleasePoint) -> None:
-        """One attempt at one jax release under ``bench_key`` (its own transaction)."""
-        self.add_releases(bench_key, [p])
-
-    def add_releases(self, bench_key: str, ps: list[ReleasePoint]) -> None:
-        """One release's rows (one per named metric) in one transaction."""
-        with self.transaction() as c:
-            for p in ps:
-                c.execute("INSERT INTO releases (bench_key, version, jaxlib, released, status, value, samples,"
-                          " runs, installer, env, detail, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          (bench_key, p.version, p.jaxlib, p.released, p.status.value, p.value,
-                           json.dumps(p.samples), json.dumps(p.runs), p.installer, p.env, p.detail, time.time(),
-                           p.metric))
-
-    def releases(self, bench_key: str, metric: str | None = "") -> dict[str, ReleasePoint]:
-        """The latest stored attempt at every release under ``bench_key``, by version (of ``metric``:
-        :func:`metric_rows`; ``''`` is the regex's one metric, every row of an older store)."""
-        rows = self.conn.execute(f"SELECT * FROM releases WHERE bench_key=? AND {_METRIC_FILTER} ORDER BY id",
-                                 (bench_key, metric, metric))
-        return {r["version"]: ReleasePoint(r["version"], r["jaxlib"], r["released"], Status(r["status"]),
-                                           r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
-                                           r["detail"], r["installer"], r["env"], r["metric"]) for r in rows}
-
-    def release_metric_names(self, bench_key: str) -> list[str]:
-        """The named metrics of the release level under ``bench_key``, in the order first recorded."""
-        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM releases WHERE bench_key=? AND metric != ''"
-                                 " GROUP BY metric ORDER BY first", (bench_key,))
-        return [r[0] for r in rows]
-
-    def last_bisection(self) -> int | None:
-        """The id of the bisection last started or updated."""
-        r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
-        return r[0] if r else None
-
-    def bisection_results(self, bench_key: str | None = None) -> list[dict[str, Any]]:
-        """Every finished bisection's answer, oldest first (for reports); of those measured under
-        ``bench_key`` alone when given (another key is another build or benchmark: its answer is
-        not this one's)."""
-        return [a for key, a in self.bisection_answers() if bench_key is None or key == bench_key]
-
-    def bisection_answers(self) -> list[tuple[str, dict[str, Any]]]:
-        """Every finished bisection's answer with the measurement key it was measured under
-        (``Settings.bench_key``: the benchmark and the build), oldest first."""
-        rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
-        return [(r[0], json.loads(r[1])) for r in rows if r[1]]
-
-    def unfinished_bisections(self) -> list[dict[str, Any]]:
-        """The bisections started and not finished (no answer yet), oldest first: their measurement
-        key, mode and window (``good_time``, ``bad_time``: unix times)."""
-        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time FROM bisections WHERE status!='done'"
-                                 " ORDER BY id")
-        return [dict(zip(("bench_key", "mode", "good_time", "bad_time"), r, strict=True)) for r in rows]
-
-    def newest_bisection_key(self) -> str | None:
-        """The measurement key of the bisection last started or updated (None: no bisection)."""
-        r = self.conn.execute("SELECT bench_key FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
-        return r[0] if r else None
-
-    # -- what each measurement key was made of --------------------------------------------------
-    def note_measure_key(self, key: str, identity: dict[str, Any]) -> None:
-        """Remember what the measurement key ``key`` is made of (its public identity: the benchmark
-        and the build, secrets redacted), so that an answer measured under it can be labelled with
-        its build once another build is the current one (one transaction: runs may note at once)."""
-        with self.transaction() as c:
-            row = c.execute("SELECT value FROM settings WHERE name=?", (MEASURE_KEYS,)).fetchone()
-            known = json.loads(row[0]) if row else {}
-            if known.get(key) == identity:
-                return
-            known[key] = identity
-            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (MEASURE_KEYS, json.dumps(known)))
-
-    def measure_keys(self) -> dict[str, dict[str, Any]]:
-        """{measurement key: its public identity} for every key noted (:meth:`note_measure_key`)."""
-        return self.load_settings(MEASURE_KEYS) or {}
-
-    # -- nightly (schema 3) --------------------------------------------------------------------
-    def add_nightly(self, bench_key: str, p: NightlyPoint, level: str = "nightly") -> None:
-        """One date's result; a date whose commits are known is also a point of ``level``."""
-        self.add_nightlies(bench_key, [p], level)
-
-    def add_nightlies(self, bench_key: str, ps: list[NightlyPoint], level: str = "nightly") -> None:
-        """One date's rows (one per named metric) in one transaction."""
-        with self.transaction() as c:
-            for p in ps:
-                c.execute("INSERT INTO nightly (bench_key, date, image, digest, status, value, samples, runs,"
-                          " xla, jax, detail, created, metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          (bench_key, p.date, p.image, p.digest, p.status.value, p.value, json.dumps(p.samples),
-                           json.dumps(p.runs), p.xla, p.jax, p.detail, time.time(), p.metric))
-                if p.xla and p.jax:
-                    c.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?)", (level, p.date, p.xla, p.jax))
-
-    def nightly_points(self, bench_key: str, metric: str | None = "") -> dict[str, NightlyPoint]:
-        """The latest stored result of every date under ``bench_key`` (of ``metric``: :func:`metric_rows`;
-        ``''`` is the regex's one metric, every row of an older store)."""
-        rows = self.conn.execute(f"SELECT * FROM nightly WHERE bench_key=? AND {_METRIC_FILTER} ORDER BY id",
-                                 (bench_key, metric, metric))
-        return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
-                                        r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
-                                        json.loads(r["runs"]), r["detail"], r["metric"]) for r in rows}
-
-    def nightly_metric_names(self, bench_key: str) -> list[str]:
-        """The named metrics of the daily level under ``bench_key``, in the order first recorded."""
-        rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM nightly WHERE bench_key=? AND metric != ''"
-                                 " GROUP BY metric ORDER BY first", (bench_key,))
-        return [r[0] for r in rows]
-
-    # -- hourly watch (schema 7) -----------------------------------------------------------------
-    def watch_builds(self, watch: str) -> list[dict[str, Any]]:
-        """Every build the watch ``watch`` found, in the order they arrived (``ident``, ``decision``
-        decoded; ``decision`` None: not judged yet)."""
-        rows = self.conn.execute("SELECT * FROM watch_builds WHERE watch=? ORDER BY seq", (watch,))
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["ident"] = json.loads(d["ident"])
-            d["decision"] = json.loads(d["decision"]) if d["decision"] else None
-            out.append(d)
-        return out
-
-    def add_watch_builds(self, watch: str, builds: list[dict[str, Any]]) -> None:
-        """New builds (``build``, ``time``, ``ident``, ``status``, ``detail``), after the known ones,
-        in one transaction: a build found is never found twice."""
-        now = time.time()
-        with self.transaction() as c:
-            seq = c.execute("SELECT COALESCE(MAX(seq), 0) FROM watch_builds WHERE watch=?", (watch,)).fetchone()[0]
-            for b in builds:
-                seq += 1
-                c.execute("INSERT OR IGNORE INTO watch_builds (watch, build, seq, time, ident, status, detail,"
-                          " decision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                          (watch, b["build"], seq, b.get("time"), json.dumps(b.get("ident") or {}),
-                           b.get("status", "pending"), b.get("detail"), now, now))
-
-    def measured_watch_build(self, watch: str, build: str, status: str, detail: str | None,
-                             ident: dict[str, Any], values: dict[str, dict[str, Any]]) -> None:
-        """A build's measurement on arrival: its status, and per metric its value, samples and runs,
-        in one transaction (a run killed midway measures the build again)."""
-        now = time.time()
-        with self.transaction() as c:
-            for metric, v in values.items():
-                c.execute("INSERT OR REPLACE INTO watch_values (watch, build, metric, value, samples, runs, created)"
-                          " VALUES (?, ?, ?, ?, ?, ?, ?)", (watch, build, metric, v.get("value"),
-                                                            json.dumps(v.get("samples") or []),
-                                                            json.dumps(v.get("runs") or []), now))
-            c.execute("UPDATE watch_builds SET status=?, detail=?, ident=?, updated=? WHERE watch=? AND build=?",
-                      (status, detail, json.dumps(ident), now, watch, build))
-
-    def watch_values(self, watch: str) -> dict[str, dict[str, dict[str, Any]]]:
-        """{build: {metric: {value, samples, runs}}} of the watch's arrivals."""
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        for r in self.conn.execute("SELECT * FROM watch_values WHERE watch=?", (watch,)):
-            out.setdefault(r["build"], {})[r["metric"]] = {"value": r["value"], "samples": json.loads(r["samples"]),
-                                                          "runs": json.loads(r["runs"])}
-        return out
-
-    def judged_watch_build(self, watch: str, build: str, decision: dict[str, Any]) -> None:
-        """The decision on a build's arrival, per metric: it is judged, and never judged again."""
-        with self.transaction() as c:
-            c.execute("UPDATE watch_builds SET decision=?, updated=? WHERE watch=? AND build=?",
-                      (json.dumps(decision), time.time(), watch, build))
-
-    def watch_check(self, watch: str, metric: str, arrived: str, before: str, after: str,
-                    suspect: dict[str, Any]) -> dict[str, Any]:
-        """The check of a step suspected on ``arrived``'s arrival between ``before`` and ``after``:
-        found, else made (verdict ``pending``): a run killed while confirming it goes on with it."""
-        with self.transaction() as c:
-            r = c.execute("SELECT * FROM watch_checks WHERE watch=? AND metric=? AND arrived=? AND before=?"
-                          " AND after=?", (watch, metric, arrived, before, after)).fetchone()
-            if r is None:
-                now = time.time()
-                cur = c.execute("INSERT INTO watch_checks (watch, metric, arrived, before, after, suspect, verdict,"
-                                " result, created, updated) VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
-                                (watch, metric, arrived, before, after, json.dumps(suspect), now, now))
-                r = c.execute("SELECT * FROM watch_checks WHERE id=?", (_inserted_id(cur),)).fetchone()
-        return _check(r)
-
-    def watch_checks(self, watch: str) -> list[dict[str, Any]]:
-        """Every check of the watch, oldest first (``suspect`` and ``result`` decoded)."""
-        return [_check(r) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
-
-    def add_watch_run(self, check_id: int, old: float | None, new: float | None) -> None:
-        """One interleaved pair of a check: the build before the step run, then the build after it."""
-        with self.transaction() as c:
-            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM watch_runs WHERE check_id=?",
-                            (check_id,)).fetchone()[0]
-            c.execute("INSERT INTO watch_runs (check_id, seq, old, new, created) VALUES (?, ?, ?, ?, ?)",
-                      (check_id, seq, old, new, time.time()))
-
-    def watch_runs(self, check_id: int) -> list[tuple[float | None, float | None]]:
-        rows = self.conn.execute("SELECT old, new FROM watch_runs WHERE check_id=? ORDER BY seq", (check_id,))
-        return [(r[0], r[1]) for r in rows]
-
-    def finish_watch_check(self, check_id: int, verdict: str, result: dict[str, Any]) -> None:
-        with self.transaction() as c:
-            c.execute("UPDATE watch_checks SET verdict=?, result=?, updated=? WHERE id=?",
-                      (verdict, json.dumps(result), time.time(), check_id))
-
-    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[dict[str, Any], bool]:
-        """The alert of ``arrived``'s arrival over the window ``before`` .. ``after``: found, else made
-        with the event ``new`` to deliver; (the alert, whether it was made now)."""
-        with self.transaction() as c:
-            r = c.execute("SELECT * FROM watch_alerts WHERE watch=? AND arrived=? AND before=? AND after=?",
-                          (watch, arrived, before, after)).fetchone()
-            made = r is None
-            if made:
-                now = time.time()
-                cur = c.execute("INSERT INTO watch_alerts (watch, arrived, before, after, checks, hunt, recovery,"
-                                " events, created, updated) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
-                                (watch, arrived, before, after, json.dumps(checks), json.dumps(["new"]), now, now))
-                r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (_inserted_id(cur),)).fetchone()
-        return _alert(r), made
-
-    def watch_alerts(self, watch: str) -> list[dict[str, Any]]:
-        """Every alert of the watch, oldest first (``checks``, ``hunt``, ``recovery``, ``events`` decoded)."""
-        return [_alert(r) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
-
-    def update_watch_alert(self, alert_id: int, *, hunt: dict[str, Any] | None = None,
-                           recovery: dict[str, Any] | None = None, add_events: tuple[str, ...] | list[str] = (),
-                           events: list[str] | None = None) -> None:
-        """What is known of an alert now: its hunt, its recovery; events to deliver added (``add_events``)
-        or replaced (``events``: what is left after a delivery)."""
-        with self.transaction() as c:
-            r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (alert_id,)).fetchone()
-            if r is None:
-                return
-            a = _alert(r)
-            left = list(a["events"] if events is None else events)
-            left += [e for e in add_events if e not in left]
-            c.execute("UPDATE watch_alerts SET hunt=?, recovery=?, events=?, updated=? WHERE id=?",
-                      (json.dumps(hunt if hunt is not None else a["hunt"]),
-                       json.dumps(recovery if recovery is not None else a["recovery"]),
-                       json.dumps(left), time.time(), alert_id))
 
 
 #: how to start afresh, for a store that cannot be used
@@ -878,43 +365,6 @@ class _Connection(sqlite3.Connection):
 
     def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
         return self._call(lambda: super(_Connection, self).executescript(*args, **kwargs))
-
-
-def _inserted_id(cur: sqlite3.Cursor) -> int:
-    """The rowid of the row the cursor's INSERT just made."""
-    assert cur.lastrowid is not None  # sqlite3 sets it on every INSERT
-    return cur.lastrowid
-
-
-def _check(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    d["suspect"] = json.loads(d["suspect"])
-    d["result"] = json.loads(d["result"]) if d["result"] else None
-    return d
-
-
-def _alert(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    for k in ("checks", "hunt", "recovery", "events"):
-        d[k] = json.loads(d[k]) if d[k] else ([] if k in ("checks", "events") else None)
-    return d
-
-
-def _measurement(r: sqlite3.Row) -> Measurement:
-    return Measurement(r["xla"], r["jax"], r["status"], r["value"], json.loads(r["samples"]),
-                       json.loads(r["runs"]), r["detail"], r["origin"], r["id"], r["created"], r["metric"])
-
-
-#: The rows of one metric (two parameters: the metric twice; None: every row). A named metric's
-#: rows and the ``''`` rows of the same key: with named metrics, a measurement that measured no
-#: name (a failed build, runs that all failed) is one ``''`` row and holds for every metric; with
-#: the regex's one metric every row is ``''``.
-_METRIC_FILTER = "(? IS NULL OR metric IN (?, ''))"
-
-
-def metric_rows(rows: list[Measurement], metric: str | None) -> list[Measurement]:
-    """The same filter as the store's, over rows already read."""
-    return rows if metric is None else [m for m in rows if m.metric in (metric, "")]
 
 
 #: Schema changes after version 1: {version: [statements]}. Version 1 is _SCHEMA itself.

@@ -1,0 +1,94 @@
+"""Every bisection of a workdir (schema 2): its window, its answer, and every verdict it reached (its probes)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from hourly.adapters.store_tables.base import Tables, inserted_id
+
+
+class BisectionTables(Tables):
+    """The ``bisections`` and ``bisect_probes`` tables."""
+
+    def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
+        """Find or create the bisection ``key``: (id, status, stored result or None)."""
+        with self.transaction() as c:
+            r = c.execute("SELECT id, status, result FROM bisections WHERE key=?", (key,)).fetchone()
+            if r:
+                return r["id"], r["status"], json.loads(r["result"]) if r["result"] else None
+            now = time.time()
+            cur = c.execute(
+                "INSERT INTO bisections (key, bench_key, mode, good_time, bad_time, good_xla, good_jax,"
+                " bad_xla, bad_jax, status, result, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key, fields["bench_key"], fields["mode"], fields["good_time"], fields["bad_time"],
+                 fields["good_xla"], fields["good_jax"], fields["bad_xla"], fields["bad_jax"], "running",
+                 None, now, now))
+            return inserted_id(cur), "running", None
+
+    def finish_bisection(self, bid: int, result: dict) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",
+                      (json.dumps(result), time.time(), bid))
+
+    def restart_bisection(self, bid: int) -> None:
+        """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
+            c.execute("DELETE FROM manual_marks WHERE bisection=?", (bid,))  # verdicts given for the old run
+            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
+                      (time.time(), bid))
+
+    def add_probe(self, bid: int, p: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
+                            (bid,)).fetchone()[0]
+            c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
+                       p.get("reason"),
+                       json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
+                       int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0))))
+
+    def probes(self, bid: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["samples"] = json.loads(d["samples"])
+            d["returncodes"] = json.loads(d["returncodes"])
+            out.append(d)
+        return out
+
+    def last_bisection(self) -> int | None:
+        """The id of the bisection last started or updated."""
+        r = self.conn.execute("SELECT id FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
+    def bisection_results(self, bench_key: str | None = None) -> list[dict[str, Any]]:
+        """Every finished bisection's answer, oldest first (for reports); of those measured under
+        ``bench_key`` alone when given (another key is another build or benchmark: its answer is
+        not this one's)."""
+        return [a for key, a in self.bisection_answers() if bench_key is None or key == bench_key]
+
+    def bisection_answers(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every finished bisection's answer with the measurement key it was measured under
+        (``Settings.bench_key``: the benchmark and the build), oldest first."""
+        rows = self.conn.execute("SELECT bench_key, result FROM bisections WHERE status='done' ORDER BY id")
+        return [(r[0], json.loads(r[1])) for r in rows if r[1]]
+
+    def unfinished_bisections(self) -> list[dict[str, Any]]:
+        """The bisections started and not finished (no answer yet), oldest first: their measurement
+        key, mode and window (``good_time``, ``bad_time``: unix times)."""
+        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time FROM bisections WHERE status!='done'"
+                                 " ORDER BY id")
+        return [dict(zip(("bench_key", "mode", "good_time", "bad_time"), r, strict=True)) for r in rows]
+
+    def newest_bisection_key(self) -> str | None:
+        """The measurement key of the bisection last started or updated (None: no bisection)."""
+        r = self.conn.execute("SELECT bench_key FROM bisections ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
