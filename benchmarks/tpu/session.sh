@@ -21,12 +21,12 @@
 #      the summary. Stopped there (exit 130), the next call goes on where it stopped (--resume) as
 #      long as /tmp survived.
 # Everything lands under $OUT (the run tool's folder; default $WORK/out): the environment and uptime,
-# the profile check's output and files, the JSON and hourly's progress (stderr), the table, the
+# the profile check's output and files, the JSON and hourly's stderr, `hourly report` of each run, the
 # answer's `pinned` fingerprint, what the state environments held (pip list --path). The last
 # lines printed are a compact summary (the run tool returns only the last 12,000 characters).
 #
 # Environment: WINDOW (tpu|change|crash|flat, default tpu), RUNS (default 1), DEADLINE (s, default
-# 560), MARGIN (s, default 25), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, FRESH=1
+# 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, FRESH=1
 # (start the window's runs afresh), EXTRA (more hourly bisect flags). benchmarks/tpu/run.sh is this
 # without the profile check. Tested on CPU here (docs/real-history.md, "On the TPU machine").
 set -uo pipefail
@@ -38,7 +38,7 @@ CARRY=$ROOT/benchmarks/tpu/carry
 WINDOW=${WINDOW:-tpu}
 RUNS=${RUNS:-1}
 DEADLINE=${DEADLINE:-560}
-MARGIN=${MARGIN:-25}
+MARGIN=${MARGIN:-40}
 WORK=${WORK:-/tmp/rh}
 OUT=${OUT:-$WORK/out}
 MACHINE_PY=$(command -v "${MACHINE_PY:-python3}") || { echo "session.sh: no ${MACHINE_PY:-python3} on PATH" >&2; exit 1; }
@@ -134,6 +134,12 @@ for f in "$WORK/$WINDOW"/run-*.json; do  # hourly's answer (--json) and its prog
     i=$(basename "$f" .json); i=${i#run-}
     cp "$f" "$OUT/hourly-answer-$WINDOW-$i.json"
     cp "$WORK/$WINDOW/run-$i.stderr" "$OUT/hourly-progress-$WINDOW-$i.txt" 2>/dev/null
+done
+# hourly's own report of each run (the answer in words, the verdicts, the kept packages)
+for d in "$WORK/$WINDOW"/run-*/; do
+    [ -f "$d/hourly.sqlite" ] || continue
+    i=$(basename "$d"); i=${i#run-}
+    timeout 60 "$HV/bin/hourly" report --workdir "$d" --out "$OUT/report-$WINDOW-$i" >>"$LOG" 2>&1
 done
 # what each state's environment held (its own site-packages), and the machine's folders
 {
