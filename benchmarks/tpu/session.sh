@@ -64,46 +64,55 @@ fail() { say "FAILED: $*"; exit 1; }
 } 2>&1 | tee -a "$LOG"
 
 # 1. setup -----------------------------------------------------------------------------------
+# a step that fails is said and the call goes on with what does not need it: the profile check needs
+# the machine's Python alone; the bisection needs everything
+BROKEN=""
+broken() { say "SETUP FAILED: $* (see $LOG)"; BROKEN="${BROKEN:+$BROKEN; }$*"; }
+PIPWHL=$(ls "$CARRY"/tools/pip-*.whl | head -1)
 if [ ! -x "$HV/bin/hourly" ]; then
     say "setup: hourly-venv from the carried wheels (no index)"
     rm -rf "$HV"
     if ! "$MACHINE_PY" -m venv "$HV" >>"$LOG" 2>&1; then
         # no ensurepip: a venv without pip, then pip from its own wheel (a wheel is importable)
         rm -rf "$HV"
-        "$MACHINE_PY" -m venv --without-pip "$HV" >>"$LOG" 2>&1 || fail "python3 -m venv --without-pip"
-        pipwhl=$(ls "$CARRY"/tools/pip-*.whl | head -1)
-        "$HV/bin/python" "$pipwhl/pip" install -q --no-index "$pipwhl" >>"$LOG" 2>&1 || fail "pip from its wheel"
+        "$MACHINE_PY" -m venv --without-pip "$HV" >>"$LOG" 2>&1 \
+            && "$HV/bin/python" "$PIPWHL/pip" install -q --no-index "$PIPWHL" >>"$LOG" 2>&1 \
+            || broken "hourly-venv: python3 -m venv"
     fi
     # every carried wheel, no resolution: hourly's dependency closure less numpy and scipy
-    "$HV/bin/python" -m pip install -q --no-index --no-deps --disable-pip-version-check "$CARRY"/wheels/*.whl \
-        >>"$LOG" 2>&1 || fail "installing the carried wheels into $HV (see $LOG)"
+    [ -x "$HV/bin/python" ] && { "$HV/bin/python" -m pip install -q --no-index --no-deps --disable-pip-version-check \
+        "$CARRY"/wheels/*.whl >>"$LOG" 2>&1 || broken "installing the carried wheels into $HV"; }
 fi
-"$HV/bin/hourly" --help >/dev/null 2>>"$LOG" || fail "$HV/bin/hourly --help (see $LOG)"
+if [ -x "$HV/bin/hourly" ]; then
+    "$HV/bin/hourly" --help >/dev/null 2>>"$LOG" || broken "$HV/bin/hourly --help"
+else
+    broken "no $HV/bin/hourly"
+fi
 
 # what --only jax needs of the machine's Python: pip (install into the overlay) and setuptools
-# (pip wheel --no-build-isolation of each state's jax)
+# (pip wheel --no-build-isolation of each state's jax); pip runs from its carried wheel here
 if ! "$MACHINE_PY" -c 'import pip, setuptools' >/dev/null 2>&1; then
     if [ ! -f "$TOOLS/.done" ]; then
         say "setup: the machine's Python lacks pip or setuptools: carried pip, setuptools, wheel into $TOOLS"
         rm -rf "$TOOLS"
-        "$HV/bin/python" -m pip install -q --no-index --no-deps --disable-pip-version-check --target "$TOOLS" \
-            "$CARRY"/tools/*.whl >>"$LOG" 2>&1 || fail "pip install --target $TOOLS"
-        touch "$TOOLS/.done"
+        "$MACHINE_PY" "$PIPWHL/pip" install -q --no-index --no-deps --disable-pip-version-check --target "$TOOLS" \
+            "$CARRY"/tools/*.whl >>"$LOG" 2>&1 && touch "$TOOLS/.done" || broken "pip install --target $TOOLS"
     fi
     export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$TOOLS
-    "$MACHINE_PY" -c 'import pip, setuptools' 2>>"$LOG" || fail "the machine's Python still lacks pip or setuptools"
+    "$MACHINE_PY" -c 'import pip, setuptools' 2>>"$LOG" || broken "the machine's Python still lacks pip or setuptools"
 fi
+# opens the device once (6-11 s on the TPU): which backend the states will run on
 "$MACHINE_PY" -c 'import jax, jaxlib, pip, setuptools; print("machine python:", "jax", jax.__version__, "jaxlib", jaxlib.__version__, "pip", pip.__version__, "setuptools", setuptools.__version__, "| backend", jax.default_backend(), jax.devices()[0].device_kind)' \
-    2>&1 | tee -a "$LOG"
+    2>&1 | tail -3 | tee -a "$LOG"
 if [ ! -d "$WORK/jax/.git" ]; then
-    git clone -q "$CARRY/jax.git" "$WORK/jax" || fail "git clone of the carried copy"
+    git clone -q "$CARRY/jax.git" "$WORK/jax" >>"$LOG" 2>&1 || broken "git clone of the carried copy"
 fi
-say "setup done"
+say "setup done${BROKEN:+ with failures: $BROKEN}"
 
 # 2. the profile check ---------------------------------------------------------------------------
 if [ "${SKIP_PROFILE:-0}" != 1 ] && [ ! -f "$WORK/profile.done" ]; then
     say "profile_capture.py (timeout 150 s)"
-    PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} timeout 150 "$MACHINE_PY" "$ROOT/benchmarks/tpu/profile_capture.py" \
+    PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} timeout -k 10 150 "$MACHINE_PY" "$ROOT/benchmarks/tpu/profile_capture.py" \
         --out "$WORK/tpu-profile" --keep "$OUT/tpu-profile" > "$OUT/profile-capture.txt" 2>&1
     prc=$?
     echo "$prc" > "$WORK/profile.done"
@@ -117,7 +126,9 @@ LEFT=$(( DEADLINE - $(elapsed) - MARGIN ))
 RESUME=(--resume)
 [ "${FRESH:-0}" = 1 ] && RESUME=()
 JSON=$OUT/real_history_2026-$WINDOW-$STAMP.json
-if [ "$LEFT" -lt 30 ]; then
+if [ -n "$BROKEN" ]; then
+    say "bisection not run: the setup failed ($BROKEN)"; rc=1
+elif [ "$LEFT" -lt 30 ]; then
     say "no time left for the bisection ($LEFT s)"; rc=130
 else
     say "bisection: window $WINDOW, --deadline $LEFT, --python $MACHINE_PY"
