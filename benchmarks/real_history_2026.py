@@ -29,6 +29,13 @@ they were found and measured):
   forward, both at the edges of the second window. The crashing states cannot be judged, so no
   single commit can be named: the honest answer is a range holding the first window and
   1587193cb8 (or a candidate 1587193cb8 said to border a crash window).
+- ``tpu``: 2026-06-17 02:00 → 05:30 UTC, 3 states (613eaa50fe, 0404721baa, 03652b8bba): the
+  ``change`` window narrowed to its culprit's neighbours, for the TPU machine's one call
+  (benchmarks/tpu/session.sh), where every benchmark process spends 6–11 s opening the chip. The
+  same benchmark with 50 blocks (the minimum of more blocks is steadier, and they cost well under a
+  second against the ≈15 s of a process there) and ``--warmup-runs 0`` (the benchmark warms up
+  itself: no process is spent on a run that is not counted). It runs on the default backend: the
+  TPU there, the CPU here. Expected: the culprit 03652b8bba.
 - ``flat``: 2026-06-11 12:00 → 19:00 UTC, 15 states, eager ``lax.neg`` 10.2–10.6 µs on each of
   them (3 processes each, quiet machine). Expected: no culprit.
 
@@ -65,6 +72,7 @@ from real_bisect import HEADER, TALLY, Load, bisect_once, row, skip  # noqa: E40
 
 HERE = Path(__file__).resolve().parent
 DISPATCH = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 200 --blocks 20"
+DISPATCH_TPU = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 200 --blocks 50"
 FRONTEND = f"{HERE / 'real_jax' / 'frontend_step.py'} --dispatch --repeats 5"
 US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 
@@ -73,6 +81,9 @@ US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 WINDOWS = {
     "change": dict(good="2026-06-16 20:00", bad="2026-06-17 14:00", bench=DISPATCH, metric=US,
                    expect="03652b8bba", expect_class="exact", flags=[]),
+    # the change window's culprit and its two neighbours: the TPU machine's one call
+    "tpu": dict(good="2026-06-17 02:00", bad="2026-06-17 05:30", bench=DISPATCH_TPU, metric=US,
+                expect="03652b8bba", expect_class="exact", flags=["--warmup-runs", "0"]),
     # --find-fix: the good end is the fixed, later one
     "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),

@@ -208,7 +208,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_watch.py": ("test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored",),
     # hourly shell --only jax in a subprocess over a read-only host; the overlay's activation: the
     # bisection over the same host (the benchmark's environment), the shell's wiring: test_manual
-    "test_host_overlay.py": ("test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath",),
+    "test_host_overlay.py": ("test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath",
+                             "test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state"),
 }
 
 #: fixtures that reach a Docker engine or a Slurm cluster: every test that uses one is slow

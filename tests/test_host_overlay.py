@@ -223,6 +223,58 @@ def test_a_pythonpath_set_inside_the_benchmark_is_caught_not_measured(tmp_path, 
     assert "git bisect bad" not in out
 
 
+def pipless_host(root: Path) -> Path:
+    """A host Python that cannot import pip (a TPU VM's may have none of its own): a venv over the
+    interpreter without pip and without the interpreter's site-packages."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(root / "host")
+    python = root / "host" / "bin" / "python"
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    assert subprocess.run([str(python), "-c", "import pip"], capture_output=True, env=alone).returncode == 1
+    return python
+
+
+def test_a_host_python_without_pip_is_refused_before_anything_is_built(tmp_path, capsys, repos_cache, monkeypatch):
+    """Every state's `pip wheel` (and pip install, without uv) would fail one after another: one line
+    with the fix instead, before a build or an overlay is made."""
+    monkeypatch.setattr("hourly.adapters.venvs.find_uv", lambda: None)
+    folder = machine_folder(tmp_path / "m")
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+    python = pipless_host(tmp_path / "h")
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+    bench = write_bench(tmp_path / "bench")
+    work = tmp_path / "work"
+    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work)])
+    assert rc == 1, err + out
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"hourly: error: --python {python} cannot import pip, which the build of each "
+                           "state's jax (--jax-build-cmd pip-wheel: python -m pip wheel) needs — "), err
+    assert line.endswith("then add DIR at the END of PYTHONPATH (docs/accelerators.md)")
+    assert not (work / "overlay").exists() and not list((tmp_path / "cache").rglob("*.whl"))
+
+
+def test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state(tmp_path, capsys, repos_cache,
+                                                                             monkeypatch):
+    """The fix the refusal names, as benchmarks/tpu/session.sh applies it on the TPU machine: a
+    folder holding pip after the machine's on PYTHONPATH; each state is built with that pip and
+    installed into its overlay, and the culprit is named."""
+    import pip
+    monkeypatch.setattr("hourly.adapters.venvs.find_uv", lambda: None)
+    folder = machine_folder(tmp_path / "m")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "pip").symlink_to(Path(pip.__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", f"{folder}{os.pathsep}{tools}")
+    python = pipless_host(tmp_path / "h")
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+    bench = write_bench(tmp_path / "bench")
+    work = tmp_path / "work"
+    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work), "--json"])
+    assert rc == 0, err + out
+    a = json.loads(out)["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"] and a["jax_builds"] >= 2
+    assert a["pinned"]["jaxlib_location"] == str(folder)
+
+
 def test_the_key_follows_the_kept_packages(tmp_path, capsys, repos_cache, monkeypatch):
     """The measurement key holds the kept jaxlib, libtpu and plugins (version and folder): a
     bisection over a scan measured with another libtpu is refused with what moved."""

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepare, HERE (a machine with the package index and a clone of jax-ml/jax), what the TPU machine
-# needs to run benchmarks/real_history_2026.py: it reaches no package index, so everything comes
+# needs to run benchmarks/tpu/session.sh (benchmarks/real_history_2026.py, profile_capture.py): it reaches no package index, so everything comes
 # as files in benchmarks/tpu/carry/ (git-ignored; carried with `run(carry=["benchmarks/tpu/carry"])`,
-# about 40 MB of the 64 MiB a call may carry). Then, THERE: bash benchmarks/tpu/run.sh.
+# about 40 MB of the 64 MiB a call may carry). Then, THERE: bash benchmarks/tpu/session.sh.
 #
 #   bash benchmarks/tpu/prepare.sh [JAX_CLONE]      # default: $HOURLY_JAX_CLONE or /work/jaxclone
 #
@@ -10,9 +10,10 @@
 #   carry/wheels/  hourly's own wheel and the cp311 manylinux x86_64 wheels of its dependencies,
 #                  less numpy and scipy (the machine's folder has them, as it has jax, jaxlib and
 #                  libtpu) and uv (20 MB; only the release level uses it);
-#   carry/tools/   pip, setuptools and wheel: the benchmark venv builds each state's jax package
-#                  with `pip wheel --no-build-isolation`;
-#   carry/jax.git  a linear copy of JAX's first-parent history over the three windows of
+#   carry/tools/   pip, setuptools and wheel: `--only jax` builds each state's jax package with
+#                  `python3 -m pip wheel --no-build-isolation` of the machine's Python; where that
+#                  Python lacks them, session.sh installs these into a folder at the end of PYTHONPATH;
+#   carry/jax.git  a linear copy of JAX's first-parent history over the windows of
 #                  real_history_2026.py (2026-06-04 22:00 → 06-18 00:00 UTC, ~260 commits, ~3 MB,
 #                  without docs/, tests/, jaxlib/, …; benchmarks/tpu/linear_copy.py), and its
 #                  map.txt from the original commit ids to the copy's;
@@ -58,4 +59,4 @@ echo "== the linear copy of JAX's history ($SINCE → $UNTIL UTC)"
     (cd "$CARRY" && find . -type f -name '*.whl' -printf '%s %p\n' | sort -k2)
 } > "$CARRY/MANIFEST"
 du -sh "$CARRY" "$CARRY"/wheels "$CARRY"/tools "$CARRY"/jax.git
-echo "ready: carry benchmarks/tpu/carry and run bash benchmarks/tpu/run.sh there"
+echo "ready: carry benchmarks/tpu/carry and run bash benchmarks/tpu/session.sh there"

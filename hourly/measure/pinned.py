@@ -279,8 +279,47 @@ def host_overlay(s: Settings, log_dir: Path) -> Overlay:
     have = overlay_of(s.python)
     if have is not None:
         return have
+    check_pip(s)
     log_dir.mkdir(parents=True, exist_ok=True)
     return make_overlay(overlay_dir(s.workdir), s.python, log_dir / "overlay.log", run_env(s), reuse=True)
+
+
+def pip_use(s: Settings) -> str | None:
+    """What of a ``--only jax`` hunt runs pip with ``--python`` as the benchmark sees it (the
+    overlay's Python finds the base's pip): the built-in build of each state's jax (``pip wheel``),
+    and each install where uv is missing; None when nothing does (``--build-cmd none``; a build
+    command of the user's, installed by uv)."""
+    from hourly.adapters.venvs import find_uv
+    from hourly.measure.settings import NO_BUILD, PIP_WHEEL
+    cmd = s.jax_package_cmd().strip()
+    if cmd == NO_BUILD:
+        return None
+    if cmd == PIP_WHEEL:
+        return f"the build of each state's jax (--jax-build-cmd {PIP_WHEEL}: python -m pip wheel)"
+    return None if find_uv() else "the install of each state's jax into the workdir's overlay (no uv here)"
+
+
+_PIP_SEEN: dict[tuple, bool] = {}
+
+
+def check_pip(s: Settings) -> None:
+    """Refuse, before anything is built, a ``--python`` that cannot import pip where the hunt needs
+    it (:func:`pip_use`): every state would fail to build or install, one after another. A TPU VM's
+    Python may have no pip of its own; its wheels carried into a folder at the end of PYTHONPATH do."""
+    use = pip_use(s)
+    if use is None:
+        return
+    env = run_env(s)
+    key = (s.python, env.get("PYTHONPATH", ""), env.get("PYTHONHOME", ""), env.get("PYTHONNOUSERSITE", ""))
+    if key not in _PIP_SEEN:
+        _PIP_SEEN[key] = proc.run([s.python, "-c", "import pip"], env=env, timeout=120, check=False).ok
+    if not _PIP_SEEN[key]:
+        raise UserError(
+            f"--python {s.python} cannot import pip, which {use} needs",
+            "install pip (and setuptools, which jax's own build needs) where that Python finds them; without an "
+            "index or root: `python3 -m pip install --no-index --no-deps --target DIR pip-*.whl setuptools-*.whl "
+            "wheel-*.whl` with pip from any other Python, then add DIR at the END of PYTHONPATH "
+            "(docs/accelerators.md)")
 
 
 class ShadowedJax(UserError):
