@@ -91,7 +91,15 @@ fi
 
 # what --only jax needs of the machine's Python: pip (install into the overlay) and setuptools
 # (pip wheel --no-build-isolation of each state's jax); pip runs from its carried wheel here
+for m in pip setuptools; do  # each said apart in the log: which one the machine lacks
+    "$MACHINE_PY" -c "import $m; print('machine python has $m', $m.__version__, 'at', $m.__file__)" >>"$LOG" 2>&1 \
+        || echo "machine python: no $m (above: why)" >>"$LOG"
+done
 if ! "$MACHINE_PY" -c 'import pip, setuptools' >/dev/null 2>&1; then
+    # The carried setuptools' distutils hack failed there (AssertionError: distutils/core.py of the
+    # stdlib, 2026-12-05: its .pth is not read from a PYTHONPATH folder): Python 3.11 still has
+    # distutils, and setuptools builds jax's pure-Python wheel on it (checked here with -S)
+    export SETUPTOOLS_USE_DISTUTILS=stdlib
     if [ ! -f "$TOOLS/.done" ]; then
         say "setup: the machine's Python lacks pip or setuptools: carried pip, setuptools, wheel into $TOOLS"
         rm -rf "$TOOLS"
@@ -106,6 +114,15 @@ fi
     2>&1 | tail -3 | tee -a "$LOG"
 if [ ! -d "$WORK/jax/.git" ]; then
     git clone -q "$CARRY/jax.git" "$WORK/jax" >>"$LOG" 2>&1 || broken "git clone of the carried copy"
+fi
+# can the machine's Python build a state's jax wheel as hourly will (pip wheel --no-build-isolation)?
+if [ -d "$WORK/jax/.git" ] && [ ! -f "$WORK/wheelcheck.done" ]; then
+    if "$MACHINE_PY" -m pip wheel -q --no-build-isolation --no-deps --disable-pip-version-check \
+            -w "$WORK/wheelcheck" "$WORK/jax" >>"$LOG" 2>&1; then
+        say "setup: the machine's Python builds jax's wheel: $(ls "$WORK/wheelcheck")"; touch "$WORK/wheelcheck.done"
+    else
+        broken "the machine's Python cannot build jax's wheel (pip wheel --no-build-isolation; log above)"
+    fi
 fi
 say "setup done${BROKEN:+ with failures: $BROKEN}"
 
