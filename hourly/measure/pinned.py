@@ -290,7 +290,7 @@ def pip_use(s: Settings) -> str | None:
     and each install where uv is missing; None when nothing does (``--build-cmd none``; a build
     command of the user's, installed by uv)."""
     from hourly.adapters.venvs import find_uv
-    from hourly.measure.settings import NO_BUILD, PIP_WHEEL
+    from hourly.measure.build_names import NO_BUILD, PIP_WHEEL
     cmd = s.jax_package_cmd().strip()
     if cmd == NO_BUILD:
         return None

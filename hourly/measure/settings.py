@@ -34,15 +34,7 @@ else:  # pragma: no cover
 
 CONFIG_NAME = "hourly.toml"
 DEFAULT_BUILD_CMD = "build-jax.sh"
-#: the built-in build of the pure-Python jax package: ``python -m pip wheel --no-deps
-#: --no-build-isolation`` of the checkout into a wheel folder of hourly's own
-PIP_WHEEL = "pip-wheel"
-#: a build command meaning "nothing to build: the tree is installed editable, a checkout is all it takes"
-NO_BUILD = "none"
-
-
-
-
+from hourly.measure.build_names import NO_BUILD, PIP_WHEEL  # noqa: E402,F401  (re-exported)
 
 #: the version of the measurement key's recipe, recorded with the key in the store
 KEY_VERSION = 2
