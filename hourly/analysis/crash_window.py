@@ -73,27 +73,22 @@ def first_crash(runs: int, crashes: int, outcome: Outcome) -> tuple[int, int, in
     """The first crashing state after ``runs`` (a state that runs) up to ``crashes`` (one that
     crashes), by exit status: a binary search. Returns (the first crash, the last state known to run
     before it, probes asked)."""
-    lo, hi, asked = runs, crashes, 0
-    dead: set[int] = set()
-    while True:
-        m = _middle(lo, hi, dead)
-        if m is None:
-            return hi, lo, asked
-        asked += 1
-        o = outcome(m)
-        if o is None:
-            dead.add(m)
-        elif o:
-            lo = m
-        else:
-            hi = m
+    ran, crashed, asked = _edge(runs, crashes, outcome, lo_runs=True)
+    return crashed, ran, asked
 
 
 def last_crash(crashes: int, runs: int, outcome: Outcome) -> tuple[int, int, int]:
     """The last crashing state from ``crashes`` on before ``runs`` (a state that runs), by exit
     status: a binary search. Returns (the last crash, the first state known to run after it, probes
     asked)."""
-    lo, hi, asked = crashes, runs, 0
+    return _edge(crashes, runs, outcome, lo_runs=False)
+
+
+def _edge(lo: int, hi: int, outcome: Outcome, lo_runs: bool) -> tuple[int, int, int]:
+    """The edge between ``lo`` and ``hi``, one a state that runs and the other one that crashes
+    (``lo_runs``: which), by binary search on exit status, states that cannot be built stepped
+    round: (the state before the edge, the one after it, probes asked)."""
+    asked = 0
     dead: set[int] = set()
     while True:
         m = _middle(lo, hi, dead)
@@ -103,7 +98,7 @@ def last_crash(crashes: int, runs: int, outcome: Outcome) -> tuple[int, int, int
         o = outcome(m)
         if o is None:
             dead.add(m)
-        elif o:
-            hi = m
-        else:
+        elif bool(o) == lo_runs:
             lo = m
+        else:
+            hi = m
