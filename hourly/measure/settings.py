@@ -116,6 +116,19 @@ class ReadsMetrics:
         unit = higher_is_better(name) if name else None
         return self.higher_is_better if unit is None else unit
 
+    def add_reading(self, ident: dict) -> None:
+        """How a run's output is read, into a level's key ``ident`` (its ``regex`` entry the regex's
+        one metric), only where it is not one value per run as before named metrics: the keys of
+        earlier workdirs stay as they were."""
+        named = self.named_metrics()
+        if named is not None:
+            ident["metrics"] = sorted(named)
+            ident.pop("regex")
+        if self.metric_samples != "last":
+            ident["metric_samples"] = self.metric_samples
+        if self.warmup_samples:
+            ident["warmup_samples"] = self.warmup_samples
+
     def read_spec(self):
         """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
         from hourly.measure.benchmark import BenchSpec

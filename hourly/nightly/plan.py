@@ -90,14 +90,7 @@ class NightlySettings(ReadsMetrics):
             mounts.append(f"{Path(src).expanduser().absolute()}:{rest}")
         ident: dict[str, Any] = {"image": self.image, "cmd": self.argv(), "mounts": mounts,
                                  "env": sorted(self.env), "regex": self.metric_regex}
-        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
-        if named is not None:
-            ident["metrics"] = sorted(named)
-            ident.pop("regex")
-        if self.metric_samples != "last":
-            ident["metric_samples"] = self.metric_samples
-        if self.warmup_samples:
-            ident["warmup_samples"] = self.warmup_samples
+        self.add_reading(ident)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def validate(self) -> NightlySettings:

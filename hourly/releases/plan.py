@@ -181,14 +181,7 @@ class ReleaseSettings(ReadsMetrics):
                  "source": self.source(), "python": target.short}
         if self.deps_as_of_release:
             ident["deps"] = "as of release"
-        named = self.named_metrics()  # how a run's output is read, when not one value per run as before
-        if named is not None:
-            ident["metrics"] = sorted(named)
-            ident.pop("regex")
-        if self.metric_samples != "last":
-            ident["metric_samples"] = self.metric_samples
-        if self.warmup_samples:
-            ident["warmup_samples"] = self.warmup_samples
+        self.add_reading(ident)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def make_index(self) -> PackageIndex:
