@@ -58,13 +58,15 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
         # one process per round still (its samples summarised, as when interleaved: a process that
         # prints many samples is one value, never many), the state's processes one after another
         values = got.setdefault(pair, [])
+        failed = False
         for _ in range(count):
             t = lab.measure_many([(pair, 1)])[0]
             taken.append((pair, t))
             values.append(process_value(t[0]))
-            if not t[0].ok:
+            failed = not t[0].ok
+            if failed:
                 break
-        if pair == stop_on and not t[0].ok:
+        if pair == stop_on and failed:
             break
     for r in range(count):
         blocks.append({p: got[p][r] if r < len(got.get(p, ())) else None for p in pairs})
