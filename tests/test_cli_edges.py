@@ -245,7 +245,7 @@ def test_help_groups_the_options_in_panels(capsys):
                             "Executor", "Output"]
     assert panels["Window"] == ["--good", "--bad", "--tz"]
     assert {"--bench-cmd", "--metric-regex", "--repeats", "--mode"} <= set(panels["Benchmark"])
-    assert {"--higher-is-better", "--min-change", "--max-repeats", "--flaky"} == set(panels["Statistics"])
+    assert {"--higher-is-better", "--min-change", "--max-repeats", "--flaky", "--walk-skips"} == set(panels["Statistics"])
     assert {"--executor", "--workers", "--slurm-arg"} <= set(panels["Executor"])
     assert {"--json", "--log", "--workdir"} <= set(panels["Output"])
     scan = help_panels(capsys, ["scan", "--help"])
