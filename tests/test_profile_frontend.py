@@ -162,6 +162,7 @@ def test_a_change_within_the_spread_of_the_processes_is_unsure_with_the_command_
     assert "unsure — moved by more than the floor between the medians" in text
     assert "no change claimed (hourly profile … --front-end-processes 8 settles it)" in text
     assert "no function shown to move beyond noise" in text and "no function moved beyond noise" not in text
+    assert "rule: a change counts from the phase's floor (1 % of the good state's total) and 5 %" in text
     row = next(line for line in text.splitlines() if "jax._src.core:bind" in line)
     assert "processes 5" in row and "→" in row
 
@@ -195,6 +196,35 @@ def test_the_order_of_the_processes_is_read_from_their_start_times():
     assert frontend.process_order(g, [{"phases": {}}]) is None
     d = diff(g + [{"started": 2.0, "phases": {}}], [{"started": t, "phases": {}} for t in (5.0, 6.0)])
     assert d["interleaved"] is False and any("did not alternate (good, good, good, bad, bad)" in n for n in d["notes"])
+
+
+def test_a_failed_process_is_noted_with_its_log_and_the_others_are_diffed(tmp_path):
+    from hourly.profile.capture import TraceOptions
+    from hourly.profile.run import front_end_record
+    dirs = {side: tmp_path / side for side in ("good", "bad")}
+    for k, speed in enumerate(SPEEDS, 1):
+        for side, planted in (("good", False), ("bad", True)):
+            if (side, k) == ("bad", 3):
+                continue  # this process failed: no profile, only its log
+            path = frontend.process_file(dirs[side], k)
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps({"phases": {"trace": _process(speed, planted)}, "started": 2.0 * k + planted,
+                                        "repeats": 7}))
+    options = TraceOptions(front_end_target="bench.py", front_end_processes=4)
+    plan_ = frontend.FrontEndPlan("bench.py", None, "the step is in trace_ms", "trace_ms")
+    rec = front_end_record(dirs, options, plan_)
+    assert rec["processes"] == {"good": 4, "bad": 3} and rec["asked_processes"] == 4
+    assert f"1 of the bad state's 4 front-end processes failed (log {dirs['bad'] / 'frontend-3.log'})" in rec["notes"]
+    # 3 processes of the bad state judge no time: the planted function is not named a change
+    assert rec["phases"]["trace"]["grew_own"] == [] and "tracelib.core:_canonicalize" in rec["phases"]["trace"]["unjudged"]
+    assert rec["settle"] == 8 and [Path(f).name for f in rec["files"]["bad"]] == ["frontend-1.json", "frontend-2.json",
+                                                                                  "frontend-4.json"]
+    assert "profiles: good " + str(dirs["good"] / "frontend-{1,2,3,4}.json") in "\n".join(frontend.lines(rec))
+    for k in (1, 2, 4):
+        frontend.process_file(dirs["bad"], k).unlink()
+    rec = front_end_record(dirs, options, plan_)
+    assert rec["error"] == "the front-end profile failed at the bad state"
+    assert rec["logs"]["bad 1"] == str(dirs["bad"] / "frontend-1.log") and len(rec["logs"]) == 4
 
 
 def test_a_record_of_an_older_hourly_still_reads():

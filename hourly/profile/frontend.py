@@ -16,18 +16,30 @@ two processes of one state by a test across their repeats). So each process is r
 medians over its repeats, and
 
 * the phase's total, and every function (``module:function``) by its own and cumulative time,
-  is compared by the states' medians of those per-process medians;
-* **beyond noise** (:func:`moved`): that difference is at least the phase's floor — 1 % of the good
-  state's median total (:data:`FLOOR_FRACTION`), :data:`FLOOR_MS` at least — and 5 % of the good
-  value; every process of one state lies beyond every process of the other, so every pair of
-  processes run side by side differs the same way; and the **gap** between the two states (their
-  closest processes) is wider than the **spread** within either state (its two most different
-  processes). :data:`MIN_PROCESSES` a state or nothing in time is judged, and the record says so
-  (:data:`PROCESSES` has the measured rates). A single process's difference is never presented as
-  a change;
+  is compared by the states' medians of those per-process medians (:func:`judge`);
+* **beyond noise**: that difference is at least the phase's floor — 1 % of the good state's
+  median total (:data:`FLOOR_FRACTION`), :data:`FLOOR_MS` at least — and 5 % of the good value;
+  every process of one state lies beyond every process of the other, so every pair of processes
+  run side by side differs the same way; and the **gap** between the two states (their closest
+  processes) is wider than the **spread** within either state (its two most different
+  processes). From 8 processes a state the most extreme ones at each end are left out first
+  (:func:`trimmed`), so more processes make the rule no stricter. A function one state never ran
+  and the other ran in every process counts when each of those processes spent the floor in it;
+* **within noise**: under the floor. **Unsure**: above it, not apart beyond the spread — no change
+  claimed, and the record's ``settle`` is the ``--front-end-processes`` that settles it
+  (:func:`settle_processes`). **Not judged**: fewer than :data:`MIN_PROCESSES` a state. A single
+  process's difference is never presented as a change;
+* why: process medians drawn alike for both states pass the rule in 0.05 % of tries at 4 a state
+  (0.75 % at 3, 9 % at 2; normal draws, simulated), and 200 splits 4 against 4 of 12 real
+  processes of one state put no own-time row (one cumulative-time row); a rank test alone
+  (every process apart by the floor) put own-time rows in 2 and cumulative-time rows in 7 of 150
+  such splits — the process-to-process
+  noise of a loaded machine is far from normal, and hundreds of functions are compared. A
+  change of 4σ of that noise passes in 37 % of tries at 4 a state, 61 % at 8, 83 % at 16;
 * the rows: own time grown beyond noise, largest first (where the time is spent — a planted slow
   function is first); cumulative time grown beyond noise (the path from the phase's entry to it);
-  own time shrunk; call counts that changed in every process (among the functions above the floor).
+  own time shrunk; call counts that changed in every process (among the functions above the
+  floor); unsure.
 
 Processes that ran on different machines (a Slurm job per state) are not judged in time at all:
 the machines' difference is no code's. What it cannot see: time spent in C++ without a Python
@@ -56,7 +68,7 @@ FLOOR_MS = 0.05
 #: change in time to be judged: process medians drawn alike for both states pass the rule in 9 %
 #: of tries at 2 a state, 0.75 % at 3 and 0.05 % at 4 (normal draws, simulated); the 12 processes
 #: of one state of tests/test_profile_frontend.py, split 3 against 3, put a row in 24 of 300 splits,
-#: 4 against 4 in 4 of 300 (no own-time row), on this 2-core machine at load 3-4
+#: 4 against 4 in 1 of 200 (a cumulative time; no own-time row), on this 2-core machine under load
 PROCESSES = 4
 MIN_PROCESSES = 4
 #: the phases of the harness (hourly.jaxbench_phases) the front-end profile explains, and which
@@ -470,13 +482,13 @@ def _header(rec: dict) -> str:
             f"after {rec.get('warmup')} warm-up rounds{step}):")
 
 
-def _rule(ph: dict) -> str:
-    trim = ph.get("trimmed") or {}
-    left_out = (f", after leaving out the {trim['good']}/{trim['bad']} most extreme processes at each end of a state"
-                if trim.get("good") or trim.get("bad") else "")
-    return (f"a change counts from {_ms(ph['floor_ms'])} ms ({FLOOR_FRACTION * 100:g} % of the good total) and 5 % "
-            "between the states' medians of per-process medians, when every process of one state lies beyond every "
-            f"process of the other by more than the spread between the processes of one state{left_out}")
+def _rule(rec: dict) -> str:
+    trims = {(ph.get("trimmed") or {}).get(side, 0) for ph in rec.get("phases", {}).values() for side in ("good", "bad")}
+    left_out = (", after leaving out the most extreme processes at each end of a state (one from 8 processes, "
+                "two from 12, …)" if any(trims) else "")
+    return ("a change counts from the phase's floor (1 % of the good state's total) and 5 % between the states' "
+            "medians of per-process medians, when every process of one state lies beyond every process of the other "
+            f"by more than the spread between the processes of one state{left_out}")
 
 
 def lines(rec: dict | None, indent: str = "") -> list[str]:
@@ -539,12 +551,13 @@ def lines(rec: dict | None, indent: str = "") -> list[str]:
             out.append(f"{indent}    not judged ({_verdict(None, FEW if rec.get('judged', True) else MACHINES)[12:]}): "
                        f"{ph['unjudged_count']} functions moved by more than the floor between the medians; no change "
                        "claimed" + (f" ({more} judges them)" if more else ""))
+        compared = f"{ph['functions']} compared, floor {_ms(ph['floor_ms'])} ms"
         if not moved_n and not ph["grew_cum"] and not open_n:
-            out.append(f"{indent}    no function moved beyond noise ({ph['functions']} compared; {_rule(ph)})")
+            out.append(f"{indent}    no function moved beyond noise ({compared})")
         elif not moved_n and not ph["grew_cum"]:
-            out.append(f"{indent}    no function shown to move beyond noise ({ph['functions']} compared; {_rule(ph)})")
+            out.append(f"{indent}    no function shown to move beyond noise ({compared})")
         else:
-            out.append(f"{indent}    the other functions: no change shown ({ph['functions']} compared; {_rule(ph)})")
+            out.append(f"{indent}    the other functions: no change shown ({compared})")
         if t["beyond_noise"] and not moved_n:
             out.append(f"{indent}    the total moved and no function's own time did: the time is spread over "
                        "functions each under the floor, or the processes of the two states ran at different speeds "
@@ -552,6 +565,8 @@ def lines(rec: dict | None, indent: str = "") -> list[str]:
         elif moved_n and t["beyond_noise"] is not True:
             out.append(f"{indent}    functions moved and the total was not shown to: the total's spread between "
                        "processes is larger than their change")
+    if rec.get("processes"):
+        out.append(f"{indent}  rule: {_rule(rec)}")
     out += [f"{indent}  note: {n}" for n in rec.get("notes", [])]
     if rec.get("files"):
         files = rec["files"]
