@@ -185,7 +185,9 @@ def test_processes_on_different_machines_are_judged_in_calls_only():
     ph = d["phases"]["trace"]
     assert d["judged"] is False and ph["grew_own"] == [] and ph["total"]["why"] == frontend.MACHINES
     assert "tracelib.core:_canonicalize" in ph["unjudged"] and ph["calls_changed_count"] == 2
-    assert any("ran on 2 machines" in n for n in d["notes"])
+    assert any("ran on 2 machines" in n for n in d["notes"]) and d["settle"] is None  # more processes settle nothing
+    text = "\n".join(frontend.lines(d))
+    assert "not judged (the processes ran on different machines): 2 functions" in text
 
 
 def test_the_order_of_the_processes_is_read_from_their_start_times():

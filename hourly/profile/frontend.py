@@ -548,7 +548,8 @@ def lines(rec: dict | None, indent: str = "") -> list[str]:
         moved_n = ph["grew_own_count"] + ph["shrank_own_count"]
         open_n = unsure_n + ph.get("unsure_cum_count", 0) + ph["unjudged_count"]
         if ph["unjudged_count"]:
-            out.append(f"{indent}    not judged ({_verdict(None, FEW if rec.get('judged', True) else MACHINES)[12:]}): "
+            reason = _verdict(None, FEW if rec.get("judged", True) else MACHINES).removeprefix("not judged: ")
+            out.append(f"{indent}    not judged ({reason}): "
                        f"{ph['unjudged_count']} functions moved by more than the floor between the medians; no change "
                        "claimed" + (f" ({more} judges them)" if more else ""))
         compared = f"{ph['functions']} compared, floor {_ms(ph['floor_ms'])} ms"
