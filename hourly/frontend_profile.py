@@ -21,8 +21,12 @@ name, ``<built-in method time.sleep>``, with the Python function that spent most
 ``via``) — line numbers are left out of the key, so the same function matches across commits
 that move it. Two functions of one module with one name (closures named ``wrapper``) are summed.
 
-``hourly profile`` runs it at the last-good and the first-bad state of a front-end step and diffs
-the two files (:mod:`hourly.profile.frontend`). Standard library and JAX only (it runs under the
+One run is one process: its repeats share the process's state (allocations, caches, where its
+threads landed, the machine's load while it ran), so they show that process's noise, not the
+state's. ``hourly profile`` runs it in several processes at the last-good and the first-bad state
+of a front-end step, interleaved (good, bad, good, bad, …), and diffs the states with the process
+as the unit of noise (:mod:`hourly.profile.frontend`); each file keeps when its process started
+(``started``, seconds since the epoch) and on which machine (``host``) for that. Standard library and JAX only (it runs under the
 Python of the build under test, with only the ``hourly`` package on ``PYTHONPATH``).
 """
 
@@ -33,6 +37,7 @@ import cProfile
 import gc
 import json
 import os
+import platform
 import pstats
 import sys
 import time
@@ -42,7 +47,8 @@ from typing import Any, Callable
 
 from hourly import jaxbench_phases as harness
 
-FORMAT_VERSION = 1
+#: 2: ``started`` and ``host`` added
+FORMAT_VERSION = 2
 PHASES = ("trace", "lower", "dispatch")
 #: a function whose cumulative time stays under this in every repeat is left out of the file (ms)
 KEEP_MS = 0.001
@@ -177,6 +183,7 @@ class Recorder:
 
 
 def run(ns: argparse.Namespace) -> dict:
+    started = time.time()
     import jax
     harness._set(jax, "jax_enable_x64", bool(ns.x64))
     maker, label = harness.load_maker(ns.target)
@@ -239,7 +246,7 @@ def run(ns: argparse.Namespace) -> dict:
             "environment": harness._versions(jax), "jax_version": getattr(jax, "__version__", None),
             "backend": jax.default_backend(), "python": sys.version.split()[0],
             "repeats": ns.repeats, "warmup": ns.warmup, "iters": ns.iters, "phases": rec.document(),
-            "notes": notes}
+            "notes": notes, "started": round(started, 3), "host": platform.node(), "pid": os.getpid()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -484,8 +484,11 @@ OPTIONS: tuple[Option, ...] = (
        "auto (when the step is in trace_ms, lower_ms, dispatch_us, step_dispatch_us or first_call_ms of the "
        "per-phase harness), off, or a make() target (bench.py[:make], package.module:make) to profile whatever "
        "the metric.", default="auto"),
-    _o("--front-end-repeats", "front_end_repeats", "Profiled rounds per state in the front-end profile (noise is "
-       "judged across them; fewer than 3 judges nothing).", type=int, default=7, rule=at_least(1)),
+    _o("--front-end-processes", "front_end_processes", "Processes per state in the front-end profile, "
+       "interleaved good, bad, good, ... (the noise of a state is judged across its processes; fewer than 4 judges "
+       "no change in time).", type=int, default=4, rule=at_least(1)),
+    _o("--front-end-repeats", "front_end_repeats", "Profiled rounds in each front-end process (their median is the "
+       "process's value).", type=int, default=7, rule=at_least(1)),
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -543,7 +546,7 @@ TAKES: dict[str, tuple[str, ...]] = {
     "shell": ("tz", *REPOSITORIES, *BUILD, *STORE, "config"),
     "report": ("workdir", "out", "min_change", "anonymous", "config"),
     "profile": ("workdir", "good", "bad", "python_tracer_level", "host_tracer_level", "front_end",
-                "front_end_repeats", "top", *BUILD, *EXECUTOR, "json_out", "config"),
+                "front_end_processes", "front_end_repeats", "top", *BUILD, *EXECUTOR, "json_out", "config"),
     "explain": ("workdir", "step", "sweep", "try_flag", "revert_check", "revert_ref", "max_passes", "op_times",
                 "repeats", *BUILD, "json_out", "config"),
     "bench": ("python", "repeats", "iters", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),

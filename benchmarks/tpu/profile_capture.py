@@ -4,11 +4,12 @@ states, and print what hourly's readers make of them. Made for the TPU machine `
 
     PYTHONPATH=$PWD:$PYTHONPATH python3 benchmarks/tpu/profile_capture.py --out $OUT/tpu-profile
 
-It runs on any backend (on the CPU here, for its own test). Four processes, each opening the
-device once (6-11 s each on the TPU machine): for each state (benchmarks/tpu/profile_model.py,
-``good`` and ``bad``) one run of the model under ``python -m hourly.trace`` with
-``XLA_FLAGS=--xla_dump_to=…`` (as ``hourly explain`` runs its dump runs) and one
-``python -m hourly.frontend_profile`` of its ``make()`` — then, in this process, no JAX at all:
+It runs on any backend (on the CPU here, for its own test). Processes each opening the device
+once (6-11 s each on the TPU machine): for each state (benchmarks/tpu/profile_model.py, ``good``
+and ``bad``) one run of the model under ``python -m hourly.trace`` with
+``XLA_FLAGS=--xla_dump_to=…`` (as ``hourly explain`` runs its dump runs), then ``--processes``
+(4) runs of ``python -m hourly.frontend_profile`` of its ``make()`` per state, interleaved good,
+bad, good, … as ``hourly profile`` runs them — then, in this process, no JAX at all:
 
 1. what each trace holds (``hourly.profile.xplane``): planes, lines, event counts, a few event
    names and the stats on the device's op events;
@@ -72,8 +73,8 @@ def section(title: str) -> None:
     print(f"\n=== {title}", flush=True)
 
 
-def run_side(side: str, out: Path, repeats: int, timeout: float) -> dict:
-    """The capture (trace + memory profile + dump) and the front-end profile of one state."""
+def run_side(side: str, out: Path, timeout: float) -> dict:
+    """The capture (trace + memory profile + dump) of one state."""
     dump = out / f"{side}-dump"
     shutil.rmtree(dump, ignore_errors=True)
     flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text"]))
@@ -81,22 +82,36 @@ def run_side(side: str, out: Path, repeats: int, timeout: float) -> dict:
     cap = capture([sys.executable, str(MODEL)], out / side, env=env_for(side, {"XLA_FLAGS": flags}), cwd=str(out),
                   options=TraceOptions(python_tracer_level=0), timeout=timeout, check=False)
     t1 = time.perf_counter()
-    fe_out = out / side / frontend.FILE
-    res = frontend.run_profile(sys.executable, str(MODEL), fe_out, str(out), env_for(side), repeats=repeats,
-                               warmup=2, iters=100, timeout=timeout)
-    t2 = time.perf_counter()
-    print(f"{side}: capture {'ok' if cap.ok else 'FAILED'} in {t1 - t0:.1f} s (log {out / side / 'run.log'}); "
-          f"front-end profile {'ok' if res.ok else 'FAILED'} in {t2 - t1:.1f} s (log {fe_out.with_suffix('.log')})",
+    print(f"{side}: capture {'ok' if cap.ok else 'FAILED'} in {t1 - t0:.1f} s (log {out / side / 'run.log'})",
           flush=True)
     for key in ("trace_error", "memory_profile_error", "error"):
         if cap.manifest.get(key):
             print(f"  {side} manifest {key}: {cap.manifest[key]}")
     if not cap.ok:
         print(cap.output[-3000:])
-    if not res.ok:
-        print(res.output[-3000:])
-    return {"capture_ok": cap.ok, "front_end_ok": res.ok and fe_out.is_file(), "dump": dump,
-            "seconds": {"capture": round(t1 - t0, 1), "front_end": round(t2 - t1, 1)}}
+    return {"capture_ok": cap.ok, "dump": dump, "seconds": {"capture": round(t1 - t0, 1)}}
+
+
+def run_front_end(out: Path, processes: int, repeats: int, timeout: float, runs: dict) -> None:
+    """``processes`` front-end profiles of each state, interleaved good, bad, good, … as ``hourly
+    profile`` runs them (``<side>/frontend-<k>.json``); each state's count of those that worked
+    goes to ``runs[side]["front_end_ok"]``."""
+    for side in SIDES:
+        frontend.clear(out / side)
+        runs[side].update(front_end_ok=0, seconds={**runs[side]["seconds"], "front_end": 0.0})
+    for k in range(1, processes + 1):
+        for side in SIDES:
+            fe_out = frontend.process_file(out / side, k)
+            t0 = time.perf_counter()
+            res = frontend.run_profile(sys.executable, str(MODEL), fe_out, str(out), env_for(side), repeats=repeats,
+                                       warmup=2, iters=100, timeout=timeout)
+            took = time.perf_counter() - t0
+            runs[side]["seconds"]["front_end"] = round(runs[side]["seconds"]["front_end"] + took, 1)
+            runs[side]["front_end_ok"] += bool(res.ok and fe_out.is_file())
+            print(f"{side}: front-end process {k} of {processes} {'ok' if res.ok else 'FAILED'} in {took:.1f} s "
+                  f"(log {fe_out.with_suffix('.log')})", flush=True)
+            if not res.ok:
+                print(res.output[-3000:])
 
 
 def inventory(side: str, out: Path) -> None:
@@ -126,7 +141,8 @@ def inventory(side: str, out: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("tpu-profile"), help="output folder (default ./tpu-profile)")
-    ap.add_argument("--repeats", type=int, default=7, help="front-end profile repeats per state (default 7)")
+    ap.add_argument("--processes", type=int, default=4, help="front-end processes per state, interleaved (default 4)")
+    ap.add_argument("--repeats", type=int, default=7, help="front-end profile repeats per process (default 7)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds per process (default 240)")
     ap.add_argument("--no-libtpu-retry", action="store_true")
     ap.add_argument("--keep", type=Path, default=None,
@@ -158,8 +174,8 @@ class Tee:
 
 
 def keep(out: Path, dest: Path) -> None:
-    patterns = ("*/plugins/profile/*/*.xplane.pb", "*/manifest.json", "*/memory.prof", "*/frontend.json",
-                "*/run.log", "*/frontend.log", "summary.json", "frontend-diff.json", "report.txt")
+    patterns = ("*/plugins/profile/*/*.xplane.pb", "*/manifest.json", "*/memory.prof", "*/frontend-*.json",
+                "*/run.log", "*/frontend-*.log", "summary.json", "frontend-diff.json", "report.txt")
     for pattern in patterns:
         for f in out.glob(pattern):
             target = dest / f.relative_to(out)
@@ -174,7 +190,8 @@ def run(ns: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
 
     section("runs (each process opens the device once)")
-    runs = {side: run_side(side, out, ns.repeats, ns.timeout) for side in SIDES}
+    runs = {side: run_side(side, out, ns.timeout) for side in SIDES}
+    run_front_end(out, ns.processes, ns.repeats, ns.timeout, runs)
     manifests = {side: load_capture(out / side).manifest for side in SIDES}
     backend = manifests["bad"].get("backend") or "unknown"
     print(f"backend {backend}; devices {manifests['bad'].get('devices')}; jax {manifests['bad'].get('jax_version')}, "
@@ -268,9 +285,8 @@ def run(ns: argparse.Namespace, out: Path) -> int:
 
     section("5. the front-end diff (hourly.profile.frontend)")
     if all(runs[s]["front_end_ok"] for s in SIDES):
-        d = frontend.diff(frontend.load(out / "good" / frontend.FILE), frontend.load(out / "bad" / frontend.FILE),
-                          "trace_ms")
-        d.update(target=str(MODEL), files={s: str(out / s / frontend.FILE) for s in SIDES})
+        d = frontend.diff(frontend.load_state(out / "good"), frontend.load_state(out / "bad"), "trace_ms")
+        d.update(target=str(MODEL), files={s: [str(f) for f in frontend.process_files(out / s)] for s in SIDES})
         print("\n".join(frontend.lines(d)))
         first = (d["phases"].get("trace", {}).get("grew_own") or [{}])[0].get("function")
         checks.check(first == "profile_model:expand_rules", "front-end diff", f"first own-time growth in trace: {first}")

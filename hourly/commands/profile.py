@@ -14,7 +14,7 @@ from .common import command, console, err_console
 @command("profile")
 def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Optional[str] = None,
             python_tracer_level: Optional[int] = 0, host_tracer_level: Optional[int] = None,
-            front_end: str = "auto", front_end_repeats: int = 7, top: int = 10,
+            front_end: str = "auto", front_end_processes: int = 4, front_end_repeats: int = 7, top: int = 10,
             flags: Any = None, json_out: bool = False, config: Optional[str] = None) -> None:
     """Trace the last-good and first-bad states of each regression and compare them; for a step in
     tracing, lowering or dispatch, diff a Python-level profile of both states too."""
@@ -40,7 +40,7 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
     if left_out and not json_out:
         err_console.print(f"note: {left_out}", highlight=False, markup=False, soft_wrap=True)
     options = TraceOptions(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
-                           front_end_repeats=front_end_repeats)
+                           front_end_processes=front_end_processes, front_end_repeats=front_end_repeats)
     from hourly.events import SILENT
     from hourly.profile.frontend import plan
     front = plan(front_end, s.metric_regex, s.bench_argv(), s.bench_cwd)

@@ -30,9 +30,10 @@ class TraceOptions:
     device_tracer_level: int | None = None
     memprof_at: list[str] = field(default_factory=list)
     # hourly profile's front-end profile (hourly.profile.frontend): the harness target to profile
-    # at each state (None: none), its folder, and the profiler's rounds
+    # at each state (None: none), its folder, its processes per state and each one's rounds
     front_end_target: str | None = None
     front_end_cwd: str | None = None
+    front_end_processes: int = 4
     front_end_repeats: int = 7
     front_end_warmup: int = 2
     front_end_iters: int = 100

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from itertools import groupby
 from pathlib import Path
 from typing import Iterator, cast
 
@@ -115,10 +116,14 @@ def targets_from_store(store: Store, s: Settings) -> tuple[list[Target], str | N
 SIDES = ("good", "bad")
 
 
-def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str) -> Path:
+def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str,
+                front_end_processes: int | None = None) -> Path:
     """With ``build`` installed into ``s.run_python()``, run the benchmark once under the JAX profiler into
     ``out``; the capture folder. A failed build or run is a :class:`UserError` naming ``label``
-    (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py)."""
+    (``good state of step-1``). Shared by the local profile and a profile job (hourly/worker.py).
+    With a front-end target, then ``front_end_processes`` front-end processes in a row
+    [default: ``options.front_end_processes``: a job holds one state, nothing to interleave with;
+    a local profile runs the first here and interleaves the others, :func:`_capture_here`]."""
     if not build.ok:
         raise UserError(f"the {label} does not build ({build.log_path})", "profile another pair with --good/--bad")
     spec = s.bench_spec()
@@ -128,13 +133,25 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
         raise UserError(f"the benchmark failed under the profiler for the {label} "
                         f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
     if options.front_end_target:
-        # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile); a
-        # failure is noted by the comparison (no frontend.json, its log named), never fatal
-        (out / frontend.FILE).unlink(missing_ok=True)
-        frontend.run_profile(spec.python, options.front_end_target, out / frontend.FILE,
-                             options.front_end_cwd or spec.cwd, bench_env(spec), options.front_end_repeats,
-                             options.front_end_warmup, options.front_end_iters, timeout=spec.timeout)
+        # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile), one
+        # process after another; a failure is noted by the comparison (no frontend-<k>.json, its log
+        # named), never fatal
+        frontend.clear(out)
+        n = options.front_end_processes if front_end_processes is None else front_end_processes
+        for k in range(1, n + 1):
+            front_end_process(s, out, options, k)
     return cap.out_dir
+
+
+def front_end_process(s: Settings, out: Path, options: TraceOptions, k: int) -> bool:
+    """The ``k``-th front-end process (:mod:`hourly.frontend_profile`) of the installed state, into
+    ``out/frontend-<k>.json``; whether it wrote its profile."""
+    spec = s.bench_spec()
+    path = frontend.process_file(out, k)
+    res = frontend.run_profile(spec.python, options.front_end_target or "", path, options.front_end_cwd or spec.cwd,
+                               bench_env(spec), options.front_end_repeats, options.front_end_warmup,
+                               options.front_end_iters, timeout=spec.timeout)
+    return res.ok and path.is_file()
 
 
 #: the origin of the profile's build rows (hourly.execute.host)
@@ -155,8 +172,11 @@ def run_profiles(store: Store, s: Settings, targets: list[Target], options: Trac
                         "run `hourly scan` (and `hourly bisect`) first, or pass --good and --bad")
     if front_end is not None and front_end.target:
         options = replace(options, front_end_target=front_end.target, front_end_cwd=front_end.cwd)
+        remote = executor is not None and executor.capabilities.profiles
+        how = "in a row in each state's job" if remote else "interleaved good, bad, good, …; each installs its state"
         handler.note(f"front-end profile ({front_end.why}): {front_end.target}, "
-                     f"{options.front_end_repeats} repeats per state")
+                     f"{options.front_end_processes} processes per state ({how}), {options.front_end_repeats} "
+                     "repeats each (--front-end-processes, --front-end-repeats)")
     elif front_end is not None:
         handler.note(f"no front-end profile: {front_end.why}")
     sides = [(target, side, getattr(target, side)) for target in targets for side in SIDES]
@@ -193,13 +213,23 @@ def front_end_record(dirs: dict[str, Path], options: TraceOptions,
     """The front-end diff of both sides (:func:`hourly.profile.frontend.diff`), or why there is none."""
     if front_end is None or not options.front_end_target:
         return {"skipped": front_end.why if front_end else "not asked"}
-    files = {side: dirs[side] / frontend.FILE for side in SIDES}
-    missing = [side for side, f in files.items() if not f.is_file()]
+    files = {side: frontend.process_files(dirs[side]) for side in SIDES}
+    asked = options.front_end_processes
+    failed = {side: [k for k in range(1, asked + 1) if not frontend.process_file(dirs[side], k).is_file()]
+              for side in SIDES}
+    logs = {f"{side} {k}": str(frontend.process_file(dirs[side], k).with_suffix(".log"))
+            for side in SIDES for k in failed[side]}
+    missing = [side for side in SIDES if not files[side]]
     if missing:
         return {"error": "the front-end profile failed at the " + " and the ".join(f"{m} state" for m in missing),
-                "logs": {m: str(files[m].with_suffix(".log")) for m in missing}, "target": options.front_end_target}
-    rec = frontend.diff(frontend.load(files["good"]), frontend.load(files["bad"]), front_end.metric)
-    rec.update(target=options.front_end_target, why=front_end.why, files={k: str(v) for k, v in files.items()})
+                "logs": {k: v for k, v in logs.items() if k.split()[0] in missing}, "target": options.front_end_target}
+    rec = frontend.diff(frontend.load_state(dirs["good"]), frontend.load_state(dirs["bad"]), front_end.metric)
+    for side in SIDES:
+        if failed[side]:
+            rec["notes"].append(f"{len(failed[side])} of the {side} state's {asked} front-end processes failed "
+                                "(log " + ", ".join(logs[f'{side} {k}'] for k in failed[side]) + ")")
+    rec.update(target=options.front_end_target, why=front_end.why, asked_processes=asked,
+               files={side: [str(f) for f in files[side]] for side in SIDES})
     return rec
 
 
@@ -208,13 +238,40 @@ def _say_side(handler: Handler, target: Target, side: str, pair: Pair, where: st
 
 
 def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Handler) -> Iterator[Path]:
-    """Each side in turn, built in the user's trees: its capture folder."""
+    """Each target's sides in turn, built in the user's trees: their capture folders. With a
+    front-end target, each side's first front-end process runs after its capture, and the others
+    interleaved — good, bad, good, bad, …, each state installed again before its process (from the
+    cache: it was made for the capture) — so that a drift of the machine moves both states alike."""
     with host:
-        for target, side, pair in sides:
-            _say_side(handler, target, side, pair)
+        for _, grouped in groupby(sides, key=lambda x: x[0].name):  # the sides come target by target
+            group = list(grouped)
+            outs: dict[str, Path] = {}
+            for target, side, pair in group:
+                _say_side(handler, target, side, pair)
+                build = host.measurer().builder.prepare(pair)
+                outs[side] = trace_state(host.s, build, host.store.workdir / "profiles" / target.name / side,
+                                         options, f"{side} state of {target.name}",
+                                         front_end_processes=1 if options.front_end_target else None)
+            if options.front_end_target:
+                _interleave_front_end(host, group, outs, options, handler)
+            for _, side, _ in group:
+                yield outs[side]
+
+
+def _interleave_front_end(host: MeasuringHost, group, outs: dict[str, Path], options: TraceOptions,
+                          handler: Handler) -> None:
+    """Front-end processes 2…N of each side, alternating the sides; a state that does not install
+    again loses that process (the other state would be profiled in its name), noted."""
+    n = options.front_end_processes
+    for k in range(2, n + 1):
+        for target, side, pair in group:
+            handler.progress(k - 1, n, f"{target.name}: front-end process {k} of {n}, {side} state")
             build = host.measurer().builder.prepare(pair)
-            yield trace_state(host.s, build, host.store.workdir / "profiles" / target.name / side,
-                              options, f"{side} state of {target.name}")
+            if not build.ok:
+                handler.note(f"{target.name}: the {side} state did not install again ({build.log_path}): its "
+                             f"front-end process {k} is left out")
+                continue
+            front_end_process(host.s, outs[side], options, k)
 
 
 def _capture_remote(host: MeasuringHost, sides, options: TraceOptions, handler: Handler,
