@@ -154,8 +154,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
                         "test_bisect_explain_adds_the_explanation_to_the_answer",
                         "test_the_sweep_finds_the_disabled_pass_that_restores_the_level",
-                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
-                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said"),
+                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag_and_a_clean_revert_restores",
+                        "test_a_conflicting_revert_is_said"),
     # two real scans racing for one Python; the lock logic: test_faults' lock tests
     "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan

@@ -322,31 +322,34 @@ def test_explain_names_the_changed_instructions_and_writes_a_repro(capsys, lower
     assert "op time per call" in md and "PTX diff: not made" in md
 
 
-def test_the_sweep_measures_each_differing_pass_and_every_try_flag(capsys, lowering):
+def test_the_sweep_measures_each_differing_pass_and_every_try_flag_and_a_clean_revert_restores(capsys, lowering):
     # on the CPU no pass we know of undoes this lowering when disabled: the sweep's mechanics are
-    # checked with real per-pass dumps, real disabled passes and a --try-flag
+    # checked with real per-pass dumps, real disabled passes and a --try-flag. One explain run does
+    # the sweep and the revert check, as a user's `--sweep --revert-check` does: they share the
+    # dumps and the two ends' runs (two tests and two explain runs before, 47 s of CI's time). One
+    # pass is measured: the cut at --max-passes is the wall-clock sweep's test's (below, two passes)
     _, work = lowering
-    out, rec = _explain(capsys, work, "--sweep", "--max-passes", "2", "--repeats", "2",
-                        "--try-flag", "--xla_disable_hlo_passes=layout-assignment")
+    out, rec = _explain(capsys, work, "--sweep", "--max-passes", "1", "--repeats", "2",
+                        "--try-flag", "--xla_disable_hlo_passes=layout-assignment", "--revert-check",
+                        "--no-op-times")  # the op-time join: the test above
     sw = rec["sweep"]
     assert sw["passes"], "per-pass dumps show passes whose effect differs"
     measured = [r["flag"] for r in sw["measured"]]
-    assert measured[:len(sw["passes"][:2])] == [f"--xla_disable_hlo_passes={p}" for p in sw["passes"][:2]]
-    assert measured[-1] == "--xla_disable_hlo_passes=layout-assignment"
+    assert measured == [f"--xla_disable_hlo_passes={sw['passes'][0]}", "--xla_disable_hlo_passes=layout-assignment"]
+    assert sw["skipped_passes"] == sw["passes"][1:]
     assert sw["good_median"] > sw["bad_median"]
     for r in sw["measured"]:
         assert r["verdict"] in ("restores", "does not restore", "unsure", "failed")
     assert "passes whose effect differs" in out and "levels: last good" in out
     assert list((work / "explain" / "step-1" / "bad-passes").glob("*jit_f.*.after_*.txt"))
-
-
-def test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said(capsys, lowering, tmp_path):
-    made, work = lowering
-    out, rec = _explain(capsys, work, "--revert-check", "--repeats", "2")
     rv = rec["revert"]
     assert rv["verdict"] == "restores", rv
     assert 0.8 < rv["restored"] < 1.2
     assert "reverting jax" in out and "restores" in out
+
+
+def test_a_conflicting_revert_is_said(capsys, lowering, tmp_path):
+    made, work = lowering
     # a later commit on another branch rewrites the same line: the revert does not apply there
     wt = tmp_path / "conflict"
     subprocess.run(["git", "-C", str(made.jax), "worktree", "add", "-q", "-b", "conflicting", str(wt), "origin/main"],
@@ -356,7 +359,7 @@ def test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said(capsys,
                    env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
                         "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"})
     subprocess.run(["git", "-C", str(made.jax), "worktree", "remove", "--force", str(wt)], check=True)
-    out, rec = _explain(capsys, work, "--revert-ref", "conflicting")
+    out, rec = _explain(capsys, work, "--revert-ref", "conflicting", "--no-op-times")
     assert rec["revert"]["verdict"] == "does not revert cleanly"
     assert "does not revert cleanly" in out
 
