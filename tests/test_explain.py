@@ -212,7 +212,9 @@ def _repos(root: Path, culprit_kernel: str, extra: dict | None = None, good_kern
 
 def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, **kw):
     """``hourly bisect --good --bad`` into a new workdir, no scan: over the culprit and the commit
-    after it alone (one probe), for tests of what comes after the culprit."""
+    after it alone (one probe), for tests of what comes after the culprit. The tests that read the
+    instructions, not the clock, pass ``--warmup-runs 0``: a warm-up run of each state (jax
+    imported and compiled again, 2 s a time) is a benchmark's, not what they check."""
     made = _repos(tmp / "repos", culprit_kernel, **kw)
     work = tmp / "work"
     code = main(["bisect", "--good", "Aug 24 2023 02:30", "--bad", "Aug 24 2023 04:30", "--xla-repo", str(made.xla),
@@ -236,7 +238,7 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
     Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`).
     The culprit writes x ** 2 for x * x: the same program (a rename inside it), which explain must
     call identical; the planted factor makes the step."""
-    made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--json",
+    made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--json", "--warmup-runs", "0",
                                           extra={"perf/slow.txt": "0.8\n"})
     assert code == 0
     answer = json.loads(capsys.readouterr().out)["regressions"][0]
@@ -258,7 +260,7 @@ def lowering_bisect(tmp_path_factory, venv_python):
     tmp = tmp_path_factory.mktemp("lowering")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        made, work, code = _bisected_directly(tmp, venv_python, BAD_KERNEL, "--explain", "--json")
+        made, work, code = _bisected_directly(tmp, venv_python, BAD_KERNEL, "--explain", "--json", "--warmup-runs", "0")
     assert code == 0
     return made, work, json.loads(buf.getvalue())
 
