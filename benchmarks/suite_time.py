@@ -4,6 +4,7 @@
     python benchmarks/suite_time.py --per-file         # every test file alone on one worker, in turn
     python benchmarks/suite_time.py --per-file tests/test_scan.py tests/test_bisect.py
     python benchmarks/suite_time.py --per-file --marker "not slow"
+    python benchmarks/suite_time.py --per-file --write-durations   # and refresh tests/durations.json
     python benchmarks/suite_time.py --fixtures 5      # make_repos afresh against copy_repos
 
 ``--per-file`` runs each file with ``-n 0`` (one process), so the files' times add up to what two
@@ -11,6 +12,9 @@ workers share: their sum over two is the whole suite's wall time at best (perfec
 the largest file, or the largest group of tests that must share a worker, bounds it from below.
 It prints a table (file, tests, wall seconds, seconds in tests marked slow, the slowest test) and,
 with ``--json``, writes every test's setup + call + teardown seconds, read from pytest's JUnit XML.
+``--write-durations`` writes each file's seconds of test time, quick and slow apart, to
+``tests/durations.json``: the weights by which tests/conftest.py hands the files to CI's two
+workers heaviest first (files measured here replace their entries; the others are kept).
 
 The machine's load average is printed beside every figure: on a shared machine the times grow
 with it, so compare files measured at a like load, and relative costs rather than seconds.
@@ -72,7 +76,7 @@ def per_file(files: list[str], marker: str | None) -> list[dict]:
         rows.append({"file": f, "rc": proc.returncode, "tests": len(tests), "wall_s": round(wall, 1),
                      "slow_s": round(sum(t for k, t in tests.items() if k in slow), 1),
                      "slowest": top[0].split("::", 1)[-1], "slowest_s": round(top[1], 1),
-                     "load": [l0, l1], "times": tests})
+                     "load": [l0, l1], "times": tests, "slow_ids": sorted(k for k in tests if k in slow)})
         r = rows[-1]
         print(f"{f:38} {r['tests']:4} tests {r['wall_s']:7.1f} s  (slow {r['slow_s']:6.1f} s)  "
               f"slowest {r['slowest_s']:5.1f} s {r['slowest'][:50]}  load {l0:.1f}->{l1:.1f}  rc {proc.returncode}",
@@ -82,6 +86,27 @@ def per_file(files: list[str], marker: str | None) -> list[dict]:
     print(f"{'sum':38} {sum(r['tests'] for r in rows):4} tests {total:7.1f} s  (slow {slow_total:6.1f} s); "
           f"over two workers at best {total / 2:.0f} s")
     return rows
+
+
+def write_durations(rows: list[dict], path: Path) -> dict:
+    """Each measured file's quick and slow seconds and test counts into ``path`` (keyed by file name,
+    as tests/conftest.py weighs them), over what it held; files that failed to run are left out."""
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    for r in rows:
+        if not r["times"] or r["rc"] not in (0, 1):
+            continue
+        slow = {k for k in r["times"] if k in r["slow_ids"]}
+        known[Path(r["file"]).name] = {
+            "quick_s": round(sum(t for k, t in r["times"].items() if k not in slow), 1),
+            "quick": len(r["times"]) - len(slow),
+            "slow_s": round(sum(r["times"][k] for k in slow), 1), "slow": len(slow)}
+    # a file a line: a branch that re-measures a file changes its line alone
+    path.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(known.items()))
+                    + "\n}\n")
+    return known
 
 
 def quick(marker: str, workers: int) -> dict:
@@ -128,6 +153,8 @@ def main() -> int:
     ap.add_argument("--marker", default=None, help='-m expression (--quick: default "not slow")')
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--fixtures", type=int, metavar="N", help="time make_repos against copy_repos N times")
+    ap.add_argument("--write-durations", action="store_true",
+                    help="with --per-file: write each file's seconds to tests/durations.json")
     ap.add_argument("--json", type=Path, help="write every figure, each test's seconds included, here")
     a = ap.parse_args()
     os.environ.setdefault("PYTHONPATH", str(ROOT))
@@ -137,6 +164,10 @@ def main() -> int:
         result["quick"] = quick(a.marker or "not slow", a.workers)
     if a.per_file:
         result["files"] = per_file(files, a.marker)
+        if a.write_durations:
+            if a.marker:
+                ap.error("--write-durations needs every test of each file: leave out --marker")
+            write_durations(result["files"], ROOT / "tests" / "durations.json")
     if a.fixtures:
         result["fixtures"] = fixtures(a.fixtures)
     if not (a.quick or a.per_file or a.fixtures):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import site
@@ -153,8 +154,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_explain.py": ("test_explain_names_the_changed_instructions_and_writes_a_repro",
                         "test_bisect_explain_adds_the_explanation_to_the_answer",
                         "test_the_sweep_finds_the_disabled_pass_that_restores_the_level",
-                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag",
-                        "test_a_clean_revert_restores_the_level_and_a_conflicting_one_is_said"),
+                        "test_the_sweep_measures_each_differing_pass_and_every_try_flag_and_a_clean_revert_restores",
+                        "test_a_conflicting_revert_is_said"),
     # two real scans racing for one Python; the lock logic: test_faults' lock tests
     "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
@@ -231,3 +232,59 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if missing:  # a renamed test would silently join the quick run
         raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {sorted(missing)}")
+
+
+# -- the order the files run in ------------------------------------------------------------------
+#
+# CI runs the files on two workers, each file on one (``--dist loadfile``), handing out the next file
+# to whichever worker is nearly done. xdist's own order is by number of tests, fewest last: the
+# heavy end-to-end files with a handful of tests (the Docker hunts and watches, the profile, the
+# identity races) came last, and one worker ran them alone while the other sat idle. Heaviest
+# first instead (``--no-loadscope-reorder`` keeps the order made here): the last files handed out
+# are the light ones, so the two workers end together. The weights are each file's seconds of test
+# time run alone, from ``python benchmarks/suite_time.py --per-file --write-durations``.
+
+DURATIONS = Path(__file__).with_name("durations.json")
+
+#: seconds per test assumed for a file that durations.json does not know yet (a new file)
+UNKNOWN_TEST_S = 1.0
+
+
+def file_weights(selected: dict[str, tuple[int, int]], durations: dict[str, dict]) -> dict[str, float]:
+    """Each file's expected seconds for the tests selected from it: ``selected`` maps a file to its
+    (quick, slow) tests selected; ``durations`` maps it to its recorded ``quick_s``, ``slow_s`` and
+    the numbers of tests they took (``quick``, ``slow``). A share of a file's tests (``-m "not
+    slow"``, ``-k``) weighs its share of the seconds; a file not recorded, ``UNKNOWN_TEST_S`` a test."""
+    weights = {}
+    for name, (quick, slow) in selected.items():
+        d = durations.get(name)
+        if d is None:
+            weights[name] = UNKNOWN_TEST_S * (quick + slow)
+            continue
+        weights[name] = (d["quick_s"] * quick / max(d["quick"], 1)) + (d["slow_s"] * slow / max(d["slow"], 1))
+    return weights
+
+
+def heaviest_first(items: list, weights: dict[str, float]) -> list:
+    """``items`` with the files in decreasing weight; a file's tests stay together, in their order."""
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path.name, i)
+    return sorted(items, key=lambda it: (-weights.get(it.path.name, 0.0), first[it.path.name]))
+
+
+# trylast: after -m and -k have deselected, weigh what runs
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_heaviest_first(items):
+    if not items:
+        return
+    try:
+        durations = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        durations = {}
+    selected: dict[str, tuple[int, int]] = {}
+    for item in items:
+        quick, slow = selected.get(item.path.name, (0, 0))
+        is_slow = item.get_closest_marker("slow") is not None
+        selected[item.path.name] = (quick + (not is_slow), slow + is_slow)
+    items[:] = heaviest_first(items, file_weights(selected, durations))

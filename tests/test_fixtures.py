@@ -94,3 +94,27 @@ def test_with_flags_replaces_a_single_valued_flag_where_it_stood_and_adds_the_re
     assert with_flags(["bisect"], "--lower-is-better", "--higher-is-better") == [
         "bisect", "--lower-is-better", "--higher-is-better"]
     assert with_flags(["bisect", "--lower-is-better"], "--higher-is-better") == ["bisect", "--higher-is-better"]
+
+
+def test_the_files_go_to_the_workers_heaviest_first_each_files_tests_together_in_order():
+    """CI's two workers take a file each at a time, the next to whoever is nearly done: the order
+    conftest.py makes puts the heaviest files first (weighed by tests/durations.json), so the last
+    ones handed out are light and the workers end together."""
+    from types import SimpleNamespace
+    try:
+        from .conftest import file_weights, heaviest_first
+    except ImportError:
+        from conftest import file_weights, heaviest_first
+    durations = {"test_e2e.py": {"quick_s": 10.0, "quick": 2, "slow_s": 90.0, "slow": 3},
+                 "test_units.py": {"quick_s": 40.0, "quick": 100, "slow_s": 0.0, "slow": 0}}
+    # everything selected: the file of few heavy tests first; a file not recorded yet, 1 s a test
+    w = file_weights({"test_units.py": (100, 0), "test_e2e.py": (2, 3), "test_new.py": (7, 0)}, durations)
+    assert w == {"test_units.py": 40.0, "test_e2e.py": 100.0, "test_new.py": 7.0}
+    # -m "not slow" (or -k) weighs the share of each kind that runs
+    assert file_weights({"test_e2e.py": (2, 0), "test_units.py": (50, 0)}, durations) == \
+        {"test_e2e.py": 10.0, "test_units.py": 20.0}
+    items = [SimpleNamespace(path=Path(f"tests/{f}"), name=n) for f, n in
+             [("test_new.py", "a"), ("test_units.py", "b"), ("test_units.py", "c"), ("test_e2e.py", "d"),
+              ("test_e2e.py", "e"), ("test_other.py", "f")]]
+    order = heaviest_first(items, {"test_units.py": 40.0, "test_e2e.py": 100.0, "test_new.py": 7.0})
+    assert [i.name for i in order] == ["d", "e", "b", "c", "a", "f"]  # unweighed files last, as collected

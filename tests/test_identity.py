@@ -97,13 +97,13 @@ def test_a_workdir_of_other_repositories_is_refused(capsys, scan_args, tmp_path,
 
 
 def test_a_copy_of_the_same_history_a_wider_window_and_a_rerun_are_the_same_investigation(
-        capsys, scan_args, made, tmp_path):
+        capsys, scan_args, made, tmp_path, repos_cache):
     args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
     scan_json(capsys, args)
     assert scan_json(capsys, args)["builds"] == 0
     later = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 18:00"))
     assert len(later["points"]) == 7
-    same = make_repos(tmp_path / "copy", DEMO_CHANGES)  # the same commits at another path
+    same = repos_cache(tmp_path / "copy", DEMO_CHANGES)  # the same commits at another path
     i = args.index("--jax-repo")
     scan_json(capsys, args[:i + 1] + [str(same.jax)] + args[i + 2:])
 
@@ -115,15 +115,19 @@ def test_a_window_that_does_not_meet_the_stored_one_is_refused(capsys, scan_args
     assert "which this window does not meet" in err and "--workdir" in err
 
 
-def test_two_runs_with_one_python_exclude_each_other(scan_args, made, tmp_path):
+def test_two_runs_with_one_python_exclude_each_other(scan_args, made, tmp_path, repos_cache):
     """Two scans of separate trees into separate workdirs, one --python: the environment the builds
     are installed into is the one thing they share, and the second is refused at once."""
     import socket
     import subprocess
     import sys
     import time
-    made.bench_script.write_text("import time; time.sleep(1.0)\n" + made.bench_script.read_text())
-    other = make_repos(tmp_path / "copy", DEMO_CHANGES)  # its benchmark unslowed: it runs after the first
+    # the first run's benchmark waits until the second has been refused (it held a second per run
+    # before: the first run's whole scan at a second a run, in the test's time)
+    go = tmp_path / "go"
+    made.bench_script.write_text(f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+                                 + made.bench_script.read_text())
+    other = repos_cache(tmp_path / "copy", DEMO_CHANGES)  # its benchmark unheld: it runs after the first
     first = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--no-sync")
     second = list(first)
     for flag, value in (("--xla-repo", other.xla), ("--jax-repo", other.jax), ("--workdir", tmp_path / "work2"),
@@ -143,6 +147,7 @@ def test_two_runs_with_one_python_exclude_each_other(scan_args, made, tmp_path):
         assert "the Python environment" in line and f"pid {holder.pid} on {socket.gethostname()}" in line
         assert "--python" in line and "venv" in line
     finally:
+        go.write_text("")
         out, err = holder.communicate(timeout=180)
     assert holder.returncode == 0, err
     # the holder is gone: the second run goes
