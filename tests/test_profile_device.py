@@ -91,20 +91,30 @@ def host_plane() -> Plane:
         ("PjitFunction(step)", 0, 900.0, {}), ("ParseArguments", 1, 2.0, {})])
 
 
-def tpu_plane(ordinal: int, extra_op: bool, with_program_id: bool = True) -> Plane:
+#: how the 2026-12-05 TPU machine (libtpu 0.0.42.1) named its XLA Ops events: the whole instruction
+TPU_TEXT = {"fusion.1": "%fusion.1 = (f32[128,128]{1,0}) fusion(f32[128,128]{1,0} %p.1), kind=kLoop, "
+                        "calls=%fused_computation",
+            "convolution.2": "%convolution.2 = f32[128,128]{1,0} convolution(f32[128,128]{1,0} %a, "
+                             "f32[128,128]{1,0} %b), dim_labels=bf_io->bf",
+            "fusion.7": "ROOT %fusion.7 = f32[128]{0} fusion(f32[128,128]{1,0} %fusion.1), kind=kInput"}
+
+
+def tpu_plane(ordinal: int, extra_op: bool, with_program_id: bool = True, as_text: bool = False) -> Plane:
     """A v5e chip's plane: XLA Modules around XLA Ops, Steps and Framework Ops repeating them.
-    The step runs three times; ``extra_op`` adds a fusion the first-bad state gained."""
+    The step runs three times; ``extra_op`` adds a fusion the first-bad state gained; ``as_text``
+    names each op by its whole instruction text (:data:`TPU_TEXT`), as a real TPU trace did."""
+    op = (lambda n: TPU_TEXT[n]) if as_text else (lambda n: n)
     modules, ops, steps, framework = [], [], [], []
     for step in range(3):
         t = 100.0 * step
         pid = {"program_id": 77} if with_program_id else {}
         modules.append(("jit_train_step(77)", t, 60.0, dict(pid)))
         steps.append((f"{step}", t, 60.0, {}))
-        ops.append(("fusion.1", t + 1, 10.0 + step * 0.1, dict(pid, hlo_category="loop fusion")))
-        ops.append(("convolution.2", t + 12, 30.0, dict(pid, hlo_category="convolution")))
+        ops.append((op("fusion.1"), t + 1, 10.0 + step * 0.1, dict(pid, hlo_category="loop fusion")))
+        ops.append((op("convolution.2"), t + 12, 30.0, dict(pid, hlo_category="convolution")))
         framework.append(("jit(train_step)/dot_general", t + 12, 30.0, {}))
         if extra_op:
-            ops.append(("fusion.7", t + 43, 8.0, dict(pid, hlo_category="loop fusion")))
+            ops.append((op("fusion.7"), t + 43, 8.0, dict(pid, hlo_category="loop fusion")))
     p = Plane(10 + ordinal, f"/device:TPU:{ordinal}")
     p.line(1, "Steps", 2_000, steps).line(2, "XLA Modules", 2_000, modules)
     p.line(3, "XLA Ops", 2_000, ops).line(4, "Framework Ops", 2_000, framework)
@@ -192,13 +202,15 @@ def test_an_op_without_a_program_id_gets_the_module_whose_time_holds_it():
     assert not summary.notes
 
 
-def test_the_op_time_join_times_changed_instructions_from_device_ops(tmp_path):
+@pytest.mark.parametrize("as_text", [False, True], ids=["op-names", "instruction-text"])
+def test_the_op_time_join_times_changed_instructions_from_device_ops(tmp_path, as_text):
     """What `hourly explain` does at a TPU culprit: the dump's changed instructions looked up in the
-    device op tables of both states' traces (module/op keys as the HLO diff names them)."""
+    device op tables of both states' traces (module/op keys as the HLO diff names them) — also when
+    the chip names its ops by their whole instruction text (the real TPU's trace: 0 rows before)."""
     for side, extra in (("good", False), ("bad", True)):
         folder = tmp_path / side / "plugins" / "profile" / "2026_12_05"
         folder.mkdir(parents=True)
-        (folder / "tpu-vm.xplane.pb").write_bytes(xspace(host_plane(), tpu_plane(0, extra)))
+        (folder / "tpu-vm.xplane.pb").write_bytes(xspace(host_plane(), tpu_plane(0, extra, as_text=as_text)))
     g, b = read_trace(load_capture(tmp_path / "good")), read_trace(load_capture(tmp_path / "bad"))
     modules = [{"key": "jit_train_step", "identical": False,
                 "changes": [{"kind": "added", "good": None, "bad": "fusion.7", "opcode": "fusion"},
@@ -208,7 +220,10 @@ def test_the_op_time_join_times_changed_instructions_from_device_ops(tmp_path):
     assert rec["source"] == "device"
     added = next(r for r in rec["rows"] if r["name"] == "fusion.7")
     assert added["good"] is None and added["bad"]["calls"] == 3 and added["delta_us"] == pytest.approx(8.0)
-    assert rec["ops"] == {"good": 2, "bad": 3}
+    changed = next(r for r in rec["rows"] if r["name"] == "fusion.1")
+    assert changed["good"]["calls"] == changed["bad"]["calls"] == 3 and changed["within_noise"] is True
+    assert rec["ops"] == {"good": 2, "bad": 3} and rec["only_in_trace"] == {"good": [], "bad": []}
+    assert sorted(b.ops) == ["jit_train_step/convolution.2", "jit_train_step/fusion.1", "jit_train_step/fusion.7"]
 
 
 def test_compare_of_two_tpu_captures_names_the_device_and_its_peak_memory(tmp_path):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hourly.errors import UserError
-from hourly.profile.ops import OpStat, TraceSummary
+from hourly.profile.ops import OpStat, TraceSummary, instruction_name
 from hourly.profile.wire import ProfileFormatError, _ints, _num, _signed64, _sub, iter_fields
 from hourly.profile.xplane import op_table, parse_xspace
 
@@ -245,7 +245,7 @@ def parse_perfetto_trace(path: str | os.PathLike) -> TraceSummary:
     summary = TraceSummary(source, plane=plane, lines=lines, file=str(path), reader="perfetto", how=how)
     for ev in chosen:
         args = ev.get("args") or {}
-        name = ev["name"]
+        name = ev["name"] if source == "host" else instruction_name(ev["name"])
         module = args.get("hlo_module")
         key = f"{module}/{name}" if module and source != "host" else name
         stat = summary.ops.setdefault(key, OpStat(key))

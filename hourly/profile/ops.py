@@ -4,8 +4,26 @@ which lines, which file) — what :mod:`hourly.profile.xplane` and the Perfetto 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+#: an HLO instruction written out whole, as a TPU's ``XLA Ops`` line names its events
+#: (``%fusion.16 = (f32[8,128]{1,0}) fusion(f32[8,128]{1,0} %p.1), kind=kLoop, …``, ``ROOT`` marked
+#: or not): the instruction's name is what stands before ``=``
+_INSTRUCTION_TEXT = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[A-Za-z_][\w.\-]*)\s*=\s")
+
+#: an instruction's name with its sigil alone (``%fusion.16``)
+_SIGIL_NAME = re.compile(r"^%(?P<name>[A-Za-z_][\w.\-]*)$")
+
+
+def instruction_name(op: str) -> str:
+    """The HLO instruction name an op event stands for: ``fusion.16`` for the whole instruction
+    text ``%fusion.16 = (f32[…]) fusion(…)`` (a TPU's device ops on the 2026-12-05 machine) and for
+    ``%fusion.16``; any other name (a GPU kernel's, a CPU thunk's ``fusion.16``) as it is. The HLO
+    diff names instructions without the ``%`` sigil, and the op-time join looks them up by it."""
+    m = _INSTRUCTION_TEXT.match(op) or _SIGIL_NAME.match(op)
+    return m["name"] if m else op
 
 
 @dataclass

@@ -32,7 +32,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hourly.profile.ops import OpStat, TraceSummary
+from hourly.profile.ops import OpStat, TraceSummary, instruction_name
 from hourly.profile.wire import ProfileFormatError, iter_fields
 
 # Lines of a device plane that repeat the ops' time at a coarser grain, or carry no ops
@@ -300,7 +300,7 @@ def op_table(space: XSpace, path: str = "") -> TraceSummary:
             module = ev.stats.get("hlo_module") or by_program.get(ev.stats.get("program_id"))
             if not module and modules:
                 module = _module_of(ev, modules, starts)
-            op = str(ev.stats.get("hlo_op") or ev.name)
+            op = instruction_name(str(ev.stats.get("hlo_op") or ev.name))
             if not module:
                 unplaced += 1
             _add(summary, f"{module}/{op}" if module else op, ev.duration_ps / 1e6)
@@ -314,7 +314,8 @@ def op_table(space: XSpace, path: str = "") -> TraceSummary:
                                reader="xplane", how="events carrying hlo_op", notes=notes)
         for _p, ev in sorted(hlo, key=lambda pe: pe[1].start_ps):  # calls in time order: the first is warm-up
             module = ev.stats.get("hlo_module")
-            key = f"{module}/{ev.stats['hlo_op']}" if module else str(ev.stats["hlo_op"])
+            op = instruction_name(str(ev.stats["hlo_op"]))
+            key = f"{module}/{op}" if module else op
             _add(summary, key, ev.duration_ps / 1e6)
         return summary
     summary = TraceSummary("host", plane=", ".join(p.name for p in space.planes), file=path, reader="xplane",
