@@ -13,7 +13,7 @@
 #      with `python3 -m pip wheel --no-build-isolation` and installs it with `python3 -m pip`), the
 #      carried pip, setuptools and wheel go into $WORK/tools-site, added at the END of PYTHONPATH
 #      (the machine's folder stays first); the clone of the carried linear copy of JAX's history;
-#   2. benchmarks/tpu/profile_capture.py under `timeout 150` (the XSpace reader on the real device;
+#   2. benchmarks/tpu/profile_capture.py under `timeout $PROFILE_TIMEOUT` (300) (the XSpace reader on the real device;
 #      expected: "8 passed, 0 failed"), once per warm machine;
 #   3. benchmarks/real_history_2026.py --window $WINDOW (default tpu: 3 states, expected culprit
 #      03652b8bba) with hourly's own way: `--only jax`'s overlay over `--python` = the machine's
@@ -26,7 +26,8 @@
 # lines printed are a compact summary (the run tool returns only the last 12,000 characters).
 #
 # Environment: WINDOW (tpu|change|crash|flat, default tpu), RUNS (default 1), DEADLINE (s, default
-# 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, FRESH=1
+# 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, REPROFILE=1 (run the profile check
+# again), PROFILE_TIMEOUT (s, default 300), PROFILE_ARGS (default --processes 2), FRESH=1
 # (start the window's runs afresh), EXTRA (more hourly bisect flags). benchmarks/tpu/run.sh is this
 # without the profile check. Tested on CPU here (docs/real-history.md, "On the TPU machine").
 set -uo pipefail
@@ -127,10 +128,14 @@ fi
 say "setup done${BROKEN:+ with failures: $BROKEN}"
 
 # 2. the profile check ---------------------------------------------------------------------------
+# 2 front-end processes a state (≈22 s each there: 4 a state ran past 150 s on 2026-12-05)
+PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-300}
+[ "${REPROFILE:-0}" = 1 ] && rm -f "$WORK/profile.done"
 if [ "${SKIP_PROFILE:-0}" != 1 ] && [ ! -f "$WORK/profile.done" ]; then
-    say "profile_capture.py (timeout 150 s)"
-    PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} timeout -k 10 150 "$MACHINE_PY" "$ROOT/benchmarks/tpu/profile_capture.py" \
-        --out "$WORK/tpu-profile" --keep "$OUT/tpu-profile" > "$OUT/profile-capture.txt" 2>&1
+    say "profile_capture.py (timeout $PROFILE_TIMEOUT s)"
+    # shellcheck disable=SC2086
+    PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} timeout -k 10 "$PROFILE_TIMEOUT" "$MACHINE_PY" "$ROOT/benchmarks/tpu/profile_capture.py" \
+        --out "$WORK/tpu-profile" --keep "$OUT/tpu-profile" ${PROFILE_ARGS:---processes 2} > "$OUT/profile-capture.txt" 2>&1
     prc=$?
     echo "$prc" > "$WORK/profile.done"
     say "profile_capture.py exit $prc: $(grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/profile-capture.txt" | tail -1)"
@@ -168,6 +173,20 @@ for d in "$WORK/$WINDOW"/run-*/; do
     [ -f "$d/hourly.sqlite" ] || continue
     i=$(basename "$d"); i=${i#run-}
     timeout 60 "$HV/bin/hourly" report --workdir "$d" --out "$OUT/report-$WINDOW-$i" >>"$LOG" 2>&1
+done
+# what hourly measured (every table of each run's store, as rows): the verdicts behind an answer or a stop
+for d in "$WORK/$WINDOW"/run-*/; do
+    [ -f "$d/hourly.sqlite" ] || continue
+    i=$(basename "$d"); i=${i#run-}
+    "$HV/bin/python" - "$d/hourly.sqlite" > "$OUT/store-$WINDOW-$i.txt" 2>&1 <<'SQL'
+import sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for (table,) in db.execute("select name from sqlite_master where type='table' order by name"):
+    cur = db.execute(f'select * from "{table}" limit 400')
+    print(f"== {table}: " + ", ".join(c[0] for c in cur.description))
+    for row in cur:
+        print(repr(row)[:600])
+SQL
 done
 # what each state's environment held (its own site-packages), and the machine's folders
 {
