@@ -270,7 +270,7 @@ def test_the_layer_check_refuses_an_upward_import():
 MAX_CLASS_LINES = 300
 #: the classes still over the limit, each with the length it had when written here: none may grow,
 #: and once one is split its line goes (the test says so); any other class over the limit fails
-OVER_THE_LIMIT = {"hourly.analysis.step_search.StepSearch": 504}
+OVER_THE_LIMIT: dict[str, int] = {}
 
 
 def _class_lengths(source: str) -> dict[str, int]:

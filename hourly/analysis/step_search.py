@@ -9,11 +9,16 @@ level of the interval's earlier end, of its later end, or at least ``min_change`
 then the interval is split on that side, or on both. The same test answers "does the rest of the
 window hold another step of at least min_change": every interval is only ever narrowed by it,
 never by a comparison of a few fixed samples.
+
+Two parts decide the rest, each in its own class: with a ``rounds`` callback, every verdict comes
+from rounds of the states it compares (:class:`~hourly.analysis.paired_verdicts.PairedVerdicts`);
+with ``crash_windows``, a crashing probe is jumped over and two in a row find a crash window by exit
+status (:class:`~hourly.analysis.crash_window.Crashes`). This module keeps the intervals, the probe
+choice, the verdicts on samples and the steps.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -27,18 +32,13 @@ from hourly.analysis.bisection import (
     Verdict,
     next_probe,
 )
-from hourly.analysis.crash_window import CrashWindow, first_crash, jump, last_crash
+from hourly.analysis.crash_window import Crashes
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, MetricJudge, resolvable_change
-from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z, END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
-from hourly.analysis.paired import Block, Paired, drift, log_scale
+from hourly.analysis.paired import Paired
+from hourly.analysis.paired_verdicts import PairedVerdicts, RoundsFn
 from hourly.analysis.rounds import MeasureFn, MeasureManyFn, RoundPlanner
 from hourly.analysis.samples import location, pooled_sigma
-
-#: rounds(states, count, stop_on) -> ``count`` rounds of ``states`` measured in alternation, one
-#: process each (a round's order alternates, hourly.analysis.paired.round_order): per round, each
-#: state's value (None: its run failed). ``stop_on``: a state whose failure ends the rounds early.
-RoundsFn = Callable[[list[int], int, "int | None"], Sequence[Block]]
 
 __all__ = ["Pending", "Step", "StepSearch"]
 
@@ -52,7 +52,8 @@ class StepSearch:
     builds (default: 0 once sampled, else 1). ``on_verdict(i, judgement)`` hears every verdict;
     ``judge`` decides them (the metric judge: hourly.analysis.judges.metric).
     With ``stop_at_regression`` the search stops at the first regression it pins and says in
-    ``more_after`` whether intervals after it still hold a step.
+    ``more_after`` whether intervals after it still hold a step. Its parts: ``paired_verdicts``
+    (``rounds``, ``given``, ``checked``, ``on_note``) and ``crashes`` (``crash_windows``, ``on_edge``).
     """
 
     def __init__(self, n: int, measure: MeasureFn, *, repeats: int = 1, max_repeats: int = 20,
@@ -87,32 +88,16 @@ class StepSearch:
         self.rounds = 0  # rounds of measure_many so far (run_rounds)
         self.planner = RoundPlanner(self)  # its rounds of W states (run_rounds)
         # -- paired verdicts (``rounds``): every verdict from rounds of the states it compares
-        self.rounds_fn = rounds
         self.paired = rounds is not None
-        #: every verdict's centred rounds (their scale, the groups, their degrees of freedom): the noise
-        self.groups: list[tuple[bool, list[list[float]], int]] = []
-        #: paired comparisons of two states made (a step's two states, an interval's ends): whether
-        #: they differ, and the rounds they rest on (None: given, from a stored verdict)
-        self.checked: dict[tuple[int, int], tuple[bool, Paired | None]] = {
-            k: (v, None) for k, v in (checked or {}).items()}
-        #: verdicts stored by an earlier run of this search (resumed): taken, not measured again
-        self.given: dict[int, Judgement] = dict(given or {})
-        #: the three outcomes of each paired comparison (True: they differ, False: they do not, None:
-        #: unknown after every round); its words
-        self.outcomes: dict[tuple[int, int], tuple[bool | None, str]] = {
-            k: (v, "confirmed before (stored)") for k, v in (checked or {}).items()}
-        self.on_note = on_note or (lambda text: None)
-        #: rounds measured before the search, per pair of states (seed); the window's ends' rounds
-        self.seeds: dict[tuple[int, int], list[Block]] = {}
-        self.window_paired: Paired | None = None
-        self.drifts: list[str] = []
+        self.paired_verdicts = PairedVerdicts(self, rounds, given, checked, on_note)
         # -- crash windows (``crash_windows``): a crashing probe is jumped over; two in a row, its edges
         self.crash_windows = crash_windows
-        self.crashed: set[int] = set()  # states whose benchmark ran and failed (crash, time-out, no metric)
-        self.windows: list[CrashWindow] = []
-        self._last_crash: int | None = None
-        self.on_edge = on_edge or (lambda i, runs: None)
-        self.edge_probes = 0  # exit-status probes of crash windows' edges
+        self.crashes = Crashes(self.failed, lambda i: bool(self.samples.get(i) or self._ready.get(i)),
+                               self._run_once, on_edge)
+        # what drivers read here, as before the two parts: the parts' own objects (never rebound)
+        self.checked, self.outcomes = self.paired_verdicts.checked, self.paired_verdicts.outcomes
+        self.groups, self.drifts = self.paired_verdicts.groups, self.paired_verdicts.drifts
+        self.crashed, self.windows = self.crashes.crashed, self.crashes.windows
 
     def _find(self, i: int) -> int:
         while self._root[i] != i:
@@ -200,7 +185,7 @@ class StepSearch:
         differ by at least the smallest step searched for: a sequential test, both states sampled
         more (as often as each other, up to --max-repeats) while it is unsure; then the likelier."""
         if self.paired:
-            return self._apart_paired(a, b)
+            return self.paired_verdicts.apart(a, b)
         want = max(len(self.samples.get(a, ())), len(self.samples.get(b, ())), 1)
         while True:
             try:
@@ -220,12 +205,12 @@ class StepSearch:
             want = min(2 * want, self.max_repeats)
 
     def decide(self, i: int, a: int, b: int) -> Judgement:
-        if i in self.given and i not in self.failed:
-            j = self.given.pop(i)
+        if i in self.paired_verdicts.given and i not in self.failed:
+            j = self.paired_verdicts.given.pop(i)
         elif i in self.failed:
             j = self.judge.untestable_level(self.failed[i])
         elif self.paired:
-            j = self._decide_paired(i, a, b)
+            j = self.paired_verdicts.decide(i, a, b)
             if j.level is Level.SKIP and i in self.failed:
                 j = self.judge.untestable_level(self.failed[i])
         else:
@@ -257,9 +242,8 @@ class StepSearch:
             skip = {i - a: Verdict.SKIP for i in range(a + 1, b) if i in self.failed or i in self.unsure}
             costs = {i - a: self.cost(i) for i in range(a + 1, b) if i - a not in skip}
             j = next_probe(b - a + 1, skip, costs)
-            if j is not None and self.crash_windows and self._last_crash is not None and a < self._last_crash < b:
-                # the probe before crashed: not its neighbour, but well away from it (git bisect skip)
-                j = jump(a, b, self._last_crash, [a + k for k in costs]) - a  # type: ignore[operator]
+            if j is not None and self.crash_windows:  # the probe before crashed: well away from it
+                j = self.crashes.away(a, b, j, [a + k for k in costs])
             if j is None:
                 if (b - a == 1 or self.paired) and not self.apart(a, b, own=True):
                     stack.pop()
@@ -275,7 +259,7 @@ class StepSearch:
             i = a + j
             v = self.decide(i, a, b).level
             if self.crash_windows:
-                self._after_probe(i, a, b)
+                self.crashes.after_probe(i, a, b)
             stack.pop()
             if v is Level.SKIP:
                 stack.append((a, b, i in self.unsure and i not in self.failed))
@@ -298,133 +282,6 @@ class StepSearch:
         :meth:`run`'s probes, one per round."""
         return self.planner.run(measure_many, workers)
 
-    # -- paired verdicts (hourly.analysis.judges.paired) --------------------------------------------
-    def _pj(self) -> PairedMetricJudge:
-        return self.judge if isinstance(self.judge, PairedMetricJudge) else PairedMetricJudge()
-
-    def _log(self) -> bool:
-        """Whether the search compares ratios (every value it has seen positive), else differences."""
-        vals = [x for v in self.samples.values() for x in v]
-        return log_scale(vals) if vals else True
-
-    def _rounds(self, states: list[int], count: int, stop_on: int | None = None) -> Sequence[Block]:
-        """``count`` rounds of ``states`` in alternation (the driver's), their values kept as context."""
-        assert self.rounds_fn is not None
-        if count <= 0:
-            return []
-        blocks = list(self.rounds_fn(states, count, stop_on))
-        for bl in blocks:
-            for st, v in bl.items():
-                if v is not None:
-                    self.samples.setdefault(st, []).append(v)
-        return blocks
-
-    def _noise_paired(self, p: Paired | None, log: bool) -> tuple[float, int]:
-        groups = [(g, dof) for lg, g, dof in self.groups if lg == log]
-        if p is not None:
-            groups.append(p.noise_groups())
-        s0 = self.samples.get(0)
-        return self._pj().noise([g for g in groups if g[0]], log, location(s0) if s0 else 1.0)
-
-    def _delta_paired(self, sigma: float, log: bool) -> float:
-        """The smallest step searched for on the paired scale: --min-change (a ratio on a log scale),
-        or the window's own change when smaller (its ends compared in rounds, else as measured)."""
-        s0, s1 = self.samples.get(0), self.samples.get(self.n - 1)
-        ends = self.window_paired
-        if log:
-            want = math.log1p(self.min_change)
-            if ends is not None and ends.log:
-                want = min(want, abs(math.log1p(ends.difference(0, self.n - 1))))
-            elif s0 and s1 and min(s0) > 0 and min(s1) > 0:
-                want = min(want, abs(math.log(location(s1) / location(s0))))
-        else:
-            want = self.min_change * (abs(location(s0)) if s0 else 1.0)
-            if ends is not None and not ends.log:
-                want = min(want, abs(ends.difference(0, self.n - 1)))
-            elif s0 and s1:
-                want = min(want, abs(location(s1) - location(s0)))
-        return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
-
-    def keep(self, p: Paired) -> None:
-        """Rounds whose noise joins the window's (the ends', compared before the search)."""
-        g, dof = p.noise_groups()
-        if g:
-            self.groups.append((p.log, g, dof))
-
-    def _drift(self, before: dict[int, list[float]], p: Paired, sigma: float) -> None:
-        """The states of a verdict that were measured before read alike differently now: the
-        machine drifted (said; the paired verdict cancelled it)."""
-        moved = []
-        for st in p.states:
-            if before.get(st):
-                now = self.samples.get(st, [])[len(before[st]):]
-                change, z = drift(before[st], now, sigma, p.log)
-                moved.append((change, z))
-        if not moved:
-            return
-        signs = {c > 0 for c, _ in moved}
-        change = float(np.median([c for c, _ in moved]))
-        level = 1.0 if p.log else abs(location(self.samples.get(0) or [1.0])) or 1.0
-        if len(signs) == 1 and min(z for _, z in moved) >= DRIFT_Z and abs(change) / level >= DRIFT_MIN:
-            text = self._pj().drift_words(change, p.log, f"since {'these states were' if len(moved) > 1 else 'this state was'}"
-                                          " measured before")
-            self.drifts.append(text)
-            self.on_note(text)
-
-    def _decide_paired(self, i: int, a: int, b: int) -> Judgement:
-        """Probe ``i`` between ``a`` and ``b`` from rounds of the three in alternation: more rounds
-        while unsure (half as many again each time), up to ``max_repeats`` rounds."""
-        pj = self._pj()
-        before = {st: list(self.samples.get(st, ())) for st in (a, i, b)}
-        blocks: list[Block] = []
-        want = max(MIN_ROUNDS, self.repeats)
-        while True:
-            blocks += self._rounds([a, i, b], want - len(blocks), stop_on=i)
-            if i in self.failed:
-                return pj.untestable_level(self.failed[i])
-            log = self._log()
-            p = Paired.of(blocks, [a, i, b], log)
-            final = len(blocks) >= self.max_repeats
-            if p.rounds:
-                sigma, dof = self._noise_paired(p, log)
-                j = pj.level_paired(p, a, i, b, sigma, dof, self._delta_paired(sigma, log), final)
-                if j.level is not Level.UNSURE:
-                    self.keep(p)
-                    self._drift(before, p, sigma)
-                    return j
-            elif final:
-                return Judgement(Level.SKIP, f"the interval's ends did not both run in any of {len(blocks)} rounds")
-            want = len(blocks) + max(1, more_rounds(len(blocks), self.max_repeats))
-
-    def _apart_paired(self, a: int, b: int) -> bool:
-        """Whether states ``a`` and ``b`` differ, from rounds of the two in alternation (three
-        outcomes: more rounds while unknown, up to ``max_repeats``; then the likelier)."""
-        if (a, b) in self.checked:
-            return self.checked[(a, b)][0]
-        pj = self._pj()
-        before = {st: list(self.samples.get(st, ())) for st in (a, b)}
-        blocks: list[Block] = list(self.seeds.pop((a, b), []))
-        want = max(MIN_ROUNDS if (a, b) != (0, self.n - 1) else END_ROUNDS, self.repeats, len(blocks))
-        while True:
-            blocks += self._rounds([a, b], want - len(blocks))
-            log = self._log()
-            p = Paired.of(blocks, [a, b], log)
-            final = len(blocks) >= self.max_repeats
-            if p.rounds:
-                sigma, dof = self._noise_paired(p, log)
-                d, words = pj.differ_paired(p, a, b, sigma, dof, self._delta_paired(sigma, log), final)
-                if d is not None or final:
-                    self.keep(p)
-                    self._drift(before, p, sigma)
-                    self.checked[(a, b)] = (d is not False, p)
-                    self.outcomes[(a, b)] = (d, words)
-                    return d is not False
-            elif final:
-                self.checked[(a, b)] = (True, None)
-                self.outcomes[(a, b)] = (None, f"no round of {len(blocks)} ran both states")
-                return True
-            want = len(blocks) + max(1, more_rounds(len(blocks), self.max_repeats))
-
     def _step(self, a: int, b: int) -> Step:
         """The step from ``a`` to ``b``: its levels (in paired mode, the later from the two states'
         paired difference: its direction is never read across the window's drift)."""
@@ -437,84 +294,19 @@ class StepSearch:
             after = before * (1 + diff) if p.log else before + diff
         return Step(a, b, before, after)
 
-    def seed(self, a: int, b: int, p: Paired) -> None:
-        """Rounds of ``a`` and ``b`` measured before the search (the window's ends, compared first):
-        their noise joins the window's, they give the window's change, and a comparison of the two
-        (the confirmation of a two-state window) goes on from them."""
-        self.keep(p)
-        self.window_paired = p
-        self.seeds[(a, b)] = [{a: x, b: y} for x, y in zip(p.raw(a), p.raw(b), strict=True)]
-
-    def paired_check(self, a: int, b: int) -> tuple[bool, Paired | None] | None:
-        """The paired comparison of ``a`` and ``b`` the search made (None: none)."""
-        return self.checked.get((a, b))
-
-    # -- crash windows (hourly.analysis.crash_window) --------------------------------------------
-    def _runs(self, i: int) -> bool:
-        return i not in self.failed and bool(self.samples.get(i) or self._ready.get(i))
-
-    def _outcome(self, m: int) -> bool | None:
-        """Whether state ``m``'s benchmark runs (True), crashes (False) or cannot say (None): known,
-        else one run of it, for its exit status."""
-        if m in self.crashed:
-            return False
-        if m in self.failed:
-            return None
-        if self._runs(m):
-            return True
-        self.edge_probes += 1
+    def _run_once(self, m: int) -> None:
+        """One run of state ``m`` (a crash window's edge, for its exit status): a round of it alone
+        when paired, else one sample."""
         if self.paired:
-            self._rounds([m], 1, stop_on=m)
+            self.paired_verdicts.rounds([m], 1, stop_on=m)
         else:
             self.get(m, 1)
-        runs = self._runs(m)
-        self.on_edge(m, runs)
-        return True if runs else (False if m in self.crashed else None)
-
-    def _after_probe(self, i: int, a: int, b: int) -> None:
-        """A probe that crashed: the next one jumps away from it; the second crash in a row, the
-        window's edges are found by exit status and its states left out of the metric search."""
-        if i not in self.crashed:
-            self._last_crash = None
-            return
-        if self._last_crash is None or self._last_crash == i:
-            self._last_crash = i
-            return
-        c1, self._last_crash = self._last_crash, None
-        lo, hi = sorted((c1, i))
-        between = [s for s in range(lo + 1, hi) if self._runs(s)]
-        if not between and hi - lo > 1:
-            cands = [s for s in range(lo + 1, hi) if s not in self.failed]
-            if cands:
-                mid = (lo + hi) / 2
-                m = min(cands, key=lambda s: (abs(s - mid), s))
-                if self._outcome(m):
-                    between = [m]
-        if between:  # a state between the two runs: two windows, each with its own edges
-            self._window(lo, lo, a, between[0])
-            self._window(hi, hi, between[-1], b)
-        else:
-            self._window(lo, hi, a, b)
-
-    def _window(self, x: int, y: int, a: int, b: int) -> None:
-        """The crash window holding crashes ``x``..``y``, its edges searched between the nearest
-        states known to run inside ``a``..``b``; its states are left out of the metric search."""
-        if any(w.holds(x) or w.holds(y) for w in self.windows):
-            return
-        left = max([a] + [s for s in range(a + 1, x) if self._runs(s)])
-        right = min([b] + [s for s in range(y + 1, b) if self._runs(s)])
-        x = min([x] + [s for s in range(left + 1, x) if s in self.crashed])
-        y = max([y] + [s for s in range(y + 1, right) if s in self.crashed])
-        n0 = self.edge_probes
-        first, before, _ = first_crash(left, x, self._outcome)
-        last, after, _ = last_crash(y, right, self._outcome)
-        w = CrashWindow(first, last, before, after, self.edge_probes - n0)
-        self.windows.append(w)
-        for st in range(first, last + 1):
-            self.failed.setdefault(st, f"inside the crash window of states {first}..{last} (not run: its edges "
-                                       "were found by exit status)")
 
     # -- what a driver hands the search -------------------------------------------------------
+    def seed(self, a: int, b: int, p: Paired) -> None:
+        """Rounds of ``a`` and ``b`` measured before the search (:meth:`PairedVerdicts.seed`)."""
+        self.paired_verdicts.seed(a, b, p)
+
     def give(self, i: int, samples: Sequence[float]) -> None:
         """Samples of state ``i`` measured ahead (in a round with others): the search takes them first."""
         self._ready.setdefault(i, []).extend(samples)

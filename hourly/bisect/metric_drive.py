@@ -242,7 +242,8 @@ class MetricEnds:
             if p.rounds:
                 groups = [(g, d) for lg, g, d in search.groups if lg == p.log] + [p.noise_groups()]
                 sigma, dof = judge.noise([g for g in groups if g[0]], p.log, p.level[0])
-                j = judge.level_paired(p, low, pair, high, sigma, dof, search._delta_paired(sigma, p.log), final)
+                delta = search.paired_verdicts.delta(sigma, p.log)
+                j = judge.level_paired(p, low, pair, high, sigma, dof, delta, final)
                 if j.level is not Level.UNSURE:
                     v = judge.verdict_of(j.level)
                     return Probe(role, pair, v, j.reason, p.raw(pair), builds=builds, runs=runs,

@@ -244,7 +244,7 @@ class StepSession:
             return self.judge.confirmed(*(Verdict(r["verdict"]) for r in stored.values()))  # type: ignore[index]
         search = self.search
         if (step.lo, step.hi) not in search.checked:
-            search._apart_paired(step.lo, step.hi)
+            search.paired_verdicts.apart(step.lo, step.hi)
             self.flush(d)
         _, p = search.checked[(step.lo, step.hi)]
         outcome, words = search.outcomes.get((step.lo, step.hi), (None, "not compared"))
