@@ -55,12 +55,13 @@ MIN_LEVEL_POINTS = 3
 #: The newest builds are tested together as a new level: at most this many of them.
 NEWEST = 6
 #: ... or this many in a noisy series: one whose point noise (relative) is at least NOISY_NOISE.
-#: There a step of a few minimum changes is under one build's noise, and six builds after it
-#: rarely make it plain (a 5 % step at 5 % noise is 1.7 standard errors from six builds, 2.4 from
-#: twelve); its first nights are not suspected, and a later wide fit moves the level past it.
-#: (Tuned on benchmarks/watch_alerts.py's tuning seeds 1-4, docs/watch.md.)
+#: There a step of a few minimum changes is near one build's noise, and six builds after it
+#: rarely make it plain (against 20 builds before it, a 3 % step at 2 % noise is 2.6 standard
+#: errors from six builds, 3.3 from twelve; 5 % at 5 %: 1.7 and 2.2); its first nights are not
+#: suspected, and a later wide fit moves the level past it. (Tuned on benchmarks/watch_alerts.py's
+#: tuning seeds 1-4, docs/watch.md.)
 NOISY_NEWEST = 12
-NOISY_NOISE = 0.025
+NOISY_NOISE = 0.015
 #: A level of this many good builds is judged by its own robust spread alone (else by the
 #: larger of that and the series' noise).
 ROBUST_LEVEL_POINTS = 8
