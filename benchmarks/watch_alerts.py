@@ -21,7 +21,8 @@ The methods, each run night by night on what has arrived so far:
 - **hourly**: :func:`hourly.analysis.arrival.arrival` on each arrival; a suspect is measured again
   with fresh runs drawn from the true distributions of its two builds, interleaved (each pair
   shares a machine factor of half the noise, which the pairing cancels), and judged by
-  :func:`~hourly.analysis.arrival.confirm` until it settles or reaches the cap. Only a
+  :func:`~hourly.analysis.arrival.confirm` until it settles or reaches the cap (a change slower
+  than ``MIN_RATE`` minimum changes a build of its window is a drift: undecided). Only a
   ``CONFIRMED`` step alerts. The runs and builds it spends are counted.
 - **perfherder**: Mozilla Treeherder's ``detect_changes`` (``treeherder/perfalert``): at each
   push, Student's t of a linearly weighted back window (at least 12 values, up to 24 when no
@@ -56,8 +57,9 @@ window still holds the old level); else *false* (a drift's alerts are false: the
 to find). Recall is the share of planted steps with a true alert by the end of the stream; the
 delay is the nights from the step's build to that alert (0: the night it arrived).
 
-``--suspect-z``, ``--beyond``, ``--newest``, ``--max-window``, ``--min-rate``: the arrival's constants, for tuning (on
-``--seed 1``, never on the reporting seed 37; docs/watch.md).
+``--suspect-z``, ``--beyond``, ``--newest``, ``--max-window``, ``--min-rate``, ``--noisy-newest``,
+``--noisy-noise``: the arrival's constants, ``--confirm-rate`` the confirmation's rate test
+(``confirm(min_rate=)``), for tuning (on seeds 1-4, never on the reporting seed 37; docs/watch.md).
 """
 
 from __future__ import annotations
@@ -205,6 +207,7 @@ class Cost:
 def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
     knobs = dict(knobs)
     cap = int(knobs.pop("max_pairs", arr.MAX_PAIRS))
+    confirm_rate = float(knobs.pop("confirm_rate", arr.MIN_RATE))
     # each look (MIN_PAIRS, doubling up to the cap) tests at ALPHA / its number of looks
     alpha = arr.ALPHA / (1 + math.ceil(math.log2(cap / arr.MIN_PAIRS)))
     rng = np.random.default_rng([seed, s.ident, 7])
@@ -229,7 +232,8 @@ def run_hourly(s: Stream, seed: int, cost: Cost, knobs: dict) -> list[Alert]:
                 machine = np.exp(0.5 * s.noise * rng.standard_normal(k))   # shared by the two runs of a pair
                 old += list(s.draw(sus.before_index, k, rng) * machine)
                 new += list(s.draw(sus.after_index, k, rng) * machine)
-                c = arr.confirm(old, new, min_change=MIN_CHANGE, cap=cap, alpha=alpha)
+                c = arr.confirm(old, new, min_change=MIN_CHANGE, cap=cap, alpha=alpha,
+                                window=sus.after_index - sus.before_index, min_rate=confirm_rate)
                 if c.verdict is not arr.Verdict.MORE:
                     break
                 want = c.next_pairs
@@ -727,6 +731,11 @@ def main() -> int:
     ap.add_argument("--newest", type=int, default=arr.NEWEST)
     ap.add_argument("--max-window", type=int, default=arr.MAX_WINDOW)
     ap.add_argument("--min-rate", type=float, default=arr.MIN_RATE)
+    ap.add_argument("--noisy-newest", type=int, default=arr.NOISY_NEWEST,
+                    help="newest builds tested in a noisy series (--newest restores the rule without it)")
+    ap.add_argument("--noisy-noise", type=float, default=arr.NOISY_NOISE, help="point noise of a noisy series")
+    ap.add_argument("--confirm-rate", type=float, default=arr.MIN_RATE,
+                    help="min rate a build the change measured again must have over its window (0: none)")
     ap.add_argument("--max-pairs", type=int, default=arr.MAX_PAIRS,
                     help="the cap of interleaved pairs a confirmation measures (hourly watch --max-pairs)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
@@ -740,7 +749,8 @@ def main() -> int:
     methods = tuple(m for m in a.methods.split(",") if m)
     t0 = time.perf_counter()
     knobs = {"suspect_z": a.suspect_z, "beyond": a.beyond, "newest": a.newest, "max_window": a.max_window,
-             "min_rate": a.min_rate, "max_pairs": a.max_pairs}
+             "min_rate": a.min_rate, "noisy_newest": a.noisy_newest, "noisy_noise": a.noisy_noise,
+             "confirm_rate": a.confirm_rate, "max_pairs": a.max_pairs}
     out = run(a.seed, a.streams, knobs, methods, a.jobs)
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     groups = ["all"] + [f"kind={k}" for k in KINDS] + [f"noise={x:.1%}" for x in NOISES] + [f"runs={k}" for k in SAMPLES]

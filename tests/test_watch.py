@@ -6,6 +6,7 @@ bisect``; the page opened in a real headless browser."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -201,6 +202,19 @@ def test_exit_codes_new_alert_unsure_quiet():
     assert r.exit_code() == P.UNSURE_EXIT and "without settling" in r.unsure()[0]
     r.run.new_alerts = [1]
     assert r.exit_code() == P.ALERT_EXIT == 10
+
+
+def test_a_drift_measured_again_is_said_to_be_one_not_unsure_at_the_cap():
+    from hourly.analysis.arrival import MAX_PAIRS, confirm
+    from hourly.render.watch import suspicion_text
+    from hourly.watch.plan import confirmation_json
+    old = [100.0 * (1 + 0.002 * math.sin(i)) for i in range(MAX_PAIRS)]
+    c = confirm(old, [x * 1.03 for x in old], window=8)      # +3 % over eight builds: a drift
+    drift = {**_check(1, "b", "c", "undecided", 0.03, 100, 103), "result": confirmation_json(c)}
+    text = suspicion_text(drift)
+    assert "not confirmed, not ruled out (a change of +3.00% over a window of 8 builds" in text
+    assert "unsure at the cap" not in text
+    assert "unsure at the cap" in suspicion_text(_check(2, "b", "c", "undecided", 0.03, 100, 103))
 
 
 def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):

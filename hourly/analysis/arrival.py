@@ -15,13 +15,16 @@ series alone. The steps, each a function here:
    last point (1.5 x its threshold), because nothing is said before step 2. A change the history
    cannot place within ``MAX_WINDOW`` builds, or spread over its window at under ``MIN_RATE`` of
    the minimum change a build, is a drift, not a step: no one nightly to hunt. A pair already
-   measured again without a confirmation is not suspected again.
+   measured again without a confirmation is not suspected again. In a noisy series (point noise
+   ``NOISY_NOISE`` or more) the newest ``NOISY_NEWEST`` builds are tested instead of ``NEWEST``.
 2. :func:`plan_pairs` and :func:`confirm` -- the suspected step measured again: fresh runs of the
    build before it and of the build after it, interleaved (old, new, old, new, ...) and judged as
    pairs, so that whatever slows the machine for a while slows both. The pairs' log ratios go
    into a Wilcoxon signed-rank test and its Hodges-Lehmann interval (exact, no normal
    approximation), both directions, at ``ALPHA / LOOKS`` a look. ``CONFIRMED``: the builds
-   differ, and by at least the minimum change of interest; ``REJECTED``: any change is below the
+   differ, and by at least the minimum change of interest, and (when the builds are a window
+   apart) by at least ``MIN_RATE`` minimum changes a build of the window, as measured again: a
+   slower change, however real, is a drift (``UNDECIDED``, said so); ``REJECTED``: any change is below the
    minimum change; ``MORE``: neither yet, measure twice as many pairs (as Chromium Pinpoint adds
    runs to an UNKNOWN comparison); ``UNDECIDED``: the cap is reached and neither holds (say so:
    no alert, no all-clear). The first sample is planned by the suspected step's size in noise
@@ -51,6 +54,14 @@ HISTORY = 30
 MIN_LEVEL_POINTS = 3
 #: The newest builds are tested together as a new level: at most this many of them.
 NEWEST = 6
+#: ... or this many in a noisy series: one whose point noise (relative) is at least NOISY_NOISE.
+#: There a step of a few minimum changes is near one build's noise, and six builds after it
+#: rarely make it plain (against 20 builds before it, a 3 % step at 2 % noise is 2.6 standard
+#: errors from six builds, 3.3 from twelve; 5 % at 5 %: 1.7 and 2.2); its first nights are not
+#: suspected, and a later wide fit moves the level past it. (Tuned on benchmarks/watch_alerts.py's
+#: tuning seeds 1-4, docs/watch.md.)
+NOISY_NEWEST = 12
+NOISY_NOISE = 0.015
 #: A level of this many good builds is judged by its own robust spread alone (else by the
 #: larger of that and the series' noise).
 ROBUST_LEVEL_POINTS = 8
@@ -162,7 +173,8 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
             since: int = 0, level_from: int = 0, judged: Collection[tuple[int, int]] = (),
             rejected: Collection[tuple[int, int]] = (),
             history: int = HISTORY, suspect_z: float = SUSPECT_Z, newest: int = NEWEST, beyond: int = BEYOND,
-            max_window: int = MAX_WINDOW, min_rate: float = MIN_RATE) -> Arrival:
+            max_window: int = MAX_WINDOW, min_rate: float = MIN_RATE,
+            noisy_newest: int = NOISY_NEWEST, noisy_noise: float = NOISY_NOISE) -> Arrival:
     """Judge the newest builds of ``series``: is there a step whose new level holds through them?
 
     ``since``: the first build a new step may start at (the build after the first build of the
@@ -176,7 +188,8 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     A quiet arrival decides nothing, so a step too small to see on its first night is
     suspected once its later builds make it plain. ``min_change``: steps smaller than this
     relative change are not suspected (default :data:`DEFAULT_MIN_CHANGE`). ``suspect_z``,
-    ``beyond``, ``newest``, ``max_window``, ``min_rate``: the constants of the same names.
+    ``beyond``, ``newest``, ``max_window``, ``min_rate``, ``noisy_newest``, ``noisy_noise``: the
+    constants of the same names (``noisy_newest=newest`` restores the rule without it).
     """
     if min_change is None:
         min_change = DEFAULT_MIN_CHANGE
@@ -220,6 +233,8 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     odd = {after for _, after in judged}
     points = [i for i in good if i >= first and i not in odd]
     values = [_median(logs[i]) for i in points]
+    if point_noise >= noisy_noise:   # a noisy series: a step needs more of its builds to be seen
+        newest = max(newest, noisy_newest)
     candidates = [k for k, i in enumerate(points) if i >= since and k >= len(points) - newest]
     if not candidates or candidates[-1] < MIN_LEVEL_POINTS:
         return Arrival(ArrivalStatus.SHORT, noise=point_noise, level_from=first,
@@ -274,7 +289,7 @@ class Verdict(enum.Enum):
     CONFIRMED = "confirmed"    # the step holds, in its direction, by the minimum change at least
     REJECTED = "rejected"      # any change between the two builds is below the minimum change
     MORE = "more"              # neither yet: measure ``next_pairs`` pairs in all and ask again
-    UNDECIDED = "undecided"    # the cap is reached and neither holds: unsure, say so
+    UNDECIDED = "undecided"    # the cap is reached and neither holds (or a drift): unsure, say so
 
 
 @dataclass(frozen=True)
@@ -285,7 +300,8 @@ class Confirmation:
     two-sided ``1 - alpha`` interval (one look's alpha; infinite when the pairs are too few to
     bound it), ``p_value`` the two-sided signed-rank p-value, ``higher`` the pairs whose new run
     is higher than its old run, ``pairs`` the pairs judged and ``next_pairs`` how many to have
-    before asking again (``MORE``; else ``pairs``).
+    before asking again (``MORE``; else ``pairs``); ``note``: why a change that holds is
+    ``UNDECIDED`` (too slow for its window: a drift).
     """
 
     verdict: Verdict
@@ -298,6 +314,7 @@ class Confirmation:
     higher: int = 0
     level_before: float = 0.0
     level_after: float = 0.0
+    note: str = ""
 
 
 def plan_pairs(change: float, noise: float, *, min_change: float | None = None, cap: int = MAX_PAIRS,
@@ -339,7 +356,8 @@ def _bound_rank(n: int, alpha: float) -> int:
 
 
 def confirm(old: Sequence[float | None], new: Sequence[float | None], *, min_change: float | None = None,
-            cap: int = MAX_PAIRS, alpha: float = ALPHA / LOOKS, minimum: int = MIN_PAIRS) -> Confirmation:
+            cap: int = MAX_PAIRS, alpha: float = ALPHA / LOOKS, minimum: int = MIN_PAIRS,
+            window: int = 1, min_rate: float = MIN_RATE) -> Confirmation:
     """Judge a suspected step from runs measured again, interleaved: ``old[i]`` (the build before
     the step) was run right before ``new[i]`` (the build after it).
 
@@ -348,7 +366,11 @@ def confirm(old: Sequence[float | None], new: Sequence[float | None], *, min_cha
     read as -10 %) is still confirmed, as +5 %. ``alpha`` is the level of this one look (the whole
     confirmation's ALPHA shared by its LOOKS). A pair with a failed run (``None``, NaN) is left out.
     Values are compared as log ratios when every one is positive, else as differences relative to
-    the old build's median.
+    the old build's median. ``window``: the builds between the two (``after_index - before_index``);
+    a change that holds but is under ``min_rate`` minimum changes a build of it is a drift, not a
+    step (the test :func:`arrival` applies to the history's estimate, applied to the change
+    measured again, which a drift's slow nights cannot inflate): ``UNDECIDED``, with a ``note``.
+    ``min_rate=0`` drops that test.
     """
     if min_change is None:
         min_change = DEFAULT_MIN_CHANGE
@@ -386,6 +408,10 @@ def confirm(old: Sequence[float | None], new: Sequence[float | None], *, min_cha
                             higher=int(np.sum(d > 0)), level_before=ref, level_after=float(np.median(b)))
 
     if (low > 0 and hl >= up) or (high < 0 and hl <= down):
+        if abs(hl) < min_rate * (up if log_scale else min_change) * window:
+            return replace(verdict(Verdict.UNDECIDED, n),
+                           note=f"a change of {rel(hl):+.2%} over a window of {window} builds: slower than "
+                                f"{min_rate:g} minimum changes a build, a drift rather than one step")
         return verdict(Verdict.CONFIRMED, n)
     if down < low and high < up:
         return verdict(Verdict.REJECTED, n)

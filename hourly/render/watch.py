@@ -64,7 +64,7 @@ def suspicion_text(c: dict[str, Any]) -> str:
     how = {"fit": "the detector's fit of the history", "newest": "the newest builds beyond their level"}.get(
         s.get("source"), s.get("source"))
     verdict = {"rejected": "not confirmed: any change is under the minimum change",
-               "undecided": "not confirmed, not ruled out: unsure at the cap",
+               "undecided": "not confirmed, not ruled out" + ("" if r.get("note") else ": unsure at the cap"),
                "pending": "being measured again"}.get(c["verdict"], c["verdict"])
     again = (f"; measured again over {r.get('pairs')} interleaved pairs: {_pct(r.get('change'))} "
              f"({_pct(r.get('low'))} .. {_pct(r.get('high'))})") if r else ""

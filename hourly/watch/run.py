@@ -633,7 +633,8 @@ def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any],
     limit = 2 * w.max_pairs  # pairs tried in all, failed runs included
     note = None
     while True:
-        c = confirm([r[0] for r in runs], [r[1] for r in runs], min_change=w.min_change, cap=w.max_pairs)
+        c = confirm([r[0] for r in runs], [r[1] for r in runs], min_change=w.min_change, cap=w.max_pairs,
+                    window=sus.after_index - sus.before_index)
         if c.verdict is not Verdict.MORE:
             break
         want = max(want, c.next_pairs)
@@ -651,7 +652,8 @@ def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any],
     if note:
         result["note"] = note
     store.finish_watch_check(check["id"], c.verdict.value, result)
-    handler.note(f"  {c.verdict.value}: {c.change:+.2%} over {c.pairs} interleaved pairs")
+    handler.note(f"  {c.verdict.value}: {c.change:+.2%} over {c.pairs} interleaved pairs"
+                 + (f" ({c.note})" if c.note else ""))
     return next(x for x in store.watch_checks(check["watch"]) if x["id"] == check["id"])
 
 
