@@ -94,7 +94,7 @@ def test_every_regression_of_a_scan_is_bisected_to_its_commit(tmp_path, python, 
     work = tmp_path / "work"
     s, _ = effective(dict(from_="2023-08-24T00:00Z", to="2023-08-24T18:00Z", step="3h", xla_repo=str(made.xla),
                           jax_repo=str(made.jax), build_cmd=str(made.build_script), python=python,
-                          bench_cmd=f"python3 {made.bench_script}", repeats=3, workdir=str(work), sync=False))
+                          bench_cmd=f"python3 {made.bench_script}", repeats=2, workdir=str(work), sync=False))
     run_scan(s, Store(work))
     regs = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
     assert [r["culprit"]["sha"] for r in regs] == [made.shas[fusion.subject], made.shas[dispatch.subject]]
@@ -122,7 +122,7 @@ def test_two_steps_inside_one_window_are_both_found(tmp_path, python, capsys):
     a = Change("jax", "2023-08-24T02:05:00Z", "Slower tracing", {"perf/trace.txt": "0.9\n"})
     b = Change("xla", "2023-08-24T05:10:00Z", "Slower layout", {"perf/layout.txt": "0.9\n"})
     made = make_repos(tmp_path / "repos", busy_day([a, b]))
-    args = flags(made, python, tmp_path / "work", repeats=3)
+    args = flags(made, python, tmp_path / "work", repeats=2)
     regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T07:00Z", *args])["regressions"]
     assert [(r["culprit"]["repo"], r["culprit"]["sha"]) for r in regs] == \
         [("jax", made.shas[a.subject]), ("xla", made.shas[b.subject])]
@@ -414,7 +414,7 @@ def test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode(t
     work = tmp_path / "work"
     # Aug 24 23:00 .. Aug 25 20:00: a build failure (06-08), the dispatch regression (merged 12:30),
     # the crash (16:00) and its fix (19:30)
-    assert main(scan_args("Aug 24 2023 23:00", "Aug 25 2023 20:00", "--repeats", "3")) == 0
+    assert main(scan_args("Aug 24 2023 23:00", "Aug 25 2023 20:00", "--repeats", "2")) == 0
     out = capsys.readouterr().out
     crash, fix = "Rewrite custom_vjp residuals", "Fix custom_vjp residual crash"
     assert "1 crash window" not in out and "2 crash windows (running ↔ crashing):" in out
@@ -548,7 +548,7 @@ def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, 
 def test_find_fix_names_the_improvement_and_the_fix(tmp_path, capsys, scan_args, made):
     work = tmp_path / "work"
     # Aug 25 09:00 .. Aug 26 22:00: the dispatch regression, the crash and its fix, the cuDNN improvement
-    assert main(scan_args("Aug 25 2023 09:00", "Aug 26 2023 22:00", "--repeats", "3")) == 0
+    assert main(scan_args("Aug 25 2023 09:00", "Aug 26 2023 22:00", "--repeats", "2")) == 0
     capsys.readouterr()
     plain = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
     assert sorted(a["kind"] for a in plain) == ["crash", "regression"]  # improvements need --find-fix
