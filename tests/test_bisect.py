@@ -416,12 +416,38 @@ def test_a_bisection_never_changes_the_scans_numbers(tmp_path, capsys, scan_args
 
 # -- crashes are first-class (#11 item 2) ----------------------------------------------------------
 
-def test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode(tmp_path, capsys, scan_args, made):
-    work = tmp_path / "work"
-    # Aug 24 23:00 .. Aug 25 20:00: a build failure (06-08), the dispatch regression (merged 12:30),
-    # the crash (16:00) and its fix (19:30)
-    assert main(scan_args("Aug 24 2023 23:00", "Aug 25 2023 20:00", "--repeats", "2", "--warmup-runs", "0")) == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def scanned_days(_pristine, venv_python, tmp_path_factory):
+    """The demo's history scanned from Aug 24 23:00 to Aug 26 22:00: a build failure (Aug 25
+    06-08), the dispatch regression (merged 12:30), the crash (16:00) and its fix (19:30), the
+    cuDNN improvement (Aug 26 03:10). One scan for the plain bisection's test and the fix's: (made,
+    workdir, the scan's terminal output). The tests bisect into the one workdir, each asking
+    what it checks; the one that runs second answers its plain bisection from the store."""
+    import contextlib
+    import io
+
+    from tests.conftest import copy_repos
+    root = tmp_path_factory.mktemp("scanned-days")
+    made = copy_repos(_pristine, root / "repos")
+    work = root / "work"
+    buf = io.StringIO()
+    # set up before any test's own directory and environment (tests/conftest.py _no_user_config):
+    # the same, for the scan's time
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
+        mp.chdir(root)
+        mp.setenv("HOURLY_LOG_DIR", str(root / "crash-logs"))
+        mp.setenv("HOURLY_CACHE_DIR", str(root / "cache"))  # the scan's: its bisections use it too
+        mp.setenv("DEMO_NOISE", os.environ.get("DEMO_NOISE", "0.002"))
+        code = main(["scan", "--from", "Aug 24 2023 23:00", "--to", "Aug 26 2023 22:00", "--xla-repo", str(made.xla),
+                     "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+                     "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), "--repeats", "2",
+                     "--warmup-runs", "0"])
+    assert code == 0, buf.getvalue()
+    return made, work, buf.getvalue()
+
+
+def test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode(capsys, scanned_days):
+    made, work, out = scanned_days
     crash, fix = "Rewrite custom_vjp residuals", "Fix custom_vjp residual crash"
     assert "1 crash window" not in out and "2 crash windows (running ↔ crashing):" in out
     from hourly.render.console import unwrap  # the lines are wrapped to the console's width
@@ -551,11 +577,9 @@ def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, 
 
 # -- finding the fix (#11 item 4) ---------------------------------------------------------------------
 
-def test_find_fix_names_the_improvement_and_the_fix(tmp_path, capsys, scan_args, made):
-    work = tmp_path / "work"
-    # Aug 25 09:00 .. Aug 26 22:00: the dispatch regression, the crash and its fix, the cuDNN improvement
-    assert main(scan_args("Aug 25 2023 09:00", "Aug 26 2023 22:00", "--repeats", "2", "--warmup-runs", "0")) == 0
-    capsys.readouterr()
+def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):
+    made, work, _ = scanned_days
+    # the dispatch regression, the crash and its fix, the cuDNN improvement
     plain = bisect_json(capsys, ["--workdir", str(work)])["regressions"]
     assert sorted(a["kind"] for a in plain) == ["crash", "regression"]  # improvements need --find-fix
     fixes = bisect_json(capsys, ["--workdir", str(work), "--find-fix"])["regressions"]
