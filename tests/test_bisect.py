@@ -149,13 +149,17 @@ def test_build_failure_next_to_the_culprit(tmp_path, python, capsys):
     assert r["culprit"]["sha"] == made.shas["Slower reduction"]
 
 
-def test_skips_that_hide_the_culprit_give_the_smallest_range(tmp_path, python, capsys):
-    changes = busy_day([
-        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
-        Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
-        Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
-    ])
-    made = make_repos(tmp_path / "repos", changes)
+#: a break, the culprit and the fix of the break, one minute apart: the skips test's and the
+#: cherry-pick test's history (made once per test process: repos_cache)
+BREAK_CULPRIT_FIX = busy_day([
+    Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
+    Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
+    Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
+])
+
+
+def test_skips_that_hide_the_culprit_give_the_smallest_range(tmp_path, python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", BREAK_CULPRIT_FIX)
     args = flags(made, python, tmp_path / "work", repeats=2, warmup_runs=0)
     (r,) = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
     assert r["culprit"] is None
@@ -629,13 +633,8 @@ def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python,
     assert r["culprit"]["sha"] == culprit and attempts.read_text().count("x") == 2
 
 
-def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path, python, capsys):
-    changes = busy_day([
-        Change("xla", "2023-08-24T02:01:00Z", "Break the build", {"BROKEN": "1\n"}),
-        Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"}),
-        Change("xla", "2023-08-24T02:03:00Z", "Fix the build", {"BROKEN": None}),
-    ])
-    made = make_repos(tmp_path / "repos", changes)
+def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path, python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", BREAK_CULPRIT_FIX)
     fix = made.shas["Fix the build"]
     args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
             *flags(made, python, tmp_path / "work", repeats=2, warmup_runs=0), "--cherry-pick", f"xla@{fix[:10]}"]
