@@ -247,10 +247,10 @@ def test_noisy_metric_gets_more_repeats(tmp_path, python, capsys):
 
 def test_kill_9_then_rerun_continues(tmp_path, python):
     culprit = Change("xla", "2023-08-24T09:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
-    made = make_repos(tmp_path / "repos", busy_day([culprit], hours=20))
+    made = make_repos(tmp_path / "repos", busy_day([culprit], hours=12))
     work = tmp_path / "work"
     cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
-           "--bad", "2023-08-24T20:00Z", *flags(made, python, work, repeats=2, warmup_runs=0)]
+           "--bad", "2023-08-24T12:00Z", *flags(made, python, work, repeats=2, warmup_runs=0)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     db = work / "hourly.sqlite"
