@@ -17,6 +17,33 @@ from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
 from tests.argv import with_flags
 
 
+def copy_tree(src: str | Path, dest: str | Path) -> Path:
+    """A copy of the folder ``src`` (git repositories and what else a maker of them wrote) at
+    ``dest``, with every absolute path under ``src`` that a file holds (a clone's ``origin`` URL
+    and reflog, a build script's checkout) rewritten to the copy's own; git's object files are
+    hard links (git never changes one in place). Returns ``dest``, absolute."""
+    src, dest = Path(src).absolute(), Path(dest).absolute()
+
+    def link_objects(a: str, b: str) -> None:
+        # git writes an object once and never in place (new ones are new files, gc unlinks): a
+        # hard link is a copy that cannot change under either side
+        if f"{os.sep}.git{os.sep}objects{os.sep}" in a:
+            os.link(a, b)
+        else:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dest, symlinks=True, copy_function=link_objects)
+    old, new = str(src).encode(), str(dest).encode()
+    for dirpath, dirnames, filenames in os.walk(dest):
+        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
+            dirnames.remove("objects")  # zlib-compressed, and no object holds a path
+        for name in filenames:
+            f = Path(dirpath) / name
+            data = f.read_bytes()
+            if old in data:
+                f.write_bytes(data.replace(old, new))
+    return dest
+
+
 def copy_repos(src: Made, dest: str | Path) -> Made:
     """A copy of repositories made by ``make_repos``, at ``dest``, as if made there.
 
@@ -26,25 +53,7 @@ def copy_repos(src: Made, dest: str | Path) -> Made:
     making them again (``benchmarks/suite_time.py --fixtures``); the copy shares nothing that
     either side can change (git's immutable object files are hard links), so a test may mutate
     its copy freely: commit, reset, edit, break the build."""
-    dest = Path(dest).absolute()
-
-    def link_objects(a: str, b: str) -> None:
-        # git writes an object once and never in place (new ones are new files, gc unlinks): a
-        # hard link is a copy that cannot change under either side
-        if f"{os.sep}.git{os.sep}objects{os.sep}" in a:
-            os.link(a, b)
-        else:
-            shutil.copy2(a, b)
-    shutil.copytree(src.root, dest, symlinks=True, copy_function=link_objects)
-    old, new = str(src.root).encode(), str(dest).encode()
-    for dirpath, dirnames, filenames in os.walk(dest):
-        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
-            dirnames.remove("objects")  # zlib-compressed, and no object holds a path
-        for name in filenames:
-            f = Path(dirpath) / name
-            data = f.read_bytes()
-            if old in data:
-                f.write_bytes(data.replace(old, new))
+    dest = copy_tree(src.root, dest)
 
     def moved(p: Path) -> Path:
         return dest / Path(p).relative_to(src.root)

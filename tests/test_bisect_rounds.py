@@ -58,12 +58,12 @@ def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, pytho
     # the sequential bisection, as `hourly bisect --json` prints it
     capsys.readouterr()
     rc = main(["bisect", "--json", "--good", window[0], "--bad", window[1],
-               *flags(made, python, tmp_path / "seq", repeats=3)])
+               *flags(made, python, tmp_path / "seq", repeats=3, warmup_runs=0)])
     out = capsys.readouterr()
     assert rc == 0, out.err
     seq = json.loads(out.out)["regressions"]
     ex = OneAfterAnother(4)
-    par = _bisect(made, python, tmp_path / "par", *window, executor=ex, bench_cmd=bench, repeats=3)
+    par = _bisect(made, python, tmp_path / "par", *window, executor=ex, bench_cmd=bench, repeats=3, warmup_runs=0)
     want = [made.shas[a.subject], made.shas[b.subject]]
     assert [r["culprit"]["sha"] for r in seq] == [r["culprit"]["sha"] for r in par] == want
     assert all(r["confirmed"] for r in par)
@@ -83,7 +83,7 @@ def test_four_workers_find_the_same_two_culprits_in_fewer_rounds(tmp_path, pytho
     stored = [json.loads(row[0]) for row in Store(tmp_path / "par").conn.execute(
         "SELECT result FROM bisections WHERE status='done' ORDER BY id")]
     assert [(r["rounds"], r["jobs"]) for r in stored] == [(r["rounds"], r["jobs"]) for r in par]
-    again = _bisect(made, python, tmp_path / "par", *window, executor=OneAfterAnother(4), bench_cmd=bench, repeats=3)
+    again = _bisect(made, python, tmp_path / "par", *window, executor=OneAfterAnother(4), bench_cmd=bench, repeats=3, warmup_runs=0)
     assert [r["culprit"]["sha"] for r in again] == want
 
 
@@ -97,9 +97,9 @@ def test_exit_mode_in_rounds_names_the_crash_like_the_sequential_one(tmp_path, p
     test = tmp_path / "check.py"
     test.write_text(EXIT_TEST)
     window = ("2023-08-24T00:30Z", "2023-08-24T04:00Z")
-    (seq,) = _bisect(made, python, tmp_path / "seq", *window, Mode.EXIT, bench_cmd=f"python3 {test}")
+    (seq,) = _bisect(made, python, tmp_path / "seq", *window, Mode.EXIT, bench_cmd=f"python3 {test}", warmup_runs=0)
     ex = OneAfterAnother(3)
-    (par,) = _bisect(made, python, tmp_path / "par", *window, Mode.EXIT, ex, bench_cmd=f"python3 {test}")
+    (par,) = _bisect(made, python, tmp_path / "par", *window, Mode.EXIT, ex, bench_cmd=f"python3 {test}", warmup_runs=0)
     assert seq["culprit"]["sha"] == par["culprit"]["sha"] == made.shas["Rewrite custom_vjp"]
     assert par["confirmed"] and par["rounds"] < seq["rounds"]
     assert max(len(r) for r in ex.rounds) == 3

@@ -11,7 +11,7 @@ import pytest
 
 from hourly.adapters.store import Store
 from hourly.cli import main
-from hourly.demo.repos import DEMO_CHANGES, _git, make_repos
+from hourly.demo.repos import _git
 from hourly.measure.settings import effective, stored_scan_settings
 from tests.argv import with_flags
 
@@ -23,10 +23,10 @@ FEATURE = [("2023-08-24T14:00:00Z", "feature: F1 plumbing", {"feature/a.txt": "1
 
 
 @pytest.fixture
-def branch(tmp_path):
-    """The demo repositories with a JAX branch ``feature`` (origin/feature in the clone) forked
-    at the pallas merge; returns (made, {subject: sha}, merge-base sha)."""
-    made = make_repos(tmp_path / "repos", DEMO_CHANGES)
+def branch(made):
+    """The demo repositories (the test's own copy: tests/conftest.py ``made``) with a JAX branch
+    ``feature`` (origin/feature in the clone) forked at the pallas merge; returns (made, {subject:
+    sha}, merge-base sha)."""
     up = made.upstream["jax"]
     fork = made.shas["[pallas] add block spec checks"]
     _git(up, "checkout", "-q", "-b", "feature", fork)
@@ -44,8 +44,10 @@ def branch(tmp_path):
 
 
 def _args(made, python, work, *extra):
+    # no warm-up runs: the demo's benchmark has no slow first run, and no test here reads them
     return with_flags(["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-                       "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)], *extra)
+                       "--python", python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work),
+                       "--warmup-runs", "0"], *extra)
 
 
 def _run(capsys, argv):
