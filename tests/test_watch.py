@@ -354,22 +354,27 @@ print("dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
 """
 
 
-@pytest.fixture(scope="module")
-def nightly_wheels(tmp_path_factory) -> Path:
-    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
-    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+def _nightlies(dist: Path, attr: str, before: float, after: float) -> Path:
+    """Into ``dist``: jax and jaxlib 0.5.0.dev20230801 .. dev20230809, each jax with ``attr`` set to
+    ``before``, ``after`` from the nightly of 08-08 on."""
     if __package__:
         from .test_releases import write_wheel
     else:
         from test_releases import write_wheel
-    dist = tmp_path_factory.mktemp("nightly-wheels")
     for day in range(1, 10):
         v = f"0.5.0.dev202308{day:02d}"
-        us = 100.0 if day < 8 else 120.0
-        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nDISPATCH_US = {us}\n'},
+        value = before if day < 8 else after
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\n{attr} = {value}\n'},
                     [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
         write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
     return dist
+
+
+@pytest.fixture(scope="module")
+def nightly_wheels(tmp_path_factory) -> Path:
+    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
+    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+    return _nightlies(tmp_path_factory.mktemp("nightly-wheels"), "DISPATCH_US", 100.0, 120.0)
 
 
 def test_a_wheels_watch_installs_each_nightly_and_alerts_on_the_confirmed_regression(nightly_wheels, tmp_path, capsys):
@@ -412,18 +417,7 @@ print("UNAVAILABLE peak_memory_bytes: the stand-in has no device")
 def phase_wheels(tmp_path_factory) -> Path:
     """jax and jaxlib 0.5.0.dev20230801 .. dev20230809 whose tracing takes 40 ms, 50 ms from the
     nightly of 08-08 on."""
-    if __package__:
-        from .test_releases import write_wheel
-    else:
-        from test_releases import write_wheel
-    dist = tmp_path_factory.mktemp("phase-wheels")
-    for day in range(1, 10):
-        v = f"0.5.0.dev202308{day:02d}"
-        ms = 40.0 if day < 8 else 50.0
-        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nTRACE_MS = {ms}\n'},
-                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
-        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
-    return dist
+    return _nightlies(tmp_path_factory.mktemp("phase-wheels"), "TRACE_MS", 40.0, 50.0)
 
 
 def test_a_watch_over_the_per_phase_harness_keeps_a_series_per_phase_and_alerts_on_the_phase_that_moved(
