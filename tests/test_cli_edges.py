@@ -268,6 +268,20 @@ def test_help_shows_the_true_defaults(monkeypatch, capsys):
         assert "none there means the JAX tree is installed editable" in flat
 
 
+def test_help_lists_the_modes_each_command_takes(monkeypatch, capsys):
+    """issue 33: scan's --help offered --mode printed, which scan refuses (bisect's mode alone)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    said = {}
+    for command in ("scan", "bisect"):
+        assert main([command, "--help"]) == 0
+        said[command] = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "--mode <metric|exit> " in said["scan"] and "printed" not in said["scan"]
+    assert "--mode <metric|exit|printed> " in said["bisect"]
+    assert "printed: good when every run prints the metric, bad when one exits 0 without it" in said["bisect"]
+    code, _, err = run_cli(capsys, ["scan", "--mode", "printed", "--from", "Aug 24 2023", "--to", "Aug 24 2023"])
+    assert code == 2 and "--mode must be metric or exit, not printed" in err
+
+
 # -- issue 23 item 6: conflicts are refused in one line, before anything is created ----------------
 
 def _bisect(scan_args, *extra):

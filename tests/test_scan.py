@@ -764,7 +764,9 @@ def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_
 
 
 @pytest.mark.parametrize("printed,regex", [("1e400", None), ("inf", r"MLUPS:\s*(?P<value>\S+)"),
-                                           ("fast", r"MLUPS:\s*(?P<value>\S+)")])
+                                           ("fast", r"MLUPS:\s*(?P<value>\S+)"),
+                                           # issue 33: the default pattern reads a NaN as what it is
+                                           ("nan", None), ("-inf", None)])
 def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_was_read(
         capsys, scan_args, tmp_path, printed, regex):
     """issue 33 item 5: `MLUPS: 1e400` overflowed to infinity and was stored as an ok value ("inf
@@ -779,3 +781,22 @@ def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_
     assert code == 1 and pts[0]["status"] == "no_metric" and pts[0]["value"] is None
     assert f"printed no finite number for the metric: --metric-regex captured '{printed}'" in err
     assert "never printed the metric" not in err
+
+
+@pytest.mark.parametrize("body,extra,said,fix", [
+    ("print('MLUPS: nan')\n" * 3, ["--metric-samples", "all"],
+     "printed no finite number for the metric: --metric-regex captured 'nan', 'nan', 'nan'", "check --metric-regex"),
+    ("print('MLUPS: 5')\n" * 2, ["--metric-samples", "all", "--warmup-samples", "3"],
+     "printed the metric only as warm-up samples: 2 of them, and --warmup-samples 3 drops each run's first ones",
+     "pass a --warmup-samples below the times a run prints the metric (now 3 are dropped from each run)")])
+def test_many_samples_that_count_none_say_what_was_printed(capsys, scan_args, tmp_path, body, extra, said, fix):
+    """issue 33: with --metric-samples all, a run printing only NaN, or only warm-up samples, was
+    said to have "never printed the metric"."""
+    bench = tmp_path / "bench_samples.py"
+    bench.write_text(body)
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", *extra)
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, _, err = run_cli(capsys, args)
+    flat = " ".join(err.split())
+    assert code == 1 and re.search(rf"every run of the first measured pair \w+/\w+ {re.escape(said)} \(log ", flat)
+    assert f"— {fix}" in flat and "never printed the metric" not in flat

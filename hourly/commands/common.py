@@ -41,8 +41,10 @@ def typer_option(opt: Option) -> tuple[Any, Any]:
     else:
         annotation = t if opt.default is not None else Optional[t]
     bounds = f"  [{opt.rule.bounds}]" if opt.rule and opt.rule.bounds else ""
+    # an enum whose rule takes some of its members (scan's --mode: not bisect's printed) lists those
+    words = opt.rule.words if opt.rule and isinstance(t, type) and issubclass(t, Enum) else ()
     return annotation, typer.Option(opt.default, f"{opt.flag}/{opt.off}" if opt.off else opt.flag,
-                                    help=opt.help + bounds)
+                                    help=opt.help + bounds, metavar=f"<{'|'.join(words)}>" if words else None)
 
 
 def shared_direction(given: Optional[bool], config: Optional[str]) -> bool:
