@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -61,6 +62,7 @@ def detect(
     if json_out:
         typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided}))
         _require_decided(found, undecided)
+        _require_evidence(series, found)
         return
     from .common import console
     console.print(detection_table(series, found))
@@ -70,14 +72,18 @@ def detect(
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
-    if not found.changes:
+    if not found.changes and not series.unread and _with_values(series) >= 2:
         console.print(undecided or "no step found",
                       markup=False, highlight=False, soft_wrap=True)
+    # what else holds a step: said beside the steps (with none found, the first is the error)
+    for what, fix in series.unread[0 if found.changes else 1:]:
+        err_console.print(f"hourly: note: {what} — {fix}", markup=False, highlight=False, soft_wrap=True)
     for c in found.changes:
         console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
     if found.changes and undecided:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
     _require_decided(found, undecided)
+    _require_evidence(series, found)
 
 
 def _require_decided(found, undecided: str | None) -> None:
@@ -86,3 +92,27 @@ def _require_decided(found, undecided: str | None) -> None:
         from hourly.errors import UserError
         why, _, fix = undecided.partition("; ")
         raise UserError(why, fix)
+
+
+def _with_values(series) -> int:
+    return sum(1 for p in series.points if p.samples)
+
+
+def _require_evidence(series, found) -> None:
+    """"no step found" only from a series that could show one: at least two points with a value,
+    and nothing left unread that holds a step (a store's crash or metric windows): else exit 1
+    naming what is missing."""
+    if found.changes:
+        return
+    from hourly.errors import UserError
+    if series.unread:
+        what, fix = series.unread[0]
+        raise UserError(f"no step in the values of {series.source}, but {what}", fix)
+    n = _with_values(series)
+    if n < 2:
+        failed = len(series.points) - n
+        store = series.source and Path(series.source).parent.is_dir() and Path(series.source).suffix == ".sqlite"
+        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if store and failed
+               else "give at least two points with a value")
+        raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
+                        + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)
