@@ -142,6 +142,17 @@ def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, chan
     assert not (tmp_path / "work").exists()
 
 
+def test_a_mode_that_bisects_none_of_the_scans_windows_names_the_ones_it_holds(capsys, scan_args, tmp_path):
+    """issue 33: `bisect --mode exit` over a scan holding a regression said "nothing to bisect: the
+    stored scan holds no window of that kind (regressions, crashes ...)", exit 0."""
+    assert run_cli(capsys, scan_args())[0] == 0
+    for mode in ("exit", "printed"):
+        code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"), "--mode", mode])
+        assert (code, out) == (1, "") and "nothing to bisect" not in err
+        assert (f"the stored scan holds no window that --mode {mode} bisects, but 1 window of another kind "
+                "(regression) — leave out --mode: each window is bisected in its own mode") in " ".join(err.split())
+
+
 def test_nightly_input_errors_create_no_workdir(capsys, tmp_path):
     code, _, err = run_cli(capsys, ["nightly", "--from", "2023-07-06", "--to", "2023-07-01",
                                     "--workdir", str(tmp_path / "work")])
