@@ -253,6 +253,22 @@ def _run(capsys, argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(watched, capsys):
+    """issue 33: bisect and detect on a watch's workdir asked for a benchmark command, show and
+    report for a scan: each names what the workdir holds and what reads it."""
+    made, flag, work, args = watched
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 02:00"])  # two builds: too few to judge
+    assert code == P.UNSURE_EXIT, out + err
+    for argv in (["show", "--workdir", str(work)], ["report", "--workdir", str(work)],
+                 ["bisect", "--workdir", str(work)], ["detect", str(work)]):
+        code, out, err = _run(capsys, argv)
+        assert (code, out) == (1, ""), argv
+        assert (f"hourly: error: no scan in {work} for hourly {argv[0]} to read: it holds a watch (hourly watch) — "
+                f"its page is {work / 'watch' / 'index.html'}; `hourly watch --workdir {work}` measures the builds "
+                "that arrived since") in " ".join(err.split()), argv
+    assert not (work / "report").exists()
+
+
 def test_a_commit_watch_alerts_on_the_confirmed_step_not_the_slow_night_and_hunts_its_commit(watched, capsys):
     made, flag, work, args = watched
     # night 1: the history (five builds); the newest judged quiet

@@ -104,6 +104,26 @@ def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
     return metrics, metric_samples or "last", warmup_samples or 0
 
 
+def require_a_scan(store: Any, command: str) -> None:
+    """A workdir that another level made (a watch, the daily or the release level) holds no scan
+    for ``command`` to read: a user error naming what it holds and the command that reads it, not
+    the missing benchmark or the empty scan a command reading a scan would meet there."""
+    from hourly.errors import UserError
+    from hourly.scan.table import has_scan
+    if has_scan(store) or store.bisection_answers() or store.unfinished_bisections():
+        return
+    w = store.workdir
+    held = (("a watch (hourly watch)", f"its page is {w / 'watch' / 'index.html'}; `hourly watch --workdir {w}` "
+             "measures the builds that arrived since, and each alert's hunt has its workdir under "
+             f"{w / 'hunts'}") if store.load_settings("watch") else
+            ("the daily level's results (hourly nightly)", f"hourly show --nightly --workdir {w} prints them")
+            if store.load_settings("nightly") else
+            ("the release level's results (hourly releases)", f"hourly releases --show --workdir {w} prints them")
+            if store.load_settings("releases") else None)
+    if held is not None:
+        raise UserError(f"no scan in {w} for hourly {command} to read: it holds {held[0]}", held[1])
+
+
 def check_plan_size(s: Any, max_instants: int) -> None:
     """Warn (one line on stderr) before a plan of more than WARN_INSTANTS instants; refuse one of
     more than ``max_instants``, before anything is touched. A window that does not parse is left to

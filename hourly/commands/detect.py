@@ -38,11 +38,12 @@ def detect(
     compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from hourly.analysis.detect import detect as detect_steps
     from hourly.render.scan import detection_json, detection_table, format_change, noise_words
-    from hourly.scan.sources import STDIN, load_series, load_text
+    from hourly.scan.sources import DEFAULT_SOURCE, STDIN, load_series, load_text
     if source == STDIN:  # `grep -H MLUPS OUT* | hourly detect -`
         import sys
         series = load_text(sys.stdin.read(), "<stdin>", metric_regex)
     else:
+        _require_a_scan_in(Path(source if source is not None else DEFAULT_SOURCE))
         series = load_series(source, metric_regex)
     from .common import err_console
     if series.dropped_note():  # nothing is left out of the input without a word
@@ -116,3 +117,17 @@ def _require_evidence(series, found) -> None:
                else "give at least two points with a value")
         raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
                         + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)
+
+
+def _require_a_scan_in(folder: Path) -> None:
+    """A workdir another level made (a watch, the daily or the release level): what it holds and
+    the command that reads it (its values are no scan's series)."""
+    from hourly.adapters.store import STORE_NAME, Store
+    if not (folder / STORE_NAME).is_file():
+        return
+    from .common import require_a_scan
+    store = Store(folder, create=False, read_only=True)
+    try:
+        require_a_scan(store, "detect")
+    finally:
+        store.close()
