@@ -113,6 +113,8 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--build-cmd", "none", "--only", "xla"], "--only jax to hunt an editable JAX tree"),
     (["--ref", "origin/nope", "--no-sync"], "unknown ref"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+    # issue 33: every build failed on it and the error said to check --build-cmd
+    (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
@@ -132,6 +134,7 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
     (["--good", "someday"], "cannot parse time"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     (["--env", "NOEQUALS"], "KEY=VALUE"),
+    (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
 ])
 def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     args = scan_args()

@@ -15,7 +15,7 @@ from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor
 from hourly.execute.host import Counted, MeasuringHost
 from hourly.measure import machine as environment
-from hourly.measure.build import Builder, check_wheel_dir, require_command
+from hourly.measure.build import Builder, check_wheel_dir, require_command, require_python
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.pins import PinReader, behind_pins
@@ -36,12 +36,15 @@ from hourly.scan.table import (
 from hourly.timeparse import instants, parse_step, window
 
 
-def check(s: Settings, benchmark: bool = True) -> None:
+def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
     """Every input error a scan can find before it touches anything (the workdir included);
-    ``benchmark=False`` for a dry run, which needs only the repositories and the window."""
+    ``benchmark=False`` for a dry run, which needs only the repositories and the window; ``here``:
+    the builds are installed on this machine (not in a Slurm job's container), so --python is here."""
     _window(s)
     if not benchmark:
         return
+    if here:
+        require_python(s.python)
     if not s.bench_cmd:
         raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ...", set bench_cmd in '
                         "hourly.toml, or add --dry-run to see the plan without one")
@@ -161,7 +164,7 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
     """Scan; given a workdir rather than a Store, it is created only once the input is known good.
     ``handler`` hears the progress (pairs done of all, the pair being built here);
     ``executor`` (hourly.execute.executors): where pairs are built and measured [default: here, in turn]."""
-    check(s)
+    check(s, here=executor is None or executor.capabilities.here)
     xla, jax = open_repos(s)
     if s.sync:
         sync(trees(xla, jax))
