@@ -282,6 +282,17 @@ def test_help_shows_the_true_defaults(monkeypatch, capsys):
         assert "none there means the JAX tree is installed editable" in flat
 
 
+def test_the_command_list_joins_a_summarys_lines_with_one_space(monkeypatch, capsys):
+    """issue 33: a summary wrapped in its docstring kept the indentation ("for a step in     tracing")."""
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out.split("Commands:\n")[1].splitlines()
+    column = re.match(r"  \S+ +", listed[0]).end()  # where the summaries start
+    summaries = [ln[column:].strip() for ln in listed if ln.strip()]
+    assert not [s for s in summaries if "  " in s], summaries
+    said = " ".join(summaries)
+    assert "for a step in tracing, lowering or dispatch" in said and "(default, the settings file, a flag); with" in said
+
+
 def test_help_lists_the_modes_each_command_takes(monkeypatch, capsys):
     """issue 33: scan's --help offered --mode printed, which scan refuses (bisect's mode alone)."""
     monkeypatch.setenv("COLUMNS", "200")
