@@ -104,15 +104,21 @@ def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
     return metrics, metric_samples or "last", warmup_samples or 0
 
 
-def require_a_scan(store: Any, command: str) -> None:
-    """A workdir that another level made (a watch, the daily or the release level) holds no scan
-    for ``command`` to read: a user error naming what it holds and the command that reads it, not
-    the missing benchmark or the empty scan a command reading a scan would meet there."""
+def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None:
+    """A workdir that another level made (a watch, the daily or the release level; a bisection's,
+    for a command that reads no answers) holds no scan for ``command`` to read: a user error naming
+    what it holds and the command that reads it, not the missing benchmark or the empty scan a
+    command reading a scan would meet there."""
     from hourly.errors import UserError
     from hourly.scan.table import has_scan
-    if has_scan(store) or store.bisection_answers() or store.unfinished_bisections():
+    if has_scan(store):
         return
     w = store.workdir
+    if store.bisection_answers() or store.unfinished_bisections():
+        if reads_answers:
+            return
+        raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
+                        "--bad)", f"hourly show --workdir {w} prints its answer and the scan that measures its window")
     held = (("a watch (hourly watch)", f"its page is {w / 'watch' / 'index.html'}; `hourly watch --workdir {w}` "
              "measures the builds that arrived since, and each alert's hunt has its workdir under "
              f"{w / 'hunts'}") if store.load_settings("watch") else

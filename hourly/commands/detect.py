@@ -128,6 +128,6 @@ def _require_a_scan_in(folder: Path) -> None:
     from .common import require_a_scan
     store = Store(folder, create=False, read_only=True)
     try:
-        require_a_scan(store, "detect")
+        require_a_scan(store, "detect", reads_answers=False)
     finally:
         store.close()
