@@ -115,6 +115,8 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     # issue 33: every build failed on it and the error said to check --build-cmd
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
+    # issue 33: every instant stood at today's newest commits, "no steps found"
+    (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Generator
 
@@ -33,7 +34,7 @@ from hourly.scan.table import (
     never_worked,
     scan_table,
 )
-from hourly.timeparse import instants, parse_step, window
+from hourly.timeparse import instants, iso_utc, parse_step, window
 
 
 def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
@@ -63,6 +64,10 @@ def _window(s: Settings):
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)
+    now = datetime.now(timezone.utc)
+    if t0 > now:  # every instant would stand at today's newest commits: "no steps found" from no history
+        raise UserError(f"the window starts in the future (--from {iso_utc(t0)}; now is {iso_utc(now)}): "
+                        "no commit stands there yet", "pass a --from in the past")
     return t0, t1, parse_step(s.step)
 
 
