@@ -228,7 +228,7 @@ def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(cap
     assert main(["detect", str(work)]) == 1
     err = " ".join(capsys.readouterr().err.split())
     assert (f"no scan in {work} for hourly detect to read: it holds a bisection (hourly bisect --good --bad) — "
-            f"hourly show --workdir {work} prints its answer") in err
+            f"hourly show --workdir {work} prints its bisections") in err
 
 
 def test_an_answers_bisect_command_keeps_its_mode_and_direction():

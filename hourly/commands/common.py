@@ -118,7 +118,8 @@ def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None
         if reads_answers:
             return
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
-                        "--bad)", f"hourly show --workdir {w} prints its answer and the scan that measures its window")
+                        "--bad)", f"hourly show --workdir {w} prints its bisections and the scan command that "
+                        "measures their window")
     held = (("a watch (hourly watch)", f"its page is {w / 'watch' / 'index.html'}; `hourly watch --workdir {w}` "
              "measures the builds that arrived since, and each alert's hunt has its workdir under "
              f"{w / 'hunts'}") if store.load_settings("watch") else
