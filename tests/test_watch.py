@@ -159,6 +159,8 @@ def test_nightly_versions_carry_their_date():
     ({"step": "often"}, "often"),
     ({"since": "yesterday-ish"}, "yesterday-ish"),
     ({"notify_cmd": "'unclosed"}, "--notify-cmd"),
+    # issue 33: the workdir was made, then "the window is reversed — swap --from and --to"
+    ({"since": "2023-08-25", "until": "2023-08-24"}, "--until 2023-08-24 is before --since 2023-08-25 — swap them"),
 ])
 def test_bad_settings_are_one_line_with_the_fix(kw, message):
     source = kw.pop("source", "commits")
@@ -264,8 +266,8 @@ def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(watche
         code, out, err = _run(capsys, argv)
         assert (code, out) == (1, ""), argv
         assert (f"hourly: error: no scan in {work} for hourly {argv[0]} to read: it holds a watch (hourly watch) — "
-                f"its page is {work / 'watch' / 'index.html'}; `hourly watch --workdir {work}` measures the builds "
-                "that arrived since") in " ".join(err.split()), argv
+                f"hourly watch --show --workdir {work} prints it (its page: {work / 'watch' / 'index.html'})") \
+            in " ".join(err.split()), argv
     assert not (work / "report").exists()
 
 

@@ -120,9 +120,9 @@ def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
                         "--bad)", f"hourly show --workdir {w} prints its bisections and the scan command that "
                         "measures their window")
-    held = (("a watch (hourly watch)", f"its page is {w / 'watch' / 'index.html'}; `hourly watch --workdir {w}` "
-             "measures the builds that arrived since, and each alert's hunt has its workdir under "
-             f"{w / 'hunts'}") if store.load_settings("watch") else
+    held = (("a watch (hourly watch)", f"hourly watch --show --workdir {w} prints it (its page: "
+             f"{w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
+            if store.load_settings("watch") else
             ("the daily level's results (hourly nightly)", f"hourly show --nightly --workdir {w} prints them")
             if store.load_settings("nightly") else
             ("the release level's results (hourly releases)", f"hourly releases --show --workdir {w} prints them")
