@@ -205,6 +205,18 @@ def test_exit_codes_new_alert_unsure_quiet():
     assert r.exit_code() == P.ALERT_EXIT == 10
 
 
+@pytest.mark.parametrize("source,where", [("wheels", "--find-links or --index-url"), ("containers", "--image"),
+                                          ("commits", "the checkouts and --ref")])
+def test_a_watch_that_found_no_build_at_all_is_unsure_not_quiet(source, where):
+    """issue 33: a first run over an empty --find-links folder said "nothing new since the start",
+    exit 0, as a quiet night does; two builds are already "unsure" (too few to judge)."""
+    w = _settings(since="2023-08-01")
+    w.source = source
+    r = P.WatchReport(w, "key", ["m"], [], {}, [], [])
+    assert r.exit_code() == P.UNSURE_EXIT
+    assert r.unsure() == [f"no build found since 2023-08-01: nothing is watched yet — check {where}, and --since"]
+
+
 def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
     from hourly.render.watch import alert_markdown, page_html
     evil = "<script>alert(1)</script> | *bold* [x](http://e)"

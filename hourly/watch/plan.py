@@ -399,6 +399,11 @@ class WatchReport:
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
         out = []
+        if not self.builds:  # not "nothing new": nothing at all was found where the watch looks
+            where = {"wheels": "--find-links or --index-url", "containers": "--image"}.get(
+                self.settings.source, "the checkouts and --ref")
+            out.append(f"no build found since {self.settings.since}: nothing is watched yet — check {where}, "
+                       "and --since")
         series = [b for b in self.builds if in_series(b)]
         # the newest build: what the watch says now (the older ones of a first run are its history)
         for b in series[-1:]:
