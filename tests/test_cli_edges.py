@@ -147,6 +147,22 @@ def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, chan
     assert not (tmp_path / "work").exists()
 
 
+@pytest.mark.parametrize("body,said,fix", [
+    ("print('hello')\n", "(no_metric: metric never printed; log ",
+     "— check --metric-regex against that log (the run exits 0 without a value it reads), or pick ends that measure"),
+    ("import sys\nsys.exit(3)\n", "(crashed: exit code 3; log ", "— pick ends that measure, or use --mode exit for crashes")])
+def test_an_end_without_a_metric_names_its_side_and_the_likely_fix(capsys, scan_args, tmp_path, body, said, fix):
+    """issue 33: "an end ... has no metric", with "use --mode exit for crashes" also for a benchmark
+    that exits 0 and prints no value the regex reads."""
+    bench = tmp_path / "bench_end.py"
+    bench.write_text(body)
+    code, out, err = run_cli(capsys, with_flags(_bisect(scan_args), "--bench-cmd", f"python3 {bench}"))
+    flat = " ".join(err.split())
+    assert code == 1 and re.search(r"the good end \w+/\w+ of 2023-08-24T12:00:00Z \.\. 2023-08-24T15:00:00Z has no metric ",
+                                   flat), flat
+    assert said in flat and fix in flat
+
+
 def test_a_mode_that_bisects_none_of_the_scans_windows_names_the_ones_it_holds(capsys, scan_args, tmp_path):
     """issue 33: `bisect --mode exit` over a scan holding a regression said "nothing to bisect: the
     stored scan holds no window of that kind (regressions, crashes ...)", exit 0."""
