@@ -73,7 +73,7 @@ def detect(
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
-    if not found.changes and not series.unread and _with_values(series) >= 2:
+    if not found.changes and not series.unread and not _too_few(series):
         console.print(undecided or "no step found",
                       markup=False, highlight=False, soft_wrap=True)
     # what else holds a step: said beside the steps (with none found, the first is the error)
@@ -99,9 +99,21 @@ def _with_values(series) -> int:
     return sum(1 for p in series.points if p.samples)
 
 
+def _of_a_store(series) -> bool:
+    from hourly.adapters.store import STORE_NAME
+    return Path(series.source).name == STORE_NAME
+
+
+def _too_few(series) -> bool:
+    """Fewer than two points with a value, where that is no answer: a file's, or a workdir's with
+    failed points. A scan of one pair, measured, is one: no commit landed in its window."""
+    n = _with_values(series)
+    return n < 2 and (n < len(series.points) or not _of_a_store(series))
+
+
 def _require_evidence(series, found) -> None:
-    """"no step found" only from a series that could show one: at least two points with a value,
-    and nothing left unread that holds a step (a store's crash or metric windows): else exit 1
+    """"no step found" only from a series that could show one: at least two points with a value
+    (:func:`_too_few`: a workdir's one measured pair is one), and nothing left unread that holds a step (a store's crash or metric windows): else exit 1
     naming what is missing."""
     if found.changes:
         return
@@ -109,11 +121,10 @@ def _require_evidence(series, found) -> None:
     if series.unread:
         what, fix = series.unread[0]
         raise UserError(f"no step in the values of {series.source}, but {what}", fix)
-    n = _with_values(series)
-    if n < 2:
+    if _too_few(series):
+        n = _with_values(series)
         failed = len(series.points) - n
-        store = series.source and Path(series.source).parent.is_dir() and Path(series.source).suffix == ".sqlite"
-        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if store and failed
+        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if _of_a_store(series)
                else "give at least two points with a value")
         raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
                         + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)
