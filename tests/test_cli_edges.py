@@ -125,6 +125,13 @@ def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, mes
     assert not (tmp_path / "work").exists()
 
 
+def test_an_empty_metrics_list_is_refused_not_read_as_not_given(capsys, scan_args, tmp_path):
+    """issue 33: --metrics "" scanned the --metric-regex's one metric without a word."""
+    code, _, err = run_cli(capsys, with_flags(scan_args(), "--metrics", ""))
+    assert code == 2 and "--metrics '' is not all or a list of metric names — pass --metrics all" in err
+    assert not (tmp_path / "work").exists()
+
+
 def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, tmp_path):
     argv = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 13:00", *repo_args(made, tmp_path / "work")]
     code, _, err = run_cli(capsys, argv)
