@@ -130,9 +130,10 @@ for _fn in _IN_ORDER:  # trace passes what follows its own options to the benchm
     _command(_fn, **({"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}
                      if _fn is trace else {}))
 
-#: --help lists each command with its whole first sentence (click would cut it to the width, ending in "...")
+#: --help lists each command with its whole first sentence (click would cut it to the width, ending in "..."),
+#: its lines joined by one space (a docstring's indentation is no part of it)
 for _c in app.registered_commands:
-    _c.short_help = _c.short_help or (_c.help or _c.callback.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+    _c.short_help = _c.short_help or " ".join((_c.help or _c.callback.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 # -- the one top-level handler ---------------------------------------------------------------

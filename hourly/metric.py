@@ -17,6 +17,18 @@ NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 DEFAULT_METRIC_REGEX = rf"MLUPS:\s*(?P<value>{NUMBER})"
 
+#: how the default pattern is read: as it says, and a NaN or an infinity where the number stands is
+#: captured too (never a value: the run says it printed no finite number, not that it never printed
+#: the metric). The pattern itself stays as it is: it is part of every measurement's key.
+_DEFAULT_READING = re.compile(rf"MLUPS:\s*(?P<value>{NUMBER}|[-+]?(?i:nan|inf(?:inity)?)(?![\w.]))")
+
+
+def _reading(pattern: str | re.Pattern) -> re.Pattern:
+    """The compiled pattern a run's output is read with (the default's: :data:`_DEFAULT_READING`)."""
+    if (pattern.pattern if isinstance(pattern, re.Pattern) else pattern) == DEFAULT_METRIC_REGEX:
+        return _DEFAULT_READING
+    return pattern if isinstance(pattern, re.Pattern) else compile_metric_regex(pattern)
+
 
 
 def compile_metric_regex(pattern: str) -> re.Pattern:
@@ -55,7 +67,7 @@ def read_metric(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX) -> 
     """The metric in ``text``: the last match that reads as a finite number wins. A capture that
     is not one (an overflow to infinity, a literal ``inf`` or ``nan``, a word) is no metric: it is
     kept as ``captured`` so that the run can say what it printed."""
-    rx = pattern if isinstance(pattern, re.Pattern) else compile_metric_regex(pattern)
+    rx = _reading(pattern)
     value = None
     captured = None
     for m in rx.finditer(text):
@@ -121,7 +133,7 @@ def parse_samples(text: str, pattern: str | re.Pattern = DEFAULT_METRIC_REGEX, w
     samples from one process. The first ``warmup`` matches are dropped (the process's warm-up
     iterations, whatever they printed); a value that is not a finite number (``nan``, ``inf``, an
     overflow such as ``1e999``) is rejected, never counted, and listed in ``rejected``."""
-    rx = pattern if isinstance(pattern, re.Pattern) else compile_metric_regex(pattern)
+    rx = _reading(pattern)
     group = "value" if "value" in rx.groupindex else 1
     return _samples([m.group(group) for m in rx.finditer(text)], warmup)
 

@@ -53,6 +53,8 @@ class Rule:
     example: str
     #: the range as --help shows it (click's way: x>=1, 0<=x<=3), or ""
     bounds: str = ""
+    #: the words it takes (one_of), which --help lists in place of an enum's every member
+    words: tuple[str, ...] = ()
 
 
 def at_least(n: int) -> Rule:
@@ -74,7 +76,8 @@ RELATIVE = Rule(lambda v: None if v >= 0 and math.isfinite(v) else "is not a rel
 
 def one_of(*words: str) -> Rule:
     shown = " or ".join(words)
-    return Rule(lambda v: None if str(getattr(v, "value", v)) in words else f"must be {shown}", words[0])
+    return Rule(lambda v: None if str(getattr(v, "value", v)) in words else f"must be {shown}", words[0],
+                words=words)
 
 
 @dataclass(frozen=True)
@@ -339,8 +342,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("--mode", "mode", "metric: parse the metric from each run; exit: each run passes or fails by its exit code, "
        "no metric expected (hunt a crash or a failing test) [default: metric].", type=Mode, panel=M,
        rule=one_of("metric", "exit"), per={
-           "bisect": {"help": "metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad "
-                              "[default: metric when the scan measured one, else exit].", "rule": None}}),
+           "bisect": {"help": "metric: compare the metric with the ends; exit: 0 good, 125 skip, other bad; "
+                              "printed: good when every run prints the metric, bad when one exits 0 without it (no line, or NaN) "
+                              "[default: metric when the scan measured one, else exit].",
+                      "rule": None}}),
     _o("--keep-going", "keep_going", "Scan on even when every run of the first measured pair fails (default: stop "
        "there).", type=bool, panel=M),
     _o("--image", "image", "Image template with {date}; newer tags look like ghcr.io/nvidia/jax:jax-{date}.",

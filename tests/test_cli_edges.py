@@ -113,11 +113,22 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--build-cmd", "none", "--only", "xla"], "--only jax to hunt an editable JAX tree"),
     (["--ref", "origin/nope", "--no-sync"], "unknown ref"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
+    # issue 33: every build failed on it and the error said to check --build-cmd
+    (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
+    # issue 33: every instant stood at today's newest commits, "no steps found"
+    (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
     assert code == 1 and message in err, err
     assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_an_empty_metrics_list_is_refused_not_read_as_not_given(capsys, scan_args, tmp_path):
+    """issue 33: --metrics "" scanned the --metric-regex's one metric without a word."""
+    code, _, err = run_cli(capsys, with_flags(scan_args(), "--metrics", ""))
+    assert code == 2 and "--metrics '' is not all or a list of metric names — pass --metrics all" in err
     assert not (tmp_path / "work").exists()
 
 
@@ -132,6 +143,7 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
     (["--good", "someday"], "cannot parse time"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     (["--env", "NOEQUALS"], "KEY=VALUE"),
+    (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
 ])
 def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     args = scan_args()
@@ -140,6 +152,33 @@ def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, chan
                                                *common], *change))
     assert code == 1 and message in err, err
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("body,said,fix", [
+    ("print('hello')\n", "(no_metric: metric never printed; log ",
+     "— check --metric-regex against that log (the run exits 0 without a value it reads), or pick ends that measure"),
+    ("import sys\nsys.exit(3)\n", "(crashed: exit code 3; log ", "— pick ends that measure, or use --mode exit for crashes")])
+def test_an_end_without_a_metric_names_its_side_and_the_likely_fix(capsys, scan_args, tmp_path, body, said, fix):
+    """issue 33: "an end ... has no metric", with "use --mode exit for crashes" also for a benchmark
+    that exits 0 and prints no value the regex reads."""
+    bench = tmp_path / "bench_end.py"
+    bench.write_text(body)
+    code, out, err = run_cli(capsys, with_flags(_bisect(scan_args), "--bench-cmd", f"python3 {bench}"))
+    flat = " ".join(err.split())
+    assert code == 1 and re.search(r"the good end \w+/\w+ of 2023-08-24T12:00:00Z \.\. 2023-08-24T15:00:00Z has no metric ",
+                                   flat), flat
+    assert said in flat and fix in flat
+
+
+def test_a_mode_that_bisects_none_of_the_scans_windows_names_the_ones_it_holds(capsys, scan_args, tmp_path):
+    """issue 33: `bisect --mode exit` over a scan holding a regression said "nothing to bisect: the
+    stored scan holds no window of that kind (regressions, crashes ...)", exit 0."""
+    assert run_cli(capsys, scan_args())[0] == 0
+    for mode in ("exit", "printed"):
+        code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"), "--mode", mode])
+        assert (code, out) == (1, "") and "nothing to bisect" not in err
+        assert (f"the stored scan holds no window that --mode {mode} bisects, but 1 window of another kind "
+                "(regression) — leave out --mode: each window is bisected in its own mode") in " ".join(err.split())
 
 
 def test_nightly_input_errors_create_no_workdir(capsys, tmp_path):
@@ -266,6 +305,31 @@ def test_help_shows_the_true_defaults(monkeypatch, capsys):
         assert f"[default: {DEFAULT_METRIC_REGEX}]" in flat  # the pattern itself, not "MLUPS"
         assert "wheel cache" not in flat and "cached apart, in --cache-dir (~/.cache/hourly)" in flat
         assert "none there means the JAX tree is installed editable" in flat
+
+
+def test_the_command_list_joins_a_summarys_lines_with_one_space(monkeypatch, capsys):
+    """issue 33: a summary wrapped in its docstring kept the indentation ("for a step in     tracing")."""
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out.split("Commands:\n")[1].splitlines()
+    column = re.match(r"  \S+ +", listed[0]).end()  # where the summaries start
+    summaries = [ln[column:].strip() for ln in listed if ln.strip()]
+    assert not [s for s in summaries if "  " in s], summaries
+    said = " ".join(summaries)
+    assert "for a step in tracing, lowering or dispatch" in said and "(default, the settings file, a flag); with" in said
+
+
+def test_help_lists_the_modes_each_command_takes(monkeypatch, capsys):
+    """issue 33: scan's --help offered --mode printed, which scan refuses (bisect's mode alone)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    said = {}
+    for command in ("scan", "bisect"):
+        assert main([command, "--help"]) == 0
+        said[command] = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "--mode <metric|exit> " in said["scan"] and "printed" not in said["scan"]
+    assert "--mode <metric|exit|printed> " in said["bisect"]
+    assert "printed: good when every run prints the metric, bad when one exits 0 without it" in said["bisect"]
+    code, _, err = run_cli(capsys, ["scan", "--mode", "printed", "--from", "Aug 24 2023", "--to", "Aug 24 2023"])
+    assert code == 2 and "--mode must be metric or exit, not printed" in err
 
 
 # -- issue 23 item 6: conflicts are refused in one line, before anything is created ----------------

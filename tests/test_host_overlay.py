@@ -26,6 +26,7 @@ import pytest
 from test_only import JAX_HISTORY, XLA_OF_JAXLIB
 
 from hourly.cli import main
+from hourly.demo.repos import Made
 from hourly.demo.split import JAXLIB_VERSION, jax_base_files, jaxlib_wheel, write_bench, write_wheel
 
 CULPRIT = "Remove trivial execution from jax (slower dispatch)"
@@ -117,6 +118,19 @@ def common(made, python: Path, bench: Path, work: Path, cmd: str | None = None) 
             "--bench-cmd", cmd or f"python3 {bench}", "--workdir", str(work), "--cache-dir", str(work.parent / "cache")]
 
 
+def bisect_to_the_culprit(capsys, repos_cache, tmp_path: Path, python: Path) -> tuple[Made, Path, Path, dict]:
+    """Bisect the history with ``python`` into ``tmp_path / "work"``: the repositories, the
+    benchmark, the workdir and the answer, which names the culprit, confirmed."""
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+    bench = write_bench(tmp_path / "bench")
+    work = tmp_path / "work"
+    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work), "--json"])
+    assert rc == 0, err + out
+    a = json.loads(out)["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
+    return made, bench, work, a
+
+
 def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, capsys, repos_cache, monkeypatch):
     """As on the TPU machine: no uv there, so pip installs each state. pip, run by the overlay's
     Python, finds the machine's jax first (PYTHONPATH), leaves it (outside the environment) and
@@ -181,13 +195,7 @@ def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_
     monkeypatch.delenv("PYTHONPATH", raising=False)
     before = snapshot(folder, tmp_path / "h" / "host")
     try:
-        made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
-        bench = write_bench(tmp_path / "bench")
-        work = tmp_path / "work"
-        rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work), "--json"])
-        assert rc == 0, err + out
-        a = json.loads(out)["regressions"][0]
-        assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
+        made, bench, work, a = bisect_to_the_culprit(capsys, repos_cache, tmp_path, python)
         assert a["pinned"]["packages"]["libtpu"] == {"version": LIBTPU, "location": str(folder), "via": ".pth"}
         for env in (work / "states").iterdir():  # each state's own overlay
             site = next(env.glob("lib/python3*/site-packages"))
@@ -265,13 +273,8 @@ def test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state(tmp
     (tools / "pip").symlink_to(Path(pip.__file__).parent)
     monkeypatch.setenv("PYTHONPATH", f"{folder}{os.pathsep}{tools}")
     python = pipless_host(tmp_path / "h")
-    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
-    bench = write_bench(tmp_path / "bench")
-    work = tmp_path / "work"
-    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work), "--json"])
-    assert rc == 0, err + out
-    a = json.loads(out)["regressions"][0]
-    assert a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"] and a["jax_builds"] >= 2
+    *_, a = bisect_to_the_culprit(capsys, repos_cache, tmp_path, python)
+    assert a["jax_builds"] >= 2
     assert a["pinned"]["jaxlib_location"] == str(folder)
 
 

@@ -325,6 +325,10 @@ def test_a_scan_of_named_metrics_finds_the_step_in_one_and_says_the_other_did_no
 
     code, _, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
     assert code == 1 and "follows one metric, and this benchmark records several (lower_ms, step_ms" in err
+    code, out, err = run_cli(capsys, ["bisect", "--metric", "lower", "--workdir", str(tmp_path / "work")])
+    assert (code, out) == (1, "")  # never "nothing to bisect" (no window of a metric never measured)
+    assert (f"no metric named `lower` was recorded in {tmp_path / 'work'}: its scan recorded `lower_ms`, `step_ms`, "
+            "`peak_memory_bytes` — pass --metric with one of those names") in " ".join(unwrap(err))
     code, out, err = run_cli(capsys, ["bisect", "--metric", "lower_ms", "--good", "2023-08-24T13:00:00Z",
                                       "--bad", "2023-08-24T14:00:00Z", "--workdir", str(tmp_path / "work"), "--json"])
     assert code == 0, err
@@ -360,6 +364,25 @@ def test_many_samples_of_the_regex_metric_through_a_scan(capsys, made, venv_pyth
     assert "metrics" not in got  # the regex's one metric
     assert [(p["runs"], p["run_samples"]) for p in got["points"]] == [(1, 5)] * 4
     assert got["points"][0]["value"] == pytest.approx(577.1) and got["points"][2]["value"] == pytest.approx(536.7, abs=0.1)
+
+
+def test_a_metric_name_the_regex_scan_never_recorded_is_said_with_the_fix(capsys, made, venv_python, tmp_path):
+    bench = script(tmp_path, """
+        import jax_demo
+        print(f"T: {577.1 * jax_demo.FACTOR:.2f}")
+    """)
+    argv = scan_argv(made, venv_python, tmp_path, bench, "Aug 24 2023 13:00", "Aug 24 2023 14:00",
+                     "--metric-regex", r"T: (?P<value>\S+)")
+    code, _, err = run_cli(capsys, argv)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"), "--metric", "nosuch"])
+    assert (code, out) == (1, "")
+    said = " ".join(unwrap(err))
+    assert "another benchmark" not in said  # the key differs only because of the name: not another benchmark
+    assert (f"no metric named `nosuch` was recorded in {tmp_path / 'work'}: its scan read one unnamed metric with "
+            r"--metric-regex `T: (?P<value>\S+)`, and no named ones — leave out --metric to follow that metric; to "
+            "follow named metrics, scan again with --metrics all and a benchmark that prints `METRIC name: value` "
+            "lines") in said
 
 
 # -- the daily and release levels, from their stored rows -------------------------------------------

@@ -56,3 +56,19 @@ def test_profile_compares_good_and_bad_states_of_a_detected_step(capsys, scan_ar
     main(["report", "--workdir", str(tmp_path / "work")])
     md = (tmp_path / "work" / "report" / "report.md").read_text()
     assert "profiles/step-1" in md or "step-1" in md
+
+
+@pytest.mark.parametrize("last,fix", [
+    ("ModuleNotFoundError: No module named 'jax'", "install jax into the Python that runs it (--python)"),
+    ("RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS", "check that it runs without hourly trace")])
+def test_a_benchmark_failing_under_the_profiler_is_said_with_its_last_line(tmp_path, last, fix):
+    """issue 33: the error named only the log and said "check that it runs without hourly trace",
+    also when the profiler itself could not import jax in the benchmark's Python."""
+    from hourly.profile.run import profiler_failed
+    log = tmp_path / "run.log"
+    log.write_text(f"$ python3 -m hourly.trace -- bench.py\n# cwd: /x\nTraceback (most recent call last):\n"
+                   f"  File \"trace.py\", line 151, in main\n{last}\n\n# exit: 1 after 0.10s\n")
+    e = profiler_failed("the benchmark failed under the profiler for the good state of step-1", log,
+                        "check that it runs without hourly trace")
+    assert e.message == f"the benchmark failed under the profiler for the good state of step-1 (log {log}): {last}"
+    assert fix in e.fix and e.details[-2:] == [last, "# exit: 1 after 0.10s"]

@@ -224,6 +224,11 @@ def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(cap
     got = json.loads(run(capsys, ["show", "--workdir", str(work), "--json"]))
     assert got["scanned"] is False and got["points"] == [] and got["unfinished"] == []
     assert [a["culprit"]["sha"] for a in got["regressions"]] == [fusion]
+    # detect reads a scan's values: it names the bisection (it asked for --bench-cmd)
+    assert main(["detect", str(work)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert (f"no scan in {work} for hourly detect to read: it holds a bisection (hourly bisect --good --bad) — "
+            f"hourly show --workdir {work} prints its bisections") in err
 
 
 def test_an_answers_bisect_command_keeps_its_mode_and_direction():

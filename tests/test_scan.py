@@ -708,6 +708,34 @@ def test_a_smaller_step_after_a_large_one_is_a_step_of_its_own(capsys, venv_pyth
     assert len(lines) == 2 and "between 2023-08-25T12:00:00Z and 2023-08-25T18:00:00Z" in lines[1], out
 
 
+def test_detect_on_a_workdir_never_says_no_step_where_its_values_cannot_show_one(capsys, scan_args, tmp_path):
+    """issue 33: detect read a workdir's values alone: a metric that stops printing (a window `show`
+    names) and a scan stopped after its first pair (its unmeasured pair a "failed" point) were both
+    "no step found", exit 0."""
+    bench = tmp_path / "nan_later.py"
+    bench.write_text("import jax_demo\nprint('MLUPS: nan' if jax_demo.FACTOR < 1 else 'MLUPS: 577')\n")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    work = Path(args[args.index("--workdir") + 1])
+    assert run_cli(capsys, args)[0] == 0
+    for json_out in ([], ["--json"]):
+        code, out, err = run_cli(capsys, ["detect", str(work), *json_out])
+        said = " ".join(err.split())
+        assert code == 1 and "no step found" not in out, out + err
+        assert ("but its scan holds 1 window where the runs change how they end (metric_lost: 2023-08-24T13:00:00Z → "
+                "2023-08-24T14:00:00Z), which detect does not read (it reads values) — hourly show --workdir "
+                f"{work} lists them, hourly bisect --workdir {work} bisects them") in said
+
+    bench.write_text("print('no metric here')\n")  # the scan stops after its first pair
+    args = with_flags(args, "--workdir", str(tmp_path / "stopped"))
+    assert run_cli(capsys, args)[0] == 1
+    code, out, err = run_cli(capsys, ["detect", str(tmp_path / "stopped"), "--json"])
+    assert code == 1 and [p["status"] for p in json.loads(out)["points"]] == ["failed"]  # planned is no failure
+    said = " ".join(err.split())
+    assert "but the scan is incomplete (1 of 2 pairs not measured): a step there is not seen — run the same scan " \
+           "again to resume it: hourly scan --from" in said
+
+
 def test_a_build_stopped_inside_git_leaves_no_changed_tree(capsys, scan_args, made, tmp_path):
     """A tree is handed back with no tracked file changed even when the last build left git's
     index.lock (as a git killed by a signal does) and an edit: hourly checks it out again."""
@@ -764,7 +792,9 @@ def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_
 
 
 @pytest.mark.parametrize("printed,regex", [("1e400", None), ("inf", r"MLUPS:\s*(?P<value>\S+)"),
-                                           ("fast", r"MLUPS:\s*(?P<value>\S+)")])
+                                           ("fast", r"MLUPS:\s*(?P<value>\S+)"),
+                                           # issue 33: the default pattern reads a NaN as what it is
+                                           ("nan", None), ("-inf", None)])
 def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_was_read(
         capsys, scan_args, tmp_path, printed, regex):
     """issue 33 item 5: `MLUPS: 1e400` overflowed to infinity and was stored as an ok value ("inf
@@ -779,3 +809,22 @@ def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_
     assert code == 1 and pts[0]["status"] == "no_metric" and pts[0]["value"] is None
     assert f"printed no finite number for the metric: --metric-regex captured '{printed}'" in err
     assert "never printed the metric" not in err
+
+
+@pytest.mark.parametrize("body,extra,said,fix", [
+    ("print('MLUPS: nan')\n" * 3, ["--metric-samples", "all"],
+     "printed no finite number for the metric: --metric-regex captured 'nan', 'nan', 'nan'", "check --metric-regex"),
+    ("print('MLUPS: 5')\n" * 2, ["--metric-samples", "all", "--warmup-samples", "3"],
+     "printed the metric only as warm-up samples: 2 of them, and --warmup-samples 3 drops each run's first ones",
+     "pass a --warmup-samples below the times a run prints the metric (now 3 are dropped from each run)")])
+def test_many_samples_that_count_none_say_what_was_printed(capsys, scan_args, tmp_path, body, extra, said, fix):
+    """issue 33: with --metric-samples all, a run printing only NaN, or only warm-up samples, was
+    said to have "never printed the metric"."""
+    bench = tmp_path / "bench_samples.py"
+    bench.write_text(body)
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", *extra)
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, _, err = run_cli(capsys, args)
+    flat = " ".join(err.split())
+    assert code == 1 and re.search(rf"every run of the first measured pair \w+/\w+ {re.escape(said)} \(log ", flat)
+    assert f"— {fix}" in flat and "never printed the metric" not in flat

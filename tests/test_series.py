@@ -252,3 +252,28 @@ def test_detect_of_an_empty_standard_input_is_one_line(monkeypatch, capsys):
     assert main(["detect", "-"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("hourly: error: <stdin>") and len(err.strip().splitlines()) == 1
+
+
+# -- issue 33: "no step found" only from a series that could show one --------------------------------
+
+@pytest.mark.parametrize("rows,said", [("a,1\nb,nan\n", "1 point with a value (1 failed): a step needs two at least"),
+                                       ("a,nan\n", "0 points with a value (1 failed): a step needs two at least"),
+                                       ("a,5\n", "1 point with a value: a step needs two at least")])
+def test_detect_on_fewer_than_two_values_says_so_not_no_step(tmp_path, capsys, rows, said):
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\n" + rows)
+    code = main(["detect", str(p)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no step found" not in out
+    assert f"hourly: error: {p}: {said} — give at least two points with a value" in " ".join(err.split())
+
+
+def test_detect_on_a_folder_without_a_store_names_its_own_argument(tmp_path, capsys):
+    """detect takes its workdir as SOURCE: the error once told it to pass --workdir, which it has not."""
+    from hourly.cli import main
+    code = main(["detect", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 1 and "--workdir" not in err
+    assert f"no results store in {tmp_path} — run `hourly scan` into it first, or give detect the workdir a scan " \
+           "used" in err

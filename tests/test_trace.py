@@ -236,3 +236,17 @@ def test_hourly_trace_command(tmp_path, monkeypatch):
     failed = CliRunner().invoke(app, ["trace", "--out", "cap2", "--python-tracer-level", "0",
                                       "--", sys.executable, "alloc.py", "facts.json", "5"])
     assert failed.exit_code == 5
+
+
+@pytest.mark.parametrize("argv", [["missing.py"], ["--", sys.executable, "-X", "importtime", "missing.py", "a.py"]])
+def test_hourly_trace_of_a_script_that_is_not_there_is_one_line_and_makes_no_folder(tmp_path, monkeypatch, capsys,
+                                                                                    argv):
+    """issue 33: the profiler ran, the script's "can't open file" went by, and an empty trace folder
+    was made and listed as the capture."""
+    from hourly.cli import main
+    monkeypatch.chdir(tmp_path)
+    code = main(["trace", "--out", "cap", *argv])
+    err = capsys.readouterr().err
+    assert code == 1 and err.strip() == ("hourly: error: no such file: missing.py — give the benchmark script's path, "
+                                         "e.g. hourly trace -- python bench.py")
+    assert not (tmp_path / "cap").exists()

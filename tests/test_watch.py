@@ -160,6 +160,8 @@ def test_nightly_versions_carry_their_date():
     ({"step": "often"}, "often"),
     ({"since": "yesterday-ish"}, "yesterday-ish"),
     ({"notify_cmd": "'unclosed"}, "--notify-cmd"),
+    # issue 33: the workdir was made, then "the window is reversed — swap --from and --to"
+    ({"since": "2023-08-25", "until": "2023-08-24"}, "--until 2023-08-24 is before --since 2023-08-25 — swap them"),
 ])
 def test_bad_settings_are_one_line_with_the_fix(kw, message):
     source = kw.pop("source", "commits")
@@ -217,6 +219,18 @@ def test_a_drift_measured_again_is_said_to_be_one_not_unsure_at_the_cap():
     assert "unsure at the cap" in suspicion_text(_check(2, "b", "c", "undecided", 0.03, 100, 103))
 
 
+@pytest.mark.parametrize("source,where", [("wheels", "--find-links or --index-url"), ("containers", "--image"),
+                                          ("commits", "the checkouts and --ref")])
+def test_a_watch_that_found_no_build_at_all_is_unsure_not_quiet(source, where):
+    """issue 33: a first run over an empty --find-links folder said "nothing new since the start",
+    exit 0, as a quiet night does; two builds are already "unsure" (too few to judge)."""
+    w = _settings(since="2023-08-01")
+    w.source = source
+    r = P.WatchReport(w, "key", ["m"], [], {}, [], [])
+    assert r.exit_code() == P.UNSURE_EXIT
+    assert r.unsure() == [f"no build found since 2023-08-01: nothing is watched yet — check {where}, and --since"]
+
+
 def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
     from hourly.render.watch import alert_markdown, page_html
     evil = "<script>alert(1)</script> | *bold* [x](http://e)"
@@ -265,6 +279,22 @@ def _run(capsys, argv) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(watched, capsys):
+    """issue 33: bisect and detect on a watch's workdir asked for a benchmark command, show and
+    report for a scan: each names what the workdir holds and what reads it."""
+    made, flag, work, args = watched
+    code, out, err = _run(capsys, [*args, "--until", "2023-08-20 02:00"])  # two builds: too few to judge
+    assert code == P.UNSURE_EXIT, out + err
+    for argv in (["show", "--workdir", str(work)], ["report", "--workdir", str(work)],
+                 ["bisect", "--workdir", str(work)], ["detect", str(work)]):
+        code, out, err = _run(capsys, argv)
+        assert (code, out) == (1, ""), argv
+        assert (f"hourly: error: no scan in {work} for hourly {argv[0]} to read: it holds a watch (hourly watch) — "
+                f"hourly watch --show --workdir {work} prints it (its page: {work / 'watch' / 'index.html'})") \
+            in " ".join(err.split()), argv
+    assert not (work / "report").exists()
 
 
 def test_a_commit_watch_alerts_on_the_confirmed_step_not_the_slow_night_and_hunts_its_commit(watched, capsys):
@@ -368,22 +398,27 @@ print("dispatch_us:", jax.DISPATCH_US * (1 + random.uniform(-0.002, 0.002)))
 """
 
 
-@pytest.fixture(scope="module")
-def nightly_wheels(tmp_path_factory) -> Path:
-    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
-    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+def _nightlies(dist: Path, attr: str, before: float, after: float) -> Path:
+    """Into ``dist``: jax and jaxlib 0.5.0.dev20230801 .. dev20230809, each jax with ``attr`` set to
+    ``before``, ``after`` from the nightly of 08-08 on."""
     if __package__:
         from .test_releases import write_wheel
     else:
         from test_releases import write_wheel
-    dist = tmp_path_factory.mktemp("nightly-wheels")
     for day in range(1, 10):
         v = f"0.5.0.dev202308{day:02d}"
-        us = 100.0 if day < 8 else 120.0
-        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nDISPATCH_US = {us}\n'},
+        value = before if day < 8 else after
+        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\n{attr} = {value}\n'},
                     [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
         write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
     return dist
+
+
+@pytest.fixture(scope="module")
+def nightly_wheels(tmp_path_factory) -> Path:
+    """jax and jaxlib 0.5.0.dev20230801 .. dev20230809: a trivial jit's dispatch time of 100 µs,
+    120 µs from the nightly of 08-08 on (a regression: lower is better)."""
+    return _nightlies(tmp_path_factory.mktemp("nightly-wheels"), "DISPATCH_US", 100.0, 120.0)
 
 
 def test_a_wheels_watch_installs_each_nightly_and_alerts_on_the_confirmed_regression(nightly_wheels, tmp_path, capsys):
@@ -426,18 +461,7 @@ print("UNAVAILABLE peak_memory_bytes: the stand-in has no device")
 def phase_wheels(tmp_path_factory) -> Path:
     """jax and jaxlib 0.5.0.dev20230801 .. dev20230809 whose tracing takes 40 ms, 50 ms from the
     nightly of 08-08 on."""
-    if __package__:
-        from .test_releases import write_wheel
-    else:
-        from test_releases import write_wheel
-    dist = tmp_path_factory.mktemp("phase-wheels")
-    for day in range(1, 10):
-        v = f"0.5.0.dev202308{day:02d}"
-        ms = 40.0 if day < 8 else 50.0
-        write_wheel(dist, "jax", v, {"jax/__init__.py": f'import jaxlib\n__version__ = "{v}"\nTRACE_MS = {ms}\n'},
-                    [f'jaxlib=={v}; extra == "cpu"'], when=(2023, 8, day))
-        write_wheel(dist, "jaxlib", v, {"jaxlib/__init__.py": f'__version__ = "{v}"\n'}, when=(2023, 8, day))
-    return dist
+    return _nightlies(tmp_path_factory.mktemp("phase-wheels"), "TRACE_MS", 40.0, 50.0)
 
 
 def test_a_watch_over_the_per_phase_harness_keeps_a_series_per_phase_and_alerts_on_the_phase_that_moved(

@@ -53,6 +53,10 @@ class Series:
     dropped: tuple[tuple[int, str], ...] = ()
     #: what one entry of the input is called: "line" (grep output) or "row" (a CSV)
     unit: str = "line"
+    #: what the input holds, or lacks, that its values do not show, each with the command that
+    #: reads or fills it: a store's unmeasured pairs (an interrupted scan), its windows where runs
+    #: start crashing or stop printing the metric (steps that "no step found" would hide)
+    unread: tuple[tuple[str, str], ...] = ()
 
     def dropped_note(self) -> str | None:
         """One line naming what was left out of the input, or None."""

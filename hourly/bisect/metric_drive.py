@@ -95,9 +95,16 @@ class MetricEnds:
             if p.rounds == 0 and final:
                 failed = next((t[0] for _, t in taken if not t[0].ok), None)
                 side = "good" if any(not t[0].ok for q, t in taken if q == good_pair) else "bad"
-                raise lab.unbuilt_end(good_pair if side == "good" else bad_pair, side) or UserError(
-                    f"an end of {d.where()} has no metric ({MetricJudge.failed(failed).reason if failed else 'no run'})",
-                    "pick ends that measure, or use --mode exit for crashes")
+                pair = good_pair if side == "good" else bad_pair
+                # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
+                read = failed is not None and failed.status == "no_metric"
+                raise lab.unbuilt_end(pair, side) or UserError(
+                    f"the {side} end {pair.short()} of {d.where()} has no metric "
+                    f"({MetricJudge.failed(failed).reason if failed else 'no run'})",
+                    ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
+                     "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
+                     f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
+                    if read else "pick ends that measure, or use --mode exit for crashes")
             if p.rounds:
                 sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
                 delta = self.delta_paired(p, sigma)

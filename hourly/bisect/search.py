@@ -53,6 +53,7 @@ from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, tr
 from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status, cut_side
+from hourly.plurals import plural
 from hourly.timeparse import parse_time
 
 __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_end", "parse_ends", "run_bisect",
@@ -347,6 +348,8 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
         if plan[0][0] is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
             from hourly.scan.table import require_decided, stored_scan
             require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
+        if mode is not None:  # a --mode that none of the scan's windows is bisected in: not "nothing"
+            _require_no_other_kind(store, s, mode, find_fix)
         handler.nothing_to_bisect()
     answers: list[Answer] = []
     for m, windows in plan:
@@ -354,6 +357,18 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
             with Bisector(s, store, m, req, handler, executor) as b:
                 answers += [a for w in windows for a in b.bisect(w)]
     return answers
+
+
+def _require_no_other_kind(store: Store, s: Settings, mode: Mode, find_fix: bool) -> None:
+    """The stored scan's windows of every kind, when --mode ``mode`` found none: a user error naming
+    them (a regression is not "nothing to bisect" because --mode exit asked for crashes)."""
+    others = [w for m, ws in store_plan(store, s, None, find_fix) if m is not mode for w in ws]
+    if not others:
+        return
+    kinds = ", ".join(dict.fromkeys(w.kind for w in others))
+    raise UserError(f"the stored scan holds no window that --mode {mode.value} bisects, but "
+                    f"{plural(len(others), 'window')} of another kind ({kinds})",
+                    "leave out --mode: each window is bisected in its own mode")
 
 
 def check_new_window(s: Settings, good: str, bad: str, mode: Mode | None = None, find_fix: bool = False,

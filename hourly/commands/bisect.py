@@ -56,8 +56,14 @@ def bisect(
     if good is not None and bad is not None and not (Path(workdir).expanduser() / STORE_NAME).exists():
         # a new workdir is created only once the input is known good
         s0 = effective(dict(flags, tz=tz, higher_is_better=higher_is_better), config)[0]
+        if executor.capabilities.here:  # the builds are installed into --python on this machine
+            from hourly.measure.build import require_python
+            require_python(s0.python)
         check_new_window(keyed(s0 if run_bench else _no_bench(s0)), good, bad, mode, find_fix, manual)
     store = Store(workdir, create=good is not None)
+    if good is None:  # the stored scan's windows: another level's workdir has none
+        from .common import require_a_scan
+        require_a_scan(store, "bisect")
     s = stored_settings(store, config, tz=tz, higher_is_better=higher_is_better, **flags)
     if not run_bench and not s.bench_cmd:
         s = _no_bench(s)

@@ -41,8 +41,10 @@ def typer_option(opt: Option) -> tuple[Any, Any]:
     else:
         annotation = t if opt.default is not None else Optional[t]
     bounds = f"  [{opt.rule.bounds}]" if opt.rule and opt.rule.bounds else ""
+    # an enum whose rule takes some of its members (scan's --mode: not bisect's printed) lists those
+    words = opt.rule.words if opt.rule and isinstance(t, type) and issubclass(t, Enum) else ()
     return annotation, typer.Option(opt.default, f"{opt.flag}/{opt.off}" if opt.off else opt.flag,
-                                    help=opt.help + bounds)
+                                    help=opt.help + bounds, metavar=f"<{'|'.join(words)}>" if words else None)
 
 
 def shared_direction(given: Optional[bool], config: Optional[str]) -> bool:
@@ -100,6 +102,33 @@ def read_metrics(s: Any, metrics: Optional[str], metric_samples: Optional[str],
     if metrics is None and s.metric_regex == DEFAULT_METRIC_REGEX and is_phase_harness(s.bench_cmd):
         metrics = "all"
     return metrics, metric_samples or "last", warmup_samples or 0
+
+
+def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None:
+    """A workdir that another level made (a watch, the daily or the release level; a bisection's,
+    for a command that reads no answers) holds no scan for ``command`` to read: a user error naming
+    what it holds and the command that reads it, not the missing benchmark or the empty scan a
+    command reading a scan would meet there."""
+    from hourly.errors import UserError
+    from hourly.scan.table import has_scan
+    if has_scan(store):
+        return
+    w = store.workdir
+    if store.bisection_answers() or store.unfinished_bisections():
+        if reads_answers:
+            return
+        raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
+                        "--bad)", f"hourly show --workdir {w} prints its bisections and the scan command that "
+                        "measures their window")
+    held = (("a watch (hourly watch)", f"hourly watch --show --workdir {w} prints it (its page: "
+             f"{w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
+            if store.load_settings("watch") else
+            ("the daily level's results (hourly nightly)", f"hourly show --nightly --workdir {w} prints them")
+            if store.load_settings("nightly") else
+            ("the release level's results (hourly releases)", f"hourly releases --show --workdir {w} prints them")
+            if store.load_settings("releases") else None)
+    if held is not None:
+        raise UserError(f"no scan in {w} for hourly {command} to read: it holds {held[0]}", held[1])
 
 
 def check_plan_size(s: Any, max_instants: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -37,11 +38,12 @@ def detect(
     compile_metric_regex(metric_regex)  # a bad regex is an error before any input is read
     from hourly.analysis.detect import detect as detect_steps
     from hourly.render.scan import detection_json, detection_table, format_change, noise_words
-    from hourly.scan.sources import STDIN, load_series, load_text
+    from hourly.scan.sources import DEFAULT_SOURCE, STDIN, load_series, load_text
     if source == STDIN:  # `grep -H MLUPS OUT* | hourly detect -`
         import sys
         series = load_text(sys.stdin.read(), "<stdin>", metric_regex)
     else:
+        _require_a_scan_in(Path(source if source is not None else DEFAULT_SOURCE))
         series = load_series(source, metric_regex)
     from .common import err_console
     if series.dropped_note():  # nothing is left out of the input without a word
@@ -61,6 +63,7 @@ def detect(
     if json_out:
         typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided}))
         _require_decided(found, undecided)
+        _require_evidence(series, found)
         return
     from .common import console
     console.print(detection_table(series, found))
@@ -70,14 +73,18 @@ def detect(
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
-    if not found.changes:
+    if not found.changes and not series.unread and not _too_few(series):
         console.print(undecided or "no step found",
                       markup=False, highlight=False, soft_wrap=True)
+    # what else holds a step: said beside the steps (with none found, the first is the error)
+    for what, fix in series.unread[0 if found.changes else 1:]:
+        err_console.print(f"hourly: note: {what} — {fix}", markup=False, highlight=False, soft_wrap=True)
     for c in found.changes:
         console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
     if found.changes and undecided:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
     _require_decided(found, undecided)
+    _require_evidence(series, found)
 
 
 def _require_decided(found, undecided: str | None) -> None:
@@ -86,3 +93,52 @@ def _require_decided(found, undecided: str | None) -> None:
         from hourly.errors import UserError
         why, _, fix = undecided.partition("; ")
         raise UserError(why, fix)
+
+
+def _with_values(series) -> int:
+    return sum(1 for p in series.points if p.samples)
+
+
+def _of_a_store(series) -> bool:
+    from hourly.adapters.store import STORE_NAME
+    return Path(series.source).name == STORE_NAME
+
+
+def _too_few(series) -> bool:
+    """Fewer than two points with a value, where that is no answer: a file's, or a workdir's with
+    failed points. A scan of one pair, measured, is one: no commit landed in its window."""
+    n = _with_values(series)
+    return n < 2 and (n < len(series.points) or not _of_a_store(series))
+
+
+def _require_evidence(series, found) -> None:
+    """"no step found" only from a series that could show one: at least two points with a value
+    (:func:`_too_few`: a workdir's one measured pair is one), and nothing left unread that holds a step (a store's crash or metric windows): else exit 1
+    naming what is missing."""
+    if found.changes:
+        return
+    from hourly.errors import UserError
+    if series.unread:
+        what, fix = series.unread[0]
+        raise UserError(f"no step in the values of {series.source}, but {what}", fix)
+    if _too_few(series):
+        n = _with_values(series)
+        failed = len(series.points) - n
+        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if _of_a_store(series)
+               else "give at least two points with a value")
+        raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
+                        + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)
+
+
+def _require_a_scan_in(folder: Path) -> None:
+    """A workdir another level made (a watch, the daily or the release level): what it holds and
+    the command that reads it (its values are no scan's series)."""
+    from hourly.adapters.store import STORE_NAME, Store
+    if not (folder / STORE_NAME).is_file():
+        return
+    from .common import require_a_scan
+    store = Store(folder, create=False, read_only=True)
+    try:
+        require_a_scan(store, "detect", reads_answers=False)
+    finally:
+        store.close()

@@ -23,6 +23,9 @@ def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change:
             from hourly.render.hunt_markdown import write_hunt_report  # a workdir of `hourly hunt`
             files = write_hunt_report(store, folder)
         else:
+            if not store.load_settings("releases"):  # the release level's results are reported
+                from .common import require_a_scan
+                require_a_scan(store, "report")
             s = stored_settings(store, config, workdir=workdir)
             files = write_report(store, s, folder, min_change, anonymous)
     except OSError as e:

@@ -147,9 +147,8 @@ def _show_unscanned(store, s, json_out: bool) -> None:
     build has finished), or the one line saying what else it holds."""
     from hourly.errors import UserError
     if not store.bisection_answers() and not store.unfinished_bisections():
-        if store.load_settings("releases"):
-            raise UserError(f"no scan in {store.workdir}: it holds the release level's results",
-                            f"hourly releases --show --workdir {store.workdir} prints them")
+        from .common import require_a_scan
+        require_a_scan(store, "show")  # another level's workdir: what it holds, and what reads it
         raise UserError(f"no scan and no bisection in {store.workdir}", "run hourly scan (or hourly bisect --good --bad) there first")
     from hourly.render.bisect import unscanned
     view = unscanned(store, s)

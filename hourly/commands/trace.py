@@ -23,6 +23,7 @@ def trace(
 ) -> None:
     """Run a Python benchmark under the JAX profiler; save a trace and memory profiles."""
     from hourly.profile.capture import TraceOptions, capture, default_out_dir
+    _require_script(command)
     out_dir = Path(out) if out else default_out_dir()
     options = TraceOptions(host_tracer_level, python_tracer_level, device_tracer_level,
                            [n for part in (memprof_at or []) for n in part.split(",") if n])
@@ -41,6 +42,20 @@ def trace(
         typer.echo(f"the benchmark {'timed out' if code is None else f'exited with {code}'}",
                    err=True)
         raise typer.Exit(1 if code in (None, 0) else code)
+
+
+def _require_script(command: List[str]) -> None:
+    """A script the command names (``python bench.py``, ``bench.py``) that is not there: one line,
+    before a trace folder of a run that never started is made and listed."""
+    from hourly.errors import UserError
+    for word in command:
+        if word == "-m":
+            return  # a module: Python finds it
+        if word.endswith(".py") and not word.startswith("-"):
+            if not Path(word).is_file():
+                raise UserError(f"no such file: {word}", "give the benchmark script's path, e.g. "
+                                "hourly trace -- python bench.py")
+            return
 
 
 @command("compare-profiles")

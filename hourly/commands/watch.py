@@ -83,6 +83,7 @@ def watch(
             raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
         w = WatchSettings(**saved["settings"])
         w.until = until  # never the first run's: a replayed night is not where a later run stops
+        w.check_window()
         if notify_cmd is not None:
             w.notify_cmd = notify_cmd
     else:

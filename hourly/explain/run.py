@@ -138,9 +138,10 @@ class Explainer:
         cap = capture(spec.cmd, trace_dir, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                       timeout=spec.timeout, check=False)
         if not cap.ok:
-            raise UserError(f"the benchmark failed under the profiler at the {side} state of {self.t.name} with "
-                            f"the dump flags (log {trace_dir / 'run.log'})",
-                            "check that it runs with XLA_FLAGS=--xla_dump_to=DIR, or pass --no-op-times")
+            from hourly.profile.run import profiler_failed
+            raise profiler_failed(f"the benchmark failed under the profiler at the {side} state of {self.t.name} "
+                                  "with the dump flags", trace_dir / "run.log",
+                                  "check that it runs with XLA_FLAGS=--xla_dump_to=DIR, or pass --no-op-times")
         self.traces[side] = trace_dir
         return True
 

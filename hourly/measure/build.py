@@ -673,6 +673,15 @@ def check_wheel_dir(path: str | os.PathLike) -> None:
                          "pass --wheel-dir with a folder (or a path where one can be made)")
 
 
+def require_python(python: str) -> None:
+    """Refuse a --python that is not here (a path that does not exist, a name not on PATH) before
+    anything is made: every build would fail on it, and the scan would blame --build-cmd."""
+    found = (Path(python).is_file() and os.access(python, os.X_OK)) if os.sep in python else shutil.which(python)
+    if not found:
+        raise UserError(f"--python {python} is not an executable Python here",
+                        "pass --python with the path of the Python that gets the builds (a venv's bin/python)")
+
+
 def require_command(cmd: str, path: str) -> None:
     if os.sep in cmd:
         if not Path(cmd).exists():

@@ -139,8 +139,8 @@ class ReadsMetrics:
 
 def parse_metric_names(metrics: str | None) -> list[str] | None:
     """``--metrics``: None (the regex's one metric), ``["all"]``, or the names; a name that is no
-    metric's name is a user error."""
-    if not metrics:
+    metric's name is a user error (an empty one too: never read as not given)."""
+    if metrics is None:
         return None
     import re
     names = [n.strip() for n in str(metrics).split(",") if n.strip()]

@@ -116,6 +116,18 @@ def targets_from_store(store: Store, s: Settings) -> tuple[list[Target], str | N
 SIDES = ("good", "bad")
 
 
+def profiler_failed(what: str, log: Path, fix: str) -> UserError:
+    """A benchmark that failed under the profiler: its log's last line said with ``what`` (a jax
+    the profiler cannot import named as that, not as the benchmark's fault), the log's end after."""
+    from hourly.scan.table import log_tail
+    tail = log_tail(str(log))
+    last = next((ln for ln in reversed(tail) if not ln.startswith("# ")), "")
+    if "No module named 'jax'" in last or 'No module named "jax"' in last:
+        fix = ("the profiler runs the benchmark under JAX's profiler: install jax into the Python that runs it "
+               "(--python), or profile a benchmark that uses jax")
+    return UserError(f"{what} (log {log}){': ' + last if last else ''}", fix, tail)
+
+
 def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOptions, label: str,
                 front_end_processes: int | None = None) -> Path:
     """With ``build`` installed into ``s.run_python()``, run the benchmark once under the JAX profiler into
@@ -130,8 +142,8 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
     cap = capture(spec.cmd, out, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
                   options=options, timeout=spec.timeout, check=False)
     if not cap.ok:
-        raise UserError(f"the benchmark failed under the profiler for the {label} "
-                        f"(log {cap.out_dir / 'run.log'})", "check that it runs without hourly trace")
+        raise profiler_failed(f"the benchmark failed under the profiler for the {label}", cap.out_dir / "run.log",
+                              "check that it runs without hourly trace")
     if options.front_end_target:
         # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile), one
         # process after another; a failure is noted by the comparison (no frontend-<k>.json, its log

@@ -234,6 +234,8 @@ def check_store(store: Store, s: Settings, uses_scan: bool) -> Settings:
     why = _repo_problem(store, s, {"xla": xla, "jax": jax})
     if why:
         raise UserError(f"workdir {store.workdir} holds another investigation: {why}", NEW_WORKDIR)
+    if uses_scan:
+        check_metric_recorded(store, s)
     fresh = measure_key(s)
     rec = store.load_settings(MEASURE_KEY)
     scan_key = rec["key"] if rec else s.legacy_bench_key()
@@ -248,6 +250,33 @@ def check_store(store: Store, s: Settings, uses_scan: bool) -> Settings:
                     " this build's",
                     "run `hourly scan` again with these settings (the same workdir: the old rows stay under"
                     " their key), or give this command the scan's settings and environment")
+
+
+def check_metric_recorded(store: Store, s: Settings) -> None:
+    """The named metric followed (--metric) must be one the stored scan recorded: a name it never
+    recorded is said with the names it did (verbatim), never taken for another benchmark (its key
+    differs) nor answered "nothing to bisect" (no window of a metric never measured)."""
+    if not s.metric or s.mode == "exit":
+        return
+    rec = store.load_settings(MEASURE_KEY)
+    if rec is None or not store.all_latest(rec["key"]):
+        return  # an older hourly's store, or a scan that measured nothing: said by the command
+    names = store.metric_names(rec["key"])
+    if s.metric in names:
+        return
+    named = "metrics" in ((rec.get("configured") or {}).get("bench") or {})  # a scan of named metrics
+    if named and not names:
+        return  # no run printed a name (every one crashed, say): its crash windows are bisected all the same
+    scan = store.load_settings("scan") or {}
+    if names:
+        raise UserError(f"no metric named `{s.metric}` was recorded in {store.workdir}: its scan recorded "
+                        + ", ".join(f"`{n}`" for n in names), "pass --metric with one of those names")
+    regex = scan.get("metric_regex")
+    read = f"with --metric-regex `{regex}`" if regex else "with its regex"
+    raise UserError(f"no metric named `{s.metric}` was recorded in {store.workdir}: its scan read one unnamed"
+                    f" metric {read}, and no named ones",
+                    "leave out --metric to follow that metric; to follow named metrics, scan again with"
+                    " --metrics all and a benchmark that prints `METRIC name: value` lines")
 
 
 def _differs(old: dict, new: dict) -> str | None:

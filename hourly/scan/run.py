@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Generator
 
@@ -15,7 +16,7 @@ from hourly.events import SILENT, Handler
 from hourly.execute.executors import Executor
 from hourly.execute.host import Counted, MeasuringHost
 from hourly.measure import machine as environment
-from hourly.measure.build import Builder, check_wheel_dir, require_command
+from hourly.measure.build import Builder, check_wheel_dir, require_command, require_python
 from hourly.measure.measurer import build_spec, open_repos, pin_of, trees
 from hourly.measure.pinned import Pin
 from hourly.measure.pins import PinReader, behind_pins
@@ -33,15 +34,18 @@ from hourly.scan.table import (
     never_worked,
     scan_table,
 )
-from hourly.timeparse import instants, parse_step, window
+from hourly.timeparse import instants, iso_utc, parse_step, window
 
 
-def check(s: Settings, benchmark: bool = True) -> None:
+def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
     """Every input error a scan can find before it touches anything (the workdir included);
-    ``benchmark=False`` for a dry run, which needs only the repositories and the window."""
+    ``benchmark=False`` for a dry run, which needs only the repositories and the window; ``here``:
+    the builds are installed on this machine (not in a Slurm job's container), so --python is here."""
     _window(s)
     if not benchmark:
         return
+    if here:
+        require_python(s.python)
     if not s.bench_cmd:
         raise UserError("no benchmark command", 'pass --bench-cmd "python3 bench.py ...", set bench_cmd in '
                         "hourly.toml, or add --dry-run to see the plan without one")
@@ -60,6 +64,10 @@ def _window(s: Settings):
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)
+    now = datetime.now(timezone.utc)
+    if t0 > now:  # every instant would stand at today's newest commits: "no steps found" from no history
+        raise UserError(f"the window starts in the future (--from {iso_utc(t0)}; now is {iso_utc(now)}): "
+                        "no commit stands there yet", "pass a --from in the past")
     return t0, t1, parse_step(s.step)
 
 
@@ -161,7 +169,7 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
     """Scan; given a workdir rather than a Store, it is created only once the input is known good.
     ``handler`` hears the progress (pairs done of all, the pair being built here);
     ``executor`` (hourly.execute.executors): where pairs are built and measured [default: here, in turn]."""
-    check(s)
+    check(s, here=executor is None or executor.capabilities.here)
     xla, jax = open_repos(s)
     if s.sync:
         sync(trees(xla, jax))

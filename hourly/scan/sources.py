@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from hourly.adapters.store import Store
+from hourly.adapters.store import STORE_NAME, Store
 from hourly.analysis.series import Series, parse_csv_text, parse_grep_lines
-from hourly.analysis.steps import series_from_points
+from hourly.analysis.steps import all_windows, series_from_points
 from hourly.errors import UserError
 from hourly.measure.settings import effective, stored_scan_settings
 from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.scan.table import stored_scan
+from hourly.plurals import plural
+from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
 
 
 def stored_direction(path: str | Path) -> bool | None:
@@ -34,7 +36,21 @@ def load_store_series(path: str | Path) -> Series:
                             "hourly detect reads one series",
                             f"hourly show --workdir {store.workdir} finds the steps of each; or give detect one "
                             "metric's points as a CSV (label,value) from hourly show --json")
-        return series_from_points(report.points, str(store.path))
+        measured = [p for p in report.points if p.status != "planned"]  # a pair not measured yet is no failure
+        unread = []
+        if len(measured) < len(report.points):
+            n, total = unmeasured_pairs(report.points), len({(p.xla, p.jax) for p in report.points})
+            unread.append((f"the scan is incomplete ({n} of {total} pairs not measured): a step there is not seen",
+                           f"run the same scan again to resume it: {scan_command(s)}"))
+        windows = all_windows(measured)
+        if windows:
+            kinds = sorted({w.kind for w in windows})
+            unread.append((f"its scan holds {plural(len(windows), 'window')} where the runs change how they end ("
+                           + ", ".join(kinds) + f": {windows[0].before.time} → {windows[0].after.time}"
+                           + (", ..." if len(windows) > 1 else "") + "), which detect does not read (it reads values)",
+                           f"hourly show --workdir {store.workdir} lists them, hourly bisect --workdir "
+                           f"{store.workdir} bisects them"))
+        return replace(series_from_points(measured, str(store.path)), unread=tuple(unread))
     finally:
         store.close()
 
@@ -109,6 +125,9 @@ def load_text(text: str, source: str = "<stdin>", metric_regex: str = DEFAULT_ME
 def load_series(source: str | None, metric_regex: str = DEFAULT_METRIC_REGEX) -> Series:
     """The series behind ``hourly detect``'s SOURCE: a workdir's store, a CSV or grep output."""
     path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir() and not (path / STORE_NAME).exists():  # detect takes its workdir as SOURCE, not --workdir
+        raise UserError(f"no results store in {path}", "run `hourly scan` into it first, or give detect the workdir"
+                        " a scan used, a CSV with label,value columns, or `grep METRIC OUT*` output")
     if path.is_dir():
         return load_store_series(path)
     if not path.exists():

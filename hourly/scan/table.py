@@ -207,17 +207,32 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
         return UserError(f"the window holds no good state: {where} already fails ({what}; log {run.get('log')})",
                          "start the window earlier with --from, or fix the command"
                          + ("; --keep-going scans on anyway" if first else ""), tail)
-    captured = run.get("captured")  # the regex read text that is no finite number: say what
     what = {Status.CRASHED.value: f"crashed with exit code {run.get('returncode')}",
             Status.TIMEOUT.value: "timed out",
-            Status.NO_METRIC.value: "never printed the metric" if captured is None else
-            f"printed no finite number for the metric: --metric-regex captured {captured!r}"}.get(m.status, m.status)
+            Status.NO_METRIC.value: _no_metric(run, s)}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
-                     likely_fix(m.status, tail, s)
+                     (_WARM_UP_FIX.format(s.warmup_samples) if what.startswith(_WARM_UP) else likely_fix(m.status, tail, s))
                      + ("; then run the scan again with --rerun (that pair is stored as failed), or"
                         " --keep-going to scan on anyway" if first else ""), tail)
 
+
+
+_WARM_UP = "printed the metric only as warm-up samples"
+_WARM_UP_FIX = "pass a --warmup-samples below the times a run prints the metric (now {0} are dropped from each run)"
+
+
+def _no_metric(run: dict, s: Settings) -> str:
+    """Why a run that exited 0 has no value, for the scan's error: what the regex read that is no
+    finite number (its last match, or with --metric-samples all every counted one), the warm-up
+    samples that were all it printed, or nothing matched at all."""
+    captured = [run["captured"]] if run.get("captured") is not None else run.get("rejected") or []
+    if captured:
+        shown = ", ".join(repr(c) for c in captured[:3]) + (", ..." if len(captured) > 3 else "")
+        return f"printed no finite number for the metric: --metric-regex captured {shown}"
+    if run.get("matched"):
+        return f"{_WARM_UP}: {run['matched']} of them, and --warmup-samples {s.warmup_samples} drops each run's first ones"
+    return "never printed the metric"
 
 
 def untestable_window(why: str | None) -> UserError:

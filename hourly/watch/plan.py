@@ -110,9 +110,23 @@ class WatchSettings:
         for value in (self.since, self.until):
             if value:
                 parse_time(value)
+        self.check_window()
         if self.notify_cmd is not None:
             from hourly.adapters.proc import split_command
             split_command(self.notify_cmd, "--notify-cmd", "pass a command that reads the alert's JSON on stdin")
+
+    def check_window(self) -> None:
+        """--until before --since: one line with these flags' names, before anything is made."""
+        if not (self.since and self.until):
+            return
+        from datetime import timedelta
+
+        from hourly.timeparse import parse_time
+        since, until = parse_time(self.since), parse_time(self.until)
+        # a date alone as --until: the end of that day (hourly.watch.run.until_of)
+        end = until.when + timedelta(days=1) - timedelta(seconds=1) if until.date_only else until.when
+        if end < since.when:
+            raise UserError(f"--until {self.until} is before --since {self.since}", "swap them")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -385,6 +399,11 @@ class WatchReport:
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
         out = []
+        if not self.builds:  # not "nothing new": nothing at all was found where the watch looks
+            where = {"wheels": "--find-links or --index-url", "containers": "--image"}.get(
+                self.settings.source, "the checkouts and --ref")
+            out.append(f"no build found since {self.settings.since}: nothing is watched yet — check {where}, "
+                       "and --since")
         series = [b for b in self.builds if in_series(b)]
         # the newest build: what the watch says now (the older ones of a first run are its history)
         for b in series[-1:]:
