@@ -27,6 +27,7 @@ import math
 import re
 import shlex
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -115,17 +116,22 @@ class WatchSettings:
             from hourly.adapters.proc import split_command
             split_command(self.notify_cmd, "--notify-cmd", "pass a command that reads the alert's JSON on stdin")
 
+    def until_end(self) -> datetime | None:
+        """The last instant ``--until`` takes in (None without one): a date alone means the end of
+        that day (its nightly is in)."""
+        if not self.until:
+            return None
+        from hourly.timeparse import parse_time
+        p = parse_time(self.until)
+        return p.when + timedelta(days=1) - timedelta(seconds=1) if p.date_only else p.when
+
     def check_window(self) -> None:
         """--until before --since: one line with these flags' names, before anything is made."""
         if not (self.since and self.until):
             return
-        from datetime import timedelta
-
         from hourly.timeparse import parse_time
-        since, until = parse_time(self.since), parse_time(self.until)
-        # a date alone as --until: the end of that day (hourly.watch.run.until_of)
-        end = until.when + timedelta(days=1) - timedelta(seconds=1) if until.date_only else until.when
-        if end < since.when:
+        end = self.until_end()
+        if end is not None and end < parse_time(self.since).when:
             raise UserError(f"--until {self.until} is before --since {self.since}", "swap them")
 
     def as_dict(self) -> dict[str, Any]:

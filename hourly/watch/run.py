@@ -507,12 +507,8 @@ def now_utc() -> datetime:
 
 
 def until_of(w: WatchSettings) -> datetime:
-    from hourly.timeparse import parse_time
-    if not w.until:
-        return now_utc()
-    p = parse_time(w.until)
-    # a date alone means the end of that day (its nightly is in)
-    return p.when + timedelta(days=1) - timedelta(seconds=1) if p.date_only else p.when
+    """Where this run stops: the end of ``--until`` (:meth:`WatchSettings.until_end`), else now."""
+    return w.until_end() or now_utc()
 
 
 def _identity(store: Store, w: WatchSettings, key: str, until: datetime) -> None:
