@@ -212,26 +212,37 @@ def never_worked(m: Measurement, s: Settings, first: bool) -> UserError:
             Status.NO_METRIC.value: _no_metric(run, s)}.get(m.status, m.status)
     stop = "; the scan stopped before building the next pair" if first else ""
     return UserError(f"every run of {where} {what} (log {run.get('log')}){stop}",
-                     (_WARM_UP_FIX.format(s.warmup_samples) if what.startswith(_WARM_UP) else likely_fix(m.status, tail, s))
+                     (_WARM_UP_FIX.format(s.warmup_samples) if m.status == Status.NO_METRIC.value and _only_warm_up(run)
+                      else likely_fix(m.status, tail, s))
                      + ("; then run the scan again with --rerun (that pair is stored as failed), or"
                         " --keep-going to scan on anyway" if first else ""), tail)
 
 
 
-_WARM_UP = "printed the metric only as warm-up samples"
 _WARM_UP_FIX = "pass a --warmup-samples below the times a run prints the metric (now {0} are dropped from each run)"
+
+
+def _captured(run: dict) -> list:
+    """What the regex read that is no finite number: its last match, or with --metric-samples all
+    every counted one."""
+    return [run["captured"]] if run.get("captured") is not None else run.get("rejected") or []
+
+
+def _only_warm_up(run: dict) -> bool:
+    """A run whose every match of the metric was a warm-up sample (dropped), none unreadable."""
+    return not _captured(run) and bool(run.get("matched"))
 
 
 def _no_metric(run: dict, s: Settings) -> str:
     """Why a run that exited 0 has no value, for the scan's error: what the regex read that is no
-    finite number (its last match, or with --metric-samples all every counted one), the warm-up
-    samples that were all it printed, or nothing matched at all."""
-    captured = [run["captured"]] if run.get("captured") is not None else run.get("rejected") or []
+    finite number, the warm-up samples that were all it printed, or nothing matched at all."""
+    captured = _captured(run)
     if captured:
         shown = ", ".join(repr(c) for c in captured[:3]) + (", ..." if len(captured) > 3 else "")
         return f"printed no finite number for the metric: --metric-regex captured {shown}"
-    if run.get("matched"):
-        return f"{_WARM_UP}: {run['matched']} of them, and --warmup-samples {s.warmup_samples} drops each run's first ones"
+    if _only_warm_up(run):
+        return (f"printed the metric only as warm-up samples: {run['matched']} of them, and --warmup-samples "
+                f"{s.warmup_samples} drops each run's first ones")
     return "never printed the metric"
 
 
