@@ -490,9 +490,10 @@ def test_check_edge_confirms_or_calls_an_outlier():
     # measured again, the lone pair reads like its neighbour: the scan's run was an outlier
     assert check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [577.3, 576.1, 578.0, 577.1, 576.8]).verdict \
         is EdgeVerdict.OUTLIER
-    # ... or moved the other way: not the step that was reported
+    # ... or moved the other way: not the step that was reported, and no outlier either (the pairs
+    # differ): the scan's runs were too few to read it
     assert check_edge(c, [577.0, 576.5, 577.2, 578.0, 577.1], [600.3, 601.1, 599.0, 600.1, 600.8]).verdict \
-        is EdgeVerdict.OUTLIER
+        is EdgeVerdict.REVERSED
     # a change below the floor is no confirmation
     assert check_edge(c, [577.0, 577.01, 576.99, 577.0, 577.02], [574.0, 574.01, 573.99, 574.0, 574.02]).verdict \
         is EdgeVerdict.OUTLIER

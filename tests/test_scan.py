@@ -451,8 +451,8 @@ def test_direction_is_stored_with_the_scan_and_followed_by_later_commands(capsys
     assert json.loads(out)["changes"][0]["kind"] == "regression"
 
 
-# A benchmark whose first runs of one pair read 10 % slow (a cold cache, a noisy neighbour):
-# SLOW_FILE holds "<xla sha> <slow runs left>".
+# A benchmark whose first runs of one pair read 10 % slow (a cold cache, a noisy neighbour), or
+# ONCE_FACTOR times their value: SLOW_FILE holds "<xla sha> <slow runs left>".
 SLOW_ONCE = r'''
 import os, random
 from pathlib import Path
@@ -462,7 +462,7 @@ sha, left = slow.read_text().split()
 value = 577.1 * jax_demo.FACTOR * (1 + random.gauss(0, float(os.environ.get("DEMO_NOISE", "0.002"))))
 if jax_demo.XLA_SHA.startswith(sha) and int(left) > 0:
     slow.write_text(f"{sha} {int(left) - 1}")
-    value *= 0.9
+    value *= float(os.environ.get("ONCE_FACTOR", "0.9"))
 print(f"MLUPS: {value:.2f}")
 '''
 
@@ -538,6 +538,33 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--json"])
     assert code == 0, err
     assert json.loads(out)["regressions"] == []
+
+
+def test_an_edge_step_measured_again_the_other_way_is_no_answer(capsys, scan_args, made, tmp_path):
+    """The fusion heuristic (-7 %) lands at 13:20, and the one run of the last pair reads 20 % fast:
+    the scan sees an edge improvement, measuring again reads the regression. Neither the step the
+    scan reported nor an outlier (it said "outlier, nothing to bisect", exit 0): scan, show and
+    bisect exit 1 naming what was read and the scan with more repeats."""
+    work = tmp_path / "work"
+    sha = made.shas["[XLA] Fix typo in comment"]  # 13:45: the last pair's xla
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00", sha[:12],
+                     "--warmup-runs", "0", "--env", "ONCE_FACTOR=1.2")
+    code, out, err = run_cli(capsys, args)
+    assert code == 1 and re.search(r"│ ▲ \+[\d.]+% reversed$", out, re.M), out  # the table's mark
+    assert "nothing to bisect" not in " ".join(out.split())
+    said = " ".join(err.split())
+    assert "hourly: error: the edge step between 2023-08-24T13:00:00Z and 2023-08-24T14:00:00Z, measured again, " \
+           "moved the other way" in said and "one run per pair is too noisy to read it" in said
+    again = shlex.split(err[err.index("hourly scan "):].strip())
+    assert again[-1] == "--rerun" and again[again.index("--repeats") + 1] == "3"
+    code, _, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 1 and "moved the other way" in err
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])
+    assert code == 1 and "moved the other way" in err and "then run hourly bisect again" in err
+    assert "nothing to bisect" not in out + err
+    run_cli(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert "(edge, reversed)" in md and "**not confirmed, and not an outlier**" in md
 
 
 def test_the_warm_up_run_hides_a_slow_first_run(capsys, scan_args, made, tmp_path):

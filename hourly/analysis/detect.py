@@ -998,6 +998,7 @@ class EdgeVerdict(enum.Enum):
 
     CONFIRMED = "confirmed"   # the new level holds: the step is real, bisect it
     OUTLIER = "outlier"       # the pair measures like its neighbour: the scan's run was an outlier
+    REVERSED = "reversed"     # the pairs differ the other way: the scan's runs were too few to read it
     UNMEASURED = "unmeasured"  # measuring again failed (crash, build failure): still unconfirmed
 
 
@@ -1020,14 +1021,17 @@ def check_edge(change: Change, before: Sequence[float], after: Sequence[float],
 
     The two pairs measured again, back to back, are a series of two points with repeats; the step
     is confirmed when :func:`detect` finds a step between them in the same direction as
-    ``change`` (significant against the spread of the new repeats and at least ``min_change``),
-    else the scan's lone value was an outlier.
+    ``change`` (significant against the spread of the new repeats and at least ``min_change``);
+    when it finds one in the other direction, the step is not what the scan's runs said, nor
+    nothing (``REVERSED``: the runs are too noisy for one per pair); else the scan's lone value
+    was an outlier.
     """
     b, a = point_samples(list(before)), point_samples(list(after))
     if not b or not a:
         return EdgeCheck(EdgeVerdict.UNMEASURED, samples_before=len(b), samples_after=len(a))
     lb, la = _median(b), _median(a)
     found = detect([b, a], min_change=min_change).changes
-    same = bool(found) and (found[0].level_after > found[0].level_before) == (change.level_after > change.level_before)
-    return EdgeCheck(EdgeVerdict.CONFIRMED if same else EdgeVerdict.OUTLIER, lb, la, _relative(lb, la),
-                     len(b), len(a))
+    up = change.level_after > change.level_before
+    verdict = (EdgeVerdict.OUTLIER if not found else
+               EdgeVerdict.CONFIRMED if (found[0].level_after > found[0].level_before) == up else EdgeVerdict.REVERSED)
+    return EdgeCheck(verdict, lb, la, _relative(lb, la), len(b), len(a))

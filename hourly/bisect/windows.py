@@ -174,6 +174,8 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
         from hourly.scan.table import stored_scan
         table = stored_scan(store, s)
         checks = table.edge_checks or {}
+        from hourly.scan.table import require_edges_read
+        require_edges_read(checks, s, ", then run hourly bisect again")  # no direction to bisect it in
         for st in find_steps(table.points, s.higher_is_better)[0]:
             c, n = st.change, st.numbers()
             check = checks.get(step_key(st))

@@ -39,11 +39,17 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run:
-        from hourly.scan.table import require_complete, require_decided_report, require_measured
+        from hourly.scan.table import (
+            require_complete,
+            require_decided_report,
+            require_edges_read_report,
+            require_measured,
+        )
         require_measured(report, s)
         found = found_any(report, s)
         require_complete(report, s, found)
         require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+        require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 
 def found_any(report, s) -> bool:
@@ -134,12 +140,13 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
     if not has_scan(store):  # never an empty "scan" table: say what the workdir holds instead
         _show_unscanned(store, s, json_out)
         return
-    from hourly.scan.table import require_complete, require_decided_report
+    from hourly.scan.table import require_complete, require_decided_report, require_edges_read_report
     report = show_stored(store, s)
     emit(report, json_out, s)
     found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
     require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+    require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 
 def _show_unscanned(store, s, json_out: bool) -> None:

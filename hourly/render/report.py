@@ -589,6 +589,9 @@ def _edge_sentence(check: EdgeCheck | None) -> str:
              f" ({percent(change_again)}; {check.samples_before} / {check.samples_after} samples)")
     if check.verdict is EdgeVerdict.CONFIRMED:
         return f"Edge step (one pair on its side), **confirmed**: {again}."
+    if check.verdict is EdgeVerdict.REVERSED:
+        return (f"Edge step (one pair on its side), **not confirmed, and not an outlier**: {again}, the other way."
+                " One run per pair cannot read this step: scan again with more repeats before bisecting.")
     return (f"Edge step (one pair on its side), **not confirmed**: {again}. The scan's value was an outlier;"
             " there is nothing to bisect.")
 

@@ -33,6 +33,9 @@ def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
              f" {check.level_before:.4g} → {check.level_after:.4g} ({percent(change_again)})")
     if check.verdict is EdgeVerdict.CONFIRMED:
         return f"; edge step confirmed, {again}"
+    if check.verdict is EdgeVerdict.REVERSED:
+        return (f"; edge step NOT confirmed, {again}: the other way, so one run per pair cannot read this"
+                " step (see below)")
     return f"; edge step NOT confirmed, {again}: the scan's value was an outlier, nothing to bisect"
 
 
@@ -41,7 +44,7 @@ def edge_verdict_mark(check: EdgeCheck | None) -> str:
     """What follows "edge" in an edge step's table mark: its verdict once measured again."""
     if check is None or check.verdict is EdgeVerdict.UNMEASURED:
         return ""
-    return " ✔" if check.verdict is EdgeVerdict.CONFIRMED else " ✖ outlier"
+    return {EdgeVerdict.CONFIRMED: " ✔", EdgeVerdict.REVERSED: " ✖ reversed"}.get(check.verdict, " ✖ outlier")
 
 
 
@@ -112,8 +115,9 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
         for st in steps:
             if st.change.edge:
                 check = checks.get(step_key(st))
-                if check is not None and check.verdict is EdgeVerdict.OUTLIER:  # "edge ✖ outlier" is too wide for 80 columns
-                    marks[st.after_index] = f"{arrow(st.change.kind)} {percent(st.change.relative_change)} outlier"
+                if check is not None and check.verdict in (EdgeVerdict.OUTLIER, EdgeVerdict.REVERSED):
+                    # "edge ✖ outlier" is too wide for 80 columns
+                    marks[st.after_index] = f"{arrow(st.change.kind)} {percent(st.change.relative_change)} {check.verdict.value}"
                 else:
                     marks[st.after_index] += edge_verdict_mark(check)
         head = found(len(steps), "step")

@@ -397,6 +397,32 @@ def require_complete(report: ScanReport, s: Settings, found_anything: bool) -> N
                     "the part that was", f"run the same scan again to resume it: {scan_command(s)}")
 
 
+def require_edges_read(checks: dict | None, s: Settings, then: str = "", metric: str | None = None) -> None:
+    """An edge step that, measured again, moved the other way (:attr:`~hourly.analysis.detect.
+    EdgeVerdict.REVERSED`) is not an answer either way (exit 1): not the step the scan's one run per
+    pair reported, nor an outlier — those runs are too noisy to read it. Names the step, what
+    measuring again read, and the scan that measures each pair more times; ``then`` as
+    :func:`require_decided`'s."""
+    from dataclasses import replace
+
+    from hourly.analysis.detect import EdgeVerdict, percent
+    for (before, after), check in (checks or {}).items():
+        if check.verdict is not EdgeVerdict.REVERSED:
+            continue
+        again = scan_command(replace(s, repeats=max(UNDECIDED_REPEATS, 2 * s.repeats))) + " --rerun"
+        raise UserError(f"the edge step{f' of {metric}' if metric else ''} between {before} and {after}, measured "
+                        f"again, moved the other way ({check.level_before:.4g} → {check.level_after:.4g}, "
+                        f"{percent(check.relative_change)}): one run per pair is too noisy to read it",
+                        f"measure each pair more times: {again}{then}")
+
+
+def require_edges_read_report(report: ScanReport, s: Settings, then: str = "") -> None:
+    """:func:`require_edges_read` over the scan's table and each named metric's."""
+    require_edges_read(report.edge_checks, s, then)
+    for m in report.metrics or []:
+        require_edges_read(m.edge_checks, s, then, m.name)
+
+
 # -- a table too short to tell noise from steps (issue 33: never "no steps found" from it) ---------
 
 #: Runs of each pair asked for when one value per pair cannot tell noise from steps.
