@@ -39,6 +39,7 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
             report = run_scan(s, s.workdir, handler, executor)
     emit(report, json_out, s)
     if not dry_run:
+        from hourly.scan.resolution import require_resolved_report
         from hourly.scan.table import (
             require_complete,
             require_decided_report,
@@ -49,6 +50,7 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
         found = found_any(report, s)
         require_complete(report, s, found)
         require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+        require_resolved_report(report, s, found)  # steps of --min-change could not show: exit 1
         require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 
@@ -85,6 +87,8 @@ def emit(report, json_out: bool, s) -> None:
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
             out["undecided"] = undecided_json(report, s)  # too few pairs to tell noise from steps
+            from hourly.scan.resolution import as_json as resolution_json
+            out["resolution"] = resolution_json(report.points, s)  # the smallest step that could show
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
             if report.metrics is not None:  # every named metric: its points, steps and what it did
                 from hourly.render.metrics import as_json as metrics_json
@@ -140,12 +144,14 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
     if not has_scan(store):  # never an empty "scan" table: say what the workdir holds instead
         _show_unscanned(store, s, json_out)
         return
+    from hourly.scan.resolution import require_resolved_report
     from hourly.scan.table import require_complete, require_decided_report, require_edges_read_report
     report = show_stored(store, s)
     emit(report, json_out, s)
     found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
     require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
+    require_resolved_report(report, s, found)  # steps of --min-change could not show: exit 1
     require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 

@@ -4,7 +4,8 @@ the command that bisects it, the marks of the scan table."""
 from __future__ import annotations
 
 from hourly import options
-from hourly.analysis.detect import Change, EdgeCheck, EdgeVerdict, percent
+from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Change, EdgeCheck, EdgeVerdict, percent
+from hourly.analysis.resolution import Resolution, resolution
 from hourly.analysis.steps import (
     METRIC_KINDS,
     CrashWindow,
@@ -16,7 +17,7 @@ from hourly.analysis.steps import (
 )
 from hourly.model import Step
 from hourly.plurals import found, plural
-from hourly.render.scan import arrow, step_marks
+from hourly.render.scan import arrow, noise_words, step_marks
 
 
 def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
@@ -108,7 +109,7 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     marks, lines = crash_marks(crashes + lost), []
     if any(p.status == "ok" and p.value is not None for p in report.points):
         from hourly.scan.table import undecided_note
-        steps, detection, _ = find_steps(report.points, s.higher_is_better)
+        steps, detection, groups = find_steps(report.points, s.higher_is_better)
         undecided = undecided_note(detection, s)
         checks = report.edge_checks or {}
         marks.update(step_marks(steps))
@@ -127,9 +128,14 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
             head = "no step found in the part measured so far (the scan is incomplete: see below)"
         elif not steps and undecided:  # never "no steps found" from differences that may be the steps
             head = undecided
+        res = resolution(detection, [len(g.samples or []) for g in groups])
+        short = unresolved(res) if not steps and head == found(0, "step") else None
+        head = short or head  # never "no steps found" below what the noise lets show
         lines = [head] + [describe(st, checks.get(step_key(st))) for st in steps]
         if steps and undecided:
             lines.append(f"more steps may hide: {undecided}")
+        if res is not None and short is None:  # the unresolved head says it already
+            lines.append(line(res))
     if crashes:
         lines += [f"{plural(len(crashes), 'crash window')} (running ↔ crashing):"]
         lines += [describe_crash(w, s.workdir) for w in crashes]
@@ -139,6 +145,34 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     if gap:
         lines.append(gap)
     return marks, lines
+
+
+# -- the scan's resolution (hourly.analysis.resolution) ---------------------------------------------
+
+def _size(x: float) -> str:
+    return percent(x).lstrip("+")
+
+
+def evidence(r: Resolution, unit: str = "pair") -> str:
+    """What the figure rests on: the points, their runs, their noise and the z a step needs."""
+    return (f"{plural(r.points, unit)}, {plural(r.repeats, 'run')} each, noise {_size(r.noise)} per {unit} "
+            f"({noise_words(r.noise_source)}), a step must be {r.threshold:.1f}× its standard error")
+
+
+def line(r: Resolution, unit: str = "pair") -> str:
+    """The resolution line under a scan's table."""
+    return (f"resolution: a step of {_size(r.relative)} or more between any two neighbouring {unit}s shows; "
+            f"smaller ones cannot be told from the noise ({evidence(r, unit)})")
+
+
+def unresolved(r: Resolution | None, min_change: float = DEFAULT_MIN_CHANGE, unit: str = "pair") -> str | None:
+    """The line that replaces "no steps found" when steps of ``min_change`` could not show; None
+    when they could (or with no resolution: under two pairs)."""
+    if r is None or r.resolves(min_change) or min_change <= 0:
+        return None
+    return (f"no step of {_size(r.relative)} or more; steps under {_size(r.relative)} cannot be told from this "
+            f"noise ({evidence(r, unit)})")
+
 
 
 def found_anything(report, s) -> bool:

@@ -1,0 +1,75 @@
+"""The scan's resolution (hourly.analysis.resolution) in words, JSON and its exit: a scan that found
+no step while steps of --min-change could not show through its noise is no "no steps found"."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Detection, percent
+from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, Resolution, resolution
+from hourly.analysis.steps import find_steps
+from hourly.errors import UserError
+from hourly.measure.settings import Settings
+from hourly.model import PointResult, Status
+
+
+def _size(x: float) -> str:
+    return percent(x).lstrip("+")
+
+
+def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolution | None, Detection | None, bool]:
+    """The resolution of a scan's table (None with under two measured pairs), its detection, and
+    whether it found a step."""
+    if not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return None, None, False
+    steps, detection, groups = find_steps(points, higher_is_better)
+    runs = [len(g.samples or []) for g in groups]
+    return resolution(detection, runs), detection, bool(steps)
+
+
+def fix(r: Resolution, s: Settings, min_change: float = DEFAULT_MIN_CHANGE) -> str:
+    """The scan again with the repeats that bring the resolution under ``min_change``."""
+    from hourly.scan.table import scan_command
+    n = r.repeats_for(min_change)
+    cmd = scan_command(replace(s, repeats=n)) + " --rerun"
+    text = f"measure each pair {n} times to see steps of {_size(min_change)}: {cmd}"
+    if n > MAX_SUGGESTED_REPEATS:
+        text += (f" (that many runs say the benchmark is too noisy for this question: quieten it, or read "
+                 f"steps of {_size(r.relative)} or more as the answer)")
+    return text
+
+
+def as_json(points: list[PointResult], s: Settings) -> dict | None:
+    """The ``resolution`` field of a scan's JSON (None with under two measured pairs)."""
+    r = of_points(points, s.higher_is_better)[0]
+    if r is None:
+        return None
+    out = r.as_json(DEFAULT_MIN_CHANGE)
+    out["fix"] = None if out["resolves"] else fix(r, s)
+    return out
+
+
+def require_resolved(points: list[PointResult], s: Settings, found_anything: bool = False, then: str = "",
+                     higher_is_better: bool | None = None, metric: str | None = None) -> None:
+    """No step found where a step of the default --min-change could not have shown is no answer
+    (exit 1, as a table too short to tell noise from steps): it says the resolution and the scan
+    with the repeats that resolve it. ``then``, ``higher_is_better``, ``metric``: as
+    :func:`hourly.scan.table.require_decided`'s."""
+    if found_anything:
+        return
+    higher = s.higher_is_better if higher_is_better is None else higher_is_better
+    r, _, stepped = of_points(points, higher)
+    if r is None or stepped or r.resolves(DEFAULT_MIN_CHANGE):
+        return
+    raise UserError(f"the scan{f' of {metric}' if metric else ''} found no step of {_size(r.relative)} or more, "
+                    f"and steps from {_size(DEFAULT_MIN_CHANGE)} to {_size(r.relative)} cannot be told "
+                    f"from its noise", fix(r, s) + then)
+
+
+def require_resolved_report(report, s: Settings, found_anything: bool = False, then: str = "") -> None:
+    """:func:`require_resolved` over the scan's table, or over each named metric's."""
+    if report.metrics is None:
+        require_resolved(report.points, s, found_anything, then)
+        return
+    for m in report.metrics:
+        require_resolved(m.points, s, found_anything, then, m.higher_is_better, m.name)
