@@ -33,9 +33,9 @@ def fix(r: Resolution, s: Settings, min_change: float = DEFAULT_MIN_CHANGE) -> s
     n = r.repeats_for(min_change)
     cmd = scan_command(replace(s, repeats=n)) + " --rerun"
     text = f"measure each pair {n} times to see steps of {_size(min_change)}: {cmd}"
-    if n > MAX_SUGGESTED_REPEATS:
-        text += (f" (that many runs say the benchmark is too noisy for this question: quieten it, or read "
-                 f"steps of {_size(r.relative)} or more as the answer)")
+    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
+        text = (f"a benchmark that needs {n} runs a pair is too noisy for this question: quieten it, or "
+                f"read steps of {_size(r.relative)} or more as the answer; else {text}")
     return text
 
 
