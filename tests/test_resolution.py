@@ -159,3 +159,33 @@ def test_a_quiet_scan_without_a_step_still_says_no_steps_found_and_its_resolutio
     code, out, _ = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
     res = json.loads(out)["resolution"]
     assert code == 0 and res["resolves"] is True and res["relative"] < 0.01 and res["fix"] is None
+
+
+# -- hourly detect ------------------------------------------------------------------------------
+
+def test_detect_on_single_runs_says_its_resolution_and_how_many_runs_resolve_one_percent(capsys, tmp_path):
+    """Five values 0.2 % apart, one run each: the last (or first) value alone at a level 1.3 %
+    away would not show, so "no step found" is no answer (exit 1); each label measured twice would do."""
+    csv = tmp_path / "flat.csv"
+    csv.write_text("label,value\na,100\nb,100.3\nc,99.8\nd,100.1\ne,100.2\n")
+    code, out, err = run_cli(capsys, ["detect", str(csv)])
+    assert code == 1 and "no step found" not in out
+    assert any(x.startswith("no step of ") and "(5 points, 1 run each" in x for x in out.splitlines())
+    assert "measure each point 2 times" in err
+    code, out, _ = run_cli(capsys, ["detect", str(csv), "--json"])
+    res = json.loads(out)["resolution"]
+    assert code == 1 and res["resolves"] is False and 0.01 < res["relative"] < 0.02 and res["repeats_needed"] == 2
+    # a coarser question is answered: no step of 2 % (exit 0)
+    code, out, _ = run_cli(capsys, ["detect", str(csv), "--min-change", "0.02"])
+    assert code == 0 and "no step found" in out and any(x.startswith("resolution: ") for x in out.splitlines())
+
+
+def test_detect_on_repeated_quiet_runs_says_no_step_found(capsys, tmp_path):
+    csv = tmp_path / "flat.csv"
+    rows = "".join(f"{label},{v}\n" for label in "abcde" for v in (100, 100.1, 99.9))
+    csv.write_text("label,value\n" + rows)
+    code, out, err = run_cli(capsys, ["detect", str(csv)])
+    assert code == 0, err
+    assert "no step found" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("resolution: ")]
+    assert "(5 points, 3 runs each" in line

@@ -29,10 +29,19 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from hourly.analysis.detect import SHORT_SEGMENT_FACTOR, Detection, z_threshold
+from hourly.analysis.detect import SHORT_SEGMENT_FACTOR, Detection, percent, z_threshold
 
 #: The most repeats a fix names: past this, measuring each pair more is not a plan (say so instead).
 MAX_SUGGESTED_REPEATS = 100
+
+
+def size(x: float, floor: float | None = None) -> str:
+    """A relative size unsigned ("21.6%"); a resolution just above ``floor`` never reads as the
+    floor itself ("1.01%", not "1.0%": it did not resolve it), rounded up where it would."""
+    text = percent(x).lstrip("+")
+    if floor is not None and x > floor and text == percent(floor).lstrip("+"):
+        text = f"{math.ceil(x * 1e4 - 1e-9) / 100:.2f}%"
+    return text
 
 
 def boundary_need(k: int, n: int, z_min: float) -> float:

@@ -60,11 +60,22 @@ def detect(
     if why is not None:
         from hourly.scan.sources import undecided_fix
         undecided = f"{why}; {undecided_fix(source, found)}"
+    from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+    from hourly.analysis.resolution import resolution
+    floor = DEFAULT_MIN_CHANGE if min_change is None else min_change
+    res = resolution(found, [len(p.samples) for p in series.points])  # the smallest step that could show
     if json_out:
-        typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided}))
+        from hourly.scan.sources import resolution_fix
+        res_json = None if res is None else {
+            **res.as_json(floor), "fix": None if res.resolves(floor) or floor <= 0 else resolution_fix(source, res, floor)}
+        typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided, "resolution": res_json}))
         _require_decided(found, undecided)
         _require_evidence(series, found)
+        _require_resolved(source, found, res, floor)
         return
+    from hourly.render.steps import line as resolution_line
+    from hourly.render.steps import unresolved
+    blind = None if found.changes or undecided else unresolved(res, floor, "point")
     from .common import console
     console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
@@ -74,7 +85,7 @@ def detect(
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
     if not found.changes and not series.unread and not _too_few(series):
-        console.print(undecided or "no step found",
+        console.print(undecided or blind or "no step found",  # never below what the noise lets show
                       markup=False, highlight=False, soft_wrap=True)
     # what else holds a step: said beside the steps (with none found, the first is the error)
     for what, fix in series.unread[0 if found.changes else 1:]:
@@ -83,8 +94,24 @@ def detect(
         console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
     if found.changes and undecided:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
+    if res is not None and blind is None:
+        console.print(resolution_line(res, "point"), markup=False, highlight=False, soft_wrap=True)
     _require_decided(found, undecided)
     _require_evidence(series, found)
+    _require_resolved(source, found, res, floor)
+
+
+def _require_resolved(source: str | None, found, res, floor: float) -> None:
+    """No step found where a step of --min-change could not have shown through the noise is no
+    answer: exit 1 with the resolution and what brings it under --min-change."""
+    if found.changes or res is None or floor <= 0 or res.resolves(floor):
+        return
+    from hourly.analysis.resolution import size
+    from hourly.errors import UserError
+    from hourly.scan.sources import resolution_fix
+    x = size(res.relative, floor)
+    raise UserError(f"no step of {x} or more, and steps from {size(floor)} to {x} cannot be "
+                    "told from the noise", resolution_fix(source, res, floor))
 
 
 def _require_decided(found, undecided: str | None) -> None:

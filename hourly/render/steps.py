@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hourly import options
 from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Change, EdgeCheck, EdgeVerdict, percent
-from hourly.analysis.resolution import Resolution, resolution
+from hourly.analysis.resolution import Resolution, resolution, size
 from hourly.analysis.steps import (
     METRIC_KINDS,
     CrashWindow,
@@ -149,19 +149,15 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
 
 # -- the scan's resolution (hourly.analysis.resolution) ---------------------------------------------
 
-def _size(x: float) -> str:
-    return percent(x).lstrip("+")
-
-
 def evidence(r: Resolution, unit: str = "pair") -> str:
     """What the figure rests on: the points, their runs, their noise and the z a step needs."""
-    return (f"{plural(r.points, unit)}, {plural(r.repeats, 'run')} each, noise {_size(r.noise)} per {unit} "
+    return (f"{plural(r.points, unit)}, {plural(r.repeats, 'run')} each, noise {size(r.noise)} per {unit} "
             f"({noise_words(r.noise_source)}), a step must be {r.threshold:.1f}× its standard error")
 
 
 def line(r: Resolution, unit: str = "pair") -> str:
     """The resolution line under a scan's table."""
-    return (f"resolution: a step of {_size(r.relative)} or more between any two neighbouring {unit}s shows; "
+    return (f"resolution: a step of {size(r.relative, DEFAULT_MIN_CHANGE)} or more between any two neighbouring {unit}s shows; "
             f"smaller ones cannot be told from the noise ({evidence(r, unit)})")
 
 
@@ -170,7 +166,8 @@ def unresolved(r: Resolution | None, min_change: float = DEFAULT_MIN_CHANGE, uni
     when they could (or with no resolution: under two pairs)."""
     if r is None or r.resolves(min_change) or min_change <= 0:
         return None
-    return (f"no step of {_size(r.relative)} or more; steps under {_size(r.relative)} cannot be told from this "
+    x = size(r.relative, min_change)
+    return (f"no step of {x} or more; steps under {x} cannot be told from this "
             f"noise ({evidence(r, unit)})")
 
 

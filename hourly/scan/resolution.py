@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Detection, percent
-from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, Resolution, resolution
+from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Detection
+from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, Resolution, resolution, size
 from hourly.analysis.steps import find_steps
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
 from hourly.model import PointResult, Status
-
-
-def _size(x: float) -> str:
-    return percent(x).lstrip("+")
 
 
 def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolution | None, Detection | None, bool]:
@@ -32,10 +28,10 @@ def fix(r: Resolution, s: Settings, min_change: float = DEFAULT_MIN_CHANGE) -> s
     from hourly.scan.table import scan_command
     n = r.repeats_for(min_change)
     cmd = scan_command(replace(s, repeats=n)) + " --rerun"
-    text = f"measure each pair {n} times to see steps of {_size(min_change)}: {cmd}"
+    text = f"measure each pair {n} times to see steps of {size(min_change)}: {cmd}"
     if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
         text = (f"a benchmark that needs {n} runs a pair is too noisy for this question: quieten it, or "
-                f"read steps of {_size(r.relative)} or more as the answer; else {text}")
+                f"read steps of {size(r.relative, min_change)} or more as the answer; else {text}")
     return text
 
 
@@ -61,8 +57,8 @@ def require_resolved(points: list[PointResult], s: Settings, found_anything: boo
     r, _, stepped = of_points(points, higher)
     if r is None or stepped or r.resolves(DEFAULT_MIN_CHANGE):
         return
-    raise UserError(f"the scan{f' of {metric}' if metric else ''} found no step of {_size(r.relative)} or more, "
-                    f"and steps from {_size(DEFAULT_MIN_CHANGE)} to {_size(r.relative)} cannot be told "
+    raise UserError(f"the scan{f' of {metric}' if metric else ''} found no step of {size(r.relative, DEFAULT_MIN_CHANGE)} or more, "
+                    f"and steps from {size(DEFAULT_MIN_CHANGE)} to {size(r.relative, DEFAULT_MIN_CHANGE)} cannot be told "
                     f"from its noise", fix(r, s) + then)
 
 

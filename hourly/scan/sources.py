@@ -74,6 +74,24 @@ def undecided_fix(source: str | None, detection) -> str:
             "and run hourly detect again")
 
 
+def resolution_fix(source: str | None, res, min_change: float) -> str:
+    """What brings a series' resolution (hourly.analysis.resolution) under ``min_change``: for a
+    workdir, its scan with each pair measured that many times; for a file, as many runs per label."""
+    from hourly.analysis.resolution import size
+    n = res.repeats_for(min_change)
+    path = Path(source if source is not None else DEFAULT_SOURCE)
+    if path.is_dir():
+        from hourly.scan.resolution import fix
+        store = Store(path, create=False)
+        try:
+            s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+        finally:
+            store.close()
+        return fix(res, s, min_change)
+    return (f"measure each point {n} times (as many `LABEL:` lines or CSV rows per label) to see steps of "
+            f"{size(min_change)}, and run hourly detect again")
+
+
 def _read(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
