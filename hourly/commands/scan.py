@@ -87,8 +87,9 @@ def emit(report, json_out: bool, s) -> None:
             from hourly.scan.table import gaps_json
             out["windows"] = windows_json(report)
             out["undecided"] = undecided_json(report, s)  # too few pairs to tell noise from steps
-            from hourly.scan.resolution import as_json as resolution_json
-            out["resolution"] = resolution_json(report.points, s)  # the smallest step that could show
+            if report.metrics is None:  # named metrics each say their own bound ("within")
+                from hourly.scan.resolution import as_json as resolution_json
+                out["resolution"] = resolution_json(report.points, s)  # the smallest step that could show
             out.update(gaps_json(report.points, s))  # planned points not measured yet: "complete": false
             if report.metrics is not None:  # every named metric: its points, steps and what it did
                 from hourly.render.metrics import as_json as metrics_json
