@@ -260,8 +260,13 @@ def test_hourly_trace_command(tmp_path, monkeypatch):
     assert "trace folder:" in result.output and "memory-after.prof" in result.output
     assert "perfetto_trace.json.gz" in result.output
     assert (tmp_path / "cap" / "manifest.json").exists()
+    # the benchmark's exit status is the command's: a Python that exits 5 at once (a failing jax
+    # program's capture, its manifest and memory profile: test_exit_status_of_the_program_is_kept_...)
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\nexit 5\n")
+    python.chmod(0o755)
     failed = CliRunner().invoke(app, ["trace", "--out", "cap2", "--python-tracer-level", "0",
-                                      "--", sys.executable, "alloc.py", "facts.json", "5"])
+                                      "--", str(python), "alloc.py", "facts.json", "5"])
     assert failed.exit_code == 5
 
 
