@@ -210,14 +210,16 @@ def _repos(root: Path, culprit_kernel: str, extra: dict | None = None, good_kern
     return made
 
 
-def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, **kw):
+def _bisected_directly(tmp: Path, venv_python: str, culprit_kernel: str, *args: str, bad: str = "Aug 24 2023 04:30",
+                       **kw):
     """``hourly bisect --good --bad`` into a new workdir, no scan: over the culprit and the commit
-    after it alone (one probe), for tests of what comes after the culprit. The tests that read the
+    after it alone (one probe), for tests of what comes after the culprit; ``bad`` at the culprit
+    itself (03:30) leaves no probe: the ends' rounds name it. The tests that read the
     instructions, not the clock, pass ``--warmup-runs 0``: a warm-up run of each state (jax
     imported and compiled again, 2 s a time) is a benchmark's, not what they check."""
     made = _repos(tmp / "repos", culprit_kernel, **kw)
     work = tmp / "work"
-    code = main(["bisect", "--good", "Aug 24 2023 02:30", "--bad", "Aug 24 2023 04:30", "--xla-repo", str(made.xla),
+    code = main(["bisect", "--good", "Aug 24 2023 02:30", "--bad", bad, "--xla-repo", str(made.xla),
                  "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
                  "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), *args])
     return made, work, code
@@ -237,9 +239,11 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
     run) keeps its settings, so `hourly explain --workdir W` alone finds the repositories, the
     Python and the benchmark; before, it asked for an XLA checkout (`/opt/xla-source does not exist`).
     The culprit writes x ** 2 for x * x: the same program (a rename inside it), which explain must
-    call identical; the planted factor makes the step."""
+    call identical; the planted factor makes the step. The bad end is the culprit: what is checked is
+    the workdir's settings and explain, not the search (test_bisect's), so the bisection is its ends'
+    rounds alone (6 benchmark processes of real jax, not 16)."""
     made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--json", "--warmup-runs", "0",
-                                          extra={"perf/slow.txt": "0.8\n"})
+                                          extra={"perf/slow.txt": "0.8\n"}, bad="Aug 24 2023 03:30")
     assert code == 0
     answer = json.loads(capsys.readouterr().out)["regressions"][0]
     assert answer["culprit"]["subject"] == "Lower sum of squares differently"

@@ -27,9 +27,19 @@ print("MLUPS:", 577.1 * jax_demo.FACTOR)
 '''
 
 
+# quick: test_text_output.py::test_profile_prints_paths_verbatim covers `hourly profile` end to end on a scanned
+# workdir (this file's JAX_BENCH captured at both ends of a detected step, the comparison written and printed);
+# test_profiles.py::test_comparison_finds_the_extra_memory_at_its_site, ::test_comparison_finds_the_extra_compute
+# and ::test_rendered_comparison_names_the_site_and_the_pprof_command cover the comparison (memory by
+# allocation site, op time, the pprof command) on real captures; test_profile_frontend.py::
+# test_the_plan_profiles_a_front_end_step_of_the_harness_and_says_why_not_otherwise covers why no front end
+@pytest.mark.slow
 def test_profile_compares_good_and_bad_states_of_a_detected_step(capsys, scan_args, made, tmp_path):
     made.bench_script.write_text(JAX_BENCH)
-    code = main(scan_args("Aug 24 2023 11:00", "Aug 24 2023 20:00"))
+    # --warmup-runs 0: the profile reads the compiled program, the allocations and the op times of its
+    # own runs, not the scan's clock (the benchmark prints a planted level without noise); a warm-up
+    # run of each of the four states is four more processes of real jax
+    code = main(scan_args("Aug 24 2023 11:00", "Aug 24 2023 20:00", "--warmup-runs", "0"))
     assert code == 0
     capsys.readouterr()
     code = main(["profile", "--workdir", str(tmp_path / "work")])

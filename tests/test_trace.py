@@ -187,6 +187,33 @@ def test_commands_that_cannot_be_traced_are_refused(cmd, error):
         tracing_command(cmd, "/o")
 
 
+def test_capture_raises_the_commands_exit_status_and_keeps_its_log(tmp_path):
+    """capture()'s wiring without jax: the command rewritten to run under hourly.trace by the given
+    Python, hourly's folder put before an empty PYTHONPATH, the run's log written, and a failing run
+    raised as a ProcessError with its exit status (check) or returned (no check). The Python here is a
+    real program that exits 4 at once; the capture of a real jax run: test_capture_through_proc_run
+    and test_hourly_trace_command."""
+    python = tmp_path / "python3"
+    python.write_text('#!/bin/sh\necho "$@" > argv.txt\necho "$PYTHONPATH" > pythonpath.txt\nexit 4\n')
+    python.chmod(0o755)
+    with pytest.raises(ProcessError) as err:
+        capture(["alloc.py", "facts.json"], tmp_path / "cap", python=str(python), env={"PYTHONPATH": ""},
+                cwd=tmp_path, options=TraceOptions(python_tracer_level=0, memprof_at=["after"]))
+    assert err.value.returncode == 4
+    assert (tmp_path / "argv.txt").read_text().split() == [
+        "-m", "hourly.trace", "--out", str(tmp_path / "cap"), "--python-tracer-level", "0", "--memprof-at", "after",
+        "--", "alloc.py", "facts.json"]
+    shim = (tmp_path / "pythonpath.txt").read_text().strip()  # hourly's folder alone: no empty entry after it
+    assert shim and os.pathsep not in shim and not Path(shim).exists()  # removed once the run ended
+    log = (tmp_path / "cap" / "run.log").read_text()
+    assert log.startswith(f"$ {python} -m hourly.trace ") and "# exit: 4" in log
+    kept = capture(["alloc.py"], tmp_path / "cap2", python=str(python), cwd=tmp_path, check=False)
+    assert not kept.ok and kept.result.returncode == 4 and kept.manifest == {}
+
+
+# quick: test_capture_raises_the_commands_exit_status_and_keeps_its_log covers capture()'s command, log and
+# ProcessError; test_hourly_trace_command covers capture() of a real jax run (perfetto trace, --memprof-at)
+@pytest.mark.slow
 def test_capture_through_proc_run(tmp_path):
     (tmp_path / "alloc.py").write_text(ALLOCATING)
     result = capture([sys.executable, "alloc.py", "facts.json"], tmp_path / "cap",
@@ -233,8 +260,13 @@ def test_hourly_trace_command(tmp_path, monkeypatch):
     assert "trace folder:" in result.output and "memory-after.prof" in result.output
     assert "perfetto_trace.json.gz" in result.output
     assert (tmp_path / "cap" / "manifest.json").exists()
+    # the benchmark's exit status is the command's: a Python that exits 5 at once (a failing jax
+    # program's capture, its manifest and memory profile: test_exit_status_of_the_program_is_kept_...)
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\nexit 5\n")
+    python.chmod(0o755)
     failed = CliRunner().invoke(app, ["trace", "--out", "cap2", "--python-tracer-level", "0",
-                                      "--", sys.executable, "alloc.py", "facts.json", "5"])
+                                      "--", str(python), "alloc.py", "facts.json", "5"])
     assert failed.exit_code == 5
 
 

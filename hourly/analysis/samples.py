@@ -8,7 +8,6 @@ import math
 from typing import Iterable, Sequence, Union
 
 import numpy as np
-from scipy import stats
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
@@ -133,6 +132,7 @@ def odds(llr: float) -> str:
 
 def logpdf(x: float, loc: float, scale: float, dof: int) -> float:
     if dof > 0:
+        from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
         return float(stats.t.logpdf(x, dof, loc, scale))
     return float(lognorm(np.array([x]), loc, scale ** 2)[0])
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Verdict
 from hourly.analysis.samples import (
@@ -82,6 +81,7 @@ def veto_threshold(dof: int) -> float:
     """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin."""
     if dof <= 0:
         return float("inf")
+    from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
     return float(stats.t.ppf(stats.norm.cdf(Z_VETO), dof))
 
 
@@ -247,6 +247,7 @@ class MetricJudge(BaseJudge):
         # probe sample; medians and a Shamos scale keep a few slow runs from deciding.
         sg, sb = se2(sigma, p, g), se2(sigma, p, b)
         nu = tail_dof(dof, len(p))
+        from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
         llr = float(stats.t.logpdf(mp, nu, mb, sb) - stats.t.logpdf(mp, nu, mg, sg))
         zg, zb = abs(mp - mg) / sg, abs(mp - mb) / sb
         veto = veto_threshold(dof)
