@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import sys
 
 import numpy as np
 import pytest
@@ -894,34 +895,46 @@ def test_the_ends_of_a_drifting_window_are_compared_in_rounds_and_the_scans_samp
 
 # -- crash windows: jumped, and their edges found by exit status ------------------------------------
 
-def test_a_crash_window_costs_at_most_two_logarithmic_searches():
-    """Every crash window of every length at every place of a 12-state window, the culprit at every
-    position: outside the window (and not its first state after it) the culprit is named exactly;
-    inside it, or the first state after it, the answer is the range holding the culprit, said to lie
-    in the crash window; the probes that crashed plus the exit-status probes of its edges never
-    exceed two logarithmic searches (2·⌈log2 n⌉ + 2: the two crashes in a row and two searches)."""
+#: every crash window (first, last crashing state) of a 12-state window, split in two: the quick run
+#: takes every third (windows at the start, the middle and the end, of every length from 1 to 10),
+#: the slow set the rest, so that CI still drives every window once
+CRASH_WINDOWS = [(f, last) for f in range(1, 11) for last in range(f, 11)]
+
+
+# quick: the [third] case covers the same search on every third window (19 of 55, each with the
+# culprit at every position)
+@pytest.mark.parametrize("windows", [pytest.param(CRASH_WINDOWS[::3], id="third"),
+                                     pytest.param([w for w in CRASH_WINDOWS if w not in CRASH_WINDOWS[::3]],
+                                                  id="rest", marks=pytest.mark.slow)])
+def test_a_crash_window_costs_at_most_two_logarithmic_searches(windows):
+    """Every crash window of every length at every place of a 12-state window (the two cases
+    together), the culprit at every position: outside the window (and not its first state after it)
+    the culprit is named exactly; inside it, or the first state after it, the answer is the range
+    holding the culprit, said to lie in the crash window; the probes that crashed plus the
+    exit-status probes of its edges never exceed two logarithmic searches (2·⌈log2 n⌉ + 2: the two
+    crashes in a row and two searches)."""
     n = 12
     bound = 2 * math.ceil(math.log2(n)) + 2
-    for f in range(1, n - 1):
-        for last in range(f, n - 1):
-            for c in range(1, n):
-                lab = Table(line(n), Mode.METRIC, value=level(("xla", c, 0.9)),
-                            rc=lambda p, k, f=f, last=last: 1 if f <= index(p.xla) <= last else 0)
-                (a,) = bisect(lab, 0, (n - 1) * H)
-                rows = lab.rows[1]
-                cost = sum(1 for r in rows if r["role"] == "edge" or (r["role"] == "probe" and r["verdict"] == "skip"))
-                assert cost <= bound, (f, last, c, cost)
-                assert not any(r["role"] == "probe" and Pair(r["xla"], r["jax"]) in
-                               {Pair(f"x{i}", "j0") for i in (0, n - 1)} for r in rows)
-                if f <= c <= last + 1:
-                    assert a.culprit is None and f"x{c}" in a.range, (f, last, c)
-                    (w,) = [w for w in a.crash_windows if w.get("holds_change")]
-                    assert (w["first"]["xla"], w["last"]["xla"]) == (f"x{f}", f"x{last}"), (f, last, c, w)
-                    assert a.reason.startswith(f"the change lies inside the crash window xla@x{f} .. xla@x{last}")
-                    assert w["cherry_pick"] == f"--cherry-pick xla@x{last + 1}"
-                    assert f"{w['cherry_pick']} (the commit that ends the window) would let its states run" in a.reason
-                else:
-                    assert a.culprit is not None and a.culprit.sha == f"x{c}", (f, last, c, a.reason)
+    assert len(CRASH_WINDOWS) == (n - 2) * (n - 1) // 2 and all(last <= n - 2 for _, last in CRASH_WINDOWS)
+    for f, last in windows:
+        for c in range(1, n):
+            lab = Table(line(n), Mode.METRIC, value=level(("xla", c, 0.9)),
+                        rc=lambda p, k, f=f, last=last: 1 if f <= index(p.xla) <= last else 0)
+            (a,) = bisect(lab, 0, (n - 1) * H)
+            rows = lab.rows[1]
+            cost = sum(1 for r in rows if r["role"] == "edge" or (r["role"] == "probe" and r["verdict"] == "skip"))
+            assert cost <= bound, (f, last, c, cost)
+            assert not any(r["role"] == "probe" and Pair(r["xla"], r["jax"]) in
+                           {Pair(f"x{i}", "j0") for i in (0, n - 1)} for r in rows)
+            if f <= c <= last + 1:
+                assert a.culprit is None and f"x{c}" in a.range, (f, last, c)
+                (w,) = [w for w in a.crash_windows if w.get("holds_change")]
+                assert (w["first"]["xla"], w["last"]["xla"]) == (f"x{f}", f"x{last}"), (f, last, c, w)
+                assert a.reason.startswith(f"the change lies inside the crash window xla@x{f} .. xla@x{last}")
+                assert w["cherry_pick"] == f"--cherry-pick xla@x{last + 1}"
+                assert f"{w['cherry_pick']} (the commit that ends the window) would let its states run" in a.reason
+            else:
+                assert a.culprit is not None and a.culprit.sha == f"x{c}", (f, last, c, a.reason)
 
 
 def test_a_crashing_probe_is_not_followed_by_its_neighbour():
@@ -966,3 +979,29 @@ def test_two_crash_windows_with_a_runnable_stretch_between_are_found_apart():
             assert a.culprit is not None and a.culprit.sha == f"x{c}", (c, a.reason)
         for w in a.crash_windows or []:
             assert not (w["first_index"] <= 20 <= w["last_index"]), w  # the runnable stretch is no window
+
+
+def test_the_crash_line_a_crash_window_names_is_the_last_line_of_the_crashed_runs_log(tmp_path):
+    """The real lab's ``crash_line`` (hourly.bisect.search.Bisector) over a real crashed run: the
+    last line the benchmark printed, read from the run's log past its header and ``# exit:`` line;
+    none for a pair whose runs did not crash or whose log is gone. (The drive's use of it:
+    test_a_crashing_probe_is_not_followed_by_its_neighbour.)"""
+    from types import SimpleNamespace
+
+    from hourly.bisect.search import Bisector
+    from hourly.measure.benchmark import BenchSpec, run_benchmark
+
+    def bench(body: str, tag: str) -> list[dict]:
+        path = tmp_path / f"{tag}.py"
+        path.write_text(body)
+        return [r.as_dict() for r in run_benchmark(BenchSpec([sys.executable, str(path)]), 1, tmp_path / "logs", tag).runs]
+    crashed = bench("import sys\nprint('MLUPS: 1')\nprint('RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS')\nsys.exit(1)\n", "c")
+    clean = bench("print('MLUPS: 577.1')\n", "ok")
+    assert crashed[0]["status"] == "crashed" and crashed[0]["log"]
+    rows = {Pair("x1", "j0"): [SimpleNamespace(runs=clean), SimpleNamespace(runs=crashed)],
+            Pair("x2", "j0"): [SimpleNamespace(runs=clean)],
+            Pair("x3", "j0"): [SimpleNamespace(runs=[dict(crashed[0], log=str(tmp_path / "gone.log"))])]}
+    lab = SimpleNamespace(stored_measurements=lambda pair: rows.get(pair, []))
+    assert Bisector.crash_line(lab, Pair("x1", "j0")) == "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert Bisector.crash_line(lab, Pair("x2", "j0")) is None
+    assert Bisector.crash_line(lab, Pair("x3", "j0")) is None
