@@ -936,6 +936,12 @@ def test_a_build_that_installs_in_place_is_measured_one_state_after_another_and_
                              "(editable): two states cannot be installed at once)")
 
 
+# quick: test_drive.py::test_a_crash_window_costs_at_most_two_logarithmic_searches covers the range,
+# the window holding the change, its first commit, the fix's --cherry-pick and the reason;
+# test_drive.py::test_a_crashing_probe_is_not_followed_by_its_neighbour the crash's last line in the
+# window and the reason; test_drive.py::test_the_crash_line_a_crash_window_names_is_the_last_line_of_the_crashed_runs_log
+# that line read from a real crashed run's log (test_bench: a crashed run keeps its log)
+@pytest.mark.slow
 def test_a_regression_inside_a_crash_window_is_said_with_the_window_its_crash_and_the_fix(tmp_path, python, capsys):
     """A regression that lands while the benchmark crashes (a break at 01:35, its fix at 04:50): no
     single commit can be named; the answer says the change lies inside the crash window, names its
