@@ -611,6 +611,12 @@ def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):
     assert rc == 1 and "with --find-fix the good (fixed) end comes after the bad one" in err
 
 
+# quick: test_faults.py::test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed covers
+# a build failure recorded once, reused without building again, rebuilt with --retry-failed (the
+# Measurer and store a bisection shares); test_drive.py::test_build_failures_next_to_the_culprit_and_hiding_it
+# a recorded failure taken as the pair's verdict, never built again, and the range it leaves;
+# test_retry_failed_measures_a_state_that_crashed_once_again --rerun --retry-failed in a bisection
+@pytest.mark.slow
 def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):
     changes = busy_day([Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"})])
     made = make_repos(tmp_path / "repos", changes)
