@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-import sys
 
 import numpy as np
 import pytest
@@ -986,28 +985,3 @@ def test_two_crash_windows_with_a_runnable_stretch_between_are_found_apart():
         for w in a.crash_windows or []:
             assert not (w["first_index"] <= 20 <= w["last_index"]), w  # the runnable stretch is no window
 
-
-def test_the_crash_line_a_crash_window_names_is_the_last_line_of_the_crashed_runs_log(tmp_path):
-    """The real lab's ``crash_line`` (hourly.bisect.search.Bisector) over a real crashed run: the
-    last line the benchmark printed, read from the run's log past its header and ``# exit:`` line;
-    none for a pair whose runs did not crash or whose log is gone. (The drive's use of it:
-    test_a_crashing_probe_is_not_followed_by_its_neighbour.)"""
-    from types import SimpleNamespace
-
-    from hourly.bisect.search import Bisector
-    from hourly.measure.benchmark import BenchSpec, run_benchmark
-
-    def bench(body: str, tag: str) -> list[dict]:
-        path = tmp_path / f"{tag}.py"
-        path.write_text(body)
-        return [r.as_dict() for r in run_benchmark(BenchSpec([sys.executable, str(path)]), 1, tmp_path / "logs", tag).runs]
-    crashed = bench("import sys\nprint('MLUPS: 1')\nprint('RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS')\nsys.exit(1)\n", "c")
-    clean = bench("print('MLUPS: 577.1')\n", "ok")
-    assert crashed[0]["status"] == "crashed" and crashed[0]["log"]
-    rows = {Pair("x1", "j0"): [SimpleNamespace(runs=clean), SimpleNamespace(runs=crashed)],
-            Pair("x2", "j0"): [SimpleNamespace(runs=clean)],
-            Pair("x3", "j0"): [SimpleNamespace(runs=[dict(crashed[0], log=str(tmp_path / "gone.log"))])]}
-    lab = SimpleNamespace(stored_measurements=lambda pair: rows.get(pair, []))
-    assert Bisector.crash_line(lab, Pair("x1", "j0")) == "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
-    assert Bisector.crash_line(lab, Pair("x2", "j0")) is None
-    assert Bisector.crash_line(lab, Pair("x3", "j0")) is None
