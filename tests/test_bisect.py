@@ -12,16 +12,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from hourly.adapters.store import Store
+from hourly.bisect.answer import bisect_log
+from hourly.bisect.search import Bisector
 from hourly.cli import main
 from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
+from hourly.measure.benchmark import BenchSpec, run_benchmark
 from hourly.measure.settings import effective
+from hourly.model import Mode, Pair
 from hourly.scan.run import run_scan
 from tests.argv import with_flags
+from tests.test_drive import Table
+from tests.test_drive import bisect as drive_bisect
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,6 +185,48 @@ sys.exit(125 if abs(jax_demo.FACTOR - 1.5) < 1e-9 else 0)
 '''
 
 
+def test_the_log_of_an_exit_mode_answer_replays_in_git_to_its_culprit(tmp_path):
+    """The log of an exit-mode answer (the drive over a table, states that exit 125 before the
+    crash) handed to ``git bisect replay`` in a real repository: git concludes at the same culprit.
+    The culprit in jax, xla pinned, as in the end-to-end window below."""
+    repo = tmp_path / "jax"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com",
+           "GIT_COMMITTER_NAME": "C", "GIT_COMMITTER_EMAIL": "c@example.com"}
+
+    def git(*args: str, **kw) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], env={**env, **kw}, check=True, capture_output=True,
+                              text=True).stdout
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    for i in range(10):
+        (repo / "f.txt").write_text(f"{i}\n")
+        git("add", "f.txt")
+        git("commit", "-qm", f"jax change {i}", GIT_AUTHOR_DATE=f"@{1692835200 + 3600 * i}",
+            GIT_COMMITTER_DATE=f"@{1692835200 + 3600 * i}")
+    walk = [(sha, int(t)) for sha, t in (line.split() for line in git("log", "--first-parent", "--format=%H %ct").split("\n")
+                                         if line)]
+    at = {sha: i for i, (sha, _) in enumerate(reversed(walk))}
+    lab = Table({"xla": [("x0", 0)], "jax": walk}, Mode.EXIT,
+                rc=lambda p, k: 3 if at[p.jax] >= 7 else 125 if at[p.jax] in (4, 5) else 0)
+    (a,) = drive_bisect(lab, walk[-1][1], walk[0][1], "crash")
+    culprit = walk[-1 - 7][0]
+    assert a.culprit.sha == culprit and a.mode == "exit"
+    name, log = bisect_log(a)
+    assert name == "jax" and "git bisect start" in log and f"git bisect bad {culprit}" in log
+    assert "git bisect skip" in log  # the states that exit 125
+    (tmp_path / "bisect.log").write_text(log)
+    replay = subprocess.run(["git", "-C", str(repo), "bisect", "replay", str(tmp_path / "bisect.log")],
+                            capture_output=True, text=True, env=env)
+    assert replay.returncode == 0, replay.stderr
+    assert f"{culprit} is the first bad commit" in replay.stdout
+
+
+# quick: test_the_log_of_an_exit_mode_answer_replays_in_git_to_its_culprit (above) covers the skips
+# (exit 125), the crash named and its log replayed by git to the culprit;
+# test_drive.py::test_exit_mode_skips_around_the_culprit_and_a_replayable_log the same window's drive;
+# `bisect --log` from the command line: test_control_chars, test_host_overlay; an exit-mode
+# bisection end to end: test_an_end_that_fails_to_build_says_so_with_its_log_and_the_cherry_pick
+@pytest.mark.slow
 def test_exit_mode_with_skips_and_a_replayable_log(tmp_path, python, capsys):
     changes = busy_day([
         Change("jax", "2023-08-24T02:10:00Z", "Untestable for a moment", {"perf/odd.txt": "1.5\n"}),
@@ -611,6 +660,12 @@ def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):
     assert rc == 1 and "with --find-fix the good (fixed) end comes after the bad one" in err
 
 
+# quick: test_faults.py::test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed covers
+# a build failure recorded once, reused without building again, rebuilt with --retry-failed (the
+# Measurer and store a bisection shares); test_drive.py::test_build_failures_next_to_the_culprit_and_hiding_it
+# a recorded failure taken as the pair's verdict, never built again, and the range it leaves;
+# test_retry_failed_measures_a_state_that_crashed_once_again --rerun --retry-failed in a bisection
+@pytest.mark.slow
 def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python, capsys):
     changes = busy_day([Change("xla", "2023-08-24T02:02:00Z", "Slower reduction", {"perf/reduce.txt": "0.9\n"})])
     made = make_repos(tmp_path / "repos", changes)
@@ -936,6 +991,33 @@ def test_a_build_that_installs_in_place_is_measured_one_state_after_another_and_
                              "(editable): two states cannot be installed at once)")
 
 
+def test_the_crash_line_a_crash_window_names_is_the_last_line_of_the_crashed_runs_log(tmp_path):
+    """The real lab's ``crash_line`` (hourly.bisect.search.Bisector) over a real crashed run: the
+    last line the benchmark printed, read from the run's log past its header and ``# exit:`` line;
+    none for a pair whose runs did not crash or whose log is gone. (The drive's use of it:
+    test_drive.py::test_a_crashing_probe_is_not_followed_by_its_neighbour.)"""
+    def bench(body: str, tag: str) -> list[dict]:
+        path = tmp_path / f"{tag}.py"
+        path.write_text(body)
+        return [r.as_dict() for r in run_benchmark(BenchSpec([sys.executable, str(path)]), 1, tmp_path / "logs", tag).runs]
+    crashed = bench("import sys\nprint('MLUPS: 1')\nprint('RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS')\nsys.exit(1)\n", "c")
+    clean = bench("print('MLUPS: 577.1')\n", "ok")
+    assert crashed[0]["status"] == "crashed" and crashed[0]["log"]
+    rows = {Pair("x1", "j0"): [SimpleNamespace(runs=clean), SimpleNamespace(runs=crashed)],
+            Pair("x2", "j0"): [SimpleNamespace(runs=clean)],
+            Pair("x3", "j0"): [SimpleNamespace(runs=[dict(crashed[0], log=str(tmp_path / "gone.log"))])]}
+    lab = SimpleNamespace(stored_measurements=lambda pair: rows.get(pair, []))
+    assert Bisector.crash_line(lab, Pair("x1", "j0")) == "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert Bisector.crash_line(lab, Pair("x2", "j0")) is None
+    assert Bisector.crash_line(lab, Pair("x3", "j0")) is None
+
+
+# quick: test_drive.py::test_a_crash_window_costs_at_most_two_logarithmic_searches covers the range,
+# the window holding the change, its first commit, the fix's --cherry-pick and the reason;
+# test_drive.py::test_a_crashing_probe_is_not_followed_by_its_neighbour the crash's last line in the
+# window and the reason; test_the_crash_line_a_crash_window_names_is_the_last_line_of_the_crashed_runs_log
+# (above) that line read from a real crashed run's log (test_bench: a crashed run keeps its log)
+@pytest.mark.slow
 def test_a_regression_inside_a_crash_window_is_said_with_the_window_its_crash_and_the_fix(tmp_path, python, capsys):
     """A regression that lands while the benchmark crashes (a break at 01:35, its fix at 04:50): no
     single commit can be named; the answer says the change lies inside the crash window, names its

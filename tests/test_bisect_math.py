@@ -137,12 +137,23 @@ def test_classify_between_the_ends_means_a_second_step(rng):
     assert better.verdict is Verdict.GOOD
 
 
-def test_classifier_error_rate_on_many_draws(rng):
+def split(count: int, quick: int, name: str):
+    """A sweep of ``count`` seeded draws as two cases: the first ``quick`` in the quick run, the
+    rest slow. Each draw has its own seed, so the two cases together are the whole sweep, run once
+    in CI; each case keeps the sweep's rates, so both holding implies the whole sweep's."""
+    return pytest.mark.parametrize(name, [pytest.param(range(quick), id="quick"),
+                                          pytest.param(range(quick, count), id="rest", marks=pytest.mark.slow)])
+
+
+# quick: the [quick] case covers the same rates on the first 80 of the 400 trials
+@split(400, 80, "draws")
+def test_classifier_error_rate_on_many_draws(draws):
     """Sequential sampling as the bisector does it: start at 1 sample, double while unsure (the
-    ends as often as the probe), cap 16."""
+    ends as often as the probe), cap 16. 400 trials (the two cases together), each its own seed."""
     wrong = unsure = 0
-    trials = 400
-    for k in range(trials):
+    trials = len(draws)
+    for k in draws:
+        rng = np.random.default_rng([7, k])
         good = list(rng.normal(100, 2, 3))
         bad = list(rng.normal(96, 2, 3))
         truth = Verdict.GOOD if k % 2 else Verdict.BAD
@@ -224,17 +235,29 @@ def test_differ_and_the_resolvable_change():
     assert resolvable_change(0.7, 40) == pytest.approx(resolvable_change(0.7, 10) / 2)
 
 
-def test_two_steps_one_small_under_real_noise_every_seed():
-    """The issue's window: -7 % and -2 % among 107 states, 0.7 % noise per run, 100 seeds."""
-    for seed in range(100):
+# Seeded sweeps are split in two: the quick run takes every tenth (or fifth) seed, the slow set the
+# rest, so that CI still runs every seed once and no seed twice.
+TENTH = list(range(0, 100, 10))
+# quick: the [tenth] case covers the same search on seeds 0, 10, ..., 90
+@pytest.mark.parametrize("seeds", [pytest.param(TENTH, id="tenth"),
+                                   pytest.param([s for s in range(100) if s not in TENTH], id="rest",
+                                                marks=pytest.mark.slow)])
+def test_two_steps_one_small_under_real_noise_every_seed(seeds):
+    """The issue's window: -7 % and -2 % among 107 states, 0.7 % noise per run, 100 seeds (the two
+    cases together)."""
+    for seed in seeds:
         steps, builds, runs = simulate(107, [(31, 0.93), (77, 0.98)], 0.007, seed)
         assert [(s.lo, s.hi) for s in steps] == [(30, 31), (76, 77)], seed
         assert builds <= math.ceil(math.log2(math.comb(106, 2))) + 2 + 2 + 3, (seed, builds)
 
 
-def test_compensating_steps_are_both_found():
+# quick: the [fifth] case covers the same search on seeds 0, 5, 10, 15 and the stop at the first regression
+@pytest.mark.parametrize("seeds", [pytest.param(range(0, 20, 5), id="fifth"),
+                                   pytest.param([s for s in range(20) if s % 5], id="rest", marks=pytest.mark.slow)])
+def test_compensating_steps_are_both_found(seeds):
     # a regression, then an improvement that wins back most of it: the ends differ by little
-    for seed in range(20):
+    # (seeds 0..19, the two cases together)
+    for seed in seeds:
         steps, _, _ = simulate(64, [(20, 0.92), (45, 1.06)], 0.005, seed)
         assert [(s.lo, s.hi, s.regression(True)) for s in steps] == [(19, 20, True), (44, 45, False)], seed
     # stopping at the first regression says the rest of the window holds a step
@@ -318,7 +341,8 @@ def test_rounds_find_the_sequential_steps_in_about_log_w_plus_1_rounds(n, parts)
         assert got[8][1] <= got[2][1] < got[1][1]
 
 
-@pytest.mark.parametrize("seed", range(4))
+# quick: seed 2 covers the same rounds against the same sequential search; seeds 0, 1 and 3 are slow
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=[pytest.mark.slow] if s != 2 else []) for s in range(4)])
 def test_rounds_under_noise_give_the_sequential_steps_in_fewer_rounds(seed):
     n = 120
     f = _oracle(n, [37, 90], noise=0.01, seed=seed)
@@ -423,21 +447,25 @@ def _three_state_verdict(low_level, probe_level, high_level, rng, max_repeats=20
     return got[1].level
 
 
-def test_false_verdicts_under_a_heavy_tailed_null_are_rare():
+# quick: the [quick] case covers the same rates on the first 60 of the 300 probes
+@split(300, 60, "probes")
+def test_false_verdicts_under_a_heavy_tailed_null_are_rare(probes):
     """A probe at the earlier end's level, 20 % above the later end's: judged at the later level or
-    as a step of its own (a wrong culprit) in under 1 % of 300 seeded probes (now: none)."""
-    rng = np.random.default_rng(24)
-    levels_ = [_three_state_verdict(1000.0, 1000.0, 800.0, rng) for _ in range(300)]
+    as a step of its own (a wrong culprit) in under 1 % of 300 seeded probes (the two cases
+    together; now: none)."""
+    levels_ = [_three_state_verdict(1000.0, 1000.0, 800.0, np.random.default_rng([24, k])) for k in probes]
     wrong = sum(v in (Level.HIGH, Level.NEITHER) for v in levels_)
     assert wrong / len(levels_) < 0.01, wrong
     assert sum(v is Level.LOW for v in levels_) / len(levels_) > 0.95
 
 
-def test_power_against_a_20_percent_shift_with_a_slow_first_run():
+# quick: the [quick] case covers the same rates on the first 60 of the 300 probes
+@split(300, 60, "probes")
+def test_power_against_a_20_percent_shift_with_a_slow_first_run(probes):
     """A probe 20 % below the earlier end (at the later end's level), each state's first run 25–90 %
-    slow and 8 % of runs 10–50 % slow: judged at the later level in 99 % of 300 seeded probes."""
-    rng = np.random.default_rng(25)
-    levels_ = [_three_state_verdict(1000.0, 800.0, 800.0, rng) for _ in range(300)]
+    slow and 8 % of runs 10–50 % slow: judged at the later level in 99 % of 300 seeded probes (the
+    two cases together)."""
+    levels_ = [_three_state_verdict(1000.0, 800.0, 800.0, np.random.default_rng([25, k])) for k in probes]
     assert sum(v is Level.HIGH for v in levels_) / len(levels_) >= 0.99
     assert not any(v is Level.LOW for v in levels_)
 
@@ -458,18 +486,21 @@ def simulate_real(n, steps, seed, noise=0.007, **kw):
     return search.run(), runs[0]
 
 
-def test_a_window_under_real_noise_names_the_planted_commit():
-    """40 states, one 5 % step planted at a random state, real_runs noise: 60 seeds. Now 60 of 60
-    exact (~147 runs a window); with the means and standard deviations of before, 1 of 60: the slow
-    runs inflate the noise until the step is below what 20 repeats resolve."""
+# quick: the [quick] case covers the same search on the first 12 of the 60 seeds
+@split(60, 12, "seeds")
+def test_a_window_under_real_noise_names_the_planted_commit(seeds):
+    """40 states, one 5 % step planted at a random state, real_runs noise: 60 seeds (the two cases
+    together). Now 60 of 60 exact (~147 runs a window); with the means and standard deviations of
+    before, 1 of 60: the slow runs inflate the noise until the step is below what 20 repeats
+    resolve."""
     exact = wrong = 0
-    for seed in range(60):
+    for seed in seeds:
         at = 1 + seed * 7 % 38
         found, _ = simulate_real(40, [(at, 0.95)], seed)
         regs = [s for s in found if s.after < s.before]
         exact += bool(regs) and (regs[0].lo, regs[0].hi) == (at - 1, at)
         wrong += any(s.adjacent and s.hi != at for s in regs)
-    assert wrong == 0 and exact >= 57, (exact, wrong)
+    assert wrong == 0 and exact >= 0.95 * len(seeds), (exact, wrong)  # 57 of 60
 
 
 def test_an_unsure_state_is_never_walked_on():
@@ -703,16 +734,20 @@ def _exit_search(n: int, skips: set[int], first_bad: int, jump: bool) -> tuple[o
     return bounds(n, verdicts), len(verdicts), verdicts
 
 
-@pytest.mark.parametrize("largest", [12, pytest.param(16, marks=pytest.mark.slow)])
-def test_a_run_of_untestable_states_is_jumped_with_the_answers_of_walking_it(largest):
-    """Every span of up to 12 (slow: 16) states, every first bad state, and no untestable state,
-    every run of them, or every pair of runs with a state between: jumping the runs gives the
-    bounds that walking every state gives (the same culprit, or the same range), and over the
-    single runs it probes fewer states in all."""
+# quick: the [3-12] case covers the same comparison on every span of 3 to 12 states; the spans of 13
+# to 16 are slow (before, the slow case ran the spans up to 12 again: CI now runs each span once)
+@pytest.mark.parametrize(("smallest", "largest", "cases"), [pytest.param(3, 12, 9000, id="3-12"),
+                                                            pytest.param(13, 16, 50000, id="13-16",
+                                                                         marks=pytest.mark.slow)])
+def test_a_run_of_untestable_states_is_jumped_with_the_answers_of_walking_it(smallest, largest, cases):
+    """Every span of 3 to 16 states (the two cases together), every first bad state, and no
+    untestable state, every run of them, or every pair of runs with a state between: jumping the
+    runs gives the bounds that walking every state gives (the same culprit, or the same range), and
+    over the single runs it probes fewer states in all."""
     import itertools
     probes = {False: 0, True: 0}
     checked = 0
-    for n in range(3, largest + 1):
+    for n in range(smallest, largest + 1):
         runs = [set(range(a, z + 1)) for a in range(1, n - 1) for z in range(a, n - 1)]
         for first_bad in range(1, n):
             for run in [set()] + runs:
@@ -727,7 +762,7 @@ def test_a_run_of_untestable_states_is_jumped_with_the_answers_of_walking_it(lar
                     assert _exit_search(n, skips, first_bad, True)[0] == _exit_search(n, skips, first_bad, False)[0], \
                         (n, sorted(r1), sorted(r2), first_bad)
                     checked += 1
-    assert checked > {12: 9000, 16: 60000}[largest] and probes[True] < probes[False]
+    assert checked > cases and probes[True] < probes[False]
 
 
 def test_a_window_that_never_builds_costs_two_logarithmic_searches():
