@@ -186,6 +186,11 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
     assert f"- jax: {MACHINE_JAX} from `{folder}` (PYTHONPATH) — shadowed" in md
 
 
+# quick: test_host_overlay.py::test_a_pth_folder_is_named_as_such_shadowed_by_the_overlay_and_a_run_without_jax_refused
+# covers the .pth layout, the overlay over it and the refusal of a run without jax; the bisection's
+# wiring over a host: test_each_state_runs_its_own_jax_over_the_hosts_pythonpath and
+# test_a_pythonpath_set_inside_the_benchmark_is_caught_not_measured (the same check, its other branch)
+@pytest.mark.slow
 def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_cache, monkeypatch):
     """A container's or a venv's way: the packages come from a folder a ``.pth`` file names (uv
     installs each state here)."""
@@ -360,3 +365,43 @@ def test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath(tmp
     _, version, jax_file, jaxlib_file, libtpu = next(ln for ln in got.stdout.splitlines() if ln.startswith("RAN")).split()
     assert version == "0.4.15" and Path(jax_file).is_relative_to(tmp_path / "work" / "shells")
     assert Path(jaxlib_file).is_relative_to(folder) and libtpu == LIBTPU
+
+
+def test_a_pth_folder_is_named_as_such_shadowed_by_the_overlay_and_a_run_without_jax_refused(tmp_path):
+    """The quick counterpart of the .pth host's bisection (slow): the layout names the packages a
+    ``.pth`` file of the host brings, with their folder and ``via: .pth``; an overlay over that host
+    imports its own jax first and the host's libtpu still; and under ``--only jax`` a benchmark none
+    of whose runs imported jax through the state's Python (``python -I``) is refused."""
+    from hourly.adapters.venvs import forget_layouts, make_overlay, python_layout
+    from hourly.measure.pinned import ShadowedJax, check_jax_seen
+    folder = machine_folder(tmp_path / "m")
+    python = host_python(tmp_path / "h", pth_to=folder)
+    read_only(folder, tmp_path / "h" / "host")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    before = snapshot(folder, tmp_path / "h" / "host")
+    try:
+        forget_layouts()
+        packages = python_layout(str(python), env)["packages"]
+        assert packages["libtpu"] == {"version": LIBTPU, "location": str(folder), "via": ".pth"}
+        assert packages["jaxlib"]["via"] == ".pth" and packages["jaxlib"]["xla_commit"] == XLA_OF_JAXLIB
+        assert packages["jax"]["version"] == MACHINE_JAX and packages["jax"]["via"] == ".pth"
+        overlay = make_overlay(tmp_path / "ov", str(python), tmp_path / "ov.log", env, reuse=False)
+        (overlay.site / "jax").mkdir()
+        (overlay.site / "jax" / "__init__.py").write_text("__version__ = '0.4.15'\n")
+        got = subprocess.run([overlay.python, "-c", "import jax, libtpu; print(jax.__version__, jax.__file__, "
+                              "libtpu.VERSION, libtpu.__file__)"], capture_output=True, text=True, env=env, check=True)
+        version, jax_file, libtpu, libtpu_file = got.stdout.split()
+        assert version == "0.4.15" and Path(jax_file).is_relative_to(overlay.site)
+        assert libtpu == LIBTPU and Path(libtpu_file).is_relative_to(folder)
+    finally:
+        assert snapshot(folder, tmp_path / "h" / "host") == before, "hourly wrote into the base"
+        writable(folder, tmp_path / "h" / "host")
+    seen = tmp_path / "jax-seen.txt"
+    seen.write_text("")  # the runs of `python -I bench.py`: the overlay's start-up module never ran
+    with pytest.raises(ShadowedJax) as e:
+        check_jax_seen(seen, overlay.site, "the state's jax", str(python), required=True, ran=True)
+    assert "no run of the benchmark imported jax through the state's Python" in e.value.one_line()
+    assert "python3" in e.value.one_line()
+    check_jax_seen(seen, overlay.site, "the state's jax", str(python), required=False, ran=True)  # not --only jax
+    seen.write_text(f"{overlay.site / 'jax' / '__init__.py'}\n")
+    check_jax_seen(seen, overlay.site, "the state's jax", str(python), required=True, ran=True)
