@@ -199,7 +199,12 @@ def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
     assert row["verdict"] == "unsure" and row["manual"]
 
 
-def test_ctrl_c_at_the_prompt_restores_the_trees_and_the_same_command_resumes_there(made, venv_python, tmp_path):
+def test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again(
+        made, venv_python, tmp_path):
+    """Ctrl-C at the prompt gives the trees back at once (exit 130) and the same command resumes at
+    that probe; kill -9 at the next prompt keeps the verdict given and resumes at the probe it was
+    waiting at, installed from the build cache. (One bisection for both stops: the two tests that
+    each started their own paid for its ends and first probe twice.)"""
     work = tmp_path / "work"
     cmd = hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work))
     t = Pty(cmd)
@@ -209,18 +214,9 @@ def test_ctrl_c_at_the_prompt_restores_the_trees_and_the_same_command_resumes_th
     t.expect(r"interrupted\. Finished points are stored; resume with:")
     assert t.finish() == 130
     assert branch(made.xla) == "main" and branch(made.jax) == "main"  # the trees are given back at once
-    again = Pty(cmd)
-    m = again.expect(PROBE_LINE.pattern + r".*\[resumed at the probe it was waiting at\]")
-    assert (m["xla"], m["jax"]) == (first["xla"], first["jax"])
-    again.expect(re.escape(PROMPT))
-    again.kill9()
-
-
-def test_kill_9_at_the_prompt_resumes_at_the_same_probe_without_building_it_again(made, venv_python, tmp_path):
-    work = tmp_path / "work"
-    cmd = hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work))
     t = Pty(cmd)
-    first = t.expect(PROBE_LINE.pattern)
+    m = t.expect(PROBE_LINE.pattern + r".*\[resumed at the probe it was waiting at\]")
+    assert (m["xla"], m["jax"]) == (first["xla"], first["jax"])
     t.expect(re.escape(PROMPT))
     t.send(judge(venv_python))
     second = t.expect(PROBE_LINE.pattern)
