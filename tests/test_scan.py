@@ -702,6 +702,10 @@ print(f"MLUPS: {577.1 * jax_demo.FACTOR * (1 + rng.gauss(0, 0.007)):.3f}")
 '''
 
 
+# quick: test_detect.py::test_a_smaller_step_after_a_large_one_is_found covers the re-test of each fitted
+# segment on its own noise (200 seeds and the issue's table); test_detect_on_a_workdir_never_says_no_step_where_its_values_cannot_show_one
+# and test_table_output_and_show cover reading a scan's workdir with detect and show
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1])
 def test_a_smaller_step_after_a_large_one_is_a_step_of_its_own(capsys, venv_python, tmp_path, seed):
     """Issue 24: a 6-hourly scan of three days (3 repeats, 0.7 % noise per run) over an XLA step of
