@@ -30,6 +30,7 @@ def run_cli(capsys, argv):
 HOLD_FLOCK = ("import fcntl, os, sys, time\n"
               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
               "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+              "os.ftruncate(fd, 0)\n"  # as hourly does: no earlier holder's longer name left behind it
               "os.write(fd, b'{\"pid\": %d, \"host\": \"h\", \"command\": \"hourly scan\", \"since\": \"t\"}' % os.getpid())\n"
               "print('locked', flush=True)\n"
               "time.sleep(60)\n")

@@ -17,6 +17,8 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,6 +148,10 @@ def probe_rows(work: Path) -> list[tuple]:
 WINDOW = ["--good", "2023-08-24T00:00Z", "--bad", "2023-08-24T15:00Z"]
 
 
+# quick: test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again
+# runs a manual bisection at a terminal to the planted commit with every check of this one (each probe
+# installed and the trees at it, none asked twice, the answer's manual fields, the trees back, --log)
+@pytest.mark.slow
 def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_python, tmp_path):
     work = tmp_path / "work"
     t = Pty(hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work)))
@@ -199,7 +205,12 @@ def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
     assert row["verdict"] == "unsure" and row["manual"]
 
 
-def test_ctrl_c_at_the_prompt_restores_the_trees_and_the_same_command_resumes_there(made, venv_python, tmp_path):
+def test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again(
+        made, venv_python, tmp_path):
+    """Ctrl-C at the prompt gives the trees back at once (exit 130) and the same command resumes at
+    that probe; kill -9 at the next prompt keeps the verdict given and resumes at the probe it was
+    waiting at, installed from the build cache. (One bisection for both stops: the two tests that
+    each started their own paid for its ends and first probe twice.)"""
     work = tmp_path / "work"
     cmd = hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work))
     t = Pty(cmd)
@@ -209,19 +220,13 @@ def test_ctrl_c_at_the_prompt_restores_the_trees_and_the_same_command_resumes_th
     t.expect(r"interrupted\. Finished points are stored; resume with:")
     assert t.finish() == 130
     assert branch(made.xla) == "main" and branch(made.jax) == "main"  # the trees are given back at once
-    again = Pty(cmd)
-    m = again.expect(PROBE_LINE.pattern + r".*\[resumed at the probe it was waiting at\]")
-    assert (m["xla"], m["jax"]) == (first["xla"], first["jax"])
-    again.expect(re.escape(PROMPT))
-    again.kill9()
-
-
-def test_kill_9_at_the_prompt_resumes_at_the_same_probe_without_building_it_again(made, venv_python, tmp_path):
-    work = tmp_path / "work"
-    cmd = hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work))
     t = Pty(cmd)
-    first = t.expect(PROBE_LINE.pattern)
+    m = t.expect(PROBE_LINE.pattern + r".*\[resumed at the probe it was waiting at\]")
+    assert (m["xla"], m["jax"]) == (first["xla"], first["jax"])
     t.expect(re.escape(PROMPT))
+    got = installed(venv_python)  # the probe it resumed at is installed, and the trees stand at it
+    assert got["xla"].startswith(m["xla"]) and got["jax"].startswith(m["jax"])
+    assert head(made.xla).startswith(m["xla"]) and head(made.jax).startswith(m["jax"])
     t.send(judge(venv_python))
     second = t.expect(PROBE_LINE.pattern)
     t.expect(re.escape(PROMPT))
@@ -237,7 +242,12 @@ def test_kill_9_at_the_prompt_resumes_at_the_same_probe_without_building_it_agai
     again.expect(r"build: installed from the build cache")
     again.expect(re.escape(PROMPT))
     assert sorted(p.name for p in (work / "logs").glob("build-*.log")) == builds_before  # nothing rebuilt
+    asked = [first["xla"]]
     while True:
+        got = installed(venv_python)  # the probe is installed, and the trees stand at it
+        assert got["xla"].startswith(m["xla"]) and got["jax"].startswith(m["jax"])
+        assert head(made.xla).startswith(m["xla"]) and head(made.jax).startswith(m["jax"])
+        asked.append(m["xla"])
         again.send(judge(venv_python))
         m = again.expect(PROBE_LINE.pattern + "|culprit: ")
         if m.group(0).startswith("culprit"):
@@ -245,10 +255,19 @@ def test_kill_9_at_the_prompt_resumes_at_the_same_probe_without_building_it_agai
         again.expect(re.escape(PROMPT))
     assert again.finish() == 0, again.text[-2000:]
     a = answer_row(work)
-    assert a["culprit"]["sha"] == made.shas[FUSION]
+    assert a["culprit"]["sha"] == made.shas[FUSION] and a["culprit"]["subject"] == FUSION
     probed = [(r[1], r[2]) for r in probe_rows(work) if r[0] == "probe"]
     assert len(probed) == len(set(probed))  # the first verdict was kept, no probe asked twice
-    assert branch(made.xla) == "main" and branch(made.jax) == "main"
+    assert len(asked) == len(set(asked)) >= 2  # a real search: more than one probe, none twice
+    assert a["mode"] == "manual" and a["manual"]["verdicts"] == len(asked)
+    assert all(p["manual"] for p in a["probes"] if p["role"] == "probe")
+    assert "manual: " in again.text and FUSION in again.text  # the answer says the verdicts were the person's
+    assert branch(made.xla) == "main" and branch(made.jax) == "main"  # trees back on their branches
+    # --log marks the manual verdicts (comments git bisect replay skips)
+    log = subprocess.run(hourly("bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)),
+                         capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, timeout=120)
+    assert log.returncode == 0, log.stderr
+    assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
 
 
 def test_hourly_mark_from_a_second_process_answers_the_waiting_bisection(made, venv_python, tmp_path, scan_args):

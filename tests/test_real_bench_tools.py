@@ -129,7 +129,7 @@ def test_a_run_past_its_deadline_is_stopped_with_its_whole_process_group(tmp_pat
               f"open({str(child)!r}, 'w').write(str(c.pid))\n"
               "print('started', flush=True)\n"
               "time.sleep(300)\n")
-    rc, out, err, stopped = real_bisect.run_hourly([sys.executable, "-c", script], dict(os.environ), deadline=3)
+    rc, out, err, stopped = real_bisect.run_hourly([sys.executable, "-c", script], dict(os.environ), deadline=1)
     assert stopped and rc != 0 and out == "started\n" and "KeyboardInterrupt" in err
     pid = int(child.read_text())
     deadline = time.monotonic() + 10

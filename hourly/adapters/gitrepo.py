@@ -13,12 +13,13 @@ Opening the checkout, running git in it and changing its working tree are
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hourly.adapters import proc
 from hourly.adapters.checkout import Checkout, HeadState
@@ -72,6 +73,16 @@ def _transient(exc: BaseException) -> bool:
     # our own time-out (10 minutes) is not retried: another 30 minutes of waiting is worse than
     # one line that names --no-sync
     return isinstance(exc, ProcessError) and not exc.timed_out and transient_git_failure(exc.tail)
+
+
+#: seconds before the second ``git remote update`` after a transient failure, then twice as long
+#: each time (at most 20); ``HOURLY_SYNC_RETRY_WAIT`` sets it (tests: 0, at once)
+SYNC_RETRY_WAIT_S = 0.5
+
+
+def _sync_retry_wait(state: RetryCallState) -> float:
+    first = float(os.environ.get("HOURLY_SYNC_RETRY_WAIT", SYNC_RETRY_WAIT_S))
+    return wait_exponential(multiplier=first, max=20)(state)
 
 
 class GitRepo(Checkout):
@@ -242,7 +253,7 @@ class GitRepo(Checkout):
 
     # -- changes ----------------------------------------------------------------------------
     @retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(4),
-           wait=wait_exponential(multiplier=0.5, max=20), reraise=True)
+           wait=_sync_retry_wait, reraise=True)
     def remote_update(self) -> None:
         """``git remote update``; transient network failures are retried, anything else raises at once."""
         # English messages (transient_git_failure reads them); a remote that wants credentials fails
