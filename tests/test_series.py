@@ -109,7 +109,7 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge",
                       "n_before", "n_after"}
     assert c["edge"] is False
-    assert set(out) == {"points", "changes", "undecided"} and out["undecided"] is None
+    assert set(out) == {"points", "changes", "undecided", "resolution"} and out["undecided"] is None
 
 
 def test_cli_grep_table_marks_the_step(grep_file):
