@@ -55,17 +55,23 @@ def load_store_series(path: str | Path) -> Series:
         store.close()
 
 
+def _stored_scan_settings(workdir: Path):
+    """The settings of the scan stored in ``workdir``, as its next commands would run it."""
+    store = Store(workdir, create=False)
+    try:
+        s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
+    finally:
+        store.close()
+    return s
+
+
 def undecided_fix(source: str | None, detection) -> str:
     """What tells noise from steps in a series too short to (Detection.too_short): for a workdir,
     its scan with each pair measured again several times; for a file, more runs per label."""
     from hourly.scan.table import UNDECIDED_REPEATS, repeats_command, undecided_note
     path = Path(source if source is not None else DEFAULT_SOURCE)
     if path.is_dir():
-        store = Store(path, create=False)
-        try:
-            s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
-        finally:
-            store.close()
+        s = _stored_scan_settings(path)
         note = undecided_note(detection, s)
         return note.partition("; ")[2] if note else repeats_command(s)
     if detection.repeated:
@@ -78,17 +84,11 @@ def resolution_fix(source: str | None, res, min_change: float) -> str:
     """What brings a series' resolution (hourly.analysis.resolution) under ``min_change``: for a
     workdir, its scan with each pair measured that many times; for a file, as many runs per label."""
     from hourly.analysis.resolution import size
-    n = res.repeats_for(min_change)
     path = Path(source if source is not None else DEFAULT_SOURCE)
     if path.is_dir():
         from hourly.scan.resolution import fix
-        store = Store(path, create=False)
-        try:
-            s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
-        finally:
-            store.close()
-        return fix(res, s, min_change)
-    return (f"measure each point {n} times (as many `LABEL:` lines or CSV rows per label) to see steps of "
+        return fix(res, _stored_scan_settings(path), min_change)
+    return (f"measure each point {res.repeats_for(min_change)} times (as many `LABEL:` lines or CSV rows per label) to see steps of "
             f"{size(min_change)}, and run hourly detect again")
 
 
