@@ -148,6 +148,24 @@ def probe_rows(work: Path) -> list[tuple]:
 WINDOW = ["--good", "2023-08-24T00:00Z", "--bad", "2023-08-24T15:00Z"]
 
 
+def assert_manual_answer(made, venv_python, work, asked: list, text: str) -> None:
+    """What every finished manual bisection of the planted fusion must show: a real search (more
+    than one probe, none twice), the culprit named, the verdicts marked as the person's in the
+    answer, its text and its --log, and the trees back on their branches."""
+    assert len(asked) == len(set(asked)) >= 2  # a real search: more than one probe, none twice
+    a = answer_row(work)
+    assert a["culprit"]["sha"] == made.shas[FUSION] and a["culprit"]["subject"] == FUSION
+    assert a["mode"] == "manual" and a["manual"]["verdicts"] == len(asked)
+    assert all(p["manual"] for p in a["probes"] if p["role"] == "probe")
+    assert "manual: " in text and FUSION in text  # the answer says the verdicts were the person's
+    assert branch(made.xla) == "main" and branch(made.jax) == "main"  # trees back on their branches
+    # --log marks the manual verdicts (comments git bisect replay skips)
+    log = subprocess.run(hourly("bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)),
+                         capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, timeout=120)
+    assert log.returncode == 0, log.stderr
+    assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
+
+
 # quick: test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again
 # runs a manual bisection at a terminal to the planted commit with every check of this one (each probe
 # installed and the trees at it, none asked twice, the answer's manual fields, the trees back, --log)
@@ -167,18 +185,7 @@ def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_py
         asked.append(m["xla"])
         t.send(judge(venv_python))
     assert t.finish() == 0, t.text[-2000:]
-    assert len(asked) == len(set(asked)) >= 2  # a real search: more than one probe, none twice
-    a = answer_row(work)
-    assert a["culprit"]["sha"] == made.shas[FUSION] and a["culprit"]["subject"] == FUSION
-    assert a["mode"] == "manual" and a["manual"]["verdicts"] == len(asked)
-    assert all(p["manual"] for p in a["probes"] if p["role"] == "probe")
-    assert "manual: " in t.text and FUSION in t.text  # the answer says the verdicts were the person's
-    assert branch(made.xla) == "main" and branch(made.jax) == "main"  # trees back on their branches
-    # --log marks the manual verdicts (comments git bisect replay skips)
-    log = subprocess.run(hourly("bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)),
-                         capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, timeout=120)
-    assert log.returncode == 0, log.stderr
-    assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
+    assert_manual_answer(made, venv_python, work, asked, t.text)
 
 
 def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
@@ -254,20 +261,9 @@ def test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_
             break
         again.expect(re.escape(PROMPT))
     assert again.finish() == 0, again.text[-2000:]
-    a = answer_row(work)
-    assert a["culprit"]["sha"] == made.shas[FUSION] and a["culprit"]["subject"] == FUSION
     probed = [(r[1], r[2]) for r in probe_rows(work) if r[0] == "probe"]
     assert len(probed) == len(set(probed))  # the first verdict was kept, no probe asked twice
-    assert len(asked) == len(set(asked)) >= 2  # a real search: more than one probe, none twice
-    assert a["mode"] == "manual" and a["manual"]["verdicts"] == len(asked)
-    assert all(p["manual"] for p in a["probes"] if p["role"] == "probe")
-    assert "manual: " in again.text and FUSION in again.text  # the answer says the verdicts were the person's
-    assert branch(made.xla) == "main" and branch(made.jax) == "main"  # trees back on their branches
-    # --log marks the manual verdicts (comments git bisect replay skips)
-    log = subprocess.run(hourly("bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)),
-                         capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, timeout=120)
-    assert log.returncode == 0, log.stderr
-    assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
+    assert_manual_answer(made, venv_python, work, asked, again.text)
 
 
 def test_hourly_mark_from_a_second_process_answers_the_waiting_bisection(made, venv_python, tmp_path, scan_args):
