@@ -350,9 +350,21 @@ def _repeat_noise(samples: list[list[float]]) -> float | None:
         return None
     sd = float(np.median(per_point))
     k = float(np.median(counts))
-    # standard error of a median of k samples (sqrt(pi/2) larger than that of a mean)
-    factor = 1.0 if k <= 2 else math.sqrt(math.pi / 2.0)
-    return sd * factor / math.sqrt(k)
+    return sd * median_noise_factor(k) / math.sqrt(k)
+
+
+def median_noise_factor(k: float) -> float:
+    """How much more the median of ``k`` repeats varies than their mean, as the detector counts it:
+    the standard error of a median of 3 or more samples is sqrt(pi/2) larger (1 for 1-2 samples,
+    whose median is their mean)."""
+    return 1.0 if k <= 2 else math.sqrt(math.pi / 2.0)
+
+
+def level_need(z_min: float, len_a: int, len_b: int, strict_short: bool) -> float:
+    """The z a step between two neighbouring levels of ``len_a`` and ``len_b`` points must reach:
+    ``z_min``, times SHORT_SEGMENT_FACTOR beside a level of 1-2 points when ``strict_short`` (a
+    series of 4 points or more)."""
+    return z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len_a, len_b) <= 2 else z_min
 
 
 #: Half-width (in differences) of the window that measures the local noise around a point.
@@ -855,7 +867,7 @@ def _prune(v: np.ndarray, bounds: list[int], sigma: float, z_min: float,
                 z = _z(a, b, sigma, float(np.median(local[bounds[k - 1]:bounds[k]])),
                        float(np.median(local[bounds[k]:bounds[k + 1]])), fa, fb)
             rel = abs(math.expm1(mb - ma)) if log_scale else abs(_relative(ma, mb))
-            need = z_min * SHORT_SEGMENT_FACTOR if strict_short and min(len(a), len(b)) <= 2 else z_min
+            need = level_need(z_min, len(a), len(b), strict_short)
             # the t test already asks more of a short level (its few degrees of freedom): z_min,
             # or more for an excursion (a level that goes out and comes back can start and end
             # anywhere: n x its length placements, not n)

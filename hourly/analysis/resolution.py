@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from hourly.analysis.detect import SHORT_SEGMENT_FACTOR, Detection, percent, z_threshold
+from hourly.analysis.detect import Detection, level_need, median_noise_factor, percent, z_threshold
 
 #: The most repeats a fix names: past this, measuring each pair more is not a plan (say so instead).
 MAX_SUGGESTED_REPEATS = 100
@@ -46,8 +46,7 @@ def size(x: float, floor: float | None = None) -> str:
 
 def boundary_need(k: int, n: int, z_min: float) -> float:
     """The z a step between the ``k``-th and ``k+1``-th of ``n`` points must reach to be shown."""
-    short = n >= 4 and min(k, n - k) <= 2
-    return z_min * SHORT_SEGMENT_FACTOR if short else z_min
+    return level_need(z_min, k, n - k, n >= 4)
 
 
 def step_resolution(sigma: float, n: int, z_min: float | None = None) -> tuple[float, int]:
@@ -59,11 +58,6 @@ def step_resolution(sigma: float, n: int, z_min: float | None = None) -> tuple[f
     z = z_threshold(n) if z_min is None else z_min
     worst = max(range(1, n), key=lambda k: (boundary_need(k, n, z) * math.sqrt(1.0 / k + 1.0 / (n - k)), -k))
     return boundary_need(worst, n, z) * sigma * math.sqrt(1.0 / worst + 1.0 / (n - worst)), worst
-
-
-def _median_factor(k: int) -> float:
-    """How much noisier the median of ``k`` runs is than their mean, as the detector counts it."""
-    return 1.0 if k <= 2 else math.sqrt(math.pi / 2.0)
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ class Resolution:
         r = max(self.repeats, 1)
         need = r
         for _ in range(4):  # the median's factor depends on the answer: settle it
-            factor = _median_factor(need) / _median_factor(r)
+            factor = median_noise_factor(need) / median_noise_factor(r)
             need = max(r + 1, math.ceil(r * (now * factor / want) ** 2 - 1e-9))
         return need
 
