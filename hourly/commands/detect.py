@@ -106,12 +106,9 @@ def _require_resolved(source: str | None, found, res, floor: float) -> None:
     answer: exit 1 with the resolution and what brings it under --min-change."""
     if found.changes or res is None or floor <= 0 or res.resolves(floor):
         return
-    from hourly.analysis.resolution import size
-    from hourly.errors import UserError
+    from hourly.scan.resolution import unresolved_error
     from hourly.scan.sources import resolution_fix
-    x = size(res.relative, floor)
-    raise UserError(f"no step of {x} or more, and steps from {size(floor)} to {x} cannot be "
-                    "told from the noise", resolution_fix(source, res, floor))
+    raise unresolved_error(res, floor, resolution_fix(source, res, floor))
 
 
 def _require_decided(found, undecided: str | None) -> None:

@@ -57,9 +57,15 @@ def require_resolved(points: list[PointResult], s: Settings, found_anything: boo
     r, _, stepped = of_points(points, higher)
     if r is None or stepped or r.resolves(DEFAULT_MIN_CHANGE):
         return
-    raise UserError(f"the scan{f' of {metric}' if metric else ''} found no step of {size(r.relative, DEFAULT_MIN_CHANGE)} or more, "
-                    f"and steps from {size(DEFAULT_MIN_CHANGE)} to {size(r.relative, DEFAULT_MIN_CHANGE)} cannot be told "
-                    f"from its noise", fix(r, s) + then)
+    raise unresolved_error(r, DEFAULT_MIN_CHANGE, fix(r, s) + then, f"the scan{f' of {metric}' if metric else ''} found ")
+
+
+def unresolved_error(r: Resolution, floor: float, fix_text: str, who: str = "") -> UserError:
+    """The error of a series that found no step where steps of ``floor`` could not show through its
+    noise (scan, show and detect alike); ``who`` opens it ("the scan found ")."""
+    x = size(r.relative, floor)
+    return UserError(f"{who}no step of {x} or more, and steps from {size(floor)} to {x} cannot be told from "
+                     "the noise", fix_text)
 
 
 def require_resolved_report(report, s: Settings, found_anything: bool = False, then: str = "") -> None:
