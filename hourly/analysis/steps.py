@@ -98,6 +98,16 @@ def step_key(step: Step) -> tuple[str, str]:
     return step.before.time, step.after.time
 
 
+def standing(steps: list[Step], checks: dict | None) -> list[Step]:
+    """The steps that still stand: all but the edge steps that measuring again called an outlier
+    (:attr:`~hourly.analysis.detect.EdgeVerdict.OUTLIER`: the new runs read like the neighbour, so
+    the scan's value was one slow or fast run and there is nothing to bisect)."""
+    from hourly.analysis.detect import EdgeVerdict
+    checks = checks or {}
+    return [st for st in steps
+            if not ((c := checks.get(step_key(st))) is not None and c.verdict is EdgeVerdict.OUTLIER)]
+
+
 def edge_check_json(step: Step, check: EdgeCheck, pairs: tuple[Group, Group, str]) -> dict:
     """An edge step's check for --json: the step, the verdict, the new numbers and the two pairs."""
     return {"before": step.before.time, "after": step.after.time, "side": pairs[2],

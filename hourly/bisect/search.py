@@ -346,8 +346,12 @@ def run_bisect(s: Settings, store: Store, req: BisectRequest, handler: BisectHan
     if not any(ws for _, ws in plan):
         _require_complete_scan(store, s)
         if plan[0][0] is Mode.METRIC:  # too few pairs to tell noise from steps is not "nothing to bisect"
+            from hourly.scan.resolution import require_resolved_report
             from hourly.scan.table import require_decided, stored_scan
-            require_decided(stored_scan(store, s).points, s, then=", then run hourly bisect again")
+            table = stored_scan(store, s)
+            require_decided(table.points, s, then=", then run hourly bisect again")
+            # nor is a scan whose noise hides steps of --min-change
+            require_resolved_report(table, s, then=", then run hourly bisect again")
         if mode is not None:  # a --mode that none of the scan's windows is bisected in: not "nothing"
             _require_no_other_kind(store, s, mode, find_fix)
         handler.nothing_to_bisect()

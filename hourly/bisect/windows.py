@@ -169,18 +169,15 @@ def windows_from_store(store: Store, s: Settings, mode: Mode, find_fix: bool = F
                                   "metric printed → not printed" if cw.bad else "metric not printed → printed",
                                   kind=cw.kind))
     elif mode is Mode.METRIC:
-        from hourly.analysis.detect import ChangeKind, EdgeVerdict, percent
-        from hourly.analysis.steps import find_steps, step_key
+        from hourly.analysis.detect import ChangeKind, percent
+        from hourly.analysis.steps import find_steps, standing
         from hourly.scan.table import stored_scan
         table = stored_scan(store, s)
         checks = table.edge_checks or {}
         from hourly.scan.table import require_edges_read
         require_edges_read(checks, s, ", then run hourly bisect again")  # no direction to bisect it in
-        for st in find_steps(table.points, s.higher_is_better)[0]:
+        for st in standing(find_steps(table.points, s.higher_is_better)[0], checks):  # outliers: nothing to bisect
             c, n = st.change, st.numbers()
-            check = checks.get(step_key(st))
-            if check is not None and check.verdict is EdgeVerdict.OUTLIER:
-                continue  # an edge step that measuring again called an outlier: nothing to bisect
             if c.kind is (ChangeKind.IMPROVEMENT if find_fix else ChangeKind.REGRESSION):
                 out.append(Window(_ts(st.before.time), _ts(st.after.time), "detect",
                                   f"{n.levels()} ({percent(n.relative_change)}; scan: {n.counts()})",

@@ -13,6 +13,7 @@ from hourly.analysis.steps import (
     crash_windows,
     find_steps,
     metric_windows,
+    standing,
     step_key,
 )
 from hourly.model import Step
@@ -173,11 +174,12 @@ def unresolved(r: Resolution | None, min_change: float = DEFAULT_MIN_CHANGE, uni
 
 
 def found_anything(report, s) -> bool:
-    """A step, a crash window or a metric window in the scan's table."""
+    """A step that stands (not an edge step measured again and called an outlier: that is no step
+    found), a crash window or a metric window in the scan's table."""
     if all_windows(report.points):
         return True
     return any(p.status == "ok" and p.value is not None for p in report.points) and \
-        bool(find_steps(report.points, s.higher_is_better)[0])
+        bool(standing(find_steps(report.points, s.higher_is_better)[0], report.edge_checks))
 
 
 def undecided_json(report, s) -> str | None:

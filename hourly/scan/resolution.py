@@ -5,22 +5,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Detection
+from hourly.analysis.detect import DEFAULT_MIN_CHANGE
 from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, Resolution, resolution, size
-from hourly.analysis.steps import find_steps
+from hourly.analysis.steps import find_steps, standing
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
 from hourly.model import PointResult, Status
 
 
-def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolution | None, Detection | None, bool]:
-    """The resolution of a scan's table (None with under two measured pairs), its detection, and
-    whether it found a step."""
+def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolution | None, list]:
+    """The resolution of a scan's table (None with under two measured pairs) and the steps it found."""
     if not any(p.status == Status.OK.value and p.value is not None for p in points):
-        return None, None, False
+        return None, []
     steps, detection, groups = find_steps(points, higher_is_better)
-    runs = [len(g.samples or []) for g in groups]
-    return resolution(detection, runs), detection, bool(steps)
+    return resolution(detection, [len(g.samples or []) for g in groups]), steps
 
 
 def fix(r: Resolution, s: Settings, min_change: float = DEFAULT_MIN_CHANGE) -> str:
@@ -45,21 +43,6 @@ def as_json(points: list[PointResult], s: Settings) -> dict | None:
     return out
 
 
-def require_resolved(points: list[PointResult], s: Settings, found_anything: bool = False, then: str = "",
-                     higher_is_better: bool | None = None, metric: str | None = None) -> None:
-    """No step found where a step of the default --min-change could not have shown is no answer
-    (exit 1, as a table too short to tell noise from steps): it says the resolution and the scan
-    with the repeats that resolve it. ``then``, ``higher_is_better``, ``metric``: as
-    :func:`hourly.scan.table.require_decided`'s."""
-    if found_anything:
-        return
-    higher = s.higher_is_better if higher_is_better is None else higher_is_better
-    r, _, stepped = of_points(points, higher)
-    if r is None or stepped or r.resolves(DEFAULT_MIN_CHANGE):
-        return
-    raise unresolved_error(r, DEFAULT_MIN_CHANGE, fix(r, s) + then, f"the scan{f' of {metric}' if metric else ''} found ")
-
-
 def unresolved_error(r: Resolution, floor: float, fix_text: str, who: str = "") -> UserError:
     """The error of a series that found no step where steps of ``floor`` could not show through its
     noise (scan, show and detect alike); ``who`` opens it ("the scan found ")."""
@@ -69,8 +52,16 @@ def unresolved_error(r: Resolution, floor: float, fix_text: str, who: str = "") 
 
 
 def require_resolved_report(report, s: Settings, found_anything: bool = False, then: str = "") -> None:
-    """:func:`require_resolved` over the scan's table. A scan of several named metrics says each
+    """No step found where a step of the default --min-change could not have shown is no answer
+    (exit 1, as a table too short to tell noise from steps): it says the resolution and the scan
+    with the repeats that resolve it. An edge step that measuring again called an outlier is no
+    step found (:func:`hourly.analysis.steps.standing`). ``then``: as
+    :func:`hourly.scan.table.require_decided`'s. A scan of several named metrics says each
     metric's own bound instead ("unchanged (within ±1.2 %)", hourly.analysis.moved), which names
     the size it rules out already: this adds nothing to it."""
-    if report.metrics is None:
-        require_resolved(report.points, s, found_anything, then)
+    if found_anything or report.metrics is not None:
+        return
+    r, steps = of_points(report.points, s.higher_is_better)
+    if r is None or r.resolves(DEFAULT_MIN_CHANGE) or standing(steps, report.edge_checks):
+        return
+    raise unresolved_error(r, DEFAULT_MIN_CHANGE, fix(r, s) + then, "the scan found ")
