@@ -189,3 +189,40 @@ def test_detect_on_repeated_quiet_runs_says_no_step_found(capsys, tmp_path):
     assert "no step found" in out
     (line,) = [x for x in out.splitlines() if x.startswith("resolution: ")]
     assert "(5 points, 3 runs each" in line
+
+
+#: a real scan's table (the ±6 % benchmark of the unhappy paths, 3 runs a pair over 3 pairs): the
+#: detector reads an edge step between its first two pairs, which measuring again called an outlier
+NOISY_TABLE = [("2023-08-24T11:00:00Z", "x1", [549.62, 529.16, 534.31]),
+               ("2023-08-24T12:00:00Z", "x2", [609.02, 560.61, 556.56]),
+               ("2023-08-24T13:00:00Z", "x2", [609.02, 560.61, 556.56]),
+               ("2023-08-24T14:00:00Z", "x3", [562.55, 537.41, 561.36]),
+               ("2023-08-24T15:00:00Z", "x3", [562.55, 537.41, 561.36])]
+
+
+def _noisy_report(verdict):
+    import statistics
+
+    from hourly.analysis.detect import EdgeCheck
+    from hourly.model import PointResult, ScanReport
+    points = [PointResult(t, x, "j1", "ok", statistics.median(v), v) for t, x, v in NOISY_TABLE]
+    check = EdgeCheck(verdict, 565.0, 563.39, -0.00285, 6, 6)
+    return ScanReport(points, 3, 0, edge_checks={(NOISY_TABLE[0][0], NOISY_TABLE[1][0]): check})
+
+
+def test_an_edge_step_measured_again_as_an_outlier_is_no_step_so_the_resolution_still_decides():
+    """Before, the outlier still counted as a step found, so its scan, show and bisect said
+    'nothing to bisect', exit 0, at a resolution of 3.4 %; a confirmed edge step is an answer."""
+    from hourly.analysis.detect import EdgeVerdict
+    from hourly.analysis.steps import find_steps, standing
+    from hourly.errors import UserError
+    from hourly.measure.settings import Settings
+    from hourly.scan.resolution import require_resolved_report
+    outlier, confirmed = _noisy_report(EdgeVerdict.OUTLIER), _noisy_report(EdgeVerdict.CONFIRMED)
+    (step,) = find_steps(outlier.points, True)[0]
+    assert step.change.edge
+    assert standing([step], outlier.edge_checks) == [] and standing([step], confirmed.edge_checks) == [step]
+    with pytest.raises(UserError, match=r"the scan found no step of 3\.\d+% or more") as e:
+        require_resolved_report(outlier, Settings(repeats=3))
+    assert "--repeats" in e.value.fix
+    require_resolved_report(confirmed, Settings(repeats=3))  # a step stands: the scan's answer
