@@ -174,9 +174,10 @@ SLOW: dict[str, tuple[str, ...]] = {
     # bisections in one test, and every bisection whose logic tests/test_drive.py runs over a
     # table of evidence on exhaustive histories (two steps, build failures, skips, mixed pairs and
     # blame, the rest of a window, the second step's blame); the search maths: test_bisect_math.
-    # The quick run keeps one end-to-end bisection per piece of wiring: a replayable exit-mode
-    # log, a recorded build failure and --retry-failed, cherry-picks, an unconfirmed candidate's
-    # exit 4, an end that fails to build
+    # The quick run keeps one end-to-end bisection per piece of wiring: --retry-failed,
+    # cherry-picks, an unconfirmed candidate's exit 4, an end that fails to build (the replayable
+    # exit-mode log, the recorded build failure and the crash window are decorated slow in
+    # test_bisect.py, each with the quick tests that cover it)
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
                        "test_two_steps_inside_one_window_are_both_found",
                        "test_build_failure_next_to_the_culprit",
@@ -201,8 +202,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     # tests/test_drive.py (exit mode in rounds against the sequential search, every culprit position)
     "test_bisect_rounds.py": ("test_four_workers_find_the_same_two_culprits_in_fewer_rounds",
                               "test_exit_mode_in_rounds_names_the_crash_like_the_sequential_one"),
-    # a manual bisection at a terminal: the one at a prompt to its culprit, Ctrl-C and kill -9 at the
-    # prompt stay quick; an unknown word and unsure, and hourly mark from a second process: their
+    # a manual bisection at a terminal: Ctrl-C then kill -9 at the prompt, resumed to the culprit,
+    # stays quick (the plain one at a prompt is decorated slow in test_manual.py); an unknown word and unsure, and hourly mark from a second process: their
     # logic in tests/test_drive.py (the manual judge over a table, the Person's prompt and hourly
     # mark on a real store, the report of a manual answer)
     "test_manual.py": ("test_unsure_and_a_word_that_is_no_verdict",
