@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import signal
 import sys
@@ -168,9 +169,18 @@ def stopped_line(code: int, argv: list[str]) -> str:
     return f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}"
 
 
+@functools.cache
+def _command_tree() -> Any:
+    """The click command typer builds from ``app``, built once per process: building it reads every
+    command's signature (~25 ms), which a process that calls :func:`main` many times (the tests call
+    it in-process some 800 times) would otherwise pay on every call. Calling it is what
+    ``app(...)`` does, less typer's pretty-exception hook, which ``app`` disables."""
+    return typer.main.get_command(app)
+
+
 def _main(argv: list[str]) -> int:
     try:
-        rv = app(args=argv, prog_name="hourly", standalone_mode=False)
+        rv = _command_tree()(args=argv, prog_name="hourly", standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # typer returns Exit codes; 130 is its Ctrl-C
     except _EXITS as e:
         return e.exit_code
