@@ -7,19 +7,25 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from test_only import venv_with_jaxlib
 
 from hourly.adapters import proc
+from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.venvs import reinstall, reinstall_commands
 from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
 from hourly.demo.split import BACKEND, jax_base_files, write_bench, write_wheel
+from hourly.errors import UserError
 from hourly.measure.benchmark import BenchSpec, bench_env
+from hourly.measure.build import Workspace
 from hourly.measure.machine import capture
+from hourly.model import Pair
 
 #: like setuptools' build_py: copy the package into build/lib (never removing what is there), then
 #: pack build/lib — a file a newer commit deleted still ships when build/lib is left from before
@@ -139,3 +145,55 @@ def test_no_run_gets_a_bytecode_cache_the_states_share(tmp_path, monkeypatch):
     run = proc.run([sys.executable, "-c", "import sys; print(sys.pycache_prefix)"], env=bench_env(BenchSpec([], env=given)))
     assert run.output.strip() == "None"
     assert "PYTHONPYCACHEPREFIX" not in capture(sys.executable, given)["env"]  # stored as the runs got it
+
+
+def git_tree(path: Path, values: list[str]) -> tuple[GitRepo, list[str]]:
+    """A real git tree with a commit per value, each with ``mod.py`` holding it (one size for all);
+    its .gitignore, none, ignores no bytecode."""
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    shas = []
+    for value in values:
+        (path / "mod.py").write_text(f"VALUE = {value}\n")
+        git("add", "-A")
+        git("-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", value)
+        shas.append(git("rev-parse", "HEAD").strip())
+    return GitRepo(path, "jax"), shas
+
+
+@pytest.mark.parametrize("prefix", [False, True], ids=["beside-the-sources", "PYTHONPYCACHEPREFIX"])
+def test_a_checkout_never_runs_the_bytecode_of_the_commit_before(tmp_path, monkeypatch, prefix):
+    # --only jax with the tree installed in place: the benchmark imports straight from the checkout,
+    # which git rewrites in place
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    if prefix:
+        monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pyc"))
+    repo, shas = git_tree(tmp_path / "jax", ["1", "2"])
+    with Workspace([repo]) as trees:
+        for sha, value in ((shas[0], "1"), (shas[1], "2"), (shas[0], "1")):
+            trees.checkout(Pair("", sha))
+            os.utime(repo.path / "mod.py", (SAME_SECOND, SAME_SECOND))
+            run = proc.run([sys.executable, "-c", "import mod; print(mod.VALUE)"], cwd=repo.path,
+                           env=bench_env(BenchSpec([])))
+            assert run.output.strip() == value
+    assert not list(repo.path.rglob("*.pyc"))  # given back without the states' bytecode
+
+
+def test_bytecode_in_a_tree_is_never_the_users_change(tmp_path):
+    repo, _ = git_tree(tmp_path / "jax", ["1"])
+    for pyc in ("__pycache__/mod.cpython-311.pyc", "pkg/__pycache__/a.cpython-311.pyc", "stray.pyc"):
+        (repo.path / pyc).parent.mkdir(parents=True, exist_ok=True)
+        (repo.path / pyc).write_bytes(b"")
+    (repo.path / "notes.txt").write_text("mine\n")
+    with pytest.raises(UserError) as refused:
+        with Workspace([repo]):
+            pass
+    assert "(notes.txt (untracked))" in refused.value.message  # the user's file alone
+    (repo.path / "notes.txt").unlink()
+    with Workspace([repo]):  # bytecode alone: taken
+        pass
+    assert not list(repo.path.rglob("*.pyc"))
