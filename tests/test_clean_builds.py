@@ -51,7 +51,7 @@ HISTORY = [
 def base_files() -> dict[str, str]:
     files = jax_base_files()
     files["_backend/standin_backend.py"] = STALE_BACKEND
-    files[".gitignore"] = "dist/\nbuild/\n"  # as JAX ignores build/lib
+    files[".gitignore"] = "dist/\nbuild/\n*.pyc\n"  # as JAX ignores build/lib and bytecode
     files["jax/perf/fastpath.txt"] = "1.25\n"  # deleted by DELETE: 20 % slower without it
     return files
 
