@@ -14,6 +14,9 @@ from pathlib import Path
 from hourly.adapters import proc
 from hourly.errors import ProcessError, UserError
 
+#: Python's bytecode, as ``git ls-files --exclude`` patterns
+BYTECODE = ("__pycache__/", "*.pyc")
+
 
 @dataclass(frozen=True)
 class HeadState:
@@ -68,18 +71,22 @@ class Checkout:
 
     def untracked_files(self, keep: list[str] | None = None) -> list[str]:
         """Untracked files that are not ignored (folders as one entry), but those under ``keep``
-        (paths relative to the tree)."""
-        out = self.git("ls-files", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "-z", "--", ".",
+        (paths relative to the tree) and Python's bytecode (:data:`BYTECODE`: derived, never a change)."""
+        out = self.git("ls-files", "--others", "--exclude-standard", *[f"--exclude={b}" for b in BYTECODE],
+                       "--directory", "--no-empty-directory", "-z", "--", ".",
                        *[f":(top,literal,exclude){k}" for k in keep or []])
         return [p for p in out.split("\0") if p]
 
     def clean(self, keep: list[str] | None = None) -> None:
         """Remove every untracked and ignored file (nested repositories too: ``git clean -ffdx``)
         but those under ``keep`` (paths relative to the tree)."""
-        excludes = []
-        for k in keep or []:
-            excludes += ["-e", "/" + _escape_pattern(k.rstrip("/"))]
-        self.git("clean", "-ffdxq", *excludes)
+        self.git("clean", "-ffdxq", *_excludes(keep))
+
+    def remove_bytecode(self, keep: list[str] | None = None) -> None:
+        """Remove the untracked ``*.pyc`` files (but those under ``keep``): Python checks a ``.pyc``
+        only against its source's mtime, in whole seconds, and size, and a checkout rewrites the
+        sources in place, so the bytecode of the commit before could pass for this one's."""
+        self.git("clean", "-ffxq", *_excludes(keep), "--", "*.pyc")
 
     def checkout(self, sha: str) -> None:
         """Detached, forced: edits the builds made to tracked files never block the next checkout."""
@@ -158,6 +165,14 @@ def _first_error(output: str) -> str:
     """The line of git's output that says what failed (not its hints)."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not ln.startswith("hint:")]
     return next((ln for ln in lines if ln.lower().startswith(("fatal", "error"))), lines[0] if lines else "no output")
+
+
+def _excludes(keep: list[str] | None) -> list[str]:
+    """``git clean`` options that keep ``keep`` (paths relative to the tree)."""
+    out = []
+    for k in keep or []:
+        out += ["-e", "/" + _escape_pattern(k.rstrip("/"))]
+    return out
 
 
 def _escape_pattern(path: str) -> str:

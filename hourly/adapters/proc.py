@@ -5,7 +5,8 @@ log file line by line while the process runs (``tail -f`` works, and a ``kill -9
 everything written so far), enforces a timeout by killing the whole process group, and returns a
 :class:`Result`.
 With ``check=True`` a non-zero exit raises :class:`~hourly.errors.ProcessError`, which carries
-the command, the exit code and the tail of the output.
+the command, the exit code and the tail of the output. No process started here gets
+``PYTHONPYCACHEPREFIX`` (:data:`SHARED_BYTECODE`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ import time
 from hourly.errors import ProcessError
 
 TAIL_LINES = 30
+
+#: never passed on to a process hourly starts. With it, Python keeps every module's bytecode in one
+#: cache outside the sources, keyed by the source's path and checked only against its mtime (whole
+#: seconds) and size; uv compiles nothing on install and git rewrites files in place, so a state
+#: installed or checked out within the second of the last import, with files of the same sizes,
+#: would run the bytecode of the state before it. Without it the bytecode lies beside the sources,
+#: where the install (hourly.adapters.venvs.reinstall) and the checkout (Workspace.checkout) of the
+#: next state remove it (docs/measuring.md)
+SHARED_BYTECODE = "PYTHONPYCACHEPREFIX"
 
 #: processes started by :func:`run` and :func:`run_until` in this process so far (tests and
 #: benchmarks read how many a command spends; GitPython's own are not among them)
@@ -64,6 +74,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     """
     global spawned
     cmd = [str(c) for c in cmd]
+    env = child_env(env)
     start = time.monotonic()
     log = _open_log(log_path, cmd, cwd)
     spawned += 1
@@ -129,7 +140,7 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
     spawned += 1
     try:
         proc = subprocess.Popen(
-            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd, cwd=cwd, env=child_env(None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             text=True, errors="replace", start_new_session=True, preexec_fn=_die_with_parent())
     except FileNotFoundError as e:
         raise UserError(f"command not found: {cmd[0]}", "install it, put it on PATH, or pass the right command") from e
@@ -171,6 +182,14 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
     if not result.ok:
         raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None, timed_out, None)
     return result
+
+
+def child_env(env: dict[str, str] | None) -> dict[str, str] | None:
+    """The environment a process gets: ``env`` (None: this process's), less :data:`SHARED_BYTECODE`."""
+    given = os.environ if env is None else env
+    if SHARED_BYTECODE not in given:
+        return env
+    return {k: v for k, v in given.items() if k != SHARED_BYTECODE}
 
 
 def _open_log(log_path, cmd: list[str], cwd):
@@ -288,7 +307,7 @@ def attached(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | os
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
     try:
         try:
-            child = subprocess.Popen(cmd, env=env, cwd=cwd,
+            child = subprocess.Popen(cmd, env=child_env(env), cwd=cwd,
                                      preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in old])
         except FileNotFoundError as e:
             raise UserError(f"command not found: {cmd[0]}", "check its name and PATH") from e

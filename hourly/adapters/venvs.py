@@ -13,12 +13,14 @@ without it (an install killed half-way) is removed and made again.
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import shutil
 import sys
 import sysconfig
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +83,8 @@ def reinstall(python: str, wheels: list[str], *, timeout: float | None, log_path
     until one succeeds): the last command's result. With ``log_path``, pip logs there and uv beside
     it (``.uv.log``); ``check``: a failure of the last raises."""
     cmds = reinstall_commands(python, wheels)
+    if len(cmds) > 1:  # uv first
+        forget_module_bytecode(python, wheels)
     for i, cmd in enumerate(cmds):
         last = i == len(cmds) - 1
         log = log_path if log_path is None or last else log_path.with_suffix(".uv.log")
@@ -88,6 +92,26 @@ def reinstall(python: str, wheels: list[str], *, timeout: float | None, log_path
         if res.ok:
             break
     return res
+
+
+def forget_module_bytecode(python: str, wheels: list[str]) -> None:
+    """Remove the bytecode of the top-level modules ``wheels`` hold (``NAME.py``) from the site-packages
+    of ``python``'s virtual environment. uv's reinstall removes a package's folder whole, its
+    ``__pycache__`` with it, but leaves ``site-packages/__pycache__/NAME.*.pyc`` (uv 0.13; pip removes
+    it): the module a state installs within the second of the last import, at the same size, would run
+    the earlier state's bytecode."""
+    names: set[str] = set()
+    for wheel in wheels:
+        try:
+            with zipfile.ZipFile(wheel) as z:
+                names.update(n[:-3] for n in z.namelist() if "/" not in n and n.endswith(".py"))
+        except (OSError, zipfile.BadZipFile):
+            continue  # the install names what is wrong with it
+    env = Path(shutil.which(python) or python).absolute().parent.parent
+    for cache in [*env.glob("lib/python3*/site-packages/__pycache__"), env / "Lib" / "site-packages" / "__pycache__"]:
+        for name in names:
+            for pyc in cache.glob(f"{glob.escape(name)}.*.pyc"):
+                pyc.unlink(missing_ok=True)
 
 
 def choose_installer(kind: InstallerKind | str = InstallerKind.AUTO) -> Installer:

@@ -105,7 +105,7 @@ def _jax(x: dict[str, str]) -> list[Spec]:
         return f"Update XLA dependency to use revision http://github.com/openxla/xla/commit/{sha}."
     return [
         ("2023-08-22T00:30:00Z", "Initial commit", {"README": "stand-in for jax-ml/jax\n", "perf/base.txt": "1.0\n",
-                                                     ".gitignore": "dist/\nbuild/cache/\n", "WORKSPACE": workspace_form(x0)}),
+                                                     ".gitignore": "dist/\nbuild/cache/\n*.pyc\n", "WORKSPACE": workspace_form(x0)}),
         ("2023-08-22T01:00:00Z", "Move the XLA commit out of the top-level JAX WORKSPACE file and into a separate .bzl file.",
          {"WORKSPACE": 'load("//third_party/xla:workspace.bzl", jax_xla_workspace = "repo")\njax_xla_workspace()\n',
           "third_party/xla/workspace.bzl": bzl_form(x0)}),

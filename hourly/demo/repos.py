@@ -95,7 +95,7 @@ def make_repos(root: str | Path, changes: list[Change], start: str = "2023-08-23
     base = base or {}
     _init(up["xla"], base.get("xla") or {"README": "stand-in for openxla/xla\n", "perf/base.txt": "1.0\n"}, start)
     _init(up["jax"], base.get("jax") or {"README": "stand-in for jax-ml/jax\n", "perf/base.txt": "1.0\n",
-                                         "build/requirements.in": "jaxlib\n", ".gitignore": "dist/\nbuild/cache/\n"},
+                                         "build/requirements.in": "jaxlib\n", ".gitignore": "dist/\nbuild/cache/\n*.pyc\n"},
           start)
     events = []
     for i, c in enumerate(changes):

@@ -86,7 +86,7 @@ def jax_base_files(minimum_jaxlib: str = JAXLIB_VERSION) -> dict[str, str]:
     """The first commit of the stand-in JAX tree."""
     return {
         "README": "stand-in for jax-ml/jax (jax package and jaxlib sources)\n",
-        ".gitignore": "dist/\n",
+        ".gitignore": "dist/\n*.pyc\n",
         "pyproject.toml": textwrap.dedent("""\
             [build-system]
             requires = []

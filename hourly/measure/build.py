@@ -26,7 +26,7 @@ import shutil
 import signal
 import socket
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -203,9 +203,12 @@ class Workspace:
         return {name: st.get("branch") or st.get("sha") or "" for name, st in self._states.items()}
 
     def checkout(self, pair: Pair) -> None:
+        """Put the trees at ``pair``, with no bytecode of an earlier commit's sources left in them
+        (a benchmark may import from a tree: --only jax installs it in place)."""
         applied: dict[str, str] = {}
         for repo in self.repos:
             repo.checkout(getattr(pair, repo.name))
+            repo.remove_bytecode(self._kept(repo))
             if self.picks:
                 from hourly.measure.cherry_pick import apply
                 applied.update(apply(repo, getattr(pair, repo.name), self.picks))
@@ -255,6 +258,8 @@ class Workspace:
                      retry=retry_if_result(bool))(once)
         except RetryError:
             pass  # still changed: the next run names the files (its uncommitted-changes check)
+        with suppress(ProcessError):  # the states' bytecode: never to pass for the sources given back
+            repo.remove_bytecode(self._kept(repo))
 
     def _release(self, repo: GitRepo) -> None:
         try:

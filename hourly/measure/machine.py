@@ -32,6 +32,7 @@ def capture(python: str, extra_env: dict[str, str] | None = None, only: str | No
         env.pop(k, None)
     env.update(set_)
     env.update({k: v for k, v in (extra_env or {}).items()})
+    env.pop(proc.SHARED_BYTECODE, None)  # an --env one is never passed on (hourly.adapters.proc)
     info: dict = {"host": socket.gethostname(), "platform": platform.platform(), "env": env,
                   "python": python, "packages": {}, "origins": {}, "gpus": []}
     layout = python_layout(python, {**os.environ, **(extra_env or {})})
