@@ -8,10 +8,19 @@ import os
 import shutil
 import site
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
 import pytest
+
+if sys.dont_write_bytecode and sys.pycache_prefix is None:
+    # PYTHONDONTWRITEBYTECODE (set on some machines, this project's among them) makes pytest rewrite
+    # the asserts of every test file again in every test process, ~5 s of each worker's collection.
+    # This process alone keeps its bytecode where pytest keeps its cache, never in the tree; the
+    # processes the tests start are left as they are.
+    sys.pycache_prefix = str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "pycache")
+    sys.dont_write_bytecode = False
 
 from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
 from tests.argv import with_flags
