@@ -131,8 +131,12 @@ def odds(llr: float) -> str:
 
 
 def logpdf(x: float, loc: float, scale: float, dof: int) -> float:
+    """The log density at ``x`` of Student's t with ``dof`` degrees of freedom (a normal without
+    any), shifted by ``loc`` and scaled by ``scale``: scipy.stats.t.logpdf's formula, written out
+    because scipy's per-call argument handling cost ~50 times the arithmetic (~5 s of a test run)."""
     if dof > 0:
-        from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
-        return float(stats.t.logpdf(x, dof, loc, scale))
+        z = (x - loc) / scale
+        return (math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+                - (dof + 1) / 2 * math.log1p(z * z / dof) - math.log(scale))
     return float(lognorm(np.array([x]), loc, scale ** 2)[0])
 

@@ -14,6 +14,7 @@ good, the later bad, and a state between two steps bad (a regression came before
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -77,8 +78,10 @@ class Judgement:
     margin: float = 0.0  # log-likelihood of the chosen level over the best other
 
 
+@functools.cache
 def veto_threshold(dof: int) -> float:
-    """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin."""
+    """Z_VETO as a Student-t quantile: a noise estimate from few samples needs a wider margin
+    (remembered per ``dof``: scipy's quantile costs ~0.3 ms a call, and every verdict asks)."""
     if dof <= 0:
         return float("inf")
     from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
@@ -247,8 +250,7 @@ class MetricJudge(BaseJudge):
         # probe sample; medians and a Shamos scale keep a few slow runs from deciding.
         sg, sb = se2(sigma, p, g), se2(sigma, p, b)
         nu = tail_dof(dof, len(p))
-        from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
-        llr = float(stats.t.logpdf(mp, nu, mb, sb) - stats.t.logpdf(mp, nu, mg, sg))
+        llr = logpdf(mp, mb, sb, nu) - logpdf(mp, mg, sg, nu)
         zg, zb = abs(mp - mg) / sg, abs(mp - mb) / sb
         veto = veto_threshold(dof)
         if zg > veto and zb > veto:
@@ -270,6 +272,7 @@ class MetricJudge(BaseJudge):
             return Call(Verdict.UNSURE, f"leans {verdict.value} but its mean is {z:.1f} standard errors from that end",
                             llr=llr)
         if len(p) >= NONPARAMETRIC_MIN and len(ref) >= 3:
+            from scipy import stats  # here, not at the top: scipy.stats costs every hourly process ~1 s to import
             mw = stats.mannwhitneyu(p, ref, alternative="two-sided").pvalue
             ks = stats.ks_2samp(p, ref).pvalue
             if mw < ALPHA and ks < ALPHA:
