@@ -28,6 +28,15 @@ from hourly.demo.repos import DEMO_CHANGES, Made, make_repos
 from tests.argv import with_flags
 
 
+def pytest_configure(config):
+    if sys.flags.dont_write_bytecode and not hasattr(config, "workerinput"):
+        # and the ~60 `python -m hourly` processes the tests start would each compile the package
+        # again (~0.25 s of CPU a process): compiled once here, before the workers start, into its
+        # own __pycache__ (ignored by git), as pip compiles what it installs
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(hourly.__file__).parent)],
+                       check=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"})
+
+
 def copy_tree(src: str | Path, dest: str | Path) -> Path:
     """A copy of the folder ``src`` (git repositories and what else a maker of them wrote) at
     ``dest``, with every absolute path under ``src`` that a file holds (a clone's ``origin`` URL
