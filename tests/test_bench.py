@@ -36,6 +36,9 @@ def test_outcomes(tmp_path):
     ok = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 577.1')")), 2, log, "ok")
     assert ok.status is Status.OK and ok.samples == [577.1, 577.1] and ok.value == 577.1
     assert len(list(log.glob("bench-ok-*.log"))) == 2
+    again = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 577.1')")), 2, log, "ok")  # within the second
+    assert len(list(log.glob("bench-ok-*.log"))) == 4  # every run's log kept
+    assert {r.log_path for r in again.runs}.isdisjoint(r.log_path for r in ok.runs)
 
     crash = run_benchmark(BenchSpec(script(tmp_path, "import sys; print('MLUPS: 1'); sys.exit(3)")), 1, log, "c")
     assert crash.status is Status.CRASHED and crash.runs[0].returncode == 3 and crash.value is None

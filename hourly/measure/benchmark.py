@@ -339,10 +339,22 @@ def whole(res: BenchResult, names: list[str], said: list[str] | None = None) -> 
     return BenchResult(procs, None, res.sampling, looked_for=names, said=said or [])
 
 
+def _free_stamp(log_dir: Path, tag: str) -> str:
+    """The time to the second, made unique among ``tag``'s logs in ``log_dir`` (``.2``, ``.3`` …):
+    two measurements of one state within a second (a bisection's rounds of a fast benchmark) wrote
+    over each other's logs."""
+    base = stamp = time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while (log_dir / f"bench-{tag}-{stamp}-1.log").exists():
+        n += 1
+        stamp = f"{base}.{n}"
+    return stamp
+
+
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
                   stop_after_failed_warmup: bool = False) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
-    ``log_dir/bench-<tag>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
+    ``log_dir/bench-<tag>-<time>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
     with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
     (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
@@ -353,7 +365,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
     env = bench_env(spec)
     runs: list[Run] = []
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = _free_stamp(Path(log_dir), tag)
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
