@@ -280,6 +280,8 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
     ot = rec["op_times"]
     assert ot["source"] == "hlo_op" and ot["rows"] == [] and ot["ops"]["good"] > 0 and ot["ops"]["bad"] > 0
     assert all(Path(ot["traces"][side]).is_dir() for side in ("good", "bad"))
+    manifest = json.loads((Path(ot["traces"]["bad"]) / "manifest.json").read_text())
+    assert manifest["profiler_options"]["python_tracer_level"] == 0  # as hourly profile traces: the ops alone
 
 
 @pytest.fixture(scope="module")
