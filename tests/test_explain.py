@@ -192,6 +192,24 @@ print(f"instructions: {size}")
 print(f"MLUPS: {jax_demo.FACTOR * 1e4 / size * (1 + random.gauss(0, float(os.environ.get('DEMO_NOISE', '0.002')))):.3f}")
 '''
 
+#: the no-scan test's benchmark: its step is the planted factor alone (the culprit's program is
+#: BENCH's, renamed inside), so the bisection's rounds read the factor without jax (6 processes of
+#: `import jax`, ~2 s each, that told the search nothing); the function under test is compiled and
+#: called, as in BENCH, where its program is looked at: explain's dump runs, whose XLA_FLAGS name
+#: a dump folder (a run without one would dump nothing, and explain says so)
+FACTOR_BENCH = r'''
+import os, random
+import jax_demo
+if "--xla_dump_to=" in os.environ.get("XLA_FLAGS", ""):
+    import jax, jax.numpy as jnp
+    from jax_demo.kernel import f
+    x = jax.device_put(jnp.ones((64, 64), jnp.float32)).block_until_ready()
+    fn = jax.jit(f)
+    for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-time join's trace
+        fn(x).block_until_ready()
+print(f"MLUPS: {jax_demo.FACTOR * 1e3 * (1 + random.gauss(0, float(os.environ.get('DEMO_NOISE', '0.002')))):.3f}")
+'''
+
 
 def _repos(root: Path, culprit_kernel: str, extra: dict | None = None, good_kernel: str = GOOD_KERNEL,
            bench: str = BENCH):
@@ -243,9 +261,12 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
     The culprit writes x ** 2 for x * x: the same program (a rename inside it), which explain must
     call identical; the planted factor makes the step. The bad end is the culprit: what is checked is
     the workdir's settings and explain, not the search (test_bisect's), so the bisection is its ends'
-    rounds alone (6 benchmark processes of real jax, not 16)."""
+    rounds alone (6 benchmark processes, not 16), and they read the planted factor without jax
+    (FACTOR_BENCH); explain's dump runs compile and call the function under test with real jax,
+    under the JAX profiler for the op-time join."""
     made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--json", "--warmup-runs", "0",
-                                          extra={"perf/slow.txt": "0.8\n"}, bad="Aug 24 2023 03:30")
+                                          extra={"perf/slow.txt": "0.8\n"}, bad="Aug 24 2023 03:30",
+                                          bench=FACTOR_BENCH)
     assert code == 0
     answer = json.loads(capsys.readouterr().out)["regressions"][0]
     assert answer["culprit"]["subject"] == "Lower sum of squares differently"
@@ -255,6 +276,12 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
     assert rec["identical"] and all(m["identical"] for m in rec["modules"])
     assert rec["repro"] is None
     assert "all identical" in out and "LLVM" in out and "Triton" in out
+    # the op-time join ran on both dump runs' traces: the program is the same, no changed instruction to time
+    ot = rec["op_times"]
+    assert ot["source"] == "hlo_op" and ot["rows"] == [] and ot["ops"]["good"] > 0 and ot["ops"]["bad"] > 0
+    assert all(Path(ot["traces"][side]).is_dir() for side in ("good", "bad"))
+    manifest = json.loads((Path(ot["traces"]["bad"]) / "manifest.json").read_text())
+    assert manifest["profiler_options"]["python_tracer_level"] == 0  # as hourly profile traces: the ops alone
 
 
 @pytest.fixture(scope="module")

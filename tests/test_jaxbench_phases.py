@@ -34,13 +34,14 @@ from hourly.render.console import console
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "hourly" / "jaxbench_phases.py"
-REPEATS, ITERS = 3, 8
+REPEATS, ITERS = 2, 8  # each front-end repeat compiles the step three times: two show each is a sample
 
 BENCH = textwrap.dedent('''\
     import sys
 
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
 
     def loss(params, x, y):
@@ -61,12 +62,11 @@ BENCH = textwrap.dedent('''\
         assert "hourly" not in sys.modules, "the harness imported hourly"
         assert "hourly" not in (bisect.__file__ or ""), bisect.__file__
         assert not jax.config.jax_enable_x64, "x64 is on although --x64 was not given"
-        key = jax.random.PRNGKey(0)
-        params = []
-        for _ in range(3):
-            key, k = jax.random.split(key)
-            params.append((jax.random.normal(k, (32, 32)) / 32 ** 0.5, jnp.zeros(32)))
-        x = jax.random.normal(key, (16, 32))
+        # NumPy draws the values: jax.random compiles a program per shape first (~1 s here)
+        rng = np.random.default_rng(0)
+        params = [(jnp.asarray(rng.standard_normal((32, 32), np.float32) / 32 ** 0.5), jnp.zeros(32))
+                  for _ in range(3)]
+        x = jnp.asarray(rng.standard_normal((16, 32), np.float32))
         return step, (params, x, jnp.zeros((16, 32)))
 
 
@@ -102,7 +102,7 @@ def measured(bench_dir):
     """One `hourly bench --json` run of the MLP (the harness as a subprocess), its JSON and its log."""
     log = bench_dir / "bench.log"
     argv = ["bench", str(bench_dir / "mlp_bench.py"), "--repeats", str(REPEATS), "--iters", str(ITERS),
-            "--warmup", "1", "--out", str(log), "--json",
+            "--warmup", "0", "--out", str(log), "--json",
             # x64 asked by the environment is turned off (make() checks); the cache folder lands here
             "--env", "JAX_ENABLE_X64=1", "--env", f"TMPDIR={bench_dir / 'tmp'}"]
     out, err = StringIO(), StringIO()
@@ -176,21 +176,28 @@ def test_the_table_shows_each_phase_and_says_what_is_unavailable(measured, bench
     assert "--lower-is-better" in text and "MEDIAN step_ms:" in text
 
 
-def test_the_printed_scan_options_run_the_harness_through_hourlys_benchmark_runner(bench_dir, tmp_path):
-    # what `hourly scan --bench-cmd ... --metric-regex ...` does with each run, from another folder:
-    # python3 is the state's Python (its folder first on PATH), the log is parsed by the regex
-    options = phases.HarnessOptions(repeats=1, iters=3, warmup=0, phases=("step",))
-    scan = phases.scan_options("mlp_bench.py", options, ["step_ms"], cwd=bench_dir)
-    assert scan.bench_cmd.split()[:3] == ["python3", str(HARNESS), str(bench_dir / "mlp_bench.py")]
+@pytest.fixture(scope="module")
+def through_the_runner(bench_dir, tmp_path_factory):
+    """What `hourly scan --bench-cmd ... --metric-regex ...` does with each run, from another folder
+    (python3 is the state's Python, its folder first on PATH; the log is parsed by the regex), for
+    the jitted function with a keyword argument and two phases: (scan options, result, log)."""
+    tmp = tmp_path_factory.mktemp("runner")
+    options = phases.HarnessOptions(repeats=2, iters=3, warmup=0, phases=("trace", "step"))
+    scan = phases.scan_options("mlp_bench.py:make_jitted", options, ["trace_ms", "step_ms"], cwd=bench_dir)
+    spec = BenchSpec(cmd=shlex.split(scan.bench_cmd), cwd=str(tmp), metric_regex=scan.per_metric["step_ms"][1],
+                     python=sys.executable, timeout=300)
+    result = run_benchmark(spec, repeats=1, log_dir=tmp, tag="phases")
+    return scan, result, Path(result.runs[0].log_path).read_text()
+
+
+def test_the_printed_scan_options_run_the_harness_through_hourlys_benchmark_runner(through_the_runner, bench_dir):
+    scan, result, log = through_the_runner
+    assert scan.bench_cmd.split()[:3] == ["python3", str(HARNESS), f"{bench_dir / 'mlp_bench.py'}:make_jitted"]
     regex = scan.per_metric["step_ms"][1]
     assert scan.per_metric["step_ms"] == ["--metric-regex", regex, "--lower-is-better"]
-    spec = BenchSpec(cmd=shlex.split(scan.bench_cmd), cwd=str(tmp_path), metric_regex=regex,
-                     python=sys.executable, timeout=300)
-    result = run_benchmark(spec, repeats=1, log_dir=tmp_path, tag="phases")
-    assert result.status is Status.OK, Path(result.runs[0].log_path).read_text()
-    log = Path(result.runs[0].log_path).read_text()
+    assert result.status is Status.OK, log
     assert result.value == pytest.approx(statistics.median(metric.read_metrics(log)["step_ms"]), rel=1e-5)
-    assert "trace_ms" not in metric.read_metrics(log)  # --phases step measured that phase alone
+    assert set(metric.read_metrics(log)) == {"trace_ms", "step_ms"}  # --phases trace,step measured those alone
 
 
 def run_harness(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -224,11 +231,10 @@ def test_a_make_that_raises_is_one_clear_line_and_the_log_keeps_the_traceback(be
     assert "warp is no phase" in capsys.readouterr().err
 
 
-def test_a_jitted_function_with_keyword_arguments_is_measured_as_it_is(bench_dir):
-    done = run_harness("mlp_bench.py:make_jitted", "--phases", "trace,step", "--repeats", "2", "--iters", "3",
-                       "--warmup", "0", cwd=bench_dir)
-    assert done.returncode == 0, done.stderr
-    found = metric.read_metrics(done.stdout)
+def test_a_jitted_function_with_keyword_arguments_is_measured_as_it_is(through_the_runner):
+    _, result, log = through_the_runner  # make_jitted, --phases trace,step --repeats 2 --iters 3 --warmup 0
+    assert result.status is Status.OK, log
+    found = metric.read_metrics(log)
     assert set(found) == {"trace_ms", "step_ms"} and len(found["trace_ms"]) == 2 and len(found["step_ms"]) == 3
 
 

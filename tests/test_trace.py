@@ -59,15 +59,29 @@ def run_tracer(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=180)
 
 
+def trace_app() -> typer.Typer:
+    app = typer.Typer()
+    app.command()(trace)
+    app.command("other")(lambda: None)  # two commands, so `trace` is a subcommand as in hourly
+    return app
+
+
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    """One real capture of ALLOCATING, shared by the tests that only read it."""
+    """One real capture of ALLOCATING by `hourly trace` (which runs it under `python -m
+    hourly.trace`), shared by the tests that only read it: (folder, capture, facts, the command's
+    result)."""
     work = tmp_path_factory.mktemp("traced")
     (work / "alloc.py").write_text(ALLOCATING)
-    proc = run_tracer(["--out", "cap", "--memprof-at", "before,after", "--python-tracer-level",
-                       "0", "--", "alloc.py", "facts.json"], work)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return work, work / "cap", json.loads((work / "facts.json").read_text()), proc
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        for name in ("HOURLY_MEMPROF_AT", "HOURLY_TRACE_DIR"):
+            mp.delenv(name, raising=False)
+        result = CliRunner().invoke(trace_app(), ["trace", "--out", "cap", "--memprof-at", "before,after",
+                                                  "--python-tracer-level", "0", "--", sys.executable,
+                                                  "alloc.py", "facts.json"])
+    assert result.exit_code == 0, result.output
+    return work, work / "cap", json.loads((work / "facts.json").read_text()), result
 
 
 def test_script_runs_unchanged_with_its_argv(traced):
@@ -129,29 +143,37 @@ def test_exit_status_of_the_program_is_kept_and_capture_still_written(tmp_path):
     assert manifest["files"]["perfetto"]
 
 
-def test_a_crash_is_reported_and_the_capture_kept(tmp_path):
-    (tmp_path / "boom.py").write_text("import jax.numpy as jnp\nx = jnp.ones(3)\n"
-                                      "raise RuntimeError('benchmark broke')\n")
-    proc = run_tracer(["--out", "cap", "--python-tracer-level", "0", "--", "boom.py"], tmp_path)
-    assert proc.returncode == 1
-    assert "RuntimeError: benchmark broke" in proc.stderr
-    manifest = json.loads((tmp_path / "cap" / "manifest.json").read_text())
-    assert manifest["status"] == "crashed" and "benchmark broke" in manifest["error"]
-    assert (tmp_path / "cap" / "memory.prof").exists()
-
-
-def test_module_form_runs_with_python_m_semantics(tmp_path):
-    pkg = tmp_path / "mybench"
+@pytest.fixture(scope="module")
+def crashed_module(tmp_path_factory):
+    """One real capture of a module run with `-m` that computes, prints, then raises: (folder, process).
+    The module form and the crash in one jax process (a module's success: the script's path, the
+    traced fixture; a script's failure: the exit status test)."""
+    work = tmp_path_factory.mktemp("module")
+    pkg = work / "mybench"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "run.py").write_text("import sys, jax.numpy as jnp\n"
                                 "print('ARGV', sys.argv[1:], __name__)\n"
-                                "print(float(jnp.arange(4.0).sum()))\n")
+                                "print(float(jnp.arange(4.0).sum()))\n"
+                                "raise RuntimeError('benchmark broke')\n")
     proc = run_tracer(["--out", "cap", "--python-tracer-level", "0", "--", "-m", "mybench.run",
-                       "--n", "2"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "ARGV ['--n', '2'] __main__" in proc.stdout and "6.0" in proc.stdout
-    assert json.loads((tmp_path / "cap" / "manifest.json").read_text())["argv"] == [
+                       "--n", "2"], work)
+    return work, proc
+
+
+def test_a_crash_is_reported_and_the_capture_kept(crashed_module):
+    work, proc = crashed_module
+    assert proc.returncode == 1
+    assert "RuntimeError: benchmark broke" in proc.stderr
+    manifest = json.loads((work / "cap" / "manifest.json").read_text())
+    assert manifest["status"] == "crashed" and "benchmark broke" in manifest["error"]
+    assert (work / "cap" / "memory.prof").exists()
+
+
+def test_module_form_runs_with_python_m_semantics(crashed_module):
+    work, proc = crashed_module
+    assert "ARGV ['--n', '2'] __main__" in proc.stdout and "6.0" in proc.stdout, proc.stderr
+    assert json.loads((work / "cap" / "manifest.json").read_text())["argv"] == [
         "-m", "mybench.run", "--n", "2"]
 
 
@@ -247,26 +269,20 @@ def test_a_benchmark_python_without_hourly_finds_the_tracer_through_the_shim(tmp
     assert done.stdout.strip() == str(Path(shim) / "hourly" / "trace.py")
 
 
-def test_hourly_trace_command(tmp_path, monkeypatch):
-    (tmp_path / "alloc.py").write_text(ALLOCATING)
-    monkeypatch.chdir(tmp_path)
-    app = typer.Typer()
-    app.command()(trace)
-    app.command("other")(lambda: None)  # two commands, so `trace` is a subcommand as in hourly
-    result = CliRunner().invoke(app, ["trace", "--out", "cap", "--python-tracer-level", "0",
-                                      "--memprof-at", "after", "--", sys.executable,
-                                      "alloc.py", "facts.json"])
-    assert result.exit_code == 0, result.output
+def test_hourly_trace_command(traced, tmp_path, monkeypatch):
+    work, out, _, result = traced  # the capture of ALLOCATING, made by `hourly trace`
     assert "trace folder:" in result.output and "memory-after.prof" in result.output
-    assert "perfetto_trace.json.gz" in result.output
-    assert (tmp_path / "cap" / "manifest.json").exists()
+    assert "memory-before.prof" in result.output and "perfetto_trace.json.gz" in result.output
+    assert (out / "manifest.json").exists()
     # the benchmark's exit status is the command's: a Python that exits 5 at once (a failing jax
     # program's capture, its manifest and memory profile: test_exit_status_of_the_program_is_kept_...)
+    (tmp_path / "alloc.py").write_text(ALLOCATING)
+    monkeypatch.chdir(tmp_path)
     python = tmp_path / "python3"
     python.write_text("#!/bin/sh\nexit 5\n")
     python.chmod(0o755)
-    failed = CliRunner().invoke(app, ["trace", "--out", "cap2", "--python-tracer-level", "0",
-                                      "--", str(python), "alloc.py", "facts.json", "5"])
+    failed = CliRunner().invoke(trace_app(), ["trace", "--out", "cap2", "--python-tracer-level", "0",
+                                              "--", str(python), "alloc.py", "facts.json", "5"])
     assert failed.exit_code == 5
 
 

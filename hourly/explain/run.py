@@ -57,7 +57,7 @@ from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status, cut_side
-from hourly.profile.capture import capture, tracing_command
+from hourly.profile.capture import TraceOptions, capture, tracing_command
 from hourly.profile.compare import load_capture, read_trace
 
 SIDES = ("good", "bad")
@@ -135,8 +135,10 @@ class Explainer:
         except UserError as e:
             self.trace_skipped = e.message
             return False
+        # the Python tracer off, as `hourly profile` has it: the join reads the ops alone, and every
+        # Python call traced slowed the dump run and made each trace ~0.5 s longer to read
         cap = capture(spec.cmd, trace_dir, env=bench_env(spec), cwd=spec.cwd, python=spec.python,
-                      timeout=spec.timeout, check=False)
+                      options=TraceOptions(python_tracer_level=0), timeout=spec.timeout, check=False)
         if not cap.ok:
             from hourly.profile.run import profiler_failed
             raise profiler_failed(f"the benchmark failed under the profiler at the {side} state of {self.t.name} "
