@@ -66,7 +66,10 @@ def test_no_jaxlib_gate_runs_the_refused_commits_and_every_record_says_so(tmp_pa
     python = venv_with_jaxlib(tmp_path / "env")
     bench = write_bench(tmp_path / "bench")
     work = tmp_path / "work"
-    args = ["--from", "Aug 24 2023 00:30", "--to", "Aug 24 2023 03:30", *common(made, python, bench, work)]
+    # the two states around the slower commit (both refused by the gate); the step at the window's
+    # edge is not measured again by the scan: the bisection confirms it
+    args = ["--from", "Aug 24 2023 01:30", "--to", "Aug 24 2023 02:30", *common(made, python, bench, work),
+            "--no-confirm-edges"]
     code, out, err = run(capsys, ["scan", *args, "--no-jaxlib-gate", "--json"])
     assert code == 0, err
     scan = json.loads(out)
