@@ -115,7 +115,7 @@ def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, c
         out = run_json(capsys, ["bisect", "--only", "jax", "--build-cmd", "none", "--jax-repo", str(made.jax),
                                 "--python", jaxlib_python, "--bench-cmd", f"python3 {bench}",
                                 "--workdir", str(tmp_path / "work"),
-                                "--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 06:30"])
+                                "--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 05:30"])
     finally:
         pth.unlink()
     a = out["regressions"][0]
@@ -144,11 +144,12 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     ]
     made = make_repos(tmp_path / "repos", changes)
     first_jax = _initial(made.jax)
+    # the window holds the jax change too: unpinned, the bad end would carry it
     out = run_json(capsys, ["bisect", "--only", "xla", "--jax-ref", first_jax, "--xla-repo", str(made.xla),
                             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
                             "--python", python_for_demo, "--bench-cmd", f"python3 {made.bench_script}",
                             "--workdir", str(tmp_path / "work"),
-                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30"])
+                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 02:30"])
     a = out["regressions"][0]
     assert a["culprit"]["repo"] == "xla" and a["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]
     assert a["pinned"] == {"side": "jax", "to": first_jax, "hunted": "xla", "jax_ref": first_jax}
@@ -157,7 +158,7 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     out = run_json(capsys, ["bisect", "--only", "xla", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
                             "--build-cmd", str(made.build_script), "--python", python_for_demo,
                             "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work2"),
-                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30"])
+                            "--good", "Aug 24 2023 01:30", "--bad", "Aug 24 2023 02:30"])
     head = made.shas["jax slows down (not hunted)"]
     assert out["regressions"][0]["pinned"]["to"] == head
     assert out["regressions"][0]["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]
