@@ -56,8 +56,8 @@ def run_json(capsys, args: list[str]) -> dict:
     return json.loads(out.out)
 
 
-def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jaxlib_python, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jaxlib_python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # made once, copied
     bench = write_bench(tmp_path / "bench")
     common = ["--only", "jax", "--jax-repo", str(made.jax), "--python", jaxlib_python,
               "--bench-cmd", f"python3 {bench}", "--workdir", str(tmp_path / "work")]
@@ -104,8 +104,8 @@ def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jax
     assert f"xla pinned to the installed jaxlib {JAXLIB_VERSION}" in log and f"git bisect bad {a['culprit']['sha']}" in log
 
 
-def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # made once, copied
     bench = write_bench(tmp_path / "bench")
     # an editable install: the venv's site-packages points at the tree (what `pip install -e` leaves)
     site = Path(jaxlib_python).parents[1] / "lib" / f"python{sysconfig.get_python_version()}" / "site-packages"
@@ -124,8 +124,8 @@ def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, c
     assert not list((tmp_path / "cache").glob("wheels/*/*.whl"))
 
 
-def test_a_sha_end_of_the_pinned_side_is_a_clear_error(tmp_path, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY[:2], base={"jax": jax_base_files()})
+def test_a_sha_end_of_the_pinned_side_is_a_clear_error(tmp_path, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # the editable test's
     capsys.readouterr()
     rc = main(["bisect", "--only", "jax", "--jax-repo", str(made.jax), "--python", venv_with_jaxlib(tmp_path / "env"),
                "--bench-cmd", "python3 -c pass", "--workdir", str(tmp_path / "work"),
