@@ -357,7 +357,8 @@ def test_many_samples_of_the_regex_metric_through_a_scan(capsys, made, venv_pyth
             print(f"MLUPS: {(300.0 if i == 0 else 577.1) * jax_demo.FACTOR:.2f}")
     """)
     argv = scan_argv(made, venv_python, tmp_path, bench, "Aug 24 2023 12:00", "Aug 24 2023 15:00",
-                     "--metric-samples", "all", "--warmup-samples", "1", "--json")
+                     "--metric-samples", "all", "--warmup-samples", "1", "--json",
+                     "--no-confirm-edges")  # the edge step measured again: test_scan's edge tests
     code, out, err = run_cli(capsys, argv)
     assert code == 0, err
     got = json.loads(out)
@@ -373,7 +374,8 @@ def test_a_metric_name_the_regex_scan_never_recorded_is_said_with_the_fix(capsys
         print(f"T: {577.1 * jax_demo.FACTOR:.2f}")
     """)
     argv = scan_argv(made, venv_python, tmp_path, bench, "Aug 24 2023 13:00", "Aug 24 2023 14:00",
-                     "--metric-regex", r"T: (?P<value>\S+)")
+                     "--metric-regex", r"T: (?P<value>\S+)",
+                     "--no-confirm-edges")  # the edge step measured again: test_scan's edge tests
     code, _, err = run_cli(capsys, argv)
     assert code == 0, err
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work"), "--metric", "nosuch"])
