@@ -33,11 +33,13 @@ def _first_scan(_pristine, venv_python, tmp_path_factory):
     found them); a workdir copied elsewhere is the same investigation (the copy test below)."""
     root = tmp_path_factory.mktemp("first-scan")
     made = copy_repos(_pristine, root / "repos")
-    # the step at the window's edge is not measured again (test_scan's edge tests check that): it
-    # would measure each state once more, under the same key, in every scan here
+    # the step at the window's edge is not measured again (test_scan's edge tests check that), and a
+    # state just installed gets no warm-up run (test_bisect's warm-up test): measurements no check here
+    # reads, under the same key, in every scan
     args = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
-            "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(root / "work"), "--no-confirm-edges"]
+            "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(root / "work"), "--no-confirm-edges",
+            "--warmup-runs", "0"]
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
         mp.chdir(root)  # as tests/conftest.py's _no_user_config sets each test up
@@ -84,7 +86,8 @@ def test_show_reads_the_scan_from_another_environment(capsys, scan_args, tmp_pat
     """The key's environment part is the scan's: `show` from a shell without the scan's build
     variables reads its rows; `bisect`, which builds, says what differs instead of mixing."""
     monkeypatch.setenv("TF_CUDA_COMPUTE_CAPABILITIES", "sm_90")
-    first = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-confirm-edges"))
+    first = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-confirm-edges",
+                                            "--warmup-runs", "0"))
     monkeypatch.delenv("TF_CUDA_COMPUTE_CAPABILITIES")
     code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
     assert code == 0, err

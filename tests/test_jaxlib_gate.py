@@ -44,7 +44,7 @@ def run(capsys, argv):
 
 def common(made, python, bench, work) -> list[str]:
     return ["--only", "jax", "--jax-repo", str(made.jax), "--python", python, "--bench-cmd", f"python3 {bench}",
-            "--workdir", str(work)]
+            "--workdir", str(work), "--warmup-runs", "0"]  # no check reads a warm-up run
 
 
 def test_a_window_the_gate_refuses_says_why_in_both_modes(tmp_path, capsys, repos_cache):

@@ -114,7 +114,7 @@ def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, c
     try:
         out = run_json(capsys, ["bisect", "--only", "jax", "--build-cmd", "none", "--jax-repo", str(made.jax),
                                 "--python", jaxlib_python, "--bench-cmd", f"python3 {bench}",
-                                "--workdir", str(tmp_path / "work"),
+                                "--workdir", str(tmp_path / "work"), "--warmup-runs", "0",  # no check reads one
                                 "--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 05:30"])
     finally:
         pth.unlink()
@@ -148,7 +148,7 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     out = run_json(capsys, ["bisect", "--only", "xla", "--jax-ref", first_jax, "--xla-repo", str(made.xla),
                             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
                             "--python", python_for_demo, "--bench-cmd", f"python3 {made.bench_script}",
-                            "--workdir", str(tmp_path / "work"),
+                            "--workdir", str(tmp_path / "work"), "--warmup-runs", "0",  # no check reads one
                             "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 02:30"])
     a = out["regressions"][0]
     assert a["culprit"]["repo"] == "xla" and a["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]
@@ -158,7 +158,7 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     out = run_json(capsys, ["bisect", "--only", "xla", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
                             "--build-cmd", str(made.build_script), "--python", python_for_demo,
                             "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work2"),
-                            "--good", "Aug 24 2023 01:30", "--bad", "Aug 24 2023 02:30"])
+                            "--warmup-runs", "0", "--good", "Aug 24 2023 01:30", "--bad", "Aug 24 2023 02:30"])
     head = made.shas["jax slows down (not hunted)"]
     assert out["regressions"][0]["pinned"]["to"] == head
     assert out["regressions"][0]["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]
