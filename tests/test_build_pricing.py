@@ -14,7 +14,7 @@ import pytest
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.cli import main
-from hourly.demo.repos import Change, make_repos
+from hourly.demo.repos import Change
 from hourly.demo.split import jax_base_files, write_bench, write_split_build, xla_base_files
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS, NativeKeys, is_native_path
 
@@ -63,9 +63,10 @@ def history() -> tuple[list[Change], dict[str, str]]:
 
 
 @pytest.fixture
-def split(tmp_path, monkeypatch):
+def split(tmp_path, monkeypatch, repos_cache):
     changes, kinds = history()
-    made = make_repos(tmp_path / "repos", changes, base={"jax": jax_base_files(), "xla": xla_base_files()})
+    # made once per test process, copied for each test (tests/conftest.py repos_cache)
+    made = repos_cache(tmp_path / "repos", changes, base={"jax": jax_base_files(), "xla": xla_base_files()})
     build = write_split_build(tmp_path / "bin")
     bench = write_bench(tmp_path / "bench")
     counter = tmp_path / "jaxlib-builds.txt"
@@ -94,7 +95,7 @@ def test_native_keys_change_exactly_when_native_inputs_change(split):
     walk = list(reversed(repo.history("origin/main")))
     subjects = {sha: info.subject for sha, info in repo.commits([s for s, _ in walk]).items()}
     seen_kinds = set()
-    for (old, _), (new, _) in zip(walk, walk[1:]):
+    for (old, _), (new, _) in zip(walk, walk[1:], strict=False):
         changed = repo.git("diff-tree", "--no-commit-id", "--name-only", "-r", old, new).split()
         native = any(is_native_path(p) for p in changed)
         kind = kinds.get(subjects[new], "base")
@@ -109,7 +110,8 @@ def test_a_python_culprit_builds_jaxlib_at_most_twice(split, tmp_path, capsys):
     capsys.readouterr()
     rc = main(["bisect", "--json", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
                "--build-cmd", str(build), "--python", python, "--bench-cmd", f"python3 {bench}",
-               "--workdir", str(tmp_path / "work"), "--good", "Aug 24 2023 00:50", "--bad", "Aug 24 2023 04:30"])
+               "--workdir", str(tmp_path / "work"), "--good", "Aug 24 2023 00:50", "--bad", "Aug 24 2023 04:30",
+               "--warmup-runs", "0"])  # no check reads a warm-up run
     out = capsys.readouterr()
     assert rc == 0, out.err
     a = json.loads(out.out)["regressions"][0]

@@ -56,8 +56,8 @@ def run_json(capsys, args: list[str]) -> dict:
     return json.loads(out.out)
 
 
-def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jaxlib_python, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jaxlib_python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # made once, copied
     bench = write_bench(tmp_path / "bench")
     common = ["--only", "jax", "--jax-repo", str(made.jax), "--python", jaxlib_python,
               "--bench-cmd", f"python3 {bench}", "--workdir", str(tmp_path / "work")]
@@ -104,8 +104,8 @@ def test_jax_only_hunt_with_the_installed_jaxlib_finds_the_culprit(tmp_path, jax
     assert f"xla pinned to the installed jaxlib {JAXLIB_VERSION}" in log and f"git bisect bad {a['culprit']['sha']}" in log
 
 
-def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})
+def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # made once, copied
     bench = write_bench(tmp_path / "bench")
     # an editable install: the venv's site-packages points at the tree (what `pip install -e` leaves)
     site = Path(jaxlib_python).parents[1] / "lib" / f"python{sysconfig.get_python_version()}" / "site-packages"
@@ -114,8 +114,8 @@ def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, c
     try:
         out = run_json(capsys, ["bisect", "--only", "jax", "--build-cmd", "none", "--jax-repo", str(made.jax),
                                 "--python", jaxlib_python, "--bench-cmd", f"python3 {bench}",
-                                "--workdir", str(tmp_path / "work"),
-                                "--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 06:30"])
+                                "--workdir", str(tmp_path / "work"), "--warmup-runs", "0",  # no check reads one
+                                "--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 05:30"])
     finally:
         pth.unlink()
     a = out["regressions"][0]
@@ -124,8 +124,8 @@ def test_jax_only_editable_tree_needs_only_a_checkout(tmp_path, jaxlib_python, c
     assert not list((tmp_path / "cache").glob("wheels/*/*.whl"))
 
 
-def test_a_sha_end_of_the_pinned_side_is_a_clear_error(tmp_path, capsys):
-    made = make_repos(tmp_path / "repos", JAX_HISTORY[:2], base={"jax": jax_base_files()})
+def test_a_sha_end_of_the_pinned_side_is_a_clear_error(tmp_path, capsys, repos_cache):
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": jax_base_files()})  # the editable test's
     capsys.readouterr()
     rc = main(["bisect", "--only", "jax", "--jax-repo", str(made.jax), "--python", venv_with_jaxlib(tmp_path / "env"),
                "--bench-cmd", "python3 -c pass", "--workdir", str(tmp_path / "work"),
@@ -144,11 +144,12 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     ]
     made = make_repos(tmp_path / "repos", changes)
     first_jax = _initial(made.jax)
+    # the window holds the jax change too: unpinned, the bad end would carry it
     out = run_json(capsys, ["bisect", "--only", "xla", "--jax-ref", first_jax, "--xla-repo", str(made.xla),
                             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
                             "--python", python_for_demo, "--bench-cmd", f"python3 {made.bench_script}",
-                            "--workdir", str(tmp_path / "work"),
-                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30"])
+                            "--workdir", str(tmp_path / "work"), "--warmup-runs", "0",  # no check reads one
+                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 02:30"])
     a = out["regressions"][0]
     assert a["culprit"]["repo"] == "xla" and a["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]
     assert a["pinned"] == {"side": "jax", "to": first_jax, "hunted": "xla", "jax_ref": first_jax}
@@ -157,7 +158,7 @@ def test_xla_only_keeps_jax_at_its_ref(tmp_path, python_for_demo, capsys):
     out = run_json(capsys, ["bisect", "--only", "xla", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
                             "--build-cmd", str(made.build_script), "--python", python_for_demo,
                             "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(tmp_path / "work2"),
-                            "--good", "Aug 24 2023 00:30", "--bad", "Aug 24 2023 04:30"])
+                            "--warmup-runs", "0", "--good", "Aug 24 2023 01:30", "--bad", "Aug 24 2023 02:30"])
     head = made.shas["jax slows down (not hunted)"]
     assert out["regressions"][0]["pinned"]["to"] == head
     assert out["regressions"][0]["culprit"]["sha"] == made.shas["[XLA:GPU] fusion heuristic"]

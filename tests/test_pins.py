@@ -126,13 +126,21 @@ def test_time_pairing_marks_pairs_older_than_their_pin_and_says_why_they_fail(ca
     assert "1 of them failed to build" in " ".join(out.split())
 
 
+@pytest.mark.slow
+# quick: test_without_llvm_repo_the_descent_stops_at_the_integrate_and_going_on_descends_into_llvm (the
+# same chain, in two runs: JAX into XLA in the first, into LLVM when the second is given --llvm-repo)
 def test_bisect_pin_descends_through_xla_into_llvm(capsys, pins, venv_python, tmp_path):
     """The JAX culprit is an XLA pin bump, inside it the XLA culprit integrates LLVM, inside that
     the planted LLVM commit: the chain names all three, and every tree is given back."""
     code, out, err = _run(capsys, ["bisect", "--pairing", "pin", "--good", "Aug 22 2023 09:30", "--bad", "Aug 22 2023 11:30",
                                    *_args(pins, venv_python, tmp_path), "--llvm-repo", str(pins.llvm), "--json"])
     assert code == 0, err
-    a = json.loads(out)["regressions"][0]
+    descended_into_llvm(capsys, pins, venv_python, tmp_path, json.loads(out)["regressions"][0])
+
+
+def descended_into_llvm(capsys, pins, venv_python, tmp_path, a: dict) -> None:
+    """``a``, a pin-paired bisection's answer, names the whole chain down to the planted LLVM commit,
+    every tree is back on its branch, and a second run builds nothing and prints the same chain."""
     x, llvm = pins.shas["xla"], pins.shas["llvm"]
     assert a["pairing"] == "pin"
     assert a["culprit"]["repo"] == "jax" and a["culprit"]["subject"].startswith("Update XLA dependency")
@@ -154,13 +162,19 @@ def test_bisect_pin_descends_through_xla_into_llvm(capsys, pins, venv_python, tm
     assert f"chain: {a['chain_text']}" in out
 
 
-def test_without_llvm_repo_the_descent_stops_at_the_integrate_and_says_how_to_go_on(capsys, pins, venv_python, tmp_path):
+def test_without_llvm_repo_the_descent_stops_at_the_integrate_and_going_on_descends_into_llvm(
+        capsys, pins, venv_python, tmp_path):
     code, out, err = _run(capsys, ["bisect", "--pairing", "pin", "--good", "Aug 22 2023 09:30", "--bad", "Aug 22 2023 11:30",
                                    *_args(pins, venv_python, tmp_path), "--json"])
     assert code == 0, err
     a = json.loads(out)["regressions"][0]
     assert [c["repo"] for c in a["chain"]] == ["jax", "xla"]
     assert "pass --llvm-repo" in a["descent_stopped"]
+    # going on as it says, in the same workdir: the descent goes on from the integrate into LLVM
+    code, out, err = _run(capsys, ["bisect", "--pairing", "pin", "--good", "Aug 22 2023 09:30", "--bad", "Aug 22 2023 11:30",
+                                   *_args(pins, venv_python, tmp_path), "--llvm-repo", str(pins.llvm), "--json"])
+    assert code == 0, err
+    descended_into_llvm(capsys, pins, venv_python, tmp_path, json.loads(out)["regressions"][0])
 
 
 def test_a_pin_the_xla_checkout_lacks_is_one_line_naming_the_fetch(capsys, pins, venv_python, tmp_path):
