@@ -20,7 +20,6 @@ from hourly.adapters.store import Store
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.search import Bisector
 from hourly.cli import main
-from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
 from hourly.measure.benchmark import BenchSpec, run_benchmark
 from hourly.measure.settings import effective
@@ -34,8 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
-def python(tmp_path_factory) -> str:
-    return make_venv(tmp_path_factory.mktemp("venv") / "v")
+def python(venv_python) -> str:
+    """The builds' venv: conftest's, which sees the test runner's packages as plain path lines. (A
+    venv over the base interpreter's site-packages, as the demo makes, runs every ``.pth`` file
+    there at each start of Python: each benchmark run, build and install paid for them.)"""
+    return venv_python
 
 
 def flags(made, python, workdir, **extra) -> list[str]:
@@ -691,7 +693,9 @@ def test_a_recorded_build_failure_is_reused_until_retry_failed(tmp_path, python,
 def test_cherry_picking_a_later_fix_bisects_through_an_unrelated_break(tmp_path, python, capsys, repos_cache):
     made = repos_cache(tmp_path / "repos", BREAK_CULPRIT_FIX)
     fix = made.shas["Fix the build"]
-    args = ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
+    # the good end (xla 01:40) predates the break (the fix does not apply), then the break, the culprit,
+    # and the fix itself at the bad end (an ancestor): each way a cherry-pick goes, in four states
+    args = ["--good", "2023-08-24T01:50Z", "--bad", "2023-08-24T02:10Z",
             *flags(made, python, tmp_path / "work", repeats=2, warmup_runs=0), "--cherry-pick", f"xla@{fix[:10]}"]
     (r,) = bisect_json(capsys, args)["regressions"]
     assert r["culprit"]["sha"] == made.shas["Slower reduction"]  # not the range of skips it is without
@@ -747,7 +751,7 @@ def test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit(tmp
     assert sum(bool(rs and rs[0].get("warmup")) for rs in runs) >= r["builds"]
     assert all(not x.get("warmup") for rs in runs for x in rs[1:])
     # more samples of the state installed already: no warm-up
-    again = [rs for prev, row, rs in zip(rows, rows[1:], runs[1:]) if (prev[0], prev[1]) == (row[0], row[1])]
+    again = [rs for prev, row, rs in zip(rows, rows[1:], runs[1:], strict=False) if (prev[0], prev[1]) == (row[0], row[1])]
     assert again and all(not rs[0].get("warmup") for rs in again)
 
 
@@ -926,7 +930,7 @@ def test_an_end_that_fails_to_build_says_so_with_its_log_and_the_cherry_pick(tmp
     made = make_repos(tmp_path / "repos", changes)
     test = tmp_path / "check.py"
     test.write_text(EXIT_TEST)
-    args = ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T06:00Z", "--mode", "exit",
+    args = ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z", "--mode", "exit",
             *flags(made, python, tmp_path / "work", bench_cmd=f"python3 {test}", warmup_runs=0)]
     capsys.readouterr()
     assert main(["bisect", *args]) == 1
@@ -952,7 +956,7 @@ def test_paired_rounds_run_each_state_from_its_own_environment_installed_once(tm
     slower = Change("xla", "2023-08-24T03:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.9\n"})
     made = make_repos(tmp_path / "repos", busy_day([slower]))
     work = tmp_path / "work"
-    a = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z",
+    a = bisect_json(capsys, ["--good", "2023-08-24T03:00Z", "--bad", "2023-08-24T04:30Z",
                              *flags(made, python, work)])["regressions"][0]
     assert a["culprit"]["sha"] == made.shas[slower.subject] and a["confirmed"]
     assert a["measured"] == "interleaved"
@@ -985,7 +989,7 @@ def test_a_build_that_installs_in_place_is_measured_one_state_after_another_and_
     args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(build),
             "--python", sys.executable, "--bench-cmd", f"python3 {bench} {made.jax}", "--workdir", str(tmp_path / "work"),
             "--warmup-runs", "0"]
-    a = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T06:00Z", *args])["regressions"][0]
+    a = bisect_json(capsys, ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"][0]
     assert a["culprit"]["sha"] == made.shas[slower.subject] and a["confirmed"]
     assert a["measured"] == ("measured one after another: drift not cancelled (the builds install in place "
                              "(editable): two states cannot be installed at once)")

@@ -16,6 +16,7 @@ import compileall
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -37,11 +38,13 @@ MACHINE_JAX = "0.4.30"
 
 #: the window after the jaxlib requirement was relaxed again: 03:40 (good), the culprit, two more
 WINDOW = ["--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 06:30"]
+#: its first two states: 03:40 (good) and the culprit, each built by pip wheel and installed by pip
+ENDS = ["--good", "Aug 24 2023 03:50", "--bad", "Aug 24 2023 04:30"]
 
 
-def machine_folder(root: Path, libtpu: str = LIBTPU) -> Path:
-    """A TPU VM's package folder: jaxlib (with its XLA commit), libtpu, a CUDA plugin and a jax of
-    its own, installed by pip from real wheels, compiled, then made read-only."""
+def pip_machine_folder(root: Path, libtpu: str = LIBTPU) -> Path:
+    """A TPU VM's package folder at ``root / "machine"``: jaxlib (with its XLA commit), libtpu, a
+    CUDA plugin and a jax of its own, installed by pip from real wheels (not compiled yet)."""
     wheels = root / "wheels"
     built = [
         jaxlib_wheel(wheels, JAXLIB_VERSION, XLA_OF_JAXLIB, 1.0),
@@ -54,8 +57,25 @@ def machine_folder(root: Path, libtpu: str = LIBTPU) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--disable-pip-version-check", "--target", str(folder), *map(str, built)],
                    check=True, capture_output=True)
-    compileall.compile_dir(str(folder), quiet=1)  # a read-only folder as a package manager leaves it
     return folder
+
+
+@pytest.fixture(scope="module")
+def machine_folder(tmp_path_factory):
+    """``make(root, libtpu=LIBTPU)``: a TPU VM's package folder at ``root / "machine"`` (see
+    ``pip_machine_folder``), compiled as a package manager leaves it (then made read-only by the
+    test). pip installs each libtpu's folder once per module (~0.5 s of CPU a time); each test gets
+    a copy of its own, compiled where it lies."""
+    installed: dict[str, Path] = {}
+
+    def make(root: Path, libtpu: str = LIBTPU) -> Path:
+        if libtpu not in installed:
+            installed[libtpu] = pip_machine_folder(tmp_path_factory.mktemp("machine"), libtpu)
+        folder = root / "machine"
+        shutil.copytree(installed[libtpu], folder, symlinks=True)
+        compileall.compile_dir(str(folder), quiet=1)
+        return folder
+    return make
 
 
 def host_python(root: Path, pth_to: Path | None = None) -> Path:
@@ -94,7 +114,7 @@ def snapshot(*roots: Path) -> dict[str, tuple]:
 
 
 @pytest.fixture
-def host(tmp_path, monkeypatch):
+def host(tmp_path, monkeypatch, machine_folder):
     """A read-only host whose jaxlib, libtpu, plugin and jax are reachable only through PYTHONPATH."""
     folder = machine_folder(tmp_path / "m")
     python = host_python(tmp_path / "h")
@@ -146,7 +166,7 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
     seen = subprocess.run([str(python), "-c", "import jax; print(jax.__version__)"], capture_output=True, text=True)
     assert seen.stdout.strip() == MACHINE_JAX
 
-    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work), "--json"])
+    rc, out, err = run(capsys, ["bisect", *ENDS, *common(made, python, bench, work), "--json"])
     assert rc == 0, err + out
     a = json.loads(out)["regressions"][0]
     assert a["culprit"]["repo"] == "jax" and a["culprit"]["sha"] == made.shas[CULPRIT] and a["confirmed"]
@@ -175,7 +195,7 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
     assert pinned["shadowed_jax"]["version"] == MACHINE_JAX  # the host's own, shadowed by each state's
 
     # the text answer and the report say the same
-    rc, out, err = run(capsys, ["bisect", "--log", *WINDOW, "--workdir", str(work)])
+    rc, out, err = run(capsys, ["bisect", "--log", *ENDS, "--workdir", str(work)])
     assert rc == 0, err
     assert f"libtpu {LIBTPU} from {folder} (PYTHONPATH)" in out
     rc, out, err = run(capsys, ["report", "--workdir", str(work), "--out", str(tmp_path / "report")])
@@ -191,7 +211,7 @@ def test_each_state_runs_its_own_jax_over_the_hosts_pythonpath(tmp_path, host, c
 # wiring over a host: test_each_state_runs_its_own_jax_over_the_hosts_pythonpath and
 # test_a_pythonpath_set_inside_the_benchmark_is_caught_not_measured (the same check, its other branch)
 @pytest.mark.slow
-def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_cache, monkeypatch):
+def test_a_pth_file_of_the_host_and_its_folder_are_kept(tmp_path, capsys, repos_cache, monkeypatch, machine_folder):
     """A container's or a venv's way: the packages come from a folder a ``.pth`` file names (uv
     installs each state here)."""
     folder = machine_folder(tmp_path / "m")
@@ -246,7 +266,8 @@ def pipless_host(root: Path) -> Path:
     return python
 
 
-def test_a_host_python_without_pip_is_refused_before_anything_is_built(tmp_path, capsys, repos_cache, monkeypatch):
+def test_a_host_python_without_pip_is_refused_before_anything_is_built(tmp_path, capsys, repos_cache, monkeypatch,
+                                                                       machine_folder):
     """Every state's `pip wheel` (and pip install, without uv) would fail one after another: one line
     with the fix instead, before a build or an overlay is made."""
     monkeypatch.setattr("hourly.adapters.venvs.find_uv", lambda: None)
@@ -266,7 +287,7 @@ def test_a_host_python_without_pip_is_refused_before_anything_is_built(tmp_path,
 
 
 def test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state(tmp_path, capsys, repos_cache,
-                                                                             monkeypatch):
+                                                                             monkeypatch, machine_folder):
     """The fix the refusal names, as benchmarks/tpu/session.sh applies it on the TPU machine: a
     folder holding pip after the machine's on PYTHONPATH; each state is built with that pip and
     installed into its overlay, and the culprit is named."""
@@ -283,7 +304,7 @@ def test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state(tmp
     assert a["pinned"]["jaxlib_location"] == str(folder)
 
 
-def test_the_key_follows_the_kept_packages(tmp_path, capsys, repos_cache, monkeypatch):
+def test_the_key_follows_the_kept_packages(tmp_path, capsys, repos_cache, monkeypatch, machine_folder):
     """The measurement key holds the kept jaxlib, libtpu and plugins (version and folder): a
     bisection over a scan measured with another libtpu is refused with what moved."""
     a_dir, b_dir = machine_folder(tmp_path / "a"), machine_folder(tmp_path / "b", libtpu="0.0.22")
@@ -292,7 +313,7 @@ def test_the_key_follows_the_kept_packages(tmp_path, capsys, repos_cache, monkey
     bench = write_bench(tmp_path / "bench")
     work = tmp_path / "work"
     monkeypatch.setenv("PYTHONPATH", str(a_dir))
-    rc, out, err = run(capsys, ["scan", "--from", "Aug 24 2023 05:00", "--to", "Aug 24 2023 06:00",
+    rc, out, err = run(capsys, ["scan", "--from", "Aug 24 2023 05:00", "--to", "Aug 24 2023 05:00",  # one state
                                 *common(made, python, bench, work)])
     assert rc == 0, err + out
     key = json.loads(_measure_key(work))
@@ -367,7 +388,7 @@ def test_hourly_shell_at_a_jax_state_runs_that_jax_over_the_hosts_pythonpath(tmp
     assert Path(jaxlib_file).is_relative_to(folder) and libtpu == LIBTPU
 
 
-def test_a_pth_folder_is_named_as_such_shadowed_by_the_overlay_and_a_run_without_jax_refused(tmp_path):
+def test_a_pth_folder_is_named_as_such_shadowed_by_the_overlay_and_a_run_without_jax_refused(tmp_path, machine_folder):
     """The quick counterpart of the .pth host's bisection (slow): the layout names the packages a
     ``.pth`` file of the host brings, with their folder and ``via: .pth``; an overlay over that host
     imports its own jax first and the host's libtpu still; and under ``--only jax`` a benchmark none

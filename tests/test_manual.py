@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hourly.cli import main
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +149,7 @@ def probe_rows(work: Path) -> list[tuple]:
 WINDOW = ["--good", "2023-08-24T00:00Z", "--bad", "2023-08-24T15:00Z"]
 
 
-def assert_manual_answer(made, venv_python, work, asked: list, text: str) -> None:
+def assert_manual_answer(capsys, made, venv_python, work, asked: list, text: str) -> None:
     """What every finished manual bisection of the planted fusion must show: a real search (more
     than one probe, none twice), the culprit named, the verdicts marked as the person's in the
     answer, its text and its --log, and the trees back on their branches."""
@@ -159,18 +160,19 @@ def assert_manual_answer(made, venv_python, work, asked: list, text: str) -> Non
     assert all(p["manual"] for p in a["probes"] if p["role"] == "probe")
     assert "manual: " in text and FUSION in text  # the answer says the verdicts were the person's
     assert branch(made.xla) == "main" and branch(made.jax) == "main"  # trees back on their branches
-    # --log marks the manual verdicts (comments git bisect replay skips)
-    log = subprocess.run(hourly("bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)),
-                         capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, timeout=120)
-    assert log.returncode == 0, log.stderr
-    assert "(manual verdict)" in log.stdout and f"git bisect bad {made.shas[FUSION]}" in log.stdout
+    # --log marks the manual verdicts (comments git bisect replay skips); read from the store, in this process
+    capsys.readouterr()
+    code = main(["bisect", "--manual", "--log", *WINDOW, *flags(made, venv_python, work)])
+    log = capsys.readouterr()
+    assert code == 0, log.err
+    assert "(manual verdict)" in log.out and f"git bisect bad {made.shas[FUSION]}" in log.out
 
 
 # quick: test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again
 # runs a manual bisection at a terminal to the planted commit with every check of this one (each probe
 # installed and the trees at it, none asked twice, the answer's manual fields, the trees back, --log)
 @pytest.mark.slow
-def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_python, tmp_path):
+def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_python, tmp_path, capsys):
     work = tmp_path / "work"
     t = Pty(hourly("bisect", "--manual", *WINDOW, *flags(made, venv_python, work)))
     asked = []
@@ -185,7 +187,7 @@ def test_a_manual_bisection_at_a_terminal_finds_the_planted_commit(made, venv_py
         asked.append(m["xla"])
         t.send(judge(venv_python))
     assert t.finish() == 0, t.text[-2000:]
-    assert_manual_answer(made, venv_python, work, asked, t.text)
+    assert_manual_answer(capsys, made, venv_python, work, asked, t.text)
 
 
 def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
@@ -213,7 +215,7 @@ def test_unsure_and_a_word_that_is_no_verdict(made, venv_python, tmp_path):
 
 
 def test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_building_it_again(
-        made, venv_python, tmp_path):
+        made, venv_python, tmp_path, capsys):
     """Ctrl-C at the prompt gives the trees back at once (exit 130) and the same command resumes at
     that probe; kill -9 at the next prompt keeps the verdict given and resumes at the probe it was
     waiting at, installed from the build cache. (One bisection for both stops: the two tests that
@@ -263,11 +265,10 @@ def test_ctrl_c_then_kill_9_at_the_prompt_each_resume_at_the_same_probe_without_
     assert again.finish() == 0, again.text[-2000:]
     probed = [(r[1], r[2]) for r in probe_rows(work) if r[0] == "probe"]
     assert len(probed) == len(set(probed))  # the first verdict was kept, no probe asked twice
-    assert_manual_answer(made, venv_python, work, asked, again.text)
+    assert_manual_answer(capsys, made, venv_python, work, asked, again.text)
 
 
 def test_hourly_mark_from_a_second_process_answers_the_waiting_bisection(made, venv_python, tmp_path, scan_args):
-    from hourly.cli import main
     work = tmp_path / "work"
     assert main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--json")) == 0  # a stored scan with one step
     nobody = subprocess.run(hourly("mark", "good", "--workdir", str(work)), capture_output=True, text=True, env=env())
@@ -303,36 +304,39 @@ def test_hourly_mark_from_a_second_process_answers_the_waiting_bisection(made, v
     assert "confirmed by re-measuring both ends" not in md
 
 
-def test_shell_command_runs_at_the_state_in_its_own_environment(made, venv_python, tmp_path):
+def test_shell_command_runs_at_the_state_in_its_own_environment(made, venv_python, tmp_path, capfd):
+    """hourly runs in this process (what is checked is the command's state and environment, not
+    hourly's process); the command is a process of its own, its output read from the file descriptors."""
     work = tmp_path / "work"
     xla, jax = made.shas[FUSION], head(made.jax)
     untouched = maybe_installed(venv_python)  # what --python has (other tests of the session install there)
     probe = ("import jax_demo, sys, os; print('STATE', jax_demo.XLA_SHA, jax_demo.JAX_SHA, sys.prefix); "
              "print('ENV', os.environ['HOURLY_STATE'])")
-    got = subprocess.run(hourly("shell", f"xla@{xla[:10]},jax@{jax[:10]}", *flags(made, venv_python, work),
-                                "--", "python", "-c", probe), capture_output=True, text=True, env=env(), timeout=180)
-    assert got.returncode == 0, got.stderr
-    line = next(ln for ln in got.stdout.splitlines() if ln.startswith("STATE"))
+    capfd.readouterr()
+    code = main(["shell", f"xla@{xla[:10]},jax@{jax[:10]}", *flags(made, venv_python, work), "--", "python", "-c", probe])
+    got = capfd.readouterr()
+    assert code == 0, got.err
+    line = next(ln for ln in got.out.splitlines() if ln.startswith("STATE"))
     _, x, j, prefix = line.split()
     assert (x, j) == (xla, jax)
     assert Path(prefix).is_relative_to(work / "shells")  # its own environment, not --python's
-    assert f"ENV xla@{xla},jax@{jax}" in got.stdout
-    assert FUSION in got.stderr  # both commits named, subjects verbatim
-    assert branch(made.xla) == "main" and branch(made.jax) == "main" and "trees restored" in got.stderr
+    assert f"ENV xla@{xla},jax@{jax}" in got.out
+    assert FUSION in got.err  # both commits named, subjects verbatim
+    assert branch(made.xla) == "main" and branch(made.jax) == "main" and "trees restored" in got.err
     assert maybe_installed(venv_python) == untouched  # --python never received the build
     # a time names the state that stood then; the command's exit status is hourly's
-    code = subprocess.run(hourly("shell", "2023-08-24T13:30Z", *flags(made, venv_python, work), "--", "sh", "-c",
-                                 'test "$(git -C "$HOURLY_XLA_DIR" rev-parse HEAD)" = "$HOURLY_XLA_SHA" && exit 7'),
-                          capture_output=True, text=True, env=env(), timeout=180)
-    assert code.returncode == 7, code.stderr
-    assert f"xla {made.shas[FUSION]}" in code.stderr
+    code = main(["shell", "2023-08-24T13:30Z", *flags(made, venv_python, work), "--", "sh", "-c",
+                 'test "$(git -C "$HOURLY_XLA_DIR" rev-parse HEAD)" = "$HOURLY_XLA_SHA" && exit 7'])
+    got = capfd.readouterr()
+    assert code == 7, got.err
+    assert f"xla {made.shas[FUSION]}" in got.err
     assert branch(made.xla) == "main"
 
 
-def test_an_interactive_shell_at_a_stored_step_and_the_trees_after_it(made, venv_python, tmp_path, scan_args):
-    from hourly.cli import main
+def test_an_interactive_shell_at_a_stored_step_and_the_trees_after_it(made, venv_python, tmp_path, scan_args, capfd):
     work = tmp_path / "work"
-    assert main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--json")) == 0
+    # a stored scan with one step (its last pair an edge step, not measured again: test_scan's edge tests)
+    assert main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--json", "--no-confirm-edges")) == 0
     environ = dict(env(), SHELL="/bin/bash", HOME=str(tmp_path))  # no ~/.bashrc of the machine's
     t = Pty(hourly("shell", "bad", "--workdir", str(work)), environ)
     t.expect(r"\(hourly xla@(?P<xla>[0-9a-f]{8}) jax@(?P<jax>[0-9a-f]{8})\) ")  # the prompt names the state
@@ -340,14 +344,13 @@ def test_an_interactive_shell_at_a_stored_step_and_the_trees_after_it(made, venv
     sha = t.expect(r"SHA (?P<sha>[0-9a-f]{40})")["sha"]
     assert sha == made.shas["[XLA] Fix typo in comment"]  # the scan's point after the step (14:00)
     assert head(made.xla) == sha  # the tree stands at the state meanwhile
-    held = subprocess.run(hourly("shell", "good", "--workdir", str(work), "--", "true"), capture_output=True,
-                          text=True, env=env(), timeout=120)
-    assert held.returncode == 1 and "in use by another hourly" in held.stderr  # the trees are locked
+    capfd.readouterr()
+    held = main(["shell", "good", "--workdir", str(work), "--", "true"])  # hourly in this process, the shell in its own
+    assert held == 1 and "in use by another hourly" in capfd.readouterr().err  # the trees are locked
     t.send("exit 5")
     assert t.finish() == 5, t.text[-2000:]
     assert branch(made.xla) == "main" and branch(made.jax) == "main"
     assert "edit" not in (made.xla / "README").read_text()  # restored; the edit kept as a patch
     (patch,) = (work / "shells").glob("*/xla-edits-*.patch")
     assert "+edit" in patch.read_text()
-    assert wait_for(lambda: subprocess.run(hourly("shell", "good", "--workdir", str(work), "--", "true"),
-                                           env=env(), capture_output=True).returncode == 0, timeout=60)
+    assert wait_for(lambda: main(["shell", "good", "--workdir", str(work), "--", "true"]) == 0, timeout=60)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -14,6 +16,7 @@ import sysconfig
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from waiting import measurement_count, wait_for_measurements
@@ -42,8 +45,35 @@ def measurements(workdir: Path) -> list[tuple]:
         return c.execute("SELECT xla, jax, status, origin FROM measurements ORDER BY id").fetchall()
 
 
-def test_scan_json_dedupes_builds_and_measures_planted_step(capsys, scan_args, made, tmp_path):
-    result = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--repeats", "2"))
+@pytest.fixture(scope="module")
+def scanned(_pristine, venv_python, tmp_path_factory):
+    """One scan of the demo's 12:00-15:00 (the fusion regression between its two pairs, measured
+    twice each) for the tests that read it and change nothing: its repositories, arguments, workdir
+    and terminal output. Its own copy of the repositories, workdir and build cache."""
+    from tests.conftest import copy_repos
+    root = tmp_path_factory.mktemp("scanned")
+    made = copy_repos(_pristine, root / "repos")
+    work = root / "work"
+    args = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
+            "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
+            "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work), "--repeats", "2",
+            "--no-confirm-edges"]  # its last pair is an edge step: test_an_edge_step_is_measured_again_and_confirmed
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        mp.chdir(root)
+        mp.setenv("HOURLY_LOG_DIR", str(root / "crash-logs"))
+        mp.setenv("HOURLY_CACHE_DIR", str(root / "cache"))
+        mp.setenv("DEMO_NOISE", os.environ.get("DEMO_NOISE", "0.002"))
+        code = main(args)
+    assert code == 0, err.getvalue()
+    return SimpleNamespace(made=made, args=args, work=work, out=out.getvalue())
+
+
+def test_scan_json_dedupes_builds_and_measures_planted_step(capsys, scanned):
+    # the shared scan's table as `show --json` reads it back (scan --json prints the same: the other tests)
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(scanned.work), "--json"])
+    assert code == 0, err
+    result = json.loads(out)
     pts = result["points"]
     assert [p["time"] for p in pts] == ["2023-08-24T12:00:00Z", "2023-08-24T13:00:00Z",
                                         "2023-08-24T14:00:00Z", "2023-08-24T15:00:00Z"]
@@ -53,11 +83,11 @@ def test_scan_json_dedupes_builds_and_measures_planted_step(capsys, scan_args, m
     assert all(len(p["samples"]) == 2 for p in pts)
     before, after = pts[0]["value"], pts[2]["value"]
     assert after / before == pytest.approx(0.93, abs=0.01)  # the planted XLA fusion regression
-    assert pts[2]["xla"] == made.shas["[XLA] Fix typo in comment"]
+    assert pts[2]["xla"] == scanned.made.shas["[XLA] Fix typo in comment"]
 
 
 def test_rerun_reuses_everything_and_rerun_flag_measures_again(capsys, scan_args, tmp_path):
-    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00")
+    args = scan_args("Aug 24 2023 09:00", "Aug 24 2023 11:00")  # two pairs, no step: nothing else measured
     first = scan_json(capsys, args)
     n = len(measurements(tmp_path / "work"))
     again = scan_json(capsys, args)
@@ -71,39 +101,40 @@ def test_rerun_reuses_everything_and_rerun_flag_measures_again(capsys, scan_args
 def test_trees_restored_and_build_edits_never_block(capsys, scan_args, made):
     jax = GitRepo(made.jax, "jax")
     before = jax.head_state()
-    scan_json(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00"))  # several builds in a row
+    scan_json(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 12:00"))  # three builds in a row
     assert jax.head_state() == before and before.branch == "main"
     assert jax.dirty_files() == []
     assert not (jax.git_dir / "hourly.lock").exists()
 
 
 def test_failed_build_and_crash_are_recorded_and_the_scan_goes_on(capsys, scan_args):
-    pts = scan_json(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 17:00"))["points"]
+    # its last valued pair (13:00-15:00, after the dispatch regression) is an edge step: not measured
+    # again here (test_an_edge_step_is_measured_again_and_confirmed)
+    pts = scan_json(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 17:00", "--no-confirm-edges"))["points"]
     statuses = {p["time"][11:13]: p["status"] for p in pts}
     assert statuses["06"] == "build_failed" and statuses["09"] == "ok"
     assert statuses["16"] == "crashed" and statuses["05"] == "ok"
     assert all(p["value"] is None for p in pts if p["status"] != "ok")
 
 
-def test_table_output_and_show(capsys, scan_args, tmp_path):
-    code, out, _ = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00"))
-    assert code == 0
+def test_table_output_and_show(capsys, scanned):
+    out = scanned.out  # the scan's own table
     assert "2 builds for 4 instants" in out and "2023-08-24T14:00:00Z" in out
-    code, shown, _ = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work")])
+    code, shown, _ = run_cli(capsys, ["show", "--workdir", str(scanned.work)])
     assert code == 0 and "2023-08-24T14:00:00Z" in shown
-    code, js, _ = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
+    code, js, _ = run_cli(capsys, ["show", "--workdir", str(scanned.work), "--json"])
     assert [p["status"] for p in json.loads(js)["points"]] == ["ok"] * 4
 
 
-def test_dry_run_touches_nothing(capsys, scan_args, made, tmp_path):
+def test_dry_run_touches_nothing(capsys, scan_args, made, tmp_path, scanned):
     jax = GitRepo(made.jax, "jax")
     before = jax.head_state()
     plan = scan_json(capsys, scan_args("Aug 24 2023", "Aug 24 2023", "--dry-run"))
     assert {p["status"] for p in plan["points"]} == {"planned"} and plan["builds"] == 0
     assert len(plan["points"]) == 25 and plan["distinct_pairs"] < 25
     assert jax.head_state() == before and not (tmp_path / "work" / "wheels").exists()
-    scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00"))
-    plan = scan_json(capsys, scan_args("Aug 24 2023", "Aug 24 2023", "--dry-run"))
+    # over a workdir that holds a scan of 12:00-15:00: those instants are cached
+    plan = scan_json(capsys, with_flags(scanned.args, "--from", "Aug 24 2023", "--to", "Aug 24 2023", "--dry-run"))
     assert {p["status"] for p in plan["points"] if p["time"] == "2023-08-24T12:00:00Z"} == {"cached"}
 
 
@@ -322,10 +353,10 @@ def test_in_place_builds_run_every_time(capsys, scan_args, tmp_path):
 
 def test_config_file_and_flags(capsys, scan_args, made, venv_python, tmp_path):
     Path("hourly.toml").write_text(
-        f'[scan]\nfrom = "Aug 24 2023 12:00"\nto = "Aug 24 2023 13:00"\nxla-repo = "{made.xla}"\n'
+        f'[scan]\nfrom = "Aug 24 2023 09:00"\nto = "Aug 24 2023 10:00"\nxla-repo = "{made.xla}"\n'
         f'jax_repo = "{made.jax}"\nbuild_cmd = "{made.build_script}"\npython = "{venv_python}"\n'
         f'bench_cmd = "python3 {made.bench_script}"\nrepeats = 2\n')
-    result = scan_json(capsys, ["scan", "--to", "Aug 24 2023 14:00"])
+    result = scan_json(capsys, ["scan", "--to", "Aug 24 2023 11:00"])  # two pairs, no step
     assert len(result["points"]) == 3 and len(result["points"][0]["samples"]) == 2
     code, out, _ = run_cli(capsys, ["config", "--json"])
     cfg = json.loads(out)
@@ -489,13 +520,14 @@ def origins(workdir: Path) -> dict[str, int]:
 
 
 def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, tmp_path):
-    # the fusion heuristic (-7 %) lands at 13:20: the scan's last pair alone is at the new level
+    # the fusion heuristic (-7 %) lands at 13:20: the scan's last pair alone is at the new level (two
+    # pairs before it)
     work = tmp_path / "work"
-    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00")
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 10:00", "Aug 24 2023 14:00")
     # --no-confirm-edges: reported, unconfirmed, nothing measured again
     code, out, _ = run_cli(capsys, args + ["--no-confirm-edges"])
     assert code == 0 and "edge step: one pair on its side, measure it again to confirm" in " ".join(out.split())
-    assert origins(work) == {"scan": 4}
+    assert origins(work) == {"scan": 3}
     assert json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])["edge_checks"] == []
     # the same scan without the flag measures the edge pair and its neighbour again, building nothing
     code, out, err = run_cli(capsys, args)
@@ -505,7 +537,7 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
     assert "edge step confirmed, measured again (5 / 5 samples)" in line
     assert "0 builds" in out
     # 5 runs each, as rows of their own
-    assert origins(work) == {"scan": 4, "confirm": 2}
+    assert origins(work) == {"scan": 3, "confirm": 2}
     shown = json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])
     (check,) = shown["edge_checks"]
     assert check["verdict"] == "confirmed" and check["side"] == "last"
@@ -516,7 +548,7 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
     assert [len(p["samples"]) for p in shown["points"]] == [1] * len(shown["points"])
     # the same scan again measures nothing: the confirmation is stored
     result = scan_json(capsys, args)
-    assert result["edge_checks"] == shown["edge_checks"] and origins(work) == {"scan": 4, "confirm": 2}
+    assert result["edge_checks"] == shown["edge_checks"] and origins(work) == {"scan": 3, "confirm": 2}
     run_cli(capsys, ["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()
     assert "(edge, confirmed)" in md and "**confirmed**" in md
@@ -554,7 +586,7 @@ def test_an_edge_step_measured_again_the_other_way_is_no_answer(capsys, scan_arg
     bisect exit 1 naming what was read and the scan with more repeats."""
     work = tmp_path / "work"
     sha = made.shas["[XLA] Fix typo in comment"]  # 13:45: the last pair's xla
-    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 09:00", "Aug 24 2023 14:00", sha[:12],
+    args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 10:00", "Aug 24 2023 14:00", sha[:12],
                      "--warmup-runs", "0", "--env", "ONCE_FACTOR=1.2")
     code, out, err = run_cli(capsys, args)
     assert code == 1 and re.search(r"│ ▲ \+[\d.]+% reversed$", out, re.M), out  # the table's mark
@@ -795,8 +827,9 @@ def test_a_build_stopped_inside_git_leaves_no_changed_tree(capsys, scan_args, ma
 def test_a_to_off_the_step_grid_is_measured_and_shown(capsys, scan_args, tmp_path):
     """issue 33 item 1: --to 13:30 with --step 1h planned 11:00-13:00 only and missed the -7 % XLA
     commit at 13:20 ("no steps found"); the window's end is an instant of its own, in the plan, the
-    table and the JSON, and the step is there."""
-    args = scan_args("2023-08-24 11:00", "2023-08-24 13:30", "--repeats", "2")
+    table and the JSON, and the step is there. (Its pair after the step is alone on its side: an
+    edge step, not measured again here: test_an_edge_step_is_measured_again_and_confirmed.)"""
+    args = scan_args("2023-08-24 11:00", "2023-08-24 13:30", "--repeats", "2", "--no-confirm-edges")
     plan = scan_json(capsys, args + ["--dry-run"])
     assert [p["time"][11:16] for p in plan["points"]] == ["11:00", "12:00", "13:00", "13:30"]
     result = scan_json(capsys, args)
@@ -805,7 +838,8 @@ def test_a_to_off_the_step_grid_is_measured_and_shown(capsys, scan_args, tmp_pat
     assert code == 0, err
     (step,) = json.loads(out)["changes"]
     assert (step["kind"], step["before"], step["after"]) == ("regression", "2023-08-24T13:00:00Z", "2023-08-24T13:30:00Z")
-    code, out, _ = run_cli(capsys, args[:-2] + ["--step", "2h"])
+    code, out, _ = run_cli(capsys, scan_args("2023-08-24 11:00", "2023-08-24 13:30", "--no-confirm-edges",
+                                             "--step", "2h"))
     assert code == 0 and "2023-08-24T13:30:00Z" in out and "no steps found" not in out
 
 
@@ -819,13 +853,16 @@ def test_two_steps_in_four_single_run_pairs_are_not_no_steps_found(capsys, scan_
     the two middle pairs, the same level, read 0.2 % apart often enough (1 in 4–6 runs) that three
     repeats each call it noise the repeats do not see, and the second scan is rightly unsure."""
     monkeypatch.setenv("DEMO_NOISE", "0")
-    args = scan_args("2023-08-24 12:00", "2023-08-25 13:00", "--step", "12h")
+    # the last pair is alone after the second step: an edge step, not measured again here
+    # (test_an_edge_step_is_measured_again_and_confirmed); the command it names keeps the flag
+    args = scan_args("2023-08-24 12:00", "2023-08-25 13:00", "--step", "12h", "--no-confirm-edges")
     code, out, err = run_cli(capsys, args)
     assert code == 1 and "no steps found" not in out
     assert any(line.startswith("too few pairs to tell noise from steps") for line in unwrap(out))
     assert "hourly: error: the scan has too few pairs to tell noise from steps" in err
     again = shlex.split(err[err.index("hourly scan "):].strip())
     assert again[-1] == "--rerun" and again[again.index("--repeats") + 1] == "3"
+    assert "--no-confirm-edges" in again, again
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(tmp_path / "work")])
     assert code == 1 and "nothing to bisect" not in out + err
     assert "too few pairs to tell noise from steps" in err and "then run hourly bisect again" in err
