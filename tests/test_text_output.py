@@ -8,6 +8,11 @@
 
 The repositories are real (hourly.fixtures.make_repos) and their commit subjects are the strings
 above; the workdir itself lives under a folder whose name holds ``[/c] d``.
+
+The scan, the bisection, ``show`` and every colour output are real processes writing into a real
+pipe; the other commands run in this process as a pipe sees them (``here``: 80 columns, no
+terminal, no colour), which prints the same bytes: the bisection's answer printed again here is
+compared with the one its process wrote (test_bisect_answer_prints_subjects_verbatim).
 """
 
 from __future__ import annotations
@@ -59,6 +64,25 @@ def pipe(*args: str, cwd: Path, colour: bool = False) -> subprocess.CompletedPro
                           text=True, timeout=600)
 
 
+def here(capsys, monkeypatch, *args: str) -> str:
+    """What ``hourly ARGS | cat`` prints at 80 columns (as :func:`pipe` runs it), run in this process:
+    stdout, once the command exited 0 with no MarkupError. hourly's consoles read the width when they
+    print but decide on colour when made (on import): made on a colour terminal, the real pipe."""
+    for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (("COLUMNS", "80"), ("LINES", "50"), ("TERM", "xterm-256color")):
+        monkeypatch.setenv(name, value)
+    from hourly.commands.common import console, err_console
+    if console.color_system or err_console.color_system:  # made on a colour terminal (pytest -s there)
+        return ok(pipe(*args, cwd=Path.cwd()))
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "MarkupError" not in err
+    return out
+
+
 def ok(res: subprocess.CompletedProcess) -> str:
     assert res.returncode == 0, res.stdout + res.stderr
     assert "MarkupError" not in res.stderr
@@ -92,6 +116,12 @@ def hunt(tmp_path_factory, venv_python):
     return dict(root=root, made=made, work=work, scan=scan.stdout, bisect=bisect.stdout, python=python)
 
 
+@pytest.fixture(scope="module")
+def shown(hunt) -> str:
+    """``hourly show | cat`` of the scan, at 80 columns (one process for the tests that read it)."""
+    return ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+
+
 # -- item 4: text from outside is text --------------------------------------------------------------
 
 def stored_points(hunt, capsys) -> list[dict]:
@@ -100,10 +130,10 @@ def stored_points(hunt, capsys) -> list[dict]:
     return json.loads(capsys.readouterr().out)["points"]
 
 
-def test_scan_and_show_tables_keep_every_cell_whole(hunt, capsys):
+def test_scan_and_show_tables_keep_every_cell_whole(hunt, shown, capsys):
     points = stored_points(hunt, capsys)
     assert len(points) == 9
-    for out in (hunt["scan"], ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))):
+    for out in (hunt["scan"], shown):
         assert_no_cut_cells(out)
         rows = [line for line in out.splitlines() if TIME.search(line) and "│" in line]
         assert all(len(r) <= 80 for r in rows), rows  # the scan table fits an 80-column terminal too
@@ -113,19 +143,19 @@ def test_scan_and_show_tables_keep_every_cell_whole(hunt, capsys):
         assert "▼" in out and "▲" in out
 
 
-def test_bisect_answer_prints_subjects_verbatim(hunt):
+def test_bisect_answer_prints_subjects_verbatim(hunt, capsys, monkeypatch):
     out = hunt["bisect"]
     for subject in (A, C, D):  # the build failure hides the culprit: the range of three is named
         assert f" {subject}  https://github.com/openxla/xla/commit/" in out, out
     for line in out.splitlines():
         if "github.com" in line:  # links and SHAs stay whole on their line
             assert re.search(r"/commit/[0-9a-f]{40}$", line), line
-    again = ok(pipe("bisect", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
-    assert again == out
+    again = here(capsys, monkeypatch, "bisect", "--workdir", str(hunt["work"]))
+    assert again == out  # the stored answer, and this process prints what the pipe got
 
 
-def test_bisect_log_lines_are_whole(hunt):
-    out = ok(pipe("bisect", "--log", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+def test_bisect_log_lines_are_whole(hunt, capsys, monkeypatch):
+    out = here(capsys, monkeypatch, "bisect", "--log", "--workdir", str(hunt["work"]))
     assert "git bisect start '--first-parent'" in out
     marks = [line for line in out.splitlines() if line.startswith("git bisect ") and "start" not in line]
     assert marks and all(re.fullmatch(r"git bisect (good|bad|skip) [0-9a-f]{40}", m) for m in marks), out
@@ -133,8 +163,8 @@ def test_bisect_log_lines_are_whole(hunt):
     assert shas & {m.split()[-1] for m in marks}
 
 
-def test_report_lists_subjects_verbatim(hunt):
-    out = ok(pipe("report", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+def test_report_lists_subjects_verbatim(hunt, capsys, monkeypatch):
+    out = here(capsys, monkeypatch, "report", "--workdir", str(hunt["work"]))
     md_path = hunt["work"] / "report" / "report.md"
     assert f"report: {md_path}" in out.splitlines()
     md = md_path.read_text()
@@ -150,19 +180,19 @@ def test_report_lists_subjects_verbatim(hunt):
     assert cmd[cmd.index("--bench-cmd") + 1] == f"python3 {hunt['made'].bench_script}"
 
 
-def test_detect_prints_labels_verbatim(tmp_path):
+def test_detect_prints_labels_verbatim(tmp_path, capsys, monkeypatch):
     csv = tmp_path / "series.csv"
     labels = [f"{i:02d} {s}" for i, s in enumerate(SUBJECTS * 3)]  # a series is ordered by label
     rows = [f'"{label}",{100.0 + 0.1 * (i % 3) if i < 6 else 80.0 + 0.1 * (i % 3)}' for i, label in enumerate(labels)]
     csv.write_text("label,value\n" + "\n".join(rows) + "\n")
-    out = ok(pipe("detect", str(csv), cwd=tmp_path))
+    out = here(capsys, monkeypatch, "detect", str(csv))
     for label in labels:
         assert label in out, label
     assert f"between {labels[5]} and {labels[6]}" in out
 
 
-def test_detect_reads_the_store_under_a_bracketed_path(hunt):
-    out = ok(pipe("detect", str(hunt["work"]), cwd=hunt["root"]))
+def test_detect_reads_the_store_under_a_bracketed_path(hunt, capsys, monkeypatch):
+    out = here(capsys, monkeypatch, "detect", str(hunt["work"]))
     assert_no_cut_cells(out)
     assert "between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in out
 
@@ -184,17 +214,17 @@ def config_rows(out: str) -> dict[str, tuple[str, str]]:
     return {k: (v.replace(" ", ""), o) for k, (v, o) in rows.items()}
 
 
-def test_config_prints_values_verbatim(tmp_path):
+def test_config_prints_values_verbatim(tmp_path, capsys, monkeypatch):
     (tmp_path / "hourly.toml").write_text(f'workdir = "{C}"\nbench_cmd = "python3 \'{D}.py\'"\n')
-    rows = config_rows(ok(pipe("config", "--config", str(tmp_path / "hourly.toml"), cwd=tmp_path)))
+    rows = config_rows(here(capsys, monkeypatch, "config", "--config", str(tmp_path / "hourly.toml")))  # cwd: tmp_path
     assert rows["workdir"] == (json.dumps(str(tmp_path / C)).replace(" ", ""), str(tmp_path / "hourly.toml"))
     assert rows["bench_cmd"][0] == json.dumps(f"python3 '{D}.py'").replace(" ", "")
 
 
-def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_path):
+def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_path, capsys, monkeypatch):
     from hourly.metric import DEFAULT_METRIC_REGEX
     (tmp_path / "hourly.toml").write_text('repeats = 2\nenv = ["A=1", "B=2"]\n')
-    out = ok(pipe("config", "--repeats", "3", "--no-sync", "--tz", "Europe/Paris", cwd=tmp_path))
+    out = here(capsys, monkeypatch, "config", "--repeats", "3", "--no-sync", "--tz", "Europe/Paris")  # cwd: tmp_path
     assert max(len(line) for line in out.splitlines()) <= 80, out  # a pipe is 80 columns
     rows = config_rows(out)
     assert rows["repeats"] == ("3", "flag") and rows["sync"] == ("false", "flag")
@@ -208,7 +238,7 @@ def test_config_is_a_narrow_table_of_toml_values_and_takes_the_scans_flags(tmp_p
     assert "None" not in out and "True" not in out and "'UTC'" not in out  # no Python reprs
 
 
-def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
+def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path, capsys, monkeypatch):
     from hourly.model import NightlyPoint, Status
     from hourly.nightly import plan as N
     work = tmp_path / "n[" / "c] d"
@@ -224,7 +254,7 @@ def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
                                                 "sha256:" + "ab" * 32, value, [value], *shas[d],
                                                 detail=f"log {work}/{d}.log"))
     for args in (["nightly", "--show"], ["show", "--nightly"]):
-        out = ok(pipe(*args, "--workdir", str(work), cwd=tmp_path))
+        out = here(capsys, monkeypatch, *args, "--workdir", str(work))
         assert_no_cut_cells(out)
         assert f"the rest from {work}" in out
         assert f"good: xla {'2' * 40}  jax {'6' * 40}" in out and f"bad: xla {'3' * 40}" in out
@@ -235,8 +265,10 @@ def test_nightly_output_keeps_paths_and_commands_verbatim(tmp_path):
         assert shlex.split(container) == ["hourly", "container", "--date", "2023-08-21"]
 
 
-def test_profile_prints_paths_verbatim(hunt):
-    pytest.importorskip("jax")
+def test_profile_prints_paths_verbatim(hunt, capsys, monkeypatch):
+    import importlib.util
+    if importlib.util.find_spec("jax") is None:  # looked up, not imported (1-2 s of CPU): the profile runs it
+        pytest.skip("jax is not installed")
     # whether the builds' venv finds jax, without importing it (1 s of CPU): the profile imports it
     found = subprocess.run([hunt["python"], "-c", "import importlib.util, sys; sys.exit(not importlib.util.find_spec('jax'))"],
                            capture_output=True)
@@ -247,10 +279,9 @@ def test_profile_prints_paths_verbatim(hunt):
     original = bench.read_text()
     bench.write_text(JAX_BENCH)
     try:
-        res = pipe("profile", "--workdir", str(hunt["work"]), cwd=hunt["root"])
+        out = here(capsys, monkeypatch, "profile", "--workdir", str(hunt["work"]))
     finally:
         bench.write_text(original)
-    out = ok(res)
     base = hunt["work"] / "profiles"
     assert any(line.startswith(f"regression-1: good {base / 'regression-1' / 'good'}") for line in out.splitlines()), out
     diff = next(line for line in out.splitlines() if line.startswith("memory diff with pprof:"))
@@ -259,13 +290,13 @@ def test_profile_prints_paths_verbatim(hunt):
 
 # -- item 6: a pipe, a colour terminal, commands on one line ---------------------------------------
 
-def test_colour_never_splits_a_time_or_a_sha(hunt, capsys):
+def test_colour_never_splits_a_time_or_a_sha(hunt, shown, capsys):
     out = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"], colour=True))
     assert "\x1b[" in out  # it is colour output
     for p in stored_points(hunt, capsys):
         assert p["time"] in out and p["xla"][:10] in out and p["jax"][:10] in out
     # every line of text (the summary, each step with its times and SHAs) has no escape code inside
-    plain = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+    plain = shown
     lines = [x for x in plain.splitlines() if x.strip() and not set(x) & set("│┃━─")]
     assert any("between 2023-08-24T03:00:00Z and 2023-08-24T04:00:00Z" in x for x in unwrap(plain)), lines
     for line in lines:
@@ -377,8 +408,8 @@ def test_command_list_keeps_each_summary_whole_at_80_columns(monkeypatch, capsys
 
 # -- issue 23 item 6: show fits 80 columns and counts the scan's builds --------------------------------
 
-def test_show_fits_80_columns_and_counts_the_scans_builds(hunt):
-    out = ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+def test_show_fits_80_columns_and_counts_the_scans_builds(hunt, shown):
+    out = shown
     builds = next(line for line in hunt["scan"].splitlines() if " for 9 instants " in line)
     assert not builds.startswith("0 builds")
     assert builds in out.splitlines()  # the scan's builds, read from the store, not this command's (none)
