@@ -353,10 +353,10 @@ def test_in_place_builds_run_every_time(capsys, scan_args, tmp_path):
 
 def test_config_file_and_flags(capsys, scan_args, made, venv_python, tmp_path):
     Path("hourly.toml").write_text(
-        f'[scan]\nfrom = "Aug 24 2023 09:00"\nto = "Aug 24 2023 10:00"\nxla-repo = "{made.xla}"\n'
+        f'[scan]\nfrom = "Aug 24 2023 12:00"\nto = "Aug 24 2023 13:00"\nxla-repo = "{made.xla}"\n'
         f'jax_repo = "{made.jax}"\nbuild_cmd = "{made.build_script}"\npython = "{venv_python}"\n'
         f'bench_cmd = "python3 {made.bench_script}"\nrepeats = 2\n')
-    result = scan_json(capsys, ["scan", "--to", "Aug 24 2023 11:00"])  # two pairs, no step
+    result = scan_json(capsys, ["scan", "--to", "Aug 24 2023 14:00"])  # a step: a stepless window's exit is its resolution's
     assert len(result["points"]) == 3 and len(result["points"][0]["samples"]) == 2
     code, out, _ = run_cli(capsys, ["config", "--json"])
     cfg = json.loads(out)
