@@ -18,7 +18,8 @@ def run(capsys, argv):
 
 
 def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tmp_path):
-    out = run(capsys, scan_args("Aug 24 2023 09:00", "Aug 24 2023 20:00", "--repeats", "2"))
+    # the step (13:20) with three instants either side; no warm-up runs (nothing here reads them)
+    out = run(capsys, scan_args("Aug 24 2023 11:00", "Aug 24 2023 16:00", "--repeats", "2", "--warmup-runs", "0"))
     assert "▼" in out and "1 step found" in out and "moved: xla" in " ".join(out.split())  # wrapped at 80
     found = json.loads(run(capsys, ["detect", str(tmp_path / "work"), "--json"]))
     assert [(c["before"], c["after"], c["kind"]) for c in found["changes"]] == [
@@ -32,7 +33,11 @@ def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tm
 
 
 def test_report_has_links_commits_reproduction_and_a_real_png(capsys, scan_args, made, tmp_path):
-    run(capsys, scan_args("Aug 24 2023 09:00", "Aug 25 2023 20:00", "--env", "XLA_FLAGS=--xla_gpu_autotune_level=0"))
+    # every 3h: both steps (13:20 on the 24th, the pull request merged 12:30 on the 25th), a broken
+    # build's hour (05:40-08:15: 06:00) and the crash (16:00-19:30: 18:00), 12 builds instead of 36; no
+    # warm-up runs
+    run(capsys, scan_args("Aug 24 2023 09:00", "Aug 25 2023 20:00", "--step", "3h", "--warmup-runs", "0",
+                          "--env", "XLA_FLAGS=--xla_gpu_autotune_level=0"))
     out = run(capsys, ["report", "--workdir", str(tmp_path / "work")])
     md_path = tmp_path / "work" / "report" / "report.md"
     assert str(md_path) in out
@@ -164,7 +169,10 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
     work = tmp_path / "work"
     flags = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
              "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)]
-    run(capsys, ["scan", "--from", "Aug 24 2023 00:00", "--to", "Aug 24 2023 08:00", "--no-sync", *flags])
+    # from 02:00: two instants before the step's window (03:00-04:00), three after it, then the crash;
+    # no warm-up runs, here or in the bisection that reads the scan's settings: nothing reads them
+    run(capsys, ["scan", "--from", "Aug 24 2023 02:00", "--to", "Aug 24 2023 08:00", "--no-sync", "--warmup-runs", "0",
+                 *flags])
     run(capsys, ["bisect", "--workdir", str(work)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -204,7 +212,7 @@ def test_a_workdir_of_bisect_alone_reports_and_shows_its_answer_never_a_scan(cap
     fusion = made.shas["[XLA:GPU] Change priority fusion heuristic"]
     run(capsys, ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
                  "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
-                 "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(work)])
+                 "--bench-cmd", f"python3 {made.bench_script}", "--warmup-runs", "0", "--workdir", str(work)])
     run(capsys, ["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()
     assert md.startswith("# Bisected by hourly (no scan in this workdir)") and "No scan was made in this workdir" in md

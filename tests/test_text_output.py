@@ -104,8 +104,8 @@ def hunt(tmp_path_factory, venv_python):
     work = root / "w[" / "c] d" / "work"   # the path holds "[/c] d"
     args = ["--from", "2023-08-24T00:00Z", "--to", "2023-08-24T08:00Z", "--xla-repo", str(made.xla),
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", python,
-            "--bench-cmd", f"python3 {made.bench_script}", "--repeats", "2", "--workdir", str(work),
-            "--no-sync"]
+            "--bench-cmd", f"python3 {made.bench_script}", "--repeats", "2", "--warmup-runs", "0", "--workdir", str(work),
+            "--no-sync"]  # no warm-up runs, in the scan or the bisection that reads its settings: nothing here reads one
     env = {**os.environ, "DEMO_NOISE": "0.002"}
     scan = subprocess.run([sys.executable, "-m", "hourly", "scan", *args], cwd=root, env={**env, "COLUMNS": "80"},
                           capture_output=True, text=True, timeout=600)
