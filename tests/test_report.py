@@ -6,8 +6,22 @@ import struct
 import subprocess
 import sys
 
+import pytest
+
 from hourly.cli import main
 from tests.argv import with_flags
+
+
+@pytest.fixture(scope="module")
+def build_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("build-cache")
+
+
+@pytest.fixture(autouse=True)
+def _one_build_cache(_no_user_config, build_cache, monkeypatch):
+    """The tests of this file scan and bisect the demo's states again and again: one build cache
+    for them all (as every workdir shares hourly's), so that each state is built once."""
+    monkeypatch.setenv("HOURLY_CACHE_DIR", str(build_cache))
 
 
 def run(capsys, argv):
