@@ -126,9 +126,9 @@ def test_time_pairing_marks_pairs_older_than_their_pin_and_says_why_they_fail(ca
     assert "1 of them failed to build" in " ".join(out.split())
 
 
-@pytest.mark.slow
 # quick: test_without_llvm_repo_the_descent_stops_at_the_integrate_and_going_on_descends_into_llvm (the
-# same chain, in two runs: JAX into XLA in the first, into LLVM when the second is given --llvm-repo)
+# same chain and checks, in two runs: JAX into XLA in the first, into LLVM when the second is given --llvm-repo)
+@pytest.mark.slow
 def test_bisect_pin_descends_through_xla_into_llvm(capsys, pins, venv_python, tmp_path):
     """The JAX culprit is an XLA pin bump, inside it the XLA culprit integrates LLVM, inside that
     the planted LLVM commit: the chain names all three, and every tree is given back."""
