@@ -23,6 +23,7 @@ from hourly.adapters.store import Store
 from hourly.cli import main
 from hourly.demo.repos import Change
 from hourly.errors import UserError
+from hourly.model import Pair
 from hourly.watch import plan as P
 from hourly.watch.run import dev_date
 
@@ -305,8 +306,8 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     code, out, err = _run(capsys, [*args, "--until", "2023-08-20 20:00"])
     assert code == 0, out + err
     assert "4 new build(s)" in out
-    # the culprit's night: suspected, measured again against the build before it (the two installed
-    # and run in turn), confirmed, alerted, hunted to its commit
+    # the culprit's night: suspected, measured again against the build before it (run in turn, each
+    # installed once into an environment of its own), confirmed, alerted, hunted to its commit
     code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
     assert code == P.ALERT_EXIT, out + err
     store = Store(work)
@@ -316,6 +317,9 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     confirmed = [c for c in store.watch_checks(key) if c["verdict"] == "confirmed"]
     assert [c["id"] for c in confirmed] == alert["checks"]
     assert confirmed[0]["result"]["change"] == pytest.approx(-0.1, abs=0.015) and confirmed[0]["result"]["pairs"] >= 10
+    ident = {b["build"]: b["ident"] for b in store.watch_builds(key)}
+    assert sorted(d.name for d in (work / "states").iterdir()) == sorted(
+        Pair(ident[alert[end]]["xla"], ident[alert[end]]["jax"]).key() for end in ("before", "after"))
     hunt = alert["hunt"]
     assert hunt["status"] == "culprit", hunt
     assert hunt["culprit"]["sha"] == made.shas[CULPRIT] and hunt["culprit"]["subject"] == CULPRIT

@@ -480,6 +480,14 @@ class Commits:
         return status, detail, build["ident"], values
 
     def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
+        """One run of a build for a confirmation, which alternates two builds: each is installed once
+        into an environment of its own over --python (``<workdir>/states``, as a bisection's paired
+        rounds keep their states), not again at every switch; where it cannot be (--python an
+        overlay already), each switch installs it into --python again."""
+        from hourly.measure.measurer import StateEnvs
+        measurer = self._measuring().measurer()
+        if measurer.envs is None:  # the arrivals before it were measured installed into --python
+            measurer.envs = StateEnvs(replace(self.s, workdir=str(self.store.workdir)), self.store.logs)
         rows = self._rows(Pair(build["ident"]["xla"], build["ident"]["jax"]), 1)
         return {(m.metric or self.w.metric): m.value if m.status == Status.OK.value else None
                 for m in rows if m.metric or self.w.metrics is None}
