@@ -9,14 +9,15 @@
 The repositories are real (hourly.fixtures.make_repos) and their commit subjects are the strings
 above; the workdir itself lives under a folder whose name holds ``[/c] d``.
 
-The scan, the bisection, ``show`` and every colour output are real processes writing into a real
-pipe; the other commands run in this process as a pipe sees them (``here``: 80 columns, no
-terminal, no colour), which prints the same bytes: the bisection's answer printed again here is
-compared with the one its process wrote (test_bisect_answer_prints_subjects_verbatim).
+The scan and the colour outputs are real processes writing into a real pipe; the other commands
+run in this process as a pipe sees them (``here``: 80 columns, no terminal, no colour), which prints
+the same bytes (checked for each command when this was written): the colour test finds every plain
+line printed here, of ``show`` and of the bisection, in what the colour processes wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -64,16 +65,22 @@ def pipe(*args: str, cwd: Path, colour: bool = False) -> subprocess.CompletedPro
                           text=True, timeout=600)
 
 
-def here(capsys, monkeypatch, *args: str) -> str:
-    """What ``hourly ARGS | cat`` prints at 80 columns (as :func:`pipe` runs it), run in this process:
-    stdout, once the command exited 0 with no MarkupError. hourly's consoles read the width when they
-    print but decide on colour when made (on import): made on a colour terminal, the real pipe."""
+def as_a_pipe(monkeypatch) -> bool:
+    """The environment :func:`pipe` gives hourly, set in this process; whether hourly's consoles here
+    print as into that pipe. They read the width when they print but decide on colour when made (on
+    import): made on a colour terminal (pytest -s there), they do not."""
     for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(name, raising=False)
     for name, value in (("COLUMNS", "80"), ("LINES", "50"), ("TERM", "xterm-256color")):
         monkeypatch.setenv(name, value)
     from hourly.commands.common import console, err_console
-    if console.color_system or err_console.color_system:  # made on a colour terminal (pytest -s there)
+    return not (console.color_system or err_console.color_system)
+
+
+def here(capsys, monkeypatch, *args: str) -> str:
+    """What ``hourly ARGS | cat`` prints at 80 columns (as :func:`pipe` runs it), run in this process
+    (else the real pipe, see :func:`as_a_pipe`): stdout, once the command exited 0 with no MarkupError."""
+    if not as_a_pipe(monkeypatch):
         return ok(pipe(*args, cwd=Path.cwd()))
     capsys.readouterr()
     code = main(list(args))
@@ -106,20 +113,31 @@ def hunt(tmp_path_factory, venv_python):
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", python,
             "--bench-cmd", f"python3 {made.bench_script}", "--repeats", "2", "--warmup-runs", "0", "--workdir", str(work),
             "--no-sync"]  # no warm-up runs, in the scan or the bisection that reads its settings: nothing here reads one
-    env = {**os.environ, "DEMO_NOISE": "0.002"}
-    scan = subprocess.run([sys.executable, "-m", "hourly", "scan", *args], cwd=root, env={**env, "COLUMNS": "80"},
-                          capture_output=True, text=True, timeout=600)
-    assert scan.returncode == 0, scan.stderr
-    bisect = subprocess.run([sys.executable, "-m", "hourly", "bisect", "--workdir", str(work)], cwd=root,
-                            env={**env, "COLUMNS": "80"}, capture_output=True, text=True, timeout=600)
-    assert bisect.returncode == 0, bisect.stderr
-    return dict(root=root, made=made, work=work, scan=scan.stdout, bisect=bisect.stdout, python=python)
+    with pytest.MonkeyPatch.context() as mp:  # the tests' own settings (conftest) are not made yet
+        for name, value in (("DEMO_NOISE", "0.002"), ("HOURLY_CACHE_DIR", str(root / "cache")),
+                            ("HOURLY_LOG_DIR", str(root / "crash-logs"))):
+            mp.setenv(name, value)
+        mp.chdir(root)
+        scan = subprocess.run([sys.executable, "-m", "hourly", "scan", *args], cwd=root,
+                              env={**os.environ, "COLUMNS": "80"}, capture_output=True, text=True, timeout=600)
+        assert scan.returncode == 0, scan.stderr
+        if as_a_pipe(mp):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["bisect", "--workdir", str(work)])
+            assert code == 0 and "MarkupError" not in err.getvalue(), err.getvalue()
+            bisect = out.getvalue()
+        else:
+            bisect = ok(pipe("bisect", "--workdir", str(work), cwd=root))
+    return dict(root=root, made=made, work=work, scan=scan.stdout, bisect=bisect, python=python)
 
 
-@pytest.fixture(scope="module")
-def shown(hunt) -> str:
-    """``hourly show | cat`` of the scan, at 80 columns (one process for the tests that read it)."""
-    return ok(pipe("show", "--workdir", str(hunt["work"]), cwd=hunt["root"]))
+@pytest.fixture
+def shown(hunt, capsys, monkeypatch) -> str:
+    """``hourly show | cat`` of the scan, at 80 columns, run once for the tests that read it."""
+    if "shown" not in hunt:
+        hunt["shown"] = here(capsys, monkeypatch, "show", "--workdir", str(hunt["work"]))
+    return hunt["shown"]
 
 
 # -- item 4: text from outside is text --------------------------------------------------------------
