@@ -465,6 +465,70 @@ def test_the_running_child_dies_with_hourly(tmp_path):
             os.kill(child, signal.SIGKILL)
 
 
+def test_the_child_dies_with_hourly_when_hourly_has_threads(tmp_path):
+    """The parent-death signal is set by setpriv, not by a preexec function (which Python can only
+    run by forking, unsafe once threads are in): a hunt with threads keeps the guarantee too."""
+    log = tmp_path / "child.log"
+    driver = subprocess.Popen([sys.executable, "-c",
+                               "import sys, threading, time; from hourly.adapters.proc import run; "
+                               "threading.Thread(target=time.sleep, args=(60,), daemon=True).start(); "
+                               "run([sys.executable, '-c', sys.argv[1]], log_path=sys.argv[2], check=False)",
+                               "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\n", str(log)])
+    assert wait_for(lambda: log.exists() and "pid " in log.read_text(), timeout=30, every=0.05)
+    child = int(next(ln for ln in log.read_text().splitlines() if ln.startswith("pid ")).split()[1])
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    try:
+        assert wait_for(lambda: _gone(child), timeout=10, every=0.05)
+    finally:
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie of an orphan: reaped by init soon
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_child_whose_parent_died_before_the_signal_was_set_does_not_run(tmp_path):
+    """The guard between setpriv and the command: a parent that is no longer hourly (hourly died
+    in the millisecond before the parent-death signal took effect) stops the command unrun."""
+    from hourly.adapters import proc
+    if proc._setpriv() is None:
+        pytest.skip("no setpriv here: the preexec function checks the parent instead")
+    marker = tmp_path / "ran"
+    argv = ["/bin/sh", "-c", proc._PARENT_GUARD, "sh", "1", "touch", str(marker)]  # pid 1: never our parent
+    assert subprocess.run(argv).returncode == 1 and not marker.exists()
+    argv[4] = str(os.getpid())
+    assert subprocess.run(argv).returncode == 0 and marker.exists()
+
+
+def test_a_missing_or_unexecutable_command_is_said_and_a_script_exiting_127_is_not(tmp_path):
+    from hourly.adapters import proc
+    from hourly.errors import UserError
+    script = tmp_path / "bench.sh"
+    script.write_text("#!/bin/sh\necho measured\nexit 127\n")
+    with pytest.raises(UserError, match="command not executable"):
+        proc.run(["./bench.sh"], cwd=tmp_path, check=False)
+    with pytest.raises(UserError, match="command not executable"):
+        proc.run_until([str(tmp_path)], lambda line: True)
+    script.chmod(0o755)
+    res = proc.run(["./bench.sh"], cwd=tmp_path, check=False)
+    assert res.returncode == 127 and res.output == "measured\n"
+    with pytest.raises(UserError, match="command not found: no-such-hourly-command"):
+        proc.run(["no-such-hourly-command"], check=False)
+    with pytest.raises(UserError, match="command not found"):
+        proc.run(["./nope.sh"], cwd=tmp_path, check=False)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    assert proc.run(["bench.sh"], env=env, check=False).output == "measured\n"
+
+
 # -- 10. kill -9 at seeded moments, again and again, then the same command to the end ----------------
 #
 # One chain per command: start it, kill -9 at a moment, start it again (it first takes over what the
