@@ -246,12 +246,27 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
     if not passing:
         return Arrival(ArrivalStatus.QUIET, noise=point_noise, level_from=first)
     best = max(passing, key=lambda s: s.strength)
+    if not _reads_new(best, values[points.index(best.after_index)], log_scale):
+        # the strongest split's tail starts with a build at the old level (a tail of two builds, one
+        # at each level, has its median halfway): measuring that build again against the level
+        # could only reject a real step at the next one. The after build is one that reads at the
+        # new level; failing one, the newest build, which every passing tail holds
+        new = [s for s in passing if _reads_new(s, values[points.index(s.after_index)], log_scale)]
+        best = max(new, key=lambda s: s.strength) if new else replace(best, after_index=passing[-1].after_index)
     # the step may start at any build that passes: the window spans them all (a step at the
     # second newest build, its first night read at the old level, is inside it)
     for before in (passing[0].before_index, best.before_index):
         if (before, best.after_index) not in judged and steep(best.relative_change, before, best.after_index):
             return Arrival(ArrivalStatus.SUSPECT, (replace(best, before_index=before),), point_noise, first)
     return Arrival(ArrivalStatus.QUIET, noise=point_noise, level_from=first)
+
+
+def _reads_new(s: Suspect, value: float, log_scale: bool) -> bool:
+    """Whether ``value`` (a build's median, in the series' scale) lies on the new level's side of
+    the midpoint between the levels of ``s``."""
+    before, after = (math.log(s.level_before), math.log(s.level_after)) if log_scale else (s.level_before, s.level_after)
+    mid = (before + after) / 2
+    return value < mid if after < before else value > mid
 
 
 def _newest_step(points: list[int], values: list[float], k: int, point_noise: float, log_scale: bool, min_change: float, higher_is_better: bool, suspect_z: float, beyond: int,
