@@ -245,17 +245,18 @@ def arrival(series: Sequence[Point], *, higher_is_better: bool = True, min_chang
                if s is not None]
     if not passing:
         return Arrival(ArrivalStatus.QUIET, noise=point_noise, level_from=first)
-    best = max(passing, key=lambda s: s.strength)
+    best = strongest = max(passing, key=lambda s: s.strength)
     if not _reads_new(best, values[points.index(best.after_index)], log_scale):
         # the strongest split's tail starts with a build at the old level (a tail of two builds, one
         # at each level, has its median halfway): measuring that build again against the level
         # could only reject a real step at the next one. The after build is one that reads at the
-        # new level; failing one, the newest build, which every passing tail holds
+        # new level, if any; the window still starts where the strongest split does (or before):
+        # its first build may be the step's, read a little low that night
         new = [s for s in passing if _reads_new(s, values[points.index(s.after_index)], log_scale)]
-        best = max(new, key=lambda s: s.strength) if new else replace(best, after_index=passing[-1].after_index)
+        best = max(new, key=lambda s: s.strength) if new else best
     # the step may start at any build that passes: the window spans them all (a step at the
     # second newest build, its first night read at the old level, is inside it)
-    for before in (passing[0].before_index, best.before_index):
+    for before in (passing[0].before_index, min(best.before_index, strongest.before_index)):
         if (before, best.after_index) not in judged and steep(best.relative_change, before, best.after_index):
             return Arrival(ArrivalStatus.SUSPECT, (replace(best, before_index=before),), point_noise, first)
     return Arrival(ArrivalStatus.QUIET, noise=point_noise, level_from=first)
