@@ -509,6 +509,20 @@ def test_a_child_whose_parent_died_before_the_signal_was_set_does_not_run(tmp_pa
     assert subprocess.run(argv).returncode == 0 and marker.exists()
 
 
+def test_a_setpriv_without_pdeathsig_falls_back_and_commands_still_run(tmp_path):
+    """BusyBox's setpriv (small images, the test containers) has no --pdeathsig: hourly must not
+    wrap its commands in it (every git command failed with its usage text inside such images)."""
+    fake = tmp_path / "bin" / "setpriv"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"setpriv: unrecognized option '--pdeathsig'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    code = ("from hourly.adapters import proc; assert proc._setpriv() is None, proc._setpriv(); "
+            "print(proc.run(['sh', '-c', 'echo ran']).output, end='')")
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == "ran\n", out.stderr
+
+
 def test_a_missing_or_unexecutable_command_is_said_and_a_script_exiting_127_is_not(tmp_path):
     from hourly.adapters import proc
     from hourly.errors import UserError

@@ -234,7 +234,18 @@ _PARENT_GUARD = '[ "$PPID" = "$1" ] || exit 1; shift; exec "$@"'
 
 @functools.cache
 def _setpriv() -> str | None:
-    return shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    """util-linux's ``setpriv``, where it runs the guard (BusyBox's ``setpriv``, in many small
+    images, has no ``--pdeathsig``: then the fallback). Tried once per process (~2 ms)."""
+    path = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if path is None:
+        return None
+    try:
+        probe = subprocess.run([path, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _PARENT_GUARD, "sh",
+                                str(os.getpid()), "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if probe.returncode == 0 else None
 
 
 def _spawn(cmd: list[str], cwd, env: dict[str, str] | None, *, stdin) -> subprocess.Popen:
@@ -242,7 +253,7 @@ def _spawn(cmd: list[str], cwd, env: dict[str, str] | None, *, stdin) -> subproc
     hourly dies (even by ``kill -9``) on Linux: no orphaned build keeps checking out or writing in
     the trees while the next run takes them over.
 
-    With util-linux's ``setpriv`` (Debian and every other Linux distribution has it) the child is
+    With util-linux's ``setpriv`` (Debian's and most distributions' base system has it) the child is
     started as ``setpriv --pdeathsig KILL -- /bin/sh -c GUARD sh <hourly's pid> cmd...``: two
     ``exec``s (about 1.5 ms) and no fork of hourly. A preexec function (the fallback) makes Python
     fork instead of vfork, which copies hourly's page tables: 12 ms per process from a process of
