@@ -568,3 +568,72 @@ def test_show_nightly_of_a_week_too_short_to_tell_exits_1_too(tmp_path, capsys):
     assert main(["show", "--nightly", "--workdir", str(work)]) == 1
     out, err = capsys.readouterr()
     assert "too few dates to tell noise from steps" in out and "--repeats 3" in err
+
+
+def _noisy_window(tmp_path, noise: float, runs: int = 3):
+    """Eight dates of one level, each measured ``runs`` times with ±``noise`` (seeded)."""
+    import numpy as np
+
+    from hourly.adapters.store import Store
+    s = N.NightlySettings("2023-08-20", "2023-08-27", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(N.LEVEL, s.as_dict())
+    rng = np.random.default_rng(7)
+    for day in range(20, 28):
+        samples = [float(v) for v in 500.0 * (1 + noise * rng.standard_normal(runs))]
+        p = P(f"2023-08-{day}", "ok", float(np.median(samples)))
+        p.samples = samples
+        store.add_nightly(s.key(), p)
+    store.close()
+    return tmp_path / "work"
+
+
+def test_dates_too_noisy_to_show_a_1_percent_step_are_no_all_clear(tmp_path, capsys):
+    """±6 % a run, three runs a date: a step of several per cent could hide between two dates. Never
+    "no steps found ... nothing to hand over", exit 0: the smallest step the dates could show, and
+    the command that measures each date often enough to see 1 %."""
+    from hourly.cli import main
+    work = _noisy_window(tmp_path, 0.06)
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no steps found" not in out and "nothing to hand over" not in out, out + err
+    assert "no step of " in out and "cannot be told from this noise (8 dates, 3 runs each" in out
+    assert "hourly nightly --from 2023-08-20 --to 2023-08-27" in err and "--rerun" in err
+    repeats = int(err.split("--repeats ")[1].split()[0])
+    assert repeats > 3 and f"measure each date {repeats} times to see steps of 1" in err
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
+    res = json.loads(capsys.readouterr().out)["resolution"]
+    assert res["resolves"] is False and res["repeats_needed"] == repeats and f"--repeats {repeats}" in res["fix"]
+
+
+def test_quiet_dates_say_no_steps_found_with_their_resolution(tmp_path, capsys):
+    from hourly.cli import main
+    work = _noisy_window(tmp_path, 0.001)
+    assert main(["nightly", "--show", "--workdir", str(work)]) == 0
+    out = capsys.readouterr().out
+    assert "no steps found" in out and "resolution: a step of " in out and "between any two neighbouring dates" in out
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 0
+    res = json.loads(capsys.readouterr().out)["resolution"]
+    assert res["resolves"] is True and res["fix"] is None
+
+
+def test_a_hunt_over_dates_too_noisy_to_show_a_step_has_no_window_yet(tmp_path):
+    """The hunt's daily level over such dates: "no window to hunt yet" with the smallest step they
+    could show, never "nothing to hunt" (the command exits 1 through require_decided)."""
+    import io
+
+    from rich.console import Console
+
+    from hourly.adapters.store import Store
+    from hourly.errors import UserError
+    from hourly.hunt.run import HuntReport
+    from hourly.render.hunt import print_report
+    work = _noisy_window(tmp_path, 0.06)
+    report = HuntReport()
+    report.nightly = N.stored_nightly(Store(work, create=False, read_only=True))
+    buf = io.StringIO()
+    print_report(Console(file=buf, width=200), report)
+    assert buf.getvalue().startswith("no window to hunt yet: no step of ") and "nothing to hunt" not in buf.getvalue()
+    with pytest.raises(UserError, match="no boundary to hand over: no step of"):
+        report.nightly.require_decided()

@@ -88,6 +88,8 @@ def _run_and_print(h, store, json_out: bool) -> None:
     report = with_progress(lambda handler: run_hunt(h, store, handler), json_out, "dates",
                            lambda current: f"running {current}")
     print_level_report(report, json_out, print_report)
+    if not report.rows and report.releases is None and report.nightly is not None:
+        report.nightly.require_decided()  # "nothing to hunt" only from dates that could show a step: else exit 1
     if report.failed:
         raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
                         f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",

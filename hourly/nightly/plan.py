@@ -215,12 +215,36 @@ def detect_steps(points: list[NightlyPoint], higher_is_better: bool = True) -> l
 def detect_dates(points: list[NightlyPoint], higher_is_better: bool = True) -> tuple[list, Any]:
     """:func:`detect_steps` and the detection behind it (None without a measured date): its
     ``too_short`` says when the dates cannot tell noise from steps."""
+    steps, detection, _ = _detect_groups(points, higher_is_better)
+    return steps, detection
+
+
+def _detect_groups(points: list[NightlyPoint], higher_is_better: bool) -> tuple[list, Any, list]:
     from hourly.analysis.steps import find_steps
     if not any(p.status is Status.OK for p in points):
-        return [], None
+        return [], None, []
     rows, keys = rows_and_keys(points)
-    steps, detection, _ = find_steps(rows, higher_is_better, keys=keys)
-    return steps, detection
+    return find_steps(rows, higher_is_better, keys=keys)
+
+
+def date_resolution(detection, groups: list) -> Any:
+    """The smallest step the dates' noise lets show between any two neighbouring dates
+    (hourly.analysis.resolution.Resolution; None under two measured images)."""
+    from hourly.analysis.resolution import resolution
+    return None if detection is None else resolution(detection, [len(g.samples or []) for g in groups])
+
+
+def resolution_fix(r, s: NightlySettings) -> str:
+    """The same dates measured often enough to see a step of the default --min-change (1 %)."""
+    from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+    from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, size
+    n = r.repeats_for(DEFAULT_MIN_CHANGE)
+    text = (f"measure each date {n} times to see steps of {size(DEFAULT_MIN_CHANGE)}: "
+            f"{nightly_command(replace(s, repeats=n), rerun=True)}")
+    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
+        text = (f"a benchmark that needs {n} runs a date is too noisy for this question: quieten it, or read "
+                f"steps of {size(r.relative, DEFAULT_MIN_CHANGE)} or more as the answer; else {text}")
+    return text
 
 
 def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
@@ -332,6 +356,19 @@ class NightlyReport:
     metrics: list[NightlyMetric] | None = None
     #: too few dates to tell noise from steps, and the command that tells (undecided_note); None: they can
     undecided: str | None = None
+    #: the smallest step the dates' noise lets show (hourly.analysis.resolution.Resolution; None under
+    #: two measured images, and with named metrics: each says its own bound)
+    resolution: Any = None
+
+    def unresolved(self) -> bool:
+        """Whether no step was found, no date is undecided or missing, no boundary was found, and a
+        step of the default --min-change (1 %) could not have shown through the dates' noise:
+        "no steps found" (and a hunt's "nothing to hunt") from such dates would say more than the
+        runs can (:meth:`require_decided` says so, with :func:`resolution_fix`)."""
+        from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+        r = self.resolution
+        return not (r is None or r.resolves(DEFAULT_MIN_CHANGE) or self.steps or self.boundary is not None
+                    or self.undecided or self.metrics is not None or self.gaps())
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()
@@ -340,6 +377,11 @@ class NightlyReport:
                                "boundary": self.boundary.as_json() if self.boundary else None,
                                "complete": not any(g["kind"] == NOT_MEASURED for g in gaps), "gaps": gaps,
                                "undecided": self.undecided}
+        if self.resolution is not None:
+            from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+            out["resolution"] = self.resolution.as_json(DEFAULT_MIN_CHANGE)
+            out["resolution"]["fix"] = None if self.resolution.resolves(DEFAULT_MIN_CHANGE) else \
+                resolution_fix(self.resolution, self.settings)
         if self.metrics is not None:
             from hourly.analysis.moved import summary
             out["metrics"] = {m.name: m.as_json() for m in self.metrics}
@@ -380,6 +422,13 @@ class NightlyReport:
         if self.undecided and self.boundary is None:
             why, _, fix = self.undecided.partition("; ")
             raise UserError(f"no boundary to hand over: {why}", fix)
+        if self.unresolved():
+            from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+            from hourly.analysis.resolution import size
+            x = size(self.resolution.relative, DEFAULT_MIN_CHANGE)
+            raise UserError(f"no boundary to hand over: no step of {x} or more among the dates, and steps from "
+                            f"{size(DEFAULT_MIN_CHANGE)} to {x} cannot be told from the noise",
+                            resolution_fix(self.resolution, self.settings))
 
 
 def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int = 0,
@@ -397,12 +446,12 @@ def stored_nightly(store: Store, s: NightlySettings | None = None, measured: int
     if named is not None:
         return _named_report(store, s, measured, dates, named)
     points = _dates(store.nightly_points(s.key()), s, dates)
-    steps, detection = detect_dates(points, s.higher_is_better)
+    steps, detection, groups = _detect_groups(points, s.higher_is_better)
     from hourly.analysis.detect import ChangeKind  # numpy: only when a report is made
     regressions = [(st.before_index, st.after_index, st.change.relative_change) for st in steps
                    if st.kind is ChangeKind.REGRESSION]
     return NightlyReport(points, find_boundary(points, regressions), s, measured, steps,
-                         undecided=undecided_note(detection, s))
+                         undecided=undecided_note(detection, s), resolution=date_resolution(detection, groups))
 
 
 def _dates(have: dict[str, NightlyPoint], s: NightlySettings, dates: list[date]) -> list[NightlyPoint]:

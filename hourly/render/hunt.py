@@ -83,6 +83,10 @@ def print_report(console, report: HuntReport) -> None:
     if not report.rows and undecided:
         console.print(f"no window to hunt yet: {undecided}", **kw)
         return
+    if not report.rows and report.releases is None and report.nightly is not None and report.nightly.unresolved():
+        from hourly.render.steps import unresolved  # never "nothing to hunt" below what the noise lets show
+        console.print(f"no window to hunt yet: {unresolved(report.nightly.resolution, unit='date')}", **kw)
+        return
     if not report.rows:
         console.print("no regression and no crash window at the daily level: nothing to hunt", **kw)
         return

@@ -9,7 +9,8 @@ from hourly.nightly.plan import NightlyReport
 from hourly.plurals import found, status_counts
 from hourly.render.console import PlainPrint
 from hourly.render.scan import fmt_value, step_marks
-from hourly.render.steps import describe
+from hourly.render.steps import describe, unresolved
+from hourly.render.steps import line as resolution_line
 
 
 def _short(sha: str | None, n: int = 10) -> str:
@@ -87,8 +88,11 @@ def print_report(console, report: NightlyReport) -> None:
             console.print(line, **kw)
     n = len(report.steps) if report.metrics is None else sum(len(m.steps) for m in report.metrics)
     gaps = report.gaps()
+    blind = report.unresolved()
     if not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
+    elif blind:  # never "no steps found" below what the noise lets show
+        console.print(unresolved(report.resolution, unit="date"), **kw)
     elif n or not gaps:
         console.print(found(n, "step"), **kw)
     else:  # never "no steps found" over dates that hold no evidence
@@ -105,12 +109,17 @@ def print_report(console, report: NightlyReport) -> None:
                           "image, or scan those hours inside a neighbouring day's container (`hourly hunt`)", **kw)
     for st in report.steps if report.metrics is None else []:
         console.print(f"  {describe(st)}", **kw)
+    if report.resolution is not None and not blind and report.metrics is None:
+        console.print(resolution_line(report.resolution, "date"), **kw)
     if n and report.undecided:
         console.print(f"more steps may hide: {report.undecided}", **kw)
     b = report.boundary
     if b is None:
         if report.undecided:
             console.print("no boundary to hand over until the dates tell noise from steps (above)", **kw)
+        elif blind:
+            console.print("no boundary to hand over until the dates are measured often enough to show a "
+                          "step of 1% (below)", **kw)
         else:
             console.print("no slowdown between good days and no crash after a good day: nothing to hand "
                           "over", **kw)

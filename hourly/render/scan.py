@@ -163,8 +163,8 @@ NOISE_SOURCES = {
 }
 
 
-def noise_words(source: str) -> str:
-    return NOISE_SOURCES.get(source, source)
+def noise_words(source: str, unit: str = "pair") -> str:
+    return NOISE_SOURCES.get(source, source).replace("within each pair", f"within each {unit}")
 
 
 def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None) -> str:

@@ -153,7 +153,7 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
 def evidence(r: Resolution, unit: str = "pair") -> str:
     """What the figure rests on: the points, their runs, their noise and the z a step needs."""
     return (f"{plural(r.points, unit)}, {plural(r.repeats, 'run')} each, noise {size(r.noise)} per {unit} "
-            f"({noise_words(r.noise_source)}), a step must be {r.threshold:.1f}× its standard error")
+            f"({noise_words(r.noise_source, unit)}), a step must be {r.threshold:.1f}× its standard error")
 
 
 def line(r: Resolution, unit: str = "pair") -> str:
