@@ -678,3 +678,33 @@ def test_a_benchmark_that_exits_3_on_its_own_is_not_told_to_pin_numpy(drift_dir,
     assert code == 1 and "numpy" not in line and "--with" not in line, line
     assert "exit code 3" in line and "input file missing, giving up" in line
     assert "the benchmark itself" in line and "/bin:$PATH python bench.py" in line and str(own) in line
+
+
+def _noisy_releases(tmp_path, noise: float) -> Path:
+    """Releases 0.4.1-0.4.8 of one level, three runs each with ±``noise`` (seeded)."""
+    import numpy as np
+    s = R.ReleaseSettings("0.4.1", "0.4.8", bench_cmd="python3 bench.py", workdir=str(tmp_path / "work"))
+    store = Store(tmp_path / "work")
+    store.save_settings(R.LEVEL, {"settings": s.as_dict(), "key": "k"})
+    rng = np.random.default_rng(7)
+    for i in range(1, 9):
+        runs = [float(v) for v in 100.0 * (1 + noise * rng.standard_normal(3))]
+        store.add_release("k", ReleasePoint(f"0.4.{i}", f"0.4.{i}", f"2023-0{i}-10T12:00:00Z", Status.OK,
+                                            float(np.median(runs)), runs))
+    store.close()
+    return tmp_path / "work"
+
+
+def test_releases_too_noisy_to_show_a_1_percent_step_are_no_all_clear(tmp_path, capsys):
+    """±6 % a run over eight releases: "no steps found", exit 0, said more than the runs could. Now
+    the smallest step that could show, exit 1, and the command at the repeats that show 1 %."""
+    work = _noisy_releases(tmp_path, 0.06)
+    assert main(["releases", "--show", "--workdir", str(work)]) == 1
+    out, err = capsys.readouterr()
+    assert "no steps found" not in out and "no step of " in out and "cannot be told from the noise (8 releases" in out
+    assert "hourly releases --from 0.4.1 --to 0.4.8" in err and "--rerun" in err and "measure each release" in err
+    assert main(["releases", "--show", "--json", "--workdir", str(work)]) == 1
+    assert json.loads(capsys.readouterr().out)["summary"].startswith("no step of ")
+    quiet = _noisy_releases(tmp_path / "quiet", 0.001)
+    assert main(["releases", "--show", "--workdir", str(quiet)]) == 0
+    assert "no steps found" in capsys.readouterr().out

@@ -90,6 +90,9 @@ def _run_and_print(h, store, json_out: bool) -> None:
     print_level_report(report, json_out, print_report)
     if not report.rows and report.releases is None and report.nightly is not None:
         report.nightly.require_decided()  # "nothing to hunt" only from dates that could show a step: else exit 1
+    if not report.rows and report.releases is not None and report.releases.undecided:
+        why, _, fix = report.releases.undecided.partition("; ")  # nor from releases that could not
+        raise UserError(f"no window to hunt yet: {why}", fix)
     if report.failed:
         raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
                         f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",

@@ -386,15 +386,24 @@ def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> li
 def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any]:
     """:func:`find_release_steps` and the detection behind it (None without a measured release):
     its ``too_short`` says when the releases cannot tell noise from steps."""
+    steps, detection, _ = _release_detection(points, higher_is_better)
+    return steps, detection
+
+
+def _release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any, Any]:
+    """:func:`release_detection` and the releases' resolution (hourly.analysis.resolution; None
+    under two measured releases)."""
     from hourly.analysis.detect import ChangeKind
+    from hourly.analysis.resolution import resolution
     from hourly.analysis.steps import find_steps
     ran = [p for p in points if p.status not in (Status.MISSING, Status.INSTALL_FAILED)]
     steps: list[ReleaseStep] = []
-    detection = None
+    detection = res = None
     if any(p.status is Status.OK for p in ran):
         rows = [PointResult(p.version, f"xla-of-{p.version}", p.version, p.status.value, p.value, list(p.samples))
                 for p in ran]
-        found, detection, _ = find_steps(rows, higher_is_better)
+        found, detection, groups = find_steps(rows, higher_is_better)
+        res = resolution(detection, [len(g.samples or []) for g in groups])
         for st in found:
             c = st.change
             steps.append(ReleaseStep("regression" if st.kind is ChangeKind.REGRESSION else "improvement",
@@ -404,7 +413,26 @@ def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tup
         if prev.status is Status.OK and p.status in (Status.CRASHED, Status.TIMEOUT):
             steps.append(ReleaseStep("crash", prev, p))
     steps.sort(key=lambda st: Version(st.after.version))
-    return steps, detection
+    return steps, detection, res
+
+
+def unresolved_note(res, s: ReleaseSettings) -> str | None:
+    """Where a step of the default --min-change (1 %) could not have shown through the releases'
+    noise: one line, "why; fix" as :func:`undecided_note`'s (the smallest step that could, and the
+    command that measures each release often enough to see 1 %); else None."""
+    from hourly.analysis.detect import DEFAULT_MIN_CHANGE
+    from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, size
+    if res is None or res.resolves(DEFAULT_MIN_CHANGE):
+        return None
+    x, floor = size(res.relative, DEFAULT_MIN_CHANGE), size(DEFAULT_MIN_CHANGE)
+    n = res.repeats_for(DEFAULT_MIN_CHANGE)
+    fix = f"measure each release {n} times to see steps of {floor}: {releases_command(replace(s, repeats=n), rerun=True)}"
+    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
+        fix = (f"a benchmark that needs {n} runs a release is too noisy for this question: quieten it, or read "
+               f"steps of {x} or more as the answer; else {fix}")
+    return (f"no step of {x} or more, and steps from {floor} to {x} cannot be told from the noise "
+            f"({res.points} releases, {res.repeats} run{'s' if res.repeats != 1 else ''} each, noise "
+            f"{size(res.noise)} per release, a step must be {res.threshold:.1f}× its standard error); {fix}")
 
 
 #: Runs of each release asked for when one value per release cannot tell noise from steps.
@@ -637,9 +665,11 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
     metrics: list[ReleaseMetric] | None = None
     if named is None:
         points = window(store.releases(key))
-        found_steps, detection = release_detection(points, s.higher_is_better)
+        found_steps, detection, res = _release_detection(points, s.higher_is_better)
         steps = _with_facts(found_steps, s)
         undecided = undecided_note(detection, s)
+        if undecided is None and not steps and not find_gaps(points):  # never "no steps found" below
+            undecided = unresolved_note(res, s)                          # what the noise lets show
     else:
         metrics, undecided = _release_metrics(store, s, key, named, window)
         points = metrics[0].points if metrics else window(store.releases(key, metric=None))
