@@ -143,6 +143,11 @@ def test_a_noisy_scan_without_a_step_says_its_resolution_and_exits_1(capsys, sca
     assert res["repeats_needed"] == repeats and f"--repeats {repeats}" in res["fix"]
     # the figure printed is the one in the JSON
     assert f"no step of {res['relative'] * 100:.1f}% or more" in head
+    # the report to paste into an issue says the same, never "No step change was detected"
+    code, out, err = run_cli(capsys, ["report", "--workdir", str(tmp_path / "work")])
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    assert "No step change was detected" not in md, md
+    assert "No step can be told from the noise at 1 %: no step of " in md and f"--repeats {repeats}" in md
 
 
 def test_a_quiet_scan_without_a_step_still_says_no_steps_found_and_its_resolution(capsys, scan_args, made, tmp_path,

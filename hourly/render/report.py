@@ -505,6 +505,16 @@ def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | 
                                      else higher_is_better)[1], s)
 
 
+def _unresolved(points: list[PointResult], s: Settings) -> str | None:
+    """Where a step of 1 % could not have shown through the scan's noise: the smallest that could,
+    and the scan that measures each pair often enough (hourly.scan.resolution); None: it could."""
+    from hourly.render.steps import unresolved
+    from hourly.scan.resolution import fix, of_points
+    r = of_points(points, s.higher_is_better)[0]
+    line = unresolved(r)
+    return None if line is None or r is None else f"{line}; {fix(r, s)}"
+
+
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None, level: str = "##", direction: bool | None = None,
@@ -536,6 +546,8 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
                   "**incomplete** (above), and a step may lie in what is not measured.")
     elif not steps and _undecided(points, s, higher):  # never "no step" from differences that may be the steps
         md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s, higher) or '')}.")
+    elif not steps and direction is None and (blind := _unresolved(points, s)):  # nor below what the noise lets show
+        md.append(f"No step can be told from the noise at 1 %: {esc.text(blind)}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
     md.append("")
