@@ -570,6 +570,13 @@ def test_an_edge_step_that_was_one_slow_run_is_called_an_outlier(capsys, scan_ar
     code, out, _ = run_cli(capsys, ["show", "--workdir", str(work)])
     assert code == 0 and re.search(r"│ [▼▲] [-+][\d.]+% outlier$", out, re.M), out  # the table's mark
     assert "edge step NOT confirmed" in " ".join(out.split()) and "nothing to bisect" in " ".join(out.split())
+    # `hourly detect` on the workdir reads the same check (it named the outlier a step to confirm, exit 0)
+    code, out, err = run_cli(capsys, ["detect", str(work)])
+    said = " ".join(out.split())
+    assert code == 0 and "no step found" in said and "measure it again to confirm" not in said, out + err
+    assert "edge step NOT confirmed" in said and "the scan's value was an outlier, nothing to bisect" in said
+    code, out, _ = run_cli(capsys, ["detect", str(work), "--json"])
+    assert code == 0 and [c["edge_check"] for c in json.loads(out)["changes"]] == ["outlier"]
     run_cli(capsys, ["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()
     assert "(edge, outlier)" in md and "**not confirmed**" in md

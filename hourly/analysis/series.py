@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 from statistics import median
-from typing import Iterable
+from typing import Any, Iterable
 
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
@@ -57,6 +57,9 @@ class Series:
     #: reads or fills it: a store's unmeasured pairs (an interrupted scan), its windows where runs
     #: start crashing or stop printing the metric (steps that "no step found" would hide)
     unread: tuple[tuple[str, str], ...] = ()
+    #: a store's edge steps measured again by its scan (hourly.analysis.detect.EdgeCheck), keyed by
+    #: (the last label before, the first after): what measuring them again said (an outlier is no step)
+    edge_checks: Any = None
 
     def dropped_note(self) -> str | None:
         """One line naming what was left out of the input, or None."""

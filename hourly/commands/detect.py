@@ -54,6 +54,10 @@ def detect(
     higher_is_better = shared_direction(higher_is_better, config)
     found = detect_steps(series.detector_input(), higher_is_better=higher_is_better,
                          min_change=min_change)
+    checks = _edge_checks(series, found)
+    # a workdir's edge step that its scan measured again and found an outlier is no step (as in
+    # scan and show): said as such, and the rest is judged as if it were not found
+    stand = [c for c in found.changes if not _outlier(checks.get(id(c)))]
     from hourly.analysis.steps import too_short
     why = too_short(found)  # never "no step found" from differences that may be the steps
     undecided = None
@@ -68,14 +72,18 @@ def detect(
         from hourly.scan.sources import resolution_fix
         res_json = None if res is None else {
             **res.as_json(floor), "fix": None if res.resolves(floor) or floor <= 0 else resolution_fix(source, res, floor)}
-        typer.echo(json.dumps({**detection_json(series, found), "undecided": undecided, "resolution": res_json}))
-        _require_decided(found, undecided)
+        out = detection_json(series, found)
+        for c, row in zip(found.changes, out["changes"], strict=True):
+            check = checks.get(id(c))
+            row["edge_check"] = None if check is None else check.verdict.value
+        typer.echo(json.dumps({**out, "undecided": undecided, "resolution": res_json}))
+        _require_decided(stand, undecided)
         _require_evidence(series, found)
-        _require_resolved(source, found, res, floor)
+        _require_resolved(source, stand, res, floor)
         return
     from hourly.render.steps import line as resolution_line
     from hourly.render.steps import unresolved
-    blind = None if found.changes or undecided else unresolved(res, floor, "point")
+    blind = None if stand or undecided else unresolved(res, floor, "point")
     from .common import console
     console.print(detection_table(series, found))
     good = len(series) - len(found.failed)
@@ -84,36 +92,55 @@ def detect(
                      if found.outliers else "")
                   + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
                   markup=False, highlight=False)
-    if not found.changes and not series.unread and not _too_few(series):
+    if not stand and not series.unread and not _too_few(series):
         console.print(undecided or blind or "no step found",  # never below what the noise lets show
                       markup=False, highlight=False, soft_wrap=True)
     # what else holds a step: said beside the steps (with none found, the first is the error)
     for what, fix in series.unread[0 if found.changes else 1:]:
         err_console.print(f"hourly: note: {what} — {fix}", markup=False, highlight=False, soft_wrap=True)
     for c in found.changes:
-        console.print(format_change(c, series.labels, series.before_labels), markup=False, highlight=False)
-    if found.changes and undecided:
+        line = format_change(c, series.labels, series.before_labels)
+        check = checks.get(id(c))
+        if check is not None:  # what its scan's measuring again said, in the scan's words
+            from hourly.render.steps import edge_note
+            line = line.split("; edge step:")[0] + edge_note(c, check)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if stand and undecided:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
     if res is not None and blind is None:
         console.print(resolution_line(res, "point"), markup=False, highlight=False, soft_wrap=True)
-    _require_decided(found, undecided)
+    _require_decided(stand, undecided)
     _require_evidence(series, found)
-    _require_resolved(source, found, res, floor)
+    _require_resolved(source, stand, res, floor)
 
 
-def _require_resolved(source: str | None, found, res, floor: float) -> None:
+def _edge_checks(series, found) -> dict:
+    """The stored edge checks of a workdir's edge steps, by ``id`` of the change (empty for files)."""
+    stored = series.edge_checks or {}
+    labels, before = series.labels, series.before_labels
+    return {id(c): stored[key] for c in found.changes
+            if c.edge and (key := (before[c.before_index], labels[c.after_index])) in stored}
+
+
+def _outlier(check) -> bool:
+    from hourly.analysis.detect import EdgeVerdict
+    return check is not None and check.verdict is EdgeVerdict.OUTLIER
+
+
+def _require_resolved(source: str | None, stand: list, res, floor: float) -> None:
     """No step found where a step of --min-change could not have shown through the noise is no
-    answer: exit 1 with the resolution and what brings it under --min-change."""
-    if found.changes or res is None or floor <= 0 or res.resolves(floor):
+    answer: exit 1 with the resolution and what brings it under --min-change. ``stand``: the steps
+    found, less edge steps measured again as outliers."""
+    if stand or res is None or floor <= 0 or res.resolves(floor):
         return
     from hourly.scan.resolution import unresolved_error
     from hourly.scan.sources import resolution_fix
     raise unresolved_error(res, floor, resolution_fix(source, res, floor))
 
 
-def _require_decided(found, undecided: str | None) -> None:
+def _require_decided(stand: list, undecided: str | None) -> None:
     """No step in a series too short to tell noise from steps is no answer: exit 1 with the fix."""
-    if undecided and not found.changes:
+    if undecided and not stand:
         from hourly.errors import UserError
         why, _, fix = undecided.partition("; ")
         raise UserError(why, fix)

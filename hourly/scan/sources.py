@@ -50,7 +50,8 @@ def load_store_series(path: str | Path) -> Series:
                            + (", ..." if len(windows) > 1 else "") + "), which detect does not read (it reads values)",
                            f"hourly show --workdir {store.workdir} lists them, hourly bisect --workdir "
                            f"{store.workdir} bisects them"))
-        return replace(series_from_points(measured, str(store.path)), unread=tuple(unread))
+        return replace(series_from_points(measured, str(store.path)), unread=tuple(unread),
+                       edge_checks=report.edge_checks or None)
     finally:
         store.close()
 
