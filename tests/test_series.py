@@ -106,9 +106,9 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     c = out["changes"][0]
     assert (c["before"], c["after"], c["kind"]) == ("OUT-c", "OUT-e", "regression")
     assert c["relative_change"] == pytest.approx(-0.1, abs=0.005)
-    assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge",
+    assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge", "edge_check",
                       "n_before", "n_after"}
-    assert c["edge"] is False
+    assert c["edge"] is False and c["edge_check"] is None
     assert set(out) == {"points", "changes", "undecided", "resolution"} and out["undecided"] is None
 
 
