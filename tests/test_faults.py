@@ -470,6 +470,40 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _alive_with(marker: str) -> list[int]:
+    """The live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and d.name != str(os.getpid()):
+            try:
+                if marker in (d / "cmdline").read_bytes().decode(errors="replace") and \
+                        (d / "stat").read_text().split()[2] != "Z":
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("timeout", [None, 60], ids=["plain", "timed"])
+def test_a_ctrl_c_right_after_the_child_started_kills_it(monkeypatch, timeout):
+    """A Ctrl-C lands where Python runs signal handlers: a thread's start waits for the thread, and
+    run starts its output pump (and, for a timed process, its timer) right after the child. Raised
+    there, before run's guard, it left the child running: a build went on to rewrite a tracked file
+    after the trees were restored (CI, test_scan's Ctrl-C and SIGTERM tests, once)."""
+    import threading
+
+    from hourly.adapters import proc
+    marker = f"{os.getpid()}.{timeout or 0}271828"
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        proc.run(["sleep", marker], timeout=timeout)
+    monkeypatch.undo()
+    assert _alive_with(marker) == []
+
+
 def test_a_child_whose_parent_died_before_the_signal_was_set_does_not_run(tmp_path):
     """The guard between setpriv and the command: a parent that is no longer hourly (hourly died
     in the millisecond before the parent-death signal took effect) stops the command unrun."""

@@ -79,6 +79,10 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     env = child_env(env)
     start = time.monotonic()
     log = _open_log(log_path, cmd, cwd)
+    lines: list[str] = []
+    threads: list[threading.Thread] = []
+    timer = None
+    expired = threading.Event()
     spawned += 1
     try:
         proc = _spawn(cmd, cwd, env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
@@ -89,17 +93,17 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     except PermissionError as e:
         _close_log(log, "not started")
         raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
-    lines: list[str] = []
-    threads = [threading.Thread(target=_pump, args=(proc.stdout, lines, log), daemon=True)]
-    if input is not None:
-        threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
-    for t in threads:
-        t.start()
-    # the timeout is a timer that kills the group, and the wait a blocking one: Popen.wait with a
-    # timeout polls in sleeps of up to 50 ms, which every timed process (builds, benchmarks) paid
-    expired = threading.Event()
-    timer = _group_timer(proc, timeout, expired)
+    # from here on the child exists: every line is inside the try, so that a Ctrl-C anywhere (a
+    # thread's start waits for the thread, and a signal's handler runs there) kills its group
     try:
+        threads.append(threading.Thread(target=_pump, args=(proc.stdout, lines, log), daemon=True))
+        if input is not None:
+            threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
+        for t in threads:
+            t.start()
+        # the timeout is a timer that kills the group, and the wait a blocking one: Popen.wait with
+        # a timeout polls in sleeps of up to 50 ms, which every timed process (builds, benchmarks) paid
+        timer = _group_timer(proc, timeout, expired)
         proc.wait()
         if timer is not None:
             timer.cancel()
@@ -114,7 +118,8 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
         proc.wait()
         _wait_group_gone(proc.pid)
         for t in threads:
-            t.join(timeout=5)
+            if t.ident is not None:  # started
+                t.join(timeout=5)
         _close_log(log, "interrupted")
         raise
     timed_out = expired.is_set()
@@ -140,6 +145,10 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
     global spawned
     cmd = [str(c) for c in cmd]
     start = time.monotonic()
+    expired = threading.Event()
+    timer = None
+    lines: list[str] = []
+    stopped = False
     spawned += 1
     try:
         proc = _spawn(cmd, cwd, child_env(None), stdin=subprocess.DEVNULL)
@@ -147,11 +156,8 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
         raise UserError(f"command not found: {cmd[0]}", "install it, put it on PATH, or pass the right command") from e
     except PermissionError as e:
         raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
-    expired = threading.Event()
-    timer = _group_timer(proc, timeout, expired)
-    lines: list[str] = []
-    stopped = False
-    try:
+    try:  # from here on the child exists: a Ctrl-C anywhere kills its group
+        timer = _group_timer(proc, timeout, expired)
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
