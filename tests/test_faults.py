@@ -650,7 +650,9 @@ def _run_until(cmd: list[str], moment: tuple, marks: _Marks, db: Path, stored_sq
     elif kind == "bench":
         marks.hold.write_text(str(base + moment[1]))
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err = _run_err(db)
+    with open(err, "w") as f:  # what a run that ends before its moment said (_kill_chain shows it)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f)
     try:
         while not reached():
             if p.poll() is not None:
@@ -672,6 +674,10 @@ def _run_until(cmd: list[str], moment: tuple, marks: _Marks, db: Path, stored_sq
         marks.hold.unlink(missing_ok=True)
 
 
+def _run_err(db: Path) -> Path:
+    return db.parent.parent / "last-run.stderr"
+
+
 def _kill_chain(cmd: list[str], moments: list[tuple], marks: _Marks, db: Path,
                 stored_sql: str, kept_sqls: tuple[str, ...]) -> subprocess.CompletedProcess:
     """Run ``cmd`` killed at each of ``moments`` in turn (each run is killed: the moments follow the
@@ -683,7 +689,8 @@ def _kill_chain(cmd: list[str], moments: list[tuple], marks: _Marks, db: Path,
     for moment in moments:
         t0 = time.monotonic()
         phase = _run_until(cmd, moment, marks, db, stored_sql)
-        assert phase is not None, f"{cmd[3]} finished before {moment}; earlier kills hit {hits}"
+        said = _run_err(db).read_text(errors="replace")[-2000:] if _run_err(db).exists() else ""
+        assert phase is not None, f"{cmd[3]} finished before {moment}; earlier kills hit {hits}; it said: {said}"
         hits.append(f"{moment[0]}->{phase}")
         print(f"{moment} -> {phase} after {time.monotonic() - t0:.1f} s")
         now = [_rows(db, q) for q in kept_sqls]
