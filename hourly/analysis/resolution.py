@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from hourly.analysis.detect import Detection, level_need, median_noise_factor, percent, z_threshold
 
@@ -113,3 +113,23 @@ def resolution(found: Detection, runs: Sequence[int]) -> Resolution | None:
     relative = math.expm1(step) if found.log_scale else step
     return Resolution(relative, sigma, found.noise_source, boundary_need(worst, n, found.threshold or z_threshold(n)),
                       n, counts[len(counts) // 2], found.log_scale)
+
+
+def unresolved_words(r: Resolution, floor: float) -> str:
+    """What a series that found no step says where steps of ``floor`` could not show through its
+    noise: "no step of 21.6% or more, and steps from 1.0% to 21.6% cannot be told from the noise"."""
+    x = size(r.relative, floor)
+    return f"no step of {x} or more, and steps from {size(floor)} to {x} cannot be told from the noise"
+
+
+def repeats_fix(r: Resolution, floor: float, unit: str, command: Callable[[int], str]) -> str:
+    """The fix of an unresolved series: each ``unit`` (pair, date, release) measured as often as
+    :meth:`Resolution.repeats_for` says, by ``command(repeats)``; past
+    :data:`MAX_SUGGESTED_REPEATS` the line says first that the benchmark is too noisy for the
+    question. The command stays last: it is copied from the end of the line."""
+    n = r.repeats_for(floor)
+    text = f"measure each {unit} {n} times to see steps of {size(floor)}: {command(n)}"
+    if n > MAX_SUGGESTED_REPEATS:
+        text = (f"a benchmark that needs {n} runs a {unit} is too noisy for this question: quieten it, or "
+                f"read steps of {size(r.relative, floor)} or more as the answer; else {text}")
+    return text

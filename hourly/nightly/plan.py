@@ -237,14 +237,8 @@ def date_resolution(detection, groups: list) -> Any:
 def resolution_fix(r, s: NightlySettings) -> str:
     """The same dates measured often enough to see a step of the default --min-change (1 %)."""
     from hourly.analysis.detect import DEFAULT_MIN_CHANGE
-    from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, size
-    n = r.repeats_for(DEFAULT_MIN_CHANGE)
-    text = (f"measure each date {n} times to see steps of {size(DEFAULT_MIN_CHANGE)}: "
-            f"{nightly_command(replace(s, repeats=n), rerun=True)}")
-    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
-        text = (f"a benchmark that needs {n} runs a date is too noisy for this question: quieten it, or read "
-                f"steps of {size(r.relative, DEFAULT_MIN_CHANGE)} or more as the answer; else {text}")
-    return text
+    from hourly.analysis.resolution import repeats_fix
+    return repeats_fix(r, DEFAULT_MIN_CHANGE, "date", lambda n: nightly_command(replace(s, repeats=n), rerun=True))
 
 
 def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:

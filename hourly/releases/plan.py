@@ -421,18 +421,14 @@ def unresolved_note(res, s: ReleaseSettings) -> str | None:
     noise: one line, "why; fix" as :func:`undecided_note`'s (the smallest step that could, and the
     command that measures each release often enough to see 1 %); else None."""
     from hourly.analysis.detect import DEFAULT_MIN_CHANGE
-    from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, size
+    from hourly.analysis.resolution import repeats_fix, size, unresolved_words
     if res is None or res.resolves(DEFAULT_MIN_CHANGE):
         return None
-    x, floor = size(res.relative, DEFAULT_MIN_CHANGE), size(DEFAULT_MIN_CHANGE)
-    n = res.repeats_for(DEFAULT_MIN_CHANGE)
-    fix = f"measure each release {n} times to see steps of {floor}: {releases_command(replace(s, repeats=n), rerun=True)}"
-    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
-        fix = (f"a benchmark that needs {n} runs a release is too noisy for this question: quieten it, or read "
-               f"steps of {x} or more as the answer; else {fix}")
-    return (f"no step of {x} or more, and steps from {floor} to {x} cannot be told from the noise "
-            f"({res.points} releases, {res.repeats} run{'s' if res.repeats != 1 else ''} each, noise "
-            f"{size(res.noise)} per release, a step must be {res.threshold:.1f}× its standard error); {fix}")
+    fix = repeats_fix(res, DEFAULT_MIN_CHANGE, "release",
+                      lambda n: releases_command(replace(s, repeats=n), rerun=True))
+    return (f"{unresolved_words(res, DEFAULT_MIN_CHANGE)} ({res.points} releases, {res.repeats} "
+            f"run{'s' if res.repeats != 1 else ''} each, noise {size(res.noise)} per release, a step must be "
+            f"{res.threshold:.1f}× its standard error); {fix}")
 
 
 #: Runs of each release asked for when one value per release cannot tell noise from steps.

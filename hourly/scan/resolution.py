@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hourly.analysis.detect import DEFAULT_MIN_CHANGE
-from hourly.analysis.resolution import MAX_SUGGESTED_REPEATS, Resolution, resolution, size
+from hourly.analysis.resolution import Resolution, repeats_fix, resolution, unresolved_words
 from hourly.analysis.steps import find_steps, standing
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
@@ -24,13 +24,7 @@ def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolu
 def fix(r: Resolution, s: Settings, min_change: float = DEFAULT_MIN_CHANGE) -> str:
     """The scan again with the repeats that bring the resolution under ``min_change``."""
     from hourly.scan.table import scan_command
-    n = r.repeats_for(min_change)
-    cmd = scan_command(replace(s, repeats=n)) + " --rerun"
-    text = f"measure each pair {n} times to see steps of {size(min_change)}: {cmd}"
-    if n > MAX_SUGGESTED_REPEATS:  # the command stays last: it is copied from the end of the line
-        text = (f"a benchmark that needs {n} runs a pair is too noisy for this question: quieten it, or "
-                f"read steps of {size(r.relative, min_change)} or more as the answer; else {text}")
-    return text
+    return repeats_fix(r, min_change, "pair", lambda n: scan_command(replace(s, repeats=n)) + " --rerun")
 
 
 def as_json(points: list[PointResult], s: Settings) -> dict | None:
@@ -46,9 +40,7 @@ def as_json(points: list[PointResult], s: Settings) -> dict | None:
 def unresolved_error(r: Resolution, floor: float, fix_text: str, who: str = "") -> UserError:
     """The error of a series that found no step where steps of ``floor`` could not show through its
     noise (scan, show and detect alike); ``who`` opens it ("the scan found ")."""
-    x = size(r.relative, floor)
-    return UserError(f"{who}no step of {x} or more, and steps from {size(floor)} to {x} cannot be told from "
-                     "the noise", fix_text)
+    return UserError(f"{who}{unresolved_words(r, floor)}", fix_text)
 
 
 def require_resolved_report(report, s: Settings, found_anything: bool = False, then: str = "") -> None:
