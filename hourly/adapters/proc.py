@@ -84,15 +84,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     timer = None
     expired = threading.Event()
     spawned += 1
-    try:
-        proc = _spawn(cmd, cwd, env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
-    except FileNotFoundError as e:
-        _close_log(log, "not started")
-        raise UserError(f"command not found: {cmd[0]}",
-                        "install it, put it on PATH, or pass the right command") from e
-    except PermissionError as e:
-        _close_log(log, "not started")
-        raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
+    proc = _start(cmd, cwd, env, subprocess.PIPE if input is not None else subprocess.DEVNULL, log)
     # from here on the child exists: every line is inside the try, so that a Ctrl-C anywhere (a
     # thread's start waits for the thread, and a signal's handler runs there) kills its group
     try:
@@ -150,12 +142,7 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
     lines: list[str] = []
     stopped = False
     spawned += 1
-    try:
-        proc = _spawn(cmd, cwd, child_env(None), stdin=subprocess.DEVNULL)
-    except FileNotFoundError as e:
-        raise UserError(f"command not found: {cmd[0]}", "install it, put it on PATH, or pass the right command") from e
-    except PermissionError as e:
-        raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
+    proc = _start(cmd, cwd, child_env(None), subprocess.DEVNULL)
     try:  # from here on the child exists: a Ctrl-C anywhere kills its group
         timer = _group_timer(proc, timeout, expired)
         assert proc.stdout is not None
@@ -279,12 +266,24 @@ def _spawn(cmd: list[str], cwd, env: dict[str, str] | None, *, stdin) -> subproc
                             text=True, errors="replace", start_new_session=True, preexec_fn=preexec)
 
 
+def _start(cmd: list[str], cwd, env: dict[str, str] | None, stdin, log=None) -> subprocess.Popen:
+    """:func:`_spawn`, a command that cannot start said in one line (its log closed)."""
+    try:
+        return _spawn(cmd, cwd, env, stdin=stdin)
+    except FileNotFoundError as e:
+        _close_log(log, "not started")
+        raise UserError(f"command not found: {cmd[0]}", "install it, put it on PATH, or pass the right command") from e
+    except PermissionError as e:
+        _close_log(log, "not started")
+        raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
+
+
 def _check_command(name: str, cwd, env: dict[str, str] | None) -> None:
     """Raise what Popen would for a command it cannot start (the shell would only exit 127/126)."""
     if "/" not in name:
-        path = os.pathsep.join(os.get_exec_path(env))
-        if shutil.which(name, path=path) is None:
-            if any(os.path.exists(os.path.join(d, name)) for d in os.get_exec_path(env)):
+        dirs = os.get_exec_path(env)
+        if shutil.which(name, path=os.pathsep.join(dirs)) is None:
+            if any(os.path.exists(os.path.join(d, name)) for d in dirs):
                 raise PermissionError(13, "Permission denied", name)
             raise FileNotFoundError(2, "No such file or directory", name)
         return

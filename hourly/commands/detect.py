@@ -57,7 +57,7 @@ def detect(
     checks = _edge_checks(series, found)
     # a workdir's edge step that its scan measured again and found an outlier is no step (as in
     # scan and show): said as such, and the rest is judged as if it were not found
-    stand = [c for c in found.changes if not _outlier(checks.get(id(c)))]
+    stand = [c for c, check in zip(found.changes, checks, strict=True) if not _outlier(check)]
     from hourly.analysis.steps import too_short
     why = too_short(found)  # never "no step found" from differences that may be the steps
     undecided = None
@@ -73,8 +73,7 @@ def detect(
         res_json = None if res is None else {
             **res.as_json(floor), "fix": None if res.resolves(floor) or floor <= 0 else resolution_fix(source, res, floor)}
         out = detection_json(series, found)
-        for c, row in zip(found.changes, out["changes"], strict=True):
-            check = checks.get(id(c))
+        for check, row in zip(checks, out["changes"], strict=True):
             row["edge_check"] = None if check is None else check.verdict.value
         typer.echo(json.dumps({**out, "undecided": undecided, "resolution": res_json}))
         _require_decided(stand, undecided)
@@ -98,13 +97,10 @@ def detect(
     # what else holds a step: said beside the steps (with none found, the first is the error)
     for what, fix in series.unread[0 if found.changes else 1:]:
         err_console.print(f"hourly: note: {what} — {fix}", markup=False, highlight=False, soft_wrap=True)
-    for c in found.changes:
-        line = format_change(c, series.labels, series.before_labels)
-        check = checks.get(id(c))
-        if check is not None:  # what its scan's measuring again said, in the scan's words
-            from hourly.render.steps import edge_note
-            line = line.split("; edge step:")[0] + edge_note(c, check)
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from hourly.render.steps import edge_note
+    for c, check in zip(found.changes, checks, strict=True):  # measured again: in the scan's words
+        console.print(format_change(c, series.labels, series.before_labels, None if check is None else edge_note(c, check)),
+                      markup=False, highlight=False, soft_wrap=True)
     if stand and undecided:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
     if res is not None and blind is None:
@@ -114,12 +110,12 @@ def detect(
     _require_resolved(source, stand, res, floor)
 
 
-def _edge_checks(series, found) -> dict:
-    """The stored edge checks of a workdir's edge steps, by ``id`` of the change (empty for files)."""
+def _edge_checks(series, found) -> list:
+    """Each change's stored edge check (hourly.analysis.detect.EdgeCheck), in the order of
+    ``found.changes``: None for any but a workdir's edge step its scan measured again."""
     stored = series.edge_checks or {}
     labels, before = series.labels, series.before_labels
-    return {id(c): stored[key] for c in found.changes
-            if c.edge and (key := (before[c.before_index], labels[c.after_index])) in stored}
+    return [stored.get((before[c.before_index], labels[c.after_index])) if c.edge else None for c in found.changes]
 
 
 def _outlier(check) -> bool:

@@ -167,17 +167,21 @@ def noise_words(source: str, unit: str = "pair") -> str:
     return NOISE_SOURCES.get(source, source).replace("within each pair", f"within each {unit}")
 
 
-def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None) -> str:
+def format_change(change: Change, labels: Sequence[str], before_labels: Sequence[str] | None = None,
+                  edge: str | None = None) -> str:
     """One line per step, as an engineer would file it.
 
     e.g. "regression -9.9% between c and e: 100 -> 90.1 (51 sigma)"; an edge step (one point
-    on its side) says so, since that point should be measured again before bisecting.
+    on its side) says so, since that point should be measured again before bisecting. ``edge``:
+    what replaces that clause, when the step was measured again (hourly.render.steps.edge_note).
     """
+    if edge is None:
+        edge = "; edge step: one point on its side, measure it again to confirm" if change.edge else ""
     return (f"{change.kind.value} {_pct(change.relative_change)} between "
             f"{(before_labels or labels)[change.before_index]} and {labels[change.after_index]}: "
             f"{change.level_before:.4g} -> {change.level_after:.4g} "
             f"(n={change.n_before} / n={change.n_after} points; step {change.strength:.0f}x its standard error)"
-            + ("; edge step: one point on its side, measure it again to confirm" if change.edge else ""))
+            + edge)
 
 
 def change_marks(changes: Sequence[Change], failed: Sequence[int] = (),
