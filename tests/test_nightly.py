@@ -605,6 +605,18 @@ def test_dates_too_noisy_to_show_a_1_percent_step_are_no_all_clear(tmp_path, cap
     assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
     res = json.loads(capsys.readouterr().out)["resolution"]
     assert res["resolves"] is False and res["repeats_needed"] == repeats and f"--repeats {repeats}" in res["fix"]
+    # with the window's last date lacking an image too: the gap named, still no all-clear (it said
+    # "no step found among the 7 dates measured", exit 0)
+    from hourly.adapters.store import Store
+    store = Store(work)
+    store.add_nightly(N.NightlySettings(**store.load_settings(N.LEVEL)).key(),
+                      NightlyPoint("2023-08-27", "img:2023-08-27", Status.MISSING, detail="no such image"))
+    store.close()
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    said = " ".join(out.split())
+    assert code == 1 and "no step of " in said and "the window is not all there:" in said, out + err
+    assert "2023-08-27: no nightly image at the window's end" in said and "--rerun" in err
 
 
 def test_quiet_dates_say_no_steps_found_with_their_resolution(tmp_path, capsys):

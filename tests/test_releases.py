@@ -705,6 +705,14 @@ def test_releases_too_noisy_to_show_a_1_percent_step_are_no_all_clear(tmp_path, 
     assert "hourly releases --from 0.4.1 --to 0.4.8" in err and "--rerun" in err and "measure each release" in err
     assert main(["releases", "--show", "--json", "--workdir", str(work)]) == 1
     assert json.loads(capsys.readouterr().out)["summary"].startswith("no step of ")
+    # the last release without a measurement: the gap named, no all-clear for the rest (it said "no
+    # step among the 7 measured releases; no measurement for jax 0.4.8", exit 0)
+    store = Store(work)
+    store.add_release("k", ReleasePoint("0.4.8", "0.4.8", "2023-08-10T12:00:00Z", Status.MISSING, None, []))
+    store.close()
+    assert main(["releases", "--show", "--workdir", str(work)]) == 1
+    out, err = capsys.readouterr()
+    assert "no step of " in out and "no measurement for jax 0.4.8" in out and "--rerun" in err
     quiet = _noisy_releases(tmp_path / "quiet", 0.001)
     assert main(["releases", "--show", "--workdir", str(quiet)]) == 0
     assert "no steps found" in capsys.readouterr().out

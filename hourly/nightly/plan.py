@@ -355,14 +355,15 @@ class NightlyReport:
     resolution: Any = None
 
     def unresolved(self) -> bool:
-        """Whether no step was found, no date is undecided or missing, no boundary was found, and a
-        step of the default --min-change (1 %) could not have shown through the dates' noise:
-        "no steps found" (and a hunt's "nothing to hunt") from such dates would say more than the
-        runs can (:meth:`require_decided` says so, with :func:`resolution_fix`)."""
+        """Whether no step was found, no date is undecided, no boundary was found, and a step of
+        the default --min-change (1 %) could not have shown through the measured dates' noise:
+        "no steps found" (and a hunt's "nothing to hunt", or "no step found among the dates
+        measured" beside a gap) from such dates would say more than the runs can
+        (:meth:`require_decided` says so, with :func:`resolution_fix`)."""
         from hourly.analysis.detect import DEFAULT_MIN_CHANGE
         r = self.resolution
         return not (r is None or r.resolves(DEFAULT_MIN_CHANGE) or self.steps or self.boundary is not None
-                    or self.undecided or self.metrics is not None or self.gaps())
+                    or self.undecided or self.metrics is not None)
 
     def as_json(self) -> dict[str, Any]:
         gaps = self.gaps()

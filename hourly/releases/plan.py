@@ -664,8 +664,8 @@ def stored_releases(store: Store, s: ReleaseSettings | None = None, key: str | N
         found_steps, detection, res = _release_detection(points, s.higher_is_better)
         steps = _with_facts(found_steps, s)
         undecided = undecided_note(detection, s)
-        if undecided is None and not steps and not find_gaps(points):  # never "no steps found" below
-            undecided = unresolved_note(res, s)                          # what the noise lets show
+        if undecided is None and not steps:  # never "no steps found" (nor "no step among the measured
+            undecided = unresolved_note(res, s)  # releases" beside a gap) below what the noise lets show
     else:
         metrics, undecided = _release_metrics(store, s, key, named, window)
         points = metrics[0].points if metrics else window(store.releases(key, metric=None))

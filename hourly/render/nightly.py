@@ -92,7 +92,8 @@ def print_report(console, report: NightlyReport) -> None:
     if not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
     elif blind:  # never "no steps found" below what the noise lets show
-        console.print(unresolved(report.resolution, unit="date"), **kw)
+        line = unresolved(report.resolution, unit="date") or ""  # blind: a line, never None
+        console.print(line + ("; the window is not all there:" if gaps else ""), **kw)
     elif n or not gaps:
         console.print(found(n, "step"), **kw)
     else:  # never "no steps found" over dates that hold no evidence
