@@ -58,6 +58,9 @@ class Result:
     duration: float
     timed_out: bool = False
     log_path: str | None = None
+    #: when each line of ``output`` was read, in seconds since the process started (the cost of a
+    #: benchmark process: its time to the first sample and per sample after it); empty where unread
+    line_times: tuple[float, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -80,6 +83,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     start = time.monotonic()
     log = _open_log(log_path, cmd, cwd)
     lines: list[str] = []
+    times: list[float] = []
     threads: list[threading.Thread] = []
     timer = None
     expired = threading.Event()
@@ -88,7 +92,8 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     # from here on the child exists: every line is inside the try, so that a Ctrl-C anywhere (a
     # thread's start waits for the thread, and a signal's handler runs there) kills its group
     try:
-        threads.append(threading.Thread(target=_pump, args=(proc.stdout, lines, log), daemon=True))
+        threads.append(threading.Thread(target=_pump, args=(proc.stdout, lines, log, times, start),
+                                        daemon=True))
         if input is not None:
             threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
         for t in threads:
@@ -119,7 +124,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     duration = time.monotonic() - start
     _close_log(log, f"{'timeout' if timed_out else proc.returncode} after {duration:.2f}s")
     result = Result(cmd, None if timed_out else proc.returncode, out, duration, timed_out,
-                    str(log_path) if log_path else None)
+                    str(log_path) if log_path else None, tuple(times))
     if check and not result.ok:
         raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None,
                            timed_out, result.log_path)
@@ -199,9 +204,12 @@ def _close_log(log, outcome: str) -> None:
     log.close()
 
 
-def _pump(stream, lines: list[str], log) -> None:
-    """Read the output line by line as it comes; each line reaches the log file at once."""
+def _pump(stream, lines: list[str], log, times: list[float] | None = None, start: float = 0.0) -> None:
+    """Read the output line by line as it comes; each line reaches the log file at once, and its
+    time (seconds since ``start``, on the monotonic clock) goes to ``times`` when given."""
     for line in stream:
+        if times is not None:
+            times.append(time.monotonic() - start)
         lines.append(line)
         if log is not None and not log.closed:
             log.write(line)
