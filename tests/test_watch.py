@@ -237,6 +237,26 @@ def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
     assert 'src="m.png"' in page and "alert 1" in page
 
 
+def test_control_and_bidi_characters_in_a_subject_are_shown_as_escapes_on_the_page(tmp_path):
+    """A U+202E in a culprit's subject reverses the rest of its line, an ESC sequence hides in it:
+    the page shows each as its escape, as the markdown and the terminal do."""
+    from hourly.render.watch import alert_markdown, page_html
+    subject = "Speed up \u202eesuf\u202c fusion \x1b[31mred\x1b[0m\x07"
+    checks = [_check(1, "b", "c", "confirmed", -0.2, 100, 80)]
+    culprit = {"repo": "xla", "sha": "c" * 40, "subject": subject, "link": "https://github.com/openxla/xla/commit/" + "c" * 40}
+    alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
+               "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
+    builds = [{"build": b, "time": b, "status": "ok", "detail": "exit 1: \u202etuo" if b == "d" else None,
+               "ident": {"xla": b, "jax": b}, "decision": None, "seq": i} for i, b in enumerate("abcdefghij")]
+    r = _report(checks, alerts, builds=builds)
+    page = page_html(r, {"m": "m.png"}, tmp_path)
+    for raw in ("\u202e", "\u202c", "\x1b", "\x07"):
+        assert raw not in page, repr(raw)
+    assert "Speed up \\u202eesuf\\u202c fusion \\x1b[31mred\\x1b[0m\\x07" in page
+    assert "exit 1: \\u202etuo" in page
+    assert "\u202e" not in alert_markdown(alerts[0], r) and "\\u202eesuf" in alert_markdown(alerts[0], r)
+
+
 #: another process that holds a workdir's store lock (as a watch running there does) until its stdin closes
 HOLD_STORE = ("import sys; from hourly.adapters.locks import store_lock; store_lock(sys.argv[1]).acquire(); "
               "print('held', flush=True); sys.stdin.read()")

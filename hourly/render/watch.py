@@ -4,12 +4,12 @@ alerts and culprits marked, the tables, links to the hunts' reports) that opens 
 server, no network, no script or style from elsewhere.
 
 Text from outside (commit subjects, image names, reasons, logs) is data everywhere: escaped for
-HTML with :func:`html.escape`, for markdown with hourly/render/markdown.py, printed verbatim on the
-console."""
+HTML with :func:`hourly.render.markdown.html_text`, for markdown with hourly/render/markdown.py,
+printed verbatim on the console; in all three a control character or bidirectional override is
+shown as its escape (``\x1b``, ``\u202e``), never acted on."""
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import re
@@ -288,7 +288,7 @@ def plot_metric(report: WatchReport, metric: str, path: Path) -> Path:
 
 
 def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
+    return md.html_text(x)
 
 
 def _rel(path: str | Path | None, base: Path) -> str | None:
