@@ -257,6 +257,38 @@ def test_control_and_bidi_characters_in_a_subject_are_shown_as_escapes_on_the_pa
     assert "\u202e" not in alert_markdown(alerts[0], r) and "\\u202eesuf" in alert_markdown(alerts[0], r)
 
 
+def test_the_plot_draws_a_rejected_night_off_the_line_shades_the_confirmed_step_alone_and_says_what_each_mark_is():
+    """A one-night dip (e) that measuring again rejected is a ring apart, not part of the line; the
+    alert's window (d..h, its other steps') is wider than this metric's confirmed step (g -> h):
+    the band is the step's two builds; the legend names the line, the ring and the band."""
+    import matplotlib.pyplot as plt
+
+    from hourly.render.watch import plot_figure, plot_parts
+    levels = dict(zip("abcdefghij", [100, 100.5, 99.6, 100.2, 84, 99.8, 100.1, 80.3, 80, 79.6], strict=True))
+    values = {b: {"m": {"value": v, "samples": [v, v]}} for b, v in levels.items()}
+    checks = [_check(1, "d", "e", "rejected", -0.16, 100, 99.9), _check(2, "g", "h", "confirmed", -0.2, 100, 80)]
+    alerts = [{"id": 1, "watch": "key", "arrived": "h", "before": "d", "after": "h", "checks": [2],
+               "hunt": None, "recovery": None, "events": []}]
+    r = _report(checks, alerts, values=values)
+    parts = plot_parts(r, "m")
+    assert [x for x, _ in parts["line"]] == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    assert parts["rejected"] == [(4, 84.0)]
+    assert [(x0, x1, kind) for x0, x1, _, kind, _ in parts["bands"]] == [(6, 7, "regression")]
+    fig = plot_figure(r, "m")
+    try:
+        (ax,) = fig.axes
+        drawn = [list(line.get_xdata()) for line in ax.get_lines() if line.get_linestyle() == "-"]
+        assert drawn == [[0, 1, 2, 3, 5, 6, 7, 8, 9]]
+        (band,) = ax.patches
+        corners = ax.transData.inverted().transform(band.get_transform().transform(band.get_path().vertices))
+        assert sorted({round(float(x), 6) for x, _ in corners}) == [6, 7]
+        labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        assert labels == ["m: each build's median (dots: runs)", "suspected, rejected when measured again",
+                          "confirmed regression (the step's two builds)"]
+    finally:
+        plt.close(fig)
+
+
 #: another process that holds a workdir's store lock (as a watch running there does) until its stdin closes
 HOLD_STORE = ("import sys; from hourly.adapters.locks import store_lock; store_lock(sys.argv[1]).acquire(); "
               "print('held', flush=True); sys.stdin.read()")

@@ -42,6 +42,7 @@ def html_text(s: object) -> str:
     characters and bidirectional overrides shown as their escapes (``\x1b``, ``\u202e``), as the
     markdown and the terminal show them, so that no subject reverses or hides the line it is in."""
     import html
+
     from hourly.render.console import escape_controls
     return html.escape(escape_controls(str(s)), quote=True)
 
