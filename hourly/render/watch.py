@@ -296,11 +296,11 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
         color = "tab:red" if kind == "regression" else "tab:green"
         ax.axvspan(x0, x1, color=color, alpha=0.2)
         kinds.add(kind)
-        h = a.get("hunt") or {}
+        hunt = a.get("hunt") or {}
         label = f"alert {a['id']}: {_pct(change)}"
-        if h.get("status") == "culprit":
-            label += f"  {h['culprit'].get('repo')} {_sha(h['culprit'])[:8]}"
-        elif h.get("status") == "unsure":
+        if hunt.get("status") == "culprit":
+            label += f"  {hunt['culprit'].get('repo')} {_sha(hunt['culprit'])[:8]}"
+        elif hunt.get("status") == "unsure":
             label += "  hunt unsure"
         text, families = drawable(label)
         font: dict[str, Any] = {"family": families} if families else {}
