@@ -126,3 +126,16 @@ def env_from_environment(argv: list[str]) -> tuple[list[str], dict[str, str]]:
 def owner_only(path: os.PathLike[str] | str, mode: int = 0o600) -> None:
     """``path`` readable by its owner alone (0600; a script 0700): it holds a secret's value."""
     os.chmod(path, mode)
+
+
+_PASTED = re.compile(r"(?:^|[\s,='\"])([A-Za-z_][\w.\-]*)=" + re.escape(REDACTED) + r"(?=$|[\s,'\"])")
+
+
+def pasted_secret(word: str) -> str | None:
+    """The secret-looking name ``word`` assigns the word ``<redacted>`` (``API_TOKEN=<redacted>``,
+    inside a command or an sbatch option too), or None: a line hourly printed, pasted as it is,
+    would pass that word instead of the secret."""
+    for m in _PASTED.finditer(word):
+        if looks_secret(m[1]):
+            return m[1]
+    return None

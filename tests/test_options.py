@@ -166,6 +166,18 @@ def test_no_printed_command_carries_a_secret_looking_value(capsys, scan_args, tm
     resume = json.loads(out)["resume"]
     assert "API_TOKEN=<redacted>" in shlex.split(resume)
     seen += [out, err]
+    # pasted as it is, it would give the benchmark the word <redacted>: refused, saying how to pass them
+    pasted = shlex.split(resume)[1:]
+    code, out, err = run_cli(capsys, pasted)
+    flat = " ".join(err.split())
+    assert code == 2 and out == "" and "passes the word <redacted> where GH_TOKEN's value goes" in flat, err
+    assert "export GH_TOKEN=<its value> and write $GH_TOKEN" in flat
+    i = pasted.index("--bench-cmd")
+    code, out, err = run_cli(capsys, pasted[:i] + pasted[i + 2:] + ["--bench-cmd", "python3 b.py"])
+    flat = " ".join(err.split())
+    assert code == 2 and "--env API_TOKEN=<redacted> passes the word <redacted>" in flat, err
+    assert "export API_TOKEN=<its value> and pass --env API_TOKEN" in flat
+    seen += [out, err]
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])
     assert code == 1 and "resume the scan with the same command" in err
     seen += [out, err]
