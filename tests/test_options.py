@@ -461,24 +461,32 @@ def test_every_option_the_settings_file_takes_has_a_toml_kind():
 
 def test_the_levels_next_commands_come_from_the_one_encoder_and_parse_as_they_were_set():
     """The daily and release levels' "measure each again" commands are written by options.command_line
-    (secrets redacted) and hourly's own parser reads back the settings they came from."""
+    (secrets redacted) and hourly's own parser reads back the settings they came from: a redacted
+    secret pasted as it is refused with how to pass it (``--env NAME``, the value in the environment)."""
     from typer.main import get_command
 
     from hourly.cli import app
+    from hourly.errors import UsageError
     from hourly.nightly.plan import NightlySettings, nightly_command
     from hourly.releases.plan import ReleaseSettings, releases_command
     group = get_command(app)
     n = NightlySettings("2023-08-20", "2023-08-25", mounts=["/a:/dir"], env=["HF_TOKEN=s3cret", "A=1"], pull=False,
                         higher_is_better=False, timeout=3600.0, repeats=3, workdir="/w")
     argv = shlex.split(nightly_command(n, rerun=True))
+    with pytest.raises(UsageError, match="export HF_TOKEN=<its value> and pass --env HF_TOKEN"):
+        group.commands["nightly"].make_context("nightly", argv[2:])  # type: ignore[attr-defined]
+    argv = ["HF_TOKEN" if w == "HF_TOKEN=<redacted>" else w for w in argv]
     got = group.commands["nightly"].make_context("nightly", argv[2:]).params  # type: ignore[attr-defined]
     assert (got["from_"], got["to"], got["repeats"], got["timeout"], got["mount"], got["pull"]) == \
         ("2023-08-20", "2023-08-25", 3, 3600.0, ["/a:/dir"], False)
-    assert got["env"] == ["HF_TOKEN=<redacted>", "A=1"] and got["higher_is_better"] is False and got["rerun"]
+    assert got["env"] == ["HF_TOKEN", "A=1"] and got["higher_is_better"] is False and got["rerun"]
     r = ReleaseSettings("0.4.1", "0.4.4", bench_cmd="python3 b.py", env=["API_KEY=s3cret"], with_=["numpy<2"],
                         pre=True, deps_as_of_release=False, timeout=60.0, installer="pip", workdir="/w")
     argv = shlex.split(releases_command(r))
+    with pytest.raises(UsageError, match="pass --env API_KEY"):
+        group.commands["releases"].make_context("releases", argv[2:])  # type: ignore[attr-defined]
+    argv = ["API_KEY" if w == "API_KEY=<redacted>" else w for w in argv]
     got = group.commands["releases"].make_context("releases", argv[2:]).params  # type: ignore[attr-defined]
     assert (got["bench_cmd"], got["bench_timeout"], got["with_"], got["pre"], got["deps_today"], got["rerun"]) == \
         ("python3 b.py", 60.0, ["numpy<2"], True, True, False)
-    assert got["env"] == ["API_KEY=<redacted>"] and got["installer"].value == "pip" and got["workdir"] == "/w"
+    assert got["env"] == ["API_KEY"] and got["installer"].value == "pip" and got["workdir"] == "/w"
