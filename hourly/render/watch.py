@@ -304,8 +304,9 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
             label += "  hunt unsure"
         text, families = drawable(label)
         font: dict[str, Any] = {"family": families} if families else {}
-        ax.text(x1, 0.97 - 0.09 * (row % 4), f" {text} ", transform=ax.get_xaxis_transform(),
-                fontsize=8, color=color, va="top", ha="left", **font,
+        right = x1 > 0.6 * max(len(builds) - 1, 1)  # near the right edge: the label to the band's left, inside
+        ax.text(x0 if right else x1, 0.97 - 0.09 * (row % 4), f" {text} ", transform=ax.get_xaxis_transform(),
+                fontsize=8, color=color, va="top", ha="right" if right else "left", **font,
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
     for kind in ("regression", "improvement"):
         if kind in kinds:
@@ -313,7 +314,8 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
             handles.append((Patch(color=color, alpha=0.2), f"confirmed {kind} (the step's two builds)"))
     step = max(1, len(builds) // 12)
     ax.set_xticks(xs[::step])
-    ax.set_xticklabels([builds[i]["build"][:16] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
+    # whole up to a commit time's 20 characters (a nightly wheel's version ends with its date)
+    ax.set_xticklabels([builds[i]["build"][:24] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel(drawable(metric)[0])
     ax.grid(alpha=0.3)
     fig.tight_layout()
