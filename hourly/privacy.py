@@ -128,6 +128,18 @@ def owner_only(path: os.PathLike[str] | str, mode: int = 0o600) -> None:
     os.chmod(path, mode)
 
 
+def write_private(path: os.PathLike[str] | str, text: str, mode: int = 0o600) -> None:
+    """``text`` into a new file ``path`` that is its owner's alone from its first byte (``mode``:
+    0600, a script 0700); a file there before is replaced."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 _PASTED = re.compile(r"(?:^|[\s,='\"])([A-Za-z_][\w.\-]*)=" + re.escape(REDACTED) + r"(?=$|[\s,'\"])")
 
 

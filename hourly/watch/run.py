@@ -31,7 +31,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Pair, Status
 from hourly.options import join
-from hourly.privacy import env_from_environment, redact_argv
+from hourly.privacy import env_from_environment, redact_argv, write_private
 from hourly.watch.plan import (
     ANSWER,
     EXIT_FILE,
@@ -725,8 +725,7 @@ def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: 
     # value from its environment (the hunt's own store and scripts then hold no value either)
     argv, secrets = env_from_environment(argv)
     script = wd / JOB_SCRIPT
-    script.write_text(job_script(argv, sys.executable, wd))
-    script.chmod(0o700)
+    write_private(script, job_script(argv, sys.executable, wd), 0o700)
     if w.executor == "slurm":
         from hourly.adapters.slurm import Slurm, SubmitOptions
         sl = w.slurm or {}
