@@ -290,10 +290,14 @@ OPTIONS: tuple[Option, ...] = (
        "--bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder].", panel=M),
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,
        per={"releases": {"help": "Directory the benchmark runs in [default: the current one]."}}),
-    _o("--env", "env", "KEY=VALUE for the benchmark (repeatable) [default: none].", type=list, panel=M,
-       per={"nightly container hunt": {"help": "KEY=VALUE inside the container (repeatable) [default: none]."},
-            "bench": {"help": "KEY=VALUE for the harness's environment (repeatable) [default: none]."},
-            "watch": {"help": "KEY=VALUE for the benchmark; containers: inside them (repeatable) [default: none]."}}),
+    _o("--env", "env", "KEY=VALUE for the benchmark, or KEY: its value in hourly's environment, for a secret "
+       "(repeatable) [default: none].", type=list, panel=M,
+       per={"nightly container hunt": {"help": "KEY=VALUE inside the container, or KEY: its value in hourly's "
+                                               "environment (repeatable) [default: none]."},
+            "bench": {"help": "KEY=VALUE for the harness's environment, or KEY: its value in hourly's "
+                              "(repeatable) [default: none]."},
+            "watch": {"help": "KEY=VALUE for the benchmark (containers: inside them), or KEY: its value in "
+                              "hourly's environment, for a secret (repeatable) [default: none]."}}),
     _o("--repeats", "repeats", "Runs per pair (a bisection asks for more while unsure) [default: 1].", type=int,
        panel=M, rule=at_least(1), per={
            "releases": {"help": "Runs per release.", "default": 1},

@@ -105,7 +105,6 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--from", "someday"], "cannot parse time"),
     (["--from", "Aug 26 2023", "--to", "Aug 24 2023"], "reversed"),
     (["--step", "0h"], "step"),
-    (["--env", "NOEQUALS"], "KEY=VALUE"),
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
     (["--bench-cwd", "/nonexistent/dir"], "not a directory"),
     (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
@@ -122,6 +121,22 @@ def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, mes
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
     assert code == 1 and message in err, err
     assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("command", ["scan", "bisect"])
+def test_env_without_a_value_not_set_here_is_a_usage_error_that_creates_no_workdir(capsys, scan_args, tmp_path,
+                                                                                   monkeypatch, command):
+    """``--env NAME`` takes NAME's value from hourly's environment; not set there, it is a usage
+    error (exit 2) naming both ways to pass it, before anything is made."""
+    monkeypatch.delenv("NOEQUALS", raising=False)
+    args = scan_args()
+    if command == "bisect":
+        args = ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", *args[args.index("--xla-repo"):]]
+    code, _, err = run_cli(capsys, with_flags(args, "--env", "NOEQUALS"))
+    assert code == 2, err
+    assert ("--env NOEQUALS takes NOEQUALS's value from hourly's environment, and NOEQUALS is not set — "
+            "export NOEQUALS=... before running hourly, or pass --env NOEQUALS=VALUE") in " ".join(err.split())
     assert not (tmp_path / "work").exists()
 
 
@@ -142,7 +157,6 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
 @pytest.mark.parametrize("change,message", [
     (["--good", "someday"], "cannot parse time"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
-    (["--env", "NOEQUALS"], "KEY=VALUE"),
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
 ])
 def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):

@@ -166,6 +166,18 @@ def test_no_printed_command_carries_a_secret_looking_value(capsys, scan_args, tm
     resume = json.loads(out)["resume"]
     assert "API_TOKEN=<redacted>" in shlex.split(resume)
     seen += [out, err]
+    # pasted as it is, it would give the benchmark the word <redacted>: refused, saying how to pass them
+    pasted = shlex.split(resume)[1:]
+    code, out, err = run_cli(capsys, pasted)
+    flat = " ".join(err.split())
+    assert code == 2 and out == "" and "passes the word <redacted> where GH_TOKEN's value goes" in flat, err
+    assert "export GH_TOKEN=<its value> and write $GH_TOKEN" in flat
+    i = pasted.index("--bench-cmd")
+    code, out, err = run_cli(capsys, pasted[:i] + pasted[i + 2:] + ["--bench-cmd", "python3 b.py"])
+    flat = " ".join(err.split())
+    assert code == 2 and "--env API_TOKEN=<redacted> passes the word <redacted>" in flat, err
+    assert "export API_TOKEN=<its value> and pass --env API_TOKEN" in flat
+    seen += [out, err]
     code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])
     assert code == 1 and "resume the scan with the same command" in err
     seen += [out, err]
@@ -449,24 +461,32 @@ def test_every_option_the_settings_file_takes_has_a_toml_kind():
 
 def test_the_levels_next_commands_come_from_the_one_encoder_and_parse_as_they_were_set():
     """The daily and release levels' "measure each again" commands are written by options.command_line
-    (secrets redacted) and hourly's own parser reads back the settings they came from."""
+    (secrets redacted) and hourly's own parser reads back the settings they came from: a redacted
+    secret pasted as it is refused with how to pass it (``--env NAME``, the value in the environment)."""
     from typer.main import get_command
 
     from hourly.cli import app
+    from hourly.errors import UsageError
     from hourly.nightly.plan import NightlySettings, nightly_command
     from hourly.releases.plan import ReleaseSettings, releases_command
     group = get_command(app)
     n = NightlySettings("2023-08-20", "2023-08-25", mounts=["/a:/dir"], env=["HF_TOKEN=s3cret", "A=1"], pull=False,
                         higher_is_better=False, timeout=3600.0, repeats=3, workdir="/w")
     argv = shlex.split(nightly_command(n, rerun=True))
+    with pytest.raises(UsageError, match="export HF_TOKEN=<its value> and pass --env HF_TOKEN"):
+        group.commands["nightly"].make_context("nightly", argv[2:])  # type: ignore[attr-defined]
+    argv = ["HF_TOKEN" if w == "HF_TOKEN=<redacted>" else w for w in argv]
     got = group.commands["nightly"].make_context("nightly", argv[2:]).params  # type: ignore[attr-defined]
     assert (got["from_"], got["to"], got["repeats"], got["timeout"], got["mount"], got["pull"]) == \
         ("2023-08-20", "2023-08-25", 3, 3600.0, ["/a:/dir"], False)
-    assert got["env"] == ["HF_TOKEN=<redacted>", "A=1"] and got["higher_is_better"] is False and got["rerun"]
+    assert got["env"] == ["HF_TOKEN", "A=1"] and got["higher_is_better"] is False and got["rerun"]
     r = ReleaseSettings("0.4.1", "0.4.4", bench_cmd="python3 b.py", env=["API_KEY=s3cret"], with_=["numpy<2"],
                         pre=True, deps_as_of_release=False, timeout=60.0, installer="pip", workdir="/w")
     argv = shlex.split(releases_command(r))
+    with pytest.raises(UsageError, match="pass --env API_KEY"):
+        group.commands["releases"].make_context("releases", argv[2:])  # type: ignore[attr-defined]
+    argv = ["API_KEY" if w == "API_KEY=<redacted>" else w for w in argv]
     got = group.commands["releases"].make_context("releases", argv[2:]).params  # type: ignore[attr-defined]
     assert (got["bench_cmd"], got["bench_timeout"], got["with_"], got["pre"], got["deps_today"], got["rerun"]) == \
         ("python3 b.py", 60.0, ["numpy<2"], True, True, False)
-    assert got["env"] == ["API_KEY=<redacted>"] and got["installer"].value == "pip" and got["workdir"] == "/w"
+    assert got["env"] == ["API_KEY"] and got["installer"].value == "pip" and got["workdir"] == "/w"

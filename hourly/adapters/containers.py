@@ -300,10 +300,8 @@ def _env_list(env: Mapping[str, str] | Iterable[str] | None) -> list[str]:
         return []
     if isinstance(env, Mapping):
         return [f"{k}={v}" for k, v in env.items()]
-    from hourly.adapters.proc import parse_env  # the one KEY=VALUE check
-    out = list(env)
-    parse_env(out)
-    return out
+    from hourly.adapters.proc import parse_env  # the one KEY=VALUE check; --env NAME: this environment's value
+    return [f"{k}={v}" for k, v in parse_env(list(env)).items()]
 
 
 def scan_labels(scan_id: str, **extra: str) -> dict[str, str]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from hourly.errors import UserError
-from hourly.privacy import redact_argv
+from hourly.errors import UsageError, UserError
+from hourly.privacy import REDACTED, looks_secret, redact_argv
 
 if TYPE_CHECKING:
     pass
@@ -375,12 +375,29 @@ def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
 
 
 def parse_env(items: list[str]) -> dict[str, str]:
-    """``--env KEY=VALUE`` items as a dict; anything else is a one-line error."""
+    """``--env`` items as a dict: ``KEY=VALUE``, or ``KEY`` alone, whose value is ``KEY``'s in
+    hourly's own environment (how a secret is passed without being written down: the scripts
+    hourly writes pass it so, hourly.privacy). A usage error (exit 2) for anything else: a name
+    that is not set, no name, or the word ``<redacted>`` that hourly prints for a secret's value
+    (a printed line pasted as it is)."""
     out = {}
     for item in items:
-        if "=" not in item or item.startswith("="):
-            raise UserError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+        if "=" not in item:
+            if not item or any(c.isspace() for c in item):
+                raise UsageError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
+            if item not in os.environ:
+                raise UsageError(f"--env {item} takes {item}'s value from hourly's environment, and {item} is not set",
+                                 f"export {item}=... before running hourly, or pass --env {item}=VALUE")
+            out[item] = os.environ[item]
+            continue
+        if item.startswith("="):
+            raise UsageError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
         k, v = item.split("=", 1)
+        if v == REDACTED and looks_secret(k):
+            raise UsageError(f"--env {k}={REDACTED} passes the word {REDACTED}: hourly prints a secret's value "
+                             "so, never the value itself",
+                             f"export {k}=<its value> and pass --env {k} (the value is then taken from "
+                             "hourly's environment)")
         out[k] = v
     return out
 

@@ -112,10 +112,10 @@ class Slurm:
         self.attempts = attempts
         self.wait = wait
 
-    def _run(self, argv: list[str], check: bool = True) -> proc.Result:
+    def _run(self, argv: list[str], check: bool = True, env: dict[str, str] | None = None) -> proc.Result:
         retry = Retrying(stop=stop_after_attempt(self.attempts), wait=self.wait,
                          retry=retry_if_exception(transient), reraise=True)
-        return retry(proc.run, argv, timeout=CALL_TIMEOUT, check=check)
+        return retry(proc.run, argv, timeout=CALL_TIMEOUT, check=check, env=env)
 
     @staticmethod
     def installed() -> bool:
@@ -136,12 +136,14 @@ class Slurm:
         return None
 
     def submit(self, script: Path, *, name: str, comment: str, output: Path, chdir: Path,
-               options: SubmitOptions = SubmitOptions()) -> str:
-        """``sbatch`` ``script``; returns the job id."""
+               options: SubmitOptions = SubmitOptions(), env: dict[str, str] | None = None) -> str:
+        """``sbatch`` ``script``; returns the job id. ``env``: the environment sbatch is started in
+        (None: this process's), which the job gets (sbatch's ``--export=ALL``): how a secret reaches
+        the job without being a word of its script."""
         argv = ["sbatch", "--parsable", f"--job-name={name}", f"--comment={comment}", f"--output={output}",
                 f"--chdir={chdir}", "--kill-on-invalid-dep=yes", *options.argv(), str(script)]
         try:
-            res = self._run(argv)
+            res = self._run(argv, env=env)
         except ProcessError as e:
             raise UserError(f"sbatch refused the job: {_last(e.tail)}",
                             "check --partition, --time, --gres and --slurm-arg against `sinfo` and the "

@@ -26,7 +26,7 @@ from typer.core import TyperCommand
 from hourly import options
 from hourly.errors import UsageError
 from hourly.options import WARN_INSTANTS, Option
-from hourly.privacy import redact_word
+from hourly.privacy import REDACTED, pasted_secret, redact_word
 from hourly.render.console import console as make_console
 
 # text from outside is printed verbatim, tables never cut a cell: see hourly/render/console.py
@@ -174,6 +174,7 @@ class PanelledCommand(TyperCommand):
         params = self.get_params(ctx)
         refuse_both_sides(params, args)
         refuse_repeated(params, args)
+        refuse_redacted(args)
         rest = super().parse_args(ctx, args)
         # which options the command line gave (the settings file gives the others: see command())
         ctx.meta[GIVEN] = {p.name for p in params if p.param_type_name == "option"
@@ -208,6 +209,26 @@ def refuse_both_sides(params: Any, args: list[str]) -> None:
         off: list[str] = list(getattr(param, "secondary_opts", ()))
         if off and given & set(on) and given & set(off):
             raise UsageError(f"{on[0]} and {off[0]} contradict each other", "pass one of them")
+
+
+def refuse_redacted(args: list[str]) -> None:
+    """A value that assigns a secret the word ``<redacted>`` (a line hourly printed, pasted as it is)
+    is a usage error that says how to pass the secret: the benchmark would get the word. Arguments
+    after ``--`` are someone else's."""
+    words = args[:args.index("--")] if "--" in args else list(args)
+    for i, word in enumerate(words):
+        name = pasted_secret(word)
+        if name is None:
+            continue
+        if word.startswith("--env=") or (i > 0 and words[i - 1] == "--env"):  # as hourly.adapters.proc.parse_env says it
+            raise UsageError(f"--env {name}={REDACTED} passes the word {REDACTED}: hourly prints a secret's value so, "
+                             "never the value itself",
+                             f"export {name}=<its value> and pass --env {name} (the value is then taken from "
+                             "hourly's environment)")
+        raise UsageError(f"`{redact_word(word)}` passes the word {REDACTED} where {name}'s value goes: hourly prints "
+                         "a secret's value so, never the value itself",
+                         f"give {name}'s value there again (export {name}=<its value> and write ${name} for your "
+                         "shell to expand)")
 
 
 def refuse_repeated(params: Any, args: list[str]) -> None:

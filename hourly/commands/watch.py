@@ -84,6 +84,8 @@ def watch(
         w = WatchSettings(**saved["settings"])
         w.until = until  # never the first run's: a replayed night is not where a later run stops
         w.check_window()
+        if not show:
+            w.check_env()
         if notify_cmd is not None:
             w.notify_cmd = notify_cmd
     else:

@@ -57,13 +57,23 @@ def key_identity(s: "Settings", public: bool = False) -> dict[str, Any]:
     if public:
         from hourly.measure.build_cache import public_identity
         build = public_identity(build)
+        return {"bench": _public_bench(s.bench_identity()), "build": build}
     return {"bench": s.bench_identity(), "build": build}
+
+
+def _public_bench(bench: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's identity with its secret-looking environment values redacted: what the store
+    keeps of it (the key itself is computed from the values: :func:`measure_key`)."""
+    from hourly.privacy import redact_env
+    return {**bench, "env": sorted(redact_env(dict(bench.get("env") or [])).items())}
 
 
 def configured_identity(s: "Settings") -> dict[str, Any]:
     """The parts of the key the settings name (not hourly's environment, not the Python's ABI):
-    equal configured parts mean the same measurements wherever the key is read."""
-    return {"bench": s.bench_identity(), "build_cmd": s.build_identity_cmd(), "only": s.only,
+    equal configured parts mean the same measurements wherever the key is read. Kept in the store:
+    secret-looking environment values redacted (a store that kept them reads as unequal, and the
+    key is computed again: the same key)."""
+    return {"bench": _public_bench(s.bench_identity()), "build_cmd": s.build_identity_cmd(), "only": s.only,
             "jax_package": s.jax_package_identity() if s.only is None else None}
 
 

@@ -111,13 +111,8 @@ class ReleaseSettings(ReadsMetrics):
         return argv
 
     def env_dict(self) -> dict[str, str]:
-        out = {}
-        for e in self.env:
-            k, sep, v = e.partition("=")
-            if not sep or not k:
-                raise UserError(f"--env {e!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
-            out[k] = v
-        return out
+        from hourly.adapters.proc import parse_env  # the one --env check: KEY=VALUE, or KEY from hourly's environment
+        return parse_env(list(self.env))
 
     def requirements(self, version: str, jaxlib: str) -> list[str]:
         jax = f"jax[{self.extra}]=={version}" if self.extra else f"jax=={version}"

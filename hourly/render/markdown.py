@@ -6,6 +6,8 @@ markdown of a JAX/XLA issue: it reads as the words it is and never as markdown o
 - :func:`cell`: the same, for a table cell (a ``|`` never ends the cell);
 - :func:`code`: an inline code span that no backtick inside it can close (``in_table``: a ``|``
   in it escaped as GitHub's tables want);
+- :func:`html_text`: the same words for HTML (a page's text or attribute): ``&``, ``<``, ``>``
+  and quotes escaped, every control character and bidirectional override shown as its escape;
 - :func:`subject`: a culprit's subject as people know it — a merged pull request by its own
   subject, not "Merge pull request #1009 from …".
 """
@@ -33,6 +35,16 @@ def text(s: object) -> str:
     """``s`` as literal markdown text (one line)."""
     out = _SPECIAL.sub(r"\\\1", _one_line(s))
     return re.sub(r"[&<>]", lambda m: _HTML[m[0]], out)
+
+
+def html_text(s: object) -> str:
+    """``s`` as literal HTML text or attribute value: markup escaped (:func:`html.escape`), control
+    characters and bidirectional overrides shown as their escapes (``\x1b``, ``\u202e``), as the
+    markdown and the terminal show them, so that no subject reverses or hides the line it is in."""
+    import html
+
+    from hourly.render.console import escape_controls
+    return html.escape(escape_controls(str(s)), quote=True)
 
 
 def cell(s: object) -> str:

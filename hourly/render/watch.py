@@ -4,12 +4,12 @@ alerts and culprits marked, the tables, links to the hunts' reports) that opens 
 server, no network, no script or style from elsewhere.
 
 Text from outside (commit subjects, image names, reasons, logs) is data everywhere: escaped for
-HTML with :func:`html.escape`, for markdown with hourly/render/markdown.py, printed verbatim on the
-console."""
+HTML with :func:`hourly.render.markdown.html_text`, for markdown with hourly/render/markdown.py,
+printed verbatim on the console; in all three a control character or bidirectional override is
+shown as its escape (``\x1b``, ``\u202e``), never acted on."""
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import re
@@ -212,73 +212,124 @@ def _file_name(metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", metric) or "metric"
 
 
-def plot_metric(report: WatchReport, metric: str, path: Path) -> Path:
-    """The metric over the builds: each build's median (line) and runs (dots), failed builds as
-    marks in a strip, each alert's window shaded and labelled with its change and culprit, each
-    suspicion not confirmed marked as a hollow ring."""
+def plot_parts(report: WatchReport, metric: str) -> dict[str, Any]:
+    """What the plot of ``metric`` draws, by build position (pure): ``line`` (position, median) of
+    every build whose value stands; ``rejected`` (position, median) of the builds whose suspected
+    step measuring again rejected (drawn apart, a marker off the line: a slow night is not the
+    level); ``undecided`` (position, median) of those neither confirmed nor ruled out (on the line,
+    ringed); ``bands`` (from, to, alert, kind, change) of each confirmed step of this metric: the
+    step's own two builds, not the alert's whole window (an alert may hold other metrics' steps)."""
+    builds = [b for b in report.builds if in_series(b)]
+    pos = {b["build"]: i for i, b in enumerate(builds)}
+
+    def at(build: str) -> tuple[int, float] | None:
+        v = (report.value(build, metric) or {}).get("value")
+        return (pos[build], float(v)) if build in pos and v is not None else None
+
+    mine = [c for c in report.checks if c["metric"] == metric]
+    # a build another check confirmed as the step's new level stands, whatever an earlier check said
+    confirmed_at = {c["after"] for c in mine if c["verdict"] == "confirmed"}
+    rejected_at = {c["after"] for c in mine if c["verdict"] == "rejected"} - confirmed_at
+    undecided_at = {c["after"] for c in mine if c["verdict"] == "undecided"} - confirmed_at - rejected_at
+    line = [p for b in builds if b["build"] not in rejected_at and (p := at(b["build"])) is not None]
+    bands = []
+    for a in report.alerts:
+        j = alert_json(a, report)
+        for s in j["steps"]:
+            if s["metric"] == metric and s["before"] in pos and s["after"] in pos:
+                bands.append((pos[s["before"]], pos[s["after"]], a, j["kind"], s["change"]))
+    return {"builds": builds, "line": line, "bands": bands,
+            "rejected": sorted(p for b in rejected_at if (p := at(b)) is not None),
+            "undecided": sorted(p for b in undecided_at if (p := at(b)) is not None),
+            "failed": [i for i, b in enumerate(builds) if b["status"] not in ("ok",)]}
+
+
+def plot_figure(report: WatchReport, metric: str) -> Any:
+    """The metric over the builds (a matplotlib figure; :func:`plot_parts` says what is where):
+    each build's median (the line) and runs (dots); a night whose suspected step measuring again
+    rejected as a grey ring off the line, one neither confirmed nor ruled out ringed in orange on
+    it; failed builds as crosses in a strip at the bottom; each confirmed step's two builds shaded
+    (red a regression, green an improvement) and labelled with its alert, change and culprit. The
+    legend under the plot says what each mark is."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     from hourly.render.plot_text import drawable
-    builds = [b for b in report.builds if in_series(b)]
+    parts = plot_parts(report, metric)
+    builds = parts["builds"]
     xs = list(range(len(builds)))
-    pos = {b["build"]: i for i, b in enumerate(builds)}
     fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
-    line_x, line_y = [], []
+    handles: list[Any] = []
+    rejected = {i for i, _ in parts["rejected"]}
     for i, b in enumerate(builds):
         v = report.value(b["build"], metric) or {}
         samples = [s for s in v.get("samples") or [] if s is not None]
-        if v.get("value") is not None:
-            line_x.append(i)
-            line_y.append(v["value"])
         if samples:
-            ax.plot([i] * len(samples), samples, ".", color="tab:blue", alpha=0.5, ms=4)
-    if line_y:
-        ax.plot(line_x, line_y, "-", color="tab:blue", lw=1.4, label=f"{metric} (median)")
-        lo, hi = min(line_y), max(line_y)
+            ax.plot([i] * len(samples), samples, ".", color="tab:gray" if i in rejected else "tab:blue",
+                    alpha=0.5, ms=4)
+    every = [y for _, y in parts["line"] + parts["rejected"]]
+    if parts["line"]:
+        (h,) = ax.plot([x for x, _ in parts["line"]], [y for _, y in parts["line"]], "-", color="tab:blue", lw=1.4)
+        handles.append((h, f"{drawable(metric)[0]}: each build's median (dots: runs)"))
+    if every:
+        lo, hi = min(every), max(every)
         span = (hi - lo) or abs(hi) * 0.05 or 1.0
         ax.set_ylim(lo - 0.25 * span, hi + 0.45 * span)
     else:
         ax.text(0.5, 0.5, "no build measured yet", transform=ax.transAxes, ha="center", va="center")
-    failed = [i for i, b in enumerate(builds) if b["status"] not in ("ok",)]
-    if failed:
-        ax.plot(failed, [ax.get_ylim()[0]] * len(failed), "x", color="tab:red", ms=8, label="failed build")
-    for c in report.suspected_not_confirmed:
-        if c["metric"] == metric and c["after"] in pos:
-            ring = (report.value(c["after"], metric) or {}).get("value")
-            if ring is not None:
-                ax.plot([pos[c["after"]]], [float(ring)], "o", mfc="none", mec="tab:gray", ms=12, mew=1.5)
-    row = 0
-    for a in report.alerts:
-        if a["before"] not in pos or a["after"] not in pos:
-            continue
-        j = alert_json(a, report)
-        steps = [s for s in j["steps"] if s["metric"] == metric]
-        if not steps:
-            continue
-        color = "tab:red" if j["kind"] == "regression" else "tab:green"
-        ax.axvspan(pos[a["before"]], pos[a["after"]], color=color, alpha=0.2)
-        h = a.get("hunt") or {}
-        label = f"alert {a['id']}: {_pct(steps[0]['change'])}"
-        if h.get("status") == "culprit":
-            label += f"  {h['culprit'].get('repo')} {_sha(h['culprit'])[:8]}"
-        elif h.get("status") == "unsure":
+    if parts["rejected"]:
+        (h,) = ax.plot([x for x, _ in parts["rejected"]], [y for _, y in parts["rejected"]], "o", mfc="none",
+                       mec="tab:gray", ms=11, mew=1.5, ls="none")
+        handles.append((h, "suspected, rejected when measured again"))
+    if parts["undecided"]:
+        (h,) = ax.plot([x for x, _ in parts["undecided"]], [y for _, y in parts["undecided"]], "o", mfc="none",
+                       mec="tab:orange", ms=11, mew=1.5, ls="none")
+        handles.append((h, "suspected, not confirmed nor ruled out"))
+    if parts["failed"]:
+        (h,) = ax.plot(parts["failed"], [ax.get_ylim()[0]] * len(parts["failed"]), "x", color="tab:red", ms=8,
+                       ls="none", clip_on=False)
+        handles.append((h, "failed build"))
+    kinds = set()
+    for row, (x0, x1, a, kind, change) in enumerate(parts["bands"]):
+        color = "tab:red" if kind == "regression" else "tab:green"
+        ax.axvspan(x0, x1, color=color, alpha=0.2)
+        kinds.add(kind)
+        hunt = a.get("hunt") or {}
+        label = f"alert {a['id']}: {_pct(change)}"
+        if hunt.get("status") == "culprit":
+            label += f"  {hunt['culprit'].get('repo')} {_sha(hunt['culprit'])[:8]}"
+        elif hunt.get("status") == "unsure":
             label += "  hunt unsure"
         text, families = drawable(label)
         font: dict[str, Any] = {"family": families} if families else {}
-        ax.text(pos[a["after"]], 0.97 - 0.09 * (row % 4), f" {text} ", transform=ax.get_xaxis_transform(),
-                fontsize=8, color=color, va="top", ha="left", **font,
+        right = x1 > 0.6 * max(len(builds) - 1, 1)  # near the right edge: the label to the band's left, inside
+        ax.text(x0 if right else x1, 0.97 - 0.09 * (row % 4), f" {text} ", transform=ax.get_xaxis_transform(),
+                fontsize=8, color=color, va="top", ha="right" if right else "left", **font,
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.9, "lw": 0.5})
-        row += 1
+    for kind in ("regression", "improvement"):
+        if kind in kinds:
+            color = "tab:red" if kind == "regression" else "tab:green"
+            handles.append((Patch(color=color, alpha=0.2), f"confirmed {kind} (the step's two builds)"))
     step = max(1, len(builds) // 12)
     ax.set_xticks(xs[::step])
-    ax.set_xticklabels([builds[i]["build"][:16] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel(metric)
+    # whole up to a commit time's 20 characters (a nightly wheel's version ends with its date)
+    ax.set_xticklabels([builds[i]["build"][:24] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel(drawable(metric)[0])
     ax.grid(alpha=0.3)
-    if line_y:
-        ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
+    if handles:  # under the plot, across: it hides no build
+        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.08 * ((len(handles) + 2) // 3))
+        fig.legend([h for h, _ in handles], [t for _, t in handles], loc="lower center", ncol=min(3, len(handles)),
+                   fontsize=8, frameon=False)
+    return fig
+
+
+def plot_metric(report: WatchReport, metric: str, path: Path) -> Path:
+    """:func:`plot_figure` as a PNG at ``path``, written whole (a temporary name, then renamed)."""
+    import matplotlib.pyplot as plt
+    fig = plot_figure(report, metric)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part.png")
     fig.savefig(tmp)
@@ -288,7 +339,7 @@ def plot_metric(report: WatchReport, metric: str, path: Path) -> Path:
 
 
 def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
+    return md.html_text(x)
 
 
 def _rel(path: str | Path | None, base: Path) -> str | None:

@@ -112,9 +112,16 @@ class WatchSettings:
             if value:
                 parse_time(value)
         self.check_window()
+        self.check_env()
         if self.notify_cmd is not None:
             from hourly.adapters.proc import split_command
             split_command(self.notify_cmd, "--notify-cmd", "pass a command that reads the alert's JSON on stdin")
+
+    def check_env(self) -> None:
+        """The benchmark's ``--env``: ``KEY=VALUE``, or ``KEY`` set in this environment (the watch's
+        later runs, from cron, need it there too), never ``KEY=<redacted>``; a usage error else."""
+        from hourly.adapters.proc import parse_env
+        parse_env(list(self.level.get("env") or []))
 
     def until_end(self) -> datetime | None:
         """The last instant ``--until`` takes in (None without one): a date alone means the end of

@@ -14,6 +14,7 @@ rest is the same for all. The pure parts are in hourly/watch/plan.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import uuid
@@ -30,7 +31,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Pair, Status
 from hourly.options import join
-from hourly.privacy import redact_argv
+from hourly.privacy import env_from_environment, redact_argv, write_private
 from hourly.watch.plan import (
     ANSWER,
     EXIT_FILE,
@@ -685,7 +686,7 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
             store.update_watch_alert(a["id"], hunt={"status": "not started", "reason": why, "command": None})
             continue
         if not w.hunt:
-            store.update_watch_alert(a["id"], hunt={"status": "off", "reason": "--no-hunt", "command": redact_argv(argv)})
+            store.update_watch_alert(a["id"], hunt={"status": "off", "reason": "--no-hunt", "command": _shown(argv)})
             continue
         if h is not None and h["status"] in ("submitted", "running"):
             got = _slurm_poll(h, wd, kind)
@@ -694,13 +695,19 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
         tries = (h or {}).get("tries", 0) + (1 if got["status"] == "failed" else 0)
         if got["status"] in ("culprit", "unsure"):
             got["report"] = _hunt_report(wd, kind)
-        got = {"command": (h or {}).get("command") or redact_argv(argv), **got, "kind": kind, "workdir": str(wd),
+        got = {"command": (h or {}).get("command") or _shown(argv), **got, "kind": kind, "workdir": str(wd),
                "tries": tries}
         events = ["hunted"] if got["status"] in ("culprit", "unsure") or (
             got["status"] == "failed" and got["tries"] >= HUNT_TRIES) else []
         store.update_watch_alert(a["id"], hunt=got, add_events=events)
         if got["status"] != (h or {}).get("status") or got["status"] == "failed":  # not a job still running
             run.hunted.append(a["id"])
+
+
+def _shown(argv: list[str]) -> list[str]:
+    """A hunt's command as stored and shown: a secret passed as ``--env NAME`` (taken from the
+    environment of whoever runs it again), any other secret-looking value redacted."""
+    return redact_argv(env_from_environment(argv)[0])
 
 
 def _job_name(watch: str) -> str:
@@ -714,21 +721,24 @@ def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: 
         from hourly.adapters.venvs import overlay_env
         i = argv.index("--python") + 1
         argv = [*argv[:i], overlay_env(wd / "python-env", argv[i], wd / "python-env.log"), *argv[i + 1:]]
+    # a secret's value is no word of the script: the script passes --env NAME, the hunt takes the
+    # value from its environment (the hunt's own store and scripts then hold no value either)
+    argv, secrets = env_from_environment(argv)
     script = wd / JOB_SCRIPT
-    script.write_text(job_script(argv, sys.executable, wd))
-    script.chmod(0o755)
+    write_private(script, job_script(argv, sys.executable, wd), 0o700)
     if w.executor == "slurm":
         from hourly.adapters.slurm import Slurm, SubmitOptions
         sl = w.slurm or {}
         job = Slurm().submit(script, name=_job_name(a["watch"]), comment=f"hourly-watch:{a['id']}",
                              output=wd / "slurm-%j.out", chdir=wd,
                              options=SubmitOptions(sl.get("partition"), sl.get("time"), sl.get("gres"),
-                                                   tuple(sl.get("extra") or ())))
+                                                   tuple(sl.get("extra") or ())),
+                             env={**os.environ, **secrets} if secrets else None)
         handler.note(f"alert {a['id']}: the hunt is Slurm job {job}: {join(argv)}")
-        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": redact_argv(argv)}
+        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": _shown(argv)}
     handler.note(f"alert {a['id']}: hunting ({wd / HUNT_LOG}): {join(argv)}")
-    res = proc.run(["sh", str(script)], cwd=wd, check=False)
-    return {**_read_answer(wd, kind, res.returncode), "command": redact_argv(argv)}
+    res = proc.run(["sh", str(script)], cwd=wd, check=False, env={**os.environ, **secrets} if secrets else None)
+    return {**_read_answer(wd, kind, res.returncode), "command": _shown(argv)}
 
 
 def _hunt_report(wd: Path, kind: str) -> str | None:

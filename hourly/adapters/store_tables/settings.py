@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hourly.adapters.store_tables.base import Tables
+from hourly.privacy import holds_secret, owner_only
 
 #: the settings row of every measurement key's identity (:meth:`Store.note_measure_key`)
 MEASURE_KEYS = "measure_keys"
@@ -14,9 +16,22 @@ MEASURE_KEYS = "measure_keys"
 class SettingsTables(Tables):
     """The ``settings`` table: a JSON value per name."""
 
+    path: Path
+
     def save_settings(self, name: str, value: dict[str, Any]) -> None:
+        """Keep ``value`` as ``name``. Settings that hold a secret's value (``--env API_TOKEN=...``,
+        hourly.privacy) make the store's files readable by their owner alone, the store first."""
+        if holds_secret(value):
+            self.keep_private()
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (name, json.dumps(value)))
+
+    def keep_private(self) -> None:
+        """The store's file and its write-ahead log (which SQLite makes again with the store's
+        mode) readable and writable by their owner alone."""
+        for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            if p.exists():
+                owner_only(p)
 
     def load_settings(self, name: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT value FROM settings WHERE name=?", (name,)).fetchone()
