@@ -175,7 +175,6 @@ def test_locked_tree_is_refused(capsys, scan_args, made, monkeypatch):
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     (["--from", "Aug 26 2023", "--to", "Aug 24 2023"], "reversed"),
     (["--from", "someday"], "cannot parse time"),
-    (["--env", "NOEQUALS"], "KEY=VALUE"),
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
 ])
 def test_user_errors_are_one_line_exit_1(capsys, scan_args, change, message):
