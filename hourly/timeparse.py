@@ -90,8 +90,10 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
     except _ZoneAbbreviation as e:
         raise UserError(f"cannot tell which zone {e.args[0]!r} in {text!r} is",
                         "give an offset (-07:00), an IANA name (America/Los_Angeles) or --tz") from None
-    except (ValueError, OverflowError, RuntimeWarning):  # RuntimeWarning: dateutil's UnknownTimezoneWarning
-        raise UserError(f"cannot parse time {text!r}", f"use {_FORMS}") from None
+    except (ValueError, OverflowError, RuntimeWarning) as e:  # RuntimeWarning: dateutil's UnknownTimezoneWarning
+        # a field out of its range says which ("day is out of range for month", "month must be in 1..12")
+        said = str(e).split(":")[0] if re.search(r"range|must be in", str(e)) else ""
+        raise UserError(f"cannot parse time {text!r}" + (f" ({said})" if said else ""), f"use {_FORMS}") from None
     if (a.year, a.month, a.day) != (b.year, b.month, b.day):
         raise UserError(f"{text!r} is not a whole date", f"give the year, month and day, e.g. {_FORMS}")
     date_only = a.hour != b.hour and a.minute != b.minute

@@ -211,3 +211,11 @@ def test_a_step_says_what_is_wrong_with_it(text, problem):
     if problem:
         with pytest.raises(UserError):
             parse_step(text)
+
+
+@pytest.mark.parametrize("text,said", [("2023-02-30", "day is out of range for month"),
+                                       ("2023-13-01", "month must be in 1..12"),
+                                       ("2023-08-24 12:61", "minute must be in 0..59")])
+def test_a_field_out_of_its_range_is_named(text, said):
+    with pytest.raises(UserError, match=re.escape(f"cannot parse time {text!r} ({said})")):
+        parse_time(text)
