@@ -53,7 +53,10 @@ def compile_metric_regex(pattern: str) -> re.Pattern:
 #: separator and a digit, a space-like separator and a group of three digits, an exponent
 _GOES_ON = re.compile(r"\d|[.,_'](?=\d)|[ \u00a0\u2009\u202f](?=\d{3}(?!\d))|[eE][-+]?\d")
 #: what, right before a capture, shows the number began earlier: a digit, a digit and a separator, a sign
-_BEGAN_EARLIER = re.compile(r"(?:\d[.,_' \u00a0\u2009\u202f]?|[-+\u2212])$")
+_BEGAN_EARLIER = re.compile(r"(?:\d[.,_']?|[-+\u2212])$")
+#: ... or a digit and a space before a capture of three digits (``1 234`` captured as ``234``)
+_GROUP_EARLIER = re.compile(r"\d[ \u00a0\u2009\u202f]$")
+_SPACE = " \u00a0\u2009\u202f"
 #: the whole number that starts where a capture starts (separators only between digits)
 _TOKEN = re.compile(r"[-+\u2212]?(?:\d|\.(?=\d)|[,_'](?<=\d.)(?=\d)|[ \u00a0\u2009\u202f](?<=\d.)(?=\d{3}(?!\d)))+"
                     r"(?:[eE][-+]?\d+)?")
@@ -101,6 +104,15 @@ def _grouped(body: str) -> float | str:
     return "is not one number"
 
 
+def _token_end(token: str, start: int) -> int:
+    """Where the number ``token`` (found at ``start``) ends: a space groups digits only before any
+    point, comma or exponent (``1,234.5 100`` is 1,234.5 and then 100)."""
+    for i, c in enumerate(token):
+        if c in _SPACE and re.search(r"[.,_'eE]", token[:i]):
+            return start + i
+    return start + len(token)
+
+
 def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
     """The number ``text[start:end]`` captured (the whole text by default), read right or refused.
 
@@ -110,14 +122,17 @@ def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
     is refused, never guessed. A value that overflows reads as infinity (the caller refuses it)."""
     end = len(text) if end is None else end
     raw = text[start:end]
-    if (raw[:1].isdigit() or raw[:1] == ".") and _BEGAN_EARLIER.search(text[max(0, start - 2):start]):
+    just_before = text[max(0, start - 2):start]
+    if ((raw[:1].isdigit() or raw[:1] == ".") and _BEGAN_EARLIER.search(just_before)
+            or re.fullmatch(r"\d{3}(?:[.,]\d*)?", raw) and _GROUP_EARLIER.search(just_before)):
         before = text[max(0, start - 12, text.rfind("\n", 0, start) + 1):start]
         return Number(None, f"captured {raw!r} after {before!r}: the number began before the capture", cut=True)
     shown = raw
     token = _TOKEN.match(text, start, len(text))
-    if token is not None and token.end() > end and _GOES_ON.match(text, end):
-        shown = text[start:token.end()]
-    elif token is None or token.end() != end:  # text that is no number, captured whole: as float() reads it
+    token_end = start if token is None else _token_end(token.group(), start)
+    if token_end > end and _GOES_ON.match(text, end):
+        shown = text[start:token_end]
+    elif token is None or token_end != end:  # text that is no number, captured whole: as float() reads it
         try:
             return Number(float(raw.strip().replace("\u2212", "-")))
         except ValueError:

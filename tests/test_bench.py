@@ -119,6 +119,9 @@ def test_runs_that_print_an_overflowing_metric_are_no_metric_and_say_what_they_p
     ("MLUPS: +5", None, 5.0),
     ("MLUPS: \u22125", None, -5.0),                            # a typographic minus is a minus
     ("MLUPS: 577.1, 3 runs", None, 577.1),                     # a comma and a space end the number
+    ("MLUPS: 577.1 100 iterations", None, 577.1),              # a space after a point groups no digits
+    ("MLUPS: 1,234.5 100", None, 1234.5),
+    ("iter 1 5.0 MLUPS", r"(?P<value>[0-9.]+) MLUPS", 5.0),
     ("MLUPS: 1,234.5", r"MLUPS: (?P<value>[0-9.]+)", 1234.5),  # a regex that cuts the number short
     ("time: 1.5e3 us", r"time: (?P<value>[0-9.]+)", 1500.0),
 ])
@@ -142,6 +145,10 @@ def test_minus_zero_reads_as_zero():
                                                     "1.234 (a decimal comma)"),
     ("took 1,234 ms", r"(?P<value>\d+) ms", "captured '234' after 'took 1,': the number began before the capture"),
     ("took -5 ms", r"(?P<value>\d+) ms", "captured '5' after 'took -': the number began before the capture"),
+    ("MLUPS: 5 100 iters", None, "captured '5', followed by ' 100': '5 100' is one number with spaces between its "
+                                 "digit groups, or several numbers"),
+    ("iter 12 577.1 MLUPS", r"(?P<value>[0-9.]+) MLUPS", "captured '577.1' after 'iter 12 ': the number began "
+                                                          "before the capture"),  # 12 577.1 or 577.1
 ])
 def test_a_number_read_two_ways_or_cut_short_is_refused_with_what_followed(text, regex, said):
     """Another line's value is no answer either: the last line printed is the one that counts."""
