@@ -117,9 +117,10 @@ def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
     """The number ``text[start:end]`` captured (the whole text by default), read right or refused.
 
     A capture that cuts a number short reads the whole of it (``MLUPS: 1,234.5`` captured as ``1``
-    is 1234.5), digit groups read the one way they can (``1,234.5``, ``1.234,5``, ``1 234,5``,
-    ``1_000``); what could be read two ways (``1,234``), or a number that began before the capture,
-    is refused, never guessed. A value that overflows reads as infinity (the caller refuses it)."""
+    is 1234.5), digit groups read the one way they can (``1,234.5``, ``1.234,5``, ``1'234.5``,
+    ``1_000``); what could be read two ways (``1,234``; ``1 234,5``, a space being no sure digit
+    group), or a number that began before the capture, is refused (``cut``), never guessed. A value
+    that overflows reads as infinity (the caller refuses it)."""
     end = len(text) if end is None else end
     raw = text[start:end]
     just_before = text[max(0, start - 2):start]
