@@ -17,10 +17,12 @@ next commands, reports, error messages), secret-looking values redacted (hourly.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import (
     BISECT_MIN_CHANGE,
@@ -32,6 +34,7 @@ from hourly.model import (
     Mode,
 )
 from hourly.privacy import redact_argv
+from hourly.timeparse import get_zone, step_problem
 
 #: the help panels, in the order --help shows them after "Options" (the command's own, and -h)
 OPTIONS_PANEL = "Options"
@@ -72,6 +75,24 @@ POSITIVE = Rule(lambda v: None if v > 0 and math.isfinite(v) else "must be a pos
 FRACTION = Rule(lambda v: None if 0 < v < 1 else "must lie between 0 and 1 (a fraction of the level)", "0.02")
 #: detection's --min-change: 0 keeps every significant step
 RELATIVE = Rule(lambda v: None if v >= 0 and math.isfinite(v) else "is not a relative change (a fraction >= 0)", "0.02")
+
+
+def _zone_problem(name: str) -> str | None:
+    try:
+        get_zone(name)
+    except UserError:
+        return "must be an IANA time zone name (or UTC)"
+    return None
+
+
+#: a step of time: 1h, 30m, 6h (hourly.timeparse.parse_step)
+STEP = Rule(step_problem, "1h")
+#: a zone (hourly.timeparse.get_zone)
+ZONE = Rule(_zone_problem, "America/Los_Angeles")
+#: ``--env KEY=VALUE`` (hourly.adapters.proc.parse_env reads it)
+#: --env: KEY=VALUE, or a variable's name alone (its value taken from hourly's environment: a secret)
+KEY_VALUE = Rule(lambda v: None if ("=" in v and not v.startswith("=")) or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
+                 else "must be KEY=VALUE or a variable's NAME", "KEY=VALUE")
 
 
 def one_of(*words: str) -> Rule:
@@ -124,6 +145,8 @@ class Option:
         """What is wrong with ``value`` for this option (its rule), or None."""
         if value is None or self.rule is None:
             return None
+        if isinstance(value, (list, tuple)):  # a repeatable option's values (hourly.toml's array): each
+            return next((p for p in map(self.problem, value) if p), None)
         try:
             return self.rule.test(value)
         except TypeError:
@@ -160,10 +183,10 @@ OPTIONS: tuple[Option, ...] = (
            "releases": {"help": "Last jax version (included) [required unless --show]."},
            "nightly": {"help": "Last date (included) [required unless --show]."},
            "hunt": {"help": "Last date (included) [required unless --bad-date]."}}),
-    _o("--tz", "tz", "Zone of times given without one [default: UTC].", panel=W, per={
+    _o("--tz", "tz", "Zone of times given without one [default: UTC].", panel=W, rule=ZONE, per={
         "bisect": {"help": "Zone of --good/--bad times without one [default: UTC]."},
         "shell": {"help": "Zone of a time without one [default: UTC]."}}),
-    _o("--step", "step", "Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].", panel=W, per={
+    _o("--step", "step", "Spacing of instants, e.g. 1h, 30m, 6h [default: 1h].", panel=W, rule=STEP, per={
         "watch": {"help": "commits: spacing of the instants looked at, e.g. 6h.", "default": "24h"},
         "explain": {"help": "Explain the Nth bisected culprit only [default: every one].", "type": int,
                     "rule": at_least(1)}}),
@@ -187,7 +210,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("--dates", "dates", "all: measure every date; search: back-search from --to (1, 2, 4, … days) then bisect "
        "the dates — one boundary, fewer containers.", default="all", panel=W, rule=one_of("all", "search")),
     _o("--scan-step", "scan_step", "Scan each window every STEP (e.g. 1h) inside the container before bisecting, as "
-       "the guide does by hand [default: bisect the window directly].", panel=W),
+       "the guide does by hand [default: bisect the window directly].", panel=W, rule=STEP),
     # -- the repositories -------------------------------------------------------------------
     _o("--xla-repo", "xla_repo", f"XLA checkout [default: /opt/xla-source or /opt/xla; {_CHECKOUT}]", panel=R,
        per={"hunt": {"help": "XLA tree inside the container [default: /opt/xla-source or /opt/xla]."}}),
@@ -291,7 +314,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,
        per={"releases": {"help": "Directory the benchmark runs in [default: the current one]."}}),
     _o("--env", "env", "KEY=VALUE for the benchmark, or KEY: its value in hourly's environment, for a secret "
-       "(repeatable) [default: none].", type=list, panel=M,
+       "(repeatable) [default: none].", type=list, panel=M, rule=KEY_VALUE,
        per={"nightly container hunt": {"help": "KEY=VALUE inside the container, or KEY: its value in hourly's "
                                                "environment (repeatable) [default: none]."},
             "bench": {"help": "KEY=VALUE for the harness's environment, or KEY: its value in hourly's "

@@ -90,19 +90,67 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
     except _ZoneAbbreviation as e:
         raise UserError(f"cannot tell which zone {e.args[0]!r} in {text!r} is",
                         "give an offset (-07:00), an IANA name (America/Los_Angeles) or --tz") from None
-    except (ValueError, OverflowError, RuntimeWarning):  # RuntimeWarning: dateutil's UnknownTimezoneWarning
-        raise UserError(f"cannot parse time {text!r}", f"use {_FORMS}") from None
+    except (ValueError, OverflowError, RuntimeWarning) as e:  # RuntimeWarning: dateutil's UnknownTimezoneWarning
+        # a field out of its range says which ("day is out of range for month", "month must be in 1..12")
+        said = str(e).split(":")[0] if re.search(r"range|must be in", str(e)) else ""
+        raise UserError(f"cannot parse time {text!r}" + (f" ({said})" if said else ""), f"use {_FORMS}") from None
     if (a.year, a.month, a.day) != (b.year, b.month, b.day):
         raise UserError(f"{text!r} is not a whole date", f"give the year, month and day, e.g. {_FORMS}")
     date_only = a.hour != b.hour and a.minute != b.minute
+    _refuse_two_readings(body, text)
     dt = a  # missing time fields are 0
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=zone)
+        if not date_only:  # a whole day starts at its first instant, whatever the clocks did
+            _refuse_clock_change(dt, text)
     elif m:
         raise UserError(f"{text!r} names two zones", "give either an offset or a zone name")
     else:
         zone = dt.tzinfo  # the text's own offset
     return ParsedTime((dt + extra).astimezone(timezone.utc), date_only and not extra, zone)
+
+
+#: 03/04/2023: March 4 or April 3 (dateutil takes the month first, silently)
+_SLASHED = re.compile(r"(?<![\d/.-])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})(?![\d/.-])")
+
+
+def _refuse_two_readings(body: str, text: str) -> None:
+    """A date whose day and month could be either number (``03/04/2023``) is refused, never read
+    as the parser's guess (the month first)."""
+    m = _SLASHED.search(body)
+    if m and m["a"] != m["b"] and int(m["a"]) <= 12 and int(m["b"]) <= 12:
+        year = m["y"] if len(m["y"]) == 4 else f"20{m['y']}"
+        a, b = int(m["a"]), int(m["b"])
+        month_first, day_first = (f"{year}-{x:02d}-{y:02d}" for x, y in ((a, b), (b, a)))
+        raise UserError(f"{text!r} reads as {month_first} (month first) or {day_first} (day first)",
+                        f"write the date as year-month-day, e.g. {month_first}")
+
+
+def _refuse_clock_change(dt: datetime, text: str) -> None:
+    """A local time the clocks skipped (a spring-forward gap) or showed twice (a fall-back hour) is
+    refused with both readings: which instant was meant is a guess."""
+    zone = dt.tzinfo
+    early, late = dt.replace(fold=0), dt.replace(fold=1)
+    if zone is None or early.utcoffset() == late.utcoffset():
+        return
+    name = getattr(zone, "key", str(zone))
+    readings = " or ".join(f"{iso_utc(t)} ({_offset(t)})" for t in sorted((early, late),
+                                                                               key=lambda t: t.astimezone(timezone.utc)))
+    at = dt.replace(tzinfo=None).isoformat(" ", "minutes")
+    if early.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) != dt.replace(tzinfo=None):
+        raise UserError(f"{text!r} is no time in {name}: its clocks skipped from {_offset(early)} to {_offset(late)} "
+                        f"over it (it would be {readings})",
+                        f"give a time the clocks showed, or its offset, e.g. '{at} {_offset(early)}'")
+    raise UserError(f"{text!r} happened twice in {name}: its clocks went back over it ({readings})",
+                    f"give the offset of the one meant, e.g. '{at} {_offset(early)}'")
+
+
+def _offset(t: datetime) -> str:
+    """``-07:00``."""
+    off = t.utcoffset() or timedelta(0)
+    sign = "-" if off < timedelta(0) else "+"
+    minutes = abs(int(off.total_seconds())) // 60
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 _STEP = re.compile(r"^\s*(?P<n>\d+)\s*(?P<unit>s|sec|m|min|h|hr|hour|hours|d|day|days)?\s*$", re.I)
@@ -118,7 +166,27 @@ def parse_step(text: str) -> timedelta:
     seconds = int(m.group("n")) * _UNITS[(m.group("unit") or "h").lower()]
     if seconds <= 0:
         raise UserError(f"step {text!r} is not positive", "use a step such as 1h")
+    if seconds > _LONGEST_STEP:
+        raise UserError(f"step {text!r} is longer than any window", "use a step such as 1h or 1d")
     return timedelta(seconds=seconds)
+
+
+#: a step longer than this (about 10,000 years) spans any window; a longer one overflows timedelta
+_LONGEST_STEP = 10_000 * 366 * 86400
+
+
+def step_problem(text: str) -> str | None:
+    """What is wrong with ``text`` as a step (``--step``, ``--scan-step``), in the words of a rule
+    (hourly.options), or None."""
+    try:
+        parse_step(text)
+    except UserError as e:
+        if "not positive" in e.message:
+            return "must be longer than 0"
+        if "longer than any window" in e.message:
+            return "must be shorter than 10,000 years"
+        return "must be a whole number and a unit (s, m, h or d)"
+    return None
 
 
 def window(start: str, end: str, tz: str = "UTC") -> tuple[datetime, datetime]:
@@ -130,7 +198,9 @@ def window(start: str, end: str, tz: str = "UTC") -> tuple[datetime, datetime]:
     if b.date_only:  # the end of that day in its own zone (a calendar day, DST-safe)
         local = b.when.astimezone(b.zone).replace(tzinfo=None) + timedelta(days=1)
         t1 = local.replace(tzinfo=b.zone).astimezone(timezone.utc)
-    if t1 < t0:
+    # a date alone as end: its day must end after --from (--from 2023-08-25 --to 2023-08-24 was the
+    # one instant 2023-08-25T00:00Z, "no steps found")
+    if t1 < t0 or (b.date_only and t1 <= t0):
         raise UserError(f"the window is reversed: --from {start!r} is after --to {end!r}",
                         "swap --from and --to")
     return t0, t1

@@ -104,3 +104,72 @@ def test_runs_that_print_an_overflowing_metric_are_no_metric_and_say_what_they_p
     assert res.status is Status.NO_METRIC and res.samples == [] and res.value is None
     assert "'1e400'" in res.detail() and "not a finite number" in res.detail()
     assert res.runs[0].as_dict()["captured"] == "1e400"
+
+
+# -- issue 44 case 4: `MLUPS: 1,234.5` was read as 1 ("no steps found") ------------------------------
+
+@pytest.mark.parametrize("text,regex,value", [
+    ("MLUPS: 1,234.5", None, 1234.5),                          # a thousands comma and a decimal point
+    ("MLUPS: 1,234,567", None, 1234567.0),                     # two commas: no decimal comma
+    ("MLUPS: 1.234,5", None, 1234.5),                          # a thousands point and a decimal comma
+    ("MLUPS: 1'234.5", None, 1234.5),
+    ("MLUPS: 1_000", None, 1000.0),                            # Python's own grouping
+    ("MLUPS: 1.2e3", None, 1200.0),
+    ("MLUPS: 12.3%", None, 12.3),                              # a unit after the number
+    ("MLUPS: +5", None, 5.0),
+    ("MLUPS: \u22125", None, -5.0),                            # a typographic minus is a minus
+    ("MLUPS: 577.1, 3 runs", None, 577.1),                     # a comma and a space end the number
+    ("MLUPS: 577.1 100 iterations", None, 577.1),              # a space after a point groups no digits
+    ("MLUPS: 1,234.5 100", None, 1234.5),
+    ("iter 1 5.0 MLUPS", r"(?P<value>[0-9.]+) MLUPS", 5.0),
+    ("MLUPS: 1,234.5", r"MLUPS: (?P<value>[0-9.]+)", 1234.5),  # a regex that cuts the number short
+    ("time: 1.5e3 us", r"time: (?P<value>[0-9.]+)", 1500.0),
+])
+def test_numbers_in_other_shapes_are_read_whole(text, regex, value):
+    reading = read_metric(*((text, regex) if regex else (text,)))
+    assert (reading.value, reading.unread) == (value, None)
+
+
+def test_minus_zero_reads_as_zero():
+    assert str(read_metric("MLUPS: -0").value) == "0.0"
+
+
+@pytest.mark.parametrize("text,regex,said", [
+    ("MLUPS: 1,234", None,
+     "captured '1', followed by ',234': '1,234' reads as 1234 (a thousands comma) or 1.234 (a decimal comma)"),
+    ("MLUPS: 1 234,5", None, "captured '1', followed by ' 234,5': '1 234,5' is one number with spaces between "
+                             "its digit groups, or several numbers"),
+    ("MLUPS: 1,5", None, "captured '1', followed by ',5': '1,5' is one number with a decimal comma, or two numbers"),
+    ("MLUPS: 1.2.3", None, "captured '1.2', followed by '.3': '1.2.3' is not one number"),
+    ("MLUPS: 1,234", r"MLUPS: (?P<value>[0-9,]+)", "captured '1,234', which reads as 1234 (a thousands comma) or "
+                                                    "1.234 (a decimal comma)"),
+    ("took 1,234 ms", r"(?P<value>\d+) ms", "captured '234' after 'took 1,': the number began before the capture"),
+    ("took -5 ms", r"(?P<value>\d+) ms", "captured '5' after 'took -': the number began before the capture"),
+    ("MLUPS: 5 100 iters", None, "captured '5', followed by ' 100': '5 100' is one number with spaces between its "
+                                 "digit groups, or several numbers"),
+    ("iter 12 577.1 MLUPS", r"(?P<value>[0-9.]+) MLUPS", "captured '577.1' after 'iter 12 ': the number began "
+                                                          "before the capture"),  # 12 577.1 or 577.1
+])
+def test_a_number_read_two_ways_or_cut_short_is_refused_with_what_followed(text, regex, said):
+    """Another line's value is no answer either: the last line printed is the one that counts."""
+    args = ("MLUPS: 577.1\n" + text, regex) if regex else ("MLUPS: 577.1\n" + text,)
+    reading = read_metric(*args)
+    assert reading.value is None and reading.unread == said
+    assert reading.why_none() == f"the metric regex {said} — print the number plainly (digits, one '.', e.g. 1234.5)"
+
+
+def test_runs_that_print_a_number_read_two_ways_are_no_metric_and_say_what_followed(tmp_path):
+    res = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 1,000')")), 1, tmp_path / "logs", "comma")
+    assert res.status is Status.NO_METRIC and res.value is None
+    assert "captured '1', followed by ',000': '1,000' reads as 1000" in res.detail()
+    assert res.runs[0].as_dict()["unread"].startswith("captured '1', followed by ',000'")
+    ok = run_benchmark(BenchSpec(script(tmp_path, "print('MLUPS: 1,234.5')")), 1, tmp_path / "logs", "read")
+    assert ok.status is Status.OK and ok.value == 1234.5
+
+
+def test_many_samples_with_one_number_read_two_ways_count_none(tmp_path):
+    """999.5 read and 1,000 not would be a silent pick of the lower samples: no sample counts."""
+    body = "print('MLUPS: 999.5'); print('MLUPS: 1,000'); print('MLUPS: 1,000.5')"
+    res = run_benchmark(BenchSpec(script(tmp_path, body), samples="all"), 1, tmp_path / "logs", "all")
+    assert res.status is Status.NO_METRIC and res.samples == []
+    assert "'1,000' reads as 1000 (a thousands comma) or 1.000 (a decimal comma)" in res.detail()

@@ -104,7 +104,12 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
 @pytest.mark.parametrize("change,message", [
     (["--from", "someday"], "cannot parse time"),
     (["--from", "Aug 26 2023", "--to", "Aug 24 2023"], "reversed"),
-    (["--step", "0h"], "step"),
+    # issue 44 case 5: two dates, reversed, were the one instant 2023-08-25T00:00Z, "no steps found"
+    (["--from", "2023-08-25", "--to", "2023-08-24"], "the window is reversed: --from '2023-08-25' is after --to "
+                                                     "'2023-08-24' — swap --from and --to"),
+    # issue 44: a local time the clocks skipped was mapped to 03:30 without a word
+    (["--from", "2023-03-12 02:30", "--to", "2023-03-12 05:00", "--tz", "America/Los_Angeles"],
+     "'2023-03-12 02:30' is no time in America/Los_Angeles"),
     (["--metric-regex", "MLUPS: ("], "not a valid regular expression"),
     (["--bench-cwd", "/nonexistent/dir"], "not a directory"),
     (["--build-cmd", "no-such-build-jax.sh"], "build command not found"),
@@ -138,6 +143,31 @@ def test_env_without_a_value_not_set_here_is_a_usage_error_that_creates_no_workd
     assert ("--env NOEQUALS takes NOEQUALS's value from hourly's environment, and NOEQUALS is not set — "
             "export NOEQUALS=... before running hourly, or pass --env NOEQUALS=VALUE") in " ".join(err.split())
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("change,said", [
+    (["--step", "0h"], "--step must be longer than 0, not 0h — pass e.g. --step 1h"),
+    (["--step", "10000000000d"], "--step must be shorter than 10,000 years, not 10000000000d"),  # was a traceback
+    (["--env", "NO EQUALS"], "--env must be KEY=VALUE or a variable's NAME, not NO EQUALS — pass e.g. --env "
+                             "KEY=VALUE"),
+    (["--tz", "Nowhere/City"], "--tz must be an IANA time zone name (or UTC), not Nowhere/City — pass e.g. --tz "
+                               "America/Los_Angeles"),
+])
+def test_a_bad_flag_value_is_a_usage_error(capsys, scan_args, tmp_path, change, said):
+    """issue 44: --step 0h and --env FOO exited 1; a value the flag does not take is a usage error
+    (exit 2, one line), as the README says."""
+    code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
+    assert code == 2 and said in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_state_shell_cannot_name_says_the_forms_not_cannot_parse_time(capsys, made, tmp_path):
+    """issue 44: `hourly shell nosuch` said "cannot parse time 'nosuch'"."""
+    code, _, err = run_cli(capsys, ["shell", "nosuch", "--xla-repo", str(made.xla), "--jax-repo", str(made.jax),
+                                    "--workdir", str(tmp_path / "work")])
+    assert code == 1 and "'nosuch' names no state — name one as a time (\"Aug 24 2023 13:00\"), xla@<sha>,jax@<sha>" in err
+    assert "cannot parse time" not in err and not (tmp_path / "work").exists()
 
 
 def test_an_empty_metrics_list_is_refused_not_read_as_not_given(capsys, scan_args, tmp_path):

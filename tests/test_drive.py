@@ -985,3 +985,13 @@ def test_two_crash_windows_with_a_runnable_stretch_between_are_found_apart():
         for w in a.crash_windows or []:
             assert not (w["first_index"] <= 20 <= w["last_index"]), w  # the runnable stretch is no window
 
+
+
+def test_a_number_hourly_will_not_guess_at_is_still_printed_in_printed_mode():
+    """issue 44: a run that prints `MLUPS: 1,000` has no value (1000 or 1.000), but it printed the
+    metric: printed mode calls it good, never "metric lost" (a culprit where the value passed 1000)."""
+    printed = judge("printed")
+    unread = Run(0, "no_metric", unread=True)
+    assert Run.of({"returncode": 0, "status": "no_metric", "unread": "captured '1', followed by ',000'"}) == unread
+    assert printed.runs([Run(0, "ok"), unread]).verdict is Verdict.GOOD
+    assert printed.runs([Run(0, "ok"), Run(0, "no_metric")]).verdict is Verdict.BAD

@@ -104,3 +104,11 @@ def test_the_regex_of_one_named_line_picks_that_line_only():
 ])
 def test_which_way_is_better_is_read_from_the_unit(name, expected):
     assert higher_is_better(name) is expected
+
+
+def test_named_lines_read_digit_groups_and_refuse_a_number_read_two_ways():
+    """issue 44: every METRIC line is read as the regex's metric is (hourly.metric.read_number)."""
+    s = read_metric_samples("METRIC step_ms: 1,234.5\nMETRIC step_ms: 1_000\nMETRIC peak_bytes: 1,024\n")
+    assert s["step_ms"].values == (1234.5, 1000.0) and s["step_ms"].unread is None
+    assert s["peak_bytes"].values == () and s["peak_bytes"].unread == (
+        "captured '1,024', which reads as 1024 (a thousands comma) or 1.024 (a decimal comma)")

@@ -897,6 +897,23 @@ def test_a_metric_that_is_no_finite_number_is_no_metric_and_the_error_says_what_
     assert "never printed the metric" not in err
 
 
+def test_a_metric_with_a_thousands_comma_is_read_whole_and_one_read_two_ways_is_refused(capsys, scan_args, tmp_path):
+    """issue 44 case 4: `MLUPS: 1,234.5` was read as 1 ("no steps found"); it reads as 1234.5, and
+    `MLUPS: 1,234` (1234 or 1.234) is refused with what was captured and what followed."""
+    bench = tmp_path / "bench_comma.py"
+    bench.write_text("print('MLUPS: 1,234.5')\n")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00")
+    args[args.index("--bench-cmd") + 1] = f"python3 {bench}"
+    code, out, err = run_cli(capsys, args + ["--json"])
+    assert code == 0, err
+    assert {p["value"] for p in json.loads(out)["points"]} == {1234.5}
+    bench.write_text("print('MLUPS: 1,234')\n")
+    code, out, err = run_cli(capsys, args + ["--json", "--rerun"])
+    assert code == 1 and {p["status"] for p in json.loads(out)["points"]} == {"no_metric"}
+    assert ("printed a number hourly cannot read for the metric: the metric regex captured '1', followed by ',234': "
+            "'1,234' reads as 1234 (a thousands comma) or 1.234 (a decimal comma) — print the number plainly") in err
+
+
 @pytest.mark.parametrize("body,extra,said,fix", [
     ("print('MLUPS: nan')\n" * 3, ["--metric-samples", "all"],
      "printed no finite number for the metric: --metric-regex captured 'nan', 'nan', 'nan'", "check --metric-regex"),

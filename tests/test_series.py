@@ -277,3 +277,39 @@ def test_detect_on_a_folder_without_a_store_names_its_own_argument(tmp_path, cap
     assert code == 1 and "--workdir" not in err
     assert f"no results store in {tmp_path} — run `hourly scan` into it first, or give detect the workdir a scan " \
            "used" in err
+
+
+# -- issue 44: a value read as no number failed its point without a word ("2 failed") ---------------
+
+def _detect_cli(capsys, args):
+    from hourly.cli import main
+    capsys.readouterr()
+    code = main(["detect", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_csv_values_that_are_no_number_say_why_their_points_failed(tmp_path, capsys):
+    p = tmp_path / "times.csv"
+    p.write_text("label,value\nt1,5ms\nt2,6ms\nt3,5\nt4,5.01\nt5,1,234.5\nt6,\"1,234.5\"\n")
+    s = load_csv(p)
+    assert [pt.value for pt in s.points] == [None, None, 5.0, 5.01, None, 1234.5]
+    code, out, err = _detect_cli(capsys, [str(p)])
+    assert "6 points (3 ok, 3 failed)" in out, out
+    assert (f"hourly: warning: {p}: 3 values read as no number, their points failed (t1: row 2: '5ms', which is no "
+            "number; t2: row 3: '6ms', which is no number; t5: row 6: 't5,1,234.5' has more fields than the header "
+            "(quote a number with a comma: \"1,234.5\")) — print the number plainly (digits, one '.', e.g. 1234.5)") in err, err
+
+
+def test_grep_lines_read_digit_groups_and_a_number_read_two_ways_fails_its_label(tmp_path, capsys):
+    """A label with one number hourly will not guess at is failed whatever its other lines say
+    (another line's value would be a silent pick)."""
+    p = tmp_path / "runs.txt"
+    p.write_text("OUT-1:MLUPS: 1,234.5\nOUT-2:MLUPS: 1,234.7\nOUT-3:MLUPS: 999.5\nOUT-3:MLUPS: 1,000\n"
+                 "OUT-4:MLUPS: nan\n")
+    s = load_grep_text(p)
+    assert [pt.value for pt in s.points] == [1234.5, 1234.7, None, None]
+    code, out, err = _detect_cli(capsys, [str(p)])
+    assert ("2 values read as no number, their points failed (OUT-3: captured '1', followed by ',000': '1,000' "
+            "reads as 1000 (a thousands comma) or 1.000 (a decimal comma); OUT-4: captured 'nan', not a finite "
+            "number)") in err, err

@@ -244,3 +244,14 @@ def test_detect_takes_the_direction_from_the_file_given_with_config(tmp_path):
     (tmp_path / "times.toml").write_text('higher_is_better = "false"\n')
     line = one_line_error(hourly("detect", "times.csv", "--config", "times.toml", cwd=tmp_path))
     assert "times.toml: higher_is_better is a string" in line
+
+
+@pytest.mark.parametrize("text,said", [
+    ('env = ["A=1", "NOEQUALS"]\n', 'hourly.toml: env = ["A=1", "NOEQUALS"] must be KEY=VALUE — write e.g. env = "KEY=VALUE"'),
+    ('step = "0h"\n', 'hourly.toml: step = "0h" must be longer than 0 — write e.g. step = "1h"'),
+    ('tz = "Nowhere/City"\n', 'hourly.toml: tz = "Nowhere/City" must be an IANA time zone name (or UTC)'),
+])
+def test_a_value_the_flag_refuses_is_refused_in_the_file_too(tmp_path, text, said):
+    """issue 44: the rules of --env, --step and --tz hold for each value of the file (each item of an array)."""
+    (tmp_path / "hourly.toml").write_text(text)
+    assert said in one_line_error(hourly("config", cwd=tmp_path))

@@ -1,9 +1,10 @@
+import re
 from datetime import timedelta
 
 import pytest
 
 from hourly.errors import UserError
-from hourly.timeparse import instant_count, instants, iso_utc, parse_step, parse_time, window
+from hourly.timeparse import instant_count, instants, iso_utc, parse_step, parse_time, step_problem, window
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -151,3 +152,70 @@ def test_an_end_off_the_step_grid_is_always_an_instant(step, expected):
 def test_a_one_instant_window_is_its_one_instant():
     t0, t1 = window("2023-08-24 11:00", "2023-08-24 11:00")
     assert [iso_utc(t) for t in instants(t0, t1, parse_step("1h"))] == ["2023-08-24T11:00:00Z"]
+
+
+# -- issue 44: the last silent answers of times and steps ------------------------------------------
+
+@pytest.mark.parametrize("start,end", [("2023-08-25", "2023-08-24"), ("2023-08-25 00:00", "2023-08-24"),
+                                       ("Aug 25 2023", "Aug 24 2023")])
+def test_a_reversed_window_of_dates_is_refused_not_one_instant(start, end):
+    """case 5: the day of --to ended where --from began: one instant, "no steps found", exit 0."""
+    with pytest.raises(UserError, match=f"the window is reversed: --from '{start}' is after --to '{end}'"):
+        window(start, end)
+    assert window("2023-08-24 18:00", "2023-08-24")[1] == window("2023-08-24", "2023-08-24")[1]  # the rest of that day
+
+
+def test_a_local_time_the_clocks_skipped_is_refused_with_both_readings():
+    with pytest.raises(UserError) as e:
+        parse_time("2023-03-12 02:30", tz="America/Los_Angeles")
+    assert e.value.one_line() == (
+        "'2023-03-12 02:30' is no time in America/Los_Angeles: its clocks skipped from -08:00 to -07:00 over it "
+        "(it would be 2023-03-12T09:30:00Z (-07:00) or 2023-03-12T10:30:00Z (-08:00)) — give a time the clocks "
+        "showed, or its offset, e.g. '2023-03-12 02:30 -08:00'")
+    assert iso_utc(parse_time("2023-03-12 02:30 -08:00", tz="America/Los_Angeles").when) == "2023-03-12T10:30:00Z"
+    assert iso_utc(parse_time("2023-03-12 03:30", tz="America/Los_Angeles").when) == "2023-03-12T10:30:00Z"
+
+
+def test_a_local_time_shown_twice_is_refused_with_both_readings():
+    for text, tz in (("2023-11-05 01:30", "America/Los_Angeles"), ("2023-11-05 01:30 America/Los_Angeles", "UTC")):
+        with pytest.raises(UserError) as e:
+            parse_time(text, tz=tz)
+        assert e.value.one_line() == (
+            f"{text!r} happened twice in America/Los_Angeles: its clocks went back over it (2023-11-05T08:30:00Z "
+            "(-07:00) or 2023-11-05T09:30:00Z (-08:00)) — give the offset of the one meant, e.g. '2023-11-05 01:30 "
+            "-07:00'")
+    assert iso_utc(parse_time("2023-11-05 01:30 -08:00").when) == "2023-11-05T09:30:00Z"
+
+
+def test_a_whole_day_starts_at_its_first_instant_whatever_the_clocks_did():
+    # São Paulo's clocks went from 00:00 to 01:00 on 2018-11-04: the day began at 03:00Z
+    assert iso_utc(parse_time("2018-11-04", tz="America/Sao_Paulo").when) == "2018-11-04T03:00:00Z"
+
+
+@pytest.mark.parametrize("text,says", [
+    ("03/04/2023", "'03/04/2023' reads as 2023-03-04 (month first) or 2023-04-03 (day first)"),
+    ("03.04.23 12:00", "'03.04.23 12:00' reads as 2023-03-04 (month first) or 2023-04-03 (day first)")])
+def test_a_date_read_month_or_day_first_is_refused(text, says):
+    with pytest.raises(UserError, match=re.escape(says)):
+        parse_time(text)
+    assert iso_utc(parse_time("24/08/2023").when) == iso_utc(parse_time("08/24/2023").when) == "2023-08-24T00:00:00Z"
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("0h", "must be longer than 0"), ("-1h", "must be a whole number and a unit (s, m, h or d)"),
+    ("1.5h", "must be a whole number and a unit (s, m, h or d)"),
+    ("10000000000d", "must be shorter than 10,000 years"),  # was an OverflowError's traceback
+    ("90m", None)])
+def test_a_step_says_what_is_wrong_with_it(text, problem):
+    assert step_problem(text) == problem
+    if problem:
+        with pytest.raises(UserError):
+            parse_step(text)
+
+
+@pytest.mark.parametrize("text,said", [("2023-02-30", "day is out of range for month"),
+                                       ("2023-13-01", "month must be in 1..12"),
+                                       ("2023-08-24 12:61", "minute must be in 0..59")])
+def test_a_field_out_of_its_range_is_named(text, said):
+    with pytest.raises(UserError, match=re.escape(f"cannot parse time {text!r} ({said})")):
+        parse_time(text)

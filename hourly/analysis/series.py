@@ -17,7 +17,7 @@ from statistics import median
 from typing import Any, Iterable
 
 from hourly.errors import UserError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.metric import DEFAULT_METRIC_REGEX, PLAIN_NUMBER_FIX, Number, read_number, reading_regex
 from hourly.model import Named
 
 
@@ -57,6 +57,9 @@ class Series:
     #: reads or fills it: a store's unmeasured pairs (an interrupted scan), its windows where runs
     #: start crashing or stop printing the metric (steps that "no step found" would hide)
     unread: tuple[tuple[str, str], ...] = ()
+    #: values that read as no number, each as ``(label, what was captured and why)``: their points
+    #: are failed, and the command says why (:meth:`unreadable_note`)
+    unreadable: tuple[tuple[str, str], ...] = ()
     #: a store's edge steps measured again by its scan (hourly.analysis.detect.EdgeCheck), keyed by
     #: (the last label before, the first after): what measuring them again said (an outlier is no step)
     edge_checks: Any = None
@@ -69,6 +72,16 @@ class Series:
         shown = ", ".join(f"line {i} {text.strip()[:40]!r}" for i, text in self.dropped[:3])
         more = f" and {n - 3} more" if n > 3 else ""
         return f"{self.source}: {n} {self.unit}{'s' if n != 1 else ''} without a label left out ({shown}{more})"
+
+    def unreadable_note(self) -> str | None:
+        """One line naming the values that read as no number (their points are failed), or None."""
+        if not self.unreadable:
+            return None
+        n = len(self.unreadable)
+        shown = "; ".join(f"{label}: {why}" for label, why in self.unreadable[:3])
+        more = f"; and {n - 3} more" if n > 3 else ""
+        return (f"{self.source}: {n} value{'s' if n != 1 else ''} read as no number, {'their points' if n != 1 else 'its point'} "
+                f"failed ({shown}{more}) — {PLAIN_NUMBER_FIX}")
 
     @property
     def labels(self) -> list[str]:
@@ -93,20 +106,20 @@ def natural_key(label: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p != "")
 
 
-def _parse_float(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        x = float(raw.strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
+def _read(text: str, start: int = 0, end: int | None = None) -> tuple[float | None, Number]:
+    """A captured value: the finite number it reads as, else None, and how it was read."""
+    n = read_number(text, start, end)
+    if n.value is not None and not math.isfinite(n.value):
+        return None, Number(None, f"captured {text[start:end]!r}, not a finite number")
+    return n.value, n
 
 
 def _build(groups: dict[str, list[float]], source: str, dropped: list[tuple[int, str]] | None = None,
-           unit: str = "line") -> Series:
+           unit: str = "line", unreadable: dict[str, str] | None = None) -> Series:
     labels = sorted(groups, key=natural_key)
-    return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source, tuple(dropped or ()), unit)
+    why = unreadable or {}
+    return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source, tuple(dropped or ()), unit,
+                  unreadable=tuple((lab, why[lab]) for lab in labels if lab in why))
 
 
 def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_REGEX,
@@ -119,9 +132,11 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
     Lines of one label are repeated samples of one point. Lines without ':' are not grep output
     and are skipped (e.g. "Binary file OUT matches").
     """
-    rx = compile_metric_regex(metric_regex)
+    rx = reading_regex(metric_regex)  # the default's reads a NaN as a NaN
     groups: dict[str, list[float]] = {}
     dropped: list[tuple[int, str]] = []
+    unreadable: dict[str, str] = {}
+    poisoned: set[str] = set()
     unnamed = None  # a line whose metric reads only with the text before its ':' (no file name)
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r\n")
@@ -138,9 +153,19 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
             if unnamed is None and rx.search(line):
                 unnamed = line
             continue
-        x = _parse_float(m.group("value") if "value" in rx.groupindex else m.group(1))
+        start, end = m.span("value" if "value" in rx.groupindex else 1)
+        x, n = _read(rest, start, end) if start >= 0 else (None, Number(None))
         if x is not None:
             values.append(x)
+        elif n.cut or (n.why and label not in unreadable):
+            # a number hourly will not guess at fails its label whatever else it printed (another
+            # line's value would be a silent pick); a word or a NaN fails it only when nothing reads
+            unreadable[label] = n.why or ""
+            if n.cut:
+                poisoned.add(label)
+    for label in poisoned:
+        groups[label] = []
+    unreadable = {label: why for label, why in unreadable.items() if not groups[label]}
     if not groups:
         raise UserError(f"{source}: no `LABEL:...` lines",
                         "give the output of `grep -H METRIC OUT*` over several files, "
@@ -151,7 +176,7 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
         metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
         raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
                         f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {PurePath(source).name}`")
-    return _build(groups, source, dropped)
+    return _build(groups, source, dropped, unreadable=unreadable)
 
 
 def parse_csv_text(text: str, source: str = "<csv>") -> Series:
@@ -167,6 +192,8 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
                         "add a header line `label,value`")
     groups: dict[str, list[float]] = {}
     dropped: list[tuple[int, str]] = []
+    unreadable: dict[str, str] = {}
+    poisoned: set[str] = set()
     lines = text.splitlines()
     for row in reader:
         label = (row.get(fields["label"]) or "").strip()
@@ -175,13 +202,24 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
                 dropped.append((reader.line_num, lines[reader.line_num - 1] if reader.line_num <= len(lines) else ""))
             continue
         values = groups.setdefault(label, [])
-        x = _parse_float(row.get(fields["value"]))
+        raw = (row.get(fields["value"]) or "").strip()
+        x, n = _read(raw) if raw else (None, Number(None))  # an empty value: a run that failed
+        if row.get(None):  # more fields than the header: `1,234.5` unquoted is the fields 1 and 234.5
+            line = lines[reader.line_num - 1] if reader.line_num <= len(lines) else ""
+            x, n = None, Number(None, f"{line!r} has more fields than the header (quote a number with a comma: "
+                                      '"1,234.5")', cut=True)
         if x is not None:
             values.append(x)
+        elif n.why and (n.cut or label not in unreadable):
+            unreadable[label] = f"row {reader.line_num}: {n.why.removeprefix('captured ')}"
+            if n.cut:
+                poisoned.add(label)
     if not groups:
         raise UserError(f"{source}: the CSV has no rows with a label",
                         "add one row per measurement: `label,value`")
-    return _build(groups, source, dropped, "row")
+    for label in poisoned:
+        groups[label] = []
+    return _build(groups, source, dropped, "row", {lab: why for lab, why in unreadable.items() if not groups[lab]})
 
 
 

@@ -48,6 +48,8 @@ def detect(
     from .common import err_console
     if series.dropped_note():  # nothing is left out of the input without a word
         err_console.print(f"hourly: warning: {series.dropped_note()}", markup=False, highlight=False, soft_wrap=True)
+    if series.unreadable_note():  # a failed point says why: the value it could not read
+        err_console.print(f"hourly: warning: {series.unreadable_note()}", markup=False, highlight=False, soft_wrap=True)
     if higher_is_better is None:  # as --higher-is-better's help says: the store's, else hourly.toml's
         from hourly.scan.sources import stored_direction_of
         higher_is_better = stored_direction_of(source)

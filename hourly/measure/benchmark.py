@@ -33,6 +33,7 @@ from hourly.metric import (
     read_metric,
     read_metric_samples,
     read_unavailable,
+    unread_words,
 )
 from hourly.model import Status
 from hourly.plurals import plural
@@ -67,6 +68,9 @@ class Run:
     #: one value per process: what the metric regex captured that is no finite number (``1e400``,
     #: ``inf``, a word): the run is ``no_metric`` and says so (hourly.metric.read_metric)
     captured: str | None = None
+    #: a number the metric regex captured that hourly will not guess at (``1,234``: 1234 or 1.234),
+    #: what was captured and what followed: the run is ``no_metric`` (hourly.metric.read_number)
+    unread: str | None = None
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -84,6 +88,8 @@ class Run:
             d["unavailable"] = self.unavailable
         if self.captured is not None:
             d["captured"] = self.captured
+        if self.unread is not None:
+            d["unread"] = self.unread
         return d
 
     @property
@@ -98,6 +104,9 @@ class Run:
         a warm-up sample, printed but no finite number, or the benchmark says it is unavailable."""
         if self.unavailable:
             return f"the benchmark says the metric is unavailable: {self.unavailable}"
+        unread = self.unread or next((s.unread for s in (self.metrics or {}).values() if s.unread), None)
+        if unread:
+            return unread_words(unread)
         if self.samples is None and self.metrics is None:  # the regex's last match: what it captured, if anything
             return MetricReading(None, self.captured).why_none()
         n = self.matched or 0
@@ -199,7 +208,8 @@ def _metric_run(r: Run, name: str) -> Run:
     ok = status is Status.OK
     return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
-               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name))
+               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name),
+               unread=s.unread if s and status is Status.NO_METRIC else None)
 
 
 @dataclass
@@ -294,13 +304,15 @@ def read_run(output: str, returncode: int | None, timed_out: bool, duration: flo
         reading = read_metric(output, spec.metric_regex)
         status = run_status(returncode, timed_out, reading.value)
         return Run(status, reading.value if status is Status.OK else None, returncode, duration, log, warmup,
-                   captured=reading.captured if status is Status.NO_METRIC else None)
+                   captured=reading.captured if status is Status.NO_METRIC else None,
+                   unread=reading.unread if status is Status.NO_METRIC else None)
     s = parse_samples(output, spec.metric_regex, spec.warmup_samples)
     values = list(s.values[-1:] if spec.samples == SAMPLES_LAST else s.values)
     status = run_status(returncode, timed_out, statistics.median(values) if values else None)
     ok = status is Status.OK
     return Run(status, statistics.median(values) if ok else None, returncode, duration, log, warmup,
-               samples=values if ok else [], matched=s.matched, warmup_samples=s.warmup, rejected=list(s.rejected))
+               samples=values if ok else [], matched=s.matched, warmup_samples=s.warmup, rejected=list(s.rejected),
+               unread=s.unread if status is Status.NO_METRIC else None)
 
 
 def result_of(runs: list[Run], spec: BenchSpec) -> BenchResult:

@@ -154,7 +154,7 @@ def read_report(output: str, command: list[str]) -> PhaseReport:
         if s.values:
             report.phases[name] = PhaseStats(name, s.values, s.rejected)
         else:
-            report.no_value[name] = s.rejected
+            report.no_value[name] = (s.unread,) if s.unread else s.rejected  # unread: a number not guessed at
     for line in output.splitlines():
         if line.startswith("# hourly-bench:"):
             report.header = line[2:].strip()

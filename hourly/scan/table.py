@@ -12,6 +12,7 @@ from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
 from hourly.measure.resolve import PlannedPoint
 from hourly.measure.settings import Settings, keyed
+from hourly.metric import unread_words
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
@@ -230,12 +231,14 @@ def _captured(run: dict) -> list:
 
 def _only_warm_up(run: dict) -> bool:
     """A run whose every match of the metric was a warm-up sample (dropped), none unreadable."""
-    return not _captured(run) and bool(run.get("matched"))
+    return not _captured(run) and not run.get("unread") and bool(run.get("matched"))
 
 
 def _no_metric(run: dict, s: Settings) -> str:
     """Why a run that exited 0 has no value, for the scan's error: what the regex read that is no
     finite number, the warm-up samples that were all it printed, or nothing matched at all."""
+    if run.get("unread"):  # a number hourly will not guess at: what was captured and what followed
+        return f"printed a number hourly cannot read for the metric: {unread_words(run['unread'])}"
     captured = _captured(run)
     if captured:
         shown = ", ".join(repr(c) for c in captured[:3]) + (", ..." if len(captured) > 3 else "")

@@ -28,6 +28,11 @@ _PAIR = re.compile(r"^\s*xla@(?P<xla>[0-9a-fA-F]{4,40})\s*,\s*jax@(?P<jax>[0-9a-
 _NAMED = re.compile(r"^(?P<name>good|bad|probe)(?::(?P<n>-?\d+))?$")
 
 
+#: every way to name a state, for a refusal
+STATE_FORMS = ('a time ("Aug 24 2023 13:00"), xla@<sha>,jax@<sha>, xla@<sha>, jax@<sha>, good, bad, good:N, bad:N, '
+               "probe or probe:N")
+
+
 @dataclass
 class Resolved:
     pair: Pair
@@ -48,6 +53,9 @@ def resolve(text: str, b: Bisector, store: Store | None, s: Settings) -> Resolve
         pair = Pair(b.repos["xla"].resolve_sha(p["xla"]) if "xla" in b.repos else p["xla"],
                     b.repos["jax"].resolve_sha(p["jax"]))
         return Resolved(pair, f"{text} (exactly that pair)")
+    if "@" not in text and not any(c.isdigit() for c in text):  # no time, no commit: not "cannot parse time 'nosuch'"
+        raise UserError(f"{text!r} names no state",
+                        f"name one as {STATE_FORMS}")
     t = parse_end(text, s.tz, b.repos, b.walks, b.refs)
     return Resolved(at(b, t), f"{text} (the state that stood then on the walked refs)")
 

@@ -37,11 +37,13 @@ class Run:
     returncode: int | None
     status: str | None = "ok"
     warmup: bool = False
+    #: it printed the metric as a number hourly will not guess at (``MLUPS: 1,234``): printed, no value
+    unread: bool = False
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Run":
         """A run as the store keeps it (``hourly.measure.benchmark.Run.as_dict``)."""
-        return cls(row.get("returncode"), row.get("status"), bool(row.get("warmup")))
+        return cls(row.get("returncode"), row.get("status"), bool(row.get("warmup")), bool(row.get("unread")))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ class PrintedJudge(RunsJudge):
     mode = answer_mode = "printed"
 
     def runs(self, runs: list[Run]) -> Call:
-        statuses = [r.status for r in runs]
+        # a number hourly will not guess at (``MLUPS: 1,000``) is no value, but the metric was printed
+        statuses = [Status.OK.value if r.unread and r.status == Status.NO_METRIC.value else r.status for r in runs]
         return Call(self.turned(self.printed_verdict(statuses)), f"runs {statuses}")
 
     @staticmethod
