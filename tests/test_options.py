@@ -219,7 +219,8 @@ def _next_commands() -> list[str]:
 # -- issue 33: usage errors exit 2; hourly.toml's mistakes name the file ------------------------
 
 _BAD = {"x>=0": "-1", "x>=1": "0", "x>=10": "9", "0<=x<=1": "2", "0<=x<=3": "4"}
-_BAD_OF = {id(options.POSITIVE): "0", id(options.FRACTION): "5", id(options.RELATIVE): "-1"}
+_BAD_OF = {id(options.POSITIVE): "0", id(options.FRACTION): "5", id(options.RELATIVE): "-1",
+           id(options.KEY_VALUE): "no pe"}  # a NAME alone is taken (its value from the environment)
 #: the arguments a command needs before its options are read
 _ARGS = {"mark": ["good"], "shell": ["good"], "compare-profiles": ["a", "b"], "trace": [], "bench": ["b.py"]}
 
