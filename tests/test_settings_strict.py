@@ -247,7 +247,7 @@ def test_detect_takes_the_direction_from_the_file_given_with_config(tmp_path):
 
 
 @pytest.mark.parametrize("text,said", [
-    ('env = ["A=1", "NOEQUALS"]\n', 'hourly.toml: env = ["A=1", "NOEQUALS"] must be KEY=VALUE — write e.g. env = "KEY=VALUE"'),
+    ('env = ["A=1", "NO EQUALS"]\n', 'hourly.toml: env = ["A=1", "NO EQUALS"] must be KEY=VALUE or a variable\'s NAME'),
     ('step = "0h"\n', 'hourly.toml: step = "0h" must be longer than 0 — write e.g. step = "1h"'),
     ('tz = "Nowhere/City"\n', 'hourly.toml: tz = "Nowhere/City" must be an IANA time zone name (or UTC)'),
 ])
