@@ -18,7 +18,7 @@ workers heaviest first (files measured here replace their entries; the others ar
 
 The machine's load average is printed beside every figure: on a shared machine the times grow
 with it, so compare files measured at a like load, and relative costs rather than seconds.
-Nothing here is asserted; the figures are published in CONTRIBUTING.md ("How long the tests take").
+Nothing here is asserted; the figures are published in benchmarks/README.md ("The test suite's time").
 """
 
 from __future__ import annotations
