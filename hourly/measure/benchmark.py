@@ -16,6 +16,7 @@ name, and :meth:`BenchResult.for_metric` gives one name's runs as if it were the
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -24,11 +25,14 @@ from pathlib import Path
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
+from hourly.measure.sample_cost import SAMPLES_VAR, Timing, followed, timing
 from hourly.metric import (
     DEFAULT_METRIC_REGEX,
+    SAMPLE_PREFIX,
     MetricReading,
     Samples,
     compile_metric_regex,
+    named_line_regex,
     parse_samples,
     read_metric,
     read_metric_samples,
@@ -67,6 +71,11 @@ class Run:
     #: one value per process: what the metric regex captured that is no finite number (``1e400``,
     #: ``inf``, a word): the run is ``no_metric`` and says so (hourly.metric.read_metric)
     captured: str | None = None
+    #: what the process cost: seconds to its first sample and per sample after it (None: its lines
+    #: were not stamped, or it printed no sample)
+    timing: Timing | None = None
+    #: the samples hourly asked the process for (``HOURLY_SAMPLES``); None: none asked
+    asked: int | None = None
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -84,7 +93,21 @@ class Run:
             d["unavailable"] = self.unavailable
         if self.captured is not None:
             d["captured"] = self.captured
+        if self.timing is not None:
+            d.update(self.timing.as_dict())
+        if self.asked is not None and self.samples is not None:  # many samples: was the count followed?
+            d["asked"] = self.asked
+            if not self.followed:
+                d["followed"] = False
         return d
+
+    @property
+    def followed(self) -> bool:
+        """Whether the process printed the samples asked of it (``HOURLY_SAMPLES``); one value per
+        process (``--metric-samples last``) always follows: its count is not the benchmark's to set."""
+        if self.samples is None or self.status is not Status.OK:
+            return True
+        return followed(self.asked, self.matched or 0)
 
     @property
     def values(self) -> list[float]:
@@ -163,6 +186,18 @@ class BenchResult:
     def value(self) -> float | None:
         return statistics.median(self.samples) if self.samples else None
 
+    def unfollowed(self) -> str | None:
+        """The count asked of each process (``HOURLY_SAMPLES``) not followed, in words (None: every
+        counted run printed what was asked, or none was asked)."""
+        off = [r for r in self.counted if not r.followed]
+        if not off:
+            return None
+        printed = sorted({r.matched or 0 for r in off})
+        return (f"asked each process for {plural(off[0].asked or 0, 'sample')} (HOURLY_SAMPLES), "
+                f"{'a process' if len(off) == 1 else f'{len(off)} processes'} printed "
+                f"{' or '.join(map(str, printed))}: the benchmark does not follow HOURLY_SAMPLES, "
+                "and every sample it printed counts")
+
     def detail(self) -> str | None:
         bad = [r for r in self.judged if r.status is not Status.OK]
         if not bad:
@@ -199,7 +234,8 @@ def _metric_run(r: Run, name: str) -> Run:
     ok = status is Status.OK
     return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
-               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name))
+               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name), timing=r.timing,
+               asked=r.asked)
 
 
 @dataclass
@@ -219,6 +255,8 @@ class BenchSpec:
     #: names: those alone
     metrics: tuple[str, ...] | None = None
     primary: str | None = None  # named metrics: the one ``runs`` follows (None: the processes themselves)
+    #: the samples asked of each process (``HOURLY_SAMPLES`` in its environment); None: none asked
+    asked: int | None = None
 
 
 #: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
@@ -253,6 +291,8 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
     for k in removed:
         env.pop(k, None)
     env.update(set_)
+    if spec.asked is not None:  # before the user's --env: an HOURLY_SAMPLES of theirs wins
+        env[SAMPLES_VAR] = str(spec.asked)
     env.update(spec.env)
     overlay = overlay_of(spec.python)
     if overlay is not None:
@@ -275,10 +315,27 @@ def run_status(returncode: int | None, timed_out: bool, value: float | None,
 
 
 def read_run(output: str, returncode: int | None, timed_out: bool, duration: float, log: str, spec: BenchSpec,
-             warmup: bool = False) -> Run:
+             warmup: bool = False, line_times: tuple[float, ...] = (), asked: int | None = None) -> Run:
     """One process's output read as ``spec`` says: its class, its value, its samples (and every
     named metric's). The one place a run's output becomes a :class:`Run`, for here and for a
-    nightly container's runs."""
+    nightly container's runs. ``line_times`` (when each output line was read) give the process's
+    cost (:class:`~hourly.measure.sample_cost.Timing`); ``asked``: the samples it was asked for."""
+    run = _read_run(output, returncode, timed_out, duration, log, spec, warmup)
+    if line_times and spec.expect_metric:
+        run.timing = timing(output, line_times, _sample_line(spec))
+    run.asked = asked
+    return run
+
+
+def _sample_line(spec: BenchSpec) -> re.Pattern:
+    """What a line holding one of the process's samples matches (the primary's, in named mode)."""
+    if spec.metrics is None:
+        return compile_metric_regex(spec.metric_regex)
+    return re.compile(named_line_regex(spec.primary) if spec.primary else rf"(?<!\w){SAMPLE_PREFIX}[ \t]+\S")
+
+
+def _read_run(output: str, returncode: int | None, timed_out: bool, duration: float, log: str, spec: BenchSpec,
+              warmup: bool = False) -> Run:
     if not spec.expect_metric:
         return Run(run_status(returncode, timed_out, None, False), None, returncode, duration, log, warmup)
     if spec.metrics is not None:  # named metrics: every METRIC line of the names asked for
@@ -369,7 +426,8 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup,
+                       res.line_times, spec.asked)
         runs.append(run)
         if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
             break
