@@ -109,6 +109,8 @@ class Bisector:
         if mode is Mode.METRIC and not paired:
             self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
+        self.seconds = 0.0  # the benchmark processes' seconds so far (chip-seconds)
+        self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
         if req.find_fix:
@@ -243,13 +245,55 @@ class Bisector:
         starts) and the samples they printed — in the order asked. One round."""
         self.rounds += 1
         self.jobs += len(reqs)
-        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples
-                in self.executor.measure_many(self, reqs)]
+        got = self.executor.measure_many(self, reqs)
+        # the benchmark's wall time, every process (warm-up ones too): what the verdicts cost the chip
+        self.seconds += sum(r.get("duration") or 0.0 for m, *_ in got for r in m.runs)
+        m = self._measurer
+        if m is not None and m.unfollowed and not self._told:  # said once, as it is seen
+            self._told = True
+            self.handler.note(m.unfollowed)
+        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples in got]
 
     def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
+
+    def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int) -> dict:
+        """What a window's verdicts cost (``chip_s``: the benchmark's seconds this run spent on it;
+        ``processes``, ``samples``: the answer's runs and samples) and how each process was sampled:
+        the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process
+        statistic chosen on the window's ``ends`` (hourly.analysis.process_stat.choose_statistic)
+        and why, what a process costs, and whether the benchmark followed the count."""
+        from hourly.analysis.process_stat import choose_statistic
+        good, bad = (self.process_samples(p) for p in ends)
+        choice = choose_statistic(good, bad)
+        out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
+                     "statistic": choice.statistic, "statistic_why": choice.why}
+        m = self._measurer
+        if m is not None:
+            f = m.sizes.figures()
+            out.update(f.as_dict())
+            out["samples_per_process"] = m.sizes.n
+            out["asked"] = sorted(set(m.sizes.asked))
+            if m.unfollowed:
+                out["not_followed"] = m.unfollowed
+        return out
+
+    def process_samples(self, pair: Pair) -> list[list[float]]:
+        """Every stored process of ``pair`` that measured, as its samples (one each where a process
+        prints one value)."""
+        out = []
+        for m in self.stored_measurements(pair):
+            for r in m.runs:
+                if r.get("warmup") or r.get("status") != Status.OK.value:
+                    continue
+                s = r.get("samples")
+                if s:
+                    out.append([float(x) for x in s])
+                elif isinstance(r.get("value"), (int, float)):
+                    out.append([float(r["value"])])
+        return out
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
