@@ -95,8 +95,8 @@ def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, 
 
 
 def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
-    made, slower, args = _setup(tmp_path, venv_python, samples=3, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=9",
-                                                                   f"HOURLY_PID={os.getpid()}"])
+    made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=9",
+                                                         f"HOURLY_PID={os.getpid()}"])
     rc, _, err = _bisect(capsys, args)
     assert rc == 130, err
     assert len([x for x in err.splitlines() if PROCESS_LINE.match(x)]) == 8  # the 9th was interrupted
@@ -104,3 +104,5 @@ def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     assert rc == 0, err
     assert got["regressions"][0]["culprit"]["sha"] == made.shas[slower.subject]
     assert "resuming after" in err and [x for x in err.splitlines() if PROCESS_LINE.match(x)], err
+    # the samples per process start from what the interrupted run measured, not from the default again
+    assert min(got["regressions"][0]["sampling"]["asked"]) > 12

@@ -110,6 +110,7 @@ class Bisector:
             self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
         self.seconds = 0.0  # the benchmark processes' seconds so far (chip-seconds)
+        self._states: list[Pair] = []  # the states of the window bisected now (seed_sizes)
         self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
@@ -154,7 +155,17 @@ class Bisector:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=bool(getattr(self.judge, "paired", False)))
+            self.seed_sizes(self._measurer)
         return self._measurer
+
+    def seed_sizes(self, m: Measurer) -> None:
+        """The samples per process start from what the window's states measured before (a resumed
+        or repeated bisection, the scan): each stored process's cost and samples."""
+        from hourly.measure.sample_cost import Timing
+        for pair in self._states:
+            for row in self.stored_measurements(pair):
+                m.sizes.observe(pair.key(), [(Timing.of(r), [float(x) for x in r.get("samples") or []])
+                                             for r in row.runs if not r.get("warmup") and r.get("status") == "ok"])
 
     def cannot_interleave(self, s: Settings) -> str | None:
         """Why this bisection cannot run its states alternately (None: it can): each state needs an
@@ -343,6 +354,7 @@ class Bisector:
     def bisect_one(self, w: Window) -> Answer:
         """One window: its stored answer when it was bisected already (unless --rerun), else the drive's."""
         states = states_between(self, w)
+        self._states = [st.pair for st in states]
         good_pair, bad_pair = states[0].pair, states[-1].pair
         ident: dict[str, object] = {"bench": self.key, "mode": self.judge.mode, "good": [good_pair.xla, good_pair.jax],
                                     "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],

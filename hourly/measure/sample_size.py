@@ -21,6 +21,9 @@ from hourly.measure.sample_cost import Timing
 
 #: how far one revision may move the count (a factor): two processes' variances are a rough figure
 STEP = 2.0
+#: the processes measured (with two samples or more) before the count is first revised; after that
+#: it is revised each time the processes measured have grown by half
+FIRST_REVISION = 4
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,9 @@ class Figures:
 
 class SampleSize:
     """The samples per process: ``fixed`` (``--samples``), else :data:`DEFAULT_SAMPLES` until the
-    costs and the two variances are measured, then the count that buys the most precision per
-    second of the machine, revised as each measurement comes in (by at most a factor
-    :data:`STEP` a time)."""
+    costs and the two variances are measured (:data:`FIRST_REVISION` processes), then the count
+    that buys the most precision per second of the machine, revised as the processes come in
+    (each time they have grown by half, by at most a factor :data:`STEP` a time)."""
 
     def __init__(self, fixed: int | None = None):
         self.fixed = fixed
@@ -57,6 +60,7 @@ class SampleSize:
         self.how = "fixed" if fixed else "default"
         #: every count asked for, in order (what the answer says was chosen)
         self.asked: list[int] = []
+        self.revised_at = 0  # the processes measured when the count was last revised
 
     def next(self) -> int:
         """The count the next process is asked for."""
@@ -70,10 +74,12 @@ class SampleSize:
                 self.timings.setdefault(state, []).append(t)
             if len(samples) >= 2:
                 self.processes.setdefault(state, []).append(samples)
-        if self.fixed:
+        seen = sum(len(g) for g in self.processes.values())
+        if self.fixed or seen < max(FIRST_REVISION, 1.5 * self.revised_at):
             return
         f = self.figures()
         if f.how == "chosen":
+            self.revised_at = seen
             self.n = int(min(max(f.n, math.floor(self.n / STEP)), math.ceil(self.n * STEP)))
             self.how = "chosen"
 
