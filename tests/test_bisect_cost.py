@@ -78,6 +78,11 @@ def test_a_bisection_says_each_process_and_states_what_its_verdicts_cost(tmp_pat
     text = capsys.readouterr().out
     assert re.search(r"\d+ processes, \d+ samples, \d+ chip-s; 5 samples a process \(--samples\), "
                      r"per-process \w+", text), text
+    # and so does the report
+    capsys.readouterr()
+    assert main(["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert re.search(r"^- cost: \d+ processes, \d+ samples, \d+ chip-s; 5 samples a process", md, re.M), md
 
 
 def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, venv_python, capsys):
