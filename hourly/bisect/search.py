@@ -155,17 +155,9 @@ class Bisector:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=bool(getattr(self.judge, "paired", False)))
-            self.seed_sizes(self._measurer)
+            from hourly.bisect.sampling import seed
+            seed(self._measurer, [self.stored_measurements(p) for p in self._states])
         return self._measurer
-
-    def seed_sizes(self, m: Measurer) -> None:
-        """The samples per process start from what the window's states measured before (a resumed
-        or repeated bisection, the scan): each stored process's cost and samples."""
-        from hourly.measure.sample_cost import Timing
-        for pair in self._states:
-            for row in self.stored_measurements(pair):
-                m.sizes.observe(pair.key(), [(Timing.of(r), [float(x) for x in r.get("samples") or []])
-                                             for r in row.runs if not r.get("warmup") and r.get("status") == "ok"])
 
     def cannot_interleave(self, s: Settings) -> str | None:
         """Why this bisection cannot run its states alternately (None: it can): each state needs an
@@ -271,40 +263,9 @@ class Bisector:
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int) -> dict:
-        """What a window's verdicts cost (``chip_s``: the benchmark's seconds this run spent on it;
-        ``processes``, ``samples``: the answer's runs and samples) and how each process was sampled:
-        the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process
-        statistic chosen on the window's ``ends`` (hourly.analysis.process_stat.choose_statistic)
-        and why, what a process costs, and whether the benchmark followed the count."""
-        from hourly.analysis.process_stat import choose_statistic
-        good, bad = (self.process_samples(p) for p in ends)
-        choice = choose_statistic(good, bad)
-        out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
-                     "statistic": choice.statistic, "statistic_why": choice.why}
-        m = self._measurer
-        if m is not None:
-            f = m.sizes.figures()
-            out.update(f.as_dict())
-            out["samples_per_process"] = m.sizes.n
-            out["asked"] = sorted(set(m.sizes.asked))
-            if m.unfollowed:
-                out["not_followed"] = m.unfollowed
-        return out
-
-    def process_samples(self, pair: Pair) -> list[list[float]]:
-        """Every stored process of ``pair`` that measured, as its samples (one each where a process
-        prints one value)."""
-        out = []
-        for m in self.stored_measurements(pair):
-            for r in m.runs:
-                if r.get("warmup") or r.get("status") != Status.OK.value:
-                    continue
-                s = r.get("samples")
-                if s:
-                    out.append([float(x) for x in s])
-                elif isinstance(r.get("value"), (int, float)):
-                    out.append([float(r["value"])])
-        return out
+        """What a window's verdicts cost and how each process was sampled (hourly.bisect.sampling)."""
+        from hourly.bisect.sampling import figures
+        return figures(self._measurer, [self.stored_measurements(p) for p in ends], chip_s, processes, samples)
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
