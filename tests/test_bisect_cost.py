@@ -8,6 +8,8 @@ import json
 import os
 import re
 
+import pytest
+
 from hourly.adapters.store import Store
 from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
@@ -85,6 +87,8 @@ def test_a_bisection_says_each_process_and_states_what_its_verdicts_cost(tmp_pat
     assert re.search(r"^- cost: \d+ processes, \d+ samples, \d+ chip-s; 5 samples a process", md, re.M), md
 
 
+# two real bisections; the count's logic: test_process_cost's SampleSize and ignored-count tests
+@pytest.mark.slow
 def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, venv_python, capsys):
     made, slower, args = _setup(tmp_path, venv_python)
     rc, got, err = _bisect(capsys, args)
@@ -99,6 +103,8 @@ def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, 
     assert "does not follow HOURLY_SAMPLES" in err  # said while it runs, once
 
 
+# a real bisection interrupted and resumed; the lines themselves: the first test of this file
+@pytest.mark.slow
 def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=9",
                                                          f"HOURLY_PID={os.getpid()}"])
