@@ -117,3 +117,18 @@ def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     assert "resuming after" in err and [x for x in err.splitlines() if PROCESS_LINE.match(x)], err
     # the samples per process start from what the interrupted run measured, not from the default again
     assert min(got["regressions"][0]["sampling"]["asked"]) > 12
+
+
+def test_the_cost_line_says_what_each_figure_is():
+    from hourly.render.bisect import sampling_words
+    chosen = {"processes": 22, "samples": 3015, "chip_s": 140.4, "samples_per_process": 111, "how": "chosen",
+              "asked": [12, 24, 111], "statistic": "median", "statistic_why": "the default",
+              "first_sample_s": 18.21, "per_sample_s": 0.331}
+    assert sampling_words(chosen) == (
+        "22 processes, 3015 samples, 140 chip-s; 111 samples a process (chosen from the measured cost and noise; "
+        "12 to 111 asked on the way), per-process median (the default); a process: 18.2 s to its first sample, "
+        "0.331 s a sample")
+    one = {"processes": 1, "samples": 1, "chip_s": 2.0, "samples_per_process": 12, "how": "default", "asked": [12],
+           "one_value": True, "statistic": "median", "statistic_why": "the default"}
+    assert sampling_words(one) == ("1 process, 1 sample, 2 chip-s; one value read from each process (its last "
+                                   "match), HOURLY_SAMPLES=12 set, per-process median (the default)")

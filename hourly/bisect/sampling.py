@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hourly.analysis.process_stat import choose_statistic
+from hourly.measure.benchmark import SAMPLES_LAST
 from hourly.measure.sample_cost import Timing
 from hourly.model import Pair, Status
 
@@ -42,6 +43,8 @@ def figures(m: "Measurer | None", ends: list[list["Measurement"]], chip_s: float
     out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
                  "statistic": choice.statistic, "statistic_why": choice.why}
     if m is not None:
+        if m.spec.metrics is None and m.spec.samples == SAMPLES_LAST:  # the last match of each process read
+            out["one_value"] = True
         out.update(m.sizes.figures().as_dict())
         out["samples_per_process"] = m.sizes.n
         out["asked"] = sorted(set(m.sizes.asked))

@@ -74,7 +74,10 @@ def sampling_words(s: dict) -> str:
     median (why); a process: 18.2 s to its first sample, 0.33 s a sample``"""
     words = (f"{plural(s.get('processes') or 0, 'process', 'processes')}, {plural(s.get('samples') or 0, 'sample')}, "
              f"{s.get('chip_s') or 0:.0f} chip-s")
-    if s.get("samples_per_process"):
+    if s.get("one_value"):  # --metric-samples last: the count asked is the benchmark's business
+        words += (f"; one value read from each process (its last match), HOURLY_SAMPLES="
+                  f"{s.get('samples_per_process')} set")
+    elif s.get("samples_per_process"):
         words += (f"; {plural(s['samples_per_process'], 'sample')} a process ({_HOW.get(s.get('how') or '', s.get('how'))}"
                   + (f"; {min(s['asked'])} to {max(s['asked'])} asked on the way" if len(s.get("asked") or []) > 1
                      else "")
