@@ -132,3 +132,31 @@ def test_the_cost_line_says_what_each_figure_is():
            "one_value": True, "statistic": "median", "statistic_why": "the default"}
     assert sampling_words(one) == ("1 process, 1 sample, 2 chip-s; one value read from each process (its last "
                                    "match), HOURLY_SAMPLES=12 set, per-process median (the default)")
+
+
+def test_verdicts_that_are_not_paired_say_each_run_too(tmp_path, venv_python):
+    """A real bisection whose metric verdicts are not paired (an executor that cannot interleave, an
+    overlay --python: the metric judge, many runs a request): a line as each run ends."""
+    from hourly.bisect.records import BisectRequest
+    from hourly.bisect.search import Bisector, judge_for
+    from hourly.bisect.windows import flags_window
+    from hourly.measure.settings import effective, keyed
+    from hourly.model import Mode
+    from hourly.render.bisect import LineHandler
+
+    slower = Change("xla", "2023-08-24T03:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([slower]))
+    work = tmp_path / "work"
+    s, _ = effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
+                          python=venv_python, bench_cmd=f"python3 {made.bench_script}", repeats=3, warmup_runs=0,
+                          workdir=str(work)))
+    s = keyed(s)
+    req = BisectRequest("2023-08-24T03:00Z", "2023-08-24T04:30Z", Mode.METRIC)
+    lines: list[str] = []
+    with Bisector(s, Store(work, create=True), Mode.METRIC, req, LineHandler(lines.append),
+                  judge=judge_for(Mode.METRIC, req, s.repeats, 10)) as b:
+        (a,) = b.bisect(flags_window(b, req.good, req.bad, s.tz, False, Mode.METRIC))
+    assert a.culprit is not None and a.culprit.sha == made.shas[slower.subject], a
+    runs = [x for x in lines if re.match(r"^  measuring \S+: run \d+, \d+ chip-s so far$", x)]
+    assert len(runs) == a.runs and any(x.split(": run ")[1].startswith("3,") for x in runs), lines
+    assert a.sampling is not None and a.sampling["one_value"] and a.sampling["processes"] == a.runs

@@ -29,6 +29,9 @@ class ProcessDone:
     error: float | None
     chip_s: float
     settle_s: float | None
+    #: what ``round`` counts: a paired verdict's rounds, or (verdicts not paired) the runs of one
+    #: measurement of the state
+    unit: str = "round"
 
 
 class BisectHandler(Handler):

@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hourly.analysis.process_stat import choose_statistic
+from hourly.bisect.events import ProcessDone
 from hourly.measure.benchmark import SAMPLES_LAST
 from hourly.measure.sample_cost import Timing
 from hourly.model import Pair, Status
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Measurement
+    from hourly.bisect.search import Bisector
+    from hourly.measure.benchmark import Run
     from hourly.measure.measurer import Measurer
 
 
@@ -51,6 +54,23 @@ def figures(m: "Measurer | None", ends: list[list["Measurement"]], chip_s: float
         if m.unfollowed:
             out["not_followed"] = m.unfollowed
     return out
+
+
+def tell_runs(lab: "Bisector", m: "Measurer") -> None:
+    """Verdicts that are not paired measure a state's runs in one request: the handler hears of
+    each run as it ends (``measuring <state>: run 3, 112 chip-s so far``)."""
+    counts: dict[Pair, int] = {}
+    seconds = [lab.seconds, 0.0]  # the lab's seconds when the request began, and the runs' since
+
+    def told(pair: Pair, run: "Run") -> None:
+        if seconds[0] != lab.seconds:  # a new request: the lab has added the last one's seconds
+            seconds[:] = [lab.seconds, 0.0]
+            counts.clear()
+        seconds[1] += run.duration
+        counts[pair] = counts.get(pair, 0) + 1
+        lab.handler.process(ProcessDone("measuring", pair, counts[pair], None, None, seconds[0] + seconds[1],
+                                        None, unit="run"))
+    m.on_run = told
 
 
 def seed(m: "Measurer", stored: list[list["Measurement"]]) -> None:

@@ -155,8 +155,10 @@ class Bisector:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=bool(getattr(self.judge, "paired", False)))
-            from hourly.bisect.sampling import seed
+            from hourly.bisect.sampling import seed, tell_runs
             seed(self._measurer, [self.stored_measurements(p) for p in self._states])
+            if not getattr(self.judge, "paired", False):  # paired rounds say each process themselves
+                tell_runs(self, self._measurer)
         return self._measurer
 
     def cannot_interleave(self, s: Settings) -> str | None:

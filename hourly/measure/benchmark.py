@@ -21,6 +21,7 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
@@ -409,14 +410,14 @@ def _free_stamp(log_dir: Path, tag: str) -> str:
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
-                  stop_after_failed_warmup: bool = False) -> BenchResult:
+                  stop_after_failed_warmup: bool = False, on_run: Callable[[Run], None] | None = None) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
     ``log_dir/bench-<tag>-<time>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
     with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
     (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
     measurement there, its class the state's — a state that crashes at import costs one process,
-    not two."""
+    not two. ``on_run`` hears of each run as it ends (a bisection's line per process)."""
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
@@ -429,6 +430,8 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup,
                        res.line_times, spec.asked)
         runs.append(run)
+        if on_run is not None:
+            on_run(run)
         if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
             break
     return result_of(runs, spec)

@@ -9,11 +9,12 @@ import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
 from hourly.adapters.venvs import SEEN_VAR, Overlay, make_overlay, overlay_of
-from hourly.measure.benchmark import BenchResult, BenchSpec, metric_views, run_benchmark
+from hourly.measure.benchmark import BenchResult, BenchSpec, Run, metric_views, run_benchmark
 from hourly.measure.build import (
     BUILD_ATTEMPTS,
     Builder,
@@ -173,6 +174,8 @@ class Measurer:
         self.seconds = 0.0  # the benchmark processes' wall time (warm-up runs included): chip-seconds
         #: the first measurement whose processes did not print the samples asked (in words), None
         self.unfollowed: str | None = None
+        #: told of each benchmark run of ``pair`` as it ends (a bisection's line per process), or None
+        self.on_run: Callable[[Pair, Run], None] | None = None
 
     @property
     def coexist(self) -> bool:
@@ -226,8 +229,10 @@ class Measurer:
             spec = replace(spec, python=self.env.python)
         if spec.expect_metric:
             spec = replace(spec, asked=self.sizes.next())
+        tell = self.on_run
         res = run_benchmark(spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm,
-                            stop_after_failed_warmup=self.stop_after_failed_warmup)
+                            stop_after_failed_warmup=self.stop_after_failed_warmup,
+                            on_run=None if tell is None else lambda run: tell(pair, run))
         self.runs += len(res.runs)
         self.seconds += sum(r.duration for r in res.runs)
         self.sizes.observe(pair.key(), [(r.timing, list(r.samples or [])) for r in res.counted

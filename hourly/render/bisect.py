@@ -55,7 +55,7 @@ class LineHandler(BisectHandler):
 
 def process_words(e: ProcessDone) -> str:
     """``round 4, −3.1 % ± 0.9 %, 112 chip-s so far, ~2 min to settle``"""
-    words = [f"round {e.round}"]
+    words = [f"{e.unit} {e.round}"]
     if e.change is not None and e.error is not None:
         words.append(f"{e.change * 100:+.1f} % ± {e.error * 100:.1f} %".replace("-", "−"))
     words.append(f"{e.chip_s:.0f} chip-s so far")
