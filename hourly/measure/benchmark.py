@@ -316,27 +316,10 @@ def run_status(returncode: int | None, timed_out: bool, value: float | None,
 
 
 def read_run(output: str, returncode: int | None, timed_out: bool, duration: float, log: str, spec: BenchSpec,
-             warmup: bool = False, line_times: tuple[float, ...] = (), asked: int | None = None) -> Run:
+             warmup: bool = False) -> Run:
     """One process's output read as ``spec`` says: its class, its value, its samples (and every
     named metric's). The one place a run's output becomes a :class:`Run`, for here and for a
-    nightly container's runs. ``line_times`` (when each output line was read) give the process's
-    cost (:class:`~hourly.measure.sample_cost.Timing`); ``asked``: the samples it was asked for."""
-    run = _read_run(output, returncode, timed_out, duration, log, spec, warmup)
-    if line_times and spec.expect_metric:
-        run.timing = timing(output, line_times, _sample_line(spec))
-    run.asked = asked
-    return run
-
-
-def _sample_line(spec: BenchSpec) -> re.Pattern:
-    """What a line holding one of the process's samples matches (the primary's, in named mode)."""
-    if spec.metrics is None:
-        return compile_metric_regex(spec.metric_regex)
-    return re.compile(named_line_regex(spec.primary) if spec.primary else rf"(?<!\w){SAMPLE_PREFIX}[ \t]+\S")
-
-
-def _read_run(output: str, returncode: int | None, timed_out: bool, duration: float, log: str, spec: BenchSpec,
-              warmup: bool = False) -> Run:
+    nightly container's runs."""
     if not spec.expect_metric:
         return Run(run_status(returncode, timed_out, None, False), None, returncode, duration, log, warmup)
     if spec.metrics is not None:  # named metrics: every METRIC line of the names asked for
@@ -409,6 +392,13 @@ def _free_stamp(log_dir: Path, tag: str) -> str:
     return stamp
 
 
+def _sample_line(spec: BenchSpec) -> re.Pattern:
+    """What a line holding one of the process's samples matches (the primary's, in named mode)."""
+    if spec.metrics is None:
+        return compile_metric_regex(spec.metric_regex)
+    return re.compile(named_line_regex(spec.primary) if spec.primary else rf"(?<!\w){SAMPLE_PREFIX}[ \t]+\S")
+
+
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
                   stop_after_failed_warmup: bool = False, on_run: Callable[[Run], None] | None = None) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
@@ -427,8 +417,10 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
     for i in range(warmup + repeats):
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
-        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup,
-                       res.line_times, spec.asked)
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        if res.line_times and spec.expect_metric:  # what the process cost, off when its samples arrived
+            run.timing = timing(res.output, res.line_times, _sample_line(spec))
+        run.asked = spec.asked
         runs.append(run)
         if on_run is not None:
             on_run(run)
