@@ -328,7 +328,9 @@ OPTIONS: tuple[Option, ...] = (
        "the run's value) [default: last].", panel=M, rule=one_of("last", "all")),
     _o("--samples", "samples", "Samples each benchmark process is asked for, in HOURLY_SAMPLES (a benchmark that "
        "prints many reads it) [default: chosen from each process's measured cost and noise, 12 at first].",
-       type=int, panel=M, rule=at_least(1)),
+       type=int, panel=M, rule=at_least(1), per={
+           "hunt": {"help": "Samples each benchmark process of the bisection inside the container is asked for, in "
+                            "HOURLY_SAMPLES [default: the bisection chooses them]."}}),
     _o("--warmup-samples", "warmup_samples", "The first K matches of each run (of each METRIC name with --metrics) "
        "are its warm-up, never counted [default: 0].", type=int, panel=M, rule=at_least(0)),
     _o("--metrics", "metrics", "Record every named `METRIC name: value` line (all) or those named "
@@ -535,7 +537,7 @@ TAKES: dict[str, tuple[str, ...]] = {
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
              "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
-             "min_change", "rerun", "explain", "workdir", "json_out", "config"),
+             "samples", "min_change", "rerun", "explain", "workdir", "json_out", "config"),
     "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
               "warmup_samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",

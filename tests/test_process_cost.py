@@ -122,3 +122,19 @@ def test_hourlys_harness_takes_the_count_unless_told(monkeypatch):
     assert (ns.repeats, ns.iters) == (3, 40)
     monkeypatch.setenv(SAMPLES_VAR, "many")
     assert parse_args(["bench.py"]).repeats == 5
+
+
+def test_a_hunts_samples_reach_the_bisection_inside_its_container(tmp_path):
+    from hourly.hunt import run as H
+    from hourly.model import NightlyPoint
+    from hourly.nightly import plan as N
+
+    def point(d: str, value: float) -> NightlyPoint:
+        return NightlyPoint(d, f"img:{d}", Status.OK, value=value, xla=f"x{d}", jax=f"j{d}")
+    s = N.NightlySettings("2023-08-20", "2023-08-26", mounts=[f"{tmp_path}:/dir"], gpus="none",
+                          bench_cmd="python3 /dir/b.py", workdir=str(tmp_path / "w"))
+    w = H.HuntWindow(point("2023-08-22", 100.0), point("2023-08-23", 90.0), "regression")
+    argv = H.bisect_argv(w, H.HuntSettings(s, samples=40), "/hourly-work/bisect/x")
+    assert argv[argv.index("--samples") + 1] == "40"
+    assert "--samples" not in H.bisect_argv(w, H.HuntSettings(s), "/hourly-work/bisect/x")  # it chooses
+    assert "--samples" in H.scanned_bisect_argv(H.HuntSettings(s, samples=40), "/x")
