@@ -276,6 +276,10 @@ class Answer:
     measured: str | None = None
     drift: list[str] | None = None
     crash_windows: list[Json] | None = None
+    #: metric mode: what the verdicts cost and how each process was sampled (hourly.bisect.search.
+    #: Bisector.sampling_figures): processes, samples, chip-seconds, the samples asked of each process
+    #: and how they were chosen, the per-process statistic and why, a process's measured cost
+    sampling: Json | None = None
 
     @property
     def unconfirmed(self) -> bool:
@@ -348,7 +352,7 @@ class Answer:
             out["descent_of"] = self.descent_of
         if self.explained is not None:
             out["explained"] = self.explained
-        for key in ("measured", "drift", "crash_windows"):
+        for key in ("measured", "drift", "crash_windows", "sampling"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -381,7 +385,7 @@ class Answer:
             descent_stopped=d.get("descent_stopped"), descent_of=d.get("descent_of"),
             build_failed_behind_pin=d.get("build_failed_behind_pin"), behind_pin_reason=d.get("behind_pin_reason"),
             explained=d.get("explained"), measured=d.get("measured"), drift=d.get("drift"),
-            crash_windows=d.get("crash_windows"))
+            crash_windows=d.get("crash_windows"), sampling=d.get("sampling"))
 
     @classmethod
     def of(cls, a: "Answer | Mapping[str, Any]") -> "Answer":

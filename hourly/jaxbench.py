@@ -55,6 +55,18 @@ METRIC_REGEX_TEMPLATE = r"METRIC {metric}:\s*(?P<value>" + NUMBER_PATTERN + r")"
 #: Regex of the compile-time line (``COMPILE_TIME_S: 0.532``).
 COMPILE_TIME_REGEX = r"COMPILE_TIME_S:\s*(?P<value>" + NUMBER_PATTERN + r")"
 
+#: The samples hourly asks each benchmark process for (``HOURLY_SAMPLES``; docs/measuring.md).
+ENV_SAMPLES = "HOURLY_SAMPLES"
+
+
+def asked_samples(default: int) -> int:
+    """How many samples this process should print: ``HOURLY_SAMPLES`` when hourly set it (a whole
+    number above 0), else ``default``. A benchmark that prints one ``METRIC`` line per sample loops
+    this many times, so that hourly can weigh a process's fixed cost against its samples."""
+    raw = os.environ.get(ENV_SAMPLES, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else default
+
+
 #: Environment variables shared with :mod:`hourly.trace`.
 ENV_TRACE_DIR = "HOURLY_TRACE_DIR"
 ENV_MEMPROF_AT = "HOURLY_MEMPROF_AT"

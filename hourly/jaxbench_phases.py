@@ -78,6 +78,9 @@ from typing import Any, Callable, Iterator, TextIO
 
 #: the prefixes of the machine-readable lines (hourly.metric reads them)
 SAMPLE, MEDIAN, UNAVAILABLE = "METRIC", "MEDIAN", "UNAVAILABLE"
+#: the samples per phase hourly asks one process for (hourly.measure.sample_cost.SAMPLES_VAR; this
+#: module imports nothing of hourly's)
+SAMPLES_VAR = "HOURLY_SAMPLES"
 #: what the error line starts with
 ERROR_PREFIX = "hourly-bench: error: "
 #: the size of the tiny call whose dispatch is timed
@@ -573,10 +576,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         epilog="TARGET: bench.py (its make()), bench.py:NAME, or package.module:NAME; the maker returns "
                "(fn, args) or (fn, args, kwargs).")
     parser.add_argument("target", help="bench.py[:NAME] or package.module[:NAME] (NAME default make)")
-    parser.add_argument("--repeats", type=_at_least(1), default=5,
-                        help="samples of trace, lower, compile, compile_cached, first_call (default 5)")
-    parser.add_argument("--iters", type=_at_least(1), default=50,
-                        help="samples of step, step_dispatch, dispatch (default 50)")
+    parser.add_argument("--repeats", type=_at_least(1), default=None,
+                        help="samples of trace, lower, compile, compile_cached, first_call "
+                             f"(default ${SAMPLES_VAR} when hourly sets it, else 5)")
+    parser.add_argument("--iters", type=_at_least(1), default=None,
+                        help=f"samples of step, step_dispatch, dispatch (default ${SAMPLES_VAR}, else 50)")
     parser.add_argument("--warmup", type=_at_least(0), default=3,
                         help="untimed rounds before the samples (default 3)")
     parser.add_argument("--x64", action="store_true", help="turn jax_enable_x64 on (default off)")
@@ -585,12 +589,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--traceback", action="store_true",
                         help="print the traceback before the one-line error")
     ns = parser.parse_args(argv)
+    asked = asked_samples()
+    ns.repeats = ns.repeats or asked or 5
+    ns.iters = ns.iters or asked or 50
     chosen = tuple(p.strip() for p in ns.phases.split(",") if p.strip())
     unknown = [p for p in chosen if p not in GROUPS]
     if unknown or not chosen:
         parser.error(f"--phases {ns.phases!r}: choose from {','.join(GROUPS)}")
     ns.phases = chosen
     return ns
+
+
+def asked_samples(env: dict[str, str] | None = None) -> int | None:
+    """The samples per phase hourly asks this process for (``HOURLY_SAMPLES``, docs/measuring.md):
+    the default of ``--repeats`` and ``--iters``; None when unset or not a whole number above 0."""
+    raw = (os.environ if env is None else env).get(SAMPLES_VAR, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
 def _at_least(low: int) -> Callable[[str], int]:

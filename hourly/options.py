@@ -353,6 +353,11 @@ OPTIONS: tuple[Option, ...] = (
     _o("--metric-samples", "metric_samples", "last: a run's value is the metric's last match; all: every match is a "
        "sample (a benchmark printing its metric once per iteration: many samples from one process, whose median is "
        "the run's value) [default: last].", panel=M, rule=one_of("last", "all")),
+    _o("--samples", "samples", "Samples each benchmark process is asked for, in HOURLY_SAMPLES (a benchmark that "
+       "prints many reads it) [default: chosen from each process's measured cost and noise, 12 at first].",
+       type=int, panel=M, rule=at_least(1), per={
+           "hunt": {"help": "Samples each benchmark process of the bisection inside the container is asked for, in "
+                            "HOURLY_SAMPLES [default: the bisection chooses them]."}}),
     _o("--warmup-samples", "warmup_samples", "The first K matches of each run (of each METRIC name with --metrics) "
        "are its warm-up, never counted [default: 0].", type=int, panel=M, rule=at_least(0)),
     _o("--metrics", "metrics", "Record every named `METRIC name: value` line (all) or those named "
@@ -536,7 +541,7 @@ BUILD = ("build_cmd", "jax_build_cmd", "native_inputs", "build_timeout", "wheel_
 #: scan and bisect skip states whose build failed before; profile always builds, so it has no use for it
 RETRY = ("retry_failed",)
 BENCHMARK = ("bench_cmd", "bench_cwd", "env", "repeats", "warmup_runs", "bench_timeout", "metric_regex",
-             "metric_samples", "warmup_samples", "metrics", "metric")
+             "metric_samples", "warmup_samples", "samples", "metrics", "metric")
 STORE = ("workdir", "force")
 #: the scan's own settings (stored with the scan: its direction is what show, detect, bisect, report read)
 SCAN_ONLY = ("sync", "rerun", "higher_is_better", "mode", "keep_going", "confirm_edges")
@@ -559,7 +564,7 @@ TAKES: dict[str, tuple[str, ...]] = {
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
              "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
-             "min_change", "rerun", "explain", "workdir", "json_out", "config"),
+             "samples", "min_change", "rerun", "explain", "workdir", "json_out", "config"),
     "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
               "warmup_samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",

@@ -175,6 +175,7 @@ class WindowDrive:
         from hourly.bisect.answer import build_answer
         lab, states = self.lab, self.states
         rounds0, jobs0 = lab.rounds, lab.jobs
+        seconds0, ends = float(getattr(lab, "seconds", 0.0)), self.ends
         lab.handler.started(self.w, len(states), len(self.rows))
         known: dict[Pair, Verdict] | None = None
         evaluate: Callable[[Pair, str], Probe]
@@ -199,6 +200,9 @@ class WindowDrive:
             extras(a, last_good, first_bad)
         # rounds of measure_many (one state each without workers) and the requests they carried
         a.rounds, a.jobs = lab.rounds - rounds0, lab.jobs - jobs0
+        figures = getattr(lab, "sampling_figures", None)  # what the verdicts cost, where the lab knows
+        if figures is not None and lab.judge.steps:
+            a.sampling = figures(ends, float(getattr(lab, "seconds", 0.0)) - seconds0, a.runs, a.run_samples)
         return a
 
     def blame(self, good: Pair, bad: Pair, known: dict[Pair, Verdict] | None,

@@ -3,6 +3,7 @@ that shows progress implements one (hourly.render.bisect.LineHandler prints line
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hourly.errors import UserError
@@ -10,6 +11,27 @@ from hourly.events import Handler
 
 if TYPE_CHECKING:
     from hourly.bisect.records import Probe, Window
+    from hourly.model import Pair
+
+
+@dataclass(frozen=True)
+class ProcessDone:
+    """One benchmark process of a verdict's rounds has finished: which verdict (``what``: ``ends``,
+    ``probe 3 of ~7``, ``blame``), the state it measured, the round, the change the rounds read so
+    far (``change`` ± ``error``, a fraction of the level; None before two rounds), the benchmark's
+    seconds this run so far (``chip_s``) and about how long until the verdict settles (None:
+    unknown)."""
+
+    what: str
+    pair: "Pair"
+    round: int
+    change: float | None
+    error: float | None
+    chip_s: float
+    settle_s: float | None
+    #: what ``round`` counts: a paired verdict's rounds, or (verdicts not paired) the runs of one
+    #: measurement of the state
+    unit: str = "round"
 
 
 class BisectHandler(Handler):
@@ -25,6 +47,9 @@ class BisectHandler(Handler):
 
     def verdict(self, p: Probe) -> None:
         """A state was judged (an end, a probe, a confirmation or a mixed pair)."""
+
+    def process(self, e: ProcessDone) -> None:
+        """A benchmark process of a verdict's rounds finished (paired verdicts: a line per process)."""
 
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         """A window from the store cannot be bisected; the others go on."""

@@ -86,7 +86,8 @@ class MetricEnds:
         taken: list[tuple[Pair, Taken]] = []
         want = max(END_ROUNDS, min(lab.repeats, lab.max_repeats))
         while True:
-            new, got = measure_rounds(lab, [good_pair, bad_pair], want - len(blocks), d.round_no)
+            new, got = measure_rounds(lab, [good_pair, bad_pair], want - len(blocks), d.round_no, what="ends",
+                                      earlier=blocks)
             d.round_no += len(new)
             blocks += new
             taken += got
@@ -234,7 +235,8 @@ class MetricEnds:
         want = MIN_ROUNDS
         search = context.search
         while True:
-            new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair)
+            new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair,
+                                        what=role, earlier=blocks)
             self.d.round_no += len(new)
             blocks += new
             builds += sum(t[1] for _, t in taken)

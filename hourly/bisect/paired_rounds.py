@@ -5,11 +5,14 @@ hourly.measure.measurer.StateEnvs); else one state after another, which the answ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+import statistics
+from typing import TYPE_CHECKING, Sequence
 
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
 from hourly.analysis.samples import location
+from hourly.bisect.events import ProcessDone
 from hourly.model import Pair
 
 if TYPE_CHECKING:
@@ -29,7 +32,49 @@ def process_value(ev: Evidence) -> float | None:
     return ev.samples[0] if len(ev.samples) == 1 else location(ev.samples)
 
 
-def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None
+class Progress:
+    """What the handler hears after each process of a verdict's rounds (:class:`ProcessDone`): the
+    change of the state judged (``focus``) from the first state of the rounds, read off every round so
+    far (``earlier`` ones and those measured now), the benchmark's seconds so far, and about how long
+    until the change is told from zero or from the smallest step searched for at three standard
+    errors (a guess for the person waiting; the judge decides)."""
+
+    #: standard errors at which the guess of "settled" is made
+    Z = 3.0
+
+    def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
+                 earlier: Sequence[dict[Pair, float | None]]):
+        self.lab, self.what, self.focus = lab, what, focus
+        self.ref = pairs[0] if pairs[0] != focus else pairs[-1]
+        self.earlier = list(earlier)
+        self.chip0, self.done = self.seconds(), 0
+
+    def seconds(self) -> float:
+        return float(getattr(self.lab, "seconds", 0.0))
+
+    def tell(self, pair: Pair, now: list[dict[Pair, float | None]], round_no: int, per_round: int) -> None:
+        """A process of ``pair`` finished in round ``round_no`` (of this call, from 1); ``now``: the
+        rounds measured in this call so far, the one under way last."""
+        self.done += 1
+        rounds = self.earlier + now
+        logs = [math.log(b[self.focus]) - math.log(b[self.ref]) for b in rounds  # type: ignore[arg-type]
+                if (b.get(self.focus) or 0) > 0 and (b.get(self.ref) or 0) > 0]
+        change = error = settle = None
+        if len(logs) >= 2:
+            mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+            change, error = math.expm1(mean), sd / math.sqrt(len(logs))
+            target = max(abs(mean), math.log1p(getattr(self.lab, "min_change", 0.0) or 0.0)) / self.Z
+            spent = self.seconds() - self.chip0
+            if target > 0 and spent > 0:
+                need = math.ceil((sd / target) ** 2)
+                left = max(0, min(need, getattr(self.lab, "max_repeats", need)) - len(logs))
+                settle = left * per_round * spent / self.done
+        self.lab.handler.process(ProcessDone(self.what, pair, len(self.earlier) + round_no, change, error,
+                                             self.seconds(), settle))
+
+
+def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None,
+                   what: str = "", earlier: Sequence[dict[Pair, float | None]] = ()
                    ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, "Taken"]]]:
     """``count`` rounds of ``pairs``, one process each, measured through the lab: in alternation
     (round ``start + r`` in :func:`~hourly.analysis.paired.round_order`) when the lab can run its
@@ -37,9 +82,11 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
     environment), else one state after another (its ``count`` runs at once; ``lab.apart`` says
     why: drift between them is not cancelled). ``stop_on``: a state whose failure ends the rounds
     (a probe that crashes is not run again, nor the others with it). Returns each round's values and
-    every measurement taken (for the rows)."""
+    every measurement taken (for the rows). ``what`` names the verdict for the handler, which hears of
+    each process (:class:`Progress`; ``earlier``: the verdict's rounds measured before)."""
     blocks: list[dict[Pair, float | None]] = []
     taken: list[tuple[Pair, Taken]] = []
+    progress = Progress(lab, what or "rounds", pairs, stop_on or pairs[-1], earlier)
     if lab.interleaves:
         for r in range(count):
             block: dict[Pair, float | None] = {}
@@ -47,6 +94,7 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
                 t = lab.measure_many([(pair, 1)])[0]
                 taken.append((pair, t))
                 block[pair] = process_value(t[0])
+                progress.tell(pair, [*blocks, block], r + 1, len(pairs))
                 if pair == stop_on and not t[0].ok:
                     blocks.append(block)
                     return blocks, taken
@@ -63,6 +111,7 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
             t = lab.measure_many([(pair, 1)])[0]
             taken.append((pair, t))
             values.append(process_value(t[0]))
+            progress.tell(pair, [], len(values), len(pairs))  # no change read until the other state runs
             failed = not t[0].ok
             if failed:
                 break

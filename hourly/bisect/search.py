@@ -109,6 +109,9 @@ class Bisector:
         if mode is Mode.METRIC and not paired:
             self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
+        self.seconds = 0.0  # the benchmark processes' seconds so far (chip-seconds)
+        self._states: list[Pair] = []  # the states of the window bisected now (seed_sizes)
+        self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
         self.handler = handler or BisectHandler()
         if req.find_fix:
@@ -152,6 +155,10 @@ class Bisector:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=bool(getattr(self.judge, "paired", False)))
+            from hourly.bisect.sampling import seed, tell_runs
+            seed(self._measurer, [self.stored_measurements(p) for p in self._states])
+            if not getattr(self.judge, "paired", False):  # paired rounds say each process themselves
+                tell_runs(self, self._measurer)
         return self._measurer
 
     def cannot_interleave(self, s: Settings) -> str | None:
@@ -243,13 +250,24 @@ class Bisector:
         starts) and the samples they printed — in the order asked. One round."""
         self.rounds += 1
         self.jobs += len(reqs)
-        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples
-                in self.executor.measure_many(self, reqs)]
+        got = self.executor.measure_many(self, reqs)
+        # the benchmark's wall time, every process (warm-up ones too): what the verdicts cost the chip
+        self.seconds += sum(r.get("duration") or 0.0 for m, *_ in got for r in m.runs)
+        m = self._measurer
+        if m is not None and m.unfollowed and not self._told:  # said once, as it is seen
+            self._told = True
+            self.handler.note(m.unfollowed)
+        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples in got]
 
     def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
+
+    def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int) -> dict:
+        """What a window's verdicts cost and how each process was sampled (hourly.bisect.sampling)."""
+        from hourly.bisect.sampling import figures
+        return figures(self._measurer, [self.stored_measurements(p) for p in ends], chip_s, processes, samples)
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows
@@ -299,6 +317,7 @@ class Bisector:
     def bisect_one(self, w: Window) -> Answer:
         """One window: its stored answer when it was bisected already (unless --rerun), else the drive's."""
         states = states_between(self, w)
+        self._states = [st.pair for st in states]
         good_pair, bad_pair = states[0].pair, states[-1].pair
         ident: dict[str, object] = {"bench": self.key, "mode": self.judge.mode, "good": [good_pair.xla, good_pair.jax],
                                     "bad": [bad_pair.xla, bad_pair.jax], "t": [w.good_time, w.bad_time],

@@ -7,6 +7,7 @@ window after a step goes on with the same search (hourly.bisect.metric_drive.Goi
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import State, Step
@@ -69,6 +70,9 @@ class StepSession:
         #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
         self.paired = bool(getattr(judge, "paired", False))
         self.round_no = 0  # rounds measured so far: each round's order alternates
+        #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
+        self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
+        self.probed: list[int] = []  # the states probed in rounds, in order ("probe 3 of ~7")
         given, checked = self.resumed(rows or [])
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
@@ -128,7 +132,11 @@ class StepSession:
         ``stop_on``: a state whose failure ends them (it is untestable, and says why)."""
         index = {self.pairs[i]: i for i in states}
         stop = self.pairs[stop_on] if stop_on is not None else None
-        blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop)
+        key = tuple(states)
+        earlier = self.history.setdefault(key, [])
+        blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop,
+                                       self.label(stop_on), earlier)
+        earlier += blocks
         self.round_no += len(blocks)
         for pair, (ev, builds, runs, samples) in taken:
             i = index[pair]
@@ -136,6 +144,18 @@ class StepSession:
             if not ev.ok and i == stop_on:
                 self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
         return [{index[p]: v for p, v in bl.items()} for bl in blocks]
+
+    def label(self, stop_on: int | None) -> str:
+        """The verdict the rounds are for, in words: ``probe 3 of ~7`` (about as many probes as halvings
+        of the window, more when the search has taken more), or ``step check`` (the rounds of two
+        states compared apart: a step's last good and first bad)."""
+        if stop_on is None:
+            return "step check"
+        if stop_on not in self.probed:
+            self.probed.append(stop_on)
+        k = self.probed.index(stop_on) + 1
+        about = max(k, math.ceil(math.log2(max(len(self.pairs) - 1, 2))))
+        return f"probe {k} of ~{about}"
 
     def on_edge(self, i: int, runs: bool) -> None:
         """An exit-status probe of a crash window's edge: its row (it crashed, or it runs and its

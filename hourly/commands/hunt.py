@@ -37,6 +37,7 @@ def hunt(
     xla_ref: Optional[str] = None,
     jax_ref: Optional[str] = None,
     max_repeats: Optional[int] = None,
+    samples: Optional[int] = None,
     min_change: Optional[float] = None,
     rerun: bool = False,
     explain: bool = False,
@@ -63,7 +64,7 @@ def hunt(
     wd = workdir_setting(workdir, config)
     s = daily_settings(flags, from_, to, wd, rerun, config)
     h = HuntSettings(s, bisect_in=bisect_in, good_date=good_date, bad_date=bad_date, build_cmd=build_cmd,
-                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates,
+                     xla_repo=xla_repo, jax_repo=jax_repo, ref=ref, xla_ref=xla_ref, jax_ref=jax_ref, max_repeats=max_repeats, min_change=min_change, rerun=rerun, dates=dates, samples=samples,
                      scan_step=scan_step, releases=entry, explain=explain, metric=metric)
     h = h.validate()
     store = Store(wd)

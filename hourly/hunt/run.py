@@ -77,6 +77,8 @@ class HuntSettings:
     max_repeats: int | None = None
     min_change: float | None = None
     rerun: bool = False
+    #: --samples: the samples each process of the bisection inside is asked for [default: it chooses]
+    samples: int | None = None
     dates: str = "all"  # all: the full daily scan; search: one boundary, few dates (search_dates)
     scan_step: str | None = None  # e.g. "1h": an hourly scan of each window inside the container first
     releases: Any = None  # hourly.hunt.from_releases.ReleaseEntry: enter at the release level
@@ -311,7 +313,8 @@ def bisect_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str) -> list[str
 
 def _bisect_options(h: HuntSettings) -> dict[str, Any]:
     """The bisection's own options that the hunt passes on when given."""
-    return {"max_repeats": h.max_repeats, "min_change": h.min_change, "explain": h.explain or None}
+    return {"max_repeats": h.max_repeats, "min_change": h.min_change, "explain": h.explain or None,
+            "samples": h.samples}
 
 
 def _common(h: HuntSettings, mode: Mode | None = None, metric: str | None = None) -> dict[str, Any]:

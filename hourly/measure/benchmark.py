@@ -16,19 +16,24 @@ name, and :meth:`BenchResult.for_metric` gives one name's runs as if it were the
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
+from hourly.measure.sample_cost import SAMPLES_VAR, Timing, followed, timing
 from hourly.metric import (
     DEFAULT_METRIC_REGEX,
+    SAMPLE_PREFIX,
     MetricReading,
     Samples,
     compile_metric_regex,
+    named_line_regex,
     parse_samples,
     read_metric,
     read_metric_samples,
@@ -71,6 +76,11 @@ class Run:
     #: a number the metric regex captured that hourly will not guess at (``1,234``: 1234 or 1.234),
     #: what was captured and what followed: the run is ``no_metric`` (hourly.metric.read_number)
     unread: str | None = None
+    #: what the process cost: seconds to its first sample and per sample after it (None: its lines
+    #: were not stamped, or it printed no sample)
+    timing: Timing | None = None
+    #: the samples hourly asked the process for (``HOURLY_SAMPLES``); None: none asked
+    asked: int | None = None
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -90,7 +100,21 @@ class Run:
             d["captured"] = self.captured
         if self.unread is not None:
             d["unread"] = self.unread
+        if self.timing is not None:
+            d.update(self.timing.as_dict())
+        if self.asked is not None and self.samples is not None:  # many samples: was the count followed?
+            d["asked"] = self.asked
+            if not self.followed:
+                d["followed"] = False
         return d
+
+    @property
+    def followed(self) -> bool:
+        """Whether the process printed the samples asked of it (``HOURLY_SAMPLES``); one value per
+        process (``--metric-samples last``) always follows: its count is not the benchmark's to set."""
+        if self.samples is None or self.status is not Status.OK:
+            return True
+        return followed(self.asked, self.matched or 0)
 
     @property
     def values(self) -> list[float]:
@@ -172,6 +196,18 @@ class BenchResult:
     def value(self) -> float | None:
         return statistics.median(self.samples) if self.samples else None
 
+    def unfollowed(self) -> str | None:
+        """The count asked of each process (``HOURLY_SAMPLES``) not followed, in words (None: every
+        counted run printed what was asked, or none was asked)."""
+        off = [r for r in self.counted if not r.followed]
+        if not off:
+            return None
+        printed = sorted({r.matched or 0 for r in off})
+        return (f"asked each process for {plural(off[0].asked or 0, 'sample')} (HOURLY_SAMPLES), "
+                f"{'a process' if len(off) == 1 else f'{len(off)} processes'} printed "
+                f"{' or '.join(map(str, printed))}: the benchmark does not follow HOURLY_SAMPLES, "
+                "and every sample it printed counts")
+
     def detail(self) -> str | None:
         bad = [r for r in self.judged if r.status is not Status.OK]
         if not bad:
@@ -209,7 +245,7 @@ def _metric_run(r: Run, name: str) -> Run:
     return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
                rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name),
-               unread=s.unread if s and status is Status.NO_METRIC else None)
+               unread=s.unread if s and status is Status.NO_METRIC else None, timing=r.timing, asked=r.asked)
 
 
 @dataclass
@@ -229,6 +265,8 @@ class BenchSpec:
     #: names: those alone
     metrics: tuple[str, ...] | None = None
     primary: str | None = None  # named metrics: the one ``runs`` follows (None: the processes themselves)
+    #: the samples asked of each process (``HOURLY_SAMPLES`` in its environment); None: none asked
+    asked: int | None = None
 
 
 #: JAX's persistent compilation cache, off for every benchmark run unless the user turned it on.
@@ -263,6 +301,8 @@ def bench_env(spec: BenchSpec) -> dict[str, str]:
     for k in removed:
         env.pop(k, None)
     env.update(set_)
+    if spec.asked is not None:  # before the user's --env: an HOURLY_SAMPLES of theirs wins
+        env[SAMPLES_VAR] = str(spec.asked)
     env.update(spec.env)
     overlay = overlay_of(spec.python)
     if overlay is not None:
@@ -363,15 +403,22 @@ def _free_stamp(log_dir: Path, tag: str) -> str:
     return stamp
 
 
+def _sample_line(spec: BenchSpec) -> re.Pattern:
+    """What a line holding one of the process's samples matches (the primary's, in named mode)."""
+    if spec.metrics is None:
+        return compile_metric_regex(spec.metric_regex)
+    return re.compile(named_line_regex(spec.primary) if spec.primary else rf"(?<!\w){SAMPLE_PREFIX}[ \t]+\S")
+
+
 def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup: int = 0,
-                  stop_after_failed_warmup: bool = False) -> BenchResult:
+                  stop_after_failed_warmup: bool = False, on_run: Callable[[Run], None] | None = None) -> BenchResult:
     """Run the benchmark ``warmup`` + ``repeats`` times; each run's log goes to
     ``log_dir/bench-<tag>-<time>-<i>.log``. The first ``warmup`` runs (of a state just installed: its first
     run pays for imports, caches and the GPU clocks, 25-90 % slower in JAX benchmarks) are recorded
     with ``"warmup": true`` and never counted in samples, value or status. ``stop_after_failed_warmup``
     (a bisection's probe): a warm-up run that crashed, timed out or printed no metric ends the
     measurement there, its class the state's — a state that crashes at import costs one process,
-    not two."""
+    not two. ``on_run`` hears of each run as it ends (a bisection's line per process)."""
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
@@ -382,7 +429,12 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        if res.line_times and spec.expect_metric:  # what the process cost, off when its samples arrived
+            run.timing = timing(res.output, res.line_times, _sample_line(spec))
+        run.asked = spec.asked
         runs.append(run)
+        if on_run is not None:
+            on_run(run)
         if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
             break
     return result_of(runs, spec)

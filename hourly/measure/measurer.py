@@ -9,11 +9,12 @@ import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
 from hourly.adapters.venvs import SEEN_VAR, Overlay, make_overlay, overlay_of
-from hourly.measure.benchmark import BenchResult, BenchSpec, metric_views, run_benchmark
+from hourly.measure.benchmark import BenchResult, BenchSpec, Run, metric_views, run_benchmark
 from hourly.measure.build import (
     BUILD_ATTEMPTS,
     Builder,
@@ -26,6 +27,8 @@ from hourly.measure.build import (
     is_jax_package,
 )
 from hourly.measure.pinned import Pin, check_jax_seen, gate_for, host_overlay, make_pin, run_env
+from hourly.measure.sample_cost import asked_of
+from hourly.measure.sample_size import SampleSize
 from hourly.measure.settings import NO_BUILD, Settings
 from hourly.model import Pair, Status
 
@@ -165,6 +168,14 @@ class Measurer:
         self.at: Pair | None = None  # the pair the working trees stand at (per_state)
         #: a bisection's rounds: a state whose warm-up run failed runs no more (it crashes at import)
         self.stop_after_failed_warmup = per_state
+        #: the samples each process is asked for (HOURLY_SAMPLES): --samples, a --env HOURLY_SAMPLES,
+        #: else chosen from the costs and the noise measured so far
+        self.sizes = SampleSize(s.samples or asked_of(self.spec.env))
+        self.seconds = 0.0  # the benchmark processes' wall time (warm-up runs included): chip-seconds
+        #: the first measurement whose processes did not print the samples asked (in words), None
+        self.unfollowed: str | None = None
+        #: told of each benchmark run of ``pair`` as it ends (a bisection's line per process), or None
+        self.on_run: Callable[[Pair, Run], None] | None = None
 
     @property
     def coexist(self) -> bool:
@@ -216,9 +227,17 @@ class Measurer:
         spec, seen = self._watched(pair)
         if self.env is not None:
             spec = replace(spec, python=self.env.python)
+        if spec.expect_metric:
+            spec = replace(spec, asked=self.sizes.next())
+        tell = self.on_run
         res = run_benchmark(spec, repeats or self.s.repeats, self.store.logs, pair.key(), warm,
-                            stop_after_failed_warmup=self.stop_after_failed_warmup)
+                            stop_after_failed_warmup=self.stop_after_failed_warmup,
+                            on_run=None if tell is None else lambda run: tell(pair, run))
         self.runs += len(res.runs)
+        self.seconds += sum(r.duration for r in res.runs)
+        self.sizes.observe(pair.key(), [(r.timing, list(r.samples or [])) for r in res.counted
+                                        if r.status is Status.OK])
+        self.unfollowed = self.unfollowed or res.unfollowed()
         if seen is not None and self.jax_home is not None:  # the state's jax, not another on the path
             check_jax_seen(seen, self.jax_home[1], self.jax_home[0], spec.python or self.s.python,
                            required=self.s.only == "jax", ran=any(r.returncode == 0 for r in res.runs))

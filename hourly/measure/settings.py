@@ -219,6 +219,9 @@ class Settings:
     #: "last": a run's value is the metric's last match; "all": every match is a sample (many per process)
     metric_samples: str = SAMPLES_LAST
     warmup_samples: int = 0  # the first K matches of each process are its warm-up, never counted
+    #: the samples each benchmark process is asked for (``HOURLY_SAMPLES``); None: hourly chooses
+    #: them from the measured costs and noise (hourly.measure.sample_size)
+    samples: int | None = None
     #: named metrics: None reads the regex's one metric (the per-phase harness: "all" by itself);
     #: "all" records every ``METRIC name:`` line's name, "a,b" those names
     metrics: str | None = None

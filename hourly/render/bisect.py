@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 
 from hourly.answers import Answer, Commit, Measured
 from hourly.bisect.answer import iso
-from hourly.bisect.events import BisectHandler
+from hourly.bisect.events import BisectHandler, ProcessDone
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
 from hourly.model import cut_side
@@ -40,6 +40,9 @@ class LineHandler(BisectHandler):
         self.say(f"  {p.role:8} {p.pair.short()}  {word:6} {p.reason}"
                  + (f"  [{plural(p.builds, 'build')}]" if p.builds else ""))
 
+    def process(self, e: ProcessDone) -> None:
+        self.say(f"  {e.what} {e.pair.short()}: {process_words(e)}")
+
     def cannot_bisect(self, w: Window, e: UserError) -> None:
         self.say(f"  cannot bisect: {e.one_line()}")
 
@@ -48,6 +51,48 @@ class LineHandler(BisectHandler):
                  " (regressions, crashes and metrics that stop printing; with --find-fix, improvements,"
                  " fixes and metrics printed again)")
 
+
+
+def process_words(e: ProcessDone) -> str:
+    """``round 4, −3.1 % ± 0.9 %, 112 chip-s so far, ~2 min to settle``"""
+    words = [f"{e.unit} {e.round}"]
+    if e.change is not None and e.error is not None:
+        words.append(f"{e.change * 100:+.1f} % ± {e.error * 100:.1f} %".replace("-", "−"))
+    words.append(f"{e.chip_s:.0f} chip-s so far")
+    if e.settle_s is not None:
+        words.append("settling" if e.settle_s <= 0 else f"~{_duration(e.settle_s)} to settle")
+    return ", ".join(words)
+
+
+#: how the samples asked of each process were set, in words
+_HOW = {"fixed": "--samples", "default": "the default: no cost or noise measured yet",
+        "chosen": "chosen from the measured cost and noise"}
+
+
+def sampling_words(s: dict) -> str:
+    """``14 processes, 168 samples, 112 chip-s; 12 samples a process (the default ...), per-process
+    median (why); a process: 18.2 s to its first sample, 0.33 s a sample``"""
+    words = (f"{plural(s.get('processes') or 0, 'process', 'processes')}, {plural(s.get('samples') or 0, 'sample')}, "
+             f"{s.get('chip_s') or 0:.0f} chip-s")
+    if s.get("one_value"):  # --metric-samples last: the count asked is the benchmark's business
+        words += (f"; one value read from each process (its last match), HOURLY_SAMPLES="
+                  f"{s.get('samples_per_process')} set")
+    elif s.get("samples_per_process"):
+        words += (f"; {plural(s['samples_per_process'], 'sample')} a process ({_HOW.get(s.get('how') or '', s.get('how'))}"
+                  + (f"; {min(s['asked'])} to {max(s['asked'])} asked on the way" if len(s.get("asked") or []) > 1
+                     else "")
+                  + ")")
+    if s.get("statistic"):
+        words += f", per-process {s['statistic']} ({s.get('statistic_why') or ''})"
+    if s.get("first_sample_s") is not None and s.get("per_sample_s") is not None:
+        words += f"; a process: {s['first_sample_s']:.3g} s to its first sample, {s['per_sample_s']:.3g} s a sample"
+    if s.get("not_followed"):
+        words += f"; {s['not_followed']}"
+    return words
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
 
 
 def describe(answer: Answer | dict) -> list:
@@ -111,6 +156,8 @@ def describe(answer: Answer | dict) -> list:
     if a.measured:
         lines.append("  verdicts: " + ("paired, measured in alternating rounds (drift common to a round cancels)"
                                        if a.measured == "interleaved" else a.measured))
+    if a.sampling:
+        lines.append(f"  cost: {sampling_words(a.sampling)}")
     for note in (a.drift or [])[:3]:
         lines.append(f"  {note}")
     if len(a.drift or []) > 3:

@@ -333,6 +333,9 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     md.append(f"- {plural(a.builds, 'build')}, {plural(a.runs, 'benchmark run')}"
               + (f" ({plural(a.run_samples, 'sample')} counted)" if a.run_samples else "")
               + (", confirmed by re-measuring both ends" if a.confirmed and not manual else ""))
+    if a.sampling:  # what the verdicts cost, and how each process was sampled (docs/measuring.md)
+        from hourly.render.bisect import sampling_words
+        md.append(f"- cost: {esc.text(sampling_words(a.sampling))}")
     md.append("")
     return md
 

@@ -1,0 +1,83 @@
+"""What a bisection's verdicts cost and how each benchmark process was sampled (issue 43): the
+figures its answer states, and the samples per process a bisection starts from (what its window's
+states measured before). The count itself is hourly.measure.sample_size's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hourly.analysis.process_stat import choose_statistic
+from hourly.bisect.events import ProcessDone
+from hourly.measure.benchmark import SAMPLES_LAST
+from hourly.measure.sample_cost import Timing
+from hourly.model import Pair, Status
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Measurement
+    from hourly.bisect.search import Bisector
+    from hourly.measure.benchmark import Run
+    from hourly.measure.measurer import Measurer
+
+
+def process_samples(rows: list["Measurement"]) -> list[list[float]]:
+    """Every stored process that measured, as its samples (one each where a process prints one value)."""
+    out = []
+    for m in rows:
+        for r in m.runs:
+            if r.get("warmup") or r.get("status") != Status.OK.value:
+                continue
+            s = r.get("samples")
+            if s:
+                out.append([float(x) for x in s])
+            elif isinstance(r.get("value"), (int, float)):
+                out.append([float(r["value"])])
+    return out
+
+
+def figures(m: "Measurer | None", ends: list[list["Measurement"]], chip_s: float, processes: int,
+            samples: int) -> dict:
+    """What a window's verdicts cost (``chip_s``: the benchmark's seconds this run spent on it;
+    ``processes``, ``samples``: the answer's runs and samples) and how each process was sampled:
+    the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process statistic
+    chosen on the window's two ``ends`` (their stored rows; hourly.analysis.process_stat.
+    choose_statistic) and why, what a process costs, and whether the benchmark followed the count."""
+    good, bad = (process_samples(rows) for rows in ends)
+    choice = choose_statistic(good, bad)
+    out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
+                 "statistic": choice.statistic, "statistic_why": choice.why}
+    if m is not None:
+        if m.spec.metrics is None and m.spec.samples == SAMPLES_LAST:  # the last match of each process read
+            out["one_value"] = True
+        out.update(m.sizes.figures().as_dict())
+        out["samples_per_process"] = m.sizes.n
+        out["asked"] = sorted(set(m.sizes.asked))
+        if m.unfollowed:
+            out["not_followed"] = m.unfollowed
+    return out
+
+
+def tell_runs(lab: "Bisector", m: "Measurer") -> None:
+    """Verdicts that are not paired measure a state's runs in one request: the handler hears of
+    each run as it ends (``measuring <state>: run 3, 112 chip-s so far``)."""
+    counts: dict[Pair, int] = {}
+    seconds = [lab.seconds, 0.0]  # the lab's seconds when the request began, and the runs' since
+
+    def told(pair: Pair, run: "Run") -> None:
+        if seconds[0] != lab.seconds:  # a new request: the lab has added the last one's seconds
+            seconds[:] = [lab.seconds, 0.0]
+            counts.clear()
+        seconds[1] += run.duration
+        counts[pair] = counts.get(pair, 0) + 1
+        lab.handler.process(ProcessDone("measuring", pair, counts[pair], None, None, seconds[0] + seconds[1],
+                                        None, unit="run"))
+    m.on_run = told
+
+
+def seed(m: "Measurer", stored: list[list["Measurement"]]) -> None:
+    """The samples per process start from what the window's states measured before (a resumed or
+    repeated bisection, the scan): each stored process's cost and samples, state by state."""
+    for rows in stored:
+        for row in rows:
+            m.sizes.observe(Pair(row.xla, row.jax).key(),
+                            [(Timing.of(r), [float(x) for x in r.get("samples") or []])
+                             for r in row.runs if not r.get("warmup") and r.get("status") == Status.OK.value])

@@ -1,0 +1,162 @@
+"""A real bisection's progress and figures (issue 43 items 2 and 4): a benchmark that prints many
+samples a process and reads HOURLY_SAMPLES; a line per process while a verdict runs, also after a
+resume; the answer's processes, samples, chip-seconds, samples per process and statistic."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from hourly.adapters.store import Store
+from hourly.cli import main
+from hourly.demo.repos import Change, make_repos
+from tests.test_bisect import busy_day, flags
+
+#: the stand-in's build, sampled HOURLY_SAMPLES times a process (a fixed number when IGNORE is set);
+#: the process whose number is STOP_AT (counted in COUNTER) interrupts hourly as Ctrl-C would
+BENCH = r'''
+import os, random, signal, sys, time
+import jax_demo
+counter = os.environ.get("COUNTER")
+if counter:
+    n = int(open(counter).read() or 0) + 1 if os.path.exists(counter) else 1
+    open(counter, "w").write(str(n))
+    if n == int(os.environ.get("STOP_AT", "0")):
+        os.kill(int(os.environ["HOURLY_PID"]), signal.SIGINT)
+        time.sleep(5)
+k = int(os.environ["IGNORE"]) if os.environ.get("IGNORE") else int(os.environ["HOURLY_SAMPLES"])
+time.sleep(0.05)
+level = 577.1 * jax_demo.FACTOR * (1 + random.gauss(0, 0.002))
+for _ in range(k):
+    print(f"T: {level * (1 + random.gauss(0, 0.004)):.3f}", flush=True)
+'''
+
+PROCESS_LINE = re.compile(r"^  (ends|probe \d+ of ~\d+|step check|blame) \S.*: round \d+, "
+                          r"(?:[+−]\d+\.\d % ± \d+\.\d %, )?\d+ chip-s so far")
+
+
+def _setup(tmp_path, venv_python, **extra):
+    slower = Change("xla", "2023-08-24T03:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.95\n"})
+    made = make_repos(tmp_path / "repos", busy_day([slower]))
+    bench = tmp_path / "sampled.py"
+    bench.write_text(BENCH)
+    args = ["--good", "2023-08-24T03:00Z", "--bad", "2023-08-24T04:30Z",
+            *flags(made, venv_python, tmp_path / "work", warmup_runs=0, metric_samples="all",
+                   metric_regex=r"T: (?P<value>\S+)", bench_cmd=f"python3 {bench}", **extra)]
+    return made, slower, args
+
+
+def _bisect(capsys, args) -> tuple[int, dict | None, str]:
+    capsys.readouterr()
+    rc = main(["bisect", "--json", "--progress", *args])
+    out = capsys.readouterr()
+    return rc, json.loads(out.out) if rc == 0 else None, out.err
+
+
+def test_a_bisection_says_each_process_and_states_what_its_verdicts_cost(tmp_path, venv_python, capsys):
+    made, slower, args = _setup(tmp_path, venv_python, samples=5)
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    a = got["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[slower.subject] and a["measured"] == "interleaved"
+    lines = [x for x in err.splitlines() if PROCESS_LINE.match(x)]
+    assert any(x.startswith("  ends ") for x in lines) and any(x.startswith("  probe 1 of ~") for x in lines), err
+    assert any(re.search(r", [+−]\d+\.\d % ± \d+\.\d %, ", x) for x in lines), err  # the change read so far
+    s = a["sampling"]
+    assert s["processes"] == a["runs"] > 0 and s["samples"] == a["run_samples"] == 5 * a["runs"]
+    assert s["chip_s"] > 0 and s["how"] == "fixed" and s["samples_per_process"] == 5 and s["asked"] == [5]
+    assert s["statistic"] in ("median", "p10", "trimmed") and s["statistic_why"]
+    assert s["first_sample_s"] > 0 and s["per_sample_s"] >= 0 and "not_followed" not in s
+    # stored with each run: what the process cost, and the count asked of it
+    runs = [r for (raw,) in Store(tmp_path / "work").conn.execute(
+        "SELECT runs FROM measurements WHERE origin='bisect'") for r in json.loads(raw)]
+    assert runs and all(r["asked"] == 5 and r["timed_samples"] == 5 and r["first_sample_s"] > 0 for r in runs)
+    # the text answer states the figures too
+    capsys.readouterr()
+    assert main(["bisect", *args]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"\d+ processes, \d+ samples, \d+ chip-s; 5 samples a process \(--samples\), "
+                     r"per-process \w+", text), text
+    # and so does the report
+    capsys.readouterr()
+    assert main(["report", "--workdir", str(tmp_path / "work"), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert re.search(r"^- cost: \d+ processes, \d+ samples, \d+ chip-s; 5 samples a process", md, re.M), md
+
+
+# two real bisections; the count's logic: test_process_cost's SampleSize and ignored-count tests
+@pytest.mark.slow
+def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, venv_python, capsys):
+    made, slower, args = _setup(tmp_path, venv_python)
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    s = got["regressions"][0]["sampling"]
+    assert s["asked"][0] == 12 and "not_followed" not in s  # the safe default first
+    made, slower, args = _setup(tmp_path / "deaf", venv_python, env="IGNORE=4")
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    s = got["regressions"][0]["sampling"]
+    assert "does not follow HOURLY_SAMPLES" in s["not_followed"] and s["samples"] == 4 * s["processes"]
+    assert "does not follow HOURLY_SAMPLES" in err  # said while it runs, once
+
+
+# a real bisection interrupted and resumed; the lines themselves: the first test of this file
+@pytest.mark.slow
+def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
+    made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=9",
+                                                         f"HOURLY_PID={os.getpid()}"])
+    rc, _, err = _bisect(capsys, args)
+    assert rc == 130, err
+    assert len([x for x in err.splitlines() if PROCESS_LINE.match(x)]) == 8  # the 9th was interrupted
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    assert got["regressions"][0]["culprit"]["sha"] == made.shas[slower.subject]
+    assert "resuming after" in err and [x for x in err.splitlines() if PROCESS_LINE.match(x)], err
+    # the samples per process start from what the interrupted run measured, not from the default again
+    assert min(got["regressions"][0]["sampling"]["asked"]) > 12
+
+
+def test_the_cost_line_says_what_each_figure_is():
+    from hourly.render.bisect import sampling_words
+    chosen = {"processes": 22, "samples": 3015, "chip_s": 140.4, "samples_per_process": 111, "how": "chosen",
+              "asked": [12, 24, 111], "statistic": "median", "statistic_why": "the default",
+              "first_sample_s": 18.21, "per_sample_s": 0.331}
+    assert sampling_words(chosen) == (
+        "22 processes, 3015 samples, 140 chip-s; 111 samples a process (chosen from the measured cost and noise; "
+        "12 to 111 asked on the way), per-process median (the default); a process: 18.2 s to its first sample, "
+        "0.331 s a sample")
+    one = {"processes": 1, "samples": 1, "chip_s": 2.0, "samples_per_process": 12, "how": "default", "asked": [12],
+           "one_value": True, "statistic": "median", "statistic_why": "the default"}
+    assert sampling_words(one) == ("1 process, 1 sample, 2 chip-s; one value read from each process (its last "
+                                   "match), HOURLY_SAMPLES=12 set, per-process median (the default)")
+
+
+def test_verdicts_that_are_not_paired_say_each_run_too(tmp_path, venv_python):
+    """A real bisection whose metric verdicts are not paired (an executor that cannot interleave, an
+    overlay --python: the metric judge, many runs a request): a line as each run ends."""
+    from hourly.bisect.records import BisectRequest
+    from hourly.bisect.search import Bisector, judge_for
+    from hourly.bisect.windows import flags_window
+    from hourly.measure.settings import effective, keyed
+    from hourly.model import Mode
+    from hourly.render.bisect import LineHandler
+
+    slower = Change("xla", "2023-08-24T03:50:00Z", "[XLA] Slower", {"perf/slow.txt": "0.9\n"})
+    made = make_repos(tmp_path / "repos", busy_day([slower]))
+    work = tmp_path / "work"
+    s, _ = effective(dict(xla_repo=str(made.xla), jax_repo=str(made.jax), build_cmd=str(made.build_script),
+                          python=venv_python, bench_cmd=f"python3 {made.bench_script}", repeats=3, warmup_runs=0,
+                          workdir=str(work)))
+    s = keyed(s)
+    req = BisectRequest("2023-08-24T03:00Z", "2023-08-24T04:30Z", Mode.METRIC)
+    lines: list[str] = []
+    with Bisector(s, Store(work, create=True), Mode.METRIC, req, LineHandler(lines.append),
+                  judge=judge_for(Mode.METRIC, req, s.repeats, 10)) as b:
+        (a,) = b.bisect(flags_window(b, req.good, req.bad, s.tz, False, Mode.METRIC))
+    assert a.culprit is not None and a.culprit.sha == made.shas[slower.subject], a
+    runs = [x for x in lines if re.match(r"^  measuring \S+: run \d+, \d+ chip-s so far$", x)]
+    assert len(runs) == a.runs and any(x.split(": run ")[1].startswith("3,") for x in runs), lines
+    assert a.sampling is not None and a.sampling["one_value"] and a.sampling["processes"] == a.runs
