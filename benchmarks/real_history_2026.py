@@ -73,6 +73,8 @@ from real_bisect import HEADER, TALLY, Load, bisect_once, row, skip  # noqa: E40
 HERE = Path(__file__).resolve().parent
 DISPATCH = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 200 --blocks 20"
 DISPATCH_TPU = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 200 --blocks 50"
+# every block a sample, as many as hourly asks for (HOURLY_SAMPLES): the cost-aware verdicts
+DISPATCH_EACH = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --calls 200 --each"
 FRONTEND = f"{HERE / 'real_jax' / 'frontend_step.py'} --dispatch --repeats 5"
 US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 
@@ -84,6 +86,10 @@ WINDOWS = {
     # the change window's culprit and its two neighbours: the TPU machine's one call
     "tpu": dict(good="2026-06-17 02:00", bad="2026-06-17 05:30", bench=DISPATCH_TPU, metric=US,
                 expect="03652b8bba", expect_class="exact", flags=["--warmup-runs", "0"]),
+    # the same three states, every block of a process a sample, hourly choosing how many
+    "tpu-samples": dict(good="2026-06-17 02:00", bad="2026-06-17 05:30", bench=DISPATCH_EACH, metric=US,
+                        expect="03652b8bba", expect_class="exact",
+                        flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
     # --find-fix: the good end is the fixed, later one
     "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),

@@ -1,6 +1,7 @@
 """Eager dispatch time of one small JAX operation, in µs per call (lower is better).
 
     python3 dispatch_op.py [--op add|neg|index|identity_jit|asarray] [--calls N] [--blocks B] [--stat median|min]
+                           [--each]
 
 The benchmark of benchmarks/real_noise_bisect.py and of the real-history checks in docs/bisect.md.
 It imports nothing but jax (any JAX of 2023 on), so it runs on every state of a bisection. Each
@@ -9,11 +10,17 @@ of the blocks, or with ``--stat min`` their minimum (the timeit convention: on a
 fastest block is the one least disturbed by other processes; the run-to-run noise left is real and
 is what the bisection's statistics deal with).
 
+``--each`` prints one ``dispatch_us:`` line per block instead — every block a sample, for
+``--metric-samples all`` — and takes the number of blocks from ``HOURLY_SAMPLES`` when hourly sets
+it (docs/measuring.md: hourly chooses how many samples a process gives from what a process and a
+sample cost); ``--blocks`` otherwise.
+
 ``--op neg`` is ``lax.neg`` of a small array, eager: one ``Primitive.bind`` per call, so it sees
 every change to JAX's Python bind path. JAX's jnp operators (``x + 1``) are jitted functions from
 2024 on, dispatched in C++ without a Python bind.
 """
 import argparse
+import os
 import statistics
 import time
 
@@ -26,7 +33,10 @@ ap.add_argument("--op", default="add", choices=["add", "neg", "index", "identity
 ap.add_argument("--calls", type=int, default=2000)
 ap.add_argument("--blocks", type=int, default=5)
 ap.add_argument("--stat", default="median", choices=["median", "min"])
+ap.add_argument("--each", action="store_true", help="one dispatch_us: line per block (HOURLY_SAMPLES blocks)")
 a = ap.parse_args()
+if a.each and os.environ.get("HOURLY_SAMPLES", "").isdigit():
+    a.blocks = max(int(os.environ["HOURLY_SAMPLES"]), 1)
 
 x = jnp.ones((8,), jnp.float32)
 ident = jax.jit(lambda v: v)
@@ -45,7 +55,10 @@ for _ in range(a.blocks):
     for _ in range(a.calls):
         jax.block_until_ready(op())
     blocks.append((time.perf_counter() - start) / a.calls * 1e6)
+    if a.each:
+        print(f"dispatch_us: {blocks[-1]:.3f}", flush=True)
 print(f"jax {jax.__version__}, jaxlib {jax.lib.__version__}, op {a.op}, blocks "
       + " ".join(f"{b:.2f}" for b in blocks))
-value = min(blocks) if a.stat == "min" else statistics.median(blocks)
-print(f"dispatch_us: {value:.3f}")
+if not a.each:
+    value = min(blocks) if a.stat == "min" else statistics.median(blocks)
+    print(f"dispatch_us: {value:.3f}")
