@@ -167,6 +167,33 @@ def test_a_pinned_jaxlib_label_is_never_cut_in_the_title():
     assert t.title() == "xla jaxlib-0.10.2→jaxlib-0.10.2 jax 2ed31913ce→da23cf20a2"
 
 
+
+def test_the_outputs_of_both_states_are_set_side_by_side_whole_and_escaped():
+    from hourly.render.explain import outcome_lines, record_markdown, side_by_side
+    rows = side_by_side(["start", "x" * 25, "f = 1", "done"], ["start", "f = 2", "Traceback", "\x1b[31mboom\u202e"], 10)
+    assert rows == ["start        start",
+                    "xxxxxxxxxx",              # a line wider than its column goes on, whole
+                    "xxxxxxxxxx",
+                    "xxxxx      | f = 2",
+                    "f = 1      | Traceback",
+                    "done       | \\x1b[31mboom\\u202e"]  # a terminal's codes shown, never acted on
+    assert side_by_side(["a", "b"], ["a"], 4) == ["a      a", "b    <"]
+    assert side_by_side([], ["only"], 4) == ["     > only"]
+    rec = {"name": "step-1", "title": "jax abc Lower it", "dumps": {"good": "G", "bad": "B"},
+           "no_dump": {"side": "bad", "why": "the first-bad state failed (exit code 1) before XLA dumped a program"},
+           "op_times": {"skipped": "the first-bad state fails (exit code 1): ...", "failed": ["bad"]},
+           "outcomes": {"good": {"passed": True, "how": "passed", "tail": ["ok"], "lines": 1, "log": "g.log"},
+                        "bad": {"passed": False, "how": "exit code 1", "tail": ["```", "boom"], "lines": 90,
+                                "log": "b.log"}}}
+    lines = outcome_lines(rec)
+    assert lines[0] == "  the dump runs: last good passed, first bad exit code 1 (the failure the bisection found)"
+    assert "last good (passed; 1 line)" in lines[2] and "first bad (exit code 1; last 2 of 90 lines)" in lines[2]
+    md = record_markdown(rec)
+    block = md[md.index("```") + 1:]
+    block = block[:block.index("```")]  # the block ends at its own fence, not at the output's
+    assert any("boom" in line for line in block) and any("\'\'\'" in line for line in block)
+    assert "  op times: not joined — the first-bad state fails (exit code 1): ..." in block
+
 # -- end to end: a stand-in jax package whose function under test changes its lowering --------------
 
 if importlib.util.find_spec("jax") is None:  # looked up, not imported: the tests run jax in subprocesses
@@ -490,3 +517,97 @@ def test_the_sweep_finds_the_disabled_pass_that_restores_the_level(capsys, tmp_p
     assert main(["report", "--workdir", str(work)]) == 0
     md = (work / "report" / "report.md").read_text()
     assert "workaround: `XLA_FLAGS=--xla_disable_hlo_passes=fusion-wrapper`" in md
+
+
+# -- a culprit found by exit status: a golden test that fails at the first-bad state ----------------
+
+#: a golden test of the function under test: it compiles and runs in both states, and exits 1 with
+#: the wrong value at the first-bad state (the transpose makes x.T * x, not x * x, of a matrix that
+#: is not symmetric)
+GOLDEN_BENCH = r'''
+import os, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax_demo.kernel import f
+x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+fn = jax.jit(f)
+for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-time join's trace
+    got = float(fn(jnp.asarray(x)).block_until_ready())
+want = float((x.astype(np.float64) ** 2).sum())
+print(f"f(x) = {got:.6g}, expected {want:.6g}")
+if abs(got - want) > 1e-3 * abs(want):
+    sys.exit(f"golden test failed: f(x) = {got:.6g}, expected {want:.6g}")
+print("golden test passed")
+'''
+
+
+
+def test_a_golden_test_culprit_is_explained_by_its_programs_and_both_outputs(capsys, tmp_path, venv_python):
+    """A culprit found by exit status (`--mode exit`: a golden test that fails at the first-bad
+    state) is explained like a metric one: both states compile, so their programs are diffed; the
+    failing run is the evidence, its output beside the passing one's; op times are said to be
+    absent because the first-bad state fails. Before, explain stopped with "the benchmark failed
+    under the profiler at the bad state" (and with --no-op-times, "metric never printed" at the
+    good state)."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, BAD_KERNEL, "--mode", "exit", "--explain", "--json",
+                                          "--warmup-runs", "0", bad="Aug 24 2023 03:30", bench=GOLDEN_BENCH)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    (a,) = json.loads(out.out)["regressions"]
+    assert a["mode"] == "exit" and a["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
+    ex = a["explained"]  # hourly bisect --explain
+    assert "error" not in ex, ex
+    assert any(c["bad"] == "transpose_copy_fusion" for m in ex["modules"] for c in m["changes"])
+    out_text, rec = _explain(capsys, work)  # hourly explain, on the workdir
+    g, b = rec["outcomes"]["good"], rec["outcomes"]["bad"]
+    assert g["passed"] and g["returncode"] == 0 and g["tail"][-1] == "golden test passed"
+    assert not b["passed"] and b["returncode"] == 1 and b["tail"][-1].startswith("golden test failed: f(x) = ")
+    assert "outcomes_note" not in rec
+    f = next(m for m in rec["modules"] if m["key"] == "jit_f")
+    assert not f["identical"] and any(c["bad"] == "transpose_copy_fusion" for c in f["changes"])
+    assert rec["repro"] and Path(rec["repro"]["optimized"]).is_file()
+    assert rec["op_times"]["failed"] == ["bad"] and "first-bad state fails (exit code 1)" in rec["op_times"]["skipped"]
+    assert "transpose_copy_fusion" in out_text
+    assert "the dump runs: last good passed, first bad exit code 1 (the failure the bisection found)" in out_text
+    row = next(line for line in out_text.splitlines() if "golden test failed" in line)
+    assert "golden test passed" in row and " | " in row  # side by side, on one row, marked as differing
+    assert "op times: not joined — the first-bad state fails (exit code 1)" in out_text
+    assert main(["report", "--workdir", str(work)]) == 0
+    md = (work / "report" / "report.md").read_text()
+    assert "## Explained" in md and "golden test failed" in md and "transpose_copy_fusion" in md
+
+
+#: a culprit that breaks the function under test before anything compiles (its module raises at
+#: import); jax is imported only where explain's dump runs look at the program, so the
+#: bisection's runs read exit codes without jax
+LAZY_KERNEL = "def f(x):\n    import jax.numpy as jnp\n    return jnp.sum(x * x)\n"
+BROKEN_KERNEL = 'raise ImportError("jax_demo.kernel: no kernel for this platform")\n'
+IMPORT_BENCH = r'''
+import os
+from jax_demo.kernel import f
+if "--xla_dump_to=" in os.environ.get("XLA_FLAGS", ""):
+    import jax, jax.numpy as jnp
+    print(f"f = {float(jax.jit(f)(jnp.ones((8, 8), jnp.float32))):.1f}")
+print("ok")
+'''
+
+
+def test_a_culprit_that_fails_before_compiling_is_explained_by_its_output(capsys, tmp_path, venv_python):
+    """The quick counterpart of the golden-test explain: an exit-mode culprit whose first-bad
+    state fails at import. Its failure is the evidence (its output beside the last-good one's);
+    there is no program of it to diff, and explain says so instead of failing; op times are
+    absent because it fails."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, BROKEN_KERNEL, "--mode", "exit", "--json",
+                                          "--warmup-runs", "0", bad="Aug 24 2023 03:30", bench=IMPORT_BENCH,
+                                          good_kernel=LAZY_KERNEL)
+    assert code == 0, capsys.readouterr().err
+    out, rec = _explain(capsys, work)
+    g, b = rec["outcomes"]["good"], rec["outcomes"]["bad"]
+    assert g["passed"] and g["tail"] == ["f = 64.0", "ok"] and g["dumped"]
+    assert not b["passed"] and b["how"] == "exit code 1" and not b["dumped"]
+    assert b["tail"][-1] == "ImportError: jax_demo.kernel: no kernel for this platform"
+    assert rec["no_dump"]["side"] == "bad" and rec["modules"] == [] and rec["repro"] is None
+    assert rec["op_times"]["failed"] == ["bad"]
+    assert "HLO: not diffed — the first-bad state failed (exit code 1) before XLA dumped a program" in out
+    assert "ImportError: jax_demo.kernel: no kernel for this platform" in out and "f = 64.0" in out
+    assert f"logs: good {g['log']}  bad {b['log']}" in out

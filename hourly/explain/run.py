@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import cast
 
+from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
@@ -52,7 +54,7 @@ from hourly.explain.plan import (
     target_dir,
     xla_flags,
 )
-from hourly.measure.benchmark import BenchResult, bench_env, run_benchmark
+from hourly.measure.benchmark import BenchResult, BenchSpec, bench_env, read_run, run_benchmark
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
@@ -61,6 +63,10 @@ from hourly.profile.capture import TraceOptions, capture, tracing_command
 from hourly.profile.compare import load_capture, read_trace
 
 SIDES = ("good", "bad")
+#: the states as the answers name them
+STATE = {"good": "last-good state", "bad": "first-bad state"}
+#: the last lines of each dump run's output kept in the record (a culprit found by exit status)
+OUTPUT_LINES = 40
 
 
 @holds_store_lock
@@ -86,6 +92,7 @@ class Explainer:
         self.installed: Pair | None = None
         self.traces: dict[str, Path] = {}
         self.trace_skipped: str | None = None  # why the dump runs are not traced
+        self.fails: dict | None = None  # a culprit found by exit status: the op times' absence, when a state fails
 
     # -- pieces ---------------------------------------------------------------------------------
     def install(self, pair: Pair, label: str) -> None:
@@ -98,6 +105,80 @@ class Explainer:
             raise UserError(f"the {label} of {self.t.name} does not build ({build.log_path})",
                             "run `hourly bisect --retry-failed` or explain another step")
         self.installed = pair
+
+    @property
+    def by_status(self) -> bool:
+        """Whether the culprit was found by exit status (``--mode exit``, a crash window's edge, the
+        ``printed`` mode): a state that fails is then the evidence, not an error of the run."""
+        a = self.t.answer
+        return self.s.mode == "exit" or bool(a and (a.mode in ("exit", "printed") or a.kind in ("crash", "fix")))
+
+    def status_spec(self) -> BenchSpec:
+        """The benchmark as the bisection judged it: by exit status alone, or (``printed``) by
+        whether the metric was printed."""
+        spec = self.s.bench_spec()
+        a = self.t.answer
+        return replace(spec, expect_metric=bool(a and a.mode == "printed"))
+
+    def status_run(self, side: str, pair: Pair) -> tuple[Path, dict]:
+        """The dump run of ``side`` of a culprit found by exit status: a plain run, as the bisection
+        ran the state (no profiler around it), whose output is kept; its dump folder and how it
+        ended. A failing run is recorded, not raised: it is what the bisection found."""
+        out = self.dir / side
+        shutil.rmtree(out, ignore_errors=True)
+        self.install(pair, f"{side} state")
+        self.handler.note(f"{self.t.name}: {side} state xla {cut_side(pair.xla, 10)} jax {pair.jax[:10]}, "
+                          f"dump into {out}")
+        spec = self.status_spec()
+        if spec.cwd and not Path(spec.cwd).is_dir():
+            raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+        spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *dump_flags(out))})
+        log = Path(self.host.store.logs) / f"bench-explain-{self.t.name}-{side}-dump-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        res = proc.run(spec.cmd, cwd=spec.cwd, env=bench_env(spec), timeout=spec.timeout, log_path=log, check=False)
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec)
+        lines = res.output.splitlines()
+        how = {Status.OK: "passed", Status.CRASHED: f"exit code {res.returncode}", Status.TIMEOUT: "timed out",
+               Status.NO_METRIC: "metric never printed"}.get(run.status, run.status.value)
+        return out, {"passed": run.status is Status.OK, "status": run.status.value, "how": how,
+                     "returncode": res.returncode, "log": str(log), "lines": len(lines),
+                     "tail": lines[-OUTPUT_LINES:], "dumped": any(out.glob("*"))}
+
+    def status_dumps(self, rec: dict) -> dict[str, Path] | None:
+        """Both states' dump runs of a culprit found by exit status (``rec["outcomes"]``: how each
+        ended, its output's end); then, where both states run, the dump runs again under the JAX
+        profiler for the op times. The dump folders, or None when a failing state dumped nothing."""
+        dirs, outcomes = {}, {}
+        for side in SIDES:
+            dirs[side], outcomes[side] = self.status_run(side, getattr(self.t, side))
+        rec["outcomes"] = outcomes
+        failed = [side for side in SIDES if not outcomes[side]["passed"]]
+        for side in SIDES:
+            if not outcomes[side]["dumped"] and side not in failed:
+                raise UserError(f"the benchmark wrote no XLA dump at the {side} state of {self.t.name} ({dirs[side]})",
+                                "does it run JAX in the same process, and keep XLA_FLAGS from its environment?")
+        if len(failed) != 1:
+            rec["outcomes_note"] = (
+                f"the dump runs did not show the difference the bisection found: both states "
+                f"{'passed' if not failed else 'failed'} this time (a flaky failure? `hourly bisect --flaky` "
+                "measures each state's failure rate)")
+        if failed:
+            said = "; ".join(f"the {STATE[side]} fails ({outcomes[side]['how']})" for side in failed)
+            self.fails = {"skipped": f"{said}: a state that fails has no op times to set beside the other's; they "
+                                     "are joined only where both states run", "failed": failed}
+        elif self.opts.op_times:
+            spec = self.s.bench_spec()
+            try:
+                tracing_command(spec.cmd, self.dir / "good-trace", python=spec.python)
+            except UserError as e:
+                self.trace_skipped = e.message
+            else:  # both states run: their dump runs again, traced, so that the trace's op names are the dump's
+                dirs = {side: self.dump(side, getattr(self.t, side)) for side in SIDES}
+        empty = [side for side in failed if not outcomes[side]["dumped"]]
+        if empty:
+            rec["no_dump"] = {"side": empty[0], "why": f"the {STATE[empty[0]]} failed ({outcomes[empty[0]]['how']}) "
+                              "before XLA dumped a program: there is no compiled program of it to diff"}
+            return None
+        return dirs
 
     def bench(self, extra: list[str], repeats: int, tag: str) -> BenchResult:
         spec = self.s.bench_spec()
@@ -151,6 +232,8 @@ class Explainer:
         """The changed instructions' times in both states (:mod:`hourly.analysis.op_times`)."""
         if not self.opts.op_times:
             return {"skipped": "--no-op-times"}
+        if self.fails is not None:
+            return self.fails
         if self.trace_skipped is not None:
             return {"skipped": self.trace_skipped,
                     "command": f"hourly profile --workdir {self.host.store.workdir}"}
@@ -190,9 +273,17 @@ class Explainer:
         t = self.t
         rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit.to_json() if t.culprit else None,
                      "good": asdict(t.good), "bad": asdict(t.bad), "dir": str(self.dir)}
-        dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
+        if self.by_status and (self.opts.sweep or self.opts.try_flags or self.opts.revert_check):
+            raise UserError(f"{t.name}'s culprit was found by exit status: --sweep, --try-flag and --revert-check "
+                            "measure the metric's level, which its failing state does not print",
+                            f"run `hourly explain --workdir {self.host.store.workdir} --step {t.step}` without them")
+        if self.by_status:
+            found = self.status_dumps(rec)
+            dirs = found or {side: self.dir / side for side in SIDES}
+        else:
+            found = dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
         rec["dumps"] = {k: str(v) for k, v in dirs.items()}
-        diffs = hlo_diff.diff_dumps(dirs["good"], dirs["bad"])
+        diffs = hlo_diff.diff_dumps(dirs["good"], dirs["bad"]) if found else []
         rec["modules"] = [d.as_dict() for d in diffs]
         rec["identical"] = bool(diffs) and all(d.identical for d in diffs)
         rec["no_modules"] = not diffs

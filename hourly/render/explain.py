@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from hourly.analysis.detect import percent
 from hourly.answers import Answer
+from hourly.render.console import escape_controls
 
 #: instructions listed per module, at most
 MAX_CHANGES = 12
@@ -35,6 +37,8 @@ def _change_lines(c: dict, indent: str = "    ") -> list[str]:
 def hlo_lines(rec: dict) -> list[str]:
     lines = []
     mods = rec.get("modules") or []
+    if rec.get("no_dump"):
+        return [f"  HLO: not diffed — {rec['no_dump']['why']}"]
     if rec.get("no_modules"):
         return ["  no optimized module was dumped (does the benchmark compile with XLA in its own process?)"]
     same = [m for m in mods if m["identical"]]
@@ -81,6 +85,8 @@ def op_time_lines(ot: dict | None) -> list[str]:
     in both states, largest increase first, and what the rest of the ops did."""
     if not ot:
         return []
+    if ot.get("failed"):  # a culprit found by exit status whose failing state has no op times
+        return [f"  op times: not joined — {ot['skipped']}"]
     if ot.get("skipped"):
         cmd = f"; `{ot['command']}` traces both states" if ot.get("command") else ""
         return [f"  op times: not joined ({ot['skipped']}){cmd}"]
@@ -192,10 +198,64 @@ def code_lines(rec: dict) -> list[str]:
     return lines
 
 
+#: the width of each column of the dump runs' outputs set side by side
+COLUMN = 60
+_STATE = {"good": "last good", "bad": "first bad"}
+
+
+def side_by_side(left: list[str], right: list[str], width: int = COLUMN) -> list[str]:
+    """Two outputs in two columns, lines aligned as ``diff --side-by-side`` aligns them: a line in
+    both has no mark, ``|`` a line that differs, ``<`` one only on the left, ``>`` one only on the
+    right. Lines are shown whole (control characters escaped): a left line wider than its column
+    goes on over the next rows, with nothing on their right."""
+    left = [escape_controls(x).expandtabs() for x in left]
+    right = [escape_controls(x).expandtabs() for x in right]
+    rows: list[tuple[str | None, str, str | None]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+        if op == "equal":
+            rows += [(left[i], " ", right[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+            continue
+        ls, rs = left[i1:i2], right[j1:j2]
+        for k in range(max(len(ls), len(rs))):
+            lt, rt = (ls[k] if k < len(ls) else None), (rs[k] if k < len(rs) else None)
+            rows.append((lt, "|" if lt is not None and rt is not None else "<" if rt is None else ">", rt))
+    out = []
+    for lt, mark, rt in rows:
+        text = lt or ""
+        chunks = [text[i:i + width] for i in range(0, len(text), width)] or [""]
+        for k, chunk in enumerate(chunks):
+            last = k == len(chunks) - 1
+            line = f"{chunk:<{width}} {mark if last else ' '} {rt if last and rt is not None else ''}"
+            out.append(line.rstrip())
+    return out
+
+
+def outcome_lines(rec: dict) -> list[str]:
+    """A culprit found by exit status: how each state's dump run ended, and both outputs side by
+    side (their last lines; the logs hold all of them)."""
+    oc = rec.get("outcomes")
+    if not oc:
+        return []
+    g, b = oc["good"], oc["bad"]
+    lines = [f"  the dump runs: last good {g['how']}, first bad {b['how']}"
+             + (" (the failure the bisection found)" if g["passed"] and not b["passed"] else "")]
+    if rec.get("outcomes_note"):
+        lines.append(f"  note: {rec['outcomes_note']}")
+    shown = {side: (f"last {len(oc[side]['tail'])} of {oc[side]['lines']} lines" if oc[side]["lines"] > len(oc[side]["tail"])
+                    else f"{oc[side]['lines']} line{'s' if oc[side]['lines'] != 1 else ''}") for side in ("good", "bad")}
+    head = f"{_STATE['good']} ({g['how']}; {shown['good']})"
+    lines.append("  their outputs, side by side:")
+    lines.append(f"    {head:<{COLUMN - 4}}   {_STATE['bad']} ({b['how']}; {shown['bad']})")
+    lines += [f"    {x}".rstrip() for x in side_by_side(g["tail"], b["tail"], COLUMN - 4)]
+    lines.append(f"    logs: good {g['log']}  bad {b['log']}")
+    return lines
+
+
 def explain_lines(rec: dict) -> list[str]:
     """One record as terminal lines (text from outside is printed verbatim)."""
     lines = [f"{rec['name']}: {rec['title']}"]
     lines += hlo_lines(rec)
+    lines += outcome_lines(rec)
     lines += op_time_lines(rec.get("op_times"))
     lines += code_lines(rec)
     rp = rec.get("repro")
@@ -260,10 +320,9 @@ def record_markdown(rec: dict, heading: str = "###") -> list[str]:
         return [f"- explain: {_md(explained_stage_lines(rec)[0].strip())}", ""]
     md.append(f"{heading} {_md(rec['name'])}: {_md(rec['title'])}")
     md.append("")
+    block = [*hlo_lines(rec), *outcome_lines(rec), *op_time_lines(rec.get("op_times")), *code_lines(rec)]
     md.append("```")
-    md += hlo_lines(rec)
-    md += op_time_lines(rec.get("op_times"))
-    md += code_lines(rec)
+    md += [escape_controls(line).replace("```", "'''") for line in block]  # text from outside: no fence closes here
     md.append("```")
     md.append("")
     rp = rec.get("repro")
