@@ -168,6 +168,31 @@ def test_a_pinned_jaxlib_label_is_never_cut_in_the_title():
 
 
 
+def test_a_setting_restores_a_failing_state_only_when_its_passes_are_no_chance():
+    from hourly.explain.run import status_verdict
+    from hourly.render.explain import revert_sentence, sweep_lines
+    assert status_verdict([True, True], 1.0) == ("restores", "passes 2 of 2 runs (the first-bad state fails 100% of its runs)")
+    assert status_verdict([False, False, False], 1.0) == ("does not restore", "fails 3 of 3 runs")
+    assert status_verdict([True, False], 1.0) == ("unsure", "fails 1 of 2 runs")
+    # a flaky first-bad state (fails half its runs): three passes come by chance one time in eight
+    verdict, why = status_verdict([True] * 3, 0.5)
+    assert verdict == "unsure" and "by chance 12%" in why
+    assert status_verdict([True] * 5, 0.5)[0] == "restores"  # 3 %
+    lines = sweep_lines({"by_status": True, "passes": ["algsimp"], "bad_rate": 1.0, "workaround": None,
+                         "measured": [{"flag": "--xla_disable_hlo_passes=algsimp", "verdict": "does not restore",
+                                       "why": "fails 2 of 2 runs"}]})
+    assert lines == ["  passes whose effect differs: algsimp",
+                     "  judged by exit status: the first-bad state fails 100% of its runs; a setting restores when "
+                     "every run under it passes",
+                     "    --xla_disable_hlo_passes=algsimp: does not restore (fails 2 of 2 runs)",
+                     "  no setting tried makes the first-bad state pass"]
+    rv = {"by_status": True, "repo": "jax", "culprit": "abcdef0123456789", "ref": "main",
+          "tip_runs": {"passed": 3, "runs": 3}, "reverted_runs": {"passed": 3, "runs": 3},
+          "verdict": "does not fail at the tip"}
+    assert revert_sentence(rv) == ("jax abcdef0123 need not be reverted on main: it does not fail there "
+                                   "(the tip passes 3 of 3 runs, reverted 3 of 3)")
+
+
 def test_the_outputs_of_both_states_are_set_side_by_side_whole_and_escaped():
     from hourly.render.explain import outcome_lines, record_markdown, side_by_side
     rows = side_by_side(["start", "x" * 25, "f = 1", "done"], ["start", "f = 2", "Traceback", "\x1b[31mboom\u202e"], 10)
@@ -572,9 +597,24 @@ def test_a_golden_test_culprit_is_explained_by_its_programs_and_both_outputs(cap
     row = next(line for line in out_text.splitlines() if "golden test failed" in line)
     assert "golden test passed" in row and " | " in row  # side by side, on one row, marked as differing
     assert "op times: not joined — the first-bad state fails (exit code 1)" in out_text
+    # the sweep and the revert check, judged by exit status: runs that pass or fail, no level
+    fast_math = "--xla_cpu_enable_fast_math=false"
+    out_text, rec = _explain(capsys, work, "--sweep", "--max-passes", "1", "--repeats", "2", "--try-flag", fast_math,
+                             "--revert-check", "--no-op-times")
+    sw = rec["sweep"]
+    assert sw["by_status"] and sw["passes"] and sw["bad_rate"] == 1.0
+    assert [r["flag"] for r in sw["measured"]] == [f"--xla_disable_hlo_passes={sw['passes'][0]}", fast_math]
+    flag_row = sw["measured"][1]
+    assert (flag_row["verdict"], flag_row["why"]) == ("does not restore", "fails 2 of 2 runs")
+    rv = rec["revert"]
+    assert rv["verdict"] == "restores", rv
+    assert rv["tip_runs"] == {"passed": 0, "runs": 2} and rv["reverted_runs"] == {"passed": 2, "runs": 2}
+    assert f"{fast_math}: does not restore (fails 2 of 2 runs)" in out_text
+    assert "the tip passes 0 of 2 runs, reverted 2 of 2" in out_text
     assert main(["report", "--workdir", str(work)]) == 0
     md = (work / "report" / "report.md").read_text()
     assert "## Explained" in md and "golden test failed" in md and "transpose_copy_fusion" in md
+    assert f"`{fast_math}`: does not restore (fails 2 of 2 runs)" in md and "revert check: reverting jax" in md
 
 
 #: a culprit that breaks the function under test before anything compiles (its module raises at

@@ -180,6 +180,25 @@ class Explainer:
             return None
         return dirs
 
+    def passes(self, pair: Pair, label: str, extra: list[str], tag: str) -> tuple[list[bool], str | None]:
+        """``--repeats`` runs of ``pair`` (with ``extra`` XLA flags), each judged as the bisection
+        judged the states: passed or not; and the first failure's detail."""
+        self.install(pair, label)
+        spec = self.status_spec()
+        if extra:
+            spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *extra)})
+        res = run_benchmark(spec, self.repeats, self.host.store.logs, f"explain-{self.t.name}-{tag}")
+        return [r.status is Status.OK for r in res.counted], res.detail()
+
+    def bad_rate(self) -> float:
+        """How often the first-bad state fails: the bisection's count where it kept one, else always."""
+        a = self.t.answer
+        r = (a.failure_rates or {}).get("first_bad") if a else None
+        return r.rate if r is not None and r.rate is not None else 1.0
+
+    def status_verdict(self, ran: list[bool]) -> tuple[str, str]:
+        return status_verdict(ran, self.bad_rate())
+
     def bench(self, extra: list[str], repeats: int, tag: str) -> BenchResult:
         spec = self.s.bench_spec()
         if extra:
@@ -195,7 +214,7 @@ class Explainer:
                           f"{'per-pass ' if passes else ''}dump into {out}{' under the JAX profiler' if traced else ''}")
         if not (traced and self.traced_dump(side, out)):
             res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
-            if res.status is not Status.OK:
+            if res.status is not Status.OK and not self.by_status:  # by status, a failing state is the evidence
                 raise UserError(f"the benchmark failed at the {side} state of {self.t.name} with the dump flags "
                                 f"({res.detail()})", "check that it runs with XLA_FLAGS=--xla_dump_to=DIR")
         if not any(out.glob("*")):
@@ -273,10 +292,6 @@ class Explainer:
         t = self.t
         rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit.to_json() if t.culprit else None,
                      "good": asdict(t.good), "bad": asdict(t.bad), "dir": str(self.dir)}
-        if self.by_status and (self.opts.sweep or self.opts.try_flags or self.opts.revert_check):
-            raise UserError(f"{t.name}'s culprit was found by exit status: --sweep, --try-flag and --revert-check "
-                            "measure the metric's level, which its failing state does not print",
-                            f"run `hourly explain --workdir {self.host.store.workdir} --step {t.step}` without them")
         if self.by_status:
             found = self.status_dumps(rec)
             dirs = found or {side: self.dir / side for side in SIDES}
@@ -310,10 +325,12 @@ class Explainer:
             dumps = {side: hlo_diff.pass_dumps(self.dump(side, getattr(self.t, side), passes=True, modules=changed))
                      for side in SIDES}
             passes = hlo_diff.differing_passes(dumps["good"], dumps["bad"])
-        self.baseline("good")
-        self.baseline("bad")
         settings = [(f"--xla_disable_hlo_passes={p}", "pass", p) for p in passes[:self.opts.max_passes]]
         settings += [(f, "flag", f) for f in self.opts.try_flags]
+        if self.by_status:
+            return self.status_sweep(passes, settings)
+        self.baseline("good")
+        self.baseline("bad")
         rows: list[dict] = []
         for flag, kind, what in settings:
             row: dict = {"flag": flag, "kind": kind, "what": what}
@@ -334,6 +351,20 @@ class Explainer:
         return {"passes": passes, "measured": rows, "good_median": mg, "bad_median": mb,
                 "workaround": best["flag"] if best else None,
                 "skipped_passes": passes[self.opts.max_passes:]}
+
+    def status_sweep(self, passes: list[str], settings: list[tuple[str, str, str]]) -> dict:
+        """The sweep of a culprit found by exit status: the first-bad state run under each setting,
+        each run judged passed or failed (:meth:`status_verdict`)."""
+        rows: list[dict] = []
+        for flag, kind, what in settings:
+            self.handler.note(f"{self.t.name}: first-bad state with {flag} ({self.repeats} runs)")
+            ran, detail = self.passes(self.t.bad, "bad state", [flag], f"sweep-{len(rows) + 1}")
+            verdict, why = self.status_verdict(ran) if ran else ("failed", detail or "no run")
+            rows.append({"flag": flag, "kind": kind, "what": what, "verdict": verdict, "why": why,
+                         "passed": ran.count(True), "runs": len(ran)})
+        best = next((r for r in rows if r["verdict"] == "restores"), None)
+        return {"by_status": True, "passes": passes, "measured": rows, "bad_rate": self.bad_rate(),
+                "workaround": best["flag"] if best else None, "skipped_passes": passes[self.opts.max_passes:]}
 
     def sampled(self, flag: str, tag: str) -> tuple[list[float], str]:
         """Runs of the first-bad state under ``flag``; while they fit neither end, more, one run
@@ -363,6 +394,20 @@ class Explainer:
                     self.baselines[side] = self.baselines[side] + one.samples
         return samples, ""
 
+    def status_revert(self, tip_ran: list[bool]) -> dict:
+        """The revert check of a culprit found by exit status, the reverted build installed: its
+        runs and the plain tip's, each judged passed or failed."""
+        spec = self.status_spec()
+        res = run_benchmark(spec, self.repeats, self.host.store.logs, f"explain-{self.t.name}-revert-reverted")
+        ran = [r.status is Status.OK for r in res.counted]
+        rec = {"by_status": True, "tip_runs": _passed(tip_ran), "reverted_runs": _passed(ran)}
+        if not tip_ran or not ran:
+            return {**rec, "verdict": "could not be measured", "detail": res.detail()}
+        if all(tip_ran):
+            return {**rec, "verdict": "does not fail at the tip"}
+        verdict, why = self.status_verdict(ran)
+        return {**rec, "verdict": "does not restore it" if verdict == "does not restore" else verdict, "why": why}
+
     def revert_check(self) -> dict:
         c = self.t.culprit
         if not c:
@@ -391,10 +436,14 @@ class Explainer:
             out["verdict"] = "does not revert cleanly"
             return out
         # the step's size, from fresh samples of both ends (the share restored is of it)
-        mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
+        if not self.by_status:
+            mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
         self.handler.note(f"{self.t.name}: measuring {ref} at xla {cut_side(tip.xla, 10)} jax {tip.jax[:10]} ({self.repeats} runs)")
-        self.install(tip, f"tip of {ref}")
-        plain = self.bench([], self.repeats, "revert-tip")
+        if self.by_status:
+            tip_ran, _ = self.passes(tip, f"tip of {ref}", [], "revert-tip")
+        else:
+            self.install(tip, f"tip of {ref}")
+            plain = self.bench([], self.repeats, "revert-tip")
         spec = build_spec(self.s)
         spec = replace(spec, picks=[*spec.picks, f"revert {c.repo}@{c.sha}"])  # a build identity of its own
         # the builder only checks out through its workspace: a reverting one stands in for it
@@ -407,6 +456,8 @@ class Explainer:
             out.update(verdict="does not build reverted", log=build.log_path)
             return out
         self.installed = None  # the reverted build is installed: not a pair anyone else measures
+        if self.by_status:
+            return {**out, **self.status_revert(tip_ran)}
         reverted = self.bench([], self.repeats, "revert-reverted")
         if not plain.samples or not reverted.samples:
             out.update(verdict="could not be measured", detail=plain.detail() or reverted.detail())
@@ -420,6 +471,27 @@ class Explainer:
         out.update(tip_median=mp, tip_samples=plain.samples, reverted_median=mr, reverted_samples=reverted.samples,
                    separation=apart, restored=frac, verdict="restores" if restores else "does not restore it")
         return out
+
+
+def status_verdict(ran: list[bool], rate: float) -> tuple[str, str]:
+    """Whether runs of the first-bad state under a setting (or reverted), each passed or not,
+    restore the passing state: every run passes, and that many passes would be unlikely (p < 0.05)
+    at the first-bad state's own failure rate ``rate``; every run failing does not restore it;
+    anything else is unsure. The verdict and why."""
+    n, failed = len(ran), ran.count(False)
+    if failed == n:
+        return "does not restore", f"fails {failed} of {n} runs"
+    if failed:
+        return "unsure", f"fails {failed} of {n} runs"
+    chance = (1 - rate) ** n
+    if chance < 0.05:
+        return "restores", f"passes {n} of {n} runs (the first-bad state fails {rate:.0%} of its runs)"
+    return "unsure", (f"passes {n} of {n} runs, but the first-bad state fails only {rate:.0%} of its runs: "
+                      f"{n} passes come by chance {chance:.0%} of the time (more --repeats tell)")
+
+
+def _passed(ran: list[bool]) -> dict:
+    return {"passed": ran.count(True), "runs": len(ran)}
 
 
 def _revert(repo: GitRepo, sha: str) -> bool:

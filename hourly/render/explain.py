@@ -139,6 +139,16 @@ def sweep_lines(sw: dict) -> list[str]:
         lines.append(f"  passes whose effect differs: {', '.join(sw['passes'])}")
     elif "passes" in sw:
         lines.append("  no pass's effect differs between the states (or no per-pass dump)")
+    if sw.get("by_status"):  # a culprit found by exit status: each setting's runs passed or failed
+        lines.append(f"  judged by exit status: the first-bad state fails {sw['bad_rate']:.0%} of its runs; "
+                     "a setting restores when every run under it passes")
+        for r in sw.get("measured", []):
+            lines.append(f"    {r['flag']}: {r['verdict']} ({r['why']})")
+        lines.append(f"  workaround: XLA_FLAGS={sw['workaround']}" if sw.get("workaround")
+                     else "  no setting tried makes the first-bad state pass")
+        if sw.get("skipped_passes"):
+            lines.append(f"  not measured (--max-passes): {', '.join(sw['skipped_passes'])}")
+        return lines
     lines.append(f"  levels: last good {_num(sw['good_median'])}, first bad {_num(sw['bad_median'])}")
     for r in sw.get("measured", []):
         if r["verdict"] == "failed":
@@ -158,6 +168,12 @@ def sweep_lines(sw: dict) -> list[str]:
 def revert_sentence(rv: dict) -> str:
     what = f"{rv.get('repo')} {str(rv.get('culprit') or '')[:10]}".strip()
     v = rv.get("verdict", "")
+    if rv.get("by_status") and "tip_runs" in rv:  # judged by exit status: runs passed of runs
+        t, r = rv["tip_runs"], rv.get("reverted_runs") or {"passed": 0, "runs": 0}
+        runs = f"the tip passes {t['passed']} of {t['runs']} runs, reverted {r['passed']} of {r['runs']}"
+        if v == "does not fail at the tip":
+            return f"{what} need not be reverted on {rv['ref']}: it does not fail there ({runs})"
+        return f"reverting {what} on {rv['ref']}: {v} ({runs}{'; ' + rv['why'] if rv.get('why') else ''})"
     if v == "restores":
         frac = rv.get("restored")
         pct = f" {frac * 100:.0f} %" if frac is not None else ""
@@ -331,7 +347,12 @@ def record_markdown(rec: dict, heading: str = "###") -> list[str]:
                                                           if rp.get("fusion_file") else ""))
         md.append(f"  - replay: `{rp['commands'][0]}`")
     sw = rec.get("sweep")
-    if sw:
+    if sw and sw.get("by_status"):
+        md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
+                  else "- workaround: none of the settings tried makes the first-bad state pass")
+        for r in sw.get("measured", []):
+            md.append(f"  - `{r['flag']}`: {r['verdict']} ({_md(r['why'])})")
+    elif sw:
         md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
                   else "- workaround: none of the settings tried restores the good level")
         for r in sw.get("measured", []):
