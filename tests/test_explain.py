@@ -651,3 +651,40 @@ def test_a_culprit_that_fails_before_compiling_is_explained_by_its_output(capsys
     assert "HLO: not diffed — the first-bad state failed (exit code 1) before XLA dumped a program" in out
     assert "ImportError: jax_demo.kernel: no kernel for this platform" in out and "f = 64.0" in out
     assert f"logs: good {g['log']}  bad {b['log']}" in out
+
+
+#: a failure the dump runs do not show: the first-bad state (its planted factor) fails, but not
+#: when XLA_FLAGS name a dump folder, as a flaky failure may pass when explain runs it
+NOT_WHEN_DUMPING_BENCH = r'''
+import os, sys
+import jax_demo
+if "--xla_dump_to=" in os.environ.get("XLA_FLAGS", ""):
+    import jax, jax.numpy as jnp
+    from jax_demo.kernel import f
+    fn = jax.jit(f)
+    x = jnp.ones((8, 8), jnp.float32)
+    for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-time join's trace
+        fn(x).block_until_ready()
+elif jax_demo.FACTOR < 0.9:
+    sys.exit("the planted failure")
+print("ok")
+'''
+
+
+def test_a_failure_the_dump_runs_do_not_show_is_said_and_both_states_are_timed(capsys, tmp_path, venv_python):
+    """An exit-mode culprit whose first-bad state passes when explain runs it (a flaky failure):
+    the answer says that the dump runs did not show the bisection's difference, and, both states
+    running, joins their op times from traced dump runs."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--mode", "exit", "--json",
+                                          "--warmup-runs", "0", extra={"perf/slow.txt": "0.8\n"},
+                                          bad="Aug 24 2023 03:30", bench=NOT_WHEN_DUMPING_BENCH)
+    assert code == 0, capsys.readouterr().err
+    out, rec = _explain(capsys, work)
+    assert rec["outcomes"]["good"]["passed"] and rec["outcomes"]["bad"]["passed"]
+    assert "both states passed this time" in rec["outcomes_note"] and "hourly bisect --flaky" in rec["outcomes_note"]
+    assert "note: the dump runs did not show the difference the bisection found" in out
+    assert rec["identical"]  # x ** 2 for x * x: the same program
+    ot = rec["op_times"]
+    assert ot["source"] == "hlo_op" and ot["ops"]["good"] > 0 and ot["ops"]["bad"] > 0
+    assert all(Path(ot["traces"][side]).is_dir() for side in ("good", "bad"))
+
