@@ -651,6 +651,13 @@ def test_a_culprit_that_fails_before_compiling_is_explained_by_its_output(capsys
     assert "HLO: not diffed — the first-bad state failed (exit code 1) before XLA dumped a program" in out
     assert "ImportError: jax_demo.kernel: no kernel for this platform" in out and "f = 64.0" in out
     assert f"logs: good {g['log']}  bad {b['log']}" in out
+    # hourly profile compares two states that run: it says so, names explain, and builds nothing
+    capsys.readouterr()
+    assert main(["profile", "--workdir", str(work)]) == 1
+    err = capsys.readouterr().err
+    assert "the bisected culprit in" in err and "was found by exit status" in err
+    assert f"`hourly explain --workdir {work}` diffs their programs" in err
+    assert not (work / "profiles").exists()
 
 
 #: a failure the dump runs do not show: the first-bad state (its planted factor) fails, but not
