@@ -188,7 +188,13 @@ SLOW: dict[str, tuple[str, ...]] = {
                         "test_bisect_explain_adds_the_explanation_to_the_answer",
                         "test_the_sweep_finds_the_disabled_pass_that_restores_the_level",
                         "test_the_sweep_measures_each_differing_pass_and_every_try_flag_and_a_clean_revert_restores",
-                        "test_a_conflicting_revert_is_said"),
+                        "test_a_conflicting_revert_is_said",
+                        # by exit status: the failing state's output and no dump, the quick
+                        # test_a_culprit_that_fails_before_compiling_is_explained_by_its_output
+                        "test_a_golden_test_culprit_is_explained_by_its_programs_and_both_outputs",
+                        # traced dump runs after plain ones: the no-scan test's traced dumps and
+                        # the quick exit-status test's plain ones
+                        "test_a_failure_the_dump_runs_do_not_show_is_said_and_both_states_are_timed"),
     # two real scans racing for one Python; the lock logic: test_faults' lock tests
     "test_identity.py": ("test_two_runs_with_one_python_exclude_each_other",),
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan

@@ -167,6 +167,58 @@ def test_a_pinned_jaxlib_label_is_never_cut_in_the_title():
     assert t.title() == "xla jaxlib-0.10.2→jaxlib-0.10.2 jax 2ed31913ce→da23cf20a2"
 
 
+
+def test_a_setting_restores_a_failing_state_only_when_its_passes_are_no_chance():
+    from hourly.explain.run import status_verdict
+    from hourly.render.explain import revert_sentence, sweep_lines
+    assert status_verdict([True, True], 1.0) == ("restores", "passes 2 of 2 runs (the first-bad state fails 100% of its runs)")
+    assert status_verdict([False, False, False], 1.0) == ("does not restore", "fails 3 of 3 runs")
+    assert status_verdict([True, False], 1.0) == ("unsure", "fails 1 of 2 runs")
+    # a flaky first-bad state (fails half its runs): three passes come by chance one time in eight
+    verdict, why = status_verdict([True] * 3, 0.5)
+    assert verdict == "unsure" and "by chance 12%" in why
+    assert status_verdict([True] * 5, 0.5)[0] == "restores"  # 3 %
+    lines = sweep_lines({"by_status": True, "passes": ["algsimp"], "bad_rate": 1.0, "workaround": None,
+                         "measured": [{"flag": "--xla_disable_hlo_passes=algsimp", "verdict": "does not restore",
+                                       "why": "fails 2 of 2 runs"}]})
+    assert lines == ["  passes whose effect differs: algsimp",
+                     "  judged by exit status: the first-bad state fails 100% of its runs; a setting restores when "
+                     "every run under it passes",
+                     "    --xla_disable_hlo_passes=algsimp: does not restore (fails 2 of 2 runs)",
+                     "  no setting tried makes the first-bad state pass"]
+    rv = {"by_status": True, "repo": "jax", "culprit": "abcdef0123456789", "ref": "main",
+          "tip_runs": {"passed": 3, "runs": 3}, "reverted_runs": {"passed": 3, "runs": 3},
+          "verdict": "does not fail at the tip"}
+    assert revert_sentence(rv) == ("jax abcdef0123 need not be reverted on main: it does not fail there "
+                                   "(the tip passes 3 of 3 runs, reverted 3 of 3)")
+
+
+def test_the_outputs_of_both_states_are_set_side_by_side_whole_and_escaped():
+    from hourly.render.explain import outcome_lines, record_markdown, side_by_side
+    rows = side_by_side(["start", "x" * 25, "f = 1", "done"], ["start", "f = 2", "Traceback", "\x1b[31mboom\u202e"], 10)
+    assert rows == ["start        start",
+                    "xxxxxxxxxx",              # a line wider than its column goes on, whole
+                    "xxxxxxxxxx",
+                    "xxxxx      | f = 2",
+                    "f = 1      | Traceback",
+                    "done       | \\x1b[31mboom\\u202e"]  # a terminal's codes shown, never acted on
+    assert side_by_side(["a", "b"], ["a"], 4) == ["a      a", "b    <"]
+    assert side_by_side([], ["only"], 4) == ["     > only"]
+    rec = {"name": "step-1", "title": "jax abc Lower it", "dumps": {"good": "G", "bad": "B"},
+           "no_dump": {"side": "bad", "why": "the first-bad state failed (exit code 1) before XLA dumped a program"},
+           "op_times": {"skipped": "the first-bad state fails (exit code 1): ...", "failed": ["bad"]},
+           "outcomes": {"good": {"passed": True, "how": "passed", "tail": ["ok"], "lines": 1, "log": "g.log"},
+                        "bad": {"passed": False, "how": "exit code 1", "tail": ["```", "boom"], "lines": 90,
+                                "log": "b.log"}}}
+    lines = outcome_lines(rec)
+    assert lines[0] == "  the dump runs: last good passed, first bad exit code 1 (the failure the bisection found)"
+    assert "last good (passed; 1 line)" in lines[2] and "first bad (exit code 1; last 2 of 90 lines)" in lines[2]
+    md = record_markdown(rec)
+    block = md[md.index("```") + 1:]
+    block = block[:block.index("```")]  # the block ends at its own fence, not at the output's
+    assert any("boom" in line for line in block) and any("\'\'\'" in line for line in block)
+    assert "  op times: not joined — the first-bad state fails (exit code 1): ..." in block
+
 # -- end to end: a stand-in jax package whose function under test changes its lowering --------------
 
 if importlib.util.find_spec("jax") is None:  # looked up, not imported: the tests run jax in subprocesses
@@ -490,3 +542,156 @@ def test_the_sweep_finds_the_disabled_pass_that_restores_the_level(capsys, tmp_p
     assert main(["report", "--workdir", str(work)]) == 0
     md = (work / "report" / "report.md").read_text()
     assert "workaround: `XLA_FLAGS=--xla_disable_hlo_passes=fusion-wrapper`" in md
+
+
+# -- a culprit found by exit status: a golden test that fails at the first-bad state ----------------
+
+#: a golden test of the function under test: it compiles and runs in both states, and exits 1 with
+#: the wrong value at the first-bad state (the transpose makes x.T * x, not x * x, of a matrix that
+#: is not symmetric)
+GOLDEN_BENCH = r'''
+import os, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax_demo.kernel import f
+x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+fn = jax.jit(f)
+for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-time join's trace
+    got = float(fn(jnp.asarray(x)).block_until_ready())
+want = float((x.astype(np.float64) ** 2).sum())
+print(f"f(x) = {got:.6g}, expected {want:.6g}")
+if abs(got - want) > 1e-3 * abs(want):
+    sys.exit(f"golden test failed: f(x) = {got:.6g}, expected {want:.6g}")
+print("golden test passed")
+'''
+
+
+
+def test_a_golden_test_culprit_is_explained_by_its_programs_and_both_outputs(capsys, tmp_path, venv_python):
+    """A culprit found by exit status (`--mode exit`: a golden test that fails at the first-bad
+    state) is explained like a metric one: both states compile, so their programs are diffed; the
+    failing run is the evidence, its output beside the passing one's; op times are said to be
+    absent because the first-bad state fails. Before, explain stopped with "the benchmark failed
+    under the profiler at the bad state" (and with --no-op-times, "metric never printed" at the
+    good state)."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, BAD_KERNEL, "--mode", "exit", "--explain", "--json",
+                                          "--warmup-runs", "0", bad="Aug 24 2023 03:30", bench=GOLDEN_BENCH)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    (a,) = json.loads(out.out)["regressions"]
+    assert a["mode"] == "exit" and a["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
+    ex = a["explained"]  # hourly bisect --explain
+    assert "error" not in ex, ex
+    assert any(c["bad"] == "transpose_copy_fusion" for m in ex["modules"] for c in m["changes"])
+    out_text, rec = _explain(capsys, work)  # hourly explain, on the workdir
+    g, b = rec["outcomes"]["good"], rec["outcomes"]["bad"]
+    assert g["passed"] and g["returncode"] == 0 and g["tail"][-1] == "golden test passed"
+    assert not b["passed"] and b["returncode"] == 1 and b["tail"][-1].startswith("golden test failed: f(x) = ")
+    assert "outcomes_note" not in rec
+    f = next(m for m in rec["modules"] if m["key"] == "jit_f")
+    assert not f["identical"] and any(c["bad"] == "transpose_copy_fusion" for c in f["changes"])
+    assert rec["repro"] and Path(rec["repro"]["optimized"]).is_file()
+    assert rec["op_times"]["failed"] == ["bad"] and "first-bad state fails (exit code 1)" in rec["op_times"]["skipped"]
+    assert "transpose_copy_fusion" in out_text
+    assert "the dump runs: last good passed, first bad exit code 1 (the failure the bisection found)" in out_text
+    row = next(line for line in out_text.splitlines() if "golden test failed" in line)
+    assert "golden test passed" in row and " | " in row  # side by side, on one row, marked as differing
+    assert "op times: not joined — the first-bad state fails (exit code 1)" in out_text
+    # the sweep and the revert check, judged by exit status: runs that pass or fail, no level
+    fast_math = "--xla_cpu_enable_fast_math=false"
+    out_text, rec = _explain(capsys, work, "--sweep", "--max-passes", "1", "--repeats", "2", "--try-flag", fast_math,
+                             "--revert-check", "--no-op-times")
+    sw = rec["sweep"]
+    assert sw["by_status"] and sw["passes"] and sw["bad_rate"] == 1.0
+    assert [r["flag"] for r in sw["measured"]] == [f"--xla_disable_hlo_passes={sw['passes'][0]}", fast_math]
+    flag_row = sw["measured"][1]
+    assert (flag_row["verdict"], flag_row["why"]) == ("does not restore", "fails 2 of 2 runs")
+    rv = rec["revert"]
+    assert rv["verdict"] == "restores", rv
+    assert rv["tip_runs"] == {"passed": 0, "runs": 2} and rv["reverted_runs"] == {"passed": 2, "runs": 2}
+    assert f"{fast_math}: does not restore (fails 2 of 2 runs)" in out_text
+    assert "the tip passes 0 of 2 runs, reverted 2 of 2" in out_text
+    assert main(["report", "--workdir", str(work)]) == 0
+    md = (work / "report" / "report.md").read_text()
+    assert "## Explained" in md and "golden test failed" in md and "transpose_copy_fusion" in md
+    assert f"`{fast_math}`: does not restore (fails 2 of 2 runs)" in md and "revert check: reverting jax" in md
+
+
+#: a culprit that breaks the function under test before anything compiles (its module raises at
+#: import); jax is imported only where explain's dump runs look at the program, so the
+#: bisection's runs read exit codes without jax
+LAZY_KERNEL = "def f(x):\n    import jax.numpy as jnp\n    return jnp.sum(x * x)\n"
+BROKEN_KERNEL = 'raise ImportError("jax_demo.kernel: no kernel for this platform")\n'
+IMPORT_BENCH = r'''
+import os
+from jax_demo.kernel import f
+if "--xla_dump_to=" in os.environ.get("XLA_FLAGS", ""):
+    import jax, jax.numpy as jnp
+    print(f"f = {float(jax.jit(f)(jnp.ones((8, 8), jnp.float32))):.1f}")
+print("ok")
+'''
+
+
+def test_a_culprit_that_fails_before_compiling_is_explained_by_its_output(capsys, tmp_path, venv_python):
+    """The quick counterpart of the golden-test explain: an exit-mode culprit whose first-bad
+    state fails at import. Its failure is the evidence (its output beside the last-good one's);
+    there is no program of it to diff, and explain says so instead of failing; op times are
+    absent because it fails."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, BROKEN_KERNEL, "--mode", "exit", "--json",
+                                          "--warmup-runs", "0", bad="Aug 24 2023 03:30", bench=IMPORT_BENCH,
+                                          good_kernel=LAZY_KERNEL)
+    assert code == 0, capsys.readouterr().err
+    out, rec = _explain(capsys, work)
+    g, b = rec["outcomes"]["good"], rec["outcomes"]["bad"]
+    assert g["passed"] and g["tail"] == ["f = 64.0", "ok"] and g["dumped"]
+    assert not b["passed"] and b["how"] == "exit code 1" and not b["dumped"]
+    assert b["tail"][-1] == "ImportError: jax_demo.kernel: no kernel for this platform"
+    assert rec["no_dump"]["side"] == "bad" and rec["modules"] == [] and rec["repro"] is None
+    assert rec["op_times"]["failed"] == ["bad"]
+    assert "HLO: not diffed — the first-bad state failed (exit code 1) before XLA dumped a program" in out
+    assert "ImportError: jax_demo.kernel: no kernel for this platform" in out and "f = 64.0" in out
+    assert f"logs: good {g['log']}  bad {b['log']}" in out
+    # hourly profile compares two states that run: it says so, names explain, and builds nothing
+    capsys.readouterr()
+    assert main(["profile", "--workdir", str(work)]) == 1
+    err = capsys.readouterr().err
+    assert "the bisected culprit in" in err and "was found by exit status" in err
+    assert f"`hourly explain --workdir {work}` diffs their programs" in err
+    assert not (work / "profiles").exists()
+
+
+#: a failure the dump runs do not show: the first-bad state (its planted factor) fails, but not
+#: when XLA_FLAGS name a dump folder, as a flaky failure may pass when explain runs it
+NOT_WHEN_DUMPING_BENCH = r'''
+import os, sys
+import jax_demo
+if "--xla_dump_to=" in os.environ.get("XLA_FLAGS", ""):
+    import jax, jax.numpy as jnp
+    from jax_demo.kernel import f
+    fn = jax.jit(f)
+    x = jnp.ones((8, 8), jnp.float32)
+    for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-time join's trace
+        fn(x).block_until_ready()
+elif jax_demo.FACTOR < 0.9:
+    sys.exit("the planted failure")
+print("ok")
+'''
+
+
+def test_a_failure_the_dump_runs_do_not_show_is_said_and_both_states_are_timed(capsys, tmp_path, venv_python):
+    """An exit-mode culprit whose first-bad state passes when explain runs it (a flaky failure):
+    the answer says that the dump runs did not show the bisection's difference, and, both states
+    running, joins their op times from traced dump runs."""
+    made, work, code = _bisected_directly(tmp_path, venv_python, SAME_KERNEL, "--mode", "exit", "--json",
+                                          "--warmup-runs", "0", extra={"perf/slow.txt": "0.8\n"},
+                                          bad="Aug 24 2023 03:30", bench=NOT_WHEN_DUMPING_BENCH)
+    assert code == 0, capsys.readouterr().err
+    out, rec = _explain(capsys, work)
+    assert rec["outcomes"]["good"]["passed"] and rec["outcomes"]["bad"]["passed"]
+    assert "both states passed this time" in rec["outcomes_note"] and "hourly bisect --flaky" in rec["outcomes_note"]
+    assert "note: the dump runs did not show the difference the bisection found" in out
+    assert rec["identical"]  # x ** 2 for x * x: the same program
+    ot = rec["op_times"]
+    assert ot["source"] == "hlo_op" and ot["ops"]["good"] > 0 and ot["ops"]["bad"] > 0
+    assert all(Path(ot["traces"][side]).is_dir() for side in ("good", "bad"))
+

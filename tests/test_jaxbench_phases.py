@@ -86,6 +86,10 @@ BENCH = textwrap.dedent('''\
 
     def make_bad_fn():
         return (lambda x: x.no_such_attribute), (jnp.ones(3),)
+
+
+    def make_wide():  # a float64 NumPy input, with x64 off
+        return (lambda x: x * 2), (np.ones(4),)
     ''')
 
 
@@ -229,6 +233,20 @@ def test_a_make_that_raises_is_one_clear_line_and_the_log_keeps_the_traceback(be
     assert "no such file" in capsys.readouterr().err
     assert main(["bench", str(bench_dir / "mlp_bench.py"), "--phases", "step,warp"]) == 2
     assert "warp is no phase" in capsys.readouterr().err
+
+
+def test_a_64_bit_input_is_warned_about_on_stderr_not_only_in_the_log(bench_dir, tmp_path, capsys):
+    """docs/measuring.md: 64-bit inputs "get a warning on stderr". The harness prints it on its
+    stderr, which hourly bench keeps in the log; before, it reached only the log."""
+    log = tmp_path / "wide.log"
+    code = main(["bench", f"{bench_dir / 'mlp_bench.py'}:make_wide", "--phases", "step", "--repeats", "1",
+                 "--iters", "2", "--warmup", "0", "--out", str(log), "--json"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    said = "64-bit inputs ([0] is float64): with x64 off JAX truncates them to 32-bit on transfer"
+    assert f"hourly bench: warning: {said}" in got.err.splitlines()
+    assert json.loads(got.out)["warnings"] == [said]
+    assert f"hourly-bench: warning: {said}" in log.read_text()
 
 
 def test_a_jitted_function_with_keyword_arguments_is_measured_as_it_is(through_the_runner):

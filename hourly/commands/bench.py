@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import command
+from .common import command, err_console
 
 
 @command("bench")
@@ -49,6 +49,9 @@ def bench(
     log.parent.mkdir(parents=True, exist_ok=True)
     report = run_harness(target, options, python=python, env=parse_env(env or []), timeout=timeout,
                          log_path=log)
+    from hourly.render.console import print_text
+    for text in report.warnings:  # on stderr, as the harness gives them (its stderr went to the log)
+        print_text(err_console, f"hourly bench: warning: {text}")
     scan = scan_options(target, options, list(report.phases))
     if json_out:
         typer.echo(json.dumps(report_json(report, scan), indent=1))

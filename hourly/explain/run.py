@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import cast
 
+from hourly.adapters import proc
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
@@ -52,7 +54,7 @@ from hourly.explain.plan import (
     target_dir,
     xla_flags,
 )
-from hourly.measure.benchmark import BenchResult, bench_env, run_benchmark
+from hourly.measure.benchmark import BenchResult, BenchSpec, bench_env, read_run, run_benchmark
 from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
@@ -61,6 +63,10 @@ from hourly.profile.capture import TraceOptions, capture, tracing_command
 from hourly.profile.compare import load_capture, read_trace
 
 SIDES = ("good", "bad")
+#: the states as the answers name them
+STATE = {"good": "last-good state", "bad": "first-bad state"}
+#: the last lines of each dump run's output kept in the record (a culprit found by exit status)
+OUTPUT_LINES = 40
 
 
 @holds_store_lock
@@ -86,6 +92,8 @@ class Explainer:
         self.installed: Pair | None = None
         self.traces: dict[str, Path] = {}
         self.trace_skipped: str | None = None  # why the dump runs are not traced
+        self.fails: dict | None = None  # a culprit found by exit status: the op times' absence, when a state fails
+        self.status = ByStatus(self)
 
     # -- pieces ---------------------------------------------------------------------------------
     def install(self, pair: Pair, label: str) -> None:
@@ -98,6 +106,13 @@ class Explainer:
             raise UserError(f"the {label} of {self.t.name} does not build ({build.log_path})",
                             "run `hourly bisect --retry-failed` or explain another step")
         self.installed = pair
+
+    @property
+    def by_status(self) -> bool:
+        """Whether the culprit was found by exit status (``--mode exit``, a crash window's edge, the
+        ``printed`` mode): a state that fails is then the evidence, not an error of the run."""
+        a = self.t.answer
+        return self.s.mode == "exit" or bool(a and (a.mode in ("exit", "printed") or a.kind in ("crash", "fix")))
 
     def bench(self, extra: list[str], repeats: int, tag: str) -> BenchResult:
         spec = self.s.bench_spec()
@@ -114,7 +129,7 @@ class Explainer:
                           f"{'per-pass ' if passes else ''}dump into {out}{' under the JAX profiler' if traced else ''}")
         if not (traced and self.traced_dump(side, out)):
             res = self.bench(dump_flags(out, passes, modules), 1, f"{side}{'-passes' if passes else ''}-dump")
-            if res.status is not Status.OK:
+            if res.status is not Status.OK and not self.by_status:  # by status, a failing state is the evidence
                 raise UserError(f"the benchmark failed at the {side} state of {self.t.name} with the dump flags "
                                 f"({res.detail()})", "check that it runs with XLA_FLAGS=--xla_dump_to=DIR")
         if not any(out.glob("*")):
@@ -151,6 +166,8 @@ class Explainer:
         """The changed instructions' times in both states (:mod:`hourly.analysis.op_times`)."""
         if not self.opts.op_times:
             return {"skipped": "--no-op-times"}
+        if self.fails is not None:
+            return self.fails
         if self.trace_skipped is not None:
             return {"skipped": self.trace_skipped,
                     "command": f"hourly profile --workdir {self.host.store.workdir}"}
@@ -190,9 +207,13 @@ class Explainer:
         t = self.t
         rec: dict = {"step": t.step, "name": t.name, "title": t.title(), "culprit": t.culprit.to_json() if t.culprit else None,
                      "good": asdict(t.good), "bad": asdict(t.bad), "dir": str(self.dir)}
-        dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
+        if self.by_status:
+            found = self.status.dumps(rec)
+            dirs = found or {side: self.dir / side for side in SIDES}
+        else:
+            found = dirs = {side: self.dump(side, getattr(t, side)) for side in SIDES}
         rec["dumps"] = {k: str(v) for k, v in dirs.items()}
-        diffs = hlo_diff.diff_dumps(dirs["good"], dirs["bad"])
+        diffs = hlo_diff.diff_dumps(dirs["good"], dirs["bad"]) if found else []
         rec["modules"] = [d.as_dict() for d in diffs]
         rec["identical"] = bool(diffs) and all(d.identical for d in diffs)
         rec["no_modules"] = not diffs
@@ -219,10 +240,12 @@ class Explainer:
             dumps = {side: hlo_diff.pass_dumps(self.dump(side, getattr(self.t, side), passes=True, modules=changed))
                      for side in SIDES}
             passes = hlo_diff.differing_passes(dumps["good"], dumps["bad"])
-        self.baseline("good")
-        self.baseline("bad")
         settings = [(f"--xla_disable_hlo_passes={p}", "pass", p) for p in passes[:self.opts.max_passes]]
         settings += [(f, "flag", f) for f in self.opts.try_flags]
+        if self.by_status:
+            return self.status.sweep(passes, settings)
+        self.baseline("good")
+        self.baseline("bad")
         rows: list[dict] = []
         for flag, kind, what in settings:
             row: dict = {"flag": flag, "kind": kind, "what": what}
@@ -300,10 +323,14 @@ class Explainer:
             out["verdict"] = "does not revert cleanly"
             return out
         # the step's size, from fresh samples of both ends (the share restored is of it)
-        mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
+        if not self.by_status:
+            mg, mb = statistics.median(self.baseline("good")), statistics.median(self.baseline("bad"))
         self.handler.note(f"{self.t.name}: measuring {ref} at xla {cut_side(tip.xla, 10)} jax {tip.jax[:10]} ({self.repeats} runs)")
-        self.install(tip, f"tip of {ref}")
-        plain = self.bench([], self.repeats, "revert-tip")
+        if self.by_status:
+            tip_ran, _ = self.status.passes(tip, f"tip of {ref}", [], "revert-tip")
+        else:
+            self.install(tip, f"tip of {ref}")
+            plain = self.bench([], self.repeats, "revert-tip")
         spec = build_spec(self.s)
         spec = replace(spec, picks=[*spec.picks, f"revert {c.repo}@{c.sha}"])  # a build identity of its own
         # the builder only checks out through its workspace: a reverting one stands in for it
@@ -316,6 +343,8 @@ class Explainer:
             out.update(verdict="does not build reverted", log=build.log_path)
             return out
         self.installed = None  # the reverted build is installed: not a pair anyone else measures
+        if self.by_status:
+            return {**out, **self.status.revert(tip_ran)}
         reverted = self.bench([], self.repeats, "revert-reverted")
         if not plain.samples or not reverted.samples:
             out.update(verdict="could not be measured", detail=plain.detail() or reverted.detail())
@@ -329,6 +358,151 @@ class Explainer:
         out.update(tip_median=mp, tip_samples=plain.samples, reverted_median=mr, reverted_samples=reverted.samples,
                    separation=apart, restored=frac, verdict="restores" if restores else "does not restore it")
         return out
+
+
+class ByStatus:
+    """What explaining a culprit found by exit status adds (:attr:`Explainer.by_status`): plain
+    dump runs whose failure is the evidence, and the sweep's and the revert check's runs judged
+    passed or failed instead of measured."""
+
+    def __init__(self, ex: "Explainer"):
+        self.ex = ex
+
+    def spec(self) -> BenchSpec:
+        """The benchmark as the bisection judged it: by exit status alone, or (``printed``) by
+        whether the metric was printed."""
+        spec = self.ex.s.bench_spec()
+        a = self.ex.t.answer
+        return replace(spec, expect_metric=bool(a and a.mode == "printed"))
+
+    def run(self, side: str, pair: Pair) -> tuple[Path, dict]:
+        """The dump run of ``side`` of a culprit found by exit status: a plain run, as the bisection
+        ran the state (no profiler around it), whose output is kept; its dump folder and how it
+        ended. A failing run is recorded, not raised: it is what the bisection found."""
+        out = self.ex.dir / side
+        shutil.rmtree(out, ignore_errors=True)
+        self.ex.install(pair, f"{side} state")
+        self.ex.handler.note(f"{self.ex.t.name}: {side} state xla {cut_side(pair.xla, 10)} jax {pair.jax[:10]}, "
+                             f"dump into {out}")
+        spec = self.spec()
+        if spec.cwd and not Path(spec.cwd).is_dir():
+            raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+        spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *dump_flags(out))})
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        log = Path(self.ex.host.store.logs) / f"bench-explain-{self.ex.t.name}-{side}-dump-{stamp}.log"
+        res = proc.run(spec.cmd, cwd=spec.cwd, env=bench_env(spec), timeout=spec.timeout, log_path=log, check=False)
+        run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec)
+        lines = res.output.splitlines()
+        how = {Status.OK: "passed", Status.CRASHED: f"exit code {res.returncode}", Status.TIMEOUT: "timed out",
+               Status.NO_METRIC: "metric never printed"}.get(run.status, run.status.value)
+        return out, {"passed": run.status is Status.OK, "status": run.status.value, "how": how,
+                     "returncode": res.returncode, "log": str(log), "lines": len(lines),
+                     "tail": lines[-OUTPUT_LINES:], "dumped": any(out.glob("*"))}
+
+    def dumps(self, rec: dict) -> dict[str, Path] | None:
+        """Both states' dump runs of a culprit found by exit status (``rec["outcomes"]``: how each
+        ended, its output's end); then, where both states run, the dump runs again under the JAX
+        profiler for the op times. The dump folders, or None when a failing state dumped nothing."""
+        dirs, outcomes = {}, {}
+        for side in SIDES:
+            dirs[side], outcomes[side] = self.run(side, getattr(self.ex.t, side))
+        rec["outcomes"] = outcomes
+        failed = [side for side in SIDES if not outcomes[side]["passed"]]
+        for side in SIDES:
+            if not outcomes[side]["dumped"] and side not in failed:
+                raise UserError(f"the benchmark wrote no XLA dump at the {side} state of {self.ex.t.name} ({dirs[side]})",
+                                "does it run JAX in the same process, and keep XLA_FLAGS from its environment?")
+        if len(failed) != 1:
+            rec["outcomes_note"] = (
+                f"the dump runs did not show the difference the bisection found: both states "
+                f"{'passed' if not failed else 'failed'} this time (a flaky failure? `hourly bisect --flaky` "
+                "measures each state's failure rate)")
+        if failed:
+            said = "; ".join(f"the {STATE[side]} fails ({outcomes[side]['how']})" for side in failed)
+            self.ex.fails = {"skipped": f"{said}: a state that fails has no op times to set beside the other's; "
+                                        "they are joined only where both states run", "failed": failed}
+        elif self.ex.opts.op_times:
+            spec = self.ex.s.bench_spec()
+            try:
+                tracing_command(spec.cmd, self.ex.dir / "good-trace", python=spec.python)
+            except UserError as e:
+                self.ex.trace_skipped = e.message
+            else:  # both states run: their dump runs again, traced, so that the trace's op names are the dump's
+                dirs = {side: self.ex.dump(side, getattr(self.ex.t, side)) for side in SIDES}
+        empty = [side for side in failed if not outcomes[side]["dumped"]]
+        if empty:
+            rec["no_dump"] = {"side": empty[0], "why": f"the {STATE[empty[0]]} failed ({outcomes[empty[0]]['how']}) "
+                              "before XLA dumped a program: there is no compiled program of it to diff"}
+            return None
+        return dirs
+
+    def passes(self, pair: Pair, label: str, extra: list[str], tag: str) -> tuple[list[bool], str | None]:
+        """``--repeats`` runs of ``pair`` (with ``extra`` XLA flags), each judged as the bisection
+        judged the states: passed or not; and the first failure's detail."""
+        self.ex.install(pair, label)
+        spec = self.spec()
+        if extra:
+            spec = replace(spec, env={**spec.env, "XLA_FLAGS": xla_flags(spec.env, *extra)})
+        res = run_benchmark(spec, self.ex.repeats, self.ex.host.store.logs, f"explain-{self.ex.t.name}-{tag}")
+        return [r.status is Status.OK for r in res.counted], res.detail()
+
+    def bad_rate(self) -> float:
+        """How often the first-bad state fails: the bisection's count where it kept one, else always."""
+        a = self.ex.t.answer
+        r = (a.failure_rates or {}).get("first_bad") if a else None
+        return r.rate if r is not None and r.rate is not None else 1.0
+
+    def verdict(self, ran: list[bool]) -> tuple[str, str]:
+        return status_verdict(ran, self.bad_rate())
+
+    def sweep(self, passes: list[str], settings: list[tuple[str, str, str]]) -> dict:
+        """The sweep of a culprit found by exit status: the first-bad state run under each setting,
+        each run judged passed or failed (:func:`status_verdict`)."""
+        rows: list[dict] = []
+        for flag, kind, what in settings:
+            self.ex.handler.note(f"{self.ex.t.name}: first-bad state with {flag} ({self.ex.repeats} runs)")
+            ran, detail = self.passes(self.ex.t.bad, "bad state", [flag], f"sweep-{len(rows) + 1}")
+            verdict, why = self.verdict(ran) if ran else ("failed", detail or "no run")
+            rows.append({"flag": flag, "kind": kind, "what": what, "verdict": verdict, "why": why,
+                         "passed": ran.count(True), "runs": len(ran)})
+        best = next((r for r in rows if r["verdict"] == "restores"), None)
+        return {"by_status": True, "passes": passes, "measured": rows, "bad_rate": self.bad_rate(),
+                "workaround": best["flag"] if best else None, "skipped_passes": passes[self.ex.opts.max_passes:]}
+
+    def revert(self, tip_ran: list[bool]) -> dict:
+        """The revert check of a culprit found by exit status, the reverted build installed: its
+        runs and the plain tip's, each judged passed or failed."""
+        spec = self.spec()
+        res = run_benchmark(spec, self.ex.repeats, self.ex.host.store.logs, f"explain-{self.ex.t.name}-revert-reverted")
+        ran = [r.status is Status.OK for r in res.counted]
+        rec = {"by_status": True, "tip_runs": _passed(tip_ran), "reverted_runs": _passed(ran)}
+        if not tip_ran or not ran:
+            return {**rec, "verdict": "could not be measured", "detail": res.detail()}
+        if all(tip_ran):
+            return {**rec, "verdict": "does not fail at the tip"}
+        verdict, why = self.verdict(ran)
+        return {**rec, "verdict": "does not restore it" if verdict == "does not restore" else verdict, "why": why}
+
+
+def status_verdict(ran: list[bool], rate: float) -> tuple[str, str]:
+    """Whether runs of the first-bad state under a setting (or reverted), each passed or not,
+    restore the passing state: every run passes, and that many passes would be unlikely (p < 0.05)
+    at the first-bad state's own failure rate ``rate``; every run failing does not restore it;
+    anything else is unsure. The verdict and why."""
+    n, failed = len(ran), ran.count(False)
+    if failed == n:
+        return "does not restore", f"fails {failed} of {n} runs"
+    if failed:
+        return "unsure", f"fails {failed} of {n} runs"
+    chance = (1 - rate) ** n
+    if chance < 0.05:
+        return "restores", f"passes {n} of {n} runs (the first-bad state fails {rate:.0%} of its runs)"
+    return "unsure", (f"passes {n} of {n} runs, but the first-bad state fails only {rate:.0%} of its runs: "
+                      f"{n} passes come by chance {chance:.0%} of the time (more --repeats tell)")
+
+
+def _passed(ran: list[bool]) -> dict:
+    return {"passed": ran.count(True), "runs": len(ran)}
 
 
 def _revert(repo: GitRepo, sha: str) -> bool:

@@ -30,6 +30,8 @@ from hourly.metric import (
 HARNESS = Path(__file__).resolve().parents[1] / "jaxbench_phases.py"
 #: what the harness's one error line starts with (hourly.jaxbench_phases.ERROR_PREFIX)
 ERROR_PREFIX = "hourly-bench: error: "
+#: what each of the harness's warnings starts with (64-bit mode or inputs: hourly.jaxbench_phases.run)
+WARNING_PREFIX = "hourly-bench: warning: "
 #: where the harness file is mounted in a nightly container
 CONTAINER_HARNESS = "/opt/hourly/jaxbench_phases.py"
 CONTAINER_DIR = "/dir"
@@ -144,6 +146,8 @@ class PhaseReport:
     duration: float | None = None
     #: a metric printed only with values that are no finite number (nan, inf)
     no_value: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the harness's warnings (on its stderr, which the log keeps): each without its prefix
+    warnings: list[str] = field(default_factory=list)
 
 
 def read_report(output: str, command: list[str]) -> PhaseReport:
@@ -156,9 +160,10 @@ def read_report(output: str, command: list[str]) -> PhaseReport:
         else:
             report.no_value[name] = (s.unread,) if s.unread else s.rejected  # unread: a number not guessed at
     for line in output.splitlines():
-        if line.startswith("# hourly-bench:"):
+        if line.startswith("# hourly-bench:") and report.header is None:
             report.header = line[2:].strip()
-            break
+        elif line.startswith(WARNING_PREFIX):
+            report.warnings.append(line[len(WARNING_PREFIX):])
     return report
 
 

@@ -100,9 +100,26 @@ def targets_from_store(store: Store, s: Settings) -> tuple[list[Target], str | N
     from hourly.scan.identity import answers_by_build
     split = answers_by_build(store, s)
     left_out = split.left_out(store)
-    culprits = [(a.last_good, a.first_bad) for a in split.current if a.last_good and a.first_bad]
-    if culprits:  # the bisection's last-good/first-bad states, when there are any
-        return [Target(f"regression-{i}", good, bad) for i, (good, bad) in enumerate(culprits, 1)], left_out
+    bisected = [a for a in split.current if a.last_good and a.first_bad]
+    if bisected:  # the bisection's last-good/first-bad states, when there are any
+        named = [(f"regression-{i}", a) for i, a in enumerate(bisected, 1)]
+        failing = [name for name, a in named if a.mode in ("exit", "printed") or a.kind in ("crash", "fix")]
+        explain = f"`hourly explain --workdir {store.workdir}` diffs their programs and sets both outputs side by side"
+        if len(failing) == len(named):
+            raise UserError(f"the bisected culprit{'s' if len(named) > 1 else ''} in {store.workdir} "
+                            f"{'were' if len(named) > 1 else 'was'} found by exit status: a first-bad state that "
+                            "fails has no profile to compare with a state that runs",
+                            f"{explain}; or profile two states that run with --good and --bad")
+        if failing:
+            said = (f"left out {', '.join(failing)}, found by exit status (a first-bad state that fails has no "
+                    f"profile to compare): {explain}")
+            left_out = f"{left_out}; {said}" if left_out else said
+        targets = []
+        for name, a in named:
+            assert a.last_good is not None and a.first_bad is not None  # bisected: both ends
+            if name not in failing:
+                targets.append(Target(name, a.last_good, a.first_bad))
+        return targets, left_out
     table = stored_scan(store, s)
     points = table.points  # with named metrics: --metric's (else the first's), in its own direction
     higher = next((m.higher_is_better for m in table.metrics or [] if m.points is points), s.higher_is_better)

@@ -78,6 +78,7 @@ def report_json(report: PhaseReport, scan: ScanOptions) -> dict:
         "phases": {name: s.as_dict() for name, s in report.phases.items()},
         "unavailable": report.unavailable,
         "no_value": {name: list(r) for name, r in report.no_value.items()},
+        "warnings": report.warnings,
         "scan_options": {"bench_cmd": scan.bench_cmd, "bench_cwd": scan.bench_cwd,
                          "per_metric": scan.per_metric, "nightly": scan.nightly,
                          "nightly_gap": scan.nightly_gap},

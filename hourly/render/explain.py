@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from hourly.analysis.detect import percent
 from hourly.answers import Answer
+from hourly.render.console import escape_controls
 
 #: instructions listed per module, at most
 MAX_CHANGES = 12
@@ -35,6 +37,8 @@ def _change_lines(c: dict, indent: str = "    ") -> list[str]:
 def hlo_lines(rec: dict) -> list[str]:
     lines = []
     mods = rec.get("modules") or []
+    if rec.get("no_dump"):
+        return [f"  HLO: not diffed — {rec['no_dump']['why']}"]
     if rec.get("no_modules"):
         return ["  no optimized module was dumped (does the benchmark compile with XLA in its own process?)"]
     same = [m for m in mods if m["identical"]]
@@ -81,6 +85,8 @@ def op_time_lines(ot: dict | None) -> list[str]:
     in both states, largest increase first, and what the rest of the ops did."""
     if not ot:
         return []
+    if ot.get("failed"):  # a culprit found by exit status whose failing state has no op times
+        return [f"  op times: not joined — {ot['skipped']}"]
     if ot.get("skipped"):
         cmd = f"; `{ot['command']}` traces both states" if ot.get("command") else ""
         return [f"  op times: not joined ({ot['skipped']}){cmd}"]
@@ -133,6 +139,16 @@ def sweep_lines(sw: dict) -> list[str]:
         lines.append(f"  passes whose effect differs: {', '.join(sw['passes'])}")
     elif "passes" in sw:
         lines.append("  no pass's effect differs between the states (or no per-pass dump)")
+    if sw.get("by_status"):  # a culprit found by exit status: each setting's runs passed or failed
+        lines.append(f"  judged by exit status: the first-bad state fails {sw['bad_rate']:.0%} of its runs; "
+                     "a setting restores when every run under it passes")
+        for r in sw.get("measured", []):
+            lines.append(f"    {r['flag']}: {r['verdict']} ({r['why']})")
+        lines.append(f"  workaround: XLA_FLAGS={sw['workaround']}" if sw.get("workaround")
+                     else "  no setting tried makes the first-bad state pass")
+        if sw.get("skipped_passes"):
+            lines.append(f"  not measured (--max-passes): {', '.join(sw['skipped_passes'])}")
+        return lines
     lines.append(f"  levels: last good {_num(sw['good_median'])}, first bad {_num(sw['bad_median'])}")
     for r in sw.get("measured", []):
         if r["verdict"] == "failed":
@@ -152,6 +168,12 @@ def sweep_lines(sw: dict) -> list[str]:
 def revert_sentence(rv: dict) -> str:
     what = f"{rv.get('repo')} {str(rv.get('culprit') or '')[:10]}".strip()
     v = rv.get("verdict", "")
+    if rv.get("by_status") and "tip_runs" in rv:  # judged by exit status: runs passed of runs
+        t, r = rv["tip_runs"], rv.get("reverted_runs") or {"passed": 0, "runs": 0}
+        runs = f"the tip passes {t['passed']} of {t['runs']} runs, reverted {r['passed']} of {r['runs']}"
+        if v == "does not fail at the tip":
+            return f"{what} need not be reverted on {rv['ref']}: it does not fail there ({runs})"
+        return f"reverting {what} on {rv['ref']}: {v} ({runs}{'; ' + rv['why'] if rv.get('why') else ''})"
     if v == "restores":
         frac = rv.get("restored")
         pct = f" {frac * 100:.0f} %" if frac is not None else ""
@@ -192,10 +214,64 @@ def code_lines(rec: dict) -> list[str]:
     return lines
 
 
+#: the width of each column of the dump runs' outputs set side by side
+COLUMN = 60
+_STATE = {"good": "last good", "bad": "first bad"}
+
+
+def side_by_side(left: list[str], right: list[str], width: int = COLUMN) -> list[str]:
+    """Two outputs in two columns, lines aligned as ``diff --side-by-side`` aligns them: a line in
+    both has no mark, ``|`` a line that differs, ``<`` one only on the left, ``>`` one only on the
+    right. Lines are shown whole (control characters escaped): a left line wider than its column
+    goes on over the next rows, with nothing on their right."""
+    left = [escape_controls(x).expandtabs() for x in left]
+    right = [escape_controls(x).expandtabs() for x in right]
+    rows: list[tuple[str | None, str, str | None]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+        if op == "equal":
+            rows += [(left[i], " ", right[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+            continue
+        ls, rs = left[i1:i2], right[j1:j2]
+        for k in range(max(len(ls), len(rs))):
+            lt, rt = (ls[k] if k < len(ls) else None), (rs[k] if k < len(rs) else None)
+            rows.append((lt, "|" if lt is not None and rt is not None else "<" if rt is None else ">", rt))
+    out = []
+    for lt, mark, rt in rows:
+        text = lt or ""
+        chunks = [text[i:i + width] for i in range(0, len(text), width)] or [""]
+        for k, chunk in enumerate(chunks):
+            last = k == len(chunks) - 1
+            line = f"{chunk:<{width}} {mark if last else ' '} {rt if last and rt is not None else ''}"
+            out.append(line.rstrip())
+    return out
+
+
+def outcome_lines(rec: dict) -> list[str]:
+    """A culprit found by exit status: how each state's dump run ended, and both outputs side by
+    side (their last lines; the logs hold all of them)."""
+    oc = rec.get("outcomes")
+    if not oc:
+        return []
+    g, b = oc["good"], oc["bad"]
+    lines = [f"  the dump runs: last good {g['how']}, first bad {b['how']}"
+             + (" (the failure the bisection found)" if g["passed"] and not b["passed"] else "")]
+    if rec.get("outcomes_note"):
+        lines.append(f"  note: {rec['outcomes_note']}")
+    shown = {side: (f"last {len(oc[side]['tail'])} of {oc[side]['lines']} lines" if oc[side]["lines"] > len(oc[side]["tail"])
+                    else f"{oc[side]['lines']} line{'s' if oc[side]['lines'] != 1 else ''}") for side in ("good", "bad")}
+    head = f"{_STATE['good']} ({g['how']}; {shown['good']})"
+    lines.append("  their outputs, side by side:")
+    lines.append(f"    {head:<{COLUMN - 4}}   {_STATE['bad']} ({b['how']}; {shown['bad']})")
+    lines += [f"    {x}".rstrip() for x in side_by_side(g["tail"], b["tail"], COLUMN - 4)]
+    lines.append(f"    logs: good {g['log']}  bad {b['log']}")
+    return lines
+
+
 def explain_lines(rec: dict) -> list[str]:
     """One record as terminal lines (text from outside is printed verbatim)."""
     lines = [f"{rec['name']}: {rec['title']}"]
     lines += hlo_lines(rec)
+    lines += outcome_lines(rec)
     lines += op_time_lines(rec.get("op_times"))
     lines += code_lines(rec)
     rp = rec.get("repro")
@@ -260,10 +336,9 @@ def record_markdown(rec: dict, heading: str = "###") -> list[str]:
         return [f"- explain: {_md(explained_stage_lines(rec)[0].strip())}", ""]
     md.append(f"{heading} {_md(rec['name'])}: {_md(rec['title'])}")
     md.append("")
+    block = [*hlo_lines(rec), *outcome_lines(rec), *op_time_lines(rec.get("op_times")), *code_lines(rec)]
     md.append("```")
-    md += hlo_lines(rec)
-    md += op_time_lines(rec.get("op_times"))
-    md += code_lines(rec)
+    md += [escape_controls(line).replace("```", "'''") for line in block]  # text from outside: no fence closes here
     md.append("```")
     md.append("")
     rp = rec.get("repro")
@@ -272,7 +347,12 @@ def record_markdown(rec: dict, heading: str = "###") -> list[str]:
                                                           if rp.get("fusion_file") else ""))
         md.append(f"  - replay: `{rp['commands'][0]}`")
     sw = rec.get("sweep")
-    if sw:
+    if sw and sw.get("by_status"):
+        md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
+                  else "- workaround: none of the settings tried makes the first-bad state pass")
+        for r in sw.get("measured", []):
+            md.append(f"  - `{r['flag']}`: {r['verdict']} ({_md(r['why'])})")
+    elif sw:
         md.append(f"- workaround: `XLA_FLAGS={sw['workaround']}`" if sw.get("workaround")
                   else "- workaround: none of the settings tried restores the good level")
         for r in sw.get("measured", []):
