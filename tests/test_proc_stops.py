@@ -1,0 +1,92 @@
+"""A run ends when its process exits: what it printed is read, and what it left behind is killed and
+said, never waited for (a benchmark's ``sleep 100000 &`` once held hourly past --bench-timeout, for
+ever). A log that cannot be written stops the run with the error, never a thread's traceback."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from hourly.adapters import proc
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie waiting for whoever adopted it to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int, limit: float = 3.0) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _in_thread(fn, limit: float):
+    """``fn()``'s result, or AssertionError when it has not returned within ``limit`` seconds (the
+    bug: it never returned)."""
+    import threading
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    t.start()
+    t.join(limit)
+    assert box, f"proc.run had not returned after {limit} s"
+    return box[0]
+
+
+def test_a_child_left_behind_in_the_group_is_killed_and_said_past_no_timeout(tmp_path):
+    pid_file, log = tmp_path / "pid", tmp_path / "run.log"
+    start = time.monotonic()
+    r = _in_thread(lambda: proc.run(["sh", "-c", f"sleep 100000 & echo $! > {pid_file}; echo MLUPS: 5"],
+                                    timeout=5, log_path=log, check=False), 8)
+    assert time.monotonic() - start < 3 and not r.timed_out and r.returncode == 0
+    assert r.output == "MLUPS: 5\n"
+    assert len(r.notes) == 1 and "left" in r.notes[0] and "process group: killed" in r.notes[0]
+    assert f"# hourly: {r.notes[0]}" in log.read_text()
+    assert _wait_gone(int(pid_file.read_text()))
+
+
+def test_a_child_in_a_session_of_its_own_holding_the_output_is_killed_and_said(tmp_path):
+    pid_file = tmp_path / "pid"
+    r = _in_thread(lambda: proc.run(["sh", "-c", f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 100000' & "
+                                    "sleep 0.2; echo done"], check=False), 8)
+    assert r.output == "done\n" and r.returncode == 0
+    assert any("outside its process group, holding its output open: killed" in n for n in r.notes), r.notes
+    assert _wait_gone(int(pid_file.read_text()))
+
+
+def test_a_long_output_is_read_to_its_end_and_nothing_is_said():
+    r = proc.run(["sh", "-c", "seq 1 200000"])
+    assert len(r.output.splitlines()) == 200000 and r.output.endswith("200000\n") and r.notes == ()
+
+
+def test_a_log_that_cannot_be_written_stops_the_run_with_the_error_not_a_threads_traceback(tmp_path):
+    """A real write failure: the log's file may not grow past 8 KiB (RLIMIT_FSIZE, in a process of
+    its own), as a full disk refuses the next line."""
+    pid_file = tmp_path / "pid"
+    script = textwrap.dedent(f"""
+        import errno, resource, signal, time
+        from hourly.adapters import proc
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.RLIM_INFINITY))
+        start = time.monotonic()
+        try:
+            proc.run(["sh", "-c", "echo $$ > {pid_file}; while :; do echo a line of output; done"],
+                     log_path={str(tmp_path / 'run.log')!r}, check=False)
+        except OSError as e:
+            print("raised", errno.errorcode[e.errno], e.filename, round(time.monotonic() - start))
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in p.stderr and "Exception in thread" not in p.stderr, p.stderr
+    assert p.stdout.split()[:3] == ["raised", "EFBIG", str(tmp_path / "run.log")], (p.stdout, p.stderr)
+    assert int(p.stdout.split()[3]) < 5  # stopped at once, not when the endless writer stopped
+    assert _wait_gone(int(Path(pid_file).read_text()))
+    assert os.path.getsize(tmp_path / "run.log") <= 8192
