@@ -90,3 +90,17 @@ def test_a_log_that_cannot_be_written_stops_the_run_with_the_error_not_a_threads
     assert int(p.stdout.split()[3]) < 5  # stopped at once, not when the endless writer stopped
     assert _wait_gone(int(Path(pid_file).read_text()))
     assert os.path.getsize(tmp_path / "run.log") <= 8192
+
+
+def test_a_benchmark_that_leaves_a_child_behind_is_measured_at_its_exit_and_its_run_says_so(tmp_path):
+    """Issue 44's case as given: --bench-cmd "sh -c 'sleep 100000 & echo MLUPS: 5'" --bench-timeout 5."""
+    from hourly.measure.benchmark import BenchSpec, Status, run_benchmark
+    start = time.monotonic()
+    res = _in_thread(lambda: run_benchmark(BenchSpec(["sh", "-c", "sleep 100000 & echo MLUPS: 5"], timeout=5), 2,
+                                           tmp_path / "logs", "left"), 10)
+    assert time.monotonic() - start < 4
+    assert res.status is Status.OK and res.samples == [5.0, 5.0]
+    for run in res.runs:
+        said = run.as_dict()["stopped"]
+        assert len(said) == 1 and "running in its process group: killed" in said[0]
+        assert f"# hourly: {said[0]}" in Path(run.log_path).read_text()

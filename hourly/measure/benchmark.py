@@ -67,6 +67,9 @@ class Run:
     #: one value per process: what the metric regex captured that is no finite number (``1e400``,
     #: ``inf``, a word): the run is ``no_metric`` and says so (hourly.metric.read_metric)
     captured: str | None = None
+    #: what hourly had to kill once the process exited (a child it left running, or holding its
+    #: output open), in words (hourly.adapters.proc.Result.notes): said in the run's record and log
+    stopped: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -84,6 +87,8 @@ class Run:
             d["unavailable"] = self.unavailable
         if self.captured is not None:
             d["captured"] = self.captured
+        if self.stopped:
+            d["stopped"] = list(self.stopped)
         return d
 
     @property
@@ -199,7 +204,7 @@ def _metric_run(r: Run, name: str) -> Run:
     ok = status is Status.OK
     return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
-               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name))
+               rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name), stopped=r.stopped)
 
 
 @dataclass
@@ -370,6 +375,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         log = Path(log_dir) / f"bench-{tag}-{stamp}-{i + 1}.log"
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
+        run.stopped = list(res.notes)
         runs.append(run)
         if stop_after_failed_warmup and i < warmup and run.status is not Status.OK:
             break
