@@ -20,6 +20,7 @@ before each install, so it holds one state's files.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -685,6 +686,36 @@ def require_python(python: str) -> None:
     if not found:
         raise UserError(f"--python {python} is not an executable Python here",
                         "pass --python with the path of the Python that gets the builds (a venv's bin/python)")
+    said = _says_python(str(Path(found if isinstance(found, str) else python).absolute()))
+    if said is not None:  # /bin/true, a wrapper that fails: every build would be installed by nothing
+        raise UserError(f"--python {python} is not a Python: asked for its version ({PYTHON_PROBE}), it {said}",
+                        "pass --python with the path of the Python that gets the builds (a venv's bin/python)")
+
+
+#: what :func:`require_python` asks --python (``-S``: no site module, the quickest start)
+PYTHON_PROBE = "python -S -c 'import sys; print(\"python\", *sys.version_info[:2])'"
+
+
+def _says_python(python: str) -> str | None:
+    """None when ``python`` answers as a Python does; else what it did instead, in words. Asked
+    once per interpreter file as it is (path and modification time) in this process."""
+    try:
+        st = os.stat(python)
+    except OSError as e:
+        return f"could not be run ({e.strerror})"
+    return _asked_python(python, st.st_mtime_ns)
+
+
+@functools.cache
+def _asked_python(python: str, _mtime: int) -> str | None:
+    res = proc.run([python, "-S", "-c", "import sys; print('python', *sys.version_info[:2])"], timeout=60,
+                   check=False)
+    if res.ok and any(line.startswith("python 3 ") for line in res.output.splitlines()):
+        return None
+    if res.timed_out:
+        return "did not answer within 60 s"
+    last = res.tail(1).strip()
+    return f"exited with status {res.returncode}" + (f" and printed {last!r}" if last else " and printed nothing")
 
 
 def require_command(cmd: str, path: str) -> None:
