@@ -104,3 +104,27 @@ def test_a_benchmark_that_leaves_a_child_behind_is_measured_at_its_exit_and_its_
         said = run.as_dict()["stopped"]
         assert len(said) == 1 and "running in its process group: killed" in said[0]
         assert f"# hourly: {said[0]}" in Path(run.log_path).read_text()
+
+
+def test_a_disk_that_fills_mid_scan_is_the_one_clean_line_without_a_threads_traceback(scan_args, tmp_path):
+    """Issue 44's case 9 on a real full disk: the workdir on a 1 MiB tmpfs, a benchmark whose output
+    fills it while its log is written. Needs the right to mount (root, as in CI's container when it
+    may); the write failure itself is covered without a mount above."""
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        import pytest
+        pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
+    try:
+        bench = tmp_path / "loud.py"
+        bench.write_text("import sys\nfor i in range(100000):\n    print('x' * 60, i)\nprint('MLUPS: 5')\n")
+        args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--bench-cmd", f"python3 {bench}",
+                         "--workdir", str(disk / "work"))
+        p = subprocess.run([sys.executable, "-m", "hourly", *args], capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr and "Exception in thread" not in p.stderr, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("hourly: error: no space left on the device of ") and ".log" in last, p.stderr
