@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from hourly.adapters import proc
 
 
@@ -106,6 +108,7 @@ def test_a_benchmark_that_leaves_a_child_behind_is_measured_at_its_exit_and_its_
         assert f"# hourly: {said[0]}" in Path(run.log_path).read_text()
 
 
+@pytest.mark.slow  # quick: the log write failure of proc.run above (RLIMIT_FSIZE), the same path
 def test_a_disk_that_fills_mid_scan_is_the_one_clean_line_without_a_threads_traceback(scan_args, tmp_path):
     """Issue 44's case 9 on a real full disk: the workdir on a 1 MiB tmpfs, a benchmark whose output
     fills it while its log is written. Needs the right to mount (root, as in CI's container when it
@@ -114,7 +117,6 @@ def test_a_disk_that_fills_mid_scan_is_the_one_clean_line_without_a_threads_trac
     disk.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
                                            capture_output=True).returncode != 0:
-        import pytest
         pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
     try:
         bench = tmp_path / "loud.py"
