@@ -95,13 +95,14 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     threads: list[threading.Thread] = []
     timer = None
     expired = threading.Event()
+    notes: list[str] = []
+    pump: _Pump | None = None
     spawned += 1
     proc = _start(cmd, cwd, env, subprocess.PIPE if input is not None else subprocess.DEVNULL, log)
     # from here on the child exists: every line is inside the try, so that a Ctrl-C anywhere (a
     # thread's start waits for the thread, and a signal's handler runs there) kills its group
-    notes: list[str] = []
-    pump = _Pump(proc, lines, log, times, start)
     try:
+        pump = _Pump(proc, lines, log, times, start)
         threads.append(threading.Thread(target=pump, daemon=True))
         if input is not None:
             threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
@@ -125,7 +126,7 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     timed_out = expired.is_set()
     out = "".join(lines)
     duration = time.monotonic() - start
-    if pump.error is not None:  # the log could not be written: the run was stopped there
+    if pump is not None and pump.error is not None:  # the log could not be written: the run was stopped there
         _close_log(log, "log write failed", quiet=True)
         raise pump.error
     for note in notes:
@@ -237,11 +238,7 @@ class _Pump:
         self.proc, self.lines, self.log, self.times, self.start = proc, lines, log, times, start
         self.error: OSError | None = None
         #: the output pipe's inode: every process still holding its write end holds the run open
-        self.pipe: int | None = None
-        try:
-            self.pipe = os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
-        except (OSError, AttributeError, ValueError):
-            pass
+        self.pipe = _pipe_of(proc)
 
     def __call__(self) -> None:
         stream = self.proc.stdout
@@ -262,6 +259,14 @@ class _Pump:
             stream.close()
         except (OSError, ValueError):  # the stream closed under it (a run given up on)
             pass
+
+
+def _pipe_of(proc: subprocess.Popen) -> int | None:
+    """The inode of ``proc``'s output pipe (None once closed)."""
+    try:
+        return os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
+    except (OSError, AttributeError, ValueError):
+        return None
 
 
 def _feed(stream, text: str) -> None:
@@ -517,14 +522,14 @@ def _end(proc: subprocess.Popen, pump: _Pump, threads: list[threading.Thread]) -
     return notes
 
 
-def _stop_now(proc: subprocess.Popen, pump: _Pump, threads: list[threading.Thread]) -> None:
+def _stop_now(proc: subprocess.Popen, pump: _Pump | None, threads: list[threading.Thread]) -> None:
     """Ctrl-C or a stop signal while ``proc`` runs: kill its whole group (SIGKILL: a benchmark that
     traps SIGINT and SIGTERM stops too) and every process still holding its output, and wait for
     them at most :data:`STOP_S` in all (a process tearing down an accelerator can take longer to
     be gone; it is killed, and hourly does not wait for it)."""
     deadline = time.monotonic() + STOP_S
     _kill_group(proc)
-    _kill_pids(_pipe_holders(pump.pipe) or [])
+    _kill_pids(_pipe_holders(pump.pipe if pump is not None else _pipe_of(proc)) or [])
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=max(0.0, deadline - time.monotonic() - 0.5))
     _wait_group_gone(proc.pid, max(0.0, deadline - time.monotonic() - 0.3))
