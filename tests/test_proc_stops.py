@@ -130,3 +130,18 @@ def test_a_disk_that_fills_mid_scan_is_the_one_clean_line_without_a_threads_trac
     assert "Traceback" not in p.stderr and "Exception in thread" not in p.stderr, p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("hourly: error: no space left on the device of ") and ".log" in last, p.stderr
+
+
+def test_a_scan_whose_benchmark_leaves_a_child_behind_says_so_once_and_measures(capsys, scan_args, tmp_path):
+    from hourly.cli import main
+    pids = tmp_path / "pids"
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--bench-cmd",
+                     f"sh -c 'sleep 100000 & echo $! >> {pids}; echo MLUPS: 5'", "--bench-timeout", "5")
+    start = time.monotonic()
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert time.monotonic() - start < 30
+    said = [line for line in (out + err).splitlines() if "running in its process group: killed" in line]
+    assert len(said) == 1 and said[0].startswith("note: the command exited and left "), out + err
+    assert all(_wait_gone(int(pid)) for pid in pids.read_text().split())
