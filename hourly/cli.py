@@ -166,7 +166,13 @@ def stopped_line(code: int, argv: list[str]) -> str:
     """What a run stopped by Ctrl-C (130) or a stop signal (128 + it) prints: the command that
     resumes it, as it was given, secret-looking values redacted (hourly.options.join)."""
     what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
+    if argv[:1] and argv[0] in STORES_NOTHING:
+        return f"\n{what}. hourly {argv[0]} stores nothing; run it again with:\n  {join(['hourly', *argv])}"
     return f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}"
+
+
+#: commands that keep nothing to resume from: a stopped one starts again from the beginning
+STORES_NOTHING = ("bench",)
 
 
 @functools.cache

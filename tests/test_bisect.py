@@ -26,6 +26,8 @@ from hourly.measure.settings import effective
 from hourly.model import Mode, Pair
 from hourly.scan.run import run_scan
 from tests.argv import with_flags
+from tests.conftest import make_venv_seeing_this_python
+from tests.in_place import editable_build
 from tests.test_drive import Table
 from tests.test_drive import bisect as drive_bisect
 
@@ -980,14 +982,12 @@ def test_a_build_that_installs_in_place_is_measured_one_state_after_another_and_
     named, and the answer says drift was not cancelled."""
     slower = Change("jax", "2023-08-24T03:05:00Z", "Slower dispatch", {"perf/dispatch.txt": "0.9\n"})
     made = make_repos(tmp_path / "repos", busy_day([slower]))
-    build = tmp_path / "build-inplace.sh"
-    build.write_text("#!/bin/sh\nexit 0\n")
-    build.chmod(0o755)
+    build = editable_build(tmp_path / "build-inplace.sh")
     bench = tmp_path / "tree_bench.py"
     bench.write_text("import pathlib, sys\nv = 577.1\nfor f in (pathlib.Path(sys.argv[1]) / 'perf').glob('*.txt'):\n"
                      "    v *= float(f.read_text())\nprint(f'MLUPS: {v:.3f}')\n")
     args = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(build),
-            "--python", sys.executable, "--bench-cmd", f"python3 {bench} {made.jax}", "--workdir", str(tmp_path / "work"),
+            "--python", make_venv_seeing_this_python(tmp_path / "venv"), "--bench-cmd", f"python3 {bench} {made.jax}", "--workdir", str(tmp_path / "work"),
             "--warmup-runs", "0"]
     a = bisect_json(capsys, ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"][0]
     assert a["culprit"]["sha"] == made.shas[slower.subject] and a["confirmed"]

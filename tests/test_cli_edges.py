@@ -119,6 +119,9 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     # issue 33: every build failed on it and the error said to check --build-cmd
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
+    # issue 44: a build was made and "installed" by /bin/true, then every run crashed
+    (["--python", "/bin/true"], "--python /bin/true is not a Python: asked for its version (python -S -c "),
+    (["--python", "/bin/false"], "it exited with status 1 and printed nothing"),
     # issue 33: every instant stood at today's newest commits, "no steps found"
     (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
 ])
@@ -188,6 +191,7 @@ def test_scan_without_a_benchmark_fails_before_touching_anything(capsys, made, t
     (["--good", "someday"], "cannot parse time"),
     (["--jax-repo", "/nonexistent/jax"], "does not exist"),
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
+    (["--python", "/bin/true"], "--python /bin/true is not a Python"),
 ])
 def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     args = scan_args()

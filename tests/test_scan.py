@@ -26,6 +26,8 @@ from hourly.cli import main
 from hourly.render.console import unwrap
 from hourly.timeparse import iso_utc
 from tests.argv import with_flags
+from tests.conftest import make_venv_seeing_this_python
+from tests.in_place import editable_build
 
 
 def run_cli(capsys, argv):
@@ -339,15 +341,31 @@ def test_usage_error_exits_2_and_unexpected_exits_3_with_log(capsys, scan_args, 
 def test_in_place_builds_run_every_time(capsys, scan_args, tmp_path):
     """Newer build-jax.sh installs editable builds and leaves no wheels: nothing to cache."""
     marker = tmp_path / "builds.txt"
-    build = tmp_path / "build-inplace.sh"
-    build.write_text(f"#!/bin/sh\necho built >> {marker}\n")
-    build.chmod(0o755)
+    build = editable_build(tmp_path / "build-inplace.sh", f"echo built >> {marker}\n")
+    python = make_venv_seeing_this_python(tmp_path / "venv")  # the build writes into it
     bench = tmp_path / "b.py"
     bench.write_text("print('MLUPS: 100')\n")
-    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--build-cmd", str(build), "--bench-cmd", f"python3 {bench}")
+    args = scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--build-cmd", str(build), "--bench-cmd", f"python3 {bench}",
+                     "--python", python)
     assert scan_json(capsys, args)["builds"] == 2
     assert scan_json(capsys, args + ["--rerun"])["builds"] == 2
     assert marker.read_text().count("built") == 4
+
+
+@pytest.mark.parametrize("build", ["/bin/true", "echo"])
+def test_a_build_that_leaves_no_wheel_and_installs_nothing_is_refused(capsys, scan_args, tmp_path, build):
+    """Issue 44: a --build-cmd of /bin/true (or a script that only echoes) left no wheel and every pair
+    measured the Python's old jax: "2 builds", "no steps found", exit 0."""
+    if build == "echo":
+        build = str(tmp_path / "echo-build.sh")
+        Path(build).write_text("#!/bin/sh\necho building jax\n")
+        Path(build).chmod(0o755)
+    code, out, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 14:00", "--build-cmd", build))
+    assert code == 1, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"hourly: error: the build ({build}) left no wheel in ") and "not in the JAX tree" in line
+    assert "every pair would measure that same jax (build log " in line and "pip install -e" in line
+    assert "no steps" not in out
 
 
 def test_config_file_and_flags(capsys, scan_args, made, venv_python, tmp_path):

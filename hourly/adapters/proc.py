@@ -11,6 +11,7 @@ the command, the exit code and the tail of the output. No process started here g
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shlex
@@ -61,6 +62,9 @@ class Result:
     #: when each line of ``output`` was read, in seconds since the process started (the cost of a
     #: benchmark process: its time to the first sample and per sample after it); empty where unread
     line_times: tuple[float, ...] = ()
+    #: what hourly had to do past the process's own exit, in words (processes it left behind,
+    #: killed); each also written to the log
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -76,6 +80,10 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     """Run ``cmd`` and capture stdout+stderr together.
 
     ``env`` replaces the environment when given (callers merge with ``os.environ`` themselves).
+    The run ends when its process exits: what it printed is read to the end, and a process it left
+    behind (its own process group, or one elsewhere still holding its output open) is killed and
+    named in :attr:`Result.notes` and the log — never waited for. A log that cannot be written (a
+    full disk) stops the run: its group is killed and the :class:`OSError` raised here.
     """
     global spawned
     cmd = [str(c) for c in cmd]
@@ -87,13 +95,15 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
     threads: list[threading.Thread] = []
     timer = None
     expired = threading.Event()
+    notes: list[str] = []
+    pump: _Pump | None = None
     spawned += 1
     proc = _start(cmd, cwd, env, subprocess.PIPE if input is not None else subprocess.DEVNULL, log)
     # from here on the child exists: every line is inside the try, so that a Ctrl-C anywhere (a
     # thread's start waits for the thread, and a signal's handler runs there) kills its group
     try:
-        threads.append(threading.Thread(target=_pump, args=(proc.stdout, lines, log, times, start),
-                                        daemon=True))
+        pump = _Pump(proc, lines, log, times, start)
+        threads.append(threading.Thread(target=pump, daemon=True))
         if input is not None:
             threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
         for t in threads:
@@ -106,25 +116,24 @@ def run(cmd: list[str], *, cwd: str | os.PathLike | None = None, env: dict[str, 
             timer.cancel()
         if expired.is_set():
             _wait_group_gone(proc.pid)
-        for t in threads:
-            t.join()
-    except BaseException:  # Ctrl-C: never leave the child running
+        notes = _end(proc, pump, threads)
+    except BaseException:  # Ctrl-C: never leave the child running, and never wait long for it
         if timer is not None:
             timer.cancel()
-        _kill_group(proc)
-        proc.wait()
-        _wait_group_gone(proc.pid)
-        for t in threads:
-            if t.ident is not None:  # started
-                t.join(timeout=5)
-        _close_log(log, "interrupted")
+        _stop_now(proc, pump, threads)
+        _close_log(log, "interrupted", quiet=True)
         raise
     timed_out = expired.is_set()
     out = "".join(lines)
     duration = time.monotonic() - start
+    if pump is not None and pump.error is not None:  # the log could not be written: the run was stopped there
+        _close_log(log, "log write failed", quiet=True)
+        raise pump.error
+    for note in notes:
+        _note_log(log, note)
     _close_log(log, f"{'timeout' if timed_out else proc.returncode} after {duration:.2f}s")
     result = Result(cmd, None if timed_out else proc.returncode, out, duration, timed_out,
-                    str(log_path) if log_path else None, tuple(times))
+                    str(log_path) if log_path else None, tuple(times), tuple(notes))
     if check and not result.ok:
         raise ProcessError(cmd, result.returncode, result.tail(), str(cwd) if cwd else None,
                            timed_out, result.log_path)
@@ -159,9 +168,10 @@ def run_until(cmd: list[str], stop: Callable[[str], bool], *, cwd: str | os.Path
         if stopped:
             _kill_group(proc)
         proc.wait()  # at the end of its output (or killed by the timer)
-    except BaseException:  # Ctrl-C: never leave the child running
+    except BaseException:  # Ctrl-C: never leave the child running, and never wait long for it
         _kill_group(proc)
-        proc.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=STOP_S)
         raise
     finally:
         if timer is not None:
@@ -197,24 +207,66 @@ def _open_log(log_path, cmd: list[str], cwd):
     return log
 
 
-def _close_log(log, outcome: str) -> None:
+def _close_log(log, outcome: str, quiet: bool = False) -> None:
+    """The log's last line; ``quiet``: a log that cannot be written (its disk full) is closed all
+    the same, the first error being the one to say."""
     if log is None:
         return
-    log.write(f"\n# exit: {outcome}\n")
-    log.close()
+    try:
+        log.write(f"\n# exit: {outcome}\n")
+        log.close()
+    except OSError:
+        if not quiet:
+            raise
+        with contextlib.suppress(OSError):
+            log.close()
 
 
-def _pump(stream, lines: list[str], log, times: list[float] | None = None, start: float = 0.0) -> None:
-    """Read the output line by line as it comes; each line reaches the log file at once, and its
-    time (seconds since ``start``, on the monotonic clock) goes to ``times`` when given."""
-    for line in stream:
-        if times is not None:
-            times.append(time.monotonic() - start)
-        lines.append(line)
-        if log is not None and not log.closed:
-            log.write(line)
-            log.flush()
-    stream.close()
+def _note_log(log, note: str) -> None:
+    if log is not None:
+        log.write(f"\n# hourly: {note}")
+
+
+class _Pump:
+    """Reads a process's output line by line as it comes (in a thread of its own); each line
+    reaches the log file at once, and its time (seconds since ``start``, on the monotonic clock)
+    goes to ``times``. A log that cannot be written (a full disk) is never a traceback in this
+    thread: the error is kept for :func:`run` to raise, the process group killed, and the output
+    read on to its end, so the process is never blocked on a full pipe."""
+
+    def __init__(self, proc: subprocess.Popen, lines: list[str], log, times: list[float], start: float):
+        self.proc, self.lines, self.log, self.times, self.start = proc, lines, log, times, start
+        self.error: OSError | None = None
+        #: the output pipe's inode: every process still holding its write end holds the run open
+        self.pipe = _pipe_of(proc)
+
+    def __call__(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        try:
+            for line in stream:
+                self.times.append(time.monotonic() - self.start)
+                self.lines.append(line)
+                if self.log is not None and self.error is None and not self.log.closed:
+                    try:
+                        self.log.write(line)
+                        self.log.flush()
+                    except OSError as e:
+                        if e.filename is None:
+                            e.filename = self.log.name
+                        self.error = e
+                        _kill_group(self.proc)
+            stream.close()
+        except (OSError, ValueError):  # the stream closed under it (a run given up on)
+            pass
+
+
+def _pipe_of(proc: subprocess.Popen) -> int | None:
+    """The inode of ``proc``'s output pipe (None once closed)."""
+    try:
+        return os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
+    except (OSError, AttributeError, ValueError):
+        return None
 
 
 def _feed(stream, text: str) -> None:
@@ -349,6 +401,12 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 #: how long to wait for the rest of a killed process group (grandchildren) to be gone
 GROUP_GONE_S = 2.0
+#: how long, after a process exits, its output may go on arriving before hourly looks for who
+#: still holds it open (a process reading a large output to its end is no such holder)
+PIPE_GRACE_S = 0.1
+#: how long an interrupted run (Ctrl-C, a stop signal) may take to be stopped, its group killed
+#: and gone, before hourly goes on stopping without it: the whole of hourly stops within seconds
+STOP_S = 2.5
 
 
 def _wait_group_gone(pgid: int, limit: float = GROUP_GONE_S) -> None:
@@ -356,11 +414,128 @@ def _wait_group_gone(pgid: int, limit: float = GROUP_GONE_S) -> None:
     no grandchild still writes into a tree hourly is about to restore."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
+        if not _live_members(pgid):
             return
         time.sleep(0.02)
+
+
+def _live_members(pgid: int) -> list[tuple[int, str]]:
+    """The processes of group ``pgid`` that still run, as (pid, command name): zombies, which only
+    wait to be reaped by whoever adopted them, are none. Without ``/proc`` (macOS) the group, when
+    it exists, is one entry of pid 0."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return []
+    except OSError:
+        return []
+    if not os.path.isdir("/proc/self"):
+        return [(0, "?")]
+    found = []
+    for pid, stat in _proc_stats():
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            found.append((pid, stat[stat.find("(") + 1:stat.rfind(")")]))
+    return found
+
+
+def _proc_stats():
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                    yield int(name), f.read()
+            except OSError:  # gone meanwhile
+                continue
+
+
+def _pipe_holders(pipe: int | None) -> list[tuple[int, str]] | None:
+    """The processes other than this one that hold pipe ``pipe`` (an inode) open, as (pid, command
+    name); None where hourly cannot tell (no ``/proc``)."""
+    if pipe is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    target, me, found = f"pipe:[{pipe}]", os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{fd}") == target:
+                    found.append((int(name), _comm(int(name))))
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def _named(procs: list[tuple[int, str]]) -> str:
+    shown = ", ".join(f"{name} (pid {pid})" if pid else "its group" for pid, name in procs[:5])
+    return shown + (f" and {len(procs) - 5} more" if len(procs) > 5 else "")
+
+
+def _kill_pids(procs: list[tuple[int, str]]) -> None:
+    for pid, _ in procs:
+        if pid > 0:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _end(proc: subprocess.Popen, pump: _Pump, threads: list[threading.Thread]) -> list[str]:
+    """After the process exited (reaped): what it printed is read to the end, and whatever it left
+    behind is killed, never waited for: the rest of its process group (a ``cmd &`` of its shell), and
+    any process elsewhere still holding its output open (one that started a session of its own).
+    Returns what was done, in words."""
+    notes = []
+    left = _live_members(proc.pid)
+    if left:
+        _kill_group(proc)
+        _wait_group_gone(proc.pid)
+        notes.append(f"the command exited and left {_named(left)} running in its process group: killed "
+                     "(a run ends when its process exits)")
+    reader = threads[0]
+    reader.join(PIPE_GRACE_S)
+    if reader.is_alive():
+        holders = _pipe_holders(pump.pipe)
+        if holders:
+            _kill_pids(holders)
+            notes.append(f"the command exited and left {_named(holders)}, outside its process group, holding "
+                         "its output open: killed")
+            reader.join(GROUP_GONE_S)
+            if reader.is_alive():
+                notes.append("its output was still held open after that: hourly stopped reading it")
+        else:  # nobody else holds it (or hourly cannot tell): the rest is on its way
+            reader.join()
+    for t in threads[1:]:
+        t.join(GROUP_GONE_S)
+    return notes
+
+
+def _stop_now(proc: subprocess.Popen, pump: _Pump | None, threads: list[threading.Thread]) -> None:
+    """Ctrl-C or a stop signal while ``proc`` runs: kill its whole group (SIGKILL: a benchmark that
+    traps SIGINT and SIGTERM stops too) and every process still holding its output, and wait for
+    them at most :data:`STOP_S` in all (a process tearing down an accelerator can take longer to
+    be gone; it is killed, and hourly does not wait for it)."""
+    deadline = time.monotonic() + STOP_S
+    _kill_group(proc)
+    _kill_pids(_pipe_holders(pump.pipe if pump is not None else _pipe_of(proc)) or [])
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=max(0.0, deadline - time.monotonic() - 0.5))
+    _wait_group_gone(proc.pid, max(0.0, deadline - time.monotonic() - 0.3))
+    for t in threads:
+        if t.ident is not None:  # started
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
@@ -419,7 +594,12 @@ def attached(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | os
             rc = child.wait()
         except BaseException:  # hourly itself stopped (SIGTERM, SIGHUP): the child goes first
             child.terminate()
-            child.wait()
+            try:
+                child.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:  # it traps SIGTERM: hourly stops all the same
+                child.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=STOP_S)
             raise
     finally:
         for s, h in old.items():

@@ -81,6 +81,9 @@ class Run:
     timing: Timing | None = None
     #: the samples hourly asked the process for (``HOURLY_SAMPLES``); None: none asked
     asked: int | None = None
+    #: what hourly had to kill once the process exited (a child it left running, or holding its
+    #: output open), in words (hourly.adapters.proc.Result.notes): said in the run's record and log
+    stopped: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"status": self.status.value, "value": self.value, "returncode": self.returncode,
@@ -106,6 +109,8 @@ class Run:
             d["asked"] = self.asked
             if not self.followed:
                 d["followed"] = False
+        if self.stopped:
+            d["stopped"] = list(self.stopped)
         return d
 
     @property
@@ -245,7 +250,8 @@ def _metric_run(r: Run, name: str) -> Run:
     return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
                rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name),
-               unread=s.unread if s and status is Status.NO_METRIC else None, timing=r.timing, asked=r.asked)
+               unread=s.unread if s and status is Status.NO_METRIC else None, timing=r.timing, asked=r.asked,
+               stopped=r.stopped)
 
 
 @dataclass
@@ -432,6 +438,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         if res.line_times and spec.expect_metric:  # what the process cost, off when its samples arrived
             run.timing = timing(res.output, res.line_times, _sample_line(spec))
         run.asked = spec.asked
+        run.stopped = list(res.notes)
         runs.append(run)
         if on_run is not None:
             on_run(run)

@@ -20,6 +20,7 @@ before each install, so it holds one state's files.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -575,6 +576,8 @@ class Builder:
             return result
         built = produced(wheel_dir, before)
         if not built:
+            if not self.spec.package_only:  # --only jax: where the benchmark finds jax is checked at its runs
+                self._check_in_place(into or self.install_python, env, wheel_dir, log)
             result = BuildResult(BuildStatus.IN_PLACE, str(log), res.tail(), res.duration)
             self._record(pair, result, in_place=True)
             return result
@@ -585,6 +588,26 @@ class Builder:
         result = BuildResult(BuildStatus.BUILT, str(log), res.tail(), res.duration, [str(w) for w in cached])
         self._record(pair, result, in_place=False)
         return result
+
+    def _check_in_place(self, python: str, env: dict[str, str], wheel_dir: Path, log: Path) -> None:
+        """A build that left no wheel is taken as installed in place (an editable install of the JAX
+        tree) only when the benchmark's Python finds ``jax`` in the JAX tree; otherwise every pair
+        would measure whatever that Python had before (a ``--build-cmd`` of ``/bin/true``, or one
+        that only echoes, gave "no steps found" and exit 0): refused, naming what it finds."""
+        tree = Path(self.jax_repo.path).absolute()
+        res = proc.run([python, "-c", _FIND_JAX], env=env, timeout=120, check=False)
+        lines = res.output.strip().splitlines() if res.ok else []
+        found = lines[-1] if lines else ""
+        if found and os.path.isabs(found) and Path(os.path.abspath(found)).is_relative_to(tree):
+            return
+        finds = (f"finds jax at {found}" if os.path.isabs(found) else f"cannot find jax ({found})" if found
+                 else "finds no jax" if res.ok
+                 else f"could not say where it finds jax (exit {res.returncode}: {res.tail(1).strip() or 'no output'})")
+        raise UserError(
+            f"the build ({' '.join(self.spec.cmd)}) left no wheel in {wheel_dir} and {python} {finds}, not in the "
+            f"JAX tree {tree}: every pair would measure that same jax (build log {log})",
+            f"make the build leave its wheels in $HOURLY_WHEEL_DIR, or install the JAX tree into that Python "
+            f"in place ({python} -m pip install -e {tree})")
 
     def _run_build(self, env: dict[str, str], log: Path) -> proc.Result:
         self.builds_run += 1
@@ -685,6 +708,42 @@ def require_python(python: str) -> None:
     if not found:
         raise UserError(f"--python {python} is not an executable Python here",
                         "pass --python with the path of the Python that gets the builds (a venv's bin/python)")
+    said = _says_python(str(Path(found if isinstance(found, str) else python).absolute()))
+    if said is not None:  # /bin/true, a wrapper that fails: every build would be installed by nothing
+        raise UserError(f"--python {python} is not a Python: asked for its version ({PYTHON_PROBE}), it {said}",
+                        "pass --python with the path of the Python that gets the builds (a venv's bin/python)")
+
+
+#: where a Python would import ``jax`` from, without importing it (its ``__init__`` runs nothing)
+_FIND_JAX = ("import importlib.util as u\ntry:\n    s = u.find_spec('jax')\nexcept Exception as e:\n"
+             "    s = None\n    print('error:', e)\nprint(s.origin if s is not None and s.origin else "
+             "'' if s is None else list(s.submodule_search_locations or [''])[0])")
+
+
+#: what :func:`require_python` asks --python (``-S``: no site module, the quickest start)
+PYTHON_PROBE = "python -S -c 'import sys; print(\"python\", *sys.version_info[:2])'"
+
+
+def _says_python(python: str) -> str | None:
+    """None when ``python`` answers as a Python does; else what it did instead, in words. Asked
+    once per interpreter file as it is (path and modification time) in this process."""
+    try:
+        st = os.stat(python)
+    except OSError as e:
+        return f"could not be run ({e.strerror})"
+    return _asked_python(python, st.st_mtime_ns)
+
+
+@functools.cache
+def _asked_python(python: str, _mtime: int) -> str | None:
+    res = proc.run([python, "-S", "-c", "import sys; print('python', *sys.version_info[:2])"], timeout=60,
+                   check=False)
+    if res.ok and any(line.startswith("python 3 ") for line in res.output.splitlines()):
+        return None
+    if res.timed_out:
+        return "did not answer within 60 s"
+    last = res.tail(1).strip()
+    return f"exited with status {res.returncode}" + (f" and printed {last!r}" if last else " and printed nothing")
 
 
 def require_command(cmd: str, path: str) -> None:

@@ -188,7 +188,9 @@ def run_harness(target: str, options: HarnessOptions, *, python: str | None = No
         if said:
             message, _, fix = said[-1].partition(" — ")
             raise UserError(message, f"{fix or 'fix the benchmark'}; {where}")
-        raise UserError(f"the harness exited with status {res.returncode}: {res.tail(1).strip()}", where)
+        last = res.tail(1).strip()
+        printed = f": {last}" if last else f" and printed nothing (is {python} a Python?)"
+        raise UserError(f"the harness exited with status {res.returncode}{printed}", where)
     report = read_report(res.output, command)
     report.log, report.duration = (str(log_path) if log_path else None), res.duration
     if not report.phases and not report.unavailable:

@@ -247,9 +247,15 @@ def _rows(points: list[PlannedPoint]) -> list[tuple[str, str, str]]:
 
 def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, total: int
           ) -> Generator[Counted, None, None]:
+    said = False
     for i, pair in enumerate(todo):
         handler.progress(done + i, total, pair)
-        yield host.measure(pair, host.s.repeats)
+        got = host.measure(pair, host.s.repeats)
+        left = [(r["stopped"][0], r.get("log")) for r in got[0].runs if r.get("stopped")]
+        if left and not said:  # a benchmark that leaves processes behind: said once, each run's record keeps it
+            said = True
+            handler.note(f"note: {left[0][0]} (log {left[0][1]}); each such run's record says so (runs[].stopped)")
+        yield got
 
 
 def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, points: list[PlannedPoint],
