@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
-from hourly.analysis.samples import location
+from hourly.analysis.process_stat import ProcessValue
 from hourly.model import Pair
 
 if TYPE_CHECKING:
@@ -22,11 +22,12 @@ APART = "measured one after another: drift not cancelled"
 
 
 def process_value(ev: Evidence) -> float | None:
-    """What one process gave a round: its value (a process's samples summarised: the unit of noise
-    is the process, not the sample); None when it measured nothing."""
+    """What one process gave a round: its value (a process's samples summarised, by their median
+    until the verdicts choose a statistic on the window's ends: the unit of noise is the process,
+    not the sample), its samples kept for that choice; None when it measured nothing."""
     if not ev.ok or not ev.samples:
         return None
-    return ev.samples[0] if len(ev.samples) == 1 else location(ev.samples)
+    return ev.samples[0] if len(ev.samples) == 1 else ProcessValue.of(ev.samples)
 
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None
