@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
 from hourly.analysis.process_stat import ProcessValue
+from hourly.analysis.samples import location
 from hourly.model import Pair
 
 if TYPE_CHECKING:
@@ -27,7 +28,11 @@ def process_value(ev: Evidence) -> float | None:
     not the sample), its samples kept for that choice; None when it measured nothing."""
     if not ev.ok or not ev.samples:
         return None
-    return ev.samples[0] if len(ev.samples) == 1 else ProcessValue.of(ev.samples)
+    value = ev.samples[0] if len(ev.samples) == 1 else location(ev.samples)
+    counted = [r for r in ev.runs if not r.warmup and r.status == "ok"]
+    if len(ev.samples) == 1 and len(counted) == 1 and len(counted[0].samples) > 1:
+        return ProcessValue(value, counted[0].samples)
+    return value
 
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None
