@@ -263,3 +263,17 @@ def test_one_value_a_process_searches_as_before_and_says_no_statistic():
     assert search.paired_verdicts.choice.candidates == 1
     assert "each process" not in ends[1] and not any("each process" in j.reason for j in verdicts)
     assert [(s.lo, s.hi) for s in steps] == [(8, 9)]
+
+
+def test_the_accelerator_hunt_simulator_drives_the_real_search():
+    """benchmarks/accelerator_hunts.py's hunts (the TPU machine's noise, a crash window) through
+    hourly's own ends' verdict and StepSearch: the new way names the planted commit, spends chip
+    time on every process, and its n and statistic come from the measured noise."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import accelerator_hunts as ah
+    r = ah.hunt("new", 40, True, 1)
+    assert r["right"] and not r["wrong"], r
+    assert r["statistic"] in STATISTICS and MIN_SAMPLES <= r["n"] <= MAX_SAMPLES and r["n"] != 12
+    assert r["chip"] >= r["processes"] * 16
