@@ -21,6 +21,7 @@ from hourly.analysis.process_stat import (
     MAX_SAMPLES,
     MIN_SAMPLES,
     STATISTICS,
+    WORDS,
     Cost,
     ProcessValue,
     between_floor,
@@ -79,7 +80,7 @@ def test_the_choice_follows_the_statistic_that_is_least_noisy_for_this_benchmark
         good = [bimodal(rng, 1.0, 40) for _ in range(8)]
         bad = [bimodal(rng, 1.03, 40) for _ in range(8)]
         c = choose_statistic(good, bad)
-        assert c.candidates == 3 and c.statistic in c.why and len(c.separations) == 3
+        assert c.candidates == 3 and WORDS[c.statistic] in c.why and len(c.separations) == 3
         picks[c.statistic] += 1
     var = {s: float(np.var([reduce(bimodal(rng, 1.0, 40, between=0), s) for _ in range(2000)])) for s in STATISTICS}
     least = min(var, key=var.get)
@@ -247,10 +248,10 @@ def test_the_statistic_is_chosen_on_the_ends_held_for_every_probe_and_said():
     rng = np.random.default_rng(2)
     ends, search, steps, verdicts = search_on(rng, 24, 9, 40)
     choice = search.paired_verdicts.choice
-    assert ends[0] is True and f"each process by its {choice.statistic}" in ends[1]
+    assert ends[0] is True and f"each process by its {WORDS[choice.statistic]}" in ends[1]
     assert choice.candidates == 3 and choice.statistic in STATISTICS
     assert [(s.lo, s.hi) for s in steps] == [(8, 9)]
-    assert verdicts and all(f"each process by its {choice.statistic}" in j.reason for j in verdicts)
+    assert verdicts and all(f"each process by its {WORDS[choice.statistic]}" in j.reason for j in verdicts)
     # every probe's value is its processes' chosen statistic
     probe = next(i for i in search.samples if 0 < i < 23)
     assert all(isinstance(v, ProcessValue) and v == reduce(v.samples, choice.statistic)

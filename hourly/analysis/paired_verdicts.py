@@ -29,7 +29,7 @@ import numpy as np
 from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, resolvable_change
 from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z, END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Block, Paired, drift, log_scale
-from hourly.analysis.process_stat import DEFAULT_CHOICE, Choice, ProcessValue, choose_statistic
+from hourly.analysis.process_stat import DEFAULT_CHOICE, WORDS, Choice, ProcessValue, choose_statistic
 from hourly.analysis.samples import location
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class PairedVerdicts:
         """What a verdict's words say of the statistic its processes were reduced by: nothing when
         no choice was made (one sample a process)."""
         c = self.choice
-        return f", each process by its {c.statistic} (chosen on the window's ends)" if c.candidates > 1 else ""
+        return f", each process by its {WORDS[c.statistic]} (chosen on the window's ends)" if c.candidates > 1 else ""
 
     # -- the two questions the search asks ----------------------------------------------------------
     def decide(self, i: int, a: int, b: int) -> Judgement:

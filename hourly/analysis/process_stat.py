@@ -25,6 +25,9 @@ import numpy as np
 #: the statistics a process's samples may be summarised by (:func:`reduce`)
 STATISTICS = ("median", "p10", "trimmed")
 
+#: each statistic in words (what a verdict says its processes were reduced by)
+WORDS = {"median": "median", "p10": "10th percentile", "trimmed": "trimmed mean"}
+
 #: samples a process gives before any cost is measured (a safe default)
 DEFAULT_SAMPLES = 12
 #: the bounds on the chosen number of samples per process
@@ -157,8 +160,8 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
             g, b = np.log(g), np.log(b)
         seps.append((s, _separation(g, b, paired)))
     best = max(seps, key=lambda x: x[1])  # max keeps the first of equals: the median
-    said = ", ".join(f"{s} {t:.1f}" for s, t in seps)
-    return Choice(best[0], f"it separates the ends best ({said} standard errors of their paired difference)",
+    said = ", ".join(f"{WORDS[s]} {t:.1f}" for s, t in seps)
+    return Choice(best[0], f"it separates the ends best (paired t: {said})",
                   len(STATISTICS), tuple(seps))
 
 

@@ -21,7 +21,7 @@ from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired, pooled_noise
-from hourly.analysis.process_stat import choose_statistic, selection_bound
+from hourly.analysis.process_stat import WORDS, choose_statistic, selection_bound
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
 from hourly.plurals import plural
@@ -127,7 +127,7 @@ class PairedMetricJudge(MetricJudge):
                 sigma, dof = self.noise([q.noise_groups()], q.log, q.level[0])
             p = q
             bound = selection_bound(SEPARATION_MIN, choice.candidates, dof)
-            by = f", each process by its {choice.statistic}: {choice.why}"
+            by = f", each process by its {WORDS[choice.statistic]}: {choice.why}"
         d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
