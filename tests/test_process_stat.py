@@ -278,3 +278,27 @@ def test_the_accelerator_hunt_simulator_drives_the_real_search():
     assert r["right"] and not r["wrong"], r
     assert r["statistic"] in STATISTICS and MIN_SAMPLES <= r["n"] <= MAX_SAMPLES and r["n"] != 12
     assert r["chip"] >= r["processes"] * 16
+
+
+def test_values_of_another_statistic_measured_before_are_no_drift():
+    """A window whose states were measured before (the scan: each process its median) and whose
+    verdicts reduce each process by a lower statistic: the states read lower now because of the
+    statistic, not the machine — no drift is said."""
+    rng = np.random.default_rng(8)
+    known = {s: [float(np.median(bimodal(rng, 1.0, 40))) for _ in range(4)] for s in (0, 1, 2)}
+    notes: list[str] = []
+    state = {"round": 0}
+
+    def rounds(sts, count, stop_on):
+        out = []
+        for _ in range(count):
+            out.append({s: ProcessValue.of(bimodal(rng, 1.0, 40)) for s in round_order(sts, state["round"])})
+            state["round"] += 1
+        return out
+    search = StepSearch(3, None, max_repeats=20, higher_is_better=False, judge=PairedMetricJudge(), rounds=rounds,
+                        known=known, on_note=notes.append)
+    from hourly.analysis.process_stat import Choice
+    search.paired_verdicts.choice = Choice("p10", "a lower statistic", 3)
+    search.paired_verdicts.decide(1, 0, 2)
+    assert reduce(search.samples[1][-1].samples, "p10") == search.samples[1][-1]  # reduced by the choice
+    assert not notes, notes

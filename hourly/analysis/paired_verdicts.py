@@ -137,14 +137,18 @@ class PairedVerdicts:
 
     def drift(self, before: dict[int, list[float]], p: Paired, sigma: float) -> None:
         """The states of a verdict that were measured before read alike differently now: the
-        machine drifted (said; the paired verdict cancelled it)."""
+        machine drifted (said; the paired verdict cancelled it). Only values of one statistic are
+        compared: where the processes are reduced by one chosen on the window's ends, the values
+        measured before of other processes (the scan's: their medians) are left out."""
         samples = self.search.samples
         moved = []
         for st in p.states:
             if before.get(st):
                 now = samples.get(st, [])[len(before[st]):]
-                change, z = drift(before[st], now, sigma, p.log)
-                moved.append((change, z))
+                was = before[st] if self.choice.statistic == DEFAULT_CHOICE.statistic else \
+                    [v for v in before[st] if isinstance(v, ProcessValue)]
+                if was:
+                    moved.append(drift(was, now, sigma, p.log))
         if not moved:
             return
         signs = {c > 0 for c, _ in moved}
