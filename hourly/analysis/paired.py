@@ -20,9 +20,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from hourly.analysis.process_stat import ProcessValue, samples_of
 from hourly.analysis.samples import hodges_lehmann, location, location_se, pooled_sigma
 
-#: one round: state -> the value its process printed in that round (None: the run failed)
+#: one round: state -> the value its process printed in that round (None: the run failed); a
+#: process that printed several samples is a :class:`~hourly.analysis.process_stat.ProcessValue`
+#: (its samples kept, for :meth:`Paired.reduced`)
 Block = Mapping[int, "float | None"]
 
 
@@ -35,11 +38,15 @@ def log_scale(values: Iterable[float]) -> bool:
 def rows(blocks: Sequence[Mapping], states: Sequence) -> list[list[float]]:
     """The rounds that hold a value of every one of ``states`` (in their order); a round where one
     of them failed says nothing about the others' difference and is left out."""
+    return [[float(v) for v in vals] for vals in _complete(blocks, states)]
+
+
+def _complete(blocks: Sequence[Mapping], states: Sequence) -> list[list]:
     out = []
     for b in blocks:
         vals = [b.get(s) for s in states]
         if all(v is not None for v in vals):
-            out.append([float(v) for v in vals])  # type: ignore[arg-type]
+            out.append(vals)
     return out
 
 
@@ -56,18 +63,38 @@ class Paired:
     level: tuple[float, ...]
     rounds: int
     values: tuple[tuple[float, ...], ...] = ()  # each state's values in the rounds, as measured
+    #: each state's processes' samples in the rounds (one tuple a process: a value alone when its
+    #: process printed one), and the statistic each process was reduced by
+    samples: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    statistic: str = "median"
 
     @classmethod
     def of(cls, blocks: Sequence[Mapping], states: Sequence, log: bool | None = None) -> "Paired":
-        r = rows(blocks, states)
+        full = _complete(blocks, states)
+        r = [[float(v) for v in vals] for vals in full]
         if log is None:
             log = log_scale(v for row in r for v in row)
         m = np.asarray(r, float).reshape(len(r), len(states))
         t = np.log(m) if log else m
         c = t - t.mean(axis=1, keepdims=True) if len(r) else t
         levels = tuple(location(m[:, k]) if len(r) else float("nan") for k in range(len(states)))
+        samples = tuple(tuple(samples_of(vals[k]) for vals in full) for k in range(len(states)))
         return cls(tuple(states), log, tuple(tuple(float(x) for x in c[:, k]) for k in range(len(states))), levels,
-                   len(r), tuple(tuple(float(x) for x in m[:, k]) for k in range(len(states))))
+                   len(r), tuple(tuple(float(x) for x in m[:, k]) for k in range(len(states))), samples)
+
+    def processes(self, s) -> list[tuple[float, ...]]:
+        """State ``s``'s processes in these rounds, each its samples."""
+        return list(self.samples[self.states.index(s)]) if self.samples else [(v,) for v in self.raw(s)]
+
+    def reduced(self, statistic: str) -> "Paired":
+        """The same rounds with every process reduced by ``statistic``
+        (hourly.analysis.process_stat.reduce): itself when no process printed more than one sample."""
+        if statistic == self.statistic or all(len(p) <= 1 for col in self.samples for p in col):
+            return self
+        blocks = [{s: ProcessValue.of(self.samples[k][r], statistic) for k, s in enumerate(self.states)}
+                  for r in range(self.rounds)]
+        out = Paired.of(blocks, self.states, self.log)
+        return Paired(out.states, out.log, out.centred, out.level, out.rounds, out.values, out.samples, statistic)
 
     def of_state(self, s) -> list[float]:
         return list(self.centred[self.states.index(s)])

@@ -29,6 +29,7 @@ import numpy as np
 from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, resolvable_change
 from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z, END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Block, Paired, drift, log_scale
+from hourly.analysis.process_stat import DEFAULT_CHOICE, WORDS, Choice, ProcessValue, choose_statistic
 from hourly.analysis.samples import location
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class PairedVerdicts:
         self.seeds: dict[tuple[int, int], list[Block]] = {}
         self.window_paired: Paired | None = None
         self.drifts: list[str] = []
+        #: the statistic each process's samples are reduced by: chosen on the window's ends
+        #: (:meth:`seed`) and held fixed for every verdict after
+        self.choice: Choice = DEFAULT_CHOICE
 
     def judge(self) -> PairedMetricJudge:
         """The search's judge when it is the paired one, else a paired judge of the defaults."""
@@ -86,6 +90,9 @@ class PairedVerdicts:
         if count <= 0:
             return []
         blocks = list(self.rounds_fn(states, count, stop_on))
+        if self.choice.statistic != DEFAULT_CHOICE.statistic:  # each process by the statistic chosen
+            blocks = [{st: v.by(self.choice.statistic) if isinstance(v, ProcessValue) else v for st, v in bl.items()}
+                      for bl in blocks]
         for bl in blocks:
             for st, v in bl.items():
                 if v is not None:
@@ -130,14 +137,18 @@ class PairedVerdicts:
 
     def drift(self, before: dict[int, list[float]], p: Paired, sigma: float) -> None:
         """The states of a verdict that were measured before read alike differently now: the
-        machine drifted (said; the paired verdict cancelled it)."""
+        machine drifted (said; the paired verdict cancelled it). Only values of one statistic are
+        compared: where the processes are reduced by one chosen on the window's ends, the values
+        measured before of other processes (the scan's: their medians) are left out."""
         samples = self.search.samples
         moved = []
         for st in p.states:
             if before.get(st):
                 now = samples.get(st, [])[len(before[st]):]
-                change, z = drift(before[st], now, sigma, p.log)
-                moved.append((change, z))
+                was = before[st] if self.choice.statistic == DEFAULT_CHOICE.statistic else \
+                    [v for v in before[st] if isinstance(v, ProcessValue)]
+                if was:
+                    moved.append(drift(was, now, sigma, p.log))
         if not moved:
             return
         signs = {c > 0 for c, _ in moved}
@@ -148,6 +159,12 @@ class PairedVerdicts:
             text = self.judge().drift_words(change, p.log, f"since {which} measured before")
             self.drifts.append(text)
             self.on_note(text)
+
+    def by(self) -> str:
+        """What a verdict's words say of the statistic its processes were reduced by: nothing when
+        no choice was made (one sample a process)."""
+        c = self.choice
+        return f", each process by its {WORDS[c.statistic]} (chosen on the window's ends)" if c.candidates > 1 else ""
 
     # -- the two questions the search asks ----------------------------------------------------------
     def decide(self, i: int, a: int, b: int) -> Judgement:
@@ -170,7 +187,7 @@ class PairedVerdicts:
                 if j.level is not Level.UNSURE:
                     self.keep(p)
                     self.drift(before, p, sigma)
-                    return j
+                    return Judgement(j.level, j.reason + self.by(), j.margin)
             elif final:
                 return Judgement(Level.SKIP, f"the interval's ends did not both run in any of {len(blocks)} rounds")
             want = len(blocks) + max(1, more_rounds(len(blocks), s.max_repeats))
@@ -197,7 +214,7 @@ class PairedVerdicts:
                     self.keep(p)
                     self.drift(before, p, sigma)
                     self.checked[(a, b)] = (d is not False, p)
-                    self.outcomes[(a, b)] = (d, words)
+                    self.outcomes[(a, b)] = (d, words + self.by())
                     return d is not False
             elif final:
                 self.checked[(a, b)] = (True, None)
@@ -209,7 +226,11 @@ class PairedVerdicts:
     def seed(self, a: int, b: int, p: Paired) -> None:
         """Rounds of ``a`` and ``b`` measured before the search (the window's ends, compared first):
         their noise joins the window's, they give the window's change, and a comparison of the two
-        (the confirmation of a two-state window) goes on from them."""
+        (the confirmation of a two-state window) goes on from them. On them the statistic each
+        process is reduced by is chosen (:func:`~hourly.analysis.process_stat.choose_statistic`, as
+        the ends' verdict chose it: hourly.analysis.judges.paired), and held for every verdict after."""
+        self.choice = choose_statistic(p.processes(a), p.processes(b))
+        p = p.reduced(self.choice.statistic)
         self.keep(p)
         self.window_paired = p
         self.seeds[(a, b)] = [{a: x, b: y} for x, y in zip(p.raw(a), p.raw(b), strict=True)]

@@ -14,14 +14,19 @@ cost ``p · (fixed + n · per_sample)``; their product is least at
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
 
 #: the statistics a process's samples may be summarised by (:func:`reduce`)
 STATISTICS = ("median", "p10", "trimmed")
+
+#: each statistic in words (what a verdict says its processes were reduced by)
+WORDS = {"median": "median", "p10": "10th percentile", "trimmed": "trimmed mean"}
 
 #: samples a process gives before any cost is measured (a safe default)
 DEFAULT_SAMPLES = 12
@@ -31,7 +36,9 @@ MAX_SAMPLES = 200
 
 
 def reduce(samples: Sequence[float], statistic: str = "median") -> float:
-    """One process's value from its samples, by ``statistic`` (one of :data:`STATISTICS`)."""
+    """One process's value from its samples, by ``statistic`` (one of :data:`STATISTICS`): the
+    median, the 10th percentile (linear interpolation) or the mean of the middle half. One sample
+    is its own value by every statistic."""
     a = np.sort(np.asarray(samples, dtype=float))
     if not len(a):
         raise ValueError("no samples")
@@ -45,18 +52,117 @@ def reduce(samples: Sequence[float], statistic: str = "median") -> float:
     raise ValueError(f"unknown statistic {statistic!r}")
 
 
+class ProcessValue(float):
+    """One process's value (its samples reduced by the statistic in force: the median until one is
+    chosen) that keeps the samples, so that a verdict can reduce them again by the statistic chosen
+    on the window's ends. Everywhere else it is the plain number."""
+
+    samples: tuple[float, ...]
+
+    def __new__(cls, value: float, samples: Sequence[float]) -> "ProcessValue":
+        v = super().__new__(cls, value)
+        v.samples = tuple(float(x) for x in samples)
+        return v
+
+    def __reduce__(self):  # pickles (a worker hands rounds back) as what it is
+        return (ProcessValue, (float(self), self.samples))
+
+    @classmethod
+    def of(cls, samples: Sequence[float], statistic: str = "median") -> "ProcessValue":
+        """A process's samples reduced by ``statistic``."""
+        return cls(reduce(samples, statistic), samples)
+
+    def by(self, statistic: str) -> "ProcessValue":
+        """The same process reduced by ``statistic`` (itself when it holds one sample)."""
+        if len(self.samples) <= 1:
+            return self
+        return ProcessValue(reduce(self.samples, statistic), self.samples)
+
+
+def samples_of(value: float) -> tuple[float, ...]:
+    """The samples behind a process's value: a :class:`ProcessValue`'s own, else the value alone."""
+    return getattr(value, "samples", None) or (float(value),)
+
+
+@functools.cache
+def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
+    """The separation (standard errors) two ends must reach when the statistic was chosen among
+    ``candidates`` on those same ends, so that taking the one that separates them best does not make
+    ends that do not differ read as different more often than ``base`` standard errors of one
+    statistic would: the two-sided level of ``base`` shared among the candidates (Bonferroni). On a
+    noise estimate of ``dof`` degrees of freedom (0: known) both are Student-t levels: with the few
+    rounds a window's ends start with, ``base`` = 3 is a level of 9.5 % at 2 degrees of freedom, and
+    its third needs 5.4 standard errors, not the 3.3 of the normal's."""
+    if candidates <= 1:
+        return base
+    if dof > 0:
+        from scipy import stats  # here, not at the top: scipy.stats costs a process ~1 s to import
+        alpha = 2.0 * float(stats.t.sf(base, dof))
+        return float(stats.t.isf(alpha / (2.0 * candidates), dof))
+    nd = NormalDist()
+    alpha = 2.0 * (1.0 - nd.cdf(base))
+    return float(nd.inv_cdf(1.0 - alpha / (2.0 * candidates)))
+
+
 @dataclass(frozen=True)
 class Choice:
-    """The per-process statistic chosen for a verdict, and why (said to the user)."""
+    """The per-process statistic chosen for a verdict, and why (said to the user). ``candidates``:
+    how many statistics it was chosen among (1: no choice was made, every statistic gives the same
+    value); ``separations``: each candidate's separation of the ends (t, paired by round)."""
 
     statistic: str
     why: str
+    candidates: int = 1
+    separations: tuple[tuple[str, float], ...] = ()
+
+
+#: the choice where nothing is chosen: one value per process, or too few processes
+DEFAULT_CHOICE = Choice("median", "the default")
+
+
+def _separation(g: np.ndarray, b: np.ndarray, paired: bool) -> float:
+    """|t| of the ends' difference: paired by round (one process of each per round), else Welch's."""
+    if paired:
+        d = b - g
+        sd = float(d.std(ddof=1))
+        m = abs(float(d.mean()))
+        return m / (sd / math.sqrt(len(d))) if sd > 0 else (math.inf if m > 0 else 0.0)
+    se = math.sqrt(float(g.var(ddof=1)) / len(g) + float(b.var(ddof=1)) / len(b))
+    m = abs(float(b.mean() - g.mean()))
+    return m / se if se > 0 else (math.inf if m > 0 else 0.0)
 
 
 def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[float]]) -> Choice:
     """The statistic to summarise each process by, chosen on a window's two ends (one list of
-    samples per process each), which are known to differ; held fixed for the probes after."""
-    return Choice("median", "the default")
+    samples per process each, the k-th of each from the same round), which are known to differ;
+    held fixed for the probes after.
+
+    Each candidate of :data:`STATISTICS` reduces every process to one value; the one whose paired
+    difference of the ends (on a log scale when every value is positive) is the most standard
+    errors from zero wins — the statistic that follows this benchmark's change best against its
+    noise (a low quantile where the samples are bimodal or skewed to the slow side, the median or
+    the trimmed mean where they are not). Ties go to the earlier in :data:`STATISTICS` (the median).
+    Taking the best of several on the same ends inflates their evidence: the ends' verdict made by
+    it is held to :func:`selection_bound` over ``candidates`` (hourly.analysis.judges.paired); the
+    probes after are judged on fresh processes by the statistic held fixed."""
+    if not good or not bad:
+        return DEFAULT_CHOICE
+    if all(len(p) <= 1 for p in (*good, *bad)):
+        return Choice("median", "one sample per process: every statistic is that sample")
+    if min(len(good), len(bad)) < 2:
+        return Choice("median", "too few processes of each end to compare statistics")
+    paired = len(good) == len(bad)
+    seps: list[tuple[str, float]] = []
+    for s in STATISTICS:
+        g = np.array([reduce(p, s) for p in good])
+        b = np.array([reduce(p, s) for p in bad])
+        if min(g.min(), b.min()) > 0:
+            g, b = np.log(g), np.log(b)
+        seps.append((s, _separation(g, b, paired)))
+    best = max(seps, key=lambda x: x[1])  # max keeps the first of equals: the median
+    said = ", ".join(f"{WORDS[s]} {t:.1f}" for s, t in seps)
+    return Choice(best[0], f"it separates the ends best (paired t: {said})",
+                  len(STATISTICS), tuple(seps))
 
 
 @dataclass(frozen=True)
@@ -83,12 +189,28 @@ def variance_components(processes: Sequence[Sequence[float]]) -> tuple[float, fl
     return within, between
 
 
+def between_floor(within: float, samples: float, processes: int) -> float:
+    """The between-process variance that ``processes`` processes of ``samples`` samples each cannot
+    tell from none: one standard error of its estimate where it is none (``within / samples ·
+    sqrt(2 / (processes − 1))``). A between estimate below it is that much uncertain, not small:
+    floored there, a few processes whose levels happen to agree do not send the samples per process
+    to the upper bound; as processes come in the floor falls and n rises only as the data allow."""
+    if processes < 2 or samples <= 0 or not math.isfinite(within):
+        return float("nan")
+    return within / samples * math.sqrt(2.0 / (processes - 1))
+
+
 def samples_per_process(cost: Cost, within: float, between: float,
-                        lo: int = MIN_SAMPLES, hi: int = MAX_SAMPLES) -> int:
+                        lo: int = MIN_SAMPLES, hi: int = MAX_SAMPLES, *, floor: float = 0.0) -> int:
     """The samples per process that buy the most precision per second of the machine (see the
-    module's text), bounded by ``lo`` and ``hi``; :data:`DEFAULT_SAMPLES` while a figure is missing."""
-    if not (cost.per_sample > 0 and within >= 0 and math.isfinite(within) and math.isfinite(between)):
+    module's text), bounded by ``lo`` and ``hi``; :data:`DEFAULT_SAMPLES` while a figure is missing.
+    ``floor``: the least between-process variance believed (:func:`between_floor` of the processes
+    the figures come from); without one, a between of 0 asks for ``hi``."""
+    if not (cost.per_sample > 0 and cost.fixed >= 0 and within >= 0 and math.isfinite(within)
+            and math.isfinite(between)):
         return DEFAULT_SAMPLES
+    if math.isfinite(floor):
+        between = max(between, floor)
     if between <= 0:
         return hi
     n = math.sqrt(cost.fixed / cost.per_sample * within / between)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
+from hourly.analysis.process_stat import ProcessValue
 from hourly.analysis.samples import location
 from hourly.bisect.events import ProcessDone
 from hourly.model import Pair
@@ -25,11 +26,16 @@ APART = "measured one after another: drift not cancelled"
 
 
 def process_value(ev: Evidence) -> float | None:
-    """What one process gave a round: its value (a process's samples summarised: the unit of noise
-    is the process, not the sample); None when it measured nothing."""
+    """What one process gave a round: its value (a process's samples summarised, by their median
+    until the verdicts choose a statistic on the window's ends: the unit of noise is the process,
+    not the sample), its samples kept for that choice; None when it measured nothing."""
     if not ev.ok or not ev.samples:
         return None
-    return ev.samples[0] if len(ev.samples) == 1 else location(ev.samples)
+    value = ev.samples[0] if len(ev.samples) == 1 else location(ev.samples)
+    counted = [r for r in ev.runs if not r.warmup and r.status == "ok"]
+    if len(ev.samples) == 1 and len(counted) == 1 and len(counted[0].samples) > 1:
+        return ProcessValue(value, counted[0].samples)
+    return value
 
 
 class Progress:

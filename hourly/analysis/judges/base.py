@@ -39,11 +39,15 @@ class Run:
     warmup: bool = False
     #: it printed the metric as a number hourly will not guess at (``MLUPS: 1,234``): printed, no value
     unread: bool = False
+    #: the samples the process printed, when it printed many (its value is their median): what a
+    #: paired verdict reduces by the statistic it chose (hourly.analysis.process_stat)
+    samples: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Run":
         """A run as the store keeps it (``hourly.measure.benchmark.Run.as_dict``)."""
-        return cls(row.get("returncode"), row.get("status"), bool(row.get("warmup")), bool(row.get("unread")))
+        return cls(row.get("returncode"), row.get("status"), bool(row.get("warmup")), bool(row.get("unread")),
+                   tuple(float(x) for x in row.get("samples") or ()))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired, pooled_noise
+from hourly.analysis.process_stat import WORDS, choose_statistic, selection_bound
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
 from hourly.plurals import plural
@@ -110,17 +111,31 @@ class PairedMetricJudge(MetricJudge):
         """Whether a window's ends differ, in rounds of the two: apart by SEPARATION_MIN standard
         errors of their paired difference (the unpaired ends' check), the same when Wald's test
         says no difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or
-        not); and the difference in words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``)."""
+        not); and the difference in words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``).
+
+        Where processes printed several samples, each is reduced by the statistic that separates
+        the ends best (hourly.analysis.process_stat.choose_statistic; ``sigma`` and ``dof`` are then
+        those of its rounds), and having picked the best of several on these same rounds, the
+        separation they need is raised to hold the false rate of one (:func:`selection_bound`)."""
         from hourly.analysis.judges.metric import SEPARATION_MIN
         from hourly.analysis.samples import hodges_lehmann, location, se2
+        choice = choose_statistic(p.processes(x), p.processes(y))
+        bound, by = SEPARATION_MIN, ""
+        if choice.candidates > 1:
+            q = p.reduced(choice.statistic)
+            if q is not p:
+                sigma, dof = self.noise([q.noise_groups()], q.log, q.level[0])
+            p = q
+            bound = selection_bound(SEPARATION_MIN, choice.candidates, dof)
+            by = f", each process by its {WORDS[choice.statistic]}: {choice.why}"
         d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
         sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
         diff = p.difference(x, y)
         said = f"{_pct(diff) if p.log else f'{diff:+.4g}'}, paired over {plural(p.rounds, 'round')}, " \
-               f"{sep:.1f} standard errors"
-        if sep >= SEPARATION_MIN:
+               f"{sep:.1f} standard errors{by}"
+        if sep >= bound:
             return True, said
         if final or d is False:
             return False, said

@@ -1,0 +1,355 @@
+"""Hunts on an accelerator, simulated: chip time to a right answer where a process is expensive.
+
+    PYTHONPATH=. python benchmarks/accelerator_hunts.py [--hunts 200] [--seed 1] [--family NAME] [--jobs 1]
+    PYTHONPATH=. python benchmarks/accelerator_hunts.py --null [--hunts 2000]
+
+The noise is the TPU machine's, as measured (issue 43; docs/measuring.md): a benchmark process spends
+16–20 s before its first sample (opening the chip, imports) and 0.33 s a sample after; its samples
+are bimodal — every other one ~8 % slower — with a standard deviation of 4–10 % of the level; each
+process's own level scatters 0.3–1 % between processes. A window of 40 or 400 states holds one step
+of 2–5 % (a time: higher is worse), and with ``crash`` a crash window (10–20 % of the states, away
+from the step) whose processes fail after their fixed cost.
+
+Nothing is built or run: each round's processes are drawn from that model. The decisions are
+hourly's own — the window's ends compared in rounds (hourly.analysis.judges.paired's
+``ends_paired``, looped as hourly.bisect.metric_drive does), then
+:class:`~hourly.analysis.step_search.StepSearch` with a paired ``rounds`` callback and crash
+windows, as hourly.bisect.step_session drives it. Three ways to measure a process:
+
+- today: 12 samples a process, their median (hourly before issue 43);
+- new: 12 samples a process until the window's ends are compared, then n from the costs and the
+  two-level noise measured so far (hourly.analysis.process_stat: ``variance_components``,
+  ``between_floor``, ``samples_per_process``), revised after every verdict's rounds; each process
+  reduced by the statistic chosen on the ends (``choose_statistic``: the ends' verdict held to
+  ``selection_bound``), held fixed for the probes;
+- oracle: the n and statistic that cost the least chip time per unit of precision under the true
+  noise of the hunt (found by simulation of that noise), from the first process on.
+
+A hunt is *right* when it names the planted step's commit, *wrong* when it names another (a single
+commit), else it gave no answer (the ends did not differ, or a range). ``--null``: windows whose ends
+do not differ at all — the rate at which the ends' verdict says "they differ" anyway, for the median
+alone and for the statistic chosen with and without the selection bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hourly.analysis.judges.metric import INDIFFERENCE, SEPARATION_MIN, resolvable_change
+from hourly.analysis.judges.paired import END_ROUNDS, PairedMetricJudge, more_rounds
+from hourly.analysis.paired import Paired, round_order
+from hourly.analysis.process_stat import (
+    DEFAULT_SAMPLES,
+    STATISTICS,
+    Cost,
+    ProcessValue,
+    between_floor,
+    reduce,
+    samples_per_process,
+    selection_bound,
+    variance_components,
+)
+from hourly.analysis.step_search import StepSearch
+from hourly.model import BISECT_MIN_CHANGE, DEFAULT_MAX_REPEATS
+
+PER_SAMPLE = 0.33   # s a sample
+SLOW_MODE = 0.08    # every other sample this much slower
+FAMILIES = {        # name: (states, crash window)
+    "40": (40, False), "40-crash": (40, True), "400": (400, False), "400-crash": (400, True)}
+N_GRID = (3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 200)
+
+
+class Hunt:
+    """One simulated hunt: the window's true levels, the noise, the chip time spent."""
+
+    def __init__(self, states: int, crash: bool, rng: np.random.Generator):
+        self.rng = rng
+        self.n_states = states
+        self.fixed = float(rng.uniform(16, 20))
+        self.sd = float(rng.uniform(0.04, 0.10))
+        self.between = float(rng.uniform(0.003, 0.01))
+        self.step = float(rng.uniform(0.02, 0.05))
+        self.culprit = int(rng.integers(1, states))          # the first state after the step
+        self.crashes: range = range(0)
+        if crash:
+            width = max(2, int(states * rng.uniform(0.1, 0.2)))
+            while True:  # a crash window inside the window, not at the ends, away from the step
+                lo = int(rng.integers(1, states - width))
+                if lo + width < self.culprit - 1 or lo > self.culprit + 1:
+                    break
+            self.crashes = range(lo, lo + width)
+        self.chip = 0.0
+        self.processes = 0
+
+    def level(self, i: int) -> float:
+        return 1.0 + self.step if i >= self.culprit else 1.0
+
+    def process(self, i: int, n: int) -> list[float] | None:
+        """One process of state ``i`` giving ``n`` samples (None: it crashed after its fixed cost)."""
+        self.processes += 1
+        if i in self.crashes:
+            self.chip += self.fixed
+            return None
+        self.chip += self.fixed + n * PER_SAMPLE
+        m = self.level(i) * math.exp(self.between * self.rng.standard_normal())
+        x = m * (1 + self.sd * self.rng.standard_normal(n))
+        x[int(self.rng.integers(2))::2] *= 1 + SLOW_MODE
+        return [float(v) for v in x]
+
+
+def stat_variance(sd: float, statistic: str, n: int, draws: int = 4000, seed: int = 0) -> float:
+    """The variance of ``statistic`` of one process's ``n`` samples (within only, level 1)."""
+    rng = np.random.default_rng(seed)
+    x = 1 + sd * rng.standard_normal((draws, n))
+    x[:, ::2] *= 1 + SLOW_MODE
+    if statistic == "median":
+        v = np.median(x, axis=1)
+    elif statistic == "p10":
+        v = np.quantile(x, 0.10, axis=1)
+    else:
+        x.sort(axis=1)
+        k = n // 4
+        v = x[:, k:n - k].mean(axis=1)
+    return float(v.var())
+
+
+def oracle_choice(h: Hunt) -> tuple[str, int]:
+    """The statistic and n that cost the least chip time per unit of precision under ``h``'s noise."""
+    best = None
+    for s in STATISTICS:
+        for n in N_GRID:
+            cost = (h.fixed + n * PER_SAMPLE) * (h.between ** 2 + stat_variance(h.sd, s, n))
+            if best is None or cost < best[0]:
+                best = (cost, s, n)
+    assert best is not None
+    return best[1], best[2]
+
+
+class Measure:
+    """How a strategy measures a process: n and the value handed to the search."""
+
+    def __init__(self, kind: str, h: Hunt):
+        self.kind, self.h = kind, h
+        self.n = DEFAULT_SAMPLES
+        self.statistic = "median"
+        if kind == "oracle":
+            self.statistic, self.n = oracle_choice(h)
+        self.seen: dict[int, list[list[float]]] = {}   # state -> its processes' samples
+
+    def value(self, i: int) -> float | None:
+        x = self.h.process(i, self.n)
+        if x is None:
+            return None
+        self.seen.setdefault(i, []).append(x)
+        if self.kind == "new":
+            return ProcessValue.of(x)                     # the verdicts choose the statistic
+        return reduce(x, self.statistic) if len(x) > 1 else x[0]
+
+    def revise(self) -> None:
+        """New: n from the costs and the two-level noise of every state measured more than once."""
+        if self.kind != "new":
+            return
+        comps = []
+        for procs in self.seen.values():
+            if len(procs) >= 2:
+                w, b = variance_components(procs)
+                comps.append((w, b, float(np.mean([len(p) for p in procs])), len(procs)))
+        if not comps:
+            return
+        within = float(np.mean([c[0] for c in comps]))
+        between = float(np.mean([c[1] for c in comps]))
+        k = sum(c[3] - 1 for c in comps) + 1  # processes, less one per state: the between's dof + 1
+        floor = between_floor(within, float(np.mean([c[2] for c in comps])), k)
+        self.n = samples_per_process(Cost(self.h.fixed, PER_SAMPLE, k), within, between, floor=floor)
+
+
+def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
+    """One hunt of ``kind`` (today, new, oracle) on the window drawn from ``seed``."""
+    h = Hunt(states, crash, np.random.default_rng(seed))
+    m = Measure(kind, h)
+    judge = PairedMetricJudge()
+    round_no = 0
+    search: StepSearch | None = None
+
+    def rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
+        nonlocal round_no
+        out = []
+        for _ in range(count):
+            block: dict[int, float | None] = {}
+            for st in round_order(sts, round_no):
+                block[st] = v = m.value(st)
+                if v is None and st == stop_on:
+                    if search is not None:
+                        search.mark_untestable(st, "crashed", crashed=True)
+                    out.append(block)
+                    round_no += 1
+                    return out
+            out.append(block)
+            round_no += 1
+        m.revise()
+        return out
+
+    # the ends, as hourly.bisect.metric_drive.separate_paired compares them
+    blocks: list[dict] = []
+    want = END_ROUNDS
+    while True:
+        blocks += rounds([0, states - 1], want - len(blocks), None)
+        p = Paired.of(blocks, [0, states - 1])
+        final = len(blocks) >= DEFAULT_MAX_REPEATS
+        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
+        outcome, _ = judge.ends_paired(p, 0, states - 1, sigma, dof, delta, final)
+        if outcome is not None or final:
+            break
+        want = len(blocks) + max(1, more_rounds(len(blocks), DEFAULT_MAX_REPEATS))
+    result = {"kind": kind, "right": False, "wrong": False, "ends_differ": outcome is True}
+    if outcome is True and p.difference(0, states - 1) > 0:
+        def measure(i: int, count: int) -> list[float] | None:
+            raise AssertionError("a paired search measures in rounds")
+        search = StepSearch(states, measure, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
+                            higher_is_better=False, judge=judge, rounds=rounds, crash_windows=True,
+                            stop_at_regression=True)
+        search.seed(0, states - 1, p)
+        steps = search.run()
+        named = [s for s in steps if s.hi - s.lo == 1 and s.regression(False)]
+        result["right"] = any(s.hi == h.culprit for s in named)
+        result["wrong"] = any(s.hi != h.culprit for s in named)
+        result["statistic"] = search.paired_verdicts.choice.statistic if kind == "new" else m.statistic
+    else:
+        result["statistic"] = m.statistic
+    result.update(chip=h.chip, processes=h.processes, n=m.n)
+    return result
+
+
+def null_ends(seed: int, sd: float, between: float, statistic_rule: str, n: int = DEFAULT_SAMPLES) -> bool:
+    """Two ends that do not differ, compared as hourly compares a window's ends (rounds until the
+    verdict is not unknown, up to --max-repeats): whether the verdict said "they differ".
+    ``statistic_rule``: median (no choice), chosen (the best of STATISTICS, held to the selection
+    bound: hourly), naive (the best of STATISTICS at the bound of one)."""
+    rng = np.random.default_rng(seed)
+    judge = PairedMetricJudge()
+
+    def proc() -> list[float]:
+        mm = math.exp(between * rng.standard_normal())
+        x = mm * (1 + sd * rng.standard_normal(n))
+        x[int(rng.integers(2))::2] *= 1 + SLOW_MODE
+        return [float(v) for v in x]
+
+    blocks: list[dict] = []
+    want = END_ROUNDS
+    while True:
+        while len(blocks) < want:
+            blocks.append({0: ProcessValue.of(proc()), 1: ProcessValue.of(proc())})
+        p = Paired.of(blocks, [0, 1])
+        final = len(blocks) >= DEFAULT_MAX_REPEATS
+        if statistic_rule == "median":
+            p = Paired.of([{s: float(v) for s, v in b.items()} for b in blocks], [0, 1])  # one value a process
+        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
+        if statistic_rule == "naive":
+            import hourly.analysis.judges.paired as jp
+            saved = jp.selection_bound
+            jp.selection_bound = lambda base, k, dof=0: base  # type: ignore[assignment]
+            try:
+                outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
+            finally:
+                jp.selection_bound = saved  # type: ignore[assignment]
+        else:
+            outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
+        if outcome is not None or final:
+            return outcome is True
+        want = len(blocks) + 1
+
+
+def _null_job(args: tuple) -> tuple[str, bool]:
+    seed, rule = args
+    rng = np.random.default_rng(10_000 + seed)
+    return rule, null_ends(seed, float(rng.uniform(0.04, 0.10)), float(rng.uniform(0.003, 0.01)), rule)
+
+
+def _hunt_job(args: tuple) -> dict:
+    kind, family, seed = args
+    states, crash = FAMILIES[family]
+    r = hunt(kind, states, crash, seed)
+    r["family"] = family
+    return r
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hunts", type=int, default=200, help="seeded hunts a family (default 200)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these families")
+    ap.add_argument("--kinds", default="today,new,oracle")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--null", action="store_true", help="the ends' false 'differ' rate on windows with no change")
+    a = ap.parse_args()
+    t0 = time.time()
+    pool = ProcessPoolExecutor(a.jobs) if a.jobs > 1 else None
+    run = pool.map if pool is not None else map
+    if a.null:
+        rules = ("median", "chosen", "naive")
+        got: dict[str, list[bool]] = {r: [] for r in rules}
+        for rule, said in run(_null_job, [(a.seed * 100_000 + k, r) for r in rules for k in range(a.hunts)]):
+            got[rule].append(said)
+        for rule in rules:
+            k, n = sum(got[rule]), len(got[rule])
+            lo, hi = wilson(k, n)
+            print(f"null ends, {rule:7s}: 'they differ' in {k} of {n} ({100 * k / n:.2f} %, 95 % {100 * lo:.2f}–"
+                  f"{100 * hi:.2f} %)")
+        print(f"separation needed: {SEPARATION_MIN:.2f} standard errors, {selection_bound(SEPARATION_MIN, len(STATISTICS)):.2f} "
+              f"for the best of {len(STATISTICS)}; {time.time() - t0:.0f} s")
+        return 0
+    kinds = a.kinds.split(",")
+    families = a.family or list(FAMILIES)
+    jobs = [(k, f, a.seed * 100_000 + s) for f in families for s in range(a.hunts) for k in kinds]
+    results = list(run(_hunt_job, jobs))
+    ok = True
+    print(f"{'family':10s} {'kind':7s} {'right':>6s} {'wrong':>6s} {'none':>5s} {'chip-min a hunt':>16s} "
+          f"{'to a right answer':>18s} {'processes':>9s}  n (median)  statistics")
+    for f in families:
+        per = {}
+        for k in kinds:
+            rs = [r for r in results if r["family"] == f and r["kind"] == k]
+            right = sum(r["right"] for r in rs)
+            wrong = sum(r["wrong"] for r in rs)
+            chip = sum(r["chip"] for r in rs) / 60
+            per[k] = (chip / max(right, 1), wrong)
+            stats = {s: sum(r["statistic"] == s for r in rs) for s in STATISTICS}
+            print(f"{f:10s} {k:7s} {right:6d} {wrong:6d} {len(rs) - right - wrong:5d} {chip / len(rs):16.1f} "
+                  f"{chip / max(right, 1):18.1f} {statistics.mean(r['processes'] for r in rs):9.1f}  "
+                  f"{statistics.median(r['n'] for r in rs):10.0f}  "
+                  + " ".join(f"{s} {c}" for s, c in stats.items() if c))
+        if "new" in per and "oracle" in per:
+            ratio = per["new"][0] / per["oracle"][0]
+            good = ratio <= 1.5 and per["new"][1] == 0
+            ok &= good
+            print(f"{f:10s} new/oracle chip time to a right answer: {ratio:.2f}× "
+                  f"{'(within 1.5×, no wrong answer)' if good else '(NOT within 1.5× with no wrong answer)'}")
+    print(f"{len(jobs)} hunts, {time.time() - t0:.0f} s")
+    return 0 if ok else 1
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of ``k`` of ``n``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    w = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - w), min(1.0, c + w)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
