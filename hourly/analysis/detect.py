@@ -147,6 +147,12 @@ class Detection:
     repeated: bool = False
 
     @property
+    def noise_assumed(self) -> bool:
+        """The noise was not measured but assumed (:data:`PRIOR_RELATIVE_NOISE`: under 4 points of
+        one run each): every step and outlier found rests on that assumption (``too_short`` is set)."""
+        return self.noise_source == "prior"
+
+    @property
     def relative_noise(self) -> float:
         return self.noise / abs(self.level) if self.level else 0.0
 
@@ -527,6 +533,10 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             sigma = max(refined, rep or 0.0, floor)
             if log_scale:
                 sigma = min(sigma, MAX_LOG_NOISE)
+    if source == "prior" and len(values) >= 2:
+        # one run per point and too few points for their differences to measure the noise: the
+        # noise is assumed, so neither a step nor "no step" rests on anything measured (issue 44)
+        too_short = True
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
