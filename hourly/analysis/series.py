@@ -17,12 +17,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import PurePath
-from statistics import median
 from typing import Any, Iterable
 
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
-from hourly.model import Named
+from hourly.model import Named, median
 
 
 class PointStatus(Named):
@@ -45,7 +44,7 @@ class SeriesPoint:
     @property
     def value(self) -> float | None:
         """The median of the samples; None for a failed point."""
-        return float(median(self.samples)) if self.samples else None
+        return float(median(self.samples)) if self.samples else None  # hourly.model's: no overflow
 
 
 @dataclass(frozen=True)
@@ -126,10 +125,9 @@ def ordered_labels(labels: list[str]) -> tuple[list[str], str]:
     """``labels`` (in the input's order) in the order their points are judged in, and that order in
     words: by time when every label is a time, naturally when every label is the same name but for
     its numbers (and not a commit SHA), else as given: the input's order is the only one there is."""
-    times = [_time_of(lab) for lab in labels]
-    if labels and all(t is not None for t in times):
-        by_time = dict(zip(labels, times, strict=True))
-        return sorted(labels, key=lambda lab: by_time[lab]), ORDER_TIME  # type: ignore[arg-type,return-value]
+    times = [t for t in (_time_of(lab) for lab in labels) if t is not None]
+    if labels and len(times) == len(labels):
+        return [labels[i] for i in sorted(range(len(labels)), key=times.__getitem__)], ORDER_TIME
     shapes = {re.sub(r"\d+", "#", lab.lower()) for lab in labels}
     if len(shapes) == 1 and "#" in next(iter(shapes)) and not all(_SHA.fullmatch(lab) for lab in labels):
         return sorted(labels, key=natural_key), ORDER_NUMBERED
