@@ -340,3 +340,15 @@ def test_labels_are_sorted_only_where_they_carry_an_order(labels, expected, orde
     from hourly.analysis.series import parse_csv_text
     s = parse_csv_text("label,value\n" + "".join(f"{lab},1\n" for lab in labels))
     assert s.labels == expected and s.order.startswith(order)
+
+
+@pytest.mark.parametrize("command, value", [("detect", "5"), ("detect", "1"), ("report", "5")])
+def test_a_min_change_of_one_or_more_is_a_percentage_typed_as_a_fraction(tmp_path, capsys, command, value):
+    """`detect --min-change 5` once hid every step under +500 % (bisect and watch refuse it)."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\na,100\nb,100\n")
+    argv = [command, str(p)] if command == "detect" else [command, "--workdir", str(tmp_path)]
+    assert main([*argv, "--min-change", value]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--min-change must lie from 0 up to 1 (a fraction of the level: 0.05 for 5 %), not {float(value)}" in err
