@@ -89,9 +89,9 @@ def print_report(console, report: NightlyReport) -> None:
     n = len(report.steps) if report.metrics is None else sum(len(m.steps) for m in report.metrics)
     gaps = report.gaps()
     blind = report.unresolved()
-    unmeasured = not any(p.status is Status.OK and p.value is not None for p in report.points)
-    if not n and unmeasured:  # never "no steps found" from no measurement at all (the error says why)
-        console.print("no date has a measurement: no step could show", **kw)
+    unmeasured = bool(report.points) and all(p.status is Status.MISSING for p in report.points)
+    if not n and unmeasured:  # never "no steps found" from no image at all (the error says why)
+        console.print("no date has an image: no step could show", **kw)
     elif not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
     elif blind:  # never "no steps found" below what the noise lets show
@@ -120,7 +120,7 @@ def print_report(console, report: NightlyReport) -> None:
     b = report.boundary
     if b is None:
         if unmeasured:
-            console.print("no boundary to hand over until a date is measured (below)", **kw)
+            console.print("no boundary to hand over until a date has an image (below)", **kw)
         elif report.undecided:
             console.print("no boundary to hand over until the dates tell noise from steps (above)", **kw)
         elif blind:
