@@ -8,6 +8,7 @@ pair; scan and show turn them into :class:`PointResult` rows of a :class:`ScanRe
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -46,12 +47,27 @@ class Status(Named):
     INSTALL_FAILED = "install_failed"
 
 
+def median(values: Any) -> float:
+    """``statistics.median``, but never an overflow: the middle two of an even count near the
+    float's limit (1e308 and 1.7e308) are averaged as halves, not summed to inf."""
+    m = statistics.median(values)
+    if isinstance(m, float) and not math.isfinite(m):
+        xs = sorted(values)
+        a, b = xs[len(xs) // 2 - 1], xs[len(xs) // 2]
+        if math.isfinite(a) and math.isfinite(b):
+            return a / 2 + b / 2
+    return m
+
+
 def spread(samples: list[float]) -> float | None:
     """Half the range relative to the median (0.01 = ±1%); None for fewer than two samples."""
     if len(samples) < 2:
         return None
-    med = statistics.median(samples)
-    return (max(samples) - min(samples)) / 2 / abs(med) if med else None
+    med = median(samples)
+    half = (max(samples) - min(samples)) / 2
+    if not math.isfinite(half):  # two values near the float's limit, of opposite signs
+        half = max(samples) / 2 - min(samples) / 2
+    return half / abs(med) if med else None
 
 
 @dataclass(frozen=True)

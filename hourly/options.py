@@ -73,8 +73,9 @@ AT_LEAST_A_SECOND = Rule(lambda v: None if v >= 1 else "must be 1 or more second
 POSITIVE = Rule(lambda v: None if v > 0 and math.isfinite(v) else "must be a positive number of seconds", "3600")
 #: a bisection's (and a hunt's) --min-change: a fraction of the level strictly between 0 and 1
 FRACTION = Rule(lambda v: None if 0 < v < 1 else "must lie between 0 and 1 (a fraction of the level)", "0.02")
-#: detection's --min-change: 0 keeps every significant step
-RELATIVE = Rule(lambda v: None if v >= 0 and math.isfinite(v) else "is not a relative change (a fraction >= 0)", "0.02")
+#: detection's --min-change: 0 keeps every significant step; 1 or more is a percentage typed as a fraction
+RELATIVE = Rule(lambda v: None if 0 <= v < 1 else "must lie from 0 up to 1 (a fraction of the level: 0.05 for 5 %)",
+                "0.02")
 
 
 def _zone_problem(name: str) -> str | None:

@@ -694,3 +694,30 @@ def test_points_that_differ_more_than_their_repeats_are_not_decided_by_them():
     series = [[x, x * 1.0005, x * 0.9995] for x in (100.0, 100.6, 80.0, 80.5, 60.0)]
     found = detect(series)
     assert found.too_short and found.repeated and found.noise_source == "both"
+
+
+# -- issue 44 item 3: values near the float's limit -------------------------------------------------
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_a_rise_near_the_floats_limit_is_measured_not_nan(repeats):
+    """1e308 -> 1.55e308 once read "regression nan ... inf -> 1.55e+308": a median of two values
+    near the limit (their sum) overflowed."""
+    series = [[v * (1 + 0.001 * k) for k in range(repeats)] for v in [1e308, 1e308, 1e308, 1.55e308, 1.55e308, 1.55e308]]
+    found = detect(series, higher_is_better=False)
+    (c,) = found.changes
+    assert c.kind is ChangeKind.REGRESSION and c.relative_change == pytest.approx(0.55, rel=1e-2)
+    assert math.isfinite(c.level_before) and math.isfinite(c.level_after) and c.level_before < c.level_after
+    assert math.isfinite(found.noise) and math.isfinite(found.level) and 0 < found.relative_noise < 0.01
+
+
+def test_values_of_both_signs_near_the_limit_keep_finite_levels():
+    found = detect([-1.7e308, -1.7e308, -1.7e308, -1.7e308, 1.7e308, 1.7e308, 1.7e308, 1.7e308])
+    (c,) = found.changes
+    assert (c.level_before, c.level_after) == (-1.7e308, 1.7e308) and c.relative_change == pytest.approx(2.0)
+
+
+def test_a_median_never_overflows():
+    from hourly.model import median, spread
+    assert median([1e308, 1.7e308]) == 1.35e308 and median([1, 2]) == 1.5 and median([3, 1, 2]) == 2
+    assert spread([1e308, 1.7e308]) == pytest.approx(0.7e308 / 2 / 1.35e308)
+    assert point_value([1.7e308, 1.79e308]) == pytest.approx(1.745e308)

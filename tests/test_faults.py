@@ -193,9 +193,15 @@ def test_run_still_returns_output_and_tail_and_closes_the_log(tmp_path):
 
 # -- 6. keys that do not depend on where you stand --------------------------------------------------
 
+def _answered(code: int, err: str) -> None:
+    """A scan finished: exit 0, or exit 1 where its window is under 4 pairs of one run each (the noise
+    only assumed, it says it cannot tell, not "no steps found"): these tests check something else."""
+    assert code == 0 or (code == 1 and "too few pairs to measure the noise" in err), err
+
+
 def _points(capsys, argv) -> list[dict]:
     code, out, err = run_cli(capsys, argv + ["--json"])
-    assert code == 0, err
+    _answered(code, err)
     return json.loads(out)["points"]
 
 
@@ -347,7 +353,7 @@ def test_a_failed_build_is_recorded_once_reused_then_rebuilt_with_retry_failed(c
 
 def _scan_json(capsys, argv) -> dict:
     code, out, err = run_cli(capsys, argv + ["--json"])
-    assert code == 0, err
+    _answered(code, err)
     return json.loads(out)
 
 

@@ -103,3 +103,20 @@ def test_no_jaxlib_gate_runs_the_refused_commits_and_every_record_says_so(tmp_pa
     md = (tmp_path / "gated-report" / "report.md").read_text()
     assert "## Bisected culprits" not in md
     assert "measured under: the jaxlib gate overridden (--no-jaxlib-gate)" in md
+
+
+def test_a_bisection_by_flags_whose_end_the_gate_refuses_says_why_once_and_the_way_through(tmp_path, capsys,
+                                                                                           repos_cache):
+    """`bisect --good --bad` straight from flags once said "has no metric (untestable: untestable: ...)"
+    with no word of --no-jaxlib-gate."""
+    made = repos_cache(tmp_path / "repos", HISTORY, base={"jax": base()})
+    python = venv_with_jaxlib(tmp_path / "env")
+    bench = write_bench(tmp_path / "bench")
+    for mode in ("metric", "exit"):
+        code, _, err = run(capsys, ["bisect", "--good", "2023-08-24T00:30Z", "--bad", "2023-08-24T02:30Z", "--mode", mode,
+                                    *common(made, python, bench, tmp_path / f"work-{mode}")])
+        assert code == 1, err
+        line = " ".join(err.strip().splitlines()[-1].split())
+        assert "untestable: untestable" not in err and "Traceback" not in err
+        assert (f"is untestable: this jax (0.4.13) refuses a newer jaxlib at import, the installed jaxlib is "
+                f"{JAXLIB_VERSION} — pass --good at a state the installed jaxlib runs; --no-jaxlib-gate") in line, line

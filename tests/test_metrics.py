@@ -330,6 +330,12 @@ def test_a_scan_of_named_metrics_finds_the_step_in_one_and_says_the_other_did_no
     assert (code, out) == (1, "")  # never "nothing to bisect" (no window of a metric never measured)
     assert (f"no metric named `lower` was recorded in {tmp_path / 'work'}: its scan recorded `lower_ms`, `step_ms`, "
             "`peak_memory_bytes` — pass --metric with one of those names") in " ".join(unwrap(err))
+    # a name every state recorded without a value: "not measured", with why, never "nothing to bisect"
+    code, out, err = run_cli(capsys, ["bisect", "--metric", "peak_memory_bytes", "--workdir", str(tmp_path / "work")])
+    assert (code, out) == (1, ""), err
+    assert (f"`peak_memory_bytes` was not measured in {tmp_path / 'work'}: no state of its scan has a value of it (the "
+            "benchmark says the metric is unavailable: the stand-in has no device") in " ".join(unwrap(err))
+    assert "— pass --metric with one it measured: `lower_ms`, `step_ms`" in " ".join(unwrap(err))
     code, out, err = run_cli(capsys, ["bisect", "--metric", "lower_ms", "--good", "2023-08-24T13:00:00Z",
                                       "--bad", "2023-08-24T14:00:00Z", "--workdir", str(tmp_path / "work"), "--json"])
     assert code == 0, err

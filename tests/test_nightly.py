@@ -507,8 +507,9 @@ def test_missing_images_at_the_windows_end_are_named(tmp_path, capsys):
                                      P("2023-08-22", "ok", 99.9), *missing])
     code = main(["nightly", "--show", "--workdir", str(work)])
     out = capsys.readouterr().out
-    assert code == 0 and "no steps found" not in out  # named, not all clear
-    assert "no step found among the 3 dates measured" in out
+    assert code == 1 and "no steps found" not in out  # named, not all clear
+    # three dates of one run each: their noise is assumed, so no "no step found" either
+    assert "too few dates to measure the noise" in out and "--repeats 3" in out
     assert "2023-08-23 .. 2023-08-24: no nightly image at the window's end" in out
     # a missing day inside the window is bracketed by measured days: a step across it still shows
     pts = [P("2023-08-20", "ok", 100), NightlyPoint("2023-08-21", "img", Status.MISSING, detail="no such image"),
@@ -649,3 +650,18 @@ def test_a_hunt_over_dates_too_noisy_to_show_a_step_has_no_window_yet(tmp_path):
     assert buf.getvalue().startswith("no window to hunt yet: no step of ") and "nothing to hunt" not in buf.getvalue()
     with pytest.raises(UserError, match="no boundary to hand over: no step of"):
         report.nightly.require_decided()
+
+
+def test_a_window_where_no_date_has_an_image_is_no_answer(tmp_path, capsys):
+    """Every date's image missing once printed "no steps found ... nothing to hand over", exit 0."""
+    from hourly.cli import main
+    dates = ("2023-08-20", "2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24")
+    work = _stored_window(tmp_path, [NightlyPoint(d, f"img:{d}", Status.MISSING, detail="no such image") for d in dates])
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    err = " ".join(err.split())
+    assert code == 1 and "no step found among" not in out and "nothing to hand over" not in out
+    assert "no date has an image: no step could show" in out
+    assert ("no boundary to hand over: no nightly image for any of the 5 dates (img:2023-08-20 .. img:2023-08-24) "
+            "— check --image (`docker pull img:2023-08-20` says why)") in err
+    assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1

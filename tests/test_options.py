@@ -259,6 +259,8 @@ def test_the_walk_covers_the_flags_the_issue_names():
     (["scan", "--repeats", "0"], "--repeats must be 1 or more, not 0"),
     (["bisect", "--min-change", "5"], "--min-change must lie between 0 and 1 (a fraction of the level), not 5.0"),
     (["scan", "--mode", "printed"], "--mode must be metric or exit, not printed"),
+    (["scan", "--mode", "exit", "--metrics", "all"], "--mode exit and --metrics cannot go together"),
+    (["bisect", "--mode", "exit", "--metrics", "all"], "--mode exit and --metrics cannot go together"),
     (["scan", "--workers", "2"], "--workers 2 needs --executor slurm"),
     (["profile", "--good", "x"], "--good and --bad go together"),
     (["hunt", "--good-date", "2023-08-01"], "--good-date and --bad-date go together"),

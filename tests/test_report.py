@@ -280,3 +280,27 @@ def test_an_answers_bisect_command_keeps_its_mode_and_direction():
     for argv in (fix, reg, flaky, manual):  # each is a command line hourly's own parser takes
         refuse_repeated(bisect.params, argv[2:])
         assert bisect.make_context("bisect", argv[2:]).params["good"] == argv[3]
+
+
+# -- issue 44 item 3: values near the float's limit are computed with, never an exit 3 -------------
+
+def test_values_near_the_floats_limit_are_scanned_shown_detected_and_reported(capsys, scan_args, made, tmp_path):
+    """The demo's MLUPS times 1.7e305 (about 1e308): a median of two runs, a level, a plot's axis
+    once overflowed to inf ("regression nan ... inf ->", "cannot convert float NaN", exit 3)."""
+    b = tmp_path / "huge.py"
+    b.write_text("import re, subprocess, sys\n"
+                 f"out = subprocess.run([sys.executable, {str(made.bench_script)!r}], capture_output=True, text=True).stdout\n"
+                 "print('MLUPS:', float(re.search(r'MLUPS:\\s*([0-9.]+)', out).group(1)) * 1.7e305)\n")
+    work = str(tmp_path / "work")
+    out = run(capsys, scan_args("Aug 24 2023 11:00", "Aug 24 2023 16:00", "--bench-cmd", f"python3 {b}",
+                                "--repeats", "2", "--warmup-runs", "0"))
+    assert "▼ -7" in out and "inf" not in out and "nan" not in out
+    found = json.loads(run(capsys, ["detect", work, "--json"]))
+    (step,) = found["changes"]
+    assert (step["before"], step["after"]) == ("2023-08-24T13:00:00Z", "2023-08-24T14:00:00Z")
+    assert 9e307 < step["to_value"] < step["from_value"] < 1e308 and -0.08 < step["relative_change"] < -0.06
+    for argv in (["show", "--workdir", work], ["detect", work], ["report", "--workdir", work]):
+        out = run(capsys, argv)
+        assert "inf" not in out and "nan" not in out, argv
+    png = (tmp_path / "work" / "report" / "plot.png").read_bytes()
+    assert png.startswith(b"\x89PNG")

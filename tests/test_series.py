@@ -109,7 +109,7 @@ def test_cli_grep_json_is_the_issue_example(grep_file):
     assert set(c) == {"before", "after", "from_value", "to_value", "relative_change", "kind", "edge", "edge_check",
                       "n_before", "n_after"}
     assert c["edge"] is False and c["edge_check"] is None
-    assert set(out) == {"points", "changes", "undecided", "resolution"} and out["undecided"] is None
+    assert set(out) == {"points", "changes", "order", "undecided", "resolution"} and out["undecided"] is None
 
 
 def test_cli_grep_table_marks_the_step(grep_file):
@@ -216,7 +216,7 @@ def test_a_csv_row_without_a_label_is_named_not_dropped_silently(tmp_path, capsy
     from hourly.cli import main
     p = tmp_path / "runs.csv"
     p.write_text("label,value\na,100\n,90\nb,100.1\n  ,80\nc,99.9\n")
-    assert main(["detect", str(p), "--json"]) == 0
+    assert main(["detect", str(p), "--json"]) == 1  # three points of one run each: noise unmeasured
     out, err = capsys.readouterr()
     assert [pt["label"] for pt in json.loads(out)["points"]] == ["a", "b", "c"]
     assert "2 rows without a label left out" in err and "line 3" in err and "line 5" in err
@@ -227,7 +227,7 @@ def test_a_grep_line_without_a_label_is_named(tmp_path, capsys):
     from hourly.cli import main
     p = tmp_path / "runs.txt"
     p.write_text("a:MLUPS: 100\n:MLUPS: 90\nb:MLUPS: 100.2\n")
-    assert main(["detect", str(p), "--json"]) == 0
+    assert main(["detect", str(p), "--json"]) == 1  # two points of one run each: noise unmeasured
     out, err = capsys.readouterr()
     assert [pt["label"] for pt in json.loads(out)["points"]] == ["a", "b"]
     assert "1 line without a label left out" in err and "line 2" in err
@@ -313,3 +313,74 @@ def test_grep_lines_read_digit_groups_and_a_number_read_two_ways_fails_its_label
     assert ("2 values read as no number, their points failed (OUT-3: captured '1', followed by ',000': '1,000' "
             "reads as 1000 (a thousands comma) or 1.000 (a decimal comma); OUT-4: captured 'nan', not a finite "
             "number)") in err, err
+
+
+@pytest.mark.parametrize("values", [(100, 99, 98), (100, 103), (100, 100), (100, 100.1, 99.9)])
+def test_too_few_points_of_one_run_each_cannot_tell_steps_or_their_absence(tmp_path, capsys, values):
+    """Under 4 points of one run each the noise is assumed (0.2 %), not measured: a step "7x its
+    standard error" or "no step found" would rest on that guess alone."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\n" + "".join(f"r{i},{v}\n" for i, v in enumerate(values)))
+    code = main(["detect", str(p)])
+    out, err = capsys.readouterr()
+    err = " ".join(err.split())
+    assert code == 1 and "no step found" not in out and "resolution:" not in out
+    assert "too few points to measure the noise: one run per point and under 4 points" in err
+    assert err.endswith("measure each point 3 times (as many `LABEL:` lines or CSV rows per label) and run hourly detect again")
+    assert main(["detect", str(p), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["undecided"].startswith("too few points to measure the noise") and got["resolution"] is None
+
+
+def test_three_runs_a_point_measure_the_noise_and_answer(tmp_path, capsys):
+    """The fix the line names works: the same three points measured three times each answer."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\n" + "".join(f"r{i},{v * f}\n" for i, v in enumerate((100, 99, 98))
+                                          for f in (1.0, 1.001, 0.999)))
+    assert main(["detect", str(p), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["undecided"] is None and got["resolution"]["noise_source"] == "repeats"
+    assert [c["kind"] for c in got["changes"]] == ["regression"]
+
+
+def test_commit_shas_keep_the_files_order_and_the_order_is_said(tmp_path, capsys):
+    """SHAs in time order once were sorted by label: a step between commits not next to each other."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    shas = ["f00d1e5", "abc1234", "9e2a77b", "0bad5ee", "77aa001", "3c3c3c3"]
+    p.write_text("label,value\n" + "".join(f"{s},{v}\n" for s, v in zip(shas, [100, 100.1, 99.9, 120, 120.2, 119.9], strict=True)))
+    assert main(["detect", str(p), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [pt["label"] for pt in got["points"]] == shas
+    (step,) = got["changes"]
+    assert (step["before"], step["after"]) == ("9e2a77b", "0bad5ee")
+    assert got["order"].startswith("in the order of the input")
+    assert main(["detect", str(p)]) == 0
+    assert "points in the order of the input" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("labels, expected, order", [
+    (["2023-08-25", "2023-08-24T05:00Z", "2023-08-24 03:00"],
+     ["2023-08-24 03:00", "2023-08-24T05:00Z", "2023-08-25"], "sorted by time"),
+    (["OUT-10", "OUT-2", "OUT-1"], ["OUT-1", "OUT-2", "OUT-10"], "sorted by the numbers"),
+    (["OUT-b", "OUT-a", "OUT-c"], ["OUT-b", "OUT-a", "OUT-c"], "in the order of the input"),
+    (["1234567", "7654321", "0000001"], ["1234567", "7654321", "0000001"], "in the order of the input"),
+])
+def test_labels_are_sorted_only_where_they_carry_an_order(labels, expected, order):
+    from hourly.analysis.series import parse_csv_text
+    s = parse_csv_text("label,value\n" + "".join(f"{lab},1\n" for lab in labels))
+    assert s.labels == expected and s.order.startswith(order)
+
+
+@pytest.mark.parametrize("command, value", [("detect", "5"), ("detect", "1"), ("report", "5")])
+def test_a_min_change_of_one_or_more_is_a_percentage_typed_as_a_fraction(tmp_path, capsys, command, value):
+    """`detect --min-change 5` once hid every step under +500 % (bisect and watch refuse it)."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text("label,value\na,100\nb,100\n")
+    argv = [command, str(p)] if command == "detect" else [command, "--workdir", str(tmp_path)]
+    assert main([*argv, "--min-change", value]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--min-change must lie from 0 up to 1 (a fraction of the level: 0.05 for 5 %), not {float(value)}" in err

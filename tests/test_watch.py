@@ -744,3 +744,22 @@ def test_outside_text_is_printed_verbatim_on_the_console():
     print_report(con, _report(checks, alerts))
     text = con.export_text()
     assert subject in text and "▼ alert 1: regression between b and c" in text
+
+
+@pytest.mark.parametrize("level", ["scan", "nightly", "releases"])
+def test_a_watch_into_another_levels_workdir_is_refused(tmp_path, capsys, level):
+    """A watch started into a scan's workdir was accepted without a word: its tables and the scan's mixed."""
+    work = tmp_path / "work"
+    store = Store(work)
+    store.save_settings(level, {"workdir": str(work)})
+    store.close()
+    (tmp_path / "wheels").mkdir()
+    code, out, err = _run(capsys, ["watch", "--source", "wheels", "--find-links", str(tmp_path / "wheels"),
+                                   "--since", "2023-08-01", "--until", "2023-08-08", "--bench-cmd", "python bench.py",
+                                   "--release-cache-dir", str(tmp_path / "envs"), "--workdir", str(work)])
+    held = {"scan": "a scan (hourly scan)", "nightly": "the daily level's results (hourly nightly)",
+            "releases": "the release level's results (hourly releases)"}[level]
+    assert (code, out) == (1, "")
+    assert (f"hourly: error: {work} holds {held}: a watch keeps a workdir of its own — pass --workdir a new folder "
+            "for the watch, e.g. --workdir work-watch") in " ".join(err.split())
+    assert not (work / "watch").exists()

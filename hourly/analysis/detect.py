@@ -71,6 +71,8 @@ from typing import Sequence, Union
 
 import numpy as np
 
+from hourly.model import median
+
 Point = Union[float, int, None, Sequence[float]]
 
 #: Relative noise of one point assumed when the series itself cannot tell (too short, no repeats).
@@ -147,6 +149,12 @@ class Detection:
     repeated: bool = False
 
     @property
+    def noise_assumed(self) -> bool:
+        """The noise was not measured but assumed (:data:`PRIOR_RELATIVE_NOISE`: under 4 points of
+        one run each): every step and outlier found rests on that assumption (``too_short`` is set)."""
+        return self.noise_source == "prior"
+
+    @property
     def relative_noise(self) -> float:
         return self.noise / abs(self.level) if self.level else 0.0
 
@@ -172,7 +180,7 @@ def point_value(point: Point) -> float | None:
     samples = point_samples(point)
     if not samples:
         return None
-    return float(np.median(samples))
+    return float(median(samples))  # hourly.model's: two values near 1e308 have no sum
 
 
 def point_samples(point: Point) -> list[float]:
@@ -462,6 +470,11 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     if min_change is None:
         min_change = DEFAULT_MIN_CHANGE
     samples_all = [point_samples(p) for p in series]
+    scale = _overflow_scale(samples_all)
+    if scale != 1.0:  # values near the float's limit (1e308): their sums and differences overflow
+        found = detect([[x * scale for x in s] or None for s in samples_all],
+                       higher_is_better=higher_is_better, min_change=min_change)
+        return _unscaled(found, scale)
     failed = [i for i, s in enumerate(samples_all) if not s]
     good_idx = [i for i, s in enumerate(samples_all) if s]
     doubt = np.zeros(len(good_idx))
@@ -527,6 +540,10 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
             sigma = max(refined, rep or 0.0, floor)
             if log_scale:
                 sigma = min(sigma, MAX_LOG_NOISE)
+    if source == "prior" and len(values) >= 2:
+        # one run per point and too few points for their differences to measure the noise: the
+        # noise is assumed, so neither a step nor "no step" rests on anything measured (issue 44)
+        too_short = True
     r = raw[pos]
     changes = []
     for k in range(1, len(segs) - 1):
@@ -555,6 +572,26 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
                      noise_source=NOISE_SOURCE_LIMIT if log_scale and sigma >= MAX_LOG_NOISE else source,
                      threshold=z_min, level=level, log_scale=log_scale, too_short=too_short,
                      repeated=any(len(x) > 1 for x in samples))
+
+
+#: Values larger than this (in magnitude) are analysed scaled down by a power of two (exact): a
+#: median of two values near 1e308 (their sum), a difference or a level times a ratio overflows to inf.
+_OVERFLOW_GUARD = 2.0 ** 500
+
+
+def _overflow_scale(samples: list[list[float]]) -> float:
+    """The power of two that brings the largest value near 1 when any is past :data:`_OVERFLOW_GUARD`
+    (relative changes and the fit do not change with it), else 1."""
+    top = max((abs(x) for s in samples for x in s), default=0.0)
+    return 2.0 ** -math.frexp(top)[1] if top > _OVERFLOW_GUARD else 1.0
+
+
+def _unscaled(found: Detection, scale: float) -> Detection:
+    """A detection of values multiplied by ``scale``, in the values' own units."""
+    from dataclasses import replace
+    changes = [replace(c, level_before=c.level_before / scale, level_after=c.level_after / scale)
+               for c in found.changes]
+    return replace(found, changes=changes, noise=found.noise / scale, level=found.level / scale)
 
 
 def _short_reading(values: np.ndarray, sigma: float, rep: float | None, floor: float, z_min: float,

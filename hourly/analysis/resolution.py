@@ -101,11 +101,12 @@ class Resolution:
 
 
 def resolution(found: Detection, runs: Sequence[int]) -> Resolution | None:
-    """The resolution of a detection (None with fewer than two points, where no step can show).
+    """The resolution of a detection (None with fewer than two points, where no step can show, and
+    where the noise was assumed, not measured: no size of step is known to show through it).
     ``runs``: how many runs each good point's value rests on."""
     good = [r for r in runs if r > 0]
     n = len(good) - len(found.outliers)
-    if n < 2:
+    if n < 2 or found.noise_assumed:
         return None
     sigma = found.noise / abs(found.level) if found.level else 0.0
     step, worst = step_resolution(sigma, n, found.threshold or None)

@@ -1,8 +1,11 @@
 """A labelled series of measurements, and reading one from `grep METRIC OUT*` output or a CSV.
 
 Each point has a label and zero or more samples; a point without samples is *failed* (the run
-crashed, or printed a line the metric regex cannot read). Points are ordered by label with a
-natural sort (``OUT-2`` before ``OUT-10``); a workdir's results store gives them in time order.
+crashed, or printed a line the metric regex cannot read). A file's points keep the file's order
+(commit SHAs listed oldest first stay so), except where the order is in the labels themselves:
+labels that are all times are sorted by time, and numbered names alike but for their numbers with
+a natural sort (``OUT-2`` before ``OUT-10``: the order a shell's ``OUT*`` does not give);
+``Series.order`` says which was used. A workdir's results store gives them in time order.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ import io
 import math
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import PurePath
-from statistics import median
 from typing import Any, Iterable
 
 from hourly.errors import UserError
 from hourly.metric import DEFAULT_METRIC_REGEX, PLAIN_NUMBER_FIX, Number, read_number, reading_regex
-from hourly.model import Named
+from hourly.model import Named, median
 
 
 class PointStatus(Named):
@@ -41,7 +44,7 @@ class SeriesPoint:
     @property
     def value(self) -> float | None:
         """The median of the samples; None for a failed point."""
-        return float(median(self.samples)) if self.samples else None
+        return float(median(self.samples)) if self.samples else None  # hourly.model's: no overflow
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class Series:
     #: a store's edge steps measured again by its scan (hourly.analysis.detect.EdgeCheck), keyed by
     #: (the last label before, the first after): what measuring them again said (an outlier is no step)
     edge_checks: Any = None
+    #: how the points were ordered, in words (one of the ORDER_* below)
+    order: str = "in time order"
 
     def dropped_note(self) -> str | None:
         """One line naming what was left out of the input, or None."""
@@ -114,12 +119,48 @@ def _read(text: str, start: int = 0, end: int | None = None) -> tuple[float | No
     return n.value, n
 
 
+#: ``Series.order`` of a file whose labels are all times (sorted by time).
+ORDER_TIME = "sorted by time (the labels are times)"
+#: ``Series.order`` of a file whose labels are names alike but for their numbers (natural sort).
+ORDER_NUMBERED = "sorted by the numbers in the labels (numbered names: OUT-2 before OUT-10)"
+#: ``Series.order`` of any other file: the file's own order (SHAs, names: no order in the labels).
+ORDER_FILE = "in the order of the input (its labels are neither times nor numbered names)"
+
+_SHA = re.compile(r"[0-9a-f]{7,40}", re.I)
+
+
+def _time_of(label: str) -> datetime | None:
+    """The instant an ISO 8601 label names (``2023-08-24``, ``2023-08-24T05:00``, with or without
+    an offset; zone-less read as UTC), or None."""
+    text = label.strip()
+    if not re.match(r"\d{4}-?\d{2}-?\d{2}", text):
+        return None
+    try:
+        t = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def ordered_labels(labels: list[str]) -> tuple[list[str], str]:
+    """``labels`` (in the input's order) in the order their points are judged in, and that order in
+    words: by time when every label is a time, naturally when every label is the same name but for
+    its numbers (and not a commit SHA), else as given: the input's order is the only one there is."""
+    times = [t for t in (_time_of(lab) for lab in labels) if t is not None]
+    if labels and len(times) == len(labels):
+        return [labels[i] for i in sorted(range(len(labels)), key=times.__getitem__)], ORDER_TIME
+    shapes = {re.sub(r"\d+", "#", lab.lower()) for lab in labels}
+    if len(shapes) == 1 and "#" in next(iter(shapes)) and not all(_SHA.fullmatch(lab) for lab in labels):
+        return sorted(labels, key=natural_key), ORDER_NUMBERED
+    return list(labels), ORDER_FILE
+
+
 def _build(groups: dict[str, list[float]], source: str, dropped: list[tuple[int, str]] | None = None,
            unit: str = "line", unreadable: dict[str, str] | None = None) -> Series:
-    labels = sorted(groups, key=natural_key)
+    labels, order = ordered_labels(list(groups))  # a dict keeps the input's order
     why = unreadable or {}
     return Series(tuple(SeriesPoint(lab, tuple(groups[lab])) for lab in labels), source, tuple(dropped or ()), unit,
-                  unreadable=tuple((lab, why[lab]) for lab in labels if lab in why))
+                  order=order, unreadable=tuple((lab, why[lab]) for lab in labels if lab in why))
 
 
 def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_REGEX,

@@ -58,6 +58,9 @@ def too_short(detection: Detection, unit: str = "point") -> str | None:
     if not detection.too_short:
         return None
     from hourly.analysis.detect import percent
+    if detection.noise_assumed:
+        return (f"too few {unit}s to measure the noise: one run per {unit} and under 4 {unit}s, so the noise "
+                f"({percent(detection.relative_noise).lstrip('+')} per {unit}) is assumed, not measured")
     if detection.repeated:
         return (f"too few {unit}s to tell noise from steps: the {unit}s differ by more than their repeats, "
                 "which is steps or noise between runs that the repeats do not see")

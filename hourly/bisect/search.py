@@ -293,7 +293,13 @@ class Bisector:
         return {"cached": COST_CACHED, "jax": COST_JAX_BUILD}.get(self._cache.need(pair).value, COST_BUILD)
 
     def unbuilt_end(self, pair: Pair, role: str) -> UserError | None:
-        """The line for an end (``role``: good, bad) whose build failed, naming its log; None otherwise."""
+        """The line for an end (``role``: good, bad) whose build failed, naming its log, or that the
+        jaxlib gate refuses (--only jax), naming the way through; None otherwise."""
+        why = self.gate.untestable(pair.jax) if self.gate is not None else None
+        if why:
+            from hourly.measure.pinned import GATE_FIX
+            return UserError(f"the {role} end {pair.short()} is {why}",
+                             f"pass --{role} at a state the installed jaxlib runs; {GATE_FIX}")
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec is None or rec.status != "failed":
             return None

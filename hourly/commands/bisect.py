@@ -39,6 +39,8 @@ def bisect(
                     fix="--json prints the answers, --log a `git bisect replay` log: pass one of them")
     refuse_together(("--mode exit", mode == Mode.EXIT), ("--metric-regex", flags["metric_regex"]),
                     fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
+    refuse_together(("--mode exit", mode == Mode.EXIT), ("--metrics", flags.get("metrics")),
+                    fix="an exit-status run reads no metric: leave out --metrics, or pass --mode metric")
     if (good is None) != (bad is None):
         raise UsageError("--good and --bad go together", "pass both, or neither to bisect every detected regression")
     from hourly.bisect.records import BisectRequest

@@ -77,7 +77,8 @@ def detect(
         out = detection_json(series, found)
         for check, row in zip(checks, out["changes"], strict=True):
             row["edge_check"] = None if check is None else check.verdict.value
-        typer.echo(json.dumps({**out, "undecided": undecided, "resolution": res_json}))
+        typer.echo(json.dumps({**out, "order": series.order, "undecided": undecided, "resolution": res_json}))
+        _require_measured_noise(found, stand, checks, undecided)
         _require_decided(stand, undecided)
         _require_evidence(series, found)
         _require_resolved(source, stand, res, floor)
@@ -91,8 +92,9 @@ def detect(
     console.print(f"{plural(len(series), 'point')} ({good} ok, {len(found.failed)} failed"
                   + (f", {plural(len(found.outliers), 'outlier')}"
                      if found.outliers else "")
-                  + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)})",
-                  markup=False, highlight=False)
+                  + f"); noise {found.relative_noise * 100:.2f}% per point ({noise_words(found.noise_source)}); "
+                  + f"points {series.order}",
+                  markup=False, highlight=False, soft_wrap=True)
     if not stand and not series.unread and not _too_few(series):
         console.print(undecided or blind or "no step found",  # never below what the noise lets show
                       markup=False, highlight=False, soft_wrap=True)
@@ -103,10 +105,11 @@ def detect(
     for c, check in zip(found.changes, checks, strict=True):  # measured again: in the scan's words
         console.print(format_change(c, series.labels, series.before_labels, None if check is None else edge_note(c, check)),
                       markup=False, highlight=False, soft_wrap=True)
-    if stand and undecided:
+    if stand and undecided and not found.noise_assumed:
         console.print(f"more steps may hide: {undecided}", markup=False, highlight=False, soft_wrap=True)
-    if res is not None and blind is None:
+    if res is not None and blind is None and not found.noise_assumed:  # no resolution from an assumed noise
         console.print(resolution_line(res, "point"), markup=False, highlight=False, soft_wrap=True)
+    _require_measured_noise(found, stand, checks, undecided)
     _require_decided(stand, undecided)
     _require_evidence(series, found)
     _require_resolved(source, stand, res, floor)
@@ -134,6 +137,25 @@ def _require_resolved(source: str | None, stand: list, res, floor: float) -> Non
     from hourly.scan.resolution import unresolved_error
     from hourly.scan.sources import resolution_fix
     raise unresolved_error(res, floor, resolution_fix(source, res, floor))
+
+
+def _require_measured_noise(found, stand: list, checks: list, undecided: str | None) -> None:
+    """A step (or an outlier) judged against an assumed noise is no answer (too few points of one
+    run each to measure it): exit 1 naming what measures it, unless every step left was measured
+    again by the workdir's scan and confirmed."""
+    if not found.noise_assumed or not undecided or not (stand or found.outliers):
+        return
+    from hourly.analysis.detect import EdgeVerdict
+    if stand and not found.outliers and all(
+            check is not None and check.verdict is EdgeVerdict.CONFIRMED
+            for c, check in zip(found.changes, checks, strict=True) if not _outlier(check)):
+        return
+    from hourly.errors import UserError
+    why, _, fix = undecided.partition("; ")
+    found_words = " and ".join(w for w in (plural(len(stand), "step") if stand else "",
+                                           plural(len(found.outliers), "outlier") if found.outliers else "") if w)
+    one = len(stand) + len(found.outliers) == 1
+    raise UserError(f"cannot tell whether the {found_words} above {'is' if one else 'are'} real: {why}", fix)
 
 
 def _require_decided(stand: list, undecided: str | None) -> None:

@@ -23,6 +23,8 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
     s, _ = effective(flags, config)
     refuse_together(("--mode exit", s.mode == "exit"), ("--metric-regex", flags["metric_regex"]),
                     fix="an exit-status run reads no metric: leave out --metric-regex, or pass --mode metric")
+    refuse_together(("--mode exit", s.mode == "exit"), ("--metrics", flags.get("metrics")),
+                    fix="an exit-status run reads no metric: leave out --metrics, or pass --mode metric")
     check_plan_size(s, flags["max_instants"])
     # the workdir is created only once the scan has checked its input and has something to store
     if dry_run:

@@ -91,6 +91,7 @@ def watch(
     else:
         w = _settings(given, wd, config)
         w.validate()
+        _refuse_another_levels(wd)
         store = Store(wd)
     report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
@@ -190,3 +191,25 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
                          executor=getattr(g["executor"], "value", g["executor"]) or "local",
                          slurm=slurm, hunt_args=list(g["hunt_arg"] or []), hunt_image=g["hunt_image"],
                          notify_cmd=g["notify_cmd"])
+
+
+def _refuse_another_levels(wd: str) -> None:
+    """A watch keeps a workdir of its own: one that holds a scan, the daily or the release level's
+    results or a bisection is refused (their tables and the watch's would mix), naming what it holds."""
+    from pathlib import Path
+
+    from hourly.adapters.store import STORE_NAME, Store
+    if not (Path(wd) / STORE_NAME).is_file():
+        return
+    from hourly.scan.table import has_scan
+    store = Store(wd, create=False, read_only=True)
+    try:
+        held = ("a scan (hourly scan)" if has_scan(store) else
+                "the daily level's results (hourly nightly)" if store.load_settings("nightly") else
+                "the release level's results (hourly releases)" if store.load_settings("releases") else
+                "a bisection (hourly bisect)" if store.bisection_answers() or store.unfinished_bisections() else None)
+    finally:
+        store.close()
+    if held is not None:
+        raise UserError(f"{store.workdir} holds {held}: a watch keeps a workdir of its own",
+                        f"pass --workdir a new folder for the watch, e.g. --workdir {Path(wd).name}-watch")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,7 +39,7 @@ from hourly.metric import (
     read_unavailable,
     unread_words,
 )
-from hourly.model import Status
+from hourly.model import Status, median  # median: never an overflow near 1e308
 from hourly.plurals import plural
 
 #: how many of a metric's matches in one run's output count: the last one (one value per process)
@@ -199,7 +198,7 @@ class BenchResult:
 
     @property
     def value(self) -> float | None:
-        return statistics.median(self.samples) if self.samples else None
+        return median(self.samples) if self.samples else None
 
     def unfollowed(self) -> str | None:
         """The count asked of each process (``HOURLY_SAMPLES``) not followed, in words (None: every
@@ -247,7 +246,7 @@ def _metric_run(r: Run, name: str) -> Run:
     values = list(s.values) if s else []
     status = r.status if r.status in (Status.CRASHED, Status.TIMEOUT) else Status.OK if values else Status.NO_METRIC
     ok = status is Status.OK
-    return Run(status, statistics.median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
+    return Run(status, median(values) if ok else None, r.returncode, r.duration, r.log_path, r.warmup,
                samples=values if ok else [], matched=s.matched if s else 0, warmup_samples=s.warmup if s else 0,
                rejected=list(s.rejected) if s else [], unavailable=r.unavailable_all.get(name),
                unread=s.unread if s and status is Status.NO_METRIC else None, timing=r.timing, asked=r.asked,
@@ -354,9 +353,9 @@ def read_run(output: str, returncode: int | None, timed_out: bool, duration: flo
                    unread=reading.unread if status is Status.NO_METRIC else None)
     s = parse_samples(output, spec.metric_regex, spec.warmup_samples)
     values = list(s.values[-1:] if spec.samples == SAMPLES_LAST else s.values)
-    status = run_status(returncode, timed_out, statistics.median(values) if values else None)
+    status = run_status(returncode, timed_out, median(values) if values else None)
     ok = status is Status.OK
-    return Run(status, statistics.median(values) if ok else None, returncode, duration, log, warmup,
+    return Run(status, median(values) if ok else None, returncode, duration, log, warmup,
                samples=values if ok else [], matched=s.matched, warmup_samples=s.warmup, rejected=list(s.rejected),
                unread=s.unread if status is Status.NO_METRIC else None)
 

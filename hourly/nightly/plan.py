@@ -413,7 +413,13 @@ class NightlyReport:
 
     def require_decided(self) -> None:
         """No boundary over dates too few to tell noise from steps is no answer (exit 1 with the
-        command that measures each date several times), not "nothing to hand over"."""
+        command that measures each date several times), not "nothing to hand over"; nor is one
+        over a window where no date has an image."""
+        if self.boundary is None and self.points and all(p.status is Status.MISSING for p in self.points):
+            raise UserError(f"no boundary to hand over: no nightly image for any of the {len(self.points)} dates "
+                            f"({self.points[0].image} .. {self.points[-1].image})",
+                            f"check --image (`docker pull {self.points[0].image}` says why), or pick dates "
+                            "that have an image")
         if self.undecided and self.boundary is None:
             why, _, fix = self.undecided.partition("; ")
             raise UserError(f"no boundary to hand over: {why}", fix)

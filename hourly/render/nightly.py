@@ -89,7 +89,10 @@ def print_report(console, report: NightlyReport) -> None:
     n = len(report.steps) if report.metrics is None else sum(len(m.steps) for m in report.metrics)
     gaps = report.gaps()
     blind = report.unresolved()
-    if not n and report.undecided:  # never "no steps found" from differences that may be the steps
+    unmeasured = bool(report.points) and all(p.status is Status.MISSING for p in report.points)
+    if not n and unmeasured:  # never "no steps found" from no image at all (the error says why)
+        console.print("no date has an image: no step could show", **kw)
+    elif not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
     elif blind:  # never "no steps found" below what the noise lets show
         line = unresolved(report.resolution, unit="date") or ""  # blind: a line, never None
@@ -116,7 +119,9 @@ def print_report(console, report: NightlyReport) -> None:
         console.print(f"more steps may hide: {report.undecided}", **kw)
     b = report.boundary
     if b is None:
-        if report.undecided:
+        if unmeasured:
+            console.print("no boundary to hand over until a date has an image (below)", **kw)
+        elif report.undecided:
             console.print("no boundary to hand over until the dates tell noise from steps (above)", **kw)
         elif blind:
             console.print("no boundary to hand over until the dates are measured often enough to show a "

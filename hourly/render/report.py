@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -185,11 +186,16 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
     fig, (ax, strip) = plt.subplots(2, 1, sharex=True, figsize=(10, 5.2), dpi=110,
                                     gridspec_kw={"height_ratios": [6, 1]})
     ok = [(t, p) for t, p in zip(times, points, strict=True) if p.status == "ok" and p.value is not None]
+    # values past 1e100 are drawn in units of a power of ten (near 1e308 the axis's own arithmetic
+    # overflows: its span, its ticks)
+    top = max((abs(v) for _, p in ok for v in (*p.samples, p.value) if v is not None), default=0.0)
+    power = math.floor(math.log10(top)) if top > 1e100 and math.isfinite(top) else 0
+    unit = 10.0 ** -power
     # the median line, one run of consecutive measured points at a time
     runs: list[list[tuple]] = [[]]
     for t, p in zip(times, points, strict=True):
         if p.status == "ok" and p.value is not None:
-            runs[-1].append((t, p.value))
+            runs[-1].append((t, p.value * unit))
         elif p.status in FAILURE_MARKERS and runs[-1]:
             runs.append([])
     for i, run in enumerate(r for r in runs if r):
@@ -197,9 +203,9 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
                 label="median" if i == 0 else None)
     if ok:
         xs = [t for t, p in ok for _ in p.samples]
-        ys = [v for _, p in ok for v in p.samples]
+        ys = [v * unit for _, p in ok for v in p.samples]
         ax.plot(xs, ys, ".", color="tab:blue", alpha=0.5, ms=4, label="repeats")
-        medians = [p.value for _, p in ok if p.value is not None]  # every ok point has one
+        medians = [p.value * unit for _, p in ok if p.value is not None]  # every ok point has one
         lo = min(ys + medians)
         hi = max(ys + medians)
         span = (hi - lo) or abs(hi) * 0.05 or 1.0
@@ -234,7 +240,7 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
         n_rows = 1 + max((r for r, _ in rows), default=-1) + 1
         ax.set_ylim(lo - 0.08 * span, hi + span * (0.1 + 0.15 * n_rows))
     _status_strip(strip, failed)
-    ax.set_ylabel(metric)
+    ax.set_ylabel(metric if not power else f"{metric} (×1e{power})")
     ax.grid(alpha=0.3)
     strip.grid(alpha=0.3, axis="x")
     if ok:

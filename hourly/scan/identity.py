@@ -34,6 +34,7 @@ from hourly.measure.settings import (
     measure_key,
     with_key,
 )
+from hourly.model import Status
 from hourly.options import join
 from hourly.plurals import plural
 from hourly.timeparse import parse_step, window
@@ -263,6 +264,7 @@ def check_metric_recorded(store: Store, s: Settings) -> None:
         return  # an older hourly's store, or a scan that measured nothing: said by the command
     names = store.metric_names(rec["key"])
     if s.metric in names:
+        _require_measured(store, rec["key"], s.metric, names)
         return
     named = "metrics" in ((rec.get("configured") or {}).get("bench") or {})  # a scan of named metrics
     if named and not names:
@@ -277,6 +279,21 @@ def check_metric_recorded(store: Store, s: Settings) -> None:
                     f" metric {read}, and no named ones",
                     "leave out --metric to follow that metric; to follow named metrics, scan again with"
                     " --metrics all and a benchmark that prints `METRIC name: value` lines")
+
+
+def _require_measured(store: Store, key: str, metric: str, names: list[str]) -> None:
+    """A named metric every state recorded without a value (``UNAVAILABLE peak_memory_bytes``: no
+    device memory on the CPU) is not measured: said with why and the names that were, never
+    answered "nothing to bisect"."""
+    rows = [m for m in store.all_latest(key, metric=metric).values() if m.metric == metric]
+    if not rows or any(m.status == Status.OK.value for m in rows):
+        return
+    measured = [n for n in names if n != metric
+                and any(m.status == Status.OK.value and m.metric == n for m in store.all_latest(key, metric=n).values())]
+    why = next((m.detail for m in rows if m.detail), rows[0].status)
+    raise UserError(f"`{metric}` was not measured in {store.workdir}: no state of its scan has a value of it ({why})",
+                    "pass --metric with one it measured: " + ", ".join(f"`{n}`" for n in measured) if measured else
+                    "make the benchmark print it (that reason says why it did not), and scan again")
 
 
 def _differs(old: dict, new: dict) -> str | None:

@@ -58,7 +58,7 @@ def load_store_series(path: str | Path) -> Series:
 
 def _stored_scan_settings(workdir: Path):
     """The settings of the scan stored in ``workdir``, as its next commands would run it."""
-    store = Store(workdir, create=False)
+    store = Store(workdir, create=False, read_only=True)  # detect writes nothing: a read-only workdir reads
     try:
         s, _ = effective({}, base=stored_scan_settings(store.load_settings("scan"), store.workdir))
     finally:

@@ -138,7 +138,8 @@ class MetricJudge(BaseJudge):
     @staticmethod
     def failed(ev: Evidence) -> Call:
         """A measurement that printed no sample: the state is untestable, and why."""
-        return Call(Verdict.SKIP, f"{ev.status}: {ev.detail}")
+        said = f"{ev.status}: {ev.detail}"  # a detail that names its status already (the jaxlib gate's): once
+        return Call(Verdict.SKIP, ev.detail if ev.detail and ev.detail.startswith(f"{ev.status}: ") else said)
 
     @staticmethod
     def untestable_level(why: str) -> Judgement:
