@@ -26,6 +26,7 @@ from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.watch import plan as P
 from hourly.watch.run import dev_date
+from hourly.watch_records import Alert, Build
 
 if __package__:
     from .waiting import wait_for
@@ -69,16 +70,16 @@ def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
 def test_a_hunts_answer_is_a_culprit_only_when_it_names_one():
     culprit = {"repo": "xla", "sha": "a" * 40, "subject": "s", "link": "https://github.com/openxla/xla/commit/a"}
     named = P.hunt_outcome("bisect", json.dumps({"regressions": [{"culprit": culprit, "range": ["a" * 40]}]}), 0, "")
-    assert named["status"] == "culprit" and named["culprit"] == culprit
+    assert named.status == "culprit" and named.culprit == culprit
     unsure = P.hunt_outcome("bisect", json.dumps({"regressions": [
         {"culprit": None, "candidate": culprit, "reason": "the ends did not differ again", "range": []}]}), 4, "")
-    assert unsure["status"] == "unsure" and unsure["candidate"] == culprit and "culprit" not in unsure
+    assert unsure.status == "unsure" and unsure.candidate == culprit and "culprit" not in unsure.to_json()
     env = P.hunt_outcome("hunt", json.dumps({"steps": [{"culprit": None, "reason": "the change is in the "
                                                         "container's environment", "environment": [{"name": "CUDA"}]}]}), 0, "")
-    assert env["status"] == "unsure" and env["environment"] == [{"name": "CUDA"}]
+    assert env.status == "unsure" and env.environment == [{"name": "CUDA"}]
     failed = P.hunt_outcome("hunt", None, 1, "progress\nhourly: error: no image for 2023-08-22 — pick dates\n")
-    assert failed == {"status": "failed", "exit_code": 1, "reason": "no image for 2023-08-22 — pick dates"}
-    assert P.hunt_outcome("bisect", "not json {", 3, "boom")["status"] == "failed"
+    assert failed.to_json() == {"status": "failed", "exit_code": 1, "reason": "no image for 2023-08-22 — pick dates"}
+    assert P.hunt_outcome("bisect", "not json {", 3, "boom").status == "failed"
 
 
 def _settings(**kw) -> P.WatchSettings:
@@ -118,8 +119,7 @@ def test_named_metrics_each_take_their_units_direction_and_the_hunt_follows_the_
     assert _settings().direction_of("trace_ms") is True  # the regex's one metric: the watch's direction
     check = {**_check(1, "b", "c", "confirmed", 0.2, 40, 48), "metric": "trace_ms"}
     faster = {**_check(2, "b", "c", "confirmed", 0.1, 900, 990), "metric": "tokens_per_s"}
-    alert = {"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1, 2], "hunt": None,
-             "recovery": None, "events": []}
+    alert = Alert(1, "c", "b", "c", checks=[1, 2], watch="key")
     report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {}, [check, faster], [alert])
     assert P.alert_kind(alert, report) == "regression" and P.regression_metric(alert, report) == "trace_ms"
     assert [s["kind"] for s in P.alert_json(alert, report)["steps"]] == ["regression", "improvement"]
@@ -165,7 +165,8 @@ def test_bad_settings_are_one_line_with_the_fix(kw, message):
 def _report(checks, alerts, builds=None, values=None) -> P.WatchReport:
     builds = builds or [{"build": b, "time": b, "status": "ok", "detail": None, "ident": {"xla": b, "jax": b},
                          "decision": None, "seq": i} for i, b in enumerate("abcdefghij")]
-    return P.WatchReport(_settings(), "key", ["m"], builds, values or {}, checks, alerts)
+    return P.WatchReport(_settings(), "key", ["m"], [Build.from_json(b) for b in builds], values or {}, checks,
+                         [Alert.from_json(a) for a in alerts])
 
 
 def _check(i, before, after, verdict, change, lb, la):
@@ -229,7 +230,7 @@ def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
     alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
                "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
     r = _report(checks, alerts)
-    md = alert_markdown(alerts[0], r)
+    md = alert_markdown(r.alerts[0], r)
     assert "<script>" not in md and "&lt;script&gt;" in md and r"\*bold\*" in md and r"\|" in md
     assert f"[`{'c' * 12}`](https://github.com/openxla/xla/commit/{'c' * 40})" in md
     page = page_html(r, {"m": "m.png"}, tmp_path)
@@ -254,7 +255,7 @@ def test_control_and_bidi_characters_in_a_subject_are_shown_as_escapes_on_the_pa
         assert raw not in page, repr(raw)
     assert "Speed up \\u202eesuf\\u202c fusion \\x1b[31mred\\x1b[0m\\x07" in page
     assert "exit 1: \\u202etuo" in page
-    assert "\u202e" not in alert_markdown(alerts[0], r) and "\\u202eesuf" in alert_markdown(alerts[0], r)
+    assert "\u202e" not in alert_markdown(r.alerts[0], r) and "\\u202eesuf" in alert_markdown(r.alerts[0], r)
 
 
 def test_the_plot_draws_a_rejected_night_off_the_line_shades_the_confirmed_step_alone_and_says_what_each_mark_is():
@@ -432,29 +433,29 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     store = Store(work)
     key = store.load_settings("watch")["key"]
     (alert,) = store.watch_alerts(key)
-    assert (alert["before"], alert["after"]) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
+    assert (alert.before, alert.after) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
     confirmed = [c for c in store.watch_checks(key) if c["verdict"] == "confirmed"]
-    assert [c["id"] for c in confirmed] == alert["checks"]
+    assert [c["id"] for c in confirmed] == alert.checks
     assert confirmed[0]["result"]["change"] == pytest.approx(-0.1, abs=0.015) and confirmed[0]["result"]["pairs"] >= 10
-    ident = {b["build"]: b["ident"] for b in store.watch_builds(key)}
+    ident = {b.build: b.ident for b in store.watch_builds(key)}
     assert sorted(d.name for d in (work / "states").iterdir()) == sorted(
-        Pair(ident[alert[end]]["xla"], ident[alert[end]]["jax"]).key() for end in ("before", "after"))
-    hunt = alert["hunt"]
-    assert hunt["status"] == "culprit", hunt
-    assert hunt["culprit"]["sha"] == made.shas[CULPRIT] and hunt["culprit"]["subject"] == CULPRIT
-    assert Path(hunt["workdir"]).parent == work / "hunts"
+        Pair(ident[end]["xla"], ident[end]["jax"]).key() for end in (alert.before, alert.after))
+    hunt = alert.hunt
+    assert hunt is not None and hunt.status == "culprit" and hunt.culprit and hunt.command and hunt.workdir, hunt
+    assert hunt.culprit["sha"] == made.shas[CULPRIT] and hunt.culprit["subject"] == CULPRIT
+    assert Path(hunt.workdir).parent == work / "hunts"
     # the hunt ran with the benchmark's token (its benchmark checks it), which no file of the hunt
     # holds: its script passes --env HF_TOKEN, the value is in its environment; the script is the
     # owner's, and so is the store that keeps the watch's settings (the value with them)
-    script = Path(hunt["workdir"]) / P.JOB_SCRIPT
+    script = Path(hunt.workdir) / P.JOB_SCRIPT
     assert "--env HF_TOKEN " in script.read_text() and "s3cret" not in script.read_text()
     assert script.stat().st_mode & 0o777 == 0o700
     assert (work / "hourly.sqlite").stat().st_mode & 0o777 == 0o600
-    hunt_files = [p for p in Path(hunt["workdir"]).rglob("*") if p.is_file() and p.suffix not in (".pyc", ".so")]
+    hunt_files = [p for p in Path(hunt.workdir).rglob("*") if p.is_file() and p.suffix not in (".pyc", ".so")]
     assert hunt_files and not [p for p in hunt_files if b"s3cret" in p.read_bytes()]
-    assert hunt["command"][hunt["command"].index("--env") + 1] == "HF_TOKEN"
-    assert "s3cret" not in json.dumps(store.watch_alerts(key))
-    assert hunt["command"][-4:] == ["--max-repeats=2", "--workdir", hunt["workdir"], "--json"]  # --hunt-arg, as given
+    assert hunt.command[hunt.command.index("--env") + 1] == "HF_TOKEN"
+    assert "s3cret" not in json.dumps([a.to_json() for a in store.watch_alerts(key)])
+    assert hunt.command[-4:] == ["--max-repeats=2", "--workdir", hunt.workdir, "--json"]  # --hunt-arg, as given
     assert "▼ alert 1 (new): regression" in out and made.shas[CULPRIT][:12] in out
     # the markdown alert and the page
     md = (work / "watch" / "alert-1.md").read_text()
@@ -717,17 +718,18 @@ def test_a_hunt_on_slurm_is_one_job_whose_answer_a_later_run_reads(_cluster, wat
     store = Store(work)
     key = store.load_settings("watch")["key"]
     (alert,) = store.watch_alerts(key)
-    assert alert["hunt"]["status"] in ("submitted", "running") and alert["hunt"]["job"]
+    assert alert.hunt is not None and alert.hunt.status in ("submitted", "running") and alert.hunt.job
     assert "hunt running as Slurm job" in out
     # later runs (cron's next ones) find nothing new and read the job's answer once it is there
     def hunted() -> bool:
         code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
         assert code == 0, out + err
-        return store.watch_alerts(key)[0]["hunt"]["status"] not in ("submitted", "running")
+        h = store.watch_alerts(key)[0].hunt
+        return h is not None and h.status not in ("submitted", "running")
     assert wait_for(hunted, timeout=600, every=2)
-    hunt = store.watch_alerts(key)[0]["hunt"]
-    assert hunt["status"] == "culprit" and hunt["culprit"]["sha"] == made.shas[CULPRIT], hunt
-    assert (Path(hunt["workdir"]) / f"slurm-{hunt['job']}.out").exists()
+    hunt = store.watch_alerts(key)[0].hunt
+    assert hunt is not None and hunt.status == "culprit" and hunt.culprit and hunt.culprit["sha"] == made.shas[CULPRIT], hunt
+    assert (Path(hunt.workdir or "") / f"slurm-{hunt.job}.out").exists()
 
 
 def test_outside_text_is_printed_verbatim_on_the_console():

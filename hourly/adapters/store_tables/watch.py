@@ -9,25 +9,20 @@ import time
 from typing import Any
 
 from hourly.adapters.store_tables.base import Tables, inserted_id
+from hourly.watch_records import Alert, Build, HuntOutcome
 
 
 class WatchTables(Tables):
     """The ``watch_builds``, ``watch_values``, ``watch_checks``, ``watch_runs`` and ``watch_alerts`` tables,
     kept apart from ``measurements``: a series per metric name."""
 
-    def watch_builds(self, watch: str) -> list[dict[str, Any]]:
-        """Every build the watch ``watch`` found, in the order they arrived (``ident``, ``decision``
-        decoded; ``decision`` None: not judged yet)."""
+    def watch_builds(self, watch: str) -> list[Build]:
+        """Every build the watch ``watch`` found, in the order they arrived (``decision`` None: not
+        judged yet)."""
         rows = self.conn.execute("SELECT * FROM watch_builds WHERE watch=? ORDER BY seq", (watch,))
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["ident"] = json.loads(d["ident"])
-            d["decision"] = json.loads(d["decision"]) if d["decision"] else None
-            out.append(d)
-        return out
+        return [Build.from_json(dict(r)) for r in rows]
 
-    def add_watch_builds(self, watch: str, builds: list[dict[str, Any]]) -> None:
+    def add_watch_builds(self, watch: str, builds: list[Build]) -> None:
         """New builds (``build``, ``time``, ``ident``, ``status``, ``detail``), after the known ones,
         in one transaction: a build found is never found twice."""
         now = time.time()
@@ -37,8 +32,7 @@ class WatchTables(Tables):
                 seq += 1
                 c.execute("INSERT OR IGNORE INTO watch_builds (watch, build, seq, time, ident, status, detail,"
                           " decision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                          (watch, b["build"], seq, b.get("time"), json.dumps(b.get("ident") or {}),
-                           b.get("status", "pending"), b.get("detail"), now, now))
+                          (watch, b.build, seq, b.time, json.dumps(b.ident or {}), b.status, b.detail, now, now))
 
     def measured_watch_build(self, watch: str, build: str, status: str, detail: str | None,
                              ident: dict[str, Any], values: dict[str, dict[str, Any]]) -> None:
@@ -104,7 +98,7 @@ class WatchTables(Tables):
             c.execute("UPDATE watch_checks SET verdict=?, result=?, updated=? WHERE id=?",
                       (verdict, json.dumps(result), time.time(), check_id))
 
-    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[dict[str, Any], bool]:
+    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[Alert, bool]:
         """The alert of ``arrived``'s arrival over the window ``before`` .. ``after``: found, else made
         with the event ``new`` to deliver; (the alert, whether it was made now)."""
         with self.transaction() as c:
@@ -117,13 +111,13 @@ class WatchTables(Tables):
                                 " events, created, updated) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
                                 (watch, arrived, before, after, json.dumps(checks), json.dumps(["new"]), now, now))
                 r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (inserted_id(cur),)).fetchone()
-        return _alert(r), made
+        return Alert.from_json(dict(r)), made
 
-    def watch_alerts(self, watch: str) -> list[dict[str, Any]]:
-        """Every alert of the watch, oldest first (``checks``, ``hunt``, ``recovery``, ``events`` decoded)."""
-        return [_alert(r) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
+    def watch_alerts(self, watch: str) -> list[Alert]:
+        """Every alert of the watch, oldest first."""
+        return [Alert.from_json(dict(r)) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
 
-    def update_watch_alert(self, alert_id: int, *, hunt: dict[str, Any] | None = None,
+    def update_watch_alert(self, alert_id: int, *, hunt: HuntOutcome | None = None,
                            recovery: dict[str, Any] | None = None, add_events: tuple[str, ...] | list[str] = (),
                            events: list[str] | None = None) -> None:
         """What is known of an alert now: its hunt, its recovery; events to deliver added (``add_events``)
@@ -132,12 +126,13 @@ class WatchTables(Tables):
             r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (alert_id,)).fetchone()
             if r is None:
                 return
-            a = _alert(r)
-            left = list(a["events"] if events is None else events)
+            a = Alert.from_json(dict(r))
+            left = list(a.events if events is None else events)
             left += [e for e in add_events if e not in left]
+            now = hunt if hunt is not None else a.hunt
             c.execute("UPDATE watch_alerts SET hunt=?, recovery=?, events=?, updated=? WHERE id=?",
-                      (json.dumps(hunt if hunt is not None else a["hunt"]),
-                       json.dumps(recovery if recovery is not None else a["recovery"]),
+                      (json.dumps(now.to_json() if now is not None else None),
+                       json.dumps(recovery if recovery is not None else a.recovery),
                        json.dumps(left), time.time(), alert_id))
 
 
@@ -145,11 +140,4 @@ def _check(r: sqlite3.Row) -> dict[str, Any]:
     d = dict(r)
     d["suspect"] = json.loads(d["suspect"])
     d["result"] = json.loads(d["result"]) if d["result"] else None
-    return d
-
-
-def _alert(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    for k in ("checks", "hunt", "recovery", "events"):
-        d[k] = json.loads(d[k]) if d[k] else ([] if k in ("checks", "events") else None)
     return d
