@@ -32,7 +32,6 @@ from hourly.events import SILENT, Handler
 from hourly.model import Pair, Status
 from hourly.options import join
 from hourly.privacy import env_from_environment, redact_argv, write_private
-from hourly.watch_records import Alert, Build, HuntOutcome
 from hourly.watch.plan import (
     ANSWER,
     EXIT_FILE,
@@ -61,6 +60,7 @@ from hourly.watch.plan import (
     watch_key,
     watch_state,
 )
+from hourly.watch_records import Alert, Build, HuntOutcome
 
 Values = dict[str, dict[str, Any]]
 
