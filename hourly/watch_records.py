@@ -1,5 +1,5 @@
-"""The records of ``hourly watch`` (hourly/watch/): a build it found, an alert it raised and what
-that alert's hunt said — each written to JSON in one place (``to_json``: what the store keeps and
+"""The records of ``hourly watch`` (hourly/watch/): a build it found, the check of a step it
+suspected, an alert it raised and what that alert's hunt said — each written to JSON in one place (``to_json``: what the store keeps and
 ``--json`` prints) and read back with ``from_json``.
 
 Rows stored by an older hourly lack some keys: they read back with their defaults. A hunt's
@@ -52,6 +52,37 @@ class Build:
         return cls(d["build"], d.get("time"), d.get("status") or "pending", d.get("detail"),
                    _decoded(d.get("ident")) or {}, _decoded(decision) if decision else None,
                    int(d.get("seq") or 0), d.get("watch") or "")
+
+
+@dataclass(frozen=True)
+class Check:
+    """The check of a step of ``metric`` suspected on ``arrived``'s arrival between the builds
+    ``before`` and ``after``: the ``suspect``'s evidence, the ``verdict`` of measuring both builds
+    again (``pending``, ``confirmed``, ``rejected``, ``undecided``) and its numbers (``result``:
+    None while pending)."""
+
+    id: int
+    metric: str
+    arrived: str
+    before: str
+    after: str
+    verdict: str = "pending"
+    suspect: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    watch: str = ""
+
+    def to_json(self) -> Json:
+        """The check as ``hourly watch --json`` prints it."""
+        return {"id": self.id, "metric": self.metric, "arrived": self.arrived, "before": self.before,
+                "after": self.after, "verdict": self.verdict, "suspect": self.suspect, "result": self.result}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Check":
+        """A check from its JSON or from a row of ``watch_checks`` (``suspect`` and ``result`` as
+        stored text, decoded here)."""
+        return cls(int(d["id"]), d["metric"], d["arrived"], d["before"], d["after"], d.get("verdict") or "pending",
+                   _decoded(d.get("suspect")) or {}, _decoded(d.get("result")) if d.get("result") else None,
+                   d.get("watch") or "")
 
 
 #: every key a hunt's outcome may hold, in the order a new one is written

@@ -26,7 +26,7 @@ from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.watch import plan as P
 from hourly.watch.run import dev_date
-from hourly.watch_records import Alert, Build
+from hourly.watch_records import Alert, Build, Check
 
 if __package__:
     from .waiting import wait_for
@@ -55,10 +55,8 @@ def test_the_primary_metric_is_named_by_its_regex():
 
 def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
     index_of = {b: i for i, b in enumerate("abcdefgh")}
-    checks = [{"metric": "m", "arrived": "c", "before": "b", "after": "c", "verdict": "rejected"},
-              {"metric": "m", "arrived": "e", "before": "d", "after": "e", "verdict": "confirmed"},
-              {"metric": "m", "arrived": "g", "before": "f", "after": "g", "verdict": "undecided"},
-              {"metric": "other", "arrived": "f", "before": "e", "after": "f", "verdict": "confirmed"}]
+    checks = [Check(1, "m", "c", "b", "c", "rejected"), Check(2, "m", "e", "d", "e", "confirmed"),
+              Check(3, "m", "g", "f", "g", "undecided"), Check(4, "other", "f", "e", "f", "confirmed")]
     # judging f: the rejected pair is not suspected again, the confirmed step's level is current
     assert P.watch_state("m", checks, index_of, set("abcde")) == (5, 4, {(1, 2)}, {(1, 2)})
     # judging e again (a killed run): its own check is not part of the state it is judged on
@@ -120,7 +118,8 @@ def test_named_metrics_each_take_their_units_direction_and_the_hunt_follows_the_
     check = {**_check(1, "b", "c", "confirmed", 0.2, 40, 48), "metric": "trace_ms"}
     faster = {**_check(2, "b", "c", "confirmed", 0.1, 900, 990), "metric": "tokens_per_s"}
     alert = Alert(1, "c", "b", "c", checks=[1, 2], watch="key")
-    report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {}, [check, faster], [alert])
+    report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {},
+                           [Check.from_json(check), Check.from_json(faster)], [alert])
     assert P.alert_kind(alert, report) == "regression" and P.regression_metric(alert, report) == "trace_ms"
     assert [s["kind"] for s in P.alert_json(alert, report)["steps"]] == ["regression", "improvement"]
     argv = P.bisect_command(w.level, {"xla": "x1", "jax": "j1"}, {"xla": "x2", "jax": "j2"}, w, "/wd", "trace_ms")
@@ -165,8 +164,8 @@ def test_bad_settings_are_one_line_with_the_fix(kw, message):
 def _report(checks, alerts, builds=None, values=None) -> P.WatchReport:
     builds = builds or [{"build": b, "time": b, "status": "ok", "detail": None, "ident": {"xla": b, "jax": b},
                          "decision": None, "seq": i} for i, b in enumerate("abcdefghij")]
-    return P.WatchReport(_settings(), "key", ["m"], [Build.from_json(b) for b in builds], values or {}, checks,
-                         [Alert.from_json(a) for a in alerts])
+    return P.WatchReport(_settings(), "key", ["m"], [Build.from_json(b) for b in builds], values or {},
+                         [Check.from_json(c) for c in checks], [Alert.from_json(a) for a in alerts])
 
 
 def _check(i, before, after, verdict, change, lb, la):
@@ -204,10 +203,10 @@ def test_a_drift_measured_again_is_said_to_be_one_not_unsure_at_the_cap():
     old = [100.0 * (1 + 0.002 * math.sin(i)) for i in range(MAX_PAIRS)]
     c = confirm(old, [x * 1.03 for x in old], window=8)      # +3 % over eight builds: a drift
     drift = {**_check(1, "b", "c", "undecided", 0.03, 100, 103), "result": confirmation_json(c)}
-    text = suspicion_text(drift)
+    text = suspicion_text(Check.from_json(drift))
     assert "not confirmed, not ruled out (a change of +3.00% over a window of 8 builds" in text
     assert "unsure at the cap" not in text
-    assert "unsure at the cap" in suspicion_text(_check(2, "b", "c", "undecided", 0.03, 100, 103))
+    assert "unsure at the cap" in suspicion_text(Check.from_json(_check(2, "b", "c", "undecided", 0.03, 100, 103)))
 
 
 @pytest.mark.parametrize("source,where", [("wheels", "--find-links or --index-url"), ("containers", "--image"),
@@ -434,9 +433,10 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     key = store.load_settings("watch")["key"]
     (alert,) = store.watch_alerts(key)
     assert (alert.before, alert.after) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
-    confirmed = [c for c in store.watch_checks(key) if c["verdict"] == "confirmed"]
-    assert [c["id"] for c in confirmed] == alert.checks
-    assert confirmed[0]["result"]["change"] == pytest.approx(-0.1, abs=0.015) and confirmed[0]["result"]["pairs"] >= 10
+    confirmed = [c for c in store.watch_checks(key) if c.verdict == "confirmed"]
+    assert [c.id for c in confirmed] == alert.checks
+    result = confirmed[0].result
+    assert result is not None and result["change"] == pytest.approx(-0.1, abs=0.015) and result["pairs"] >= 10
     ident = {b.build: b.ident for b in store.watch_builds(key)}
     assert sorted(d.name for d in (work / "states").iterdir()) == sorted(
         Pair(ident[end]["xla"], ident[end]["jax"]).key() for end in (alert.before, alert.after))
@@ -465,10 +465,10 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     assert "s3cret" not in page + md + out + err
     # the same night again, as cron runs it (the workdir alone: the watch is read from its store):
     # nothing new, nothing measured or hunted, and it says so
-    runs_before = len(store.watch_runs(confirmed[0]["id"]))
+    runs_before = len(store.watch_runs(confirmed[0].id))
     code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--until", "2023-08-20 22:00"])
     assert code == 0 and "nothing new since 2023-08-20T22:00:00Z" in out, out + err
-    assert len(store.watch_runs(confirmed[0]["id"])) == runs_before
+    assert len(store.watch_runs(confirmed[0].id)) == runs_before
     code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--show"])
     assert code == 0 and "5 builds stored, newest 2023-08-20T22:00:00Z" in out and CULPRIT in out, out + err
     # the page opens from disk in a real browser and shows the plot
@@ -683,12 +683,12 @@ def test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored(watche
         return store.conn.execute("SELECT build, created FROM watch_values ORDER BY build").fetchall()
     measured = measured_at()
     (pending,) = store.watch_checks(key)
-    assert pending["verdict"] == "pending" and kept >= 3
+    assert pending.verdict == "pending" and kept >= 3
     # the same command again: the build is not measured again, the pairs go on from where they were
     code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
     assert code == P.ALERT_EXIT, out + err
     (check,) = store.watch_checks(key)
-    assert check["verdict"] == "confirmed" and check["result"]["pairs"] == _runs_stored(work) >= 10
+    assert check.verdict == "confirmed" and check.result and check.result["pairs"] == _runs_stored(work) >= 10
     assert measured_at() == measured and measured[-1][0] == "2023-08-20T22:00:00Z"
     assert len(store.watch_alerts(key)) == 1
 

@@ -99,7 +99,7 @@ def test_a_container_watch_lists_the_tags_rejects_a_slow_night_and_alerts_on_the
     (bench / "slow-night").unlink()
     assert code == 0, out + err
     (check,) = store.watch_checks(key)
-    assert check["verdict"] == "rejected" and (check["before"], check["after"]) == ("2023-09-05", "2023-09-06")
+    assert check.verdict == "rejected" and (check.before, check.after) == ("2023-09-05", "2023-09-06")
     assert store.watch_alerts(key) == [] and not out_file.exists()
     # the step: confirmed on 09-08's arrival; the notification fails once: said, exit 1, kept
     (tmp_path / "notified.jsonl.fail").write_text("")

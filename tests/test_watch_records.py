@@ -1,12 +1,12 @@
 """The typed records of ``hourly watch`` (hourly/watch_records.py) over a real SQLite store: rows an
-older hourly wrote read into them, and what is stored is written back as it was."""
+older hourly wrote (builds, checks, alerts and their hunts) read into them, and what is stored is written back as it was."""
 
 from __future__ import annotations
 
 import json
 
 from hourly.adapters.store import Store
-from hourly.watch_records import Alert, Build, HuntOutcome
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 CULPRIT = {"repo": "xla", "sha": "c" * 40, "subject": "s", "author": "a", "committer_time": "t",
            "link": "https://github.com/openxla/xla/commit/" + "c" * 40}
@@ -30,6 +30,10 @@ def _old_rows(store: Store) -> None:
                   " 'ok', NULL, '{\"MLUPS\": {\"status\": \"quiet\", \"why\": \"\", \"checks\": []}}', 1, 1)")
         c.execute("INSERT INTO watch_builds (watch, build, seq, time, ident, status, detail, decision, created,"
                   " updated) VALUES ('w', '2023-08-25', 2, NULL, '{}', 'missing', 'no image', NULL, 1, 1)")
+        for verdict, result in (("pending", None), ("confirmed", '{"change": -0.1, "pairs": 10}')):
+            c.execute("INSERT INTO watch_checks (watch, metric, arrived, before, after, suspect, verdict, result,"
+                      " created, updated) VALUES ('w', 'MLUPS', 'b', 'a', 'b', '{\"strength\": 9.0}', ?, ?, 1, 1)",
+                      (verdict, result))
         for i, hunt in enumerate([*OLD_HUNTS, None], start=1):
             c.execute("INSERT INTO watch_alerts (watch, arrived, before, after, checks, hunt, recovery, events,"
                       " created, updated) VALUES ('w', 'b', 'a', 'b', ?, ?, ?, ?, 1, 1)",
@@ -46,6 +50,10 @@ def test_an_older_stores_watch_rows_read_into_the_typed_records_and_print_as_the
                           {"MLUPS": {"status": "quiet", "why": "", "checks": []}}, 1, "w")
     assert missing.status == "missing" and missing.detail == "no image" and missing.decision is None
     assert missing.time is None and missing.ident == {}
+    pending, confirmed = store.watch_checks("w")
+    assert pending == Check(1, "MLUPS", "b", "a", "b", "pending", {"strength": 9.0}, None, "w")
+    assert confirmed.verdict == "confirmed" and confirmed.result == {"change": -0.1, "pairs": 10}
+    assert list(confirmed.to_json()) == ["id", "metric", "arrived", "before", "after", "verdict", "suspect", "result"]
     alerts = store.watch_alerts("w")
     assert [type(a) for a in alerts] == [Alert] * 5 and [a.checks for a in alerts] == [[1], [2], [3], [4], [5]]
     first = alerts[0]

@@ -21,7 +21,7 @@ from rich.console import Console
 from hourly.render import markdown as md
 from hourly.render.console import command_line, print_wrapped
 from hourly.watch.plan import PAGE_DIR, WatchReport, alert_json, in_series
-from hourly.watch_records import Alert, Build, HuntOutcome
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 ARROW = {"regression": "▼", "improvement": "▲"}
 
@@ -60,24 +60,24 @@ def step_text(s: dict[str, Any]) -> str:
             f"measured again over {s['pairs']} interleaved pairs ({_pct(s['low'])} .. {_pct(s['high'])})")
 
 
-def suspicion_text(c: dict[str, Any]) -> str:
-    s, r = c["suspect"], c["result"] or {}
+def suspicion_text(c: Check) -> str:
+    s, r = c.suspect, c.result or {}
     how = {"fit": "the detector's fit of the history", "newest": "the newest builds beyond their level"}.get(
-        s.get("source"), s.get("source"))
+        s.get("source") or "", s.get("source"))
     verdict = {"rejected": "not confirmed: any change is under the minimum change",
                "undecided": "not confirmed, not ruled out" + ("" if r.get("note") else ": unsure at the cap"),
-               "pending": "being measured again"}.get(c["verdict"], c["verdict"])
+               "pending": "being measured again"}.get(c.verdict, c.verdict)
     again = (f"; measured again over {r.get('pairs')} interleaved pairs: {_pct(r.get('change'))} "
              f"({_pct(r.get('low'))} .. {_pct(r.get('high'))})") if r else ""
     note = f" ({r['note']})" if r.get("note") else ""
-    return (f"{c['metric']} {_pct(s.get('relative_change'))} suspected on {c['arrived']}'s arrival between "
-            f"{c['before']} and {c['after']} ({how}, {s.get('strength', 0):.1f} standard errors){again}: "
+    return (f"{c.metric} {_pct(s.get('relative_change'))} suspected on {c.arrived}'s arrival between "
+            f"{c.before} and {c.after} ({how}, {s.get('strength', 0):.1f} standard errors){again}: "
             f"{verdict}{note}")
 
 
 def decision_text(b: Build, report: WatchReport, why: bool = False) -> str:
     """What the arrival of ``b`` decided, per metric: ``MLUPS: quiet``, ``MLUPS: suspect → rejected``."""
-    verdicts = {c["id"]: c["verdict"] for c in report.checks}
+    verdicts = {c.id: c.verdict for c in report.checks}
     out = []
     for m, d in (b.decision or {}).items():
         text = f"{m}: {d.get('status')}"
@@ -225,11 +225,11 @@ def plot_parts(report: WatchReport, metric: str) -> dict[str, Any]:
         v = (report.value(build, metric) or {}).get("value")
         return (pos[build], float(v)) if build in pos and v is not None else None
 
-    mine = [c for c in report.checks if c["metric"] == metric]
+    mine = [c for c in report.checks if c.metric == metric]
     # a build another check confirmed as the step's new level stands, whatever an earlier check said
-    confirmed_at = {c["after"] for c in mine if c["verdict"] == "confirmed"}
-    rejected_at = {c["after"] for c in mine if c["verdict"] == "rejected"} - confirmed_at
-    undecided_at = {c["after"] for c in mine if c["verdict"] == "undecided"} - confirmed_at - rejected_at
+    confirmed_at = {c.after for c in mine if c.verdict == "confirmed"}
+    rejected_at = {c.after for c in mine if c.verdict == "rejected"} - confirmed_at
+    undecided_at = {c.after for c in mine if c.verdict == "undecided"} - confirmed_at - rejected_at
     line = [p for b in builds if b.build not in rejected_at and (p := at(b.build)) is not None]
     bands = []
     for a in report.alerts:

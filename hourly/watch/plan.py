@@ -35,7 +35,7 @@ from hourly.analysis.arrival import Confirmation, Confirmed, Suspect, group, rec
 from hourly.analysis.detect import ChangeKind
 from hourly.errors import UserError
 from hourly.model import check_min_change
-from hourly.watch_records import Alert, Build, HuntOutcome
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 LEVEL = "watch"
 SOURCES = ("containers", "wheels", "commits")
@@ -192,7 +192,7 @@ def series_of(builds: Sequence[Build], values: dict[str, dict[str, dict[str, Any
     return ids, points
 
 
-def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[str, int],
+def watch_state(metric: str, checks: Sequence[Check], index_of: dict[str, int],
                 arrived_before: set[str]) -> tuple[int, int, set[tuple[int, int]], set[tuple[int, int]]]:
     """``since``, ``level_from``, ``judged`` and ``rejected`` of
     :func:`~hourly.analysis.arrival.arrival` for one metric, replayed from the checks of the
@@ -203,17 +203,17 @@ def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[st
     judged: set[tuple[int, int]] = set()
     rejected: set[tuple[int, int]] = set()
     for c in checks:
-        if c["metric"] != metric or c["arrived"] not in arrived_before:
+        if c.metric != metric or c.arrived not in arrived_before:
             continue
-        if c["before"] not in index_of or c["after"] not in index_of:
+        if c.before not in index_of or c.after not in index_of:
             continue
-        pair = (index_of[c["before"]], index_of[c["after"]])
-        if c["verdict"] == "confirmed":
+        pair = (index_of[c.before], index_of[c.after])
+        if c.verdict == "confirmed":
             if pair[1] >= level_from:
                 level_from, since = pair[1], pair[1] + 1
-        elif c["verdict"] in ("rejected", "undecided"):
+        elif c.verdict in ("rejected", "undecided"):
             judged.add(pair)
-            if c["verdict"] == "rejected":
+            if c.verdict == "rejected":
                 rejected.add(pair)
     return since, level_from, judged, rejected
 
@@ -241,12 +241,12 @@ def step_kind(change: float, higher_is_better: bool) -> ChangeKind:
     return ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT
 
 
-def confirmed_step(check: dict[str, Any], index_of: dict[str, int], higher_is_better: bool) -> Confirmed:
+def confirmed_step(check: Check, index_of: dict[str, int], higher_is_better: bool) -> Confirmed:
     """A confirmed check as a step of its metric: its window, the levels and the change measured
     again (the fresh runs decide the direction, not the history)."""
-    r = check["result"] or {}
+    r = check.result or {}
     change = float(r.get("change") or 0.0)
-    return Confirmed(check["metric"], index_of[check["before"]], index_of[check["after"]],
+    return Confirmed(check.metric, index_of[check.before], index_of[check.after],
                      float(r.get("level_before") or 0.0), float(r.get("level_after") or 0.0), change,
                      step_kind(change, higher_is_better))
 
@@ -392,7 +392,7 @@ class WatchReport:
     metrics: list[str]
     builds: list[Build]
     values: dict[str, dict[str, dict[str, Any]]]
-    checks: list[dict[str, Any]]
+    checks: list[Check]
     alerts: list[Alert]
     run: RunNotes = field(default_factory=RunNotes)
 
@@ -403,13 +403,13 @@ class WatchReport:
         return next(b for b in self.builds if b.build == build_id)
 
     @property
-    def suspected_not_confirmed(self) -> list[dict[str, Any]]:
+    def suspected_not_confirmed(self) -> list[Check]:
         """Checks whose measuring again did not confirm the step: said, with their evidence, never alerts."""
-        return [c for c in self.checks if c["verdict"] in ("rejected", "undecided")]
+        return [c for c in self.checks if c.verdict in ("rejected", "undecided")]
 
     @property
-    def pending_checks(self) -> list[dict[str, Any]]:
-        return [c for c in self.checks if c["verdict"] == "pending"]
+    def pending_checks(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == "pending"]
 
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
@@ -430,9 +430,9 @@ class WatchReport:
                 if d.get("status") in ("short", "unmeasured"):
                     out.append(f"{b.build} ({metric}): not judged: {d.get('why')}")
         for c in self.checks:
-            if c["id"] in self.run.checks and c["verdict"] == "undecided":
-                r = c["result"] or {}
-                out.append(f"{c['before']} → {c['after']} ({c['metric']}): measured again {r.get('pairs')} pairs "
+            if c.id in self.run.checks and c.verdict == "undecided":
+                r = c.result or {}
+                out.append(f"{c.before} → {c.after} ({c.metric}): measured again {r.get('pairs')} pairs "
                            "without settling: unsure")
         for a in self.alerts:
             h = a.hunt
@@ -459,13 +459,13 @@ class WatchReport:
                 "exit_code": self.exit_code()}
 
 
-def check_json(c: dict[str, Any]) -> dict[str, Any]:
-    return {k: c[k] for k in ("id", "metric", "arrived", "before", "after", "verdict", "suspect", "result")}
+def check_json(c: Check) -> dict[str, Any]:
+    return c.to_json()
 
 
 def alert_kind(a: Alert, report: WatchReport) -> str:
     steps = alert_steps(a, report)
-    kinds = {step_kind(float((c["result"] or {}).get("change") or 0.0), report.settings.direction_of(c["metric"])).value
+    kinds = {step_kind(float((c.result or {}).get("change") or 0.0), report.settings.direction_of(c.metric)).value
              for c in steps}
     return "regression" if "regression" in kinds else "improvement"
 
@@ -473,16 +473,16 @@ def alert_kind(a: Alert, report: WatchReport) -> str:
 def regression_metric(a: Alert, report: WatchReport) -> str | None:
     """The metric an alert's hunt follows (pure): the metric of its largest confirmed regression
     (with named metrics: the hunt's --metric); None when none regressed."""
-    worse = [c for c in alert_steps(a, report) if step_kind(float((c["result"] or {}).get("change") or 0.0),
-                                                            report.settings.direction_of(c["metric"]))
+    worse = [c for c in alert_steps(a, report) if step_kind(float((c.result or {}).get("change") or 0.0),
+                                                            report.settings.direction_of(c.metric))
              is ChangeKind.REGRESSION]
     if not worse:
         return None
-    return max(worse, key=lambda c: abs(float((c["result"] or {}).get("change") or 0.0)))["metric"]
+    return max(worse, key=lambda c: abs(float((c.result or {}).get("change") or 0.0))).metric
 
 
-def alert_steps(a: Alert, report: WatchReport) -> list[dict[str, Any]]:
-    by_id = {c["id"]: c for c in report.checks}
+def alert_steps(a: Alert, report: WatchReport) -> list[Check]:
+    by_id = {c.id: c for c in report.checks}
     return [by_id[i] for i in a.checks if i in by_id]
 
 
@@ -492,14 +492,14 @@ def alert_json(a: Alert, report: WatchReport) -> dict[str, Any]:
     before, after = report.build(a.before), report.build(a.after)
     steps = []
     for c in alert_steps(a, report):
-        r = c["result"] or {}
-        steps.append({"metric": c["metric"], "before": c["before"], "after": c["after"],
+        r = c.result or {}
+        steps.append({"metric": c.metric, "before": c.before, "after": c.after,
                       "change": r.get("change"), "low": r.get("low"), "high": r.get("high"),
                       "level_before": r.get("level_before"), "level_after": r.get("level_after"),
                       "pairs": r.get("pairs"), "p_value": r.get("p_value"),
-                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.direction_of(c["metric"])).value,
-                      "higher_is_better": report.settings.direction_of(c["metric"]),
-                      "suspected": c["suspect"]})
+                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.direction_of(c.metric)).value,
+                      "higher_is_better": report.settings.direction_of(c.metric),
+                      "suspected": c.suspect})
     return {"id": a.id, "kind": alert_kind(a, report), "arrived": a.arrived,
             "before": {"build": before.build, "time": before.time, **before.ident},
             "after": {"build": after.build, "time": after.time, **after.ident},
@@ -512,23 +512,23 @@ def recoveries(report: WatchReport) -> dict[int, dict[str, Any] | None]:
     within the minimum change of the level before (:func:`~hourly.analysis.arrival.recovery`)."""
     builds = [b for b in report.builds if in_series(b)]
     index_of = {b.build: i for i, b in enumerate(builds)}
-    confirmed = [c for c in report.checks if c["verdict"] == "confirmed"
-                 and c["before"] in index_of and c["after"] in index_of]
+    confirmed = [c for c in report.checks if c.verdict == "confirmed"
+                 and c.before in index_of and c.after in index_of]
     out: dict[int, dict[str, Any] | None] = {}
     for a in report.alerts:
         found = None
         for c in alert_steps(a, report):
-            if c["before"] not in index_of or c["after"] not in index_of:
+            if c.before not in index_of or c.after not in index_of:
                 continue
-            higher = report.settings.direction_of(c["metric"])
+            higher = report.settings.direction_of(c.metric)
             step = confirmed_step(c, index_of, higher)
             if step.kind is not ChangeKind.REGRESSION:
                 continue
             later = [confirmed_step(o, index_of, higher) for o in confirmed
-                     if o["metric"] == c["metric"] and o["id"] != c["id"]]
+                     if o.metric == c.metric and o.id != c.id]
             rec = recovery(step, later, min_change=report.settings.min_change)
             if rec is not None:
-                found = {"metric": c["metric"], "build": builds[rec.after_index].build, "level": rec.level,
+                found = {"metric": c.metric, "build": builds[rec.after_index].build, "level": rec.level,
                          "relative_to_before": rec.relative_to_before}
                 break
         out[a.id] = found

@@ -60,7 +60,7 @@ from hourly.watch.plan import (
     watch_key,
     watch_state,
 )
-from hourly.watch_records import Alert, Build, HuntOutcome
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 Values = dict[str, dict[str, Any]]
 
@@ -608,14 +608,14 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: Build, hand
                 continue
             check = store.watch_check(key, metric, b.build, ids[sus.before_index], ids[sus.after_index],
                                       suspect_json(sus, ids))
-            if check["verdict"] == "pending":
+            if check.verdict == "pending":
                 handler.note(f"{b.build}: {metric} {sus.relative_change:+.1%} suspected between "
                              f"{ids[sus.before_index]} and {ids[sus.after_index]}: measuring both again, interleaved")
                 check = _confirm(w, store, src, check, sus, builds, handler)
-                run.checks.append(check["id"])
-            d["checks"].append(check["id"])
-            if check["verdict"] == "confirmed":
-                steps.append((check["id"], confirmed_step(check, index_of, higher)))
+                run.checks.append(check.id)
+            d["checks"].append(check.id)
+            if check.verdict == "confirmed":
+                steps.append((check.id, confirmed_step(check, index_of, higher)))
                 level_from, since = sus.after_index, sus.after_index + 1
             else:
                 judged.add((sus.before_index, sus.after_index))
@@ -625,14 +625,14 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: Build, hand
     run.judged.append(b.build)
 
 
-def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any], sus, builds: list[Build],
-             handler: Handler) -> dict[str, Any]:
+def _confirm(w: WatchSettings, store: Store, src: Source, check: Check, sus, builds: list[Build],
+             handler: Handler) -> Check:
     """Measure the check's two builds again, alternately (old, new, old, new, ...), one stored pair
     at a time, until :func:`~hourly.analysis.arrival.confirm` settles or the cap is reached."""
     by_id = {b.build: b for b in builds}
-    old_b, new_b = by_id[check["before"]], by_id[check["after"]]
-    metric = check["metric"]
-    runs = store.watch_runs(check["id"])
+    old_b, new_b = by_id[check.before], by_id[check.after]
+    metric = check.metric
+    runs = store.watch_runs(check.id)
     want = plan_pairs(sus.relative_change, sus.noise, min_change=w.min_change, cap=w.max_pairs)
     limit = 2 * w.max_pairs  # pairs tried in all, failed runs included
     note = None
@@ -650,15 +650,15 @@ def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any],
             handler.progress(len(runs), want, f"pair {len(runs) + 1}: {old_b.build}, then {new_b.build}")
             o = src.run_once(old_b).get(metric)
             n = src.run_once(new_b).get(metric)
-            store.add_watch_run(check["id"], o, n)
+            store.add_watch_run(check.id, o, n)
             runs.append((o, n))
     result = confirmation_json(c)
     if note:
         result["note"] = note
-    store.finish_watch_check(check["id"], c.verdict.value, result)
+    store.finish_watch_check(check.id, c.verdict.value, result)
     handler.note(f"  {c.verdict.value}: {c.change:+.2%} over {c.pairs} interleaved pairs"
                  + (f" ({c.note})" if c.note else ""))
-    return next(x for x in store.watch_checks(check["watch"]) if x["id"] == check["id"])
+    return next(x for x in store.watch_checks(check.watch) if x.id == check.id)
 
 
 # --------------------------------------------------------------------------------------------

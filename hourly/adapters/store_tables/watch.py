@@ -4,12 +4,11 @@ suspected steps with their interleaved runs, and the alerts."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
 from hourly.adapters.store_tables.base import Tables, inserted_id
-from hourly.watch_records import Alert, Build, HuntOutcome
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 
 class WatchTables(Tables):
@@ -63,7 +62,7 @@ class WatchTables(Tables):
                       (json.dumps(decision), time.time(), watch, build))
 
     def watch_check(self, watch: str, metric: str, arrived: str, before: str, after: str,
-                    suspect: dict[str, Any]) -> dict[str, Any]:
+                    suspect: dict[str, Any]) -> Check:
         """The check of a step suspected on ``arrived``'s arrival between ``before`` and ``after``:
         found, else made (verdict ``pending``): a run killed while confirming it goes on with it."""
         with self.transaction() as c:
@@ -75,11 +74,11 @@ class WatchTables(Tables):
                                 " result, created, updated) VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
                                 (watch, metric, arrived, before, after, json.dumps(suspect), now, now))
                 r = c.execute("SELECT * FROM watch_checks WHERE id=?", (inserted_id(cur),)).fetchone()
-        return _check(r)
+        return Check.from_json(dict(r))
 
-    def watch_checks(self, watch: str) -> list[dict[str, Any]]:
-        """Every check of the watch, oldest first (``suspect`` and ``result`` decoded)."""
-        return [_check(r) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
+    def watch_checks(self, watch: str) -> list[Check]:
+        """Every check of the watch, oldest first."""
+        return [Check.from_json(dict(r)) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
 
     def add_watch_run(self, check_id: int, old: float | None, new: float | None) -> None:
         """One interleaved pair of a check: the build before the step run, then the build after it."""
@@ -134,10 +133,3 @@ class WatchTables(Tables):
                       (json.dumps(now.to_json() if now is not None else None),
                        json.dumps(recovery if recovery is not None else a.recovery),
                        json.dumps(left), time.time(), alert_id))
-
-
-def _check(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    d["suspect"] = json.loads(d["suspect"])
-    d["result"] = json.loads(d["result"]) if d["result"] else None
-    return d
