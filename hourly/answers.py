@@ -393,5 +393,56 @@ class Answer:
         return a if isinstance(a, Answer) else cls.from_json(a)
 
 
+@dataclass(frozen=True)
+class HuntRow:
+    """One window of ``hourly hunt`` and its answer: what ``hourly hunt --json`` prints per window
+    (``steps``), what the store keeps for ``hourly report`` and what the renderers read. The first
+    regression's ``culprit`` (its ``range`` when none), the others in ``more``; ``error``: the
+    window could not be bisected; ``release``: the release steps whose days held the window
+    (--from-release); ``explained``: --explain's records of each culprit."""
+
+    good_date: str
+    bad_date: str
+    kind: str  # "regression" | "crash"
+    metric: str | None = None
+    from_value: float | None = None
+    to_value: float | None = None
+    culprit: Commit | None = None
+    range: list[str] | None = None
+    reason: str | None = None
+    environment: list[Json] | None = None  # the two images' differences (name, good, bad)
+    builds: int = 0
+    runs: int = 0  # benchmark processes started
+    run_samples: int = 0  # the samples they printed, counted apart
+    more: list[Json] = field(default_factory=list)  # the other regressions: a culprit's JSON, or {"range": ...}
+    bisected_in: str | None = None
+    scan: Json | None = None  # --scan-step: instants, step, pairs, from, to
+    log: str | None = None
+    error: str | None = None
+    explained: list[Json] | None = None
+    release: list[Json] | None = None  # each: last_good, first_bad, kind
+
+    def to_json(self) -> Json:
+        out: Json = {"good_date": self.good_date, "bad_date": self.bad_date, "kind": self.kind, "metric": self.metric,
+                     "from_value": self.from_value, "to_value": self.to_value,
+                     "culprit": self.culprit.to_json() if self.culprit else None, "range": self.range,
+                     "reason": self.reason, "environment": self.environment, "builds": self.builds,
+                     "runs": self.runs, "run_samples": self.run_samples, "more": self.more,
+                     "bisected_in": self.bisected_in, "scan": self.scan, "log": self.log, "error": self.error}
+        if self.explained:
+            out["explained"] = self.explained
+        if self.release:
+            out["release"] = self.release
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "HuntRow":
+        return cls(d["good_date"], d["bad_date"], d["kind"], d.get("metric"), d.get("from_value"), d.get("to_value"),
+                   _opt(d, "culprit", Commit.from_json), d.get("range"), d.get("reason"), d.get("environment"),
+                   d.get("builds") or 0, d.get("runs") or 0, d.get("run_samples") or 0, list(d.get("more") or []),
+                   d.get("bisected_in"), d.get("scan"), d.get("log"), d.get("error"), d.get("explained") or None,
+                   d.get("release") or None)
+
+
 def answers_json(answers: Iterable[Answer]) -> list[Json]:
     return [a.to_json() for a in answers]

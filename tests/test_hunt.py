@@ -140,7 +140,7 @@ def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tm
     assert ws[0].key("k", "bad", per_metric=False) == twin.key("k", "bad", per_metric=False)
     assert H.HuntWindow(ws[0].good, ws[0].bad, "regression").key("k", "bad") == ws[0].key("k", "bad", per_metric=False)
     row = H.step_row(ws[0], {"regressions": []})
-    assert row["metric"] == "lower_ms" and row["run_samples"] == 0
+    assert row.metric == "lower_ms" and row.run_samples == 0
     out = io.StringIO()
     print_report(Console(file=out, width=200), H.HuntReport(rows=[row, H.step_row(ws[2], {"regressions": []})]))
     assert "regression of lower_ms" in out.getvalue() and "crash of" not in out.getvalue()
@@ -220,21 +220,40 @@ def test_rows_and_table_name_the_culprit_verbatim(tmp_path):
                               {"culprit": None, "range": ["cd" * 20, "ef" * 20], "builds": 1, "runs": 2}],
               "reason": None}
     row = H.step_row(w, answer)
-    assert (row["good_date"], row["bad_date"], row["kind"], row["culprit"], row["range"]) == (
+    assert row.culprit is not None and (row.good_date, row.bad_date, row.kind, row.culprit.to_json(), row.range) == (
         "2023-08-22", "2023-08-23", "regression", CULPRIT, None)
-    assert (row["builds"], row["runs"]) == (5, 13) and row["more"] == [{"range": ["cd" * 20, "ef" * 20]}]
-    json.dumps(row)  # the --json answer
+    assert (row.builds, row.runs) == (5, 13) and row.more == [{"range": ["cd" * 20, "ef" * 20]}]
+    assert json.loads(json.dumps(row.to_json()))["culprit"] == CULPRIT  # the --json answer
     buf = io.StringIO()
     print_report(Console(file=buf, width=240), H.HuntReport([row], bisected=1))
     out = buf.getvalue()
     assert "[bold]fusion[/bold]" in out and CULPRIT["link"] in out and "-20.0%" in out
 
 
+def test_rows_an_older_hunt_stored_read_back_typed_and_print_as_they_were_written():
+    """``hunt-rows`` (what ``hourly report`` reads) as an earlier hunt stored it: the same JSON out,
+    key for key; a row from before run_samples and named metrics reads with their defaults."""
+    from hourly.answers import HuntRow
+    stored = {"good_date": "2023-08-22", "bad_date": "2023-08-23", "kind": "regression", "metric": None,
+              "from_value": 100.0, "to_value": 80.0, "culprit": CULPRIT, "range": None, "reason": None,
+              "environment": None, "builds": 4, "runs": 11, "run_samples": 0, "more": [{"range": ["cd" * 20]}],
+              "bisected_in": "bad", "scan": None, "log": "/w/logs/hunt/x.log", "error": None,
+              "explained": [{"stage": "hlo"}], "release": [{"last_good": "0.4.1", "first_bad": "0.4.2",
+                                                            "kind": "regression"}]}
+    row = HuntRow.from_json(stored)
+    assert row.culprit is not None and row.culprit.sha == "ab" * 20 and row.release and row.explained
+    assert json.dumps(row.to_json()) == json.dumps(stored)
+    older = {k: v for k, v in stored.items() if k not in ("metric", "run_samples", "explained", "release")}
+    row = HuntRow.from_json(older)
+    assert (row.metric, row.run_samples, row.explained, row.release) == (None, 0, None, None)
+    assert answer_text(row).startswith("xla abababababab [XLA:GPU] [bold]fusion[/bold] heuristic")
+
+
 def test_an_environment_answer_shows_the_diff():
     w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100.0, 80.0)
     row = H.step_row(w, {"regressions": [], "reason": "the change is in the container's environment",
                          "environment": [{"name": "CUDA_VERSION", "good": "12.1", "bad": "12.2"}]})
-    assert row["culprit"] is None and row["builds"] == 0
+    assert row.culprit is None and row.builds == 0
     text = answer_text(row)
     assert "container's environment" in text and "CUDA_VERSION: 12.1 → 12.2" in text
 
@@ -377,7 +396,7 @@ def test_a_scanned_rows_answer_says_what_was_scanned():
     w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 100), "regression", 100.0, 80.0)
     row = H.step_row(w, {"regressions": [], "reason": "the change is in the container's environment: x",
                          "scan": {"from": "a", "to": "b", "step": "1h", "instants": 37, "pairs": 6}})
-    assert row["scan"]["pairs"] == 6
+    assert row.scan is not None and row.scan["pairs"] == 6
     assert answer_text(row).splitlines()[0] == "hourly scan: 37 instants every 1h, 6 pairs"
 
 
@@ -508,8 +527,8 @@ def test_hunt_explain_asks_the_bisection_inside_and_carries_its_records_to_the_h
     assert ex["dir"] == f"{tmp_path / 'w'}/bisect/x/explain/step-1"
     assert ex["dumps"] == {"good": f"{tmp_path / 'w'}/bisect/x/explain/step-1/good", "bad": "/elsewhere/bad"}
     assert H.host_paths("/hourly-workshop", "/hourly-work", "/h") == "/hourly-workshop"
-    assert H.step_row(w, mapped)["explained"] == [ex]
-    assert "explained" not in H.step_row(w, {"regressions": [{"culprit": {"sha": "b"}}]})
+    assert H.step_row(w, mapped).explained == [ex]
+    assert "explained" not in H.step_row(w, {"regressions": [{"culprit": {"sha": "b"}}]}).to_json()
     # a window bisected before without --explain is bisected again with it
     assert H.unexplained({"regressions": [{"culprit": {"sha": "b"}}]})
     assert not H.unexplained(answer) and not H.unexplained({"regressions": [{"culprit": None}]})

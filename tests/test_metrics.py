@@ -265,7 +265,7 @@ def test_an_older_store_opens_and_its_rows_are_the_regex_metrics(tmp_path, versi
     assert probe["runs"] == 2 and probe["run_samples"] == 0
     if version >= 7:
         assert store.watch_values("w") == {"2023-08-24": {"MLUPS": {"value": 5.0, "samples": [5.0], "runs": []}}}
-        assert [b["build"] for b in store.watch_builds("w")] == ["2023-08-24"]
+        assert [b.build for b in store.watch_builds("w")] == ["2023-08-24"]
     store.close()
     Store(work).close()  # opening again changes nothing
     ro = Store(work, create=False, read_only=True)  # and read-only, as show and report read it

@@ -26,6 +26,7 @@ from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.watch import plan as P
 from hourly.watch.run import dev_date
+from hourly.watch_records import Alert, Build, Check
 
 if __package__:
     from .waiting import wait_for
@@ -54,10 +55,8 @@ def test_the_primary_metric_is_named_by_its_regex():
 
 def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
     index_of = {b: i for i, b in enumerate("abcdefgh")}
-    checks = [{"metric": "m", "arrived": "c", "before": "b", "after": "c", "verdict": "rejected"},
-              {"metric": "m", "arrived": "e", "before": "d", "after": "e", "verdict": "confirmed"},
-              {"metric": "m", "arrived": "g", "before": "f", "after": "g", "verdict": "undecided"},
-              {"metric": "other", "arrived": "f", "before": "e", "after": "f", "verdict": "confirmed"}]
+    checks = [Check(1, "m", "c", "b", "c", "rejected"), Check(2, "m", "e", "d", "e", "confirmed"),
+              Check(3, "m", "g", "f", "g", "undecided"), Check(4, "other", "f", "e", "f", "confirmed")]
     # judging f: the rejected pair is not suspected again, the confirmed step's level is current
     assert P.watch_state("m", checks, index_of, set("abcde")) == (5, 4, {(1, 2)}, {(1, 2)})
     # judging e again (a killed run): its own check is not part of the state it is judged on
@@ -69,16 +68,16 @@ def test_the_judges_state_is_replayed_from_the_checks_of_earlier_arrivals():
 def test_a_hunts_answer_is_a_culprit_only_when_it_names_one():
     culprit = {"repo": "xla", "sha": "a" * 40, "subject": "s", "link": "https://github.com/openxla/xla/commit/a"}
     named = P.hunt_outcome("bisect", json.dumps({"regressions": [{"culprit": culprit, "range": ["a" * 40]}]}), 0, "")
-    assert named["status"] == "culprit" and named["culprit"] == culprit
+    assert named.status == "culprit" and named.culprit == culprit
     unsure = P.hunt_outcome("bisect", json.dumps({"regressions": [
         {"culprit": None, "candidate": culprit, "reason": "the ends did not differ again", "range": []}]}), 4, "")
-    assert unsure["status"] == "unsure" and unsure["candidate"] == culprit and "culprit" not in unsure
+    assert unsure.status == "unsure" and unsure.candidate == culprit and "culprit" not in unsure.to_json()
     env = P.hunt_outcome("hunt", json.dumps({"steps": [{"culprit": None, "reason": "the change is in the "
                                                         "container's environment", "environment": [{"name": "CUDA"}]}]}), 0, "")
-    assert env["status"] == "unsure" and env["environment"] == [{"name": "CUDA"}]
+    assert env.status == "unsure" and env.environment == [{"name": "CUDA"}]
     failed = P.hunt_outcome("hunt", None, 1, "progress\nhourly: error: no image for 2023-08-22 — pick dates\n")
-    assert failed == {"status": "failed", "exit_code": 1, "reason": "no image for 2023-08-22 — pick dates"}
-    assert P.hunt_outcome("bisect", "not json {", 3, "boom")["status"] == "failed"
+    assert failed.to_json() == {"status": "failed", "exit_code": 1, "reason": "no image for 2023-08-22 — pick dates"}
+    assert P.hunt_outcome("bisect", "not json {", 3, "boom").status == "failed"
 
 
 def _settings(**kw) -> P.WatchSettings:
@@ -118,9 +117,9 @@ def test_named_metrics_each_take_their_units_direction_and_the_hunt_follows_the_
     assert _settings().direction_of("trace_ms") is True  # the regex's one metric: the watch's direction
     check = {**_check(1, "b", "c", "confirmed", 0.2, 40, 48), "metric": "trace_ms"}
     faster = {**_check(2, "b", "c", "confirmed", 0.1, 900, 990), "metric": "tokens_per_s"}
-    alert = {"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1, 2], "hunt": None,
-             "recovery": None, "events": []}
-    report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {}, [check, faster], [alert])
+    alert = Alert(1, "c", "b", "c", checks=[1, 2], watch="key")
+    report = P.WatchReport(w, "key", ["tokens_per_s", "trace_ms"], _report([], []).builds, {},
+                           [Check.from_json(check), Check.from_json(faster)], [alert])
     assert P.alert_kind(alert, report) == "regression" and P.regression_metric(alert, report) == "trace_ms"
     assert [s["kind"] for s in P.alert_json(alert, report)["steps"]] == ["regression", "improvement"]
     argv = P.bisect_command(w.level, {"xla": "x1", "jax": "j1"}, {"xla": "x2", "jax": "j2"}, w, "/wd", "trace_ms")
@@ -165,7 +164,8 @@ def test_bad_settings_are_one_line_with_the_fix(kw, message):
 def _report(checks, alerts, builds=None, values=None) -> P.WatchReport:
     builds = builds or [{"build": b, "time": b, "status": "ok", "detail": None, "ident": {"xla": b, "jax": b},
                          "decision": None, "seq": i} for i, b in enumerate("abcdefghij")]
-    return P.WatchReport(_settings(), "key", ["m"], builds, values or {}, checks, alerts)
+    return P.WatchReport(_settings(), "key", ["m"], [Build.from_json(b) for b in builds], values or {},
+                         [Check.from_json(c) for c in checks], [Alert.from_json(a) for a in alerts])
 
 
 def _check(i, before, after, verdict, change, lb, la):
@@ -203,10 +203,10 @@ def test_a_drift_measured_again_is_said_to_be_one_not_unsure_at_the_cap():
     old = [100.0 * (1 + 0.002 * math.sin(i)) for i in range(MAX_PAIRS)]
     c = confirm(old, [x * 1.03 for x in old], window=8)      # +3 % over eight builds: a drift
     drift = {**_check(1, "b", "c", "undecided", 0.03, 100, 103), "result": confirmation_json(c)}
-    text = suspicion_text(drift)
+    text = suspicion_text(Check.from_json(drift))
     assert "not confirmed, not ruled out (a change of +3.00% over a window of 8 builds" in text
     assert "unsure at the cap" not in text
-    assert "unsure at the cap" in suspicion_text(_check(2, "b", "c", "undecided", 0.03, 100, 103))
+    assert "unsure at the cap" in suspicion_text(Check.from_json(_check(2, "b", "c", "undecided", 0.03, 100, 103)))
 
 
 @pytest.mark.parametrize("source,where", [("wheels", "--find-links or --index-url"), ("containers", "--image"),
@@ -229,7 +229,7 @@ def test_outside_text_is_escaped_in_the_markdown_and_the_page(tmp_path):
     alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
                "hunt": {"status": "culprit", "culprit": culprit}, "recovery": None, "events": []}]
     r = _report(checks, alerts)
-    md = alert_markdown(alerts[0], r)
+    md = alert_markdown(r.alerts[0], r)
     assert "<script>" not in md and "&lt;script&gt;" in md and r"\*bold\*" in md and r"\|" in md
     assert f"[`{'c' * 12}`](https://github.com/openxla/xla/commit/{'c' * 40})" in md
     page = page_html(r, {"m": "m.png"}, tmp_path)
@@ -254,7 +254,7 @@ def test_control_and_bidi_characters_in_a_subject_are_shown_as_escapes_on_the_pa
         assert raw not in page, repr(raw)
     assert "Speed up \\u202eesuf\\u202c fusion \\x1b[31mred\\x1b[0m\\x07" in page
     assert "exit 1: \\u202etuo" in page
-    assert "\u202e" not in alert_markdown(alerts[0], r) and "\\u202eesuf" in alert_markdown(alerts[0], r)
+    assert "\u202e" not in alert_markdown(r.alerts[0], r) and "\\u202eesuf" in alert_markdown(r.alerts[0], r)
 
 
 def test_the_plot_draws_a_rejected_night_off_the_line_shades_the_confirmed_step_alone_and_says_what_each_mark_is():
@@ -432,29 +432,30 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     store = Store(work)
     key = store.load_settings("watch")["key"]
     (alert,) = store.watch_alerts(key)
-    assert (alert["before"], alert["after"]) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
-    confirmed = [c for c in store.watch_checks(key) if c["verdict"] == "confirmed"]
-    assert [c["id"] for c in confirmed] == alert["checks"]
-    assert confirmed[0]["result"]["change"] == pytest.approx(-0.1, abs=0.015) and confirmed[0]["result"]["pairs"] >= 10
-    ident = {b["build"]: b["ident"] for b in store.watch_builds(key)}
+    assert (alert.before, alert.after) == ("2023-08-20T20:00:00Z", "2023-08-20T22:00:00Z")
+    confirmed = [c for c in store.watch_checks(key) if c.verdict == "confirmed"]
+    assert [c.id for c in confirmed] == alert.checks
+    result = confirmed[0].result
+    assert result is not None and result["change"] == pytest.approx(-0.1, abs=0.015) and result["pairs"] >= 10
+    ident = {b.build: b.ident for b in store.watch_builds(key)}
     assert sorted(d.name for d in (work / "states").iterdir()) == sorted(
-        Pair(ident[alert[end]]["xla"], ident[alert[end]]["jax"]).key() for end in ("before", "after"))
-    hunt = alert["hunt"]
-    assert hunt["status"] == "culprit", hunt
-    assert hunt["culprit"]["sha"] == made.shas[CULPRIT] and hunt["culprit"]["subject"] == CULPRIT
-    assert Path(hunt["workdir"]).parent == work / "hunts"
+        Pair(ident[end]["xla"], ident[end]["jax"]).key() for end in (alert.before, alert.after))
+    hunt = alert.hunt
+    assert hunt is not None and hunt.status == "culprit" and hunt.culprit and hunt.command and hunt.workdir, hunt
+    assert hunt.culprit["sha"] == made.shas[CULPRIT] and hunt.culprit["subject"] == CULPRIT
+    assert Path(hunt.workdir).parent == work / "hunts"
     # the hunt ran with the benchmark's token (its benchmark checks it), which no file of the hunt
     # holds: its script passes --env HF_TOKEN, the value is in its environment; the script is the
     # owner's, and so is the store that keeps the watch's settings (the value with them)
-    script = Path(hunt["workdir"]) / P.JOB_SCRIPT
+    script = Path(hunt.workdir) / P.JOB_SCRIPT
     assert "--env HF_TOKEN " in script.read_text() and "s3cret" not in script.read_text()
     assert script.stat().st_mode & 0o777 == 0o700
     assert (work / "hourly.sqlite").stat().st_mode & 0o777 == 0o600
-    hunt_files = [p for p in Path(hunt["workdir"]).rglob("*") if p.is_file() and p.suffix not in (".pyc", ".so")]
+    hunt_files = [p for p in Path(hunt.workdir).rglob("*") if p.is_file() and p.suffix not in (".pyc", ".so")]
     assert hunt_files and not [p for p in hunt_files if b"s3cret" in p.read_bytes()]
-    assert hunt["command"][hunt["command"].index("--env") + 1] == "HF_TOKEN"
-    assert "s3cret" not in json.dumps(store.watch_alerts(key))
-    assert hunt["command"][-4:] == ["--max-repeats=2", "--workdir", hunt["workdir"], "--json"]  # --hunt-arg, as given
+    assert hunt.command[hunt.command.index("--env") + 1] == "HF_TOKEN"
+    assert "s3cret" not in json.dumps([a.to_json() for a in store.watch_alerts(key)])
+    assert hunt.command[-4:] == ["--max-repeats=2", "--workdir", hunt.workdir, "--json"]  # --hunt-arg, as given
     assert "▼ alert 1 (new): regression" in out and made.shas[CULPRIT][:12] in out
     # the markdown alert and the page
     md = (work / "watch" / "alert-1.md").read_text()
@@ -464,10 +465,10 @@ def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watche
     assert "s3cret" not in page + md + out + err
     # the same night again, as cron runs it (the workdir alone: the watch is read from its store):
     # nothing new, nothing measured or hunted, and it says so
-    runs_before = len(store.watch_runs(confirmed[0]["id"]))
+    runs_before = len(store.watch_runs(confirmed[0].id))
     code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--until", "2023-08-20 22:00"])
     assert code == 0 and "nothing new since 2023-08-20T22:00:00Z" in out, out + err
-    assert len(store.watch_runs(confirmed[0]["id"])) == runs_before
+    assert len(store.watch_runs(confirmed[0].id)) == runs_before
     code, out, err = _run(capsys, ["watch", "--workdir", str(work), "--show"])
     assert code == 0 and "5 builds stored, newest 2023-08-20T22:00:00Z" in out and CULPRIT in out, out + err
     # the page opens from disk in a real browser and shows the plot
@@ -682,12 +683,12 @@ def test_a_watch_killed_while_confirming_goes_on_with_the_pairs_it_stored(watche
         return store.conn.execute("SELECT build, created FROM watch_values ORDER BY build").fetchall()
     measured = measured_at()
     (pending,) = store.watch_checks(key)
-    assert pending["verdict"] == "pending" and kept >= 3
+    assert pending.verdict == "pending" and kept >= 3
     # the same command again: the build is not measured again, the pairs go on from where they were
     code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
     assert code == P.ALERT_EXIT, out + err
     (check,) = store.watch_checks(key)
-    assert check["verdict"] == "confirmed" and check["result"]["pairs"] == _runs_stored(work) >= 10
+    assert check.verdict == "confirmed" and check.result and check.result["pairs"] == _runs_stored(work) >= 10
     assert measured_at() == measured and measured[-1][0] == "2023-08-20T22:00:00Z"
     assert len(store.watch_alerts(key)) == 1
 
@@ -717,17 +718,18 @@ def test_a_hunt_on_slurm_is_one_job_whose_answer_a_later_run_reads(_cluster, wat
     store = Store(work)
     key = store.load_settings("watch")["key"]
     (alert,) = store.watch_alerts(key)
-    assert alert["hunt"]["status"] in ("submitted", "running") and alert["hunt"]["job"]
+    assert alert.hunt is not None and alert.hunt.status in ("submitted", "running") and alert.hunt.job
     assert "hunt running as Slurm job" in out
     # later runs (cron's next ones) find nothing new and read the job's answer once it is there
     def hunted() -> bool:
         code, out, err = _run(capsys, [*args, "--until", "2023-08-20 22:00"])
         assert code == 0, out + err
-        return store.watch_alerts(key)[0]["hunt"]["status"] not in ("submitted", "running")
+        h = store.watch_alerts(key)[0].hunt
+        return h is not None and h.status not in ("submitted", "running")
     assert wait_for(hunted, timeout=600, every=2)
-    hunt = store.watch_alerts(key)[0]["hunt"]
-    assert hunt["status"] == "culprit" and hunt["culprit"]["sha"] == made.shas[CULPRIT], hunt
-    assert (Path(hunt["workdir"]) / f"slurm-{hunt['job']}.out").exists()
+    hunt = store.watch_alerts(key)[0].hunt
+    assert hunt is not None and hunt.status == "culprit" and hunt.culprit and hunt.culprit["sha"] == made.shas[CULPRIT], hunt
+    assert (Path(hunt.workdir or "") / f"slurm-{hunt.job}.out").exists()
 
 
 def test_outside_text_is_printed_verbatim_on_the_console():

@@ -92,14 +92,14 @@ def test_a_container_watch_lists_the_tags_rejects_a_slow_night_and_alerts_on_the
     assert code == 0, out + err
     store = Store(work)
     key = store.load_settings("watch")["key"]
-    assert [b["build"] for b in store.watch_builds(key)] == ["2023-09-01", "2023-09-02", "2023-09-04", "2023-09-05"]
+    assert [b.build for b in store.watch_builds(key)] == ["2023-09-01", "2023-09-02", "2023-09-04", "2023-09-05"]
     # a slow night: the new image reads 15 % low, measured again against 09-05 on the same machine
     (bench / "slow-night").write_text("")
     code, out, err = _run(capsys, [*args, "--until", "2023-09-06"])
     (bench / "slow-night").unlink()
     assert code == 0, out + err
     (check,) = store.watch_checks(key)
-    assert check["verdict"] == "rejected" and (check["before"], check["after"]) == ("2023-09-05", "2023-09-06")
+    assert check.verdict == "rejected" and (check.before, check.after) == ("2023-09-05", "2023-09-06")
     assert store.watch_alerts(key) == [] and not out_file.exists()
     # the step: confirmed on 09-08's arrival; the notification fails once: said, exit 1, kept
     (tmp_path / "notified.jsonl.fail").write_text("")
@@ -108,21 +108,21 @@ def test_a_container_watch_lists_the_tags_rejects_a_slow_night_and_alerts_on_the
     (alert,) = store.watch_alerts(key)
     # the window holds the step; it may start at 09-05 (09-07 read at the old level once, 09-06 the
     # slow night: the step could be on either side of them until the hunt measures them)
-    assert alert["after"] == "2023-09-08" and alert["before"] in ("2023-09-05", "2023-09-07")
-    assert alert["events"] == ["new"] and alert["hunt"]["status"] == "off"
-    hunt = alert["hunt"]["command"]
-    assert hunt[:6] == ["hourly", "hunt", "--good-date", alert["before"], "--bad-date", "2023-09-08"]
+    assert alert.after == "2023-09-08" and alert.before in ("2023-09-05", "2023-09-07")
+    assert alert.events == ["new"] and alert.hunt is not None and alert.hunt.status == "off"
+    hunt = alert.hunt.command or []
+    assert hunt[:6] == ["hourly", "hunt", "--good-date", alert.before, "--bad-date", "2023-09-08"]
     assert hunt[hunt.index("--image") + 1] == watched_images.registry_template
     # the next run: nothing new, the alert delivered now (exit 10: new to whoever reads it)
     code, out, err = _run(capsys, [*args, "--until", "2023-09-08"])
     assert code == P.ALERT_EXIT and "nothing new since 2023-09-08" in out, out + err
     sent = [json.loads(line) for line in out_file.read_text().splitlines()]
-    assert len(sent) == 2 and sent[-1]["id"] == alert["id"] and sent[-1]["events"] == ["new"]
+    assert len(sent) == 2 and sent[-1]["id"] == alert.id and sent[-1]["events"] == ["new"]
     (step,) = sent[-1]["steps"]
     assert step["change"] == pytest.approx(-0.2, abs=0.01) and step["pairs"] >= 10
     assert sent[-1]["after"]["image"] == watched_images.registry_template.format(date="2023-09-08")
     assert "### hourly watch: regression" in sent[-1]["markdown"] and sent[-1]["page"].endswith("index.html")
-    assert store.watch_alerts(key)[0]["events"] == []
+    assert store.watch_alerts(key)[0].events == []
     # once more: quiet
     code, out, err = _run(capsys, [*args, "--until", "2023-09-08"])
     assert code == 0 and len(out_file.read_text().splitlines()) == 2

@@ -96,6 +96,6 @@ def _run_and_print(h, store, json_out: bool) -> None:
         raise UserError(f"no window to hunt yet: {why}", fix)
     if report.failed:
         raise UserError(f"{len(report.failed)} of {len(report.rows)} window(s) could not be bisected "
-                        f"(first: {report.failed[0]['good_date']}..{report.failed[0]['bad_date']})",
+                        f"(first: {report.failed[0].good_date}..{report.failed[0].bad_date})",
                         "see each window's log under the workdir's logs/hunt/, fix it and run the same "
                         "command again (finished dates and windows are kept)")

@@ -44,7 +44,7 @@ from typing import Any, Callable
 from hourly import options
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
-from hourly.answers import Answer
+from hourly.answers import Answer, HuntRow
 from hourly.errors import UsageError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
@@ -368,26 +368,23 @@ def scanned_bisect_argv(h: HuntSettings, workdir_inside: str, w: HuntWindow | No
                                    "metric": metric, **_bisect_options(h)})
 
 
-def step_row(w: HuntWindow, answer: dict[str, Any]) -> dict[str, Any]:
-    """One row of the hunt's answer (the ``--json`` shape) from a window and its stored answer."""
+def step_row(w: HuntWindow, answer: dict[str, Any]) -> HuntRow:
+    """One row of the hunt's answer from a window and its stored answer (the typed answers of its
+    bisection: the first regression's culprit, or its range)."""
     regressions = [Answer.from_json(r) for r in answer.get("regressions") or []]
     first = regressions[0] if regressions else None
-    culprit = first.culprit.to_json() if first and first.culprit else None
-    row = {"good_date": w.good.date, "bad_date": w.bad.date, "kind": w.kind, "metric": w.metric,
-           "from_value": w.from_value, "to_value": w.to_value,
-           "culprit": culprit, "range": None if culprit or not first else first.range,
-           "reason": answer.get("reason") or (first.reason if first else None),
-           "environment": answer.get("environment"),
-           "builds": sum(r.builds for r in regressions),
-           "runs": sum(r.runs for r in regressions),  # benchmark processes started
-           "run_samples": sum(r.run_samples for r in regressions),  # the samples they printed, counted apart
-           "more": [r.culprit.to_json() if r.culprit else {"range": r.range} for r in regressions[1:]],
-           "bisected_in": answer.get("bisected_in"), "scan": answer.get("scan"), "log": answer.get("log"),
-           "error": answer.get("error")}
-    explained = [r.explained for r in regressions if r.explained]
-    if explained:  # --explain: what each culprit changed, as the bisection inside explained it
-        row["explained"] = explained
-    return row
+    culprit = first.culprit if first else None
+    return HuntRow(w.good.date, w.bad.date, w.kind, w.metric, w.from_value, w.to_value, culprit,
+                   range=None if culprit or not first else first.range,
+                   reason=answer.get("reason") or (first.reason if first else None),
+                   environment=answer.get("environment"),
+                   builds=sum(r.builds for r in regressions), runs=sum(r.runs for r in regressions),
+                   run_samples=sum(r.run_samples for r in regressions),
+                   more=[r.culprit.to_json() if r.culprit else {"range": r.range} for r in regressions[1:]],
+                   bisected_in=answer.get("bisected_in"), scan=answer.get("scan"), log=answer.get("log"),
+                   error=answer.get("error"),
+                   # --explain: what each culprit changed, as the bisection inside explained it
+                   explained=[r.explained for r in regressions if r.explained] or None)
 
 
 def unexplained(answer: dict[str, Any]) -> bool:
@@ -413,7 +410,7 @@ def host_paths(value: Any, inside: str, outside: str) -> Any:
 
 @dataclass
 class HuntReport:
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[HuntRow] = field(default_factory=list)
     nightly: Any = None  # hourly.nightly.plan.NightlyReport of the daily level (None when entered below)
     bisected: int = 0  # windows bisected now (not from the store)
     releases: Any = None  # hourly.releases.plan.ReleaseReport of the release level (--from-release)
@@ -440,7 +437,7 @@ class HuntReport:
         return f"{n} window{'s' if n != 1 else ''}: " + (", ".join(p for p in parts if p) or "none answered")
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"steps": self.rows}
+        out: dict[str, Any] = {"steps": [r.to_json() for r in self.rows]}
         if self.releases is not None:
             out["releases"] = self.releases.as_json()
         # too few dates (or releases) to tell noise from steps: not "nothing to hunt"
@@ -448,8 +445,8 @@ class HuntReport:
         return out
 
     @property
-    def failed(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r.get("error")]
+    def failed(self) -> list[HuntRow]:
+        return [r for r in self.rows if r.error]
 
 
 def _entered(h: HuntSettings, run: HuntRun, store: Store, docker_client) -> list[HuntWindow]:
@@ -641,9 +638,8 @@ def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c) 
                 continue
             store.save_settings(f"{LEVEL}/{key}", answer)
             report.answered_now(answer)
-        report.rows.append(step_row(w, answer))
-        if w.release:
-            report.rows[-1]["release"] = w.release
+        row = step_row(w, answer)
+        report.rows.append(replace(row, release=w.release) if w.release else row)
     store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/render/hunt_markdown.py)
     return report
 

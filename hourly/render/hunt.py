@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from hourly.answers import HuntRow
 from hourly.hunt.run import HuntReport
 from hourly.render.console import PlainPrint
 
@@ -17,38 +18,38 @@ def _value(v) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
-def _size(row: dict) -> str:
-    if row["kind"] == "crash":
+def _size(row: HuntRow) -> str:
+    if row.kind == "crash":
         return "crash"
-    a, b = row.get("from_value"), row.get("to_value")
+    a, b = row.from_value, row.to_value
     if a in (None, 0) or b is None:
         return "-"
     return f"{(b - a) / a * 100:+.1f}%"
 
 
-def answer_text(row: dict) -> str:
+def answer_text(row: HuntRow) -> str:
     """The culprit (repo, SHA, subject, link), or the range and why (after the releases that
     framed the window, with --from-release)."""
-    releases = "; ".join(f"between jax {r['last_good']} and {r['first_bad']}" for r in row.get("release") or [])
+    releases = "; ".join(f"between jax {r['last_good']} and {r['first_bad']}" for r in row.release or [])
     text = _answer(row)
     return f"{releases}\n{text}" if releases else text
 
 
-def _answer(row: dict) -> str:
-    if row.get("error"):
-        return f"not bisected: {row['error']}"
-    c = row.get("culprit")
+def _answer(row: HuntRow) -> str:
+    if row.error:
+        return f"not bisected: {row.error}"
+    c = row.culprit
     if c:
-        return f"{c['repo']} {c['sha'][:12]} {c['subject']}\n{c['link']}"
+        return f"{c.repo} {c.sha[:12]} {c.subject}\n{c.link}"
     parts = []
-    scan = row.get("scan")
+    scan = row.scan
     if scan:
         parts.append(f"hourly scan: {scan['instants']} instants every {scan['step']}, {scan['pairs']} pairs")
-    if row.get("range"):
-        parts.append(f"range of {len(row['range'])} commit(s): " + " ".join(s[:10] for s in row["range"]))
-    if row.get("reason"):
-        parts.append(row["reason"])
-    for d in row.get("environment") or []:
+    if row.range:
+        parts.append(f"range of {len(row.range)} commit(s): " + " ".join(s[:10] for s in row.range))
+    if row.reason:
+        parts.append(row.reason)
+    for d in row.environment or []:
         parts.append(f"  {d['name']}: {d['good'] or '(unset)'} → {d['bad'] or '(unset)'}")
     return "\n".join(parts) or "-"
 
@@ -58,9 +59,9 @@ def table(report: HuntReport) -> Table:
     for col in ("good day", "bad day", "kind", "size", "answer", "builds", "runs"):
         t.add_column(col, no_wrap=col not in ("answer",))
     for row in report.rows:
-        kind = row["kind"] + (f" of {row['metric']}" if row.get("metric") else "")  # a named metric's window
-        t.add_row(Text(row["good_date"]), Text(row["bad_date"]), Text(kind), Text(_size(row)),
-                  Text(answer_text(row)), Text(str(row["builds"])), Text(str(row["runs"])))
+        kind = row.kind + (f" of {row.metric}" if row.metric else "")  # a named metric's window
+        t.add_row(Text(row.good_date), Text(row.bad_date), Text(kind), Text(_size(row)),
+                  Text(answer_text(row)), Text(str(row.builds)), Text(str(row.runs)))
     return t
 
 
@@ -94,7 +95,7 @@ def print_report(console, report: HuntReport) -> None:
     console.print(report.counts(), **kw)  # never "bisected now" for a window answered without a bisection
     from hourly.render.explain import explained_stage_lines
     for row in report.rows:
-        for ex in row.get("explained") or []:
-            console.print(f"{row['good_date']} → {row['bad_date']}:", **kw)
+        for ex in row.explained or []:
+            console.print(f"{row.good_date} → {row.bad_date}:", **kw)
             for line in explained_stage_lines(ex):
                 console.print(line, **kw)

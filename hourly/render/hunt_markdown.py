@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hourly.adapters.store import Store
+from hourly.answers import HuntRow
 from hourly.model import PointResult, Status
 from hourly.render import markdown as esc
 from hourly.render.report import ReportFiles, plot
@@ -23,7 +24,7 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
     out_dir = Path(out_dir) if out_dir else store.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     nightly = stored_nightly(store)
-    rows = (store.load_settings(ROWS) or {}).get("steps", [])
+    rows = [HuntRow.from_json(r) for r in (store.load_settings(ROWS) or {}).get("steps", [])]
     s = nightly.settings
     points = [PointResult(f"{p.date}T00:00:00Z", p.xla or "-", p.jax or "-", p.status.value, p.value,
                           list(p.samples)) for p in nightly.points]
@@ -38,40 +39,40 @@ def write_hunt_report(store: Store, out_dir: Path | None = None) -> ReportFiles:
     md += ["| good day | bad day | kind | from | to | answer | builds | runs |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        c = r.get("culprit")
+        c = r.culprit
         if c:  # markdown made here, every outside word escaped: not passed through _cell again
-            answer = f"{c['repo']} [`{c['sha'][:12]}`]({c['link']}) {esc.cell(esc.subject(c))}"
-        elif r.get("error"):
-            answer = f"not bisected: {esc.cell(r['error'])}"
+            answer = f"{c.repo} [`{c.sha[:12]}`]({c.link}) {esc.cell(esc.subject(c))}"
+        elif r.error:
+            answer = f"not bisected: {esc.cell(r.error)}"
         else:
-            answer = esc.text(r.get("reason") or "")
-            if r.get("range"):
-                answer = f"range of {len(r['range'])} commits: " + ", ".join(f"`{x[:10]}`" for x in r["range"]) + ". " + answer
+            answer = esc.text(r.reason or "")
+            if r.range:
+                answer = f"range of {len(r.range)} commits: " + ", ".join(f"`{x[:10]}`" for x in r.range) + ". " + answer
         md.append("| " + " | ".join([*(_cell(x) for x in (
-            r["good_date"], r["bad_date"], r["kind"], "-" if r["from_value"] is None else f"{r['from_value']:.4g}",
-            "-" if r["to_value"] is None else f"{r['to_value']:.4g}")), answer, str(r["builds"]), str(r["runs"])]) + " |")
-    scanned = [r for r in rows if r.get("scan")]
+            r.good_date, r.bad_date, r.kind, "-" if r.from_value is None else f"{r.from_value:.4g}",
+            "-" if r.to_value is None else f"{r.to_value:.4g}")), answer, str(r.builds), str(r.runs)]) + " |")
+    scanned = [(r, r.scan) for r in rows if r.scan]
     if scanned:
         md += ["", "Windows scanned inside the container before bisecting (`--scan-step`):", ""]
-        md += [f"- {r['good_date']} → {r['bad_date']}: every {r['scan']['step']} from {r['scan']['from']} to "
-               f"{r['scan']['to']}, {r['scan']['instants']} instants, {r['scan']['pairs']} distinct pairs"
-               for r in scanned]
-    entered = {(x["last_good"], x["first_bad"], x["kind"]) for r in rows for x in r.get("release") or []}
+        md += [f"- {r.good_date} → {r.bad_date}: every {scan['step']} from {scan['from']} to "
+               f"{scan['to']}, {scan['instants']} instants, {scan['pairs']} distinct pairs"
+               for r, scan in scanned]
+    entered = {(x["last_good"], x["first_bad"], x["kind"]) for r in rows for x in r.release or []}
     if entered:
         md += ["", "Entered at the release level: the days searched are those of "
                + ", ".join(f"jax {a} → {b} ({k})" for a, b, k in sorted(entered)) + "."]
     for r in rows:
-        if r.get("environment"):
-            md += ["", f"## {r['good_date']} → {r['bad_date']}: what differs between the two images", "",
+        if r.environment:
+            md += ["", f"## {r.good_date} → {r.bad_date}: what differs between the two images", "",
                    "| name | good | bad |", "|---|---|---|"]
             md += [f"| {_cell(d['name'])} | {_cell(d['good'] or '(unset)')} | {_cell(d['bad'] or '(unset)')} |"
-                   for d in r["environment"]]
-    explained = [(r, ex) for r in rows for ex in r.get("explained") or []]
+                   for d in r.environment]
+    explained = [(r, ex) for r in rows for ex in r.explained or []]
     if explained:  # hourly hunt --explain
         from hourly.render.explain import record_markdown
         md += ["", "## Explained", ""]
         for r, ex in explained:
-            md += [f"{r['good_date']} → {r['bad_date']}:", ""] + record_markdown(ex)
+            md += [f"{r.good_date} → {r.bad_date}:", ""] + record_markdown(ex)
     from hourly.render.releases import release_markdown
     releases_md = release_markdown(store)
     if releases_md:

@@ -21,6 +21,7 @@ from rich.console import Console
 from hourly.render import markdown as md
 from hourly.render.console import command_line, print_wrapped
 from hourly.watch.plan import PAGE_DIR, WatchReport, alert_json, in_series
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 ARROW = {"regression": "▼", "improvement": "▲"}
 
@@ -59,26 +60,26 @@ def step_text(s: dict[str, Any]) -> str:
             f"measured again over {s['pairs']} interleaved pairs ({_pct(s['low'])} .. {_pct(s['high'])})")
 
 
-def suspicion_text(c: dict[str, Any]) -> str:
-    s, r = c["suspect"], c["result"] or {}
+def suspicion_text(c: Check) -> str:
+    s, r = c.suspect, c.result or {}
     how = {"fit": "the detector's fit of the history", "newest": "the newest builds beyond their level"}.get(
-        s.get("source"), s.get("source"))
+        s.get("source") or "", s.get("source"))
     verdict = {"rejected": "not confirmed: any change is under the minimum change",
                "undecided": "not confirmed, not ruled out" + ("" if r.get("note") else ": unsure at the cap"),
-               "pending": "being measured again"}.get(c["verdict"], c["verdict"])
+               "pending": "being measured again"}.get(c.verdict, c.verdict)
     again = (f"; measured again over {r.get('pairs')} interleaved pairs: {_pct(r.get('change'))} "
              f"({_pct(r.get('low'))} .. {_pct(r.get('high'))})") if r else ""
     note = f" ({r['note']})" if r.get("note") else ""
-    return (f"{c['metric']} {_pct(s.get('relative_change'))} suspected on {c['arrived']}'s arrival between "
-            f"{c['before']} and {c['after']} ({how}, {s.get('strength', 0):.1f} standard errors){again}: "
+    return (f"{c.metric} {_pct(s.get('relative_change'))} suspected on {c.arrived}'s arrival between "
+            f"{c.before} and {c.after} ({how}, {s.get('strength', 0):.1f} standard errors){again}: "
             f"{verdict}{note}")
 
 
-def decision_text(b: dict[str, Any], report: WatchReport, why: bool = False) -> str:
+def decision_text(b: Build, report: WatchReport, why: bool = False) -> str:
     """What the arrival of ``b`` decided, per metric: ``MLUPS: quiet``, ``MLUPS: suspect → rejected``."""
-    verdicts = {c["id"]: c["verdict"] for c in report.checks}
+    verdicts = {c.id: c.verdict for c in report.checks}
     out = []
-    for m, d in (b.get("decision") or {}).items():
+    for m, d in (b.decision or {}).items():
         text = f"{m}: {d.get('status')}"
         checked = [verdicts.get(i, "?") for i in d.get("checks") or []]
         if checked:
@@ -89,26 +90,24 @@ def decision_text(b: dict[str, Any], report: WatchReport, why: bool = False) -> 
     return "; ".join(out)
 
 
-def hunt_text(h: dict[str, Any] | None) -> str:
+def hunt_text(h: HuntOutcome | None) -> str:
     """The hunt's state in words: a culprit only when the hunt named one."""
-    if not h:
+    if h is None:
         return "hunt: not started yet"
-    st = h.get("status")
+    st = h.status
     if st == "culprit":
-        c = h["culprit"]
+        c = h.culprit or {}
         return f"culprit: {c.get('repo')} {_sha(c)} {md.subject(c)} {c.get('link', '')}".rstrip()
     if st == "unsure":
-        extra = f"; candidate {c.get('repo')} {_sha(c)}, not confirmed" if (c := h.get("candidate")) else ""
-        return f"hunt ended unsure, no culprit: {h.get('reason')}{extra}"
+        extra = f"; candidate {cand.get('repo')} {_sha(cand)}, not confirmed" if (cand := h.candidate) else ""
+        return f"hunt ended unsure, no culprit: {h.reason}{extra}"
     if st == "failed":
-        return f"hunt failed ({h.get('tries', 1)} tries): {h.get('reason')}; log {h.get('log')}"
+        return f"hunt failed ({1 if h.tries is None else h.tries} tries): {h.reason}; log {h.log}"
     if st in ("submitted", "running"):
-        return f"hunt running as Slurm job {h.get('job')} (a later run reads its answer)"
+        return f"hunt running as Slurm job {h.job} (a later run reads its answer)"
     if st == "off":
-        return "not hunted (--no-hunt); to hunt it: " + command_line(h.get("command") or [])
-    if st == "not started":
-        return f"not hunted: {h.get('reason')}"
-    return f"not hunted: {h.get('reason')}"
+        return "not hunted (--no-hunt); to hunt it: " + command_line(h.command or [])
+    return f"not hunted: {h.reason}"
 
 
 def print_report(con: Console, report: WatchReport) -> None:
@@ -116,7 +115,7 @@ def print_report(con: Console, report: WatchReport) -> None:
     con.print(source_line(report), **kw)
     run = report.run
     judged = [b for b in report.builds if in_series(b)]
-    newest = judged[-1]["build"] if judged else None
+    newest = judged[-1].build if judged else None
     if run.showed:
         con.print(f"{len(judged)} builds stored, newest {newest or 'none'} (--show: nothing looked for or measured)", **kw)
     elif run.nothing_new:
@@ -129,9 +128,9 @@ def print_report(con: Console, report: WatchReport) -> None:
     for n in run.notes:
         print_wrapped(con, n)
     for b in report.builds[-12:]:
-        cells = [b["build"], b["status"]]
+        cells = [b.build, b.status]
         for m in report.metrics:
-            v = report.value(b["build"], m)
+            v = report.value(b.build, m)
             cells.append(f"{m} {_num((v or {}).get('value'))}")
         cells.append(decision_text(b, report) or ("not judged yet" if in_series(b) else ""))
         con.print("  " + "  ".join(c for c in cells if c), **kw)
@@ -144,14 +143,14 @@ def print_report(con: Console, report: WatchReport) -> None:
         con.print("alerts:", **kw)
     for a in report.alerts:
         j = alert_json(a, report)
-        new = " (new)" if a["id"] in run.new_alerts else ""
-        head = f"{ARROW.get(j['kind'], '')} alert {a['id']}{new}: {j['kind']} between {a['before']} and {a['after']}"
+        new = " (new)" if a.id in run.new_alerts else ""
+        head = f"{ARROW.get(j['kind'], '')} alert {a.id}{new}: {j['kind']} between {a.before} and {a.after}"
         con.print(head, **kw)
         for s in j["steps"]:
             print_wrapped(con, "    " + step_text(s))
-        print_wrapped(con, "    " + hunt_text(a.get("hunt")))
-        if a.get("recovery"):
-            r = a["recovery"]
+        print_wrapped(con, "    " + hunt_text(a.hunt))
+        if a.recovery:
+            r = a.recovery
             con.print(f"    already recovered at {r['build']} ({r['metric']} {_num(r['level'])}, "
                       f"{_pct(r['relative_to_before'])} from the level before)", **kw)
     for line in report.unsure():
@@ -163,11 +162,11 @@ def print_report(con: Console, report: WatchReport) -> None:
 # --------------------------------------------------------------------------------------------
 # the markdown alert
 
-def alert_markdown(a: dict[str, Any], report: WatchReport) -> str:
+def alert_markdown(a: Alert, report: WatchReport) -> str:
     """One alert as markdown to paste into an issue or post to a channel; every outside word escaped."""
     j = alert_json(a, report)
     title = ", ".join(f"{s['metric']} {_pct(s['change'])}" for s in j["steps"])
-    lines = [f"### hourly watch: {j['kind']} ({md.text(title)}) between {md.code(a['before'])} and {md.code(a['after'])}",
+    lines = [f"### hourly watch: {j['kind']} ({md.text(title)}) between {md.code(a.before)} and {md.code(a.after)}",
              "", "| metric | before | after | change | interval | pairs |", "|---|---|---|---|---|---|"]
     for s in j["steps"]:
         lines.append(f"| {md.cell(s['metric'])} | {_num(s['level_before'])} | {_num(s['level_after'])} | "
@@ -178,23 +177,23 @@ def alert_markdown(a: dict[str, Any], report: WatchReport) -> str:
         b = j[side]
         what = ", ".join(f"{k} {md.code(v)}" for k, v in b.items() if k not in ("build", "time") and v)
         lines.append(f"- **{side}**: {md.code(b['build'])}" + (f" ({what})" if what else ""))
-    h = a.get("hunt") or {}
-    if h.get("status") == "culprit":
-        c = h["culprit"]
+    h = a.hunt
+    if h is not None and h.status == "culprit":
+        c = h.culprit or {}
         lines.append(f"- **culprit**: {md.text(c.get('repo'))} [{md.code(_sha(c))}]({c.get('link', '')}) "
                      f"{md.text(md.subject(c))}")
-    elif h:
+    elif h is not None:
         lines.append(f"- **hunt**: {md.text(hunt_text(h))}")
     else:
         lines.append("- **hunt**: not started yet")
-    if a.get("recovery"):
-        r = a["recovery"]
+    if a.recovery:
+        r = a.recovery
         lines.append(f"- **already recovered** at {md.code(r['build'])} ({_pct(r['relative_to_before'])} "
                      "from the level before)")
     return "\n".join(lines) + "\n"
 
 
-def notify_payload(a: dict[str, Any], report: WatchReport) -> dict[str, Any]:
+def notify_payload(a: Alert, report: WatchReport) -> dict[str, Any]:
     """What ``--notify-cmd`` reads on its stdin: the alert's JSON, its markdown and the page."""
     return {**alert_json(a, report), "markdown": alert_markdown(a, report),
             "page": str(page_dir(report) / "index.html")}
@@ -220,18 +219,18 @@ def plot_parts(report: WatchReport, metric: str) -> dict[str, Any]:
     ringed); ``bands`` (from, to, alert, kind, change) of each confirmed step of this metric: the
     step's own two builds, not the alert's whole window (an alert may hold other metrics' steps)."""
     builds = [b for b in report.builds if in_series(b)]
-    pos = {b["build"]: i for i, b in enumerate(builds)}
+    pos = {b.build: i for i, b in enumerate(builds)}
 
     def at(build: str) -> tuple[int, float] | None:
         v = (report.value(build, metric) or {}).get("value")
         return (pos[build], float(v)) if build in pos and v is not None else None
 
-    mine = [c for c in report.checks if c["metric"] == metric]
+    mine = [c for c in report.checks if c.metric == metric]
     # a build another check confirmed as the step's new level stands, whatever an earlier check said
-    confirmed_at = {c["after"] for c in mine if c["verdict"] == "confirmed"}
-    rejected_at = {c["after"] for c in mine if c["verdict"] == "rejected"} - confirmed_at
-    undecided_at = {c["after"] for c in mine if c["verdict"] == "undecided"} - confirmed_at - rejected_at
-    line = [p for b in builds if b["build"] not in rejected_at and (p := at(b["build"])) is not None]
+    confirmed_at = {c.after for c in mine if c.verdict == "confirmed"}
+    rejected_at = {c.after for c in mine if c.verdict == "rejected"} - confirmed_at
+    undecided_at = {c.after for c in mine if c.verdict == "undecided"} - confirmed_at - rejected_at
+    line = [p for b in builds if b.build not in rejected_at and (p := at(b.build)) is not None]
     bands = []
     for a in report.alerts:
         j = alert_json(a, report)
@@ -241,7 +240,7 @@ def plot_parts(report: WatchReport, metric: str) -> dict[str, Any]:
     return {"builds": builds, "line": line, "bands": bands,
             "rejected": sorted(p for b in rejected_at if (p := at(b)) is not None),
             "undecided": sorted(p for b in undecided_at if (p := at(b)) is not None),
-            "failed": [i for i, b in enumerate(builds) if b["status"] not in ("ok",)]}
+            "failed": [i for i, b in enumerate(builds) if b.status not in ("ok",)]}
 
 
 def plot_figure(report: WatchReport, metric: str) -> Any:
@@ -264,7 +263,7 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
     handles: list[Any] = []
     rejected = {i for i, _ in parts["rejected"]}
     for i, b in enumerate(builds):
-        v = report.value(b["build"], metric) or {}
+        v = report.value(b.build, metric) or {}
         samples = [s for s in v.get("samples") or [] if s is not None]
         if samples:
             ax.plot([i] * len(samples), samples, ".", color="tab:gray" if i in rejected else "tab:blue",
@@ -296,11 +295,11 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
         color = "tab:red" if kind == "regression" else "tab:green"
         ax.axvspan(x0, x1, color=color, alpha=0.2)
         kinds.add(kind)
-        hunt = a.get("hunt") or {}
-        label = f"alert {a['id']}: {_pct(change)}"
-        if hunt.get("status") == "culprit":
-            label += f"  {hunt['culprit'].get('repo')} {_sha(hunt['culprit'])[:8]}"
-        elif hunt.get("status") == "unsure":
+        hunt = a.hunt
+        label = f"alert {a.id}: {_pct(change)}"
+        if hunt is not None and hunt.status == "culprit":
+            label += f"  {(hunt.culprit or {}).get('repo')} {_sha(hunt.culprit)[:8]}"
+        elif hunt is not None and hunt.status == "unsure":
             label += "  hunt unsure"
         text, families = drawable(label)
         font: dict[str, Any] = {"family": families} if families else {}
@@ -315,7 +314,7 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
     step = max(1, len(builds) // 12)
     ax.set_xticks(xs[::step])
     # whole up to a commit time's 20 characters (a nightly wheel's version ends with its date)
-    ax.set_xticklabels([builds[i]["build"][:24] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
+    ax.set_xticklabels([builds[i].build[:24] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel(drawable(metric)[0])
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -352,10 +351,9 @@ def _rel(path: str | Path | None, base: Path) -> str | None:
     return os.path.relpath(p, base)
 
 
-def _links(a: dict[str, Any], base: Path) -> list[tuple[str, str]]:
-    out = [("markdown alert", f"alert-{a['id']}.md")]
-    h = a.get("hunt") or {}
-    wd = Path(h["workdir"]) if h.get("workdir") else None
+def _links(a: Alert, base: Path) -> list[tuple[str, str]]:
+    out = [("markdown alert", f"alert-{a.id}.md")]
+    wd = Path(a.hunt.workdir) if a.hunt is not None and a.hunt.workdir else None
     if wd is not None:
         for label, p in (("hunt report", wd / "report" / "report.md"), ("hunt answer", wd / "answer.json"),
                          ("hunt log", wd / "hunt.log")):
@@ -386,7 +384,7 @@ def page_html(report: WatchReport, plots: dict[str, str], base: Path) -> str:
                          'onload="this.setAttribute(\'data-loaded\', this.naturalWidth)">')
     parts.append(f'<p class="muted">{_e(source_line(report))}</p>')
     judged = [b for b in report.builds if in_series(b)]
-    summary = (f"{len(judged)} builds, newest {_e(judged[-1]['build']) if judged else 'none'}; "
+    summary = (f"{len(judged)} builds, newest {_e(judged[-1].build) if judged else 'none'}; "
                f"{len(report.alerts)} alert(s), {len(report.suspected_not_confirmed)} suspicion(s) not confirmed")
     if not run.showed:
         summary += "; last run: " + ("nothing new" if run.nothing_new else
@@ -400,22 +398,22 @@ def page_html(report: WatchReport, plots: dict[str, str], base: Path) -> str:
         parts.append("<p>none</p>")
     for a in reversed(report.alerts):
         j = alert_json(a, report)
-        parts.append(f'<div class="alert" id="alert-{a["id"]}"><h3 class="{_e(j["kind"])}">'
-                     f'{_e(ARROW.get(j["kind"], ""))} alert {a["id"]}: {_e(j["kind"])} between '
-                     f'<code>{_e(a["before"])}</code> and <code>{_e(a["after"])}</code></h3><ul>')
+        parts.append(f'<div class="alert" id="alert-{a.id}"><h3 class="{_e(j["kind"])}">'
+                     f'{_e(ARROW.get(j["kind"], ""))} alert {a.id}: {_e(j["kind"])} between '
+                     f'<code>{_e(a.before)}</code> and <code>{_e(a.after)}</code></h3><ul>')
         for s in j["steps"]:
             parts.append(f"<li>{_e(step_text(s))}</li>")
-        h = a.get("hunt") or {}
-        if h.get("status") == "culprit":
-            c = h["culprit"]
+        h = a.hunt
+        if h is not None and h.status == "culprit":
+            c = h.culprit or {}
             link = str(c.get("link") or "")
             href = f' href="{_e(link)}"' if link.startswith("https://") else ""
             parts.append(f"<li><b>culprit</b>: {_e(c.get('repo'))} <a{href}><code>{_e(_sha(c))}</code></a> "
                          f"{_e(md.subject(c))}</li>")
         else:
-            parts.append(f"<li>{_e(hunt_text(h or None))}</li>")
-        if a.get("recovery"):
-            r = a["recovery"]
+            parts.append(f"<li>{_e(hunt_text(h))}</li>")
+        if a.recovery:
+            r = a.recovery
             parts.append(f"<li>already recovered at <code>{_e(r['build'])}</code> "
                          f"({_e(_pct(r['relative_to_before']))} from the level before)</li>")
         links = " · ".join(f'<a href="{_e(href)}">{_e(label)}</a>' for label, href in _links(a, base))
@@ -429,14 +427,14 @@ def page_html(report: WatchReport, plots: dict[str, str], base: Path) -> str:
     for b in reversed(report.builds):
         cells = []
         for m in report.metrics:
-            v = report.value(b["build"], m) or {}
+            v = report.value(b.build, m) or {}
             samples = v.get("samples") or []
             cells.append(f"<td>{_e(_num(v.get('value')))}" + (f" <span class=\"muted\">({len(samples)} runs)</span>"
                                                              if len(samples) > 1 else "") + "</td>")
         decided = decision_text(b, report, why=True)
-        ident = ", ".join(f"{k} {str(v)[:40]}" for k, v in (b.get("ident") or {}).items() if v)
-        detail = f" {b['detail']}" if b.get("detail") else ""
-        parts.append(f"<tr><td><code>{_e(b['build'])}</code></td><td>{_e(b['status'])}{_e(detail)}</td>"
+        ident = ", ".join(f"{k} {str(v)[:40]}" for k, v in (b.ident or {}).items() if v)
+        detail = f" {b.detail}" if b.detail else ""
+        parts.append(f"<tr><td><code>{_e(b.build)}</code></td><td>{_e(b.status)}{_e(detail)}</td>"
                      f"{''.join(cells)}<td>{_e(decided)}</td><td class=\"muted\">{_e(ident)}</td></tr>")
     parts.append("</table>")
     parts.append("</body></html>")
@@ -454,7 +452,7 @@ def write_page(report: WatchReport) -> Path:
         plot_metric(report, m, base / name)
         plots[m] = name
     for a in report.alerts:
-        _write(base / f"alert-{a['id']}.md", alert_markdown(a, report))
+        _write(base / f"alert-{a.id}.md", alert_markdown(a, report))
     page = base / "index.html"
     _write(page, page_html(report, plots, base))
     return page

@@ -35,6 +35,7 @@ from hourly.analysis.arrival import Confirmation, Confirmed, Suspect, group, rec
 from hourly.analysis.detect import ChangeKind
 from hourly.errors import UserError
 from hourly.model import check_min_change
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 LEVEL = "watch"
 SOURCES = ("containers", "wheels", "commits")
@@ -171,27 +172,27 @@ def watch_key(source: str, level_key: str, metric: str) -> str:
 # --------------------------------------------------------------------------------------------
 # the series and the state of the judge (pure)
 
-def in_series(build: dict[str, Any]) -> bool:
+def in_series(build: Build) -> bool:
     """Whether a build is a point of the series: found and measured (a failed run is a point with no
     value: a gap the detector knows), not a date without an image nor a build not measured yet."""
-    return build["status"] not in NOT_IN_SERIES
+    return build.status not in NOT_IN_SERIES
 
 
-def series_of(builds: Sequence[dict[str, Any]], values: dict[str, dict[str, dict[str, Any]]],
+def series_of(builds: Sequence[Build], values: dict[str, dict[str, dict[str, Any]]],
               metric: str) -> tuple[list[str], list[list[float] | None]]:
     """The builds of the series (ids) and each one's samples of ``metric`` (None: no measurement)."""
     ids, points = [], []
     for b in builds:
         if not in_series(b):
             continue
-        ids.append(b["build"])
-        v = values.get(b["build"], {}).get(metric)
+        ids.append(b.build)
+        v = values.get(b.build, {}).get(metric)
         samples = [float(x) for x in (v or {}).get("samples") or [] if x is not None and math.isfinite(float(x))]
         points.append(samples or None)
     return ids, points
 
 
-def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[str, int],
+def watch_state(metric: str, checks: Sequence[Check], index_of: dict[str, int],
                 arrived_before: set[str]) -> tuple[int, int, set[tuple[int, int]], set[tuple[int, int]]]:
     """``since``, ``level_from``, ``judged`` and ``rejected`` of
     :func:`~hourly.analysis.arrival.arrival` for one metric, replayed from the checks of the
@@ -202,17 +203,17 @@ def watch_state(metric: str, checks: Sequence[dict[str, Any]], index_of: dict[st
     judged: set[tuple[int, int]] = set()
     rejected: set[tuple[int, int]] = set()
     for c in checks:
-        if c["metric"] != metric or c["arrived"] not in arrived_before:
+        if c.metric != metric or c.arrived not in arrived_before:
             continue
-        if c["before"] not in index_of or c["after"] not in index_of:
+        if c.before not in index_of or c.after not in index_of:
             continue
-        pair = (index_of[c["before"]], index_of[c["after"]])
-        if c["verdict"] == "confirmed":
+        pair = (index_of[c.before], index_of[c.after])
+        if c.verdict == "confirmed":
             if pair[1] >= level_from:
                 level_from, since = pair[1], pair[1] + 1
-        elif c["verdict"] in ("rejected", "undecided"):
+        elif c.verdict in ("rejected", "undecided"):
             judged.add(pair)
-            if c["verdict"] == "rejected":
+            if c.verdict == "rejected":
                 rejected.add(pair)
     return since, level_from, judged, rejected
 
@@ -240,12 +241,12 @@ def step_kind(change: float, higher_is_better: bool) -> ChangeKind:
     return ChangeKind.REGRESSION if worse else ChangeKind.IMPROVEMENT
 
 
-def confirmed_step(check: dict[str, Any], index_of: dict[str, int], higher_is_better: bool) -> Confirmed:
+def confirmed_step(check: Check, index_of: dict[str, int], higher_is_better: bool) -> Confirmed:
     """A confirmed check as a step of its metric: its window, the levels and the change measured
     again (the fresh runs decide the direction, not the history)."""
-    r = check["result"] or {}
+    r = check.result or {}
     change = float(r.get("change") or 0.0)
-    return Confirmed(check["metric"], index_of[check["before"]], index_of[check["after"]],
+    return Confirmed(check.metric, index_of[check.before], index_of[check.after],
                      float(r.get("level_before") or 0.0), float(r.get("level_after") or 0.0), change,
                      step_kind(change, higher_is_better))
 
@@ -332,7 +333,7 @@ def _error_line(log: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def hunt_outcome(kind: str, answer_text: str | None, exit_code: int | None, log: str) -> dict[str, Any]:
+def hunt_outcome(kind: str, answer_text: str | None, exit_code: int | None, log: str) -> HuntOutcome:
     """What a finished hunt says (pure): ``culprit`` (a commit named: the first regression's), or
     ``unsure`` (the hunt ended without one: its reason, a candidate it could not confirm, the range
     of commits, the container's environment), or ``failed`` (it did not answer: the error line).
@@ -343,22 +344,23 @@ def hunt_outcome(kind: str, answer_text: str | None, exit_code: int | None, log:
     except ValueError:
         answer = None
     if not isinstance(answer, dict):
-        return {"status": "failed", "exit_code": exit_code, "reason": _error_line(log)}
+        return HuntOutcome.from_json({"status": "failed", "exit_code": exit_code, "reason": _error_line(log)})
     rows = answer.get("regressions" if kind == "bisect" else "steps") or []
     for r in rows:
         if r.get("culprit") and not r.get("error"):
-            return {"status": "culprit", "culprit": r["culprit"], "exit_code": exit_code,
-                    "more": [x.get("culprit") for x in rows if x is not r and x.get("culprit")]}
+            return HuntOutcome.from_json({
+                "status": "culprit", "culprit": r["culprit"], "exit_code": exit_code,
+                "more": [x.get("culprit") for x in rows if x is not r and x.get("culprit")]})
     if not rows:
-        return {"status": "unsure", "exit_code": exit_code,
-                "reason": f"the {kind} answered no window ({_error_line(log)})"}
+        return HuntOutcome.from_json({"status": "unsure", "exit_code": exit_code,
+                                      "reason": f"the {kind} answered no window ({_error_line(log)})"})
     first = rows[0]
     out = {"status": "unsure", "exit_code": exit_code,
            "reason": first.get("error") or first.get("reason") or "no culprit named",
            "candidate": first.get("candidate"), "range": first.get("range") or []}
     if first.get("environment"):
         out["environment"] = first["environment"]
-    return out
+    return HuntOutcome.from_json(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,26 +390,26 @@ class WatchReport:
     settings: WatchSettings
     key: str
     metrics: list[str]
-    builds: list[dict[str, Any]]
+    builds: list[Build]
     values: dict[str, dict[str, dict[str, Any]]]
-    checks: list[dict[str, Any]]
-    alerts: list[dict[str, Any]]
+    checks: list[Check]
+    alerts: list[Alert]
     run: RunNotes = field(default_factory=RunNotes)
 
     def value(self, build: str, metric: str) -> dict[str, Any] | None:
         return self.values.get(build, {}).get(metric)
 
-    def build(self, build_id: str) -> dict[str, Any]:
-        return next(b for b in self.builds if b["build"] == build_id)
+    def build(self, build_id: str) -> Build:
+        return next(b for b in self.builds if b.build == build_id)
 
     @property
-    def suspected_not_confirmed(self) -> list[dict[str, Any]]:
+    def suspected_not_confirmed(self) -> list[Check]:
         """Checks whose measuring again did not confirm the step: said, with their evidence, never alerts."""
-        return [c for c in self.checks if c["verdict"] in ("rejected", "undecided")]
+        return [c for c in self.checks if c.verdict in ("rejected", "undecided")]
 
     @property
-    def pending_checks(self) -> list[dict[str, Any]]:
-        return [c for c in self.checks if c["verdict"] == "pending"]
+    def pending_checks(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == "pending"]
 
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
@@ -420,22 +422,22 @@ class WatchReport:
         series = [b for b in self.builds if in_series(b)]
         # the newest build: what the watch says now (the older ones of a first run are its history)
         for b in series[-1:]:
-            if b["build"] not in self.run.judged and b["build"] not in self.run.measured:
+            if b.build not in self.run.judged and b.build not in self.run.measured:
                 continue
-            if b["status"] in FAILED:
-                out.append(f"{b['build']}: {b['status']}" + (f" ({b['detail']})" if b.get("detail") else ""))
-            for metric, d in (b.get("decision") or {}).items():
+            if b.status in FAILED:
+                out.append(f"{b.build}: {b.status}" + (f" ({b.detail})" if b.detail else ""))
+            for metric, d in (b.decision or {}).items():
                 if d.get("status") in ("short", "unmeasured"):
-                    out.append(f"{b['build']} ({metric}): not judged: {d.get('why')}")
+                    out.append(f"{b.build} ({metric}): not judged: {d.get('why')}")
         for c in self.checks:
-            if c["id"] in self.run.checks and c["verdict"] == "undecided":
-                r = c["result"] or {}
-                out.append(f"{c['before']} → {c['after']} ({c['metric']}): measured again {r.get('pairs')} pairs "
+            if c.id in self.run.checks and c.verdict == "undecided":
+                r = c.result or {}
+                out.append(f"{c.before} → {c.after} ({c.metric}): measured again {r.get('pairs')} pairs "
                            "without settling: unsure")
         for a in self.alerts:
-            h = a.get("hunt") or {}
-            if a["id"] in self.run.hunted and h.get("status") in ("unsure", "failed"):
-                out.append(f"alert {a['id']}: the hunt ended {h['status']}: {h.get('reason')}")
+            h = a.hunt
+            if a.id in self.run.hunted and h is not None and h.status in ("unsure", "failed"):
+                out.append(f"alert {a.id}: the hunt ended {h.status}: {h.reason}")
         return out
 
     def exit_code(self) -> int:
@@ -447,8 +449,7 @@ class WatchReport:
         return {"watch": self.key, "source": self.settings.source, "metrics": self.metrics,
                 "higher_is_better": self.settings.higher_is_better, "min_change": self.settings.min_change,
                 "direction": {m: self.settings.direction_of(m) for m in self.metrics},
-                "builds": [{**{k: b[k] for k in ("build", "time", "status", "detail", "ident", "decision")},
-                            "values": self.values.get(b["build"], {})} for b in self.builds],
+                "builds": [{**b.to_json(), "values": self.values.get(b.build, {})} for b in self.builds],
                 "checks": [check_json(c) for c in self.checks],
                 "alerts": [alert_json(a, self) for a in self.alerts],
                 "run": {"new_builds": self.run.new_builds, "measured": self.run.measured,
@@ -458,79 +459,79 @@ class WatchReport:
                 "exit_code": self.exit_code()}
 
 
-def check_json(c: dict[str, Any]) -> dict[str, Any]:
-    return {k: c[k] for k in ("id", "metric", "arrived", "before", "after", "verdict", "suspect", "result")}
+def check_json(c: Check) -> dict[str, Any]:
+    return c.to_json()
 
 
-def alert_kind(a: dict[str, Any], report: WatchReport) -> str:
+def alert_kind(a: Alert, report: WatchReport) -> str:
     steps = alert_steps(a, report)
-    kinds = {step_kind(float((c["result"] or {}).get("change") or 0.0), report.settings.direction_of(c["metric"])).value
+    kinds = {step_kind(float((c.result or {}).get("change") or 0.0), report.settings.direction_of(c.metric)).value
              for c in steps}
     return "regression" if "regression" in kinds else "improvement"
 
 
-def regression_metric(a: dict[str, Any], report: WatchReport) -> str | None:
+def regression_metric(a: Alert, report: WatchReport) -> str | None:
     """The metric an alert's hunt follows (pure): the metric of its largest confirmed regression
     (with named metrics: the hunt's --metric); None when none regressed."""
-    worse = [c for c in alert_steps(a, report) if step_kind(float((c["result"] or {}).get("change") or 0.0),
-                                                            report.settings.direction_of(c["metric"]))
+    worse = [c for c in alert_steps(a, report) if step_kind(float((c.result or {}).get("change") or 0.0),
+                                                            report.settings.direction_of(c.metric))
              is ChangeKind.REGRESSION]
     if not worse:
         return None
-    return max(worse, key=lambda c: abs(float((c["result"] or {}).get("change") or 0.0)))["metric"]
+    return max(worse, key=lambda c: abs(float((c.result or {}).get("change") or 0.0))).metric
 
 
-def alert_steps(a: dict[str, Any], report: WatchReport) -> list[dict[str, Any]]:
-    by_id = {c["id"]: c for c in report.checks}
-    return [by_id[i] for i in a["checks"] if i in by_id]
+def alert_steps(a: Alert, report: WatchReport) -> list[Check]:
+    by_id = {c.id: c for c in report.checks}
+    return [by_id[i] for i in a.checks if i in by_id]
 
 
-def alert_json(a: dict[str, Any], report: WatchReport) -> dict[str, Any]:
+def alert_json(a: Alert, report: WatchReport) -> dict[str, Any]:
     """An alert as ``--json``, the page and ``--notify-cmd`` see it: its window (the two builds
     and what each is), the confirmed steps with their numbers, the hunt and the recovery."""
-    before, after = report.build(a["before"]), report.build(a["after"])
+    before, after = report.build(a.before), report.build(a.after)
     steps = []
     for c in alert_steps(a, report):
-        r = c["result"] or {}
-        steps.append({"metric": c["metric"], "before": c["before"], "after": c["after"],
+        r = c.result or {}
+        steps.append({"metric": c.metric, "before": c.before, "after": c.after,
                       "change": r.get("change"), "low": r.get("low"), "high": r.get("high"),
                       "level_before": r.get("level_before"), "level_after": r.get("level_after"),
                       "pairs": r.get("pairs"), "p_value": r.get("p_value"),
-                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.direction_of(c["metric"])).value,
-                      "higher_is_better": report.settings.direction_of(c["metric"]),
-                      "suspected": c["suspect"]})
-    return {"id": a["id"], "kind": alert_kind(a, report), "arrived": a["arrived"],
-            "before": {"build": before["build"], "time": before.get("time"), **before["ident"]},
-            "after": {"build": after["build"], "time": after.get("time"), **after["ident"]},
-            "steps": steps, "hunt": a.get("hunt"), "recovery": a.get("recovery"),
-            "events": a.get("events") or [], "source": report.settings.source, "workdir": report.settings.workdir}
+                      "kind": step_kind(float(r.get("change") or 0.0), report.settings.direction_of(c.metric)).value,
+                      "higher_is_better": report.settings.direction_of(c.metric),
+                      "suspected": c.suspect})
+    return {"id": a.id, "kind": alert_kind(a, report), "arrived": a.arrived,
+            "before": {"build": before.build, "time": before.time, **before.ident},
+            "after": {"build": after.build, "time": after.time, **after.ident},
+            "steps": steps, "hunt": a.hunt.to_json() if a.hunt else None, "recovery": a.recovery,
+            "events": a.events, "source": report.settings.source, "workdir": report.settings.workdir}
 
 
 def recoveries(report: WatchReport) -> dict[int, dict[str, Any] | None]:
     """Each regression alert's recovery (pure): a later confirmed step of the same metric back to
     within the minimum change of the level before (:func:`~hourly.analysis.arrival.recovery`)."""
     builds = [b for b in report.builds if in_series(b)]
-    index_of = {b["build"]: i for i, b in enumerate(builds)}
-    confirmed = [c for c in report.checks if c["verdict"] == "confirmed"
-                 and c["before"] in index_of and c["after"] in index_of]
+    index_of = {b.build: i for i, b in enumerate(builds)}
+    confirmed = [c for c in report.checks if c.verdict == "confirmed"
+                 and c.before in index_of and c.after in index_of]
     out: dict[int, dict[str, Any] | None] = {}
     for a in report.alerts:
         found = None
         for c in alert_steps(a, report):
-            if c["before"] not in index_of or c["after"] not in index_of:
+            if c.before not in index_of or c.after not in index_of:
                 continue
-            higher = report.settings.direction_of(c["metric"])
+            higher = report.settings.direction_of(c.metric)
             step = confirmed_step(c, index_of, higher)
             if step.kind is not ChangeKind.REGRESSION:
                 continue
             later = [confirmed_step(o, index_of, higher) for o in confirmed
-                     if o["metric"] == c["metric"] and o["id"] != c["id"]]
+                     if o.metric == c.metric and o.id != c.id]
             rec = recovery(step, later, min_change=report.settings.min_change)
             if rec is not None:
-                found = {"metric": c["metric"], "build": builds[rec.after_index]["build"], "level": rec.level,
+                found = {"metric": c.metric, "build": builds[rec.after_index].build, "level": rec.level,
                          "relative_to_before": rec.relative_to_before}
                 break
-        out[a["id"]] = found
+        out[a.id] = found
     return out
 
 

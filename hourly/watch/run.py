@@ -60,6 +60,7 @@ from hourly.watch.plan import (
     watch_key,
     watch_state,
 )
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 Values = dict[str, dict[str, Any]]
 
@@ -77,20 +78,20 @@ class Source(Protocol):
 
     def close(self) -> None: ...
 
-    def discover(self, known: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], list[str]]:
+    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
         """The builds after the newest known one, up to ``until``, oldest first (``build``,
         ``time``, ``ident``, ``status``: ``pending``, or ``missing`` with a ``detail``), and notes."""
         ...
 
-    def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
+    def measure(self, build: Build) -> tuple[str, str | None, dict[str, Any], Values]:
         """A build measured on arrival: status, detail, what it is (``ident``), values per metric."""
         ...
 
-    def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
+    def run_once(self, build: Build) -> dict[str, float | None]:
         """One run of a build, for a confirmation: its value per metric (None: the run failed)."""
         ...
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+    def hunt_command(self, before: Build, after: Build, workdir: Path, metric: str | None = None
                      ) -> tuple[list[str] | None, str, str]:
         """(the command that hunts the window, ``hunt`` or ``bisect``, why none when None);
         ``metric``: the named metric whose regression it is (the hunt follows it)."""
@@ -203,14 +204,14 @@ class Containers:
         tags = set(list_tags(repo))
         return [d for d in days if _split_ref(image_ref(self.s.image, d))[1] in tags]
 
-    def discover(self, known: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], list[str]]:
+    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
         from hourly.adapters import containers
         from hourly.nightly.plan import image_ref
-        present = [b for b in known if b["status"] != "missing"]
-        start = _day(present[-1]["build"]) + timedelta(days=1) if present else _day(self.w.since or "")
+        present = [b for b in known if b.status != "missing"]
+        start = _day(present[-1].build) + timedelta(days=1) if present else _day(self.w.since or "")
         if known and not present:
-            start = max(start, _day(known[-1]["build"]) + timedelta(days=1))
-        found: list[dict[str, Any]] = []
+            start = max(start, _day(known[-1].build) + timedelta(days=1))
+        found: list[Build] = []
         absent: list[tuple[date, str]] = []
         for d in self._dates(start, until.date()):
             ref = image_ref(self.s.image, d)
@@ -219,23 +220,22 @@ class Containers:
                 absent.append((d, img.reason))
                 continue
             # a date without an image before one with an image will have none: a gap of the series
-            found += [{"build": m.isoformat(), "time": m.isoformat(), "status": "missing", "detail": why,
-                       "ident": {"image": image_ref(self.s.image, m)}} for m, why in absent]
+            found += [Build(m.isoformat(), m.isoformat(), "missing", why, {"image": image_ref(self.s.image, m)})
+                      for m, why in absent]
             absent = []
-            found.append({"build": d.isoformat(), "time": d.isoformat(), "status": "pending",
-                          "ident": {"image": ref, "digest": img.digest}})
+            found.append(Build(d.isoformat(), d.isoformat(), "pending", None, {"image": ref, "digest": img.digest}))
         notes = []
         if absent:
             notes.append(f"no image yet for {absent[0][0]}" + (f" .. {absent[-1][0]}" if len(absent) > 1 else "")
                          + f" ({image_ref(self.s.image, absent[0][0])}: {absent[0][1]}); looked for again next run")
         return found, notes
 
-    def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
+    def measure(self, build: Build) -> tuple[str, str | None, dict[str, Any], Values]:
         from hourly.nightly.run import measure_day
         log_dir = self.store.logs / "watch"
         log_dir.mkdir(parents=True, exist_ok=True)
         known = known_metrics(self.store, self.w)
-        got = measure_day(_day(build["build"]), self.s, self._run_id, self.s.gpus, log_dir, self._client,
+        got = measure_day(_day(build.build), self.s, self._run_id, self.s.gpus, log_dir, self._client,
                           known=known if self.w.metrics is not None else None)
         p = got[0]
         ident = {"image": p.image, "digest": p.digest, "xla": p.xla, "jax": p.jax}
@@ -244,22 +244,22 @@ class Containers:
         detail = None if status == Status.OK.value else next((x.detail for x in got if x.detail), None)
         return status, detail, ident, values
 
-    def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
+    def run_once(self, build: Build) -> dict[str, float | None]:
         from hourly.adapters import containers
         from hourly.adapters.locks import owner_labels
         self._runs += 1
-        d = build["build"]
+        d = build.build
         log = self.store.logs / "watch" / f"confirm-{d}-{self._run_id}-{self._runs}.log"
         res = containers.run_container(
-            build["ident"]["image"], self.s.argv(), name=f"hourly-{self._run_id}-{d}-c{self._runs}",
+            build.ident["image"], self.s.argv(), name=f"hourly-{self._run_id}-{d}-c{self._runs}",
             labels={**containers.scan_labels(self._run_id, level=LEVEL, date=d), **owner_labels(self._run_id)},
             mounts=self.s.effective_mounts(), env=self.s.env, gpus=self.s.gpus, timeout=self.s.timeout,
             workdir=self.s.container_workdir(), log_path=log, docker_client=self._client)
         return _read_once(res.output, res.exit_code, res.timed_out, str(log), self.s.read_spec(), self.w)
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+    def hunt_command(self, before: Build, after: Build, workdir: Path, metric: str | None = None
                      ) -> tuple[list[str] | None, str, str]:
-        return (nightly_hunt_command(self.s.as_dict(), before["build"], after["build"], self.w, workdir,
+        return (nightly_hunt_command(self.s.as_dict(), before.build, after.build, self.w, workdir,
                                      metric=metric), "hunt", "")
 
 
@@ -306,12 +306,12 @@ class Wheels:
     def close(self) -> None:
         pass
 
-    def discover(self, known: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], list[str]]:
+    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
         from packaging.version import Version
 
         from hourly.releases.plan import plan_releases
         index = self.s.make_index()
-        newest = Version(known[-1]["build"]) if known else None
+        newest = Version(known[-1].build) if known else None
         since = _day(self.w.since or "")
         versions = sorted({f.version for f in index.files("jax")})
         new = [v for v in versions if (d := dev_date(str(v))) is not None and since <= d <= until.date()
@@ -326,15 +326,15 @@ class Wheels:
             if p is None:
                 continue
             ident = {"version": p.version, "jaxlib": p.jaxlib, "released": p.released}
-            found.append({"build": p.version, "time": p.released or str(dev_date(p.version)), "ident": ident,
-                          "status": "missing" if p.missing else "pending", "detail": p.missing})
+            found.append(Build(p.version, p.released or str(dev_date(p.version)),
+                               "missing" if p.missing else "pending", p.missing, ident))
         return found, []
 
-    def _env(self, build: dict[str, Any]) -> tuple[Path, Any]:
+    def _env(self, build: Build) -> tuple[Path, Any]:
         from hourly.adapters.venvs import ensure_env
         from hourly.releases.plan import Planned
         from hourly.releases.run import as_of_release_args, env_name
-        v = build["ident"]
+        v = build.ident
         if v["version"] not in self._envs:
             p = Planned(v["version"], v["jaxlib"], v.get("released"))
             env = Path(self.s.cache_dir) / env_name(self.target, p, self.s)
@@ -347,14 +347,14 @@ class Wheels:
                                                         args, self.installer, self.target, log, True))
         return self._envs[v["version"]]
 
-    def _spec(self, build: dict[str, Any]) -> Any:
+    def _spec(self, build: Build) -> Any:
         from dataclasses import replace as with_
         env, made = self._env(build)
         read = self.s.read_spec()  # how a run's output is read: the regex's metric, its samples, named metrics
         return with_(read, cmd=self.s.argv(), cwd=self.s.bench_cwd,
                      env={**self.s.env_dict(), "VIRTUAL_ENV": str(env)}, timeout=self.s.timeout, python=made.python)
 
-    def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
+    def measure(self, build: Build) -> tuple[str, str | None, dict[str, Any], Values]:
         from hourly.measure.benchmark import metric_views, run_benchmark
         known = known_metrics(self.store, self.w)
         try:
@@ -362,26 +362,26 @@ class Wheels:
         except ProcessError as e:
             _, _, values = named_values(self.w, [("", Status.INSTALL_FAILED.value, None, [], [])], known)
             return (Status.INSTALL_FAILED.value, f"{self.installer.kind.value} failed; log {e.log_path}",
-                    build["ident"], values)
+                    build.ident, values)
         log_dir = self.store.logs / "watch"
-        res = run_benchmark(spec, self.s.repeats, log_dir, f"jax-{build['build']}")
+        res = run_benchmark(spec, self.s.repeats, log_dir, f"jax-{build.build}")
         views = metric_views(res, spec.metrics, known)
         status, _, values = named_values(self.w, [(name, r.status.value, r.value, r.samples,
                                                    [x.as_dict() for x in r.runs]) for name, r in views], known)
         detail = None if status == Status.OK.value else next((r.detail() for _, r in views if r.detail()), None)
-        return status, detail, build["ident"], values
+        return status, detail, build.ident, values
 
-    def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
+    def run_once(self, build: Build) -> dict[str, float | None]:
         from hourly.measure.benchmark import metric_views, run_benchmark
         self._runs += 1
         spec = self._spec(build)
-        res = run_benchmark(spec, 1, self.store.logs / "watch", f"confirm-jax-{build['build']}")
+        res = run_benchmark(spec, 1, self.store.logs / "watch", f"confirm-jax-{build.build}")
         return {(name or self.w.metric): r.value for name, r in metric_views(res, spec.metrics)
                 if name or self.w.metrics is None}
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+    def hunt_command(self, before: Build, after: Build, workdir: Path, metric: str | None = None
                      ) -> tuple[list[str] | None, str, str]:
-        good, bad = dev_date(before["build"]), dev_date(after["build"])
+        good, bad = dev_date(before.build), dev_date(after.build)
         if self.w.hunt_image is None or good is None or bad is None:
             return None, "hunt", ("a wheels watch hunts in the nightly containers of the two dates: pass "
                                   "--hunt-image (e.g. ghcr.io/nvidia/jax:nightly-{date}) with the benchmark's "
@@ -442,7 +442,7 @@ class Commits:
                 self._lock.release()
                 self._lock = None
 
-    def discover(self, known: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], list[str]]:
+    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
         from hourly.measure.measurer import trees
         from hourly.measure.resolve import resolve_pairs
         from hourly.scan.run import sync
@@ -452,19 +452,18 @@ class Commits:
             sync(trees(xla, jax))
         step = parse_step(self.w.step)
         t0 = parse_time(self.w.since or "", self.s.tz).when
-        last = parse_time(known[-1]["time"]).when if known else None
+        last = parse_time(known[-1].time or "").when if known else None
         times = [t for t in instants(t0, until, step) if last is None or t > last]
         if not times:
             return [], []
         points = resolve_pairs(xla, jax, times, self.s.refs(), self.s.first_parent, pin)
         found = []
-        previous = Pair(known[-1]["ident"]["xla"], known[-1]["ident"]["jax"]) if known else None
+        previous = Pair(known[-1].ident["xla"], known[-1].ident["jax"]) if known else None
         for p in points:
             if p.pair == previous:
                 continue  # nothing merged since: no new build
             previous = p.pair
-            found.append({"build": p.label, "time": p.label, "status": "pending",
-                          "ident": {"xla": p.pair.xla, "jax": p.pair.jax}})
+            found.append(Build(p.label, p.label, "pending", None, {"xla": p.pair.xla, "jax": p.pair.jax}))
         return found, []
 
     def _rows(self, pair: Pair, count: int) -> list[Any]:
@@ -473,14 +472,14 @@ class Commits:
         host.measure(pair, count)
         return list(host.measurer().last_rows)
 
-    def measure(self, build: dict[str, Any]) -> tuple[str, str | None, dict[str, Any], Values]:
-        rows = self._rows(Pair(build["ident"]["xla"], build["ident"]["jax"]), self.s.repeats)
+    def measure(self, build: Build) -> tuple[str, str | None, dict[str, Any], Values]:
+        rows = self._rows(Pair(build.ident["xla"], build.ident["jax"]), self.s.repeats)
         status, _, values = named_values(self.w, [(m.metric, m.status, m.value, m.samples, m.runs) for m in rows],
                                          known_metrics(self.store, self.w))
         detail = None if status == Status.OK.value else next((m.detail for m in rows if m.detail), None)
-        return status, detail, build["ident"], values
+        return status, detail, build.ident, values
 
-    def run_once(self, build: dict[str, Any]) -> dict[str, float | None]:
+    def run_once(self, build: Build) -> dict[str, float | None]:
         """One run of a build for a confirmation, which alternates two builds: each is installed once
         into an environment of its own over --python (``<workdir>/states``, as a bisection's paired
         rounds keep their states), not again at every switch; where it cannot be (--python an
@@ -489,13 +488,13 @@ class Commits:
         measurer = self._measuring().measurer()
         if measurer.envs is None:  # the arrivals before it were measured installed into --python
             measurer.envs = StateEnvs(replace(self.s, workdir=str(self.store.workdir)), self.store.logs)
-        rows = self._rows(Pair(build["ident"]["xla"], build["ident"]["jax"]), 1)
+        rows = self._rows(Pair(build.ident["xla"], build.ident["jax"]), 1)
         return {(m.metric or self.w.metric): m.value if m.status == Status.OK.value else None
                 for m in rows if m.metric or self.w.metrics is None}
 
-    def hunt_command(self, before: dict[str, Any], after: dict[str, Any], workdir: Path, metric: str | None = None
+    def hunt_command(self, before: Build, after: Build, workdir: Path, metric: str | None = None
                      ) -> tuple[list[str] | None, str, str]:
-        return (bisect_command(self.s.as_dict(), before["ident"], after["ident"], self.w, workdir, metric),
+        return (bisect_command(self.s.as_dict(), before.ident, after.ident, self.w, workdir, metric),
                 "bisect", "")
 
 
@@ -568,21 +567,21 @@ def _arrivals(w: WatchSettings, store: Store, key: str, src: Source, until: date
     run.notes += notes
     if new:
         store.add_watch_builds(key, new)
-        run.new_builds = [b["build"] for b in new if b["status"] != "missing"]
-    pending = [b for b in store.watch_builds(key) if b["status"] == "pending"]
+        run.new_builds = [b.build for b in new if b.status != "missing"]
+    pending = [b for b in store.watch_builds(key) if b.status == "pending"]
     for i, b in enumerate(pending):
-        handler.progress(i, len(pending), f"measuring {b['build']}")
+        handler.progress(i, len(pending), f"measuring {b.build}")
         status, detail, ident, values = src.measure(b)
-        store.measured_watch_build(key, b["build"], status, detail, ident, values)
-        run.measured.append(b["build"])
+        store.measured_watch_build(key, b.build, status, detail, ident, values)
+        run.measured.append(b.build)
     if pending:
         handler.progress(len(pending), len(pending), None)
     for b in store.watch_builds(key):
-        if in_series(b) and b["decision"] is None:
+        if in_series(b) and b.decision is None:
             _judge(w, store, key, src, b, handler, run)
 
 
-def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, Any], handler: Handler,
+def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: Build, handler: Handler,
            run: RunNotes) -> None:
     """The arrival of ``b``: each metric's series up to it judged, each suspect measured again,
     confirmed steps grouped into alerts; then its decision is stored (judged once)."""
@@ -590,14 +589,14 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
     values = store.watch_values(key)
     checks = store.watch_checks(key)
     metrics = sorted({m for v in values.values() for m in v}) or w.primary()
-    before_it = {x["build"] for x in builds if x["seq"] < b["seq"]}
+    before_it = {x.build for x in builds if x.seq < b.seq}
     decision: dict[str, Any] = {}
     steps = []
     ids: list[str] = []
     for metric in metrics:
         ids, points = series_of(builds, values, metric)
         index_of = {bid: i for i, bid in enumerate(ids)}
-        i = index_of[b["build"]]
+        i = index_of[b.build]
         since, level_from, judged, rejected = watch_state(metric, checks, index_of, before_it)
         higher = w.direction_of(metric)  # a named metric's unit says (trace_ms: lower is better)
         a = arrival(points[:i + 1], higher_is_better=higher, min_change=w.min_change,
@@ -607,33 +606,33 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: dict[str, A
         for sus in a.suspects:
             if sus.after_index < since:
                 continue
-            check = store.watch_check(key, metric, b["build"], ids[sus.before_index], ids[sus.after_index],
+            check = store.watch_check(key, metric, b.build, ids[sus.before_index], ids[sus.after_index],
                                       suspect_json(sus, ids))
-            if check["verdict"] == "pending":
-                handler.note(f"{b['build']}: {metric} {sus.relative_change:+.1%} suspected between "
+            if check.verdict == "pending":
+                handler.note(f"{b.build}: {metric} {sus.relative_change:+.1%} suspected between "
                              f"{ids[sus.before_index]} and {ids[sus.after_index]}: measuring both again, interleaved")
                 check = _confirm(w, store, src, check, sus, builds, handler)
-                run.checks.append(check["id"])
-            d["checks"].append(check["id"])
-            if check["verdict"] == "confirmed":
-                steps.append((check["id"], confirmed_step(check, index_of, higher)))
+                run.checks.append(check.id)
+            d["checks"].append(check.id)
+            if check.verdict == "confirmed":
+                steps.append((check.id, confirmed_step(check, index_of, higher)))
                 level_from, since = sus.after_index, sus.after_index + 1
             else:
                 judged.add((sus.before_index, sus.after_index))
     for check_ids, lo, hi in alerts_of(steps):
-        store.watch_alert(key, b["build"], ids[lo], ids[hi], check_ids)
-    store.judged_watch_build(key, b["build"], decision)
-    run.judged.append(b["build"])
+        store.watch_alert(key, b.build, ids[lo], ids[hi], check_ids)
+    store.judged_watch_build(key, b.build, decision)
+    run.judged.append(b.build)
 
 
-def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any], sus, builds: list[dict[str, Any]],
-             handler: Handler) -> dict[str, Any]:
+def _confirm(w: WatchSettings, store: Store, src: Source, check: Check, sus, builds: list[Build],
+             handler: Handler) -> Check:
     """Measure the check's two builds again, alternately (old, new, old, new, ...), one stored pair
     at a time, until :func:`~hourly.analysis.arrival.confirm` settles or the cap is reached."""
-    by_id = {b["build"]: b for b in builds}
-    old_b, new_b = by_id[check["before"]], by_id[check["after"]]
-    metric = check["metric"]
-    runs = store.watch_runs(check["id"])
+    by_id = {b.build: b for b in builds}
+    old_b, new_b = by_id[check.before], by_id[check.after]
+    metric = check.metric
+    runs = store.watch_runs(check.id)
     want = plan_pairs(sus.relative_change, sus.noise, min_change=w.min_change, cap=w.max_pairs)
     limit = 2 * w.max_pairs  # pairs tried in all, failed runs included
     note = None
@@ -648,18 +647,18 @@ def _confirm(w: WatchSettings, store: Store, src: Source, check: dict[str, Any],
             note = f"{len(runs) - c.pairs} of {len(runs)} pairs had a failed run"
             break
         for _ in range(min(want - c.pairs, limit - len(runs))):
-            handler.progress(len(runs), want, f"pair {len(runs) + 1}: {old_b['build']}, then {new_b['build']}")
+            handler.progress(len(runs), want, f"pair {len(runs) + 1}: {old_b.build}, then {new_b.build}")
             o = src.run_once(old_b).get(metric)
             n = src.run_once(new_b).get(metric)
-            store.add_watch_run(check["id"], o, n)
+            store.add_watch_run(check.id, o, n)
             runs.append((o, n))
     result = confirmation_json(c)
     if note:
         result["note"] = note
-    store.finish_watch_check(check["id"], c.verdict.value, result)
+    store.finish_watch_check(check.id, c.verdict.value, result)
     handler.note(f"  {c.verdict.value}: {c.change:+.2%} over {c.pairs} interleaved pairs"
                  + (f" ({c.note})" if c.note else ""))
-    return next(x for x in store.watch_checks(check["watch"]) if x["id"] == check["id"])
+    return next(x for x in store.watch_checks(check.watch) if x.id == check.id)
 
 
 # --------------------------------------------------------------------------------------------
@@ -673,35 +672,37 @@ def _hunts(w: WatchSettings, store: Store, key: str, src: Source, handler: Handl
     later run), its answer read into the alert: the culprit, or why it ended unsure."""
     report = stored_watch(store, w, key)
     for a in report.alerts:
-        h = a.get("hunt")
-        if h is not None and (h["status"] in FINAL or (h["status"] == "failed" and h.get("tries", 0) >= HUNT_TRIES)):
+        h = a.hunt
+        if h is not None and (h.status in FINAL or (h.status == "failed" and (h.tries or 0) >= HUNT_TRIES)):
             continue
-        before, after = report.build(a["before"]), report.build(a["after"])
-        wd = hunt_dir(store.workdir, a["id"])
+        before, after = report.build(a.before), report.build(a.after)
+        wd = hunt_dir(store.workdir, a.id)
         argv, kind, why = src.hunt_command(before, after, wd, regression_metric(a, report))
         if alert_kind(a, report) != "regression":
-            store.update_watch_alert(a["id"], hunt={"status": "not hunted", "reason": "an improvement"})
+            store.update_watch_alert(a.id, hunt=HuntOutcome.from_json({"status": "not hunted",
+                                                                       "reason": "an improvement"}))
             continue
         if argv is None:
-            store.update_watch_alert(a["id"], hunt={"status": "not started", "reason": why, "command": None})
+            store.update_watch_alert(a.id, hunt=HuntOutcome.from_json({"status": "not started", "reason": why,
+                                                                       "command": None}))
             continue
         if not w.hunt:
-            store.update_watch_alert(a["id"], hunt={"status": "off", "reason": "--no-hunt", "command": _shown(argv)})
+            store.update_watch_alert(a.id, hunt=HuntOutcome.from_json({"status": "off", "reason": "--no-hunt",
+                                                                       "command": _shown(argv)}))
             continue
-        if h is not None and h["status"] in ("submitted", "running"):
+        if h is not None and h.status in ("submitted", "running"):
             got = _slurm_poll(h, wd, kind)
         else:
             got = _start(w, a, argv, kind, wd, handler)
-        tries = (h or {}).get("tries", 0) + (1 if got["status"] == "failed" else 0)
-        if got["status"] in ("culprit", "unsure"):
-            got["report"] = _hunt_report(wd, kind)
-        got = {"command": (h or {}).get("command") or _shown(argv), **got, "kind": kind, "workdir": str(wd),
-               "tries": tries}
-        events = ["hunted"] if got["status"] in ("culprit", "unsure") or (
-            got["status"] == "failed" and got["tries"] >= HUNT_TRIES) else []
-        store.update_watch_alert(a["id"], hunt=got, add_events=events)
-        if got["status"] != (h or {}).get("status") or got["status"] == "failed":  # not a job still running
-            run.hunted.append(a["id"])
+        tries = ((h.tries or 0) if h else 0) + (1 if got.status == "failed" else 0)
+        if got.answered:
+            got = got.updated(report=_hunt_report(wd, kind))
+        got = HuntOutcome.from_json({"command": (h.command if h else None) or _shown(argv), **got.to_json(),
+                                     "kind": kind, "workdir": str(wd), "tries": tries})
+        events = ["hunted"] if got.answered or (got.status == "failed" and tries >= HUNT_TRIES) else []
+        store.update_watch_alert(a.id, hunt=got, add_events=events)
+        if got.status != (h.status if h else None) or got.status == "failed":  # not a job still running
+            run.hunted.append(a.id)
 
 
 def _shown(argv: list[str]) -> list[str]:
@@ -714,8 +715,8 @@ def _job_name(watch: str) -> str:
     return f"hourly-watch-{watch[:8]}"
 
 
-def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: Path,
-           handler: Handler) -> dict[str, Any]:
+def _start(w: WatchSettings, a: Alert, argv: list[str], kind: str, wd: Path,
+           handler: Handler) -> HuntOutcome:
     wd.mkdir(parents=True, exist_ok=True)
     if "--python" in argv:  # a bisection builds and installs: into an environment of its own over --python
         from hourly.adapters.venvs import overlay_env
@@ -729,16 +730,17 @@ def _start(w: WatchSettings, a: dict[str, Any], argv: list[str], kind: str, wd: 
     if w.executor == "slurm":
         from hourly.adapters.slurm import Slurm, SubmitOptions
         sl = w.slurm or {}
-        job = Slurm().submit(script, name=_job_name(a["watch"]), comment=f"hourly-watch:{a['id']}",
+        job = Slurm().submit(script, name=_job_name(a.watch), comment=f"hourly-watch:{a.id}",
                              output=wd / "slurm-%j.out", chdir=wd,
                              options=SubmitOptions(sl.get("partition"), sl.get("time"), sl.get("gres"),
                                                    tuple(sl.get("extra") or ())),
                              env={**os.environ, **secrets} if secrets else None)
-        handler.note(f"alert {a['id']}: the hunt is Slurm job {job}: {join(argv)}")
-        return {"status": "submitted", "job": job, "job_name": _job_name(a["watch"]), "command": _shown(argv)}
-    handler.note(f"alert {a['id']}: hunting ({wd / HUNT_LOG}): {join(argv)}")
+        handler.note(f"alert {a.id}: the hunt is Slurm job {job}: {join(argv)}")
+        return HuntOutcome.from_json({"status": "submitted", "job": job, "job_name": _job_name(a.watch),
+                                      "command": _shown(argv)})
+    handler.note(f"alert {a.id}: hunting ({wd / HUNT_LOG}): {join(argv)}")
     res = proc.run(["sh", str(script)], cwd=wd, check=False, env={**os.environ, **secrets} if secrets else None)
-    return {**_read_answer(wd, kind, res.returncode), "command": _shown(argv)}
+    return _read_answer(wd, kind, res.returncode).updated(command=_shown(argv))
 
 
 def _hunt_report(wd: Path, kind: str) -> str | None:
@@ -752,26 +754,25 @@ def _hunt_report(wd: Path, kind: str) -> str | None:
     return str(path) if res.ok and path.exists() else None
 
 
-def _read_answer(wd: Path, kind: str, fallback_code: int | None) -> dict[str, Any]:
+def _read_answer(wd: Path, kind: str, fallback_code: int | None) -> HuntOutcome:
     answer = (wd / ANSWER).read_text() if (wd / ANSWER).exists() else None
     log = (wd / HUNT_LOG).read_text(errors="replace") if (wd / HUNT_LOG).exists() else ""
     code_text = (wd / EXIT_FILE).read_text().strip() if (wd / EXIT_FILE).exists() else ""
     code = int(code_text) if code_text.lstrip("-").isdigit() else fallback_code
-    out = hunt_outcome(kind, answer, code, log)
-    out["log"] = str(wd / HUNT_LOG)
-    return out
+    return hunt_outcome(kind, answer, code, log).updated(log=str(wd / HUNT_LOG))
 
 
-def _slurm_poll(h: dict[str, Any], wd: Path, kind: str) -> dict[str, Any]:
+def _slurm_poll(h: HuntOutcome, wd: Path, kind: str) -> HuntOutcome:
     from hourly.adapters.slurm import JobState, Slurm
-    job = str(h.get("job"))
+    job = str(h.job)
     if (wd / EXIT_FILE).exists():
-        return {**_read_answer(wd, kind, None), "job": job}
-    state = Slurm().states(h.get("job_name") or "", [job]).get(job, JobState.UNKNOWN)
+        return _read_answer(wd, kind, None).updated(job=job)
+    state = Slurm().states(h.job_name or "", [job]).get(job, JobState.UNKNOWN)
     if state.active:
-        return {"status": "running", "job": job, "job_name": h.get("job_name"), "state": state.value}
-    return {"status": "failed", "job": job,
-            "reason": f"Slurm job {job} ended ({state.value}) without an answer; see {wd}/slurm-{job}.out"}
+        return HuntOutcome.from_json({"status": "running", "job": job, "job_name": h.job_name, "state": state.value})
+    return HuntOutcome.from_json({
+        "status": "failed", "job": job,
+        "reason": f"Slurm job {job} ended ({state.value}) without an answer; see {wd}/slurm-{job}.out"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -781,33 +782,33 @@ def _slurm_poll(h: dict[str, Any], wd: Path, kind: str) -> dict[str, Any]:
 def _recoveries(w: WatchSettings, store: Store, key: str) -> None:
     report = stored_watch(store, w, key)
     for alert_id, rec in recoveries(report).items():
-        a = next(x for x in report.alerts if x["id"] == alert_id)
-        if rec is not None and rec != a.get("recovery"):
+        a = next(x for x in report.alerts if x.id == alert_id)
+        if rec is not None and rec != a.recovery:
             store.update_watch_alert(alert_id, recovery=rec, add_events=["recovered"])
 
 
 def deliver(w: WatchSettings, store: Store, report: WatchReport,
-            payload: Callable[[dict[str, Any]], dict[str, Any]]) -> WatchReport:
+            payload: Callable[[Alert], dict[str, Any]]) -> WatchReport:
     """Every alert's events not delivered yet: with ``--notify-cmd`` the command is run with
     ``payload(alert)`` as JSON on its stdin (events kept when it fails: said in ``run.notify_failures``,
     delivered by the next run); without it, this run's output delivers them. The report again."""
     for a in report.alerts:
-        if not a.get("events"):
+        if not a.events:
             continue
         if w.notify_cmd:
             argv = proc.split_command(w.notify_cmd, "--notify-cmd", "pass a command")
-            log = store.logs / "watch" / f"notify-alert-{a['id']}.log"
+            log = store.logs / "watch" / f"notify-alert-{a.id}.log"
             try:
                 res = proc.run(argv, input=json.dumps(payload(a)), timeout=300, check=False, log_path=log)
             except UserError as e:
-                report.run.notify_failures.append(f"alert {a['id']}: {e.one_line()}")
+                report.run.notify_failures.append(f"alert {a.id}: {e.one_line()}")
                 continue
             if not res.ok:
                 what = "timed out" if res.timed_out else f"exit {res.returncode}"
                 report.run.notify_failures.append(
-                    f"alert {a['id']}: --notify-cmd {what}: {res.tail(1) or 'no output'} (log {log})")
+                    f"alert {a.id}: --notify-cmd {what}: {res.tail(1) or 'no output'} (log {log})")
                 continue
-        if "new" in a["events"]:
-            report.run.new_alerts.append(a["id"])
-        store.update_watch_alert(a["id"], events=[])
+        if "new" in a.events:
+            report.run.new_alerts.append(a.id)
+        store.update_watch_alert(a.id, events=[])
     return stored_watch(store, w, report.key, report.run)

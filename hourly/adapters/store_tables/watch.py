@@ -4,30 +4,24 @@ suspected steps with their interleaved runs, and the alerts."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
 from hourly.adapters.store_tables.base import Tables, inserted_id
+from hourly.watch_records import Alert, Build, Check, HuntOutcome
 
 
 class WatchTables(Tables):
     """The ``watch_builds``, ``watch_values``, ``watch_checks``, ``watch_runs`` and ``watch_alerts`` tables,
     kept apart from ``measurements``: a series per metric name."""
 
-    def watch_builds(self, watch: str) -> list[dict[str, Any]]:
-        """Every build the watch ``watch`` found, in the order they arrived (``ident``, ``decision``
-        decoded; ``decision`` None: not judged yet)."""
+    def watch_builds(self, watch: str) -> list[Build]:
+        """Every build the watch ``watch`` found, in the order they arrived (``decision`` None: not
+        judged yet)."""
         rows = self.conn.execute("SELECT * FROM watch_builds WHERE watch=? ORDER BY seq", (watch,))
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["ident"] = json.loads(d["ident"])
-            d["decision"] = json.loads(d["decision"]) if d["decision"] else None
-            out.append(d)
-        return out
+        return [Build.from_json(dict(r)) for r in rows]
 
-    def add_watch_builds(self, watch: str, builds: list[dict[str, Any]]) -> None:
+    def add_watch_builds(self, watch: str, builds: list[Build]) -> None:
         """New builds (``build``, ``time``, ``ident``, ``status``, ``detail``), after the known ones,
         in one transaction: a build found is never found twice."""
         now = time.time()
@@ -37,8 +31,7 @@ class WatchTables(Tables):
                 seq += 1
                 c.execute("INSERT OR IGNORE INTO watch_builds (watch, build, seq, time, ident, status, detail,"
                           " decision, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                          (watch, b["build"], seq, b.get("time"), json.dumps(b.get("ident") or {}),
-                           b.get("status", "pending"), b.get("detail"), now, now))
+                          (watch, b.build, seq, b.time, json.dumps(b.ident or {}), b.status, b.detail, now, now))
 
     def measured_watch_build(self, watch: str, build: str, status: str, detail: str | None,
                              ident: dict[str, Any], values: dict[str, dict[str, Any]]) -> None:
@@ -69,7 +62,7 @@ class WatchTables(Tables):
                       (json.dumps(decision), time.time(), watch, build))
 
     def watch_check(self, watch: str, metric: str, arrived: str, before: str, after: str,
-                    suspect: dict[str, Any]) -> dict[str, Any]:
+                    suspect: dict[str, Any]) -> Check:
         """The check of a step suspected on ``arrived``'s arrival between ``before`` and ``after``:
         found, else made (verdict ``pending``): a run killed while confirming it goes on with it."""
         with self.transaction() as c:
@@ -81,11 +74,11 @@ class WatchTables(Tables):
                                 " result, created, updated) VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
                                 (watch, metric, arrived, before, after, json.dumps(suspect), now, now))
                 r = c.execute("SELECT * FROM watch_checks WHERE id=?", (inserted_id(cur),)).fetchone()
-        return _check(r)
+        return Check.from_json(dict(r))
 
-    def watch_checks(self, watch: str) -> list[dict[str, Any]]:
-        """Every check of the watch, oldest first (``suspect`` and ``result`` decoded)."""
-        return [_check(r) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
+    def watch_checks(self, watch: str) -> list[Check]:
+        """Every check of the watch, oldest first."""
+        return [Check.from_json(dict(r)) for r in self.conn.execute("SELECT * FROM watch_checks WHERE watch=? ORDER BY id", (watch,))]
 
     def add_watch_run(self, check_id: int, old: float | None, new: float | None) -> None:
         """One interleaved pair of a check: the build before the step run, then the build after it."""
@@ -104,7 +97,7 @@ class WatchTables(Tables):
             c.execute("UPDATE watch_checks SET verdict=?, result=?, updated=? WHERE id=?",
                       (verdict, json.dumps(result), time.time(), check_id))
 
-    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[dict[str, Any], bool]:
+    def watch_alert(self, watch: str, arrived: str, before: str, after: str, checks: list[int]) -> tuple[Alert, bool]:
         """The alert of ``arrived``'s arrival over the window ``before`` .. ``after``: found, else made
         with the event ``new`` to deliver; (the alert, whether it was made now)."""
         with self.transaction() as c:
@@ -117,13 +110,13 @@ class WatchTables(Tables):
                                 " events, created, updated) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
                                 (watch, arrived, before, after, json.dumps(checks), json.dumps(["new"]), now, now))
                 r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (inserted_id(cur),)).fetchone()
-        return _alert(r), made
+        return Alert.from_json(dict(r)), made
 
-    def watch_alerts(self, watch: str) -> list[dict[str, Any]]:
-        """Every alert of the watch, oldest first (``checks``, ``hunt``, ``recovery``, ``events`` decoded)."""
-        return [_alert(r) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
+    def watch_alerts(self, watch: str) -> list[Alert]:
+        """Every alert of the watch, oldest first."""
+        return [Alert.from_json(dict(r)) for r in self.conn.execute("SELECT * FROM watch_alerts WHERE watch=? ORDER BY id", (watch,))]
 
-    def update_watch_alert(self, alert_id: int, *, hunt: dict[str, Any] | None = None,
+    def update_watch_alert(self, alert_id: int, *, hunt: HuntOutcome | None = None,
                            recovery: dict[str, Any] | None = None, add_events: tuple[str, ...] | list[str] = (),
                            events: list[str] | None = None) -> None:
         """What is known of an alert now: its hunt, its recovery; events to deliver added (``add_events``)
@@ -132,24 +125,11 @@ class WatchTables(Tables):
             r = c.execute("SELECT * FROM watch_alerts WHERE id=?", (alert_id,)).fetchone()
             if r is None:
                 return
-            a = _alert(r)
-            left = list(a["events"] if events is None else events)
+            a = Alert.from_json(dict(r))
+            left = list(a.events if events is None else events)
             left += [e for e in add_events if e not in left]
+            now = hunt if hunt is not None else a.hunt
             c.execute("UPDATE watch_alerts SET hunt=?, recovery=?, events=?, updated=? WHERE id=?",
-                      (json.dumps(hunt if hunt is not None else a["hunt"]),
-                       json.dumps(recovery if recovery is not None else a["recovery"]),
+                      (json.dumps(now.to_json() if now is not None else None),
+                       json.dumps(recovery if recovery is not None else a.recovery),
                        json.dumps(left), time.time(), alert_id))
-
-
-def _check(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    d["suspect"] = json.loads(d["suspect"])
-    d["result"] = json.loads(d["result"]) if d["result"] else None
-    return d
-
-
-def _alert(r: sqlite3.Row) -> dict[str, Any]:
-    d = dict(r)
-    for k in ("checks", "hunt", "recovery", "events"):
-        d[k] = json.loads(d[k]) if d[k] else ([] if k in ("checks", "events") else None)
-    return d
