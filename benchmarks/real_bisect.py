@@ -154,7 +154,9 @@ def bisect_once(index: int, hourly_args: list[str], workroot: Path, workdir: Pat
         subprocess.run(["rm", "-rf", str(workdir)], check=True)
     workdir.mkdir(parents=True, exist_ok=True)
     tally = workdir / "tally.jsonl"
-    cmd = [sys.executable, "-m", "hourly", "bisect", *hourly_args, "--workdir", str(workdir), "--json"]
+    # --progress: the progress lines (one per benchmark process of a verdict) go to the .stderr kept
+    # beside the answer, as a person at the terminal sees them
+    cmd = [sys.executable, "-m", "hourly", "bisect", *hourly_args, "--workdir", str(workdir), "--json", "--progress"]
     load_before = os.getloadavg()
     start = time.monotonic()
     rc, stdout, stderr, stopped = run_hourly(cmd, {**os.environ, **(env or {}), TALLY_ENV: str(tally)}, deadline)
