@@ -48,7 +48,7 @@ def test_bisect_refuses_before_making_the_workdir(capsys, made, venv_python, tmp
     ("xla@0123abcd,jax@0123abcd", "unknown ref"),
     ("good", "no results store"),
     ("probe:2", "no results store"),
-    ("someday", "cannot parse time"),
+    ("someday", "'someday' names no state"),
 ])
 def test_shell_refuses_before_making_the_workdir(capsys, made, venv_python, tmp_path, state, message):
     work = tmp_path / "work"

@@ -274,8 +274,9 @@ def test_hourly_trace_command(traced, tmp_path, monkeypatch):
     assert "trace folder:" in result.output and "memory-after.prof" in result.output
     assert "memory-before.prof" in result.output and "perfetto_trace.json.gz" in result.output
     assert (out / "manifest.json").exists()
-    # the benchmark's exit status is the command's: a Python that exits 5 at once (a failing jax
-    # program's capture, its manifest and memory profile: test_exit_status_of_the_program_is_kept_...)
+    # a Python that exits 5 at once never ran the profiler, let alone the program: that is the
+    # profiler's failure (exit 1, the log named), not the program's exit status (a program that runs
+    # and exits 5 passes its status on: test_exit_status_of_the_program_is_kept_...)
     (tmp_path / "alloc.py").write_text(ALLOCATING)
     monkeypatch.chdir(tmp_path)
     python = tmp_path / "python3"
@@ -283,7 +284,8 @@ def test_hourly_trace_command(traced, tmp_path, monkeypatch):
     python.chmod(0o755)
     failed = CliRunner().invoke(trace_app(), ["trace", "--out", "cap2", "--python-tracer-level", "0",
                                               "--", str(python), "alloc.py", "facts.json", "5"])
-    assert failed.exit_code == 5
+    assert failed.exit_code == 1, failed.output
+    assert "stopped before it ran the program" in str(failed.exception)
 
 
 @pytest.mark.parametrize("argv", [["missing.py"], ["--", sys.executable, "-X", "importtime", "missing.py", "a.py"]])
