@@ -113,6 +113,10 @@ def _token_end(token: str, start: int) -> int:
     return start + len(token)
 
 
+#: what follows the ``0`` of another base's literal (``0x1F``, ``0o17``, ``0b101``)
+_RADIX = re.compile(r"[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+\b")
+
+
 def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
     """The number ``text[start:end]`` captured (the whole text by default), read right or refused.
 
@@ -128,6 +132,10 @@ def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
             or re.fullmatch(r"\d{3}(?:[.,]\d*)?", raw) and _GROUP_EARLIER.search(just_before)):
         before = text[max(0, start - 12, text.rfind("\n", 0, start) + 1):start]
         return Number(None, f"captured {raw!r} after {before!r}: the number began before the capture", cut=True)
+    literal = _RADIX.match(text, end)
+    if literal and re.fullmatch(r"\s*[-+\u2212]?0", raw):  # 0x1F, 0o17, 0b101: another base's literal
+        return Number(None, f"captured {raw!r}, followed by {literal.group()!r}: {raw.strip() + literal.group()!r} is "
+                            "a hexadecimal, octal or binary literal, not a decimal number", cut=True)
     shown = raw
     token = _TOKEN.match(text, start, len(text))
     token_end = start if token is None else _token_end(token.group(), start)

@@ -149,6 +149,8 @@ def test_minus_zero_reads_as_zero():
                                  "digit groups, or several numbers"),
     ("iter 12 577.1 MLUPS", r"(?P<value>[0-9.]+) MLUPS", "captured '577.1' after 'iter 12 ': the number began "
                                                           "before the capture"),  # 12 577.1 or 577.1
+    ("MLUPS: 0x1F", None, "captured '0', followed by 'x1F': '0x1F' is a hexadecimal, octal or binary literal, not a decimal number"),  # was 0
+    ("MLUPS: 0b101", None, "captured '0', followed by 'b101': '0b101' is a hexadecimal, octal or binary literal, not a decimal number"),
 ])
 def test_a_number_read_two_ways_or_cut_short_is_refused_with_what_followed(text, regex, said):
     """Another line's value is no answer either: the last line printed is the one that counts."""
