@@ -96,7 +96,9 @@ def detect(
                   + f"points {series.order}",
                   markup=False, highlight=False, soft_wrap=True)
     if not stand and not series.unread and not _too_few(series):
-        console.print(undecided or blind or "no step found",  # never below what the noise lets show
+        one = ("the window holds one (xla, jax) pair: no commit landed in it, so it has no step to find"
+               if _with_values(series) == 1 and _of_a_store(series) else None)  # scan's words, not an all-clear
+        console.print(one or undecided or blind or "no step found",  # never below what the noise lets show
                       markup=False, highlight=False, soft_wrap=True)
     # what else holds a step: said beside the steps (with none found, the first is the error)
     for what, fix in series.unread[0 if found.changes else 1:]:

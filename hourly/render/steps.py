@@ -109,7 +109,7 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
     lost = metric_windows(report.points)
     marks, lines = crash_marks(crashes + lost), []
     if any(p.status == "ok" and p.value is not None for p in report.points):
-        from hourly.scan.table import undecided_note
+        from hourly.scan.table import one_state, undecided_note
         steps, detection, groups = find_steps(report.points, s.higher_is_better)
         undecided = undecided_note(detection, s)
         checks = report.edge_checks or {}
@@ -127,6 +127,8 @@ def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
             head = "no step in the measured values; the benchmark changes how it ends:"
         elif not steps and gap:
             head = "no step found in the part measured so far (the scan is incomplete: see below)"
+        elif not steps and (one := one_state(report.points)) is not None:  # nothing to compare
+            head = f"the {one[0]}; {one[1]}"
         elif not steps and undecided:  # never "no steps found" from differences that may be the steps
             head = undecided
         res = resolution(detection, [len(g.samples or []) for g in groups])

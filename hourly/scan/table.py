@@ -452,6 +452,21 @@ def undecided_note(detection, s: Settings) -> str | None:
     return f"{why}; measure each pair {UNDECIDED_REPEATS} times to tell: {repeats_command(s)}"
 
 
+def one_state(points: list[PointResult]) -> tuple[str, str] | None:
+    """Why a table whose measured values are of one (xla, jax) pair can say nothing of steps, and
+    the fix; None when two or more pairs were measured. One state shows no step whatever its noise:
+    "no steps found" from it would be an answer from nothing."""
+    measured = {(p.xla, p.jax) for p in points if p.status == Status.OK.value and p.value is not None}
+    if len(measured) >= 2:
+        return None
+    pairs = {(p.xla, p.jax) for p in points}
+    if len(pairs) < 2:
+        return ("window holds one (xla, jax) pair: no commit landed in it, so it has no step to find",
+                "to look wider, an earlier --from or a later --to")
+    return (f"scan measured one of its {len(pairs)} (xla, jax) pairs: a step needs two states to compare",
+            "see why the others have no value (hourly show), or widen the window")
+
+
 def require_decided(points: list[PointResult], s: Settings, found_anything: bool = False,
                     then: str = "", higher_is_better: bool | None = None, metric: str | None = None) -> None:
     """A table too short to tell noise from steps where nothing was found is not an answer (exit 1,
@@ -461,6 +476,9 @@ def require_decided(points: list[PointResult], s: Settings, found_anything: bool
     from hourly.analysis.steps import find_steps
     if found_anything or not any(p.status == Status.OK.value and p.value is not None for p in points):
         return
+    one = one_state(points)
+    if one is not None and len({(p.xla, p.jax) for p in points}) > 1:  # the others have no value
+        raise UserError(f"the {one[0]}{f' ({metric})' if metric else ''}", one[1] + then)
     higher = s.higher_is_better if higher_is_better is None else higher_is_better
     note = undecided_note(find_steps(points, higher)[1], s)
     if note is not None:
