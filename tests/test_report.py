@@ -46,6 +46,22 @@ def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tm
     assert "▼" in shown
 
 
+def test_a_report_with_min_change_says_the_steps_it_leaves_out(capsys, scan_args, made, tmp_path):
+    # a -7 % step: `report --min-change 0.5` said "No step change was detected in the scanned window."
+    run(capsys, scan_args("Aug 24 2023 11:00", "Aug 24 2023 16:00", "--repeats", "2", "--warmup-runs", "0"))
+    work = tmp_path / "work"
+    md_path = work / "report" / "report.md"
+    run(capsys, ["report", "--workdir", str(work), "--min-change", "0.5"])
+    md = md_path.read_text()
+    assert "No step change was detected" not in md
+    assert "1 step smaller than 0.5 (50 %, `--min-change 0.5`) is left out of this report: regression -" in md
+    assert "between 2023-08-24T13:00:00Z and 2023-08-24T14:00:00Z" in md
+    assert f"`hourly report --workdir {work}` lists every step" in md
+    run(capsys, ["report", "--workdir", str(work)])  # every step: nothing left out, nothing said
+    md = md_path.read_text()
+    assert "left out of this report" not in md and "| 1 | regression | 2023-08-24T13:00:00Z |" in md
+
+
 def test_report_has_links_commits_reproduction_and_a_real_png(capsys, scan_args, made, tmp_path):
     # every 3h: both steps (13:20 on the 24th, the pull request merged 12:30 on the 25th), a broken
     # build's hour (05:40-08:15: 06:00) and the crash (16:00-19:30: 18:00), 12 builds instead of 36; no
