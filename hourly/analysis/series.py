@@ -195,7 +195,15 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
     unreadable: dict[str, str] = {}
     poisoned: set[str] = set()
     lines = text.splitlines()
+    start = reader.line_num + 1  # the line the next row starts on
     for row in reader:
+        first, start = start, reader.line_num + 1
+        if any("\n" in v or "\r" in v for v in row.values() if isinstance(v, str)):
+            # a quote never closed reads every line after it as one field: those rows silently lost
+            shown = lines[first - 1] if first <= len(lines) else ""
+            raise UserError(f"{source}: the row of line {first} {shown!r} runs over lines {first}-{reader.line_num} "
+                            "(a quote left open reads the lines after it as one field: their rows would be lost)",
+                            "close the quote on the line it opens, or remove it")
         label = (row.get(fields["label"]) or "").strip()
         if not label:  # no point to name it by: said, never silently lost
             if any((v or "").strip() for k, v in row.items() if k is not None):
