@@ -330,8 +330,11 @@ def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(tmp_pa
                                    "--since", "2023-08-01", "--until", "2023-08-08", "--bench-cmd", "python bench.py",
                                    "--release-cache-dir", str(tmp_path / "envs"), "--workdir", str(work)])
     assert code == P.UNSURE_EXIT and "no build found since 2023-08-01" in out, out + err
+    # profile asked for a benchmark command, explain to run `hourly bisect` (refused there), shell good
+    # named /opt/xla-source
     for argv in (["show", "--workdir", str(work)], ["report", "--workdir", str(work)],
-                 ["bisect", "--workdir", str(work)], ["detect", str(work)]):
+                 ["bisect", "--workdir", str(work)], ["detect", str(work)], ["profile", "--workdir", str(work)],
+                 ["explain", "--workdir", str(work)], ["shell", "good", "--workdir", str(work), "--", "true"]):
         code, out, err = _run(capsys, argv)
         assert (code, out) == (1, ""), argv
         assert (f"hourly: error: no scan in {work} for hourly {argv[0]} to read: it holds a watch (hourly watch) — "
