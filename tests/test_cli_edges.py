@@ -464,3 +464,18 @@ def test_a_missing_origin_main_names_the_branch_origin_head_points_to(capsys, sc
     subprocess.run(["git", "-C", str(made.xla), "symbolic-ref", "-d", "refs/remotes/origin/HEAD"], check=True)
     code, _, err = run_cli(capsys, scan_args() + ["--no-sync"])
     assert code == 1 and "the branches origin has here: origin/master" in err, err
+
+
+def test_the_same_checkout_as_both_repositories_is_refused(capsys, made, venv_python, tmp_path):
+    """`--xla-repo X --jax-repo X` (a typo, a path pasted twice) was planned and scanned: each state a
+    commit of one history paired with another of the same."""
+    work = tmp_path / "work"
+    same = ["--xla-repo", str(made.jax), "--jax-repo", f"{made.jax}/", "--workdir", str(work)]
+    for argv in (["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--dry-run", *same],
+                 ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", "--python", venv_python,
+                  "--build-cmd", str(made.build_script), "--bench-cmd", f"python3 {made.bench_script}", *same]):
+        code, out, err = run_cli(capsys, argv)
+        assert code == 1, out + err
+        assert (f"--xla-repo and --jax-repo are the same checkout, {made.jax} — pass your xla checkout as --xla-repo"
+                in " ".join(err.split())), argv
+        assert not work.exists()
