@@ -554,6 +554,10 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
         md.append("")
     if left_out:  # --min-change left steps out: the table is not every step the scan shows
         md.append(left_out if steps else "No step change at least as large as --min-change was detected; " + left_out)
+    elif not steps and points and not any(p.status == "ok" for p in points):
+        md.append("No point of the scan measured (each failed: the points that did not measure are listed "
+                  "below), so no step can be told from it: fix the benchmark or the build, then run the scan again "
+                  "with `--rerun`.")
     elif not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
