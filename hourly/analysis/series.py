@@ -12,7 +12,6 @@ import io
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePath
 from statistics import median
 from typing import Any, Iterable
 
@@ -174,8 +173,11 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
         # `cat OUT* | grep MLUPS` (or grep over one file) prints 'MLUPS: 577.1': the metric's name
         # would become the one label and every point would be failed
         metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
+        # into a new file (the source may be an output file itself: `> OUT-01` would empty it first)
+        fix = (f"`grep -H {metric} OUT* | hourly detect -`" if source == "<stdin>" else
+               f"`grep -H {metric} OUT* > runs.txt`, then `hourly detect runs.txt`")
         raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
-                        f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {PurePath(source).name}`")
+                        f"grep with -H over the output files, e.g. {fix}")
     return _build(groups, source, dropped, unreadable=unreadable)
 
 
