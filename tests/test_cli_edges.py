@@ -121,6 +121,11 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
     # issue 33: every instant stood at today's newest commits, "no steps found"
     (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
+    # a bad --cherry-pick was found at the first build, with the workdir made
+    (["--cherry-pick", "foo"], "--cherry-pick 'foo' is not REPO@SHA"),
+    (["--cherry-pick", "jax@deadbeef"], "unknown ref 'deadbeef' in jax repository"),
+    (["--cherry-pick", "xla@deadbeef", "--only", "jax", "--build-cmd", "none"],
+     "--cherry-pick 'xla@deadbeef' names xla, but no xla tree is built here"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))

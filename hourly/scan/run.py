@@ -173,6 +173,9 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
     xla, jax = open_repos(s)
     if s.sync:
         sync(trees(xla, jax))
+    if s.cherry_pick:  # a bad spec or an unknown commit: before the workdir, not at the first build
+        from hourly.measure.cherry_pick import parse
+        parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
     s = keyed(s)  # the key its measurements are stored under (a scan measures under its own)
