@@ -484,3 +484,22 @@ def test_the_same_checkout_as_both_repositories_is_refused(capsys, made, venv_py
         assert (f"--xla-repo and --jax-repo are the same checkout, {made.jax} — pass your xla checkout as --xla-repo"
                 in " ".join(err.split())), argv
         assert not work.exists()
+
+
+def test_a_bisection_over_an_improvement_says_find_fix_and_that_advice_finds_it(capsys, made, venv_python,
+                                                                                 tmp_path):
+    """--good/--bad around an improvement said "swap --good and --bad", which the next run refused
+    (--bad is not later than --good); the advice now names --find-fix, and following it finds the
+    commit that made it better."""
+    common = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+              "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--max-repeats", "6"]
+    code, out, err = run_cli(capsys, ["bisect", "--good", "2023-08-26T02:00Z", "--bad", "2023-08-26T04:00Z",
+                                      *common, "--workdir", str(tmp_path / "w1")])
+    said = " ".join(err.split())
+    assert code == 1 and "the bad end is not worse than the good end" in said, out + err
+    assert "pass --find-fix with --bad at this --good and --good at this --bad" in said
+    code, out, err = run_cli(capsys, ["bisect", "--find-fix", "--bad", "2023-08-26T02:00Z", "--good",
+                                      "2023-08-26T04:00Z", *common, "--workdir", str(tmp_path / "w2"), "--json"])
+    assert code == 0, err
+    fix = made.shas["[XLA:GPU] Enable cuDNN fused attention"]
+    assert fix in out
