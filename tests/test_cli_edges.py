@@ -503,3 +503,22 @@ def test_a_bisection_over_an_improvement_says_find_fix_and_that_advice_finds_it(
     assert code == 0, err
     fix = made.shas["[XLA:GPU] Enable cuDNN fused attention"]
     assert fix in out
+
+
+def test_bench_and_trace_out_that_cannot_be_written_are_one_line(capsys, tmp_path, monkeypatch):
+    """`hourly bench --out DIR` (or a path under a file) and `hourly trace --out FILE/x` were
+    `unexpected error: IsADirectoryError / FileExistsError / NotADirectoryError`, exit 3."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.py").write_text("def make():\n    return (lambda x: x), (1,)\n")
+    (tmp_path / "plain").write_text("a file\n")
+    for out, said in ((str(tmp_path), f"--out {tmp_path} is a directory"),
+                      ("plain/x.log", f"cannot write --out plain/x.log ({tmp_path / 'plain'} is a file, not a directory)")):
+        code, _, err = run_cli(capsys, ["bench", "b.py", "--out", out])
+        assert code == 1 and "unexpected" not in err and len(err.strip().splitlines()) == 1, err
+        assert said in err and "pass --out with a file path you can write to" in err
+    assert (tmp_path / "plain").read_text() == "a file\n"
+    for out, said in (("plain", "the trace folder plain is a file, not a directory"),
+                      ("plain/x", f"the trace folder plain/x is under {tmp_path / 'plain'}, which is a file")):
+        code, _, err = run_cli(capsys, ["trace", "--out", out, "--", "python3", "b.py"])
+        assert code == 1 and "unexpected" not in err, err
+        assert said in " ".join(err.split())
