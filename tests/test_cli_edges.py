@@ -522,3 +522,21 @@ def test_bench_and_trace_out_that_cannot_be_written_are_one_line(capsys, tmp_pat
         code, _, err = run_cli(capsys, ["trace", "--out", out, "--", "python3", "b.py"])
         assert code == 1 and "unexpected" not in err, err
         assert said in " ".join(err.split())
+
+
+@pytest.mark.parametrize("flag,example", [("--workdir", "./hourly-work"), ("--xla-repo", "~/src/xla"),
+                                          ("--jax-repo", "~/src/jax"), ("--bench-cwd", "."),
+                                          ("--python", ".venv/bin/python"), ("--cache-dir", "~/.cache/hourly")])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(capsys, scan_args, tmp_path, monkeypatch,
+                                                                    flag, example):
+    """`--workdir "$W"` with W unset was the current directory: a scan stored there, `show` read it;
+    `--xla-repo ""` was the checkout the shell stood in."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, with_flags(scan_args(), flag, ""))
+    assert code == 2, err
+    assert (f"{flag} must not be empty (it would be the current directory), not '' — pass e.g. {flag} {example}"
+            in " ".join(err.split()))
+    assert not (tmp_path / "hourly.sqlite").exists() and not (tmp_path / "work").exists()
+    (tmp_path / "hourly.toml").write_text(f'{flag[2:].replace("-", "_")} = ""\n')
+    code, _, err = run_cli(capsys, ["config"])
+    assert code == 1 and "must not be empty" in err, err
