@@ -379,7 +379,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md += _gaps_section(points, s)
     md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers,
                           pinned_line(store.load_settings("pinned")),
-                          left_out=_left_out_line(left_out, min_change, store.workdir) if left_out else None)
+                          left_out=_left_out_line(left_out, min_change, store.workdir) if left_out and min_change else None)
     md += _crash_section(points, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(store, split))
