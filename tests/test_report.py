@@ -63,8 +63,8 @@ def test_a_report_with_min_change_says_the_steps_it_leaves_out(capsys, scan_args
 
 
 def test_a_scan_whose_every_point_failed_is_no_all_clear_in_bisect_or_report(capsys, scan_args, made, tmp_path):
-    """Every run crashed (--keep-going scanned on): bisect said "nothing to bisect" (exit 0) and the
-    report "No step change was detected in the scanned window"."""
+    """Every run crashed (--keep-going scanned on): bisect said "nothing to bisect" (exit 0), show
+    printed the table with exit 0 and the report "No step change was detected in the scanned window"."""
     work = tmp_path / "work"
     code = main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--bench-cmd", "sh -c 'exit 1'",
                           "--keep-going", "--warmup-runs", "0"))
@@ -75,6 +75,9 @@ def test_a_scan_whose_every_point_failed_is_no_all_clear_in_bisect_or_report(cap
         out, err = capsys.readouterr()
         assert "nothing to bisect" not in out + err
         assert "no point of the stored scan measured: every one failed (crashed: " in " ".join(err.split())
+    for argv in (["show", "--workdir", str(work)], ["show", "--workdir", str(work), "--json"]):  # was exit 0
+        assert main(argv) == 1, argv
+        assert "every run of every measured pair crashed with exit code 1" in capsys.readouterr().err
     run(capsys, ["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()
     assert "No step change was detected" not in md
