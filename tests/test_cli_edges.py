@@ -121,6 +121,9 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--python", "/nonexistent/bin/python"], "--python /nonexistent/bin/python is not an executable Python here"),
     # issue 33: every instant stood at today's newest commits, "no steps found"
     (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
+    # a benchmark program given by a path that is not there: found after the first build, the workdir made
+    (["--bench-cmd", "/nonexistent/bench --n 3"], "benchmark command not found: /nonexistent/bench"),
+    (["--bench-cmd", "./no-such-bench.sh"], "benchmark command not found: ./no-such-bench.sh"),
     # a bad --cherry-pick was found at the first build, with the workdir made
     (["--cherry-pick", "foo"], "--cherry-pick 'foo' is not REPO@SHA"),
     (["--cherry-pick", "jax@deadbeef"], "unknown ref 'deadbeef' in jax repository"),

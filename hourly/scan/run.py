@@ -53,6 +53,12 @@ def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    program = s.bench_argv()[0]
+    if here and os.sep in program and not (Path(spec.cwd or ".") / Path(program).expanduser()).exists():
+        # a path (not a name a build may install on --python's PATH): missing now, missing at every state
+        # (checked where the runs happen: a Slurm job's container may mount it)
+        raise UserError(f"benchmark command not found: {program}",
+                        "pass --bench-cmd with the path of the program (relative to --bench-cwd), or its name on PATH")
     check_wheel_dir(s.resolved_wheel_dir())
     env = {**os.environ, **s.env_dict()}
     argv = s.build_argv()
