@@ -82,7 +82,8 @@ def path_fault(e: OSError, what: str, where: str | os.PathLike, option: str) -> 
                          f"free space there, or pass {option} with a folder on another disk")
     blocker = blocking_file(where)
     if blocker is not None or e.errno in (errno.ENOTDIR, errno.EEXIST):
-        under = f"under {blocker}, which is a file, not a directory" if blocker else "not a directory"
+        under = ("a file, not a directory" if blocker is None or blocker == where.absolute() else
+                 f"under {blocker}, which is a file, not a directory")
         return UserError(f"{what} {where} is {under}", f"pass {option} with a folder (or a path where one can be made)")
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return UserError(f"{what} {where} is not writable ({e.strerror})", f"pass {option} with a folder you can write to")

@@ -57,6 +57,9 @@ _BEGAN_EARLIER = re.compile(r"(?:\d[.,_']?|[-+\u2212])$")
 #: ... or a digit and a space before a capture of three digits (``1 234`` captured as ``234``)
 _GROUP_EARLIER = re.compile(r"\d[ \u00a0\u2009\u202f]$")
 _SPACE = " \u00a0\u2009\u202f"
+#: after a captured 0, the rest of a hexadecimal, binary or octal number (0x1F, 0b101, 0o17)
+_PREFIXED = re.compile(r"[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+")
+_BASES = {"x": "a hexadecimal", "b": "a binary", "o": "an octal"}
 #: the whole number that starts where a capture starts (separators only between digits)
 _TOKEN = re.compile(r"[-+\u2212]?(?:\d|\.(?=\d)|[,_'](?<=\d.)(?=\d)|[ \u00a0\u2009\u202f](?<=\d.)(?=\d{3}(?!\d)))+"
                     r"(?:[eE][-+]?\d+)?")
@@ -113,10 +116,6 @@ def _token_end(token: str, start: int) -> int:
     return start + len(token)
 
 
-#: what follows the ``0`` of another base's literal (``0x1F``, ``0o17``, ``0b101``)
-_RADIX = re.compile(r"[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+\b")
-
-
 def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
     """The number ``text[start:end]`` captured (the whole text by default), read right or refused.
 
@@ -132,10 +131,10 @@ def read_number(text: str, start: int = 0, end: int | None = None) -> Number:
             or re.fullmatch(r"\d{3}(?:[.,]\d*)?", raw) and _GROUP_EARLIER.search(just_before)):
         before = text[max(0, start - 12, text.rfind("\n", 0, start) + 1):start]
         return Number(None, f"captured {raw!r} after {before!r}: the number began before the capture", cut=True)
-    literal = _RADIX.match(text, end)
-    if literal and re.fullmatch(r"\s*[-+\u2212]?0", raw):  # 0x1F, 0o17, 0b101: another base's literal
-        return Number(None, f"captured {raw!r}, followed by {literal.group()!r}: {raw.strip() + literal.group()!r} is "
-                            "a hexadecimal, octal or binary literal, not a decimal number", cut=True)
+    prefixed = _PREFIXED.match(text, end) if re.fullmatch(r"[-+\u2212]?0", raw) else None
+    if prefixed:  # 0x1F, 0b101, 0o17: the capture's 0 is no value
+        return Number(None, f"captured {raw!r}, followed by {prefixed.group()!r}: {raw + prefixed.group()!r} is "
+                            f"{_BASES[prefixed.group()[0].lower()]} number, not read as one", cut=True)
     shown = raw
     token = _TOKEN.match(text, start, len(text))
     token_end = start if token is None else _token_end(token.group(), start)

@@ -78,6 +78,11 @@ RELATIVE = Rule(lambda v: None if 0 <= v < 1 else "must lie from 0 up to 1 (a fr
                 "0.02")
 
 
+def a_place(example: str) -> Rule:
+    """A path: never empty (``--workdir ""``, an unset shell variable, would be the current directory)."""
+    return Rule(lambda v: None if str(v).strip() else "must not be empty (it would be the current directory)", example)
+
+
 def _zone_problem(name: str) -> str | None:
     try:
         get_zone(name)
@@ -165,7 +170,7 @@ _CHECKOUT = "after a scan: the scan's"
 OPTIONS: tuple[Option, ...] = (
     # -- every command ----------------------------------------------------------------------
     _o("--workdir", "workdir", "Results store and logs [default: ./hourly-work]; the builds are cached apart, in "
-       "--cache-dir (~/.cache/hourly), shared by all workdirs.", panel=O,
+       "--cache-dir (~/.cache/hourly), shared by all workdirs.", panel=O, rule=a_place("./hourly-work"),
        per={"explain": {"help": "A bisected workdir [default: ./hourly-work]"}}),
     _o("--config", "config", "Settings file [default: ./hourly.toml when present]", toml=False),
     _o("--json", "json_out", "Print one JSON object instead of tables.", type=bool, default=False, panel=O, toml=False,
@@ -214,8 +219,10 @@ OPTIONS: tuple[Option, ...] = (
        "the guide does by hand [default: bisect the window directly].", panel=W, rule=STEP),
     # -- the repositories -------------------------------------------------------------------
     _o("--xla-repo", "xla_repo", f"XLA checkout [default: /opt/xla-source or /opt/xla; {_CHECKOUT}]", panel=R,
+       rule=a_place("~/src/xla"),
        per={"hunt": {"help": "XLA tree inside the container [default: /opt/xla-source or /opt/xla]."}}),
-    _o("--jax-repo", "jax_repo", f"JAX checkout [default: /opt/jax-source or /opt/jax; {_CHECKOUT}]", panel=R, per={
+    _o("--jax-repo", "jax_repo", f"JAX checkout [default: /opt/jax-source or /opt/jax; {_CHECKOUT}]", panel=R,
+       rule=a_place("~/src/jax"), per={
         "hunt": {"help": "JAX tree inside the container [default: /opt/jax-source or /opt/jax]."},
         "releases": {"help": "JAX checkout with tags: commits and XLA pins between releases [default: none, no "
                              "commit lists]."}}),
@@ -262,16 +269,16 @@ OPTIONS: tuple[Option, ...] = (
     _o("--build-timeout", "build_timeout", "Seconds before a build is stopped [default: no limit].", type=float,
        panel=B, rule=POSITIVE),
     _o("--wheel-dir", "wheel_dir", "Where the build leaves wheels [default: <jax-repo>/dist; with --only jax: "
-       "<workdir>/jax-wheels].", panel=B),
+       "<workdir>/jax-wheels].", panel=B, rule=a_place("/opt/jax-source/dist")),
     _o("--python", "python", "Python that gets the builds and runs the benchmark [default: the Python running "
-       "hourly].", panel=B,
+       "hourly].", panel=B, rule=a_place(".venv/bin/python"),
        per={"releases": {"help": "Interpreter the environments are made from [default: hourly's]."},
             "watch": {"help": "wheels: the interpreter the environments are made from; commits: the Python that "
                               "gets the builds [default: hourly's]."},
             "bench": {"help": "Python that runs the harness: its JAX is measured; hourly need not be installed "
                               "there [default: the Python running hourly]."}}),
     _o("--cache-dir", "cache_dir", f"Build cache, shared by all workdirs [default: ~/.cache/hourly; {_CHECKOUT}].",
-       panel=B, per={"releases": {"help": "Where the environments are kept [default: ~/.cache/hourly/releases]."}}),
+       panel=B, rule=a_place("~/.cache/hourly"), per={"releases": {"help": "Where the environments are kept [default: ~/.cache/hourly/releases]."}}),
     _o("--cache-size", "cache_size", "Bound of the build cache; least recently used builds go first [default: 50G; "
        "0: none].", panel=B),
     _o("--cherry-pick", "cherry_pick", "REPO@SHA (a later fix) applied on top of every state where it applies "
@@ -313,6 +320,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("--release-bench-cmd", "release_bench_cmd", "Benchmark in each release's environment on the host [default: "
        "--bench-cmd with mount targets replaced by their host folders, run in the /dir mount's folder].", panel=M),
     _o("--bench-cwd", "bench_cwd", "Directory the benchmark runs in [default: the current directory].", panel=M,
+       rule=a_place("."),
        per={"releases": {"help": "Directory the benchmark runs in [default: the current one]."}}),
     _o("--env", "env", "KEY=VALUE for the benchmark, or KEY: its value in hourly's environment, for a secret "
        "(repeatable) [default: none].", type=list, panel=M, rule=KEY_VALUE,

@@ -74,6 +74,13 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
     raw = re.sub(r"\s+", " ", text.strip())
     if not raw:
         raise UserError("empty time", f"give a time such as {_FORMS}")
+    posix = _NAMED_OFFSET.search(raw)
+    if posix:  # dateutil reads UTC+2 as POSIX does, two hours behind UTC: 13:00 UTC+2 was 15:00Z
+        ahead, behind = ("ahead of", "behind") if posix["sign"] == "+" else ("behind", "ahead of")
+        offset = f"{posix['sign']}{int(posix['h']):02d}:{posix['m'] or '00'}"
+        raise UserError(f"{text!r}: {posix.group()!r} reads as {int(posix['h'])} hours {ahead} UTC or, as POSIX "
+                        f"writes zones, {behind} it",
+                        f"give the offset alone, e.g. '{raw.replace(posix.group(), offset)}'")
     zone = get_zone(tz)
     body = raw
     m = _ZONE_SUFFIX.match(raw)
@@ -98,6 +105,16 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
         raise UserError(f"{text!r} is not a whole date", f"give the year, month and day, e.g. {_FORMS}")
     date_only = a.hour != b.hour and a.minute != b.minute
     _refuse_two_readings(body, text)
+    if not re.search(rf"(?<!\d){a.year}(?!\d)", body):
+        # 'Aug 25 23' was 2023-08-25 (not 23:00), '23-08-25' was 2025-08-23
+        raise UserError(f"{text!r} gives the year in two digits (read as {a.year:04d}-{a.month:02d}-{a.day:02d}; "
+                        "a two-digit number may be the day, the year or the hour)",
+                        f"write the year with four digits, e.g. {a:%Y-%m-%d} if that is the day meant")
+    day = _WEEKDAY.search(body)
+    if day and _WEEKDAYS.index(day.group(1).lower()[:3]) != a.weekday():
+        named = datetime(2023, 8, 21 + _WEEKDAYS.index(day.group(1).lower()[:3]))  # a Monday, then its week
+        raise UserError(f"{text!r}: {a:%Y-%m-%d} is a {a:%A}, not a {named:%A}",
+                        "fix the day or the date, or leave the weekday out")
     dt = a  # missing time fields are 0
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=zone)
@@ -109,6 +126,12 @@ def parse_time(text: str, tz: str = "UTC") -> ParsedTime:
         zone = dt.tzinfo  # the text's own offset
     return ParsedTime((dt + extra).astimezone(timezone.utc), date_only and not extra, zone)
 
+
+#: UTC+2, GMT-05:00: ahead of UTC (ISO 8601) or behind it (POSIX TZ, which dateutil follows)
+_NAMED_OFFSET = re.compile(r"\b(?:UTC|GMT)\s*(?P<sign>[+-])\s*(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?\b", re.I)
+_WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+#: a weekday named in a date (dateutil ignores it): Thu, Thursday, Thurs
+_WEEKDAY = re.compile(r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday|s|r|rs)?\b", re.I)
 
 #: 03/04/2023: March 4 or April 3 (dateutil takes the month first, silently)
 _SLASHED = re.compile(r"(?<![\d/.-])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})(?![\d/.-])")

@@ -132,6 +132,9 @@ def test_numbers_in_other_shapes_are_read_whole(text, regex, value):
 
 def test_minus_zero_reads_as_zero():
     assert str(read_metric("MLUPS: -0").value) == "0.0"
+    # a 0 before a word is a 0 (no base prefix and digits of that base after it)
+    assert read_metric("MLUPS: 0 x").value == 0.0 and read_metric("MLUPS: 0xyz").value == 0.0
+    assert read_metric("MLUPS: 2x").value == 2.0
 
 
 @pytest.mark.parametrize("text,regex,said", [
@@ -149,8 +152,10 @@ def test_minus_zero_reads_as_zero():
                                  "digit groups, or several numbers"),
     ("iter 12 577.1 MLUPS", r"(?P<value>[0-9.]+) MLUPS", "captured '577.1' after 'iter 12 ': the number began "
                                                           "before the capture"),  # 12 577.1 or 577.1
-    ("MLUPS: 0x1F", None, "captured '0', followed by 'x1F': '0x1F' is a hexadecimal, octal or binary literal, not a decimal number"),  # was 0
-    ("MLUPS: 0b101", None, "captured '0', followed by 'b101': '0b101' is a hexadecimal, octal or binary literal, not a decimal number"),
+    # read as 0 ("regression -100%") before
+    ("MLUPS: 0x1F", None, "captured '0', followed by 'x1F': '0x1F' is a hexadecimal number, not read as one"),
+    ("MLUPS: 0b101", None, "captured '0', followed by 'b101': '0b101' is a binary number, not read as one"),
+    ("MLUPS: -0o17", None, "captured '-0', followed by 'o17': '-0o17' is an octal number, not read as one"),
 ])
 def test_a_number_read_two_ways_or_cut_short_is_refused_with_what_followed(text, regex, said):
     """Another line's value is no answer either: the last line printed is the one that counts."""

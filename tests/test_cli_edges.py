@@ -124,6 +124,14 @@ def test_show_nightly_on_an_empty_workdir_points_to_hourly_nightly(capsys, tmp_p
     (["--python", "/bin/false"], "it exited with status 1 and printed nothing"),
     # issue 33: every instant stood at today's newest commits, "no steps found"
     (["--from", "Jan 1 2999", "--to", "Jan 2 2999"], "the window starts in the future (--from 2999-01-01T00:00:00Z"),
+    # a benchmark program given by a path that is not there: found after the first build, the workdir made
+    (["--bench-cmd", "/nonexistent/bench --n 3"], "benchmark command not found: /nonexistent/bench"),
+    (["--bench-cmd", "./no-such-bench.sh"], "benchmark command not found: ./no-such-bench.sh"),
+    # a bad --cherry-pick was found at the first build, with the workdir made
+    (["--cherry-pick", "foo"], "--cherry-pick 'foo' is not REPO@SHA"),
+    (["--cherry-pick", "jax@deadbeef"], "unknown ref 'deadbeef' in jax repository"),
+    (["--cherry-pick", "xla@deadbeef", "--only", "jax", "--build-cmd", "none"],
+     "--cherry-pick 'xla@deadbeef' names xla, but no xla tree is built here"),
 ])
 def test_input_errors_create_no_workdir(capsys, scan_args, tmp_path, change, message):
     code, _, err = run_cli(capsys, with_flags(scan_args(), *change))
@@ -470,3 +478,74 @@ def test_a_missing_origin_main_names_the_branch_origin_head_points_to(capsys, sc
     subprocess.run(["git", "-C", str(made.xla), "symbolic-ref", "-d", "refs/remotes/origin/HEAD"], check=True)
     code, _, err = run_cli(capsys, scan_args() + ["--no-sync"])
     assert code == 1 and "the branches origin has here: origin/master" in err, err
+
+
+def test_the_same_checkout_as_both_repositories_is_refused(capsys, made, venv_python, tmp_path):
+    """`--xla-repo X --jax-repo X` (a typo, a path pasted twice) was planned and scanned: each state a
+    commit of one history paired with another of the same."""
+    work = tmp_path / "work"
+    same = ["--xla-repo", str(made.jax), "--jax-repo", f"{made.jax}/", "--workdir", str(work)]
+    for argv in (["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--dry-run", *same],
+                 ["bisect", "--good", "Aug 24 2023 12:00", "--bad", "Aug 24 2023 15:00", "--python", venv_python,
+                  "--build-cmd", str(made.build_script), "--bench-cmd", f"python3 {made.bench_script}", *same]):
+        code, out, err = run_cli(capsys, argv)
+        assert code == 1, out + err
+        assert (f"--xla-repo and --jax-repo are the same checkout, {made.jax} — pass your xla checkout as --xla-repo"
+                in " ".join(err.split())), argv
+        assert not work.exists()
+
+
+def test_a_bisection_over_an_improvement_says_find_fix_and_that_advice_finds_it(capsys, made, venv_python,
+                                                                                 tmp_path):
+    """--good/--bad around an improvement said "swap --good and --bad", which the next run refused
+    (--bad is not later than --good); the advice now names --find-fix, and following it finds the
+    commit that made it better."""
+    common = ["--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
+              "--python", venv_python, "--bench-cmd", f"python3 {made.bench_script}", "--max-repeats", "6"]
+    code, out, err = run_cli(capsys, ["bisect", "--good", "2023-08-26T02:00Z", "--bad", "2023-08-26T04:00Z",
+                                      *common, "--workdir", str(tmp_path / "w1")])
+    said = " ".join(err.split())
+    assert code == 1 and "the bad end is not worse than the good end" in said, out + err
+    assert "pass --find-fix with --bad at this --good and --good at this --bad" in said
+    code, out, err = run_cli(capsys, ["bisect", "--find-fix", "--bad", "2023-08-26T02:00Z", "--good",
+                                      "2023-08-26T04:00Z", *common, "--workdir", str(tmp_path / "w2"), "--json"])
+    assert code == 0, err
+    fix = made.shas["[XLA:GPU] Enable cuDNN fused attention"]
+    assert fix in out
+
+
+def test_bench_and_trace_out_that_cannot_be_written_are_one_line(capsys, tmp_path, monkeypatch):
+    """`hourly bench --out DIR` (or a path under a file) and `hourly trace --out FILE/x` were
+    `unexpected error: IsADirectoryError / FileExistsError / NotADirectoryError`, exit 3."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.py").write_text("def make():\n    return (lambda x: x), (1,)\n")
+    (tmp_path / "plain").write_text("a file\n")
+    for out, said in ((str(tmp_path), f"--out {tmp_path} is a directory"),
+                      ("plain/x.log", f"cannot write --out plain/x.log ({tmp_path / 'plain'} is a file, not a directory)")):
+        code, _, err = run_cli(capsys, ["bench", "b.py", "--out", out])
+        assert code == 1 and "unexpected" not in err and len(err.strip().splitlines()) == 1, err
+        assert said in err and "pass --out with a file path you can write to" in err
+    assert (tmp_path / "plain").read_text() == "a file\n"
+    for out, said in (("plain", "the trace folder plain is a file, not a directory"),
+                      ("plain/x", f"the trace folder plain/x is under {tmp_path / 'plain'}, which is a file")):
+        code, _, err = run_cli(capsys, ["trace", "--out", out, "--", "python3", "b.py"])
+        assert code == 1 and "unexpected" not in err, err
+        assert said in " ".join(err.split())
+
+
+@pytest.mark.parametrize("flag,example", [("--workdir", "./hourly-work"), ("--xla-repo", "~/src/xla"),
+                                          ("--jax-repo", "~/src/jax"), ("--bench-cwd", "."),
+                                          ("--python", ".venv/bin/python"), ("--cache-dir", "~/.cache/hourly")])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(capsys, scan_args, tmp_path, monkeypatch,
+                                                                    flag, example):
+    """`--workdir "$W"` with W unset was the current directory: a scan stored there, `show` read it;
+    `--xla-repo ""` was the checkout the shell stood in."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, with_flags(scan_args(), flag, ""))
+    assert code == 2, err
+    assert (f"{flag} must not be empty (it would be the current directory), not '' — pass e.g. {flag} {example}"
+            in " ".join(err.split()))
+    assert not (tmp_path / "hourly.sqlite").exists() and not (tmp_path / "work").exists()
+    (tmp_path / "hourly.toml").write_text(f'{flag[2:].replace("-", "_")} = ""\n')
+    code, _, err = run_cli(capsys, ["config"])
+    assert code == 1 and "must not be empty" in err, err

@@ -225,6 +225,13 @@ _BAD_OF = {id(options.POSITIVE): "0", id(options.FRACTION): "5", id(options.RELA
 _ARGS = {"mark": ["good"], "shell": ["good"], "compare-profiles": ["a", "b"], "trace": [], "bench": ["b.py"]}
 
 
+def _refuses_empty_alone(rule) -> bool:
+    try:
+        return bool(rule.test("")) and not rule.test("x")
+    except TypeError:  # a number's rule
+        return False
+
+
 def _walk():
     for command, names in TAKES.items():
         for name in names:
@@ -232,9 +239,11 @@ def _walk():
             if opt.rule is None:
                 continue
             bad = _BAD.get(opt.rule.bounds) or _BAD_OF.get(id(opt.rule))
+            if bad is None and _refuses_empty_alone(opt.rule):  # a path (options.a_place): only "" is refused
+                bad = ""
             if bad is None and isinstance(opt.type, type) and issubclass(opt.type, Enum):  # a choice click takes
                 bad = next(m.value for m in opt.type if opt.problem(m.value))               # and the rule refuses
-            yield command, opt, bad or "nope"
+            yield command, opt, "nope" if bad is None else bad
 
 
 @pytest.mark.parametrize("command,opt,bad", list(_walk()), ids=lambda v: getattr(v, "flag", v))
@@ -493,3 +502,35 @@ def test_the_levels_next_commands_come_from_the_one_encoder_and_parse_as_they_we
     assert (got["bench_cmd"], got["bench_timeout"], got["with_"], got["pre"], got["deps_today"], got["rerun"]) == \
         ("python3 b.py", 60.0, ["numpy<2"], True, True, False)
     assert got["env"] == ["API_KEY"] and got["installer"].value == "pip" and got["workdir"] == "/w"
+
+
+def test_hourly_config_shows_the_settings_bisect_takes_from_the_workdirs_scan(capsys, scan_args, made, tmp_path):
+    """`hourly config --workdir W --command bisect` said xla_repo "/opt/xla-source" and bench_cmd "not
+    set" (default) for a workdir whose scan `hourly bisect --workdir W` takes them from."""
+    work = tmp_path / "work"
+    code, _, err = run_cli(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 13:00", "--repeats", "3",
+                                             "--warmup-runs", "0"))
+    assert code == 0, err
+
+    def table(*argv):
+        code, out, err = run_cli(capsys, ["config", "--json", "--workdir", str(work), *argv])
+        assert code == 0, err
+        return {k: (v["value"], v["from"]) for k, v in json.loads(out)["settings"].items()}
+    shared = run_cli(capsys, ["config", "--json", "--workdir", str(work)])[1]
+    assert json.loads(shared)["python"]["from"] == "default"  # the shared settings: no command's base
+    scanned = scan_args()
+    venv_python = scanned[scanned.index("--python") + 1]
+    for command in ("bisect", "shell", "profile", "explain"):
+        assert table("--command", command)["python"] == (venv_python, "stored scan")
+    bisect = table("--command", "bisect")
+    assert bisect["xla_repo"] == (str(made.xla), "stored scan") and bisect["jax_repo"] == (str(made.jax), "stored scan")
+    assert bisect["bench_cmd"] == (f"python3 {made.bench_script}", "stored scan") and bisect["repeats"] == (3, "stored scan")
+    assert table("--command", "shell")["xla_repo"] == (str(made.xla), "stored scan")
+    assert table("--command", "bisect", "--repeats", "5")["repeats"] == (5, "flag")  # a flag still wins
+    # the scan itself takes no base: a new scan into W needs its own --bench-cmd
+    assert table("--command", "scan")["bench_cmd"] == (None, "default")
+    # a workdir with no store: the defaults, and none is made
+    code, out, err = run_cli(capsys, ["config", "--json", "--workdir", str(tmp_path / "none"), "--command", "bisect"])
+    assert code == 0, err
+    assert json.loads(out)["settings"]["bench_cmd"] == {"value": None, "from": "default"}
+    assert not (tmp_path / "none").exists()

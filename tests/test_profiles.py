@@ -236,3 +236,21 @@ def test_compare_profiles_on_a_folder_with_no_trace_is_one_line_exit_1(tmp_path,
         assert code == 1 and out == "", (out, err)
         assert err.startswith(f"hourly: error: no trace or memory profile in {tmp_path / 'empty'}"), err
         assert "hourly trace" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_capture_folder_with_a_dangling_link_is_compared_not_a_traceback(tmp_path, good_and_bad, capsys):
+    """A trace file name left as a broken link (a capture copied without its target, a cleaned cache)
+    stopped compare-profiles with `unexpected error: FileNotFoundError` (exit 3)."""
+    import shutil
+
+    from hourly.cli import main
+    good = tmp_path / "good"
+    shutil.copytree(good_and_bad / "good", good)
+    (good / "old.xplane.pb").symlink_to(tmp_path / "gone" / "vm.xplane.pb")
+    (good / "stale").mkdir()
+    (good / "stale" / "perfetto_trace.json.gz").symlink_to(tmp_path / "gone" / "t.json.gz")
+    assert main(["compare-profiles", str(good), str(good_and_bad / "bad")]) == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "jit_extra_work/" in out and "Traceback" not in err
+    capture = profiles.load_capture(good)
+    assert capture.xplane is not None and capture.xplane.name != "old.xplane.pb" and capture.xplane.exists()

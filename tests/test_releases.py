@@ -329,6 +329,31 @@ def test_bad_input_is_one_line(tmp_path, wheel_dir, capsys):
     assert not (tmp_path / "c").exists()
 
 
+def test_a_file_named_like_a_wheel_that_is_none_is_one_line_naming_it(tmp_path, wheel_dir, capsys):
+    """A truncated or stray jax-*.whl in --find-links was `unexpected error: BadZipFile` (exit 3)."""
+    import shutil
+    dist = tmp_path / "wheels"
+    shutil.copytree(wheel_dir, dist)
+    for old in dist.glob("jax-0.2.1-*.whl"):
+        old.write_bytes(b"<html>502 Bad Gateway</html>")  # what a failed download leaves
+    code = main(["releases", "--from", "0.2.0", "--to", "0.3.0", "--bench-cmd", "sh -c true", "--dry-run", "--find-links", str(dist),
+                 "--workdir", str(tmp_path / "w"), "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    line = _error_line(err)
+    assert "jax-0.2.1-" in line and ".whl is not a readable wheel (BadZipFile" in line and "remove it" in line
+    # a broken sdist: one line too, never tarfile's list of the methods it tried
+    for whl in dist.glob("jax-0.2.1-*.whl"):
+        whl.unlink()
+    (dist / "jax-0.2.1.tar.gz").write_bytes(b"x")
+    assert main(["releases", "--from", "0.2.0", "--to", "0.3.0", "--bench-cmd", "sh -c true", "--dry-run", "--find-links", str(dist),
+                 "--workdir", str(tmp_path / "w"), "--cache-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    line = _error_line(err)
+    assert "method gz" not in err and "Traceback" not in err
+    assert "jax-0.2.1.tar.gz is not a readable archive (ReadError" in line
+
+
 # ------------------------------------------------------------------ real environments, real runs
 
 @pytest.mark.skipif(find_uv() is None, reason="uv is not installed (pip install 'hourly[uv]')")

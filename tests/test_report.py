@@ -46,6 +46,44 @@ def test_scan_marks_steps_and_detect_reads_the_store(capsys, scan_args, made, tm
     assert "▼" in shown
 
 
+def test_a_report_with_min_change_says_the_steps_it_leaves_out(capsys, scan_args, made, tmp_path):
+    # a -7 % step: `report --min-change 0.5` said "No step change was detected in the scanned window."
+    run(capsys, scan_args("Aug 24 2023 11:00", "Aug 24 2023 16:00", "--repeats", "2", "--warmup-runs", "0"))
+    work = tmp_path / "work"
+    md_path = work / "report" / "report.md"
+    run(capsys, ["report", "--workdir", str(work), "--min-change", "0.5"])
+    md = md_path.read_text()
+    assert "No step change was detected" not in md
+    assert "1 step smaller than 0.5 (50 %, `--min-change 0.5`) is left out of this report: regression -" in md
+    assert "between 2023-08-24T13:00:00Z and 2023-08-24T14:00:00Z" in md
+    assert f"`hourly report --workdir {work}` lists every step" in md
+    run(capsys, ["report", "--workdir", str(work)])  # every step: nothing left out, nothing said
+    md = md_path.read_text()
+    assert "left out of this report" not in md and "| 1 | regression | 2023-08-24T13:00:00Z |" in md
+
+
+def test_a_scan_whose_every_point_failed_is_no_all_clear_in_bisect_or_report(capsys, scan_args, made, tmp_path):
+    """Every run crashed (--keep-going scanned on): bisect said "nothing to bisect" (exit 0), show
+    printed the table with exit 0 and the report "No step change was detected in the scanned window"."""
+    work = tmp_path / "work"
+    code = main(scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--bench-cmd", "sh -c 'exit 1'",
+                          "--keep-going", "--warmup-runs", "0"))
+    assert code == 1, capsys.readouterr().err  # the scan says every run failed
+    capsys.readouterr()
+    for argv in (["bisect", "--workdir", str(work)], ["bisect", "--find-fix", "--workdir", str(work)]):
+        assert main(argv) == 1, argv
+        out, err = capsys.readouterr()
+        assert "nothing to bisect" not in out + err
+        assert "no point of the stored scan measured: every one failed (crashed: " in " ".join(err.split())
+    for argv in (["show", "--workdir", str(work)], ["show", "--workdir", str(work), "--json"]):  # was exit 0
+        assert main(argv) == 1, argv
+        assert "every run of every measured pair crashed with exit code 1" in capsys.readouterr().err
+    run(capsys, ["report", "--workdir", str(work)])
+    md = (work / "report" / "report.md").read_text()
+    assert "No step change was detected" not in md
+    assert "No point of the scan measured (each failed" in md and "## Points that did not measure" in md
+
+
 def test_report_has_links_commits_reproduction_and_a_real_png(capsys, scan_args, made, tmp_path):
     # every 3h: both steps (13:20 on the 24th, the pull request merged 12:30 on the 25th), a broken
     # build's hour (05:40-08:15: 06:00) and the crash (16:00-19:30: 18:00), 12 builds instead of 36; no

@@ -223,6 +223,46 @@ def test_a_csv_row_without_a_label_is_named_not_dropped_silently(tmp_path, capsy
     assert "',90'" in err
 
 
+def test_a_csv_quote_left_open_is_refused_not_read_as_one_label(tmp_path, capsys):
+    """A stray quote read every row after it as one field: the 200 % step there was lost and detect
+    said "no step found", exit 0."""
+    from hourly.cli import main
+    p = tmp_path / "runs.csv"
+    p.write_text('label,value\na,1\nb,1.001\nc,0.999\nd,1\n"e,3\nf,3\ng,3\nh,3\n')
+    assert main(["detect", str(p)]) == 1
+    out, err = capsys.readouterr()
+    assert "no step found" not in out + err
+    assert "runs.csv: the row of line 6 \'\"e,3\' runs over lines 6-9" in err and "close the quote" in err
+    p.write_text('label,value\na,1\nb,1\n"c\nd",3\ne,3\n')  # a label over two lines: one line of output each
+    assert main(["detect", str(p)]) == 1
+    assert "the row of line 4" in capsys.readouterr().err
+    p.write_text('label,value\na,1\n"b, c",1\nd,3\n')  # a quoted label on its own line reads as it is
+    assert main(["detect", str(p), "--json"]) == 0
+    assert [pt["label"] for pt in json.loads(capsys.readouterr().out)["points"]] == ["a", "b, c", "d"]
+
+
+def test_an_output_file_given_to_detect_is_never_told_to_be_overwritten(tmp_path, capsys):
+    """`hourly detect OUT-01` (one raw output) said to run `grep -H MLUPS OUT* > OUT-01`, which empties
+    OUT-01 before grep reads it; from standard input it said `> <stdin>`."""
+    import io
+    import sys
+
+    from hourly.cli import main
+    out1 = tmp_path / "OUT-01"
+    out1.write_text("step 1\nMLUPS: 100\n")
+    assert main(["detect", str(out1)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "carry no file name" in err and "`grep -H MLUPS OUT* > runs.txt`, then `hourly detect runs.txt`" in err
+    assert "> OUT-01" not in err
+    stdin, sys.stdin = sys.stdin, io.StringIO("MLUPS: 100\nMLUPS: 90\n")
+    try:
+        assert main(["detect", "-"]) == 1
+    finally:
+        sys.stdin = stdin
+    err = " ".join(capsys.readouterr().err.split())
+    assert "`grep -H MLUPS OUT* | hourly detect -`" in err and "<stdin>`" not in err
+
+
 def test_a_grep_line_without_a_label_is_named(tmp_path, capsys):
     from hourly.cli import main
     p = tmp_path / "runs.txt"

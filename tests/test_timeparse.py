@@ -219,3 +219,30 @@ def test_a_step_says_what_is_wrong_with_it(text, problem):
 def test_a_field_out_of_its_range_is_named(text, said):
     with pytest.raises(UserError, match=re.escape(f"cannot parse time {text!r} ({said})")):
         parse_time(text)
+
+
+@pytest.mark.parametrize("text,said", [
+    # dateutil reads UTC+2 as POSIX does (two hours behind UTC): 13:00 UTC+2 was 15:00Z, not 11:00Z
+    ("2023-08-25 13:00 UTC+2", "'2023-08-25 13:00 UTC+2': 'UTC+2' reads as 2 hours ahead of UTC or, as POSIX "
+                               "writes zones, behind it — give the offset alone, e.g. '2023-08-25 13:00 +02:00'"),
+    ("Aug 25 2023 13:00 GMT-05:30", "'GMT-05:30' reads as 5 hours behind UTC or, as POSIX writes zones, ahead of it "
+                                    "— give the offset alone, e.g. 'Aug 25 2023 13:00 -05:30'"),
+    # 'Aug 25 23' was 2023-08-25 at 00:00 (23 may be the hour); '23-08-25' was 2025-08-23
+    ("Aug 25 23", "'Aug 25 23' gives the year in two digits (read as 2023-08-25; a two-digit number may be the day, "
+                  "the year or the hour) — write the year with four digits, e.g. 2023-08-25 if that is the day meant"),
+    ("23-08-25", "'23-08-25' gives the year in two digits (read as 2025-08-23;"),
+    ("08/25/23 13:00", "gives the year in two digits"),
+    # dateutil ignores the weekday: a date off by one was read silently
+    ("Thu Aug 25 2023", "'Thu Aug 25 2023': 2023-08-25 is a Friday, not a Thursday — fix the day or the date"),
+])
+def test_a_time_read_two_ways_or_against_its_own_weekday_is_refused(text, said):
+    with pytest.raises(UserError) as e:
+        parse_time(text)
+    assert said in e.value.one_line()
+
+
+def test_offsets_and_weekdays_that_agree_still_read():
+    assert iso_utc(parse_time("2023-08-25 13:00 +02:00").when) == "2023-08-25T11:00:00Z"
+    assert iso_utc(parse_time("2023-08-25 13:00 UTC").when) == "2023-08-25T13:00:00Z"
+    assert iso_utc(parse_time("Friday, August 25 2023 13:00").when) == "2023-08-25T13:00:00Z"
+    assert iso_utc(parse_time("Sun Aug 27 2023").when) == "2023-08-27T00:00:00Z"

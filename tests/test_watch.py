@@ -151,6 +151,9 @@ def test_nightly_versions_carry_their_date():
     ({"notify_cmd": "'unclosed"}, "--notify-cmd"),
     # issue 33: the workdir was made, then "the window is reversed — swap --from and --to"
     ({"since": "2023-08-25", "until": "2023-08-24"}, "--until 2023-08-24 is before --since 2023-08-25 — swap them"),
+    # a --since after now was stored as the watch's first date, then "the window is reversed — swap
+    # --from and --to" (flags watch has not)
+    ({"since": "2999-01-01"}, "--since 2999-01-01 is in the future"),
 ])
 def test_bad_settings_are_one_line_with_the_fix(kw, message):
     source = kw.pop("source", "commits")
@@ -327,8 +330,11 @@ def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(tmp_pa
                                    "--since", "2023-08-01", "--until", "2023-08-08", "--bench-cmd", "python bench.py",
                                    "--release-cache-dir", str(tmp_path / "envs"), "--workdir", str(work)])
     assert code == P.UNSURE_EXIT and "no build found since 2023-08-01" in out, out + err
+    # profile asked for a benchmark command, explain to run `hourly bisect` (refused there), shell good
+    # named /opt/xla-source
     for argv in (["show", "--workdir", str(work)], ["report", "--workdir", str(work)],
-                 ["bisect", "--workdir", str(work)], ["detect", str(work)]):
+                 ["bisect", "--workdir", str(work)], ["detect", str(work)], ["profile", "--workdir", str(work)],
+                 ["explain", "--workdir", str(work)], ["shell", "good", "--workdir", str(work), "--", "true"]):
         code, out, err = _run(capsys, argv)
         assert (code, out) == (1, ""), argv
         assert (f"hourly: error: no scan in {work} for hourly {argv[0]} to read: it holds a watch (hourly watch) — "
@@ -417,6 +423,16 @@ def watched(repos_cache, venv_python, tmp_path):
             # the hunt's bisection: two samples a state tell a 10 % step in 0.2 % noise (10 runs, not 20-28)
             "--hunt-arg=--max-repeats=2"]
     return made, work, args
+
+
+def test_a_watch_since_a_future_date_is_refused_before_its_workdir_is_made(watched, capsys):
+    made, work, args = watched
+    args = [a if a != "2023-08-20T14:00Z" else "2999-01-01" for a in args]
+    code, out, err = _run(capsys, args)
+    assert code == 1, out + err
+    assert "--since 2999-01-01 is in the future" in err and "pass a --since in the past" in err
+    assert "--from" not in err and "Traceback" not in err
+    assert not work.exists()  # nothing stored: a later run without --since does not inherit it
 
 
 def test_a_commit_watch_alerts_on_the_confirmed_step_and_hunts_its_commit(watched, capsys):

@@ -130,7 +130,18 @@ def requires_from_egg_info(text: str) -> list[str]:
 
 
 def read_requires(path: Path) -> list[str]:
-    """Requires-Dist of a wheel or sdist on disk."""
+    """Requires-Dist of a wheel or sdist on disk; one that is no archive (a truncated download, a
+    stray file named like a wheel) is a user error naming it."""
+    try:
+        return _read_requires(path)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, UnicodeDecodeError) as e:
+        why = (str(e).splitlines() or [""])[0].rstrip(": ")  # tarfile's lists each method tried, a line each
+        raise UserError(f"{path} is not a readable {'wheel' if path.name.endswith('.whl') else 'archive'} "
+                        f"({type(e).__name__}{': ' + why if why else ''})",
+                        "remove it, or put the file from the package index there again") from None
+
+
+def _read_requires(path: Path) -> list[str]:
     name = path.name
     if name.endswith(".whl"):
         with zipfile.ZipFile(path) as z:

@@ -16,7 +16,6 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import PurePath
 from typing import Any, Iterable
 
 from hourly.errors import UserError
@@ -215,8 +214,11 @@ def parse_grep_lines(lines: Iterable[str], metric_regex: str = DEFAULT_METRIC_RE
         # `cat OUT* | grep MLUPS` (or grep over one file) prints 'MLUPS: 577.1': the metric's name
         # would become the one label and every point would be failed
         metric = "MLUPS" if metric_regex == DEFAULT_METRIC_REGEX else "METRIC"
+        # into a new file (the source may be an output file itself: `> OUT-01` would empty it first)
+        fix = (f"`grep -H {metric} OUT* | hourly detect -`" if source == "<stdin>" else
+               f"`grep -H {metric} OUT* > runs.txt`, then `hourly detect runs.txt`")
         raise UserError(f"{source}: lines like {unnamed.strip()[:60]!r} carry no file name to label them",
-                        f"grep with -H over the output files, e.g. `grep -H {metric} OUT* > {PurePath(source).name}`")
+                        f"grep with -H over the output files, e.g. {fix}")
     return _build(groups, source, dropped, unreadable=unreadable)
 
 
@@ -236,7 +238,15 @@ def parse_csv_text(text: str, source: str = "<csv>") -> Series:
     unreadable: dict[str, str] = {}
     poisoned: set[str] = set()
     lines = text.splitlines()
+    start = reader.line_num + 1  # the line the next row starts on
     for row in reader:
+        first, start = start, reader.line_num + 1
+        if any("\n" in v or "\r" in v for v in row.values() if isinstance(v, str)):
+            # a quote never closed reads every line after it as one field: those rows silently lost
+            shown = lines[first - 1] if first <= len(lines) else ""
+            raise UserError(f"{source}: the row of line {first} {shown!r} runs over lines {first}-{reader.line_num} "
+                            "(a quote left open reads the lines after it as one field: their rows would be lost)",
+                            "close the quote on the line it opens, or remove it")
         label = (row.get(fields["label"]) or "").strip()
         if not label:  # no point to name it by: said, never silently lost
             if any((v or "").strip() for k, v in row.items() if k is not None):

@@ -5,6 +5,7 @@ stops printing; with ``--find-fix`` the other way), and the mode each is bisecte
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -209,7 +210,8 @@ def default_mode(store: Store, s: Settings) -> Mode:
 
 def _require_complete_scan(store: Store, s: Settings) -> None:
     """No window to bisect in a scan with unmeasured (planned) points is not "nothing to bisect":
-    the step may lie in them (exit 1, naming the command that resumes the scan)."""
+    the step may lie in them (exit 1, naming the command that resumes the scan); nor is it in a scan
+    whose every point failed (no value, no run that passed: nothing to compare)."""
     from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
     points = stored_scan(store, s).points
     n = unmeasured_pairs(points)
@@ -218,5 +220,11 @@ def _require_complete_scan(store: Store, s: Settings) -> None:
         raise UserError(f"no window to bisect in the part of the scan that was measured, but the scan is incomplete "
                         f"({n} of {total} pairs not measured yet): a step may lie there",
                         f"resume the scan with the same command, {scan_command(s)}, then run hourly bisect again")
+    if points and not any(p.status == Status.OK for p in points):
+        how = ", ".join(f"{k}: {v}" for k, v in Counter(str(p.status) for p in points).items())
+        raise UserError(f"no point of the stored scan measured: every one failed ({how} instants), so no window "
+                        "shows where it changed",
+                        f"hourly show --workdir {store.workdir} says why; fix the benchmark or the build, then scan "
+                        "again with --rerun (--retry-failed for failed builds)")
 
 

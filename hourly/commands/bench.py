@@ -46,7 +46,7 @@ def bench(
                          f"--phases {phases!r}: {', '.join(unknown)} is no phase", f"choose from {','.join(GROUPS)}")
     options = HarnessOptions(repeats, iters, warmup, x64, chosen)
     log = Path(out) if out else Path("hourly-work") / "bench" / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    _writable(log, given=out is not None)
     report = run_harness(target, options, python=python, env=parse_env(env or []), timeout=timeout,
                          log_path=log)
     from hourly.render.console import print_text
@@ -57,3 +57,21 @@ def bench(
         typer.echo(json.dumps(report_json(report, scan), indent=1))
         return
     print_report(console(), report, scan)
+
+
+def _writable(log: Path, given: bool) -> None:
+    """The harness's output file can be written (its folder made): else one line naming it and the
+    fix, before the harness runs (a folder, a file in the way, /proc were a traceback after it)."""
+    from hourly.errors import UserError, blocking_file
+    what = f"--out {log}" if given else f"the output file {log}"
+    fix = "pass --out with a file path you can write to (its folder is made)"
+    if log.is_dir():
+        raise UserError(f"{what} is a directory", fix + ", e.g. " + str(log / "bench.log"))
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        blocker = blocking_file(log.parent)
+        why = f"{blocker} is a file, not a directory" if blocker else e.strerror or str(e)
+        raise UserError(f"cannot write {what} ({why})", fix) from None

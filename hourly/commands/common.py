@@ -344,6 +344,7 @@ def _resolve(name: str, values: dict[str, Any], given: set[str]) -> None:
             problem = opt.problem(v)
             if problem:
                 shown = redact_word(str(getattr(v, "value", v)))
+                shown = shown if shown.strip() else repr(shown)  # an empty value shown as '', not blank
                 raise UsageError(f"{opt.flag} {problem}, not {shown}",
                                  f"pass e.g. {opt.flag} {opt.rule.example if opt.rule else '...'}")
     if "config" not in options.TAKES[name]:

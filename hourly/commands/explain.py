@@ -24,6 +24,8 @@ def explain(workdir: Optional[str] = None, step: Optional[int] = None, sweep: bo
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.explain import explain_lines
     store = Store(workdir_setting(workdir, config), create=False)
+    from .common import require_a_scan
+    require_a_scan(store, "explain")  # its culprits: another level's workdir has none
     s = stored_settings(store, config, workdir=workdir, **flags)
     if s.bench_cmd and s.primary_metric() is None:  # several named metrics: the one the bisections followed
         from hourly.measure.settings import with_metric

@@ -28,6 +28,9 @@ def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Opti
         raise UsageError("--good and --bad go together", "pass both, or neither to use the stored regressions")
     executor = make_executor(flags)  # --executor slurm --workers W: each state's capture a job, W at once
     store = Store(workdir_setting(workdir, config), create=False)
+    if not good:  # the stored regressions: another level's workdir has none
+        from .common import require_a_scan
+        require_a_scan(store, "profile")
     s = stored_settings(store, config, workdir=workdir, **flags)
     from hourly.scan.identity import check_store
     s = check_store(store, s, uses_scan=not good)  # the store's repositories, and the key its scan measured under

@@ -153,6 +153,8 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
     emit(report, json_out, s)
     found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
+    from hourly.scan.table import require_measured
+    require_measured(report, s)  # every point failed: the scan's own error, exit 1 (not a clean table)
     require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
     require_resolved_report(report, s, found)  # steps of --min-change could not show: exit 1
     require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1

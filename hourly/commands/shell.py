@@ -28,6 +28,9 @@ def shell(
     workdir = workdir_setting(flags["workdir"], config)
     if (Path(workdir).expanduser() / STORE_NAME).exists():
         store = Store(workdir, create=False)
+        if state.split(":")[0] in ("good", "bad", "probe"):  # read from the stored scan or bisections
+            from .common import require_a_scan
+            require_a_scan(store, "shell")
         s = stored_settings(store, config, tz=tz, **flags)
     else:
         s = effective(dict(flags, tz=tz), config)[0]

@@ -25,6 +25,11 @@ def trace(
     from hourly.profile.capture import TraceOptions, capture, default_out_dir
     _require_script(command)
     out_dir = Path(out) if out else default_out_dir()
+    try:  # made now: a file in the way or a place that cannot hold it is one line, never a traceback
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        from hourly.errors import path_fault
+        raise path_fault(e, "the trace folder", out_dir, "--out") from None
     options = TraceOptions(host_tracer_level, python_tracer_level, device_tracer_level,
                            [n for part in (memprof_at or []) for n in part.split(",") if n])
     captured = capture(command, out_dir, options=options, check=False)

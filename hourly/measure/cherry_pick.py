@@ -49,6 +49,10 @@ def parse(specs: list[str], repos: dict[str, GitRepo]) -> list[Pick]:
         m = _SPEC.match(text.strip())
         if not m:
             raise UserError(f"--cherry-pick {text!r} is not REPO@SHA", "write it like xla@1a2b3c4d (repo xla or jax)")
+        if m["repo"] not in repos:  # --only jax: XLA stays the installed jaxlib, nothing of it is built
+            raise UserError(f"--cherry-pick {text!r} names {m['repo']}, but no {m['repo']} tree is built here "
+                            "(--only jax keeps the installed jaxlib)",
+                            f"leave it out, or hunt both repositories (--only both) to build {m['repo']}")
         picks.append(Pick(m["repo"], repos[m["repo"]].resolve_sha(m["sha"])))
     return picks
 

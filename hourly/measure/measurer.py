@@ -14,6 +14,7 @@ from typing import Callable
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Measurement, Records
 from hourly.adapters.venvs import SEEN_VAR, Overlay, make_overlay, overlay_of
+from hourly.errors import UserError
 from hourly.measure.benchmark import BenchResult, BenchSpec, Run, metric_views, run_benchmark
 from hourly.measure.build import (
     BUILD_ATTEMPTS,
@@ -36,7 +37,14 @@ from hourly.model import Pair, Status
 def open_repos(s: Settings) -> tuple[GitRepo | None, GitRepo]:
     """The checkouts a hunt needs: with --only jax no XLA checkout (jaxlib stays as installed)."""
     xla = None if s.only == "jax" else GitRepo(s.xla_repo, "xla")
-    return xla, GitRepo(s.jax_repo, "jax")
+    jax = GitRepo(s.jax_repo, "jax")
+    if xla is not None and Path(xla.repo.working_tree_dir or xla.path).resolve() == \
+            Path(jax.repo.working_tree_dir or jax.path).resolve():
+        # each state would pair a commit of one history with another of the same: never a JAX build
+        raise UserError(f"--xla-repo and --jax-repo are the same checkout, {jax.path}",
+                        "pass your xla checkout as --xla-repo and your jax checkout as --jax-repo "
+                        "(or --only jax to keep the installed jaxlib)")
+    return xla, jax
 
 
 

@@ -728,8 +728,8 @@ def command_settings(command: str, flags: dict[str, Any], config_path: str | Non
     each came from, as the command layers them: a flag given here (one ``command`` takes), else its
     table (``<file> [command]``), else — for a scan setting of a command that reads the shared
     settings (:data:`hourly.options.SHARED_READERS`; every command for ``workdir`` and
-    ``higher_is_better``) — the file's top level or [scan], else the default. A workdir's stored
-    scan, which bisect, profile, explain and shell read under the file, is not read here.
+    ``higher_is_better``) — the file's top level or [scan], else the workdir's stored scan (of
+    bisect, profile, explain and shell, which read it under the file: "stored scan"), else the default.
     Returns ({option name: value}, {option name: where from}, and for a command that reads the
     shared settings the scan settings it would take)."""
     file = load_config(config_path)
@@ -740,8 +740,9 @@ def command_settings(command: str, flags: dict[str, Any], config_path: str | Non
     reader = command in options.SHARED_READERS
     shared = {n for n in takes if n in FIELD_NAMES and n not in options.OWN_READING.get(command, ())
               and (reader or n in ("workdir", "higher_is_better"))}
-    s, origin = effective({**{n: v for n, v in section.items() if n in shared},
-                           **{n: v for n, v in given.items() if n in shared}}, config_path)
+    layered = {**{n: v for n, v in section.items() if n in shared}, **{n: v for n, v in given.items() if n in shared}}
+    base = _stored_base(layered.get("workdir"), config_path) if command in STORED_READERS else None
+    s, origin = effective(layered, config_path, base=base)
     values: dict[str, Any] = {}
     where: dict[str, str] = {}
     for n, opt in takes.items():
@@ -755,6 +756,21 @@ def command_settings(command: str, flags: dict[str, Any], config_path: str | Non
         else:
             values[n], where[n] = opt.default, "default"
     return values, where, s if reader else None
+
+
+#: the commands that take a workdir's stored scan (else its own bisection's settings) as their base
+STORED_READERS = ("bisect", "shell", "profile", "explain")
+
+
+def _stored_base(workdir: str | None, config_path: str | None) -> dict[str, Any] | None:
+    """The settings of the scan (else the bisection) stored in the workdir ``hourly config`` shows a
+    command for, as that command reads them; None when it holds no store."""
+    from hourly.adapters.store import STORE_NAME, Store
+    folder = workdir_setting(workdir, config_path)
+    if not (Path(folder).expanduser() / STORE_NAME).is_file():
+        return None
+    store = Store(folder, create=False, read_only=True)
+    return stored_scan_settings(store.load_settings("scan") or store.load_settings(BISECT_SETTINGS), store.workdir)
 
 
 def _fault(origin: dict[str, str], names: tuple[str, ...], message: str, fix: str) -> UserError:

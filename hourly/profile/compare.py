@@ -273,6 +273,21 @@ class Capture:
         return self.perfetto is not None or self.xplane is not None
 
 
+def _files(folder: Path, pattern: str) -> list[tuple[Path, float]]:
+    """The files under ``folder`` named like ``pattern``, each with its modification time; a folder or
+    file that vanishes or cannot be read while they are listed (a busy shared folder such as /tmp
+    given by mistake) is passed over, never a traceback."""
+    import fnmatch
+    out = []
+    for root, _, names in os.walk(folder):  # os.walk passes over a folder it cannot list
+        for name in fnmatch.filter(names, pattern):
+            try:
+                out.append((Path(root) / name, (Path(root) / name).stat().st_mtime))
+            except OSError:
+                continue
+    return out
+
+
 def load_capture(folder: str | os.PathLike) -> Capture:
     """Find the newest trace (XSpace and Perfetto) and the memory profiles of a capture folder."""
     folder = Path(folder)
@@ -280,7 +295,7 @@ def load_capture(folder: str | os.PathLike) -> Capture:
         raise FileNotFoundError(f"no capture folder {folder}")
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    newest = lambda pattern: max(folder.rglob(pattern), key=lambda p: p.stat().st_mtime, default=None)
+    newest = lambda pattern: max(_files(folder, pattern), key=lambda p: p[1], default=(None, 0.0))[0]
     final = folder / "memory.prof"
     checkpoints = {p.stem[len("memory-"):]: p for p in sorted(folder.glob("memory-*.prof"))}
     return Capture(folder, manifest, newest("perfetto_trace.json.gz"),

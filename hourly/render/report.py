@@ -372,6 +372,9 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
         return _write_per_metric(store, s, table, out_dir, min_change, anonymous, releases_md)
     ok = [p for p in points if p.status == "ok"]
     steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
+    # the steps --min-change leaves out are said, never "no step change was detected"
+    left_out = [st for st in find_steps(points, s.higher_is_better)[0]
+                if abs(st.change.relative_change) < min_change] if ok and min_change else []
     metric = "metric"
     if "MLUPS" in s.metric_regex:
         metric = "MLUPS"
@@ -384,7 +387,8 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
     md += _gaps_section(points, s)
     md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers,
-                          pinned_line(store.load_settings("pinned")))
+                          pinned_line(store.load_settings("pinned")),
+                          left_out=_left_out_line(left_out, min_change, store.workdir) if left_out and min_change else None)
     md += _crash_section(points, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(store, split))
@@ -524,10 +528,20 @@ def _unresolved(points: list[PointResult], s: Settings) -> str | None:
     return None if line is None or r is None else f"{line}; {fix(r, s)}"
 
 
+def _left_out_line(left_out: list[Step], min_change: float, workdir: Path) -> str:
+    """The steps smaller than ``--min-change`` that the report leaves out, each with its window, and
+    the command that lists them."""
+    each = "; ".join(f"{st.change.kind.value} {percent(st.change.relative_change)} between {st.before.time} "
+                     f"and {st.after.time}" for st in left_out)
+    return (f"{plural(len(left_out), 'step')} smaller than {min_change:.4g} ({min_change * 100:.4g} %, `--min-change "
+            f"{min_change:g}`) {'is' if len(left_out) == 1 else 'are'} left out of this report: {esc.text(each)}. "
+            f"`hourly report --workdir {esc.text(str(workdir))}` lists every step.")
+
+
 def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None, level: str = "##", direction: bool | None = None,
-                    intro: bool = True) -> list[str]:
+                    intro: bool = True, left_out: str | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
     what a one-repository hunt held, hourly.measure.pinned.pinned_line); ``level``: the steps'
@@ -547,7 +561,13 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Sett
             md += ["", esc.text(pinned) + "."]
     if intro:
         md.append("")
-    if not steps and all_windows(points):
+    if left_out:  # --min-change left steps out: the table is not every step the scan shows
+        md.append(left_out if steps else "No step change at least as large as --min-change was detected; " + left_out)
+    elif not steps and points and not any(p.status == "ok" for p in points):
+        md.append("No point of the scan measured (each failed: the points that did not measure are listed "
+                  "below), so no step can be told from it: fix the benchmark or the build, then run the scan again "
+                  "with `--rerun`.")
+    elif not steps and all_windows(points):
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
     elif not steps and gaps(points):

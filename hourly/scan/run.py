@@ -53,6 +53,12 @@ def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    program = s.bench_argv()[0]
+    if here and os.sep in program and not (Path(spec.cwd or ".") / Path(program).expanduser()).exists():
+        # a path (not a name a build may install on --python's PATH): missing now, missing at every state
+        # (checked where the runs happen: a Slurm job's container may mount it)
+        raise UserError(f"benchmark command not found: {program}",
+                        "pass --bench-cmd with the path of the program (relative to --bench-cwd), or its name on PATH")
     check_wheel_dir(s.resolved_wheel_dir())
     env = {**os.environ, **s.env_dict()}
     argv = s.build_argv()
@@ -173,6 +179,9 @@ def run_scan(s: Settings, store: Store | str | os.PathLike, handler: Handler = S
     xla, jax = open_repos(s)
     if s.sync:
         sync(trees(xla, jax))
+    if s.cherry_pick:  # a bad spec or an unknown commit: before the workdir, not at the first build
+        from hourly.measure.cherry_pick import parse
+        parse(s.cherry_pick, {r.name: r for r in trees(xla, jax)})
     pin = pin_of(s, jax)
     points = plan(s, xla, jax, pin)
     s = keyed(s)  # the key its measurements are stored under (a scan measures under its own)

@@ -134,13 +134,24 @@ class WatchSettings:
         return p.when + timedelta(days=1) - timedelta(seconds=1) if p.date_only else p.when
 
     def check_window(self) -> None:
-        """--until before --since: one line with these flags' names, before anything is made."""
-        if not (self.since and self.until):
+        """--until before --since, or --since after now: one line with these flags' names, before
+        anything is made (a --since in the future was stored as the watch's first date, then the
+        run stopped with "the window is reversed — swap --from and --to", flags watch has not)."""
+        if not self.since:
             return
+        from datetime import datetime, timezone
+
         from hourly.timeparse import parse_time
+        start = parse_time(self.since).when
         end = self.until_end()
-        if end is not None and end < parse_time(self.since).when:
+        if end is not None and end < start:
             raise UserError(f"--until {self.until} is before --since {self.since}", "swap them")
+        now = datetime.now(timezone.utc)
+        if end is None and start > now:
+            raise UserError(f"--since {self.since} is in the future (now: {now:%Y-%m-%d %H:%M} UTC): "
+                            "nothing can have arrived after it",
+                            f"pass a --since in the past, e.g. --since {now.date().isoformat()}, "
+                            "or leave it out (the last days)")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -177,7 +177,8 @@ class MetricJudge(BaseJudge):
                             "--higher-is-better/--lower-is-better")
         if not self.worse(good, bad, higher_is_better):
             raise UserError(f"the bad end ({_mean(bad):.4g}) is not worse than the good end ({_mean(good):.4g})",
-                            "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+                            "it got better: to find the commit that did it, pass --find-fix with --bad at this --good "
+                            "and --good at this --bad; or set --higher-is-better/--lower-is-better")
 
     # -- the window search's levels, as verdicts ------------------------------------------------
     @staticmethod

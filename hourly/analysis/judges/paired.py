@@ -169,7 +169,8 @@ class PairedMetricJudge(MetricJudge):
                             "--higher-is-better/--lower-is-better")
         if not worse:
             raise UserError(f"the bad end is not worse than the good end ({words})",
-                            "swap --good and --bad, or set --higher-is-better/--lower-is-better")
+                            "it got better: to find the commit that did it, pass --find-fix with --bad at this --good "
+                            "and --good at this --bad; or set --higher-is-better/--lower-is-better")
 
     @staticmethod
     def drift_words(change: float, log: bool, since: str) -> str:
