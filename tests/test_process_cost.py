@@ -103,6 +103,20 @@ def test_the_count_starts_at_the_default_then_follows_the_costs_and_the_noise():
     assert cheap.n == 3
 
 
+def test_a_few_processes_that_happen_to_agree_do_not_send_the_count_to_its_bound():
+    """Four processes (two states of two) whose levels agree: the between-process variance reads 0,
+    which is no figure but the floor of what four processes can tell (between_floor): the count is
+    the one that floor gives, not the upper bound."""
+    sizes = SampleSize()
+    base = [100.0 * (1 + 0.06 * math.sin(k)) for k in range(12)]  # every process the same samples, reordered
+    for state in ("a", "b", "a", "b"):
+        sizes.observe(state, [(Timing(18.0, 0.33, 12), base[::-1] if state == "a" else list(base))])
+    f = sizes.figures()
+    assert f.how == "chosen" and f.between == 0.0
+    # the floor: within / 12 · sqrt(2 / (3 − 1)); n = sqrt(18 / 0.33 · within / floor) = sqrt(18 / 0.33 · 12)
+    assert f.n == round(math.sqrt(18 / 0.33 * 12)) < 200
+
+
 def test_samples_fixes_the_count():
     sizes = SampleSize(fixed=40)
     sizes.observe("a", [(Timing(18.0, 0.33, 3), [1.0, 1.1, 1.2]), (Timing(18.0, 0.33, 3), [1.0, 1.3, 1.2])])
