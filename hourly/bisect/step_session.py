@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
+from hourly.analysis.process_stat import Choice
 from hourly.analysis.step_search import StepSearch
 from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe
@@ -34,6 +35,15 @@ def given_level(row: dict) -> Judgement | None:
     if v == Verdict.SKIP.value:
         return Judgement(Level.SKIP, row.get("reason") or "")
     return None
+
+def stored_choice(rows: list[dict]) -> Choice | None:
+    """The per-process statistic a paired search chose on its window's ends, stored with their rows
+    (None: none stored, e.g. a store written before it was)."""
+    for r in rows:
+        if r.get("role") == "end" and r.get("statistic"):
+            return Choice.stored(r["statistic"])
+    return None
+
 
 if TYPE_CHECKING:
     from hourly.analysis.paired import Paired
@@ -83,6 +93,9 @@ class StepSession:
         self.search.crashed |= crashed
         if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
             self.search.seed(0, len(states) - 1, ends[1])
+        elif self.paired and (chosen := stored_choice(rows or [])) is not None:
+            # resumed: the ends are not measured again; the statistic chosen on them is held still
+            self.search.paired_verdicts.choice = chosen
 
     def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
         """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
@@ -134,8 +147,9 @@ class StepSession:
         stop = self.pairs[stop_on] if stop_on is not None else None
         key = tuple(states)
         earlier = self.history.setdefault(key, [])
+        choice = self.search.paired_verdicts.choice  # the progress lines read the statistic in force
         blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop,
-                                       self.label(stop_on), earlier)
+                                       self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None)
         earlier += blocks
         self.round_no += len(blocks)
         for pair, (ev, builds, runs, samples) in taken:
