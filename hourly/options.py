@@ -358,6 +358,8 @@ OPTIONS: tuple[Option, ...] = (
        type=int, panel=M, rule=at_least(1), per={
            "hunt": {"help": "Samples each benchmark process of the bisection inside the container is asked for, in "
                             "HOURLY_SAMPLES [default: the bisection chooses them]."},
+           "bench": {"help": "Samples of every phase (--repeats and --iters both), and HOURLY_SAMPLES in the "
+                             "harness's environment [default: --repeats and --iters]."},
            "watch releases nightly": {"help": "Samples each benchmark process is asked for, in HOURLY_SAMPLES (a "
                                                "benchmark that prints many reads it; the same as --env "
                                                "HOURLY_SAMPLES=N) [default: 12; this level does not choose it]."}}),
@@ -589,7 +591,7 @@ TAKES: dict[str, tuple[str, ...]] = {
                 "front_end_processes", "front_end_repeats", "top", *BUILD, *EXECUTOR, "json_out", "config"),
     "explain": ("workdir", "step", "sweep", "try_flag", "revert_check", "revert_ref", "max_passes", "op_times",
                 "repeats", *BUILD, "json_out", "config"),
-    "bench": ("python", "repeats", "iters", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),
+    "bench": ("python", "repeats", "iters", "samples", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),
     "trace": ("out", "host_tracer_level", "python_tracer_level", "device_tracer_level", "memprof_at"),
     "compare-profiles": ("top",),
     "clean": ("json_out",),
