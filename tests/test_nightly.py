@@ -649,3 +649,18 @@ def test_a_hunt_over_dates_too_noisy_to_show_a_step_has_no_window_yet(tmp_path):
     assert buf.getvalue().startswith("no window to hunt yet: no step of ") and "nothing to hunt" not in buf.getvalue()
     with pytest.raises(UserError, match="no boundary to hand over: no step of"):
         report.nightly.require_decided()
+
+
+@pytest.mark.docker
+def test_each_container_is_asked_for_a_count_of_samples(docker_client, bench_dir, test_scan_id):
+    """Every benchmark run hourly starts gets HOURLY_SAMPLES (docs/measuring.md), a nightly's
+    containers too: the default 12, or --samples N (here the benchmark prints what it was asked)."""
+    tmpl = f"localhost/hourly-test/asked-{test_scan_id}:nightly-{{date}}"
+    make_image(docker_client, tmpl.format(date="2023-09-01"), NightlySpec("2023-09-01", value=1.0))
+    for extra, want in (([], 12.0), (["--samples", "7"], 7.0)):
+        res = hourly("nightly", "--from", "2023-09-01", "--to", "2023-09-01", "--image", tmpl, "--no-pull",
+                     "--gpus", "none", "--bench-cmd", "sh -c 'echo MLUPS: $HOURLY_SAMPLES'", *extra,
+                     "--workdir", str(bench_dir / f"w{int(want)}"), "--json", cwd=bench_dir)
+        assert res.returncode == 0, res.output
+        assert [p["value"] for p in json.loads(res.output)["points"]] == [want], res.output
+    assert _leftovers(docker_client, test_scan_id) == []
