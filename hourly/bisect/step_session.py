@@ -36,6 +36,28 @@ def given_level(row: dict) -> Judgement | None:
         return Judgement(Level.SKIP, row.get("reason") or "")
     return None
 
+def resumed(pairs: list[Pair], rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
+    """A paired search over ``pairs`` resumed: the verdicts it stored in ``rows`` (taken, not measured
+    again: its rounds are gone) and the step it confirmed. (An unpaired search decides again from
+    the stored samples.)"""
+    index = {p: i for i, p in enumerate(pairs)}
+    given: dict[int, Judgement] = {}
+    confirm: dict[str, tuple[int, str]] = {}
+    for r in rows:
+        i = index.get(Pair(r["xla"], r["jax"]))
+        if i is None:
+            continue
+        if r["role"] == "probe" and (j := given_level(r)) is not None:
+            given[i] = j
+        elif r["role"] in ("confirm_good", "confirm_bad"):
+            confirm[r["role"]] = (i, r["verdict"])
+    checked = {}
+    if "confirm_good" in confirm and "confirm_bad" in confirm:
+        (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
+        checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
+    return given, checked
+
+
 def stored_choice(rows: list[dict]) -> Choice | None:
     """The per-process statistic a paired search chose on its window's ends, stored with their rows
     (None: none stored, e.g. a store written before it was)."""
@@ -83,7 +105,7 @@ class StepSession:
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
         self.probed: list[int] = []  # the states probed in rounds, in order ("probe 3 of ~7")
-        given, checked = self.resumed(rows or [])
+        given, checked = resumed(self.pairs, rows or []) if self.paired else ({}, {})
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
                                  cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
@@ -96,28 +118,6 @@ class StepSession:
         elif self.paired and (chosen := stored_choice(rows or [])) is not None:
             # resumed: the ends are not measured again; the statistic chosen on them is held still
             self.search.paired_verdicts.choice = chosen
-
-    def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
-        """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
-        gone) and the step it confirmed. An unpaired search decides again from the stored samples."""
-        if not self.paired:
-            return {}, {}
-        index = {p: i for i, p in enumerate(self.pairs)}
-        given: dict[int, Judgement] = {}
-        confirm: dict[str, tuple[int, str]] = {}
-        for r in rows:
-            i = index.get(Pair(r["xla"], r["jax"]))
-            if i is None:
-                continue
-            if r["role"] == "probe" and (j := given_level(r)) is not None:
-                given[i] = j
-            elif r["role"] in ("confirm_good", "confirm_bad"):
-                confirm[r["role"]] = (i, r["verdict"])
-        checked = {}
-        if "confirm_good" in confirm and "confirm_bad" in confirm:
-            (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
-            checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
-        return given, checked
 
     def record(self, p: Probe) -> Probe:
         assert self.drive is not None  # next_regression attaches the window first

@@ -25,7 +25,6 @@ from typing import Callable
 
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
-from hourly.analysis.process_stat import DEFAULT_SAMPLES
 from hourly.errors import UserError
 from hourly.measure.sample_cost import SAMPLES_VAR, Timing, asked_of, followed, timing
 from hourly.metric import (
@@ -300,7 +299,10 @@ def with_count(spec: BenchSpec) -> BenchSpec:
     """Every benchmark run is asked for a count of samples (``HOURLY_SAMPLES``, docs/measuring.md):
     the one a level chose (a bisection's, ``--samples``), else the user's ``--env HOURLY_SAMPLES``,
     else :data:`~hourly.analysis.process_stat.DEFAULT_SAMPLES` (a level that does not choose it)."""
-    return spec if spec.asked is not None else replace(spec, asked=asked_of(spec.env) or DEFAULT_SAMPLES)
+    if spec.asked is not None:
+        return spec
+    from hourly.analysis.process_stat import DEFAULT_SAMPLES  # here: process_stat imports numpy
+    return replace(spec, asked=asked_of(spec.env) or DEFAULT_SAMPLES)
 
 
 def bench_env(spec: BenchSpec) -> dict[str, str]:
