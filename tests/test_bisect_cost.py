@@ -209,3 +209,27 @@ def test_a_resumed_search_holds_the_statistic_chosen_on_its_ends_and_its_answer_
     after = [r for (r,) in Store(tmp_path / "work").conn.execute(
         "SELECT reason FROM bisect_probes WHERE role='probe' AND seq>?", (seq,))]
     assert after and all(f"each process by its {words}" in r for r in after), after
+
+
+def test_the_blames_mixed_states_are_judged_by_the_statistic_chosen_on_the_ends(tmp_path, venv_python, capsys):
+    """A step that moves both repositories is blamed by rounds of its mixed states: their processes
+    are reduced by the statistic the search holds, like its probes', and their verdicts say so."""
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Slower collectives", {"perf/slow.txt": "0.95\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"})]))
+    bench = tmp_path / "sampled.py"
+    bench.write_text(BIMODAL)
+    args = ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z",
+            *flags(made, venv_python, tmp_path / "work", warmup_runs=0, metric_samples="all", samples=30,
+                   metric_regex=r"T: (?P<value>\S+)", bench_cmd=f"python3 {bench}", env=f"COUNTER={tmp_path / 'n'}")]
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    a = got["regressions"][0]
+    assert a["blame"] == "xla" and a["culprit"]["sha"] == made.shas["Slower collectives"]
+    chosen = a["sampling"]["statistic"]
+    assert chosen != "median", a["sampling"]
+    words = {"p10": "10th percentile", "trimmed": "trimmed mean"}[chosen]
+    blamed = [r for (r,) in Store(tmp_path / "work").conn.execute("SELECT reason FROM bisect_probes WHERE role='blame'")]
+    assert len(blamed) == 2 and all(f"each process by its {words}" in r for r in blamed), blamed
+    lines = [x for x in err.splitlines() if PROCESS_LINE.match(x) and x.startswith("  blame ")]
+    assert lines and all(x.endswith(f"each process by its {words}") for x in lines), err

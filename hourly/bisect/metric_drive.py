@@ -17,7 +17,7 @@ from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
 from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Paired, drift
-from hourly.analysis.process_stat import choose_statistic
+from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
@@ -238,9 +238,14 @@ class MetricEnds:
         builds = runs = sampled = 0
         want = MIN_ROUNDS
         search = context.search
+        # each process by the statistic the search holds (chosen on the window's ends), as its probes were
+        chosen = search.paired_verdicts.choice
+        stat = chosen.statistic if chosen.candidates > 1 else None
         while True:
             new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair,
-                                        what=role, earlier=blocks)
+                                        what=role, earlier=blocks, statistic=stat)
+            if stat is not None:
+                new = [{q: v.by(stat) if isinstance(v, ProcessValue) else v for q, v in bl.items()} for bl in new]
             self.d.round_no += len(new)
             blocks += new
             builds += sum(t[1] for _, t in taken)
@@ -259,8 +264,8 @@ class MetricEnds:
                 j = judge.level_paired(p, low, pair, high, sigma, dof, delta, final)
                 if j.level is not Level.UNSURE:
                     v = judge.verdict_of(j.level)
-                    return Probe(role, pair, v, j.reason, p.raw(pair), builds=builds, runs=runs,
-                                 between=j.level is Level.NEITHER, run_samples=sampled)
+                    return Probe(role, pair, v, j.reason + search.paired_verdicts.by(), p.raw(pair), builds=builds,
+                                 runs=runs, between=j.level is Level.NEITHER, run_samples=sampled)
             elif final:
                 return Probe(role, pair, Verdict.SKIP, "the step's states did not run in its rounds", builds=builds, runs=runs,
                              run_samples=sampled)
