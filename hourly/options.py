@@ -366,7 +366,12 @@ OPTIONS: tuple[Option, ...] = (
        "prints many reads it) [default: chosen from each process's measured cost and noise, 12 at first].",
        type=int, panel=M, rule=at_least(1), per={
            "hunt": {"help": "Samples each benchmark process of the bisection inside the container is asked for, in "
-                            "HOURLY_SAMPLES [default: the bisection chooses them]."}}),
+                            "HOURLY_SAMPLES [default: the bisection chooses them]."},
+           "bench": {"help": "Samples of every phase (--repeats and --iters both), and HOURLY_SAMPLES in the "
+                             "harness's environment [default: --repeats and --iters]."},
+           "watch releases nightly": {"help": "Samples each benchmark process is asked for, in HOURLY_SAMPLES (a "
+                                               "benchmark that prints many reads it; the same as --env "
+                                               "HOURLY_SAMPLES=N) [default: 12; this level does not choose it]."}}),
     _o("--warmup-samples", "warmup_samples", "The first K matches of each run (of each METRIC name with --metrics) "
        "are its warm-up, never counted [default: 0].", type=int, panel=M, rule=at_least(0)),
     _o("--metrics", "metrics", "Record every named `METRIC name: value` line (all) or those named "
@@ -564,18 +569,18 @@ DAILY = ("image", "mount", "gpus", "env", "bench_cmd", "metric_regex", "metrics"
 TAKES: dict[str, tuple[str, ...]] = {
     "demo": ("json_out",),
     "releases": ("from_", "to", "bench_cmd", "bench_cwd", "env", "metric_regex", "repeats", "metrics",
-                 "metric_samples", "warmup_samples", "bench_timeout",
+                 "metric_samples", "warmup_samples", "samples", "bench_timeout",
                  "higher_is_better", "extra", "with_", "deps_today", "deps_as_of_release", "index_url", "find_links",
                  "pre", "python", "installer", "cache_dir", "jax_repo", "rerun", "dry_run", "show", "workdir",
                  "json_out", "config"),
-    "nightly": ("from_", "to", *DAILY, "rerun", "show", "workdir", "json_out", "config"),
+    "nightly": ("from_", "to", *DAILY, "samples", "rerun", "show", "workdir", "json_out", "config"),
     "container": ("date", "image", "gpus", "env", "mount", "pull", "name", "workdir", "json_out", "config"),
     "hunt": ("from_", "to", "good_date", "bad_date", "from_release", "to_release", "release_bench_cmd", "extra",
              "index_url", "find_links", "pre", "release_with", "release_cache_dir", *DAILY, "metric", "dates", "scan_step",
              "bisect_in", "build_cmd", "xla_repo", "jax_repo", "ref", "xla_ref", "jax_ref", "max_repeats",
              "samples", "min_change", "rerun", "explain", "workdir", "json_out", "config"),
     "watch": ("source", "since", "until", "bench_cmd", "bench_cwd", "env", "metric_regex", "metrics", "metric_samples",
-              "warmup_samples", "metric", "repeats", "timeout",
+              "warmup_samples", "samples", "metric", "repeats", "timeout",
               "higher_is_better", "min_change", "max_pairs", "image", "mount", "gpus", "pull", "list_tags",
               "index_url", "find_links", "extra", "with_", "release_cache_dir", "xla_repo", "jax_repo", "ref", "step",
               "build_cmd", "python", "cache_dir", "warmup_runs", "sync", "force", "hunt", "hunt_arg", "hunt_image",
@@ -595,7 +600,7 @@ TAKES: dict[str, tuple[str, ...]] = {
                 "front_end_processes", "front_end_repeats", "top", *BUILD, *EXECUTOR, "json_out", "config"),
     "explain": ("workdir", "step", "sweep", "try_flag", "revert_check", "revert_ref", "max_passes", "op_times",
                 "repeats", *BUILD, "json_out", "config"),
-    "bench": ("python", "repeats", "iters", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),
+    "bench": ("python", "repeats", "iters", "samples", "warmup", "x64", "phases", "env", "timeout", "out", "json_out"),
     "trace": ("out", "host_tracer_level", "python_tracer_level", "device_tracer_level", "memprof_at"),
     "compare-profiles": ("top",),
     "clean": ("json_out",),

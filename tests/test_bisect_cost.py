@@ -160,3 +160,76 @@ def test_verdicts_that_are_not_paired_say_each_run_too(tmp_path, venv_python):
     runs = [x for x in lines if re.match(r"^  measuring \S+: run \d+, \d+ chip-s so far$", x)]
     assert len(runs) == a.runs and any(x.split(": run ")[1].startswith("3,") for x in runs), lines
     assert a.sampling is not None and a.sampling["one_value"] and a.sampling["processes"] == a.runs
+
+
+#: a benchmark whose samples are bimodal, each process a different share of them slow (a collector):
+#: the median jumps between the modes, the 10th percentile does not — the ends choose it
+BIMODAL = r'''
+import os, random, signal, time
+import jax_demo
+counter = os.environ.get("COUNTER")
+if counter:
+    n = int(open(counter).read() or 0) + 1 if os.path.exists(counter) else 1
+    open(counter, "w").write(str(n))
+    if n == int(os.environ.get("STOP_AT", "0")):
+        os.kill(int(os.environ["HOURLY_PID"]), signal.SIGINT)
+        time.sleep(5)
+    random.seed(n)
+level = 577.1 * jax_demo.FACTOR
+slow = random.uniform(0.35, 0.65)
+for _ in range(int(os.environ["HOURLY_SAMPLES"])):
+    x = level * (1.12 if random.random() < slow else 1.0) * (1 + random.gauss(0, 0.002))
+    print(f"T: {x:.3f}", flush=True)
+'''
+
+
+def test_a_resumed_search_holds_the_statistic_chosen_on_its_ends_and_its_answer_says_that_one(
+        tmp_path, venv_python, capsys):
+    made, slower, args = _setup(tmp_path, venv_python, samples=30,
+                                env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=13", f"HOURLY_PID={os.getpid()}"])
+    (tmp_path / "sampled.py").write_text(BIMODAL)
+    rc, _, err = _bisect(capsys, args)
+    assert rc == 130, err
+    store = Store(tmp_path / "work")
+    ends = [json.loads(s) for (s,) in store.conn.execute(
+        "SELECT statistic FROM bisect_probes WHERE role='end' AND statistic IS NOT NULL")]
+    assert len(ends) == 2 and ends[0] == ends[1] and ends[0]["statistic"] != "median", ends  # chosen, stored
+    chosen = ends[0]["statistic"]
+    words = {"p10": "10th percentile", "trimmed": "trimmed mean"}[chosen]
+    (seq,) = store.conn.execute("SELECT MAX(seq) FROM bisect_probes").fetchone()
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    assert "resuming after" in err
+    # after the resume the progress lines, the verdicts and the answer all read the statistic chosen before
+    lines = [x for x in err.splitlines() if PROCESS_LINE.match(x)]
+    assert lines and all(x.endswith(f"each process by its {words}") for x in lines), err
+    a = got["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[slower.subject]
+    assert a["sampling"]["statistic"] == chosen and a["sampling"]["statistic_why"] == ends[0]["why"]
+    after = [r for (r,) in Store(tmp_path / "work").conn.execute(
+        "SELECT reason FROM bisect_probes WHERE role='probe' AND seq>?", (seq,))]
+    assert after and all(f"each process by its {words}" in r for r in after), after
+
+
+def test_the_blames_mixed_states_are_judged_by_the_statistic_chosen_on_the_ends(tmp_path, venv_python, capsys):
+    """A step that moves both repositories is blamed by rounds of its mixed states: their processes
+    are reduced by the statistic the search holds, like its probes', and their verdicts say so."""
+    made = make_repos(tmp_path / "repos", busy_day([
+        Change("xla", "2023-08-24T02:30:00Z", "Slower collectives", {"perf/slow.txt": "0.95\n"}),
+        Change("jax", "2023-08-24T02:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"})]))
+    bench = tmp_path / "sampled.py"
+    bench.write_text(BIMODAL)
+    args = ["--good", "2023-08-24T02:00Z", "--bad", "2023-08-24T03:00Z",
+            *flags(made, venv_python, tmp_path / "work", warmup_runs=0, metric_samples="all", samples=30,
+                   metric_regex=r"T: (?P<value>\S+)", bench_cmd=f"python3 {bench}", env=f"COUNTER={tmp_path / 'n'}")]
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    a = got["regressions"][0]
+    assert a["blame"] == "xla" and a["culprit"]["sha"] == made.shas["Slower collectives"]
+    chosen = a["sampling"]["statistic"]
+    assert chosen != "median", a["sampling"]
+    words = {"p10": "10th percentile", "trimmed": "trimmed mean"}[chosen]
+    blamed = [r for (r,) in Store(tmp_path / "work").conn.execute("SELECT reason FROM bisect_probes WHERE role='blame'")]
+    assert len(blamed) == 2 and all(f"each process by its {words}" in r for r in blamed), blamed
+    lines = [x for x in err.splitlines() if PROCESS_LINE.match(x) and x.startswith("  blame ")]
+    assert lines and all(x.endswith(f"each process by its {words}") for x in lines), err

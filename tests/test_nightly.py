@@ -665,3 +665,18 @@ def test_a_window_where_no_date_has_an_image_is_no_answer(tmp_path, capsys):
     assert ("no boundary to hand over: no nightly image for any of the 5 dates (img:2023-08-20 .. img:2023-08-24) "
             "— check --image (`docker pull img:2023-08-20` says why)") in err
     assert main(["nightly", "--show", "--json", "--workdir", str(work)]) == 1
+
+
+@pytest.mark.docker
+def test_each_container_is_asked_for_a_count_of_samples(docker_client, bench_dir, test_scan_id):
+    """Every benchmark run hourly starts gets HOURLY_SAMPLES (docs/measuring.md), a nightly's
+    containers too: the default 12, or --samples N (here the benchmark prints what it was asked)."""
+    tmpl = f"localhost/hourly-test/asked-{test_scan_id}:nightly-{{date}}"
+    make_image(docker_client, tmpl.format(date="2023-09-01"), NightlySpec("2023-09-01", value=1.0))
+    for extra, want in (([], 12.0), (["--samples", "7"], 7.0)):
+        res = hourly("nightly", "--from", "2023-09-01", "--to", "2023-09-01", "--image", tmpl, "--no-pull",
+                     "--gpus", "none", "--bench-cmd", "sh -c 'echo MLUPS: $HOURLY_SAMPLES'", *extra,
+                     "--workdir", str(bench_dir / f"w{int(want)}"), "--json", cwd=bench_dir)
+        assert res.returncode == 0, res.output
+        assert [p["value"] for p in json.loads(res.output)["points"]] == [want], res.output
+    assert _leftovers(docker_client, test_scan_id) == []

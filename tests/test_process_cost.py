@@ -61,11 +61,18 @@ def test_a_benchmark_that_ignores_the_count_still_counts_and_is_said(tmp_path):
     assert said is not None and "8 samples" in said and "printed 5" in said and SAMPLES_VAR in said
 
 
-def test_a_user_env_of_hourly_samples_wins_and_no_count_asked_is_none_checked(tmp_path):
+def test_a_user_env_of_hourly_samples_wins_and_a_level_that_chooses_no_count_asks_the_default(tmp_path):
     res = run_benchmark(_spec(tmp_path, 0.0, 0.0, True, 8, env={SAMPLES_VAR: "3"}), 1, tmp_path / "logs", "env")
     assert len(res.runs[0].samples or []) == 3
-    res = run_benchmark(_spec(tmp_path, 0.0, 0.0, False, None), 1, tmp_path / "logs", "none")
-    assert res.unfollowed() is None and "asked" not in res.runs[0].as_dict()
+    # a level that does not choose the count (watch, releases, explain, profile run their specs so):
+    # every run still gets HOURLY_SAMPLES, the default, and is held to it
+    res = run_benchmark(_spec(tmp_path, 0.0, 0.0, True, None), 1, tmp_path / "logs", "none")
+    assert res.runs[0].asked == DEFAULT_SAMPLES and len(res.runs[0].samples or []) == DEFAULT_SAMPLES
+    assert res.unfollowed() is None
+    res = run_benchmark(_spec(tmp_path, 0.0, 0.0, True, None, env={SAMPLES_VAR: "4"}), 1, tmp_path / "logs", "user")
+    assert res.runs[0].asked == 4 and len(res.runs[0].samples or []) == 4  # theirs, and held to it
+    res = run_benchmark(_spec(tmp_path, 0.0, 0.0, False, None), 1, tmp_path / "logs", "deaf")
+    assert "does not follow HOURLY_SAMPLES" in (res.unfollowed() or "")  # printed 5 of the 12 asked: said
 
 
 def test_a_stored_run_without_timing_reads_as_none():
@@ -101,6 +108,20 @@ def test_the_count_starts_at_the_default_then_follows_the_costs_and_the_noise():
         procs = _processes(rng, 100.0, 0.05, 0.01, cheap.next(), 3)
         cheap.observe(state, [(Timing(0.05, 0.01, len(s)), s) for s in procs])
     assert cheap.n == 3
+
+
+def test_a_few_processes_that_happen_to_agree_do_not_send_the_count_to_its_bound():
+    """Four processes (two states of two) whose levels agree: the between-process variance reads 0,
+    which is no figure but the floor of what four processes can tell (between_floor): the count is
+    the one that floor gives, not the upper bound."""
+    sizes = SampleSize()
+    base = [100.0 * (1 + 0.06 * math.sin(k)) for k in range(12)]  # every process the same samples, reordered
+    for state in ("a", "b", "a", "b"):
+        sizes.observe(state, [(Timing(18.0, 0.33, 12), base[::-1] if state == "a" else list(base))])
+    f = sizes.figures()
+    assert f.how == "chosen" and f.between == 0.0
+    # the floor: within / 12 · sqrt(2 / (3 − 1)); n = sqrt(18 / 0.33 · within / floor) = sqrt(18 / 0.33 · 12)
+    assert f.n == round(math.sqrt(18 / 0.33 * 12)) < 200
 
 
 def test_samples_fixes_the_count():

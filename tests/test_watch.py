@@ -343,6 +343,22 @@ def test_the_commands_that_read_a_scan_say_a_watchs_workdir_holds_a_watch(tmp_pa
     assert not (work / "report").exists()
 
 
+def test_samples_on_a_watch_is_hourly_samples_in_every_run_of_its_builds(tmp_path, capsys):
+    """--samples N on a level that does not choose the count (watch, releases, nightly) is
+    HOURLY_SAMPLES=N in each run's environment, kept with the watch's settings for its later runs;
+    given beside --env HOURLY_SAMPLES it is a usage error (they would disagree)."""
+    work = tmp_path / "work"
+    (tmp_path / "wheels").mkdir()
+    base = ["watch", "--source", "wheels", "--find-links", str(tmp_path / "wheels"), "--since", "2023-08-01",
+            "--until", "2023-08-08", "--bench-cmd", "python bench.py", "--release-cache-dir", str(tmp_path / "envs")]
+    code, out, err = _run(capsys, [*base, "--samples", "7", "--workdir", str(work)])
+    assert code == P.UNSURE_EXIT, out + err
+    assert "HOURLY_SAMPLES=7" in Store(work).load_settings("watch")["settings"]["level"]["env"]
+    code, out, err = _run(capsys, [*base, "--samples", "7", "--env", "HOURLY_SAMPLES=9",
+                                   "--workdir", str(tmp_path / "both")])
+    assert code == 2 and "--samples and --env HOURLY_SAMPLES" in err, out + err
+
+
 def test_env_without_a_value_takes_it_from_hourlys_environment_and_a_pasted_redacted_value_is_refused(
         tmp_path, capsys, monkeypatch):
     """``--env NAME`` is NAME's value in hourly's environment (how a secret is passed without being

@@ -64,7 +64,7 @@ from hourly.errors import UserError
 __all__ = ["LOGS", "MEASURE_KEYS", "MIGRATIONS", "SCHEMA_VERSION", "STORE_NAME", "BuildRecord", "Measurement",
            "Records", "Store", "log_dir", "metric_rows", "schema_tables", "store_fault"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
@@ -440,4 +440,7 @@ MIGRATIONS: dict[int, list[str]] = {
         # and a probe's samples counted apart from its runs (process starts): many per run with
         # --metric-samples all or named metrics; 0 in the rows of an older store
         "ALTER TABLE bisect_probes ADD COLUMN run_samples INTEGER NOT NULL DEFAULT 0"],
+    # 9: the per-process statistic a paired search chose on its window's ends (JSON: statistic, why,
+    # candidates), on the ends' rows: a resumed search holds it without measuring the ends again
+    9: ["ALTER TABLE bisect_probes ADD COLUMN statistic TEXT"],
 }

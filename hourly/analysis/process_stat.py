@@ -115,6 +115,15 @@ class Choice:
     candidates: int = 1
     separations: tuple[tuple[str, float], ...] = ()
 
+    def as_dict(self) -> dict:
+        """What a bisection stores of it (with its ends' rows) and its answer states."""
+        return {"statistic": self.statistic, "why": self.why, "candidates": self.candidates}
+
+    @classmethod
+    def stored(cls, d: dict) -> "Choice":
+        """A choice stored by :meth:`as_dict` (a resumed search holds it)."""
+        return cls(str(d["statistic"]), str(d.get("why") or ""), int(d.get("candidates") or 1))
+
 
 #: the choice where nothing is chosen: one value per process, or too few processes
 DEFAULT_CHOICE = Choice("median", "the default")

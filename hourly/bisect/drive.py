@@ -179,10 +179,13 @@ class WindowDrive:
         lab.handler.started(self.w, len(states), len(self.rows))
         known: dict[Pair, Verdict] | None = None
         evaluate: Callable[[Pair, str], Probe]
+        choice = None  # the per-process statistic in force (a paired search's: chosen on the ends)
         if lab.judge.steps:
             from hourly.bisect.metric_drive import MetricDrive
             metric = MetricDrive(self)
             b, more_after, confirmed = metric.run()
+            if metric.session.paired:
+                choice = metric.session.search.paired_verdicts.choice
             evaluate, extras = metric.evaluate, None
         else:
             from hourly.bisect.chain_drive import ChainDrive
@@ -202,7 +205,8 @@ class WindowDrive:
         a.rounds, a.jobs = lab.rounds - rounds0, lab.jobs - jobs0
         figures = getattr(lab, "sampling_figures", None)  # what the verdicts cost, where the lab knows
         if figures is not None and lab.judge.steps:
-            a.sampling = figures(ends, float(getattr(lab, "seconds", 0.0)) - seconds0, a.runs, a.run_samples)
+            a.sampling = figures(ends, float(getattr(lab, "seconds", 0.0)) - seconds0, a.runs, a.run_samples,
+                                 choice)
         return a
 
     def blame(self, good: Pair, bad: Pair, known: dict[Pair, Verdict] | None,

@@ -32,6 +32,9 @@ class ProcessDone:
     #: what ``round`` counts: a paired verdict's rounds, or (verdicts not paired) the runs of one
     #: measurement of the state
     unit: str = "round"
+    #: the per-process statistic the change is read by, in words, where one was chosen on the
+    #: window's ends ("" : each process by its median, none chosen)
+    by: str = ""
 
 
 class BisectHandler(Handler):

@@ -17,6 +17,7 @@ from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
 from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Paired, drift
+from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
@@ -116,13 +117,16 @@ class MetricEnds:
         judge.check_ends_paired(p, outcome, words, lab.higher_is_better, lab.find_fix, d.where())
         self.drifted(before, p, sigma, "since the scan measured the ends" if any(
             e.origin == "scan" for q in (good_pair, bad_pair) for e in lab.stored(q)) else "since the ends were measured before")
+        # the statistic the search will hold (StepSession seeds it with these rounds: the same choice),
+        # stored with the ends' rows so that a resumed search holds it too
+        chosen = choose_statistic(p.processes(good_pair), p.processes(bad_pair)).as_dict()
         for pair, side in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             mine = [t for q, t in taken if q == pair]
             values = p.raw(pair)
             d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
                            f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
                            builds=sum(t[1] for t in mine), runs=sum(t[2] for t in mine),
-                           run_samples=sum(t[3] for t in mine)))
+                           run_samples=sum(t[3] for t in mine), statistic=chosen))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
         return outcome is not False, p
 
@@ -234,9 +238,14 @@ class MetricEnds:
         builds = runs = sampled = 0
         want = MIN_ROUNDS
         search = context.search
+        # each process by the statistic the search holds (chosen on the window's ends), as its probes were
+        chosen = search.paired_verdicts.choice
+        stat = chosen.statistic if chosen.candidates > 1 else None
         while True:
             new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair,
-                                        what=role, earlier=blocks)
+                                        what=role, earlier=blocks, statistic=stat)
+            if stat is not None:
+                new = [{q: v.by(stat) if isinstance(v, ProcessValue) else v for q, v in bl.items()} for bl in new]
             self.d.round_no += len(new)
             blocks += new
             builds += sum(t[1] for _, t in taken)
@@ -255,8 +264,8 @@ class MetricEnds:
                 j = judge.level_paired(p, low, pair, high, sigma, dof, delta, final)
                 if j.level is not Level.UNSURE:
                     v = judge.verdict_of(j.level)
-                    return Probe(role, pair, v, j.reason, p.raw(pair), builds=builds, runs=runs,
-                                 between=j.level is Level.NEITHER, run_samples=sampled)
+                    return Probe(role, pair, v, j.reason + search.paired_verdicts.by(), p.raw(pair), builds=builds,
+                                 runs=runs, between=j.level is Level.NEITHER, run_samples=sampled)
             elif final:
                 return Probe(role, pair, Verdict.SKIP, "the step's states did not run in its rounds", builds=builds, runs=runs,
                              run_samples=sampled)

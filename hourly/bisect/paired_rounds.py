@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
-from hourly.analysis.process_stat import ProcessValue
+from hourly.analysis.process_stat import WORDS, ProcessValue
 from hourly.analysis.samples import location
 from hourly.bisect.events import ProcessDone
 from hourly.model import Pair
@@ -49,8 +49,8 @@ class Progress:
     Z = 3.0
 
     def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
-                 earlier: Sequence[dict[Pair, float | None]]):
-        self.lab, self.what, self.focus = lab, what, focus
+                 earlier: Sequence[dict[Pair, float | None]], statistic: str | None = None):
+        self.lab, self.what, self.focus, self.statistic = lab, what, focus, statistic
         self.ref = pairs[0] if pairs[0] != focus else pairs[-1]
         self.earlier = list(earlier)
         self.chip0, self.done = self.seconds(), 0
@@ -62,7 +62,7 @@ class Progress:
         """A process of ``pair`` finished in round ``round_no`` (of this call, from 1); ``now``: the
         rounds measured in this call so far, the one under way last."""
         self.done += 1
-        rounds = self.earlier + now
+        rounds = [{p: self.by(v) for p, v in b.items()} for b in self.earlier + now]
         logs = [math.log(b[self.focus]) - math.log(b[self.ref]) for b in rounds  # type: ignore[arg-type]
                 if (b.get(self.focus) or 0) > 0 and (b.get(self.ref) or 0) > 0]
         change = error = settle = None
@@ -76,11 +76,16 @@ class Progress:
                 left = max(0, min(need, getattr(self.lab, "max_repeats", need)) - len(logs))
                 settle = left * per_round * spent / self.done
         self.lab.handler.process(ProcessDone(self.what, pair, len(self.earlier) + round_no, change, error,
-                                             self.seconds(), settle))
+                                             self.seconds(), settle,
+                                             by=WORDS[self.statistic] if self.statistic else ""))
+
+    def by(self, v: float | None) -> float | None:
+        """A process's value by the statistic in force (its median where none was chosen)."""
+        return v.by(self.statistic) if self.statistic and isinstance(v, ProcessValue) else v
 
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None,
-                   what: str = "", earlier: Sequence[dict[Pair, float | None]] = ()
+                   what: str = "", earlier: Sequence[dict[Pair, float | None]] = (), statistic: str | None = None
                    ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, "Taken"]]]:
     """``count`` rounds of ``pairs``, one process each, measured through the lab: in alternation
     (round ``start + r`` in :func:`~hourly.analysis.paired.round_order`) when the lab can run its
@@ -89,10 +94,11 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
     why: drift between them is not cancelled). ``stop_on``: a state whose failure ends the rounds
     (a probe that crashes is not run again, nor the others with it). Returns each round's values and
     every measurement taken (for the rows). ``what`` names the verdict for the handler, which hears of
-    each process (:class:`Progress`; ``earlier``: the verdict's rounds measured before)."""
+    each process (:class:`Progress`; ``earlier``: the verdict's rounds measured before; ``statistic``:
+    the per-process statistic chosen on the window's ends that the change is read by, None: none)."""
     blocks: list[dict[Pair, float | None]] = []
     taken: list[tuple[Pair, Taken]] = []
-    progress = Progress(lab, what or "rounds", pairs, stop_on or pairs[-1], earlier)
+    progress = Progress(lab, what or "rounds", pairs, stop_on or pairs[-1], earlier, statistic)
     if lab.interleaves:
         for r in range(count):
             block: dict[Pair, float | None] = {}

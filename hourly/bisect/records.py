@@ -65,11 +65,15 @@ class Probe:
     between: bool = False  # between the ends: another step comes after this state
     #: the samples those runs printed (``samples`` holds one value per counted run: its median)
     run_samples: int = 0
+    #: the ends' rows of a paired search: the per-process statistic chosen on them (statistic, why,
+    #: candidates), restored when the search resumes
+    statistic: dict | None = None
 
     def row(self) -> dict:
         return {"role": self.role, "xla": self.pair.xla, "jax": self.pair.jax, "verdict": self.verdict.value,
                 "between": self.between, "reason": self.reason, "samples": self.samples, "returncodes": self.returncodes,
-                "builds": self.builds, "runs": self.runs, "run_samples": self.run_samples}
+                "builds": self.builds, "runs": self.runs, "run_samples": self.run_samples,
+                **({"statistic": self.statistic} if self.statistic else {})}
 
 
 

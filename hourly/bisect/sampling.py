@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hourly.analysis.process_stat import choose_statistic
+from hourly.analysis.process_stat import Choice
 from hourly.bisect.events import ProcessDone
 from hourly.measure.benchmark import SAMPLES_LAST
 from hourly.measure.sample_cost import Timing
@@ -19,30 +19,18 @@ if TYPE_CHECKING:
     from hourly.measure.measurer import Measurer
 
 
-def process_samples(rows: list["Measurement"]) -> list[list[float]]:
-    """Every stored process that measured, as its samples (one each where a process prints one value)."""
-    out = []
-    for m in rows:
-        for r in m.runs:
-            if r.get("warmup") or r.get("status") != Status.OK.value:
-                continue
-            s = r.get("samples")
-            if s:
-                out.append([float(x) for x in s])
-            elif isinstance(r.get("value"), (int, float)):
-                out.append([float(r["value"])])
-    return out
+#: what verdicts that are not paired reduce each process by (hourly.bisect.paired_rounds.process_value)
+UNPAIRED = Choice("median", "the verdicts are not paired: each process by its median, no statistic chosen")
 
 
-def figures(m: "Measurer | None", ends: list[list["Measurement"]], chip_s: float, processes: int,
-            samples: int) -> dict:
+def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, choice: Choice | None = None) -> dict:
     """What a window's verdicts cost (``chip_s``: the benchmark's seconds this run spent on it;
     ``processes``, ``samples``: the answer's runs and samples) and how each process was sampled:
     the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process statistic
-    chosen on the window's two ``ends`` (their stored rows; hourly.analysis.process_stat.
-    choose_statistic) and why, what a process costs, and whether the benchmark followed the count."""
-    good, bad = (process_samples(rows) for rows in ends)
-    choice = choose_statistic(good, bad)
+    in force and why (``choice``: the one the paired search held, chosen on the window's ends or
+    restored with them when it resumed; None: the verdicts are not paired, :data:`UNPAIRED`), what
+    a process costs, and whether the benchmark followed the count."""
+    choice = choice or UNPAIRED
     out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
                  "statistic": choice.statistic, "statistic_why": choice.why}
     if m is not None:

@@ -27,6 +27,7 @@ from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
+from hourly.analysis.process_stat import Choice
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import commit
 from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
@@ -264,10 +265,12 @@ class Bisector:
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
-    def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int) -> dict:
-        """What a window's verdicts cost and how each process was sampled (hourly.bisect.sampling)."""
+    def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int,
+                         choice: Choice | None = None) -> dict:
+        """What a window's verdicts cost and how each process was sampled (hourly.bisect.sampling);
+        ``choice``: the per-process statistic the search held (None: its verdicts are not paired)."""
         from hourly.bisect.sampling import figures
-        return figures(self._measurer, [self.stored_measurements(p) for p in ends], chip_s, processes, samples)
+        return figures(self._measurer, chip_s, processes, samples, choice)
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
+from hourly.analysis.process_stat import Choice
 from hourly.analysis.step_search import StepSearch
 from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe
@@ -34,6 +35,37 @@ def given_level(row: dict) -> Judgement | None:
     if v == Verdict.SKIP.value:
         return Judgement(Level.SKIP, row.get("reason") or "")
     return None
+
+def resumed(pairs: list[Pair], rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
+    """A paired search over ``pairs`` resumed: the verdicts it stored in ``rows`` (taken, not measured
+    again: its rounds are gone) and the step it confirmed. (An unpaired search decides again from
+    the stored samples.)"""
+    index = {p: i for i, p in enumerate(pairs)}
+    given: dict[int, Judgement] = {}
+    confirm: dict[str, tuple[int, str]] = {}
+    for r in rows:
+        i = index.get(Pair(r["xla"], r["jax"]))
+        if i is None:
+            continue
+        if r["role"] == "probe" and (j := given_level(r)) is not None:
+            given[i] = j
+        elif r["role"] in ("confirm_good", "confirm_bad"):
+            confirm[r["role"]] = (i, r["verdict"])
+    checked = {}
+    if "confirm_good" in confirm and "confirm_bad" in confirm:
+        (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
+        checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
+    return given, checked
+
+
+def stored_choice(rows: list[dict]) -> Choice | None:
+    """The per-process statistic a paired search chose on its window's ends, stored with their rows
+    (None: none stored, e.g. a store written before it was)."""
+    for r in rows:
+        if r.get("role") == "end" and r.get("statistic"):
+            return Choice.stored(r["statistic"])
+    return None
+
 
 if TYPE_CHECKING:
     from hourly.analysis.paired import Paired
@@ -73,7 +105,7 @@ class StepSession:
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
         self.probed: list[int] = []  # the states probed in rounds, in order ("probe 3 of ~7")
-        given, checked = self.resumed(rows or [])
+        given, checked = resumed(self.pairs, rows or []) if self.paired else ({}, {})
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
                                  cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
@@ -83,28 +115,9 @@ class StepSession:
         self.search.crashed |= crashed
         if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
             self.search.seed(0, len(states) - 1, ends[1])
-
-    def resumed(self, rows: list[dict]) -> tuple[dict[int, Judgement], dict[tuple[int, int], bool]]:
-        """A paired search resumed: the verdicts it stored (taken, not measured again: its rounds are
-        gone) and the step it confirmed. An unpaired search decides again from the stored samples."""
-        if not self.paired:
-            return {}, {}
-        index = {p: i for i, p in enumerate(self.pairs)}
-        given: dict[int, Judgement] = {}
-        confirm: dict[str, tuple[int, str]] = {}
-        for r in rows:
-            i = index.get(Pair(r["xla"], r["jax"]))
-            if i is None:
-                continue
-            if r["role"] == "probe" and (j := given_level(r)) is not None:
-                given[i] = j
-            elif r["role"] in ("confirm_good", "confirm_bad"):
-                confirm[r["role"]] = (i, r["verdict"])
-        checked = {}
-        if "confirm_good" in confirm and "confirm_bad" in confirm:
-            (lo, vg), (hi, vb) = confirm["confirm_good"], confirm["confirm_bad"]
-            checked[(lo, hi)] = vg == Verdict.GOOD.value and vb == Verdict.BAD.value
-        return given, checked
+        elif self.paired and (chosen := stored_choice(rows or [])) is not None:
+            # resumed: the ends are not measured again; the statistic chosen on them is held still
+            self.search.paired_verdicts.choice = chosen
 
     def record(self, p: Probe) -> Probe:
         assert self.drive is not None  # next_regression attaches the window first
@@ -134,8 +147,9 @@ class StepSession:
         stop = self.pairs[stop_on] if stop_on is not None else None
         key = tuple(states)
         earlier = self.history.setdefault(key, [])
+        choice = self.search.paired_verdicts.choice  # the progress lines read the statistic in force
         blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop,
-                                       self.label(stop_on), earlier)
+                                       self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None)
         earlier += blocks
         self.round_no += len(blocks)
         for pair, (ev, builds, runs, samples) in taken:

@@ -23,6 +23,7 @@ def bench(
     python: Optional[str] = None,
     repeats: int = 5,
     iters: int = 50,
+    samples: Optional[int] = None,
     warmup: int = 3,
     x64: bool = False,
     phases: Optional[str] = None,
@@ -44,10 +45,16 @@ def bench(
     if unknown or (phases is not None and not chosen):
         raise UsageError(f"--phases {phases!r} names no phase of the harness" if not unknown else
                          f"--phases {phases!r}: {', '.join(unknown)} is no phase", f"choose from {','.join(GROUPS)}")
+    if samples is not None:  # the samples of every phase, as hourly asks any benchmark for them
+        if (repeats, iters) != (HarnessOptions.repeats, HarnessOptions.iters):
+            raise UsageError("--samples sets the samples of every phase: --repeats and --iters would disagree",
+                             "pass --samples, or --repeats and --iters")
+        repeats = iters = samples
     options = HarnessOptions(repeats, iters, warmup, x64, chosen)
     log = Path(out) if out else Path("hourly-work") / "bench" / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.log"
     _writable(log, given=out is not None)
-    report = run_harness(target, options, python=python, env=parse_env(env or []), timeout=timeout,
+    from .common import with_samples
+    report = run_harness(target, options, python=python, env=parse_env(with_samples(env, samples)), timeout=timeout,
                          log_path=log)
     from hourly.render.console import print_text
     for text in report.warnings:  # on stderr, as the harness gives them (its stderr went to the log)

@@ -79,6 +79,18 @@ def print_level_report(report: Any, json_out: bool, print_report: Callable[[Any,
         print_report(console, report)
 
 
+def with_samples(env: Optional[List[str]], samples: Optional[int]) -> list[str]:
+    """``--env`` with ``--samples N`` as the ``HOURLY_SAMPLES=N`` it sets (the levels that do not
+    choose the count: watch, releases, nightly); both given: a usage error, they would disagree."""
+    out = list(env or [])
+    if samples is None:
+        return out
+    if any(e.split("=", 1)[0] == "HOURLY_SAMPLES" for e in out):
+        raise UsageError("--samples and --env HOURLY_SAMPLES both set the samples a process is asked for",
+                         "pass one of them")
+    return [*out, f"HOURLY_SAMPLES={samples}"]
+
+
 def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
     """The daily level's settings from DAILY's ``flags``; the direction, when not given, from the
     settings file (hourly.toml), else higher is better."""

@@ -11,7 +11,7 @@ from hourly.measure.settings import workdir_setting
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE
 from hourly.render.console import PlainPrint
 
-from .common import command, console, daily_settings, err_console, print_level_report, with_progress
+from .common import command, console, daily_settings, err_console, print_level_report, with_progress, with_samples
 
 
 @command("nightly")
@@ -19,6 +19,7 @@ def nightly(
     from_: Optional[str] = None,
     to: Optional[str] = None,
     flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
+    samples: Optional[int] = None,
     rerun: bool = False,
     show: bool = False,
     workdir: Optional[str] = None,
@@ -37,6 +38,7 @@ def nightly(
     else:
         if not from_ or not to:
             raise UsageError("the nightly scan needs dates", "pass --from 2023-07-06 --to 2023-09-20")
+        flags = {**flags, "env": with_samples(flags.get("env"), samples)}  # --samples: HOURLY_SAMPLES=N
         s = daily_settings(flags, from_, to, wd, rerun, config).validate()
         store = Store(wd)
         report = with_progress(lambda handler: run_nightly(s, store, handler), json_out, "dates",

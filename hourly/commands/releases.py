@@ -12,7 +12,7 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
-from .common import command, console, print_level_report, refuse_together, shared_direction, with_progress
+from .common import command, console, print_level_report, refuse_together, shared_direction, with_progress, with_samples
 
 
 @command("releases")
@@ -27,6 +27,7 @@ def releases(
     metrics: Optional[str] = None,
     metric_samples: Optional[str] = None,
     warmup_samples: Optional[int] = None,
+    samples: Optional[int] = None,
     bench_timeout: Optional[float] = None,
     higher_is_better: Optional[bool] = None,
     extra: Optional[str] = None,
@@ -64,7 +65,7 @@ def releases(
             raise UsageError("--deps-today and --deps-as-of-release contradict each other",
                              "pass one of them (--deps-as-of-release is the default)")
         s = R.ReleaseSettings(
-            from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=list(env or []),
+            from_=from_, to=to, bench_cmd=bench_cmd or "", bench_cwd=bench_cwd, env=with_samples(env, samples),
             metric_regex=metric_regex, repeats=repeats, timeout=bench_timeout,
             higher_is_better=shared_direction(higher_is_better, config),
             extra=extra, with_=list(with_ or []), index_url=index_url, find_links=find_links, pre=pre,
@@ -73,8 +74,8 @@ def releases(
         import dataclasses
 
         from .common import read_metrics
-        named, samples, warmup = read_metrics(s, metrics, metric_samples, warmup_samples)
-        s = dataclasses.replace(s, metrics=named, metric_samples=samples, warmup_samples=warmup)
+        named, reading, warmup = read_metrics(s, metrics, metric_samples, warmup_samples)
+        s = dataclasses.replace(s, metrics=named, metric_samples=reading, warmup_samples=warmup)
         if dry_run:
             _print_plan(s, json_out)
             return

@@ -13,7 +13,7 @@ from hourly.errors import UsageError, UserError
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
-from .common import command, console, read_metrics, shared_direction, with_progress
+from .common import command, console, read_metrics, shared_direction, with_progress, with_samples
 
 
 @command("watch")
@@ -28,6 +28,7 @@ def watch(
     metrics: Optional[str] = None,
     metric_samples: Optional[str] = None,
     warmup_samples: Optional[int] = None,
+    samples: Optional[int] = None,
     metric: Optional[str] = None,
     repeats: int = 3,
     timeout: Optional[float] = None,
@@ -143,7 +144,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
     if source not in SOURCES:
         raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
     direction = shared_direction(g["higher_is_better"], g["config"])
-    env = list(g["env"] or [])
+    env = with_samples(g["env"], g["samples"])  # --samples: HOURLY_SAMPLES in every run's environment
     # how a run's output is read: --metric alone records every named metric and lists that one first
     wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
     if source == "containers":

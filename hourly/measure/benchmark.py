@@ -25,7 +25,7 @@ from typing import Callable
 from hourly.adapters import proc
 from hourly.adapters.venvs import overlay_of
 from hourly.errors import UserError
-from hourly.measure.sample_cost import SAMPLES_VAR, Timing, followed, timing
+from hourly.measure.sample_cost import SAMPLES_VAR, Timing, asked_of, followed, timing
 from hourly.metric import (
     DEFAULT_METRIC_REGEX,
     SAMPLE_PREFIX,
@@ -294,6 +294,16 @@ def cache_defaults(user_env: dict[str, str], inherited: dict[str, str] | None = 
     return {CACHE_SWITCH: "false"}, [CACHE_DIR] if CACHE_DIR in inherited else []
 
 
+def with_count(spec: BenchSpec) -> BenchSpec:
+    """Every benchmark run is asked for a count of samples (``HOURLY_SAMPLES``, docs/measuring.md):
+    the one a level chose (a bisection's, ``--samples``), else the user's ``--env HOURLY_SAMPLES``,
+    else :data:`~hourly.analysis.process_stat.DEFAULT_SAMPLES` (a level that does not choose it)."""
+    if spec.asked is not None:
+        return spec
+    from hourly.analysis.process_stat import DEFAULT_SAMPLES  # here: process_stat imports numpy
+    return replace(spec, asked=asked_of(spec.env) or DEFAULT_SAMPLES)
+
+
 def bench_env(spec: BenchSpec) -> dict[str, str]:
     """The benchmark's environment: hourly's, ``spec.python`` first on PATH, the compilation cache
     off (:func:`cache_defaults`), the user's ``--env``; a ``spec.python`` of an overlay
@@ -427,6 +437,7 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
     compile_metric_regex(spec.metric_regex)
     if spec.cwd and not Path(spec.cwd).is_dir():
         raise UserError(f"--bench-cwd {spec.cwd} is not a directory", "pass an existing directory")
+    spec = with_count(spec)
     env = bench_env(spec)
     runs: list[Run] = []
     stamp = _free_stamp(Path(log_dir), tag)

@@ -16,7 +16,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from hourly.analysis.process_stat import DEFAULT_SAMPLES, Cost, samples_per_process, variance_components
+from hourly.analysis.process_stat import (
+    DEFAULT_SAMPLES,
+    Cost,
+    between_floor,
+    samples_per_process,
+    variance_components,
+)
 from hourly.measure.sample_cost import Timing
 
 #: how far one revision may move the count (a factor): two processes' variances are a rough figure
@@ -95,16 +101,31 @@ class SampleSize:
     def variances(self) -> tuple[float, float]:
         """The within- and between-process variances (log scale), pooled over the states measured by
         two processes or more (each state's own figures averaged); nan while none was."""
-        within, between = [], []
+        within, between, _ = self._pooled()
+        return within, between
+
+    def floor(self) -> float:
+        """The least between-process variance the processes measured can tell from none
+        (:func:`~hourly.analysis.process_stat.between_floor`: of their mean samples, and as many
+        processes as the pooled estimate has degrees of freedom, plus one); nan while unknown."""
+        within, _, (samples, dof) = self._pooled()
+        return between_floor(within, samples, dof + 1)
+
+    def _pooled(self) -> tuple[float, float, tuple[float, int]]:
+        """The pooled variances, and what they rest on: the mean samples a process and the degrees
+        of freedom of the between estimate (each state's processes less one, summed)."""
+        within, between, sizes, dof = [], [], [], 0
         for groups in self.processes.values():
             logged = [[math.log(x) for x in g] for g in groups if all(x > 0 for x in g)]
             w, b = variance_components(logged if len(logged) == len(groups) else groups)
             if math.isfinite(w) and math.isfinite(b):
                 within.append(w)
                 between.append(b)
+                sizes += [len(g) for g in groups]
+                dof += len(groups) - 1
         if not within:
-            return float("nan"), float("nan")
-        return statistics.fmean(within), statistics.fmean(between)
+            return float("nan"), float("nan"), (0.0, 0)
+        return statistics.fmean(within), statistics.fmean(between), (statistics.fmean(sizes), dof)
 
     def figures(self) -> Figures:
         """The figures now, and the count they give (or why it is not theirs: fixed, default)."""
@@ -114,4 +135,6 @@ class SampleSize:
             return Figures(cost, within, between, self.fixed, "fixed")
         if cost is None or not math.isfinite(within):
             return Figures(cost, within, between, self.n, self.how)
-        return Figures(cost, within, between, samples_per_process(cost, within, between), "chosen")
+        # floored: a few processes whose levels happen to agree do not send the count to its bound
+        n = samples_per_process(cost, within, between, floor=self.floor())
+        return Figures(cost, within, between, n, "chosen")

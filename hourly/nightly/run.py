@@ -10,15 +10,18 @@ from __future__ import annotations
 import threading
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 from hourly.adapters import containers
 from hourly.adapters.locks import owner_labels, run_lock
+from hourly.adapters.proc import parse_env
 from hourly.adapters.stale_runs import remove_dead_runs
 from hourly.adapters.store import Store
 from hourly.events import SILENT, Handler
-from hourly.measure.benchmark import Run, metric_views, read_run, result_of
+from hourly.measure.benchmark import Run, metric_views, read_run, result_of, with_count
+from hourly.measure.sample_cost import SAMPLES_VAR
 from hourly.metric import compile_metric_regex
 from hourly.model import NightlyPoint, Status
 from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_range, gpu_slots, image_ref
@@ -42,7 +45,10 @@ def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: P
     if not img.present:
         return [NightlyPoint(d.isoformat(), ref, Status.MISSING, detail=img.reason)]
     commits = containers.read_commits(ref, docker_client=docker_client)
-    spec = s.read_spec()
+    # each container asked for a count of samples like every benchmark run (HOURLY_SAMPLES): the
+    # user's --env HOURLY_SAMPLES (or --samples, made one), else the default
+    spec = with_count(replace(s.read_spec(), env=parse_env(list(s.env))))
+    env = list(s.env) if SAMPLES_VAR in spec.env else [*s.env, f"{SAMPLES_VAR}={spec.asked}"]
     compile_metric_regex(s.metric_regex)
     runs: list[Run] = []
     for i in range(1, s.repeats + 1):
@@ -53,9 +59,11 @@ def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: P
             ref, s.argv(), name=f"hourly-{scan_id}-{d.isoformat()}-{i}",
             labels={**containers.scan_labels(scan_id, level=LEVEL, date=d.isoformat(), run=str(i)),
                     **owner_labels(scan_id)},
-            mounts=s.effective_mounts(), env=s.env, gpus=gpus, timeout=s.timeout,
+            mounts=s.effective_mounts(), env=env, gpus=gpus, timeout=s.timeout,
             workdir=s.container_workdir(), log_path=log, docker_client=docker_client)
-        runs.append(read_run(res.output, res.exit_code, res.timed_out, res.duration, str(log), spec))
+        run = read_run(res.output, res.exit_code, res.timed_out, res.duration, str(log), spec)
+        run.asked = spec.asked
+        runs.append(run)
     return [NightlyPoint(d.isoformat(), ref, r.status, img.digest, r.value, r.samples, commits.xla, commits.jax,
                          [x.as_dict() for x in r.runs], r.detail(), metric)
             for metric, r in metric_views(result_of(runs, spec), spec.metrics, known)]

@@ -61,6 +61,8 @@ def process_words(e: ProcessDone) -> str:
     words.append(f"{e.chip_s:.0f} chip-s so far")
     if e.settle_s is not None:
         words.append("settling" if e.settle_s <= 0 else f"~{_duration(e.settle_s)} to settle")
+    if e.by:
+        words.append(f"each process by its {e.by}")
     return ", ".join(words)
 
 

@@ -45,13 +45,14 @@ class BisectionTables(Tables):
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_probes WHERE bisection=?",
                             (bid,)).fetchone()[0]
             c.execute("INSERT INTO bisect_probes (bisection, seq, role, xla, jax, verdict, partial, reason, samples,"
-                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      " returncodes, builds, runs, created, jaxlib_builds, jax_builds, run_samples, statistic)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       (bid, seq, p["role"], p["xla"], p["jax"], p["verdict"], int(p.get("between", False)),
                        p.get("reason"),
                        json.dumps(p.get("samples", [])), json.dumps(p.get("returncodes", [])),
                        int(p.get("builds", 0)), int(p.get("runs", 0)), time.time(),
-                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0))))
+                       int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0)),
+                       json.dumps(p["statistic"]) if p.get("statistic") else None))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
@@ -60,6 +61,7 @@ class BisectionTables(Tables):
             d = dict(r)
             d["samples"] = json.loads(d["samples"])
             d["returncodes"] = json.loads(d["returncodes"])
+            d["statistic"] = json.loads(d["statistic"]) if d.get("statistic") else None
             out.append(d)
         return out
 
