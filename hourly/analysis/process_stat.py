@@ -85,6 +85,19 @@ def samples_of(value: float) -> tuple[float, ...]:
 
 
 @functools.cache
+def level_bound(alpha: float, candidates: int = 1, dof: int = 0) -> float:
+    """The separation (standard errors) a difference must reach to be said at two-sided level
+    ``alpha`` when it is the best of ``candidates`` statistics measured on the same rounds (the level
+    shared among them: Bonferroni), on a noise estimate of ``dof`` degrees of freedom (0: known; else
+    the Student-t quantile, whose tails at few degrees of freedom are far wider than the normal's)."""
+    q = alpha / (2.0 * max(candidates, 1))
+    if dof > 0:
+        from scipy import stats  # here, not at the top: scipy.stats costs a process ~1 s to import
+        return float(stats.t.isf(q, dof))
+    return float(NormalDist().inv_cdf(1.0 - q))
+
+
+@functools.cache
 def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
     """The separation (standard errors) two ends must reach when the statistic was chosen among
     ``candidates`` on those same ends, so that taking the one that separates them best does not make
@@ -97,11 +110,8 @@ def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
         return base
     if dof > 0:
         from scipy import stats  # here, not at the top: scipy.stats costs a process ~1 s to import
-        alpha = 2.0 * float(stats.t.sf(base, dof))
-        return float(stats.t.isf(alpha / (2.0 * candidates), dof))
-    nd = NormalDist()
-    alpha = 2.0 * (1.0 - nd.cdf(base))
-    return float(nd.inv_cdf(1.0 - alpha / (2.0 * candidates)))
+        return level_bound(2.0 * float(stats.t.sf(base, dof)), candidates, dof)
+    return level_bound(2.0 * (1.0 - NormalDist().cdf(base)), candidates, 0)
 
 
 @dataclass(frozen=True)
