@@ -51,18 +51,24 @@ NEITHER_BOUND = -math.log(3.0)
 HL = True
 
 
-def ends_bound(candidates: int, dof: int, cap: int) -> float:
-    """The separation (standard errors) a window's ends must reach at one look of their verdict so
-    that ends that do not differ are said to differ at most :data:`ENDS_ALPHA` of the time over all
-    its looks: the verdict looks after every round from END_ROUNDS up to ``cap`` (--max-repeats) and
-    stops at the first that passes, so each look gets an equal share of the rate (Bonferroni over
-    the looks: it holds however alike the looks are), shared again among the ``candidates``
-    statistics chosen from on the same rounds, as a Student-t quantile at the noise's ``dof``
-    degrees of freedom (at 2, the first look's, that is tens of standard errors; at 10, about 5).
-    Never below SEPARATION_MIN, the unpaired ends' check."""
+def ends_bound(candidates: int, dof: int, cap: int, rounds: int) -> float:
+    """The separation (standard errors) a window's ends must reach at their look after ``rounds``
+    rounds so that ends that do not differ are said to differ at most :data:`ENDS_ALPHA` of the
+    time over all the verdict's looks: it looks after every round from END_ROUNDS up to ``cap``
+    (--max-repeats) and stops at the first that passes. The rate is spent over the looks as
+    ``ENDS_ALPHA · (k/K)²`` by the k-th of K (a power-family spending function, between Pocock's
+    equal shares and O'Brien–Fleming's: little at the first looks, whose noise of 2–4 degrees of
+    freedom could not pass a real step anyway, more at the later ones), each look's share held
+    alone (Bonferroni over the looks: it holds however alike the looks are; a look on the same
+    rounds again is the same event), shared again among the ``candidates`` statistics chosen from
+    on these rounds, and read as a Student-t quantile at the noise's ``dof`` degrees of freedom
+    (at 2, the first look's, tens of standard errors; at 19, about 4.5). Never below
+    SEPARATION_MIN, the unpaired ends' check."""
     from hourly.analysis.judges.metric import SEPARATION_MIN
     looks = max(1, cap - END_ROUNDS + 1)
-    return max(SEPARATION_MIN, level_bound(ENDS_ALPHA / looks, candidates, dof))
+    k = min(max(1, rounds - END_ROUNDS + 1), looks)
+    share = ENDS_ALPHA * ((k / looks) ** 2 - ((k - 1) / looks) ** 2)
+    return max(SEPARATION_MIN, level_bound(share, candidates, dof))
 
 
 def more_rounds(done: int, cap: int) -> int:
@@ -127,8 +133,8 @@ class PairedMetricJudge(MetricJudge):
     def ends_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
                     final: bool = False) -> tuple[bool | None, str]:
         """Whether a window's ends differ, in rounds of the two: apart by :func:`ends_bound`
-        standard errors of their paired difference (a false rate of ENDS_ALPHA over every look up
-        to --max-repeats rounds), the same when Wald's test says no difference of ``delta``
+        standard errors of their paired difference (this look's share of a false rate of
+        ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no difference of ``delta``
         (:meth:`differ_paired`), else unknown (``final``: apart or not); and the difference in
         words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``).
 
@@ -145,7 +151,7 @@ class PairedMetricJudge(MetricJudge):
                 sigma, dof = self.noise([q.noise_groups()], q.log, q.level[0])
             p = q
             by = f", each process by its {WORDS[choice.statistic]}: {choice.why}"
-        bound = ends_bound(choice.candidates, dof, self.max_repeats)
+        bound = ends_bound(choice.candidates, dof, self.max_repeats, p.rounds)
         d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
