@@ -105,7 +105,8 @@ def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
     statistic would: the two-sided level of ``base`` shared among the candidates (Bonferroni). On a
     noise estimate of ``dof`` degrees of freedom (0: known) both are Student-t levels: with the few
     rounds a window's ends start with, ``base`` = 3 is a level of 9.5 % at 2 degrees of freedom, and
-    its third needs 5.4 standard errors, not the 3.3 of the normal's."""
+    its third needs 5.4 standard errors, not the 3.3 of the normal's. (The ends' verdict before it
+    held a stated rate over its looks: hourly.analysis.judges.paired ``ends_bound``.)"""
     if candidates <= 1:
         return base
     if dof > 0:
@@ -153,8 +154,9 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
     noise (a low quantile where the samples are bimodal or skewed to the slow side, the median or
     the trimmed mean where they are not). Ties go to the earlier in :data:`STATISTICS` (the median).
     Taking the best of several on the same ends inflates their evidence: the ends' verdict made by
-    it is held to :func:`selection_bound` over ``candidates`` (hourly.analysis.judges.paired); the
-    probes after are judged on fresh processes by the statistic held fixed."""
+    it shares each look's part of its false rate among ``candidates`` (:func:`level_bound`, from
+    hourly.analysis.judges.paired's ``ends_bound``); the probes after are judged on fresh processes
+    by the statistic held fixed."""
     if not good or not bad:
         return DEFAULT_CHOICE
     if all(len(p) <= 1 for p in (*good, *bad)):
