@@ -263,7 +263,7 @@ def null_ends(seed: int, sd: float, between: float, statistic_rule: str, n: int 
             import hourly.analysis.judges.paired as jp
             saved = jp.ends_bound
             jp.ends_bound = (  # type: ignore[assignment]
-                (lambda k, dof, cap, r: saved(1, dof, cap, r)) if statistic_rule == "naive"
+                (lambda k, dof, cap, r: ends_bound(1, dof, cap, r)) if statistic_rule == "naive"
                 else lambda k, dof, cap, r: selection_bound(SEPARATION_MIN, k, dof))
             try:
                 outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
