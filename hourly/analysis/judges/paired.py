@@ -134,9 +134,10 @@ class PairedMetricJudge(MetricJudge):
                     final: bool = False) -> tuple[bool | None, str]:
         """Whether a window's ends differ, in rounds of the two: apart by :func:`ends_bound`
         standard errors of their paired difference (this look's share of a false rate of
-        ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no difference of ``delta``
-        (:meth:`differ_paired`), else unknown (``final``: apart or not); and the difference in
-        words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``).
+        ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no
+        difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or not);
+        and the difference in words (``+7.8 %, paired over 6 rounds, 12.5 standard errors (9.5
+        needed at this look for a 1 % false rate)``).
 
         Where processes printed several samples, each is reduced by the statistic that separates
         the ends best (hourly.analysis.process_stat.choose_statistic; ``sigma`` and ``dof`` are then
@@ -158,7 +159,7 @@ class PairedMetricJudge(MetricJudge):
         sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
         diff = p.difference(x, y)
         said = f"{_pct(diff) if p.log else f'{diff:+.4g}'}, paired over {plural(p.rounds, 'round')}, " \
-               f"{sep:.1f} standard errors{by}"
+               f"{sep:.1f} standard errors ({bound:.1f} needed at this look for a {ENDS_ALPHA * 100:g} % false rate){by}"
         if sep >= bound:
             return True, said
         if final or d is False:
