@@ -236,9 +236,9 @@ def test_a_csv_quote_left_open_is_refused_not_read_as_one_label(tmp_path, capsys
     p.write_text('label,value\na,1\nb,1\n"c\nd",3\ne,3\n')  # a label over two lines: one line of output each
     assert main(["detect", str(p)]) == 1
     assert "the row of line 4" in capsys.readouterr().err
-    p.write_text('label,value\na,1\n"b, c",1\nd,3\n')  # a quoted label on its own line reads as it is
+    p.write_text('label,value\na,1\n"b, c",1\nd,1\ne,1\n')  # a quoted label on its own line reads as it is
     assert main(["detect", str(p), "--json"]) == 0
-    assert [pt["label"] for pt in json.loads(capsys.readouterr().out)["points"]] == ["a", "b, c", "d"]
+    assert [pt["label"] for pt in json.loads(capsys.readouterr().out)["points"]] == ["a", "b, c", "d", "e"]
 
 
 def test_an_output_file_given_to_detect_is_never_told_to_be_overwritten(tmp_path, capsys):
