@@ -15,11 +15,9 @@ from hourly.cli import main
 from hourly.demo.repos import Change, make_repos
 from tests.test_bisect import busy_day, flags
 
-#: the stand-in's build, sampled HOURLY_SAMPLES times a process (a fixed number when IGNORE is set);
-#: the process whose number is STOP_AT (counted in COUNTER) interrupts hourly as Ctrl-C would
-BENCH = r'''
-import os, random, signal, sys, time
-import jax_demo
+#: the start of each stand-in benchmark below: the process whose number is STOP_AT (counted in
+#: COUNTER) interrupts hourly as Ctrl-C would
+COUNTED = r'''import jax_demo
 counter = os.environ.get("COUNTER")
 if counter:
     n = int(open(counter).read() or 0) + 1 if os.path.exists(counter) else 1
@@ -27,7 +25,12 @@ if counter:
     if n == int(os.environ.get("STOP_AT", "0")):
         os.kill(int(os.environ["HOURLY_PID"]), signal.SIGINT)
         time.sleep(5)
-k = int(os.environ["IGNORE"]) if os.environ.get("IGNORE") else int(os.environ["HOURLY_SAMPLES"])
+'''
+
+#: the stand-in's build, sampled HOURLY_SAMPLES times a process (a fixed number when IGNORE is set)
+BENCH = r'''
+import os, random, signal, sys, time
+''' + COUNTED + r'''k = int(os.environ["IGNORE"]) if os.environ.get("IGNORE") else int(os.environ["HOURLY_SAMPLES"])
 time.sleep(0.05)
 level = 577.1 * jax_demo.FACTOR * (1 + random.gauss(0, 0.002))
 for _ in range(k):
@@ -166,15 +169,7 @@ def test_verdicts_that_are_not_paired_say_each_run_too(tmp_path, venv_python):
 #: the median jumps between the modes, the 10th percentile does not — the ends choose it
 BIMODAL = r'''
 import os, random, signal, time
-import jax_demo
-counter = os.environ.get("COUNTER")
-if counter:
-    n = int(open(counter).read() or 0) + 1 if os.path.exists(counter) else 1
-    open(counter, "w").write(str(n))
-    if n == int(os.environ.get("STOP_AT", "0")):
-        os.kill(int(os.environ["HOURLY_PID"]), signal.SIGINT)
-        time.sleep(5)
-    random.seed(n)
+''' + COUNTED + r'''    random.seed(n)
 level = 577.1 * jax_demo.FACTOR
 slow = random.uniform(0.35, 0.65)
 for _ in range(int(os.environ["HOURLY_SAMPLES"])):

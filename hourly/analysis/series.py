@@ -46,6 +46,12 @@ class SeriesPoint:
         return float(median(self.samples)) if self.samples else None  # hourly.model's: no overflow
 
 
+def _first_three(items: list[str], sep: str, more: str) -> str:
+    """The first three of ``items`` joined by ``sep``, and how many more (``more``: the words before
+    the count, " and" or "; and")."""
+    return sep.join(items[:3]) + (f"{more} {len(items) - 3} more" if len(items) > 3 else "")
+
+
 @dataclass(frozen=True)
 class Series:
     points: tuple[SeriesPoint, ...]
@@ -73,19 +79,17 @@ class Series:
         if not self.dropped:
             return None
         n = len(self.dropped)
-        shown = ", ".join(f"line {i} {text.strip()[:40]!r}" for i, text in self.dropped[:3])
-        more = f" and {n - 3} more" if n > 3 else ""
-        return f"{self.source}: {n} {self.unit}{'s' if n != 1 else ''} without a label left out ({shown}{more})"
+        shown = _first_three([f"line {i} {text.strip()[:40]!r}" for i, text in self.dropped], ", ", " and")
+        return f"{self.source}: {n} {self.unit}{'s' if n != 1 else ''} without a label left out ({shown})"
 
     def unreadable_note(self) -> str | None:
         """One line naming the values that read as no number (their points are failed), or None."""
         if not self.unreadable:
             return None
         n = len(self.unreadable)
-        shown = "; ".join(f"{label}: {why}" for label, why in self.unreadable[:3])
-        more = f"; and {n - 3} more" if n > 3 else ""
+        shown = _first_three([f"{label}: {why}" for label, why in self.unreadable], "; ", "; and")
         return (f"{self.source}: {n} value{'s' if n != 1 else ''} read as no number, {'their points' if n != 1 else 'its point'} "
-                f"failed ({shown}{more}) — {PLAIN_NUMBER_FIX}")
+                f"failed ({shown}) — {PLAIN_NUMBER_FIX}")
 
     @property
     def labels(self) -> list[str]:
