@@ -185,7 +185,6 @@ def python_env_lock(python: str) -> RunLock:
 
 #: one lock file per run that starts containers; labels on its containers name it
 RUNS_DIR = Path(tempfile.gettempdir()) / "hourly-runs"
-OWNER_LABELS = ("hourly.owner.host", "hourly.owner.pid", "hourly.owner.lock")
 #: how often a held owner lock is tried before its owner counts as alive
 OWNER_CHECK_TRIES = 5
 

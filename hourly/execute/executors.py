@@ -75,16 +75,13 @@ class Capabilities:
 
     ``here``: it builds in this process, in the user's trees, and installs into ``--python`` (so
     that environment is locked for the run, and the pair being built can be shown while it builds);
-    ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
-    workdir and the build cache through a filesystem this machine shares (results come back as
-    files there); ``profiles``: it captures profiles itself (``profile_stream``); ``interleaves``:
-    it runs one request after another on one machine, in the order asked, so a round of several
-    states measured in alternation (a bisection's paired verdicts) runs them in the same stretch of
-    time on the same machine."""
+    ``parallel``: states it measures at once; ``profiles``: it captures profiles itself
+    (``profile_stream``); ``interleaves``: it runs one request after another on one machine, in the
+    order asked, so a round of several states measured in alternation (a bisection's paired
+    verdicts) runs them in the same stretch of time on the same machine."""
 
     here: bool
     parallel: int = 1
-    shared_filesystem: bool = False
     profiles: bool = False
     interleaves: bool = False
 
@@ -155,7 +152,7 @@ class SlurmExecutor:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True, profiles=True)
+        return Capabilities(here=False, parallel=self.workers, profiles=True)
 
     def options(self):
         from hourly.adapters.slurm import SubmitOptions

@@ -28,13 +28,6 @@ from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_rang
 from hourly.nightly.plan import stored_nightly as nightly_show
 
 
-def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
-                 docker_client=None, stop: threading.Event | None = None) -> NightlyPoint:
-    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access): the
-    date's result (of the first named metric, with ``--metrics``: :func:`measure_day` gives each)."""
-    return measure_day(d, s, scan_id, gpus, log_dir, docker_client, stop)[0]
-
-
 def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
                 docker_client=None, stop: threading.Event | None = None,
                 known: list[str] | None = None) -> list[NightlyPoint]:

@@ -372,15 +372,10 @@ class ReleaseStep:
                 "next_commands": self.commands}
 
 
-def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
-    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
-    plus every good → crashed/timed-out boundary (pure)."""
-    return release_detection(points, higher_is_better)[0]
-
-
 def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any]:
-    """:func:`find_release_steps` and the detection behind it (None without a measured release):
-    its ``too_short`` says when the releases cannot tell noise from steps."""
+    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
+    plus every good → crashed/timed-out boundary (pure), and the detection behind it (None without
+    a measured release): its ``too_short`` says when the releases cannot tell noise from steps."""
     steps, detection, _ = _release_detection(points, higher_is_better)
     return steps, detection
 

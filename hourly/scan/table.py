@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from hourly import options
 from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
-from hourly.measure.resolve import PlannedPoint
 from hourly.measure.settings import Settings, keyed
 from hourly.metric import unread_words
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
@@ -42,12 +41,6 @@ CONFIRM_ORIGIN = "confirm"
 #: Runs of each pair when an edge step is measured again: this many, or twice --repeats if more.
 CONFIRM_REPEATS = 5
 
-
-
-def stored_results(store: Store, key: str, points: list[PlannedPoint], metric: str | None = None) -> list[PointResult]:
-    """The scan's table of ``points`` (of one named ``metric``: :func:`metric_latest`)."""
-    latest = metric_latest(store, key, metric)
-    return [point_of(p.label, p.pair.xla, p.pair.jax, latest.get((p.pair.xla, p.pair.jax))) for p in points]
 
 
 def point_of(label: str, xla: str, jax: str, m: Measurement | None) -> PointResult:

@@ -418,10 +418,6 @@ class WatchReport:
         """Checks whose measuring again did not confirm the step: said, with their evidence, never alerts."""
         return [c for c in self.checks if c.verdict in ("rejected", "undecided")]
 
-    @property
-    def pending_checks(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict == "pending"]
-
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
         out = []
