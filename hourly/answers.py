@@ -9,14 +9,16 @@ Answers stored by an older hourly lack some fields: they read back with their de
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from hourly.model import Pair
+
+T = TypeVar("T")
 
 Json = dict[str, Any]
 
 
-def _opt(d: Mapping[str, Any], key: str, make):
+def _opt(d: Mapping[str, Any], key: str, make: Callable[[Any], T]) -> T | None:
     v = d.get(key)
     return make(v) if v is not None else None
 
