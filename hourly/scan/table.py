@@ -15,7 +15,7 @@ from hourly.metric import unread_words
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
-    from hourly.analysis.detect import EdgeCheck
+    from hourly.analysis.detect import Detection, EdgeCheck
 
 
 LEVEL = "hourly"
@@ -432,7 +432,7 @@ def repeats_command(s: Settings) -> str:
     return scan_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats))) + " --rerun"
 
 
-def undecided_note(detection, s: Settings) -> str | None:
+def undecided_note(detection: Detection, s: Settings) -> str | None:
     """One line when the scan's table is too short to tell noise from steps
     (:attr:`hourly.analysis.detect.Detection.too_short`), with the command that tells; else None."""
     from hourly.analysis.steps import too_short
