@@ -85,7 +85,7 @@ class OracleExecutor:
     @property
     def capabilities(self):
         from hourly.execute.executors import Capabilities
-        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True)
+        return Capabilities(here=False, parallel=self.workers)
 
 
 def main() -> None:

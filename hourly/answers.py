@@ -9,14 +9,16 @@ Answers stored by an older hourly lack some fields: they read back with their de
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from hourly.model import Pair
+
+T = TypeVar("T")
 
 Json = dict[str, Any]
 
 
-def _opt(d: Mapping[str, Any], key: str, make):
+def _opt(d: Mapping[str, Any], key: str, make: Callable[[Any], T]) -> T | None:
     v = d.get(key)
     return make(v) if v is not None else None
 
@@ -442,7 +444,3 @@ class HuntRow:
                    d.get("builds") or 0, d.get("runs") or 0, d.get("run_samples") or 0, list(d.get("more") or []),
                    d.get("bisected_in"), d.get("scan"), d.get("log"), d.get("error"), d.get("explained") or None,
                    d.get("release") or None)
-
-
-def answers_json(answers: Iterable[Answer]) -> list[Json]:
-    return [a.to_json() for a in answers]

@@ -117,7 +117,7 @@ class BenchResult:
     unit: str = "ms"
     warnings: list[str] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.times_s:
             raise ValueError("a benchmark needs at least one timed call")
         if self.unit not in _UNITS:
@@ -198,7 +198,7 @@ class BenchResult:
 
 # --------------------------------------------------------------------------- JAX side
 
-def _jax():
+def _jax() -> Any:
     import jax  # imported lazily so the statistics above work (and test) without JAX
     return jax
 

@@ -233,11 +233,11 @@ def _is_library(filename: str) -> bool:
 
 # ------------------------------------------------------------------------------------- JAX
 
-def _block(jax, tree):
+def _block(jax: Any, tree: Any) -> Any:
     return jax.block_until_ready(tree)
 
 
-def _clear(jax) -> None:
+def _clear(jax: Any) -> None:
     jax.clear_caches()
     gc.collect()
 
@@ -256,7 +256,7 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _set(jax, option: str, value: Any) -> bool:
+def _set(jax: Any, option: str, value: Any) -> bool:
     try:
         jax.config.update(option, value)
         return True
@@ -272,7 +272,7 @@ def _reset_persistent_cache() -> None:
     reset_cache()
 
 
-def cache_off(jax) -> None:
+def cache_off(jax: Any) -> None:
     """Persistent compilation cache off, whatever the environment said (cold compiles stay cold)."""
     _set(jax, "jax_enable_compilation_cache", False)
     try:
@@ -281,7 +281,7 @@ def cache_off(jax) -> None:
         pass
 
 
-def cache_on(jax, folder: str) -> None:
+def cache_on(jax: Any, folder: str) -> None:
     """Persistent compilation cache on, in ``folder``, for every compile however short or small."""
     _set(jax, "jax_compilation_cache_dir", folder)
     if not _set(jax, "jax_enable_compilation_cache", True):
@@ -296,7 +296,7 @@ class CacheHits:
 
     EVENT = "/jax/compilation_cache/cache_hits"
 
-    def __init__(self, jax):
+    def __init__(self, jax: Any) -> None:
         self.count = 0
         self._monitoring = getattr(jax, "monitoring", None)
         register = getattr(self._monitoring, "register_event_listener", None)
@@ -339,7 +339,7 @@ class Options:
 class Target:
     """The function under measure, jitted, with its arguments on the device."""
 
-    def __init__(self, jax, fn: Callable, args: tuple, kwargs: dict):
+    def __init__(self, jax: Any, fn: Callable, args: tuple, kwargs: dict):
         self.jax = jax
         # a function jitted already keeps its static and donated arguments
         self.jitted: Any = fn if callable(getattr(fn, "lower", None)) else jax.jit(fn)
@@ -372,7 +372,7 @@ class Target:
 FRONT_END = ("trace", "lower", "compile", "compile_cached", "first_call")
 
 
-def measure(jax, fn: Callable, args: tuple, kwargs: dict, opts: Options, lines: Lines) -> None:
+def measure(jax: Any, fn: Callable, args: tuple, kwargs: dict, opts: Options, lines: Lines) -> None:
     """Every selected phase, in an order where no phase warms another's cache by accident: the
     front end (caches cleared each time) first, then the calls of one compiled function."""
     wanted = set(opts.phases)
@@ -446,7 +446,7 @@ def _first_call(target: Target, opts: Options, lines: Lines) -> None:
     lines.median("first_call_ms")
 
 
-def _dispatch(jax, opts: Options, lines: Lines) -> None:
+def _dispatch(jax: Any, opts: Options, lines: Lines) -> None:
     tiny = jax.jit(lambda x: x + 1)
     x = _block(jax, jax.device_put(jax.numpy.zeros((TINY_SIZE,), jax.numpy.float32)))
     for _ in range(max(opts.warmup, 1)):
@@ -484,7 +484,7 @@ def _step_dispatch(target: Target, opts: Options, lines: Lines) -> None:
     lines.median("step_dispatch_us")
 
 
-def _compile_cached(jax, lowered_of: Callable, opts: Options, lines: Lines) -> None:
+def _compile_cached(jax: Any, lowered_of: Callable, opts: Options, lines: Lines) -> None:
     """Fill a private persistent cache with one compile, then time compiles that load from it."""
     metric = "compile_cached_ms"
     hits = CacheHits(jax)
@@ -531,7 +531,7 @@ def _compile_cached(jax, lowered_of: Callable, opts: Options, lines: Lines) -> N
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _memory(jax, target: Target, compiled: Any, lines: Lines) -> None:
+def _memory(jax: Any, target: Target, compiled: Any, lines: Lines) -> None:
     """After the steps (the device's peak covers them), with one output of fn held: the inputs and
     that output are what lives then."""
     device = jax.devices()[0]
@@ -616,7 +616,7 @@ def _at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _versions(jax) -> str:
+def _versions(jax: Any) -> str:
     try:
         import jaxlib
         jaxlib_version = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
@@ -629,7 +629,7 @@ def _versions(jax) -> str:
             f"python {sys.version.split()[0]}")
 
 
-def precision_notes(jax, args: tuple, x64: bool) -> list[str]:
+def precision_notes(jax: Any, args: tuple, x64: bool) -> list[str]:
     """What makes the comparison unlike like: 64-bit mode turned on by the program, 64-bit inputs."""
     notes = []
     if jax.config.jax_enable_x64 and not x64:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and ``word``, in the plural unless ``n`` is 1; ``many`` for irregular plurals."""
@@ -15,7 +17,7 @@ def found(n: int, word: str, many: str | None = None) -> str:
     return f"{plural(n, word, many)} found:"
 
 
-def status_counts(points, noun: str) -> str:
+def status_counts(points: Sequence[Any], noun: str) -> str:
     """"8 releases (4 ok, 4 missing)": the points counted, and how many hold each status, in the
     order the statuses first appear."""
     counts: dict[str, int] = {}

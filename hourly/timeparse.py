@@ -53,7 +53,7 @@ class _ZoneAbbreviation(Exception):
     pass
 
 
-def _tzinfos(name: str | None, offset: int | None):
+def _tzinfos(name: str | None, offset: int | None) -> tzinfo | None:
     """dateutil's hook (called for every text, with or without a zone): offsets and UTC only."""
     if name is None and offset is None:
         return None  # no zone in the text: read it in --tz

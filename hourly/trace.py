@@ -82,7 +82,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-def profiler_options(jax, host: int | None, python: int | None, device: int | None):
+def profiler_options(jax: Any, host: int | None, python: int | None,
+                     device: int | None) -> tuple[Any, dict[str, Any], dict[str, str]]:
     """Build ``ProfileOptions`` with what this JAX supports; return (options, applied, skipped)."""
     wanted = {"host_tracer_level": host, "python_tracer_level": python,
               "device_tracer_level": device}
@@ -115,7 +116,7 @@ def _relative_files(out: Path) -> dict[str, list[str]]:
     }
 
 
-def _manifest(ns: argparse.Namespace, jax, applied: dict, skipped: dict, wanted: set[str]) -> dict:
+def _manifest(ns: argparse.Namespace, jax: Any, applied: dict, skipped: dict, wanted: set[str]) -> dict:
     """What the capture records about itself; status and files are filled in when it ends."""
     manifest = {
         "version": MANIFEST_VERSION,
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
 MEMORY_STATS = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit", "largest_alloc_size", "num_allocs")
 
 
-def device_memory(jax) -> dict[str, dict]:
+def device_memory(jax: Any) -> dict[str, dict]:
     """``{device: {peak_bytes_in_use: …, …}}`` of each local device that reports memory stats, at the
     end of the run (after the final memory profile blocked on every live array); {} on the CPU."""
     out: dict[str, dict] = {}
@@ -250,7 +251,7 @@ def _run_program(ns: argparse.Namespace) -> dict:
     return runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
 
 
-def _exit_code(code) -> int:
+def _exit_code(code: object) -> int:
     if code is None:
         return 0
     if isinstance(code, int):

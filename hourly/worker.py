@@ -33,8 +33,13 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from hourly.execute.jobfiles import write_json
+
+if TYPE_CHECKING:  # a job imports what it runs
+    from hourly.adapters.store import BuildRecord, Measurement
+    from hourly.model import Pair
 
 REQUEST = "request.json"
 RESULT = "result.json"
@@ -50,13 +55,13 @@ class RecordingStore:
         self.builds: list = []
         self.measurements: list = []
 
-    def record_build(self, b) -> None:
+    def record_build(self, b: BuildRecord) -> None:
         self.builds.append(b)
 
-    def add_measurement(self, bench_key: str, m) -> None:
+    def add_measurement(self, bench_key: str, m: Measurement) -> None:
         self.measurements.append(m)
 
-    def add_measurements(self, bench_key: str, ms) -> None:
+    def add_measurements(self, bench_key: str, ms: Iterable[Measurement]) -> None:
         self.measurements.extend(ms)
 
     def metric_names(self, bench_key: str) -> list[str]:
@@ -68,7 +73,7 @@ class RecordingStore:
 
 
 @contextmanager
-def own_pair(job: Path, req: dict):
+def own_pair(job: Path, req: dict) -> Iterator[tuple[Any, Pair]]:  # a Measurer over the job's store
     """The request's pair checked out in the job's own worktrees, with an environment of its own:
     a :class:`~hourly.measure.measurer.Measurer` over them (its store records for the coordinator), and the pair.
     The trees and the environment are removed after."""

@@ -117,7 +117,7 @@ def docker_client(test_scan_id):
     if os.environ.get("CI") == "true":
         pytest.fail(msg, pytrace=False)
     import warnings
-    warnings.warn(msg + " (not an error outside CI: untagged images may be another run's)")
+    warnings.warn(msg + " (not an error outside CI: untagged images may be another run's)", stacklevel=2)
 
 
 def remove_session_images(client, sid: str) -> None:

@@ -1,6 +1,7 @@
 """The pure parts of bisection: states, probe choice, verdicts."""
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def test_states_merge_both_histories_in_time_order():
     assert [s.pair for s in states] == [Pair("x0", "j0"), Pair("x1", "j0"), Pair("x1", "j1"), Pair("x2", "j1"),
                                         Pair("x2", "j2"), Pair("x3", "j2")]
     # each step moves exactly one commit of one repo
-    for a, b in zip(states, states[1:]):
+    for a, b in pairwise(states):
         moved = step_commits(walks, a.pair, b.pair)
         assert sum(len(v) for v in moved.values()) == 1
 
@@ -178,8 +179,8 @@ def test_classifier_error_rate_on_many_draws(draws):
 # -- every step of a window: StepSearch ---------------------------------------------------------
 
 from hourly.analysis.bisection import Level
-from hourly.analysis.step_search import StepSearch
 from hourly.analysis.judges.metric import resolvable_change
+from hourly.analysis.step_search import StepSearch
 
 
 def levels(n, steps, base=1000.0):
@@ -328,7 +329,7 @@ def test_rounds_find_the_sequential_steps_in_about_log_w_plus_1_rounds(n, parts)
     seq = [(s.lo, s.hi) for s in _search(n, f, lambda i, c: (probed.append(i), f(i, c))[1]).run()]
     assert seq == [(c - 1, c) for c in culprits]
     got = {w: _rounds(n, f, w) for w in (1, 2, 4, 8)}
-    for w, (steps, rounds, builds) in got.items():
+    for w, (steps, _, _) in got.items():
         assert steps == seq, w
     # W=1 is the sequential search: the same states, one round each
     assert got[1][2] == len(set(probed)) and got[1][1] == len(probed)
@@ -378,7 +379,7 @@ def test_k_ary_exit_search_gives_the_sequential_answer(n, k):
         first_bad = int(rng.integers(1, n))
         skips = {int(i) for i in rng.integers(1, n - 1, max(1, n // 10))}
 
-        def verdict(i):
+        def verdict(i, skips=skips, first_bad=first_bad):
             return Verdict.SKIP if i in skips else Verdict.BAD if i >= first_bad else Verdict.GOOD
         seq: dict[int, Verdict] = {}
         while (i := next_probe(n, seq)) is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def test_several_steps_up_and_down_are_all_found(noise, seed):
     changes = detect_changes(series)
     assert len(changes) == 3, spans(changes)
     for c, at, kind in zip(changes, [20, 40, 60],
-                           [ChangeKind.REGRESSION, ChangeKind.IMPROVEMENT, ChangeKind.REGRESSION]):
+                           [ChangeKind.REGRESSION, ChangeKind.IMPROVEMENT, ChangeKind.REGRESSION], strict=True):
         assert c.before_index < at <= c.after_index or abs(c.after_index - at) <= 1
         assert c.kind is kind
     assert changes[0].relative_change == pytest.approx(-0.05, abs=0.01)
@@ -262,7 +263,7 @@ def test_noise_that_scales_with_the_level_gives_no_false_step(segments, repeats,
     assert found.log_scale
     bounds = list(np.cumsum([n for n, _, _ in segments])[:-1])
     assert len(found.changes) == len(bounds), spans(found.changes)
-    for c, at in zip(found.changes, bounds):
+    for c, at in zip(found.changes, bounds, strict=True):
         assert c.before_index < at <= c.after_index
 
 
@@ -409,7 +410,7 @@ def test_level_dependent_noise_former_false_steps(name):
     changes = detect(series, higher_is_better=False).changes
     # every real step found once, in a window that holds it; nothing else
     assert len(changes) == len(real), spans(changes)
-    for c, step in zip(changes, real):
+    for c, step in zip(changes, real, strict=True):
         assert c.before_index < step <= c.after_index, (step, spans(changes))
         assert not c.edge
 
@@ -420,7 +421,7 @@ def test_a_step_is_judged_against_its_own_levels_noise():
     from hourly.analysis.detect import regime_z
     v = np.log(np.array([114.706, 145.3, 133.418, 237.847, 215.945, 7.369, 7.212, 7.202]))
     bounds = [0, 3, 5, 8]
-    meds = [float(np.median(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+    meds = [float(np.median(v[a:b])) for a, b in pairwise(bounds)]
     assert regime_z(v, bounds, meds, 1) < 3.0       # 133 -> 227: t 5.5 with 3 degrees of freedom
     assert regime_z(v, bounds, meds, 2) > 4.0       # 227 -> 7.2: the real step (t 42, 5 degrees of freedom)
 
@@ -432,9 +433,9 @@ def test_a_real_excursion_in_a_noisy_series_is_still_found():
     levels = [200.0] * 20 + [320.0] * 6 + [200.0] * 14 + [6.5] * 20
     series = [float(x * np.exp(0.05 * rng.standard_normal())) for x in levels]
     changes = detect(series, higher_is_better=False).changes
-    assert [(c.before_index < s <= c.after_index) for c, s in zip(changes, [20, 26, 40])] == [True] * 3, \
+    assert len(changes) == 3, spans(changes)
+    assert [(c.before_index < s <= c.after_index) for c, s in zip(changes, [20, 26, 40], strict=True)] == [True] * 3, \
         spans(changes)
-    assert len(changes) == 3
 
 
 def test_an_excursion_must_beat_the_threshold_of_its_placements():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from itertools import pairwise
 
 import pytest
 from rich.console import Console
@@ -78,7 +79,7 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     argv = H.bisect_argv(w, h, "/hourly-work/bisect/x")
     assert argv[:8] == ["hourly", "bisect", "--good", "xla@x2023-08-22,jax@j2023-08-22",
                         "--bad", "xla@x2023-08-23,jax@j2023-08-23", "--json", "--progress"]
-    opts = dict(zip(argv[7::1], argv[8::1]))
+    opts = dict(pairwise(argv[7:]))
     assert opts["--mode"] == "exit" and opts["--bench-cmd"] == "python3 /dir/b.py --n 3"
     assert opts["--workdir"] == "/hourly-work/bisect/x" and opts["--bench-cwd"] == "/dir"
     assert opts["--build-cmd"] == "/opt/build.sh" and opts["--max-repeats"] == "5"
@@ -123,7 +124,7 @@ def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tm
         H.daily_windows(report, "trace_ms")
     h = H.HuntSettings(s, scan_step="1h")
     argv = H.bisect_argv(ws[0], h, "/hourly-work/bisect/x")
-    opts = dict(zip(argv, argv[1:]))
+    opts = dict(pairwise(argv))
     assert opts["--metrics"] == "all" and opts["--metric"] == "lower_ms" and "--lower-is-better" in argv
     assert opts["--metric-samples"] == "all" and opts["--warmup-samples"] == "2"
     crash = H.bisect_argv(ws[2], h, "/hourly-work/bisect/x")
@@ -131,7 +132,7 @@ def test_named_metrics_reach_the_daily_levels_windows_and_the_commands_inside(tm
     from datetime import datetime, timezone
     t0, t1 = datetime(2023, 8, 7, tzinfo=timezone.utc), datetime(2023, 8, 8, tzinfo=timezone.utc)
     scan = H.scan_argv(ws[1], h, "/x", t0, t1)
-    assert dict(zip(scan, scan[1:]))["--metric"] == "step_ms"
+    assert dict(pairwise(scan))["--metric"] == "step_ms"
     bis = H.scanned_bisect_argv(h, "/x", ws[1])
     assert bis[bis.index("--metric") + 1] == "step_ms"
     # each metric's answer is its own; the two bisections of one window would share its workdir
@@ -377,7 +378,7 @@ def test_scan_and_bisect_argv_of_a_scanned_window(tmp_path):
     w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
     t0, t1 = datetime(2023, 8, 22, 3, 30, tzinfo=timezone.utc), datetime(2023, 8, 23, 16, 30, tzinfo=timezone.utc)
     argv = H.scan_argv(w, h, "/hourly-work/bisect/x", t0, t1)
-    opts = dict(zip(argv[2:], argv[3:]))
+    opts = dict(pairwise(argv[2:]))
     assert argv[:2] == ["hourly", "scan"] and opts["--from"] == "2023-08-22T03:30:00Z"
     assert opts["--to"] == "2023-08-23T16:30:00Z" and opts["--step"] == "1h" and opts["--mode"] == "exit"
     assert opts["--bench-cmd"] == "python3 /dir/b.py --n 3" and opts["--build-cmd"] == "/opt/build.sh"
@@ -385,7 +386,7 @@ def test_scan_and_bisect_argv_of_a_scanned_window(tmp_path):
     assert {"--json", "--no-sync", "--keep-going", "--lower-is-better"} <= set(argv)
     bis = H.scanned_bisect_argv(h, "/hourly-work/bisect/x")
     assert bis[:2] == ["hourly", "bisect"] and "--good" not in bis and "--mode" not in bis  # the scan's windows
-    assert dict(zip(bis, bis[1:]))["--max-repeats"] == "5" and "/hourly-work/bisect/x" in bis
+    assert dict(pairwise(bis))["--max-repeats"] == "5" and "/hourly-work/bisect/x" in bis
     # a scanned window's answer is stored apart from a directly bisected one
     assert w.key("k", "bad", "1h") != w.key("k", "bad") and w.key("k", "bad", None) == w.key("k", "bad")
     with pytest.raises(UserError, match="cannot parse step"):

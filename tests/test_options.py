@@ -455,7 +455,7 @@ def test_make_executor_leaves_its_flags_as_they_are_and_executors_say_what_they_
     local = LocalExecutor().capabilities
     assert local.here and local.parallel == 1 and not local.profiles and local.interleaves
     slurm = SlurmExecutor(4, slurm=object()).capabilities  # type: ignore[arg-type]  # never asked here
-    assert not slurm.here and slurm.parallel == 4 and slurm.shared_filesystem and slurm.profiles
+    assert not slurm.here and slurm.parallel == 4 and slurm.profiles
     assert not slurm.interleaves  # its jobs run on nodes of their own: paired rounds are the local executor's
 
 

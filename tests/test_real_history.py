@@ -36,7 +36,7 @@ def test_every_hour_matches_what_git_picked_on_the_real_repositories(real, monke
     times = [parse_time(h["label"], tz=zone).when for h in hours]
     points = resolve_pairs(xla, jax, times)
     assert len(points) == len(hours) == 75
-    for h, p in zip(hours, points):
+    for h, p in zip(hours, points, strict=True):
         assert int(p.time.timestamp()) == int(h[f"ts_if_TZ_{suffix}"])
         assert maps["xla"][p.pair.xla] == h[f"xla_revlist_{suffix}"], h["label"]
         assert maps["jax"][p.pair.jax] == h[f"jax_first_parent_{suffix}"], h["label"]

@@ -250,7 +250,7 @@ def _cancel_a_running_job(cluster: Slurm, workdir: Path) -> str:
         victim = _running(cluster, workdir, exclude=tried)[0]
         tried.add(victim)
         subprocess.run(["scancel", victim], capture_output=True)
-        assert wait_for(lambda: not cluster.states(run_name(workdir), [victim])[victim].active, timeout=30, every=0.2)
+        assert wait_for(lambda v=victim: not cluster.states(run_name(workdir), [v])[v].active, timeout=30, every=0.2)
         results = [json.loads(p.read_text()) for p in (workdir / "jobs").glob("*/result*.json")]
         if not any(r.get("job_id") == victim for r in results):
             return victim

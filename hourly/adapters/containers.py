@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import docker.errors
 import docker.types
@@ -125,7 +125,7 @@ def classify_pull_error(status_code: int | None, message: str) -> str:
     return "other"
 
 
-def _local_image(c: docker.DockerClient, ref: str):
+def _local_image(c: docker.DockerClient, ref: str) -> Any:
     try:
         return c.images.get(ref)
     except docker.errors.ImageNotFound:
@@ -155,7 +155,7 @@ def ensure_image(ref: str, pull: bool = True, *, attempts: int = 4, wait_s: floa
         return ImageResult(ref, ImageStatus.MISSING, None, "not present locally (--no-pull)")
     repo, tag = _split_ref(ref)
 
-    def attempt():
+    def attempt() -> None:
         try:
             c.images.pull(repo, tag=tag)
         except docker.errors.APIError as e:
@@ -384,14 +384,14 @@ def _start_error(image: str, e: docker.errors.APIError, wants_gpu: bool) -> Hour
                      "check the image, the mounts and the command")
 
 
-def _wait_quietly(container) -> None:
+def _wait_quietly(container: Any) -> None:
     try:
         container.wait(timeout=30)
     except (requests.exceptions.RequestException, docker.errors.APIError):
         pass
 
 
-def _remove(c: docker.DockerClient, container, name: str) -> None:
+def _remove(c: docker.DockerClient, container: Any, name: str) -> None:
     """Force-remove the container; a second Ctrl-C during removal does not stop it."""
     interrupted: BaseException | None = None
     for _ in range(3):
@@ -458,7 +458,7 @@ class ImageCommits:
 class _ContainerFiles:
     """Reads files out of a created-but-never-started container via ``get_archive``."""
 
-    def __init__(self, container):
+    def __init__(self, container: Any) -> None:
         self.container = container
 
     def read(self, path: str, limit: int = 64 * 1024 * 1024) -> bytes | None:
@@ -491,7 +491,7 @@ class _ContainerFiles:
         return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def resolve_head(read_text, git_dir: str) -> str | None:
+def resolve_head(read_text: Callable[[str], str | None], git_dir: str) -> str | None:
     """The commit HEAD points to in ``git_dir``, using only file reads (pure given ``read_text``).
 
     ``read_text(path) -> str | None``. Handles a detached HEAD, a symbolic ref stored loose or in
@@ -605,7 +605,7 @@ def start_detached(image: str, cmd: Sequence[str], *, name: str,
                    mounts: Iterable[str | tuple[str, str] | docker.types.Mount] = (),
                    env: Mapping[str, str] | Iterable[str] | None = None,
                    gpus: str | int | Sequence[str] | None = None, workdir: str | None = None,
-                   docker_client: docker.DockerClient | None = None):
+                   docker_client: docker.DockerClient | None = None) -> Any:
     """Start a long-lived container for interactive use; it is removed when it stops
     (``auto_remove``), and removed at once if starting it fails."""
     c = docker_client or client()

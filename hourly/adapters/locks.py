@@ -23,9 +23,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, TypeVar, cast
 
 from hourly.errors import UserError
 from hourly.privacy import redact_argv
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def holder_info(command: str | None = None) -> dict:
@@ -128,7 +131,7 @@ class RunLock:
     def __enter__(self) -> "RunLock":
         return self.acquire()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -137,16 +140,16 @@ def store_lock(workdir: str | os.PathLike) -> RunLock:
     return RunLock(Path(workdir) / "hourly.run.lock", f"the results store in {workdir}")
 
 
-def holds_store_lock(fn):
+def holds_store_lock(fn: F) -> F:
     """Decorate a stage function with a ``store`` argument: it runs holding that store's lock."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         store = sig.bind(*args, **kwargs).arguments["store"]
         with store_lock(store.workdir):
             return fn(*args, **kwargs)
-    return wrapper
+    return cast(F, wrapper)
 
 
 # -- the Python environment builds are installed into ------------------------------------------
@@ -185,7 +188,6 @@ def python_env_lock(python: str) -> RunLock:
 
 #: one lock file per run that starts containers; labels on its containers name it
 RUNS_DIR = Path(tempfile.gettempdir()) / "hourly-runs"
-OWNER_LABELS = ("hourly.owner.host", "hourly.owner.pid", "hourly.owner.lock")
 #: how often a held owner lock is tried before its owner counts as alive
 OWNER_CHECK_TRIES = 5
 
@@ -251,7 +253,7 @@ class WaitLock:
         self._fd = fd
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:

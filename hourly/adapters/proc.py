@@ -19,7 +19,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from hourly.errors import UsageError, UserError
 from hourly.privacy import REDACTED, looks_secret, redact_argv
@@ -196,7 +196,7 @@ def child_env(env: dict[str, str] | None) -> dict[str, str] | None:
     return {k: v for k, v in given.items() if k != SHARED_BYTECODE}
 
 
-def _open_log(log_path, cmd: list[str], cwd):
+def _open_log(log_path: str | os.PathLike | None, cmd: list[str], cwd: str | os.PathLike | None) -> TextIO | None:
     if log_path is None:
         return None
     path = Path(log_path)
@@ -207,7 +207,7 @@ def _open_log(log_path, cmd: list[str], cwd):
     return log
 
 
-def _close_log(log, outcome: str, quiet: bool = False) -> None:
+def _close_log(log: TextIO | None, outcome: str, quiet: bool = False) -> None:
     """The log's last line; ``quiet``: a log that cannot be written (its disk full) is closed all
     the same, the first error being the one to say."""
     if log is None:
@@ -222,7 +222,7 @@ def _close_log(log, outcome: str, quiet: bool = False) -> None:
             log.close()
 
 
-def _note_log(log, note: str) -> None:
+def _note_log(log: TextIO | None, note: str) -> None:
     if log is not None:
         log.write(f"\n# hourly: {note}")
 
@@ -234,7 +234,7 @@ class _Pump:
     thread: the error is kept for :func:`run` to raise, the process group killed, and the output
     read on to its end, so the process is never blocked on a full pipe."""
 
-    def __init__(self, proc: subprocess.Popen, lines: list[str], log, times: list[float], start: float):
+    def __init__(self, proc: subprocess.Popen, lines: list[str], log: TextIO | None, times: list[float], start: float) -> None:
         self.proc, self.lines, self.log, self.times, self.start = proc, lines, log, times, start
         self.error: OSError | None = None
         #: the output pipe's inode: every process still holding its write end holds the run open
@@ -269,7 +269,7 @@ def _pipe_of(proc: subprocess.Popen) -> int | None:
         return None
 
 
-def _feed(stream, text: str) -> None:
+def _feed(stream: IO[str], text: str) -> None:
     try:
         stream.write(text)
         stream.close()
@@ -301,7 +301,8 @@ def _setpriv() -> str | None:
     return path if probe.returncode == 0 else None
 
 
-def _spawn(cmd: list[str], cwd, env: dict[str, str] | None, *, stdin) -> subprocess.Popen:
+def _spawn(cmd: list[str], cwd: str | os.PathLike | None, env: dict[str, str] | None, *,
+           stdin: int | IO[Any] | None) -> subprocess.Popen:
     """Start ``cmd`` in a session of its own, its output (stdout+stderr) on one pipe, killed when
     hourly dies (even by ``kill -9``) on Linux: no orphaned build keeps checking out or writing in
     the trees while the next run takes them over.
@@ -326,7 +327,8 @@ def _spawn(cmd: list[str], cwd, env: dict[str, str] | None, *, stdin) -> subproc
                             text=True, errors="replace", start_new_session=True, preexec_fn=preexec)
 
 
-def _start(cmd: list[str], cwd, env: dict[str, str] | None, stdin, log=None) -> subprocess.Popen:
+def _start(cmd: list[str], cwd: str | os.PathLike | None, env: dict[str, str] | None, stdin: int | IO[Any] | None,
+           log: TextIO | None = None) -> subprocess.Popen:
     """:func:`_spawn`, a command that cannot start said in one line (its log closed)."""
     try:
         return _spawn(cmd, cwd, env, stdin=stdin)
@@ -338,7 +340,7 @@ def _start(cmd: list[str], cwd, env: dict[str, str] | None, stdin, log=None) -> 
         raise UserError(f"command not executable: {cmd[0]}", f"chmod +x {cmd[0]}") from e
 
 
-def _check_command(name: str, cwd, env: dict[str, str] | None) -> None:
+def _check_command(name: str, cwd: str | os.PathLike | None, env: dict[str, str] | None) -> None:
     """Raise what Popen would for a command it cannot start (the shell would only exit 127/126)."""
     if "/" not in name:
         dirs = os.get_exec_path(env)
@@ -371,7 +373,7 @@ def _group_timer(proc: subprocess.Popen, timeout: float | None, expired: threadi
     return timer
 
 
-def _die_with_parent():
+def _die_with_parent() -> Callable[[], None] | None:
     """Where ``setpriv`` is missing: the same guarantee from a preexec function (Linux only)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -439,7 +441,7 @@ def _live_members(pgid: int) -> list[tuple[int, str]]:
     return found
 
 
-def _proc_stats():
+def _proc_stats() -> Iterator[tuple[int, str]]:
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:

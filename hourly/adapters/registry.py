@@ -15,8 +15,11 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any, Callable, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+T = TypeVar("T")
 
 from hourly.errors import UserError
 
@@ -56,7 +59,7 @@ def _open(url: str, token: str | None) -> tuple[bytes, dict[str, str]]:
         raise _Transient(str(getattr(e, "reason", e))) from e
 
 
-def _retrying(fn, *args):
+def _retrying(fn: Callable[..., T], *args: Any) -> T:
     return Retrying(stop=stop_after_attempt(4), wait=wait_exponential(multiplier=1, max=20),
                     retry=retry_if_exception(lambda e: isinstance(e, _Transient)), reraise=True)(fn, *args)
 

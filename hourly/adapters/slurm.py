@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -108,7 +109,7 @@ class SubmitOptions:
 class Slurm:
     """The cluster as hourly sees it. ``attempts``: tries of a call the controller failed."""
 
-    def __init__(self, attempts: int = ATTEMPTS, wait=WAIT):
+    def __init__(self, attempts: int = ATTEMPTS, wait: Any = WAIT) -> None:
         self.attempts = attempts
         self.wait = wait
 

@@ -10,11 +10,13 @@ labels (``hourly container``'s pinned ones, other tools') are never touched.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hourly.adapters import containers
 from hourly.adapters.locks import owner_dead
 
 
-def remove_dead_runs(docker_client=None) -> list[str]:
+def remove_dead_runs(docker_client: Any = None) -> list[str]:
     """Remove the containers of dead runs on this host; returns their names."""
     c = docker_client or containers.client()
     return [cont.name for cont in containers.listed(c, {"label": "hourly.owner.lock"})

@@ -596,7 +596,7 @@ def _unscaled(found: Detection, scale: float) -> Detection:
 
 def _short_reading(values: np.ndarray, sigma: float, rep: float | None, floor: float, z_min: float,
                    min_change: float | None, log_scale: bool, within: tuple[np.ndarray, np.ndarray],
-                   doubt: np.ndarray, steps: int):
+                   doubt: np.ndarray, steps: int) -> tuple[_Fitted | None, float] | None:
     """Whether the noise read from the differences between neighbours was the series' steps.
 
     The median of the differences is a noise estimate only while fewer than half of them are
@@ -732,9 +732,13 @@ def hidden_steps(v: np.ndarray, bounds: list[int], z_min: float, min_change: flo
     return out
 
 
+#: a fit: the points kept (a mask), their positions, their values, the segments' starts and end
+_Fitted = tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]
+
+
 def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | None,
          log_scale: bool = False, within: tuple[np.ndarray, np.ndarray] | None = None,
-         doubt: np.ndarray | None = None):
+         doubt: np.ndarray | None = None) -> _Fitted:
     """Fit, set aside outliers (single-point segments) one by one, refit; then prune.
     ``within``: each point's repeats' noise (:func:`_within_point`), for the regime test;
     ``doubt``: each point's noise from all its runs when a slow one was left out (else 0)."""

@@ -575,15 +575,6 @@ def extract_computation(m: Module, comp: str) -> str:
     return "\n".join(parts)
 
 
-def module_text(m: Module) -> str:
-    """The module re-printed without its stack-frame tables and metadata (a standalone file)."""
-    header = re.sub(r"^HloModule\s+\S+?(,|$)", f"HloModule {m.name}\\1", m.header)
-    parts = [header + "\n"]
-    for name in m.computations:
-        parts.append(computation_text(m, name))
-    return "\n".join(parts)
-
-
 def strip_prefix(filename: str) -> str:
     """A dump file's name without XLA's numbering (``module_0003.jit_f…`` → ``jit_f…``)."""
     return _PREFIX.sub("", filename)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class Paired:
         return cls(tuple(states), log, tuple(tuple(float(x) for x in c[:, k]) for k in range(len(states))), levels,
                    len(r), tuple(tuple(float(x) for x in m[:, k]) for k in range(len(states))), samples)
 
-    def processes(self, s) -> list[tuple[float, ...]]:
+    def processes(self, s: Hashable) -> list[tuple[float, ...]]:
         """State ``s``'s processes in these rounds, each its samples."""
         return list(self.samples[self.states.index(s)]) if self.samples else [(v,) for v in self.raw(s)]
 
@@ -96,13 +96,13 @@ class Paired:
         out = Paired.of(blocks, self.states, self.log)
         return Paired(out.states, out.log, out.centred, out.level, out.rounds, out.values, out.samples, statistic)
 
-    def of_state(self, s) -> list[float]:
+    def of_state(self, s: Hashable) -> list[float]:
         return list(self.centred[self.states.index(s)])
 
-    def raw(self, s) -> list[float]:
+    def raw(self, s: Hashable) -> list[float]:
         return list(self.values[self.states.index(s)])
 
-    def difference(self, x, y) -> float:
+    def difference(self, x: Hashable, y: Hashable) -> float:
         """``y``'s level against ``x``'s in these rounds: the difference of their Hodges–Lehmann
         locations, as a ratio less one (log scale) or in the metric's units."""
         d = hodges_lehmann(self.of_state(y)) - hodges_lehmann(self.of_state(x))

@@ -64,7 +64,8 @@ class ProcessValue(float):
         v.samples = tuple(float(x) for x in samples)
         return v
 
-    def __reduce__(self):  # pickles (a worker hands rounds back) as what it is
+    # pickles (a worker hands rounds back) as what it is
+    def __reduce__(self) -> tuple[type[ProcessValue], tuple[float, tuple[float, ...]]]:
         return (ProcessValue, (float(self), self.samples))
 
     @classmethod

@@ -330,7 +330,7 @@ class StepSearch:
         for i in (step.lo, step.hi):
             got: list[float] = []
 
-            def sample(want: int, i=i, got=got) -> list[float] | None:
+            def sample(want: int, i: int = i, got: list[float] = got) -> list[float] | None:
                 if len(got) < want:
                     new = fresh(i, want - len(got))
                     if new is None:

@@ -227,10 +227,3 @@ def bisect_log(answer: Answer | dict) -> tuple[str, str]:
     return repo, "\n".join(lines) + "\n"
 
 
-def log_or_none(a: Answer | dict) -> str | None:
-    if Answer.of(a).error:
-        return None
-    try:
-        return bisect_log(a)[1]
-    except UserError:
-        return None

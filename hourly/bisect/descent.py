@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 
 from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
+from hourly.adapters.store import Store
 from hourly.analysis.bisection import State
 from hourly.analysis.pins import chain_text
 from hourly.answers import Answer, Commit
@@ -44,7 +45,7 @@ XLA_DEPS = (("llvm", "llvm_repo", "--llvm-repo"), ("triton", "triton_repo", "--t
 MAX_LEVELS = 3
 
 
-def descend(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
+def descend(s: Settings, store: Store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
             answers: list[Answer]) -> list[Answer]:
     """Every answer whose culprit moves a pin, bisected on inside the dependency (in place); a
     time-paired answer's states that failed to build while older than their pin say so."""
@@ -56,7 +57,7 @@ def descend(s: Settings, store, req: BisectRequest, handler: BisectHandler, exec
     return answers
 
 
-def _behind_pin_failures(s: Settings, store, a: Answer) -> None:
+def _behind_pin_failures(s: Settings, store: Store, a: Answer) -> None:
     """The probes skipped for a failed build whose XLA commit is older than their JAX commit's pin:
     ``build_failed_behind_pin`` (xla, jax, pin) and the reason, as the scan's table says it."""
     failed = [p for p in a.probes if p.verdict == "skip"
@@ -77,7 +78,7 @@ def _link(c: Commit, bumps: str | None = None) -> dict:
     return {"repo": c.repo, "sha": c.sha, "subject": c.subject, "link": c.link, "bumps": bumps}
 
 
-def _descend_one(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
+def _descend_one(s: Settings, store: Store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
                  top: Answer) -> None:
     assert top.culprit is not None  # descend() passes answers that name one
     chain = [_link(top.culprit)]
@@ -136,7 +137,7 @@ def _xla_bump(s: Settings, x: str, before: str) -> tuple[str, str, str, str, str
     return None
 
 
-def _bisect_inside(s: Settings, store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
+def _bisect_inside(s: Settings, store: Store, req: BisectRequest, handler: BisectHandler, executor: Executor | None,
                    a: Answer, dep: str, repo: GitRepo, old: str, new: str, jax: str, held_xla: str | None) -> Answer | str:
     """One level: the dependency's commits ``old`` → ``new`` (first parent), everything else held.
     Returns its answer, or the line saying why it could not be bisected."""

@@ -29,6 +29,8 @@ from hourly.plurals import plural
 from hourly.scan.table import SCAN_ORIGIN
 
 if TYPE_CHECKING:
+    from hourly.analysis.bisection import Step
+    from hourly.analysis.crash_window import CrashWindow
     from hourly.bisect.drive import Lab, Taken, WindowDrive
 
 
@@ -376,7 +378,7 @@ class MetricDrive:
                 continue
             d.crash_windows.append(self.lab_window(w, off))
 
-    def range_window(self, session: "StepSession", step) -> None:
+    def range_window(self, session: "StepSession", step: Step) -> None:
         """A step whose last good and first bad states only crashing states separate (probed one by
         one, or left between two crashes): those states as a crash window of the answer, when no
         window the search found holds them."""
@@ -389,7 +391,7 @@ class MetricDrive:
         w = CrashWindow(first, last, step.lo if first == step.lo + 1 else None, step.hi if last == step.hi - 1 else None)
         search.windows.append(w)
 
-    def lab_window(self, w, off: int) -> dict:
+    def lab_window(self, w: CrashWindow, off: int) -> dict:
         """A crash window as the answer keeps it: its first and last crashing states' commits, the
         crash's last line, the states known to run on each side, and the --cherry-pick of the commit
         that ends it (when its end was found exactly)."""

@@ -11,11 +11,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.bisection import State, candidate_states, step_commits
 from hourly.errors import UserError
 from hourly.measure.pins import PinReader
 from hourly.model import Pair
+
+if TYPE_CHECKING:
+    from hourly.measure.settings import Settings
 
 PAIRINGS = ("time", "pin")
 
@@ -78,7 +83,7 @@ class ListedStates(TimePairing):
         return {"pairing": "descent", "dep": self.dep, "states": [st.pair.xla for st in self.listed]}
 
 
-def pairing_for(s, xla: GitRepo | None, jax: GitRepo) -> TimePairing:
+def pairing_for(s: Settings, xla: GitRepo | None, jax: GitRepo) -> TimePairing:
     """The pairing ``s.pairing`` names (``hourly.measure.settings.Settings``)."""
     name = getattr(s, "pairing", "time") or "time"
     if name == "time":

@@ -145,7 +145,7 @@ class Bisector:
     def __enter__(self) -> "Bisector":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         taken = self._measurer is not None
         self._stack.close()
         if not taken:  # nothing measured: the trees a killed run left are given back all the same

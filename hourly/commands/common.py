@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import inspect
 from enum import Enum
-from typing import Any, Callable, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
 
 import typer
 from typer.core import TyperCommand
@@ -28,6 +28,9 @@ from hourly.errors import UsageError
 from hourly.options import WARN_INSTANTS, Option
 from hourly.privacy import REDACTED, pasted_secret, redact_word
 from hourly.render.console import console as make_console
+
+if TYPE_CHECKING:
+    from hourly.nightly.plan import NightlySettings
 
 # text from outside is printed verbatim, tables never cut a cell: see hourly/render/console.py
 console = make_console()
@@ -91,7 +94,8 @@ def with_samples(env: Optional[List[str]], samples: Optional[int]) -> list[str]:
     return [*out, f"HOURLY_SAMPLES={samples}"]
 
 
-def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool, config: Optional[str]):
+def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool,
+                   config: Optional[str]) -> NightlySettings:
     """The daily level's settings from DAILY's ``flags``; the direction, when not given, from the
     settings file (hourly.toml), else higher is better."""
     from hourly.nightly.plan import NightlySettings

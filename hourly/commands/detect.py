@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -18,6 +18,11 @@ from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.plurals import plural
 
 from .common import command, shared_direction
+
+if TYPE_CHECKING:  # detection pulls in numpy: imported where a command runs it
+    from hourly.analysis.detect import Detection, EdgeCheck
+    from hourly.analysis.resolution import Resolution
+    from hourly.analysis.series import Series
 
 
 @command("detect")
@@ -117,7 +122,7 @@ def detect(
     _require_resolved(source, stand, res, floor)
 
 
-def _edge_checks(series, found) -> list:
+def _edge_checks(series: Series, found: Detection) -> list:
     """Each change's stored edge check (hourly.analysis.detect.EdgeCheck), in the order of
     ``found.changes``: None for any but a workdir's edge step its scan measured again."""
     stored = series.edge_checks or {}
@@ -125,12 +130,12 @@ def _edge_checks(series, found) -> list:
     return [stored.get((before[c.before_index], labels[c.after_index])) if c.edge else None for c in found.changes]
 
 
-def _outlier(check) -> bool:
+def _outlier(check: EdgeCheck | None) -> bool:
     from hourly.analysis.detect import EdgeVerdict
     return check is not None and check.verdict is EdgeVerdict.OUTLIER
 
 
-def _require_resolved(source: str | None, stand: list, res, floor: float) -> None:
+def _require_resolved(source: str | None, stand: list, res: Resolution | None, floor: float) -> None:
     """No step found where a step of --min-change could not have shown through the noise is no
     answer: exit 1 with the resolution and what brings it under --min-change. ``stand``: the steps
     found, less edge steps measured again as outliers."""
@@ -141,7 +146,7 @@ def _require_resolved(source: str | None, stand: list, res, floor: float) -> Non
     raise unresolved_error(res, floor, resolution_fix(source, res, floor))
 
 
-def _require_measured_noise(found, stand: list, checks: list, undecided: str | None) -> None:
+def _require_measured_noise(found: Detection, stand: list, checks: list, undecided: str | None) -> None:
     """A step (or an outlier) judged against an assumed noise is no answer (too few points of one
     run each to measure it): exit 1 naming what measures it, unless every step left was measured
     again by the workdir's scan and confirmed."""
@@ -168,23 +173,23 @@ def _require_decided(stand: list, undecided: str | None) -> None:
         raise UserError(why, fix)
 
 
-def _with_values(series) -> int:
+def _with_values(series: Series) -> int:
     return sum(1 for p in series.points if p.samples)
 
 
-def _of_a_store(series) -> bool:
+def _of_a_store(series: Series) -> bool:
     from hourly.adapters.store import STORE_NAME
     return Path(series.source).name == STORE_NAME
 
 
-def _too_few(series) -> bool:
+def _too_few(series: Series) -> bool:
     """Fewer than two points with a value, where that is no answer: a file's, or a workdir's with
     failed points. A scan of one pair, measured, is one: no commit landed in its window."""
     n = _with_values(series)
     return n < 2 and (n < len(series.points) or not _of_a_store(series))
 
 
-def _require_evidence(series, found) -> None:
+def _require_evidence(series: Series, found: Detection) -> None:
     """"no step found" only from a series that could show one: at least two points with a value
     (:func:`_too_few`: a workdir's one measured pair is one), and nothing left unread that holds a step (a store's crash or metric windows): else exit 1
     naming what is missing."""

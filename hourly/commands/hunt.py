@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
 
 from .common import command, daily_settings, print_level_report, with_progress
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Store
+    from hourly.hunt.from_releases import ReleaseEntry
+    from hourly.hunt.run import HuntSettings
 
 
 @command("hunt")
@@ -71,7 +76,8 @@ def hunt(
     _run_and_print(h, store, json_out)
 
 
-def _release_entry(from_release: Optional[str], to_release: Optional[str], dates_given, options: dict):
+def _release_entry(from_release: Optional[str], to_release: Optional[str], dates_given: object,
+                   options: dict) -> ReleaseEntry | None:
     """``--from-release``/``--to-release``: the release level's settings (None without them)."""
     if not (from_release or to_release):
         return None
@@ -83,7 +89,7 @@ def _release_entry(from_release: Optional[str], to_release: Optional[str], dates
     return ReleaseEntry(from_release, to_release, **options)
 
 
-def _run_and_print(h, store, json_out: bool) -> None:
+def _run_and_print(h: HuntSettings, store: Store, json_out: bool) -> None:
     from hourly.hunt.run import run_hunt
     from hourly.render.hunt import print_report
     report = with_progress(lambda handler: run_hunt(h, store, handler), json_out, "dates",

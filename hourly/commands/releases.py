@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from hourly.errors import UsageError
 from hourly.measure.settings import workdir_setting
@@ -13,6 +13,9 @@ from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
 from .common import command, console, print_level_report, refuse_together, shared_direction, with_progress, with_samples
+
+if TYPE_CHECKING:
+    from hourly.releases.plan import ReleaseSettings
 
 
 @command("releases")
@@ -90,7 +93,7 @@ def releases(
         raise UserError(why, fix)
 
 
-def _print_plan(s, json_out: bool) -> None:
+def _print_plan(s: ReleaseSettings, json_out: bool) -> None:
     from hourly.adapters.venvs import target_python
     from hourly.releases.plan import plan_releases
     s = s.validate(benchmark=False)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from hourly.model import Pair
 
 from .common import check_plan_size, command, console, err_console, refuse_together
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Store
+    from hourly.measure.settings import Settings
+    from hourly.model import ScanReport
 
 
 @command("scan")
@@ -56,7 +61,7 @@ def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, confi
         require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 
-def found_any(report, s) -> bool:
+def found_any(report: ScanReport, s: Settings) -> bool:
     """A step, a crash window or a metric window in the table (of any named metric)."""
     if report.metrics is not None:
         from hourly.render.metrics import found_anything as in_any_metric
@@ -65,7 +70,7 @@ def found_any(report, s) -> bool:
     return found_anything(report, s)
 
 
-def warmup_note(s) -> str:
+def warmup_note(s: Settings) -> str:
     """How the runs of each point were counted: the warm-up runs of a state just installed apart."""
     w = s.warmup_runs
     return (f"each value: the median of {s.repeats} counted run{'s' if s.repeats != 1 else ''}; the first "
@@ -73,7 +78,7 @@ def warmup_note(s) -> str:
             "recorded as warm-up and not counted")
 
 
-def emit(report, json_out: bool, s) -> None:
+def emit(report: ScanReport, json_out: bool, s: Settings) -> None:
     """A scan report as JSON, or as the table with detection's marks and one line per step."""
     if json_out:
         out = report.as_json()
@@ -160,7 +165,7 @@ def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional
     require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
 
 
-def _show_unscanned(store, s, json_out: bool) -> None:
+def _show_unscanned(store: Store, s: Settings, json_out: bool) -> None:
     """``hourly show`` of a workdir no scan made: a bisection's answers (exit 1 when none of this
     build has finished), or the one line saying what else it holds."""
     from hourly.errors import UserError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -14,6 +14,9 @@ from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import DEFAULT_IMAGE, ExecutorKind
 
 from .common import command, console, read_metrics, shared_direction, with_progress, with_samples
+
+if TYPE_CHECKING:
+    from hourly.watch.plan import WatchSettings
 
 
 @command("watch")
@@ -134,7 +137,7 @@ def _primary(named: str, metric: Optional[str]) -> str:
     return names[0] if len(names) == 1 and names[0] != "all" else ""
 
 
-def _settings(given: dict[str, Any], wd: str, config: Optional[str]):
+def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSettings:
     """The watch's settings from the options: the level that measures one build (the daily level's,
     the release level's, the scan's settings), then the watch's own."""
     from hourly.measure.settings import effective

@@ -6,18 +6,19 @@ import json
 import tempfile
 import venv
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from rich.console import Console
 
 from hourly import options
 from hourly.adapters.store import Store
-from hourly.analysis.steps import crash_windows, find_steps
+from hourly.analysis.steps import CrashWindow, crash_windows, find_steps
 from hourly.answers import Answer
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.errors import UserError
 from hourly.measure.settings import effective, keyed
+from hourly.model import Step
 from hourly.render.bisect import print_answers
 from hourly.render.console import PlainPrint, command_line, print_wrapped, styled
 from hourly.render.report import write_report
@@ -26,12 +27,12 @@ from hourly.render.steps import marks_for_report
 from hourly.scan.run import run_scan
 from hourly.timeparse import iso_utc, parse_time
 
-from .repos import DEMO_CHANGES, make_repos
+from .repos import DEMO_CHANGES, Made, make_repos
 
 DEMO_MAX_REPEATS = 10
 
 
-def demo_settings(made, python: str, workdir: Path) -> dict:
+def demo_settings(made: Made, python: str, workdir: Path) -> dict:
     return dict(from_="Aug 24 2023", to="Aug 26 2023", xla_repo=str(made.xla), jax_repo=str(made.jax),
                 build_cmd=str(made.build_script), python=python, bench_cmd=f"python3 {made.bench_script}",
                 repeats=3, workdir=str(workdir))
@@ -118,7 +119,8 @@ PLANTED = [("xla", "[XLA:GPU] Change priority fusion heuristic", "regression"),
            ("jax", "Rewrite custom_vjp residuals", "crash")]
 
 
-def check_planted(steps, answers: list[Answer], shas: dict[str, str], crashes=()) -> list[dict]:
+def check_planted(steps: list[Step], answers: list[Answer], shas: dict[str, str],
+                  crashes: Sequence[CrashWindow] = ()) -> list[dict]:
     """For each planted change: did a detected step (or crash window) of that kind move past its
     commit, and (for a regression or crash) did bisection name exactly the commit that landed it
     on main, in an answer of that kind?"""

@@ -46,7 +46,7 @@ from hourly.execute.jobfiles import write_json
 from hourly.model import ExecutorKind, Pair, RequestKind, Status
 
 if TYPE_CHECKING:
-    from hourly.adapters.slurm import Slurm
+    from hourly.adapters.slurm import Slurm, SubmitOptions
 
 MAX_ATTEMPTS = 3
 #: seconds between looks at the jobs (tests set HOURLY_SLURM_POLL lower)
@@ -75,16 +75,13 @@ class Capabilities:
 
     ``here``: it builds in this process, in the user's trees, and installs into ``--python`` (so
     that environment is locked for the run, and the pair being built can be shown while it builds);
-    ``parallel``: states it measures at once; ``shared_filesystem``: its jobs read and write the
-    workdir and the build cache through a filesystem this machine shares (results come back as
-    files there); ``profiles``: it captures profiles itself (``profile_stream``); ``interleaves``:
-    it runs one request after another on one machine, in the order asked, so a round of several
-    states measured in alternation (a bisection's paired verdicts) runs them in the same stretch of
-    time on the same machine."""
+    ``parallel``: states it measures at once; ``profiles``: it captures profiles itself
+    (``profile_stream``); ``interleaves``: it runs one request after another on one machine, in the
+    order asked, so a round of several states measured in alternation (a bisection's paired
+    verdicts) runs them in the same stretch of time on the same machine."""
 
     here: bool
     parallel: int = 1
-    shared_filesystem: bool = False
     profiles: bool = False
     interleaves: bool = False
 
@@ -148,16 +145,16 @@ class SlurmExecutor:
     poll_s: float = field(default_factory=lambda: float(os.environ.get("HOURLY_SLURM_POLL", POLL_S)))
     slurm: Slurm = field(default_factory=_default_slurm)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         #: jobs submitted and results recorded in this process (bisect's --json "jobs" counts requests)
         self.submitted = 0
         self.adopted = 0
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(here=False, parallel=self.workers, shared_filesystem=True, profiles=True)
+        return Capabilities(here=False, parallel=self.workers, profiles=True)
 
-    def options(self):
+    def options(self) -> SubmitOptions:
         from hourly.adapters.slurm import SubmitOptions
         return SubmitOptions(self.partition, self.time, self.gres, tuple(self.slurm_args))
 
@@ -227,7 +224,7 @@ class _Round:
             raise
 
     # -- one request ------------------------------------------------------------------------
-    def _task(self, index: int, req) -> _Task:
+    def _task(self, index: int, req: tuple[Pair, int] | ProfileRequest) -> _Task:
         """The request — ``(pair, count)`` or a :class:`ProfileRequest` — as a task with its folder."""
         if isinstance(req, ProfileRequest):
             kind, pair, count = RequestKind.PROFILE, req.pair, 0
@@ -239,7 +236,7 @@ class _Round:
                 return _Task(index, pair, count, self.jobs_dir, untestable=why)
         return _Task(index, pair, count, self._folder(pair, count, kind, extra), kind, extra)
 
-    def _start(self, index: int, req) -> _Task:
+    def _start(self, index: int, req: tuple[Pair, int] | ProfileRequest) -> _Task:
         task = self._task(index, req)
         if task.untestable:
             return task
@@ -342,7 +339,7 @@ class _Round:
         return done
 
     # -- recording --------------------------------------------------------------------------
-    def _record(self, task: _Task):
+    def _record(self, task: _Task) -> Any:  # Counted for a measurement; a profile's result (a dict)
         """The result into the store, as Measurer.measure writes it: build rows, then the measurement
         (a profile: its build rows, as a local profile's build writes them; the result is returned)."""
         from hourly.adapters.store import BuildRecord

@@ -29,10 +29,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hourly.errors import UserError
 from hourly.events import Handler
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Store
+    from hourly.hunt.run import HuntSettings
+    from hourly.releases.plan import ReleaseSettings, ReleaseStep
 
 
 @dataclass
@@ -106,7 +111,7 @@ def day_ranges(steps: list, margin_days: int = 1) -> list[tuple[date, date, list
     return merged
 
 
-def release_settings(h, r: ReleaseEntry):
+def release_settings(h: HuntSettings, r: ReleaseEntry) -> ReleaseSettings:
     """The release level's settings for a hunt (hourly.releases.plan.ReleaseSettings)."""
     from hourly.releases.plan import ReleaseSettings, default_cache_dir
     s = h.nightly
@@ -120,14 +125,14 @@ def release_settings(h, r: ReleaseEntry):
                            cache_dir=r.cache_dir or default_cache_dir(), workdir=s.workdir, rerun=h.rerun)
 
 
-def describe_step(st) -> str:
+def describe_step(st: ReleaseStep) -> str:
     """One line for a release step (what the daily level is handed)."""
     size = f" {st.change * 100:+.1f}%" if st.change is not None else ""
     return (f"release step: jax {st.before.version} → {st.after.version} ({st.kind}{size}), "
             f"released {st.before.date or '?'} → {st.after.date or '?'}")
 
 
-def run_release_level(h, store, handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
+def run_release_level(h: HuntSettings, store: Store, handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
     """The release level of a hunt: its report and the day ranges for the daily level."""
     from hourly.releases.run import run_releases
     rs = release_settings(h, h.releases)

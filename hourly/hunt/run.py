@@ -37,9 +37,9 @@ import json
 import shlex
 import uuid
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hourly import options
 from hourly.adapters.locks import holds_store_lock
@@ -50,6 +50,9 @@ from hourly.events import SILENT, Handler
 from hourly.model import Mode, NightlyPoint, Status, check_min_change
 from hourly.nightly.plan import LEVEL as NIGHTLY_LEVEL
 from hourly.nightly.plan import NightlySettings, image_ref, parse_date
+
+if TYPE_CHECKING:  # docker is imported where a container is started
+    from hourly.adapters.containers import RunResult
 
 LEVEL = "hunt"
 WORKDIR_TARGET = "/hourly-work"
@@ -449,7 +452,7 @@ class HuntReport:
         return [r for r in self.rows if r.error]
 
 
-def _entered(h: HuntSettings, run: HuntRun, store: Store, docker_client) -> list[HuntWindow]:
+def _entered(h: HuntSettings, run: HuntRun, store: Store, docker_client: Any) -> list[HuntWindow]:
     """--good-date/--bad-date: the two images' commits (each date measured and stored as the
     daily level would, so their values and commits are known)."""
     s = h.nightly
@@ -492,7 +495,7 @@ def _followed(h: HuntSettings, store: Store, what: str) -> str | None:
                     "pass --metric NAME (the dates measured are kept), or --dates all to hunt every metric's steps")
 
 
-def _point(day, h: HuntSettings, run: HuntRun, store: Store, docker_client, metric: str | None = None) -> NightlyPoint:
+def _point(day: date, h: HuntSettings, run: HuntRun, store: Store, docker_client: Any, metric: str | None = None) -> NightlyPoint:
     """One date of the daily level: from the store, else measured and stored as `nightly` does
     (every named metric's row); the row of ``metric`` (named metrics; a date that measured no name
     has one row for every metric), else the regex's."""
@@ -513,7 +516,7 @@ def _point(day, h: HuntSettings, run: HuntRun, store: Store, docker_client, metr
     return p
 
 
-def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client,
+def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client: Any,
               say: Callable[[str], None]) -> list[HuntWindow]:
     """``--dates search``: one boundary, found by :func:`search_dates` from the last date back."""
     from hourly.model import BISECT_MIN_CHANGE
@@ -566,7 +569,7 @@ def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value, metric=metric if kind == "regression" else None)]
 
 
-def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: Handler, c) -> list[HuntWindow]:
+def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: Handler, c: Any) -> list[HuntWindow]:
     """``--from-release``: the release level (hourly/hunt/from_releases.py), then the daily level over
     the days of each release step; the windows of every range, each marked with its releases."""
     from dataclasses import replace
@@ -588,7 +591,7 @@ def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: H
 
 
 @holds_store_lock
-def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_client=None) -> HuntReport:
+def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_client: Any = None) -> HuntReport:
     """The whole funnel: the daily level (or the entered dates), then one bisection per window.
     ``handler`` hears the dates as progress and each stage as a note."""
     from hourly.adapters import containers
@@ -607,7 +610,7 @@ def run_hunt(h: HuntSettings, store: Store, handler: Handler = SILENT, docker_cl
         owner.path.unlink(missing_ok=True)
 
 
-def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c) -> HuntReport:
+def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c: Any) -> HuntReport:
     from hourly.nightly.run import run_nightly
     say = handler.note
     store.save_settings(LEVEL, h.as_dict())
@@ -645,7 +648,7 @@ def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c) 
 
 
 def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key: str,
-                  docker_client, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+                  docker_client: Any, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Start the image to bisect in, run `hourly bisect` inside it (after `hourly scan` with
     ``--scan-step``), remove it; the answer."""
     from hourly.adapters import containers
@@ -688,8 +691,8 @@ def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key
     return host_paths(answer, WORKDIR_TARGET, str(store.workdir)) if h.explain else answer
 
 
-def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, log: Path,
-            scanned: dict | None, docker_client) -> dict[str, Any]:
+def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res: RunResult, log: Path,
+            scanned: dict | None, docker_client: Any) -> dict[str, Any]:
     """The window's answer from the bisection's JSON, or the environment when the sources at both
     ends behave alike (the bisection says so, or the hourly scan found no step)."""
     text = answer_file.read_text() if answer_file.exists() else ""
@@ -712,7 +715,7 @@ def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res, 
 
 
 def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_dir: Path, log: Path,
-                 docker_client, say: Callable[[str], None]) -> dict[str, Any]:
+                 docker_client: Any, say: Callable[[str], None]) -> dict[str, Any]:
     """``--scan-step``: `hourly scan` of the window inside the container (results in the window's
     store on the host, so a rerun measures no pair twice); what it scanned."""
     from hourly.adapters import containers
@@ -738,7 +741,7 @@ def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_di
             "instants": len(points), "pairs": pairs}
 
 
-def _pair_times(name: str, w: HuntWindow, h: HuntSettings, docker_client) -> tuple[datetime, datetime]:
+def _pair_times(name: str, w: HuntWindow, h: HuntSettings, docker_client: Any) -> tuple[datetime, datetime]:
     """The instants of the good and the bad pair: each the later commit time of its xla and jax
     commits, read from the trees in the container (``git show``)."""
     from hourly.adapters import containers
@@ -767,7 +770,7 @@ def _error_line(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _fetch_trees(name: str, w: HuntWindow, docker_client) -> str | None:
+def _fetch_trees(name: str, w: HuntWindow, docker_client: Any) -> str | None:
     """In the good day's container: bring both trees up to the bad image's commits."""
     from hourly.adapters import containers
     from hourly.adapters.containers import SOURCE_LAYOUTS
@@ -786,7 +789,7 @@ def _fetch_trees(name: str, w: HuntWindow, docker_client) -> str | None:
 
 
 def start_bisect_container(image: str, workdir: Path, name: str, labels: dict[str, str],
-                           s: NightlySettings, docker_client) -> None:
+                           s: NightlySettings, docker_client: Any) -> None:
     """One long-lived container of ``image`` with hourly inside (as ``hourly container`` puts it)
     and the host workdir at :data:`WORKDIR_TARGET`; the caller removes it."""
     from hourly.adapters import containers
@@ -816,7 +819,7 @@ PACKAGES_PY = ("import importlib.metadata as m\n"
                "    print('PKG', d.metadata['Name'], d.version)\n")
 
 
-def image_environment(image: str, docker_client) -> dict[str, str]:
+def image_environment(image: str, docker_client: Any) -> dict[str, str]:
     """An image's variables, Python package versions (``pip:<name>``) and CUDA, cuDNN and NCCL
     versions (``CUDA``, ``cuDNN``, ``NCCL``: hourly/hunt/cuda_versions.py), one dict."""
     from hourly.adapters import containers
@@ -839,6 +842,6 @@ def image_environment(image: str, docker_client) -> dict[str, str]:
     return env
 
 
-def image_environment_diff(good_image: str, bad_image: str, docker_client) -> list[dict]:
+def image_environment_diff(good_image: str, bad_image: str, docker_client: Any) -> list[dict]:
     return env_diff(image_environment(good_image, docker_client),
                     image_environment(bad_image, docker_client))

@@ -30,6 +30,7 @@ import time
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
@@ -48,6 +49,9 @@ from hourly.measure.build_keys import BuildKeys, BuildSpec, is_jax_package
 from hourly.measure.build_keys import Need as Need  # imported from here by the rest of hourly
 from hourly.measure.resolve import Pair
 from hourly.model import Named
+
+if TYPE_CHECKING:
+    from hourly.measure.settings import Settings
 
 #: set in a descent's build environment to the dependency whose commits the pairs' "xla" side names
 DESCENT_VAR = "HOURLY_DESCENT"
@@ -271,7 +275,7 @@ class Workspace:
             if run_lock:
                 run_lock.release()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         errors = []
         for repo in self.repos:
             try:
@@ -560,7 +564,7 @@ class Builder(BuildKeys):
                                             identity=public_identity(self.identity)))
 
 
-def kept_paths(s) -> list[Path]:
+def kept_paths(s: Settings) -> list[Path]:
     """What a clean of the trees must keep (hourly.measure.settings.Settings ``s``): the places
     hourly itself reads or writes, which may lie inside a tree (the workdir, the wheel folder, the
     cache, the environment of --python, the benchmark's directory and scripts, the other tree)."""

@@ -86,9 +86,6 @@ class BuildKeys:
     def cached_wheels(self, pair: Pair, touch: bool = False) -> list[Path]:
         return self.cache.get(self.build_key(pair), touch)
 
-    def is_cached(self, pair: Pair) -> bool:
-        return bool(self.cached_wheels(pair))
-
     # -- builds priced by their inputs (hourly.measure.native_inputs) -------------------------------------------
     @property
     def split(self) -> bool:

@@ -139,7 +139,7 @@ class ReadsMetrics:
         if self.warmup_samples:
             ident["warmup_samples"] = self.warmup_samples
 
-    def read_spec(self):
+    def read_spec(self) -> BenchSpec:
         """How a run's output is read (hourly.measure.benchmark.BenchSpec; the command is not run from it)."""
         from hourly.measure.benchmark import BenchSpec
         named = self.named_metrics()

@@ -26,6 +26,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable
 
 import docker.errors
 
@@ -72,7 +73,7 @@ def required_roots() -> tuple[str, ...]:
     return tuple(n for n in _requirement_names(md.distribution("hourly")) if _norm(n) not in skip_n)
 
 
-def dependency_closure(roots=None, skip=SKIP) -> list[md.Distribution]:
+def dependency_closure(roots: Iterable[str] | None = None, skip: Iterable[str] = SKIP) -> list[md.Distribution]:
     """Installed distributions reachable from ``roots`` (default: :func:`required_roots`), skipping
     ``skip``, host-side."""
     skip_n = {_norm(s) for s in skip}
@@ -200,7 +201,7 @@ def container_name(image: str) -> str:
 
 def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = True,
           env: list[str] | None = None, extra_mounts: list[str] | None = None,
-          name: str | None = None, docker_client=None) -> Started:
+          name: str | None = None, docker_client: Any = None) -> Started:
     """Start (or find running) the pinned container of ``image`` with hourly inside."""
     c = docker_client or containers.client()
     res = containers.ensure_image(image, pull=pull, docker_client=c)
@@ -246,7 +247,7 @@ def start(image: str, workdir: str | Path, *, gpus: str = "all", pull: bool = Tr
     return Started(name, image, True, workdir_inside, warning)
 
 
-def python_mismatch(image: str, docker_client=None) -> str | None:
+def python_mismatch(image: str, docker_client: Any = None) -> str | None:
     """None when the image's ``python3`` has the host's minor version (so the copied packages,
     compiled ones included, import there); otherwise what to do about it."""
     import sys

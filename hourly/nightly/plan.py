@@ -21,7 +21,7 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hourly import options
 from hourly.adapters.proc import parse_env, split_command
@@ -31,6 +31,10 @@ from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
 from hourly.timeparse import parse_time
+
+if TYPE_CHECKING:
+    from hourly.analysis.detect import Detection
+    from hourly.analysis.resolution import Resolution
 
 LEVEL = "nightly"
 DEFAULT_MOUNT_TARGET = "/dir"
@@ -227,14 +231,14 @@ def _detect_groups(points: list[NightlyPoint], higher_is_better: bool) -> tuple[
     return find_steps(rows, higher_is_better, keys=keys)
 
 
-def date_resolution(detection, groups: list) -> Any:
+def date_resolution(detection: Detection | None, groups: list) -> Resolution | None:
     """The smallest step the dates' noise lets show between any two neighbouring dates
     (hourly.analysis.resolution.Resolution; None under two measured images)."""
     from hourly.analysis.resolution import resolution
     return None if detection is None else resolution(detection, [len(g.samples or []) for g in groups])
 
 
-def resolution_fix(r, s: NightlySettings) -> str:
+def resolution_fix(r: Resolution, s: NightlySettings) -> str:
     """The same dates measured often enough to see a step of the default --min-change (1 %)."""
     from hourly.analysis.detect import DEFAULT_MIN_CHANGE
     from hourly.analysis.resolution import repeats_fix
@@ -254,13 +258,13 @@ def rows_and_keys(points: list[NightlyPoint]) -> tuple[list[PointResult], list]:
 UNDECIDED_REPEATS = 3
 
 
-def undecided_note(detection, s: NightlySettings, metric: str | None = None) -> str | None:
+def undecided_note(detection: Detection | None, s: NightlySettings, metric: str | None = None) -> str | None:
     """One line when the dates are too few to tell noise from steps (Detection.too_short), with
     the command that tells: the same dates measured several times each; else None. ``metric``:
     the named metric whose dates these are."""
     from hourly.analysis.steps import too_short
     why = too_short(detection, "date") if detection is not None else None
-    if why is None:
+    if why is None or detection is None:
         return None
     if metric:
         why = f"{metric}: {why}"

@@ -13,6 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from hourly.adapters import containers
 from hourly.adapters.locks import owner_labels, run_lock
@@ -28,15 +29,8 @@ from hourly.nightly.plan import LEVEL, NightlyReport, NightlySettings, date_rang
 from hourly.nightly.plan import stored_nightly as nightly_show
 
 
-def measure_date(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
-                 docker_client=None, stop: threading.Event | None = None) -> NightlyPoint:
-    """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access): the
-    date's result (of the first named metric, with ``--metrics``: :func:`measure_day` gives each)."""
-    return measure_day(d, s, scan_id, gpus, log_dir, docker_client, stop)[0]
-
-
 def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: Path,
-                docker_client=None, stop: threading.Event | None = None,
+                docker_client: Any = None, stop: threading.Event | None = None,
                 known: list[str] | None = None) -> list[NightlyPoint]:
     """Image → commits → ``repeats`` runs of the benchmark, for one date (no store access): one
     result, or one per named metric (``--metrics``; ``known``: the names already recorded)."""
@@ -70,7 +64,7 @@ def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: P
 
 
 def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
-                docker_client=None) -> NightlyReport:
+                docker_client: Any = None) -> NightlyReport:
     """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
     nightly may have been published since) and return the whole window's report."""
     s = s.validate()
@@ -111,7 +105,15 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
     return nightly_show(store, s, measured=len(todo), dates=dates)
 
 
-def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, done, total, known=None):
+def _measure_with_own_client(d: date, s: NightlySettings, scan_id: str, gpu: str, log_dir: Path,
+                             stop: threading.Event, known: list[str] | None) -> list[NightlyPoint]:
+    """:func:`measure_day` in a worker thread, with a Docker client of the thread's own."""
+    return measure_day(d, s, scan_id, gpu, log_dir, containers.new_client(), stop, known)
+
+
+def _run_parallel(todo: list[date], s: NightlySettings, scan_id: str, slots: list[str], log_dir: Path, store: Store,
+                  key: str, stop: threading.Event, handler: Handler, done: int, total: int,
+                  known: list[str] | None = None) -> int:
     """One worker per GPU slot, each with its own client; results are stored from this thread
     (the SQLite connection belongs to it)."""
     free = list(slots)
@@ -122,8 +124,7 @@ def _run_parallel(todo, s, scan_id, slots, log_dir, store, key, stop, handler, d
             while queue or pending:
                 while queue and free:
                     d, gpu = queue.pop(0), free.pop(0)
-                    fut = pool.submit(lambda d=d, gpu=gpu: measure_day(
-                        d, s, scan_id, gpu, log_dir, containers.new_client(), stop, known))
+                    fut = pool.submit(_measure_with_own_client, d, s, scan_id, gpu, log_dir, stop, known)
                     pending[fut] = (d, gpu)
                     handler.progress(done, total, d.isoformat())
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)

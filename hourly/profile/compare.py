@@ -24,6 +24,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hourly.errors import UserError
 from hourly.profile.ops import OpStat, TraceSummary, instruction_name
@@ -220,7 +221,7 @@ def parse_perfetto_trace(path: str | os.PathLike) -> TraceSummary:
     complete = [ev for ev in events if ev.get("ph") == "X" and "name" in ev]
     device_pids = {pid for pid, name in processes.items() if name.startswith("/device:")}
 
-    def on_device(ev) -> bool:
+    def on_device(ev: dict[str, Any]) -> bool:
         if ev.get("pid") not in device_pids:
             return False
         thread = threads.get((ev.get("pid"), ev.get("tid")), "").lower()

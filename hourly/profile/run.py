@@ -266,7 +266,7 @@ def _say_side(handler: Handler, target: Target, side: str, pair: Pair, where: st
     handler.note(f"{target.name}: {side} state xla {cut_side(pair.xla, 10)} jax {pair.jax[:10]}{where}")
 
 
-def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Handler) -> Iterator[Path]:
+def _capture_here(host: MeasuringHost, sides: list[tuple[Target, str, Pair]], options: TraceOptions, handler: Handler) -> Iterator[Path]:
     """Each target's sides in turn, built in the user's trees: their capture folders. With a
     front-end target, each side's first front-end process runs after its capture, and the others
     interleaved — good, bad, good, bad, …, each state installed again before its process (from the
@@ -287,7 +287,7 @@ def _capture_here(host: MeasuringHost, sides, options: TraceOptions, handler: Ha
                 yield outs[side]
 
 
-def _interleave_front_end(host: MeasuringHost, group, outs: dict[str, Path], options: TraceOptions,
+def _interleave_front_end(host: MeasuringHost, group: list[tuple[Target, str, Pair]], outs: dict[str, Path], options: TraceOptions,
                           handler: Handler) -> None:
     """Front-end processes 2…N of each side, alternating the sides; a state that does not install
     again loses that process (the other state would be profiled in its name), noted."""
@@ -303,7 +303,7 @@ def _interleave_front_end(host: MeasuringHost, group, outs: dict[str, Path], opt
             front_end_process(host.s, outs[side], options, k)
 
 
-def _capture_remote(host: MeasuringHost, sides, options: TraceOptions, handler: Handler,
+def _capture_remote(host: MeasuringHost, sides: list[tuple[Target, str, Pair]], options: TraceOptions, handler: Handler,
                     executor: ProfilingExecutor) -> Iterator[Path]:
     """Every side a job of kind profile, ``executor.workers`` at once (the user's trees are not
     touched): the capture folders, in order."""

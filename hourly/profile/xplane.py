@@ -55,10 +55,6 @@ class XEvent:
 
     display: str = ""      # the metadata's display name, where it has one
 
-    @property
-    def end_ps(self) -> int:
-        return self.start_ps + self.duration_ps
-
 
 @dataclass
 class XLine:

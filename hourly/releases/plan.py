@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -42,6 +42,11 @@ from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
 from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
 from hourly.plurals import found, plural
+
+if TYPE_CHECKING:
+    from hourly.adapters.gitrepo import CommitInfo
+    from hourly.analysis.detect import Detection
+    from hourly.analysis.resolution import Resolution
 
 LEVEL = "releases"
 
@@ -337,7 +342,7 @@ def tag_facts(jax_repo: str | None, before: str, after: str) -> TagFacts:
         return TagFacts(unknown=f"{repo.path} has no tag {' or '.join(lacking)} (git fetch --tags)")
     path = "third_party/xla/workspace.bzl"
 
-    def iso(c) -> str:
+    def iso(c: CommitInfo) -> str:
         return datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     return TagFacts(repo.count(a.sha, b.sha), xla_pin(repo.file_at(a.sha, path)),
@@ -372,15 +377,10 @@ class ReleaseStep:
                 "next_commands": self.commands}
 
 
-def find_release_steps(points: list[ReleasePoint], higher_is_better: bool) -> list[ReleaseStep]:
-    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
-    plus every good → crashed/timed-out boundary (pure)."""
-    return release_detection(points, higher_is_better)[0]
-
-
 def release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tuple[list[ReleaseStep], Any]:
-    """:func:`find_release_steps` and the detection behind it (None without a measured release):
-    its ``too_short`` says when the releases cannot tell noise from steps."""
+    """Detection over the releases that ran (missing ones are left out, failed ones are gaps),
+    plus every good → crashed/timed-out boundary (pure), and the detection behind it (None without
+    a measured release): its ``too_short`` says when the releases cannot tell noise from steps."""
     steps, detection, _ = _release_detection(points, higher_is_better)
     return steps, detection
 
@@ -411,7 +411,7 @@ def _release_detection(points: list[ReleasePoint], higher_is_better: bool) -> tu
     return steps, detection, res
 
 
-def unresolved_note(res, s: ReleaseSettings) -> str | None:
+def unresolved_note(res: Resolution | None, s: ReleaseSettings) -> str | None:
     """Where a step of the default --min-change (1 %) could not have shown through the releases'
     noise: one line, "why; fix" as :func:`undecided_note`'s (the smallest step that could, and the
     command that measures each release often enough to see 1 %); else None."""
@@ -430,13 +430,13 @@ def unresolved_note(res, s: ReleaseSettings) -> str | None:
 UNDECIDED_REPEATS = 3
 
 
-def undecided_note(detection, s: ReleaseSettings, metric: str | None = None) -> str | None:
+def undecided_note(detection: Detection | None, s: ReleaseSettings, metric: str | None = None) -> str | None:
     """One line when the releases are too few to tell noise from steps (Detection.too_short),
     with the command that tells (each release measured several times); else None. ``metric``: the
     named metric whose releases these are."""
     from hourly.analysis.steps import too_short
     why = too_short(detection, "release") if detection is not None else None
-    if why is None:
+    if why is None or detection is None:
         return None
     if metric:
         why = f"{metric}: {why}"

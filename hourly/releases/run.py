@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from hourly.adapters.store import Store
-from hourly.adapters.venvs import TargetPython, choose_installer, ensure_env, target_python
+from hourly.adapters.venvs import Installer, TargetPython, choose_installer, ensure_env, target_python
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchSpec, metric_views, run_benchmark
@@ -215,7 +215,7 @@ def as_of_release_args(released: str | None, now: datetime) -> list[str]:
             "--exclude-newer-package", f"jax={stamp}", "--exclude-newer-package", f"jaxlib={stamp}"]
 
 
-def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer,
+def _measure(p: Planned, s: ReleaseSettings, target: TargetPython, installer: Installer,
              log_dir: Path, known: list[str] | None = None) -> tuple[list[ReleasePoint], str | None]:
     """Environment + benchmark for one release (no store access): its result (one per named metric
     with ``--metrics``; ``known``: the names already recorded), and the line of its log that says

@@ -105,7 +105,7 @@ class HourlyConsole(Console):
     control characters escaped (:func:`escape_controls`); text is soft-wrapped (one logical line
     stays one line); a table is never squeezed (see :func:`print_table`)."""
 
-    def print(self, *objects, **kwargs) -> None:
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         kwargs.update(markup=False, emoji=False, highlight=False)
         objects = tuple(_safe(o) for o in objects)
         if len(objects) == 1 and isinstance(objects[0], Table):
@@ -122,7 +122,7 @@ class PlainPrint(TypedDict, total=False):
     soft_wrap: bool
 
 
-def console(stderr: bool = False, **kwargs) -> Console:
+def console(stderr: bool = False, **kwargs: Any) -> Console:
     """A Console for hourly's output: text is printed as given (no markup, emoji or highlighting)."""
     return HourlyConsole(stderr=stderr, markup=False, emoji=False, highlight=False, **kwargs)
 
@@ -195,7 +195,7 @@ def natural_width(con: Console, renderable: RenderableType) -> int:
     return Measurement.get(con, con.options.update(max_width=_UNLIMITED), renderable).maximum
 
 
-def print_table(con: Console, table: Table, **kwargs) -> None:
+def print_table(con: Console, table: Table, **kwargs: Any) -> None:
     """Print a table whose cells are never cut: when it is wider than the console, it is laid out
     at its natural width and no line of it is cropped (a terminal folds the long lines; a pipe
     keeps them)."""

@@ -6,6 +6,7 @@ so rich never interprets it as markup.
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +15,7 @@ from hourly.hunt.run import HuntReport
 from hourly.render.console import PlainPrint
 
 
-def _value(v) -> str:
+def _value(v: float | None) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
@@ -65,7 +66,7 @@ def table(report: HuntReport) -> Table:
     return t
 
 
-def print_report(console, report: HuntReport) -> None:
+def print_report(console: Console, report: HuntReport) -> None:
     kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     if report.releases is not None:
         from hourly.hunt.from_releases import describe_step

@@ -15,7 +15,7 @@ from hourly.render.report import ReportFiles, plot
 ROWS = "hunt-rows"
 
 
-def _cell(text) -> str:
+def _cell(text: object) -> str:
     return esc.cell(text)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 
 from hourly.model import Status
@@ -17,7 +18,7 @@ def _short(sha: str | None, n: int = 10) -> str:
     return sha[:n] if sha else "-"
 
 
-def table(report: NightlyReport):
+def table(report: NightlyReport) -> Table:
     """The guide's ``grep MLUPS OUT*``, readable: one row per date with image facts, every
     detected step marked (▼ worse, ▲ better) on the first date after it, and the boundary."""
     t = Table(title="hourly nightly", caption=f"images: {report.settings.image}")
@@ -43,7 +44,7 @@ def table(report: NightlyReport):
     return t
 
 
-def _metrics_table(report: NightlyReport, t):
+def _metrics_table(report: NightlyReport, t: Table) -> Table:
     marks = []
     for m in report.metrics or []:
         t.add_column(f"{m.name} {'↑' if m.higher_is_better else '↓'}", justify="right", no_wrap=True)
@@ -78,7 +79,7 @@ def _metric_lines(report: NightlyReport) -> list[str]:
     return out
 
 
-def print_report(console, report: NightlyReport) -> None:
+def print_report(console: Console, report: NightlyReport) -> None:
     kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'date')};"

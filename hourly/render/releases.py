@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hourly import options
 from hourly.adapters.store import Store
 from hourly.metric import DEFAULT_METRIC_REGEX
@@ -9,6 +11,10 @@ from hourly.model import ReleasePoint, Status
 from hourly.plurals import plural, status_counts
 from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, stored_releases
 from hourly.render.console import PlainPrint
+
+if TYPE_CHECKING:  # rich's table is imported where one is made
+    from rich.console import Console
+    from rich.table import Table
 
 # --------------------------------------------------------------------------------------------
 # terminal output
@@ -28,7 +34,7 @@ def mark(st: ReleaseStep) -> str:
     return ("▼ " if st.kind == "regression" else "▲ ") + f"{(st.change or 0) * 100:+.1f}%"
 
 
-def table(report: ReleaseReport):
+def table(report: ReleaseReport) -> Table:
     from rich.table import Table
     t = Table(title="hourly releases", caption=f"wheels: {report.settings.source().split(':', 1)[1]}")
     t.add_column("jax", no_wrap=True)
@@ -48,7 +54,7 @@ def table(report: ReleaseReport):
     return t
 
 
-def _metrics_table(report: ReleaseReport, t):
+def _metrics_table(report: ReleaseReport, t: Table) -> Table:
     metrics = report.metrics or []
     marks = []
     for m in metrics:
@@ -109,7 +115,7 @@ def describe_step(st: ReleaseStep) -> list[str]:
     return lines
 
 
-def print_report(console, report: ReleaseReport) -> None:
+def print_report(console: Console, report: ReleaseReport) -> None:
     kw: PlainPrint = dict(highlight=False, markup=False, soft_wrap=True)
     console.print(table(report))
     console.print(f"{status_counts(report.points, 'release')};"

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
 from hourly.adapters.store import Store
@@ -16,7 +17,7 @@ from hourly.errors import UserError
 from hourly.measure import machine as environment
 from hourly.measure.pinned import pinned_line
 from hourly.measure.settings import Settings
-from hourly.model import REPOS, PointResult, Step, cut_side
+from hourly.model import REPOS, PointResult, ScanReport, Step, cut_side
 from hourly.plurals import plural
 from hourly.privacy import redact_word
 from hourly.render import markdown as esc
@@ -252,7 +253,7 @@ def plot(points: list[PointResult], steps: list[Step], path: Path, metric: str,
     return path
 
 
-def _status_strip(strip, failed: list[tuple]) -> None:
+def _status_strip(strip: Any, failed: list[tuple]) -> None:  # strip: a matplotlib Axes
     """The plot's status strip: one row for build failures, one for runs that failed."""
     shown = set()
     for t, p in failed:
@@ -400,7 +401,7 @@ def write_report(store: Store, s: Settings, out_dir: Path | None = None,
     return ReportFiles(path, plot_path)
 
 
-def _write_per_metric(store: Store, s: Settings, table, out_dir: Path, min_change: float | None, anonymous: bool,
+def _write_per_metric(store: Store, s: Settings, table: ScanReport, out_dir: Path, min_change: float | None, anonymous: bool,
                       releases_md: list[str]) -> ReportFiles:
     """The report of a scan that recorded several named metrics: what each did, in one table, then
     per metric its steps (each with its commits, its bisected culprit or the command that bisects
@@ -538,7 +539,7 @@ def _left_out_line(left_out: list[Step], min_change: float, workdir: Path) -> st
             f"`hourly report --workdir {esc.text(str(workdir))}` lists every step.")
 
 
-def _steps_sections(points: list[PointResult], steps: list[Step], repos, s: Settings, metric: str,
+def _steps_sections(points: list[PointResult], steps: list[Step], repos: dict[str, GitRepo | None], s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None, level: str = "##", direction: bool | None = None,
                     intro: bool = True, left_out: str | None = None) -> list[str]:

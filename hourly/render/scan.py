@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -139,7 +139,7 @@ def progress_bar(console: Console, unit: str, describe: Callable[[object], str])
                   TimeRemainingColumn(), console=console, transient=True) as progress:
         task = progress.add_task(unit, total=None)
 
-        def on_progress(done: int, total: int, item) -> None:
+        def on_progress(done: int, total: int, item: Any) -> None:
             progress.update(task, completed=done, total=total,
                             description=describe(item) if item else unit)
 

@@ -3,6 +3,8 @@ the command that bisects it, the marks of the scan table."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hourly import options
 from hourly.analysis.detect import DEFAULT_MIN_CHANGE, Change, EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.resolution import Resolution, resolution, size
@@ -16,9 +18,12 @@ from hourly.analysis.steps import (
     standing,
     step_key,
 )
-from hourly.model import Step
+from hourly.model import ScanReport, Step
 from hourly.plurals import found, plural
 from hourly.render.scan import arrow, noise_words, step_marks
+
+if TYPE_CHECKING:
+    from hourly.measure.settings import Settings
 
 
 def edge_note(change: Change, check: EdgeCheck | None = None) -> str:
@@ -98,7 +103,7 @@ def crash_marks(windows: list[CrashWindow]) -> dict[int, str]:
 
 
 
-def marks_for_report(report, s) -> tuple[dict[int, str], list[str]]:
+def marks_for_report(report: ScanReport, s: Settings) -> tuple[dict[int, str], list[str]]:
     """Marks for the scan table (at the first instant after each step, crash window or metric
     window) and one line per step and per window (an edge step with what measuring it again said).
     "no steps found" is never said over a window where the metric stopped: the steps are looked
@@ -175,7 +180,7 @@ def unresolved(r: Resolution | None, min_change: float = DEFAULT_MIN_CHANGE, uni
 
 
 
-def found_anything(report, s) -> bool:
+def found_anything(report: ScanReport, s: Settings) -> bool:
     """A step that stands (not an edge step measured again and called an outlier: that is no step
     found), a crash window or a metric window in the scan's table."""
     if all_windows(report.points):
@@ -184,7 +189,7 @@ def found_anything(report, s) -> bool:
         bool(standing(find_steps(report.points, s.higher_is_better)[0], report.edge_checks))
 
 
-def undecided_json(report, s) -> str | None:
+def undecided_json(report: ScanReport, s: Settings) -> str | None:
     """For --json: why the scan's table cannot tell noise from steps, and the command that can
     (hourly.scan.table.undecided_note); None when its noise is a fair measure."""
     if not any(p.status == "ok" and p.value is not None for p in report.points):
@@ -193,6 +198,6 @@ def undecided_json(report, s) -> str | None:
     return undecided_note(find_steps(report.points, s.higher_is_better)[1], s)
 
 
-def windows_json(report) -> list[dict]:
+def windows_json(report: ScanReport) -> list[dict]:
     """Every crash window and metric window of a scan's table, for --json."""
     return [w.as_json() for w in all_windows(report.points)]

@@ -10,7 +10,7 @@ from hourly.analysis.resolution import Resolution, repeats_fix, resolution, unre
 from hourly.analysis.steps import find_steps, standing
 from hourly.errors import UserError
 from hourly.measure.settings import Settings
-from hourly.model import PointResult, Status
+from hourly.model import PointResult, ScanReport, Status
 
 
 def of_points(points: list[PointResult], higher_is_better: bool) -> tuple[Resolution | None, list]:
@@ -43,7 +43,7 @@ def unresolved_error(r: Resolution, floor: float, fix_text: str, who: str = "") 
     return UserError(f"{who}{unresolved_words(r, floor)}", fix_text)
 
 
-def require_resolved_report(report, s: Settings, found_anything: bool = False, then: str = "") -> None:
+def require_resolved_report(report: ScanReport, s: Settings, found_anything: bool = False, then: str = "") -> None:
     """No step found where a step of the default --min-change could not have shown is no answer
     (exit 1, as a table too short to tell noise from steps): it says the resolution and the scan
     with the repeats that resolve it. An edge step that measuring again called an outlier is no

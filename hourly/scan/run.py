@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Generator
 
@@ -66,7 +66,7 @@ def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:
         require_command(argv[0], str(Path(s.python).parent) + os.pathsep + env.get("PATH", ""))
 
 
-def _window(s: Settings):
+def _window(s: Settings) -> tuple[datetime, datetime, timedelta]:
     if not s.from_ or not s.to:
         raise UserError("the scan needs a window", 'pass --from "Aug 24 2023" --to "Aug 26 2023"')
     t0, t1 = window(s.from_, s.to, s.tz)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hourly.adapters.store import STORE_NAME, Store
 from hourly.analysis.series import Series, parse_csv_text, parse_grep_lines
 from hourly.analysis.steps import all_windows, series_from_points
 from hourly.errors import UserError
-from hourly.measure.settings import effective, stored_scan_settings
+from hourly.measure.settings import Settings, effective, stored_scan_settings
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.plurals import plural
 from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
+
+if TYPE_CHECKING:
+    from hourly.analysis.detect import Detection
+    from hourly.analysis.resolution import Resolution
 
 
 def stored_direction(path: str | Path) -> bool | None:
@@ -56,7 +61,7 @@ def load_store_series(path: str | Path) -> Series:
         store.close()
 
 
-def _stored_scan_settings(workdir: Path):
+def _stored_scan_settings(workdir: Path) -> Settings:
     """The settings of the scan stored in ``workdir``, as its next commands would run it."""
     store = Store(workdir, create=False, read_only=True)  # detect writes nothing: a read-only workdir reads
     try:
@@ -66,7 +71,7 @@ def _stored_scan_settings(workdir: Path):
     return s
 
 
-def undecided_fix(source: str | None, detection) -> str:
+def undecided_fix(source: str | None, detection: Detection) -> str:
     """What tells noise from steps in a series too short to (Detection.too_short): for a workdir,
     its scan with each pair measured again several times; for a file, more runs per label."""
     from hourly.scan.table import UNDECIDED_REPEATS, repeats_command, undecided_note
@@ -81,7 +86,7 @@ def undecided_fix(source: str | None, detection) -> str:
             "and run hourly detect again")
 
 
-def resolution_fix(source: str | None, res, min_change: float) -> str:
+def resolution_fix(source: str | None, res: Resolution, min_change: float) -> str:
     """What brings a series' resolution (hourly.analysis.resolution) under ``min_change``: for a
     workdir, its scan with each pair measured that many times; for a file, as many runs per label."""
     from hourly.analysis.resolution import size

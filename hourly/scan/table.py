@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING
 from hourly import options
 from hourly.adapters.store import Measurement, Store
 from hourly.errors import UserError
-from hourly.measure.resolve import PlannedPoint
 from hourly.measure.settings import Settings, keyed
 from hourly.metric import unread_words
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
 
 if TYPE_CHECKING:  # detection pulls in numpy
-    from hourly.analysis.detect import EdgeCheck
+    from hourly.analysis.detect import Detection, EdgeCheck
 
 
 LEVEL = "hourly"
@@ -42,12 +41,6 @@ CONFIRM_ORIGIN = "confirm"
 #: Runs of each pair when an edge step is measured again: this many, or twice --repeats if more.
 CONFIRM_REPEATS = 5
 
-
-
-def stored_results(store: Store, key: str, points: list[PlannedPoint], metric: str | None = None) -> list[PointResult]:
-    """The scan's table of ``points`` (of one named ``metric``: :func:`metric_latest`)."""
-    latest = metric_latest(store, key, metric)
-    return [point_of(p.label, p.pair.xla, p.pair.jax, latest.get((p.pair.xla, p.pair.jax))) for p in points]
 
 
 def point_of(label: str, xla: str, jax: str, m: Measurement | None) -> PointResult:
@@ -439,7 +432,7 @@ def repeats_command(s: Settings) -> str:
     return scan_command(replace(s, repeats=max(UNDECIDED_REPEATS, s.repeats))) + " --rerun"
 
 
-def undecided_note(detection, s: Settings) -> str | None:
+def undecided_note(detection: Detection, s: Settings) -> str | None:
     """One line when the scan's table is too short to tell noise from steps
     (:attr:`hourly.analysis.detect.Detection.too_short`), with the command that tells; else None."""
     from hourly.analysis.steps import too_short

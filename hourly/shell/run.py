@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hourly.adapters import proc
+from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.locks import RunLock
 from hourly.adapters.store import Store
 from hourly.adapters.venvs import make_overlay, overlay_of
@@ -153,7 +154,7 @@ def _say_untracked(made: list[tuple[str, str, Path, Path]], handler: Handler) ->
         handler.note(f"{name} tree: {rel}, made in the shell, is untracked: {where}; a copy is in {copy}")
 
 
-def _diff(repo) -> str:
+def _diff(repo: GitRepo) -> str:
     try:
         return repo.git("diff", "HEAD", "--binary")
     except Exception:  # noqa: BLE001  # a tree git cannot diff now: nothing to compare

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from hourly.adapters.store import Store
 from hourly.analysis.timeline import Resolver
@@ -70,7 +71,7 @@ def at(b: Bisector, t: int) -> Pair:
     return Pair(str(got["xla"]), str(got["jax"]))
 
 
-def _pick(items: list, n: int | None, what: str, text: str):
+def _pick(items: list, n: int | None, what: str, text: str) -> tuple[Any, int]:
     if not items:
         raise UserError(f"{text}: the store holds no {what}", "run `hourly bisect` (or `hourly scan`) first")
     i = len(items) if n is None else n

@@ -29,13 +29,16 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hourly.analysis.arrival import Confirmation, Confirmed, Suspect, group, recovery
 from hourly.analysis.detect import ChangeKind
 from hourly.errors import UserError
 from hourly.model import check_min_change
 from hourly.watch_records import Alert, Build, Check, HuntOutcome
+
+if TYPE_CHECKING:
+    from hourly.adapters.store import Store
 
 LEVEL = "watch"
 SOURCES = ("containers", "wheels", "commits")
@@ -418,10 +421,6 @@ class WatchReport:
         """Checks whose measuring again did not confirm the step: said, with their evidence, never alerts."""
         return [c for c in self.checks if c.verdict in ("rejected", "undecided")]
 
-    @property
-    def pending_checks(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict == "pending"]
-
     def unsure(self) -> list[str]:
         """What this run left unjudged or unsettled, one line each (exit :data:`UNSURE_EXIT`)."""
         out = []
@@ -546,7 +545,7 @@ def recoveries(report: WatchReport) -> dict[int, dict[str, Any] | None]:
     return out
 
 
-def stored_watch(store, w: WatchSettings, key: str, run: RunNotes | None = None) -> WatchReport:
+def stored_watch(store: Store, w: WatchSettings, key: str, run: RunNotes | None = None) -> WatchReport:
     """The watch's builds, values, checks and alerts as the store holds them."""
     builds = store.watch_builds(key)
     values = store.watch_values(key)

@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol
 from hourly.adapters import proc
 from hourly.adapters.locks import store_lock
 from hourly.adapters.store import Store
-from hourly.analysis.arrival import Verdict, arrival, confirm, plan_pairs
+from hourly.analysis.arrival import Suspect, Verdict, arrival, confirm, plan_pairs
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Pair, Status
@@ -160,7 +160,7 @@ class Containers:
 
     kind = "containers"
 
-    def __init__(self, w: WatchSettings, store: Store, docker_client=None):
+    def __init__(self, w: WatchSettings, store: Store, docker_client: Any = None) -> None:
         from hourly.nightly.plan import NightlySettings
         self.w = w
         self.store = store
@@ -498,7 +498,7 @@ class Commits:
                 "bisect", "")
 
 
-def make_source(w: WatchSettings, store: Store, docker_client=None) -> Source:
+def make_source(w: WatchSettings, store: Store, docker_client: Any = None) -> Source:
     if w.source == "containers":
         return Containers(w, store, docker_client)
     if w.source == "wheels":
@@ -625,7 +625,7 @@ def _judge(w: WatchSettings, store: Store, key: str, src: Source, b: Build, hand
     run.judged.append(b.build)
 
 
-def _confirm(w: WatchSettings, store: Store, src: Source, check: Check, sus, builds: list[Build],
+def _confirm(w: WatchSettings, store: Store, src: Source, check: Check, sus: Suspect, builds: list[Build],
              handler: Handler) -> Check:
     """Measure the check's two builds again, alternately (old, new, old, new, ...), one stored pair
     at a time, until :func:`~hourly.analysis.arrival.confirm` settles or the cap is reached."""

@@ -15,7 +15,7 @@ rounds a verdict will need, and whether the machine drifted — never evidence f
 from __future__ import annotations
 
 import math
-from typing import Hashable
+from typing import Hashable, Sequence
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
@@ -101,7 +101,7 @@ class PairedMetricJudge(MetricJudge):
 
     # -- noise ------------------------------------------------------------------------------------
     @staticmethod
-    def noise(groups, log: bool, level: float) -> tuple[float, int]:
+    def noise(groups: Sequence[tuple[list[list[float]], int]], log: bool, level: float) -> tuple[float, int]:
         """One process's noise on the paired scale (ratios on a log scale, else the metric's units),
         pooled over the window's rounds so far, floored; a prior when no round repeats yet."""
         sigma, dof = pooled_noise(groups)
