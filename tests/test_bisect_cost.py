@@ -109,11 +109,13 @@ def test_the_count_is_chosen_then_a_benchmark_that_ignores_it_is_said(tmp_path, 
 # a real bisection interrupted and resumed; the lines themselves: the first test of this file
 @pytest.mark.slow
 def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
-    made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=9",
+    # the 15th process: past the ends (4 to 7 paired rounds at this noise under their 1 % rule), so
+    # that the run stopped has a verdict stored to resume after
+    made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=15",
                                                          f"HOURLY_PID={os.getpid()}"])
     rc, _, err = _bisect(capsys, args)
     assert rc == 130, err
-    assert len([x for x in err.splitlines() if PROCESS_LINE.match(x)]) == 8  # the 9th was interrupted
+    assert len([x for x in err.splitlines() if PROCESS_LINE.match(x)]) == 14  # the 15th was interrupted
     rc, got, err = _bisect(capsys, args)
     assert rc == 0, err
     assert got["regressions"][0]["culprit"]["sha"] == made.shas[slower.subject]
