@@ -244,8 +244,11 @@ def test_nightly_no_pull_every_and_parallel(docker_client, nightly_images, bench
     # a registry ref that is not local, with --no-pull: missing, and nothing was pulled
     remote = hourly(*args, "--image", nightly_images.registry_template.replace("jax:", "jax2:"),
                     "--no-pull", "--workdir", str(wd / "b"), cwd=bench_dir)
-    assert remote.returncode == 0, remote.output
-    assert {p["status"] for p in json.loads(remote.output)["points"]} == {"missing"}
+    # no image for any date is no answer (exit 1, the error after the JSON on the same output)
+    assert remote.returncode == 1, remote.output
+    answer, _, error = remote.output.partition("\nhourly: error: ")
+    assert {p["status"] for p in json.loads(answer)["points"]} == {"missing"}
+    assert "no nightly image for any of the 4 dates" in error, remote.output
     assert _leftovers(docker_client, test_scan_id) == []
 
 

@@ -1,6 +1,7 @@
 """Detection on stored scans, the marked table, `hourly report`, and the demo end to end."""
 
 import json
+import re
 import shlex
 import struct
 import subprocess
@@ -332,7 +333,8 @@ def test_values_near_the_floats_limit_are_scanned_shown_detected_and_reported(ca
     work = str(tmp_path / "work")
     out = run(capsys, scan_args("Aug 24 2023 11:00", "Aug 24 2023 16:00", "--bench-cmd", f"python3 {b}",
                                 "--repeats", "2", "--warmup-runs", "0"))
-    assert "▼ -7" in out and "inf" not in out and "nan" not in out
+    # the demo's -7 % step, read through its noise (-6.9 % in some runs)
+    assert re.search(r"▼ -(6\.[89]|7\.[01])%", out) and "inf" not in out and "nan" not in out, out
     found = json.loads(run(capsys, ["detect", work, "--json"]))
     (step,) = found["changes"]
     assert (step["before"], step["after"]) == ("2023-08-24T13:00:00Z", "2023-08-24T14:00:00Z")
