@@ -260,8 +260,11 @@ def test_nightly_timeout_and_no_metric(docker_client, bench_dir, test_scan_id):
     res = hourly("nightly", "--from", "2023-09-01", "--to", "2023-09-02", "--image", tmpl, "--no-pull",
                  "--gpus", "none", "--timeout", "2", "--workdir", str(bench_dir / "w"), "--json",
                  cwd=bench_dir)
-    assert res.returncode == 0, res.output
-    assert [p["status"] for p in json.loads(res.output)["points"]] == ["timeout", "no_metric"]
+    # no date measured the metric: no answer (exit 1, the error after the JSON on the same output)
+    assert res.returncode == 1, res.output
+    answer, _, error = res.output.partition("\nhourly: error: ")
+    assert [p["status"] for p in json.loads(answer)["points"]] == ["timeout", "no_metric"]
+    assert "no date measured the metric" in error, res.output
     assert _leftovers(docker_client, test_scan_id) == []
 
 
@@ -486,6 +489,22 @@ def _stored_window(tmp_path, points):
         store.add_nightly(s.key(), p)
     store.close()
     return tmp_path / "work"
+
+
+@pytest.mark.parametrize("kinds", [["crashed"] * 5, ["timeout", "no_metric", "crashed", "crashed", "timeout"]])
+def test_a_window_where_every_date_failed_is_no_answer(tmp_path, capsys, kinds):
+    """Every date's run failing (crashed, timed out, no metric) printed "no steps found ... nothing
+    to hand over", exit 0: no date measured anything, so no step could show."""
+    from hourly.cli import main
+    dates = ("2023-08-20", "2023-08-21", "2023-08-22", "2023-08-23", "2023-08-24")
+    work = _stored_window(tmp_path, [P(d, k) for d, k in zip(dates, kinds, strict=True)])
+    code = main(["nightly", "--show", "--workdir", str(work)])
+    out, err = capsys.readouterr()
+    err = " ".join(err.split())
+    assert code == 1 and "no steps found" not in out and "nothing to hand over" not in out
+    assert "no date measured the metric: no step could show" in out
+    assert (f"no boundary to hand over: no date measured the metric (5 of 5 dates ran and failed: 2023-08-20 "
+            f"{kinds[0]} .. 2023-08-24 {kinds[-1]})") in err and "hourly container --date 2023-08-20" in err
 
 
 def test_an_interrupted_nightly_window_is_incomplete_not_all_clear(tmp_path, capsys):

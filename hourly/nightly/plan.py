@@ -415,6 +415,12 @@ class NightlyReport:
     def next_commands(self) -> list[str]:
         return next_commands(self.boundary, self.settings) if self.boundary else []
 
+    def none_measured(self) -> bool:
+        """Whether dates ran (an image was there) but none of them measured the metric: every run
+        crashed, timed out or printed no metric, so no step could show."""
+        ran = [p for p in self.points if p.status is not Status.MISSING]
+        return bool(ran) and not any(p.status is Status.OK and p.value is not None for p in ran)
+
     def require_decided(self) -> None:
         """No boundary over dates too few to tell noise from steps is no answer (exit 1 with the
         command that measures each date several times), not "nothing to hand over"; nor is one
@@ -424,6 +430,13 @@ class NightlyReport:
                             f"({self.points[0].image} .. {self.points[-1].image})",
                             f"check --image (`docker pull {self.points[0].image}` says why), or pick dates "
                             "that have an image")
+        if self.boundary is None and self.points and self.none_measured():
+            failed = [p for p in self.points if p.status is not Status.MISSING]
+            raise UserError(f"no boundary to hand over: no date measured the metric ({len(failed)} of "
+                            f"{len(self.points)} dates ran and failed: {failed[0].date} {failed[0].status.value}"
+                            + (f" .. {failed[-1].date} {failed[-1].status.value})" if len(failed) > 1 else ")"),
+                            f"see why in the runs' logs under {self.settings.workdir}, or open a date's container "
+                            f"and try the benchmark: hourly container --date {failed[0].date}")
         if self.undecided and self.boundary is None:
             why, _, fix = self.undecided.partition("; ")
             raise UserError(f"no boundary to hand over: {why}", fix)

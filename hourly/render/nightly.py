@@ -93,6 +93,8 @@ def print_report(console: Console, report: NightlyReport) -> None:
     unmeasured = bool(report.points) and all(p.status is Status.MISSING for p in report.points)
     if not n and unmeasured:  # never "no steps found" from no image at all (the error says why)
         console.print("no date has an image: no step could show", **kw)
+    elif not n and report.boundary is None and report.none_measured():  # every run failed: nor from that
+        console.print("no date measured the metric: no step could show", **kw)
     elif not n and report.undecided:  # never "no steps found" from differences that may be the steps
         console.print(report.undecided, **kw)
     elif blind:  # never "no steps found" below what the noise lets show
@@ -122,6 +124,8 @@ def print_report(console: Console, report: NightlyReport) -> None:
     if b is None:
         if unmeasured:
             console.print("no boundary to hand over until a date has an image (below)", **kw)
+        elif report.none_measured():
+            console.print("no boundary to hand over until a date measures the metric (below)", **kw)
         elif report.undecided:
             console.print("no boundary to hand over until the dates tell noise from steps (above)", **kw)
         elif blind:
