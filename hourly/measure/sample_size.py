@@ -98,22 +98,11 @@ class SampleSize:
             return None
         return Cost(statistics.median(t.first for t in ts), statistics.median(per), len(ts))
 
-    def variances(self) -> tuple[float, float]:
-        """The within- and between-process variances (log scale), pooled over the states measured by
-        two processes or more (each state's own figures averaged); nan while none was."""
-        within, between, _ = self._pooled()
-        return within, between
-
-    def floor(self) -> float:
-        """The least between-process variance the processes measured can tell from none
-        (:func:`~hourly.analysis.process_stat.between_floor`: of their mean samples, and as many
-        processes as the pooled estimate has degrees of freedom, plus one); nan while unknown."""
-        within, _, (samples, dof) = self._pooled()
-        return between_floor(within, samples, dof + 1)
-
     def _pooled(self) -> tuple[float, float, tuple[float, int]]:
-        """The pooled variances, and what they rest on: the mean samples a process and the degrees
-        of freedom of the between estimate (each state's processes less one, summed)."""
+        """The within- and between-process variances (log scale), pooled over the states measured by
+        two processes or more (each state's own figures averaged; nan while none was), and what they
+        rest on: the mean samples a process and the degrees of freedom of the between estimate (each
+        state's processes less one, summed) — what :func:`between_floor` needs."""
         within, between, sizes, dof = [], [], [], 0
         for groups in self.processes.values():
             logged = [[math.log(x) for x in g] for g in groups if all(x > 0 for x in g)]
@@ -130,11 +119,11 @@ class SampleSize:
     def figures(self) -> Figures:
         """The figures now, and the count they give (or why it is not theirs: fixed, default)."""
         cost = self.cost()
-        within, between = self.variances()
+        within, between, (samples, dof) = self._pooled()  # once: the variances and the floor's basis
         if self.fixed:
             return Figures(cost, within, between, self.fixed, "fixed")
         if cost is None or not math.isfinite(within):
             return Figures(cost, within, between, self.n, self.how)
         # floored: a few processes whose levels happen to agree do not send the count to its bound
-        n = samples_per_process(cost, within, between, floor=self.floor())
+        n = samples_per_process(cost, within, between, floor=between_floor(within, samples, dof + 1))
         return Figures(cost, within, between, n, "chosen")
