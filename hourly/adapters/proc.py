@@ -571,12 +571,19 @@ def parse_env(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--env {item!r} is not KEY=VALUE", "write it as --env KEY=VALUE")
         k, v = item.split("=", 1)
         if v == REDACTED and looks_secret(k):
-            raise UsageError(f"--env {k}={REDACTED} passes the word {REDACTED}: hourly prints a secret's value "
-                             "so, never the value itself",
-                             f"export {k}=<its value> and pass --env {k} (the value is then taken from "
-                             "hourly's environment)")
+            raise pasted_env(k)
         out[k] = v
     return out
+
+
+def pasted_env(name: str) -> UsageError:
+    """The usage error of ``--env NAME=<redacted>``: a line hourly printed, pasted as it is, would
+    pass the benchmark the word, not the secret (said here, and for the whole command line by
+    hourly.commands.common.refuse_redacted)."""
+    return UsageError(f"--env {name}={REDACTED} passes the word {REDACTED}: hourly prints a secret's value so, "
+                      "never the value itself",
+                      f"export {name}=<its value> and pass --env {name} (the value is then taken from "
+                      "hourly's environment)")
 
 
 def attached(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None) -> int:

@@ -88,10 +88,11 @@ def with_samples(env: Optional[List[str]], samples: Optional[int]) -> list[str]:
     out = list(env or [])
     if samples is None:
         return out
-    if any(e.split("=", 1)[0] == "HOURLY_SAMPLES" for e in out):
+    from hourly.measure.sample_cost import SAMPLES_VAR
+    if any(e.split("=", 1)[0] == SAMPLES_VAR for e in out):
         raise UsageError("--samples and --env HOURLY_SAMPLES both set the samples a process is asked for",
                          "pass one of them")
-    return [*out, f"HOURLY_SAMPLES={samples}"]
+    return [*out, f"{SAMPLES_VAR}={samples}"]
 
 
 def daily_settings(flags: dict, from_: str, to: str, workdir: str, rerun: bool,
@@ -236,11 +237,9 @@ def refuse_redacted(args: list[str]) -> None:
         name = pasted_secret(word)
         if name is None:
             continue
-        if word.startswith("--env=") or (i > 0 and words[i - 1] == "--env"):  # as hourly.adapters.proc.parse_env says it
-            raise UsageError(f"--env {name}={REDACTED} passes the word {REDACTED}: hourly prints a secret's value so, "
-                             "never the value itself",
-                             f"export {name}=<its value> and pass --env {name} (the value is then taken from "
-                             "hourly's environment)")
+        if word.startswith("--env=") or (i > 0 and words[i - 1] == "--env"):
+            from hourly.adapters.proc import pasted_env
+            raise pasted_env(name)
         raise UsageError(f"`{redact_word(word)}` passes the word {REDACTED} where {name}'s value goes: hourly prints "
                          "a secret's value so, never the value itself",
                          f"give {name}'s value there again (export {name}=<its value> and write ${name} for your "
