@@ -75,6 +75,11 @@ DISPATCH = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 
 DISPATCH_TPU = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --stat min --calls 200 --blocks 50"
 # every block a sample, as many as hourly asks for (HOURLY_SAMPLES): the cost-aware verdicts
 DISPATCH_EACH = f"{HERE / 'real_jax' / 'dispatch_op.py'} --op neg --calls 200 --each"
+# the same op on the host's CPU device, on an accelerator host (the process still opens the chip):
+# on a TPU a blocked eager op is a ≈580 µs round trip to the chip, where JAX's 1 µs is lost
+DISPATCH_HOST = f"{DISPATCH_EACH} --device cpu"
+# on the accelerator, the calls queued (blocked once a block): what a program's eager ops cost it
+DISPATCH_PIPE = f"{DISPATCH_EACH} --pipelined"
 FRONTEND = f"{HERE / 'real_jax' / 'frontend_step.py'} --dispatch --repeats 5"
 US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
 
@@ -90,6 +95,14 @@ WINDOWS = {
     "tpu-samples": dict(good="2026-06-17 02:00", bad="2026-06-17 05:30", bench=DISPATCH_EACH, metric=US,
                         expect="03652b8bba", expect_class="exact",
                         flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
+    # the change window (19 states) on an accelerator host, every block a sample: the op on the host's
+    # CPU device (tpu-host) or queued on the accelerator (tpu-pipe)
+    "tpu-host": dict(good="2026-06-16 20:00", bad="2026-06-17 14:00", bench=DISPATCH_HOST, metric=US,
+                     expect="03652b8bba", expect_class="exact",
+                     flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
+    "tpu-pipe": dict(good="2026-06-16 20:00", bad="2026-06-17 14:00", bench=DISPATCH_PIPE, metric=US,
+                     expect="03652b8bba", expect_class="exact",
+                     flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
     # --find-fix: the good end is the fixed, later one
     "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),

@@ -25,7 +25,8 @@
 # answer's `pinned` fingerprint, what the state environments held (pip list --path). The last
 # lines printed are a compact summary (the run tool returns only the last 12,000 characters).
 #
-# Environment: WINDOW (tpu|change|crash|flat, default tpu), RUNS (default 1), DEADLINE (s, default
+# Environment: WINDOW (a window of real_history_2026.py, or auto: see PROBE; default tpu),
+# PROBE ("BEFORE AFTER" jax commits: benchmarks/tpu/dispatch_probe.sh first, ROUNDS, SAMPLES), RUNS (default 1), DEADLINE (s, default
 # 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, REPROFILE=1 (run the profile check
 # again), PROFILE_TIMEOUT (s, default 300), PROFILE_ARGS (default --processes 2), FRESH=1
 # (start the window's runs afresh), EXTRA (more hourly bisect flags). benchmarks/tpu/run.sh is this
@@ -141,6 +142,28 @@ if [ "${SKIP_PROFILE:-0}" != 1 ] && [ ! -f "$WORK/profile.done" ]; then
     say "profile_capture.py exit $prc: $(grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/profile-capture.txt" | tail -1)"
 else
     say "profile_capture.py: skipped (done in an earlier call: exit $(cat "$WORK/profile.done" 2>/dev/null))"
+fi
+
+# 2b. PROBE="BEFORE AFTER" (jax commit ids): does the change show on this machine, per benchmark
+# variant (benchmarks/tpu/dispatch_probe.sh)? With WINDOW=auto the bisection takes tpu-pipe (the op
+# queued on the chip) where that variant reads the change at 4 % or more, tpu-host (the op on the
+# host's CPU device) otherwise
+if [ -n "${PROBE:-}" ] && [ -d "$WORK/jax/.git" ]; then
+    say "dispatch_probe.sh $PROBE (rounds ${ROUNDS:-2}, samples ${SAMPLES:-10})"
+    # shellcheck disable=SC2086
+    MACHINE_PY=$MACHINE_PY bash "$ROOT/benchmarks/tpu/dispatch_probe.sh" "$WORK/jax" "$CARRY/jax.git/map.txt" $PROBE \
+        > "$OUT/dispatch-probe.txt" 2>&1
+    grep '^variant' "$OUT/dispatch-probe.txt" | tee -a "$LOG"
+fi
+if [ "$WINDOW" = auto ] && [ -z "${PROBE:-}" ] && [ -f "$WORK/window.chosen" ]; then
+    WINDOW=$(cat "$WORK/window.chosen")  # a later call goes on with the window the probe chose
+    say "WINDOW=auto: $WINDOW (chosen by an earlier call's probe)"
+elif [ "$WINDOW" = auto ]; then
+    PIPE=$(grep '^variant \[--pipelined\]' "$OUT/dispatch-probe.txt" 2>/dev/null | grep -oE '[-+][0-9.]+ %$' | tr -d '+ %')
+    WINDOW=tpu-host
+    [ -n "$PIPE" ] && awk -v p="$PIPE" 'BEGIN {exit !(p >= 4 || p <= -4)}' && WINDOW=tpu-pipe
+    say "WINDOW=auto: $WINDOW (the pipelined variant read ${PIPE:-nothing} %)"
+    echo "$WINDOW" > "$WORK/window.chosen"
 fi
 
 # 3. the bisection ---------------------------------------------------------------------------------
