@@ -85,13 +85,12 @@ def watch(
         saved = store.load_settings(LEVEL)
         if not saved:
             raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
+        # --until: never the first run's (a replayed night is not where a later run stops)
         w = WatchSettings(**saved["settings"])
-        w.until = until  # never the first run's: a replayed night is not where a later run stops
+        w = dataclasses.replace(w, until=until, notify_cmd=w.notify_cmd if notify_cmd is None else notify_cmd)
         w.check_window()
         if not show:
             w.check_env()
-        if notify_cmd is not None:
-            w.notify_cmd = notify_cmd
     else:
         w = _settings(given, wd, config)
         w.validate()
@@ -99,7 +98,8 @@ def watch(
         store = Store(wd)
     report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
-        report = deliver(w, store, report, lambda a: notify_payload(a, report))
+        # the settings the run watched with (the first run settles --since)
+        report = deliver(report.settings, store, report, lambda a: notify_payload(a, report))
     try:
         page: str = str(write_page(report))
     except OSError as e:

@@ -69,10 +69,12 @@ def metric_name(regex: str) -> str:
     return m.group(1) if m else "metric"
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatchSettings:
     """What a watch watches and how it judges. ``level``: the settings of the level that measures
-    one build (``NightlySettings``, ``ReleaseSettings`` or the scan's ``Settings``, as a dict)."""
+    one build (``NightlySettings``, ``ReleaseSettings`` or the scan's ``Settings``, as a dict).
+    Frozen: a run that settles a value (the first run's ``--since``) derives new settings with
+    ``dataclasses.replace``."""
 
     source: str
     level: dict[str, Any]
