@@ -135,14 +135,16 @@ def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None
         if reads_answers:
             return
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
-                        "--bad)", f"hourly show --workdir {w} prints its bisections and the scan command that "
-                        "measures their window")
-    held = (("a watch (hourly watch)", f"hourly watch --show --workdir {w} prints it (its page: "
-             f"{w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
+                        "--bad)", f"{options.command_line('show', {'workdir': w})} prints its bisections and the "
+                        "scan command that measures their window")
+    held = (("a watch (hourly watch)", f"{options.command_line('watch', {'show': True, 'workdir': w})} prints it "
+             f"(its page: {w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
             if store.load_settings("watch") else
-            ("the daily level's results (hourly nightly)", f"hourly show --nightly --workdir {w} prints them")
+            ("the daily level's results (hourly nightly)",
+             f"{options.command_line('show', {'nightly': True, 'workdir': w})} prints them")
             if store.load_settings("nightly") else
-            ("the release level's results (hourly releases)", f"hourly releases --show --workdir {w} prints them")
+            ("the release level's results (hourly releases)",
+             f"{options.command_line('releases', {'show': True, 'workdir': w})} prints them")
             if store.load_settings("releases") else None)
     if held is not None:
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds {held[0]}", held[1])

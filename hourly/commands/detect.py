@@ -15,6 +15,7 @@ import typer
 
 from hourly.errors import UsageError
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.options import command_line
 from hourly.plurals import plural
 
 from .common import command, shared_direction
@@ -202,7 +203,8 @@ def _require_evidence(series: Series, found: Detection) -> None:
     if _too_few(series):
         n = _with_values(series)
         failed = len(series.points) - n
-        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if _of_a_store(series)
+        fix = (f"{command_line('show', {'workdir': Path(series.source).parent})} says why its runs failed"
+               if _of_a_store(series)
                else "give at least two points with a value")
         raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
                         + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)

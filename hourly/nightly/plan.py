@@ -436,7 +436,7 @@ class NightlyReport:
                             f"{len(self.points)} dates ran and failed: {failed[0].date} {failed[0].status.value}"
                             + (f" .. {failed[-1].date} {failed[-1].status.value})" if len(failed) > 1 else ")"),
                             f"see why in the runs' logs under {self.settings.workdir}, or open a date's container "
-                            f"and try the benchmark: hourly container --date {failed[0].date}")
+                            "and try the benchmark: " + options.command_line("container", {"date": failed[0].date}))
         if self.undecided and self.boundary is None:
             why, _, fix = self.undecided.partition("; ")
             raise UserError(f"no boundary to hand over: {why}", fix)
