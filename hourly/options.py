@@ -33,7 +33,7 @@ from hourly.model import (
     InstallerKind,
     Mode,
 )
-from hourly.privacy import redact_argv
+from hourly.privacy import redact_argv, redact_word
 from hourly.timeparse import get_zone, step_problem
 
 #: the help panels, in the order --help shows them after "Options" (the command's own, and -h)
@@ -148,15 +148,32 @@ class Option:
         return self
 
     def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` for this option (its rule), or None."""
+        """What is wrong with ``value`` for this option (its rule; a number of its kind, for a
+        numeric option with a rule), or None."""
         if value is None or self.rule is None:
             return None
         if isinstance(value, (list, tuple)):  # a repeatable option's values (hourly.toml's array): each
             return next((p for p in map(self.problem, value) if p), None)
+        if self.type in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                          or (self.type is int and not isinstance(value, int))):
+            return "must be a whole number" if self.type is int else "must be a number"
         try:
             return self.rule.test(value)
         except TypeError:
             return None  # a value of the wrong type is the type check's to report
+
+    def refusal(self, value: Any) -> tuple[str, str] | None:
+        """The error of a value this option refuses, as one line and its fix (``--repeats must be 1
+        or more, not 0``, ``pass e.g. --repeats 1``), or None: the same words wherever the value
+        came from (a flag, a stored scan, a caller). Each of a list's values is checked."""
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            problem = self.problem(v)
+            if problem:
+                shown = redact_word(str(getattr(v, "value", v)))
+                shown = shown if shown.strip() else repr(shown)  # an empty value shown as '', not blank
+                return (f"{self.flag} {problem}, not {shown}",
+                        f"pass e.g. {self.flag} {self.rule.example if self.rule else '...'}")
+        return None
 
 
 def _o(flag: str, name: str, help: str, **kw: Any) -> Option:

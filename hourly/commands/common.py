@@ -356,14 +356,9 @@ def _resolve(name: str, values: dict[str, Any], given: set[str]) -> None:
     """Check what the command line gave (a usage error: exit 2), then give the options it did not
     give their value from the settings file's table of the command, if it has one."""
     for n in given:
-        opt = options.option(name, n)
-        for v in values[n] if isinstance(values[n], (list, tuple)) else [values[n]]:
-            problem = opt.problem(v)
-            if problem:
-                shown = redact_word(str(getattr(v, "value", v)))
-                shown = shown if shown.strip() else repr(shown)  # an empty value shown as '', not blank
-                raise UsageError(f"{opt.flag} {problem}, not {shown}",
-                                 f"pass e.g. {opt.flag} {opt.rule.example if opt.rule else '...'}")
+        refused = options.option(name, n).refusal(values[n])
+        if refused:
+            raise UsageError(*refused)
     if "config" not in options.TAKES[name]:
         return
     from hourly.measure.settings import load_config

@@ -1,0 +1,40 @@
+"""Each option is checked once: by the ``Rule`` declared with it in hourly/options.py, whether its
+value comes from a flag, the settings file, a stored scan or a caller; and its default lives in
+that declaration alone, never restated in a command's signature."""
+
+from __future__ import annotations
+
+import pytest
+
+from hourly import options
+from hourly.errors import UsageError, UserError
+from hourly.measure.settings import RULED, effective
+
+
+@pytest.mark.parametrize("name,bad", [
+    ("repeats", 0), ("repeats", True), ("repeats", "3"), ("warmup_runs", -1), ("bench_timeout", -5.0),
+    ("build_timeout", 0), ("metric_samples", "some"), ("warmup_samples", -1), ("pairing", "never"),
+    ("only", "neither"), ("mode", "printed"), ("step", "often"), ("tz", "Mars/Olympus"),
+    ("env", ["=x"]), ("xla_repo", ""),
+])
+def test_a_value_is_refused_by_its_options_rule_in_the_same_words_from_anywhere(name, bad):
+    """A stored scan's value (the base a later command reads) and a caller's flag meet the option's
+    rule, and are refused in the words the command line's check uses: one check, not a second one
+    in the settings with words of its own."""
+    refused = options.option("scan", name).refusal(bad)
+    assert refused is not None
+    with pytest.raises(UserError) as stored:
+        effective({}, base={name: bad})
+    assert not isinstance(stored.value, UsageError)  # not the command line's: exit 1
+    assert (stored.value.message, stored.value.fix) == refused
+    with pytest.raises(UsageError) as flag:
+        effective({name: bad})
+    assert (flag.value.message, flag.value.fix) == refused
+
+
+def test_every_scan_setting_with_a_rule_is_checked_by_it():
+    ruled = {o.name for o in options.options_of("scan") if o.rule is not None}
+    from hourly.measure.settings import FIELD_NAMES
+    assert set(RULED) == ruled & FIELD_NAMES
+    assert {"repeats", "warmup_runs", "bench_timeout", "build_timeout", "metric_samples", "warmup_samples", "mode",
+            "pairing", "only"} <= set(RULED)
