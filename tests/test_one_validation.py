@@ -38,3 +38,42 @@ def test_every_scan_setting_with_a_rule_is_checked_by_it():
     assert set(RULED) == ruled & FIELD_NAMES
     assert {"repeats", "warmup_runs", "bench_timeout", "build_timeout", "metric_samples", "warmup_samples", "mode",
             "pairing", "only"} <= set(RULED)
+
+
+def _commands():
+    """Every command function, as hourly.cli registers them (the wrapper; ``__wrapped__`` is the
+    function as written)."""
+    import importlib
+    import pkgutil
+
+    import hourly.commands
+    found = {}
+    for mod in pkgutil.iter_modules(hourly.commands.__path__):
+        module = importlib.import_module(f"hourly.commands.{mod.name}")
+        for value in vars(module).values():
+            if callable(value) and getattr(value, "command_name", None):
+                found[value.command_name] = value
+    return found
+
+
+def test_no_command_restates_an_options_default():
+    """The default a command gets is its option's declaration (hourly.options), once: the function's
+    own parameters for options are keyword-only and have none."""
+    import inspect
+    commands = _commands()
+    assert set(commands) == set(options.TAKES)
+    for name, fn in commands.items():
+        for p in inspect.signature(fn.__wrapped__).parameters.values():
+            if p.name in options.TAKES[name] or p.name == "flags":
+                assert p.kind is inspect.Parameter.KEYWORD_ONLY, (name, p.name)
+                assert p.default is inspect.Parameter.empty, f"hourly {name}: {p.name} = {p.default!r}"
+
+
+def test_a_command_that_restates_a_default_is_refused_when_hourly_starts():
+    from hourly.commands.common import command
+
+    def clean(json_out: bool = False) -> None:  # the option's own default, written again
+        pass
+    with pytest.raises(TypeError, match=r"\['json_out'\] restate a default"):
+        command("clean")(clean)
+

@@ -312,7 +312,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def command(name: str) -> Callable[[F], F]:
     """Make ``fn`` the command ``hourly NAME``: its parameters named after options become those
     options (annotation, flag, default, help from hourly.options), in TAKES' order after its
-    arguments; the options of TAKES[name] it does not name reach it in ``flags``. The wrapper checks
+    arguments; the options of TAKES[name] it does not name reach it in ``flags``. Such a parameter
+    is keyword-only and has no default of its own (its option's declaration holds it; one restated
+    is a TypeError when hourly starts). The wrapper checks
     the values given (exit 2), then fills the options not given from the settings file's table of
     the command (:func:`hourly.measure.settings.load_config`)."""
     takes = options.TAKES[name]
@@ -325,6 +327,10 @@ def command(name: str) -> Callable[[F], F]:
         stray = named - set(takes)
         if stray:
             raise TypeError(f"hourly {name}: {sorted(stray)} are no options of hourly.options.TAKES[{name!r}]")
+        restated = [n for n in named if own[n].default is not inspect.Parameter.empty]
+        if restated:  # the declaration's default is the one the command gets: a second one would lie
+            raise TypeError(f"hourly {name}: {sorted(restated)} restate a default: hourly.options declares it "
+                            "(write the parameter keyword-only, without one)")
         in_flags = [n for n in takes if n not in named]
         if in_flags and "flags" not in own:
             raise TypeError(f"hourly {name} takes {in_flags} but has no flags parameter")

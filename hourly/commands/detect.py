@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from hourly.errors import UsageError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.metric import compile_metric_regex
 from hourly.options import command_line
 from hourly.plurals import plural
 
@@ -31,11 +31,12 @@ def detect(
     source: Optional[str] = typer.Argument(
         None, help="Workdir with a results store (default ./hourly-work), a CSV with "
                    "label,value columns, the output of `grep METRIC OUT*`, or - for standard input."),
-    metric_regex: str = DEFAULT_METRIC_REGEX,
-    higher_is_better: Optional[bool] = None,
-    min_change: Optional[float] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    metric_regex: str,
+    higher_is_better: Optional[bool],
+    min_change: Optional[float],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
