@@ -625,6 +625,31 @@ TAKES: dict[str, tuple[str, ...]] = {
     "version": (),
 }
 
+#: ``hourly watch``: the options that make the settings of the level measuring one build, by
+#: ``--source`` (option name -> the setting it gives: a field of hourly.nightly.plan.NightlySettings,
+#: hourly.releases.plan.ReleaseSettings or the scan's hourly.measure.settings.Settings); what the
+#: watch settles itself (the direction, --env with --samples, the workdir) is given under the same names
+_WATCH_READING = {"bench_cmd": "bench_cmd", "env": "env", "metric_regex": "metric_regex", "repeats": "repeats",
+                  "higher_is_better": "higher_is_better", "workdir": "workdir"}
+WATCH_LEVELS: dict[str, dict[str, str]] = {
+    "containers": {**_WATCH_READING, "image": "image", "mount": "mounts", "gpus": "gpus", "timeout": "timeout",
+                   "pull": "pull"},
+    "wheels": {**_WATCH_READING, "bench_cwd": "bench_cwd", "timeout": "timeout", "extra": "extra", "with_": "with_",
+               "index_url": "index_url", "find_links": "find_links", "python": "python",
+               "release_cache_dir": "cache_dir"},
+    "commits": {**_WATCH_READING, "bench_cwd": "bench_cwd", "timeout": "bench_timeout", "xla_repo": "xla_repo",
+                "jax_repo": "jax_repo", "ref": "ref", "build_cmd": "build_cmd", "python": "python",
+                "cache_dir": "cache_dir", "sync": "sync", "force": "force", "warmup_runs": "warmup_runs",
+                "metrics": "metrics", "metric_samples": "metric_samples", "warmup_samples": "warmup_samples",
+                "metric": "metric"},
+}
+
+
+def watch_level(source: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``source``'s level that ``values`` (option name -> value) give, by
+    :data:`WATCH_LEVELS`."""
+    return {setting: values[name] for name, setting in WATCH_LEVELS[source].items()}
+
 
 def commands_with_a_table() -> tuple[str, ...]:
     """The commands whose own options hourly.toml configures, each in a table of its name (every

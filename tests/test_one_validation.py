@@ -77,3 +77,33 @@ def test_a_command_that_restates_a_default_is_refused_when_hourly_starts():
     with pytest.raises(TypeError, match=r"\['json_out'\] restate a default"):
         command("clean")(clean)
 
+
+
+def test_which_option_gives_which_level_setting_of_a_watch_is_declared_with_the_options():
+    from dataclasses import fields
+
+    from hourly.measure.settings import Settings
+    from hourly.nightly.plan import NightlySettings
+    from hourly.releases.plan import ReleaseSettings
+    levels = {"containers": NightlySettings, "wheels": ReleaseSettings, "commits": Settings}
+    assert set(options.WATCH_LEVELS) == set(levels)
+    for source, mapping in options.WATCH_LEVELS.items():
+        assert set(mapping) <= set(options.TAKES["watch"]), source
+        assert set(mapping.values()) <= {f.name for f in fields(levels[source])}, source
+
+
+@pytest.mark.parametrize("source,timeout,cache", [("containers", "timeout", None), ("wheels", "timeout", "cache_dir"),
+                                                  ("commits", "bench_timeout", None)])
+def test_a_watchs_options_reach_its_levels_settings_by_the_declaration(tmp_path, source, timeout, cache):
+    from hourly.commands.watch import _settings
+    given = {o.name: o.default for o in options.options_of("watch")}
+    given.update(source=source, timeout=30.0, mount=[f"{tmp_path}:/data"], env=["A=1"], samples=5,
+                 bench_cmd="python3 b.py", find_links=str(tmp_path), release_cache_dir=str(tmp_path / "envs"),
+                 xla_repo=str(tmp_path / "xla"), jax_repo=str(tmp_path / "jax"), higher_is_better=False)
+    w = _settings(given, str(tmp_path / "w"), None)
+    assert w.level[timeout] == 30.0 and w.level["env"] == ["A=1", "HOURLY_SAMPLES=5"]
+    assert w.level["higher_is_better"] is False and w.level["workdir"] == str(tmp_path / "w")
+    if source == "containers":
+        assert w.level["mounts"] == [f"{tmp_path}:/data"]
+    if cache:
+        assert w.level[cache] == str(tmp_path / "envs")

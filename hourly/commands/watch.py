@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
+from hourly import options
 from hourly.errors import UsageError, UserError
 from hourly.model import ExecutorKind
 
@@ -141,21 +142,21 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
     """The watch's settings from the options: the level that measures one build (the daily level's,
     the release level's, the scan's settings), then the watch's own."""
     from hourly.measure.settings import effective
-    from hourly.watch.plan import SOURCES, WatchSettings, metric_name
+    from hourly.watch.plan import WatchSettings, metric_name
     g = given
-    source = g["source"]
-    if source not in SOURCES:
-        raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
+    source = g["source"]  # one of SOURCES: its option's rule checked it
     direction = shared_direction(g["higher_is_better"], g["config"])
-    env = with_samples(g["env"], g["samples"])  # --samples: HOURLY_SAMPLES in every run's environment
+    # what the watch settles itself, under the options' names: --samples is HOURLY_SAMPLES in every
+    # run's environment, the direction falls back on the settings file, the workdir is resolved
+    g = {**g, "env": with_samples(g["env"], g["samples"]), "higher_is_better": direction, "workdir": wd,
+         "mount": list(g["mount"] or []), "with_": list(g["with_"] or [])}
+    level_of = options.watch_level(source, g)  # which option gives which setting: hourly.options.WATCH_LEVELS
     # how a run's output is read: --metric alone records every named metric and lists that one first
     wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
     if source == "containers":
         from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
-        ns = NightlySettings(from_="2000-01-01", to="2000-01-01", image=g["image"], mounts=list(g["mount"] or []),
-                             gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
-                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
-                             pull=g["pull"], higher_is_better=direction)
+        ns = NightlySettings(**{**level_of, "bench_cmd": g["bench_cmd"] or DEFAULT_BENCH_CMD},
+                             from_="2000-01-01", to="2000-01-01")
         ns_metrics, ns_samples, ns_warmup = read_metrics(ns, wanted, g["metric_samples"], g["warmup_samples"])
         ns = dataclasses.replace(ns, metrics=ns_metrics, metric_samples=ns_samples, warmup_samples=ns_warmup)
         level = ns.validate().as_dict()
@@ -164,11 +165,8 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
         if not g["bench_cmd"]:
             raise UsageError("a wheels watch needs its benchmark", 'pass --bench-cmd "python bench.py"')
-        rs = ReleaseSettings(from_="0", to="0", bench_cmd=g["bench_cmd"], bench_cwd=g["bench_cwd"], env=env,
-                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"],
-                             higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
-                             index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
-                             cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
+        rs = ReleaseSettings(**{**level_of, "cache_dir": level_of["cache_dir"] or default_cache_dir()},
+                             from_="0", to="0", pre=True)
         rs_metrics, rs_samples, rs_warmup = read_metrics(rs, wanted, g["metric_samples"], g["warmup_samples"])
         rs = dataclasses.replace(rs, metrics=rs_metrics, metric_samples=rs_samples, warmup_samples=rs_warmup)
         level = rs.validate().as_dict()
@@ -176,14 +174,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
     else:
         if not g["bench_cmd"]:
             raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
-        flags = {"xla_repo": g["xla_repo"], "jax_repo": g["jax_repo"], "ref": g["ref"], "build_cmd": g["build_cmd"],
-                 "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
-                 "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
-                 "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
-                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"],  # None: not given
-                 "metrics": g["metrics"], "metric_samples": g["metric_samples"], "warmup_samples": g["warmup_samples"],
-                 "metric": g["metric"]}
-        s, _ = effective(flags, config)
+        s, _ = effective(level_of, config)  # sync, force, warmup_runs: None when not given
         level = s.as_dict()
         names = s.named_metrics()
         named = None if names is None else ",".join(names)
