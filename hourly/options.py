@@ -678,6 +678,17 @@ def option(command: str, name: str) -> Option:
     return BY_NAME[name].of(command)
 
 
+def refuse(command: str, values: Mapping[str, Any], error: type[UserError] = UserError) -> None:
+    """Each of ``values`` (option name -> value, as ``command`` reads it) checked by its option's
+    rule: the first refused is ``error`` in the words the command line's check uses
+    (:meth:`Option.refusal`). A level's settings check their ruled values so (a stored watch, a
+    caller), never with a copy of the rule."""
+    for name, value in values.items():
+        refused = option(command, name).refusal(value)
+        if refused:
+            raise error(*refused)
+
+
 # -- the encoder ------------------------------------------------------------------------------
 
 def _text(value: Any) -> str:

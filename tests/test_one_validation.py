@@ -107,3 +107,27 @@ def test_a_watchs_options_reach_its_levels_settings_by_the_declaration(tmp_path,
         assert w.level["mounts"] == [f"{tmp_path}:/data"]
     if cache:
         assert w.level[cache] == str(tmp_path / "envs")
+
+
+@pytest.mark.parametrize("level,field,command,name,bad", [
+    ("nightly", "repeats", "nightly", "repeats", 0), ("nightly", "every", "nightly", "every", 0),
+    ("nightly", "parallel", "nightly", "parallel", 0), ("nightly", "timeout", "nightly", "timeout", -1.0),
+    ("nightly", "metric_samples", "nightly", "metric_samples", "some"),
+    ("nightly", "warmup_samples", "nightly", "warmup_samples", -1),
+    ("releases", "repeats", "releases", "repeats", 0), ("releases", "timeout", "releases", "bench_timeout", 0.0),
+    ("releases", "metric_samples", "releases", "metric_samples", "some"),
+    ("releases", "warmup_samples", "releases", "warmup_samples", -1),
+])
+def test_a_levels_settings_are_checked_by_the_options_rules(tmp_path, level, field, command, name, bad):
+    """The daily and the release level check their settings (a stored watch's, a hunt's) with the
+    rules of the options that set them, in the command line's words."""
+    import dataclasses
+
+    from hourly.nightly.plan import NightlySettings
+    from hourly.releases.plan import ReleaseSettings
+    s = (NightlySettings(from_="2023-08-20", to="2023-08-21", gpus="none", workdir=str(tmp_path)) if level == "nightly"
+         else ReleaseSettings(from_="0.4.1", to="0.4.2", bench_cmd="python3 b.py", find_links=str(tmp_path),
+                              workdir=str(tmp_path)))
+    with pytest.raises(UserError) as e:
+        dataclasses.replace(s, **{field: bad}).validate()
+    assert (e.value.message, e.value.fix) == options.option(command, name).refusal(bad)

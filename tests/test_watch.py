@@ -143,7 +143,7 @@ def test_nightly_versions_carry_their_date():
 
 
 @pytest.mark.parametrize("kw,message", [
-    ({"source": "nightly"}, "--source 'nightly' is none of containers, wheels, commits"),
+    ({"source": "nightly"}, "--source must be containers or wheels or commits, not nightly"),
     ({"max_pairs": 4}, "--max-pairs must be 10 or more"),
     ({"executor": "cloud"}, "--executor 'cloud' is neither local nor slurm"),
     ({"hunt_image": "jax:latest"}, "--hunt-image 'jax:latest' has no {date}"),
