@@ -33,7 +33,7 @@ from hourly.model import (
     InstallerKind,
     Mode,
 )
-from hourly.privacy import redact_argv
+from hourly.privacy import redact_argv, redact_word
 from hourly.timeparse import get_zone, step_problem
 
 #: the help panels, in the order --help shows them after "Options" (the command's own, and -h)
@@ -148,15 +148,32 @@ class Option:
         return self
 
     def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` for this option (its rule), or None."""
+        """What is wrong with ``value`` for this option (its rule; a number of its kind, for a
+        numeric option with a rule), or None."""
         if value is None or self.rule is None:
             return None
         if isinstance(value, (list, tuple)):  # a repeatable option's values (hourly.toml's array): each
             return next((p for p in map(self.problem, value) if p), None)
+        if self.type in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                          or (self.type is int and not isinstance(value, int))):
+            return "must be a whole number" if self.type is int else "must be a number"
         try:
             return self.rule.test(value)
         except TypeError:
             return None  # a value of the wrong type is the type check's to report
+
+    def refusal(self, value: Any) -> tuple[str, str] | None:
+        """The error of a value this option refuses, as one line and its fix (``--repeats must be 1
+        or more, not 0``, ``pass e.g. --repeats 1``), or None: the same words wherever the value
+        came from (a flag, a stored scan, a caller). Each of a list's values is checked."""
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            problem = self.problem(v)
+            if problem:
+                shown = redact_word(str(getattr(v, "value", v)))
+                shown = shown if shown.strip() else repr(shown)  # an empty value shown as '', not blank
+                return (f"{self.flag} {problem}, not {shown}",
+                        f"pass e.g. {self.flag} {self.rule.example if self.rule else '...'}")
+        return None
 
 
 def _o(flag: str, name: str, help: str, **kw: Any) -> Option:
@@ -608,6 +625,31 @@ TAKES: dict[str, tuple[str, ...]] = {
     "version": (),
 }
 
+#: ``hourly watch``: the options that make the settings of the level measuring one build, by
+#: ``--source`` (option name -> the setting it gives: a field of hourly.nightly.plan.NightlySettings,
+#: hourly.releases.plan.ReleaseSettings or the scan's hourly.measure.settings.Settings); what the
+#: watch settles itself (the direction, --env with --samples, the workdir) is given under the same names
+_WATCH_READING = {"bench_cmd": "bench_cmd", "env": "env", "metric_regex": "metric_regex", "repeats": "repeats",
+                  "higher_is_better": "higher_is_better", "workdir": "workdir"}
+WATCH_LEVELS: dict[str, dict[str, str]] = {
+    "containers": {**_WATCH_READING, "image": "image", "mount": "mounts", "gpus": "gpus", "timeout": "timeout",
+                   "pull": "pull"},
+    "wheels": {**_WATCH_READING, "bench_cwd": "bench_cwd", "timeout": "timeout", "extra": "extra", "with_": "with_",
+               "index_url": "index_url", "find_links": "find_links", "python": "python",
+               "release_cache_dir": "cache_dir"},
+    "commits": {**_WATCH_READING, "bench_cwd": "bench_cwd", "timeout": "bench_timeout", "xla_repo": "xla_repo",
+                "jax_repo": "jax_repo", "ref": "ref", "build_cmd": "build_cmd", "python": "python",
+                "cache_dir": "cache_dir", "sync": "sync", "force": "force", "warmup_runs": "warmup_runs",
+                "metrics": "metrics", "metric_samples": "metric_samples", "warmup_samples": "warmup_samples",
+                "metric": "metric"},
+}
+
+
+def watch_level(source: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``source``'s level that ``values`` (option name -> value) give, by
+    :data:`WATCH_LEVELS`."""
+    return {setting: values[name] for name, setting in WATCH_LEVELS[source].items()}
+
 
 def commands_with_a_table() -> tuple[str, ...]:
     """The commands whose own options hourly.toml configures, each in a table of its name (every
@@ -634,6 +676,17 @@ def option(command: str, name: str) -> Option:
     if name not in TAKES[command]:
         raise KeyError(f"hourly {command} takes no option {name!r}")
     return BY_NAME[name].of(command)
+
+
+def refuse(command: str, values: Mapping[str, Any], error: type[UserError] = UserError) -> None:
+    """Each of ``values`` (option name -> value, as ``command`` reads it) checked by its option's
+    rule: the first refused is ``error`` in the words the command line's check uses
+    (:meth:`Option.refusal`). A level's settings check their ruled values so (a stored watch, a
+    caller), never with a copy of the rule."""
+    for name, value in values.items():
+        refused = option(command, name).refusal(value)
+        if refused:
+            raise error(*refused)
 
 
 # -- the encoder ------------------------------------------------------------------------------

@@ -165,11 +165,11 @@ def test_metric_is_checked_against_the_daily_levels_metrics(tmp_path, capsys):
 
 
 def test_settings_are_checked_before_anything_runs(tmp_path):
-    with pytest.raises(UserError, match="neither bad nor good"):
+    with pytest.raises(UserError, match="--bisect-in must be bad or good, not middle"):  # the option's rule
         settings(tmp_path, bisect_in="middle").validate()
     with pytest.raises(UserError, match="between 0 and 1"):
         settings(tmp_path, min_change=2).validate()
-    with pytest.raises(UserError, match="neither all nor search"):
+    with pytest.raises(UserError, match="--dates must be all or search, not some"):
         settings(tmp_path, dates="some").validate()
     with pytest.raises(UserError, match="go together"):
         settings(tmp_path, good_date="2023-08-22").validate()

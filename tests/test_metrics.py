@@ -155,7 +155,7 @@ def test_the_harness_records_every_phase_and_a_named_primary_takes_its_units_dir
         effective({"bench_cmd": "python3 b.py", "metrics": "step_ms", "metric": "lower_ms"})
     with pytest.raises(Exception, match="is not all or a list of metric names"):
         effective({"bench_cmd": "python3 b.py", "metrics": "step ms"})
-    with pytest.raises(Exception, match="metric_samples must be last or all"):
+    with pytest.raises(Exception, match="--metric-samples must be last or all, not some"):
         effective({"metric_samples": "some"})
 
 

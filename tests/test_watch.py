@@ -6,6 +6,7 @@ then a planted regression confirmed and alerted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -142,7 +143,7 @@ def test_nightly_versions_carry_their_date():
 
 
 @pytest.mark.parametrize("kw,message", [
-    ({"source": "nightly"}, "--source 'nightly' is none of containers, wheels, commits"),
+    ({"source": "nightly"}, "--source must be containers or wheels or commits, not nightly"),
     ({"max_pairs": 4}, "--max-pairs must be 10 or more"),
     ({"executor": "cloud"}, "--executor 'cloud' is neither local nor slurm"),
     ({"hunt_image": "jax:latest"}, "--hunt-image 'jax:latest' has no {date}"),
@@ -157,8 +158,7 @@ def test_nightly_versions_carry_their_date():
 ])
 def test_bad_settings_are_one_line_with_the_fix(kw, message):
     source = kw.pop("source", "commits")
-    w = _settings(**kw)
-    w.source = source
+    w = dataclasses.replace(_settings(**kw), source=source)
     with pytest.raises(UserError) as e:
         w.validate()
     assert message in e.value.one_line() and e.value.fix
@@ -212,13 +212,22 @@ def test_a_drift_measured_again_is_said_to_be_one_not_unsure_at_the_cap():
     assert "unsure at the cap" in suspicion_text(Check.from_json(_check(2, "b", "c", "undecided", 0.03, 100, 103)))
 
 
+def test_watch_settings_are_frozen_and_changed_by_replace():
+    """A watch's settings are one value through a run: a change (the first run's --since, a later
+    run's --until) is a new value made with dataclasses.replace, never an assignment."""
+    w = _settings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.since = "2023-08-01"  # type: ignore[misc]
+    later = dataclasses.replace(w, since="2023-08-01")
+    assert later.since == "2023-08-01" and w.since is None and later.level == w.level
+
+
 @pytest.mark.parametrize("source,where", [("wheels", "--find-links or --index-url"), ("containers", "--image"),
                                           ("commits", "the checkouts and --ref")])
 def test_a_watch_that_found_no_build_at_all_is_unsure_not_quiet(source, where):
     """issue 33: a first run over an empty --find-links folder said "nothing new since the start",
     exit 0, as a quiet night does; two builds are already "unsure" (too few to judge)."""
-    w = _settings(since="2023-08-01")
-    w.source = source
+    w = dataclasses.replace(_settings(since="2023-08-01"), source=source)
     r = P.WatchReport(w, "key", ["m"], [], {}, [], [])
     assert r.exit_code() == P.UNSURE_EXIT
     assert r.unsure() == [f"no build found since 2023-08-01: nothing is watched yet — check {where}, and --since"]

@@ -20,17 +20,18 @@ from .common import command, err_console
 def bench(
     target: str = typer.Argument(..., help="bench.py (its make() returns (fn, args) or (fn, args, kwargs)), bench.py:NAME, "
                                            "or package.module:NAME."),
-    python: Optional[str] = None,
-    repeats: int = 5,
-    iters: int = 50,
-    samples: Optional[int] = None,
-    warmup: int = 3,
-    x64: bool = False,
-    phases: Optional[str] = None,
-    env: Optional[List[str]] = None,
-    timeout: Optional[float] = None,
-    out: Optional[str] = None,
-    json_out: bool = False,
+    *,
+    python: Optional[str],
+    repeats: int,
+    iters: int,
+    samples: Optional[int],
+    warmup: int,
+    x64: bool,
+    phases: Optional[str],
+    env: Optional[List[str]],
+    timeout: Optional[float],
+    out: Optional[str],
+    json_out: bool,
 ) -> None:
     """Measure a JAX function phase by phase in one process: trace, lower, compile, dispatch, step, memory."""
     from hourly.adapters.proc import parse_env

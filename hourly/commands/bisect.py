@@ -7,31 +7,32 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hourly.errors import UsageError
-from hourly.model import BISECT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, check_min_change
+from hourly.model import Mode, check_min_change
 
 from .common import command, console, err_console, refuse_together
 
 
 @command("bisect")
 def bisect(
-    good: Optional[str] = None,
-    bad: Optional[str] = None,
-    mode: Optional[Mode] = None,
-    max_repeats: int = DEFAULT_MAX_REPEATS,
-    min_change: float = BISECT_MIN_CHANGE,
-    log: bool = False,
-    rerun: bool = False,
-    higher_is_better: Optional[bool] = None,
-    progress: bool = False,
-    tz: Optional[str] = None,
-    find_fix: bool = False,
-    manual: bool = False,
-    explain: bool = False,
-    flaky: bool = False,
-    walk_skips: bool = False,
-    flags: Any = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    good: Optional[str],
+    bad: Optional[str],
+    mode: Optional[Mode],
+    max_repeats: int,
+    min_change: float,
+    log: bool,
+    rerun: bool,
+    higher_is_better: Optional[bool],
+    progress: bool,
+    tz: Optional[str],
+    find_fix: bool,
+    manual: bool,
+    explain: bool,
+    flaky: bool,
+    walk_skips: bool,
+    flags: dict[str, Any],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Narrow every regression to one JAX or XLA commit, testing only pairs that existed."""
     check_min_change(min_change, UsageError)

@@ -10,7 +10,7 @@ from .common import command, console
 
 
 @command("clean")
-def clean(json_out: bool = False) -> None:
+def clean(*, json_out: bool) -> None:
     """Remove containers whose hourly run is dead (killed, rebooted); live runs' are kept."""
     from hourly.adapters.stale_runs import remove_dead_runs
     removed = remove_dead_runs()

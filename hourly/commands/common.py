@@ -135,14 +135,16 @@ def require_a_scan(store: Any, command: str, reads_answers: bool = True) -> None
         if reads_answers:
             return
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds a bisection (hourly bisect --good "
-                        "--bad)", f"hourly show --workdir {w} prints its bisections and the scan command that "
-                        "measures their window")
-    held = (("a watch (hourly watch)", f"hourly watch --show --workdir {w} prints it (its page: "
-             f"{w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
+                        "--bad)", f"{options.command_line('show', {'workdir': w})} prints its bisections and the "
+                        "scan command that measures their window")
+    held = (("a watch (hourly watch)", f"{options.command_line('watch', {'show': True, 'workdir': w})} prints it "
+             f"(its page: {w / 'watch' / 'index.html'}); each alert's hunt has its workdir under {w / 'hunts'}")
             if store.load_settings("watch") else
-            ("the daily level's results (hourly nightly)", f"hourly show --nightly --workdir {w} prints them")
+            ("the daily level's results (hourly nightly)",
+             f"{options.command_line('show', {'nightly': True, 'workdir': w})} prints them")
             if store.load_settings("nightly") else
-            ("the release level's results (hourly releases)", f"hourly releases --show --workdir {w} prints them")
+            ("the release level's results (hourly releases)",
+             f"{options.command_line('releases', {'show': True, 'workdir': w})} prints them")
             if store.load_settings("releases") else None)
     if held is not None:
         raise UserError(f"no scan in {w} for hourly {command} to read: it holds {held[0]}", held[1])
@@ -310,7 +312,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def command(name: str) -> Callable[[F], F]:
     """Make ``fn`` the command ``hourly NAME``: its parameters named after options become those
     options (annotation, flag, default, help from hourly.options), in TAKES' order after its
-    arguments; the options of TAKES[name] it does not name reach it in ``flags``. The wrapper checks
+    arguments; the options of TAKES[name] it does not name reach it in ``flags``. Such a parameter
+    is keyword-only and has no default of its own (its option's declaration holds it; one restated
+    is a TypeError when hourly starts). The wrapper checks
     the values given (exit 2), then fills the options not given from the settings file's table of
     the command (:func:`hourly.measure.settings.load_config`)."""
     takes = options.TAKES[name]
@@ -323,6 +327,10 @@ def command(name: str) -> Callable[[F], F]:
         stray = named - set(takes)
         if stray:
             raise TypeError(f"hourly {name}: {sorted(stray)} are no options of hourly.options.TAKES[{name!r}]")
+        restated = [n for n in named if own[n].default is not inspect.Parameter.empty]
+        if restated:  # the declaration's default is the one the command gets: a second one would lie
+            raise TypeError(f"hourly {name}: {sorted(restated)} restate a default: hourly.options declares it "
+                            "(write the parameter keyword-only, without one)")
         in_flags = [n for n in takes if n not in named]
         if in_flags and "flags" not in own:
             raise TypeError(f"hourly {name} takes {in_flags} but has no flags parameter")
@@ -354,14 +362,9 @@ def _resolve(name: str, values: dict[str, Any], given: set[str]) -> None:
     """Check what the command line gave (a usage error: exit 2), then give the options it did not
     give their value from the settings file's table of the command, if it has one."""
     for n in given:
-        opt = options.option(name, n)
-        for v in values[n] if isinstance(values[n], (list, tuple)) else [values[n]]:
-            problem = opt.problem(v)
-            if problem:
-                shown = redact_word(str(getattr(v, "value", v)))
-                shown = shown if shown.strip() else repr(shown)  # an empty value shown as '', not blank
-                raise UsageError(f"{opt.flag} {problem}, not {shown}",
-                                 f"pass e.g. {opt.flag} {opt.rule.example if opt.rule else '...'}")
+        refused = options.option(name, n).refusal(values[n])
+        if refused:
+            raise UsageError(*refused)
     if "config" not in options.TAKES[name]:
         return
     from hourly.measure.settings import load_config

@@ -30,8 +30,7 @@ def toml_value(v: Any) -> str:
 
 
 @command("config")
-def config_cmd(flags: Any = None, command: Optional[str] = None, config: Optional[str] = None,
-               json_out: bool = False) -> None:
+def config_cmd(*, flags: dict[str, Any], command: Optional[str], config: Optional[str], json_out: bool) -> None:
     """Print the effective settings and where each came from (default, the settings file, a flag);
     with --command, that command's own table."""
     from hourly.measure.settings import Settings, command_settings, effective

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from hourly.errors import UsageError
-from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
+from hourly.metric import compile_metric_regex
+from hourly.options import command_line
 from hourly.plurals import plural
 
 from .common import command, shared_direction
@@ -30,11 +31,12 @@ def detect(
     source: Optional[str] = typer.Argument(
         None, help="Workdir with a results store (default ./hourly-work), a CSV with "
                    "label,value columns, the output of `grep METRIC OUT*`, or - for standard input."),
-    metric_regex: str = DEFAULT_METRIC_REGEX,
-    higher_is_better: Optional[bool] = None,
-    min_change: Optional[float] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    metric_regex: str,
+    higher_is_better: Optional[bool],
+    min_change: Optional[float],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Find every step in a series: regressions and improvements, each with its window."""
     if min_change is not None and not (min_change >= 0 and math.isfinite(min_change)):
@@ -202,7 +204,8 @@ def _require_evidence(series: Series, found: Detection) -> None:
     if _too_few(series):
         n = _with_values(series)
         failed = len(series.points) - n
-        fix = (f"hourly show --workdir {Path(series.source).parent} says why its runs failed" if _of_a_store(series)
+        fix = (f"{command_line('show', {'workdir': Path(series.source).parent})} says why its runs failed"
+               if _of_a_store(series)
                else "give at least two points with a value")
         raise UserError(f"{series.source or 'the input'}: {plural(n, 'point')} with a value"
                         + (f" ({failed} failed)" if failed else "") + ": a step needs two at least", fix)

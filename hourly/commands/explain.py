@@ -11,10 +11,21 @@ from .common import command, console, err_console
 
 
 @command("explain")
-def explain(workdir: Optional[str] = None, step: Optional[int] = None, sweep: bool = False,
-            try_flag: Optional[List[str]] = None, revert_check: bool = False, revert_ref: Optional[str] = None,
-            max_passes: int = 8, op_times: bool = True, repeats: Optional[int] = None, flags: Any = None,
-            json_out: bool = False, config: Optional[str] = None) -> None:
+def explain(
+    *,
+    workdir: Optional[str],
+    step: Optional[int],
+    sweep: bool,
+    try_flag: Optional[List[str]],
+    revert_check: bool,
+    revert_ref: Optional[str],
+    max_passes: int,
+    op_times: bool,
+    repeats: Optional[int],
+    flags: dict[str, Any],
+    json_out: bool,
+    config: Optional[str],
+) -> None:
     """Explain each bisected culprit: the optimized HLO of both states diffed, a repro HLO, a workaround sweep and a revert check."""
     from hourly.adapters.store import Store
     from hourly.commands.progress import ProgressLines

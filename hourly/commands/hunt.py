@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from hourly.errors import UsageError, UserError
 from hourly.measure.settings import workdir_setting
@@ -17,38 +17,39 @@ if TYPE_CHECKING:
 
 @command("hunt")
 def hunt(
-    from_: Optional[str] = None,
-    to: Optional[str] = None,
-    good_date: Optional[str] = None,
-    bad_date: Optional[str] = None,
-    from_release: Optional[str] = None,
-    to_release: Optional[str] = None,
-    release_bench_cmd: Optional[str] = None,
-    extra: Optional[str] = None,
-    index_url: Optional[str] = None,
-    find_links: Optional[str] = None,
-    pre: bool = False,
-    release_with: Optional[List[str]] = None,
-    release_cache_dir: Optional[str] = None,
-    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
-    metric: Optional[str] = None,
-    dates: str = "all",
-    scan_step: Optional[str] = None,
-    bisect_in: str = "bad",
-    build_cmd: Optional[str] = None,
-    xla_repo: Optional[str] = None,
-    jax_repo: Optional[str] = None,
-    ref: Optional[str] = None,
-    xla_ref: Optional[str] = None,
-    jax_ref: Optional[str] = None,
-    max_repeats: Optional[int] = None,
-    samples: Optional[int] = None,
-    min_change: Optional[float] = None,
-    rerun: bool = False,
-    explain: bool = False,
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    from_: Optional[str],
+    to: Optional[str],
+    good_date: Optional[str],
+    bad_date: Optional[str],
+    from_release: Optional[str],
+    to_release: Optional[str],
+    release_bench_cmd: Optional[str],
+    extra: Optional[str],
+    index_url: Optional[str],
+    find_links: Optional[str],
+    pre: bool,
+    release_with: Optional[List[str]],
+    release_cache_dir: Optional[str],
+    flags: dict[str, Any],
+    metric: Optional[str],
+    dates: str,
+    scan_step: Optional[str],
+    bisect_in: str,
+    build_cmd: Optional[str],
+    xla_repo: Optional[str],
+    jax_repo: Optional[str],
+    ref: Optional[str],
+    xla_ref: Optional[str],
+    jax_ref: Optional[str],
+    max_repeats: Optional[int],
+    samples: Optional[int],
+    min_change: Optional[float],
+    rerun: bool,
+    explain: bool,
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """From "it got slower between these dates" to the commit: nightly, then bisect in a container."""
     from hourly.adapters.store import Store

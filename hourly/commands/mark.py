@@ -16,9 +16,10 @@ from .common import command, console
 @command("mark")
 def mark(
     verdict: str = typer.Argument(..., help="good, bad, skip or unsure."),
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Give the verdict for the probe `hourly bisect --manual` waits at, from another shell."""
     from hourly.bisect.manual import mark as give

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from hourly import options
 from hourly.errors import UsageError, UserError
@@ -16,15 +16,16 @@ from .common import command, console, daily_settings, err_console, print_level_r
 
 @command("nightly")
 def nightly(
-    from_: Optional[str] = None,
-    to: Optional[str] = None,
-    flags: dict = None,  # type: ignore[assignment]  # the daily level's options (hourly.options.DAILY)
-    samples: Optional[int] = None,
-    rerun: bool = False,
-    show: bool = False,
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    from_: Optional[str],
+    to: Optional[str],
+    flags: dict[str, Any],
+    samples: Optional[int],
+    rerun: bool,
+    show: bool,
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Run the benchmark in one nightly container per date and find the good day → bad day."""
     from hourly.adapters.store import Store
@@ -55,16 +56,17 @@ def nightly(
 
 @command("container")
 def container(
-    date: Optional[str] = None,
-    image: Optional[str] = None,
-    gpus: str = "all",
-    env: Optional[List[str]] = None,
-    mount: Optional[List[str]] = None,
-    pull: bool = True,
-    name: Optional[str] = None,
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    date: Optional[str],
+    image: Optional[str],
+    gpus: str,
+    env: Optional[List[str]],
+    mount: Optional[List[str]],
+    pull: bool,
+    name: Optional[str],
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Start the pinned nightly container with hourly inside, and say how to enter it."""
     from hourly.nightly import image as nightly_container

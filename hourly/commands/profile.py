@@ -12,10 +12,21 @@ from .common import command, console, err_console
 
 
 @command("profile")
-def profile(workdir: Optional[str] = None, good: Optional[str] = None, bad: Optional[str] = None,
-            python_tracer_level: Optional[int] = 0, host_tracer_level: Optional[int] = None,
-            front_end: str = "auto", front_end_processes: int = 4, front_end_repeats: int = 7, top: int = 10,
-            flags: Any = None, json_out: bool = False, config: Optional[str] = None) -> None:
+def profile(
+    *,
+    workdir: Optional[str],
+    good: Optional[str],
+    bad: Optional[str],
+    python_tracer_level: Optional[int],
+    host_tracer_level: Optional[int],
+    front_end: str,
+    front_end_processes: int,
+    front_end_repeats: int,
+    top: int,
+    flags: dict[str, Any],
+    json_out: bool,
+    config: Optional[str],
+) -> None:
     """Trace the last-good and first-bad states of each regression and compare them; for a step in
     tracing, lowering or dispatch, diff a Python-level profile of both states too."""
     from hourly.adapters.store import Store

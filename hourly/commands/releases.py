@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, List, Optional
 
 from hourly.errors import UsageError
 from hourly.measure.settings import workdir_setting
-from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import InstallerKind
 from hourly.render.console import PlainPrint
 
@@ -20,36 +19,37 @@ if TYPE_CHECKING:
 
 @command("releases")
 def releases(
-    from_: Optional[str] = None,
-    to: Optional[str] = None,
-    bench_cmd: Optional[str] = None,
-    bench_cwd: Optional[str] = None,
-    env: Optional[List[str]] = None,
-    metric_regex: str = DEFAULT_METRIC_REGEX,
-    repeats: int = 1,
-    metrics: Optional[str] = None,
-    metric_samples: Optional[str] = None,
-    warmup_samples: Optional[int] = None,
-    samples: Optional[int] = None,
-    bench_timeout: Optional[float] = None,
-    higher_is_better: Optional[bool] = None,
-    extra: Optional[str] = None,
-    with_: Optional[List[str]] = None,
-    deps_today: bool = False,
-    deps_as_of_release: bool = False,
-    index_url: Optional[str] = None,
-    find_links: Optional[str] = None,
-    pre: bool = False,
-    python: Optional[str] = None,
-    installer: InstallerKind = InstallerKind.AUTO,
-    cache_dir: Optional[str] = None,
-    jax_repo: Optional[str] = None,
-    rerun: bool = False,
-    dry_run: bool = False,
-    show: bool = False,
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    from_: Optional[str],
+    to: Optional[str],
+    bench_cmd: Optional[str],
+    bench_cwd: Optional[str],
+    env: Optional[List[str]],
+    metric_regex: str,
+    repeats: int,
+    metrics: Optional[str],
+    metric_samples: Optional[str],
+    warmup_samples: Optional[int],
+    samples: Optional[int],
+    bench_timeout: Optional[float],
+    higher_is_better: Optional[bool],
+    extra: Optional[str],
+    with_: Optional[List[str]],
+    deps_today: bool,
+    deps_as_of_release: bool,
+    index_url: Optional[str],
+    find_links: Optional[str],
+    pre: bool,
+    python: Optional[str],
+    installer: InstallerKind,
+    cache_dir: Optional[str],
+    jax_repo: Optional[str],
+    rerun: bool,
+    dry_run: bool,
+    show: bool,
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Benchmark every jax release from the package index, find the first bad one, hand over."""
     from hourly.adapters.store import Store

@@ -9,8 +9,14 @@ from .common import command
 
 
 @command("report")
-def report(workdir: Optional[str] = None, out: Optional[str] = None, min_change: Optional[float] = None,
-           anonymous: bool = False, config: Optional[str] = None) -> None:
+def report(
+    *,
+    workdir: Optional[str],
+    out: Optional[str],
+    min_change: Optional[float],
+    anonymous: bool,
+    config: Optional[str],
+) -> None:
     """Write a markdown report (with a PNG plot) ready to paste into a JAX/XLA issue."""
     from hourly.adapters.store import Store
     from hourly.errors import path_fault

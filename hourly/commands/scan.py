@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @command("scan")
-def scan(flags: Any = None, dry_run: bool = False, json_out: bool = False, config: Optional[str] = None) -> None:
+def scan(*, flags: dict[str, Any], dry_run: bool, json_out: bool, config: Optional[str]) -> None:
     """Build and benchmark every hour of a window; one build per distinct (xla, jax) pair."""
     from hourly.adapters.store import log_dir
     from hourly.commands.progress import ProgressLines
@@ -129,8 +129,7 @@ def emit(report: ScanReport, json_out: bool, s: Settings) -> None:
 
 
 @command("show")
-def show(workdir: Optional[str] = None, json_out: bool = False, config: Optional[str] = None,
-         nightly: bool = False) -> None:
+def show(*, workdir: Optional[str], json_out: bool, config: Optional[str], nightly: bool) -> None:
     """Print the stored scan table again (the hourly scan's, or with --nightly the daily one)."""
     from hourly.adapters.store import Store
     from hourly.measure.settings import stored_settings, workdir_setting

@@ -18,9 +18,10 @@ def shell(
                                 "else of the stored scan's window), probe (the one a manual bisection waits at) or probe:N."),
     cmd: Optional[List[str]] = typer.Argument(None, help="After --: one command to run there instead of a shell; "
                                               "hourly exits with its status."),
-    tz: Optional[str] = None,
-    flags: Any = None,
-    config: Optional[str] = None,
+    *,
+    tz: Optional[str],
+    flags: dict[str, Any],
+    config: Optional[str],
 ) -> None:
     """Open a shell at any state: built or reused, installed in its own environment, the trees at it."""
     from hourly.adapters.store import STORE_NAME, Store

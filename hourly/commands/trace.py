@@ -15,11 +15,12 @@ from .common import command
 @command("trace")
 def trace(
     command: List[str] = typer.Argument(..., help="The benchmark command, after --: python bench.py args (or python -m module)."),
-    out: Optional[str] = None,
-    host_tracer_level: Optional[int] = None,
-    python_tracer_level: Optional[int] = None,
-    device_tracer_level: Optional[int] = None,
-    memprof_at: Optional[List[str]] = None,
+    *,
+    out: Optional[str],
+    host_tracer_level: Optional[int],
+    python_tracer_level: Optional[int],
+    device_tracer_level: Optional[int],
+    memprof_at: Optional[List[str]],
 ) -> None:
     """Run a Python benchmark under the JAX profiler; save a trace and memory profiles."""
     from hourly.profile.capture import TraceOptions, capture, default_out_dir
@@ -71,7 +72,8 @@ def _require_script(command: List[str]) -> None:
 def compare_profiles(
     good_dir: Path = typer.Argument(..., help="Capture folder of the good build."),
     bad_dir: Path = typer.Argument(..., help="Capture folder of the bad build."),
-    top: int = 15,
+    *,
+    top: int,
 ) -> None:
     """Compare two captures: op times and live memory by allocation site."""
     from hourly.profile.compare import compare, require_captures

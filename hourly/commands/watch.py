@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
+from hourly import options
 from hourly.errors import UsageError, UserError
-from hourly.metric import DEFAULT_METRIC_REGEX
-from hourly.model import DEFAULT_IMAGE, ExecutorKind
+from hourly.model import ExecutorKind
 
 from .common import command, console, read_metrics, shared_direction, with_progress, with_samples
 
@@ -21,56 +21,57 @@ if TYPE_CHECKING:
 
 @command("watch")
 def watch(
-    source: Optional[str] = None,
-    since: Optional[str] = None,
-    until: Optional[str] = None,
-    bench_cmd: Optional[str] = None,
-    bench_cwd: Optional[str] = None,
-    env: Optional[List[str]] = None,
-    metric_regex: str = DEFAULT_METRIC_REGEX,
-    metrics: Optional[str] = None,
-    metric_samples: Optional[str] = None,
-    warmup_samples: Optional[int] = None,
-    samples: Optional[int] = None,
-    metric: Optional[str] = None,
-    repeats: int = 3,
-    timeout: Optional[float] = None,
-    higher_is_better: Optional[bool] = None,
-    min_change: float = 0.02,
-    max_pairs: int = 80,
-    image: str = DEFAULT_IMAGE,
-    mount: Optional[List[str]] = None,
-    gpus: str = "all",
-    pull: bool = True,
-    list_tags: bool = False,
-    index_url: Optional[str] = None,
-    find_links: Optional[str] = None,
-    extra: Optional[str] = None,
-    with_: Optional[List[str]] = None,
-    release_cache_dir: Optional[str] = None,
-    xla_repo: Optional[str] = None,
-    jax_repo: Optional[str] = None,
-    ref: Optional[str] = None,
-    step: str = "24h",
-    build_cmd: Optional[str] = None,
-    python: Optional[str] = None,
-    cache_dir: Optional[str] = None,
-    warmup_runs: Optional[int] = None,
-    sync: Optional[bool] = None,
-    force: Optional[bool] = None,
-    hunt: bool = True,
-    hunt_arg: Optional[List[str]] = None,
-    hunt_image: Optional[str] = None,
-    executor: Optional[ExecutorKind] = None,
-    partition: Optional[str] = None,
-    time: Optional[str] = None,
-    gres: Optional[str] = None,
-    slurm_arg: Optional[List[str]] = None,
-    notify_cmd: Optional[str] = None,
-    show: bool = False,
-    workdir: Optional[str] = None,
-    json_out: bool = False,
-    config: Optional[str] = None,
+    *,
+    source: Optional[str],
+    since: Optional[str],
+    until: Optional[str],
+    bench_cmd: Optional[str],
+    bench_cwd: Optional[str],
+    env: Optional[List[str]],
+    metric_regex: str,
+    metrics: Optional[str],
+    metric_samples: Optional[str],
+    warmup_samples: Optional[int],
+    samples: Optional[int],
+    metric: Optional[str],
+    repeats: int,
+    timeout: Optional[float],
+    higher_is_better: Optional[bool],
+    min_change: float,
+    max_pairs: int,
+    image: str,
+    mount: Optional[List[str]],
+    gpus: str,
+    pull: bool,
+    list_tags: bool,
+    index_url: Optional[str],
+    find_links: Optional[str],
+    extra: Optional[str],
+    with_: Optional[List[str]],
+    release_cache_dir: Optional[str],
+    xla_repo: Optional[str],
+    jax_repo: Optional[str],
+    ref: Optional[str],
+    step: str,
+    build_cmd: Optional[str],
+    python: Optional[str],
+    cache_dir: Optional[str],
+    warmup_runs: Optional[int],
+    sync: Optional[bool],
+    force: Optional[bool],
+    hunt: bool,
+    hunt_arg: Optional[List[str]],
+    hunt_image: Optional[str],
+    executor: Optional[ExecutorKind],
+    partition: Optional[str],
+    time: Optional[str],
+    gres: Optional[str],
+    slurm_arg: Optional[List[str]],
+    notify_cmd: Optional[str],
+    show: bool,
+    workdir: Optional[str],
+    json_out: bool,
+    config: Optional[str],
 ) -> None:
     """Measure every new build on arrival, confirm steps by measuring again, alert, hunt."""
     given = dict(locals())  # the options, by name (the level's settings are made from them)
@@ -85,13 +86,12 @@ def watch(
         saved = store.load_settings(LEVEL)
         if not saved:
             raise UserError(f"no watch in {store.workdir}", "start one with --source containers, wheels or commits")
+        # --until: never the first run's (a replayed night is not where a later run stops)
         w = WatchSettings(**saved["settings"])
-        w.until = until  # never the first run's: a replayed night is not where a later run stops
+        w = dataclasses.replace(w, until=until, notify_cmd=w.notify_cmd if notify_cmd is None else notify_cmd)
         w.check_window()
         if not show:
             w.check_env()
-        if notify_cmd is not None:
-            w.notify_cmd = notify_cmd
     else:
         w = _settings(given, wd, config)
         w.validate()
@@ -99,7 +99,8 @@ def watch(
         store = Store(wd)
     report = with_progress(lambda handler: run_watch(w, store, handler, show=show), json_out, "watch", str)
     if not show:
-        report = deliver(w, store, report, lambda a: notify_payload(a, report))
+        # the settings the run watched with (the first run settles --since)
+        report = deliver(report.settings, store, report, lambda a: notify_payload(a, report))
     try:
         page: str = str(write_page(report))
     except OSError as e:
@@ -141,21 +142,21 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
     """The watch's settings from the options: the level that measures one build (the daily level's,
     the release level's, the scan's settings), then the watch's own."""
     from hourly.measure.settings import effective
-    from hourly.watch.plan import SOURCES, WatchSettings, metric_name
+    from hourly.watch.plan import WatchSettings, metric_name
     g = given
-    source = g["source"]
-    if source not in SOURCES:
-        raise UsageError(f"--source {source!r} is none of {', '.join(SOURCES)}", "pass --source containers, wheels or commits")
+    source = g["source"]  # one of SOURCES: its option's rule checked it
     direction = shared_direction(g["higher_is_better"], g["config"])
-    env = with_samples(g["env"], g["samples"])  # --samples: HOURLY_SAMPLES in every run's environment
+    # what the watch settles itself, under the options' names: --samples is HOURLY_SAMPLES in every
+    # run's environment, the direction falls back on the settings file, the workdir is resolved
+    g = {**g, "env": with_samples(g["env"], g["samples"]), "higher_is_better": direction, "workdir": wd,
+         "mount": list(g["mount"] or []), "with_": list(g["with_"] or [])}
+    level_of = options.watch_level(source, g)  # which option gives which setting: hourly.options.WATCH_LEVELS
     # how a run's output is read: --metric alone records every named metric and lists that one first
     wanted = g["metrics"] if g["metrics"] is not None or g["metric"] is None else "all"
     if source == "containers":
         from hourly.nightly.plan import DEFAULT_BENCH_CMD, NightlySettings
-        ns = NightlySettings(from_="2000-01-01", to="2000-01-01", image=g["image"], mounts=list(g["mount"] or []),
-                             gpus=g["gpus"], env=env, bench_cmd=g["bench_cmd"] or DEFAULT_BENCH_CMD,
-                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"], workdir=wd,
-                             pull=g["pull"], higher_is_better=direction)
+        ns = NightlySettings(**{**level_of, "bench_cmd": g["bench_cmd"] or DEFAULT_BENCH_CMD},
+                             from_="2000-01-01", to="2000-01-01")
         ns_metrics, ns_samples, ns_warmup = read_metrics(ns, wanted, g["metric_samples"], g["warmup_samples"])
         ns = dataclasses.replace(ns, metrics=ns_metrics, metric_samples=ns_samples, warmup_samples=ns_warmup)
         level = ns.validate().as_dict()
@@ -164,11 +165,8 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
         from hourly.releases.plan import ReleaseSettings, default_cache_dir
         if not g["bench_cmd"]:
             raise UsageError("a wheels watch needs its benchmark", 'pass --bench-cmd "python bench.py"')
-        rs = ReleaseSettings(from_="0", to="0", bench_cmd=g["bench_cmd"], bench_cwd=g["bench_cwd"], env=env,
-                             metric_regex=g["metric_regex"], repeats=g["repeats"], timeout=g["timeout"],
-                             higher_is_better=direction, extra=g["extra"], with_=list(g["with_"] or []),
-                             index_url=g["index_url"], find_links=g["find_links"], pre=True, python=g["python"],
-                             cache_dir=g["release_cache_dir"] or default_cache_dir(), workdir=wd)
+        rs = ReleaseSettings(**{**level_of, "cache_dir": level_of["cache_dir"] or default_cache_dir()},
+                             from_="0", to="0", pre=True)
         rs_metrics, rs_samples, rs_warmup = read_metrics(rs, wanted, g["metric_samples"], g["warmup_samples"])
         rs = dataclasses.replace(rs, metrics=rs_metrics, metric_samples=rs_samples, warmup_samples=rs_warmup)
         level = rs.validate().as_dict()
@@ -176,14 +174,7 @@ def _settings(given: dict[str, Any], wd: str, config: Optional[str]) -> WatchSet
     else:
         if not g["bench_cmd"]:
             raise UsageError("a commits watch needs its benchmark", 'pass --bench-cmd "python3 bench.py"')
-        flags = {"xla_repo": g["xla_repo"], "jax_repo": g["jax_repo"], "ref": g["ref"], "build_cmd": g["build_cmd"],
-                 "python": g["python"], "cache_dir": g["cache_dir"], "bench_cmd": g["bench_cmd"],
-                 "bench_cwd": g["bench_cwd"], "env": env, "repeats": g["repeats"], "bench_timeout": g["timeout"],
-                 "metric_regex": g["metric_regex"], "higher_is_better": direction, "workdir": wd,
-                 "sync": g["sync"], "force": g["force"], "warmup_runs": g["warmup_runs"],  # None: not given
-                 "metrics": g["metrics"], "metric_samples": g["metric_samples"], "warmup_samples": g["warmup_samples"],
-                 "metric": g["metric"]}
-        s, _ = effective(flags, config)
+        s, _ = effective(level_of, config)  # sync, force, warmup_runs: None when not given
         level = s.as_dict()
         names = s.named_metrics()
         named = None if names is None else ",".join(names)

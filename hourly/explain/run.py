@@ -59,6 +59,7 @@ from hourly.measure.build import Builder, Workspace
 from hourly.measure.measurer import build_spec, open_repos, pin_of
 from hourly.measure.settings import Settings
 from hourly.model import Pair, Status, cut_side
+from hourly.options import command_line
 from hourly.profile.capture import TraceOptions, capture, tracing_command
 from hourly.profile.compare import load_capture, read_trace
 
@@ -170,7 +171,7 @@ class Explainer:
             return self.fails
         if self.trace_skipped is not None:
             return {"skipped": self.trace_skipped,
-                    "command": f"hourly profile --workdir {self.host.store.workdir}"}
+                    "command": command_line("profile", {"workdir": self.host.store.workdir})}
         tables = {}
         for side in SIDES:
             table = read_trace(load_capture(self.traces[side]))  # device ops where the trace has a device timeline
@@ -562,7 +563,7 @@ def ptx_diff(good: Path, bad: Path, workdir: Path, step: int) -> dict:
     if not g and not b:
         return {"made": False,
                 "why": "the dumps hold no PTX (this backend writes none; the CPU never does)",
-                "command": f"hourly explain --workdir {workdir} --step {step}",
+                "command": command_line("explain", {"workdir": workdir, "step": step}),
                 "needs": "a machine with an NVIDIA GPU and a CUDA jaxlib at both states (the wheel cache or "
                          "--build-cmd builds them)"}
     out: list[dict] = []
@@ -662,7 +663,7 @@ def explain_answers(store: Store, s: Settings, answers: list[Answer], opts: Opti
     wanted = [a for a in answers if a.culprit and a.last_good and a.first_bad]
     for a in answers:
         if any(a is x for x in wanted) and a.kind not in EXPLAINED_KINDS:
-            a.explained = {"skipped": f"a {a.kind} answer: run `hourly explain --workdir {store.workdir}` "
+            a.explained = {"skipped": f"a {a.kind} answer: run `{command_line('explain', {'workdir': store.workdir})}` "
                                       "on a bisection of the regression"}
         elif not any(a is x for x in wanted) and not a.error:
             a.explained = {"skipped": "no single culprit commit to explain"}
@@ -684,7 +685,7 @@ def explain_answers(store: Store, s: Settings, answers: list[Answer], opts: Opti
             target = next((t for t in reversed(stored) if (t.good, t.bad) == ends), None)
             if target is None:
                 a.explained = {"error": "its bisection is not among the store's finished ones",
-                                  "fix": f"run `hourly explain --workdir {store.workdir}`"}
+                                  "fix": f"run `{command_line('explain', {'workdir': store.workdir})}`"}
                 continue
             handler.note(f"explaining {target.name}: {target.title()}")
             try:
@@ -692,5 +693,5 @@ def explain_answers(store: Store, s: Settings, answers: list[Answer], opts: Opti
             except HourlyError as e:  # a failed build or run: the bisection's answer stands, the retry is named
                 a.explained = {"error": e.message if isinstance(e, UserError) else str(e),
                                   "fix": e.fix if isinstance(e, UserError) else None,
-                                  "command": f"hourly explain --workdir {store.workdir} --step {target.step}"}
+                                  "command": command_line("explain", {"workdir": store.workdir, "step": target.step})}
     return answers

@@ -94,15 +94,10 @@ class HuntSettings:
         """These settings checked before anything runs (the daily level's, or with --from-release
         the release level's too), returned with the daily level's as :meth:`NightlySettings.validate`
         returns them."""
-        if self.dates not in ("all", "search"):
-            raise UserError(f"--dates {self.dates!r} is neither all nor search",
-                            "pass --dates all (every date) or --dates search (one boundary, fewer dates)")
+        options.refuse("hunt", {"dates": self.dates, "bisect_in": self.bisect_in})
         if self.scan_step is not None:
             from hourly.timeparse import parse_step
             parse_step(self.scan_step)
-        if self.bisect_in not in BISECT_IN:
-            raise UserError(f"--bisect-in {self.bisect_in!r} is neither bad nor good",
-                            "pass --bisect-in bad (the default) or --bisect-in good")
         if self.min_change is not None:
             check_min_change(self.min_change)
         self._check_metric()

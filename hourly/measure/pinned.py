@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hourly.adapters import proc
 from hourly.adapters.venvs import Overlay, accelerator_packages, env_python, make_overlay, overlay_of, python_layout
@@ -37,9 +37,23 @@ from hourly.errors import UserError
 
 if TYPE_CHECKING:
     from hourly.adapters.gitrepo import GitRepo
-    from hourly.measure.settings import Settings
 
 SIDES = ("jax", "xla")
+
+
+class Settings(Protocol):
+    """What this module reads of the scan's settings (:class:`hourly.measure.settings.Settings`
+    has it): declared here, so that the settings, which ask this module for their Python and their
+    pin's fingerprint, and this module do not import each other."""
+
+    @property
+    def python(self) -> str: ...
+    @property
+    def only(self) -> str | None: ...
+    @property
+    def workdir(self) -> str: ...
+    def env_dict(self) -> dict[str, str]: ...
+    def jax_package_cmd(self) -> str: ...
 
 _MIN_RE = re.compile(r"""^_minimum_jaxlib_version\s*=\s*['"]([^'"]+)['"]""", re.M)
 _SETUP_RE = re.compile(r"""jaxlib\s*>=\s*([0-9][0-9a-zA-Z.]*)""")

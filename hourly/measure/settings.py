@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hourly import options
 from hourly.adapters.proc import parse_env, split_command
 from hourly.errors import UsageError, UserError
-from hourly.measure.benchmark import ALL_METRICS, SAMPLES_ALL, SAMPLES_LAST, BenchSpec
+from hourly.measure.benchmark import ALL_METRICS, SAMPLES_LAST, BenchSpec
 from hourly.measure.build_cache import DEFAULT_CACHE_SIZE, build_identity, default_cache_dir, parse_size
 from hourly.measure.native_inputs import DEFAULT_NATIVE_INPUTS
 from hourly.metric import DEFAULT_METRIC_REGEX, METRIC_NAME, higher_is_better
@@ -783,46 +783,30 @@ def _fault(origin: dict[str, str], names: tuple[str, ...], message: str, fix: st
     return UserError(f"{files[0]}: {message}" if files else message, fix)
 
 
+#: the settings whose option has a rule (hourly.options): the rule is their one check, here for the
+#: values a stored scan or a caller gives as for a flag (the command layer) and the settings file
+#: (:func:`load_config`)
+RULED = tuple(name for name in sorted(FIELD_NAMES) if name in options.BY_NAME and options.BY_NAME[name].of(SHARED).rule)
+
+
 def _validate(v: dict[str, Any], origin: dict[str, str]) -> None:
     """Check the merged values (and normalise them in place: the mode as its word, --only both as
     none, a lone string as a list of one)."""
-    if not isinstance(v["repeats"], int) or isinstance(v["repeats"], bool) or v["repeats"] < 1:
-        raise _fault(origin, ("repeats",), f"repeats must be a positive integer, not {v['repeats']!r}",
-                     "pass --repeats 1 or more")
-    w = v["warmup_runs"]
-    if not isinstance(w, int) or isinstance(w, bool) or w < 0:
-        raise _fault(origin, ("warmup_runs",), f"warmup_runs must be 0 or more, not {w!r}", "pass --warmup-runs 1 (0: none)")
-    for name in ("bench_timeout", "build_timeout"):
-        t = v[name]
-        if t is not None and (not _is_number(t) or t <= 0):
-            raise _fault(origin, (name,), f"{name} must be a positive number of seconds, not {t!r}",
-                         f"fix --{name.replace('_', '-')}")
-    if v["metric_samples"] not in (SAMPLES_LAST, SAMPLES_ALL):
-        raise _fault(origin, ("metric_samples",), f"metric_samples must be last or all, not {v['metric_samples']!r}",
-                     "pass --metric-samples all (every match of the metric in a run is a sample) or last")
-    k = v["warmup_samples"]
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise _fault(origin, ("warmup_samples",), f"warmup_samples must be 0 or more, not {k!r}",
-                     "pass --warmup-samples 3 (each run's first 3 matches are its warm-up; 0: none)")
-    _check_metric_names(v, origin)
     v["mode"] = str(getattr(v["mode"], "value", v["mode"]))
-    if v["mode"] not in ("metric", "exit"):
-        raise _fault(origin, ("mode",), f"mode must be metric or exit, not {v['mode']!r}", "pass --mode metric or --mode exit")
+    for name in RULED:
+        refused = options.BY_NAME[name].of(SHARED).refusal(v[name])
+        if refused:
+            raise _fault(origin, (name,), *refused)
+    _check_metric_names(v, origin)
     try:
         parse_size(v["cache_size"])  # a one-line error now rather than after the first build
     except UserError as e:
         raise _fault(origin, ("cache_size",), e.message, e.fix or "") from None
-    if v["pairing"] not in ("time", "pin"):
-        raise _fault(origin, ("pairing",), f"pairing must be time or pin, not {v['pairing']!r}",
-                     "pass --pairing time or --pairing pin")
     if v["only"] in ("both", ""):  # a later command may widen a stored one-repository scan again
         v["only"] = None
     if v["pairing"] == "pin" and v["only"] in ("jax", "xla"):
         raise _fault(origin, ("pairing", "only"), "--pairing pin builds each JAX commit with the XLA commit it pins, "
                      "but --only holds one repository still", "leave --only out, or pass --pairing time")
-    if v["only"] is not None and v["only"] not in ("jax", "xla"):
-        raise _fault(origin, ("only",), f"--only {v['only']!r} is not a repository",
-                     "pass --only jax, --only xla or --only both")
     if v["xla_ref"] and v["only"] == "jax":
         raise _fault(origin, ("xla_ref", "only"), "--xla-ref names XLA's history, but --only jax keeps XLA at the "
                      "installed jaxlib", "leave --xla-ref out, or hunt both repositories (--only both)")

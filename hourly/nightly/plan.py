@@ -104,21 +104,11 @@ class NightlySettings(ReadsMetrics):
         if "{date}" not in self.image:
             raise UserError(f"--image {self.image!r} has no {{date}}",
                             "write it like ghcr.io/nvidia/jax:nightly-{date}")
-        if not isinstance(self.repeats, int) or self.repeats < 1:
-            raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
-        if self.every < 1:
-            raise UserError(f"--every must be 1 or more days, not {self.every}", "pass --every 1")
+        options.refuse("nightly", {"repeats": self.repeats, "every": self.every, "parallel": self.parallel,
+                                   "timeout": self.timeout, "metric_samples": self.metric_samples,
+                                   "warmup_samples": self.warmup_samples})
         date_range(self.from_, self.to, self.every)  # the dates parse and are in order
-        if self.parallel < 1:
-            raise UserError(f"--parallel must be 1 or more, not {self.parallel}", "pass --parallel 1")
-        if self.timeout is not None and self.timeout <= 0:
-            raise UserError(f"--timeout must be positive, not {self.timeout}", "pass seconds, e.g. 3600")
         compile_metric_regex(self.metric_regex)
-        if self.metric_samples not in ("last", "all"):
-            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
-                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
-        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
-            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
         self.named_metrics()
         parse_env(self.env)
         from hourly.adapters import containers  # the Docker SDK only when a nightly scan is set up
@@ -436,7 +426,7 @@ class NightlyReport:
                             f"{len(self.points)} dates ran and failed: {failed[0].date} {failed[0].status.value}"
                             + (f" .. {failed[-1].date} {failed[-1].status.value})" if len(failed) > 1 else ")"),
                             f"see why in the runs' logs under {self.settings.workdir}, or open a date's container "
-                            f"and try the benchmark: hourly container --date {failed[0].date}")
+                            "and try the benchmark: " + options.command_line("container", {"date": failed[0].date}))
         if self.undecided and self.boundary is None:
             why, _, fix = self.undecided.partition("; ")
             raise UserError(f"no boundary to hand over: {why}", fix)

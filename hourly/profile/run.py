@@ -34,6 +34,7 @@ from hourly.measure.measurer import open_repos, pin_of
 from hourly.measure.resolve import resolve_pairs
 from hourly.measure.settings import Settings
 from hourly.model import Pair, cut_side
+from hourly.options import command_line
 from hourly.profile import frontend
 from hourly.profile.capture import TraceOptions, capture
 from hourly.profile.compare import compare
@@ -104,7 +105,7 @@ def targets_from_store(store: Store, s: Settings) -> tuple[list[Target], str | N
     if bisected:  # the bisection's last-good/first-bad states, when there are any
         named = [(f"regression-{i}", a) for i, a in enumerate(bisected, 1)]
         failing = [name for name, a in named if a.mode in ("exit", "printed") or a.kind in ("crash", "fix")]
-        explain = f"`hourly explain --workdir {store.workdir}` diffs their programs and sets both outputs side by side"
+        explain = f"`{command_line('explain', {'workdir': store.workdir})}` diffs their programs and sets both outputs side by side"
         if len(failing) == len(named):
             raise UserError(f"the bisected culprit{'s' if len(named) > 1 else ''} in {store.workdir} "
                             f"{'were' if len(named) > 1 else 'was'} found by exit status: a first-bad state that "

@@ -133,15 +133,8 @@ class ReleaseSettings(ReadsMetrics):
         self.env_dict()
         compile_metric_regex(self.metric_regex)
         self.named_metrics()
-        if self.metric_samples not in ("last", "all"):
-            raise UserError(f"--metric-samples {self.metric_samples!r} is not last or all",
-                            "pass --metric-samples all (every match of the metric in a run is a sample) or last")
-        if not isinstance(self.warmup_samples, int) or self.warmup_samples < 0:
-            raise UserError(f"--warmup-samples must be 0 or more, not {self.warmup_samples!r}", "pass --warmup-samples 3")
-        if not isinstance(self.repeats, int) or self.repeats < 1:
-            raise UserError(f"--repeats must be 1 or more, not {self.repeats!r}", "pass --repeats 1")
-        if self.timeout is not None and self.timeout <= 0:
-            raise UserError(f"--bench-timeout must be positive, not {self.timeout}", "pass seconds, e.g. 600")
+        options.refuse("releases", {"metric_samples": self.metric_samples, "warmup_samples": self.warmup_samples,
+                                    "repeats": self.repeats, "bench_timeout": self.timeout})
         if self.index_url and self.find_links:
             raise UsageError("--index-url and --find-links both name where wheels come from",
                             "pass one of them")

@@ -18,6 +18,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import BenchSpec, metric_views, run_benchmark
 from hourly.model import InstallerKind, ReleasePoint, Status
+from hourly.options import command_line
 from hourly.releases.plan import (
     FINISHED,
     LEVEL,
@@ -185,7 +186,7 @@ def drift_error(failures: list[tuple[ReleasePoint, str | None]], s: ReleaseSetti
     details = [f"jax {p.version}: {p.status.value}: {p.detail}" for p, _ in failures]
     if not_measured:
         details.append(f"stopped early, the last two failed the same way: jax {', '.join(not_measured)} not measured")
-    details.append(f"the results are stored: hourly releases --show --workdir {s.workdir}")
+    details.append("the results are stored: " + command_line("releases", {"show": True, "workdir": s.workdir}))
     return UserError(what, fix, details)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hourly.analysis.detect import percent
 from hourly.answers import Answer
+from hourly.options import command_line
 from hourly.render.console import escape_controls
 
 #: instructions listed per module, at most
@@ -301,8 +302,9 @@ def explained_stage_lines(ex: dict | None) -> list[str]:
         return [f"  explain failed: {ex['error']}" + (f" — {ex['fix']}" if ex.get("fix") else "")
                 + (f" (then `{ex['command']}`)" if ex.get("command") else "")]
     return ["explained " + explain_lines(ex)[0], *explain_lines(ex)[1:],
-            f"  (the sweep and the revert check: `hourly explain --workdir {Path(ex['dir']).parent.parent} "
-            f"--step {ex['step']} --sweep --revert-check`)"]
+            "  (the sweep and the revert check: `" + command_line("explain", {
+                "workdir": Path(ex["dir"]).parent.parent, "step": ex["step"], "sweep": True,
+                "revert_check": True}) + "`)"]
 
 
 def explained_lines(answers: list[Answer] | list[dict]) -> list[str]:

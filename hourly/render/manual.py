@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hourly.model import cut_side
+from hourly.options import argv, join
 from hourly.plurals import plural
 
 if TYPE_CHECKING:
@@ -33,7 +34,9 @@ def asked_lines(a: Asked) -> list[str]:
     word = "good, bad, skip or unsure"
     if a.proposal is not None:
         lines.append(f"  the benchmark says: {a.proposal.value} — press Enter to agree, or type {word}")
-    lines.append(f"  or, from another shell: hourly mark good|bad|skip|unsure --workdir {a.workdir}")
+    # the verdict is the word the person picks; the rest is the encoder's (quoted, redacted)
+    lines.append("  or, from another shell: hourly mark good|bad|skip|unsure "
+                 + join(argv("mark", {"workdir": a.workdir})[2:]))
     return lines
 
 

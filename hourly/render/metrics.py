@@ -15,6 +15,7 @@ from hourly.analysis.detect import EdgeVerdict
 from hourly.analysis.moved import Moved, Verdict, summary, what_moved
 from hourly.analysis.steps import CrashWindow, crash_windows, metric_windows, step_key
 from hourly.model import MetricPoints, ScanReport, Step
+from hourly.options import command_line, join
 from hourly.plurals import plural
 from hourly.render.scan import _rev, counts_line, step_marks, summary_line
 from hourly.render.steps import bisect_command, describe, describe_crash
@@ -50,17 +51,15 @@ def findings(report: ScanReport, min_change: float | None = None) -> list[Metric
 def step_command(st: Step, metric: str, workdir: str) -> str:
     """The bisection of one metric's step: its window, the metric selected (a regression: the
     commit that made it worse; an improvement: the one that made it better, ``--find-fix``)."""
-    if st.kind.value == "regression":
-        ends = ["--good", st.before.time, "--bad", st.after.time]
-    else:
-        ends = ["--find-fix", "--bad", st.before.time, "--good", st.after.time]
-    return shlex.join(["hourly", "bisect", "--metric", metric, *ends, "--workdir", workdir])
+    ends: list[tuple[str, Any]] = ([("good", st.before.time), ("bad", st.after.time)] if st.kind.value == "regression"
+                                   else [("find_fix", True), ("bad", st.before.time), ("good", st.after.time)])
+    return command_line("bisect", [("metric", metric), *ends, ("workdir", workdir)])
 
 
 def window_command(w: CrashWindow, metric: str, workdir: str) -> str:
     """A metric window's bisection (``--mode printed``) for one named metric."""
     argv = shlex.split(bisect_command(w, workdir))
-    return shlex.join([*argv[:2], "--metric", metric, *argv[2:]])
+    return join([*argv[:2], "--metric", metric, *argv[2:]])
 
 
 def table(report: ScanReport, found: list[MetricFinding]) -> Table:

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from hourly.model import Status
 from hourly.nightly.plan import NightlyReport
+from hourly.options import command_line
 from hourly.plurals import found, status_counts
 from hourly.render.console import PlainPrint
 from hourly.render.scan import fmt_value, step_marks
@@ -146,8 +147,9 @@ def print_report(console: Console, report: NightlyReport) -> None:
                       **kw)
     if (b.good.xla, b.good.jax) == (b.bad.xla, b.bad.jax):
         console.print("both images hold the same xla and jax commits: the change is in the container's "
-                      "environment; the same dates through `hourly hunt --good-date "
-                      f"{b.good.date} --bad-date {b.bad.date}` show what differs between them", **kw)
+                      "environment; the same dates through `"
+                      + command_line("hunt", {"good_date": b.good.date, "bad_date": b.bad.date})
+                      + "` show what differs between them", **kw)
         return
     console.print("next: start the good day's container, then scan the window hour by hour inside it:", **kw)
     for cmd in report.next_commands():

@@ -12,6 +12,7 @@ from hourly.analysis.steps import all_windows, series_from_points
 from hourly.errors import UserError
 from hourly.measure.settings import Settings, effective, stored_scan_settings
 from hourly.metric import DEFAULT_METRIC_REGEX
+from hourly.options import command_line
 from hourly.plurals import plural
 from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
 
@@ -39,7 +40,7 @@ def load_store_series(path: str | Path) -> Series:
             names = ", ".join(m.name for m in report.metrics)
             raise UserError(f"{store.workdir} holds a scan of {len(report.metrics)} named metrics ({names}); "
                             "hourly detect reads one series",
-                            f"hourly show --workdir {store.workdir} finds the steps of each; or give detect one "
+                            f"{command_line('show', {'workdir': store.workdir})} finds the steps of each; or give detect one "
                             "metric's points as a CSV (label,value) from hourly show --json")
         measured = [p for p in report.points if p.status != "planned"]  # a pair not measured yet is no failure
         unread = []
@@ -53,8 +54,8 @@ def load_store_series(path: str | Path) -> Series:
             unread.append((f"its scan holds {plural(len(windows), 'window')} where the runs change how they end ("
                            + ", ".join(kinds) + f": {windows[0].before.time} → {windows[0].after.time}"
                            + (", ..." if len(windows) > 1 else "") + "), which detect does not read (it reads values)",
-                           f"hourly show --workdir {store.workdir} lists them, hourly bisect --workdir "
-                           f"{store.workdir} bisects them"))
+                           f"{command_line('show', {'workdir': store.workdir})} lists them, "
+                           f"{command_line('bisect', {'workdir': store.workdir})} bisects them"))
         return replace(series_from_points(measured, str(store.path)), unread=tuple(unread),
                        edge_checks=report.edge_checks or None)
     finally:

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hourly import options
 from hourly.analysis.arrival import Confirmation, Confirmed, Suspect, group, recovery
 from hourly.analysis.detect import ChangeKind
 from hourly.errors import UserError
@@ -69,10 +70,12 @@ def metric_name(regex: str) -> str:
     return m.group(1) if m else "metric"
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatchSettings:
     """What a watch watches and how it judges. ``level``: the settings of the level that measures
-    one build (``NightlySettings``, ``ReleaseSettings`` or the scan's ``Settings``, as a dict)."""
+    one build (``NightlySettings``, ``ReleaseSettings`` or the scan's ``Settings``, as a dict).
+    Frozen: a run that settles a value (the first run's ``--since``) derives new settings with
+    ``dataclasses.replace``."""
 
     source: str
     level: dict[str, Any]
@@ -98,13 +101,8 @@ class WatchSettings:
     notify_cmd: str | None = None
 
     def validate(self) -> None:
-        if self.source not in SOURCES:
-            raise UserError(f"--source {self.source!r} is none of {', '.join(SOURCES)}",
-                            "pass --source containers, --source wheels or --source commits")
+        options.refuse("watch", {"source": self.source, "max_pairs": self.max_pairs})
         check_min_change(self.min_change)
-        if not isinstance(self.max_pairs, int) or self.max_pairs < 10:
-            raise UserError(f"--max-pairs must be 10 or more, not {self.max_pairs!r}",
-                            "pass --max-pairs 80 (each pair is one run of each build)")
         if self.executor not in ("local", "slurm"):
             raise UserError(f"--executor {self.executor!r} is neither local nor slurm", "pass --executor local or slurm")
         if self.hunt_image is not None and "{date}" not in self.hunt_image:

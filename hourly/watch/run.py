@@ -78,8 +78,9 @@ class Source(Protocol):
 
     def close(self) -> None: ...
 
-    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
-        """The builds after the newest known one, up to ``until``, oldest first (``build``,
+    def discover(self, known: list[Build], since: str, until: datetime) -> tuple[list[Build], list[str]]:
+        """The builds after the newest known one (none known: from ``since``, the watch's first date
+        or time), up to ``until``, oldest first (``build``,
         ``time``, ``ident``, ``status``: ``pending``, or ``missing`` with a ``detail``), and notes."""
         ...
 
@@ -204,11 +205,11 @@ class Containers:
         tags = set(list_tags(repo))
         return [d for d in days if _split_ref(image_ref(self.s.image, d))[1] in tags]
 
-    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
+    def discover(self, known: list[Build], since: str, until: datetime) -> tuple[list[Build], list[str]]:
         from hourly.adapters import containers
         from hourly.nightly.plan import image_ref
         present = [b for b in known if b.status != "missing"]
-        start = _day(present[-1].build) + timedelta(days=1) if present else _day(self.w.since or "")
+        start = _day(present[-1].build) + timedelta(days=1) if present else _day(since)
         if known and not present:
             start = max(start, _day(known[-1].build) + timedelta(days=1))
         found: list[Build] = []
@@ -306,15 +307,15 @@ class Wheels:
     def close(self) -> None:
         pass
 
-    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
+    def discover(self, known: list[Build], since: str, until: datetime) -> tuple[list[Build], list[str]]:
         from packaging.version import Version
 
         from hourly.releases.plan import plan_releases
         index = self.s.make_index()
         newest = Version(known[-1].build) if known else None
-        since = _day(self.w.since or "")
+        first = _day(since)
         versions = sorted({f.version for f in index.files("jax")})
-        new = [v for v in versions if (d := dev_date(str(v))) is not None and since <= d <= until.date()
+        new = [v for v in versions if (d := dev_date(str(v))) is not None and first <= d <= until.date()
                and (newest is None or v > newest)]
         if not new:
             return [], []
@@ -442,7 +443,7 @@ class Commits:
                 self._lock.release()
                 self._lock = None
 
-    def discover(self, known: list[Build], until: datetime) -> tuple[list[Build], list[str]]:
+    def discover(self, known: list[Build], since: str, until: datetime) -> tuple[list[Build], list[str]]:
         from hourly.measure.measurer import trees
         from hourly.measure.resolve import resolve_pairs
         from hourly.scan.run import sync
@@ -451,7 +452,7 @@ class Commits:
         if self.s.sync:
             sync(trees(xla, jax))
         step = parse_step(self.w.step)
-        t0 = parse_time(self.w.since or "", self.s.tz).when
+        t0 = parse_time(since, self.s.tz).when
         last = parse_time(known[-1].time or "").when if known else None
         times = [t for t in instants(t0, until, step) if last is None or t > last]
         if not times:
@@ -519,9 +520,10 @@ def until_of(w: WatchSettings) -> datetime:
     return w.until_end() or now_utc()
 
 
-def _identity(store: Store, w: WatchSettings, key: str, until: datetime) -> None:
+def _identity(store: Store, w: WatchSettings, key: str, until: datetime) -> WatchSettings:
     """One watch per workdir: a run with another source or benchmark is refused; the first run's
-    ``--since`` (default: :data:`~hourly.watch.plan.DEFAULT_SINCE_DAYS` before it) is kept."""
+    ``--since`` (default: :data:`~hourly.watch.plan.DEFAULT_SINCE_DAYS` before it) is kept. The
+    settings this run watches with: ``w`` with that ``--since``."""
     from hourly.watch.plan import DEFAULT_SINCE_DAYS
     saved = store.load_settings(LEVEL)
     if saved and saved.get("key") != key:
@@ -530,8 +532,9 @@ def _identity(store: Store, w: WatchSettings, key: str, until: datetime) -> None
                         f"metric {was.get('metric')}, its own benchmark and build)",
                         "pass another --workdir, or the options of that watch's first run")
     if w.since is None:
-        w.since = (saved or {}).get("since") or (until - timedelta(days=DEFAULT_SINCE_DAYS)).date().isoformat()
+        w = replace(w, since=(saved or {}).get("since") or (until - timedelta(days=DEFAULT_SINCE_DAYS)).date().isoformat())
     store.save_settings(LEVEL, {"settings": w.as_dict(), "key": key, "since": (saved or {}).get("since") or w.since})
+    return w
 
 
 def run_watch(w: WatchSettings, store: Store, handler: Handler = SILENT, *, show: bool = False,
@@ -548,7 +551,7 @@ def run_watch(w: WatchSettings, store: Store, handler: Handler = SILENT, *, show
     key = watch_key(w.source, src.key(), w.metric)
     with store_lock(store.workdir):
         until = until_of(w)
-        _identity(store, w, key, until)
+        w = _identity(store, w, key, until)
         run = RunNotes()
         src.open()
         try:
@@ -563,7 +566,7 @@ def run_watch(w: WatchSettings, store: Store, handler: Handler = SILENT, *, show
 def _arrivals(w: WatchSettings, store: Store, key: str, src: Source, until: datetime, handler: Handler,
               run: RunNotes) -> None:
     handler.note(f"looking for new {src.kind} builds up to {until:%Y-%m-%d %H:%M} UTC")
-    new, notes = src.discover(store.watch_builds(key), until)
+    new, notes = src.discover(store.watch_builds(key), w.since or "", until)
     run.notes += notes
     if new:
         store.add_watch_builds(key, new)
