@@ -16,6 +16,13 @@ from typing import Any
 
 #: Repository names hourly knows, in the order pairs are written: (xla, jax).
 REPOS = ("xla", "jax")
+#: Where each repository's commit is read on the web.
+COMMIT_URLS = {
+    "xla": "https://github.com/openxla/xla/commit/{sha}",
+    "jax": "https://github.com/jax-ml/jax/commit/{sha}",
+    "llvm": "https://github.com/llvm/llvm-project/commit/{sha}",
+    "triton": "https://github.com/openxla/triton/commit/{sha}",
+}
 
 
 class Named(str, Enum):
