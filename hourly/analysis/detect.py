@@ -718,7 +718,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         v = values[pos]
         starts = segment(v, (z_min * sigma) ** 2, local_weights(v, sigma))
         bounds = starts + [len(v)]
-        lonely = _outliers(bounds, len(values))
+        lonely = _outliers(bounds)
         if not lonely:
             break
         # set aside only the worst one: the others may be artefacts of it
@@ -735,7 +735,7 @@ def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
     return detect(series, higher_is_better=higher_is_better, min_change=min_change).changes
 
 
-def _outliers(bounds: list[int], n_good: int) -> list[int]:
+def _outliers(bounds: list[int]) -> list[int]:
     """Positions of single-point segments between two others: outliers rather than steps.
 
     A single point at either end of the series is kept: it is an edge step if it passes the
