@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
 from hourly.model import Pair
+from hourly.options import join
 
 T = TypeVar("T")
 
@@ -444,3 +445,33 @@ class HuntRow:
                    d.get("builds") or 0, d.get("runs") or 0, d.get("run_samples") or 0, list(d.get("more") or []),
                    d.get("bisected_in"), d.get("scan"), d.get("log"), d.get("error"), d.get("explained") or None,
                    d.get("release") or None)
+
+
+def build_difference(ident: dict | None, current: dict | None, key: str, code: Callable[[str], str] = str) -> str:
+    """What another measurement key's build (or benchmark) was: the parts that differ from the
+    current one's (``current``), with their values then; ``code`` quotes a value (the report's
+    markdown: hourly.render.markdown.code)."""
+    if not ident:
+        return f"another build or benchmark (key {code(key[:12])}; what it was made of is not recorded in this store)"
+    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
+    parts = []
+    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
+        parts.append(f"build command {code(join(ob.get('cmd') or []))}"
+                     + (f" (jax package: {code(join(ob['jax_package']))})" if ob.get("jax_package")
+                        and ob.get("jax_package") != cb.get("jax_package") else ""))
+    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
+    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
+    if changed:
+        parts.append("build environment " + ", ".join(code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
+                                                      for k in changed))
+    if ob.get("python_abi") != cb.get("python_abi"):
+        parts.append(f"Python ABI {code(ob.get('python_abi') or '?')}")
+    if ob.get("cherry_pick") != cb.get("cherry_pick"):
+        parts.append("cherry-picks " + (", ".join(code(c) for c in ob.get("cherry_pick") or []) or "none"))
+    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
+    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
+    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
+        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
+    if current is not None and ob_ != cb_:
+        parts.append(f"benchmark {code(join(ob_.get('cmd') or []))}")
+    return "; ".join(parts) or f"another build or benchmark (key {code(key[:12])})"

@@ -12,13 +12,17 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # detection pulls in numpy: only for the annotations
-    from hourly.analysis.detect import Change, ChangeKind
+from typing import Any
 
 #: Repository names hourly knows, in the order pairs are written: (xla, jax).
 REPOS = ("xla", "jax")
+#: Where each repository's commit is read on the web.
+COMMIT_URLS = {
+    "xla": "https://github.com/openxla/xla/commit/{sha}",
+    "jax": "https://github.com/jax-ml/jax/commit/{sha}",
+    "llvm": "https://github.com/llvm/llvm-project/commit/{sha}",
+    "triton": "https://github.com/openxla/triton/commit/{sha}",
+}
 
 
 class Named(str, Enum):
@@ -195,6 +199,38 @@ class ScanReport:
             out["build_failure_reason"] = (f"xla {p.xla[:12]} is older than jax {p.jax[:12]}'s pin {pin[:12]}: "
                                            "JAX may need an XLA feature it does not have yet")
         return out
+
+
+class ChangeKind(Enum):
+    """Whether a step made things worse or better, given the metric's direction."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step: between ``before_index`` (last good point before) and ``after_index``.
+
+    Indices are positions in the series as given (failed points included). ``strength`` is the
+    step divided by its standard error (a z-score; >= ``z_min`` for every reported change).
+    ``edge`` is True when one side of the step holds a single good point at the end (or start)
+    of the series: the step may be a lone slow run, so measure that point again to confirm it.
+    """
+
+    before_index: int
+    after_index: int
+    level_before: float
+    level_after: float
+    relative_change: float
+    strength: float
+    kind: ChangeKind
+    edge: bool = False
+    #: points (pairs) and samples each level rests on (its segment, outliers set aside)
+    n_before: int = 0
+    n_after: int = 0
+    samples_before: int = 0
+    samples_after: int = 0
 
 
 @dataclass(frozen=True)

@@ -894,7 +894,8 @@ def test_an_answer_the_re_measurement_does_not_confirm_is_a_candidate_with_exit_
     assert "culprit" not in out and "next: " in out
     # the report's section of the stored answer says candidate too
     from hourly.render.report import bisect_sections
-    md = "\n".join(bisect_sections(Store(work)))
+    from hourly.report.gather import split_answers
+    md = "\n".join(bisect_sections(split_answers(Store(work))))
     assert "**candidate, not confirmed on re-measurement: jax" in md and "culprit" not in md
 
 

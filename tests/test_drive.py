@@ -697,6 +697,7 @@ def test_hourly_mark_answers_the_waiting_person_once(tmp_path):
 def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_path):
     from hourly.adapters.store import Store
     from hourly.render.report import bisect_sections
+    from hourly.report.gather import split_answers
 
     class Marked(Person):
         def ask(self, lab, bid, pair, role, where, ends):
@@ -706,7 +707,7 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
     (a,) = bisect(lab, 0, 11 * H)
     store, bid = _waiting_store(tmp_path)
     store.finish_bisection(bid, a.to_json())
-    md = "\n".join(bisect_sections(Store(tmp_path / "work", create=False)))
+    md = "\n".join(bisect_sections(split_answers(Store(tmp_path / "work", create=False))))
     assert "by hand (`hourly bisect --manual`)" in md and "hourly mark: pid" in md
     assert "confirmed by re-measuring both ends" not in md
     assert all(p.manual and "hourly mark: pid" in p.reason for p in a.probes if p.role == "probe")

@@ -104,7 +104,7 @@ BASE = ("hourly.errors", "hourly.model", "hourly.plurals", "hourly.timeparse", "
 #: release levels).
 LEVEL_RANK = {"hourly.releases": 0, "hourly.nightly": 0, "hourly.scan": 1, "hourly.bisect": 2,
               "hourly.profile": 2, "hourly.hunt": 3, "hourly.shell": 3,
-              "hourly.explain": 3, "hourly.watch": 4}
+              "hourly.explain": 3, "hourly.watch": 4, "hourly.report": 4}
 #: Entry points and the command layer: they may import any core module.
 TOP = ("hourly.cli", "hourly.__main__", "hourly.commands", "hourly.worker", "hourly.demo")
 
@@ -268,6 +268,52 @@ def test_the_layer_check_refuses_an_upward_import():
     assert not _allowed("hourly.scan.run", "hourly.bisect.search")
     assert _allowed("hourly.bisect.search", "hourly.scan.table")
     assert not _allowed("hourly.measure.build", "hourly.render.scan")
+
+
+# -- the report renders what was gathered -------------------------------------------------------
+
+#: what the report's renderer (hourly/render/report.py) may import when it runs: the records, the
+#: pure analysis, the other renderers and the report's facts (hourly/report/data.py); the store,
+#: the adapters, the measurement, the levels (hourly/report/gather.py among them) and any process
+#: stay with the gathering
+RENDERER_MAY_IMPORT = ("hourly.analysis", "hourly.render", "hourly.report.data")
+#: the standard library and plotting it may import
+RENDERER_MAY_USE = ("__future__", "math", "dataclasses", "datetime", "pathlib", "typing", "matplotlib")
+
+
+def _renderer_outside(source: str, package: str = "hourly.render") -> list[str]:
+    """The modules ``source`` imports when it runs (at the top or inside a function; not under
+    ``if TYPE_CHECKING:``) beyond what the renderer may import (the records: :data:`BASE`)."""
+    tree = ast.parse(source)
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+               for child in node.body for n in ast.walk(child)}
+    names = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            names += [f"hourly.{a.name}" for a in node.names] if module == "hourly" else [module]
+    return sorted(n for n in set(names)
+                  if not (_within(n, RENDERER_MAY_IMPORT) or n in BASE or _within(n, RENDERER_MAY_USE)))
+
+
+def test_the_report_is_rendered_from_its_data_alone():
+    # render/report.py makes markdown and plots from a ReportData; it opens no store, runs no
+    # detection's level, no git and no process (hourly/report/gather.py does, first)
+    assert _renderer_outside((PACKAGE / "render" / "report.py").read_text()) == []
+
+
+def test_the_renderer_check_sees_the_store_git_and_processes_wherever_imported():
+    source = ("from hourly.adapters.store import Store\nfrom hourly.render import markdown\nfrom hourly import proc\n"
+              "def f():\n    import subprocess\n    from hourly.measure import machine\n"
+              "    from ..scan.table import stored_scan\n    from hourly.analysis.steps import find_steps\n"
+              "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hourly.measure.settings import Settings\n")
+    assert _renderer_outside(source) == ["hourly.adapters.store", "hourly.measure", "hourly.proc", "hourly.scan.table",
+                                         "subprocess"]
 
 
 # -- no class over 300 lines (issue 34): a class a newcomer reads whole -------------------------

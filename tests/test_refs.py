@@ -109,7 +109,7 @@ def test_ref_settings_fall_back_to_ref_and_are_stored(branch, venv_python, tmp_p
     assert json.loads(out)["regressions"][0]["culprit"]["sha"] == shas[F2]
     # the report's reproduce line carries it
     from hourly.measure.settings import stored_settings
-    from hourly.render.report import scan_command
+    from hourly.report.gather import scan_command
     line = shlex.split(scan_command(stored_settings(Store(work))))
     assert line[line.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in line
 

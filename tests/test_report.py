@@ -208,7 +208,8 @@ def test_the_report_escapes_outside_text_names_pull_requests_and_places_culprits
 
     from hourly.adapters.store import Store
     from hourly.demo.repos import Change, make_repos
-    from hourly.render.report import culprit_label, split_answers
+    from hourly.render.report import culprit_label
+    from hourly.report.gather import split_answers
     made = make_repos(tmp_path / "repos", [
         Change("xla", "2023-08-24T00:30:00Z", "[XLA] Tidy one", {"t1.txt": "1\n"}),
         Change("xla", "2023-08-24T01:30:00Z", "[XLA] Tidy two", {"t2.txt": "1\n"}),

@@ -24,15 +24,10 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attem
 from hourly.adapters import proc
 from hourly.adapters.checkout import Checkout, HeadState
 from hourly.errors import ProcessError, UserError
+from hourly.model import COMMIT_URLS
 
 __all__ = ["COMMIT_URLS", "CommitInfo", "GitRepo", "HeadState", "transient_git_failure"]
 
-COMMIT_URLS = {
-    "xla": "https://github.com/openxla/xla/commit/{sha}",
-    "jax": "https://github.com/jax-ml/jax/commit/{sha}",
-    "llvm": "https://github.com/llvm/llvm-project/commit/{sha}",
-    "triton": "https://github.com/openxla/triton/commit/{sha}",
-}
 
 _SEP = "\x1f"
 

@@ -385,10 +385,6 @@ class Overlay:
         out["PYTHONPATH"] = os.pathsep.join([str(self.site), *rest])
         return out
 
-    def owns(self, path: str) -> bool:
-        """Whether ``path`` (a module's file) lies in this overlay's own packages."""
-        return Path(os.path.abspath(path)).is_relative_to(self.site.absolute())
-
     def clear(self) -> None:
         """Remove what was installed into it: before each state's install (it holds one state, never
         a file of an earlier one), and for a state installed in place (which needs the base's, or the

@@ -71,7 +71,9 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from hourly.model import median
+# a step's record (Change, ChangeKind) is one of the records between stages (hourly.model); detection
+# makes it, and every module that reads one may import it from here too
+from hourly.model import Change, ChangeKind, median
 
 Point = Union[float, int, None, Sequence[float]]
 
@@ -93,38 +95,6 @@ NOISE_SOURCE_REPEATS_OVER_STEPS = "repeats, the differences between neighbours b
 DEFAULT_MIN_CHANGE = 0.01
 #: Consistency constant of the MAD for a normal distribution.
 _MAD_TO_SIGMA = 1.4826
-
-
-class ChangeKind(enum.Enum):
-    """Whether a step made things worse or better, given the metric's direction."""
-
-    REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One step: between ``before_index`` (last good point before) and ``after_index``.
-
-    Indices are positions in the series as given (failed points included). ``strength`` is the
-    step divided by its standard error (a z-score; >= ``z_min`` for every reported change).
-    ``edge`` is True when one side of the step holds a single good point at the end (or start)
-    of the series: the step may be a lone slow run, so measure that point again to confirm it.
-    """
-
-    before_index: int
-    after_index: int
-    level_before: float
-    level_after: float
-    relative_change: float
-    strength: float
-    kind: ChangeKind
-    edge: bool = False
-    #: points (pairs) and samples each level rests on (its segment, outliers set aside)
-    n_before: int = 0
-    n_after: int = 0
-    samples_before: int = 0
-    samples_after: int = 0
 
 
 @dataclass(frozen=True)
@@ -748,7 +718,7 @@ def _fit(values: np.ndarray, sigma: float, z_min: float, min_change: float | Non
         v = values[pos]
         starts = segment(v, (z_min * sigma) ** 2, local_weights(v, sigma))
         bounds = starts + [len(v)]
-        lonely = _outliers(bounds, len(values))
+        lonely = _outliers(bounds)
         if not lonely:
             break
         # set aside only the worst one: the others may be artefacts of it
@@ -765,7 +735,7 @@ def detect_changes(series: Sequence[Point], *, higher_is_better: bool = True,
     return detect(series, higher_is_better=higher_is_better, min_change=min_change).changes
 
 
-def _outliers(bounds: list[int], n_good: int) -> list[int]:
+def _outliers(bounds: list[int]) -> list[int]:
     """Positions of single-point segments between two others: outliers rather than steps.
 
     A single point at either end of the series is kept: it is an edge step if it passes the

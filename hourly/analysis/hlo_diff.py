@@ -415,7 +415,6 @@ def diff_modules(good: Module, bad: Module, key: str | None = None) -> ModuleDif
 
 #: XLA's numbering prefix of a dumped file: ``module_0003.``
 _PREFIX = re.compile(r"^module_\d+\.")
-OPTIMIZED = "after_optimizations.txt"
 
 
 def optimized_files(dump_dir: Path) -> list[Path]:

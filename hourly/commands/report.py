@@ -22,6 +22,7 @@ def report(
     from hourly.errors import path_fault
     from hourly.measure.settings import stored_settings, workdir_setting
     from hourly.render.report import write_report
+    from hourly.report.gather import gather_report
     store = Store(workdir_setting(workdir, config), create=False, read_only=True)  # it only reads
     folder = Path(out).absolute() if out else store.workdir / "report"
     try:
@@ -33,7 +34,7 @@ def report(
                 from .common import require_a_scan
                 require_a_scan(store, "report")
             s = stored_settings(store, config, workdir=workdir)
-            files = write_report(store, s, folder, min_change, anonymous)
+            files = write_report(gather_report(store, s, min_change, anonymous), folder)
     except OSError as e:
         if e.filename and not _inside(e.filename, folder):
             raise  # not the report's own files: unexpected

@@ -24,6 +24,7 @@ from hourly.render.console import PlainPrint, command_line, print_wrapped, style
 from hourly.render.report import write_report
 from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
+from hourly.report.gather import gather_report
 from hourly.scan.run import run_scan
 from hourly.timeparse import iso_utc, parse_time
 
@@ -75,7 +76,7 @@ def run_demo(directory: str | None, console: Console, json_out: bool = False) ->
     say("\n$ " + options.command_line("bisect", {"workdir": s.workdir}))
     answers = run_bisect(s, store, BisectRequest(max_repeats=DEMO_MAX_REPEATS))
     planted = check_planted(steps, answers, made.shas, crash_windows(report.points))
-    files = write_report(store, s)
+    files = write_report(gather_report(store, s))
     result: dict[str, Any] = {"directory": str(root), "temporary": directory is None, "scan": report.as_json(), "steps": [st.as_json() for st in steps],
               "bisect": {"regressions": [a.to_json() for a in answers]}, "planted": planted, "report": str(files.markdown),
               "next": next_commands(s.workdir)}

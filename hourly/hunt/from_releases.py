@@ -36,7 +36,7 @@ from hourly.events import Handler
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Store
-    from hourly.hunt.run import HuntSettings
+    from hourly.nightly.plan import NightlySettings
     from hourly.releases.plan import ReleaseSettings, ReleaseStep
 
 
@@ -111,10 +111,10 @@ def day_ranges(steps: list, margin_days: int = 1) -> list[tuple[date, date, list
     return merged
 
 
-def release_settings(h: HuntSettings, r: ReleaseEntry) -> ReleaseSettings:
-    """The release level's settings for a hunt (hourly.releases.plan.ReleaseSettings)."""
+def release_settings(s: NightlySettings, r: ReleaseEntry, rerun: bool) -> ReleaseSettings:
+    """The release level's settings for a hunt (hourly.releases.plan.ReleaseSettings) from its daily
+    level's ``s``, its release entry ``r`` and ``--rerun``."""
     from hourly.releases.plan import ReleaseSettings, default_cache_dir
-    s = h.nightly
     cmd, cwd = (r.bench_cmd, None) if r.bench_cmd else host_bench(s.bench_cmd, s.effective_mounts(),
                                                                   s.container_workdir())
     return ReleaseSettings(from_=r.from_release, to=r.to_release, bench_cmd=cmd, bench_cwd=cwd,
@@ -122,7 +122,7 @@ def release_settings(h: HuntSettings, r: ReleaseEntry) -> ReleaseSettings:
                            metric_samples=s.metric_samples, warmup_samples=s.warmup_samples, repeats=s.repeats,
                            timeout=s.timeout, higher_is_better=s.higher_is_better, extra=r.extra, with_=list(r.with_),
                            index_url=r.index_url, find_links=r.find_links, pre=r.pre,
-                           cache_dir=r.cache_dir or default_cache_dir(), workdir=s.workdir, rerun=h.rerun)
+                           cache_dir=r.cache_dir or default_cache_dir(), workdir=s.workdir, rerun=rerun)
 
 
 def describe_step(st: ReleaseStep) -> str:
@@ -132,15 +132,16 @@ def describe_step(st: ReleaseStep) -> str:
             f"released {st.before.date or '?'} → {st.after.date or '?'}")
 
 
-def run_release_level(h: HuntSettings, store: Store, handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
-    """The release level of a hunt: its report and the day ranges for the daily level."""
+def run_release_level(rs: ReleaseSettings, metric: str | None, margin_days: int, store: Store,
+                      handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
+    """The release level of a hunt (its settings ``rs``: :func:`release_settings`; ``metric``: the
+    hunt's ``--metric``): its report and the day ranges for the daily level."""
     from hourly.releases.run import run_releases
-    rs = release_settings(h, h.releases)
     handler.note(f"release level: jax {rs.from_} → {rs.to}, benchmark on the host: {rs.bench_cmd}"
         + (f" (in {rs.bench_cwd})" if rs.bench_cwd else ""))
     report = run_releases(rs, store, handler)
     steps = report.steps if report.metrics is None else [  # every named metric's (--metric: its own)
-        st for m in report.metrics if h.metric is None or m.name == h.metric for st in m.steps]
+        st for m in report.metrics if metric is None or m.name == metric for st in m.steps]
     hunted = [st for st in steps if st.kind in ("regression", "crash")]
     for st in hunted:
         handler.note(describe_step(st))
@@ -150,4 +151,4 @@ def run_release_level(h: HuntSettings, store: Store, handler: Handler) -> tuple[
                         "are unknown, so the daily level has no days to search",
                         "run the hunt with the dates instead of the releases: --from <day> --to <day> "
                         "(without --from-release); the release results are kept")
-    return report, day_ranges(hunted, h.releases.margin_days)
+    return report, day_ranges(hunted, margin_days)

@@ -124,7 +124,7 @@ class HuntSettings:
         # the days come from the release level; every other daily setting is checked now
         nightly = replace(self.nightly, from_="2000-01-01", to="2000-01-01").validate()
         checked = replace(self, nightly=replace(self.nightly, mounts=nightly.mounts))
-        release_settings(checked, self.releases).validate()
+        release_settings(checked.nightly, self.releases, self.rerun).validate()
         return checked
 
     def as_dict(self) -> dict[str, Any]:
@@ -569,9 +569,10 @@ def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: H
     the days of each release step; the windows of every range, each marked with its releases."""
     from dataclasses import replace
 
-    from hourly.hunt.from_releases import run_release_level
+    from hourly.hunt.from_releases import release_settings, run_release_level
     from hourly.nightly.run import run_nightly
-    report.releases, ranges = run_release_level(h, store, handler)
+    report.releases, ranges = run_release_level(release_settings(h.nightly, h.releases, h.rerun), h.metric,
+                                                h.releases.margin_days, store, handler)
     windows: list[HuntWindow] = []
     for first, last, steps in ranges:
         handler.note(f"daily level: {first.isoformat()} → {last.isoformat()}")

@@ -285,9 +285,13 @@ def scan_window_command(s: Settings, windows: list[tuple[str, str]]) -> str:
 
 def unfinished_lines(store: Store) -> list[str]:
     """One line per bisection started and not finished, with what goes on with it."""
-    from hourly.bisect.answer import iso
+    return unfinished_text(store.unfinished_bisections())
+
+
+def unfinished_text(rows: list[dict]) -> list[str]:
+    """:func:`unfinished_lines` of the store's rows of unfinished bisections."""
     return [f"{iso(r['good_time'])} → {iso(r['bad_time'])} ({r['mode']}): started, no answer yet; the same "
-            "`hourly bisect` command again goes on from its stored verdicts" for r in store.unfinished_bisections()]
+            "`hourly bisect` command again goes on from its stored verdicts" for r in rows]
 
 
 # -- hourly show in a workdir no scan made ------------------------------------------------------

@@ -319,10 +319,9 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("`", "'")
 
 
-def report_section(workdir: Path) -> list[str]:
-    """The report's "Explained" section, one part per culprit; [] when explain never ran."""
-    from hourly.explain.plan import load_records
-    recs = load_records(workdir)
+def report_section(recs: list[dict]) -> list[str]:
+    """The report's "Explained" section from the workdir's explain records (hourly.explain.plan.
+    load_records), one part per culprit; [] when explain never ran."""
     if not recs:
         return []
     md = ["## Explained", ""]

@@ -5,47 +5,19 @@ each step with the ``hourly bisect`` command of its metric's window, and the sam
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from hourly.analysis.detect import EdgeVerdict
-from hourly.analysis.moved import Moved, Verdict, summary, what_moved
-from hourly.analysis.steps import CrashWindow, crash_windows, metric_windows, step_key
-from hourly.model import MetricPoints, ScanReport, Step
+from hourly.analysis.moved import Verdict, summary
+from hourly.analysis.steps import CrashWindow, crash_windows, step_key
+from hourly.model import ScanReport, Step
 from hourly.options import command_line, join
 from hourly.plurals import plural
 from hourly.render.scan import _rev, counts_line, step_marks, summary_line
 from hourly.render.steps import bisect_command, describe, describe_crash
-
-
-@dataclass
-class MetricFinding:
-    """One metric of the table: its points, what it did, where it stops being printed."""
-
-    metric: MetricPoints
-    moved: Moved
-    windows: list[CrashWindow] = field(default_factory=list)  # printed ↔ not printed
-
-
-def findings(report: ScanReport, min_change: float | None = None) -> list[MetricFinding]:
-    """What each named metric of ``report`` did (an edge step that measuring again called an
-    outlier does not stand)."""
-    from hourly.scan.table import gaps
-    out = []
-    for m in report.metrics or []:
-        checks = m.edge_checks or {}
-
-        def outlier(st: Step, checks: dict = checks) -> bool:
-            check = checks.get(step_key(st))
-            return check is not None and check.verdict is EdgeVerdict.OUTLIER
-
-        moved, _ = what_moved(m.name, m.points, m.higher_is_better, min_change, bool(gaps(m.points)),
-                              dropped=outlier)
-        out.append(MetricFinding(m, moved, metric_windows(m.points)))
-    return out
+from hourly.scan.table import MetricFinding, findings
 
 
 def step_command(st: Step, metric: str, workdir: str) -> str:

@@ -4,33 +4,29 @@ table summed (device ops or host ops), the device's peak memory and the front-en
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hourly.profile.frontend import lines as front_end_lines
-from hourly.profile.run import RECORD
 from hourly.render import markdown as esc
 from hourly.render.console import escape_controls
+
+if TYPE_CHECKING:
+    from hourly.report.data import ProfileCapture
 
 
 def _mib(n: int | None) -> str:
     return "?" if n is None else f"{n / 2**20:.3f} MiB"
 
 
-def report_section(workdir: Path) -> list[str]:
+def report_section(captures: list[ProfileCapture]) -> list[str]:
     """The report's "Traces and memory profiles" section; [] when ``hourly profile`` never ran."""
-    folder = workdir / "profiles"
-    comparisons = sorted(folder.glob("*/comparison.txt")) if folder.is_dir() else []
-    if not comparisons:
+    if not captures:
         return []
     md = ["## Traces and memory profiles", ""]
-    for comp in comparisons:
-        md.append(f"- {esc.text(comp.parent.name)}: {esc.code(comp.parent)} (comparison: {esc.code(comp)})")
-        rec_path = comp.parent / RECORD
-        try:
-            rec = json.loads(rec_path.read_text()) if rec_path.is_file() else None
-        except (OSError, ValueError):
-            rec = None
+    for cap in captures:
+        comp = cap.comparison
+        md.append(f"- {esc.text(cap.folder.name)}: {esc.code(cap.folder)} (comparison: {esc.code(comp)})")
+        rec = cap.record
         if not rec:
             continue
         c = rec.get("comparison") or {}

@@ -163,9 +163,13 @@ def _md(text: str) -> str:
 
 def release_markdown(store: Store) -> list[str]:
     """The release level's section of the report; [] when the workdir has no release results."""
-    if not store.load_settings(LEVEL):
+    return release_section(stored_releases(store) if store.load_settings(LEVEL) else None)
+
+
+def release_section(report: ReleaseReport | None) -> list[str]:
+    """The release level's section of the report from its stored results; [] without them."""
+    if report is None:
         return []
-    report = stored_releases(store)
     s = report.settings
     md = ["## Release level (`hourly releases`)", "",
           f"Released wheels from `{s.source().split(':', 1)[1]}`, benchmark `{s.bench_cmd}`, "

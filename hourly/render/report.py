@@ -1,33 +1,32 @@
-"""``hourly report``: a markdown file (and a PNG plot) ready to paste into a JAX/XLA issue."""
+"""``hourly report``: a markdown file (and a PNG plot) ready to paste into a JAX/XLA issue, written
+from a :class:`~hourly.report.data.ReportData` alone (hourly.report.gather reads the store, detects
+the steps, lists the commits and captures the environment before a word is written)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hourly.adapters.gitrepo import COMMIT_URLS, GitRepo
-from hourly.adapters.store import Store
 from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
-from hourly.analysis.steps import all_windows, crash_windows, find_steps, group_points, step_key
-from hourly.answers import Answer
-from hourly.errors import UserError
-from hourly.measure import machine as environment
-from hourly.measure.pinned import pinned_line
-from hourly.measure.settings import Settings
-from hourly.model import REPOS, PointResult, ScanReport, Step, cut_side
+from hourly.analysis.steps import crash_windows, group_points, step_key
+from hourly.answers import Answer, build_difference
+from hourly.model import COMMIT_URLS, REPOS, PointResult, Step, cut_side
 from hourly.plurals import plural
 from hourly.privacy import redact_word
 from hourly.render import markdown as esc
+from hourly.render.environment import environment_lines
 from hourly.render.explain import report_section as explained_section
 from hourly.render.plot_text import drawable
-from hourly.render.steps import bisect_command
-from hourly.scan.table import REPRODUCE, gaps, has_scan, stored_scan
-from hourly.scan.table import scan_command as table_scan_command
+from hourly.render.profile import report_section as profiles_section
+from hourly.render.releases import release_section
+from hourly.render.steps import bisect_command, unresolved
+from hourly.report.data import Answers, CommitsByStep, ReportData, ScanData
 
-MAX_COMMITS = 50
+if TYPE_CHECKING:
+    from hourly.measure.settings import Settings
 
 
 @dataclass
@@ -42,53 +41,30 @@ def link(repo: str, sha: str) -> str:
     return f"[`{sha[:12]}`]({COMMIT_URLS[repo].format(sha=sha)})"
 
 
-
-
-def scan_command(s: Settings) -> str:
-    """The `hourly scan` command line that reproduces the stored measurement (the one encoder,
-    hourly.options, through :func:`hourly.scan.table.scan_command`: secret-looking values redacted)."""
-    return table_scan_command(s, explicit=REPRODUCE)
-
-
-def _commits_section(repos: dict[str, GitRepo | None], step: Step) -> list[str]:
+def _commits_section(commits: CommitsByStep, step: Step) -> list[str]:
     lines = []
     for name in REPOS:
         old, new = getattr(step.before, name), getattr(step.after, name)
         if old == new:
             lines.append(f"- **{name}**: unchanged at {link(name, old)}")
             continue
-        repo = repos.get(name)
-        if repo is None:
+        found = commits.get((name, old, new))
+        if found is None:
             lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)} (repository not available)")
             continue
-        commits = repo.log(old, new)
-        merges = set(repo.merges(old, new))
         lines.append(f"- **{name}**: {link(name, old)} → {link(name, new)}, "
-                     f"{plural(len(commits), 'first-parent commit')}:")
+                     f"{plural(found.total, 'first-parent commit')}:")
         lines.append("")
         lines.append("  | commit | committed (UTC) | author | subject |")
         lines.append("  |---|---|---|---|")
-        for c in reversed(commits[:MAX_COMMITS]):
-            when = datetime.fromtimestamp(c.committer_time, timezone.utc).strftime("%Y-%m-%d %H:%M")
+        for c in found.shown:
             # a merged pull request by its own subject and author, as the culprit line and terminal name it
-            brought = repo.merged_by(c.sha) if c.sha in merges else []
-            known = {"subject": c.subject, "merged": [{"subject": m.subject} for m in brought]}
-            author = brought[-1].author if brought else c.author
-            lines.append(f"  | {link(name, c.sha)} | {when} | {esc.cell(author)} | {esc.cell(esc.subject(known))} |")
-        if len(commits) > MAX_COMMITS:
-            lines.append(f"  | … | | | {len(commits) - MAX_COMMITS} more |")
+            lines.append(f"  | {link(name, c.sha)} | {c.committed} | {esc.cell(c.author)} | "
+                         f"{esc.cell(esc.subject(c.known()))} |")
+        if found.total > len(found.shown):
+            lines.append(f"  | … | | | {found.total - len(found.shown)} more |")
         lines.append("")
     return lines
-
-
-def _open_repos(s: Settings) -> dict[str, GitRepo | None]:
-    out: dict[str, GitRepo | None] = {}
-    for name, path in (("xla", s.xla_repo), ("jax", s.jax_repo)):
-        try:
-            out[name] = GitRepo(path, name)
-        except Exception:
-            out[name] = None
-    return out
 
 
 #: How each failed status is drawn in the plot's status strip: (row, marker, colour, words).
@@ -271,33 +247,9 @@ def _status_strip(strip: Any, failed: list[tuple]) -> None:  # strip: a matplotl
     strip.set_xlabel("time (UTC)")
 
 
-@dataclass
-class Answers:
-    """The store's finished bisections, split by the build they were measured under: ``current``,
-    under the build the report speaks for (hourly.scan.identity.answer_key), and ``others``, each
-    with a label that names its own build — listed apart, never a step's answer."""
-
-    current: list[Answer]
-    others: list[tuple[str, Answer]]
-
-
-def split_answers(store: Store, s: Settings | None = None) -> Answers:
-    """The store's answers split by build (:class:`Answers`, from
-    hourly.scan.identity.answers_by_build); ``s``: the stored scan's settings (read from the store
-    when not given)."""
-    from hourly.measure.settings import stored_settings
-    from hourly.scan.identity import answers_by_build, build_difference
-    split = answers_by_build(store, s if s is not None else stored_settings(store))
-    idents = store.measure_keys()
-    current = idents.get(split.key) if split.key else None
-    return Answers(split.current, [(build_difference(idents.get(k), current, k, esc.code), a)
-                                   for k, a in split.others])
-
-
-def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
+def bisect_sections(answers: Answers) -> list[str]:
     """The culprit of every finished bisection under the current build, with its window and ends;
     then, apart, the answers measured under another build, each labelled with it."""
-    answers = answers or split_answers(store)
     md: list[str] = []
     if answers.current:
         only_candidates = all(a.unconfirmed for a in answers.current)
@@ -308,9 +260,16 @@ def bisect_sections(store: Store, answers: Answers | None = None) -> list[str]:
         md += ["## Answers measured under another build (not this report's)", "",
                "These bisections measured under another build or benchmark than the one this report shows: "
                "they answer for that build, not for the steps above (`hourly bisect` again bisects under this one).", ""]
-        for label, a in answers.others:
+        for label, a in _labelled(answers):
             md += _answer_lines(a, f"- measured under: {label}")
     return md
+
+
+def _labelled(answers: Answers) -> list[tuple[str, Answer]]:
+    """Each answer of another build with what that build was (its parts that differ from the
+    current one's)."""
+    current = answers.idents.get(answers.key) if answers.key else None
+    return [(build_difference(answers.idents.get(k), current, k, esc.code), a) for k, a in answers.others]
 
 
 def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
@@ -347,77 +306,94 @@ def _answer_lines(a: Answer, under: str | None = None) -> list[str]:
     return md
 
 
-def write_report(store: Store, s: Settings, out_dir: Path | None = None,
-                 min_change: float | None = None, anonymous: bool = False) -> ReportFiles:
-    """The report; values of secret-looking variables are redacted, and ``anonymous`` leaves out
-    the host name."""
-    from hourly.render.releases import release_markdown
-    out_dir = Path(out_dir) if out_dir else store.workdir / "report"
-    releases_md = release_markdown(store)
-    bisected = bool(store.bisection_answers() or store.unfinished_bisections())
-    if not has_scan(store) and not releases_md and not bisected:
-        raise UserError(f"no scan and no bisection in {store.workdir}: nothing to report",
-                        "run hourly scan (or hourly bisect --good --bad) there first")
+def plot_names(data: ReportData) -> list[str]:
+    """The plots the report shows, first the one under its reproduction (none without a scan): the
+    metric over time, or each named metric's that moved (the one metric's when there is one)."""
+    scan = data.scan
+    if scan is None:
+        return []
+    if scan.findings is None:
+        return ["plot.png"] if scan.points else []
+    return [f"plot-{_slug(f.metric.name)}.png" for f in _plotted(scan)]
+
+
+def _plotted(scan: ScanData) -> list:
+    """The named metrics drawn: each that moved, or the one metric there is."""
+    found = scan.findings or []
+    moved = [f for f in found if f.moved.steps]
+    return [f for f in found if f in moved or len(found) == 1]
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def write_report(data: ReportData, out_dir: Path | None = None) -> ReportFiles:
+    """The report of ``data`` (hourly.report.gather.gather_report) in ``out_dir`` (default: the
+    workdir's ``report`` folder): its plots and ``report.md``."""
+    out_dir = Path(out_dir) if out_dir else data.workdir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not has_scan(store) and bisected:
-        # `hourly bisect --good --bad` alone: its answers, never a scanned window it did not measure
-        return write_bisection_report(store, s, out_dir, anonymous, releases_md)
-    if releases_md and not store.points("hourly"):  # the release level alone
-        path = out_dir / "report.md"
-        path.write_text("\n".join(["# Performance changes between JAX releases, found by hourly", "",
-                                   *releases_md]))
-        return ReportFiles(path, None)
-    table = stored_scan(store, s)
-    points = table.points
-    if table.metrics is not None:  # every named metric (--metrics, the per-phase harness)
-        return _write_per_metric(store, s, table, out_dir, min_change, anonymous, releases_md)
-    ok = [p for p in points if p.status == "ok"]
-    steps = find_steps(points, s.higher_is_better, min_change)[0] if ok else []
-    # the steps --min-change leaves out are said, never "no step change was detected"
-    left_out = [st for st in find_steps(points, s.higher_is_better)[0]
-                if abs(st.change.relative_change) < min_change] if ok and min_change else []
-    metric = "metric"
-    if "MLUPS" in s.metric_regex:
-        metric = "MLUPS"
-    split = split_answers(store, s)  # answers under another build are listed apart, never a step's
-    answers = split.current
-    plot_path = plot(points, steps, out_dir / "plot.png", metric, answers) if points else None
-    repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
-
-    md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
-    md += _gaps_section(points, s)
-    md += _steps_sections(points, steps, repos, s, metric, table.edge_checks or {}, answers,
-                          pinned_line(store.load_settings("pinned")),
-                          left_out=_left_out_line(left_out, min_change, store.workdir) if left_out and min_change else None)
-    md += _crash_section(points, s, answers)
-    md += _failed_section(points)
-    md.extend(bisect_sections(store, split))
-    md.extend(explained_section(store.workdir))  # hourly explain's records, when it ran
-    md.extend(releases_md)
-    md += _reproduce_section(s, env, plot_path, store.workdir, anonymous)
+    plots = _draw_plots(data, out_dir)
     path = out_dir / "report.md"
-    path.write_text("\n".join(md))
-    return ReportFiles(path, plot_path)
+    path.write_text(markdown(data))
+    return ReportFiles(path, plots[0] if plots else None)
 
 
-def _write_per_metric(store: Store, s: Settings, table: ScanReport, out_dir: Path, min_change: float | None, anonymous: bool,
-                      releases_md: list[str]) -> ReportFiles:
+def _draw_plots(data: ReportData, out_dir: Path) -> list[Path]:
+    scan = data.scan
+    if scan is None:
+        return []
+    answers = data.answers.current if data.answers else []
+    if scan.findings is None:
+        return [plot(scan.points, scan.steps, out_dir / name, scan.metric, answers) for name in plot_names(data)]
+    return [plot(f.metric.points, f.moved.steps, out_dir / name, f.metric.name,
+                 [a for a in answers if a.metric == f.metric.name])
+            for f, name in zip(_plotted(scan), plot_names(data), strict=True)]
+
+
+def markdown(data: ReportData) -> str:
+    """The report's markdown; values of secret-looking variables redacted, and with
+    ``data.anonymous`` no host name."""
+    releases_md = release_section(data.releases)
+    if data.scan is None and data.answers is not None:
+        # `hourly bisect --good --bad` alone: its answers, never a scanned window it did not measure
+        return "\n".join(_bisection_markdown(data, releases_md))
+    if data.scan is None:  # the release level alone
+        return "\n".join(["# Performance changes between JAX releases, found by hourly", "", *releases_md])
+    if data.scan.findings is not None:  # every named metric (--metrics, the per-phase harness)
+        return "\n".join(_per_metric_markdown(data, data.scan, releases_md))
+    scan, s = data.scan, data.settings
+    points, steps = scan.points, scan.steps
+    answers = data.answers.current if data.answers else []
+    min_change = data.min_change
+    names = plot_names(data)
+    md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
+    md += _gaps_section(scan, data.scan_command)
+    md += _steps_sections(points, steps, data.commits, s, scan.metric, scan.edge_checks, answers, scan.pinned,
+                          left_out=_left_out_line(scan.left_out, min_change, data.workdir)
+                          if scan.left_out and min_change else None, scan=scan)
+    md += _crash_section(scan, s, answers)
+    md += _failed_section(points)
+    md.extend(bisect_sections(data.answers or Answers([], [])))
+    md.extend(explained_section(data.explained))  # hourly explain's records, when it ran
+    md.extend(releases_md)
+    md += _reproduce_section(data, names[0] if names else None)
+    return "\n".join(md)
+
+
+def _per_metric_markdown(data: ReportData, scan: ScanData, releases_md: list[str]) -> list[str]:
     """The report of a scan that recorded several named metrics: what each did, in one table, then
     per metric its steps (each with its commits, its bisected culprit or the command that bisects
     it) and its plot."""
     from hourly.analysis.moved import Verdict
-    from hourly.render.metrics import findings, step_command
-    points = table.points
-    found = findings(table, min_change)
-    split = split_answers(store, s)  # answers under another build are listed apart, never a step's
-    answers = split.current
-    repos = _open_repos(s)
-    env = store.load_settings("environment") or environment.capture(s.python, s.env_dict(), s.only)
-    moved = [f for f in found if f.moved.steps]
+    from hourly.render.metrics import step_command
+    s = data.settings
+    points = scan.points
+    found = scan.findings or []
+    answers = data.answers.current if data.answers else []
     md = [f"# Performance change{'s' if sum(len(f.moved.steps) for f in found) != 1 else ''} found by hourly, "
           f"per metric", ""]
-    md += _gaps_section(points, s)
+    md += _gaps_section(scan, data.scan_command)
     if points:
         md += [f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}); every run recorded "
@@ -436,7 +412,6 @@ def _write_per_metric(store: Store, s: Settings, table: ScanReport, out_dir: Pat
             what = f"{m.verdict}: {esc.text(m.why or '')}"
         md.append(f"| {esc.code(f.metric.name)} | {'higher' if f.metric.higher_is_better else 'lower'} | {esc.cell(what)} |")
     md.append("")
-    plots: list[Path] = []
     for f in found:
         name = f.metric.name
         mine = [a for a in answers if a.metric == name]
@@ -444,37 +419,33 @@ def _write_per_metric(store: Store, s: Settings, table: ScanReport, out_dir: Pat
         if not f.moved.steps:
             md += [f"{esc.text(f.moved.short())}.", ""]
         else:
-            md += _steps_sections(f.metric.points, f.moved.steps, repos, s, name, f.metric.edge_checks or {}, mine,
-                                  level="###", direction=f.metric.higher_is_better, intro=False)
+            md += _steps_sections(f.metric.points, f.moved.steps, data.commits, s, name, f.metric.edge_checks or {},
+                                  mine, level="###", direction=f.metric.higher_is_better, intro=False)
             for st in f.moved.steps:
                 if answer_for(mine, st.before.time, st.after.time) is None:
                     md += [f"Bisect the {percent(st.change.relative_change)} step of `{name}`:", "", "```sh",
                            step_command(st, name, s.workdir), "```", ""]
-        if f in moved or len(found) == 1:
-            slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-            plots.append(plot(f.metric.points, f.moved.steps, out_dir / f"plot-{slug}.png", name, mine))
-    md += _crash_section(points, s, [a for a in answers if not a.metric])
+    md += _crash_section(scan, s, [a for a in answers if not a.metric])
     md += _failed_section(points)
-    md.extend(bisect_sections(store, split))
-    md.extend(explained_section(store.workdir))
+    md.extend(bisect_sections(data.answers or Answers([], [])))
+    md.extend(explained_section(data.explained))
     md.extend(releases_md)
-    md += _reproduce_section(s, env, plots[0] if plots else None, store.workdir, anonymous)
-    for extra in plots[1:]:
-        md += [f"![{extra.stem[5:]} over time]({extra.name})", ""]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md))
-    return ReportFiles(path, plots[0] if plots else None)
+    names = plot_names(data)
+    md += _reproduce_section(data, names[0] if names else None)
+    for extra in names[1:]:
+        md += [f"![{Path(extra).stem[5:]} over time]({extra})", ""]
+    return md
 
 
-def write_bisection_report(store: Store, s: Settings, out_dir: Path, anonymous: bool = False,
-                           releases_md: list[str] | None = None) -> ReportFiles:
+def _bisection_markdown(data: ReportData, releases_md: list[str]) -> list[str]:
     """The report of a workdir that ``hourly bisect --good --bad`` made without a scan: the
     bisections' answers (of the current build; another build's apart), the ones not finished, and
     how to reproduce them — and, said first, that no scan was made, so nothing here is a table of
     steps or a plot of the metric over time (the scan command that would make one is named)."""
-    from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_lines
-    split = split_answers(store, s)
-    unfinished = unfinished_lines(store)
+    from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_text
+    s = data.settings
+    split = data.answers or Answers([], [])
+    unfinished = unfinished_text(data.unfinished)
     answers = split.current
     windows = [(a.window.good_time, a.window.bad_time) for a in answers + [a for _, a in split.others]]
     title = ("Bisected by hourly" if answers else "Nothing bisected yet") + " (no scan in this workdir)"
@@ -488,45 +459,21 @@ def write_bisection_report(store: Store, s: Settings, out_dir: Path, anonymous: 
     if not answers:
         md += ["**No bisection of this build has finished in this workdir: there is no answer to report.**"
                + (" Answers measured under another build are listed apart below." if split.others else ""), ""]
-    md.extend(bisect_sections(store, split))
+    md.extend(bisect_sections(split))
     if unfinished:
         md += ["## Bisections not finished", "", *[f"- {line}" for line in unfinished], ""]
-    md.extend(explained_section(store.workdir))
-    md.extend(releases_md or [])
-    stored_env = store.load_settings("environment")
-    env = stored_env or environment.capture(s.python, s.env_dict(), s.only)
+    md.extend(explained_section(data.explained))
+    md.extend(releases_md)
     again = [bisect_again_command(a, s) for a in answers]
     how = ("The bisection" + ("s" if len(again) > 1 else "") + " (here, the same command prints the stored answer; "
            "with another `--workdir` it measures its window afresh):", again) if again else None
-    tail = _reproduce_section(s, env, None, store.workdir, anonymous, how) if how else \
-        _environment_section(env, None, store.workdir, anonymous)
-    if not stored_env:  # no scan recorded it: what --python holds now, not necessarily what was measured
+    tail = _reproduce_section(data, None, how) if how else _environment_section(data, None)
+    if data.env_now:  # no scan recorded it: what --python holds now, not necessarily what was measured
         at = tail.index("## Environment") + 2
         tail[at:at] = ["Captured when this report was written (no scan recorded it): `--python` holds the state "
                        "last installed, not necessarily either end of a window.", ""]
     md += tail
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md))
-    return ReportFiles(path, None)
-
-
-def _undecided(points: list[PointResult], s: Settings, higher_is_better: bool | None = None) -> str | None:
-    """Why the scan's table cannot tell noise from steps, with the command that can (None: it can)."""
-    from hourly.scan.table import undecided_note
-    if not any(p.status == "ok" and p.value is not None for p in points):
-        return None
-    return undecided_note(find_steps(points, s.higher_is_better if higher_is_better is None
-                                     else higher_is_better)[1], s)
-
-
-def _unresolved(points: list[PointResult], s: Settings) -> str | None:
-    """Where a step of 1 % could not have shown through the scan's noise: the smallest that could,
-    and the scan that measures each pair often enough (hourly.scan.resolution); None: it could."""
-    from hourly.render.steps import unresolved
-    from hourly.scan.resolution import fix, of_points
-    r = of_points(points, s.higher_is_better)[0]
-    line = unresolved(r)
-    return None if line is None or r is None else f"{line}; {fix(r, s)}"
+    return md
 
 
 def _left_out_line(left_out: list[Step], min_change: float, workdir: Path) -> str:
@@ -539,15 +486,17 @@ def _left_out_line(left_out: list[Step], min_change: float, workdir: Path) -> st
             f"`hourly report --workdir {esc.text(str(workdir))}` lists every step.")
 
 
-def _steps_sections(points: list[PointResult], steps: list[Step], repos: dict[str, GitRepo | None], s: Settings, metric: str,
+def _steps_sections(points: list[PointResult], steps: list[Step], commits: CommitsByStep, s: Settings, metric: str,
                     checks: dict | None = None, answers: list[Answer] | None = None,
                     pinned: str | None = None, level: str = "##", direction: bool | None = None,
-                    intro: bool = True, left_out: str | None = None) -> list[str]:
+                    intro: bool = True, left_out: str | None = None, scan: ScanData | None = None) -> list[str]:
     """The scanned window, the table of steps, and one section per step with its commits (an edge
     step with what measuring it again said, ``checks``: hourly.scan.table.edge_checks; ``pinned``:
     what a one-repository hunt held, hourly.measure.pinned.pinned_line); ``level``: the steps'
-    heading, ``direction``: the metric's (the settings' by default), ``intro``: the window's lines."""
+    heading, ``direction``: the metric's (the settings' by default), ``intro``: the window's lines;
+    ``scan``: why no step can be told, where none was found."""
     checks = checks or {}
+    windows, gaps = (scan.windows, scan.gaps) if scan else ([], [])
     higher = s.higher_is_better if direction is None else direction
     md = []
     if points and intro:
@@ -568,15 +517,15 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos: dict[st
         md.append("No point of the scan measured (each failed: the points that did not measure are listed "
                   "below), so no step can be told from it: fix the benchmark or the build, then run the scan again "
                   "with `--rerun`.")
-    elif not steps and all_windows(points):
+    elif not steps and windows:
         md.append("No step change was detected in the measured values; the benchmark changes how it ends"
                   " (it crashes, or stops printing the metric): see the windows below.")
-    elif not steps and gaps(points):
+    elif not steps and gaps:
         md.append("No step change was detected in the part of the window measured so far; the scan is "
                   "**incomplete** (above), and a step may lie in what is not measured.")
-    elif not steps and _undecided(points, s, higher):  # never "no step" from differences that may be the steps
-        md.append(f"No step can be told from the noise yet: {esc.text(_undecided(points, s, higher) or '')}.")
-    elif not steps and direction is None and (blind := _unresolved(points, s)):  # nor below what the noise lets show
+    elif not steps and scan and scan.undecided:  # never "no step" from differences that may be the steps
+        md.append(f"No step can be told from the noise yet: {esc.text(scan.undecided or '')}.")
+    elif not steps and direction is None and (blind := _unresolved(scan)):  # nor below what the noise lets show
         md.append(f"No step can be told from the noise at 1 %: {esc.text(blind)}.")
     elif not steps:
         md.append("No step change was detected in the scanned window.")
@@ -609,7 +558,7 @@ def _steps_sections(points: list[PointResult], steps: list[Step], repos: dict[st
         md.append("")
         md.append("Commits in the window (first-parent, oldest first):")
         md.append("")
-        md.extend(_commits_section(repos, st))
+        md.extend(_commits_section(commits, st))
         md.append("")
     return md
 
@@ -638,30 +587,35 @@ def _edge_sentence(check: EdgeCheck | None) -> str:
             " there is nothing to bisect.")
 
 
-def _gaps_section(points: list[PointResult], s: Settings) -> list[str]:
+def _unresolved(scan: ScanData | None) -> str | None:
+    """Where a step of 1 % could not have shown through the scan's noise: the smallest that could,
+    and the scan that measures each pair often enough (hourly.scan.resolution); None: it could."""
+    line = unresolved(scan.resolution) if scan else None
+    return None if line is None or scan is None else f"{line}; {scan.resolution_fix}"
+
+
+def _gaps_section(scan: ScanData, command: str) -> list[str]:
     """An incomplete scan says so first: which instants are not measured, and the command that
     measures them (the same scan again resumes)."""
-    from hourly.scan.table import scan_command, unmeasured_pairs
-    gs = gaps(points)
-    if not gs:
+    if not scan.gaps:
         return []
-    total = len({(p.xla, p.jax) for p in points})
+    total = len({(p.xla, p.jax) for p in scan.points})
     md = ["## Incomplete scan", "",
-          f"{unmeasured_pairs(points)} of {total} distinct (xla, jax) pairs of the window are not measured yet "
+          f"{scan.unmeasured} of {total} distinct (xla, jax) pairs of the window are not measured yet "
           "(the scan was interrupted or stopped early); nothing below speaks for them:", ""]
-    for g in gs:
+    for g in scan.gaps:
         span = g["from"] if g["from"] == g["to"] else f"{g['from']} → {g['to']}"
         md.append(f"- {span} ({plural(g['instants'], 'instant')}, {plural(g['pairs'], 'pair')})")
     md += ["", "Run the same scan again to measure them (it resumes; measured pairs are kept):", "",
-           "```sh", scan_command(s), "```", ""]
+           "```sh", command, "```", ""]
     return md
 
 
-def _crash_section(points: list[PointResult], s: Settings, answers: list[Answer] | None = None) -> list[str]:
+def _crash_section(scan: ScanData, s: Settings, answers: list[Answer] | None = None) -> list[str]:
     """Every window where the benchmark goes from running to crashing (or back), or stops printing
     its metric while still exiting 0 (or prints it again), with the command that bisects it, or
     the answer once it is bisected."""
-    windows = all_windows(points)
+    windows = scan.windows
     if not windows:
         return []
     md = ["## Crash windows and windows where the metric stops", ""]
@@ -714,11 +668,12 @@ def _failed_section(points: list[PointResult]) -> list[str]:
     return md
 
 
-def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: Path,
-                       anonymous: bool = False, commands: tuple[str, list[str]] | None = None) -> list[str]:
+def _reproduce_section(data: ReportData, plot_name: str | None,
+                       commands: tuple[str, list[str]] | None = None) -> list[str]:
     """How to reproduce the measurement (``commands``: what introduces them and the command lines;
     default: the stored scan's), the environment, the plot and any profiles."""
-    said, lines = commands or ("The measurement (inside the nightly container, per pair):", [scan_command(s)])
+    s = data.settings
+    said, lines = commands or ("The measurement (inside the nightly container, per pair):", [data.scan_command])
     md = ["## Reproduce", "", said, "", "```sh", *lines, "```", ""]
     bench = f"Benchmark command: {esc.code(redact_word(s.bench_cmd or ''))}" + \
         (f" in {esc.code(s.bench_cwd)}" if s.bench_cwd else "")
@@ -730,19 +685,18 @@ def _reproduce_section(s: Settings, env: dict, plot_path: Path | None, workdir: 
     else:
         bench += "."
     md += [bench, ""]
-    return md + _environment_section(env, plot_path, workdir, anonymous)
+    return md + _environment_section(data, plot_name)
 
 
-def _environment_section(env: dict, plot_path: Path | None, workdir: Path, anonymous: bool = False) -> list[str]:
+def _environment_section(data: ReportData, plot_name: str | None) -> list[str]:
     """The environment, the plot and any profiles."""
     md = ["## Environment", ""]
-    md.extend(environment.render_markdown(env, anonymous))
+    md.extend(environment_lines(data.env, data.anonymous))
     md.append("")
-    if plot_path:
+    if plot_name:
         md.append("## Plot")
         md.append("")
-        md.append(f"![metric over time]({plot_path.name})")
+        md.append(f"![metric over time]({plot_name})")
         md.append("")
-    from hourly.render.profile import report_section as profiles_section
-    md += profiles_section(workdir)
+    md += profiles_section(data.profiles)
     return md

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.adapters.store import Store
-from hourly.answers import Answer
+from hourly.answers import Answer, build_difference
 from hourly.errors import UserError
 from hourly.measure.settings import (
     KEY_VERSION,
@@ -35,7 +35,6 @@ from hourly.measure.settings import (
     with_key,
 )
 from hourly.model import Status
-from hourly.options import join
 from hourly.plurals import plural
 from hourly.timeparse import parse_step, window
 
@@ -117,36 +116,6 @@ def answers_by_build(store: Store, s: Settings, key: str | None = None) -> Build
         else:
             others.append((k, a))
     return BuildAnswers(key, current, others)
-
-
-def build_difference(ident: dict | None, current: dict | None, key: str, code: Callable[[str], str] = str) -> str:
-    """What another measurement key's build (or benchmark) was: the parts that differ from the
-    current one's (``current``), with their values then; ``code`` quotes a value (the report's
-    markdown: hourly.render.markdown.code)."""
-    if not ident:
-        return f"another build or benchmark (key {code(key[:12])}; what it was made of is not recorded in this store)"
-    ob, cb = ident.get("build") or {}, (current or {}).get("build") or {}
-    parts = []
-    if current is None or ob.get("cmd") != cb.get("cmd") or ob.get("jax_package") != cb.get("jax_package"):
-        parts.append(f"build command {code(join(ob.get('cmd') or []))}"
-                     + (f" (jax package: {code(join(ob['jax_package']))})" if ob.get("jax_package")
-                        and ob.get("jax_package") != cb.get("jax_package") else ""))
-    oe, ce = dict(map(tuple, ob.get("env") or [])), dict(map(tuple, cb.get("env") or []))
-    changed = sorted(k for k in set(oe) | set(ce) if oe.get(k) != ce.get(k))
-    if changed:
-        parts.append("build environment " + ", ".join(code(f"{k}={oe[k]}" if k in oe else f"{k} unset")
-                                                      for k in changed))
-    if ob.get("python_abi") != cb.get("python_abi"):
-        parts.append(f"Python ABI {code(ob.get('python_abi') or '?')}")
-    if ob.get("cherry_pick") != cb.get("cherry_pick"):
-        parts.append("cherry-picks " + (", ".join(code(c) for c in ob.get("cherry_pick") or []) or "none"))
-    ob_, cb_ = dict(ident.get("bench") or {}), dict((current or {}).get("bench") or {})
-    gate, current_gate = ob_.pop("jaxlib_gate", None), cb_.pop("jaxlib_gate", None)
-    if gate != current_gate:  # --only jax: the states JAX's own check refuses were run, or not
-        parts.append("the jaxlib gate overridden (--no-jaxlib-gate)" if gate else "the jaxlib gate on")
-    if current is not None and ob_ != cb_:
-        parts.append(f"benchmark {code(join(ob_.get('cmd') or []))}")
-    return "; ".join(parts) or f"another build or benchmark (key {code(key[:12])})"
 
 
 def _plain(value: Any) -> Any:

@@ -4,6 +4,7 @@ steps' confirmations, and the messages of a benchmark that never worked."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,9 @@ from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cu
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import Detection, EdgeCheck
+    from hourly.analysis.moved import Moved
+    from hourly.analysis.steps import CrashWindow
+    from hourly.model import Step
 
 
 LEVEL = "hourly"
@@ -488,3 +492,34 @@ def require_decided_report(report: ScanReport, s: Settings, found_anything: bool
         return
     for m in report.metrics:
         require_decided(m.points, s, found_anything, then, m.higher_is_better, m.name)
+
+
+# -- what each named metric did -----------------------------------------------------------------
+
+@dataclass
+class MetricFinding:
+    """One metric of the table: its points, what it did, where it stops being printed."""
+
+    metric: MetricPoints
+    moved: Moved
+    windows: list[CrashWindow] = field(default_factory=list)  # printed ↔ not printed
+
+
+def findings(report: ScanReport, min_change: float | None = None) -> list[MetricFinding]:
+    """What each named metric of ``report`` did (an edge step that measuring again called an
+    outlier does not stand)."""
+    from hourly.analysis.detect import EdgeVerdict
+    from hourly.analysis.moved import what_moved
+    from hourly.analysis.steps import metric_windows, step_key
+    out = []
+    for m in report.metrics or []:
+        checks = m.edge_checks or {}
+
+        def outlier(st: Step, checks: dict = checks) -> bool:
+            check = checks.get(step_key(st))
+            return check is not None and check.verdict is EdgeVerdict.OUTLIER
+
+        moved, _ = what_moved(m.name, m.points, m.higher_is_better, min_change, bool(gaps(m.points)),
+                              dropped=outlier)
+        out.append(MetricFinding(m, moved, metric_windows(m.points)))
+    return out
