@@ -118,8 +118,11 @@ def test_trees_restored_and_build_edits_never_block(capsys, scan_args, made):
 
 def test_failed_build_and_crash_are_recorded_and_the_scan_goes_on(capsys, scan_args):
     # its last valued pair (13:00-15:00, after the dispatch regression) is an edge step: not measured
-    # again here (test_an_edge_step_is_measured_again_and_confirmed)
-    pts = scan_json(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 17:00", "--no-confirm-edges"))["points"]
+    # again here (test_an_edge_step_is_measured_again_and_confirmed), so with three valued pairs of one
+    # run each that step rests on an assumed noise: named, and no answer (exit 1)
+    got, out, err = run_cli(capsys, scan_args("Aug 25 2023 05:00", "Aug 25 2023 17:00", "--no-confirm-edges", "--json"))
+    assert got == ASSUMED_NOISE and "cannot tell whether the step above is real" in " ".join(err.split()), err
+    pts = json.loads(out)["points"]
     statuses = {p["time"][11:13]: p["status"] for p in pts}
     assert statuses["06"] == "build_failed" and statuses["09"] == "ok"
     assert statuses["16"] == "crashed" and statuses["05"] == "ok"
@@ -548,11 +551,20 @@ def test_an_edge_step_is_measured_again_and_confirmed(capsys, scan_args, made, t
     # pairs before it)
     work = tmp_path / "work"
     args = edge_scan(scan_args, made, tmp_path, "Aug 24 2023 10:00", "Aug 24 2023 14:00")
-    # --no-confirm-edges: reported, unconfirmed, nothing measured again
-    code, out, _ = run_cli(capsys, args + ["--no-confirm-edges"])
-    assert code == 0 and "edge step: one pair on its side, measure it again to confirm" in " ".join(out.split())
+    # --no-confirm-edges: reported, unconfirmed, nothing measured again; three pairs of one run each
+    # only assume the noise, so the step is named and is no answer (exit 1 with the scan that tells),
+    # as `hourly detect` says of the same table
+    code, out, err = run_cli(capsys, args + ["--no-confirm-edges"])
+    assert code == ASSUMED_NOISE and "edge step: one pair on its side, measure it again to confirm" in " ".join(out.split())
+    said = " ".join(err.split())
+    assert ("hourly: error: cannot tell whether the step above is real: too few pairs to measure "
+            "the noise") in said and "is assumed, not measured" in said, err
+    again = shlex.split(err[err.index("hourly scan "):].strip())
+    assert again[-1] == "--rerun" and again[again.index("--repeats") + 1] == "3"
     assert origins(work) == {"scan": 3}
-    assert json.loads(run_cli(capsys, ["show", "--workdir", str(work), "--json"])[1])["edge_checks"] == []
+    code, shown, err = run_cli(capsys, ["show", "--workdir", str(work), "--json"])
+    assert code == ASSUMED_NOISE and json.loads(shown)["edge_checks"] == [] and "cannot tell" in err
+    assert run_cli(capsys, ["detect", str(work)])[0] == ASSUMED_NOISE  # detect's answer on the same table
     # the same scan without the flag measures the edge pair and its neighbour again, building nothing
     code, out, err = run_cli(capsys, args)
     assert code == 0, err
