@@ -971,3 +971,29 @@ def test_many_samples_that_count_none_say_what_was_printed(capsys, scan_args, tm
     flat = " ".join(err.split())
     assert code == 1 and re.search(rf"every run of the first measured pair \w+/\w+ {re.escape(said)} \(log ", flat)
     assert f"— {fix}" in flat and "never printed the metric" not in flat
+
+
+def test_a_stored_window_that_cannot_be_bisected_is_no_answer_as_with_good_and_bad(capsys, scan_args, made, tmp_path):
+    """cuDNN fused attention (+4 %, 03:10) lands in the window, and the scan's one run of the pair after
+    it read 10 % slow: a regression on an assumed noise (exit 1). The bisection of that window reads
+    its ends as they are (the later one better): "cannot bisect" is no answer (exit 1; the JSON's
+    answer carries the error), as the same ends given as --good/--bad exit 1, whatever the judge's
+    reason (ends that do not differ are refused the same way)."""
+    work = tmp_path / "work"
+    sha = made.shas["[XLA:GPU] Enable cuDNN fused attention"]
+    args = edge_scan(scan_args, made, tmp_path, "Aug 26 2023 02:00", "Aug 26 2023 04:00", sha[:12],
+                     "--warmup-runs", "0", "--no-confirm-edges")
+    assert run_cli(capsys, args)[0] == ASSUMED_NOISE
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--max-repeats", "4", "--json"])
+    (a,) = json.loads(out)["regressions"]
+    assert "the bad end is not worse than the good end" in a["error"] and a["culprit"] is None
+    said = " ".join(err.split())
+    assert code == 1 and "hourly: error: the bad end is not worse than the good end" in said, err
+    assert "pass --find-fix with --bad at this --good" in said  # the judge's fix, after the line
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work), "--max-repeats", "4"])
+    assert code == 1 and "cannot bisect: the bad end is not worse" in " ".join(out.split()), out + err
+    ends = ["--good", a["window"]["good_time"], "--bad", a["window"]["bad_time"]]
+    code, _, err2 = run_cli(capsys, ["bisect", *ends, "--workdir", str(work), "--max-repeats", "4"])
+    first, again = (e.strip().splitlines()[-1] for e in (err, err2))
+    assert code == 1 and again.split(" (")[0] == first.split(" (")[0], err2  # the same line, its own rounds
+    assert again.split(" — ")[1] == first.split(" — ")[1]  # and the same fix
