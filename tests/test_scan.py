@@ -997,3 +997,29 @@ def test_a_stored_window_that_cannot_be_bisected_is_no_answer_as_with_good_and_b
     first, again = (e.strip().splitlines()[-1] for e in (err, err2))
     assert code == 1 and again.split(" (")[0] == first.split(" (")[0], err2  # the same line, its own rounds
     assert again.split(" — ")[1] == first.split(" — ")[1]  # and the same fix
+
+
+def test_an_incomplete_scan_whose_one_step_rests_on_an_assumed_noise_is_no_answer(capsys, scan_args, tmp_path):
+    """A scan stopped before its last pair (its rows removed here, as an interrupted scan leaves
+    them: test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed) whose
+    three measured pairs of one run each hold the fusion step: show printed the step, the incomplete
+    line, the resume command and the assumed noise, and exited 0. Exit 1: incomplete and unresolved,
+    the resume command first (its pairs measure the noise too), then the scan that repeats each pair."""
+    work = tmp_path / "work"
+    args = scan_args("Aug 24 2023 10:00", "Aug 24 2023 20:00", "--no-confirm-edges", "--warmup-runs", "0")
+    run_cli(capsys, args)
+    with sqlite3.connect(work / "hourly.sqlite") as c:  # the last pair (19:00-20:00: the jax bump) not measured
+        (xla, jax_), = c.execute("SELECT xla, jax FROM measurements ORDER BY id DESC LIMIT 1").fetchall()
+        c.execute("DELETE FROM measurements WHERE xla = ? AND jax = ?", (xla, jax_))
+    for argv in (["show", "--workdir", str(work)], ["show", "--json", "--workdir", str(work)]):
+        code, out, err = run_cli(capsys, argv)
+        said = " ".join(err.split())
+        assert code == 1, out + err
+        assert ("hourly: error: the scan is incomplete (1 of 4 pairs not measured) and cannot tell whether the step "
+                "above is real: too few pairs to measure the noise") in said, err
+        resume, _, then = said.partition(" — ")[2].partition("; if the step still rests on an assumed noise, ")
+        assert resume.startswith("run the same scan again to resume it: hourly scan --from") and "--rerun" not in resume
+        assert then.startswith("measure each pair 3 times to tell: hourly scan") and then.endswith("--repeats 3 "
+                               f"--warmup-runs 0 --workdir {work} --no-confirm-edges --rerun"), then
+    got = json.loads(out)
+    assert got["complete"] is False and got["resume"] in resume and "is assumed, not measured" in got["undecided"]
