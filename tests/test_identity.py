@@ -35,11 +35,12 @@ def _first_scan(_pristine, venv_python, tmp_path_factory):
     made = copy_repos(_pristine, root / "repos")
     # the step at the window's edge is not measured again (test_scan's edge tests check that), and a
     # state just installed gets no warm-up run (test_bisect's warm-up test): measurements no check here
-    # reads, under the same key, in every scan
+    # reads, under the same key, in every scan; two runs a pair measure the noise that two pairs of one
+    # run each would only assume (a step on an assumed noise is no answer: exit 1)
     args = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
             "--bench-cmd", f"python3 {made.bench_script}", "--workdir", str(root / "work"), "--no-confirm-edges",
-            "--warmup-runs", "0"]
+            "--warmup-runs", "0", "--repeats", "2"]
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
         mp.chdir(root)  # as tests/conftest.py's _no_user_config sets each test up
@@ -87,7 +88,7 @@ def test_show_reads_the_scan_from_another_environment(capsys, scan_args, tmp_pat
     variables reads its rows; `bisect`, which builds, says what differs instead of mixing."""
     monkeypatch.setenv("TF_CUDA_COMPUTE_CAPABILITIES", "sm_90")
     first = scan_json(capsys, scan_args("Aug 24 2023 12:00", "Aug 24 2023 15:00", "--no-confirm-edges",
-                                            "--warmup-runs", "0"))
+                                            "--warmup-runs", "0", "--repeats", "2"))  # the noise measured
     monkeypatch.delenv("TF_CUDA_COMPUTE_CAPABILITIES")
     code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work"), "--json"])
     assert code == 0, err

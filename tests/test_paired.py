@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
+import pytest
 
 from hourly.analysis.crash_window import CrashWindow, first_crash, jump, last_crash
 from hourly.analysis.judges.metric import Level
@@ -126,3 +128,34 @@ def test_a_state_that_cannot_say_is_stepped_over():
         return None if i == 4 else not 3 <= i <= 6
     assert first_crash(0, 6, outcome)[0] == 3
     assert last_crash(3, 12, outcome)[0] == 6
+
+
+def _judged(blocks: list[dict[int, float]]) -> tuple[bool | None, str, float, float]:
+    """A window's ends judged as the bisection judges them: whether they differ, in words, their
+    difference and one process's noise."""
+    judge = PairedMetricJudge()
+    p = Paired.of(blocks, [0, 1])
+    sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+    outcome, words = judge.ends_paired(p, 0, 1, sigma, dof, 0.01, final=True)
+    return outcome, words, p.difference(0, 1), sigma
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["ratios", "differences"])
+@pytest.mark.parametrize("step", [0.0, -0.07], ids=["alike", "a step"])
+def test_values_near_the_floats_limit_are_judged_as_their_scaled_selves(sign, step):
+    """Values near 1e308 (a metric in odd units): a round's mean, the levels (the middle two of an
+    even count) and the Walsh averages would overflow to inf, and negative ones (compared as
+    differences) read nan: "do not differ" for a -7 % step. Judged as the same values scaled down
+    by 2**1023 (exactly), with no overflow on the way."""
+    small = [{s: sign * v for s, v in b.items()} for b in rounds({0: 1.5, 1: 1.5 * (1 + step)}, [1.0] * 8, 0.002)]
+    huge = [{s: v * 2.0 ** 1023 for s, v in b.items()} for b in small]
+    assert max(abs(v) for b in huge for v in b.values()) > 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow on the way is a failure, not a warning
+        got, want = _judged(huge), _judged(small)
+        p = Paired.of(huge, [0, 1])
+    assert got[0] is want[0] is (step != 0.0)
+    assert got[1].split(", ")[1:] == want[1].split(", ")[1:]  # the same rounds and standard errors
+    scale = 1.0 if sign > 0 else 2.0 ** 1023  # a ratio has no unit; a difference is in the metric's
+    assert got[2] == pytest.approx(want[2] * scale, rel=1e-12) and got[3] == pytest.approx(want[3] * scale, rel=1e-12)
+    assert all(math.isfinite(x) for x in p.level) and p.level[0] == pytest.approx(sign * 1.5 * 2.0 ** 1023, rel=0.01)

@@ -302,3 +302,23 @@ def test_values_of_another_statistic_measured_before_are_no_drift():
     search.paired_verdicts.decide(1, 0, 2)
     assert reduce(search.samples[1][-1].samples, "p10") == search.samples[1][-1]  # reduced by the choice
     assert not notes, notes
+
+
+def test_a_process_near_the_floats_limit_is_reduced_and_chosen_as_its_scaled_self():
+    """Samples near 1e308: the median of an even count, the trimmed mean and the ends' paired t of
+    each statistic (means, squares) would overflow; each is the same samples' figure scaled down by
+    2**1023 (exactly), for positive values (compared as ratios) and negative ones (as differences)."""
+    import warnings
+    rng = np.random.default_rng(3)
+    for sign in (1.0, -1.0):
+        good = [list(sign * 1.5 * (1 + 0.01 * rng.standard_normal(6))) for _ in range(5)]
+        bad = [list(sign * 1.4 * (1 + 0.01 * rng.standard_normal(6))) for _ in range(5)]
+        k = 2.0 ** 1023
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an overflow on the way is a failure, not a warning
+            for statistic in STATISTICS:
+                assert reduce([x * k for x in good[0]], statistic) == reduce(good[0], statistic) * k
+            huge = choose_statistic([[x * k for x in p] for p in good], [[x * k for x in p] for p in bad])
+        small = choose_statistic(good, bad)
+        assert huge.statistic == small.statistic
+        assert [t for _, t in huge.separations] == pytest.approx([t for _, t in small.separations], rel=1e-9)

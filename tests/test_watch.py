@@ -301,6 +301,34 @@ def test_the_plot_draws_a_rejected_night_off_the_line_shades_the_confirmed_step_
         plt.close(fig)
 
 
+def test_the_plot_of_values_near_the_floats_limit_is_drawn_in_a_unit_it_names(tmp_path):
+    """Values near 1e308 (positive, negative, or both): their span and the room past them are inf,
+    and matplotlib cannot set such an axis (the page's plot failed). They are drawn divided by a
+    power of ten that the axis names, the line where the values are."""
+    import matplotlib.pyplot as plt
+
+    from hourly.render.watch import plot_figure, plot_metric
+    for sign in ((1, 1, 1, 1), (-1, -1, -1, -1), (-1, 1, 1, -1)):
+        levels = dict(zip("abcd", [s * v for s, v in zip(sign, (1.0e308, 1.02e308, 1.5e308, 1.7e308), strict=True)],
+                          strict=True))
+        values = {b: {"m": {"value": v, "samples": [v, v * 0.999]}} for b, v in levels.items()}
+        checks = [_check(1, "b", "c", "confirmed", 0.4, 1.02e308, 1.5e308)]
+        alerts = [{"id": 1, "watch": "key", "arrived": "c", "before": "b", "after": "c", "checks": [1],
+                   "hunt": None, "recovery": None, "events": []}]
+        r = _report(checks, alerts, values=values)
+        assert plot_metric(r, "m", tmp_path / "m.png").stat().st_size > 0
+        fig = plot_figure(r, "m")
+        try:
+            (ax,) = fig.axes
+            assert ax.get_ylabel() == "m (× 1e308)"
+            (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-"]
+            assert list(line.get_ydata()) == pytest.approx([v / 1e308 for v in levels.values()])
+            lo, hi = ax.get_ylim()
+            assert lo <= min(line.get_ydata()) and max(line.get_ydata()) <= hi
+        finally:
+            plt.close(fig)
+
+
 #: another process that holds a workdir's store lock (as a watch running there does) until its stdin closes
 HOLD_STORE = ("import sys; from hourly.adapters.locks import store_lock; store_lock(sys.argv[1]).acquire(); "
               "print('held', flush=True); sys.stdin.read()")

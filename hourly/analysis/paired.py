@@ -21,7 +21,7 @@ from typing import Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from hourly.analysis.process_stat import ProcessValue, samples_of
-from hourly.analysis.samples import hodges_lehmann, location, location_se, pooled_sigma
+from hourly.analysis.samples import hodges_lehmann, location, location_se, overflow_scale, pooled_sigma
 
 #: one round: state -> the value its process printed in that round (None: the run failed); a
 #: process that printed several samples is a :class:`~hourly.analysis.process_stat.ProcessValue`
@@ -75,8 +75,9 @@ class Paired:
         if log is None:
             log = log_scale(v for row in r for v in row)
         m = np.asarray(r, float).reshape(len(r), len(states))
-        t = np.log(m) if log else m
-        c = t - t.mean(axis=1, keepdims=True) if len(r) else t
+        k = 1.0 if log else overflow_scale(m)  # a round's mean of values near 1e308: scaled (exact)
+        t = np.log(m) if log else m * k
+        c = (t - t.mean(axis=1, keepdims=True) if len(r) else t) / k
         levels = tuple(location(m[:, k]) if len(r) else float("nan") for k in range(len(states)))
         samples = tuple(tuple(samples_of(vals[k]) for vals in full) for k in range(len(states)))
         return cls(tuple(states), log, tuple(tuple(float(x) for x in c[:, k]) for k in range(len(states))), levels,

@@ -22,6 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
+from hourly.analysis.samples import overflow_scale
+
 #: the statistics a process's samples may be summarised by (:func:`reduce`)
 STATISTICS = ("median", "p10", "trimmed")
 
@@ -42,13 +44,15 @@ def reduce(samples: Sequence[float], statistic: str = "median") -> float:
     a = np.sort(np.asarray(samples, dtype=float))
     if not len(a):
         raise ValueError("no samples")
+    scale = overflow_scale(a)  # values near 1e308: averaged scaled by a power of two (exact)
+    a = a * scale
     if statistic == "median":
-        return float(np.median(a))
+        return float(np.median(a)) / scale
     if statistic == "p10":
-        return float(np.quantile(a, 0.10))
+        return float(np.quantile(a, 0.10)) / scale
     if statistic == "trimmed":  # the mean of the middle half
         k = len(a) // 4
-        return float(a[k:len(a) - k].mean())
+        return float(a[k:len(a) - k].mean()) / scale
     raise ValueError(f"unknown statistic {statistic!r}")
 
 
@@ -163,9 +167,12 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
         return Choice("median", "too few processes of each end to compare statistics")
     paired = len(good) == len(bad)
     seps: list[tuple[str, float]] = []
+    # a t-statistic does not change with the unit: values near 1e308 are compared scaled by a power
+    # of two, whose differences, means and squares do not overflow
+    k = overflow_scale([x for p in (*good, *bad) for x in p])
     for s in STATISTICS:
-        g = np.array([reduce(p, s) for p in good])
-        b = np.array([reduce(p, s) for p in bad])
+        g = np.array([reduce(p, s) for p in good]) * k
+        b = np.array([reduce(p, s) for p in bad]) * k
         if min(g.min(), b.min()) > 0:
             g, b = np.log(g), np.log(b)
         seps.append((s, _separation(g, b, paired)))

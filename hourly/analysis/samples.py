@@ -28,10 +28,27 @@ MEDIAN_SE = math.sqrt(math.pi / 2.0)
 TAIL_DOF = 3
 
 
+#: Values larger than this (in magnitude) are summed scaled down by a power of two (exact), as
+#: detection analyses them (hourly.analysis.detect): the mean of two values near 1e308 is no inf.
+OVERFLOW_GUARD = 2.0 ** 500
+
+
+def overflow_scale(x: Samples) -> float:
+    """The power of two that brings the largest of ``x`` near 1 when any is past
+    :data:`OVERFLOW_GUARD` (a sum or a mean of them would overflow), else 1: multiplying by it and
+    dividing the result again is exact."""
+    a = np.abs(np.asarray(x, dtype=float))
+    top = float(a[np.isfinite(a)].max()) if a.size and np.isfinite(a).any() else 0.0
+    return 2.0 ** -math.frexp(top)[1] if top > OVERFLOW_GUARD else 1.0
+
+
 def location(x: Samples) -> float:
     """A state's level from its samples: the median, which half of the runs less one can be slow
-    without carrying it away (a mean follows every slow run); the mean for one or two samples."""
-    return float(np.median(np.asarray(x, dtype=float)))
+    without carrying it away (a mean follows every slow run); the mean for one or two samples.
+    Values near the float's limit (1e308) are averaged scaled (:func:`overflow_scale`)."""
+    a = np.asarray(x, dtype=float)
+    k = overflow_scale(a)
+    return float(np.median(a * k)) / k
 
 
 def hodges_lehmann(x: Samples) -> float:
@@ -40,10 +57,12 @@ def hodges_lehmann(x: Samples) -> float:
     and nearly as efficient as the mean on Gaussian noise (95 %): for paired, drift-cancelled
     values (hourly.analysis.paired), where the median's 64 % would cost half as many rounds again."""
     a = np.asarray(x, dtype=float)
+    k = overflow_scale(a)  # Walsh averages of values near 1e308: of the scaled values (exact)
+    a = a * k
     if len(a) <= 2:
-        return float(a.mean())
+        return float(a.mean()) / k
     i, j = np.triu_indices(len(a))
-    return float(np.median((a[i] + a[j]) / 2.0))
+    return float(np.median((a[i] + a[j]) / 2.0)) / k
 
 
 #: Standard error of the Hodges–Lehmann location of n ≥ 3 values, in σ/√n (Gaussian: √(π/3)).

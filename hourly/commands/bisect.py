@@ -112,10 +112,28 @@ def bisect(
             from hourly.render.explain import explained_lines
             for line in explained_lines(answers):
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
+    require_answered(answers)  # a window of the stored scan that could not be bisected: exit 1, as --good/--bad's
     if any(a.unconfirmed for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer
         import typer
         raise typer.Exit(UNCONFIRMED_EXIT)
+
+
+def require_answered(answers: list[Any]) -> None:
+    """A window that could not be bisected (its ends do not differ, the bad end is not worse, ...)
+    is no answer, whether it came from --good/--bad (the search raised its error) or from the
+    stored scan (its answer carries the error, printed and in the JSON with the others): exit 1
+    with that window's line and its fix, never 0 over a window left unbisected."""
+    from hourly.errors import UserError
+    failed = [a for a in answers if a.error]
+    if not failed:
+        return
+    first = failed[0]
+    reason = first.reason or first.error
+    fix = first.error[len(reason) + 3:] if first.error.startswith(f"{reason} — ") else None
+    if len(answers) > 1:  # each window's error names its window (hourly.analysis.judges)
+        reason = f"{len(failed)} of {len(answers)} windows could not be bisected, the first: {reason}"
+    raise UserError(reason, fix)
 
 
 def _metric_followed(store: Any, s: Any, mode: Optional[Mode]) -> Any:

@@ -52,6 +52,7 @@ def scan(*, flags: dict[str, Any], dry_run: bool, json_out: bool, config: Option
             require_decided_report,
             require_edges_read_report,
             require_measured,
+            require_real_report,
         )
         require_measured(report, s)
         found = found_any(report, s)
@@ -59,6 +60,7 @@ def scan(*, flags: dict[str, Any], dry_run: bool, json_out: bool, config: Option
         require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
         require_resolved_report(report, s, found)  # steps of --min-change could not show: exit 1
         require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
+        require_real_report(report, s)  # a step named against an assumed noise: exit 1
 
 
 def found_any(report: ScanReport, s: Settings) -> bool:
@@ -162,6 +164,8 @@ def show(*, workdir: Optional[str], json_out: bool, config: Optional[str], night
     require_decided_report(report, s, found)  # too few pairs to tell noise from steps: exit 1
     require_resolved_report(report, s, found)  # steps of --min-change could not show: exit 1
     require_edges_read_report(report, s)  # an edge step measured again the other way: exit 1
+    from hourly.scan.table import require_real_report
+    require_real_report(report, s)  # a step named against an assumed noise (resume first if incomplete): exit 1
 
 
 def _show_unscanned(store: Store, s: Settings, json_out: bool) -> None:

@@ -243,6 +243,20 @@ def plot_parts(report: WatchReport, metric: str) -> dict[str, Any]:
             "failed": [i for i, b in enumerate(builds) if b.status not in ("ok",)]}
 
 
+def plot_unit(values: list[float]) -> tuple[float, str]:
+    """What the plot divides the values by, and the words its axis says it with: a power of ten
+    that brings values past 1e150 near 1 ("× 1e308"), since values near the float's limit have no
+    span, no room past them and no ticks that fit a float (matplotlib cannot draw them); else 1."""
+    import math
+
+    from hourly.analysis.samples import OVERFLOW_GUARD
+    top = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    if top <= OVERFLOW_GUARD:
+        return 1.0, ""
+    e = math.floor(math.log10(top))
+    return 10.0 ** e, f" (× 1e{e})"
+
+
 def plot_figure(report: WatchReport, metric: str) -> Any:
     """The metric over the builds (a matplotlib figure; :func:`plot_parts` says what is where):
     each build's median (the line) and runs (dots); a night whose suspected step measuring again
@@ -257,14 +271,19 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
 
     from hourly.render.plot_text import drawable
     parts = plot_parts(report, metric)
+    values = {b.build: report.value(b.build, metric) or {} for b in parts["builds"]}
+    unit, unit_words = plot_unit([y for _, y in parts["line"] + parts["rejected"]]
+                                 + [float(x) for v in values.values() for x in v.get("samples") or [] if x is not None])
+    if unit != 1.0:  # values near 1e308: drawn in that unit (the axis says which)
+        parts = dict(parts, **{k: [(x, y / unit) for x, y in parts[k]] for k in ("line", "rejected", "undecided")})
     builds = parts["builds"]
     xs = list(range(len(builds)))
     fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
     handles: list[Any] = []
     rejected = {i for i, _ in parts["rejected"]}
     for i, b in enumerate(builds):
-        v = report.value(b.build, metric) or {}
-        samples = [s for s in v.get("samples") or [] if s is not None]
+        v = values[b.build]
+        samples = [float(s) / unit for s in v.get("samples") or [] if s is not None]
         if samples:
             ax.plot([i] * len(samples), samples, ".", color="tab:gray" if i in rejected else "tab:blue",
                     alpha=0.5, ms=4)
@@ -315,7 +334,7 @@ def plot_figure(report: WatchReport, metric: str) -> Any:
     ax.set_xticks(xs[::step])
     # whole up to a commit time's 20 characters (a nightly wheel's version ends with its date)
     ax.set_xticklabels([builds[i].build[:24] for i in xs[::step]], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel(drawable(metric)[0])
+    ax.set_ylabel(drawable(metric)[0] + unit_words)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     if handles:  # under the plot, across: it hides no build

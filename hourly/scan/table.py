@@ -523,3 +523,59 @@ def findings(report: ScanReport, min_change: float | None = None) -> list[Metric
                               dropped=outlier)
         out.append(MetricFinding(m, moved, metric_windows(m.points)))
     return out
+
+
+# -- steps judged against an assumed noise (never named with exit 0) -------------------------------
+
+def unreal_steps(points: list[PointResult], checks: dict | None, higher_is_better: bool) -> tuple[int, str] | None:
+    """The steps of a table whose noise was assumed, not measured (under 4 pairs of one run each:
+    :attr:`~hourly.analysis.detect.Detection.noise_assumed`), that measuring again did not confirm:
+    how many, and why they cannot be told from noise (one clause); None when every step that stands
+    was measured again and confirmed, or the noise was measured. As ``hourly detect`` judges a
+    series: a step against an assumed noise is no answer."""
+    from hourly.analysis.detect import EdgeVerdict
+    from hourly.analysis.steps import find_steps, standing, step_key, too_short
+    if not any(p.status == Status.OK.value and p.value is not None for p in points):
+        return None
+    steps, detection, _ = find_steps(points, higher_is_better)
+    if not detection.noise_assumed:
+        return None
+    stand = standing(steps, checks)
+    confirmed = [st for st in stand if (c := (checks or {}).get(step_key(st))) is not None
+                 and c.verdict is EdgeVerdict.CONFIRMED]
+    why = too_short(detection, "pair")
+    if not stand or len(confirmed) == len(stand) or why is None:
+        return None
+    return len(stand) - len(confirmed), why
+
+
+def require_real(points: list[PointResult], s: Settings, checks: dict | None = None, then: str = "",
+                 higher_is_better: bool | None = None, metric: str | None = None) -> None:
+    """A step named against an assumed noise is no answer (exit 1, "cannot tell"), with the
+    command that measures the noise; an incomplete scan's first fix is to resume it (its other
+    pairs measure the noise too). ``then``, ``higher_is_better`` and ``metric`` as
+    :func:`require_decided`'s."""
+    from hourly.plurals import plural
+    higher = s.higher_is_better if higher_is_better is None else higher_is_better
+    unreal = unreal_steps(points, checks, higher)
+    if unreal is None:
+        return
+    n, why = unreal
+    what = f"the {'step' if n == 1 else plural(n, 'step')}{f' of {metric}' if metric else ''} above {'is' if n == 1 else 'are'}"
+    fix = f"measure each pair {UNDECIDED_REPEATS} times to tell: {repeats_command(s)}"
+    if gaps(points):
+        missing, total = unmeasured_pairs(points), len({(p.xla, p.jax) for p in points})
+        raise UserError(f"the scan is incomplete ({missing} of {total} pairs not measured) and cannot tell whether "
+                        f"{what} real: {why}",
+                        f"run the same scan again to resume it: {scan_command(s)}; if the step still rests on an "
+                        f"assumed noise, {fix}{then}")
+    raise UserError(f"cannot tell whether {what} real: {why}", fix + then)
+
+
+def require_real_report(report: ScanReport, s: Settings, then: str = "") -> None:
+    """:func:`require_real` over the scan's table, or over each named metric's."""
+    if report.metrics is None:
+        require_real(report.points, s, report.edge_checks, then)
+        return
+    for m in report.metrics:
+        require_real(m.points, s, m.edge_checks, then, m.higher_is_better, m.name)
