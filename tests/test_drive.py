@@ -24,7 +24,7 @@ from hourly.answers import Answer, Commit
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.drive import WindowDrive, every_step
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Window
+from hourly.bisect.records import BisectRequest, Taken, Window
 from hourly.bisect.search import judge_for
 from hourly.errors import UserError
 from hourly.model import Mode, Pair
@@ -108,7 +108,7 @@ class Table:
             k = len(self.measured.get(pair, []))
             if pair in self.fails:
                 ev = Evidence("build_failed", detail="build failed: boom (log /logs/b)", id=next(self._ids))
-                taken = (ev, int(k == 0), 0, 0)
+                taken = Taken(ev, int(k == 0), 0, 0)
             else:
                 runs, samples = [], []
                 for _ in range(count):
@@ -125,8 +125,8 @@ class Table:
                 st = "ok" if samples or not bad else bad[0].status
                 ev = Evidence(st, tuple(samples), tuple(runs), f"{st} (log /logs/r)" if bad else None, "bisect",
                               next(self._ids))
-                taken = (ev, int(k == 0), count, len(samples) * self.samples_per_run)
-            self.measured.setdefault(pair, []).append(taken[0])
+                taken = Taken(ev, int(k == 0), count, len(samples) * self.samples_per_run)
+            self.measured.setdefault(pair, []).append(taken.evidence)
             out.append(taken)
         return out
 
@@ -557,7 +557,7 @@ class Person:
 
     def ask(self, lab, bid, pair, role, where, ends):
         self.asked.append((role, pair, where))
-        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0
+        return Taken(Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0)
 
     def resume_at(self, bid):
         return self.waiting
@@ -700,7 +700,7 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
 
     class Marked(Person):
         def ask(self, lab, bid, pair, role, where, ends):
-            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0
+            return Taken(Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0)
     lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
     lab.witness = Marked(lab.witness.says)
     (a,) = bisect(lab, 0, 11 * H)

@@ -20,12 +20,12 @@ from hourly.analysis.bisection import (
     timeline_bounds,
     with_mixed_states,
 )
-from hourly.analysis.judges import Evidence, ExitJudge, FlakyJudge, Run, Verdict, judge
+from hourly.analysis.judges import ExitJudge, FlakyJudge, Run, Verdict, judge
 from hourly.analysis.judges.manual import ManualJudge
 from hourly.analysis.judges.metric import MIN_END_SAMPLES
 from hourly.analysis.judges.runs import RunsJudge
 from hourly.answers import Answer, ManualNote, Rate
-from hourly.bisect.records import Probe, Where
+from hourly.bisect.records import Probe, Taken, Where
 from hourly.model import Pair, Status
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class ChainDrive:
                 more = j.end_wants(self.rcs(pair), clean=pair == clean)
                 if not more:
                     break
-                d.record(self.judged("end", pair, *lab.measure_many([(pair, more)])[0]))
+                d.record(self.judged("end", pair, lab.measure_many([(pair, more)])[0]))
         j.check_ends(self.rcs(clean), self.rcs(crashing), crashing.short())
         j.against(self.rcs(clean), self.rcs(crashing))
 
@@ -174,10 +174,11 @@ class ChainDrive:
             c = lab.judge.untestable(failed)
             return Probe(role, pair, c.verdict, c.reason)
         if lab.witness is not None:
-            ev, builds, runs, sampled = lab.witness.ask(lab, self.d.bid, pair, role, where, self.d.ends)
+            t = lab.witness.ask(lab, self.d.bid, pair, role, where, self.d.ends)
+            ev = t.evidence
             c = lab.judge.call(ev)
-            return Probe(role, pair, c.verdict, c.reason, list(ev.samples), ev.counted, builds=builds, runs=runs,
-                         run_samples=sampled)
+            return Probe(role, pair, c.verdict, c.reason, list(ev.samples), ev.counted, builds=t.builds, runs=t.runs,
+                         run_samples=t.samples)
         j = lab.judge
         assert isinstance(j, RunsJudge)
         stored = [] if fresh else lab.stored(pair)
@@ -190,11 +191,12 @@ class ChainDrive:
         if isinstance(j, FlakyJudge) and role != "end":
             return self.flaky(role, pair, runs_)
         if not runs_:
-            return self.judged(role, pair, *lab.measure_many([(pair, lab.repeats)])[0])
+            return self.judged(role, pair, lab.measure_many([(pair, lab.repeats)])[0])
         return self.judged_runs(role, pair, runs_)
 
-    def judged(self, role: str, pair: Pair, ev: Evidence, builds: int, runs: int, sampled: int = 0) -> Probe:
-        """The verdict on a state just measured (``sampled``: the samples its runs printed)."""
+    def judged(self, role: str, pair: Pair, t: Taken) -> Probe:
+        """The verdict on a state just measured."""
+        ev, builds, runs, sampled = t.evidence, t.builds, t.runs, t.samples
         j = self.lab.judge
         assert isinstance(j, RunsJudge)
         if not j.ran(ev):
@@ -229,8 +231,8 @@ class ChainDrive:
             if c.decided:
                 return Probe(role, pair, c.verdict, c.reason, returncodes=rcs, builds=builds, runs=runs,
                              run_samples=sampled)
-            ev, b, r, n = self.lab.measure_many([(pair, c.more)])[0]
-            builds, runs, sampled = builds + b, runs + r, sampled + n
+            t = self.lab.measure_many([(pair, c.more)])[0]
+            ev, builds, runs, sampled = t.evidence, builds + t.builds, runs + t.runs, sampled + t.samples
             if not j.ran(ev):
                 failed = j.call(ev)
                 return Probe(role, pair, failed.verdict, failed.reason, returncodes=rcs, builds=builds, runs=runs,
@@ -245,7 +247,7 @@ class ChainDrive:
         todo = [p for p in pairs if not lab.known_failed(p) and not any(
             e.status == Status.BUILD_FAILED.value or e.runs for e in lab.stored(p))]
         got = dict(zip(todo, lab.measure_many([(p, lab.repeats) for p in todo]), strict=True)) if todo else {}
-        return [self.judged(role, p, *got[p]) if p in got else self.evaluate(p, role) for p in pairs]
+        return [self.judged(role, p, got[p]) if p in got else self.evaluate(p, role) for p in pairs]
 
     # -- confirmation and the answer -------------------------------------------------------------
     def confirmation(self, last_good: Pair, first_bad: Pair) -> bool:

@@ -20,17 +20,14 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from hourly.analysis.bisection import State, next_blame
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, Verdict
 from hourly.answers import Answer, Commit, EndSamples, Rest
-from hourly.bisect.records import Probe, Where, Window
+from hourly.bisect.records import Probe, Taken, Where, Window
 from hourly.errors import UserError
 from hourly.model import Blame, Pair
 
 if TYPE_CHECKING:
     from hourly.bisect.events import BisectHandler
 
-#: one measurement taken for a request: what it showed, the builds and the benchmark runs (process
-#: starts) it cost, and the samples those runs printed (counted apart: many per run when a run prints
-#: its metric once per iteration)
-Taken = tuple[Evidence, int, int, int]
+__all__ = ["Lab", "Taken", "WindowDrive", "Witness", "every_step"]
 
 
 class Witness(Protocol):

@@ -21,7 +21,7 @@ from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
-from hourly.bisect.records import Probe
+from hourly.bisect.records import Probe, Taken
 from hourly.bisect.step_session import StepSession
 from hourly.errors import UserError
 from hourly.model import Pair
@@ -31,7 +31,7 @@ from hourly.scan.table import SCAN_ORIGIN
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
-    from hourly.bisect.drive import Lab, Taken, WindowDrive
+    from hourly.bisect.drive import Lab, WindowDrive
 
 
 def _from(origins: list[str]) -> str:
@@ -97,8 +97,8 @@ class MetricEnds:
             p = Paired.of(blocks, [good_pair, bad_pair])
             final = len(blocks) >= lab.max_repeats
             if p.rounds == 0 and final:
-                failed = next((t[0] for _, t in taken if not t[0].ok), None)
-                side = "good" if any(not t[0].ok for q, t in taken if q == good_pair) else "bad"
+                failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
+                side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
                 pair = good_pair if side == "good" else bad_pair
                 # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
                 read = failed is not None and failed.status == "no_metric"
@@ -127,8 +127,8 @@ class MetricEnds:
             values = p.raw(pair)
             d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
                            f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
-                           builds=sum(t[1] for t in mine), runs=sum(t[2] for t in mine),
-                           run_samples=sum(t[3] for t in mine), statistic=chosen))
+                           builds=sum(t.builds for t in mine), runs=sum(t.runs for t in mine),
+                           run_samples=sum(t.samples for t in mine), statistic=chosen))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
         return outcome is not False, p
 
@@ -177,7 +177,7 @@ class MetricEnds:
         judge.check_ends(good, bad, sep, lab.higher_is_better, lab.find_fix, self.d.where())
         return good, bad
 
-    def round(self, want: int, *pairs: Pair) -> dict[Pair, "Taken"]:
+    def round(self, want: int, *pairs: Pair) -> dict[Pair, Taken]:
         """With workers, the ends short of ``want`` samples measured in one round."""
         lab = self.lab
         if lab.workers < 2:
@@ -188,8 +188,9 @@ class MetricEnds:
         extra = [p for p in self.ahead if p not in short][:lab.workers - len(short)]
         self.ahead = []
         got = lab.measure_many(list(short.items()) + [(p, want) for p in extra])
-        for pair, (ev, builds, runs, samples) in zip(extra, got[len(short):], strict=True):
-            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet", samples)
+        for pair, t in zip(extra, got[len(short):], strict=True):
+            self.record_ahead(pair, t.evidence, t.builds, t.runs, "measured ahead in the ends' round, not judged yet",
+                              t.samples)
         return dict(zip(short, got[:len(short)], strict=True))
 
     def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str, sampled: int = 0) -> None:
@@ -205,12 +206,13 @@ class MetricEnds:
     def samples(self, pair: Pair, side: Verdict, want: int, got: "Taken | None" = None) -> tuple[list[float], int, int]:
         """The end's samples, measuring more (rows of their own, origin ``bisect``) until it has
         ``want``; ``got``: that measurement, taken already in a round with the other end."""
-        stored = [e for e in self.lab.stored(pair) if e.ok and not (got and e.id == got[0].id)]
+        stored = [e for e in self.lab.stored(pair) if e.ok and not (got and e.id == got.evidence.id)]
         samples = [x for e in stored for x in e.samples]
         origins = [e.origin for e in stored for _ in e.samples]
         builds = runs = 0
         if len(samples) < want:
-            ev, builds, runs, sampled = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            t = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            ev, builds, runs, sampled = t.evidence, t.builds, t.runs, t.samples
             new = list(ev.samples) if ev.ok else []
             samples += new
             origins += [ev.origin] * len(new)
@@ -250,10 +252,10 @@ class MetricEnds:
                 new = [{q: v.by(stat) if isinstance(v, ProcessValue) else v for q, v in bl.items()} for bl in new]
             self.d.round_no += len(new)
             blocks += new
-            builds += sum(t[1] for _, t in taken)
-            runs += sum(t[2] for _, t in taken)
-            sampled += sum(t[3] for _, t in taken)
-            bad = next((t[0] for q, t in taken if q == pair and not t[0].ok), None)
+            builds += sum(t.builds for _, t in taken)
+            runs += sum(t.runs for _, t in taken)
+            sampled += sum(t.samples for _, t in taken)
+            bad = next((t.evidence for q, t in taken if q == pair and not t.evidence.ok), None)
             if bad is not None:
                 c = MetricJudge.failed(bad)
                 return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled)
@@ -299,8 +301,8 @@ class MetricEnds:
                 self.grow(good, bad, len(samples) + need)
             else:
                 need = lab.repeats
-            ev, b, r, n = lab.measure_many([(pair, need)])[0]
-            builds, runs, sampled = builds + b, runs + r, sampled + n
+            t = lab.measure_many([(pair, need)])[0]
+            ev, builds, runs, sampled = t.evidence, builds + t.builds, runs + t.runs, sampled + t.samples
             if not ev.ok:
                 c = MetricJudge.failed(ev)
                 return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, run_samples=sampled)

@@ -30,10 +30,10 @@ from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
 from hourly.analysis.process_stat import Choice
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import commit
-from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
+from hourly.bisect.drive import WindowDrive, Witness, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
-from hourly.bisect.records import BisectRequest, Probe, Window
+from hourly.bisect.records import BisectRequest, Probe, Taken, Window
 from hourly.bisect.windows import (
     _refuse_bad_sha,
     _require_complete_scan,
@@ -253,12 +253,12 @@ class Bisector:
         self.jobs += len(reqs)
         got = self.executor.measure_many(self, reqs)
         # the benchmark's wall time, every process (warm-up ones too): what the verdicts cost the chip
-        self.seconds += sum(r.get("duration") or 0.0 for m, *_ in got for r in m.runs)
+        self.seconds += sum(r.get("duration") or 0.0 for c in got for r in c.measurement.runs)
         m = self._measurer
         if m is not None and m.unfollowed and not self._told:  # said once, as it is seen
             self._told = True
             self.handler.note(m.unfollowed)
-        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples in got]
+        return [Taken(evidence(c.measurement), c.builds, c.runs, c.samples) for c in got]
 
     def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds

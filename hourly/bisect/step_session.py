@@ -16,7 +16,7 @@ from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.process_stat import Choice
 from hourly.analysis.step_search import StepSearch
 from hourly.bisect.paired_rounds import measure_rounds
-from hourly.bisect.records import Probe
+from hourly.bisect.records import Probe, Taken
 from hourly.errors import UserError
 from hourly.model import Pair, Status
 from hourly.plurals import plural
@@ -69,7 +69,7 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 if TYPE_CHECKING:
     from hourly.analysis.paired import Paired
-    from hourly.bisect.drive import Lab, Taken, WindowDrive
+    from hourly.bisect.drive import Lab, WindowDrive
 
 
 class StepSession:
@@ -131,7 +131,8 @@ class StepSession:
         """One round: every state asked for, through the lab."""
         out: dict[int, list[float] | None] = {}
         got = self.lab.measure_many([(self.pairs[i], c) for i, c in reqs.items()])
-        for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
+        for i, t in zip(reqs, got, strict=True):
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
                 self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
@@ -152,7 +153,8 @@ class StepSession:
                                        self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None)
         earlier += blocks
         self.round_no += len(blocks)
-        for pair, (ev, builds, runs, samples) in taken:
+        for pair, t in taken:
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             i = index[pair]
             self.owe(i, builds, runs, samples)
             if not ev.ok and i == stop_on:
@@ -292,7 +294,7 @@ class StepSession:
             rows[role] = d.record(Probe(role, pair, v, reason, samples)).verdict
         return self.judge.confirmed(rows["confirm_good"], rows["confirm_bad"])
 
-    def round_ahead(self, fresh: list[Pair]) -> dict[Pair, "Taken"]:
+    def round_ahead(self, fresh: list[Pair]) -> dict[Pair, Taken]:
         """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many
         as a verdict has taken so far) and, in the slots left, the states the search of the rest of
         the window will probe first (:meth:`RoundPlanner.plan_ahead`), their samples handed to it as
@@ -307,7 +309,8 @@ class StepSession:
         more = planner.top_ups(lab.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
         got = lab.measure_many([(p, n) for p in fresh] + [(self.pairs[i], n) for i in ahead]
                                + [(self.pairs[i], c) for i, c in more.items()])
-        for i, (ev, builds, runs, samples) in zip([*ahead, *more], got[len(fresh):], strict=True):
+        for i, t in zip([*ahead, *more], got[len(fresh):], strict=True):
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
                 search.mark_untestable(i, MetricJudge.failed(ev).reason)
@@ -335,21 +338,21 @@ class StepSession:
         def sample(want: int) -> list[float] | None:
             while given or len(got) < want:
                 if given:
-                    ev, builds, runs, sampled = given.pop(0)
+                    t = given.pop(0)
                 elif partner is not None and lab.workers > 1:
-                    have = sum(len(x[0].samples) for x in spare.get(partner, []))
+                    have = sum(len(x.evidence.samples) for x in spare.get(partner, []))
                     reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
                     both = lab.measure_many(reqs)
-                    (ev, builds, runs, sampled), rest = both[0], both[1:]
+                    t, rest = both[0], both[1:]
                     spare.setdefault(partner, []).extend(rest)
                 else:
-                    ev, builds, runs, sampled = lab.measure_many([(pair, want - len(got))])[0]
-                cost[0] += builds
-                cost[1] += runs
-                cost[2] += sampled
-                if not ev.ok:
+                    t = lab.measure_many([(pair, want - len(got))])[0]
+                cost[0] += t.builds
+                cost[1] += t.runs
+                cost[2] += t.samples
+                if not t.evidence.ok:
                     return None
-                got.extend(ev.samples)
+                got.extend(t.evidence.samples)
             return got
         j = self.search.sequential(sample, step.lo, step.hi)
         return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
