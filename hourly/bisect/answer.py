@@ -20,7 +20,7 @@ from hourly.model import REPOS, Blame, Pair, cut_side
 from hourly.timeparse import iso_utc
 
 if TYPE_CHECKING:
-    from hourly.bisect.drive import Lab, WindowDrive
+    from hourly.bisect.lab import Lab, WindowState
     from hourly.bisect.records import Window
 
 
@@ -69,7 +69,7 @@ def _measurements(rows: list[dict], last_good: Pair, first_bad: Pair) -> dict[st
     return out
 
 
-def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[str]], blame: Blame | None,
+def build_answer(lab: "Lab", d: "WindowState", b: Bounds, moved: dict[str, list[str]], blame: Blame | None,
                  confirmed: bool) -> Answer:
     """The answer for one window, as stored and printed with --json."""
     states, w = d.states, d.w

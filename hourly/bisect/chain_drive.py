@@ -29,13 +29,13 @@ from hourly.bisect.records import Probe, Taken, Where
 from hourly.model import Pair, Status
 
 if TYPE_CHECKING:
-    from hourly.bisect.drive import WindowDrive
+    from hourly.bisect.lab import WindowState
 
 
 class ChainDrive:
     """The verdict-by-verdict part of one window (:meth:`hourly.bisect.drive.WindowDrive.run`)."""
 
-    def __init__(self, d: "WindowDrive"):
+    def __init__(self, d: "WindowState"):
         self.d, self.lab = d, d.lab
 
     def run(self) -> tuple[Bounds, dict[Pair, Verdict], bool]:

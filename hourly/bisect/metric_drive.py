@@ -31,7 +31,7 @@ from hourly.scan.table import SCAN_ORIGIN
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
-    from hourly.bisect.drive import Lab, WindowDrive
+    from hourly.bisect.lab import Lab, WindowState
 
 
 def _from(origins: list[str]) -> str:
@@ -57,7 +57,7 @@ class MetricEnds:
     """A window's two ends (the window's, then the step's): their samples — the scan's and any
     earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need."""
 
-    def __init__(self, d: "WindowDrive"):
+    def __init__(self, d: "WindowState"):
         self.d, self.lab = d, d.lab
         self.ahead: list[Pair] = []  # probes for the ends' round (plan)
         self.want = 0                 # and the samples each state of that round gets
@@ -322,7 +322,7 @@ class Going:
 class MetricDrive:
     """Metric mode's part of one window (:meth:`hourly.bisect.drive.WindowDrive.run`)."""
 
-    def __init__(self, d: "WindowDrive"):
+    def __init__(self, d: "WindowState"):
         self.d, self.lab = d, d.lab
         self.ends = MetricEnds(d)
 

@@ -18,7 +18,7 @@ from hourly.bisect.records import Taken
 from hourly.model import Pair
 
 if TYPE_CHECKING:
-    from hourly.bisect.drive import Lab
+    from hourly.bisect.lab import Lab
 
 
 #: what an answer says of verdicts measured one state after another (an in-place build, an executor

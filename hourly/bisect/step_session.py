@@ -69,7 +69,7 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 if TYPE_CHECKING:
     from hourly.analysis.paired import Paired
-    from hourly.bisect.drive import Lab, WindowDrive
+    from hourly.bisect.lab import Lab, WindowState
 
 
 class StepSession:
@@ -96,7 +96,7 @@ class StepSession:
                 if not why and any(e.status in CRASHES for e in evs):
                     crashed.add(i)
         self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
-        self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
+        self.drive: WindowState | None = None    # the window whose rows the verdicts go to
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
         #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
         #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
@@ -205,7 +205,7 @@ class StepSession:
                               builds=builds, runs=runs, between=j.level is Level.NEITHER, run_samples=sampled))
 
     # -- the search ------------------------------------------------------------------------------
-    def next_regression(self, d: "WindowDrive") -> Step:
+    def next_regression(self, d: "WindowState") -> Step:
         """The earliest regression the search pins from where it stands, for window ``d``; with
         workers, round by round (the same search, W states measured together)."""
         self.drive = d
@@ -221,7 +221,7 @@ class StepSession:
                             "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
         return regressions[0]
 
-    def flush(self, d: "WindowDrive") -> None:
+    def flush(self, d: "WindowState") -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         search, n = self.search, len(self.pairs)
         for i, (builds, runs, sampled) in self.pending.items():
@@ -249,7 +249,7 @@ class StepSession:
         self.pending.clear()
 
     # -- confirmation ------------------------------------------------------------------------------
-    def confirmation(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+    def confirmation(self, d: "WindowState", last_good: Pair, first_bad: Pair, step: Step) -> bool:
         """Fresh measurements of the two states the answer rests on (stored ones reused). With
         workers, both are measured in one round, with the samples a verdict has taken so far,
         beside the next round of the search when the window goes on (:meth:`round_ahead`)."""
@@ -269,7 +269,7 @@ class StepSession:
                 confirm[role] = d.record(self.confirm(step, role, pair, first.get(pair), spare, partner)).verdict
         return self.judge.confirmed(confirm["confirm_good"], confirm["confirm_bad"])
 
-    def confirmation_paired(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+    def confirmation_paired(self, d: "WindowState", last_good: Pair, first_bad: Pair, step: Step) -> bool:
         """The last good and first bad states compared in rounds of the two (paired; the search's own
         comparison of the step's two states when it made one, else made now): confirmed when they
         differ, by at least the smallest step searched for; unknown after every round, or the same,
