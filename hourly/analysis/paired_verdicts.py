@@ -33,7 +33,7 @@ from hourly.analysis.process_stat import DEFAULT_CHOICE, WORDS, Choice, ProcessV
 from hourly.analysis.samples import location
 
 if TYPE_CHECKING:
-    from hourly.analysis.step_search import StepSearch
+    from hourly.analysis.search_state import SearchState
 
 #: rounds(states, count, stop_on) -> ``count`` rounds of ``states`` measured in alternation, one
 #: process each (a round's order alternates, hourly.analysis.paired.round_order): per round, each
@@ -49,7 +49,7 @@ class PairedVerdicts:
     ``checked``: the verdicts and the comparisons of two states stored by an earlier run of the
     search (resumed: its rounds are gone); ``on_note`` hears each drift said."""
 
-    def __init__(self, search: "StepSearch", rounds_fn: RoundsFn | None, given: Mapping[int, Judgement] | None = None,
+    def __init__(self, search: "SearchState", rounds_fn: RoundsFn | None, given: Mapping[int, Judgement] | None = None,
                  checked: Mapping[tuple[int, int], bool] | None = None, on_note: Callable[[str], None] | None = None):
         self.search = search
         self.rounds_fn = rounds_fn
