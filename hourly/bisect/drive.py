@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable
 
 from hourly.analysis.bisection import next_blame
-from hourly.analysis.judges import Verdict
+from hourly.analysis.judges import Verdict, chain_judge
 from hourly.answers import Answer, Rest
 from hourly.bisect.answer import build_answer, error_answer, iso
 from hourly.bisect.chain_drive import ChainDrive
@@ -50,7 +50,7 @@ class WindowDrive(WindowState):
                 choice = metric.session.search.paired_verdicts.choice
             evaluate, extras = metric.evaluate, None
         else:
-            chain = ChainDrive(self)
+            chain = ChainDrive(self, chain_judge(lab.judge))
             b, known, confirmed = chain.run()
             more_after, evaluate, extras = False, chain.evaluate, chain.extras
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair

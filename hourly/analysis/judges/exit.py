@@ -3,17 +3,33 @@ good, 125 skips, anything else (a time-out too) is bad."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from hourly.analysis.judges.base import Call, Evidence, Run, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, JudgeOptions, Run, Verdict
 from hourly.analysis.judges.runs import RunsJudge
 from hourly.errors import UserError
 from hourly.model import Status
+
+if TYPE_CHECKING:
+    from hourly.analysis.judges.flaky import FlakyJudge
 
 
 class ExitJudge(RunsJudge):
     name = "exit"
     mode = answer_mode = "exit"
+
+    def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
+        super().__init__(opts)
+        #: the failure-rate test exit mode turned to (a state both passed and failed), for good
+        self.turned_flaky: FlakyJudge | None = None
+
+    def rate(self, seen: Sequence[int | None] | None = None) -> FlakyJudge | None:
+        """One run decides until a state both passes and fails (runs ``seen``): then its failure rate
+        does, by :class:`~hourly.analysis.judges.flaky.FlakyJudge`, for the rest of the bisection."""
+        if self.turned_flaky is None and seen is not None and self.both(seen):
+            from hourly.analysis.judges.flaky import FlakyJudge
+            self.turned_flaky = FlakyJudge(self.opts)
+        return self.turned_flaky
 
     def runs(self, runs: list[Run]) -> Call:
         rcs = [r.returncode for r in runs]

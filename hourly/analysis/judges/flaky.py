@@ -55,6 +55,10 @@ class FlakyJudge(ExitJudge):
         """An end's own row: by its exit status, as in exit mode."""
         return ExitJudge.runs(self, runs)
 
+    def rate(self, seen: Sequence[int | None] | None = None) -> FlakyJudge:
+        """Its own failure-rate test, from the start."""
+        return self
+
     # -- the ends ---------------------------------------------------------------------------------
     def end_wants(self, returncodes: Sequence[int | None], clean: bool) -> int:
         """More runs an end needs: FLAKY_END_RUNS each, the crashing one more (doubling, up to
@@ -83,7 +87,7 @@ class FlakyJudge(ExitJudge):
         return sum(rc != 0 for rc in counted), len(counted)
 
     @staticmethod
-    def rate(returncodes: Sequence[int | None]) -> dict:
+    def rate_of(returncodes: Sequence[int | None]) -> dict:
         """A state's failure rate as answers give it."""
         k, n = FlakyJudge.failures(returncodes)
         return {"failed": k, "runs": n, "rate": round(k / n, 4) if n else None}
@@ -116,3 +120,7 @@ class FlakyJudge(ExitJudge):
         if llr <= lower:
             return Call(Verdict.GOOD, f"good: {what}, odds {odds(llr)}", llr=llr)
         return Call(Verdict.UNSURE, f"unsure: {what}", llr=llr)
+
+
+#: a state's failure rate as answers give it
+rate_of = FlakyJudge.rate_of
