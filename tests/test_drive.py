@@ -71,8 +71,6 @@ class Table:
         self.max_repeats = max(max_repeats, repeats)
         self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
         self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
-        self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
-                               max_repeats=self.max_repeats)
         # as the Bisector's: metric verdicts paired one state a round (measured in alternation)
         paired = workers == 1 if paired is None else paired
         self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats, paired=paired)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from hourly.analysis.judges import paired_judge
 from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, resolvable_change
 from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z, END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Block, Paired, drift, log_scale
@@ -77,7 +78,7 @@ class PairedVerdicts:
     def judge(self) -> PairedMetricJudge:
         """The search's judge when it is the paired one, else a paired judge of the defaults."""
         s = self.search
-        return s.judge if isinstance(s.judge, PairedMetricJudge) else PairedMetricJudge()
+        return paired_judge(s.judge) or PairedMetricJudge()
 
     def log(self) -> bool:
         """Whether the search compares ratios (every value it has seen positive), else differences."""

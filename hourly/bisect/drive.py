@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable
 
 from hourly.analysis.bisection import next_blame
-from hourly.analysis.judges import Verdict, chain_judge
+from hourly.analysis.judges import Verdict, chain_judge, paired_judge, window_judge
 from hourly.answers import Answer, Rest
 from hourly.bisect.answer import build_answer, error_answer, iso
 from hourly.bisect.chain_drive import ChainDrive
@@ -44,7 +44,7 @@ class WindowDrive(WindowState):
         evaluate: Callable[[Pair, str], Probe]
         choice = None  # the per-process statistic in force (a paired search's: chosen on the ends)
         if lab.judge.steps:
-            metric = MetricDrive(self)
+            metric = MetricDrive(self, window_judge(lab.judge), paired_judge(lab.judge))
             b, more_after, confirmed = metric.run()
             if metric.session.paired:
                 choice = metric.session.search.paired_verdicts.choice

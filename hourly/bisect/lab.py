@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.bisection import State
-from hourly.analysis.judges import Evidence, Judge, JudgeOptions
+from hourly.analysis.judges import Evidence, Judge
 from hourly.answers import Commit, EndSamples
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing
@@ -58,8 +58,6 @@ class Lab(Protocol):
     find_fix: bool
     rounds: int
     jobs: int
-    #: what a judge the bisection makes on the way is told (exit mode turning flaky)
-    options: JudgeOptions
     #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
     going: Any
     #: the named metric followed (--metric; its answer says it), None: the regex's one metric

@@ -31,7 +31,7 @@ from hourly.scan.table import SCAN_ORIGIN
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
-    from hourly.bisect.lab import Lab, WindowState
+    from hourly.bisect.lab import WindowState
 
 
 def _from(origins: list[str]) -> str:
@@ -40,25 +40,15 @@ def _from(origins: list[str]) -> str:
     return ", ".join(f"{n} from {'the scan' if o == SCAN_ORIGIN else o}" for o, n in sorted(c.items())) or "none"
 
 
-def _judge(lab: "Lab") -> MetricJudge:
-    j = lab.judge
-    assert isinstance(j, MetricJudge)  # the window search is the metric judge's
-    return j
-
-
-def paired(lab: "Lab") -> bool:
-    """Whether the window's verdicts are paired (hourly.analysis.judges.paired)."""
-    return isinstance(lab.judge, PairedMetricJudge)
-
-
-
-
 class MetricEnds:
     """A window's two ends (the window's, then the step's): their samples — the scan's and any
-    earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need."""
+    earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need.
+    ``judge``: the window's (None: the ends' samples alone are taken, as a manual bisection offers
+    the benchmark's verdicts against them); ``paired``: the same judge when its verdicts are paired."""
 
-    def __init__(self, d: "WindowState"):
+    def __init__(self, d: "WindowState", judge: MetricJudge | None = None, paired: PairedMetricJudge | None = None):
         self.d, self.lab = d, d.lab
+        self.judge, self.paired = judge, paired
         self.ahead: list[Pair] = []  # probes for the ends' round (plan)
         self.want = 0                 # and the samples each state of that round gets
 
@@ -78,9 +68,8 @@ class MetricEnds:
         rounds); different they must be, and the later end worse (better, finding a fix). Their
         earlier samples (the scan's) are context: a level that moved since is the machine's drift,
         said. A resumed window whose ends were compared already goes on from its rows."""
-        lab, d = self.lab, self.d
-        judge = lab.judge
-        assert isinstance(judge, PairedMetricJudge)
+        lab, d, judge = self.lab, self.d, self.paired
+        assert judge is not None  # the paired ends are the paired judge's
         good_pair, bad_pair = d.ends
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
             return True, None
@@ -150,16 +139,16 @@ class MetricEnds:
         change = sorted(c for c, _ in moved)[len(moved) // 2]
         scale = 1.0 if p.log else max(abs(p.level[0]), 1e-12)
         if min(z for _, z in moved) >= DRIFT_Z and abs(change) / scale >= DRIFT_MIN:
-            judge = self.lab.judge
-            assert isinstance(judge, PairedMetricJudge)
-            text = judge.drift_words(change, p.log, since)
+            assert self.paired is not None  # drift is said of paired rounds
+            text = self.paired.drift_words(change, p.log, since)
             self.d.drifts.append(text)
             self.lab.handler.note(text)
 
     def separate(self) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
         to differ in the direction of the hunt; they are the references of the verdicts that follow."""
-        lab, judge = self.lab, _judge(self.lab)
+        lab, judge = self.lab, self.judge
+        assert judge is not None  # the ends a window search rests on
         good_pair, bad_pair = self.d.ends
         want = min(max(MIN_END_SAMPLES, self.want), lab.max_repeats)  # with probes beside: as they need
         while True:  # noisy ends get more samples until they separate
@@ -231,9 +220,8 @@ class MetricEnds:
     def evaluate_paired(self, pair: Pair, role: str, low: Pair, high: Pair, context: "StepSession") -> Probe:
         """A state (a mixed pair of the blame) judged between the step's two states ``low`` and
         ``high``, all three measured in rounds (paired): its level, more rounds while unsure."""
-        lab = self.lab
-        judge = lab.judge
-        assert isinstance(judge, PairedMetricJudge)
+        lab, judge = self.lab, self.paired
+        assert judge is not None  # the blame's rounds are the paired judge's
         failed = lab.known_failed(pair)
         if failed:
             c = judge.untestable(failed)
@@ -278,7 +266,8 @@ class MetricEnds:
     def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]]) -> Probe:
         """A state judged between ``refs`` (the step's two levels): from stored measurements when they
         decide, else measured (more repeats while unsure, the ends as many, up to --max-repeats)."""
-        lab, judge = self.lab, _judge(self.lab)
+        lab, judge = self.lab, self.judge
+        assert judge is not None  # the blame's verdicts are the window's judge's
         failed = lab.known_failed(pair)
         if failed:
             c = judge.untestable(failed)
@@ -322,9 +311,12 @@ class Going:
 class MetricDrive:
     """Metric mode's part of one window (:meth:`hourly.bisect.drive.WindowDrive.run`)."""
 
-    def __init__(self, d: "WindowState"):
+    def __init__(self, d: "WindowState", judge: MetricJudge, paired: PairedMetricJudge | None):
         self.d, self.lab = d, d.lab
-        self.ends = MetricEnds(d)
+        #: the window's judge, and the same judge when its verdicts are paired (None: they are not);
+        #: both from the one place that takes a judge as a window search's (hourly.analysis.judges)
+        self.judge, self.paired = judge, paired
+        self.ends = MetricEnds(d, judge, paired)
 
     def run(self) -> tuple[Bounds, bool, bool]:
         """The ends (unless this is the rest of a window whose search goes on: it knows a step is
@@ -335,14 +327,15 @@ class MetricDrive:
         if going is not None and [st.pair for st in going.states[going.offset:]] != [st.pair for st in d.states]:
             going = lab.going = None
         if going is None:
-            if paired(lab):
+            if self.paired is not None:
                 differ, p = self.ends.separate_paired()
                 keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
-                session, parent, off = StepSession(lab, d.states, d.rows, ends=(differ, keyed)), d.states, 0
+                session, parent, off = StepSession(lab, d.states, self.judge, self.paired, d.rows,
+                                                     ends=(differ, keyed)), d.states, 0
             else:
                 self.ends.plan()
                 self.ends.separate()
-                session, parent, off = StepSession(lab, d.states), d.states, 0
+                session, parent, off = StepSession(lab, d.states, self.judge, self.paired), d.states, 0
         else:
             session, parent, off = going.session, going.states, going.offset
         self.session = session
@@ -364,7 +357,7 @@ class MetricDrive:
         self.refs = (session.search.ref(step.lo), session.search.ref(step.hi))
         self.step_pairs = (last_good, first_bad)
         d.ends = (last_good, first_bad)
-        if paired(lab):
+        if self.paired is not None:
             d.measured = f"{APART} ({lab.apart})" if lab.apart else "interleaved"
         else:
             d.measured = f"not paired: drift not cancelled ({lab.apart or 'the verdicts are not paired'})"
@@ -421,7 +414,7 @@ class MetricDrive:
                 "edge_probes": w.probes}
 
     def evaluate(self, pair: Pair, role: str) -> Probe:
-        if paired(self.lab):
+        if self.paired is not None:
             return self.ends.evaluate_paired(pair, role, *self.step_pairs, self.session)
         return self.ends.evaluate(pair, role, self.refs)
 

@@ -68,6 +68,7 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 
 if TYPE_CHECKING:
+    from hourly.analysis.judges.paired import PairedMetricJudge
     from hourly.analysis.paired import Paired
     from hourly.bisect.lab import Lab, WindowState
 
@@ -75,12 +76,10 @@ if TYPE_CHECKING:
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
-    def __init__(self, lab: "Lab", states: list[State], rows: list[dict] | None = None,
-                 ends: "tuple[bool, Paired | None] | None" = None):
+    def __init__(self, lab: "Lab", states: list[State], judge: MetricJudge, paired: "PairedMetricJudge | None",
+                 rows: list[dict] | None = None, ends: "tuple[bool, Paired | None] | None" = None):
         self.lab = lab
-        judge = lab.judge
-        assert isinstance(judge, MetricJudge)  # the window search is the metric judge's
-        self.judge = judge
+        self.judge = judge  # the window's (``paired``: the same, its verdicts paired; None: they are not)
         self.pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
@@ -100,7 +99,7 @@ class StepSession:
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
         #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
         #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
-        self.paired = bool(getattr(judge, "paired", False))
+        self.paired = paired is not None
         self.round_no = 0  # rounds measured so far: each round's order alternates
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
