@@ -21,7 +21,7 @@ from hourly.analysis.bisection import (
     with_mixed_states,
 )
 from hourly.analysis.judges import ChainJudge, Evidence, RateTest, Run, Verdict
-from hourly.analysis.judges.flaky import rate_of
+from hourly.analysis.judges.exit import rate_of
 from hourly.analysis.judges.manual import given
 from hourly.analysis.judges.metric import MIN_END_SAMPLES
 from hourly.analysis.judges.runs import ran, unbuilt

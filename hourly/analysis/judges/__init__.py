@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, Evidence, Judge, JudgeOptions, Run, Verdict, Word
 from hourly.analysis.judges.chain import ChainJudge, ChainTraits, RateTest
-from hourly.analysis.judges.exit import ExitJudge
-from hourly.analysis.judges.flaky import FlakyJudge
+from hourly.analysis.judges.exit import ExitJudge, FlakyJudge
 from hourly.analysis.judges.manual import ManualJudge
 from hourly.analysis.judges.metric import Level, MetricJudge
 from hourly.analysis.judges.paired import PairedMetricJudge
