@@ -15,7 +15,9 @@ PACKAGE = Path(hourly.__file__).parent
 JUDGES = PACKAGE / "analysis" / "judges"
 
 #: the narrow faces, by module: each at most MOST members
-NARROW = {"chain.py": ("ChainJudge", "RateTest")}
+NARROW = {"chain.py": ("ChainJudge", "RateTest"), "window.py": ("WindowJudge", "PairedJudge")}
+#: the drives: they see a judge only through the faces above
+DRIVES = ("drive.py", "chain_drive.py", "metric_drive.py", "step_session.py", "paired_rounds.py", "answer.py")
 MOST = 8
 
 
@@ -57,6 +59,18 @@ def test_the_faces_a_drive_sees_of_a_judge_have_at_most_8_members():
         for name in names:
             got = members(source, name)
             assert 0 < len(got) <= MOST, (name, got)
+
+
+def judge_classes_used(source: str) -> list[str]:
+    """Every ``SomeJudge.member`` ``source`` reads: a judge's class reached round its faces."""
+    return sorted({ast.unparse(n) for n in ast.walk(ast.parse(source))
+                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id.endswith("Judge")})
+
+
+def test_the_drives_reach_no_judge_class_round_the_faces():
+    used = {name: got for name in DRIVES if (got := judge_classes_used((PACKAGE / "bisect" / name).read_text()))}
+    assert used == {}
+    assert judge_classes_used("MetricJudge.failed(ev)\nx.judge.call(ev)") == ["MetricJudge.failed"]
 
 
 def test_the_member_count_reads_attributes_methods_and_properties():

@@ -172,8 +172,8 @@ def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
     bad from its first bad state on), with what --cherry-pick did to it."""
     verdict = r["verdict"]
     if lab.judge.steps and r["role"] in ("probe", "end"):
-        from hourly.analysis.judges.metric import MetricJudge
-        verdict = MetricJudge.seen_from(verdict, i, b.lo, b.hi)
+        from hourly.analysis.judges.metric import seen_from
+        verdict = seen_from(verdict, i, b.lo, b.hi)
     return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])),
                     runs=r.get("runs") or 0, run_samples=r.get("run_samples") or 0)
 

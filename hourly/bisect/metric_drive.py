@@ -2,7 +2,8 @@
 (:class:`~hourly.analysis.step_search.StepSearch`) over every stored measurement, the confirmation
 of the step it pins by fresh samples of its two states, and the samples the mixed pairs of a step
 that moves both repositories are judged with. Every verdict is the metric judge's
-(:class:`~hourly.analysis.judges.metric.MetricJudge`); this module measures and records.
+(:class:`~hourly.analysis.judges.metric.MetricJudge`, seen as a
+:class:`~hourly.analysis.judges.window.WindowJudge`); this module measures and records.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import Bounds, State, split_points
-from hourly.analysis.judges import Evidence, Verdict
+from hourly.analysis.judges import Evidence, PairedJudge, Verdict, WindowJudge
+from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
-from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
+from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, more_rounds
 from hourly.analysis.paired import Paired, drift
 from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
@@ -46,7 +48,7 @@ class MetricEnds:
     ``judge``: the window's (None: the ends' samples alone are taken, as a manual bisection offers
     the benchmark's verdicts against them); ``paired``: the same judge when its verdicts are paired."""
 
-    def __init__(self, d: "WindowState", judge: MetricJudge | None = None, paired: PairedMetricJudge | None = None):
+    def __init__(self, d: "WindowState", judge: WindowJudge | None = None, paired: PairedJudge | None = None):
         self.d, self.lab = d, d.lab
         self.judge, self.paired = judge, paired
         self.ahead: list[Pair] = []  # probes for the ends' round (plan)
@@ -93,7 +95,7 @@ class MetricEnds:
                 read = failed is not None and failed.status == "no_metric"
                 raise lab.unbuilt_end(pair, side) or UserError(
                     f"the {side} end {pair.short()} of {d.where()} has no metric "
-                    f"({MetricJudge.failed(failed).reason if failed else 'no run'})",
+                    f"({rules.failed(failed).reason if failed else 'no run'})",
                     ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
                      "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
                      f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
@@ -159,12 +161,9 @@ class MetricEnds:
                 raise lab.unbuilt_end(bad_pair if good else good_pair, "bad" if good else "good") or UserError(
                     f"an end of {self.d.where()} has no metric (good {plural(len(good), 'sample')}, bad {len(bad)})",
                     "pick ends that measure, or use --mode exit for crashes")
-            apart, sep = judge.apart(good, bad)
-            if apart or want >= lab.max_repeats:
-                break
+            if judge.ends(good, bad, want >= lab.max_repeats, lab.higher_is_better, lab.find_fix, self.d.where()):
+                return good, bad
             want = min(2 * want, lab.max_repeats)
-        judge.check_ends(good, bad, sep, lab.higher_is_better, lab.find_fix, self.d.where())
-        return good, bad
 
     def round(self, want: int, *pairs: Pair) -> dict[Pair, Taken]:
         """With workers, the ends short of ``want`` samples measured in one round."""
@@ -186,10 +185,10 @@ class MetricEnds:
         """The row of a state measured ahead of the search: its verdict row follows when the search
         judges it; one that failed is untestable now (the search never probes it)."""
         if not ev.ok:
-            c = MetricJudge.failed(ev)
+            c = rules.failed(ev)
             self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
         else:
-            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
+            self.d.record(Probe("ahead", pair, rules.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
                                 run_samples=sampled))
 
     def samples(self, pair: Pair, side: Verdict, want: int, got: "Taken | None" = None) -> tuple[list[float], int, int]:
@@ -205,7 +204,7 @@ class MetricEnds:
             new = list(ev.samples) if ev.ok else []
             samples += new
             origins += [ev.origin] * len(new)
-            self.d.record(Probe("end", pair, MetricJudge.end(side, samples),
+            self.d.record(Probe("end", pair, rules.end_verdict(side, samples),
                                 f"{plural(len(samples), 'sample')} of the {side.value} end ({_from(origins)})",
                                 list(ev.samples), builds=builds, runs=runs, run_samples=sampled))
         self.d.end_samples[side.value] = EndSamples(len(samples), dict(sorted(Counter(origins).items())))
@@ -245,7 +244,7 @@ class MetricEnds:
             sampled += sum(t.samples for _, t in taken)
             bad = next((t.evidence for q, t in taken if q == pair and not t.evidence.ok), None)
             if bad is not None:
-                c = MetricJudge.failed(bad)
+                c = rules.failed(bad)
                 return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled)
             p = Paired.of(blocks, [low, pair, high])
             final = len(blocks) >= lab.max_repeats
@@ -255,7 +254,7 @@ class MetricEnds:
                 delta = search.paired_verdicts.delta(sigma, p.log)
                 j = judge.level_paired(p, low, pair, high, sigma, dof, delta, final)
                 if j.level is not Level.UNSURE:
-                    v = judge.verdict_of(j.level)
+                    v = rules.verdict_of(j.level)
                     return Probe(role, pair, v, j.reason + search.paired_verdicts.by(), p.raw(pair), builds=builds,
                                  runs=runs, between=j.level is Level.NEITHER, run_samples=sampled)
             elif final:
@@ -278,7 +277,7 @@ class MetricEnds:
         judge.against(good, bad)
         samples = samples_of(stored)
         if not samples and any(not e.ok for e in stored):
-            c = MetricJudge.failed(next(e for e in stored if not e.ok))
+            c = rules.failed(next(e for e in stored if not e.ok))
             return Probe(role, pair, c.verdict, c.reason)
         while True:
             if samples:
@@ -293,7 +292,7 @@ class MetricEnds:
             t = lab.measure_many([(pair, need)])[0]
             ev, builds, runs, sampled = t.evidence, builds + t.builds, runs + t.runs, sampled + t.samples
             if not ev.ok:
-                c = MetricJudge.failed(ev)
+                c = rules.failed(ev)
                 return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, run_samples=sampled)
             samples = samples + list(ev.samples)
 
@@ -311,7 +310,7 @@ class Going:
 class MetricDrive:
     """Metric mode's part of one window (:meth:`hourly.bisect.drive.WindowDrive.run`)."""
 
-    def __init__(self, d: "WindowState", judge: MetricJudge, paired: PairedMetricJudge | None):
+    def __init__(self, d: "WindowState", judge: MetricJudge, paired: PairedJudge | None):
         self.d, self.lab = d, d.lab
         #: the window's judge, and the same judge when its verdicts are paired (None: they are not);
         #: both from the one place that takes a judge as a window search's (hourly.analysis.judges)

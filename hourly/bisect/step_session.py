@@ -11,7 +11,8 @@ import math
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import State, Step
-from hourly.analysis.judges import Verdict
+from hourly.analysis.judges import PairedJudge, Verdict, WindowJudge
+from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.process_stat import Choice
 from hourly.analysis.step_search import StepSearch
@@ -68,7 +69,6 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 
 if TYPE_CHECKING:
-    from hourly.analysis.judges.paired import PairedMetricJudge
     from hourly.analysis.paired import Paired
     from hourly.bisect.lab import Lab, WindowState
 
@@ -76,10 +76,12 @@ if TYPE_CHECKING:
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
-    def __init__(self, lab: "Lab", states: list[State], judge: MetricJudge, paired: "PairedMetricJudge | None",
+    def __init__(self, lab: "Lab", states: list[State], judge: MetricJudge, paired: PairedJudge | None,
                  rows: list[dict] | None = None, ends: "tuple[bool, Paired | None] | None" = None):
         self.lab = lab
-        self.judge = judge  # the window's (``paired``: the same, its verdicts paired; None: they are not)
+        #: the window's judge: the search is handed it whole, the session calls it as a WindowJudge
+        #: (``paired``: the same judge, its verdicts paired; None: they are not)
+        self.judge: WindowJudge = judge
         self.pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
@@ -91,7 +93,7 @@ class StepSession:
             if samples:
                 known[i] = samples
             elif why or evs:
-                failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
+                failed[i] = why or next(rules.failed(e).reason for e in evs if not e.ok)
                 if not why and any(e.status in CRASHES for e in evs):
                     crashed.add(i)
         self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
@@ -134,7 +136,7 @@ class StepSession:
             ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+                self.search.mark_untestable(i, rules.failed(ev).reason, crashed=ev.status in CRASHES)
                 out[i] = None
             else:
                 out[i] = list(ev.samples)
@@ -157,7 +159,7 @@ class StepSession:
             i = index[pair]
             self.owe(i, builds, runs, samples)
             if not ev.ok and i == stop_on:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+                self.search.mark_untestable(i, rules.failed(ev).reason, crashed=ev.status in CRASHES)
         return [{index[p]: v for p, v in bl.items()} for bl in blocks]
 
     def label(self, stop_on: int | None) -> str:
@@ -195,7 +197,7 @@ class StepSession:
 
     def on_verdict(self, i: int, j: Judgement) -> None:
         builds, runs, sampled = self.pending.pop(i, [0, 0, 0])
-        v = self.judge.verdict_of(j.level)
+        v = rules.verdict_of(j.level)
         pair = self.pairs[i]
         role = "end" if pair in self.recorded else "probe"  # resumed: the state has its row already
         if role == "probe" or builds or runs:
@@ -236,12 +238,12 @@ class StepSession:
                 d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
-                d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "
+                d.record(Probe("ahead", pair, rules.ahead(), f"{plural(len(ahead), 'sample')} "
                                "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs,
                                run_samples=sampled))
             else:
                 judged = search.verdicts.get(i)
-                v = MetricJudge.interval_end(i, n, judged.level if judged is not None else None)
+                v = rules.interval_end(i, n, judged.level if judged is not None else None)
                 samples = list(search.samples.get(i, []))
                 d.record(Probe("end", pair, v, f"{plural(len(samples), 'sample')} of an interval's end",
                                samples, builds=builds, runs=runs, run_samples=sampled))
@@ -312,7 +314,7 @@ class StepSession:
             ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
-                search.mark_untestable(i, MetricJudge.failed(ev).reason)
+                search.mark_untestable(i, rules.failed(ev).reason)
             else:
                 search.give(i, ev.samples)
         return dict(zip(fresh, got[:len(fresh)], strict=True))
@@ -354,5 +356,5 @@ class StepSession:
                 got.extend(t.evidence.samples)
             return got
         j = self.search.sequential(sample, step.lo, step.hi)
-        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
+        return Probe(role, pair, rules.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
                      run_samples=cost[2])

@@ -15,6 +15,7 @@ from hourly.analysis.judges.metric import Level, MetricJudge
 from hourly.analysis.judges.paired import PairedMetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
 from hourly.analysis.judges.runs import RunsJudge
+from hourly.analysis.judges.window import PairedJudge, WindowJudge
 
 #: every judge, by the name a bisection asks for it with (hourly.bisect.search.judge_for)
 JUDGES: dict[str, type] = {
@@ -42,7 +43,8 @@ def chain_judge(j: Judge) -> ChainJudge:
 
 
 def window_judge(j: Judge) -> MetricJudge:
-    """``j`` as the judge of the window search of every step (metric mode)."""
+    """``j`` as the judge of the window search of every step (metric mode): the search is handed it
+    whole, its drives see it as a :class:`~hourly.analysis.judges.window.WindowJudge`."""
     assert j.steps and isinstance(j, MetricJudge), j.name
     return j
 
@@ -54,5 +56,5 @@ def paired_judge(j: Judge) -> PairedMetricJudge | None:
 
 
 __all__ = ["JUDGES", "Call", "ChainJudge", "ChainTraits", "Evidence", "ExitJudge", "FlakyJudge", "Judge", "Level",
-           "ManualJudge", "MetricJudge", "JudgeOptions", "PairedMetricJudge", "PrintedJudge", "RateTest", "Run",
-           "Verdict", "Word", "chain_judge", "judge", "paired_judge", "window_judge"]
+           "ManualJudge", "MetricJudge", "JudgeOptions", "PairedJudge", "PairedMetricJudge", "PrintedJudge", "RateTest",
+           "Run", "Verdict", "WindowJudge", "Word", "chain_judge", "judge", "paired_judge", "window_judge"]
