@@ -8,24 +8,18 @@ describes what it decided.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from hourly.analysis.bisection import Bounds
 from hourly.answers import Answer, AnswerWindow, Commit, Measured, Merged, ProbeRow
+from hourly.bisect.lab import Lab, WindowState, iso
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
 from hourly.model import REPOS, Blame, Pair, cut_side
-from hourly.timeparse import iso_utc
 
 if TYPE_CHECKING:
-    from hourly.bisect.lab import Lab, WindowState
     from hourly.bisect.records import Window
-
-
-def iso(ts: int) -> str:
-    return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
 
 
 # -- the answer record --------------------------------------------------------------------------

@@ -23,10 +23,11 @@ from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.timeparse import iso_utc
 
-__all__ = ["Histories", "Lab", "Metered", "WindowState", "Witness"]
+__all__ = ["Histories", "Lab", "Metered", "WindowState", "Witness", "iso"]
 
 
-def _iso(ts: int) -> str:
+def iso(ts: int) -> str:
+    """A unix time as hourly prints instants (UTC)."""
     return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
 
 
@@ -166,7 +167,7 @@ class WindowState:
 
     def where(self, between: str = " .. ") -> str:
         """The window in words: ``<good> .. <bad>`` (UTC)."""
-        return f"{_iso(self.w.good_time)}{between}{_iso(self.w.bad_time)}"
+        return f"{iso(self.w.good_time)}{between}{iso(self.w.bad_time)}"
 
 
 class Histories(Protocol):
