@@ -116,8 +116,8 @@ class MetricEnds:
         for pair, side in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             mine = [t for q, t in taken if q == pair]
             values = p.raw(pair)
-            d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
-                           f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
+            c = judge.in_rounds(side, "end", outcome, p.rounds, words)
+            d.record(Probe("end", pair, c.verdict, c.reason, values,
                            builds=sum(t.builds for t in mine), runs=sum(t.runs for t in mine),
                            run_samples=sum(t.samples for t in mine), statistic=chosen))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})

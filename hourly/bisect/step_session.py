@@ -102,6 +102,7 @@ class StepSession:
         #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
         #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
         self.paired = paired is not None
+        self.paired_judge = paired
         self.round_no = 0  # rounds measured so far: each round's order alternates
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
@@ -180,14 +181,13 @@ class StepSession:
         builds, n, sampled = self.pending.pop(i, [0, 0, 0])
         pair = self.pairs[i]
         if runs:
-            self.record(Probe("edge", pair, Verdict.UNSURE, "runs: the edge of a crash window, by exit status "
-                              "(its level not judged yet)", list(self.search.samples.get(i, [])), builds=builds, runs=n,
-                              run_samples=sampled))
+            c = self.judge.edge(True)
+            self.record(Probe("edge", pair, c.verdict, c.reason, list(self.search.samples.get(i, [])), builds=builds,
+                              runs=n, run_samples=sampled))
         else:
             self.recorded.add(pair)
-            self.record(Probe("edge", pair, Verdict.SKIP, f"{self.search.failed.get(i, 'crashed')} "
-                              "(the edge of a crash window, by exit status)", builds=builds, runs=n,
-                              run_samples=sampled))
+            c = self.judge.edge(False, self.search.failed.get(i, "crashed"))
+            self.record(Probe("edge", pair, c.verdict, c.reason, builds=builds, runs=n, run_samples=sampled))
 
     def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
         acc = self.pending.setdefault(i, [0, 0, 0])
@@ -286,13 +286,12 @@ class StepSession:
         _, p = search.checked[(step.lo, step.hi)]
         outcome, words = search.outcomes.get((step.lo, step.hi), (None, "not compared"))
         rows = {}
+        assert self.paired_judge is not None  # confirmed in rounds: the paired judge's
         for role, pair, i, want in (("confirm_good", last_good, step.lo, Verdict.GOOD),
                                     ("confirm_bad", first_bad, step.hi, Verdict.BAD)):
-            v = want if outcome is True else Verdict.UNSURE
-            other = "first bad" if role == "confirm_good" else "last good"
             samples = p.raw(i) if p is not None else []
-            reason = f"in alternation with the {other} state: {words}"
-            rows[role] = d.record(Probe(role, pair, v, reason, samples)).verdict
+            c = self.paired_judge.in_rounds(want, role, outcome, p.rounds if p is not None else 0, words)
+            rows[role] = d.record(Probe(role, pair, c.verdict, c.reason, samples)).verdict
         return self.judge.confirmed(rows["confirm_good"], rows["confirm_bad"])
 
     def round_ahead(self, fresh: list[Pair]) -> dict[Pair, Taken]:

@@ -190,6 +190,14 @@ class MetricJudge(BaseJudge):
         self.check_ends(good, bad, sep, higher_is_better, find_fix, where)
         return True
 
+    @staticmethod
+    def edge(runs: bool, why: str = "crashed") -> Call:
+        """A crash window's edge, probed by exit status: it runs (unsure: its level is not judged
+        yet), or it crashed (``why``) and is untestable."""
+        if runs:
+            return Call(Verdict.UNSURE, "runs: the edge of a crash window, by exit status (its level not judged yet)")
+        return Call(Verdict.SKIP, f"{why} (the edge of a crash window, by exit status)")
+
     # -- the window search's levels, as verdicts ------------------------------------------------
     @staticmethod
     def verdict_of(level: Level, unjudged: Verdict = Verdict.SKIP) -> Verdict:

@@ -46,6 +46,10 @@ class WindowJudge(Protocol):
         """Whether fresh verdicts on the step's two states confirm it."""
         ...
 
+    def edge(self, runs: bool, why: str = "crashed") -> Call:
+        """A crash window's edge, probed by exit status: it runs, or it crashed (``why``)."""
+        ...
+
 
 class PairedJudge(Protocol):
     """The window search's judge on rounds of the states it compares (hourly.analysis.paired)."""
@@ -67,6 +71,11 @@ class PairedJudge(Protocol):
     def check_ends_paired(self, p: Paired, outcome: bool | None, words: str, higher_is_better: bool,
                           find_fix: bool, where: str) -> None:
         """The ends, compared in rounds: they differ, and the later one is worse (a UserError otherwise)."""
+        ...
+
+    def in_rounds(self, side: Verdict, role: str, outcome: bool | None, rounds: int, words: str) -> Call:
+        """The row of a state compared in rounds with its partner (a window's end, a step's state
+        confirmed)."""
         ...
 
     def drift_words(self, change: float, log: bool, since: str) -> str:
