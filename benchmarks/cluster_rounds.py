@@ -33,6 +33,7 @@ from hourly.adapters.store import Measurement, Store  # noqa: E402
 from hourly.bisect.records import BisectRequest  # noqa: E402
 from hourly.bisect.search import run_bisect  # noqa: E402
 from hourly.demo.repos import Change, make_repos  # noqa: E402
+from hourly.execute.host import Counted  # noqa: E402
 from hourly.measure.settings import effective, keyed  # noqa: E402
 from hourly.model import Mode, Status  # noqa: E402
 
@@ -76,7 +77,7 @@ class OracleExecutor:
             m = Measurement(pair.xla, pair.jax, Status.OK.value, float(np.median(xs)), xs,
                             [{"returncode": 0, "value": x} for x in xs], origin=host.origin)
             host.store.add_measurement(host.key, m)
-            out.append((m, int(new), count, count))
+            out.append(Counted(m, int(new), count, count))
         return out
 
     def stream(self, host, reqs):

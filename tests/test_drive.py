@@ -24,7 +24,7 @@ from hourly.answers import Answer, Commit
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.drive import WindowDrive, every_step
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Window
+from hourly.bisect.records import BisectRequest, Taken, Window
 from hourly.bisect.search import judge_for
 from hourly.errors import UserError
 from hourly.model import Mode, Pair
@@ -71,8 +71,6 @@ class Table:
         self.max_repeats = max(max_repeats, repeats)
         self._repeats, self._workers, self.min_change, self.find_fix = repeats, workers, min_change, find_fix
         self._hib = (not higher_is_better) if find_fix and mode is Mode.METRIC else higher_is_better
-        self.options = JudgeOptions(invert=find_fix and mode is not Mode.METRIC, repeats=repeats,
-                               max_repeats=self.max_repeats)
         # as the Bisector's: metric verdicts paired one state a round (measured in alternation)
         paired = workers == 1 if paired is None else paired
         self.judge = judge_ or judge_for(mode, req, repeats, self.max_repeats, paired=paired)
@@ -108,7 +106,7 @@ class Table:
             k = len(self.measured.get(pair, []))
             if pair in self.fails:
                 ev = Evidence("build_failed", detail="build failed: boom (log /logs/b)", id=next(self._ids))
-                taken = (ev, int(k == 0), 0, 0)
+                taken = Taken(ev, int(k == 0), 0, 0)
             else:
                 runs, samples = [], []
                 for _ in range(count):
@@ -125,8 +123,8 @@ class Table:
                 st = "ok" if samples or not bad else bad[0].status
                 ev = Evidence(st, tuple(samples), tuple(runs), f"{st} (log /logs/r)" if bad else None, "bisect",
                               next(self._ids))
-                taken = (ev, int(k == 0), count, len(samples) * self.samples_per_run)
-            self.measured.setdefault(pair, []).append(taken[0])
+                taken = Taken(ev, int(k == 0), count, len(samples) * self.samples_per_run)
+            self.measured.setdefault(pair, []).append(taken.evidence)
             out.append(taken)
         return out
 
@@ -509,7 +507,8 @@ def test_exit_mode_turns_flaky_when_an_end_both_passes_and_fails():
     lab.measure_many([(Pair("x0", "j0"), 6), (Pair("x9", "j0"), 6)])  # the scan's measurements
     assert ExitJudge.both(lab.stored(Pair("x9", "j0"))[0].counted)
     (a,) = bisect(lab, 0, 9 * H, "crash")
-    assert lab.judge.name == "flaky" and a.flaky is True and a.culprit.sha == "x6"
+    # exit mode turned to the failure-rate test for the rest of the bisection (the judge itself keeps it)
+    assert lab.judge.name == "exit" and lab.judge.rate() is not None and a.flaky is True and a.culprit.sha == "x6"
 
 
 @pytest.mark.parametrize("find_fix", [False, True])
@@ -557,7 +556,7 @@ class Person:
 
     def ask(self, lab, bid, pair, role, where, ends):
         self.asked.append((role, pair, where))
-        return Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0
+        return Taken(Evidence(word=Word(self.says(pair), "typed at the prompt")), 1, 0, 0)
 
     def resume_at(self, bid):
         return self.waiting
@@ -701,7 +700,7 @@ def test_the_report_of_a_manual_bisection_says_the_verdicts_were_a_persons(tmp_p
 
     class Marked(Person):
         def ask(self, lab, bid, pair, role, where, ends):
-            return Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0
+            return Taken(Evidence(word=Word(self.says(pair), "hourly mark: pid 7 on host")), 1, 0, 0)
     lab = manual_lab(lambda p: Verdict.BAD if index(p.xla) >= 5 else Verdict.GOOD)
     lab.witness = Marked(lab.witness.says)
     (a,) = bisect(lab, 0, 11 * H)

@@ -114,12 +114,12 @@ def _module_name(path: Path) -> str:
     return name.removesuffix(".__init__")
 
 
-def _runtime_imports(path: Path) -> set[str]:
+def _runtime_imports(path: Path, runtime_only: bool = True) -> set[str]:
     """Every hourly module ``path`` imports when it runs (at the top or lazily inside a function),
     resolved to the module (``from hourly.a import b`` is ``hourly.a.b`` when that is a module).
-    Imports under ``if TYPE_CHECKING:`` never run and are left out."""
+    Imports under ``if TYPE_CHECKING:`` never run and are left out, unless ``runtime_only`` is false."""
     found: set[str] = set()
-    for prefix, imported in _import_statements(path, runtime_only=True):
+    for prefix, imported in _import_statements(path, runtime_only=runtime_only):
         if not (prefix == "hourly" or prefix.startswith("hourly.")):
             continue
         found.add(prefix)
@@ -135,6 +135,18 @@ def _graph() -> dict[str, set[str]]:
     """Each hourly module's runtime imports of hourly modules (parsed once, when a test asks: every
     test process collects this file, and parsing the package at import cost each ~1.5 s)."""
     return {name: _runtime_imports(path) for name, path in MODULES.items()}
+
+
+@functools.cache
+def _graph_with_annotations() -> dict[str, set[str]]:
+    """:func:`_graph` with the imports under ``if TYPE_CHECKING:`` too: the names a module's
+    annotations take from another."""
+    return {name: _runtime_imports(path, runtime_only=False) for name, path in MODULES.items()}
+
+
+#: the packages whose modules may not form a circle even through imports made for annotations alone:
+#: the bisection's drives and the pure analysis, read by whoever changes one of their seams
+NO_CIRCLE_AT_ALL = ("hourly.bisect", "hourly.analysis")
 
 
 def _within(name: str, roots) -> bool:
@@ -229,6 +241,24 @@ def test_every_module_has_a_place():
 
 def test_the_import_graph_has_no_circle():
     assert _cycles(_graph()) == []
+
+
+def test_the_bisection_and_the_analysis_have_no_circle_even_through_annotations():
+    # a module that imports another for its annotations only (``if TYPE_CHECKING:``) still depends on
+    # it: a circle through such an import is one a reader of either module must hold whole
+    graph = _graph_with_annotations()
+    inside = {n: {d for d in deps if _within(d, NO_CIRCLE_AT_ALL)} for n, deps in graph.items()
+              if _within(n, NO_CIRCLE_AT_ALL)}
+    assert _cycles(inside) == []
+
+
+def test_the_annotation_graph_sees_type_only_and_lazy_imports():
+    # the checker itself: an import under TYPE_CHECKING (the chain drive's of the lab) is in the
+    # annotation graph and not the runtime one; a function-level one (the Bisector's of sampling) is in both
+    assert "hourly.bisect.lab" in _graph_with_annotations()["hourly.bisect.chain_drive"]
+    assert "hourly.bisect.lab" not in _graph()["hourly.bisect.chain_drive"]
+    assert "hourly.bisect.sampling" in _graph()["hourly.bisect.search"]
+    assert "hourly.bisect.sampling" in _graph_with_annotations()["hourly.bisect.search"]
 
 
 def test_no_import_runs_back_up_the_layers():

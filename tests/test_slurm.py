@@ -150,7 +150,7 @@ def test_a_result_recorded_before_a_kill_is_not_recorded_twice(tmp_path):
     (first,) = ex.measure_many(Host(store), [(pair, 1)])
     (d / "recorded").unlink()  # killed before the mark
     (again,) = ex.measure_many(Host(store), [(pair, 1)])
-    assert first[0].id == again[0].id and len(store.measurements("k", pair.xla, pair.jax)) == 1
+    assert first.measurement.id == again.measurement.id and len(store.measurements("k", pair.xla, pair.jax)) == 1
     assert ex.adopted == 2 and ex.submitted == 0
 
 

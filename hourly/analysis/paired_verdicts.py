@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from hourly.analysis.judges import paired_judge
 from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, resolvable_change
 from hourly.analysis.judges.paired import DRIFT_MIN, DRIFT_Z, END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
 from hourly.analysis.paired import Block, Paired, drift, log_scale
@@ -33,7 +34,7 @@ from hourly.analysis.process_stat import DEFAULT_CHOICE, WORDS, Choice, ProcessV
 from hourly.analysis.samples import location
 
 if TYPE_CHECKING:
-    from hourly.analysis.step_search import StepSearch
+    from hourly.analysis.search_state import SearchState
 
 #: rounds(states, count, stop_on) -> ``count`` rounds of ``states`` measured in alternation, one
 #: process each (a round's order alternates, hourly.analysis.paired.round_order): per round, each
@@ -49,7 +50,7 @@ class PairedVerdicts:
     ``checked``: the verdicts and the comparisons of two states stored by an earlier run of the
     search (resumed: its rounds are gone); ``on_note`` hears each drift said."""
 
-    def __init__(self, search: "StepSearch", rounds_fn: RoundsFn | None, given: Mapping[int, Judgement] | None = None,
+    def __init__(self, search: "SearchState", rounds_fn: RoundsFn | None, given: Mapping[int, Judgement] | None = None,
                  checked: Mapping[tuple[int, int], bool] | None = None, on_note: Callable[[str], None] | None = None):
         self.search = search
         self.rounds_fn = rounds_fn
@@ -77,7 +78,7 @@ class PairedVerdicts:
     def judge(self) -> PairedMetricJudge:
         """The search's judge when it is the paired one, else a paired judge of the defaults."""
         s = self.search
-        return s.judge if isinstance(s.judge, PairedMetricJudge) else PairedMetricJudge()
+        return paired_judge(s.judge) or PairedMetricJudge()
 
     def log(self) -> bool:
         """Whether the search compares ratios (every value it has seen positive), else differences."""

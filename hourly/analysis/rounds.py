@@ -1,7 +1,8 @@
 """The rounds of the window search: W states measured together, planned so the search walks through
 them without waiting (docs/parallel-rounds.md).
 
-:class:`RoundPlanner` drives a :class:`~hourly.analysis.step_search.StepSearch` round by round:
+:class:`RoundPlanner` drives a :class:`~hourly.analysis.step_search.StepSearch` round by round (it
+reads and fills the search's :class:`~hourly.analysis.search_state.SearchState`):
 the search runs on the samples in hand and stops (:class:`~hourly.analysis.bisection.Pending`)
 where it needs more; the round then holds what it waits for, the samples the same verdict needs
 next, and states planned ahead to fill the workers. Planning only: every verdict is still the
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -20,9 +21,7 @@ from hourly.analysis.bisection import Pending, Step, split_points
 from hourly.analysis.detect import PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.metric import INDIFFERENCE, Level, MetricJudge
 from hourly.analysis.samples import Samples, location
-
-if TYPE_CHECKING:
-    from hourly.analysis.step_search import StepSearch
+from hourly.analysis.search_state import SearchState
 
 #: measure(state, count) -> ``count`` new samples, or None when the state is untestable.
 MeasureFn = Callable[[int, int], "list[float] | None"]
@@ -118,13 +117,14 @@ def first_round_samples(min_change: float, repeats: int, max_repeats: int) -> in
 
 class RoundPlanner:
     """The rounds of one :class:`~hourly.analysis.step_search.StepSearch` (its own planner: it reads
-    the search's samples, verdicts and open intervals, and hands it what each round measured)."""
+    the search's state — samples, verdicts, open intervals — and hands it what each round measured)."""
 
-    def __init__(self, search: "StepSearch"):
+    def __init__(self, search: SearchState):
         self.search = search
         self._predicted: tuple[tuple, int] | None = None  # predicted(): its last answer and what it rested on
 
-    def run(self, measure_many: MeasureManyFn, workers: int) -> tuple[list[Step], int]:
+    def run(self, measure_many: MeasureManyFn, workers: int, search: Callable[[MeasureFn], list[Step]]
+            ) -> tuple[list[Step], int]:
         """:meth:`StepSearch.run` with up to ``workers`` states measured together per round, through one call
         ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call took.
 
@@ -135,10 +135,11 @@ class RoundPlanner:
         ``workers`` states splitting the open intervals (the one searched now first, then the
         rest of the stack, each slot to the interval with the largest parts) into equal expected
         cost (:func:`split_points`). Measured, they cost nothing, so the search walks through them
-        without waiting. ``workers=1`` makes exactly :meth:`StepSearch.run`'s probes, one per round."""
+        without waiting. ``workers=1`` makes exactly :meth:`StepSearch.run`'s probes, one per round.
+        ``search(measure)``: the search run with ``measure`` in place of its own."""
         workers = max(1, workers)
         s = self.search
-        ready = s._ready
+        ready = s.ready
 
         def take(i: int, count: int) -> list[float]:
             got = ready.get(i, [])
@@ -147,26 +148,22 @@ class RoundPlanner:
                 return got[:count]
             raise Pending(i, count - len(got))
 
-        measure, s.measure = s.measure, take
         rounds = 0
-        try:
-            while True:
-                try:
-                    return s.run(), rounds
-                except Pending as e:
-                    reqs = self.plan_round(e, workers)
-                    got = measure_many(reqs)
-                    rounds += 1
-                    s.rounds += 1
-                    for i in reqs:
-                        new = got.get(i)
-                        if new is None:
-                            s.failed.setdefault(i, "untestable")
-                            ready.pop(i, None)
-                        else:
-                            ready.setdefault(i, []).extend(new)
-        finally:
-            s.measure = measure
+        while True:
+            try:
+                return search(take), rounds
+            except Pending as e:
+                reqs = self.plan_round(e, workers)
+                got = measure_many(reqs)
+                rounds += 1
+                s.rounds += 1
+                for i in reqs:
+                    new = got.get(i)
+                    if new is None:
+                        s.failed.setdefault(i, "untestable")
+                        ready.pop(i, None)
+                    else:
+                        ready.setdefault(i, []).extend(new)
 
 
     def plan_round(self, e: Pending, workers: int) -> dict[int, int]:
@@ -174,13 +171,13 @@ class RoundPlanner:
         s = self.search
         reqs = {e.state: e.count}
         for i, total in e.ends.items():
-            have = len(s.samples.get(i, ())) + len(s._ready.get(i, ()))
+            have = len(s.samples.get(i, ())) + len(s.ready.get(i, ()))
             if len(reqs) < workers and i not in reqs and i not in s.failed and total > have:
                 reqs[i] = total - have
         if workers == 1:
             return reqs
         need = None
-        if e.probe == e.state and not s.samples.get(e.state) and not s._ready.get(e.state):
+        if e.probe == e.state and not s.samples.get(e.state) and not s.ready.get(e.state):
             del reqs[e.state]  # a new probe: the plan picks the round's new states (the search follows)
             need = e.state
         typical = self.typical()
@@ -190,8 +187,8 @@ class RoundPlanner:
             reqs[need] = e.count  # the plan put nothing where the search waits: what it asked for
         reqs.update(self.top_ups(workers - len(reqs), set(reqs)))
         # slots left: states measured ahead, not yet judged, get the samples a verdict usually takes
-        for i in sorted(s._ready, key=lambda i: -len(s._ready[i])):
-            have = len(s.samples.get(i, ())) + len(s._ready[i])
+        for i in sorted(s.ready, key=lambda i: -len(s.ready[i])):
+            have = len(s.samples.get(i, ())) + len(s.ready[i])
             if len(reqs) < workers and i not in reqs and i not in s.failed and i not in s.verdicts \
                     and have < typical:
                 reqs[i] = typical - have
@@ -209,13 +206,13 @@ class RoundPlanner:
         """The samples a verdict in the open intervals is expected to need (:func:`verdict_samples`,
         on the noise so far and the levels of each interval's ends); --repeats when nothing is known."""
         s = self.search
-        key = (sum(len(v) for v in s.samples.values()), tuple(s._stack))
+        key = (sum(len(v) for v in s.samples.values()), tuple(s.stack))
         if self._predicted is not None and self._predicted[0] == key:
             return self._predicted[1]
         sigma, dof = s.noise()
         delta = s.delta(sigma)
         need = s.repeats
-        for a, b, _ in s._stack:
+        for a, b, _ in s.stack:
             x, y = s.ref(a), s.ref(b)
             if x and y:
                 need = max(need, verdict_samples(location(x), location(y), sigma, dof, delta, s.repeats,
@@ -254,9 +251,9 @@ class RoundPlanner:
         s = self.search
         typical, exclude = self.typical(), set(exclude)
         out: dict[int, int] = {}
-        for a, b, _ in reversed(s._stack):
+        for a, b, _ in reversed(s.stack):
             for i in (a, b):
-                have = len(s.samples.get(i, ())) + len(s._ready.get(i, ()))
+                have = len(s.samples.get(i, ())) + len(s.ready.get(i, ()))
                 if len(out) < k and i not in out and i not in exclude and i not in s.failed and have < typical:
                     out[i] = typical - have
         return out
@@ -266,8 +263,8 @@ class RoundPlanner:
         or measured ahead and not judged yet (its own, those in hand and those measured ahead)."""
         s = self.search
         if i in s.verdicts or i in (0, s.n - 1):
-            return s.ref(i) + list(s._ready.get(i, ()))
-        return list(s.samples.get(i, ())) + list(s._ready.get(i, ()))
+            return s.ref(i) + list(s.ready.get(i, ()))
+        return list(s.samples.get(i, ())) + list(s.ready.get(i, ()))
 
     def open_gaps(self, exclude: Iterable[int] = (), need: int | None = None) -> list[_Span]:
         """The gaps that may still hold a step, for planning a round: each open interval of the
@@ -277,15 +274,15 @@ class RoundPlanner:
         waits on (holding ``need``) is open whatever its sides, with ``want`` 1; ``room``: the states
         left to probe in a gap."""
         s = self.search
-        if not s._stack:
+        if not s.stack:
             return []
         exclude = set(exclude)
         sigma, _ = s.noise()
         delta = s.delta(sigma)
         out: list[_Span] = []
-        for a, b, _ in reversed(s._stack):  # the interval searched now first
+        for a, b, _ in reversed(s.stack):  # the interval searched now first
             cuts = [a] + [i for i in range(a + 1, b) if i not in s.failed and
-                          (s.samples.get(i) or s._ready.get(i))] + [b]
+                          (s.samples.get(i) or s.ready.get(i))] + [b]
             for p, q in zip(cuts, cuts[1:], strict=False):
                 skip = {i - p for i in range(p + 1, q) if i in s.failed or i in s.unsure or i in exclude}
                 room = q - p - 1 - len(skip)

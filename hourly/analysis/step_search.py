@@ -21,24 +21,14 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
-
-from hourly.analysis.bisection import (
-    COST_BUILD,
-    COST_MEASURED,
-    DEFAULT_MIN_CHANGE,
-    Pending,
-    Step,
-    Verdict,
-    next_probe,
-)
+from hourly.analysis.bisection import DEFAULT_MIN_CHANGE, Pending, Step, Verdict, next_probe
 from hourly.analysis.crash_window import Crashes
-from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
-from hourly.analysis.judges.metric import INDIFFERENCE, Judgement, Level, MetricJudge, resolvable_change
+from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired
 from hourly.analysis.paired_verdicts import PairedVerdicts, RoundsFn
 from hourly.analysis.rounds import MeasureFn, MeasureManyFn, RoundPlanner
-from hourly.analysis.samples import location, pooled_sigma
+from hourly.analysis.samples import location
+from hourly.analysis.search_state import SearchState
 
 __all__ = ["Pending", "Step", "StepSearch"]
 
@@ -66,53 +56,40 @@ class StepSearch:
                  on_edge: Callable[[int, bool], None] | None = None, on_note: Callable[[str], None] | None = None):
         if n < 2:
             raise ValueError("a window needs two states")
-        self.n, self.measure = n, measure
-        self.judge = judge or MetricJudge()  # where a probe stands, and whether two states differ
-        self.repeats, self.max_repeats = max(1, repeats), max(1, max_repeats, repeats)
-        self.min_change, self.higher_is_better = min_change, higher_is_better
-        self.samples: dict[int, list[float]] = {i: list(v) for i, v in (known or {}).items() if v}
-        self.failed: dict[int, str] = dict(failed or {})
-        self.unsure: set[int] = set()
-        self.verdicts: dict[int, Judgement] = {}
-        self._cost = cost
+        self.measure = measure
+        #: what the search knows (samples, verdicts, open intervals, settings): what its planner and
+        #: its paired verdicts read, handed to them as an argument
+        self.state = SearchState(n, repeats=repeats, max_repeats=max_repeats, min_change=min_change,
+                                 higher_is_better=higher_is_better, judge=judge or MetricJudge(), cost=cost,
+                                 known=known, failed=failed)
+        st = self.state
+        # the state's own objects, read here by their names as before (never rebound)
+        self.n, self.judge, self.repeats, self.max_repeats = st.n, st.judge, st.repeats, st.max_repeats
+        self.min_change, self.higher_is_better = st.min_change, st.higher_is_better
+        self.samples, self.failed, self.unsure, self.verdicts = st.samples, st.failed, st.unsure, st.verdicts
+        self.ref, self.noise, self.delta, self.cost, self.mean = st.ref, st.noise, st.delta, st.cost, st.mean
         self.on_verdict = on_verdict or (lambda i, j: None)
         self.stop_at_regression = stop_at_regression
         self.steps: list[Step] = []
         self.more_after = False
         self.dropped: list[tuple[int, int]] = []  # intervals whose ends turned out not to differ
-        # intervals whose ends differ, the earliest on top; ``check``: one test said so (a probe
-        # between two levels, or an unsure one), so a second, on the ends themselves, must agree
-        self._stack: list[tuple[int, int, bool]] = [(0, n - 1, False)]
-        self._root = list(range(n))  # states judged at one level share a root: their samples pool
-        self._ready: dict[int, list[float]] = {}  # rounds: samples measured, not yet asked for
-        self.rounds = 0  # rounds of measure_many so far (run_rounds)
-        self.planner = RoundPlanner(self)  # its rounds of W states (run_rounds)
+        self.planner = RoundPlanner(st)  # its rounds of W states (run_rounds)
         # -- paired verdicts (``rounds``): every verdict from rounds of the states it compares
         self.paired = rounds is not None
-        self.paired_verdicts = PairedVerdicts(self, rounds, given, checked, on_note)
+        self.paired_verdicts = PairedVerdicts(st, rounds, given, checked, on_note)
         # -- crash windows (``crash_windows``): a crashing probe is jumped over; two in a row, its edges
         self.crash_windows = crash_windows
-        self.crashes = Crashes(self.failed, lambda i: bool(self.samples.get(i) or self._ready.get(i)),
+        self.crashes = Crashes(self.failed, lambda i: bool(st.samples.get(i) or st.ready.get(i)),
                                self._run_once, on_edge)
         # what drivers read here, as before the two parts: the parts' own objects (never rebound)
         self.checked, self.outcomes = self.paired_verdicts.checked, self.paired_verdicts.outcomes
         self.groups, self.drifts = self.paired_verdicts.groups, self.paired_verdicts.drifts
         self.crashed, self.windows = self.crashes.crashed, self.crashes.windows
 
-    def _find(self, i: int) -> int:
-        while self._root[i] != i:
-            self._root[i] = self._root[self._root[i]]
-            i = self._root[i]
-        return i
-
-    def _join(self, i: int, j: int) -> None:
-        self._root[self._find(i)] = self._find(j)
-
-    def ref(self, i: int) -> list[float]:
-        """Every sample of the states judged at state ``i``'s level: the reference for that level,
-        more precise with every probe that lands on it."""
-        r = self._find(i)
-        return [x for j in range(self.n) if self._find(j) == r for x in self.samples.get(j, ())]
+    @property
+    def rounds(self) -> int:
+        """Rounds of measure_many so far (:meth:`run_rounds`)."""
+        return self.state.rounds
 
     # -- samples and noise ------------------------------------------------------------------
     def get(self, i: int, want: int) -> list[float] | None:
@@ -120,8 +97,8 @@ class StepSearch:
         if i in self.failed:
             return None
         s = self.samples.setdefault(i, [])
-        if len(s) < want and self._ready.get(i):  # measured ahead in a round: every one of them first
-            s.extend(self._ready.pop(i))
+        if len(s) < want and self.state.ready.get(i):  # measured ahead in a round: every one of them first
+            s.extend(self.state.ready.pop(i))
         if len(s) < want:
             new = self.measure(i, want - len(s))
             if new is None:
@@ -129,33 +106,6 @@ class StepSearch:
                 return None
             s.extend(new)
         return s
-
-    def noise(self) -> tuple[float, int]:
-        """One sample's standard deviation, pooled over every state sampled more than once."""
-        groups = [g for g in self.samples.values() if g]
-        level = float(np.median([abs(location(g)) for g in groups])) if groups else 1.0
-        s, dof = pooled_sigma(groups)
-        floor = max(NOISE_FLOOR_RELATIVE * level, 1e-12)
-        return max(s if s is not None else PRIOR_RELATIVE_NOISE * level, floor), dof
-
-    def delta(self, sigma: float) -> float:
-        """The smallest step searched for: --min-change of the level (or the whole window's change,
-        when that is smaller: the window was asked for), or what the repeats can resolve."""
-        level = abs(location(self.samples[0])) if self.samples.get(0) else 1.0
-        want = self.min_change * level
-        if self.samples.get(self.n - 1) and self.samples.get(0):
-            want = min(want, abs(location(self.samples[self.n - 1]) - location(self.samples[0])))
-        return max(INDIFFERENCE * want, resolvable_change(sigma, self.max_repeats))
-
-    def cost(self, i: int) -> float:
-        if self._ready.get(i):
-            return COST_MEASURED
-        if self._cost is not None:
-            return self._cost(i)
-        return COST_MEASURED if self.samples.get(i) else COST_BUILD
-
-    def mean(self, i: int) -> float:
-        return location(self.samples[i])
 
     # -- one verdict --------------------------------------------------------------------------
     def sequential(self, sample: Callable[[int], "list[float] | None"], a: int, b: int) -> Judgement:
@@ -232,7 +182,7 @@ class StepSearch:
     def run(self) -> list[Step]:
         """Pin every step (or, with ``stop_at_regression``, up to the next regression: call again
         to go on to the one after it). Returns every step pinned so far."""
-        stack = self._stack
+        stack = self.state.stack
         while stack:
             a, b, check = stack[-1]  # popped once dealt with: a round driver re-enters after Pending
             if check and not self.apart(a, b):
@@ -264,10 +214,10 @@ class StepSearch:
             if v is Level.SKIP:
                 stack.append((a, b, i in self.unsure and i not in self.failed))
             elif v is Level.LOW:
-                self._join(i, a)
+                self.state.join(i, a)
                 stack.append((i, b, False))
             elif v is Level.HIGH:
-                self._join(i, b)
+                self.state.join(i, b)
                 stack.append((a, i, False))
             else:
                 stack += [(i, b, True), (a, i, True)]
@@ -280,7 +230,16 @@ class StepSearch:
         ``measure_many({state: count})``; returns the steps pinned so far and the rounds this call
         took (:class:`~hourly.analysis.rounds.RoundPlanner`). ``workers=1`` makes exactly
         :meth:`run`'s probes, one per round."""
-        return self.planner.run(measure_many, workers)
+        return self.planner.run(measure_many, workers, self._run_with)
+
+    def _run_with(self, measure: MeasureFn) -> list[Step]:
+        """:meth:`run` with ``measure`` in place of the search's own (the round planner's: it answers
+        from the samples measured in rounds)."""
+        own, self.measure = self.measure, measure
+        try:
+            return self.run()
+        finally:
+            self.measure = own
 
     def _step(self, a: int, b: int) -> Step:
         """The step from ``a`` to ``b``: its levels (in paired mode, the later from the two states'
@@ -309,7 +268,7 @@ class StepSearch:
 
     def give(self, i: int, samples: Sequence[float]) -> None:
         """Samples of state ``i`` measured ahead (in a round with others): the search takes them first."""
-        self._ready.setdefault(i, []).extend(samples)
+        self.state.ready.setdefault(i, []).extend(samples)
 
     def mark_untestable(self, i: int, why: str, crashed: bool = False) -> None:
         """State ``i`` cannot be measured (its build failed, it printed no metric): never probed.
@@ -321,7 +280,7 @@ class StepSearch:
 
     def measured_ahead(self, i: int) -> list[float]:
         """Samples of state ``i`` measured ahead and not asked for yet."""
-        return list(self._ready.get(i, ()))
+        return list(self.state.ready.get(i, ()))
 
     def confirm(self, step: Step, fresh: Callable[[int, int], "list[float] | None"]) -> tuple[Judgement, Judgement]:
         """Fresh samples of the step's two states (``fresh(state, count)``), each judged between

@@ -8,24 +8,18 @@ describes what it decided.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import COMMIT_URLS, CommitInfo, GitRepo
 from hourly.analysis.bisection import Bounds
 from hourly.answers import Answer, AnswerWindow, Commit, Measured, Merged, ProbeRow
+from hourly.bisect.lab import Lab, WindowState, iso
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
 from hourly.model import REPOS, Blame, Pair, cut_side
-from hourly.timeparse import iso_utc
 
 if TYPE_CHECKING:
-    from hourly.bisect.drive import Lab, WindowDrive
     from hourly.bisect.records import Window
-
-
-def iso(ts: int) -> str:
-    return iso_utc(datetime.fromtimestamp(ts, timezone.utc))
 
 
 # -- the answer record --------------------------------------------------------------------------
@@ -69,7 +63,7 @@ def _measurements(rows: list[dict], last_good: Pair, first_bad: Pair) -> dict[st
     return out
 
 
-def build_answer(lab: "Lab", d: "WindowDrive", b: Bounds, moved: dict[str, list[str]], blame: Blame | None,
+def build_answer(lab: "Lab", d: "WindowState", b: Bounds, moved: dict[str, list[str]], blame: Blame | None,
                  confirmed: bool) -> Answer:
     """The answer for one window, as stored and printed with --json."""
     states, w = d.states, d.w
@@ -172,8 +166,8 @@ def _probe_row(lab: "Lab", r: dict, i: int | None, b: Bounds) -> ProbeRow:
     bad from its first bad state on), with what --cherry-pick did to it."""
     verdict = r["verdict"]
     if lab.judge.steps and r["role"] in ("probe", "end"):
-        from hourly.analysis.judges.metric import MetricJudge
-        verdict = MetricJudge.seen_from(verdict, i, b.lo, b.hi)
+        from hourly.analysis.judges.metric import seen_from
+        verdict = seen_from(verdict, i, b.lo, b.hi)
     return ProbeRow(r["role"], r["xla"], r["jax"], verdict, lab.cherry_picks(Pair(r["xla"], r["jax"])),
                     runs=r.get("runs") or 0, run_samples=r.get("run_samples") or 0)
 

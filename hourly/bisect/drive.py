@@ -15,164 +15,27 @@ is built (:func:`hourly.bisect.answer.build_answer`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Callable
 
-from hourly.analysis.bisection import State, next_blame
-from hourly.analysis.judges import Evidence, Judge, JudgeOptions, Verdict
-from hourly.answers import Answer, Commit, EndSamples, Rest
-from hourly.bisect.records import Probe, Where, Window
+from hourly.analysis.bisection import next_blame
+from hourly.analysis.judges import Verdict, chain_judge, paired_judge, window_judge
+from hourly.answers import Answer, Rest
+from hourly.bisect.answer import build_answer, error_answer, iso
+from hourly.bisect.chain_drive import ChainDrive
+from hourly.bisect.lab import Lab, WindowState, Witness
+from hourly.bisect.metric_drive import MetricDrive
+from hourly.bisect.records import Probe, Taken, Window
 from hourly.errors import UserError
 from hourly.model import Blame, Pair
 
-if TYPE_CHECKING:
-    from hourly.bisect.events import BisectHandler
-
-#: one measurement taken for a request: what it showed, the builds and the benchmark runs (process
-#: starts) it cost, and the samples those runs printed (counted apart: many per run when a run prints
-#: its metric once per iteration)
-Taken = tuple[Evidence, int, int, int]
+__all__ = ["Lab", "Taken", "WindowDrive", "Witness", "every_step"]
 
 
-class Witness(Protocol):
-    """Who gives the verdicts of a manual bisection (hourly.bisect.manual.Person): the state is made
-    ready and the person asked; their word comes back as evidence for the manual judge."""
-
-    def ask(self, lab: Any, bid: int, pair: Pair, role: str, where: Where | None, ends: tuple[Pair, Pair]) -> Taken:
-        """The person's word on ``pair`` (``where``: its place in the window; ``ends``: the window's)."""
-        ...
-
-    def resume_at(self, bid: int) -> Pair | None:
-        """The probe a stopped bisection waited at (it resumes there), if any."""
-        ...
-
-    def recorded(self, bid: int, p: Probe) -> None:
-        """A verdict was recorded: the word that gave it is taken."""
-        ...
-
-
-class Lab(Protocol):
-    """What a bisection's search measures, remembers and records through."""
-
-    judge: Judge
-    handler: "BisectHandler"
-    witness: Witness | None
-    max_repeats: int
-    min_change: float
-    find_fix: bool
-    rounds: int
-    jobs: int
-    #: what a judge the bisection makes on the way is told (exit mode turning flaky)
-    options: JudgeOptions
-    #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
-    going: Any
-    #: the named metric followed (--metric; its answer says it), None: the regex's one metric
-    metric: str | None
-    #: why paired verdicts were measured one state after another after all (an in-place build);
-    #: None while every round interleaved (hourly.bisect.metric_drive.measure_rounds sets it)
-    apart: str | None
-
-    @property
-    def interleaves(self) -> bool:
-        """Whether states can be run alternately without installing them again (each its own
-        environment, measured here one request after another): paired rounds interleave."""
-        ...
-
-    def crash_line(self, pair: Pair) -> str | None:
-        """The last line a crashed run of ``pair`` printed (None: no crash in hand)."""
-        ...
-
-    @property
-    def workers(self) -> int:
-        """States measured per round."""
-        ...
-
-    @property
-    def repeats(self) -> int:
-        ...
-
-    @property
-    def higher_is_better(self) -> bool:
-        ...
-
-    @property
-    def mixed_states(self) -> bool:
-        """A step that moves both repositories holds the mixed state old xla + new jax (time pairing)."""
-        ...
-
-    @property
-    def pairing_name(self) -> str:
-        ...
-
-    @property
-    def pinned(self) -> dict | None:
-        """What a one-repository hunt kept fixed, for the answer."""
-        ...
-
-    def measure_many(self, reqs: list[tuple[Pair, int]]) -> list[Taken]:
-        """Each (pair, count) measured (recorded in the store as it is taken), in the order asked: one round."""
-        ...
-
-    def stored(self, pair: Pair) -> list[Evidence]:
-        """Every measurement of ``pair`` in hand (the scan's, earlier bisections')."""
-        ...
-
-    def known_failed(self, pair: Pair) -> str | None:
-        """Why ``pair`` cannot be built (a recorded build failure, too new for --only's jaxlib), or None."""
-        ...
-
-    def cost(self, pair: Pair) -> float:
-        ...
-
-    def record(self, bid: int, p: Probe) -> Probe:
-        """A verdict as a row of the bisection, and an event."""
-        ...
-
-    def unbuilt_end(self, pair: Pair, role: str) -> UserError | None:
-        ...
-
-    def probes(self, bid: int) -> list[dict]:
-        ...
-
-    def moved(self, old: Pair, new: Pair) -> dict[str, list[str]]:
-        """Per repository, the commits a step from ``old`` to ``new`` brings (the pairing's)."""
-        ...
-
-    def commit(self, repo: str, sha: str) -> Commit:
-        ...
-
-    def cherry_picks(self, pair: Pair) -> dict[str, str] | None:
-        ...
-
-
-class WindowDrive:
+class WindowDrive(WindowState):
     """One window of ``states`` (its bisection ``bid``, its stored rows ``rows``): ends, search,
     confirmation, blame, answer."""
 
-    def __init__(self, lab: Lab, w: Window, states: list[State], bid: int, rows: list[dict]):
-        self.lab, self.w, self.states, self.bid, self.rows = lab, w, states, bid, rows
-        #: stored verdict rows by (role, pair): what a resumed bisection does not do again
-        self.stored = {(r["role"], Pair(r["xla"], r["jax"])): r for r in rows}
-        #: the states the verdicts compare with: the window's ends, then the step's two states
-        self.ends = (states[0].pair, states[-1].pair)
-        #: per end of the window: how many samples the verdicts compared against, and from where
-        self.end_samples: dict[str, EndSamples] = {}
-        #: metric mode: how the verdicts were measured (paired: "interleaved", or why one state after
-        #: another), the machine's drift said on the way, the crash windows the search found
-        self.measured: str | None = None
-        self.drifts: list[str] = []
-        self.crash_windows: list[dict] = []
-        self.round_no = 0  # rounds of paired verdicts measured in this window (each round's order alternates)
-
-    def record(self, p: Probe) -> Probe:
-        return self.lab.record(self.bid, p)
-
-    def where(self, between: str = " .. ") -> str:
-        """The window in words: ``<good> .. <bad>`` (UTC)."""
-        from hourly.bisect.answer import iso
-        return f"{iso(self.w.good_time)}{between}{iso(self.w.bad_time)}"
-
     def run(self) -> Answer:
-        from hourly.bisect.answer import build_answer
         lab, states = self.lab, self.states
         rounds0, jobs0 = lab.rounds, lab.jobs
         seconds0, ends = float(getattr(lab, "seconds", 0.0)), self.ends
@@ -181,15 +44,13 @@ class WindowDrive:
         evaluate: Callable[[Pair, str], Probe]
         choice = None  # the per-process statistic in force (a paired search's: chosen on the ends)
         if lab.judge.steps:
-            from hourly.bisect.metric_drive import MetricDrive
-            metric = MetricDrive(self)
+            metric = MetricDrive(self, window_judge(lab.judge), paired_judge(lab.judge))
             b, more_after, confirmed = metric.run()
             if metric.session.paired:
                 choice = metric.session.search.paired_verdicts.choice
             evaluate, extras = metric.evaluate, None
         else:
-            from hourly.bisect.chain_drive import ChainDrive
-            chain = ChainDrive(self)
+            chain = ChainDrive(self, chain_judge(lab.judge))
             b, known, confirmed = chain.run()
             more_after, evaluate, extras = False, chain.evaluate, chain.extras
         last_good, first_bad = states[b.lo].pair, states[b.hi].pair
@@ -239,7 +100,6 @@ def every_step(lab: Lab, w: Window, one: Callable[[Window], Answer]) -> list[Ans
     of the window (from its first bad state) still holds a step; then that rest is bisected in
     turn, reusing every measurement. A window that cannot be bisected: its error answer (a window
     of the store), or the error itself (``--good``/``--bad``)."""
-    from hourly.bisect.answer import error_answer, iso
     answers: list[Answer] = []
     lab.going = None  # metric mode: the search, its states, and where this window starts in them
     while True:

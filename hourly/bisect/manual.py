@@ -29,7 +29,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from hourly.adapters.locks import python_prefix
 from hourly.adapters.store import Store
@@ -41,7 +41,7 @@ from hourly.analysis.judges.metric import MetricJudge
 from hourly.answers import Answer
 from hourly.bisect.answer import commit, iso
 from hourly.bisect.events import BisectHandler
-from hourly.bisect.records import BisectRequest, Probe, Where
+from hourly.bisect.records import BisectRequest, Probe, Taken, Where
 from hourly.bisect.search import Bisector, store_plan
 from hourly.bisect.windows import default_mode, flags_window
 from hourly.errors import UserError
@@ -50,9 +50,6 @@ from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
 from hourly.plurals import plural
-
-if TYPE_CHECKING:
-    from hourly.bisect.drive import Taken
 
 __all__ = ["MANUAL", "NO_BENCH", "VERDICT_WORDS", "Asked", "Person", "Prompt", "check_request", "is_manual", "mark",
            "parse_verdict", "run_manual"]
@@ -140,16 +137,17 @@ class Person:
             self.store.clear_waiting()  # judged: the next run does not resume here
 
     def ask(self, lab: Bisector, bid: int, pair: Pair, role: str, where: Where | None,
-            ends: tuple[Pair, Pair]) -> "Taken":
+            ends: tuple[Pair, Pair]) -> Taken:
         builder = lab.measurer().builder
         b0, l0, j0 = builder.builds_run, builder.jaxlib_builds, builder.jax_builds
         measured: list[str] = []
         proposal = None
         ev, runs, sampled = Evidence(), 0, 0
         if self.judge.bench:
-            ev, builds, runs, sampled = lab.measure_many([(pair, lab.repeats)])[0]
+            t = lab.measure_many([(pair, lab.repeats)])[0]
+            ev, builds, runs, sampled = t.evidence, t.builds, t.runs, t.samples
             if ev.status in (Status.BUILD_FAILED.value, Status.UNTESTABLE.value):
-                return ev, builds, runs, sampled
+                return t
             proposal, measured = self.proposal(lab, pair, ev, ends)
             build_text = plural(builds, "build") if builds else "from the cache"
         else:
@@ -161,7 +159,7 @@ class Person:
                     f"the build of {pair.short()} was interrupted {BUILD_ATTEMPTS} times (log {res.log_path}); "
                     "nothing was recorded for it", "free memory or raise --build-timeout, then run the same command again")
             if res.status is BuildStatus.FAILED:
-                return Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0, 0
+                return Taken(Evidence(Status.BUILD_FAILED.value, detail=f"build failed (log {res.log_path})"), builds, 0, 0)
             lab.measurer().installed = pair
             build_text = {BuildStatus.CACHED: "installed from the build cache",
                           BuildStatus.IN_PLACE: "the trees are installed in place"}.get(res.status, "built and installed now")
@@ -169,7 +167,7 @@ class Person:
             self._resumed = where.resumed
         asked = self.asked(lab, role, pair, build_text, measured, proposal, where)
         verdict, how = self.wait(bid, asked)
-        return replace(ev, word=Word(verdict, how, proposal)), builds, runs, sampled
+        return Taken(replace(ev, word=Word(verdict, how, proposal)), builds, runs, sampled)
 
     def proposal(self, lab: Bisector, pair: Pair, ev: Evidence, ends: tuple[Pair, Pair]) -> tuple[Verdict | None, list[str]]:
         """The benchmark's verdict on a state, by the window's own mode, and the lines that show it."""

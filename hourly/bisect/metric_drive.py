@@ -2,7 +2,8 @@
 (:class:`~hourly.analysis.step_search.StepSearch`) over every stored measurement, the confirmation
 of the step it pins by fresh samples of its two states, and the samples the mixed pairs of a step
 that moves both repositories are judged with. Every verdict is the metric judge's
-(:class:`~hourly.analysis.judges.metric.MetricJudge`); this module measures and records.
+(:class:`~hourly.analysis.judges.metric.MetricJudge`, seen as a
+:class:`~hourly.analysis.judges.window.WindowJudge`); this module measures and records.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import Bounds, State, split_points
-from hourly.analysis.judges import Evidence, Verdict
+from hourly.analysis.judges import Evidence, PairedJudge, Verdict, WindowJudge
+from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
-from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, PairedMetricJudge, more_rounds
+from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, more_rounds
 from hourly.analysis.paired import Paired, drift
 from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
-from hourly.bisect.records import Probe
+from hourly.bisect.records import Probe, Taken
 from hourly.bisect.step_session import StepSession
 from hourly.errors import UserError
 from hourly.model import Pair
@@ -31,7 +33,7 @@ from hourly.scan.table import SCAN_ORIGIN
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
-    from hourly.bisect.drive import Lab, Taken, WindowDrive
+    from hourly.bisect.lab import WindowState
 
 
 def _from(origins: list[str]) -> str:
@@ -40,25 +42,15 @@ def _from(origins: list[str]) -> str:
     return ", ".join(f"{n} from {'the scan' if o == SCAN_ORIGIN else o}" for o, n in sorted(c.items())) or "none"
 
 
-def _judge(lab: "Lab") -> MetricJudge:
-    j = lab.judge
-    assert isinstance(j, MetricJudge)  # the window search is the metric judge's
-    return j
-
-
-def paired(lab: "Lab") -> bool:
-    """Whether the window's verdicts are paired (hourly.analysis.judges.paired)."""
-    return isinstance(lab.judge, PairedMetricJudge)
-
-
-
-
 class MetricEnds:
     """A window's two ends (the window's, then the step's): their samples — the scan's and any
-    earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need."""
+    earlier bisection's, never changed — and more measured (rows of their own) as the verdicts need.
+    ``judge``: the window's (None: the ends' samples alone are taken, as a manual bisection offers
+    the benchmark's verdicts against them); ``paired``: the same judge when its verdicts are paired."""
 
-    def __init__(self, d: "WindowDrive"):
+    def __init__(self, d: "WindowState", judge: WindowJudge | None = None, paired: PairedJudge | None = None):
         self.d, self.lab = d, d.lab
+        self.judge, self.paired = judge, paired
         self.ahead: list[Pair] = []  # probes for the ends' round (plan)
         self.want = 0                 # and the samples each state of that round gets
 
@@ -78,9 +70,8 @@ class MetricEnds:
         rounds); different they must be, and the later end worse (better, finding a fix). Their
         earlier samples (the scan's) are context: a level that moved since is the machine's drift,
         said. A resumed window whose ends were compared already goes on from its rows."""
-        lab, d = self.lab, self.d
-        judge = lab.judge
-        assert isinstance(judge, PairedMetricJudge)
+        lab, d, judge = self.lab, self.d, self.paired
+        assert judge is not None  # the paired ends are the paired judge's
         good_pair, bad_pair = d.ends
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
             return True, None
@@ -97,14 +88,14 @@ class MetricEnds:
             p = Paired.of(blocks, [good_pair, bad_pair])
             final = len(blocks) >= lab.max_repeats
             if p.rounds == 0 and final:
-                failed = next((t[0] for _, t in taken if not t[0].ok), None)
-                side = "good" if any(not t[0].ok for q, t in taken if q == good_pair) else "bad"
+                failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
+                side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
                 pair = good_pair if side == "good" else bad_pair
                 # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
                 read = failed is not None and failed.status == "no_metric"
                 raise lab.unbuilt_end(pair, side) or UserError(
                     f"the {side} end {pair.short()} of {d.where()} has no metric "
-                    f"({MetricJudge.failed(failed).reason if failed else 'no run'})",
+                    f"({rules.failed(failed).reason if failed else 'no run'})",
                     ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
                      "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
                      f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
@@ -125,10 +116,10 @@ class MetricEnds:
         for pair, side in ((good_pair, Verdict.GOOD), (bad_pair, Verdict.BAD)):
             mine = [t for q, t in taken if q == pair]
             values = p.raw(pair)
-            d.record(Probe("end", pair, side, f"{plural(p.rounds, 'round')} in alternation with the "
-                           f"{'bad' if side is Verdict.GOOD else 'good'} end: they differ by {words}", values,
-                           builds=sum(t[1] for t in mine), runs=sum(t[2] for t in mine),
-                           run_samples=sum(t[3] for t in mine), statistic=chosen))
+            c = judge.in_rounds(side, "end", outcome, p.rounds, words)
+            d.record(Probe("end", pair, c.verdict, c.reason, values,
+                           builds=sum(t.builds for t in mine), runs=sum(t.runs for t in mine),
+                           run_samples=sum(t.samples for t in mine), statistic=chosen))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
         return outcome is not False, p
 
@@ -150,16 +141,16 @@ class MetricEnds:
         change = sorted(c for c, _ in moved)[len(moved) // 2]
         scale = 1.0 if p.log else max(abs(p.level[0]), 1e-12)
         if min(z for _, z in moved) >= DRIFT_Z and abs(change) / scale >= DRIFT_MIN:
-            judge = self.lab.judge
-            assert isinstance(judge, PairedMetricJudge)
-            text = judge.drift_words(change, p.log, since)
+            assert self.paired is not None  # drift is said of paired rounds
+            text = self.paired.drift_words(change, p.log, since)
             self.d.drifts.append(text)
             self.lab.handler.note(text)
 
     def separate(self) -> tuple[list[float], list[float]]:
         """Both ends' samples, taken until they separate (Pinpoint's adaptive attempts) and checked
         to differ in the direction of the hunt; they are the references of the verdicts that follow."""
-        lab, judge = self.lab, _judge(self.lab)
+        lab, judge = self.lab, self.judge
+        assert judge is not None  # the ends a window search rests on
         good_pair, bad_pair = self.d.ends
         want = min(max(MIN_END_SAMPLES, self.want), lab.max_repeats)  # with probes beside: as they need
         while True:  # noisy ends get more samples until they separate
@@ -170,14 +161,11 @@ class MetricEnds:
                 raise lab.unbuilt_end(bad_pair if good else good_pair, "bad" if good else "good") or UserError(
                     f"an end of {self.d.where()} has no metric (good {plural(len(good), 'sample')}, bad {len(bad)})",
                     "pick ends that measure, or use --mode exit for crashes")
-            apart, sep = judge.apart(good, bad)
-            if apart or want >= lab.max_repeats:
-                break
+            if judge.ends(good, bad, want >= lab.max_repeats, lab.higher_is_better, lab.find_fix, self.d.where()):
+                return good, bad
             want = min(2 * want, lab.max_repeats)
-        judge.check_ends(good, bad, sep, lab.higher_is_better, lab.find_fix, self.d.where())
-        return good, bad
 
-    def round(self, want: int, *pairs: Pair) -> dict[Pair, "Taken"]:
+    def round(self, want: int, *pairs: Pair) -> dict[Pair, Taken]:
         """With workers, the ends short of ``want`` samples measured in one round."""
         lab = self.lab
         if lab.workers < 2:
@@ -188,33 +176,35 @@ class MetricEnds:
         extra = [p for p in self.ahead if p not in short][:lab.workers - len(short)]
         self.ahead = []
         got = lab.measure_many(list(short.items()) + [(p, want) for p in extra])
-        for pair, (ev, builds, runs, samples) in zip(extra, got[len(short):], strict=True):
-            self.record_ahead(pair, ev, builds, runs, "measured ahead in the ends' round, not judged yet", samples)
+        for pair, t in zip(extra, got[len(short):], strict=True):
+            self.record_ahead(pair, t.evidence, t.builds, t.runs, "measured ahead in the ends' round, not judged yet",
+                              t.samples)
         return dict(zip(short, got[:len(short)], strict=True))
 
     def record_ahead(self, pair: Pair, ev: Evidence, builds: int, runs: int, why: str, sampled: int = 0) -> None:
         """The row of a state measured ahead of the search: its verdict row follows when the search
         judges it; one that failed is untestable now (the search never probes it)."""
         if not ev.ok:
-            c = MetricJudge.failed(ev)
+            c = rules.failed(ev)
             self.d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
         else:
-            self.d.record(Probe("ahead", pair, MetricJudge.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
+            self.d.record(Probe("ahead", pair, rules.ahead(ev), why, list(ev.samples), builds=builds, runs=runs,
                                 run_samples=sampled))
 
     def samples(self, pair: Pair, side: Verdict, want: int, got: "Taken | None" = None) -> tuple[list[float], int, int]:
         """The end's samples, measuring more (rows of their own, origin ``bisect``) until it has
         ``want``; ``got``: that measurement, taken already in a round with the other end."""
-        stored = [e for e in self.lab.stored(pair) if e.ok and not (got and e.id == got[0].id)]
+        stored = [e for e in self.lab.stored(pair) if e.ok and not (got and e.id == got.evidence.id)]
         samples = [x for e in stored for x in e.samples]
         origins = [e.origin for e in stored for _ in e.samples]
         builds = runs = 0
         if len(samples) < want:
-            ev, builds, runs, sampled = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            t = got or self.lab.measure_many([(pair, want - len(samples))])[0]
+            ev, builds, runs, sampled = t.evidence, t.builds, t.runs, t.samples
             new = list(ev.samples) if ev.ok else []
             samples += new
             origins += [ev.origin] * len(new)
-            self.d.record(Probe("end", pair, MetricJudge.end(side, samples),
+            self.d.record(Probe("end", pair, rules.end_verdict(side, samples),
                                 f"{plural(len(samples), 'sample')} of the {side.value} end ({_from(origins)})",
                                 list(ev.samples), builds=builds, runs=runs, run_samples=sampled))
         self.d.end_samples[side.value] = EndSamples(len(samples), dict(sorted(Counter(origins).items())))
@@ -229,9 +219,8 @@ class MetricEnds:
     def evaluate_paired(self, pair: Pair, role: str, low: Pair, high: Pair, context: "StepSession") -> Probe:
         """A state (a mixed pair of the blame) judged between the step's two states ``low`` and
         ``high``, all three measured in rounds (paired): its level, more rounds while unsure."""
-        lab = self.lab
-        judge = lab.judge
-        assert isinstance(judge, PairedMetricJudge)
+        lab, judge = self.lab, self.paired
+        assert judge is not None  # the blame's rounds are the paired judge's
         failed = lab.known_failed(pair)
         if failed:
             c = judge.untestable(failed)
@@ -250,12 +239,12 @@ class MetricEnds:
                 new = [{q: v.by(stat) if isinstance(v, ProcessValue) else v for q, v in bl.items()} for bl in new]
             self.d.round_no += len(new)
             blocks += new
-            builds += sum(t[1] for _, t in taken)
-            runs += sum(t[2] for _, t in taken)
-            sampled += sum(t[3] for _, t in taken)
-            bad = next((t[0] for q, t in taken if q == pair and not t[0].ok), None)
+            builds += sum(t.builds for _, t in taken)
+            runs += sum(t.runs for _, t in taken)
+            sampled += sum(t.samples for _, t in taken)
+            bad = next((t.evidence for q, t in taken if q == pair and not t.evidence.ok), None)
             if bad is not None:
-                c = MetricJudge.failed(bad)
+                c = rules.failed(bad)
                 return Probe(role, pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled)
             p = Paired.of(blocks, [low, pair, high])
             final = len(blocks) >= lab.max_repeats
@@ -265,7 +254,7 @@ class MetricEnds:
                 delta = search.paired_verdicts.delta(sigma, p.log)
                 j = judge.level_paired(p, low, pair, high, sigma, dof, delta, final)
                 if j.level is not Level.UNSURE:
-                    v = judge.verdict_of(j.level)
+                    v = rules.verdict_of(j.level)
                     return Probe(role, pair, v, j.reason + search.paired_verdicts.by(), p.raw(pair), builds=builds,
                                  runs=runs, between=j.level is Level.NEITHER, run_samples=sampled)
             elif final:
@@ -276,7 +265,8 @@ class MetricEnds:
     def evaluate(self, pair: Pair, role: str, refs: tuple[list[float], list[float]]) -> Probe:
         """A state judged between ``refs`` (the step's two levels): from stored measurements when they
         decide, else measured (more repeats while unsure, the ends as many, up to --max-repeats)."""
-        lab, judge = self.lab, _judge(self.lab)
+        lab, judge = self.lab, self.judge
+        assert judge is not None  # the blame's verdicts are the window's judge's
         failed = lab.known_failed(pair)
         if failed:
             c = judge.untestable(failed)
@@ -287,7 +277,7 @@ class MetricEnds:
         judge.against(good, bad)
         samples = samples_of(stored)
         if not samples and any(not e.ok for e in stored):
-            c = MetricJudge.failed(next(e for e in stored if not e.ok))
+            c = rules.failed(next(e for e in stored if not e.ok))
             return Probe(role, pair, c.verdict, c.reason)
         while True:
             if samples:
@@ -299,10 +289,10 @@ class MetricEnds:
                 self.grow(good, bad, len(samples) + need)
             else:
                 need = lab.repeats
-            ev, b, r, n = lab.measure_many([(pair, need)])[0]
-            builds, runs, sampled = builds + b, runs + r, sampled + n
+            t = lab.measure_many([(pair, need)])[0]
+            ev, builds, runs, sampled = t.evidence, builds + t.builds, runs + t.runs, sampled + t.samples
             if not ev.ok:
-                c = MetricJudge.failed(ev)
+                c = rules.failed(ev)
                 return Probe(role, pair, c.verdict, c.reason, samples, builds=builds, runs=runs, run_samples=sampled)
             samples = samples + list(ev.samples)
 
@@ -320,9 +310,12 @@ class Going:
 class MetricDrive:
     """Metric mode's part of one window (:meth:`hourly.bisect.drive.WindowDrive.run`)."""
 
-    def __init__(self, d: "WindowDrive"):
+    def __init__(self, d: "WindowState", judge: MetricJudge, paired: PairedJudge | None):
         self.d, self.lab = d, d.lab
-        self.ends = MetricEnds(d)
+        #: the window's judge, and the same judge when its verdicts are paired (None: they are not);
+        #: both from the one place that takes a judge as a window search's (hourly.analysis.judges)
+        self.judge, self.paired = judge, paired
+        self.ends = MetricEnds(d, judge, paired)
 
     def run(self) -> tuple[Bounds, bool, bool]:
         """The ends (unless this is the rest of a window whose search goes on: it knows a step is
@@ -333,14 +326,15 @@ class MetricDrive:
         if going is not None and [st.pair for st in going.states[going.offset:]] != [st.pair for st in d.states]:
             going = lab.going = None
         if going is None:
-            if paired(lab):
+            if self.paired is not None:
                 differ, p = self.ends.separate_paired()
                 keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
-                session, parent, off = StepSession(lab, d.states, d.rows, ends=(differ, keyed)), d.states, 0
+                session, parent, off = StepSession(lab, d.states, self.judge, self.paired, d.rows,
+                                                     ends=(differ, keyed)), d.states, 0
             else:
                 self.ends.plan()
                 self.ends.separate()
-                session, parent, off = StepSession(lab, d.states), d.states, 0
+                session, parent, off = StepSession(lab, d.states, self.judge, self.paired), d.states, 0
         else:
             session, parent, off = going.session, going.states, going.offset
         self.session = session
@@ -362,7 +356,7 @@ class MetricDrive:
         self.refs = (session.search.ref(step.lo), session.search.ref(step.hi))
         self.step_pairs = (last_good, first_bad)
         d.ends = (last_good, first_bad)
-        if paired(lab):
+        if self.paired is not None:
             d.measured = f"{APART} ({lab.apart})" if lab.apart else "interleaved"
         else:
             d.measured = f"not paired: drift not cancelled ({lab.apart or 'the verdicts are not paired'})"
@@ -419,7 +413,7 @@ class MetricDrive:
                 "edge_probes": w.probes}
 
     def evaluate(self, pair: Pair, role: str) -> Probe:
-        if paired(self.lab):
+        if self.paired is not None:
             return self.ends.evaluate_paired(pair, role, *self.step_pairs, self.session)
         return self.ends.evaluate(pair, role, self.refs)
 

@@ -14,10 +14,11 @@ from hourly.analysis.paired import round_order
 from hourly.analysis.process_stat import WORDS, ProcessValue
 from hourly.analysis.samples import location
 from hourly.bisect.events import ProcessDone
+from hourly.bisect.records import Taken
 from hourly.model import Pair
 
 if TYPE_CHECKING:
-    from hourly.bisect.drive import Lab, Taken
+    from hourly.bisect.lab import Lab
 
 
 #: what an answer says of verdicts measured one state after another (an in-place build, an executor
@@ -86,7 +87,7 @@ class Progress:
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None,
                    what: str = "", earlier: Sequence[dict[Pair, float | None]] = (), statistic: str | None = None
-                   ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, "Taken"]]]:
+                   ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, Taken]]]:
     """``count`` rounds of ``pairs``, one process each, measured through the lab: in alternation
     (round ``start + r`` in :func:`~hourly.analysis.paired.round_order`) when the lab can run its
     states alternately without installing them again (``lab.interleaves``: each state its own
@@ -105,9 +106,9 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
             for pair in round_order(pairs, start + r):
                 t = lab.measure_many([(pair, 1)])[0]
                 taken.append((pair, t))
-                block[pair] = process_value(t[0])
+                block[pair] = process_value(t.evidence)
                 progress.tell(pair, [*blocks, block], r + 1, len(pairs))
-                if pair == stop_on and not t[0].ok:
+                if pair == stop_on and not t.evidence.ok:
                     blocks.append(block)
                     return blocks, taken
             blocks.append(block)
@@ -122,9 +123,9 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
         for _ in range(count):
             t = lab.measure_many([(pair, 1)])[0]
             taken.append((pair, t))
-            values.append(process_value(t[0]))
+            values.append(process_value(t.evidence))
             progress.tell(pair, [], len(values), len(pairs))  # no change read until the other state runs
-            failed = not t[0].ok
+            failed = not t.evidence.ok
             if failed:
                 break
         if pair == stop_on and failed:

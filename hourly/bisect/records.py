@@ -1,10 +1,11 @@
-"""The records of a bisection: a window to bisect and a judged state (a probe)."""
+"""The records of a bisection: a window to bisect, a measurement taken for it and a judged state (a probe)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from hourly.analysis.bisection import Verdict
+from hourly.analysis.judges import Evidence
 from hourly.errors import UserError
 from hourly.model import BISECT_MIN_CHANGE, DEFAULT_MAX_REPEATS, Mode, Pair, check_min_change
 
@@ -50,6 +51,17 @@ class Window:
     #: "improvement" (metric, better after) or "fix" (exit status bad → good)
     kind: str = "regression"
 
+
+@dataclass(frozen=True)
+class Taken:
+    """One measurement taken for a request: what it showed (the ``evidence``), the ``builds`` and the
+    benchmark ``runs`` (process starts) it cost, and the ``samples`` those runs printed (counted apart:
+    many per run when a run prints its metric once per iteration)."""
+
+    evidence: Evidence
+    builds: int
+    runs: int
+    samples: int
 
 
 @dataclass

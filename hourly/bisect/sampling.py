@@ -14,7 +14,7 @@ from hourly.model import Pair, Status
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Measurement
-    from hourly.bisect.search import Bisector
+    from hourly.bisect.lab import Metered
     from hourly.measure.benchmark import Run
     from hourly.measure.measurer import Measurer
 
@@ -44,7 +44,7 @@ def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, c
     return out
 
 
-def tell_runs(lab: "Bisector", m: "Measurer") -> None:
+def tell_runs(lab: "Metered", m: "Measurer") -> None:
     """Verdicts that are not paired measure a state's runs in one request: the handler hears of
     each run as it ends (``measuring <state>: run 3, 112 chip-s so far``)."""
     counts: dict[Pair, int] = {}

@@ -26,14 +26,14 @@ from dataclasses import replace
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
-from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge
+from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge, paired_judge
 from hourly.analysis.process_stat import Choice
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import commit
-from hourly.bisect.drive import Taken, WindowDrive, Witness, every_step
+from hourly.bisect.drive import WindowDrive, Witness, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
-from hourly.bisect.records import BisectRequest, Probe, Window
+from hourly.bisect.records import BisectRequest, Probe, Taken, Window
 from hourly.bisect.windows import (
     _refuse_bad_sha,
     _require_complete_scan,
@@ -97,8 +97,6 @@ class Bisector:
         self.min_change = req.min_change
         self.walk_skips = req.walk_skips  # read by the chain search (ChainDrive.jump_runs)
         self.max_repeats = max(req.max_repeats, s.repeats)
-        self.options = JudgeOptions(invert=req.find_fix and mode is not Mode.METRIC, repeats=s.repeats,
-                               max_repeats=self.max_repeats)
         self.witness = witness
         #: runs the builds and benchmarks (default: here, one after another); ``workers`` states a round
         self.executor = executor or LocalExecutor()
@@ -155,10 +153,10 @@ class Bisector:
         if self._measurer is None:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
-                                      per_state=bool(getattr(self.judge, "paired", False)))
+                                      per_state=paired_judge(self.judge) is not None)
             from hourly.bisect.sampling import seed, tell_runs
             seed(self._measurer, [self.stored_measurements(p) for p in self._states])
-            if not getattr(self.judge, "paired", False):  # paired rounds say each process themselves
+            if paired_judge(self.judge) is None:  # paired rounds say each process themselves
                 tell_runs(self, self._measurer)
         return self._measurer
 
@@ -253,12 +251,12 @@ class Bisector:
         self.jobs += len(reqs)
         got = self.executor.measure_many(self, reqs)
         # the benchmark's wall time, every process (warm-up ones too): what the verdicts cost the chip
-        self.seconds += sum(r.get("duration") or 0.0 for m, *_ in got for r in m.runs)
+        self.seconds += sum(r.get("duration") or 0.0 for c in got for r in c.measurement.runs)
         m = self._measurer
         if m is not None and m.unfollowed and not self._told:  # said once, as it is seen
             self._told = True
             self.handler.note(m.unfollowed)
-        return [(evidence(m), builds, runs, samples) for m, builds, runs, samples in got]
+        return [Taken(evidence(c.measurement), c.builds, c.runs, c.samples) for c in got]
 
     def measure(self, pair: Pair, count: int) -> Counted:
         """The host protocol's measurement here (hourly.execute.host); jaxlib and jax package builds

@@ -11,12 +11,13 @@ import math
 from typing import TYPE_CHECKING
 
 from hourly.analysis.bisection import State, Step
-from hourly.analysis.judges import Verdict
+from hourly.analysis.judges import PairedJudge, Verdict, WindowJudge
+from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.process_stat import Choice
 from hourly.analysis.step_search import StepSearch
 from hourly.bisect.paired_rounds import measure_rounds
-from hourly.bisect.records import Probe
+from hourly.bisect.records import Probe, Taken
 from hourly.errors import UserError
 from hourly.model import Pair, Status
 from hourly.plurals import plural
@@ -69,18 +70,18 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 if TYPE_CHECKING:
     from hourly.analysis.paired import Paired
-    from hourly.bisect.drive import Lab, Taken, WindowDrive
+    from hourly.bisect.lab import Lab, WindowState
 
 
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
-    def __init__(self, lab: "Lab", states: list[State], rows: list[dict] | None = None,
-                 ends: "tuple[bool, Paired | None] | None" = None):
+    def __init__(self, lab: "Lab", states: list[State], judge: MetricJudge, paired: PairedJudge | None,
+                 rows: list[dict] | None = None, ends: "tuple[bool, Paired | None] | None" = None):
         self.lab = lab
-        judge = lab.judge
-        assert isinstance(judge, MetricJudge)  # the window search is the metric judge's
-        self.judge = judge
+        #: the window's judge: the search is handed it whole, the session calls it as a WindowJudge
+        #: (``paired``: the same judge, its verdicts paired; None: they are not)
+        self.judge: WindowJudge = judge
         self.pairs = [st.pair for st in states]
         known: dict[int, list[float]] = {}
         failed: dict[int, str] = {}
@@ -92,15 +93,16 @@ class StepSession:
             if samples:
                 known[i] = samples
             elif why or evs:
-                failed[i] = why or next(MetricJudge.failed(e).reason for e in evs if not e.ok)
+                failed[i] = why or next(rules.failed(e).reason for e in evs if not e.ok)
                 if not why and any(e.status in CRASHES for e in evs):
                     crashed.add(i)
         self.pending: dict[int, list[int]] = {}  # builds, runs and samples not yet in a recorded row
-        self.drive: WindowDrive | None = None    # the window whose rows the verdicts go to
+        self.drive: WindowState | None = None    # the window whose rows the verdicts go to
         self.recorded: set[Pair] = set()          # states with a verdict row in that window
         #: paired verdicts (hourly.analysis.judges.paired): every verdict from rounds of the states it
         #: compares, measured in alternation through the lab (hourly.bisect.metric_drive.measure_rounds)
-        self.paired = bool(getattr(judge, "paired", False))
+        self.paired = paired is not None
+        self.paired_judge = paired
         self.round_no = 0  # rounds measured so far: each round's order alternates
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
@@ -131,10 +133,11 @@ class StepSession:
         """One round: every state asked for, through the lab."""
         out: dict[int, list[float] | None] = {}
         got = self.lab.measure_many([(self.pairs[i], c) for i, c in reqs.items()])
-        for i, (ev, builds, runs, samples) in zip(reqs, got, strict=True):
+        for i, t in zip(reqs, got, strict=True):
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+                self.search.mark_untestable(i, rules.failed(ev).reason, crashed=ev.status in CRASHES)
                 out[i] = None
             else:
                 out[i] = list(ev.samples)
@@ -152,11 +155,12 @@ class StepSession:
                                        self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None)
         earlier += blocks
         self.round_no += len(blocks)
-        for pair, (ev, builds, runs, samples) in taken:
+        for pair, t in taken:
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             i = index[pair]
             self.owe(i, builds, runs, samples)
             if not ev.ok and i == stop_on:
-                self.search.mark_untestable(i, MetricJudge.failed(ev).reason, crashed=ev.status in CRASHES)
+                self.search.mark_untestable(i, rules.failed(ev).reason, crashed=ev.status in CRASHES)
         return [{index[p]: v for p, v in bl.items()} for bl in blocks]
 
     def label(self, stop_on: int | None) -> str:
@@ -177,14 +181,13 @@ class StepSession:
         builds, n, sampled = self.pending.pop(i, [0, 0, 0])
         pair = self.pairs[i]
         if runs:
-            self.record(Probe("edge", pair, Verdict.UNSURE, "runs: the edge of a crash window, by exit status "
-                              "(its level not judged yet)", list(self.search.samples.get(i, [])), builds=builds, runs=n,
-                              run_samples=sampled))
+            c = self.judge.edge(True)
+            self.record(Probe("edge", pair, c.verdict, c.reason, list(self.search.samples.get(i, [])), builds=builds,
+                              runs=n, run_samples=sampled))
         else:
             self.recorded.add(pair)
-            self.record(Probe("edge", pair, Verdict.SKIP, f"{self.search.failed.get(i, 'crashed')} "
-                              "(the edge of a crash window, by exit status)", builds=builds, runs=n,
-                              run_samples=sampled))
+            c = self.judge.edge(False, self.search.failed.get(i, "crashed"))
+            self.record(Probe("edge", pair, c.verdict, c.reason, builds=builds, runs=n, run_samples=sampled))
 
     def owe(self, i: int, builds: int, runs: int, samples: int = 0) -> None:
         acc = self.pending.setdefault(i, [0, 0, 0])
@@ -194,7 +197,7 @@ class StepSession:
 
     def on_verdict(self, i: int, j: Judgement) -> None:
         builds, runs, sampled = self.pending.pop(i, [0, 0, 0])
-        v = self.judge.verdict_of(j.level)
+        v = rules.verdict_of(j.level)
         pair = self.pairs[i]
         role = "end" if pair in self.recorded else "probe"  # resumed: the state has its row already
         if role == "probe" or builds or runs:
@@ -203,7 +206,7 @@ class StepSession:
                               builds=builds, runs=runs, between=j.level is Level.NEITHER, run_samples=sampled))
 
     # -- the search ------------------------------------------------------------------------------
-    def next_regression(self, d: "WindowDrive") -> Step:
+    def next_regression(self, d: "WindowState") -> Step:
         """The earliest regression the search pins from where it stands, for window ``d``; with
         workers, round by round (the same search, W states measured together)."""
         self.drive = d
@@ -219,7 +222,7 @@ class StepSession:
                             "pass a smaller --min-change, or a larger --max-repeats for a noisy benchmark")
         return regressions[0]
 
-    def flush(self, d: "WindowDrive") -> None:
+    def flush(self, d: "WindowState") -> None:
         """Rows for the runs (and builds) that went to more samples of an interval's end."""
         search, n = self.search, len(self.pairs)
         for i, (builds, runs, sampled) in self.pending.items():
@@ -235,19 +238,19 @@ class StepSession:
                 d.record(Probe("probe", pair, c.verdict, c.reason, builds=builds, runs=runs, run_samples=sampled))
             elif unjudged and ahead:
                 # measured ahead in a round and not judged yet: its verdict row comes when it is
-                d.record(Probe("ahead", pair, MetricJudge.ahead(), f"{plural(len(ahead), 'sample')} "
+                d.record(Probe("ahead", pair, rules.ahead(), f"{plural(len(ahead), 'sample')} "
                                "measured ahead in a round, not judged yet", ahead, builds=builds, runs=runs,
                                run_samples=sampled))
             else:
                 judged = search.verdicts.get(i)
-                v = MetricJudge.interval_end(i, n, judged.level if judged is not None else None)
+                v = rules.interval_end(i, n, judged.level if judged is not None else None)
                 samples = list(search.samples.get(i, []))
                 d.record(Probe("end", pair, v, f"{plural(len(samples), 'sample')} of an interval's end",
                                samples, builds=builds, runs=runs, run_samples=sampled))
         self.pending.clear()
 
     # -- confirmation ------------------------------------------------------------------------------
-    def confirmation(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+    def confirmation(self, d: "WindowState", last_good: Pair, first_bad: Pair, step: Step) -> bool:
         """Fresh measurements of the two states the answer rests on (stored ones reused). With
         workers, both are measured in one round, with the samples a verdict has taken so far,
         beside the next round of the search when the window goes on (:meth:`round_ahead`)."""
@@ -267,7 +270,7 @@ class StepSession:
                 confirm[role] = d.record(self.confirm(step, role, pair, first.get(pair), spare, partner)).verdict
         return self.judge.confirmed(confirm["confirm_good"], confirm["confirm_bad"])
 
-    def confirmation_paired(self, d: "WindowDrive", last_good: Pair, first_bad: Pair, step: Step) -> bool:
+    def confirmation_paired(self, d: "WindowState", last_good: Pair, first_bad: Pair, step: Step) -> bool:
         """The last good and first bad states compared in rounds of the two (paired; the search's own
         comparison of the step's two states when it made one, else made now): confirmed when they
         differ, by at least the smallest step searched for; unknown after every round, or the same,
@@ -283,16 +286,15 @@ class StepSession:
         _, p = search.checked[(step.lo, step.hi)]
         outcome, words = search.outcomes.get((step.lo, step.hi), (None, "not compared"))
         rows = {}
+        assert self.paired_judge is not None  # confirmed in rounds: the paired judge's
         for role, pair, i, want in (("confirm_good", last_good, step.lo, Verdict.GOOD),
                                     ("confirm_bad", first_bad, step.hi, Verdict.BAD)):
-            v = want if outcome is True else Verdict.UNSURE
-            other = "first bad" if role == "confirm_good" else "last good"
             samples = p.raw(i) if p is not None else []
-            reason = f"in alternation with the {other} state: {words}"
-            rows[role] = d.record(Probe(role, pair, v, reason, samples)).verdict
+            c = self.paired_judge.in_rounds(want, role, outcome, p.rounds if p is not None else 0, words)
+            rows[role] = d.record(Probe(role, pair, c.verdict, c.reason, samples)).verdict
         return self.judge.confirmed(rows["confirm_good"], rows["confirm_bad"])
 
-    def round_ahead(self, fresh: list[Pair]) -> dict[Pair, "Taken"]:
+    def round_ahead(self, fresh: list[Pair]) -> dict[Pair, Taken]:
         """With workers: one round holding fresh samples of ``fresh`` (the states to confirm, as many
         as a verdict has taken so far) and, in the slots left, the states the search of the rest of
         the window will probe first (:meth:`RoundPlanner.plan_ahead`), their samples handed to it as
@@ -307,10 +309,11 @@ class StepSession:
         more = planner.top_ups(lab.workers - len(fresh) - len(ahead), mine) if search.more_after else {}
         got = lab.measure_many([(p, n) for p in fresh] + [(self.pairs[i], n) for i in ahead]
                                + [(self.pairs[i], c) for i, c in more.items()])
-        for i, (ev, builds, runs, samples) in zip([*ahead, *more], got[len(fresh):], strict=True):
+        for i, t in zip([*ahead, *more], got[len(fresh):], strict=True):
+            ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             self.owe(i, builds, runs, samples)
             if not ev.ok:
-                search.mark_untestable(i, MetricJudge.failed(ev).reason)
+                search.mark_untestable(i, rules.failed(ev).reason)
             else:
                 search.give(i, ev.samples)
         return dict(zip(fresh, got[:len(fresh)], strict=True))
@@ -335,22 +338,22 @@ class StepSession:
         def sample(want: int) -> list[float] | None:
             while given or len(got) < want:
                 if given:
-                    ev, builds, runs, sampled = given.pop(0)
+                    t = given.pop(0)
                 elif partner is not None and lab.workers > 1:
-                    have = sum(len(x[0].samples) for x in spare.get(partner, []))
+                    have = sum(len(x.evidence.samples) for x in spare.get(partner, []))
                     reqs = [(pair, want - len(got))] + ([(partner, want - have)] if want > have else [])
                     both = lab.measure_many(reqs)
-                    (ev, builds, runs, sampled), rest = both[0], both[1:]
+                    t, rest = both[0], both[1:]
                     spare.setdefault(partner, []).extend(rest)
                 else:
-                    ev, builds, runs, sampled = lab.measure_many([(pair, want - len(got))])[0]
-                cost[0] += builds
-                cost[1] += runs
-                cost[2] += sampled
-                if not ev.ok:
+                    t = lab.measure_many([(pair, want - len(got))])[0]
+                cost[0] += t.builds
+                cost[1] += t.runs
+                cost[2] += t.samples
+                if not t.evidence.ok:
                     return None
-                got.extend(ev.samples)
+                got.extend(t.evidence.samples)
             return got
         j = self.search.sequential(sample, step.lo, step.hi)
-        return Probe(role, pair, self.judge.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
+        return Probe(role, pair, rules.confirming(j.level), j.reason, got, builds=cost[0], runs=cost[1],
                      run_samples=cost[2])

@@ -25,7 +25,7 @@ from hourly.timeparse import parse_time
 
 if TYPE_CHECKING:
     from hourly.analysis.bisection import State
-    from hourly.bisect.search import Bisector
+    from hourly.bisect.lab import Histories
 
 
 def evidence(m: Measurement) -> Evidence:
@@ -87,7 +87,7 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     return times[sha]
 
 
-def parse_ends(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool = False) -> tuple[int, int]:
+def parse_ends(b: "Histories", good: str, bad: str, tz: str, find_fix: bool = False) -> tuple[int, int]:
     """``--good`` and ``--bad`` as unix times; an end off the first-parent history of its ref is
     refused with the commands that bisect it (hourly.bisect.branches.refusal)."""
     from hourly.bisect.branches import OffHistory, refusal
@@ -110,7 +110,7 @@ def parse_ends(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool = Fal
     return g, x
 
 
-def flags_window(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool, mode: Mode,
+def flags_window(b: "Histories", good: str, bad: str, tz: str, find_fix: bool, mode: Mode,
                  find_fix_hint: bool = True) -> Window:
     """The window ``--good``..``--bad`` names (the good end later with ``find_fix``), refused when
     its ends are the wrong way round or name the same state. Each end is an instant of the merged
@@ -134,7 +134,7 @@ def flags_window(b: "Bisector", good: str, bad: str, tz: str, find_fix: bool, mo
     return Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
 
 
-def states_between(b: "Bisector", w: Window) -> list[State]:
+def states_between(b: "Histories", w: Window) -> list[State]:
     """The candidate states of ``w`` (its pairing's, over the walked histories), refused when
     there are fewer than two: nothing changed between its ends."""
     states = b.pairing.states(b.walks, w.good_time, w.bad_time)

@@ -97,7 +97,7 @@ class Executor(Protocol):
 
     def measure_many(self, host: Host, reqs: list[tuple[Pair, int]]) -> list[Counted]:
         """For each request: (Measurement recorded in host.store, builds run, benchmark runs, samples
-        those runs printed): :data:`hourly.execute.host.Counted`."""
+        those runs printed): :class:`hourly.execute.host.Counted`."""
         ...
 
     def stream(self, host: Host, reqs: list[tuple[Pair, int]]) -> Generator[Counted, None, None]:
@@ -347,7 +347,7 @@ class _Round:
             m = Measurement(task.pair.xla, task.pair.jax, Status.UNTESTABLE.value, None, [], [], task.untestable,
                             self.origin)
             self.store.add_measurement(self.host.key, m)
-            return m, 0, 0, 0
+            return Counted(m, 0, 0, 0)
         r = task.result
         assert r is not None  # a task is recorded once its result is in (an untestable one has none)
         if r["outcome"] == "user_error":
@@ -375,7 +375,7 @@ class _Round:
             m = next(x for x in rows if (x.metric, x.runs) == (m.metric, m.runs))
         (task.dir / RECORDED).write_text(json.dumps({"measurement": m.id}))
         self.host.split.add(r.get("jaxlib_builds", 0), r.get("jax_builds", 0))
-        return m, r.get("builds_run", 0), r.get("runs", 0), r.get("samples", 0)
+        return Counted(m, r.get("builds_run", 0), r.get("runs", 0), r.get("samples", 0))
 
 
 def _usable(result: dict | None) -> bool:

@@ -42,10 +42,16 @@ class BuildSplit:
         return got
 
 
-#: one measurement as an executor returns it: the Measurement recorded, the builds run, the benchmark
-#: runs started (process starts, warm-up runs included) and the samples they printed (counted apart:
-#: many per run with --metric-samples all or named metrics)
-Counted = tuple[Measurement, int, int, int]
+@dataclass(frozen=True)
+class Counted:
+    """One measurement as an executor returns it: the Measurement recorded, the ``builds`` run, the
+    benchmark ``runs`` started (process starts, warm-up runs included) and the ``samples`` they
+    printed (counted apart: many per run with --metric-samples all or named metrics)."""
+
+    measurement: Measurement
+    builds: int
+    runs: int
+    samples: int
 
 
 class Host(Protocol):
@@ -108,4 +114,4 @@ def measure_counted(m: Measurer, split: BuildSplit, pair: Pair, count: int, orig
     l0, j0 = m.builder.jaxlib_builds, m.builder.jax_builds
     got = m.measure(pair, count, origin=origin)
     split.add(m.builder.jaxlib_builds - l0, m.builder.jax_builds - j0)
-    return got, m.builder.builds_run - b0, m.runs - r0, m.samples - s0
+    return Counted(got, m.builder.builds_run - b0, m.runs - r0, m.samples - s0)

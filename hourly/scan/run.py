@@ -232,11 +232,11 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
             measured = executor.stream(host, [(p, s.repeats) for p in todo])
         else:  # here, in turn: the pair being built is shown while it builds
             measured = _here(host, todo, handler, done, len(pairs))
-        for got, b, _, _ in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
-            builds += b
+        for counted in measured:  # remote: W pairs at once, recorded in the scan's order as they come in
+            builds += counted.builds
             done += 1
             handler.progress(done, len(pairs), None)
-            checked, stopped = _fail_fast(got, s, checked)
+            checked, stopped = _fail_fast(counted.measurement, s, checked)
             if stopped:
                 measured.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
                 break
@@ -260,7 +260,7 @@ def _here(host: MeasuringHost, todo: list[Pair], handler: Handler, done: int, to
     for i, pair in enumerate(todo):
         handler.progress(done + i, total, pair)
         got = host.measure(pair, host.s.repeats)
-        left = [(r["stopped"][0], r.get("log")) for r in got[0].runs if r.get("stopped")]
+        left = [(r["stopped"][0], r.get("log")) for r in got.measurement.runs if r.get("stopped")]
         if left and not said:  # a benchmark that leaves processes behind: said once, each run's record keeps it
             said = True
             handler.note(f"note: {left[0][0]} (log {left[0][1]}); each such run's record says so (runs[].stopped)")
@@ -280,7 +280,7 @@ def confirm_edges(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     with MeasuringHost(s, store, xla, jax, pin, CONFIRM_ORIGIN, key) as host:
         for i, pair in enumerate(again):
             handler.progress(i, len(again), pair)
-            builds += host.measure(pair, confirm_repeats(s))[1]
+            builds += host.measure(pair, confirm_repeats(s)).builds
         handler.progress(len(again), len(again), None)
         return (builds, *host.split.take())
 

@@ -152,6 +152,12 @@ class BaseJudge:
         """A state that cannot be measured (its build failed, known before it is tried): skip."""
         return Call(Verdict.SKIP, why)
 
+    @staticmethod
+    def given_end(side: Verdict, origin: str) -> Call:
+        """An end as git bisect takes it: what the window says it is."""
+        where = "--good/--bad" if origin == "flags" else f"the stored scan's window ({origin})"
+        return Call(side, f"taken as given: the {side.value} end of {where}, not built")
+
 
 class Judge(Protocol):
     """How the states of one window are called (one implementation per mode, registered in

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Verdict
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Run, Verdict
+from hourly.analysis.judges.chain import ChainTraits, RateTest
 from hourly.analysis.judges.exit import ExitJudge
 from hourly.analysis.judges.metric import MetricJudge
 from hourly.analysis.judges.printed import PrintedJudge
+from hourly.errors import UserError
 
 #: what a person may answer, and the words that stand for them
 VERDICT_WORDS = {"good": Verdict.GOOD, "g": Verdict.GOOD, "bad": Verdict.BAD, "b": Verdict.BAD,
@@ -45,11 +47,23 @@ class ManualJudge(BaseJudge):
         """The ends are measured (not judged): a metric window's benchmark verdicts are offered against them."""
         return self.bench and self.window_mode == MetricJudge.mode
 
-    @staticmethod
-    def given_end(side: Verdict, origin: str) -> Call:
-        """An end as git bisect takes it: what the window says it is."""
-        where = "--good/--bad" if origin == "flags" else f"the stored scan's window ({origin})"
-        return Call(side, f"taken as given: the {side.value} end of {where}, not built")
+    @property
+    def traits(self) -> ChainTraits:
+        return ChainTraits(self.mode, self.answer_mode, False, self.mixed_states, self.near_breaks,
+                           self.later_on_ties, self.confirms, person=True, measures_ends=self.measures_ends,
+                           window_mode=self.window_mode, bench=self.bench)
+
+    def by_runs(self, runs: list[Run], role: str) -> Call:
+        """Runs alone never place a state of a person's bisection: without their word it is left out."""
+        return Call(Verdict.SKIP, "no word from the person: a manual bisection's runs decide nothing")
+
+    def check_end(self, pair_text: str, got: Verdict, want: Verdict, find_fix: bool) -> UserError | None:
+        """The ends are taken as given: each is what the window says it is."""
+        return None
+
+    def rate(self, seen: Sequence[int | None] | None = None) -> RateTest | None:
+        """A person's word, never a failure rate."""
+        return None
 
     def identity(self) -> dict:
         return {"manual": True, "window_mode": self.window_mode, "bench": self.bench}
@@ -100,4 +114,9 @@ class ManualJudge(BaseJudge):
     @staticmethod
     def given(row: Mapping[str, Any]) -> bool:
         """A probe row whose verdict a person gave."""
-        return str(row.get("reason") or "").startswith(MANUAL)
+        return given(row)
+
+
+def given(row: Mapping[str, Any]) -> bool:
+    """A probe row whose verdict a person gave."""
+    return str(row.get("reason") or "").startswith(MANUAL)

@@ -180,6 +180,24 @@ class MetricJudge(BaseJudge):
                             "it got better: to find the commit that did it, pass --find-fix with --bad at this --good "
                             "and --good at this --bad; or set --higher-is-better/--lower-is-better")
 
+    def ends(self, good: Sequence[float], bad: Sequence[float], final: bool, higher_is_better: bool,
+             find_fix: bool, where: str) -> bool:
+        """Whether the window's ends are told apart (``final``: no more samples come): apart, or
+        final, they are checked (:meth:`check_ends`: a UserError unless apart and the later worse)."""
+        apart, sep = self.apart(good, bad)
+        if not (apart or final):
+            return False
+        self.check_ends(good, bad, sep, higher_is_better, find_fix, where)
+        return True
+
+    @staticmethod
+    def edge(runs: bool, why: str = "crashed") -> Call:
+        """A crash window's edge, probed by exit status: it runs (unsure: its level is not judged
+        yet), or it crashed (``why``) and is untestable."""
+        if runs:
+            return Call(Verdict.UNSURE, "runs: the edge of a crash window, by exit status (its level not judged yet)")
+        return Call(Verdict.SKIP, f"{why} (the edge of a crash window, by exit status)")
+
     # -- the window search's levels, as verdicts ------------------------------------------------
     @staticmethod
     def verdict_of(level: Level, unjudged: Verdict = Verdict.SKIP) -> Verdict:
@@ -366,3 +384,15 @@ class MetricJudge(BaseJudge):
             return False
         return None
 
+
+# -- the window search's rules that need no judge, as its drives read them ------------------------------
+#: a level as a probe row's verdict; a re-measured state's level as its confirmation; an interval
+#: end's row; an end's row; a state measured ahead; an untestable measurement's call; a probe's
+#: verdict as an answer's step sees it (hourly.analysis.judges.window)
+verdict_of = MetricJudge.verdict_of
+confirming = MetricJudge.confirming
+interval_end = MetricJudge.interval_end
+end_verdict = MetricJudge.end
+ahead = MetricJudge.ahead
+failed = MetricJudge.failed
+seen_from = MetricJudge.seen_from

@@ -18,7 +18,7 @@ import math
 from typing import Hashable, Sequence
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
-from hourly.analysis.judges.base import DEFAULT_OPTIONS, JudgeOptions
+from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, JudgeOptions, Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired, pooled_noise
 from hourly.analysis.process_stat import WORDS, choose_statistic, selection_bound
@@ -171,6 +171,17 @@ class PairedMetricJudge(MetricJudge):
             raise UserError(f"the bad end is not worse than the good end ({words})",
                             "it got better: to find the commit that did it, pass --find-fix with --bad at this --good "
                             "and --good at this --bad; or set --higher-is-better/--lower-is-better")
+
+    @staticmethod
+    def in_rounds(side: Verdict, role: str, outcome: bool | None, rounds: int, words: str) -> Call:
+        """The row of a state compared in rounds with its partner: a window's end (``role`` "end",
+        compared with the other end over ``rounds`` rounds: ``side`` by definition), or one of a
+        step's two states confirmed (``side`` when the two differ, ``outcome`` True; else unsure)."""
+        if role == "end":
+            other = "bad" if side is Verdict.GOOD else "good"
+            return Call(side, f"{plural(rounds, 'round')} in alternation with the {other} end: they differ by {words}")
+        other = "first bad" if role == "confirm_good" else "last good"
+        return Call(side if outcome is True else Verdict.UNSURE, f"in alternation with the {other} state: {words}")
 
     @staticmethod
     def drift_words(change: float, log: bool, since: str) -> str:

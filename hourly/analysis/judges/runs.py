@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, BaseJudge, Call, Evidence, JudgeOptions, Run, Verdict, flip
+from hourly.analysis.judges.chain import ChainTraits, RateTest
 from hourly.errors import UserError
 from hourly.model import Status
 
@@ -31,10 +32,24 @@ class RunsJudge(BaseJudge):
 
     def __init__(self, opts: JudgeOptions = DEFAULT_OPTIONS):
         self.invert = opts.invert
+        self.opts = opts
+
+    @property
+    def traits(self) -> ChainTraits:
+        return ChainTraits(self.mode, self.answer_mode, self.invert, self.mixed_states, self.near_breaks,
+                           self.later_on_ties, self.confirms)
 
     def end_runs(self, runs: list[Run]) -> Call:
         """An end's own row (the flaky judge: by its exit status)."""
         return self.runs(runs)
+
+    def by_runs(self, runs: list[Run], role: str) -> Call:
+        """A state's verdict by its runs in hand; an end's own row by :meth:`end_runs`."""
+        return self.end_runs(runs) if role == "end" else self.runs(runs)
+
+    def rate(self, seen: Sequence[int | None] | None = None) -> RateTest | None:
+        """One run decides (the flaky judge and exit mode turned flaky test failure rates)."""
+        return None
 
     def turned(self, v: Verdict) -> Verdict:
         return flip(v) if self.invert else v
@@ -42,7 +57,7 @@ class RunsJudge(BaseJudge):
     @staticmethod
     def ran(ev: Evidence) -> bool:
         """Whether a measurement ran the benchmark at all (its build failed, or --only's jaxlib is too old)."""
-        return ev.status not in UNRUN
+        return ran(ev)
 
     def call(self, ev: Evidence) -> Call:
         """The verdict on one measurement just taken: untestable when it ran nothing."""
@@ -53,9 +68,7 @@ class RunsJudge(BaseJudge):
     @staticmethod
     def unbuilt(evs: Sequence[Evidence]) -> Call | None:
         """Untestable when a measurement in hand failed to build (None: judge its runs)."""
-        if any(e.status == Status.BUILD_FAILED.value for e in evs):
-            return Call(Verdict.SKIP, "build failed")
-        return None
+        return unbuilt(evs)
 
     def runs(self, runs: list[Run]) -> Call:
         raise NotImplementedError
@@ -63,3 +76,15 @@ class RunsJudge(BaseJudge):
     def check_end(self, pair_text: str, got: Verdict, want: Verdict, find_fix: bool) -> UserError | None:
         """An end that is not what the window says it is (None: it is)."""
         raise NotImplementedError
+
+
+def ran(ev: Evidence) -> bool:
+    """Whether a measurement ran the benchmark at all (its build failed, or --only's jaxlib is too old)."""
+    return ev.status not in UNRUN
+
+
+def unbuilt(evs: Sequence[Evidence]) -> Call | None:
+    """Untestable when a measurement in hand failed to build (None: judge its runs)."""
+    if any(e.status == Status.BUILD_FAILED.value for e in evs):
+        return Call(Verdict.SKIP, "build failed")
+    return None
