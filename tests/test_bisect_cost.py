@@ -69,14 +69,18 @@ def test_a_bisection_says_each_process_and_states_what_its_verdicts_cost(tmp_pat
     assert any(x.startswith("  ends ") for x in lines) and any(x.startswith("  probe 1 of ~") for x in lines), err
     assert any(re.search(r", [+−]\d+\.\d % ± \d+\.\d %, ", x) for x in lines), err  # the change read so far
     s = a["sampling"]
-    assert s["processes"] == a["runs"] > 0 and s["samples"] == a["run_samples"] == 5 * a["runs"]
-    assert s["chip_s"] > 0 and s["how"] == "fixed" and s["samples_per_process"] == 5 and s["asked"] == [5]
-    assert s["statistic"] in ("median", "p10", "trimmed") and s["statistic_why"]
-    assert s["first_sample_s"] > 0 and s["per_sample_s"] >= 0 and "not_followed" not in s
     # stored with each run: what the process cost, and the count asked of it
     runs = [r for (raw,) in Store(tmp_path / "work").conn.execute(
         "SELECT runs FROM measurements WHERE origin='bisect'") for r in json.loads(raw)]
     assert runs and all(r["asked"] == 5 and r["timed_samples"] == 5 and r["first_sample_s"] > 0 for r in runs)
+    # every process the bisection ran counts: the verdicts' own, and the interval's ends measured beside
+    # each probe (which no verdict row counts as its runs)
+    assert s["processes"] == len(runs) >= a["runs"] > 0 and s["samples"] == 5 * len(runs)
+    assert a["run_samples"] == 5 * a["runs"] and "this_call_chip_s" not in s
+    assert s["chip_s"] == pytest.approx(sum(r["duration"] for r in runs), abs=0.1)
+    assert s["how"] == "fixed" and s["samples_per_process"] == 5 and s["asked"] == [5]
+    assert s["statistic"] in ("median", "p10", "trimmed") and s["statistic_why"]
+    assert s["first_sample_s"] > 0 and s["per_sample_s"] >= 0 and "not_followed" not in s
     # the text answer states the figures too
     capsys.readouterr()
     assert main(["bisect", *args]) == 0
@@ -124,6 +128,11 @@ def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     # process starts above the default was seen to fail once in CI under load: asked [12, 24, 48] —
     # open, see the session note; here only that the count was revised from the measured costs)
     assert max(got["regressions"][0]["sampling"]["asked"]) > 12, (got["regressions"][0]["sampling"], err)
+    # what the chip time went to counts the call before the resume too, and says this call's apart
+    s = got["regressions"][0]["sampling"]
+    runs = [r for (raw,) in Store(tmp_path / "work").conn.execute(
+        "SELECT runs FROM measurements WHERE origin='bisect'") for r in json.loads(raw)]
+    assert s["processes"] == len(runs) >= 15 and s["chip_s"] > s["this_call_chip_s"] > 0, s
 
 
 def test_the_cost_line_says_what_each_figure_is():

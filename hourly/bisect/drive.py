@@ -67,7 +67,7 @@ class WindowDrive(WindowState):
         figures = getattr(lab, "sampling_figures", None)  # what the verdicts cost, where the lab knows
         if figures is not None and lab.judge.steps:
             a.sampling = figures(ends, float(getattr(lab, "seconds", 0.0)) - seconds0, a.runs, a.run_samples,
-                                 choice)
+                                 choice, (self.bid, [st.pair for st in states]))
         return a
 
     def blame(self, good: Pair, bad: Pair, known: dict[Pair, Verdict] | None,

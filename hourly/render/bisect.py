@@ -76,6 +76,8 @@ def sampling_words(s: dict) -> str:
     median (why); a process: 18.2 s to its first sample, 0.33 s a sample``"""
     words = (f"{plural(s.get('processes') or 0, 'process', 'processes')}, {plural(s.get('samples') or 0, 'sample')}, "
              f"{s.get('chip_s') or 0:.0f} chip-s")
+    if s.get("this_call_chip_s") is not None:  # resumed: the calls before it are in the figures above
+        words += f" in all its calls ({s['this_call_chip_s']:.0f} in this one)"
     if s.get("one_value"):  # --metric-samples last: the count asked is the benchmark's business
         words += (f"; one value read from each process (its last match), HOURLY_SAMPLES="
                   f"{s.get('samples_per_process')} set")
