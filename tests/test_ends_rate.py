@@ -107,3 +107,91 @@ def test_on_many_null_windows_the_rate_holds_at_the_stated_level():
     for median in (False, True):
         said = sum(ends(seed, median=median)[0] is True for seed in range(600))
         assert said <= 12, (median, said)
+
+
+# -- the probes after the ends: what they find does not rest on how many rounds the ends took ---------
+
+def two_steps(seed: int, states: int = 11, noise: float = 0.007) -> tuple[list[tuple[int, int]], int]:
+    """tests/test_bisect.py's two-culprit window in process: 11 states, -7 % at state 3 and -2 % (the
+    --min-change) at state 9, 0.7 % noise a process, one value a process; the ends compared in rounds
+    as the bisection compares them, then the search, on to the rest of the window while it says a step
+    is left. The ends' processes are drawn from one stream and the probes' from another, so that two
+    rules for the ends meet the same probe noise. The regressions pinned, and the ends' rounds."""
+    from hourly.analysis.paired import round_order
+    from hourly.analysis.step_search import StepSearch
+    from hourly.model import BISECT_MIN_CHANGE
+    ends_rng, probes_rng = np.random.default_rng(seed), np.random.default_rng(10_000 + seed)
+    judge = PairedMetricJudge()
+
+    def level(i: int) -> float:
+        return 577.1 * (0.93 if i >= 3 else 1.0) * (0.98 if i >= 9 else 1.0)
+
+    def rounds(rng, first: int):
+        def measure(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
+            out = [{st: level(st) * (1 + noise * rng.standard_normal()) for st in round_order(sts, first + k)}
+                   for k in range(count)]
+            return out
+        return measure
+
+    blocks: list[dict] = []
+    while True:
+        blocks += rounds(ends_rng, len(blocks))([0, states - 1], max(END_ROUNDS, len(blocks) + 1) - len(blocks), None)
+        p = Paired.of(blocks, [0, states - 1])
+        final = len(blocks) >= DEFAULT_MAX_REPEATS
+        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
+        outcome, _ = judge.ends_paired(p, 0, states - 1, sigma, dof, delta, final)
+        if outcome is not None or final:
+            break
+    assert outcome is True, seed  # a -9 % window in 0.7 % noise
+    search = StepSearch(states, lambda i, c: None, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
+                        higher_is_better=True, judge=judge, rounds=rounds(probes_rng, 0), crash_windows=True,
+                        stop_at_regression=True)
+    search.seed(0, states - 1, p)
+    search.run()
+    while search.more_after:
+        search.run()
+    return [(s.lo, s.hi) for s in search.steps if s.regression(True)], len(blocks)
+
+
+@pytest.mark.parametrize("seeds", [pytest.param(range(0, 40, 4), id="quick"),
+                                   pytest.param([s for s in range(40) if s % 4], id="rest", marks=pytest.mark.slow)])
+def test_the_ends_rule_leaves_the_probes_finding_what_they_found(monkeypatch, seeds):
+    """The ends take more rounds under the stated rate (4-6 here, 3 before), and their rounds seed
+    the probes' noise; on the same probe noise the probes pin the same steps under either rule. A
+    probe misses the -2 % step beside the -7 % one in about a tenth of these windows either way (a
+    probe 2 % from the later end taken at its level: hourly.analysis.judges.paired NEITHER_BOUND),
+    which is why the real-process test's single seed could fail under one rule and pass under the
+    other (the seeded benchmark draws each run's noise by its count: more ends' runs, other draws)."""
+    now = {s: two_steps(s) for s in seeds}
+    before(monkeypatch)
+    was = {s: two_steps(s) for s in seeds}
+    assert all(was[s][1] == END_ROUNDS for s in seeds)
+    assert sum(now[s][1] for s in seeds) > sum(was[s][1] for s in seeds)  # the stated rate costs the ends rounds
+    same = sum(now[s][0] == was[s][0] for s in seeds)
+    assert same >= len(seeds) - 1, {s: (now[s], was[s]) for s in seeds}
+    assert sum(now[s][0] == BOTH for s in seeds) >= 0.85 * len(seeds), now
+
+
+BOTH = [(2, 3), (8, 9)]  # two_steps' two regressions, as (last good, first bad)
+
+
+def test_a_step_of_min_change_beside_a_larger_one_is_found_on_the_quick_seeds():
+    """A probe is taken at an end's level only when that end is at least as likely as "a level of
+    its own" (NEITHER_BOUND 0): on these 10 windows both steps are pinned every time; taking the
+    end unless "neither" was likelier by 3:1 lost the -2 % step in one (seed 32: the first probe,
+    2 % from the later end, read close to it and was taken at its level)."""
+    got = {s: two_steps(s)[0] for s in range(0, 40, 4)}
+    assert all(g == BOTH for g in got.values()), got
+
+
+@pytest.mark.slow
+def test_a_step_of_min_change_beside_a_larger_one_is_found_in_most_windows(monkeypatch):
+    """100 windows: both steps pinned in at least 92 (94 measured); by the 3:1 bound in fewer (89),
+    and no wrong step either way."""
+    now = [two_steps(s)[0] for s in range(100)]
+    monkeypatch.setattr(jp, "NEITHER_BOUND", -math.log(3.0))
+    was = [two_steps(s)[0] for s in range(100)]
+    assert sum(g == BOTH for g in now) >= 92, now
+    assert sum(g == BOTH for g in was) < sum(g == BOTH for g in now)
+    assert all(set(g) <= set(BOTH) for g in now + was)

@@ -14,7 +14,6 @@ rounds a verdict will need, and whether the machine drifted — never evidence f
 
 from __future__ import annotations
 
-import math
 from typing import Hashable, Sequence
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
@@ -39,12 +38,15 @@ ENDS_ALPHA = 0.01
 #: rounds all moved alike, is said to show drift (and by at least DRIFT_MIN of its level).
 DRIFT_Z = 4.0
 DRIFT_MIN = 0.01
-#: A probe is taken at an end's level once that end beats the other by Wald's bound, unless "a level
-#: of its own" (a step on each side) is likelier by 3:1 (MetricJudge.level's ``neither_bound``).
+#: A probe is taken at an end's level once that end beats the other by Wald's bound and is at least
+#: as likely as "a level of its own" (a step on each side; MetricJudge.level's ``neither_bound``).
 #: Holding the end to Wald's bound against "neither" too took 8-12 rounds a probe at 1.5 % noise
 #: per process (simulated, a 19-state window: 90 processes against 70); what it guards against is a
-#: second step of about --min-change beside the one found (docs/bisect.md, "Paired verdicts").
-NEITHER_BOUND = -math.log(3.0)
+#: second step of about --min-change beside the one found (docs/bisect.md, "Paired verdicts"). Taking
+#: the end unless "neither" was likelier by 3:1 missed the -2 % step beside a -7 % one (0.7 % noise,
+#: tests/test_bisect.py's window) in 8-10 % of simulated windows, at even odds in 4.5 %, for 7 % more
+#: processes (tests/test_ends_rate.py).
+NEITHER_BOUND = 0.0
 #: Paired values are judged by their Hodges–Lehmann locations (95 % of the mean's efficiency on
 #: Gaussian noise, robust to a wild process), not their medians (64 %): the drift a median also
 #: guarded against is cancelled by the pairing; this saved a third of the rounds a probe took.
