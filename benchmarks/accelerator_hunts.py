@@ -299,8 +299,16 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--null", action="store_true", help="the ends' false 'differ' rate on windows with no change")
     a = ap.parse_args()
-    t0 = time.time()
     pool = ProcessPoolExecutor(a.jobs) if a.jobs > 1 else None
+    try:
+        return _main(a, pool)
+    finally:
+        if pool is not None:  # its workers stopped here, not by the interpreter's exit (which may find them gone)
+            pool.shutdown()
+
+
+def _main(a: argparse.Namespace, pool: ProcessPoolExecutor | None) -> int:
+    t0 = time.time()
     run = pool.map if pool is not None else map
     if a.null:
         rules = ("median", "chosen", "naive", "before", "before-chosen")
