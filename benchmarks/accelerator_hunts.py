@@ -28,7 +28,8 @@ windows, as hourly.bisect.step_session drives it. Three ways to measure a proces
 A hunt is *right* when it names the planted step's commit, *wrong* when it names another (a single
 commit), else it gave no answer (the ends did not differ, or a range). ``--null``: windows whose ends
 do not differ at all — the rate at which the ends' verdict says "they differ" anyway, for the median
-alone and for the statistic chosen with and without the selection bound.
+alone and for the statistic chosen with and without its share of the rate, and by the rule hourly
+had before (3 standard errors at every look).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hourly.analysis.judges.metric import INDIFFERENCE, SEPARATION_MIN, resolvable_change
-from hourly.analysis.judges.paired import END_ROUNDS, PairedMetricJudge, more_rounds
+from hourly.analysis.judges.paired import END_ROUNDS, PairedMetricJudge, ends_bound, more_rounds
 from hourly.analysis.paired import Paired, round_order
 from hourly.analysis.process_stat import (
     DEFAULT_SAMPLES,
@@ -234,8 +235,10 @@ def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
 def null_ends(seed: int, sd: float, between: float, statistic_rule: str, n: int = DEFAULT_SAMPLES) -> bool:
     """Two ends that do not differ, compared as hourly compares a window's ends (rounds until the
     verdict is not unknown, up to --max-repeats): whether the verdict said "they differ".
-    ``statistic_rule``: median (no choice), chosen (the best of STATISTICS, held to the selection
-    bound: hourly), naive (the best of STATISTICS at the bound of one)."""
+    ``statistic_rule``: median (no choice), chosen (the best of STATISTICS, the look's share of the
+    rate shared among them: hourly), naive (the best of STATISTICS at the bound of one); before and
+    before-chosen: the rule hourly had before (3 standard errors at every look, raised by
+    ``selection_bound`` for the best of several), the median alone and the statistic chosen."""
     rng = np.random.default_rng(seed)
     judge = PairedMetricJudge()
 
@@ -252,18 +255,20 @@ def null_ends(seed: int, sd: float, between: float, statistic_rule: str, n: int 
             blocks.append({0: ProcessValue.of(proc()), 1: ProcessValue.of(proc())})
         p = Paired.of(blocks, [0, 1])
         final = len(blocks) >= DEFAULT_MAX_REPEATS
-        if statistic_rule == "median":
+        if statistic_rule in ("median", "before"):
             p = Paired.of([{s: float(v) for s, v in b.items()} for b in blocks], [0, 1])  # one value a process
         sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
         delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
-        if statistic_rule == "naive":
+        if statistic_rule in ("naive", "before", "before-chosen"):
             import hourly.analysis.judges.paired as jp
-            saved = jp.selection_bound
-            jp.selection_bound = lambda base, k, dof=0: base  # type: ignore[assignment]
+            saved = jp.ends_bound
+            jp.ends_bound = (  # type: ignore[assignment]
+                (lambda k, dof, cap, r: ends_bound(1, dof, cap, r)) if statistic_rule == "naive"
+                else lambda k, dof, cap, r: selection_bound(SEPARATION_MIN, k, dof))
             try:
                 outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
             finally:
-                jp.selection_bound = saved  # type: ignore[assignment]
+                jp.ends_bound = saved  # type: ignore[assignment]
         else:
             outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
         if outcome is not None or final:
@@ -294,21 +299,32 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--null", action="store_true", help="the ends' false 'differ' rate on windows with no change")
     a = ap.parse_args()
-    t0 = time.time()
     pool = ProcessPoolExecutor(a.jobs) if a.jobs > 1 else None
+    try:
+        return _main(a, pool)
+    finally:
+        if pool is not None:  # its workers stopped here, not by the interpreter's exit (which may find them gone)
+            pool.shutdown()
+
+
+def _main(a: argparse.Namespace, pool: ProcessPoolExecutor | None) -> int:
+    t0 = time.time()
     run = pool.map if pool is not None else map
     if a.null:
-        rules = ("median", "chosen", "naive")
+        rules = ("median", "chosen", "naive", "before", "before-chosen")
         got: dict[str, list[bool]] = {r: [] for r in rules}
         for rule, said in run(_null_job, [(a.seed * 100_000 + k, r) for r in rules for k in range(a.hunts)]):
             got[rule].append(said)
         for rule in rules:
             k, n = sum(got[rule]), len(got[rule])
             lo, hi = wilson(k, n)
-            print(f"null ends, {rule:7s}: 'they differ' in {k} of {n} ({100 * k / n:.2f} %, 95 % {100 * lo:.2f}–"
+            print(f"null ends, {rule:13s}: 'they differ' in {k} of {n} ({100 * k / n:.2f} %, 95 % {100 * lo:.2f}–"
                   f"{100 * hi:.2f} %)")
-        print(f"separation needed: {SEPARATION_MIN:.2f} standard errors, {selection_bound(SEPARATION_MIN, len(STATISTICS)):.2f} "
-              f"for the best of {len(STATISTICS)}; {time.time() - t0:.0f} s")
+        need = ", ".join(f"{r} {ends_bound(1, r - 1, DEFAULT_MAX_REPEATS, r):.1f} "
+                         f"({ends_bound(len(STATISTICS), r - 1, DEFAULT_MAX_REPEATS, r):.1f})" for r in (3, 6, 10, 15, 20))
+        print(f"separation needed at the look after r rounds (the best of {len(STATISTICS)} in brackets): {need}; "
+              f"before: {SEPARATION_MIN:.2f} ({selection_bound(SEPARATION_MIN, len(STATISTICS)):.2f} on known noise); "
+              f"{time.time() - t0:.0f} s")
         return 0
     kinds = a.kinds.split(",")
     families = a.family or list(FAMILIES)

@@ -90,6 +90,19 @@ def samples_of(value: float) -> tuple[float, ...]:
 
 
 @functools.cache
+def level_bound(alpha: float, candidates: int = 1, dof: int = 0) -> float:
+    """The separation (standard errors) a difference must reach to be said at two-sided level
+    ``alpha`` when it is the best of ``candidates`` statistics measured on the same rounds (the level
+    shared among them: Bonferroni), on a noise estimate of ``dof`` degrees of freedom (0: known; else
+    the Student-t quantile, whose tails at few degrees of freedom are far wider than the normal's)."""
+    q = alpha / (2.0 * max(candidates, 1))
+    if dof > 0:
+        from scipy import stats  # here, not at the top: scipy.stats costs a process ~1 s to import
+        return float(stats.t.isf(q, dof))
+    return float(NormalDist().inv_cdf(1.0 - q))
+
+
+@functools.cache
 def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
     """The separation (standard errors) two ends must reach when the statistic was chosen among
     ``candidates`` on those same ends, so that taking the one that separates them best does not make
@@ -97,16 +110,14 @@ def selection_bound(base: float, candidates: int, dof: int = 0) -> float:
     statistic would: the two-sided level of ``base`` shared among the candidates (Bonferroni). On a
     noise estimate of ``dof`` degrees of freedom (0: known) both are Student-t levels: with the few
     rounds a window's ends start with, ``base`` = 3 is a level of 9.5 % at 2 degrees of freedom, and
-    its third needs 5.4 standard errors, not the 3.3 of the normal's."""
+    its third needs 5.4 standard errors, not the 3.3 of the normal's. (The ends' verdict before it
+    held a stated rate over its looks: hourly.analysis.judges.paired ``ends_bound``.)"""
     if candidates <= 1:
         return base
     if dof > 0:
         from scipy import stats  # here, not at the top: scipy.stats costs a process ~1 s to import
-        alpha = 2.0 * float(stats.t.sf(base, dof))
-        return float(stats.t.isf(alpha / (2.0 * candidates), dof))
-    nd = NormalDist()
-    alpha = 2.0 * (1.0 - nd.cdf(base))
-    return float(nd.inv_cdf(1.0 - alpha / (2.0 * candidates)))
+        return level_bound(2.0 * float(stats.t.sf(base, dof)), candidates, dof)
+    return level_bound(2.0 * (1.0 - NormalDist().cdf(base)), candidates, 0)
 
 
 @dataclass(frozen=True)
@@ -157,8 +168,9 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
     noise (a low quantile where the samples are bimodal or skewed to the slow side, the median or
     the trimmed mean where they are not). Ties go to the earlier in :data:`STATISTICS` (the median).
     Taking the best of several on the same ends inflates their evidence: the ends' verdict made by
-    it is held to :func:`selection_bound` over ``candidates`` (hourly.analysis.judges.paired); the
-    probes after are judged on fresh processes by the statistic held fixed."""
+    it shares each look's part of its false rate among ``candidates`` (:func:`level_bound`, from
+    hourly.analysis.judges.paired's ``ends_bound``); the probes after are judged on fresh processes
+    by the statistic held fixed."""
     if not good or not bad:
         return DEFAULT_CHOICE
     if all(len(p) <= 1 for p in (*good, *bad)):

@@ -14,14 +14,13 @@ rounds a verdict will need, and whether the machine drifted — never evidence f
 
 from __future__ import annotations
 
-import math
 from typing import Hashable, Sequence
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, JudgeOptions, Verdict
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired, pooled_noise
-from hourly.analysis.process_stat import WORDS, choose_statistic, selection_bound
+from hourly.analysis.process_stat import WORDS, choose_statistic, level_bound
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
 from hourly.plurals import plural
@@ -31,20 +30,47 @@ from hourly.plurals import plural
 MIN_ROUNDS = 2
 #: Rounds the window's ends start with: nothing is known of the noise yet.
 END_ROUNDS = 3
+#: The rate at which a window's ends that do not differ are said to differ, over all the looks
+#: their verdict takes (one after each round, from END_ROUNDS up to --max-repeats): a user spends
+#: chip-hours searching a window whose ends only looked apart.
+ENDS_ALPHA = 0.01
 #: A state that reads this many standard errors away from how it read before, on a machine whose
 #: rounds all moved alike, is said to show drift (and by at least DRIFT_MIN of its level).
 DRIFT_Z = 4.0
 DRIFT_MIN = 0.01
-#: A probe is taken at an end's level once that end beats the other by Wald's bound, unless "a level
-#: of its own" (a step on each side) is likelier by 3:1 (MetricJudge.level's ``neither_bound``).
+#: A probe is taken at an end's level once that end beats the other by Wald's bound and is at least
+#: as likely as "a level of its own" (a step on each side; MetricJudge.level's ``neither_bound``).
 #: Holding the end to Wald's bound against "neither" too took 8-12 rounds a probe at 1.5 % noise
 #: per process (simulated, a 19-state window: 90 processes against 70); what it guards against is a
-#: second step of about --min-change beside the one found (docs/bisect.md, "Paired verdicts").
-NEITHER_BOUND = -math.log(3.0)
+#: second step of about --min-change beside the one found (docs/bisect.md, "Paired verdicts"). Taking
+#: the end unless "neither" was likelier by 3:1 missed the -2 % step beside a -7 % one (0.7 % noise,
+#: tests/test_bisect.py's window) in 8-10 % of simulated windows, at even odds in 4.5 %, for 7 % more
+#: processes (tests/test_ends_rate.py).
+NEITHER_BOUND = 0.0
 #: Paired values are judged by their Hodges–Lehmann locations (95 % of the mean's efficiency on
 #: Gaussian noise, robust to a wild process), not their medians (64 %): the drift a median also
 #: guarded against is cancelled by the pairing; this saved a third of the rounds a probe took.
 HL = True
+
+
+def ends_bound(candidates: int, dof: int, cap: int, rounds: int) -> float:
+    """The separation (standard errors) a window's ends must reach at their look after ``rounds``
+    rounds so that ends that do not differ are said to differ at most :data:`ENDS_ALPHA` of the
+    time over all the verdict's looks: it looks after every round from END_ROUNDS up to ``cap``
+    (--max-repeats) and stops at the first that passes. The rate is spent over the looks as
+    ``ENDS_ALPHA · (k/K)²`` by the k-th of K (a power-family spending function, between Pocock's
+    equal shares and O'Brien–Fleming's: little at the first looks, whose noise of 2–4 degrees of
+    freedom could not pass a real step anyway, more at the later ones), each look's share held
+    alone (Bonferroni over the looks: it holds however alike the looks are; a look on the same
+    rounds again is the same event), shared again among the ``candidates`` statistics chosen from
+    on these rounds, and read as a Student-t quantile at the noise's ``dof`` degrees of freedom
+    (at 2, the first look's, tens of standard errors; at 19, about 4.5). Never below
+    SEPARATION_MIN, the unpaired ends' check."""
+    from hourly.analysis.judges.metric import SEPARATION_MIN
+    looks = max(1, cap - END_ROUNDS + 1)
+    k = min(max(1, rounds - END_ROUNDS + 1), looks)
+    share = ENDS_ALPHA * ((k / looks) ** 2 - ((k - 1) / looks) ** 2)
+    return max(SEPARATION_MIN, level_bound(share, candidates, dof))
 
 
 def more_rounds(done: int, cap: int) -> int:
@@ -108,33 +134,34 @@ class PairedMetricJudge(MetricJudge):
 
     def ends_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
                     final: bool = False) -> tuple[bool | None, str]:
-        """Whether a window's ends differ, in rounds of the two: apart by SEPARATION_MIN standard
-        errors of their paired difference (the unpaired ends' check), the same when Wald's test
-        says no difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or
-        not); and the difference in words (``+7.8 %, paired over 3 rounds, 5.5 standard errors``).
+        """Whether a window's ends differ, in rounds of the two: apart by :func:`ends_bound`
+        standard errors of their paired difference (this look's share of a false rate of
+        ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no
+        difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or not);
+        and the difference in words (``+7.8 %, paired over 6 rounds, 12.5 standard errors (9.5
+        needed at this look for a 1 % false rate)``).
 
         Where processes printed several samples, each is reduced by the statistic that separates
         the ends best (hourly.analysis.process_stat.choose_statistic; ``sigma`` and ``dof`` are then
         those of its rounds), and having picked the best of several on these same rounds, the
-        separation they need is raised to hold the false rate of one (:func:`selection_bound`)."""
-        from hourly.analysis.judges.metric import SEPARATION_MIN
+        look's share of the rate is shared again among them (:func:`ends_bound`'s ``candidates``)."""
         from hourly.analysis.samples import hodges_lehmann, location, se2
         choice = choose_statistic(p.processes(x), p.processes(y))
-        bound, by = SEPARATION_MIN, ""
+        by = ""
         if choice.candidates > 1:
             q = p.reduced(choice.statistic)
             if q is not p:
                 sigma, dof = self.noise([q.noise_groups()], q.log, q.level[0])
             p = q
-            bound = selection_bound(SEPARATION_MIN, choice.candidates, dof)
             by = f", each process by its {WORDS[choice.statistic]}: {choice.why}"
+        bound = ends_bound(choice.candidates, dof, self.max_repeats, p.rounds)
         d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
         sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
         diff = p.difference(x, y)
         said = f"{_pct(diff) if p.log else f'{diff:+.4g}'}, paired over {plural(p.rounds, 'round')}, " \
-               f"{sep:.1f} standard errors{by}"
+               f"{sep:.1f} standard errors ({bound:.1f} needed at this look for a {ENDS_ALPHA * 100:g} % false rate){by}"
         if sep >= bound:
             return True, said
         if final or d is False:
