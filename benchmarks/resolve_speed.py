@@ -40,7 +40,7 @@ from pathlib import Path
 from hourly.adapters.gitrepo import GitRepo
 from hourly.demo.repos import first_parent_chain, replay_history
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
-from hourly.timeparse import instants, parse_step, window
+from hourly.text.timeparse import instants, parse_step, window
 
 TOTAL = 40_000
 FILLER_STEP_S = 600

@@ -59,7 +59,7 @@ class ProcessError(HourlyError):
         what = "timed out" if timed_out else f"exited with {returncode}"
         where = f" in {cwd}" if cwd else ""
         last = tail.strip().splitlines()[-1] if tail.strip() else "(no output)"
-        from hourly.privacy import redact_argv  # the message is printed: secret-looking values left out
+        from hourly.text.privacy import redact_argv  # the message is printed: secret-looking values left out
         super().__init__(f"`{' '.join(redact_argv(self.cmd))}`{where} {what}: {last}")
 
 

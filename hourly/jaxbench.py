@@ -26,7 +26,7 @@ which ``hourly scan --metric-regex`` picks up with :func:`metric_regex` (see ``d
 ``hourly trace`` (or ``HOURLY_MEMPROF_AT``) asks for that point, and does nothing otherwise, so
 benchmarks can keep the calls in for normal scans.
 
-This module imports only the standard library, JAX and :mod:`hourly.plurals` (standard library
+This module imports only the standard library, JAX and :mod:`hourly.text.plurals` (standard library
 only): it runs inside the benchmarked program, under whatever Python the build under test uses.
 """
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 #: One number as the benchmark lines print it (also matches ``1e-05`` and ``-3``).
 NUMBER_PATTERN = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -67,7 +67,7 @@ def asked_samples(default: int) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
 
-#: Environment variables shared with :mod:`hourly.trace`.
+#: Environment variables shared with :mod:`hourly.harness.trace`.
 ENV_TRACE_DIR = "HOURLY_TRACE_DIR"
 ENV_MEMPROF_AT = "HOURLY_MEMPROF_AT"
 

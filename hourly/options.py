@@ -11,7 +11,7 @@ read against them (``hourly.measure.settings.load_config``), as nox's ``_option_
 
 :func:`argv` turns values back into the arguments of a command, exactly (``hourly hunt`` runs its
 inner scans and bisections with them); :func:`command_line` into one line to print (resume lines,
-next commands, reports, error messages), secret-looking values redacted (hourly.privacy).
+next commands, reports, error messages), secret-looking values redacted (hourly.text.privacy).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from hourly.model import (
     InstallerKind,
     Mode,
 )
-from hourly.privacy import redact_argv, redact_word
-from hourly.timeparse import get_zone, step_problem
+from hourly.text.privacy import redact_argv, redact_word
+from hourly.text.timeparse import get_zone, step_problem
 
 #: the help panels, in the order --help shows them after "Options" (the command's own, and -h)
 OPTIONS_PANEL = "Options"
@@ -91,9 +91,9 @@ def _zone_problem(name: str) -> str | None:
     return None
 
 
-#: a step of time: 1h, 30m, 6h (hourly.timeparse.parse_step)
+#: a step of time: 1h, 30m, 6h (hourly.text.timeparse.parse_step)
 STEP = Rule(step_problem, "1h")
-#: a zone (hourly.timeparse.get_zone)
+#: a zone (hourly.text.timeparse.get_zone)
 ZONE = Rule(_zone_problem, "America/Los_Angeles")
 #: ``--env KEY=VALUE`` (hourly.adapters.proc.parse_env reads it)
 #: --env: KEY=VALUE, or a variable's name alone (its value taken from hourly's environment: a secret)
@@ -723,7 +723,7 @@ def argv(command: str, values: Mapping[str, Any] | Iterable[tuple[str, Any]]) ->
 
 def command_line(command: str, values: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> str:
     """:func:`argv` as one line to print: quoted as a shell reads it, secret-looking values redacted
-    (``--env API_TOKEN=<redacted>``; hourly.privacy)."""
+    (``--env API_TOKEN=<redacted>``; hourly.text.privacy)."""
     return join(argv(command, values))
 
 

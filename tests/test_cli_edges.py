@@ -16,7 +16,7 @@ from rich.console import Console
 
 from hourly.cli import main
 from hourly.demo.hunt import next_commands, print_next
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 from tests.argv import with_flags
 
 

@@ -1,6 +1,6 @@
 """Every command line hourly prints for the user to run goes through the one encoder
 (``hourly.options.command_line`` / ``hourly.options.join``): quoted as a shell splits it back, and
-secret-looking values redacted (hourly.privacy). None is written by hand with an f-string."""
+secret-looking values redacted (hourly.text.privacy). None is written by hand with an f-string."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ except ModuleNotFoundError:  # Python 3.10: hourly declares tomli there
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the program under measurement, never hourly's own dependency: imported only inside functions
-#: that run in the benchmark's Python (hourly.jaxbench, hourly.trace), which the user provides
+#: that run in the benchmark's Python (hourly.jaxbench, hourly.harness.trace), which the user provides
 MEASURED = {"jax", "jaxlib"}
 
 

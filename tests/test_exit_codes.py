@@ -38,5 +38,5 @@ def test_a_profiler_that_cannot_start_is_not_called_the_benchmarks_exit(capsys, 
     assert main(["trace", "--out", str(tmp_path / "t"), "--", str(tmp_path / "bare" / "bin" / "python"), str(script)]) == 1
     got = capsys.readouterr()
     assert "the benchmark exited" not in got.err and "ran\n" not in got.out
-    assert "the profiler (python -m hourly.trace) stopped before it ran the program" in got.err
+    assert "the profiler (python -m hourly.harness.trace) stopped before it ran the program" in got.err
     assert "install jax into the Python that runs it" in got.err

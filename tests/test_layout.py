@@ -97,7 +97,7 @@ def test_the_import_rule_check_sees_relative_imports():
 # -- the layers and the import graph (docs/architecture.md draws them) ----------------------------
 
 #: The records and the small pure helpers everything may use: standard library only.
-BASE = ("hourly.errors", "hourly.model", "hourly.plurals", "hourly.timeparse", "hourly.privacy",
+BASE = ("hourly.errors", "hourly.model", "hourly.text",
         "hourly.metric", "hourly.events", "hourly.options", "hourly.answers", "hourly.watch_records", "hourly")
 #: The levels, lowest first: a level may import levels of a lower rank, never its own rank's
 #: neighbours or a higher one (the bisection reads the scan's table; the hunt runs the daily and
@@ -154,7 +154,7 @@ def _within(name: str, roots) -> bool:
 
 
 def _layer(name: str) -> str:
-    if name in BASE:
+    if name in BASE or _within(name, ("hourly.text",)):
         return "base"
     for layer in ("analysis", "adapters", "measure", "execute", "render"):
         if _within(name, (f"hourly.{layer}",)):
@@ -163,7 +163,7 @@ def _layer(name: str) -> str:
         return "level"
     if _within(name, TOP):
         return "top"
-    if name in ("hourly.trace", "hourly.jaxbench", "hourly.jaxbench_phases", "hourly.frontend_profile"):
+    if name in ("hourly.jaxbench", "hourly.jaxbench_phases") or _within(name, ("hourly.harness",)):
         return "tracer"
     return "unplaced"
 
@@ -328,7 +328,8 @@ def _renderer_outside(source: str, package: str = "hourly.render") -> list[str]:
             module = ".".join(base + ([node.module] if node.module else []))
             names += [f"hourly.{a.name}" for a in node.names] if module == "hourly" else [module]
     return sorted(n for n in set(names)
-                  if not (_within(n, RENDERER_MAY_IMPORT) or n in BASE or _within(n, RENDERER_MAY_USE)))
+                  if not (_within(n, RENDERER_MAY_IMPORT) or n in BASE or _within(n, ("hourly.text",))
+                          or _within(n, RENDERER_MAY_USE)))
 
 
 def test_the_report_is_rendered_from_its_data_alone():
@@ -375,3 +376,10 @@ def test_the_class_length_check_counts_every_line_of_a_class():
     body = "    '''doc'''\n" + "\n".join(f"    x{i} = {i}" for i in range(297)) + "\n    class Inner:\n        y = 1\n"
     assert _class_lengths("import os\n\n\nclass Long:\n" + body + "\n\nclass Short:\n    z = 0\n") == \
         {"Long": 301, "Inner": 2, "Short": 2}
+
+
+def test_at_most_twelve_modules_stand_at_the_packages_top():
+    """hourly/ holds its records, its entry points and its public harnesses; the rest lives in folders
+    by layer and level (docs/architecture.md)."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= 12, top

@@ -106,7 +106,7 @@ def test_the_printed_line_redacts_secret_looking_values_and_the_run_argv_keeps_t
     assert words[words.index("--env") + 1] == "API_TOKEN=<redacted>" and "N=4" in words
     assert "GH_TOKEN=<redacted>" in words[words.index("--bench-cmd") + 1]
     assert "API_TOKEN=s3cret" in options.argv("scan", values)  # what runs must carry the value
-    from hourly.privacy import redact_argv
+    from hourly.text.privacy import redact_argv
     assert redact_argv(["--env=AWS_SECRET_ACCESS_KEY=x", "--slurm-arg=--export=ALL,MY_TOKEN=y", "PATH=/bin"]) == [
         "--env=AWS_SECRET_ACCESS_KEY=<redacted>", "--slurm-arg=--export=ALL,MY_TOKEN=<redacted>", "PATH=/bin"]
 

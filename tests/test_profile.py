@@ -79,7 +79,7 @@ def test_a_benchmark_failing_under_the_profiler_is_said_with_its_last_line(tmp_p
     also when the profiler itself could not import jax in the benchmark's Python."""
     from hourly.profile.run import profiler_failed
     log = tmp_path / "run.log"
-    log.write_text(f"$ python3 -m hourly.trace -- bench.py\n# cwd: /x\nTraceback (most recent call last):\n"
+    log.write_text(f"$ python3 -m hourly.harness.trace -- bench.py\n# cwd: /x\nTraceback (most recent call last):\n"
                    f"  File \"trace.py\", line 151, in main\n{last}\n\n# exit: 1 after 0.10s\n")
     e = profiler_failed("the benchmark failed under the profiler for the good state of step-1", log,
                         "check that it runs without hourly trace")

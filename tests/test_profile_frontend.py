@@ -1,5 +1,5 @@
 """The front-end profile of ``hourly profile``: tracing, lowering and dispatch profiled in Python at
-both states (hourly/frontend_profile.py) and diffed (hourly/profile/frontend.py).
+both states (hourly/harness/frontend_profile.py) and diffed (hourly/profile/frontend.py).
 
 Real JAX on the CPU: two versions of a small package the benchmark's function calls while it is
 traced, one with a planted slow function; the diff must name that function first. The pure diff is

@@ -13,7 +13,7 @@ import pytest
 from hourly.adapters.gitrepo import GitRepo
 from hourly.demo.repos import replay_history
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
-from hourly.timeparse import instants, parse_step, parse_time, window
+from hourly.text.timeparse import instants, parse_step, parse_time, window
 
 HISTORY = Path(__file__).resolve().parents[2] / "shared" / "data" / "history"
 pytestmark = pytest.mark.skipif(not (HISTORY / "hours_aug24-26_2023.csv").exists(),

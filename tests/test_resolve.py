@@ -9,7 +9,7 @@ from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
 from hourly.demo.repos import _git, _init
 from hourly.measure.resolve import distinct_pairs, resolve_pairs
-from hourly.timeparse import instants, parse_step, parse_time, window
+from hourly.text.timeparse import instants, parse_step, parse_time, window
 
 
 def git_rev_list(path, before: str, first_parent: bool, tz: str) -> str:

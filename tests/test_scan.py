@@ -24,7 +24,7 @@ from waiting import measurement_count, wait_for_measurements
 from hourly.adapters.gitrepo import GitRepo, transient_git_failure
 from hourly.cli import main
 from hourly.render.console import unwrap
-from hourly.timeparse import iso_utc
+from hourly.text.timeparse import iso_utc
 from tests.argv import with_flags
 from tests.conftest import make_venv_seeing_this_python
 from tests.in_place import editable_build

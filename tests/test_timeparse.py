@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 
 from hourly.errors import UserError
-from hourly.timeparse import instant_count, instants, iso_utc, parse_step, parse_time, step_problem, window
+from hourly.text.timeparse import instant_count, instants, iso_utc, parse_step, parse_time, step_problem, window
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,4 +1,4 @@
-"""python -m hourly.trace and hourly trace, run as a user would: real JAX in subprocesses."""
+"""python -m hourly.harness.trace and hourly trace, run as a user would: real JAX in subprocesses."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def env() -> dict[str, str]:
 
 
 def run_tracer(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hourly.trace", *args], cwd=cwd, env=env(),
+    return subprocess.run([sys.executable, "-m", "hourly.harness.trace", *args], cwd=cwd, env=env(),
                           capture_output=True, text=True, timeout=180)
 
 
@@ -69,7 +69,7 @@ def trace_app() -> typer.Typer:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     """One real capture of ALLOCATING by `hourly trace` (which runs it under `python -m
-    hourly.trace`), shared by the tests that only read it: (folder, capture, facts, the command's
+    hourly.harness.trace`), shared by the tests that only read it: (folder, capture, facts, the command's
     result)."""
     work = tmp_path_factory.mktemp("traced")
     (work / "alloc.py").write_text(ALLOCATING)
@@ -196,7 +196,7 @@ def test_python_commands_are_rewritten_to_run_under_the_tracer(cmd, expected_hea
                                                                expected_tail):
     opts = TraceOptions(host_tracer_level=1, memprof_at=["a", "b"])
     got = tracing_command(cmd, "/o", opts, python="/my/python")
-    assert got == [*expected_head, "-m", "hourly.trace", "--out", "/o",
+    assert got == [*expected_head, "-m", "hourly.harness.trace", "--out", "/o",
                    "--host-tracer-level", "1", "--memprof-at", "a,b", "--", *expected_tail]
 
 
@@ -210,7 +210,7 @@ def test_commands_that_cannot_be_traced_are_refused(cmd, error):
 
 
 def test_capture_raises_the_commands_exit_status_and_keeps_its_log(tmp_path):
-    """capture()'s wiring without jax: the command rewritten to run under hourly.trace by the given
+    """capture()'s wiring without jax: the command rewritten to run under hourly.harness.trace by the given
     Python, hourly's folder put before an empty PYTHONPATH, the run's log written, and a failing run
     raised as a ProcessError with its exit status (check) or returned (no check). The Python here is a
     real program that exits 4 at once; the capture of a real jax run: test_capture_through_proc_run
@@ -223,12 +223,12 @@ def test_capture_raises_the_commands_exit_status_and_keeps_its_log(tmp_path):
                 cwd=tmp_path, options=TraceOptions(python_tracer_level=0, memprof_at=["after"]))
     assert err.value.returncode == 4
     assert (tmp_path / "argv.txt").read_text().split() == [
-        "-m", "hourly.trace", "--out", str(tmp_path / "cap"), "--python-tracer-level", "0", "--memprof-at", "after",
+        "-m", "hourly.harness.trace", "--out", str(tmp_path / "cap"), "--python-tracer-level", "0", "--memprof-at", "after",
         "--", "alloc.py", "facts.json"]
     shim = (tmp_path / "pythonpath.txt").read_text().strip()  # hourly's folder alone: no empty entry after it
     assert shim and os.pathsep not in shim and not Path(shim).exists()  # removed once the run ended
     log = (tmp_path / "cap" / "run.log").read_text()
-    assert log.startswith(f"$ {python} -m hourly.trace ") and "# exit: 4" in log
+    assert log.startswith(f"$ {python} -m hourly.harness.trace ") and "# exit: 4" in log
     kept = capture(["alloc.py"], tmp_path / "cap2", python=str(python), cwd=tmp_path, check=False)
     assert not kept.ok and kept.result.returncode == 4 and kept.manifest == {}
 
@@ -255,18 +255,18 @@ def test_a_benchmark_python_without_hourly_finds_the_tracer_through_the_shim(tmp
     """The benchmark's Python (a venv holding the build under test) has no hourly installed: the
     folder put on its PYTHONPATH must expose the whole ``hourly`` package, not the folder of the
     module that makes it (``hourly/profile/``; on a real venv this failed with ``No module named
-    hourly.trace``)."""
+    hourly.harness.trace``)."""
     from hourly.profile.capture import hourly_pythonpath
     shim = hourly_pythonpath()
     try:
         # -S: no site-packages, so the hourly installed into this test's Python is out of reach
-        done = subprocess.run([sys.executable, "-S", "-c", "import hourly.trace; print(hourly.trace.__file__)"],
+        done = subprocess.run([sys.executable, "-S", "-c", "import hourly.harness.trace; print(hourly.harness.trace.__file__)"],
                               env={"PYTHONPATH": shim}, cwd=tmp_path, capture_output=True, text=True)
     finally:
         import shutil
         shutil.rmtree(shim, ignore_errors=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(Path(shim) / "hourly" / "trace.py")
+    assert done.stdout.strip() == str(Path(shim) / "hourly" / "harness" / "trace.py")
 
 
 def test_hourly_trace_command(traced, tmp_path, monkeypatch):

@@ -434,7 +434,7 @@ def test_a_secret_given_as_a_value_is_kept_for_the_owner_alone_and_a_hunt_script
     """What holds a secret's value is its owner's alone: the store (and its write-ahead log) and a
     job's request; a hunt's command passes ``--env NAME`` and the value goes in its environment."""
     from hourly.execute.jobfiles import write_json
-    from hourly.privacy import env_from_environment, holds_secret
+    from hourly.text.privacy import env_from_environment, holds_secret
     argv = ["hourly", "bisect", "--env", "API_TOKEN=s3cret", "--env=GH_TOKEN=t0k", "--env", "A=1", "--env", "B_TOKEN"]
     assert env_from_environment(argv) == (
         ["hourly", "bisect", "--env", "API_TOKEN", "--env=GH_TOKEN", "--env", "A=1", "--env", "B_TOKEN"],

@@ -6,9 +6,9 @@ states, and print what hourly's readers make of them. Made for the TPU machine `
 
 It runs on any backend (on the CPU here, for its own test). Processes each opening the device
 once (6-11 s each on the TPU machine): for each state (benchmarks/tpu/profile_model.py, ``good``
-and ``bad``) one run of the model under ``python -m hourly.trace`` with
+and ``bad``) one run of the model under ``python -m hourly.harness.trace`` with
 ``XLA_FLAGS=--xla_dump_to=…`` (as ``hourly explain`` runs its dump runs), then ``--processes``
-(4) runs of ``python -m hourly.frontend_profile`` of its ``make()`` per state, interleaved good,
+(4) runs of ``python -m hourly.harness.frontend_profile`` of its ``make()`` per state, interleaved good,
 bad, good, … as ``hourly profile`` runs them — then, in this process, no JAX at all:
 
 1. what each trace holds (``hourly.profile.xplane``): planes, lines, event counts, a few event
@@ -197,7 +197,7 @@ def run(ns: argparse.Namespace, out: Path) -> int:
     print(f"backend {backend}; devices {manifests['bad'].get('devices')}; jax {manifests['bad'].get('jax_version')}, "
           f"jaxlib {manifests['bad'].get('jaxlib_version')}; python {sys.version.split()[0]}")
     checks.check(all(r["capture_ok"] for r in runs.values()), "capture",
-                 "both states ran under hourly.trace: " + ", ".join(f"{s} {manifests[s].get('status')}" for s in SIDES))
+                 "both states ran under hourly.harness.trace: " + ", ".join(f"{s} {manifests[s].get('status')}" for s in SIDES))
 
     section("1. what the traces hold (hourly.profile.xplane)")
     for side in SIDES:

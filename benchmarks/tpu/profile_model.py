@@ -9,8 +9,8 @@ would leave them:
 - while tracing it runs a pure-Python function, ``expand_rules`` (the front-end profile's diff
   must name it first).
 
-As a script (``python profile_model.py``, under ``python -m hourly.trace``) it runs 20 training
-steps; as a target (``make()``) it gives the step and its inputs to ``hourly.frontend_profile``.
+As a script (``python profile_model.py``, under ``python -m hourly.harness.trace``) it runs 20 training
+steps; as a target (``make()``) it gives the step and its inputs to ``hourly.harness.frontend_profile``.
 Standard library and JAX only.
 """
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar, cast
 
 from hourly.errors import UserError
-from hourly.privacy import redact_argv
+from hourly.text.privacy import redact_argv
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from hourly.errors import UsageError, UserError
-from hourly.privacy import REDACTED, looks_secret, redact_argv
+from hourly.text.privacy import REDACTED, looks_secret, redact_argv
 
 if TYPE_CHECKING:
     pass
@@ -554,7 +554,7 @@ def split_command(text: str, flag: str, hint_empty: str) -> list[str]:
 def parse_env(items: list[str]) -> dict[str, str]:
     """``--env`` items as a dict: ``KEY=VALUE``, or ``KEY`` alone, whose value is ``KEY``'s in
     hourly's own environment (how a secret is passed without being written down: the scripts
-    hourly writes pass it so, hourly.privacy). A usage error (exit 2) for anything else: a name
+    hourly writes pass it so, hourly.text.privacy). A usage error (exit 2) for anything else: a name
     that is not set, no name, or the word ``<redacted>`` that hourly prints for a secret's value
     (a printed line pasted as it is)."""
     out = {}

@@ -21,7 +21,7 @@ from hourly.bisect.pairing import TimePairing
 from hourly.bisect.records import Probe, Taken, Where, Window
 from hourly.errors import UserError
 from hourly.model import Pair
-from hourly.timeparse import iso_utc
+from hourly.text.timeparse import iso_utc
 
 __all__ = ["Histories", "Lab", "Metered", "WindowState", "Witness", "iso"]
 

@@ -49,7 +49,7 @@ from hourly.execute.executors import Executor
 from hourly.measure.build import BUILD_ATTEMPTS, BuildInterrupted, BuildStatus
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 __all__ = ["MANUAL", "NO_BENCH", "VERDICT_WORDS", "Asked", "Person", "Prompt", "check_request", "is_manual", "mark",
            "parse_verdict", "run_manual"]

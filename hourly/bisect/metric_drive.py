@@ -27,8 +27,8 @@ from hourly.bisect.records import Probe, Taken
 from hourly.bisect.step_session import StepSession
 from hourly.errors import UserError
 from hourly.model import Pair
-from hourly.plurals import plural
 from hourly.scan.table import SCAN_ORIGIN
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step

@@ -54,8 +54,8 @@ from hourly.measure.measurer import Measurer, build_spec, open_repos, pin_of, tr
 from hourly.measure.pinned import gate_for
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, Status, cut_side
-from hourly.plurals import plural
-from hourly.timeparse import parse_time
+from hourly.text.plurals import plural
+from hourly.text.timeparse import parse_time
 
 __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_end", "parse_ends", "run_bisect",
            "windows_from_store"]

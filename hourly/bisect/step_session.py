@@ -20,7 +20,7 @@ from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe, Taken
 from hourly.errors import UserError
 from hourly.model import Pair, Status
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 #: what a measurement that ran the benchmark and failed is: the kind of state a crash window holds
 CRASHES = (Status.CRASHED.value, Status.TIMEOUT.value, Status.NO_METRIC.value)

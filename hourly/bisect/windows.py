@@ -21,7 +21,7 @@ from hourly.errors import UserError
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, PointResult, Status
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
-from hourly.timeparse import parse_time
+from hourly.text.timeparse import parse_time
 
 if TYPE_CHECKING:
     from hourly.analysis.bisection import State

@@ -26,8 +26,8 @@ from typer.core import TyperCommand
 from hourly import options
 from hourly.errors import UsageError
 from hourly.options import WARN_INSTANTS, Option
-from hourly.privacy import REDACTED, pasted_secret, redact_word
 from hourly.render.console import console as make_console
+from hourly.text.privacy import REDACTED, pasted_secret, redact_word
 
 if TYPE_CHECKING:
     from hourly.nightly.plan import NightlySettings
@@ -156,7 +156,7 @@ def check_plan_size(s: Any, max_instants: int) -> None:
     the scan's own checks."""
     if not s.from_ or not s.to:
         return
-    from hourly.timeparse import instant_count, iso_utc, parse_step, window
+    from hourly.text.timeparse import instant_count, iso_utc, parse_step, window
     t0, t1 = window(s.from_, s.to, s.tz)
     n = instant_count(t0, t1, parse_step(s.step))  # the window's end is one, on the grid or not
     what = f"the window plans {n:,} instants (every {s.step} from {iso_utc(t0)} to {iso_utc(t1)})"

@@ -34,7 +34,7 @@ def config_cmd(*, flags: dict[str, Any], command: Optional[str], config: Optiona
     """Print the effective settings and where each came from (default, the settings file, a flag);
     with --command, that command's own table."""
     from hourly.measure.settings import Settings, command_settings, effective
-    from hourly.privacy import redact_assignments
+    from hourly.text.privacy import redact_assignments
     scan: Settings | None
     if command is None:
         scan, origin = effective(flags, config)

@@ -16,7 +16,7 @@ import typer
 from hourly.errors import UsageError
 from hourly.metric import compile_metric_regex
 from hourly.options import command_line
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 from .common import command, shared_direction
 

@@ -47,7 +47,7 @@ def trace(
         code = captured.result.returncode
         if not captured.manifest.get("status"):  # the profiler stopped before it ran the program: not its exit
             from hourly.profile.run import profiler_failed
-            raise profiler_failed("the profiler (python -m hourly.trace) stopped before it ran the program",
+            raise profiler_failed("the profiler (python -m hourly.harness.trace) stopped before it ran the program",
                                   captured.out_dir / "run.log", "see the log's end above")
         typer.echo(f"the benchmark {'timed out' if code is None else f'exited with {code}'}",
                    err=True)

@@ -26,7 +26,7 @@ from hourly.render.scan import print_report
 from hourly.render.steps import marks_for_report
 from hourly.report.gather import gather_report
 from hourly.scan.run import run_scan
-from hourly.timeparse import iso_utc, parse_time
+from hourly.text.timeparse import iso_utc, parse_time
 
 from .repos import DEMO_CHANGES, Made, make_repos
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from hourly.adapters import proc
-from hourly.timeparse import parse_time
+from hourly.text.timeparse import parse_time
 
 AUTHOR = {"GIT_AUTHOR_NAME": "Demo Author", "GIT_AUTHOR_EMAIL": "author@example.com",
           "GIT_COMMITTER_NAME": "Demo Committer", "GIT_COMMITTER_EMAIL": "committer@example.com"}

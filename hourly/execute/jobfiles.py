@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from hourly.privacy import holds_secret, write_private
+from hourly.text.privacy import holds_secret, write_private
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -139,7 +139,7 @@ class Explainer:
         return out
 
     def traced_dump(self, side: str, out: Path) -> bool:
-        """The dump run of ``side`` under the JAX profiler (:mod:`hourly.trace`) into
+        """The dump run of ``side`` under the JAX profiler (:mod:`hourly.harness.trace`) into
         ``<side>-trace/``, so the trace's op names are the dump's; False (``trace_skipped`` says why)
         when the benchmark is no Python command the profiler can wrap."""
         spec = self.s.bench_spec()

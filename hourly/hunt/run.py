@@ -96,7 +96,7 @@ class HuntSettings:
         returns them."""
         options.refuse("hunt", {"dates": self.dates, "bisect_in": self.bisect_in})
         if self.scan_step is not None:
-            from hourly.timeparse import parse_step
+            from hourly.text.timeparse import parse_step
             parse_step(self.scan_step)
         if self.min_change is not None:
             check_min_change(self.min_change)
@@ -352,7 +352,7 @@ def scan_argv(w: HuntWindow, h: HuntSettings, workdir_inside: str, t0: datetime,
 
     ``--no-sync``: the trees the image holds (fetched for ``--bisect-in good``) are the history;
     ``--keep-going``: the daily level already showed the benchmark runs."""
-    from hourly.timeparse import iso_utc
+    from hourly.text.timeparse import iso_utc
     return options.argv("scan", {"from_": iso_utc(t0), "to": iso_utc(t1), "step": str(h.scan_step), "json_out": True,
                                  "sync": False, "keep_going": True, "mode": w.mode, "workdir": workdir_inside,
                                  **_common(h, w.mode, w.metric)})
@@ -715,7 +715,7 @@ def _scan_inside(name: str, w: HuntWindow, h: HuntSettings, inside: str, host_di
     """``--scan-step``: `hourly scan` of the window inside the container (results in the window's
     store on the host, so a rerun measures no pair twice); what it scanned."""
     from hourly.adapters import containers
-    from hourly.timeparse import parse_step
+    from hourly.text.timeparse import parse_step
     assert h.scan_step is not None  # called for --scan-step only
     good_time, bad_time = _pair_times(name, w, h, docker_client)
     t0, t1 = scan_window(good_time, bad_time, parse_step(h.scan_step))

@@ -40,7 +40,7 @@ from hourly.metric import (
     unread_words,
 )
 from hourly.model import Status, median  # median: never an overflow near 1e308
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 #: how many of a metric's matches in one run's output count: the last one (one value per process)
 #: or every one (many samples per process)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hourly.adapters import proc
 from hourly.errors import UserError, path_fault
-from hourly.privacy import redact_env
+from hourly.text.privacy import redact_env
 
 #: a temporary folder older than this belongs to a run that died mid-copy
 STALE_TMP_S = 3600

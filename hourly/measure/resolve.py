@@ -20,7 +20,7 @@ from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.timeline import Resolver
 from hourly.errors import ProcessError, UserError
 from hourly.model import Pair
-from hourly.timeparse import iso_utc
+from hourly.text.timeparse import iso_utc
 
 if TYPE_CHECKING:
     from hourly.measure.pinned import Pin

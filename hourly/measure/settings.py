@@ -64,7 +64,7 @@ def key_identity(s: "Settings", public: bool = False) -> dict[str, Any]:
 def _public_bench(bench: dict[str, Any]) -> dict[str, Any]:
     """The benchmark's identity with its secret-looking environment values redacted: what the store
     keeps of it (the key itself is computed from the values: :func:`measure_key`)."""
-    from hourly.privacy import redact_env
+    from hourly.text.privacy import redact_env
     return {**bench, "env": sorted(redact_env(dict(bench.get("env") or [])).items())}
 
 

@@ -30,7 +30,7 @@ from hourly.errors import UserError
 from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex
 from hourly.model import DEFAULT_BENCH_CMD, DEFAULT_IMAGE, NightlyPoint, PointResult, Status
-from hourly.timeparse import parse_time
+from hourly.text.timeparse import parse_time
 
 if TYPE_CHECKING:
     from hourly.analysis.detect import Detection

@@ -1,4 +1,4 @@
-"""Capture: run a Python benchmark command under the JAX profiler (:mod:`hourly.trace`, through
+"""Capture: run a Python benchmark command under the JAX profiler (:mod:`hourly.harness.trace`, through
 :func:`hourly.adapters.proc.run`) and return a :class:`CaptureResult`; used by ``hourly trace`` and
 ``hourly profile``. :func:`hourly.profile.compare.compare` compares two capture folders.
 """
@@ -57,7 +57,7 @@ def is_python(arg: str) -> bool:
 
 def tracing_command(cmd: list[str], out_dir: str | os.PathLike, options: TraceOptions | None = None,
                     python: str | None = None) -> list[str]:
-    """Rewrite a benchmark command so that it runs under ``python -m hourly.trace``.
+    """Rewrite a benchmark command so that it runs under ``python -m hourly.harness.trace``.
 
     ``python [interpreter options] script.py args`` and ``python -m module args`` keep their
     interpreter and options; ``script.py args`` runs under ``python`` (default: this Python).
@@ -67,7 +67,7 @@ def tracing_command(cmd: list[str], out_dir: str | os.PathLike, options: TraceOp
         raise UsageError("no benchmark command given",
                          "put it after --: hourly trace -- python bench.py")
     options = options or TraceOptions()
-    ours = ["-m", "hourly.trace", "--out", str(out_dir), *options.to_args(), "--"]
+    ours = ["-m", "hourly.harness.trace", "--out", str(out_dir), *options.to_args(), "--"]
     if is_python(cmd[0]):
         interpreter, i = [cmd[0]], 1
         while i < len(cmd) and cmd[i].startswith("-") and cmd[i] != "-m":

@@ -11,7 +11,7 @@ Pure parsing and arithmetic, no external tools:
   device timeline (TPU: the ``XLA Ops`` line of ``/device:TPU:0``; GPU: the kernels of the stream
   lines), else the XLA ops the CPU runtime reports (events carrying ``hlo_op``), else every host
   event — and says which (:meth:`~hourly.profile.ops.TraceSummary.describe`).
-* :func:`compare` sets two capture folders (as written by :mod:`hourly.trace`) side by side: the
+* :func:`compare` sets two capture folders (as written by :mod:`hourly.harness.trace`) side by side: the
   ops whose total time changed most and the allocation sites whose live bytes changed most, plus
   the ``pprof --diff_base`` command for users who have Go pprof.
 """
@@ -177,7 +177,7 @@ def parse_memory_profile(data: bytes | str | os.PathLike) -> MemoryProfile:
 
 
 _LIBRARY_MARKERS = ("/jax/_src/", "/jax/experimental/", "/jaxlib/", "/flax/", "/equinox/",
-                    "<frozen runpy>", "/runpy.py", "/hourly/trace.py", "/hourly/jaxbench.py")
+                    "<frozen runpy>", "/runpy.py", "/hourly/harness/trace.py", "/hourly/jaxbench.py")
 
 
 def _is_library_frame(filename: str) -> bool:
@@ -260,7 +260,7 @@ def parse_perfetto_trace(path: str | os.PathLike) -> TraceSummary:
 
 @dataclass
 class Capture:
-    """The files of one capture folder written by :mod:`hourly.trace`."""
+    """The files of one capture folder written by :mod:`hourly.harness.trace`."""
 
     folder: Path
     manifest: dict
@@ -384,7 +384,7 @@ class Comparison:
         return t.describe() if t else None
 
     def peaks(self) -> tuple[int | None, int | None]:
-        """The device's peak bytes in use at the end of each run (hourly.trace's manifest, from
+        """The device's peak bytes in use at the end of each run (hourly.harness.trace's manifest, from
         ``device.memory_stats()``; None where the backend reports none: the CPU)."""
         return _peak(self.good.manifest), _peak(self.bad.manifest)
 

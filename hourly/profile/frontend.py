@@ -1,7 +1,7 @@
 """The front-end profile of ``hourly profile``: which JAX functions grew between the last-good and
 the first-bad state of a step in tracing, lowering or dispatch.
 
-Each state's Python runs :mod:`hourly.frontend_profile` in several processes
+Each state's Python runs :mod:`hourly.harness.frontend_profile` in several processes
 (``--front-end-processes``, :data:`PROCESSES` by default; locally interleaved good, bad, good,
 bad, …, so that a machine whose speed drifts moves both states alike), each process tracing,
 lowering and dispatching the per-phase harness's ``make()`` target under :mod:`cProfile`,
@@ -162,14 +162,14 @@ def clear(folder: str | os.PathLike) -> None:
 
 def profile_command(python: str, target: str, out: str | os.PathLike, repeats: int, warmup: int,
                     iters: int, phases: tuple[str, ...] = PHASES) -> list[str]:
-    return [python, "-m", "hourly.frontend_profile", target, "--out", str(out), "--repeats", str(repeats),
+    return [python, "-m", "hourly.harness.frontend_profile", target, "--out", str(out), "--repeats", str(repeats),
             "--warmup", str(warmup), "--iters", str(iters), "--phases", ",".join(phases), "--traceback"]
 
 
 def run_profile(python: str | None, target: str, out: Path, cwd: str | None, env: dict[str, str] | None,
                 repeats: int = 7, warmup: int = 2, iters: int = 100, timeout: float | None = None,
                 check: bool = False) -> proc.Result:
-    """Run :mod:`hourly.frontend_profile` once (one process) under ``python`` (this one by default)
+    """Run :mod:`hourly.harness.frontend_profile` once (one process) under ``python`` (this one by default)
     with only the hourly package added to its path (it needs the standard library and JAX);
     ``PYTHONHASHSEED=0`` so both states hash alike. The log is ``out`` with ``.log``."""
     from hourly.profile.capture import hourly_pythonpath

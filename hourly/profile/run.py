@@ -3,7 +3,7 @@
 For each regression (the bisected culprit's ends when a bisection stored them, else the scan's
 detected steps, else ``--good``/``--bad`` given explicitly) both states are made the installed build
 again (from the wheel cache when possible), the benchmark runs once under the JAX profiler
-(:mod:`hourly.trace`), and the two captures are compared: device ops whose total time changed most,
+(:mod:`hourly.harness.trace`), and the two captures are compared: device ops whose total time changed most,
 and memory in use by allocation site. Everything lands in ``<workdir>/profiles/<name>/``.
 Capture is opt-in: it never changes the numbers of a scan.
 
@@ -39,7 +39,7 @@ from hourly.profile import frontend
 from hourly.profile.capture import TraceOptions, capture
 from hourly.profile.compare import compare
 from hourly.scan.table import stored_scan
-from hourly.timeparse import parse_time
+from hourly.text.timeparse import parse_time
 
 
 @dataclass
@@ -163,7 +163,7 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
         raise profiler_failed(f"the benchmark failed under the profiler for the {label}", cap.out_dir / "run.log",
                               "check that it runs without hourly trace")
     if options.front_end_target:
-        # the Python-level profile of tracing, lowering and dispatch (hourly.frontend_profile), one
+        # the Python-level profile of tracing, lowering and dispatch (hourly.harness.frontend_profile), one
         # process after another; a failure is noted by the comparison (no frontend-<k>.json, its log
         # named), never fatal
         frontend.clear(out)
@@ -174,7 +174,7 @@ def trace_state(s: Settings, build: BuildResult, out: Path, options: TraceOption
 
 
 def front_end_process(s: Settings, out: Path, options: TraceOptions, k: int) -> bool:
-    """The ``k``-th front-end process (:mod:`hourly.frontend_profile`) of the installed state, into
+    """The ``k``-th front-end process (:mod:`hourly.harness.frontend_profile`) of the installed state, into
     ``out/frontend-<k>.json``; whether it wrote its profile."""
     spec = s.bench_spec()
     path = frontend.process_file(out, k)

@@ -41,7 +41,7 @@ from hourly.errors import UsageError, UserError
 from hourly.measure.settings import ReadsMetrics
 from hourly.metric import DEFAULT_METRIC_REGEX, compile_metric_regex, higher_is_better
 from hourly.model import InstallerKind, PointResult, ReleasePoint, Status
-from hourly.plurals import found, plural
+from hourly.text.plurals import found, plural
 
 if TYPE_CHECKING:
     from hourly.adapters.gitrepo import CommitInfo

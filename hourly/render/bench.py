@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.table import Table
 
 from hourly.measure.phases import PhaseReport, PhaseStats, ScanOptions
-from hourly.plurals import plural
 from hourly.render.console import command_line, print_text
+from hourly.text.plurals import plural
 
 _UNIT_WORDS = {"ms": "ms", "us": "µs", "ns": "ns", "s": "s", "bytes": "B"}
 

@@ -12,7 +12,7 @@ from hourly.bisect.events import BisectHandler, ProcessDone
 from hourly.errors import UserError
 from hourly.measure.pinned import pinned_line
 from hourly.model import cut_side
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

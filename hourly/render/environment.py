@@ -3,7 +3,7 @@ markdown lines."""
 
 from __future__ import annotations
 
-from hourly.privacy import redact_env
+from hourly.text.privacy import redact_env
 
 
 def environment_lines(info: dict, anonymous: bool = False) -> list[str]:

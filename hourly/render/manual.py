@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hourly.model import cut_side
 from hourly.options import argv, join
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:
     from hourly.bisect.manual import Asked

@@ -14,10 +14,10 @@ from hourly.analysis.moved import Verdict, summary
 from hourly.analysis.steps import CrashWindow, crash_windows, step_key
 from hourly.model import ScanReport, Step
 from hourly.options import command_line, join
-from hourly.plurals import plural
 from hourly.render.scan import _rev, counts_line, step_marks, summary_line
 from hourly.render.steps import bisect_command, describe, describe_crash
 from hourly.scan.table import MetricFinding, findings
+from hourly.text.plurals import plural
 
 
 def step_command(st: Step, metric: str, workdir: str) -> str:

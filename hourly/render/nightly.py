@@ -8,11 +8,11 @@ from rich.table import Table
 from hourly.model import Status
 from hourly.nightly.plan import NightlyReport
 from hourly.options import command_line
-from hourly.plurals import found, status_counts
 from hourly.render.console import PlainPrint
 from hourly.render.scan import fmt_value, step_marks
 from hourly.render.steps import describe, unresolved
 from hourly.render.steps import line as resolution_line
+from hourly.text.plurals import found, status_counts
 
 
 def _short(sha: str | None, n: int = 10) -> str:

@@ -8,9 +8,9 @@ from hourly import options
 from hourly.adapters.store import Store
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.model import ReleasePoint, Status
-from hourly.plurals import plural, status_counts
 from hourly.releases.plan import LEVEL, ReleaseReport, ReleaseSettings, ReleaseStep, stored_releases
 from hourly.render.console import PlainPrint
+from hourly.text.plurals import plural, status_counts
 
 if TYPE_CHECKING:  # rich's table is imported where one is made
     from rich.console import Console

@@ -14,8 +14,6 @@ from hourly.analysis.detect import EdgeCheck, EdgeVerdict, percent
 from hourly.analysis.steps import crash_windows, group_points, step_key
 from hourly.answers import Answer, build_difference
 from hourly.model import COMMIT_URLS, REPOS, PointResult, Step, cut_side
-from hourly.plurals import plural
-from hourly.privacy import redact_word
 from hourly.render import markdown as esc
 from hourly.render.environment import environment_lines
 from hourly.render.explain import report_section as explained_section
@@ -24,6 +22,8 @@ from hourly.render.profile import report_section as profiles_section
 from hourly.render.releases import release_section
 from hourly.render.steps import bisect_command, unresolved
 from hourly.report.data import Answers, CommitsByStep, ReportData, ScanData
+from hourly.text.plurals import plural
+from hourly.text.privacy import redact_word
 
 if TYPE_CHECKING:
     from hourly.measure.settings import Settings

@@ -14,8 +14,8 @@ from rich.text import Text
 from hourly.analysis.series import PointStatus, Series
 from hourly.measure.pinned import pinned_line
 from hourly.model import NightlyPoint, PointResult, ScanReport, Step
-from hourly.plurals import plural
 from hourly.render.console import print_wrapped
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import Change, ChangeKind, Detection

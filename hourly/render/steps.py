@@ -19,8 +19,8 @@ from hourly.analysis.steps import (
     step_key,
 )
 from hourly.model import ScanReport, Step
-from hourly.plurals import found, plural
 from hourly.render.scan import arrow, noise_words, step_marks
+from hourly.text.plurals import found, plural
 
 if TYPE_CHECKING:
     from hourly.measure.settings import Settings

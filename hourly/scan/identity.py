@@ -35,8 +35,8 @@ from hourly.measure.settings import (
     with_key,
 )
 from hourly.model import Status
-from hourly.plurals import plural
-from hourly.timeparse import parse_step, window
+from hourly.text.plurals import plural
+from hourly.text.timeparse import parse_step, window
 
 #: the store's settings rows this module writes
 INVESTIGATION = "investigation"

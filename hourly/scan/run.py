@@ -34,7 +34,7 @@ from hourly.scan.table import (
     never_worked,
     scan_table,
 )
-from hourly.timeparse import instants, iso_utc, parse_step, window
+from hourly.text.timeparse import instants, iso_utc, parse_step, window
 
 
 def check(s: Settings, benchmark: bool = True, here: bool = True) -> None:

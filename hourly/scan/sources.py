@@ -13,8 +13,8 @@ from hourly.errors import UserError
 from hourly.measure.settings import Settings, effective, stored_scan_settings
 from hourly.metric import DEFAULT_METRIC_REGEX
 from hourly.options import command_line
-from hourly.plurals import plural
 from hourly.scan.table import scan_command, stored_scan, unmeasured_pairs
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:
     from hourly.analysis.detect import Detection

@@ -555,7 +555,7 @@ def require_real(points: list[PointResult], s: Settings, checks: dict | None = N
     command that measures the noise; an incomplete scan's first fix is to resume it (its other
     pairs measure the noise too). ``then``, ``higher_is_better`` and ``metric`` as
     :func:`require_decided`'s."""
-    from hourly.plurals import plural
+    from hourly.text.plurals import plural
     higher = s.higher_is_better if higher_is_better is None else higher_is_better
     unreal = unreal_steps(points, checks, higher)
     if unreal is None:

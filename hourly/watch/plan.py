@@ -108,7 +108,7 @@ class WatchSettings:
         if self.hunt_image is not None and "{date}" not in self.hunt_image:
             raise UserError(f"--hunt-image {self.hunt_image!r} has no {{date}}",
                             "write it like ghcr.io/nvidia/jax:nightly-{date}")
-        from hourly.timeparse import parse_step, parse_time
+        from hourly.text.timeparse import parse_step, parse_time
         parse_step(self.step)
         for value in (self.since, self.until):
             if value:
@@ -130,7 +130,7 @@ class WatchSettings:
         that day (its nightly is in)."""
         if not self.until:
             return None
-        from hourly.timeparse import parse_time
+        from hourly.text.timeparse import parse_time
         p = parse_time(self.until)
         return p.when + timedelta(days=1) - timedelta(seconds=1) if p.date_only else p.when
 
@@ -142,7 +142,7 @@ class WatchSettings:
             return
         from datetime import datetime, timezone
 
-        from hourly.timeparse import parse_time
+        from hourly.text.timeparse import parse_time
         start = parse_time(self.since).when
         end = self.until_end()
         if end is not None and end < start:

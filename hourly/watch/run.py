@@ -31,7 +31,7 @@ from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
 from hourly.model import Pair, Status
 from hourly.options import join
-from hourly.privacy import env_from_environment, redact_argv, write_private
+from hourly.text.privacy import env_from_environment, redact_argv, write_private
 from hourly.watch.plan import (
     ANSWER,
     EXIT_FILE,
@@ -100,7 +100,7 @@ class Source(Protocol):
 
 
 def _day(text: str) -> date:
-    from hourly.timeparse import parse_time
+    from hourly.text.timeparse import parse_time
     return parse_time(text).when.date()
 
 
@@ -447,7 +447,7 @@ class Commits:
         from hourly.measure.measurer import trees
         from hourly.measure.resolve import resolve_pairs
         from hourly.scan.run import sync
-        from hourly.timeparse import instants, parse_step, parse_time
+        from hourly.text.timeparse import instants, parse_step, parse_time
         xla, jax, pin = self._repos
         if self.s.sync:
             sync(trees(xla, jax))

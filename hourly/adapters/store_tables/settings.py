@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hourly.adapters.store_tables.base import Tables
-from hourly.privacy import holds_secret, owner_only
+from hourly.text.privacy import holds_secret, owner_only
 
 #: the settings row of every measurement key's identity (:meth:`Store.note_measure_key`)
 MEASURE_KEYS = "measure_keys"
@@ -20,7 +20,7 @@ class SettingsTables(Tables):
 
     def save_settings(self, name: str, value: dict[str, Any]) -> None:
         """Keep ``value`` as ``name``. Settings that hold a secret's value (``--env API_TOKEN=...``,
-        hourly.privacy) make the store's files readable by their owner alone, the store first."""
+        hourly.text.privacy) make the store's files readable by their owner alone, the store first."""
         if holds_secret(value):
             self.keep_private()
         with self.transaction() as c:

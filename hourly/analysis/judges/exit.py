@@ -16,7 +16,7 @@ from hourly.analysis.judges.runs import RunsJudge
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
 from hourly.model import Status
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 
 class ExitJudge(RunsJudge):

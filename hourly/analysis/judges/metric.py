@@ -35,7 +35,7 @@ from hourly.analysis.samples import (
 )
 from hourly.errors import UserError
 from hourly.model import Named
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 #: Wald's SPRT error rates (false bad, false good) per decision; a bisection makes ~log2(n) of them
 #: (benchmarks: 0.01 pins 99.3 %, 0.002 pins 99.7 % of 8 % steps in 3 % noise, for ~1 more sample).

@@ -23,7 +23,7 @@ from hourly.analysis.paired import Paired, pooled_noise
 from hourly.analysis.process_stat import WORDS, choose_statistic, level_bound
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
-from hourly.plurals import plural
+from hourly.text.plurals import plural
 
 #: Rounds a paired verdict starts with (two give no noise of their own; the window's pooled noise
 #: and the expected size of the difference may ask for more: hourly.analysis.rounds.verdict_samples)

@@ -1,6 +1,6 @@
 """Profile JAX's front end — tracing, lowering, dispatch — at the Python level, in one process.
 
-    python -m hourly.frontend_profile bench.py[:NAME] --out FILE.json [--repeats 7] [--warmup 2]
+    python -m hourly.harness.frontend_profile bench.py[:NAME] --out FILE.json [--repeats 7] [--warmup 2]
                                       [--iters 100] [--phases trace,lower,dispatch] [--x64]
 
 The target is the per-phase harness's (:mod:`hourly.jaxbench_phases`): a file or module whose
@@ -55,7 +55,7 @@ KEEP_MS = 0.001
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m hourly.frontend_profile",
+    parser = argparse.ArgumentParser(prog="python -m hourly.harness.frontend_profile",
                                      description="Profile tracing, lowering and dispatch with cProfile.")
     parser.add_argument("target", help="bench.py[:NAME] or package.module[:NAME] (NAME default make)")
     parser.add_argument("--out", required=True, help="the JSON file to write")
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(tmp, "w") as f:
         json.dump(doc, f)
     os.replace(tmp, out)
-    print(f"# hourly.frontend_profile: {doc['target']}: {', '.join(doc['phases'])} x {ns.repeats} repeats -> {out}",
+    print(f"# hourly.harness.frontend_profile: {doc['target']}: {', '.join(doc['phases'])} x {ns.repeats} repeats -> {out}",
           file=sys.stderr, flush=True)
     return 0
 

@@ -1,8 +1,8 @@
 """Run any Python benchmark unchanged under the JAX profiler; save a trace and memory profiles.
 
-    python -m hourly.trace [--out DIR] [--host-tracer-level N] [--python-tracer-level N]
+    python -m hourly.harness.trace [--out DIR] [--host-tracer-level N] [--python-tracer-level N]
                            [--device-tracer-level N] [--memprof-at a,b] -- script.py args...
-    python -m hourly.trace --out DIR -- -m package.module args...
+    python -m hourly.harness.trace --out DIR -- -m package.module args...
 
 The script runs through :mod:`runpy` with ``sys.argv`` set as if it had been started directly.
 Around it: ``jax.profiler.start_trace(DIR, create_perfetto_trace=True, profiler_options=...)``
@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import jaxbench
+from hourly import jaxbench
 
 MANIFEST = "manifest.json"
 FINAL_MEMORY_PROFILE = "memory.prof"
@@ -46,14 +46,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if "--" in argv:
         split = argv.index("--")
         ours, target = argv[:split], argv[split + 1:]
-    else:  # allow `python -m hourly.trace script.py args` when nothing is ambiguous
+    else:  # allow `python -m hourly.harness.trace script.py args` when nothing is ambiguous
         ours, target = [], list(argv)
         while target and target[0].startswith("--") and target[0] != "--":
             ours.append(target.pop(0))
             if "=" not in ours[-1] and target:
                 ours.append(target.pop(0))
     parser = argparse.ArgumentParser(
-        prog="python -m hourly.trace",
+        prog="python -m hourly.harness.trace",
         description="Run a Python benchmark under jax.profiler.trace and save memory profiles.",
         epilog="Everything after -- is the program: script.py args... or -m module args...")
     parser.add_argument("--out", type=Path, default=None,
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     options, applied, skipped = profiler_options(
         jax, ns.host_tracer_level, ns.python_tracer_level, ns.device_tracer_level)
     for key, why in skipped.items():
-        print(f"# hourly.trace: {key} ignored: {why}", file=sys.stderr)
+        print(f"# hourly.harness.trace: {key} ignored: {why}", file=sys.stderr)
 
     manifest = _manifest(ns, jax, applied, skipped, wanted)
 
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest.update(status=status, exit_code=exit_code, error=error or manifest["error"],
                         program_seconds=round(elapsed, 3), files=_relative_files(out))
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        print(f"# hourly.trace: {status}; trace and memory profiles in {out}", file=sys.stderr,
+        print(f"# hourly.harness.trace: {status}; trace and memory profiles in {out}", file=sys.stderr,
               flush=True)
 
     started = time.perf_counter()
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         state["tracing"] = True
     except Exception as e:  # e.g. a profiler already running: run anyway, without a trace
         manifest["trace_error"] = f"start_trace failed: {type(e).__name__}: {e}"
-        print(f"# hourly.trace: {manifest['trace_error']}", file=sys.stderr)
+        print(f"# hourly.harness.trace: {manifest['trace_error']}", file=sys.stderr)
 
     old_argv, old_path0 = sys.argv, (sys.path[0] if sys.path else None)
     try:
