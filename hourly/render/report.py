@@ -368,7 +368,7 @@ def markdown(data: ReportData) -> str:
     min_change = data.min_change
     names = plot_names(data)
     md = [f"# Performance change{'s' if len(steps) != 1 else ''} found by hourly", ""]
-    md += _gaps_section(scan, data.scan_command)
+    md += _gaps_section(scan, data.resume_command)
     md += _steps_sections(points, steps, data.commits, s, scan.metric, scan.edge_checks, answers, scan.pinned,
                           left_out=_left_out_line(scan.left_out, min_change, data.workdir)
                           if scan.left_out and min_change else None, scan=scan)
@@ -393,7 +393,7 @@ def _per_metric_markdown(data: ReportData, scan: ScanData, releases_md: list[str
     answers = data.answers.current if data.answers else []
     md = [f"# Performance change{'s' if sum(len(f.moved.steps) for f in found) != 1 else ''} found by hourly, "
           f"per metric", ""]
-    md += _gaps_section(scan, data.scan_command)
+    md += _gaps_section(scan, data.resume_command)
     if points:
         md += [f"Scanned {points[0].time} → {points[-1].time} ({plural(len(points), 'instant')}, "
                f"{plural(len({(p.xla, p.jax) for p in points}), 'distinct (xla, jax) pair')}); every run recorded "

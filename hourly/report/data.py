@@ -114,6 +114,7 @@ class ReportData:
     unfinished: list[dict] = field(default_factory=list)
     commits: CommitsByStep = field(default_factory=dict)
     scan_command: str = ""  # the stored scan's command line as it reproduces the measurement
+    resume_command: str = ""  # the stored scan's command line as it resumes it (an incomplete scan)
     env: dict = field(default_factory=dict)
     env_now: bool = False
     explained: list[dict] = field(default_factory=list)

@@ -82,7 +82,8 @@ def gather_report(store: Store, s: Settings, min_change: float | None = None, an
         scan = replace(scan, pinned=pinned_line(store.load_settings("pinned")))
         steps = scan.steps
     return replace(data, scan=scan, answers=split_answers(store, s), commits=_commits(s, steps),
-                   scan_command=scan_command(s), **_surroundings(store, s))
+                   scan_command=scan_command(s), resume_command=table_scan_command(s),
+                   **_surroundings(store, s))
 
 
 def _one_metric(base: ScanData, s: Settings, min_change: float | None) -> ScanData:
