@@ -44,7 +44,7 @@ def reduce(samples: Sequence[float], statistic: str = "median") -> float:
 
 # remembered: a verdict reduces the same processes again on every round (choose_statistic on the
 # window's ends, ProcessValue.by), and numpy's median of a dozen samples costs ~50 µs each time
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _reduce(samples: tuple[float, ...], statistic: str) -> float:
     a = np.sort(np.asarray(samples, dtype=float))
     if not len(a):

@@ -47,7 +47,7 @@ def hodges_lehmann(x: Samples) -> float:
     return float(np.median((a[i] + a[j]) / 2.0))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _pairs(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.triu_indices(n, k)``, made once per size (read-only): the verdicts ask for the same few
     sizes on every round."""
