@@ -482,7 +482,8 @@ def test_the_per_phase_harness_is_recorded_phase_by_phase_over_two_states(capsys
     bench = f"python3 {HARNESS} {target} --phases trace,lower,step --repeats 4 --iters 20 --warmup 1"
     argv = ["scan", "--from", "Aug 24 2023 12:00", "--to", "Aug 24 2023 15:00", "--xla-repo", str(made.xla),
             "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script), "--python", venv_python,
-            "--bench-cmd", bench, "--workdir", str(tmp_path / "work"), "--no-sync", "--warmup-runs", "0", "--json"]
+            "--bench-cmd", bench, "--workdir", str(tmp_path / "work"), "--no-sync", "--warmup-runs", "0", "--json",
+            "--no-confirm-edges"]  # the phases recorded, not the edge (test_scan measures edges again: 10 more jax runs)
     code, out, err = run_cli(capsys, argv)
     assert code == 0, err
     got = json.loads(out)

@@ -423,12 +423,15 @@ def test_hourly_profile_diffs_the_front_end_of_a_tracing_step(capsys, made, venv
     work = tmp_path / "work"
     code = main(["scan", "--from", "Aug 24 2023 13:00", "--to", "Aug 24 2023 14:00",
                  "--xla-repo", str(made.xla), "--jax-repo", str(made.jax), "--build-cmd", str(made.build_script),
-                 "--python", venv_python, "--workdir", str(work), "--repeats", "1",
+                 "--python", venv_python, "--workdir", str(work), "--repeats", "1", "--warmup-runs", "0",
+                 "--no-confirm-edges",
                  "--bench-cmd", f"python3 {HARNESS} {bench} --phases trace --repeats 3 --warmup 1",
                  "--metric-regex", r"MEDIAN trace_ms:\s*(?P<value>[0-9.]+)", "--lower-is-better"])
-    # two pairs of one run each: the step shows and measuring its edge again confirms it (0), or, on a
-    # loaded machine, the scan cannot tell (1: too few pairs to measure the noise); either way its
-    # store is written, and the profile below names both states itself
+    # two pairs of one run each, no warm-up run and no edge measured again (12 more jax runs, most of
+    # the scan's time: what the profile reads is the store and the settings, not the scan's verdict;
+    # edges: test_scan's): the scan answers (0) or, on a loaded machine, cannot tell (1: too few
+    # pairs to measure the noise); either way its store is written, and the profile below names both
+    # states itself
     scanned = capsys.readouterr()
     assert code == 0 or (code == 1 and "too few pairs to measure the noise" in scanned.err), scanned
     code = main(["profile", "--workdir", str(work), "--good", "Aug 24 2023 13:00", "--bad", "Aug 24 2023 14:00",

@@ -41,6 +41,13 @@ def reduce(samples: Sequence[float], statistic: str = "median") -> float:
     """One process's value from its samples, by ``statistic`` (one of :data:`STATISTICS`): the
     median, the 10th percentile (linear interpolation) or the mean of the middle half. One sample
     is its own value by every statistic."""
+    return _reduce(tuple(samples), statistic)
+
+
+# remembered: a verdict reduces the same processes again on every round (choose_statistic on the
+# window's ends, ProcessValue.by), and numpy's median of a dozen samples costs ~50 µs each time
+@functools.lru_cache(maxsize=4096)
+def _reduce(samples: tuple[float, ...], statistic: str) -> float:
     a = np.sort(np.asarray(samples, dtype=float))
     if not len(a):
         raise ValueError("no samples")

@@ -4,6 +4,7 @@ verdict: the judges (hourly.analysis.judges) decide on these."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Iterable, Sequence, Union
 
@@ -61,8 +62,17 @@ def hodges_lehmann(x: Samples) -> float:
     a = a * k
     if len(a) <= 2:
         return float(a.mean()) / k
-    i, j = np.triu_indices(len(a))
+    i, j = _pairs(len(a), 0)
     return float(np.median((a[i] + a[j]) / 2.0)) / k
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(n, k)``, made once per size (read-only): the verdicts ask for the same few
+    sizes on every round."""
+    i, j = np.triu_indices(n, k)
+    i.flags.writeable = j.flags.writeable = False
+    return i, j
 
 
 #: Standard error of the Hodges–Lehmann location of n ≥ 3 values, in σ/√n (Gaussian: √(π/3)).
@@ -97,7 +107,7 @@ def pooled_sigma(groups: Iterable[Samples]) -> tuple[float | None, int]:
     for group in groups:
         g = np.asarray(group, dtype=float)
         if len(g) >= 2:
-            i, j = np.triu_indices(len(g), 1)
+            i, j = _pairs(len(g), 1)
             diffs.append(np.abs(g[i] - g[j]))
             weights.append(np.full(len(i), 2.0 / len(g)))
             dof += len(g) - 1
