@@ -79,6 +79,23 @@ def test_a_stored_run_without_timing_reads_as_none():
     assert Timing.of({"status": "ok", "value": 1.0, "duration": 2.0}) is None
 
 
+def test_a_fast_benchmarks_cost_survives_its_storing_and_seeds_a_resumed_count():
+    """A benchmark printing its samples microseconds apart: the per-sample cost stored with its runs
+    (significant digits) reads back above zero, so a resumed bisection seeded from the stored runs
+    revises its count as the first run did — with decimals it read 0.0, no cost was known, and the
+    resumed run started again from the default (seen once in CI: asked [12, 24, 48])."""
+    stored = Timing(0.4, 3e-6, 12).as_dict()
+    back = Timing.of(stored)
+    assert back is not None and back.per_sample == pytest.approx(3e-6)
+    rng = random.Random(7)
+    live, seeded = SampleSize(), SampleSize()
+    for state in ("a", "b", "a", "b", "a", "b"):
+        procs = _processes(rng, 100.0, 0.002, 0.004, 12, 1)
+        live.observe(state, [(Timing(0.4, 3e-6, 12), s) for s in procs])
+        seeded.observe(state, [(Timing.of(Timing(0.4, 3e-6, 12).as_dict()), s) for s in procs])
+    assert live.n > DEFAULT_SAMPLES and seeded.n == live.n and seeded.how == "chosen"
+
+
 def _processes(rng: random.Random, level: float, between: float, within: float, n: int, p: int) -> list[list[float]]:
     out = []
     for _ in range(p):

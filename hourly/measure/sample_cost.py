@@ -30,7 +30,10 @@ class Timing:
 
     def as_dict(self) -> dict[str, float | int | None]:
         return {"first_sample_s": round(self.first, 4),
-                "per_sample_s": None if self.per_sample is None else round(self.per_sample, 5),
+                # significant digits, not decimals: a fast benchmark's few microseconds a sample
+                # rounded to 0.0, and a resumed bisection, reading its stored runs, then knew no cost
+                # and started again from the default count
+                "per_sample_s": None if self.per_sample is None else float(f"{self.per_sample:.4g}"),
                 "timed_samples": self.samples}
 
     @classmethod
