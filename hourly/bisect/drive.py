@@ -38,7 +38,7 @@ class WindowDrive(WindowState):
     def run(self) -> Answer:
         lab, states = self.lab, self.states
         rounds0, jobs0 = lab.rounds, lab.jobs
-        seconds0, ends = float(getattr(lab, "seconds", 0.0)), self.ends
+        seconds0 = float(getattr(lab, "seconds", 0.0))
         lab.handler.started(self.w, len(states), len(self.rows))
         known: dict[Pair, Verdict] | None = None
         evaluate: Callable[[Pair, str], Probe]
@@ -66,8 +66,8 @@ class WindowDrive(WindowState):
         a.rounds, a.jobs = lab.rounds - rounds0, lab.jobs - jobs0
         figures = getattr(lab, "sampling_figures", None)  # what the verdicts cost, where the lab knows
         if figures is not None and lab.judge.steps:
-            a.sampling = figures(ends, float(getattr(lab, "seconds", 0.0)) - seconds0, a.runs, a.run_samples,
-                                 choice, (self.bid, [st.pair for st in states]))
+            a.sampling = figures(self.bid, [st.pair for st in states], float(getattr(lab, "seconds", 0.0)) - seconds0,
+                                 choice)
         return a
 
     def blame(self, good: Pair, bad: Pair, known: dict[Pair, Verdict] | None,

@@ -24,8 +24,8 @@ UNPAIRED = Choice("median", "the verdicts are not paired: each process by its me
 
 
 def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, choice: Choice | None = None) -> dict:
-    """What a window's verdicts cost (``chip_s``: the benchmark's seconds this run spent on it;
-    ``processes``, ``samples``: the answer's runs and samples) and how each process was sampled:
+    """What a window's verdicts cost (``processes``, ``samples``, ``chip_s``: every benchmark process
+    the bisection ran of it, their samples and seconds) and how each process was sampled:
     the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process statistic
     in force and why (``choice``: the one the paired search held, chosen on the window's ends or
     restored with them when it resumed; None: the verdicts are not paired, :data:`UNPAIRED`), what

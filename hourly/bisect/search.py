@@ -263,23 +263,19 @@ class Bisector:
         go into ``split``, carried by the next recorded row (answers report their sums)."""
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
-    def sampling_figures(self, ends: tuple[Pair, Pair], chip_s: float, processes: int, samples: int,
-                         choice: Choice | None = None, window: tuple[int, list[Pair]] | None = None) -> dict:
-        """What a window's verdicts cost and how each process was sampled (hourly.bisect.sampling);
-        ``choice``: the per-process statistic the search held (None: its verdicts are not paired).
-        ``window`` (its bisection's id and states): the processes, samples and seconds are every
-        process the bisection ran of them, in this call and the calls before a resume, read from
-        the store — not only this call's, nor only those the answer's verdict rows count."""
+    def sampling_figures(self, bid: int, pairs: list[Pair], this_call_s: float, choice: Choice | None = None) -> dict:
+        """What the window of bisection ``bid`` (its states ``pairs``) cost and how each process was
+        sampled (hourly.bisect.sampling): every process the bisection ran of those states, in this
+        call and the calls before a resume, read from the store — not only this call's
+        (``this_call_s``, said apart when earlier calls ran too), nor only those the answer's
+        verdict rows count. ``choice``: the per-process statistic the search held (None: its
+        verdicts are not paired)."""
         from hourly.bisect.sampling import figures
-        this_call = chip_s
-        if window is not None:
-            bid, pairs = window
-            processes, samples, chip_s = self.store.spent(bid, self.key, {p.xla for p in pairs},
-                                                          {p.jax for p in pairs}, self.origin,
-                                                          self.s.primary_metric())
+        processes, samples, chip_s = self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs},
+                                                      self.origin, self.s.primary_metric())
         out = figures(self._measurer, chip_s, processes, samples, choice)
-        if window is not None and chip_s - this_call >= 1.0:  # a resumed bisection: the calls before it too
-            out["this_call_chip_s"] = round(this_call, 1)
+        if chip_s - this_call_s >= 1.0:  # a resumed bisection: the calls before it too
+            out["this_call_chip_s"] = round(this_call_s, 1)
         return out
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
