@@ -440,7 +440,7 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
     if min_change is None:
         min_change = DEFAULT_MIN_CHANGE
     samples_all = [point_samples(p) for p in series]
-    scale = _overflow_scale(samples_all)
+    scale = overflow_scale([x for s in samples_all for x in s])
     if scale != 1.0:  # values near the float's limit (1e308): their sums and differences overflow
         found = detect([[x * scale for x in s] or None for s in samples_all],
                        higher_is_better=higher_is_better, min_change=min_change)
@@ -546,14 +546,18 @@ def detect(series: Sequence[Point], *, higher_is_better: bool = True,
 
 #: Values larger than this (in magnitude) are analysed scaled down by a power of two (exact): a
 #: median of two values near 1e308 (their sum), a difference or a level times a ratio overflows to inf.
-_OVERFLOW_GUARD = 2.0 ** 500
+OVERFLOW_GUARD = 2.0 ** 500
 
 
-def _overflow_scale(samples: list[list[float]]) -> float:
-    """The power of two that brings the largest value near 1 when any is past :data:`_OVERFLOW_GUARD`
-    (relative changes and the fit do not change with it), else 1."""
-    top = max((abs(x) for s in samples for x in s), default=0.0)
-    return 2.0 ** -math.frexp(top)[1] if top > _OVERFLOW_GUARD else 1.0
+def overflow_scale(x: Sequence[float] | np.ndarray) -> float:
+    """The power of two that brings the largest finite value of ``x`` near 1 when any is past
+    :data:`OVERFLOW_GUARD` (a sum, a mean or a difference of them would overflow), else 1:
+    multiplying by it and dividing the result again is exact, and relative changes do not move.
+    Detection and every other statistic of raw values (hourly.analysis.samples, process_stat,
+    paired) scale with it."""
+    a = np.abs(np.asarray(x, dtype=float))
+    top = float(a[np.isfinite(a)].max()) if a.size and np.isfinite(a).any() else 0.0
+    return 2.0 ** -math.frexp(top)[1] if top > OVERFLOW_GUARD else 1.0
 
 
 def _unscaled(found: Detection, scale: float) -> Detection:

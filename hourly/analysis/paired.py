@@ -20,8 +20,9 @@ from typing import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from hourly.analysis.detect import overflow_scale
 from hourly.analysis.process_stat import ProcessValue, samples_of
-from hourly.analysis.samples import hodges_lehmann, location, location_se, overflow_scale, pooled_sigma
+from hourly.analysis.samples import hodges_lehmann, location, location_se, pooled_sigma
 
 #: one round: state -> the value its process printed in that round (None: the run failed); a
 #: process that printed several samples is a :class:`~hourly.analysis.process_stat.ProcessValue`

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hourly.analysis.samples import overflow_scale
+from hourly.analysis.detect import overflow_scale
 
 #: the statistics a process's samples may be summarised by (:func:`reduce`)
 STATISTICS = ("median", "p10", "trimmed")

@@ -11,7 +11,7 @@ from typing import Iterable, Sequence, Union
 import numpy as np
 
 # the noise floor and prior are detection's: one definition, so a step and its bisection agree
-from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
+from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE, overflow_scale
 
 #: samples of one state, as a list or an array
 Samples = Union[Sequence[float], np.ndarray]
@@ -27,20 +27,6 @@ MEDIAN_SE = math.sqrt(math.pi / 2.0)
 #: one run's tail is heavy (a slow run, a busy machine), a location of many runs' nearly Gaussian.
 #: So a single wild run cannot give the odds of many runs.
 TAIL_DOF = 3
-
-
-#: Values larger than this (in magnitude) are summed scaled down by a power of two (exact), as
-#: detection analyses them (hourly.analysis.detect): the mean of two values near 1e308 is no inf.
-OVERFLOW_GUARD = 2.0 ** 500
-
-
-def overflow_scale(x: Samples) -> float:
-    """The power of two that brings the largest of ``x`` near 1 when any is past
-    :data:`OVERFLOW_GUARD` (a sum or a mean of them would overflow), else 1: multiplying by it and
-    dividing the result again is exact."""
-    a = np.abs(np.asarray(x, dtype=float))
-    top = float(a[np.isfinite(a)].max()) if a.size and np.isfinite(a).any() else 0.0
-    return 2.0 ** -math.frexp(top)[1] if top > OVERFLOW_GUARD else 1.0
 
 
 def location(x: Samples) -> float:

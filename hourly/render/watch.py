@@ -249,7 +249,7 @@ def plot_unit(values: list[float]) -> tuple[float, str]:
     span, no room past them and no ticks that fit a float (matplotlib cannot draw them); else 1."""
     import math
 
-    from hourly.analysis.samples import OVERFLOW_GUARD
+    from hourly.analysis.detect import OVERFLOW_GUARD
     top = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
     if top <= OVERFLOW_GUARD:
         return 1.0, ""
