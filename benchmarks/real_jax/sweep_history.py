@@ -62,7 +62,8 @@ def tree(clone: str, trees: Path, sha: str) -> Path:
 
 def measure(python: str, path: Path, bench: list[str], timeout: float) -> dict:
     cmd = [python if c in ("python", "python3") else c for c in bench]
-    env = {**os.environ, "PYTHONPATH": str(path)}
+    # the commit's tree first; a PYTHONPATH already set (a TPU machine's folder with jaxlib and libtpu) after it
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))}
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -28,7 +28,7 @@
 # Environment: WINDOW (a window of real_history_2026.py, or auto: see PROBE; default tpu),
 # PROBE ("BEFORE AFTER" jax commits: benchmarks/tpu/dispatch_probe.sh first, ROUNDS, SAMPLES), RUNS (default 1), DEADLINE (s, default
 # 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, REPROFILE=1 (run the profile check
-# again), PROFILE_TIMEOUT (s, default 300), PROFILE_ARGS (default --processes 2), FRESH=1
+# again), PROFILE_TIMEOUT (s, default 300), PROFILE_ARGS (default --processes 2), SWEEP, SWEEP_BENCH (2c), FRESH=1
 # (start the window's runs afresh), EXTRA (more hourly bisect flags). benchmarks/tpu/run.sh is this
 # without the profile check. Tested on CPU here (docs/real-history.md, "On the TPU machine").
 set -uo pipefail
@@ -166,6 +166,22 @@ elif [ "$WINDOW" = auto ]; then
     echo "$WINDOW" > "$WORK/window.chosen"
 fi
 
+# 2c. SWEEP="ARGS" (benchmarks/real_jax/sweep_history.py's commit arguments, in the copy's commit ids:
+# --commits … or --from … --to … --points N, and --procs N): the host's idle cores measure the front
+# end (SWEEP_BENCH, default frontend_step.py) of each commit by hand, beside the bisection, on the
+# host's CPU backend (JAX_PLATFORMS=cpu: the chip stays the bisection's), stopped at the deadline
+SWEEP_PID=""
+if [ -n "${SWEEP:-}" ] && [ -d "$WORK/jax/.git" ]; then
+    SLEFT=$(( DEADLINE - $(elapsed) - MARGIN ))
+    say "sweep_history.py $SWEEP (CPU backend, beside the bisection, timeout $SLEFT s)"
+    # shellcheck disable=SC2086
+    JAX_PLATFORMS=cpu timeout -k 5 "$SLEFT" "$MACHINE_PY" "$ROOT/benchmarks/real_jax/sweep_history.py" \
+        --jax-clone "$WORK/jax" --python "$MACHINE_PY" --trees "$WORK/trees" --spread --out "$OUT/sweep-$STAMP.csv" \
+        $SWEEP -- python3 ${SWEEP_BENCH:-$ROOT/benchmarks/real_jax/frontend_step.py --repeats 7} \
+        > "$OUT/sweep-$STAMP.txt" 2>&1 &
+    SWEEP_PID=$!
+fi
+
 # 3. the bisection ---------------------------------------------------------------------------------
 LEFT=$(( DEADLINE - $(elapsed) - MARGIN ))
 RESUME=(--resume)
@@ -184,6 +200,10 @@ else
         --cache-dir "$WORK/cache" --deadline "$LEFT" "${RESUME[@]}" --json ${EXTRA:+-- $EXTRA} > "$JSON" 2>>"$LOG"
     rc=$?
     uptime >> "$LOG"
+fi
+if [ -n "$SWEEP_PID" ]; then
+    wait "$SWEEP_PID"; say "sweep exit $?: $(grep -c '^round' "$OUT/sweep-$STAMP.txt") processes"
+    grep -v '^round' "$OUT/sweep-$STAMP.txt" | tail -40 | tee -a "$LOG"
 fi
 for f in "$WORK/$WINDOW"/run-*.json; do  # hourly's answer (--json) and its progress lines, per run
     [ -f "$f" ] || continue
