@@ -144,6 +144,9 @@ def test_the_cost_line_says_what_each_figure_is():
         "22 processes, 3015 samples, 140 chip-s; 111 samples a process (chosen from the measured cost and noise; "
         "12 to 111 asked on the way), per-process median (the default); a process: 18.2 s to its first sample, "
         "0.331 s a sample")
+    # a process that holds the chip past its last sample (a TPU host letting it go) says so
+    assert sampling_words({**chosen, "after_last_sample_s": 2.47}).endswith(
+        "a process: 18.2 s to its first sample, 0.331 s a sample, 2.47 s from its last sample to its exit")
     one = {"processes": 1, "samples": 1, "chip_s": 2.0, "samples_per_process": 12, "how": "default", "asked": [12],
            "one_value": True, "statistic": "median", "statistic_why": "the default"}
     assert sampling_words(one) == ("1 process, 1 sample, 2 chip-s; one value read from each process (its last "

@@ -21,6 +21,7 @@ from hourly.model import Status
 PACED = """\
 import os, sys, time
 first, pace, obey = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "obey"
+tail = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 n = int(os.environ.get("HOURLY_SAMPLES", "5")) if obey else 5
 print("setting up", flush=True)
 time.sleep(first)
@@ -28,13 +29,15 @@ for i in range(n):
     if i:
         time.sleep(pace)
     print(f"T: {100 + i % 2}", flush=True)
+time.sleep(tail)  # letting the device go, after the last sample
 """
 
 
-def _spec(tmp_path, first: float, pace: float, obey: bool, asked: int | None, **kw) -> BenchSpec:
+def _spec(tmp_path, first: float, pace: float, obey: bool, asked: int | None, tail: float = 0.0,
+          **kw) -> BenchSpec:
     script = tmp_path / "paced.py"
     script.write_text(PACED)
-    return BenchSpec([sys.executable, str(script), str(first), str(pace), "obey" if obey else "ignore"],
+    return BenchSpec([sys.executable, str(script), str(first), str(pace), "obey" if obey else "ignore", str(tail)],
                      metric_regex=r"T: (?P<value>\S+)", samples=SAMPLES_ALL, asked=asked, **kw)
 
 
@@ -49,8 +52,31 @@ def test_the_cost_of_a_process_is_read_off_when_its_samples_were_printed(tmp_pat
         assert d["first_sample_s"] == pytest.approx(r.timing.first, abs=1e-3)
         assert d["per_sample_s"] == pytest.approx(0.15, abs=0.05) and d["timed_samples"] == 4
         assert d["asked"] == 4 and "followed" not in d
-        assert Timing.of(d) == Timing(d["first_sample_s"], d["per_sample_s"], 4)
+        assert Timing.of(d) == Timing(d["first_sample_s"], d["per_sample_s"], 4, d["after_last_sample_s"])
     assert res.unfollowed() is None
+
+
+def test_a_process_costs_its_exit_too(tmp_path):
+    """The seconds after the last sample (on a TPU host the process lets the chip go, ≈2.5 s there)
+    are the process's cost too: stored with the run, counted in the cost the count is chosen from,
+    and said apart in the answer."""
+    res = run_benchmark(_spec(tmp_path, 0.3, 0.05, True, 3, tail=0.8), 2, tmp_path / "logs", "tail")
+    sizes = SampleSize()
+    for r in res.runs:
+        assert r.timing is not None and 0.8 <= r.timing.after < 0.8 + 0.5
+        assert r.timing.besides_samples == pytest.approx(r.timing.first + r.timing.after)
+        d = r.as_dict()
+        assert d["after_last_sample_s"] == pytest.approx(r.timing.after, abs=1e-3)
+        assert Timing.of(d) is not None and Timing.of(d).after == d["after_last_sample_s"]
+        sizes.observe("a", [(r.timing, r.samples or [])])
+    cost = sizes.cost()
+    assert cost is not None and cost.after >= 0.8 and cost.fixed >= 0.3 + 0.8
+    said = sizes.figures().as_dict()
+    assert said["after_last_sample_s"] >= 0.8
+    assert said["first_sample_s"] == pytest.approx(cost.fixed - cost.after, abs=1e-3)
+    # a run stored before the exit was kept reads back without it, its cost its first sample's
+    old = Timing.of({"first_sample_s": 2.0, "per_sample_s": 0.1, "timed_samples": 3})
+    assert old == Timing(2.0, 0.1, 3) and old.besides_samples == 2.0
 
 
 def test_a_benchmark_that_ignores_the_count_still_counts_and_is_said(tmp_path):

@@ -203,12 +203,14 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
 
 @dataclass(frozen=True)
 class Cost:
-    """What a process costs: seconds from its start to its first sample (``fixed``: opening the
-    chip, imports, set-up) and seconds per sample after it, from ``processes`` processes."""
+    """What a process costs, from ``processes`` processes: the seconds its samples do not account
+    for (``fixed``: opening the chip, imports, set-up before the first sample, and ``after`` of them
+    from the last sample to the process's exit) and seconds per sample."""
 
     fixed: float
     per_sample: float
     processes: int
+    after: float = 0.0
 
 
 def variance_components(processes: Sequence[Sequence[float]]) -> tuple[float, float]:

@@ -446,7 +446,8 @@ def run_benchmark(spec: BenchSpec, repeats: int, log_dir: Path, tag: str, warmup
         res = proc.run(spec.cmd, cwd=spec.cwd, env=env, timeout=spec.timeout, log_path=log, check=False)
         run = read_run(res.output, res.returncode, res.timed_out, res.duration, str(log), spec, i < warmup)
         if res.line_times and spec.expect_metric:  # what the process cost, off when its samples arrived
-            run.timing = timing(res.output, res.line_times, _sample_line(spec))
+            run.timing = timing(res.output, res.line_times, _sample_line(spec),
+                                None if res.timed_out else res.duration)
         run.asked = spec.asked
         run.stopped = list(res.notes)
         runs.append(run)

@@ -1,7 +1,9 @@
 """What one benchmark process cost, read off the times its output lines were read
 (hourly.adapters.proc.Result.line_times): seconds from its start to its first sample (opening the
-chip, imports, set-up) and seconds per sample after it. A sample is a line the metric is read
-from: a match of the metric regex, or a ``METRIC name: value`` line in named mode.
+chip, imports, set-up), seconds per sample after it, and seconds from its last sample to its exit
+(the interpreter's end: on a TPU host, letting the chip go takes seconds, and the process holds
+the chip until then). A sample is a line the metric is read from: a match of the metric regex, or
+a ``METRIC name: value`` line in named mode.
 
 hourly asks every benchmark process for a number of samples through the environment
 (:data:`SAMPLES_VAR`, ``HOURLY_SAMPLES=n``); a benchmark that does not read it still works, and the
@@ -22,14 +24,22 @@ _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 @dataclass(frozen=True)
 class Timing:
     """One process's cost: seconds to its first sample, seconds per sample after it (None with
-    fewer than two samples), and the samples timed."""
+    fewer than two samples), the samples timed, and seconds from the last sample to the process's
+    exit (None: unknown — a run stored before it was kept, or one that timed out)."""
 
     first: float
     per_sample: float | None
     samples: int
+    after: float | None = None
+
+    @property
+    def besides_samples(self) -> float:
+        """The seconds the process cost that its samples did not: before the first, after the last."""
+        return self.first + (self.after or 0.0)
 
     def as_dict(self) -> dict[str, float | int | None]:
         return {"first_sample_s": round(self.first, 4),
+                **({} if self.after is None else {"after_last_sample_s": round(self.after, 4)}),
                 # significant digits, not decimals: a fast benchmark's few microseconds a sample
                 # rounded to 0.0, and a resumed bisection, reading its stored runs, then knew no cost
                 # and started again from the default count
@@ -43,14 +53,17 @@ class Timing:
         if not isinstance(first, (int, float)):
             return None
         per = run.get("per_sample_s")
+        after = run.get("after_last_sample_s")
         return cls(float(first), float(per) if isinstance(per, (int, float)) else None,
-                   int(run.get("timed_samples") or 1))
+                   int(run.get("timed_samples") or 1), float(after) if isinstance(after, (int, float)) else None)
 
 
-def timing(output: str, line_times: tuple[float, ...] | list[float], pattern: re.Pattern) -> Timing | None:
-    """The process's :class:`Timing`: the stamps of the lines where ``pattern`` matches. None when
-    its lines were not stamped (a container's runs, a result read back), the stamps do not line up
-    with the output's lines, or no line holds a sample."""
+def timing(output: str, line_times: tuple[float, ...] | list[float], pattern: re.Pattern,
+           duration: float | None = None) -> Timing | None:
+    """The process's :class:`Timing`: the stamps of the lines where ``pattern`` matches, and
+    ``duration`` (the process's whole life, None when it did not exit of itself) less the last of
+    them. None when its lines were not stamped (a container's runs, a result read back), the stamps
+    do not line up with the output's lines, or no line holds a sample."""
     if not line_times:
         return None
     lines = _LINE.findall(output)
@@ -60,7 +73,8 @@ def timing(output: str, line_times: tuple[float, ...] | list[float], pattern: re
     if not stamps:
         return None
     per = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None
-    return Timing(stamps[0], per, len(stamps))
+    after = None if duration is None else max(duration - stamps[-1], 0.0)
+    return Timing(stamps[0], per, len(stamps), after)
 
 
 def asked_of(env: dict[str, str]) -> int | None:

@@ -47,7 +47,8 @@ class Figures:
         def num(x: float) -> float | None:
             return None if not math.isfinite(x) else float(f"{x:.4g}")
         return {"samples_per_process": self.n, "how": self.how,
-                "first_sample_s": None if self.cost is None else round(self.cost.fixed, 3),
+                "first_sample_s": None if self.cost is None else round(self.cost.fixed - self.cost.after, 3),
+                "after_last_sample_s": None if self.cost is None else round(self.cost.after, 3),
                 "per_sample_s": None if self.cost is None else round(self.cost.per_sample, 5),
                 "within_var": num(self.within), "between_var": num(self.between)}
 
@@ -90,13 +91,16 @@ class SampleSize:
             self.how = "chosen"
 
     def cost(self, state: str | None = None) -> Cost | None:
-        """What a process costs (of ``state``; None: pooled over every state): the median time to the
-        first sample and per sample; None before any process printed two samples."""
+        """What a process costs (of ``state``; None: pooled over every state): the median seconds
+        besides its samples (to the first, and after the last to its exit: the process holds the
+        chip until it exits) and per sample; None before any process printed two samples."""
         ts = self.timings.get(state, []) if state is not None else [t for v in self.timings.values() for t in v]
         per = [t.per_sample for t in ts if t.per_sample is not None and t.per_sample > 0]
         if not per:
             return None
-        return Cost(statistics.median(t.first for t in ts), statistics.median(per), len(ts))
+        after = [t.after for t in ts if t.after is not None]
+        return Cost(statistics.median(t.besides_samples for t in ts), statistics.median(per), len(ts),
+                    statistics.median(after) if after else 0.0)
 
     def _pooled(self) -> tuple[float, float, tuple[float, int]]:
         """The within- and between-process variances (log scale), pooled over the states measured by

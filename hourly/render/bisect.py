@@ -90,6 +90,8 @@ def sampling_words(s: dict) -> str:
         words += f", per-process {s['statistic']} ({s.get('statistic_why') or ''})"
     if s.get("first_sample_s") is not None and s.get("per_sample_s") is not None:
         words += f"; a process: {s['first_sample_s']:.3g} s to its first sample, {s['per_sample_s']:.3g} s a sample"
+        if s.get("after_last_sample_s"):
+            words += f", {s['after_last_sample_s']:.3g} s from its last sample to its exit"
     if s.get("not_followed"):
         words += f"; {s['not_followed']}"
     return words
