@@ -120,6 +120,7 @@ def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     rc, _, err = _bisect(capsys, args)
     assert rc == 130, err
     assert len([x for x in err.splitlines() if PROCESS_LINE.match(x)]) == 14  # the 15th was interrupted
+    last_before = Store(tmp_path / "work").conn.execute("SELECT max(id) FROM measurements").fetchone()[0]
     rc, got, err = _bisect(capsys, args)
     assert rc == 0, err
     assert got["regressions"][0]["culprit"]["sha"] == made.shas[slower.subject]
@@ -127,7 +128,11 @@ def test_the_lines_go_on_after_a_resume(tmp_path, venv_python, capsys):
     # the samples per process are chosen from what was measured, in the resumed run from its first
     # process on: seeded from the stored runs (whose microseconds a sample once stored as 0.0, so the
     # resumed run started from the default: test_process_cost's fast-benchmark test)
-    assert min(got["regressions"][0]["sampling"]["asked"]) > 12, (got["regressions"][0]["sampling"], err)
+    resumed = [r["asked"] for (raw,) in Store(tmp_path / "work").conn.execute(
+        "SELECT runs FROM measurements WHERE origin='bisect' AND id>?", (last_before,)) for r in json.loads(raw)]
+    assert resumed and min(resumed) > 12, (got["regressions"][0]["sampling"], err)
+    # the counts asked in every call are said, the first call's default too
+    assert got["regressions"][0]["sampling"]["asked"][0] == 12 and max(resumed) in got["regressions"][0]["sampling"]["asked"]
     # what the chip time went to counts the call before the resume too, and says this call's apart
     s = got["regressions"][0]["sampling"]
     runs = [r for (raw,) in Store(tmp_path / "work").conn.execute(

@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 UNPAIRED = Choice("median", "the verdicts are not paired: each process by its median, no statistic chosen")
 
 
-def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, choice: Choice | None = None) -> dict:
+def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, choice: Choice | None = None,
+            asked: list[int] | None = None) -> dict:
     """What a window's verdicts cost (``processes``, ``samples``, ``chip_s``: every benchmark process
     the bisection ran of it, their samples and seconds) and how each process was sampled:
     the samples asked of it (HOURLY_SAMPLES) and how that count was set, the per-process statistic
     in force and why (``choice``: the one the paired search held, chosen on the window's ends or
     restored with them when it resumed; None: the verdicts are not paired, :data:`UNPAIRED`), what
-    a process costs, and whether the benchmark followed the count."""
+    a process costs, and whether the benchmark followed the count. ``asked``: the counts the
+    window's stored processes were asked for, in every call (this call's are added)."""
     choice = choice or UNPAIRED
     out: dict = {"processes": processes, "samples": samples, "chip_s": round(chip_s, 1),
                  "statistic": choice.statistic, "statistic_why": choice.why}
@@ -38,7 +40,7 @@ def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, c
             out["one_value"] = True
         out.update(m.sizes.figures().as_dict())
         out["samples_per_process"] = m.sizes.n
-        out["asked"] = sorted(set(m.sizes.asked))
+        out["asked"] = sorted(set(m.sizes.asked) | set(asked or ()))  # the calls before a resume too
         if m.unfollowed:
             out["not_followed"] = m.unfollowed
     return out

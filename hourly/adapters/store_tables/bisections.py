@@ -55,20 +55,21 @@ class BisectionTables(Tables):
                        json.dumps(p["statistic"]) if p.get("statistic") else None))
 
     def spent(self, bid: int, bench_key: str, xlas: set[str], jaxs: set[str], origin: str,
-              metric: str | None = None) -> tuple[int, int, float]:
+              metric: str | None = None) -> tuple[int, int, float, list[int]]:
         """What bisection ``bid`` has run of its window's states (``xlas`` × ``jaxs``: the states and
         the mixed states of a blame) under ``bench_key`` since it began, in every call of it: the
-        benchmark processes, the samples they printed, and their seconds. Every process counts —
+        benchmark processes, the samples they printed, their seconds, and the sample counts they were
+        asked for (HOURLY_SAMPLES; each once, smallest first). Every process counts —
         an interval's end measured beside a probe, a warm-up, a round a resume did not go on with —
         for all of them held the machine. Rows of ``metric`` (each process records one row per
         named metric; ``origin``: the bisection's, as its rows record it)."""
         r = self.conn.execute("SELECT created FROM bisections WHERE id=?", (bid,)).fetchone()
         if r is None:
-            return 0, 0, 0.0
+            return 0, 0, 0.0, []
         rows = self.conn.execute(
             f"SELECT xla, jax, runs FROM measurements WHERE bench_key=? AND origin=? AND created>=?"
             f" AND {METRIC_FILTER}", (bench_key, origin, r["created"], metric, metric))
-        processes, samples, seconds = 0, 0, 0.0
+        processes, samples, seconds, asked = 0, 0, 0.0, set()
         for row in rows:
             if row["xla"] not in xlas or row["jax"] not in jaxs:
                 continue
@@ -76,7 +77,9 @@ class BisectionTables(Tables):
                 processes += 1
                 samples += len(run.get("samples") or []) or (1 if run.get("value") is not None else 0)
                 seconds += float(run.get("duration") or 0.0)
-        return processes, samples, seconds
+                if isinstance(run.get("asked"), int):
+                    asked.add(run["asked"])
+        return processes, samples, seconds, sorted(asked)
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
