@@ -36,6 +36,13 @@ they were found and measured):
   second against the ≈15 s of a process there) and ``--warmup-runs 0`` (the benchmark warms up
   itself: no process is spent on a run that is not counted). It runs on the default backend: the
   TPU there, the CPU here. Expected: the culprit 03652b8bba.
+- ``tpu-frontend``: 2026-06-08 21:45 → 06-09 14:00 UTC, 18 states, ``--find-fix`` (the good end
+  is the later one): tracing the transformer's training step (real_jax/frontend_step.py ``--each
+  trace``: every repeat a sample, as many as hourly asks for) got faster between the end of the
+  second crash window (7e9ead3744) and 06-09 01:12 UTC: ≈94.7 → ≈87.5 ms on the TPU machine with its
+  TPU backend (−7.6 %, 3 processes each), −8 to −10 % on the CPU here. Expected: the fix 862f20256a
+  ("Merge pull request #38168 from mattjj:accum-ct-avals": the transpose accumulates cotangent
+  avals, fewer zeros built). The front-end case of an accelerator host: every process opens the chip.
 - ``flat``: 2026-06-11 12:00 → 19:00 UTC, 15 states, eager ``lax.neg`` 10.2–10.6 µs on each of
   them (3 processes each, quiet machine). Expected: no culprit.
 
@@ -82,6 +89,10 @@ DISPATCH_HOST = f"{DISPATCH_EACH} --device cpu"
 DISPATCH_PIPE = f"{DISPATCH_EACH} --pipelined"
 FRONTEND = f"{HERE / 'real_jax' / 'frontend_step.py'} --dispatch --repeats 5"
 US = r"dispatch_us:\s*(?P<value>[0-9.]+)"
+# the front end on an accelerator host: tracing a transformer's training step, every repeat a sample,
+# as many as hourly asks for (the process still opens the chip: the backend is the machine's default)
+FRONTEND_EACH = f"{HERE / 'real_jax' / 'frontend_step.py'} --each trace"
+EACH_MS = r"each_ms:\s*(?P<value>[0-9.]+)"
 
 # window: good, bad, the benchmark, its metric, the commit expected (None: none), the answer's
 # class expected, more hourly flags
@@ -103,6 +114,12 @@ WINDOWS = {
     "tpu-pipe": dict(good="2026-06-16 20:00", bad="2026-06-17 14:00", bench=DISPATCH_PIPE, metric=US,
                      expect="03652b8bba", expect_class="exact",
                      flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
+    # the front end: tracing the transformer's step got ≈8-10 % faster between 06-08 22:28 and 06-09
+    # 01:12 UTC (outside the crash windows); --find-fix: the good end is the fixed, later one
+    "tpu-frontend": dict(good="2026-06-09 14:00", bad="2026-06-08 21:45", bench=FRONTEND_EACH, metric=EACH_MS,
+                         expect="862f20256a", expect_class="exact",
+                         flags=["--find-fix", "--warmup-runs", "0", "--metric-samples", "all",
+                                "--warmup-samples", "2"]),
     # --find-fix: the good end is the fixed, later one
     "crash": dict(good="2026-06-09 00:00", bad="2026-06-04 22:00", bench=FRONTEND, metric=US,
                   expect="1587193cb8", expect_class="range", flags=["--find-fix"]),

@@ -22,7 +22,9 @@ repeat is the least disturbed) or the median of the repeats:
     frontend_ms: 245.5     # trace + lower of the same repeat
 
 With ``--every`` it also prints a ``frontend_ms:`` line per repeat (before the summary lines), for
-a reader that takes every match as a sample. With ``--dispatch`` it then times eager dispatch too
+a reader that takes every match as a sample. With ``--each PHASE`` (trace, lower or frontend) it
+prints ``each_ms:`` once per repeat for that phase — every repeat a sample, for hourly's
+``--metric-samples all`` — and takes the number of repeats from ``HOURLY_SAMPLES`` when hourly sets it. With ``--dispatch`` it then times eager dispatch too
 (``dispatch_us:`` for ``lax.neg`` of an 8-vector, one ``Primitive.bind`` a call; ``add_us:`` for
 ``x + 1``, a jitted ``jnp`` operator; µs per call, the same statistic over 10 blocks of 200 calls).
 """
@@ -30,6 +32,7 @@ a reader that takes every match as a sample. With ``--dispatch`` it then times e
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -119,9 +122,14 @@ def main() -> None:
                     help="wall: perf_counter; cpu: this thread's CPU time (time.thread_time), which "
                          "leaves out the time other processes hold the core (not on gVisor: 10 ms steps)")
     ap.add_argument("--every", action="store_true", help="also print frontend_ms: once per repeat")
+    ap.add_argument("--each", choices=["trace", "lower", "frontend"],
+                    help="every repeat a sample: one `each_ms:` line per repeat of this phase, and as many "
+                         "repeats as hourly asks for (HOURLY_SAMPLES) when it sets it")
     ap.add_argument("--dispatch", action="store_true",
                     help="also time eager dispatch: lax.neg and x + 1 of an 8-vector (dispatch_us:, add_us:)")
     a = ap.parse_args()
+    if a.each and os.environ.get("HOURLY_SAMPLES", "").isdigit():
+        a.repeats = max(int(os.environ["HOURLY_SAMPLES"]), 1)
     params = init(jax.random.PRNGKey(0), a.layers, a.width, a.vocab, a.tokens)
     tokens = jax.random.randint(jax.random.PRNGKey(1), (a.batch, a.tokens), 0, a.vocab)
     clock = CLOCKS[a.clock]
@@ -133,6 +141,8 @@ def main() -> None:
         print(f"repeat {i}: trace_ms {t:.2f} lower_ms {lo:.2f}")
         if a.every:
             print(f"frontend_ms: {t + lo:.3f}")
+        if a.each:
+            print(f"each_ms: {dict(trace=t, lower=lo, frontend=t + lo)[a.each]:.3f}", flush=True)
     pick = min if a.stat == "min" else statistics.median
     print(f"jax {jax.__version__}, jaxlib {jax.lib.__version__}, backend {jax.default_backend()}, "
           f"layers {a.layers}, width {a.width}, tokens {a.tokens}, {a.repeats} repeats, {a.stat}, {a.clock} clock")
