@@ -81,8 +81,9 @@ def gather_report(store: Store, s: Settings, min_change: float | None = None, an
         scan = _one_metric(base, s, min_change)
         scan = replace(scan, pinned=pinned_line(store.load_settings("pinned")))
         steps = scan.steps
+    others = {k: n for k, n in store.measured_keys().items() if k != s.bench_key()}
     return replace(data, scan=scan, answers=split_answers(store, s), commits=_commits(s, steps),
-                   scan_command=scan_command(s), resume_command=table_scan_command(s),
+                   scan_command=scan_command(s), resume_command=table_scan_command(s), other_measurements=others,
                    **_surroundings(store, s))
 
 

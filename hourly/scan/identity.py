@@ -103,6 +103,26 @@ class BuildAnswers:
                 "apart; `hourly bisect` again measures under this one)")
 
 
+def other_measurements(store: Store, s: Settings, key: str | None, now: str | None = None) -> str | None:
+    """One line naming the measurements the workdir holds under other keys than ``key`` (another
+    benchmark, or the same one built another way: :func:`~hourly.answers.build_difference` against
+    ``s``), and how to see them; None when it holds none. A workdir scanned with one benchmark and then
+    another holds two hunts, of which ``show`` and ``report`` read the newest scan's alone. ``now``:
+    the command that measures under ``key`` (``this scan``)."""
+    others = {k: n for k, n in store.measured_keys().items() if k != key}
+    if not others:
+        return None
+    idents = store.measure_keys()
+    current = idents.get(key) if key and key in idents else _plain(key_identity(s, public=True)) if s.bench_cmd else None
+    said = "; ".join(f"{build_difference(idents.get(k), current, k)} ({plural(n, 'state')})" for k, n in others.items())
+    return (f"note: workdir {store.workdir} also holds measurements under another benchmark or build: {said}. "
+            + (f"{now[0].upper()}{now[1:]} measures under its own key, apart from them; " if now else "")
+            + f"`hourly show` and `hourly report` read the newest scan's alone: to see "
+            f"{'that one' if len(others) == 1 else 'one of those'} again, run its `hourly scan` command again in this "
+            "workdir (its stored measurements are reused, nothing is measured again), or give each benchmark a "
+            "--workdir of its own")
+
+
 def answers_by_build(store: Store, s: Settings, key: str | None = None) -> BuildAnswers:
     """The store's finished answers split by build (:class:`BuildAnswers`): those under ``key``
     (default: :func:`answer_key`) and the others, oldest first."""
