@@ -123,7 +123,15 @@ def test_a_workdir_that_holds_another_benchmark_says_so(capsys, scanned):
 
 
 def test_a_workdir_of_one_benchmark_says_nothing_of_others(capsys, scanned):
+    """One scan's benchmark: nothing said. A bisection's rows under another build are not another
+    scan (its answer is listed apart where it counts): nothing said of them either."""
     made, args, first, work = scanned
+    from hourly.adapters.store import Store
+    from hourly.adapters.store_tables.rows import Measurement
+    store = Store(work)
+    store.add_measurement("k-bisected-with-a-cherry-pick", Measurement("a" * 40, "b" * 40, "ok", 1.0, [1.0],
+                                                                       origin="bisect"))
+    store.close()
     code, out, err = run_cli(capsys, args)
     assert code == 0 and "also holds" not in err, err
     code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])

@@ -34,6 +34,7 @@ from hourly.report.data import (
     ReportData,
     ScanData,
 )
+from hourly.scan.identity import other_scans
 from hourly.scan.table import REPRODUCE, findings, gaps, has_scan, stored_scan, undecided_note, unmeasured_pairs
 from hourly.scan.table import scan_command as table_scan_command
 
@@ -81,9 +82,9 @@ def gather_report(store: Store, s: Settings, min_change: float | None = None, an
         scan = _one_metric(base, s, min_change)
         scan = replace(scan, pinned=pinned_line(store.load_settings("pinned")))
         steps = scan.steps
-    others = {k: n for k, n in store.measured_keys().items() if k != s.bench_key()}
     return replace(data, scan=scan, answers=split_answers(store, s), commits=_commits(s, steps),
-                   scan_command=scan_command(s), resume_command=table_scan_command(s), other_measurements=others,
+                   scan_command=scan_command(s), resume_command=table_scan_command(s),
+                   other_measurements=other_scans(store, s.bench_key()),
                    **_surroundings(store, s))
 
 

@@ -41,6 +41,7 @@ from hourly.text.timeparse import parse_step, window
 #: the store's settings rows this module writes
 INVESTIGATION = "investigation"
 LEVEL = "hourly"  # hourly.scan.table.LEVEL (not imported: table pulls in detection)
+SCANNED = "scan"  # hourly.scan.table.SCAN_ORIGIN: the origin of a scan's rows
 
 NEW_WORKDIR = "pass a new --workdir for this investigation, or the settings of the one stored there"
 
@@ -103,13 +104,20 @@ class BuildAnswers:
                 "apart; `hourly bisect` again measures under this one)")
 
 
+def other_scans(store: Store, key: str | None) -> dict[str, int]:
+    """{measurement key: states its scan measured} of every key but ``key`` that a scan measured under
+    in this workdir (another benchmark or build), in the order first measured."""
+    return {k: n for k, n in store.measured_keys(SCANNED).items() if k != key}
+
+
 def other_measurements(store: Store, s: Settings, key: str | None, now: str | None = None) -> str | None:
-    """One line naming the measurements the workdir holds under other keys than ``key`` (another
+    """One line naming the scans' measurements the workdir holds under other keys than ``key`` (another
     benchmark, or the same one built another way: :func:`~hourly.answers.build_difference` against
     ``s``), and how to see them; None when it holds none. A workdir scanned with one benchmark and then
-    another holds two hunts, of which ``show`` and ``report`` read the newest scan's alone. ``now``:
+    another holds two hunts, of which ``show`` and ``report`` read the newest scan's alone (a
+    bisection's answers under another build are said apart: :meth:`BuildAnswers.left_out`). ``now``:
     the command that measures under ``key`` (``this scan``)."""
-    others = {k: n for k, n in store.measured_keys().items() if k != key}
+    others = other_scans(store, key)
     if not others:
         return None
     idents = store.measure_keys()
