@@ -12,7 +12,7 @@ from the step) whose processes fail after their fixed cost.
 
 Nothing is built or run: each round's processes are drawn from that model. The decisions are
 hourly's own — the window's ends compared in rounds (hourly.analysis.judges.paired's
-``ends_paired``, looped as hourly.bisect.metric_drive does), then
+``ends_paired``, looped by its ``compare_ends``, the loop hourly.bisect.metric_drive runs), then
 :class:`~hourly.analysis.step_search.StepSearch` with a paired ``rounds`` callback and crash
 windows, as hourly.bisect.step_session drives it. Three ways to measure a process:
 
@@ -46,9 +46,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hourly.analysis.judges.metric import INDIFFERENCE, SEPARATION_MIN, resolvable_change
-from hourly.analysis.judges.paired import END_ROUNDS, PairedMetricJudge, ends_bound, more_rounds
-from hourly.analysis.paired import Paired, round_order
+from hourly.analysis.judges.metric import SEPARATION_MIN
+from hourly.analysis.judges.paired import PairedMetricJudge, compare_ends, ends_bound
+from hourly.analysis.paired import round_order
 from hourly.analysis.process_stat import (
     DEFAULT_SAMPLES,
     STATISTICS,
@@ -200,19 +200,10 @@ def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
         m.revise()
         return out
 
-    # the ends, as hourly.bisect.metric_drive.separate_paired compares them
-    blocks: list[dict] = []
-    want = END_ROUNDS
-    while True:
-        blocks += rounds([0, states - 1], want - len(blocks), None)
-        p = Paired.of(blocks, [0, states - 1])
-        final = len(blocks) >= DEFAULT_MAX_REPEATS
-        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
-        outcome, _ = judge.ends_paired(p, 0, states - 1, sigma, dof, delta, final)
-        if outcome is not None or final:
-            break
-        want = len(blocks) + max(1, more_rounds(len(blocks), DEFAULT_MAX_REPEATS))
+    # the ends, as the bisection compares them (hourly.bisect.metric_drive.separate_paired)
+    got = compare_ends(judge, lambda count, earlier: rounds([0, states - 1], count, None), 0, states - 1,
+                       cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
+    outcome, p = got.outcome, got.paired
     result = {"kind": kind, "right": False, "wrong": False, "ends_differ": outcome is True}
     if outcome is True and p.difference(0, states - 1) > 0:
         def measure(i: int, count: int) -> list[float] | None:
@@ -248,32 +239,28 @@ def null_ends(seed: int, sd: float, between: float, statistic_rule: str, n: int 
         x[int(rng.integers(2))::2] *= 1 + SLOW_MODE
         return [float(v) for v in x]
 
-    blocks: list[dict] = []
-    want = END_ROUNDS
-    while True:
-        while len(blocks) < want:
-            blocks.append({0: ProcessValue.of(proc()), 1: ProcessValue.of(proc())})
-        p = Paired.of(blocks, [0, 1])
-        final = len(blocks) >= DEFAULT_MAX_REPEATS
-        if statistic_rule in ("median", "before"):
-            p = Paired.of([{s: float(v) for s, v in b.items()} for b in blocks], [0, 1])  # one value a process
-        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
-        if statistic_rule in ("naive", "before", "before-chosen"):
-            import hourly.analysis.judges.paired as jp
-            saved = jp.ends_bound
-            jp.ends_bound = (  # type: ignore[assignment]
-                (lambda k, dof, cap, r: ends_bound(1, dof, cap, r)) if statistic_rule == "naive"
-                else lambda k, dof, cap, r: selection_bound(SEPARATION_MIN, k, dof))
-            try:
-                outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
-            finally:
-                jp.ends_bound = saved  # type: ignore[assignment]
-        else:
-            outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
-        if outcome is not None or final:
-            return outcome is True
-        want = len(blocks) + 1
+    def value() -> float:
+        v = ProcessValue.of(proc())
+        return float(v) if statistic_rule in ("median", "before") else v  # one value a process: no choice
+
+    def rounds(count: int, earlier) -> list[dict]:
+        return [{0: value(), 1: value()} for _ in range(count)]
+
+    def compared() -> bool:
+        got = compare_ends(judge, rounds, 0, 1, cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
+        return got.outcome is True
+
+    if statistic_rule not in ("naive", "before", "before-chosen"):
+        return compared()
+    import hourly.analysis.judges.paired as jp
+    saved = jp.ends_bound
+    jp.ends_bound = (  # type: ignore[assignment]  # every look of the verdict under the other rule
+        (lambda k, dof, cap, r: ends_bound(1, dof, cap, r)) if statistic_rule == "naive"
+        else lambda k, dof, cap, r: selection_bound(SEPARATION_MIN, k, dof))
+    try:
+        return compared()
+    finally:
+        jp.ends_bound = saved  # type: ignore[assignment]
 
 
 def _null_job(args: tuple) -> tuple[str, bool]:

@@ -1,8 +1,9 @@
 """The false rate of a window's ends' paired verdict (hourly.analysis.judges.paired: ``ends_paired``,
 ``ends_bound``): on seeded simulations of the TPU machine's noise, ends that do not differ are said
 to differ at most at the stated rate (ENDS_ALPHA) over all the verdict's looks, and a real 3 % step
-is still found. The verdict is looped as hourly.bisect.metric_drive loops it: a look after every
-round from END_ROUNDS up to --max-repeats, stopping at the first that is not unknown."""
+is still found. The verdict is looped by the function the bisection loops it with
+(hourly.analysis.judges.paired's ``compare_ends``: a look after every round from END_ROUNDS up to
+--max-repeats, stopping at the first that is not unknown), the processes drawn here."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ import pytest
 
 import hourly.analysis.judges.paired as jp
 from hourly.analysis.judges.base import JudgeOptions
-from hourly.analysis.judges.metric import INDIFFERENCE, SEPARATION_MIN, resolvable_change
-from hourly.analysis.judges.paired import END_ROUNDS, ENDS_ALPHA, PairedMetricJudge, ends_bound
-from hourly.analysis.paired import Paired
+from hourly.analysis.judges.metric import SEPARATION_MIN
+from hourly.analysis.judges.paired import END_ROUNDS, ENDS_ALPHA, PairedMetricJudge, compare_ends, ends_bound
 from hourly.analysis.process_stat import ProcessValue, selection_bound
 from hourly.model import DEFAULT_MAX_REPEATS
 
@@ -30,26 +30,51 @@ def process(rng, level: float, n: int, sd: float, between: float) -> list[float]
 
 def ends(seed: int, step: float = 0.0, n: int = 12, median: bool = False,
          cap: int = DEFAULT_MAX_REPEATS) -> tuple[bool | None, int]:
-    """A window's ends ``step`` apart, judged in rounds until the verdict is not unknown (up to
-    ``cap``, --max-repeats): the outcome and the rounds it took. ``median``: one value a process
-    (no choice)."""
+    """A window's ends ``step`` apart, compared as the bisection compares them (``compare_ends``, up
+    to ``cap`` rounds: --max-repeats): the outcome and the rounds it took. ``median``: one value a
+    process (no choice)."""
     rng = np.random.default_rng(seed)
     sd, between = float(rng.uniform(0.04, 0.10)), float(rng.uniform(0.003, 0.01))
-    judge = PairedMetricJudge(JudgeOptions(max_repeats=cap))
-    blocks: list[dict] = []
-    want = END_ROUNDS
-    while True:
-        while len(blocks) < want:
-            blocks.append({0: ProcessValue.of(process(rng, 1.0, n, sd, between)),
-                           1: ProcessValue.of(process(rng, 1.0 + step, n, sd, between))})
-        final = len(blocks) >= cap
-        p = Paired.of([{s: float(v) for s, v in b.items()} for b in blocks] if median else blocks, [0, 1])
-        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-        delta = max(INDIFFERENCE * math.log1p(0.02), resolvable_change(sigma, cap))
-        outcome, _ = judge.ends_paired(p, 0, 1, sigma, dof, delta, final)
-        if outcome is not None or final:
-            return outcome, len(blocks)
-        want = len(blocks) + 1
+
+    def value(level: float) -> float:
+        v = ProcessValue.of(process(rng, level, n, sd, between))
+        return float(v) if median else v
+
+    def rounds(count: int, earlier) -> list[dict]:
+        return [{0: value(1.0), 1: value(1.0 + step)} for _ in range(count)]
+
+    got = compare_ends(PairedMetricJudge(JudgeOptions(max_repeats=cap)), rounds, 0, 1, cap=cap, min_change=0.02)
+    return got.outcome, len(got.blocks)
+
+
+def test_the_ends_are_looked_at_after_every_round_from_the_first_rounds_up_to_the_cap():
+    """compare_ends' schedule, the bisection's: max(END_ROUNDS, --repeats) rounds first, then one
+    round a look, the last look at the cap; ends that never run together are compared on nothing
+    (outcome None, zero rounds: the drive says which end has no metric)."""
+    asked: list[tuple[int, int]] = []
+
+    def failing(count: int, earlier) -> list[dict]:
+        asked.append((count, len(earlier)))
+        return [{0: 1.0, 1: None} for _ in range(count)]
+
+    got = compare_ends(PairedMetricJudge(JudgeOptions(max_repeats=8)), failing, 0, 1, cap=8, min_change=0.02)
+    assert (got.outcome, got.paired.rounds, len(got.blocks)) == (None, 0, 8)
+    assert asked == [(END_ROUNDS, 0)] + [(1, r) for r in range(END_ROUNDS, 8)]
+    asked.clear()
+    got = compare_ends(PairedMetricJudge(JudgeOptions(max_repeats=8)), failing, 0, 1, cap=8, min_change=0.02,
+                       repeats=6)
+    assert asked == [(6, 0), (1, 6), (1, 7)]
+    asked.clear()
+    rng = np.random.default_rng(0)
+
+    def apart(count: int, earlier) -> list[dict]:
+        asked.append((count, len(earlier)))
+        return [{0: 1.0 + 0.01 * rng.standard_normal(), 1: 1.5 + 0.01 * rng.standard_normal()} for _ in range(count)]
+
+    got = compare_ends(PairedMetricJudge(), apart, 0, 1, cap=DEFAULT_MAX_REPEATS, min_change=0.02)
+    assert got.outcome is True and got.paired.rounds == len(got.blocks) == sum(c for c, _ in asked)
+    assert asked[0] == (END_ROUNDS, 0) and all(c == 1 for c, _ in asked[1:])
+    assert got.words.startswith("+49.5 %, paired over 4 rounds"), got.words
 
 
 def before(monkeypatch) -> None:
@@ -136,17 +161,10 @@ def two_steps(seed: int, states: int = 11, noise: float = 0.007) -> tuple[list[t
             return out
         return measure
 
-    blocks: list[dict] = []
     ends_rounds = rounds(ends_rng)
-    while True:
-        blocks += ends_rounds([0, states - 1], max(END_ROUNDS, len(blocks) + 1) - len(blocks), None)
-        p = Paired.of(blocks, [0, states - 1])
-        final = len(blocks) >= DEFAULT_MAX_REPEATS
-        sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-        delta = max(INDIFFERENCE * math.log1p(BISECT_MIN_CHANGE), resolvable_change(sigma, DEFAULT_MAX_REPEATS))
-        outcome, _ = judge.ends_paired(p, 0, states - 1, sigma, dof, delta, final)
-        if outcome is not None or final:
-            break
+    got = compare_ends(judge, lambda count, earlier: ends_rounds([0, states - 1], count, None), 0, states - 1,
+                       cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
+    outcome, p = got.outcome, got.paired
     assert outcome is True, seed  # a -9 % window in 0.7 % noise
     search = StepSearch(states, lambda i, c: None, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
                         higher_is_better=True, judge=judge, rounds=rounds(probes_rng), crash_windows=True,
@@ -155,7 +173,7 @@ def two_steps(seed: int, states: int = 11, noise: float = 0.007) -> tuple[list[t
     search.run()
     while search.more_after:
         search.run()
-    return [(s.lo, s.hi) for s in search.steps if s.regression(True)], len(blocks)
+    return [(s.lo, s.hi) for s in search.steps if s.regression(True)], len(got.blocks)
 
 
 @pytest.mark.parametrize("seeds", [pytest.param(range(0, 40, 4), id="quick"),

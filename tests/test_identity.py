@@ -83,6 +83,63 @@ def test_a_changed_build_command_builds_and_measures_again(capsys, scanned):
     assert [p["value"] for p in json.loads(out)["points"]] == [p["value"] for p in first["points"]]
 
 
+def test_a_workdir_that_holds_another_benchmark_says_so(capsys, scanned):
+    """A scan of another benchmark in a workdir measures afresh under its own key, and says at start
+    what else the workdir holds and how to see it; `show` and `report` say it too (they read the newest
+    scan's rows alone); the first scan's command again reuses its rows, as the line says."""
+    made, args, first, work = scanned
+    other = with_flags(args, "--bench-cmd", f"python3 -u {made.bench_script}")
+    code, out, err = run_cli(capsys, other)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "also holds measurements" in line]
+    assert said == [f"note: workdir {work} also holds measurements under another benchmark or build: benchmark "
+                    f"python3 {made.bench_script} (2 states). This scan measures under its own key, apart from them; `hourly show` "
+                    "and `hourly report` read the newest scan's alone: to see that one again, run its `hourly scan` "
+                    "command again in this workdir (its stored measurements are reused, nothing is measured "
+                    "again), or give each benchmark a --workdir of its own"], err
+    assert err.index(said[0]) < err.index("building")  # at start, before any build
+    assert len(keys(work)) == 2
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 0, err
+    assert err.count("also holds measurements") == 1 and f"benchmark python3 {made.bench_script} (2 states)" in err
+    assert "This scan" not in err and "also holds" not in out  # the table on stdout is this benchmark's alone
+    code, out, err = run_cli(capsys, ["report", "--workdir", str(work)])
+    assert code == 0, err
+    md = (work / "report" / "report.md").read_text()
+    assert "## Measurements of another benchmark or build in this workdir" in md
+    assert f"- benchmark `python3 {made.bench_script}`: 2 states measured" in md
+    # the first benchmark's command again: its rows, nothing measured; the line now names the other
+    code, out, err = run_cli(capsys, args)
+    assert code == 0, err
+    assert "building" not in err and f"benchmark python3 -u {made.bench_script} (2 states)" in err, err
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work), "--json"])
+    assert code == 0 and "also holds" not in err + out, (out, err)  # JSON alone on stdout, and no note beside it
+    assert [p["value"] for p in json.loads(out)["points"]] == [p["value"] for p in first["points"]]
+    code, out, err = run_cli(capsys, ["bisect", "--workdir", str(work)])  # the newest scan's window
+    assert code == 0, err
+    assert err.splitlines()[0].startswith(f"note: workdir {work} also holds measurements under another benchmark "
+                                          f"or build: benchmark python3 -u {made.bench_script} (2 states). This "
+                                          "bisection measures under its own key, apart from them;"), err
+
+
+def test_a_workdir_of_one_benchmark_says_nothing_of_others(capsys, scanned):
+    """One scan's benchmark: nothing said. A bisection's rows under another build are not another
+    scan (its answer is listed apart where it counts): nothing said of them either."""
+    made, args, first, work = scanned
+    from hourly.adapters.store import Store
+    from hourly.adapters.store_tables.rows import Measurement
+    store = Store(work)
+    store.add_measurement("k-bisected-with-a-cherry-pick", Measurement("a" * 40, "b" * 40, "ok", 1.0, [1.0],
+                                                                       origin="bisect"))
+    store.close()
+    code, out, err = run_cli(capsys, args)
+    assert code == 0 and "also holds" not in err, err
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(work)])
+    assert code == 0 and "also holds" not in err, err
+    assert run_cli(capsys, ["report", "--workdir", str(work)])[0] == 0
+    assert "another benchmark or build in this workdir" not in (work / "report" / "report.md").read_text()
+
+
 def test_show_reads_the_scan_from_another_environment(capsys, scan_args, tmp_path, monkeypatch):
     """The key's environment part is the scan's: `show` from a shell without the scan's build
     variables reads its rows; `bisect`, which builds, says what differs instead of mixing."""

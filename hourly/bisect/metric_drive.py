@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from hourly.analysis.bisection import Bounds, State, split_points
 from hourly.analysis.judges import Evidence, PairedJudge, Verdict, WindowJudge
 from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
-from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, more_rounds
+from hourly.analysis.judges.paired import MIN_ROUNDS, compare_ends, more_rounds
 from hourly.analysis.paired import Paired, drift
 from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
@@ -65,9 +65,9 @@ class MetricEnds:
             self.want = first_round_samples(lab.min_change, lab.repeats, lab.max_repeats)
 
     def separate_paired(self) -> tuple[bool, Paired | None]:
-        """The window's two ends compared in rounds of the two (paired): different, the same, or
-        unknown — unknown gets more rounds (half as many again each time, up to --max-repeats
-        rounds); different they must be, and the later end worse (better, finding a fix). Their
+        """The window's two ends compared in rounds of the two (paired,
+        :func:`~hourly.analysis.judges.paired.compare_ends`): different, the same, or unknown — unknown
+        gets one more round at a time, up to --max-repeats rounds; different they must be, and the later end worse (better, finding a fix). Their
         earlier samples (the scan's) are context: a level that moved since is the machine's drift,
         said. A resumed window whose ends were compared already goes on from its rows."""
         lab, d, judge = self.lab, self.d, self.paired
@@ -76,37 +76,30 @@ class MetricEnds:
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
             return True, None
         before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
-        blocks: list[dict[Pair, float | None]] = []
         taken: list[tuple[Pair, Taken]] = []
-        want = max(END_ROUNDS, min(lab.repeats, lab.max_repeats))
-        while True:
-            new, got = measure_rounds(lab, [good_pair, bad_pair], want - len(blocks), d.round_no, what="ends",
-                                      earlier=blocks)
+
+        def rounds(count: int, earlier: Sequence[Mapping[Pair, float | None]]) -> list[dict[Pair, float | None]]:
+            new, got = measure_rounds(lab, [good_pair, bad_pair], count, d.round_no, what="ends", earlier=earlier)
             d.round_no += len(new)
-            blocks += new
-            taken += got
-            p = Paired.of(blocks, [good_pair, bad_pair])
-            final = len(blocks) >= lab.max_repeats
-            if p.rounds == 0 and final:
-                failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
-                side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
-                pair = good_pair if side == "good" else bad_pair
-                # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
-                read = failed is not None and failed.status == "no_metric"
-                raise lab.unbuilt_end(pair, side) or UserError(
-                    f"the {side} end {pair.short()} of {d.where()} has no metric "
-                    f"({rules.failed(failed).reason if failed else 'no run'})",
-                    ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
-                     "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
-                     f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
-                    if read else "pick ends that measure, or use --mode exit for crashes")
-            if p.rounds:
-                sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-                delta = self.delta_paired(p, sigma)
-                outcome, words = judge.ends_paired(p, good_pair, bad_pair, sigma, dof, delta, final)
-                if outcome is not None or final:
-                    break
-            want = len(blocks) + max(1, more_rounds(len(blocks), lab.max_repeats))
+            taken.extend(got)
+            return new
+
+        ends = compare_ends(judge, rounds, good_pair, bad_pair, cap=lab.max_repeats, min_change=lab.min_change,
+                            repeats=lab.repeats)
+        p, outcome, words, sigma = ends.paired, ends.outcome, ends.words, ends.sigma
+        if p.rounds == 0:  # no round ran both ends, up to --max-repeats
+            failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
+            side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
+            pair = good_pair if side == "good" else bad_pair
+            # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
+            read = failed is not None and failed.status == "no_metric"
+            raise lab.unbuilt_end(pair, side) or UserError(
+                f"the {side} end {pair.short()} of {d.where()} has no metric "
+                f"({rules.failed(failed).reason if failed else 'no run'})",
+                ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
+                 "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
+                 f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
+                if read else "pick ends that measure, or use --mode exit for crashes")
         judge.check_ends_paired(p, outcome, words, lab.higher_is_better, lab.find_fix, d.where())
         self.drifted(before, p, sigma, "since the scan measured the ends" if any(
             e.origin == "scan" for q in (good_pair, bad_pair) for e in lab.stored(q)) else "since the ends were measured before")
@@ -122,15 +115,6 @@ class MetricEnds:
                            run_samples=sum(t.samples for t in mine), statistic=chosen))
             d.end_samples[side.value] = EndSamples(len(values), {"bisect": len(values)})
         return outcome is not False, p
-
-    def delta_paired(self, p: Paired, sigma: float) -> float:
-        """The smallest difference of the ends that counts: --min-change (as a ratio on a log scale),
-        or what the rounds can resolve."""
-        import math
-
-        from hourly.analysis.judges.metric import INDIFFERENCE, resolvable_change
-        want = math.log1p(self.lab.min_change) if p.log else self.lab.min_change * abs(p.level[0])
-        return max(INDIFFERENCE * want, resolvable_change(sigma, self.lab.max_repeats))
 
     def drifted(self, before: dict[Pair, list[float]], p: Paired, sigma: float, since: str) -> None:
         """The ends read alike differently now than in their earlier samples: the machine drifted."""

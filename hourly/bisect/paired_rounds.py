@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from hourly.analysis.judges import Evidence
 from hourly.analysis.paired import round_order
@@ -50,7 +50,7 @@ class Progress:
     Z = 3.0
 
     def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
-                 earlier: Sequence[dict[Pair, float | None]], statistic: str | None = None):
+                 earlier: Sequence[Mapping[Pair, float | None]], statistic: str | None = None):
         self.lab, self.what, self.focus, self.statistic = lab, what, focus, statistic
         self.ref = pairs[0] if pairs[0] != focus else pairs[-1]
         self.earlier = list(earlier)
@@ -86,7 +86,7 @@ class Progress:
 
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None,
-                   what: str = "", earlier: Sequence[dict[Pair, float | None]] = (), statistic: str | None = None
+                   what: str = "", earlier: Sequence[Mapping[Pair, float | None]] = (), statistic: str | None = None
                    ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, Taken]]]:
     """``count`` rounds of ``pairs``, one process each, measured through the lab: in alternation
     (round ``start + r`` in :func:`~hourly.analysis.paired.round_order`) when the lab can run its

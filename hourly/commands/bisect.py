@@ -83,6 +83,11 @@ def bisect(
     quiet = (json_out or log) and not progress
     handler = BisectHandler() if quiet else LineHandler(
         lambda line: err_console.print(line, soft_wrap=True, highlight=False, markup=False))
+    if run_bench:  # another benchmark's measurements in this workdir: said before this one measures
+        from hourly.scan.identity import other_measurements
+        others = other_measurements(store, s, s.bench_key(), "this bisection")
+        if others:
+            handler.note(others)
     from hourly.scan.run import env_lock_for
     with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
         if manual:

@@ -157,6 +157,10 @@ def show(*, workdir: Optional[str], json_out: bool, config: Optional[str], night
     from hourly.scan.table import require_complete, require_decided_report, require_edges_read_report
     report = show_stored(store, s)
     emit(report, json_out, s)
+    from hourly.scan.identity import other_measurements
+    others = other_measurements(store, s, s.bench_key())  # another benchmark's hunt in this workdir too
+    if others and not json_out:
+        err_console.print(others, soft_wrap=True, highlight=False, markup=False)
     found = found_any(report, s)
     require_complete(report, s, found)  # gaps and nothing found: exit 1
     from hourly.scan.table import require_measured

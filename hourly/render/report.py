@@ -265,6 +265,23 @@ def bisect_sections(answers: Answers) -> list[str]:
     return md
 
 
+def other_measurements_section(data: ReportData) -> list[str]:
+    """The measurements this workdir holds under another benchmark or build than the scan's: another
+    hunt in the same workdir, which this report does not show (how to see it is said)."""
+    if not data.other_measurements:
+        return []
+    idents = data.answers.idents if data.answers else {}
+    key = data.answers.key if data.answers else None
+    current = idents.get(key) if key else None
+    md = ["## Measurements of another benchmark or build in this workdir", "",
+          "This workdir also holds measurements that this report does not show: it reports the newest scan's "
+          "benchmark and build alone. To report on one of these, run its `hourly scan` command again in this "
+          "workdir (its stored measurements are reused, nothing is measured again), then `hourly report`.", ""]
+    md += [f"- {build_difference(idents.get(k), current, k, esc.code)}: {plural(n, 'state')} measured"
+           for k, n in data.other_measurements.items()]
+    return md + [""]
+
+
 def _labelled(answers: Answers) -> list[tuple[str, Answer]]:
     """Each answer of another build with what that build was (its parts that differ from the
     current one's)."""
@@ -375,6 +392,7 @@ def markdown(data: ReportData) -> str:
     md += _crash_section(scan, s, answers)
     md += _failed_section(points)
     md.extend(bisect_sections(data.answers or Answers([], [])))
+    md.extend(other_measurements_section(data))
     md.extend(explained_section(data.explained))  # hourly explain's records, when it ran
     md.extend(releases_md)
     md += _reproduce_section(data, names[0] if names else None)
@@ -428,6 +446,7 @@ def _per_metric_markdown(data: ReportData, scan: ScanData, releases_md: list[str
     md += _crash_section(scan, s, [a for a in answers if not a.metric])
     md += _failed_section(points)
     md.extend(bisect_sections(data.answers or Answers([], [])))
+    md.extend(other_measurements_section(data))
     md.extend(explained_section(data.explained))
     md.extend(releases_md)
     names = plot_names(data)

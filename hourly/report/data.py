@@ -120,3 +120,6 @@ class ReportData:
     explained: list[dict] = field(default_factory=list)
     profiles: list[ProfileCapture] = field(default_factory=list)
     releases: ReleaseReport | None = None
+    #: {measurement key: states measured} of the keys other than the scan's: another benchmark or build
+    #: hunted in this workdir too (labelled against the scan's key, ``answers.key``)
+    other_measurements: dict[str, int] = field(default_factory=dict)

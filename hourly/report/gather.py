@@ -34,6 +34,7 @@ from hourly.report.data import (
     ReportData,
     ScanData,
 )
+from hourly.scan.identity import other_scans
 from hourly.scan.table import REPRODUCE, findings, gaps, has_scan, stored_scan, undecided_note, unmeasured_pairs
 from hourly.scan.table import scan_command as table_scan_command
 
@@ -83,6 +84,7 @@ def gather_report(store: Store, s: Settings, min_change: float | None = None, an
         steps = scan.steps
     return replace(data, scan=scan, answers=split_answers(store, s), commits=_commits(s, steps),
                    scan_command=scan_command(s), resume_command=table_scan_command(s),
+                   other_measurements=other_scans(store, s.bench_key()),
                    **_surroundings(store, s))
 
 

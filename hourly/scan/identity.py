@@ -41,6 +41,7 @@ from hourly.text.timeparse import parse_step, window
 #: the store's settings rows this module writes
 INVESTIGATION = "investigation"
 LEVEL = "hourly"  # hourly.scan.table.LEVEL (not imported: table pulls in detection)
+SCANNED = "scan"  # hourly.scan.table.SCAN_ORIGIN: the origin of a scan's rows
 
 NEW_WORKDIR = "pass a new --workdir for this investigation, or the settings of the one stored there"
 
@@ -101,6 +102,33 @@ class BuildAnswers:
         return (f"left out {plural(len(self.others), what)} measured under another build or benchmark "
                 f"({'; '.join(labels)}): {windows} (`hourly report` lists {'it' if len(self.others) == 1 else 'them'} "
                 "apart; `hourly bisect` again measures under this one)")
+
+
+def other_scans(store: Store, key: str | None) -> dict[str, int]:
+    """{measurement key: states its scan measured} of every key but ``key`` that a scan measured under
+    in this workdir (another benchmark or build), in the order first measured."""
+    return {k: n for k, n in store.measured_keys(SCANNED).items() if k != key}
+
+
+def other_measurements(store: Store, s: Settings, key: str | None, now: str | None = None) -> str | None:
+    """One line naming the scans' measurements the workdir holds under other keys than ``key`` (another
+    benchmark, or the same one built another way: :func:`~hourly.answers.build_difference` against
+    ``s``), and how to see them; None when it holds none. A workdir scanned with one benchmark and then
+    another holds two hunts, of which ``show`` and ``report`` read the newest scan's alone (a
+    bisection's answers under another build are said apart: :meth:`BuildAnswers.left_out`). ``now``:
+    the command that measures under ``key`` (``this scan``)."""
+    others = other_scans(store, key)
+    if not others:
+        return None
+    idents = store.measure_keys()
+    current = idents.get(key) if key and key in idents else _plain(key_identity(s, public=True)) if s.bench_cmd else None
+    said = "; ".join(f"{build_difference(idents.get(k), current, k)} ({plural(n, 'state')})" for k, n in others.items())
+    return (f"note: workdir {store.workdir} also holds measurements under another benchmark or build: {said}. "
+            + (f"{now[0].upper()}{now[1:]} measures under its own key, apart from them; " if now else "")
+            + f"`hourly show` and `hourly report` read the newest scan's alone: to see "
+            f"{'that one' if len(others) == 1 else 'one of those'} again, run its `hourly scan` command again in this "
+            "workdir (its stored measurements are reused, nothing is measured again), or give each benchmark a "
+            "--workdir of its own")
 
 
 def answers_by_build(store: Store, s: Settings, key: str | None = None) -> BuildAnswers:

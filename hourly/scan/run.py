@@ -24,7 +24,7 @@ from hourly.measure.resolve import PlannedPoint, distinct_pairs, resolve_pairs
 from hourly.measure.settings import Settings, keyed
 from hourly.metric import compile_metric_regex
 from hourly.model import DryRunPlan, Pair, PointResult, ScanReport, Status
-from hourly.scan.identity import check_scan
+from hourly.scan.identity import check_scan, other_measurements
 from hourly.scan.identity import record as record_investigation
 from hourly.scan.table import (
     CONFIRM_ORIGIN,
@@ -210,6 +210,9 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     pairs = distinct_pairs(points)
     check_scan(store, s, {"xla": xla, "jax": jax})  # one investigation per workdir
     key = s.bench_key()
+    others = other_measurements(store, s, key, "this scan")  # another benchmark's hunt in this workdir: said
+    if others:
+        handler.note(others)
     t0, t1, _ = _window(s)
     record_investigation(store, s, t0.timestamp(), t1.timestamp())
     store.save_settings("scan", s.as_dict())

@@ -103,3 +103,11 @@ class ScanTables(Tables):
                                  " GROUP BY metric ORDER BY first", (bench_key,))
         return [r[0] for r in rows]
 
+    def measured_keys(self, origin: str | None = None) -> dict[str, int]:
+        """{measurement key: how many states were measured under it (of ``origin`` alone when given:
+        ``"scan"``, the scans' rows)}, in the order first measured: a workdir scanned with one
+        benchmark and then another holds both."""
+        rows = self.conn.execute("SELECT bench_key, COUNT(DISTINCT xla || ' ' || jax), MIN(id) AS first"
+                                 " FROM measurements WHERE (? IS NULL OR origin=?) GROUP BY bench_key ORDER BY first",
+                                 (origin, origin))
+        return {r[0]: r[1] for r in rows}

@@ -14,7 +14,8 @@ rounds a verdict will need, and whether the machine drifted — never evidence f
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Generic, Hashable, Mapping, Sequence, TypeVar
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, JudgeOptions, Verdict
@@ -24,6 +25,9 @@ from hourly.analysis.process_stat import WORDS, choose_statistic, level_bound
 from hourly.analysis.samples import odds
 from hourly.errors import UserError
 from hourly.text.plurals import plural
+
+if TYPE_CHECKING:
+    from hourly.analysis.judges.window import PairedJudge
 
 #: Rounds a paired verdict starts with (two give no noise of their own; the window's pooled noise
 #: and the expected size of the difference may ask for more: hourly.analysis.rounds.verdict_samples)
@@ -78,6 +82,63 @@ def more_rounds(done: int, cap: int) -> int:
     here one after another, so a verdict looks again after each, as a sequential test may, and
     stops at the first that decides), none past ``cap``."""
     return 1 if done < cap else 0
+
+
+S = TypeVar("S", bound=Hashable)
+
+#: Measures ``count`` more rounds of a window's two ends, one process of each a round, given the
+#: rounds measured so far (``earlier``): each round's value of each end (None: that process measured
+#: nothing). The I/O of :func:`compare_ends`: real processes through a bisection's lab
+#: (hourly.bisect.paired_rounds.measure_rounds), or a simulation's draws.
+EndsRounds = Callable[[int, Sequence[Mapping[S, "float | None"]]], Sequence[Mapping[S, "float | None"]]]
+
+
+@dataclass(frozen=True)
+class EndsCompared(Generic[S]):
+    """What :func:`compare_ends` found: whether the ends differ (None: no round ran both ends, up to
+    ``cap`` rounds: nothing was compared), the difference in words, the rounds as compared (``paired``)
+    and their noise (``sigma``: one process's, on the paired scale), and every round measured."""
+
+    outcome: bool | None
+    words: str
+    paired: Paired
+    sigma: float
+    blocks: list[Mapping[S, float | None]]
+
+
+def ends_delta(p: Paired, sigma: float, min_change: float, cap: int) -> float:
+    """The smallest difference of a window's ends that counts: --min-change (as a ratio on a log
+    scale), or what ``cap`` rounds of this noise can resolve."""
+    import math
+
+    from hourly.analysis.judges.metric import INDIFFERENCE, resolvable_change
+    want = math.log1p(min_change) if p.log else min_change * abs(p.level[0])
+    return max(INDIFFERENCE * want, resolvable_change(sigma, cap))
+
+
+def compare_ends(judge: "PairedJudge", rounds: EndsRounds[S], good: S, bad: S, *, cap: int,
+                 min_change: float, repeats: int = 1) -> EndsCompared[S]:
+    """A window's two ends compared in rounds of the two, as a bisection compares them: ``repeats``
+    rounds first (at least END_ROUNDS, at most ``cap``: --max-repeats), then a look after each round
+    (:func:`more_rounds`) until ``judge``'s ``ends_paired`` (:meth:`PairedMetricJudge.ends_paired`) is not unknown, or
+    ``cap`` rounds are measured (its last look, which decides). ``rounds`` measures (the I/O: a lab's
+    processes, or a simulation's); every look spends its share of ENDS_ALPHA, so the rate holds only
+    for this schedule. Whether the outcome suits the hunt (the later end worse) is the caller's:
+    ``check_ends_paired``."""
+    blocks: list[Mapping[S, float | None]] = []
+    want = max(END_ROUNDS, min(repeats, cap))
+    while True:
+        blocks += rounds(want - len(blocks), list(blocks))
+        p = Paired.of(blocks, [good, bad])
+        final = len(blocks) >= cap
+        if p.rounds:
+            sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
+            outcome, words = judge.ends_paired(p, good, bad, sigma, dof, ends_delta(p, sigma, min_change, cap), final)
+            if outcome is not None or final:
+                return EndsCompared(outcome, words, p, sigma, blocks)
+        elif final:
+            return EndsCompared(None, f"no round of {len(blocks)} ran both ends", p, float("nan"), blocks)
+        want = len(blocks) + max(1, more_rounds(len(blocks), cap))
 
 
 def _pct(x: float) -> str:
