@@ -286,6 +286,36 @@ def test_a_host_python_without_pip_is_refused_before_anything_is_built(tmp_path,
     assert not (work / "overlay").exists() and not list((tmp_path / "cache").rglob("*.whl"))
 
 
+def test_a_host_python_whose_setuptools_cannot_build_a_wheel_is_refused_before_anything_is_built(
+        tmp_path, capsys, repos_cache, monkeypatch, machine_folder):
+    """jax's tree is built by setuptools; one older than 70.1 builds wheels through the wheel
+    package's bdist_wheel, and without it every state's `pip wheel` fails ("invalid command
+    'bdist_wheel'"): one line naming what is missing instead, before a build is made. The same host
+    with a tree of another build backend is not refused (the next test: no setuptools at all)."""
+    import pip
+    monkeypatch.setattr("hourly.adapters.venvs.find_uv", lambda: None)
+    folder = machine_folder(tmp_path / "m")
+    tools = tmp_path / "tools"
+    (tools / "setuptools").mkdir(parents=True)
+    (tools / "pip").symlink_to(Path(pip.__file__).parent)
+    (tools / "setuptools" / "__init__.py").write_text('__version__ = "65.5.0"\n')  # a setuptools of 2022
+    monkeypatch.setenv("PYTHONPATH", f"{folder}{os.pathsep}{tools}")
+    python = pipless_host(tmp_path / "h")
+    base = {**jax_base_files(), "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
+                                                  'build-backend = "setuptools.build_meta"\n'}
+    made = repos_cache(tmp_path / "repos", JAX_HISTORY, base={"jax": base})
+    bench = write_bench(tmp_path / "bench")
+    work = tmp_path / "work"
+    rc, out, err = run(capsys, ["bisect", *WINDOW, *common(made, python, bench, work)])
+    assert rc == 1, err + out
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"hourly: error: --python {python} cannot build a wheel of jax: it lacks wheel (its "
+                           "setuptools is older than 70.1: bdist_wheel comes from the wheel package), which the "
+                           "build of each state's jax"), err
+    assert f"`{python} -m pip install wheel` where it has an index" in line
+    assert not (work / "overlay").exists() and not list((tmp_path / "cache").rglob("*.whl"))
+
+
 def test_pip_carried_at_the_end_of_pythonpath_builds_and_installs_each_state(tmp_path, capsys, repos_cache,
                                                                              monkeypatch, machine_folder):
     """The fix the refusal names, as benchmarks/tpu/session.sh applies it on the TPU machine: a

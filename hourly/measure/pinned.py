@@ -52,6 +52,8 @@ class Settings(Protocol):
     def only(self) -> str | None: ...
     @property
     def workdir(self) -> str: ...
+    @property
+    def jax_repo(self) -> str: ...
     def env_dict(self) -> dict[str, str]: ...
     def jax_package_cmd(self) -> str: ...
 
@@ -313,27 +315,84 @@ def pip_use(s: Settings) -> str | None:
     return None if find_uv() else "the install of each state's jax into the workdir's overlay (no uv here)"
 
 
-_PIP_SEEN: dict[tuple, bool] = {}
+_PIP_SEEN: dict[tuple, list[str]] = {}
+
+#: what a Python lacks of pip, setuptools and wheel (setuptools before 70.1 builds wheels through the
+#: wheel package's bdist_wheel: without it, `pip wheel --no-build-isolation` of jax fails with
+#: "invalid command 'bdist_wheel'"), printed as names
+_LACKS = """\
+import importlib.util
+lacks = []
+try:
+    import pip
+except Exception:
+    lacks.append("pip")
+if importlib.util.find_spec("setuptools") is None:
+    lacks.append("setuptools")
+if "setuptools" not in lacks:
+    try:  # its metadata first: importing setuptools can fail where building with it works (distutils)
+        from importlib.metadata import version
+        v = version("setuptools")
+    except Exception:
+        try:
+            import setuptools
+            v = setuptools.__version__
+        except Exception:
+            v = ""
+    try:
+        old = tuple(int(x) for x in v.split(".")[:2]) < (70, 1)
+    except ValueError:
+        old = False
+    if old and importlib.util.find_spec("wheel") is None:
+        lacks.append("wheel")
+print(" ".join(lacks))
+"""
+
+
+def _setuptools_builds(tree: str | None) -> bool:
+    """Whether the jax tree's checkout is built by setuptools (jax's own ``setuptools.build_meta``, or
+    a ``setup.py`` without a ``pyproject.toml``); False where it names another backend or cannot be read."""
+    if not tree:
+        return False
+    try:
+        text = (Path(tree) / "pyproject.toml").read_text(errors="replace")
+    except OSError:
+        return (Path(tree) / "setup.py").is_file()
+    m = re.search(r"""^\s*build-backend\s*=\s*["']([^"']+)""", text, re.M)
+    return m is None or m.group(1).split(".")[0] == "setuptools"
 
 
 def check_pip(s: Settings) -> None:
     """Refuse, before anything is built, a ``--python`` that cannot import pip where the hunt needs
-    it (:func:`pip_use`): every state would fail to build or install, one after another. A TPU VM's
-    Python may have no pip of its own; its wheels carried into a folder at the end of PYTHONPATH do."""
+    it (:func:`pip_use`), or that cannot build jax's wheel where hourly builds it (``pip wheel
+    --no-build-isolation``: setuptools, and wheel with a setuptools before 70.1): every state would
+    fail to build or install, one after another. A TPU VM's Python may have no pip of its own; its
+    wheels carried into a folder at the end of PYTHONPATH do."""
+    from hourly.measure.build_names import PIP_WHEEL
     use = pip_use(s)
     if use is None:
         return
     env = run_env(s)
     key = (s.python, env.get("PYTHONPATH", ""), env.get("PYTHONHOME", ""), env.get("PYTHONNOUSERSITE", ""))
     if key not in _PIP_SEEN:
-        _PIP_SEEN[key] = proc.run([s.python, "-c", "import pip"], env=env, timeout=120, check=False).ok
-    if not _PIP_SEEN[key]:
+        r = proc.run([s.python, "-c", _LACKS], env=env, timeout=120, check=False)
+        _PIP_SEEN[key] = r.output.split() if r.ok else ["pip"]
+    lacks = _PIP_SEEN[key]
+    carry = ("without an index or root: `python3 -m pip install --no-index --no-deps --target DIR pip-*.whl "
+             "setuptools-*.whl wheel-*.whl` with pip from any other Python, then add DIR at the END of PYTHONPATH "
+             "(docs/accelerators.md)")
+    if "pip" in lacks:
         raise UserError(
             f"--python {s.python} cannot import pip, which {use} needs",
-            "install pip (and setuptools, which jax's own build needs) where that Python finds them; without an "
-            "index or root: `python3 -m pip install --no-index --no-deps --target DIR pip-*.whl setuptools-*.whl "
-            "wheel-*.whl` with pip from any other Python, then add DIR at the END of PYTHONPATH "
-            "(docs/accelerators.md)")
+            f"install pip (and setuptools, which jax's own build needs) where that Python finds them; {carry}")
+    building = [m for m in lacks if m != "pip"] if (s.jax_package_cmd().strip() == PIP_WHEEL
+                                                     and _setuptools_builds(s.jax_repo)) else []
+    if building:
+        why = " and ".join(building) + (" (its setuptools is older than 70.1: bdist_wheel comes from the wheel "
+                                        "package)" if building == ["wheel"] else "")
+        raise UserError(
+            f"--python {s.python} cannot build a wheel of jax: it lacks {why}, which {use} needs",
+            f"`{s.python} -m pip install {' '.join(building)}` where it has an index; {carry}")
 
 
 class ShadowedJax(UserError):
