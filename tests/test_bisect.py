@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import signal
 import sqlite3
@@ -923,6 +924,31 @@ def test_retry_failed_measures_a_state_that_crashed_once_again(tmp_path, capsys,
     assert first["culprit"] is None and "untestable" in first["reason"]
     again = bisect_json(capsys, [*args, "--rerun", "--retry-failed"])["regressions"][0]
     assert again["culprit"] is not None and again["culprit"]["sha"] == fusion
+
+
+def test_finding_a_fix_an_old_end_that_fails_to_build_is_named_by_its_flag_at_once(tmp_path, python, capsys):
+    """--find-fix searches from the old state (the user's --bad) to the fixed one (--good): an old end
+    that does not build is the --bad end, and the line says so; the paired ends stop at the rounds
+    that found it, not after --max-repeats rounds of a build that cannot succeed."""
+    from hourly.analysis.judges.paired import END_ROUNDS
+    changes = busy_day([
+        Change("xla", "2023-08-24T01:30:00Z", "Break the build", {"BROKEN": "1\n"}),
+        Change("xla", "2023-08-24T03:10:00Z", "Fix the build", {"BROKEN": None}),
+        Change("xla", "2023-08-24T03:40:00Z", "[XLA] Faster", {"perf/fast.txt": "1.1\n"}),
+    ])
+    made = make_repos(tmp_path / "repos", changes)
+    args = ["--good", "2023-08-24T04:30Z", "--bad", "2023-08-24T02:00Z", "--find-fix", "--progress",
+            *flags(made, python, tmp_path / "work", warmup_runs=0)]
+    capsys.readouterr()
+    assert main(["bisect", *args]) == 1
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("hourly:")]
+    xla, jax = rev_list_pair(made, 1692842400)  # 2023-08-24T02:00Z: after "Break the build"
+    assert line.startswith(f"hourly: error: the bad end xla@{xla[:12]} jax@{jax[:12]} failed to build"), line
+    assert line.endswith("— pass --bad at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it "
+                         "build"), line
+    rounds = [int(m) for m in re.findall(r"^  ends \S+: round (\d+)", err, re.M)]
+    assert rounds and max(rounds) <= END_ROUNDS, err
 
 
 def test_an_end_that_fails_to_build_says_so_with_its_log_and_the_cherry_pick(tmp_path, python, capsys):

@@ -17,7 +17,7 @@ from hourly.analysis.judges import Evidence, PairedJudge, Verdict, WindowJudge
 from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
-from hourly.analysis.judges.paired import MIN_ROUNDS, compare_ends, more_rounds
+from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, compare_ends, more_rounds
 from hourly.analysis.paired import Paired, drift
 from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
@@ -25,6 +25,7 @@ from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
 from hourly.bisect.records import Probe, Taken
 from hourly.bisect.step_session import StepSession
+from hourly.bisect.windows import end_flag
 from hourly.errors import UserError
 from hourly.model import Pair
 from hourly.scan.table import SCAN_ORIGIN
@@ -78,28 +79,38 @@ class MetricEnds:
         before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
         taken: list[tuple[Pair, Taken]] = []
 
+        def unmeasured() -> UserError:
+            """Why no round ran both ends: the end that failed (its build's log, or its run's reason)."""
+            failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
+            side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
+            pair = good_pair if side == "good" else bad_pair
+            # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
+            read = failed is not None and failed.status == "no_metric"
+            return lab.unbuilt_end(pair, side) or UserError(
+                f"the {end_flag(side, lab.find_fix)} end {pair.short()} of {d.where()} has no metric "
+                f"({rules.failed(failed).reason if failed else 'no run'})",
+                ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
+                 "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
+                 f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
+                if read else "pick ends that measure, or use --mode exit for crashes")
+
         def rounds(count: int, earlier: Sequence[Mapping[Pair, float | None]]) -> list[dict[Pair, float | None]]:
             new, got = measure_rounds(lab, [good_pair, bad_pair], count, d.round_no, what="ends", earlier=earlier)
             d.round_no += len(new)
             taken.extend(got)
+            # an end whose build failed, or that measured nothing in its first rounds, stops the ends
+            # there: more rounds would only repeat it (a process on an accelerator costs seconds)
+            if any(lab.unbuilt_end(q, side) for q, side in ((good_pair, "good"), (bad_pair, "bad"))) or (
+                    len(earlier) + len(new) >= END_ROUNDS
+                    and not all(any(t.evidence.ok for q, t in taken if q == e) for e in (good_pair, bad_pair))):
+                raise unmeasured()
             return new
 
         ends = compare_ends(judge, rounds, good_pair, bad_pair, cap=lab.max_repeats, min_change=lab.min_change,
                             repeats=lab.repeats)
         p, outcome, words, sigma = ends.paired, ends.outcome, ends.words, ends.sigma
         if p.rounds == 0:  # no round ran both ends, up to --max-repeats
-            failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
-            side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
-            pair = good_pair if side == "good" else bad_pair
-            # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
-            read = failed is not None and failed.status == "no_metric"
-            raise lab.unbuilt_end(pair, side) or UserError(
-                f"the {side} end {pair.short()} of {d.where()} has no metric "
-                f"({rules.failed(failed).reason if failed else 'no run'})",
-                ("check --metric-regex against that log (the run exits 0 without a value it reads), or pick "
-                 "ends that measure" if lab.metric is None else f"check that the benchmark prints `METRIC "
-                 f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
-                if read else "pick ends that measure, or use --mode exit for crashes")
+            raise unmeasured()
         judge.check_ends_paired(p, outcome, words, lab.higher_is_better, lab.find_fix, d.where())
         self.drifted(before, p, sigma, "since the scan measured the ends" if any(
             e.origin == "scan" for q in (good_pair, bad_pair) for e in lab.stored(q)) else "since the ends were measured before")

@@ -39,6 +39,7 @@ from hourly.bisect.windows import (
     _require_complete_scan,
     _sha_end,
     default_mode,
+    end_flag,
     evidence,
     flags_window,
     parse_end,
@@ -305,16 +306,17 @@ class Bisector:
     def unbuilt_end(self, pair: Pair, role: str) -> UserError | None:
         """The line for an end (``role``: good, bad) whose build failed, naming its log, or that the
         jaxlib gate refuses (--only jax), naming the way through; None otherwise."""
+        flag = end_flag(role, self.find_fix)  # the user's word for it: finding a fix, the old end is --bad
         why = self.gate.untestable(pair.jax) if self.gate is not None else None
         if why:
             from hourly.measure.pinned import GATE_FIX
-            return UserError(f"the {role} end {pair.short()} is {why}",
-                             f"pass --{role} at a state the installed jaxlib runs; {GATE_FIX}")
+            return UserError(f"the {flag} end {pair.short()} is {why}",
+                             f"pass --{flag} at a state the installed jaxlib runs; {GATE_FIX}")
         rec = self.store.build(pair.xla, pair.jax, self._cache.build_key(pair))
         if rec is None or rec.status != "failed":
             return None
-        return UserError(f"the {role} end xla@{cut_side(pair.xla, 12)} jax@{pair.jax[:12]} failed to build (log {rec.log_path})",
-                         f"pass --{role} at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it build")
+        return UserError(f"the {flag} end xla@{cut_side(pair.xla, 12)} jax@{pair.jax[:12]} failed to build (log {rec.log_path})",
+                         f"pass --{flag} at a state that builds, or --cherry-pick REPO@SHA of the fix that makes it build")
 
     def record(self, bid: int, p: Probe) -> Probe:
         row = p.row()

@@ -87,6 +87,13 @@ def parse_end(text: str, tz: str, repos: dict[str, GitRepo], walks: dict[str, li
     return times[sha]
 
 
+def end_flag(role: str, find_fix: bool) -> str:
+    """The flag a user gave a window's end by (``good`` or ``bad``) for its role in the search
+    (``role``): finding a fix, the search runs from the old state (the user's --bad) to the fixed
+    one (the user's --good), so the two swap."""
+    return {"good": "bad", "bad": "good"}.get(role, role) if find_fix else role
+
+
 def parse_ends(b: "Histories", good: str, bad: str, tz: str, find_fix: bool = False) -> tuple[int, int]:
     """``--good`` and ``--bad`` as unix times; an end off the first-parent history of its ref is
     refused with the commands that bisect it (hourly.bisect.branches.refusal)."""
