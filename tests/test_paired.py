@@ -13,8 +13,9 @@ import pytest
 
 from hourly.analysis.crash_window import CrashWindow, first_crash, jump, last_crash
 from hourly.analysis.judges.metric import Level
-from hourly.analysis.judges.paired import PairedMetricJudge
+from hourly.analysis.judges.paired import PairedMetricJudge, ends_delta
 from hourly.analysis.paired import Paired, drift, log_scale, round_order
+from hourly.errors import UserError
 
 
 def rounds(levels: dict[int, float], speeds: list[float], noise: float = 0.0, seed: int = 0) -> list[dict[int, float]]:
@@ -98,7 +99,16 @@ def test_the_ends_differ_are_the_same_or_cannot_tell_yet():
     assert j.ends_paired(same, 0, 1, 0.001, 11, 0.015)[0] is False
     close = Paired.of(rounds({0: 100.0, 1: 101.5}, [1.0, 1.1], noise=0.01, seed=4), [0, 1])
     assert j.ends_paired(close, 0, 1, 0.01, 1, 0.015)[0] is None
-    assert j.ends_paired(close, 0, 1, 0.01, 1, 0.015, final=True)[0] is False
+    # the last look: 1.5 % apart in 2 rounds of 1 % noise is neither shown nor ruled out — unknown,
+    # not "the same" (a user was told "do not differ" of ends 7 % apart at 4.1 of 4.3 standard errors)
+    assert j.ends_paired(close, 0, 1, 0.01, 1, 0.015, final=True)[0] is None
+    with pytest.raises(UserError, match=r"were not shown to differ, nor to be alike \(\+1\.\d %, paired over 2 "
+                                        r"rounds, .*\): the processes' spread hides what lies between them — "
+                                        r"pass a larger --max-repeats"):
+        j.check_ends_paired(close, None, j.ends_paired(close, 0, 1, 0.01, 1, 0.015, final=True)[1], False, False,
+                            "the window")
+    # alike at the last look (Wald's test leans to no difference): the same, as before
+    assert j.ends_paired(same, 0, 1, 0.001, 11, 0.015, final=True)[0] is False
 
 
 # -- crash windows -----------------------------------------------------------------------------------
@@ -140,7 +150,7 @@ def _judged(blocks: list[dict[int, float]]) -> tuple[bool | None, str, float, fl
     judge = PairedMetricJudge()
     p = Paired.of(blocks, [0, 1])
     sigma, dof = judge.noise([p.noise_groups()], p.log, p.level[0])
-    outcome, words = judge.ends_paired(p, 0, 1, sigma, dof, 0.01, final=True)
+    outcome, words = judge.ends_paired(p, 0, 1, sigma, dof, ends_delta(p, sigma, 0.01, 20), final=True)
     return outcome, words, p.difference(0, 1), sigma
 
 

@@ -198,7 +198,8 @@ class PairedMetricJudge(MetricJudge):
         """Whether a window's ends differ, in rounds of the two: apart by :func:`ends_bound`
         standard errors of their paired difference (this look's share of a false rate of
         ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no
-        difference of ``delta`` (:meth:`differ_paired`), else unknown (``final``: apart or not);
+        difference of ``delta`` (:meth:`differ_paired`; ``final``: when that is the likelier), else
+        unknown — at the last look too, where a difference neither shown nor ruled out stays unknown;
         and the difference in words (``+7.8 %, paired over 6 rounds, 12.5 standard errors (9.5
         needed at this look for a 1 % false rate)``).
 
@@ -225,9 +226,9 @@ class PairedMetricJudge(MetricJudge):
                f"{sep:.1f} standard errors ({bound:.1f} needed at this look for a {ENDS_ALPHA * 100:g} % false rate){by}"
         if sep >= bound:
             return True, said
-        if final or d is False:
+        if d is False:  # Wald's test: no difference of delta (at the last look, the likelier of the two)
             return False, said
-        return None, said
+        return None, said  # at the last look too: a difference not shown is not "the same"
 
     def differ_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
                       final: bool = False) -> tuple[bool | None, str]:
@@ -245,6 +246,11 @@ class PairedMetricJudge(MetricJudge):
                           where: str) -> None:
         """The ends a window search rests on, compared in rounds: they differ, and the later one is
         worse (better, finding a fix)."""
+        if outcome is None:  # the last look: the rounds neither showed a difference nor ruled one out
+            raise UserError(f"the ends of {where} were not shown to differ, nor to be alike ({words}): "
+                            "the processes' spread hides what lies between them",
+                            "pass a larger --max-repeats, or measure where the processes agree better "
+                            "(a quieter machine, more samples a process: --samples)")
         if outcome is not True:
             raise UserError(f"the ends of {where} do not differ ({words})",
                             "pass ends on either side of the regression, or a larger --max-repeats")
