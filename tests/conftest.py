@@ -200,7 +200,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
     "test_report.py": ("test_demo_finds_every_planted_change",),
     "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
-    # bisections under heavy planted noise and with kill -9, the runs of many scans and
+    # bisections under heavy planted noise, the runs of many scans and
     # bisections in one test, and every bisection whose logic tests/test_drive.py runs over a
     # table of evidence on exhaustive histories (two steps, build failures, skips, mixed pairs and
     # blame, the rest of a window, the second step's blame); the search maths: test_bisect_math.
@@ -209,7 +209,6 @@ SLOW: dict[str, tuple[str, ...]] = {
     # exit-mode log, the recorded build failure and the crash window are decorated slow in
     # test_bisect.py, each with the quick tests that cover it)
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
-                       "test_two_steps_inside_one_window_are_both_found",
                        "test_build_failure_next_to_the_culprit",
                        "test_skips_that_hide_the_culprit_give_the_smallest_range",
                        "test_exit_mode_log_with_a_skipped_range",
@@ -217,9 +216,7 @@ SLOW: dict[str, tuple[str, ...]] = {
                        "test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_reuses_it",
                        "test_exit_mode_blames_an_xla_commit_of_a_step_moving_both_repos_from_the_chain",
                        "test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped",
-                       "test_the_second_step_of_a_window_is_blamed_against_its_own_levels",
                        "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
-                       "test_kill_9_then_rerun_continues",
                        "test_every_regression_of_a_scan_is_bisected_to_its_commit",
                        "test_a_bisection_never_changes_the_scans_numbers",
                        "test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode",
