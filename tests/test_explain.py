@@ -342,18 +342,26 @@ def lowering_bisect(tmp_path_factory, venv_python):
     ``--explain --json``: (made, work, the bisection's JSON answer, the explain record it saved, the
     report made right after it). The bad end is the culprit: its ends' rounds name it (the search is
     test_bisect's; a probe was 5 more jax processes and a build). The record and the report are
-    kept before any test explains the workdir again (--sweep, --revert-ref rewrite explain.json)."""
+    kept before any test explains the workdir again (--sweep, --revert-ref rewrite explain.json).
+
+    The culprit also plants a factor of 0.8, and the bisection's benchmark is FACTOR_BENCH: its
+    rounds read the factor without jax (6 processes of `import jax` and two compiles each, that told
+    the search nothing), and explain's dump runs compile and call the function as BENCH does. Then
+    the benchmark's file is BENCH, for the tests that measure states again (the sweep's levels and
+    the revert check): the program's size, times the factor (the revert takes both back)."""
     import contextlib
     import io
     tmp = tmp_path_factory.mktemp("lowering")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         made, work, code = _bisected_directly(tmp, venv_python, BAD_KERNEL, "--explain", "--json", "--warmup-runs", "0",
-                                              bad="Aug 24 2023 03:30")
+                                              bad="Aug 24 2023 03:30", bench=FACTOR_BENCH,
+                                              extra={"perf/slow.txt": "0.8\n"})
         assert code == 0
         answer = json.loads(buf.getvalue())
         record = json.loads((work / "explain" / "step-1" / "explain.json").read_text())
         assert main(["report", "--workdir", str(work)]) == 0
+    made.bench_script.write_text(BENCH)
     return made, work, answer, record, (work / "report" / "report.md").read_text()
 
 
