@@ -173,10 +173,10 @@ def _no_user_config(tmp_path, monkeypatch):
 # same file or of its module covers. Listed here rather than decorated in place so that branches
 # editing those files merge without conflict; a name that matches nothing is an error (below).
 SLOW: dict[str, tuple[str, ...]] = {
-    # signals and kill -9 sent to a running scan (processes waiting on a slowed benchmark); the
-    # stop-signal logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan
+    # signals sent to a running scan (processes waiting on a slowed benchmark); the stop-signal
+    # logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan (kill -9:
+    # test_faults' seeded kill chain)
     "test_scan.py": ("test_sigterm_and_sighup_stop_like_ctrl_c", "test_ctrl_c_exits_130_restores_trees_and_prints_resume_command",
-                     "test_kill_9_midway_then_rerun_finishes_without_redoing",
                      "test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed",
                      # re-measured edges and warm-up runs: test_detect's and test_bench's units
                      "test_an_edge_step_that_was_one_slow_run_is_called_an_outlier",
