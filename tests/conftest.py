@@ -223,7 +223,6 @@ SLOW: dict[str, tuple[str, ...]] = {
                        "test_find_fix_names_the_improvement_and_the_fix",
                        "test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected",
                        "test_a_regression_an_improvement_and_a_regression",
-                       "test_noisy_metric_gets_more_repeats",
                        "test_a_flaky_crash_is_named_by_its_failure_rate"),
     # rounds of W states end to end; the rounds' logic: test_bisect_math, test_round_planner, and
     # tests/test_drive.py (exit mode in rounds against the sequential search, every culprit position)
