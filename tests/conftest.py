@@ -173,10 +173,10 @@ def _no_user_config(tmp_path, monkeypatch):
 # same file or of its module covers. Listed here rather than decorated in place so that branches
 # editing those files merge without conflict; a name that matches nothing is an error (below).
 SLOW: dict[str, tuple[str, ...]] = {
-    # signals and kill -9 sent to a running scan (processes waiting on a slowed benchmark); the
-    # stop-signal logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan
+    # signals sent to a running scan (processes waiting on a slowed benchmark); the stop-signal
+    # logic: test_cli_edges' fork-callback test; resuming: the rerun tests of test_scan (kill -9:
+    # test_faults' seeded kill chain)
     "test_scan.py": ("test_sigterm_and_sighup_stop_like_ctrl_c", "test_ctrl_c_exits_130_restores_trees_and_prints_resume_command",
-                     "test_kill_9_midway_then_rerun_finishes_without_redoing",
                      "test_an_interrupted_scan_is_incomplete_in_show_json_bisect_and_report_until_resumed",
                      # re-measured edges and warm-up runs: test_detect's and test_bench's units
                      "test_an_edge_step_that_was_one_slow_run_is_called_an_outlier",
@@ -200,7 +200,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     # the whole demo (CI's quick start runs it too); a scan of the same history: test_scan
     "test_report.py": ("test_demo_finds_every_planted_change",),
     "test_cli_edges.py": ("test_demo_without_a_folder_says_where_it_kept_its_temporary_folder",),
-    # bisections under heavy planted noise and with kill -9, the runs of many scans and
+    # bisections under heavy planted noise, the runs of many scans and
     # bisections in one test, and every bisection whose logic tests/test_drive.py runs over a
     # table of evidence on exhaustive histories (two steps, build failures, skips, mixed pairs and
     # blame, the rest of a window, the second step's blame); the search maths: test_bisect_math.
@@ -209,7 +209,6 @@ SLOW: dict[str, tuple[str, ...]] = {
     # exit-mode log, the recorded build failure and the crash window are decorated slow in
     # test_bisect.py, each with the quick tests that cover it)
     "test_bisect.py": ("test_a_small_step_after_a_large_one_under_noise",
-                       "test_two_steps_inside_one_window_are_both_found",
                        "test_build_failure_next_to_the_culprit",
                        "test_skips_that_hide_the_culprit_give_the_smallest_range",
                        "test_exit_mode_log_with_a_skipped_range",
@@ -217,16 +216,13 @@ SLOW: dict[str, tuple[str, ...]] = {
                        "test_exit_mode_probes_the_mixed_state_of_a_step_moving_both_repos_and_blame_reuses_it",
                        "test_exit_mode_blames_an_xla_commit_of_a_step_moving_both_repos_from_the_chain",
                        "test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped",
-                       "test_the_second_step_of_a_window_is_blamed_against_its_own_levels",
                        "test_a_slow_first_run_per_install_and_heavy_tails_still_name_the_culprit",
-                       "test_kill_9_then_rerun_continues",
                        "test_every_regression_of_a_scan_is_bisected_to_its_commit",
                        "test_a_bisection_never_changes_the_scans_numbers",
                        "test_plain_bisect_answers_a_regression_and_a_crash_window_each_in_its_mode",
                        "test_find_fix_names_the_improvement_and_the_fix",
                        "test_a_metric_that_stops_printing_is_a_window_found_reported_and_bisected",
                        "test_a_regression_an_improvement_and_a_regression",
-                       "test_noisy_metric_gets_more_repeats",
                        "test_a_flaky_crash_is_named_by_its_failure_rate"),
     # rounds of W states end to end; the rounds' logic: test_bisect_math, test_round_planner, and
     # tests/test_drive.py (exit mode in rounds against the sequential search, every culprit position)

@@ -7,11 +7,8 @@ import math
 import os
 import re
 import shlex
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,8 +28,6 @@ from tests.conftest import make_venv_seeing_this_python
 from tests.in_place import editable_build
 from tests.test_drive import Table
 from tests.test_drive import bisect as drive_bisect
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -136,14 +131,9 @@ def test_every_regression_of_a_scan_is_bisected_to_its_commit(tmp_path, python, 
     assert Store(work).conn.execute("SELECT COUNT(*) FROM bisections WHERE status='done'").fetchone()[0] == 2
 
 
-def test_two_steps_inside_one_window_are_both_found(tmp_path, python, capsys):
-    a = Change("jax", "2023-08-24T02:05:00Z", "Slower tracing", {"perf/trace.txt": "0.9\n"})
-    b = Change("xla", "2023-08-24T05:10:00Z", "Slower layout", {"perf/layout.txt": "0.9\n"})
-    made = make_repos(tmp_path / "repos", busy_day([a, b]))
-    args = flags(made, python, tmp_path / "work", repeats=2, warmup_runs=0)
-    regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T07:00Z", *args])["regressions"]
-    assert [(r["culprit"]["repo"], r["culprit"]["sha"]) for r in regs] == \
-        [("jax", made.shas[a.subject]), ("xla", made.shas[b.subject])]
+# two steps inside one window, end to end: test_a_small_step_after_a_large_one_under_noise (both
+# found, the second a small one, under noise); quick: test_drive.py::test_two_steps_inside_one_window_are_both_found
+# covers their search over a table of evidence
 
 
 # -- untestable states -----------------------------------------------------------------------------
@@ -284,62 +274,17 @@ def test_exit_mode_log_with_a_skipped_range(tmp_path, python, capsys):
 
 # -- noise ---------------------------------------------------------------------------------------------
 
-def test_noisy_metric_gets_more_repeats(tmp_path, python, capsys):
-    made = make_repos(tmp_path / "repos", busy_day([
-        Change("xla", "2023-08-24T02:30:00Z", "Slower GEMM", {"perf/gemm.txt": "0.92\n"})]))
-    args = flags(made, python, tmp_path / "work", repeats=1, env=["DEMO_NOISE=0.03"], warmup_runs=0)
-    (r,) = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z",
-                                "--max-repeats", "24", *args])["regressions"]
-    assert r["culprit"]["sha"] == made.shas["Slower GEMM"]
-    rows = Store(tmp_path / "work").conn.execute(
-        "SELECT samples FROM bisect_probes WHERE role='probe'").fetchall()
-    assert max(len(json.loads(x[0])) for x in rows) > 1  # some probe needed more than --repeats 1
-    assert r["runs"] > len(rows)
+# more samples where the noise asks, end to end: test_a_small_step_after_a_large_one_under_noise
+# (--repeats 1, the default, grown at some probe); quick:
+# test_drive.py::test_under_noise_the_steps_are_found_and_noise_costs_runs_not_builds covers it over a
+# table of evidence
 
 
-# -- interruption --------------------------------------------------------------------------------------
-
-def test_kill_9_then_rerun_continues(tmp_path, python):
-    culprit = Change("xla", "2023-08-24T09:10:00Z", "Slower scatter", {"perf/scatter.txt": "0.9\n"})
-    made = make_repos(tmp_path / "repos", busy_day([culprit], hours=12))
-    work = tmp_path / "work"
-    cmd = [sys.executable, "-m", "hourly", "bisect", "--json", "--good", "2023-08-24T00:00Z",
-           "--bad", "2023-08-24T12:00Z", *flags(made, python, work, repeats=2, warmup_runs=0)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    db = work / "hourly.sqlite"
-    deadline = time.time() + 240  # a loaded machine (CI beside other work) is slow
-    probes = 0
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                probes = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True).execute(
-                    "SELECT COUNT(*) FROM bisect_probes WHERE role='probe'").fetchone()[0]
-            except sqlite3.OperationalError:
-                probes = 0
-            if probes >= 2:
-                break
-        time.sleep(0.05)
-    assert proc.poll() is None, f"the bisection ended before it could be killed: {proc.communicate()[1]!r}"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert probes >= 2, "no two probes in 240 s"
-    before = sqlite3.connect(db).execute(
-        "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq").fetchall()
-    assert len(before) >= 2
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    (r,) = json.loads(done.stdout)["regressions"]
-    assert r["culprit"]["sha"] == made.shas[culprit.subject]
-    after = sqlite3.connect(db).execute(
-        "SELECT xla, jax, verdict FROM bisect_probes WHERE role='probe' ORDER BY seq").fetchall()
-    assert after[:len(before)] == before
-    assert len({(x, j) for x, j, _ in after}) == len(after)  # no state was probed twice
-    # the trees are back on their branches
-    for repo in (made.xla, made.jax):
-        head = subprocess.run(["git", "-C", str(repo), "symbolic-ref", "--short", "HEAD"],
-                              capture_output=True, text=True).stdout.strip()
-        assert head == "main"
+# a bisection killed with kill -9 and run again, end to end: test_faults.py::
+# test_a_bisection_killed_at_seeded_moments_again_and_again_continues_to_the_same_culprit (killed at
+# eight moments, inside builds, installs and runs: nothing finished lost, no probe redone, the trees
+# back on their branches); quick: test_drive.py::test_a_killed_bisection_resumes_from_its_rows_to_the_same_answer
+# covers the resume from the stored rows
 
 
 # -- blame when one step moves both repositories -------------------------------------------------------
@@ -575,6 +520,10 @@ def test_a_small_step_after_a_large_one_under_noise(tmp_path, python, capsys):
     n = regs[0]["states"]
     assert sum(r["builds"] for r in regs) <= math.ceil(math.log2(math.comb(n - 1, 2))) + 2 + 2
     assert sum(r["runs"] for r in regs) > 3 * sum(r["builds"] for r in regs)
+    # the noise asked more samples of some probe than --repeats (1, the default) gave
+    rows = Store(tmp_path / "work").conn.execute("SELECT samples FROM bisect_probes WHERE role='probe'").fetchall()
+    assert max(len(json.loads(x[0])) for x in rows) > 1
+    assert sum(r["runs"] for r in regs) > len(rows)
 
 
 def test_min_change_out_of_range_is_one_line(tmp_path, capsys):
@@ -619,19 +568,11 @@ def test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped(tmp_path, p
     assert "rest of the window" in text and "no further step named" in text
 
 
-def test_the_second_step_of_a_window_is_blamed_against_its_own_levels(tmp_path, python, capsys):
-    """The rest of a window goes on with the same search; its step moves both repositories, and the
-    mixed pairs are judged between that step's two levels (not the first step's)."""
-    first = Change("jax", "2023-08-24T01:25:00Z", "Slower tracing", {"perf/trace.txt": "0.92\n"})
-    made = make_repos(tmp_path / "repos", busy_day([
-        first,
-        Change("xla", "2023-08-24T03:30:00Z", "Slower collectives", {"perf/coll.txt": "0.95\n"}),
-        Change("jax", "2023-08-24T03:30:00Z", "Harmless jax change", {"harmless.txt": "1\n"}),
-    ], hours=4))
-    args = flags(made, python, tmp_path / "work", repeats=2, warmup_runs=0)
-    regs = bisect_json(capsys, ["--good", "2023-08-24T01:00Z", "--bad", "2023-08-24T04:00Z", *args])["regressions"]
-    assert [r["culprit"]["sha"] for r in regs] == [made.shas[first.subject], made.shas["Slower collectives"]]
-    assert regs[1]["blame"] == "xla" and regs[1]["confirmed"]
+# the second step of a window blamed against its own levels: quick:
+# test_drive.py::test_the_second_step_of_a_window_is_blamed_against_its_own_levels covers it over a
+# table of evidence; end to end, the blame by the mixed pairs
+# (test_a_step_moving_both_repos_is_blamed_by_the_mixed_pairs) and the rest of a window searched on
+# (test_a_small_step_after_a_large_one_under_noise, test_a_regression_an_improvement_and_a_regression)
 
 
 # -- finding the fix (#11 item 4) ---------------------------------------------------------------------

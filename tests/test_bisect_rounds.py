@@ -14,15 +14,16 @@ from hourly.adapters.store import Store
 from hourly.bisect.records import BisectRequest
 from hourly.bisect.search import run_bisect
 from hourly.cli import main
-from hourly.demo.hunt import make_venv
 from hourly.demo.repos import Change, make_repos
 from hourly.measure.settings import effective, keyed
 from hourly.model import Mode
 
 
 @pytest.fixture(scope="session")
-def python(tmp_path_factory) -> str:
-    return make_venv(tmp_path_factory.mktemp("venv") / "v")
+def python(venv_python) -> str:
+    """The builds' venv: conftest's, as test_bisect's (a venv over the base interpreter's
+    site-packages, as the demo makes, ran every ``.pth`` file there at each start of Python)."""
+    return venv_python
 
 
 class OneAfterAnother:

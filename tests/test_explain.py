@@ -229,11 +229,12 @@ BAD_KERNEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(jnp.tra
 SAME_KERNEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(x ** 2)\n"
 
 #: the metric is the compiled program's size as XLA leaves it under the flags in effect (a cost
-#: model: fewer instructions, more MLUPS), with a little noise so the statistics have a spread
+#: model: fewer instructions, more MLUPS), with a little noise so the statistics have a spread; a
+#: planted factor is left out (the lowering workdir's bisection reads one: FACTOR_BENCH), so that a
+#: setting that gives the good program back gives the good level back
 BENCH = r'''
 import os, random
 import jax, jax.numpy as jnp
-import jax_demo
 from jax_demo.kernel import f
 x = jax.device_put(jnp.ones((64, 64), jnp.float32)).block_until_ready()
 fn = jax.jit(f)
@@ -241,7 +242,7 @@ for _ in range(int(os.environ.get("DEMO_CALLS", "20"))):  # calls for the op-tim
     fn(x).block_until_ready()
 size = sum(1 for line in fn.lower(x).compile().as_text().splitlines() if " = " in line)
 print(f"instructions: {size}")
-print(f"MLUPS: {jax_demo.FACTOR * 1e4 / size * (1 + random.gauss(0, float(os.environ.get('DEMO_NOISE', '0.002')))):.3f}")
+print(f"MLUPS: {1e4 / size * (1 + random.gauss(0, float(os.environ.get('DEMO_NOISE', '0.002')))):.3f}")
 '''
 
 #: the no-scan test's benchmark: its step is the planted factor alone (the culprit's program is
@@ -339,28 +340,41 @@ def test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings(ca
 @pytest.fixture(scope="module")
 def lowering_bisect(tmp_path_factory, venv_python):
     """A workdir whose culprit adds a transpose to the function under test, bisected with
-    ``--explain --json``: (made, work, the bisection's JSON answer). The bad end is the culprit: its
-    ends' rounds name it (the search is test_bisect's; a probe was 5 more jax processes and a build)."""
+    ``--explain --json``: (made, work, the bisection's JSON answer, the explain record it saved, the
+    report made right after it). The bad end is the culprit: its ends' rounds name it (the search is
+    test_bisect's; a probe was 5 more jax processes and a build). The record and the report are
+    kept before any test explains the workdir again (--sweep, --revert-ref rewrite explain.json).
+
+    The culprit also plants a factor of 0.8, and the bisection's benchmark is FACTOR_BENCH: its
+    rounds read the factor without jax (6 processes of `import jax` and two compiles each, that told
+    the search nothing), and explain's dump runs compile and call the function as BENCH does. Then
+    the benchmark's file is BENCH, for the tests that measure states again (the sweep's levels and
+    the revert check): the program's size alone, as before the factor was planted."""
     import contextlib
     import io
     tmp = tmp_path_factory.mktemp("lowering")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         made, work, code = _bisected_directly(tmp, venv_python, BAD_KERNEL, "--explain", "--json", "--warmup-runs", "0",
-                                              bad="Aug 24 2023 03:30")
-    assert code == 0
-    return made, work, json.loads(buf.getvalue())
+                                              bad="Aug 24 2023 03:30", bench=FACTOR_BENCH,
+                                              extra={"perf/slow.txt": "0.8\n"})
+        assert code == 0
+        answer = json.loads(buf.getvalue())
+        record = json.loads((work / "explain" / "step-1" / "explain.json").read_text())
+        assert main(["report", "--workdir", str(work)]) == 0
+    made.bench_script.write_text(BENCH)
+    return made, work, answer, record, (work / "report" / "report.md").read_text()
 
 
 @pytest.fixture(scope="module")
 def lowering(lowering_bisect):
     """A bisected workdir whose culprit adds a transpose to the function under test."""
-    made, work, _ = lowering_bisect
+    made, work, *_ = lowering_bisect
     return made, work
 
 
 def test_bisect_explain_adds_the_explanation_to_the_answer(lowering_bisect):
-    made, work, answer = lowering_bisect
+    made, work, answer, record, _ = lowering_bisect
     (a,) = answer["regressions"]
     assert a["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
     ex = a["explained"]
@@ -369,11 +383,17 @@ def test_bisect_explain_adds_the_explanation_to_the_answer(lowering_bisect):
     assert any(c["bad"] == "transpose_copy_fusion" for m in ex["modules"] for c in m["changes"])
     assert any(r["name"] == "transpose_copy_fusion" for r in ex["op_times"]["rows"])
     assert (work / "explain" / "step-1" / "explain.json").is_file()  # `hourly report` carries it
+    assert record["modules"] == ex["modules"] and record["op_times"]["rows"] == ex["op_times"]["rows"]
 
 
-def test_explain_names_the_changed_instructions_and_writes_a_repro(capsys, lowering):
-    made, work = lowering
-    out, rec = _explain(capsys, work)
+def test_explain_names_the_changed_instructions_and_writes_a_repro(lowering_bisect):
+    # the record `hourly bisect --explain` saved, as `hourly explain` prints it (the same Explainer
+    # and default options; a second explain run of the same states was 4 more jax processes and
+    # installs). quick: test_a_workdir_bisected_without_a_scan_is_explained_from_its_own_settings
+    # runs the `hourly explain` command on a bisected workdir, its traced dump runs and its terminal
+    from hourly.render.explain import explain_lines
+    made, work, _, rec, md = lowering_bisect
+    out = "\n".join(explain_lines(rec))
     assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
     f = next(m for m in rec["modules"] if m["key"] == "jit_f")
     assert not f["identical"]
@@ -405,8 +425,6 @@ def test_explain_names_the_changed_instructions_and_writes_a_repro(capsys, lower
     assert rec["llvm_ir"]["only_bad"] and rec["ptx"]["made"] is False
     assert "PTX diff: not made" in out and f"hourly explain --workdir {work} --step 1" in out
     # the report carries it
-    assert main(["report", "--workdir", str(work)]) == 0
-    md = (work / "report" / "report.md").read_text()
     assert "## Explained" in md and "ynn_fusion" in md and rp["optimized"] in md
     assert "op time per call" in md and "PTX diff: not made" in md
 
@@ -513,21 +531,26 @@ for _ in range(int(os.environ.get("DEMO_CALLS", "200"))):
     ref(r).block_until_ready()
     refs.append(time.perf_counter() - t)
 print(f"kernel: {x.size / statistics.median(times) / 1e6:.1f} elements/us; reference: {statistics.median(refs) * 1e6:.1f} us")
-print(f"MLUPS: {jax_demo.FACTOR * 1000 * statistics.median(refs) / statistics.median(times):.1f}")
+print(f"MLUPS: {1000 * statistics.median(refs) / statistics.median(times):.1f}")
 '''
 
 
 def test_the_sweep_finds_the_disabled_pass_that_restores_the_level(capsys, tmp_path, venv_python):
     # the step is several-fold: steps under 50 % are not this test's, and 8 runs of a state are
     # enough to see which end it is at (at the default 2 %, the clock's spread and a load spike's
-    # outliers asked up to 20 runs of each state, most of this test's five minutes). The bad end is
-    # the culprit: the sweep is checked here, not the search (test_bisect's), so the bisection is
-    # its ends' rounds alone (a probe of the culprit took 16 more runs of the clock, 60 % of the
-    # bisection's time)
+    # outliers asked up to 20 runs of each state, most of this test's five minutes). The sweep is
+    # checked here, not the search (test_bisect's) nor a bisection on the clock: the workdir is
+    # bisected over its ends alone (the bad end is the culprit) with FACTOR_BENCH reading a planted
+    # factor without jax (a 60 % step), then the benchmark's file is the clock (CLOCK_BENCH, which
+    # ignores the factor) for explain: its baselines and the sweep's runs are all on the clock.
+    # The bisection's own rounds on the clock were up to 16 jax processes of 200 timed calls each,
+    # half of this test's time, and told the sweep nothing
     made, work, code = _bisected_directly(tmp_path, venv_python, NO_WORKAROUND_KERNEL, "--min-change", "0.5",
                                           "--max-repeats", "8", bad="Aug 24 2023 03:30",
-                                          good_kernel=WORKAROUND_KERNEL, bench=CLOCK_BENCH)
+                                          good_kernel=WORKAROUND_KERNEL, bench=FACTOR_BENCH,
+                                          extra={"perf/slow.txt": "0.4\n"})
     assert code == 0
+    made.bench_script.write_text(CLOCK_BENCH)
     out, rec = _explain(capsys, work, "--sweep", "--max-passes", "2", "--repeats", "3", "--no-op-times")
     sw = rec["sweep"]
     assert rec["culprit"]["sha"] == made.shas["Lower sum of squares differently"]
@@ -588,7 +611,13 @@ def test_a_golden_test_culprit_is_explained_by_its_programs_and_both_outputs(cap
     ex = a["explained"]  # hourly bisect --explain
     assert "error" not in ex, ex
     assert any(c["bad"] == "transpose_copy_fusion" for m in ex["modules"] for c in m["changes"])
-    out_text, rec = _explain(capsys, work)  # hourly explain, on the workdir
+    # the record it saved, as `hourly explain` prints it (the same Explainer and options: a second
+    # explain of the same states was 2 more jax processes; the command on an exit-mode workdir:
+    # test_a_culprit_that_fails_before_compiling_is_explained_by_its_output, and the sweep below)
+    from hourly.render.explain import explain_lines
+    rec = json.loads((work / "explain" / "step-1" / "explain.json").read_text())
+    assert rec["modules"] == ex["modules"]
+    out_text = "\n".join(explain_lines(rec))
     g, b = rec["outcomes"]["good"], rec["outcomes"]["bad"]
     assert g["passed"] and g["returncode"] == 0 and g["tail"][-1] == "golden test passed"
     assert not b["passed"] and b["returncode"] == 1 and b["tail"][-1].startswith("golden test failed: f(x) = ")

@@ -289,13 +289,16 @@ def test_the_tpu_capture_script_checks_itself_on_the_cpu(tmp_path):
     """benchmarks/tpu/profile_capture.py, the script run on the TPU machine, passes its own checks
     on the CPU (host ops where the TPU has device ops; no peak memory where the TPU has one). Its
     front-end processes dispatch 5 calls a round, not 100: no check reads the dispatch phase, and
-    100 calls of the model's step a round were half the test's CPU time (8 processes, 7 rounds each)."""
+    100 calls of the model's step a round were half the test's CPU time (8 processes, 7 rounds each).
+    Each process profiles 3 rounds after 1 untimed one, not 5 after 2 (a fifth of the test's time):
+    the planted function, new in the bad state, is named first from any round, and the diff judges
+    across the 4 processes a state, not their rounds."""
     import subprocess
     from pathlib import Path
     pytest.importorskip("jax")
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "tpu" / "profile_capture.py"
-    p = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--repeats", "5",
-                        "--iters", "5"],
+    p = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--repeats", "3",
+                        "--warmup", "1", "--iters", "5"],
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     checks = [line for line in p.stdout.splitlines() if line.startswith(("PASS ", "FAIL ", "SKIP "))]

@@ -1,9 +1,10 @@
 """The front-end profile of ``hourly profile``: tracing, lowering and dispatch profiled in Python at
 both states (hourly/harness/frontend_profile.py) and diffed (hourly/profile/frontend.py).
 
-Real JAX on the CPU: two versions of a small package the benchmark's function calls while it is
-traced, one with a planted slow function; the diff must name that function first. The pure diff is
-driven with plain lists.
+Real JAX on the CPU: a small package the benchmark's function calls while it is traced (with a
+planted slow function in its bad version), profiled in one process and in two sets of processes of
+one state, which must differ in nothing; hourly profile end to end, whose diff must name the planted
+function first. The pure diff is driven with plain lists.
 """
 
 from __future__ import annotations
@@ -120,6 +121,13 @@ def test_the_diff_puts_the_function_whose_own_time_grew_first_and_its_callers_on
     assert {r["function"] for r in d["calls_changed"]} == {"tracelib.core:_canonicalize", "jax._src.core:bind"}
     assert d["shrank_own"] == [] and d["unsure_own"] == [] and d["unjudged_count"] == 0
     assert d["processes"] == {"good": 4, "bad": 4} and d["repeats"]["bad"] == [7] * 4
+    # as printed: a function only the first-bad state ran is marked new, with its calls
+    text = "\n".join(frontend.lines({**diff([{"phases": {"trace": g}} for g in good],
+                                             [{"phases": {"trace": b}} for b in bad], "trace_ms"),
+                                      "target": "bench.py"}))
+    assert "own time grew beyond noise (where the time went), largest first:" in text
+    row = next(line for line in text.splitlines() if "_canonicalize" in line)
+    assert "(new)" in row and "calls 0 → 8" in row and "(processes 0 → " in row
 
 
 def test_processes_of_one_state_that_ran_at_different_speeds_are_no_change():
@@ -314,15 +322,16 @@ def one_process(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory):
-    """Each state's front-end profile in 4 processes, its Python seeing its own version of
-    `tracelib`, interleaved as hourly profile runs them: good, bad, good again, good, bad, …"""
+    """One state's front-end profile in 4 processes and in 4 more, interleaved as hourly profile
+    runs two states: good, good again, good, … (a bad state's processes, the planted function named
+    first from real ones: the end-to-end test below, through hourly profile)."""
     pytest.importorskip("jax")
     work = tmp_path_factory.mktemp("frontend")
-    _write_states(work)
+    _write_states(work, (("good", CORE_GOOD), ("good-again", CORE_GOOD)))
     for k in range(1, frontend.PROCESSES + 1):
-        for side in ("good", "bad", "good-again"):
+        for side in ("good", "good-again"):
             _profile(work, side, k, repeats=5)
-    return {side: frontend.load_state(work / side) for side in ("good", "bad", "good-again")}
+    return {side: frontend.load_state(work / side) for side in ("good", "good-again")}
 
 
 def test_the_profile_file_holds_each_phase_per_repeat_by_module_and_function(one_process):
@@ -343,27 +352,11 @@ def test_the_profile_file_holds_each_phase_per_repeat_by_module_and_function(one
         [k for k in doc["phases"]["dispatch"]["functions"] if "compile" in k]
 
 
-@pytest.mark.slow  # 12 JAX processes; the logic: the plain-data tests above
-def test_the_diff_names_the_planted_function_first(processes):
-    d = diff(processes["good"], processes["bad"], "trace_ms")
-    assert d["processes"] == {"good": 4, "bad": 4} and d["judged"] is True
-    assert d["order"][:6] == ["good", "bad"] * 3  # the good-again processes ran between: still alternating
-    assert list(d["phases"]) == ["trace", "lower", "dispatch"]  # the hunted phase first
-    trace = d["phases"]["trace"]
-    first = trace["grew_own"][0]
-    assert first["function"] == "tracelib.core:_canonicalize_slowly", (trace["grew_own"][:3], trace["unsure_own"][:3])
-    assert first["only"] == "bad" and first["calls"] == {"good": 0, "bad": 8}
-    assert first["d_own_ms"] > 0 and first["own_moved"] is True and len(first["own_ms_processes"]["bad"]) == 4
-    assert "tracelib.core:_canonicalize_slowly" in [r["function"] for r in trace["grew_cum"]]
-    # lowering does not run the planted code: none of its functions is the planted one
-    assert "tracelib.core:_canonicalize_slowly" not in [r["function"] for r in d["phases"]["lower"]["grew_own"]]
-    text = "\n".join(frontend.lines({**d, "target": "bench.py"}))
-    assert "own time grew beyond noise (where the time went), largest first:" in text
-    row = next(line for line in text.splitlines() if "_canonicalize_slowly" in line)
-    assert "(new)" in row and "calls 0 → 8" in row and "(processes 0 → " in row
-
-
-@pytest.mark.slow  # 12 JAX processes; the logic: test_processes_of_one_state_that_ran_at_different_speeds_are_no_change
+# quick: test_the_diff_puts_the_function_whose_own_time_grew_first_and_its_callers_on_the_path covers a
+# planted function, new in the first-bad state, named first and printed "(new)" with its calls; the same
+# on real JAX processes of two states (4 a state, interleaved, the hunted phase first, lowering not
+# running it): test_hourly_profile_diffs_the_front_end_of_a_tracing_step, through hourly profile
+@pytest.mark.slow  # 8 JAX processes; the logic: test_processes_of_one_state_that_ran_at_different_speeds_are_no_change
 def test_two_processes_of_one_state_differ_in_no_functions_own_time(processes):
     """The good state profiled in 4 more processes (interleaved with the others) grows and shrinks
     no function's own time beyond noise: the process is the unit of noise. (Judged across the
@@ -444,15 +437,24 @@ def test_hourly_profile_diffs_the_front_end_of_a_tracing_step(capsys, made, venv
     # 4 processes a state, alternating good and bad (each state installed again before its process)
     assert fe["processes"] == {"good": 4, "bad": 4} and fe["interleaved"] is True and fe["order"] == ["good", "bad"] * 4
     assert [Path(f).name for f in fe["files"]["bad"]] == [f"frontend-{k}.json" for k in range(1, 5)]
-    first = fe["phases"]["trace"]["grew_own"][0]
-    assert first["function"] == "bench_fe:expand_rules", fe["phases"]["trace"]["grew_own"][:3]
+    assert fe["judged"] is True and list(fe["phases"]) == ["trace", "lower", "dispatch"]  # the hunted phase first
+    trace = fe["phases"]["trace"]
+    first = trace["grew_own"][0]
+    assert first["function"] == "bench_fe:expand_rules", (trace["grew_own"][:3], trace["unsure_own"][:3])
     assert first["calls"] == {"good": 8, "bad": 8} and first["d_own_ms"] > 0
+    assert first["own_moved"] is True and len(first["own_ms_processes"]["bad"]) == 4
+    assert "bench_fe:expand_rules" in [r["function"] for r in trace["grew_cum"]]
+    # lowering does not run the planted code: none of its functions is the planted one
+    assert "bench_fe:expand_rules" not in [r["function"] for r in fe["phases"]["lower"]["grew_own"]]
     assert rec["comparison"]["op_reading"].startswith("host ops: XLA's thunks")  # the CPU: no device timeline
     folder = work / "profiles" / "manual"
     assert json.loads((folder / "profile.json").read_text())["front_end"]["phases"]["trace"]["grew_own"][0][
         "function"] == "bench_fe:expand_rules"
     text = (folder / "comparison.txt").read_text()
     assert "Front end (Python level: cProfile of" in text and "bench_fe:expand_rules" in text
+    assert "own time grew beyond noise (where the time went), largest first:" in text
+    row = next(line for line in text.splitlines() if "bench_fe:expand_rules" in line)
+    assert "calls 8 → 8" in row and "(processes " in row
     assert "4/4 processes per state, interleaved, each 3 repeats" in text
     main(["report", "--workdir", str(work)])
     md = (work / "report" / "report.md").read_text()

@@ -92,7 +92,8 @@ def run_side(side: str, out: Path, timeout: float) -> dict:
     return {"capture_ok": cap.ok, "dump": dump, "seconds": {"capture": round(t1 - t0, 1)}}
 
 
-def run_front_end(out: Path, processes: int, repeats: int, timeout: float, runs: dict, iters: int = 100) -> None:
+def run_front_end(out: Path, processes: int, repeats: int, timeout: float, runs: dict, iters: int = 100,
+                  warmup: int = 2) -> None:
     """``processes`` front-end profiles of each state, interleaved good, bad, good, … as ``hourly
     profile`` runs them (``<side>/frontend-<k>.json``); each state's count of those that worked
     goes to ``runs[side]["front_end_ok"]``."""
@@ -104,7 +105,7 @@ def run_front_end(out: Path, processes: int, repeats: int, timeout: float, runs:
             fe_out = frontend.process_file(out / side, k)
             t0 = time.perf_counter()
             res = frontend.run_profile(sys.executable, str(MODEL), fe_out, str(out), env_for(side), repeats=repeats,
-                                       warmup=2, iters=iters, timeout=timeout)
+                                       warmup=warmup, iters=iters, timeout=timeout)
             took = time.perf_counter() - t0
             runs[side]["seconds"]["front_end"] = round(runs[side]["seconds"]["front_end"] + took, 1)
             runs[side]["front_end_ok"] += bool(res.ok and fe_out.is_file())
@@ -145,6 +146,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=7, help="front-end profile repeats per process (default 7)")
     ap.add_argument("--iters", type=int, default=100,
                     help="calls per dispatch round of a front-end profile (default 100; no check reads them)")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="untimed rounds before a front-end profile's repeats (default 2)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds per process (default 240)")
     ap.add_argument("--no-libtpu-retry", action="store_true")
     ap.add_argument("--keep", type=Path, default=None,
@@ -193,7 +196,7 @@ def run(ns: argparse.Namespace, out: Path) -> int:
 
     section("runs (each process opens the device once)")
     runs = {side: run_side(side, out, ns.timeout) for side in SIDES}
-    run_front_end(out, ns.processes, ns.repeats, ns.timeout, runs, ns.iters)
+    run_front_end(out, ns.processes, ns.repeats, ns.timeout, runs, ns.iters, ns.warmup)
     manifests = {side: load_capture(out / side).manifest for side in SIDES}
     backend = manifests["bad"].get("backend") or "unknown"
     print(f"backend {backend}; devices {manifests['bad'].get('devices')}; jax {manifests['bad'].get('jax_version')}, "
