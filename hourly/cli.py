@@ -76,9 +76,13 @@ def _unsafe_to_raise(frame: FrameType | None) -> bool:
     as if nothing had been asked. Or while ``subprocess.Popen`` starts a child: an exception there
     leaves the child running with no ``Popen`` object to kill it by (a build stopped that way went on
     to rewrite a tracked file after the trees were restored); asked again 50 ms later, it lands
-    where :func:`hourly.adapters.proc.run` kills the child's group."""
+    where :func:`hourly.adapters.proc.run` kills the child's group. Or while a finalizer runs (an
+    object's ``__del__``, a weakref callback: a Popen, a file or a cursor collected at any bytecode):
+    an exception there is printed as "Exception ignored" and lost too."""
     while frame is not None:
         code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith(("weakref.py", "_weakrefset.py")):
+            return True
         if code.co_name in ("_releaseLock", "_acquireLock", "_after_at_fork_child_reinit_locks") \
                 and code.co_filename.endswith(("logging/__init__.py", "logging\\__init__.py")):
             return True

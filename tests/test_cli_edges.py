@@ -320,6 +320,28 @@ def test_a_stop_signal_while_a_child_is_started_is_asked_again_not_raised_there(
     assert _unsafe_to_raise(space["_execute_child"]())
 
 
+def test_a_stop_signal_inside_a_finalizer_is_asked_again_not_lost():
+    # an exception raised in a __del__ (a Popen, a file, a cursor collected at any bytecode) is
+    # printed as "Exception ignored in" and lost: the run went on as if Ctrl-C had not been pressed
+    import os
+    import signal
+    import time
+
+    from hourly.cli import _stop
+
+    class Dropped:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)  # lands at the next bytecode: inside this __del__
+
+    before = signal.signal(signal.SIGINT, _stop)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Dropped()  # collected at once
+            time.sleep(2)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 # -- issue 23 item 5: --help groups the options in panels, as plain text ---------------------------
 
 def help_panels(capsys, argv) -> dict[str, list[str]]:
