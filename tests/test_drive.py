@@ -389,9 +389,14 @@ def test_the_ends_must_differ_in_the_direction_of_the_hunt():
     with pytest.raises(UserError, match="is not worse than the good end"):
         bisect(Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2), 0, 5 * H)
     # finding the fix: the improvement is the change, the later end the better one
-    (a,) = bisect(Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2, find_fix=True), 0, 5 * H,
-                  "improvement")
+    fixing = Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2, find_fix=True)
+    (a,) = bisect(fixing, 0, 5 * H, "improvement")
     assert a.culprit.sha == "x3" and a.kind == "improvement"
+    # each end's row names its partner as the other end: finding a fix, the old end's partner is
+    # the user's --good, which "the bad end" (its role in the search) misnamed
+    ends = fixing.rows[1][:2]  # the window's two ends, first
+    assert [r["role"] for r in ends] == ["end", "end"]
+    assert all("in alternation with the other end" in r["reason"] for r in ends), ends
     # a window of the store that cannot be bisected is an answer saying why; the others go on
     lab = Table(line(6), Mode.METRIC, value=level(("xla", 3, 1.1)), repeats=2)
     (e,) = bisect(lab, 0, 5 * H, origin="detect")

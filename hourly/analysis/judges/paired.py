@@ -271,9 +271,8 @@ class PairedMetricJudge(MetricJudge):
         """The row of a state compared in rounds with its partner: a window's end (``role`` "end",
         compared with the other end over ``rounds`` rounds: ``side`` by definition), or one of a
         step's two states confirmed (``side`` when the two differ, ``outcome`` True; else unsure)."""
-        if role == "end":
-            other = "bad" if side is Verdict.GOOD else "good"
-            return Call(side, f"{plural(rounds, 'round')} in alternation with the {other} end: they differ by {words}")
+        if role == "end":  # "the other end": finding a fix, the good end's partner is the user's --good
+            return Call(side, f"{plural(rounds, 'round')} in alternation with the other end: they differ by {words}")
         other = "first bad" if role == "confirm_good" else "last good"
         return Call(side if outcome is True else Verdict.UNSURE, f"in alternation with the {other} state: {words}")
 
