@@ -36,7 +36,7 @@ they were found and measured):
   second against the ≈15 s of a process there) and ``--warmup-runs 0`` (the benchmark warms up
   itself: no process is spent on a run that is not counted). It runs on the default backend: the
   TPU there, the CPU here. Expected: the culprit 03652b8bba.
-- ``tpu-frontend``: 2026-06-08 21:45 → 06-09 14:00 UTC, 18 states, ``--find-fix`` (the good end
+- ``tpu-frontend``: 2026-06-08 21:45 → 06-09 04:00 UTC, 11 states, ``--find-fix`` (the good end
   is the later one): tracing the transformer's training step (real_jax/frontend_step.py ``--each
   trace``: every repeat a sample, as many as hourly asks for) got faster between the end of the
   second crash window (7e9ead3744) and 06-09 01:12 UTC: ≈94.7 → ≈87.5 ms on the TPU machine with its
@@ -116,7 +116,7 @@ WINDOWS = {
                      flags=["--warmup-runs", "0", "--metric-samples", "all", "--warmup-samples", "2"]),
     # the front end: tracing the transformer's step got ≈8-10 % faster between 06-08 22:28 and 06-09
     # 01:12 UTC (outside the crash windows); --find-fix: the good end is the fixed, later one
-    "tpu-frontend": dict(good="2026-06-09 14:00", bad="2026-06-08 21:45", bench=FRONTEND_EACH, metric=EACH_MS,
+    "tpu-frontend": dict(good="2026-06-09 04:00", bad="2026-06-08 21:45", bench=FRONTEND_EACH, metric=EACH_MS,
                          expect="862f20256a", expect_class="exact",
                          flags=["--find-fix", "--warmup-runs", "0", "--metric-samples", "all",
                                 "--warmup-samples", "2"]),
