@@ -217,13 +217,17 @@ def test_bisect_input_errors_create_no_workdir(capsys, scan_args, tmp_path, chan
 def test_an_end_without_a_metric_names_its_side_and_the_likely_fix(capsys, scan_args, tmp_path, body, said, fix):
     """issue 33: "an end ... has no metric", with "use --mode exit for crashes" also for a benchmark
     that exits 0 and prints no value the regex reads."""
+    from hourly.analysis.judges.paired import END_ROUNDS
     bench = tmp_path / "bench_end.py"
-    bench.write_text(body)
+    count = tmp_path / "processes"
+    bench.write_text(f"open({str(count)!r}, 'a').write('x')\n" + body)
     code, out, err = run_cli(capsys, with_flags(_bisect(scan_args), "--bench-cmd", f"python3 {bench}"))
     flat = " ".join(err.split())
     assert code == 1 and re.search(r"the good end \w+/\w+ of 2023-08-24T12:00:00Z \.\. 2023-08-24T15:00:00Z has no metric ",
                                    flat), flat
     assert said in flat and fix in flat
+    # said after the first rounds that show it, not after --max-repeats rounds of processes that fail
+    assert 0 < len(count.read_text()) <= 2 * END_ROUNDS + 2, count.read_text()  # + a warm-up run each
 
 
 def test_a_mode_that_bisects_none_of_the_scans_windows_names_the_ones_it_holds(capsys, scan_args, tmp_path):

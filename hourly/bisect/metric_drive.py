@@ -81,9 +81,11 @@ class MetricEnds:
 
         def unmeasured() -> UserError:
             """Why no round ran both ends: the end that failed (its build's log, or its run's reason)."""
-            failed = next((t.evidence for _, t in taken if not t.evidence.ok), None)
-            side = "good" if any(not t.evidence.ok for q, t in taken if q == good_pair) else "bad"
-            pair = good_pair if side == "good" else bad_pair
+            # the end that never measured (else the first that failed), and its failure
+            never = [e for e in (good_pair, bad_pair) if not any(t.evidence.ok for q, t in taken if q == e)]
+            pair = never[0] if never else next((q for q, t in taken if not t.evidence.ok), good_pair)
+            side = "good" if pair == good_pair else "bad"
+            failed = next((t.evidence for q, t in taken if q == pair and not t.evidence.ok), None)
             # a benchmark that exits 0 without the metric is read wrong (the regex), not crashing
             read = failed is not None and failed.status == "no_metric"
             return lab.unbuilt_end(pair, side) or UserError(
