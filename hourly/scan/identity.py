@@ -41,7 +41,9 @@ from hourly.text.timeparse import parse_step, window
 #: the store's settings rows this module writes
 INVESTIGATION = "investigation"
 LEVEL = "hourly"  # hourly.scan.table.LEVEL (not imported: table pulls in detection)
-SCANNED = "scan"  # hourly.scan.table.SCAN_ORIGIN: the origin of a scan's rows
+#: The origin of the scan's own measurements; bisect, confirmation and profile add rows of their
+#: own origin and never change what the scan's table shows (hourly.scan.table reads it from here).
+SCAN_ORIGIN = "scan"
 
 NEW_WORKDIR = "pass a new --workdir for this investigation, or the settings of the one stored there"
 
@@ -107,7 +109,7 @@ class BuildAnswers:
 def other_scans(store: Store, key: str | None) -> dict[str, int]:
     """{measurement key: states its scan measured} of every key but ``key`` that a scan measured under
     in this workdir (another benchmark or build), in the order first measured."""
-    return {k: n for k, n in store.measured_keys(SCANNED).items() if k != key}
+    return {k: n for k, n in store.measured_keys(SCAN_ORIGIN).items() if k != key}
 
 
 def other_measurements(store: Store, s: Settings, key: str | None, now: str | None = None) -> str | None:

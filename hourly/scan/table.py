@@ -14,6 +14,7 @@ from hourly.errors import UserError
 from hourly.measure.settings import Settings, keyed
 from hourly.metric import unread_words
 from hourly.model import MetricPoints, Pair, PointResult, ScanReport, Status, cut_side
+from hourly.scan.identity import SCAN_ORIGIN
 
 if TYPE_CHECKING:  # detection pulls in numpy
     from hourly.analysis.detect import Detection, EdgeCheck
@@ -23,14 +24,6 @@ if TYPE_CHECKING:  # detection pulls in numpy
 
 
 LEVEL = "hourly"
-
-
-
-#: The origin of the scan's own measurements; bisect, confirmation and profile add rows of their
-#: own origin and never change what the scan's table shows.
-SCAN_ORIGIN = "scan"
-
-
 
 #: Lines of a failing run's log shown when the scan stops.
 LOG_TAIL_LINES = 8
