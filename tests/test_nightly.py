@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -474,6 +475,51 @@ def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are
         for c in docker_client.containers.list(all=True, filters={"label": "hourly.date=2023-09-03"}):
             if c.labels.get("hourly.owner.pid") == str(proc.pid):
                 c.remove(force=True)
+
+
+@pytest.mark.docker
+def test_two_hourlys_removing_a_dead_runs_containers_at_once_both_go_on(docker_client, tmp_path, test_scan_id):
+    """Every `hourly nightly`/`watch`/`container` removes dead runs' containers as it starts; two
+    starting at once (CI's parallel workers, two watches of one host) ask the engine to remove the
+    same container, and the second is refused with 409 "removal ... is already in progress". That
+    refusal ended a watch with "unexpected error" (seen in CI): it means the container is going."""
+    import threading
+
+    from hourly.adapters import containers as C
+    from hourly.adapters.stale_runs import remove_dead_runs
+    ref = f"localhost/hourly-test/race-{test_scan_id}:nightly-2023-09-03"
+    make_image(docker_client, ref, NightlySpec("2023-09-03", mode="hang"))
+    labels = {"hourly.owner.host": socket.gethostname(), "hourly.owner.pid": "1",
+              "hourly.owner.lock": str(tmp_path / "gone.lock"), "hourly.race": test_scan_id}
+    made = set()
+    try:
+        for i in range(4):
+            c = docker_client.containers.run(ref, ["/bin/sh", "/dir/test.sh"], detach=True, labels=labels,
+                                             name=f"hourly-race-{test_scan_id}-{i}")
+            made.add(c.name)
+        barrier = threading.Barrier(6)
+        removed: list[list[str]] = []
+        errors: list[BaseException] = []
+
+        def one() -> None:
+            barrier.wait()
+            try:
+                removed.append(remove_dead_runs(docker_client))
+            except BaseException as e:  # the failure this test is about
+                errors.append(e)
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert errors == []
+        assert made <= {n for r in removed for n in r}  # each was removed by one of them
+        assert [x.name for x in C.listed(docker_client, {"label": f"hourly.race={test_scan_id}"})] == []
+    finally:
+        for c in docker_client.containers.list(all=True, filters={"label": f"hourly.race={test_scan_id}"}):
+            c.remove(force=True)
+        docker_client.images.remove(ref, force=True)
 
 
 # ---------------------------------------------------------------- gaps (issue 22: never "no steps found" over them)

@@ -430,12 +430,18 @@ def listed(c: docker.DockerClient, filters: dict) -> list[Listed]:
 
 
 def remove_listed(c: docker.DockerClient, cont: Listed) -> bool:
-    """Remove a listed container, forced; False when it is gone already."""
+    """Remove a listed container, forced; False when it is gone already, or going: another hourly
+    starting at the same moment (each removes dead runs' containers as it starts) asked first, and
+    the engine refuses the second with 409 "removal ... is already in progress"."""
     try:
         c.api.remove_container(cont.id, force=True)
         return True
     except docker.errors.NotFound:
         return False
+    except docker.errors.APIError as e:
+        if e.status_code == 409 and "already in progress" in _explanation(e).lower():
+            return False
+        raise
 
 
 def cleanup(label: str, *, docker_client: docker.DockerClient | None = None) -> list[str]:
