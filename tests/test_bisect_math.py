@@ -20,6 +20,7 @@ from hourly.analysis.bisection import (
 )
 from hourly.analysis.judges import ExitJudge, FlakyJudge, MetricJudge
 from hourly.analysis.samples import separation
+from hourly.errors import UserError
 from hourly.measure.resolve import Pair
 
 H = 3600
@@ -815,3 +816,17 @@ def test_on_the_chain_a_history_that_never_builds_is_jumped_and_answered_as_walk
             if culprit != brk:
                 assert _exit_search_over_the_chain(six, culprit, frozenset({brk})) == \
                     _exit_search_over_the_chain(six, culprit, frozenset({brk}), jump=False)
+
+
+def test_unpaired_ends_not_apart_at_the_last_look_are_not_said_to_be_alike(rng):
+    """The unpaired check has no test of "alike": ends a real −7 % apart in 8 % noise, 5 samples
+    each, stay under its 3 standard errors — a user told "do not differ" would look elsewhere."""
+    judge = MetricJudge()
+    good, bad = list(rng.normal(100, 8, 5)), list(rng.normal(93, 8, 5))
+    apart, sep = judge.apart(good, bad)
+    assert not apart
+    with pytest.raises(UserError, match=r"were not shown to differ \(.* standard errors, 3 needed\): a change "
+                                        r"within the samples' spread may lie between them — pass a larger "
+                                        r"--max-repeats") as e:
+        judge.check_ends(good, bad, sep, True, False, "the window")
+    assert "do not differ" not in str(e.value)

@@ -167,10 +167,11 @@ class MetricJudge(BaseJudge):
     def check_ends(self, good: Sequence[float], bad: Sequence[float], sep: float, higher_is_better: bool,
                    find_fix: bool, where: str) -> None:
         """The ends a window search rests on: apart, and the later one worse (better, finding a fix)."""
-        if sep < SEPARATION_MIN:
-            raise UserError(f"the ends of {where} do not differ "
-                            f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors)",
-                            "pass ends on either side of the regression, or a larger --max-repeats")
+        if sep < SEPARATION_MIN:  # no test of "alike" here: a difference not shown is not "no difference"
+            raise UserError(f"the ends of {where} were not shown to differ "
+                            f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors, "
+                            f"{SEPARATION_MIN:g} needed): a change within the samples' spread may lie between them",
+                            "pass a larger --max-repeats, or ends on either side of the regression")
         if not self.worse(good, bad, higher_is_better) and find_fix:
             raise UserError(f"the later end ({_mean(bad):.4g}) is not better than the earlier end ({_mean(good):.4g})",
                             "pass --bad before the improvement and --good after it, or set "
