@@ -554,3 +554,22 @@ def test_a_window_answered_without_a_bisection_is_not_counted_as_bisected():
     report.answered_now(bisected)
     report.rows.append(H.step_row(w, bisected))  # a third from the store
     assert report.counts() == "3 windows: 1 bisected now, 1 answered now without a bisection, 1 from the store"
+
+
+def test_ends_neither_shown_to_differ_nor_alike_are_not_called_the_environments_change(tmp_path):
+    """The bisection inside says its ends were not shown to differ, nor to be alike (noise hid it):
+    the hunt must not answer "the change is in the container's environment" from that, but say it
+    could not tell, with the fix (ends Wald's test reads alike still give the environment:
+    test_hunt_docker.py::test_hunt_names_the_planted_commit_and_survives_kill_9)."""
+    from hourly.adapters.containers import RunResult
+    h = settings(tmp_path, max_repeats=5)
+    w = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100, 80)
+    log = tmp_path / "hunt.log"
+    untold = ("hourly: error: the ends of 2023-08-22 .. 2023-08-23 were not shown to differ, nor to be alike "
+              "(-7.1 %, paired over 5 rounds, 1.1 standard errors (5.4 needed at this look for a 1 % false rate)): "
+              "the processes' spread hides what lies between them — pass a larger --max-repeats\n")
+    with pytest.raises(UserError, match=r"could not tell whether the sources at both ends differ: the ends of "
+                                        r"2023-08-22 .. 2023-08-23 were not shown to differ, nor to be alike "
+                                        r".* — pass a larger --max-repeats \(finished windows are kept\)") as e:
+        H._answer(w, h, "img:2023-08-22", tmp_path / "none.json", RunResult(1, untold, 1.0), log, None, None)
+    assert "environment" not in str(e.value)

@@ -60,6 +60,9 @@ BISECT_IN = ("bad", "good")
 #: what `hourly bisect` says when its ends do not differ (hourly/bisect/search.py): then the step is
 #: not in the sources
 ENDS_ALIKE = ("do not differ", "is not worse than the good end", "by exit status")
+#: what it says when its ends were neither shown to differ nor shown alike: the noise hid the
+#: answer, and "the change is in the container's environment" would be a guess
+ENDS_UNTOLD = ("were not shown to differ",)
 
 
 @dataclass(frozen=True)
@@ -701,6 +704,10 @@ def _answer(w: HuntWindow, h: HuntSettings, image: str, answer_file: Path, res: 
                    f"{scanned['pairs']} pairs) found no step and no crash")
     else:
         message = _error_line(res.output)
+        if any(m in message for m in ENDS_UNTOLD):  # neither a change in the sources nor the environment's
+            raise UserError(f"the bisection of {w.name} in {image} could not tell whether the sources at "
+                            f"both ends differ: {message}",
+                            f"pass a larger --max-repeats (finished windows are kept); see {log}")
         if not any(m in message for m in ENDS_ALIKE):
             raise UserError(f"the bisection of {w.name} in {image} failed: {message}",
                             f"see {log}; fix it and run the same command again (finished windows are kept)")

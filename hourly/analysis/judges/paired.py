@@ -198,8 +198,8 @@ class PairedMetricJudge(MetricJudge):
         """Whether a window's ends differ, in rounds of the two: apart by :func:`ends_bound`
         standard errors of their paired difference (this look's share of a false rate of
         ENDS_ALPHA over every look up to --max-repeats rounds), the same when Wald's test says no
-        difference of ``delta`` (:meth:`differ_paired`; ``final``: when that is the likelier), else
-        unknown — at the last look too, where a difference neither shown nor ruled out stays unknown;
+        difference of ``delta`` (:meth:`differ_paired`, at its own bound at every look), else unknown
+        — at the last look (``final``) too, where a difference neither shown nor ruled out stays unknown;
         and the difference in words (``+7.8 %, paired over 6 rounds, 12.5 standard errors (9.5
         needed at this look for a 1 % false rate)``).
 
@@ -217,7 +217,9 @@ class PairedMetricJudge(MetricJudge):
             p = q
             by = f", each process by its {WORDS[choice.statistic]}: {choice.why}"
         bound = ends_bound(choice.candidates, dof, self.max_repeats, p.rounds)
-        d, _ = self.differ_paired(p, x, y, sigma, dof, delta, final)
+        # "the same" needs Wald's own bound at every look, the last too: there "the likelier of the
+        # two" said "do not differ" of ends -7 % apart at 1.1 standard errors (noise hid it)
+        d, _ = self.differ_paired(p, x, y, sigma, dof, delta)
         cx, cy = p.of_state(x), p.of_state(y)
         loc = hodges_lehmann if HL else location
         sep = abs(loc(cy) - loc(cx)) / se2(sigma, cx, cy, HL)
@@ -226,7 +228,7 @@ class PairedMetricJudge(MetricJudge):
                f"{sep:.1f} standard errors ({bound:.1f} needed at this look for a {ENDS_ALPHA * 100:g} % false rate){by}"
         if sep >= bound:
             return True, said
-        if d is False:  # Wald's test: no difference of delta (at the last look, the likelier of the two)
+        if d is False:  # Wald's test: no difference of delta
             return False, said
         return None, said  # at the last look too: a difference not shown is not "the same"
 
