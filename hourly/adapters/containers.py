@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import docker.errors
 import docker.types
 import requests.exceptions
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential, wait_fixed
 
 import docker
 from hourly.errors import HourlyError, UserError
@@ -440,8 +440,29 @@ def remove_listed(c: docker.DockerClient, cont: Listed) -> bool:
         return False
     except docker.errors.APIError as e:
         if e.status_code == 409 and "already in progress" in _explanation(e).lower():
+            _wait_gone(c, cont.id)  # gone when this returns, as after our own removal
             return False
         raise
+
+
+class _StillThere(Exception):
+    pass
+
+
+def _wait_gone(c: docker.DockerClient, cid: str, seconds: float = 30.0) -> None:
+    """Wait (at most ``seconds``) until the engine no longer knows container ``cid``: another's
+    removal of it is under way."""
+    def gone() -> None:
+        try:
+            c.api.inspect_container(cid)
+        except docker.errors.NotFound:
+            return
+        raise _StillThere(cid)
+    try:
+        Retrying(stop=stop_after_delay(seconds), wait=wait_fixed(0.1),
+                 retry=retry_if_exception(lambda e: isinstance(e, _StillThere)), reraise=True)(gone)
+    except _StillThere:
+        pass  # the other removal takes long: it is still the other's to finish
 
 
 def cleanup(label: str, *, docker_client: docker.DockerClient | None = None) -> list[str]:
