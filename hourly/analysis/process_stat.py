@@ -205,12 +205,14 @@ def choose_statistic(good: Sequence[Sequence[float]], bad: Sequence[Sequence[flo
 class Cost:
     """What a process costs, from ``processes`` processes: the seconds its samples do not account
     for (``fixed``: opening the chip, imports, set-up before the first sample, and ``after`` of them
-    from the last sample to the process's exit) and seconds per sample."""
+    from the last sample to the process's exit) and seconds per sample; ``first``: the seconds to
+    the first sample alone, as measured (None: not kept apart)."""
 
     fixed: float
     per_sample: float
     processes: int
     after: float = 0.0
+    first: float | None = None
 
 
 def variance_components(processes: Sequence[Sequence[float]]) -> tuple[float, float]:

@@ -47,7 +47,9 @@ class Figures:
         def num(x: float) -> float | None:
             return None if not math.isfinite(x) else float(f"{x:.4g}")
         return {"samples_per_process": self.n, "how": self.how,
-                "first_sample_s": None if self.cost is None else round(self.cost.fixed - self.cost.after, 3),
+                # the median of the processes' own, not the medians' difference (fixed less after)
+                "first_sample_s": None if self.cost is None else round(
+                    self.cost.fixed - self.cost.after if self.cost.first is None else self.cost.first, 3),
                 "after_last_sample_s": None if self.cost is None else round(self.cost.after, 3),
                 "per_sample_s": None if self.cost is None else round(self.cost.per_sample, 5),
                 "within_var": num(self.within), "between_var": num(self.between)}
@@ -100,7 +102,7 @@ class SampleSize:
             return None
         after = [t.after for t in ts if t.after is not None]
         return Cost(statistics.median(t.besides_samples for t in ts), statistics.median(per), len(ts),
-                    statistics.median(after) if after else 0.0)
+                    statistics.median(after) if after else 0.0, statistics.median(t.first for t in ts))
 
     def _pooled(self) -> tuple[float, float, tuple[float, int]]:
         """The within- and between-process variances (log scale), pooled over the states measured by
