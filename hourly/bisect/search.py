@@ -272,11 +272,10 @@ class Bisector:
         verdict rows count. ``choice``: the per-process statistic the search held (None: its
         verdicts are not paired)."""
         from hourly.bisect.sampling import figures
-        processes, samples, chip_s, asked = self.store.spent(bid, self.key, {p.xla for p in pairs},
-                                                             {p.jax for p in pairs}, self.origin,
-                                                             self.s.primary_metric())
-        out = figures(self._measurer, chip_s, processes, samples, choice, asked)
-        if chip_s - this_call_s >= 1.0:  # a resumed bisection: the calls before it too
+        spent = self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs}, self.origin,
+                                 self.s.primary_metric())
+        out = figures(self._measurer, spent.seconds, spent.processes, spent.samples, choice, spent.asked)
+        if spent.seconds - this_call_s >= 1.0:  # a resumed bisection: the calls before it too
             out["this_call_chip_s"] = round(this_call_s, 1)
         return out
 

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from hourly.adapters.store_tables.base import METRIC_FILTER, Tables, inserted_id
+
+
+class Spent(NamedTuple):
+    """What a bisection has run of its window's states (:meth:`BisectionTables.spent`)."""
+    processes: int
+    samples: int
+    seconds: float
+    asked: list[int]  # the sample counts the processes were asked for, each once, smallest first
 
 
 class BisectionTables(Tables):
@@ -55,7 +63,7 @@ class BisectionTables(Tables):
                        json.dumps(p["statistic"]) if p.get("statistic") else None))
 
     def spent(self, bid: int, bench_key: str, xlas: set[str], jaxs: set[str], origin: str,
-              metric: str | None = None) -> tuple[int, int, float, list[int]]:
+              metric: str | None = None) -> Spent:
         """What bisection ``bid`` has run of its window's states (``xlas`` × ``jaxs``: the states and
         the mixed states of a blame) under ``bench_key`` since it began, in every call of it: the
         benchmark processes, the samples they printed, their seconds, and the sample counts they were
@@ -65,7 +73,7 @@ class BisectionTables(Tables):
         named metric; ``origin``: the bisection's, as its rows record it)."""
         r = self.conn.execute("SELECT created FROM bisections WHERE id=?", (bid,)).fetchone()
         if r is None:
-            return 0, 0, 0.0, []
+            return Spent(0, 0, 0.0, [])
         rows = self.conn.execute(
             f"SELECT xla, jax, runs FROM measurements WHERE bench_key=? AND origin=? AND created>=?"
             f" AND {METRIC_FILTER}", (bench_key, origin, r["created"], metric, metric))
@@ -79,7 +87,7 @@ class BisectionTables(Tables):
                 seconds += float(run.get("duration") or 0.0)
                 if isinstance(run.get("asked"), int):
                     asked.add(run["asked"])
-        return processes, samples, seconds, sorted(asked)
+        return Spent(processes, samples, seconds, sorted(asked))
 
     def probes(self, bid: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM bisect_probes WHERE bisection=? ORDER BY seq", (bid,))
