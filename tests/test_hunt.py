@@ -573,3 +573,23 @@ def test_ends_neither_shown_to_differ_nor_alike_are_not_called_the_environments_
                                         r".* — pass a larger --max-repeats \(finished windows are kept\)") as e:
         H._answer(w, h, "img:2023-08-22", tmp_path / "none.json", RunResult(1, untold, 1.0), log, None, None)
     assert "environment" not in str(e.value)
+
+
+def test_the_bisection_inside_is_asked_for_a_quarter_of_the_days_step(tmp_path):
+    """Whether the commits hold the day's step: a window whose day fell 20 % asks for changes of
+    5 % or more (ends alike within the noise are then shown alike in a few rounds, and the hunt can
+    name the environment); a small day's step keeps the default; a crash has no level; the user's
+    --min-change wins."""
+    fell = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 80), "regression", 100, 80)
+    argv = H.bisect_argv(fell, settings(tmp_path), "/w")
+    assert argv[argv.index("--min-change") + 1] == "0.05"
+    assert H.window_min_change(settings(tmp_path), fell) == 0.05
+    small = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "ok", 95), "regression", 100, 95)
+    assert H.window_min_change(settings(tmp_path), small) is None
+    assert "--min-change" not in H.bisect_argv(small, settings(tmp_path), "/w")
+    crash = H.HuntWindow(P("2023-08-22", "ok", 100), P("2023-08-23", "crashed"), "crash")
+    assert "--min-change" not in H.bisect_argv(crash, settings(tmp_path), "/w")
+    mine = H.bisect_argv(fell, settings(tmp_path, min_change=0.01), "/w")
+    assert mine[mine.index("--min-change") + 1] == "0.01"
+    scanned = H.scanned_bisect_argv(settings(tmp_path), "/w", fell)
+    assert scanned[scanned.index("--min-change") + 1] == "0.05"
