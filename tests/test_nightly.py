@@ -336,8 +336,9 @@ def test_container_has_hourly_inside_without_an_index(docker_client, python_imag
         code, out = c.exec_run(["hourly", "version"])
         assert (code, out.decode().strip()) == (0, "0.1.0")
         # hourly's packages are visible to hourly only: a benchmark sees the image's Python as is
-        code, out = c.exec_run(["sh", "-c", "echo \"[$PYTHONPATH]\"; python3 -c 'import typer'"])
-        assert code != 0 and out.decode().startswith("[]") and "No module named 'typer'" in out.decode()
+        # (the two streams apart: the engine copies them apart, and once gave the error before the echo)
+        code, (out, err) = c.exec_run(["sh", "-c", "echo \"[$PYTHONPATH]\"; python3 -c 'import typer'"], demux=True)
+        assert code != 0 and (out or b"").decode().strip() == "[]" and "No module named 'typer'" in (err or b"").decode()
         # the current directory is /dir (and the cwd); the default workdir is shared with the host
         code, out = c.exec_run(["sh", "-c", "pwd; cat test.sh | head -1; touch hourly-work/made-inside"])
         assert code == 0 and out.decode().splitlines()[:2] == ["/dir", "#!/bin/sh"]
