@@ -228,6 +228,17 @@ def test_an_end_without_a_metric_names_its_side_and_the_likely_fix(capsys, scan_
     assert said in flat and fix in flat
     # said after the first rounds that show it, not after --max-repeats rounds of processes that fail
     assert 0 < len(count.read_text()) <= 2 * END_ROUNDS + 2, count.read_text()  # + a warm-up run each
+    # show says why the bisection stopped, not "started, no answer yet; the same command again goes
+    # on": the same command again stops the same way
+    code, out, err = run_cli(capsys, ["show", "--workdir", str(tmp_path / "work")])
+    shown = " ".join(out.split())
+    assert code == 1 and "not finished: 2023-08-24T12:00:00Z → 2023-08-24T15:00:00Z (metric): stopped without an " \
+                         "answer: the good end " in shown and fix in shown and "no answer yet" not in shown, shown
+    assert run_cli(capsys, ["report", "--workdir", str(tmp_path / "work")])[0] == 0
+    md = (tmp_path / "work" / "report" / "report.md").read_text()
+    line = md.split("## Bisections not finished")[1].strip().splitlines()[0]
+    assert line.startswith("- 2023-08-24T12:00:00Z → 2023-08-24T15:00:00Z (metric): stopped without an answer: the "
+                           "good end "), line
 
 
 def test_a_mode_that_bisects_none_of_the_scans_windows_names_the_ones_it_holds(capsys, scan_args, tmp_path):

@@ -356,7 +356,13 @@ class Bisector:
             return Answer.from_json(result)
         if status == "done":
             self.store.restart_bisection(bid)
-        answer = WindowDrive(self, w, states, bid, self.store.probes(bid)).run()
+        elif status == "stopped":
+            self.store.resume_bisection(bid)
+        try:
+            answer = WindowDrive(self, w, states, bid, self.store.probes(bid)).run()
+        except UserError as e:  # why it stopped, for show and report (not only "no answer yet")
+            self.store.stop_bisection(bid, e.one_line())
+            raise
         self.store.finish_bisection(bid, answer.to_json())
         return answer
 

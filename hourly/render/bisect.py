@@ -292,10 +292,13 @@ def unfinished_lines(store: Store) -> list[str]:
     return unfinished_text(store.unfinished_bisections())
 
 
-def unfinished_text(rows: list[dict]) -> list[str]:
-    """:func:`unfinished_lines` of the store's rows of unfinished bisections."""
-    return [f"{iso(r['good_time'])} → {iso(r['bad_time'])} ({r['mode']}): started, no answer yet; the same "
-            "`hourly bisect` command again goes on from its stored verdicts" for r in rows]
+def unfinished_text(rows: list[dict], outside: Callable[[str], str] = str) -> list[str]:
+    """:func:`unfinished_lines` of the store's rows of unfinished bisections; ``outside`` renders
+    why one stopped (text from outside: log paths, a benchmark's words; markdown escapes it)."""
+    return [f"{iso(r['good_time'])} → {iso(r['bad_time'])} ({r['mode']}): "
+            + (f"stopped without an answer: {outside(r['stopped'])}" if r.get("stopped") else
+               "started, no answer yet; the same `hourly bisect` command again goes on from its stored verdicts")
+            for r in rows]
 
 
 # -- hourly show in a workdir no scan made ------------------------------------------------------

@@ -464,7 +464,7 @@ def _bisection_markdown(data: ReportData, releases_md: list[str]) -> list[str]:
     from hourly.render.bisect import bisect_again_command, scan_window_command, unfinished_text
     s = data.settings
     split = data.answers or Answers([], [])
-    unfinished = unfinished_text(data.unfinished)
+    unfinished = unfinished_text(data.unfinished, outside=esc.text)  # a stopped one's why: log paths, words
     answers = split.current
     windows = [(a.window.good_time, a.window.bad_time) for a in answers + [a for _, a in split.others]]
     title = ("Bisected by hourly" if answers else "Nothing bisected yet") + " (no scan in this workdir)"

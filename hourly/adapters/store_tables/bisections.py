@@ -40,6 +40,20 @@ class BisectionTables(Tables):
             c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",
                       (json.dumps(result), time.time(), bid))
 
+    def stop_bisection(self, bid: int, why: str) -> None:
+        """Bisection ``bid`` stopped without an answer, for ``why`` (the user error's line, with its
+        fix): kept unfinished, so the same command (or a changed one) takes it up again, and what
+        shows it says why it stopped rather than only that it has no answer yet."""
+        with self.transaction() as c:
+            c.execute("UPDATE bisections SET status='stopped', result=?, updated=? WHERE id=?",
+                      (json.dumps({"stopped": why}), time.time(), bid))
+
+    def resume_bisection(self, bid: int) -> None:
+        """A stopped bisection taken up again: running, its reason forgotten."""
+        with self.transaction() as c:
+            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=? AND status='stopped'",
+                      (time.time(), bid))
+
     def restart_bisection(self, bid: int) -> None:
         """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
         with self.transaction() as c:
@@ -119,10 +133,14 @@ class BisectionTables(Tables):
 
     def unfinished_bisections(self) -> list[dict[str, Any]]:
         """The bisections started and not finished (no answer yet), oldest first: their measurement
-        key, mode and window (``good_time``, ``bad_time``: unix times)."""
-        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time FROM bisections WHERE status!='done'"
-                                 " ORDER BY id")
-        return [dict(zip(("bench_key", "mode", "good_time", "bad_time"), r, strict=True)) for r in rows]
+        key, mode and window (``good_time``, ``bad_time``: unix times), and ``stopped``: why one
+        stopped without an answer (None: interrupted, or running)."""
+        rows = self.conn.execute("SELECT bench_key, mode, good_time, bad_time, status, result FROM bisections"
+                                 " WHERE status!='done' ORDER BY id")
+        return [{"bench_key": r["bench_key"], "mode": r["mode"], "good_time": r["good_time"], "bad_time": r["bad_time"],
+                 # why it stopped (stop_bisection), None while it is only unfinished
+                 "stopped": (json.loads(r["result"]) or {}).get("stopped") if r["status"] == "stopped" and r["result"]
+                 else None} for r in rows]
 
     def newest_bisection_key(self) -> str | None:
         """The measurement key of the bisection last started or updated (None: no bisection)."""
