@@ -107,8 +107,9 @@ def test_the_ends_differ_are_the_same_or_cannot_tell_yet():
                                         r"pass a larger --max-repeats"):
         j.check_ends_paired(close, None, j.ends_paired(close, 0, 1, 0.01, 1, 0.015, final=True)[1], False, False,
                             "the window")
-    # alike at the last look by Wald's own bound: the same, as before
-    assert j.ends_paired(same, 0, 1, 0.001, 11, 0.015, final=True)[0] is False
+    # alike at the last look by Wald's own bound: the same, as before, with the size ruled out
+    outcome, words = j.ends_paired(same, 0, 1, 0.001, 11, 0.015, final=True)
+    assert outcome is False and words.endswith("; by Wald's test no difference of 1.5 % or more"), words
     # a real -7 % step in 8 % noise per process, 5 rounds (the last look): neither shown nor ruled
     # out — "the likelier of the two" once called such ends the same (-7.1 % at 1.1 standard errors)
     for seed in range(5):

@@ -14,6 +14,7 @@ rounds a verdict will need, and whether the machine drifted — never evidence f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Generic, Hashable, Mapping, Sequence, TypeVar
 
@@ -109,8 +110,6 @@ class EndsCompared(Generic[S]):
 def ends_delta(p: Paired, sigma: float, min_change: float, cap: int) -> float:
     """The smallest difference of a window's ends that counts: --min-change (as a ratio on a log
     scale), or what ``cap`` rounds of this noise can resolve."""
-    import math
-
     from hourly.analysis.judges.metric import INDIFFERENCE, resolvable_change
     want = math.log1p(min_change) if p.log else min_change * abs(p.level[0])
     return max(INDIFFERENCE * want, resolvable_change(sigma, cap))
@@ -228,8 +227,11 @@ class PairedMetricJudge(MetricJudge):
                f"{sep:.1f} standard errors ({bound:.1f} needed at this look for a {ENDS_ALPHA * 100:g} % false rate){by}"
         if sep >= bound:
             return True, said
-        if d is False:  # Wald's test: no difference of delta
-            return False, said
+        if d is False:  # Wald's test: no difference of delta — said, so "do not differ" has its size
+            # as a share of the level either way: the same words for the same values at any scale
+            rel = math.expm1(delta) if p.log else delta / abs(p.level[0]) if p.level[0] else None
+            size = _pct(rel).lstrip("+") if rel is not None else f"{delta:.4g}"
+            return False, f"{said}; by Wald's test no difference of {size} or more"
         return None, said  # at the last look too: a difference not shown is not "the same"
 
     def differ_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
