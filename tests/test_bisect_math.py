@@ -818,15 +818,25 @@ def test_on_the_chain_a_history_that_never_builds_is_jumped_and_answered_as_walk
                     _exit_search_over_the_chain(six, culprit, frozenset({brk}), jump=False)
 
 
-def test_unpaired_ends_not_apart_at_the_last_look_are_not_said_to_be_alike(rng):
-    """The unpaired check has no test of "alike": ends a real −7 % apart in 8 % noise, 5 samples
-    each, stay under its 3 standard errors — a user told "do not differ" would look elsewhere."""
+def test_unpaired_ends_not_apart_at_the_last_look_are_alike_only_where_walds_test_shows_it(rng):
+    """Ends a real −7 % apart in 8 % noise, 5 samples each, stay under the unpaired check's 3
+    standard errors: "do not differ" would send a user elsewhere. Alike ends say so only where
+    Wald's test at its own bound shows it, and say the size ruled out."""
     judge = MetricJudge()
     good, bad = list(rng.normal(100, 8, 5)), list(rng.normal(93, 8, 5))
     apart, sep = judge.apart(good, bad)
     assert not apart
-    with pytest.raises(UserError, match=r"were not shown to differ \(.* standard errors, 3 needed\): a change "
+    with pytest.raises(UserError, match=r"were not shown to differ, nor to be alike \(.* standard errors, 3 needed\): a change "
                                         r"within the samples' spread may lie between them — pass a larger "
                                         r"--max-repeats") as e:
         judge.check_ends(good, bad, sep, True, False, "the window")
     assert "do not differ" not in str(e.value)
+    # nor through ends(): at the last look, Wald's test does not show them alike either
+    with pytest.raises(UserError, match="were not shown to differ, nor to be alike"):
+        judge.ends(good, bad, True, True, False, "the window", min_change=0.02)
+    # ends alike in 0.1 % noise are shown so, with the size ruled out
+    same_a, same_b = list(rng.normal(100, 0.1, 8)), list(rng.normal(100, 0.1, 8))
+    assert not judge.ends(same_a, same_b, False, True, False, "the window", min_change=0.02)  # not yet final
+    with pytest.raises(UserError, match=r"the ends of the window do not differ \(.* standard errors; by Wald's test "
+                                        r"no difference of 1\.5 % or more\)"):
+        judge.ends(same_a, same_b, True, True, False, "the window", min_change=0.02)

@@ -158,7 +158,8 @@ class MetricEnds:
                 raise lab.unbuilt_end(bad_pair if good else good_pair, "bad" if good else "good") or UserError(
                     f"an end of {self.d.where()} has no metric (good {plural(len(good), 'sample')}, bad {len(bad)})",
                     "pick ends that measure, or use --mode exit for crashes")
-            if judge.ends(good, bad, want >= lab.max_repeats, lab.higher_is_better, lab.find_fix, self.d.where()):
+            if judge.ends(good, bad, want >= lab.max_repeats, lab.higher_is_better, lab.find_fix, self.d.where(),
+                          lab.min_change):
                 return good, bad
             want = min(2 * want, lab.max_repeats)
 

@@ -164,11 +164,27 @@ class MetricJudge(BaseJudge):
         sep = separation(good, bad)
         return sep >= SEPARATION_MIN, sep
 
+    def alike(self, good: Sequence[float], bad: Sequence[float], min_change: float) -> str | None:
+        """Whether the ends are shown alike, by Wald's test at its own bound that they differ by less
+        than the smallest step searched for (``min_change`` of the level, or what --max-repeats
+        samples of this noise can resolve): the size ruled out in words, None where not shown."""
+        sigma = noise(good, bad)
+        level = abs(location(good))
+        delta = max(INDIFFERENCE * min_change * level, resolvable_change(sigma, self.max_repeats))
+        if self.differ(good, bad, sigma, pooled_sigma([good, bad])[1], delta) is not False:
+            return None
+        return f"{delta / level * 100:.1f} %" if level else f"{delta:.4g}"
+
     def check_ends(self, good: Sequence[float], bad: Sequence[float], sep: float, higher_is_better: bool,
-                   find_fix: bool, where: str) -> None:
-        """The ends a window search rests on: apart, and the later one worse (better, finding a fix)."""
-        if sep < SEPARATION_MIN:  # no test of "alike" here: a difference not shown is not "no difference"
-            raise UserError(f"the ends of {where} were not shown to differ "
+                   find_fix: bool, where: str, alike: str | None = None) -> None:
+        """The ends a window search rests on: apart, and the later one worse (better, finding a fix).
+        ``alike``: not apart, and shown alike (:meth:`alike`: the size ruled out)."""
+        if sep < SEPARATION_MIN and alike is not None:
+            raise UserError(f"the ends of {where} do not differ ({_mean(good):.4g} vs {_mean(bad):.4g}, "
+                            f"{sep:.1f} standard errors; by Wald's test no difference of {alike} or more)",
+                            "pass ends on either side of the regression, or a larger --max-repeats")
+        if sep < SEPARATION_MIN:  # a difference not shown is not "no difference"
+            raise UserError(f"the ends of {where} were not shown to differ, nor to be alike "
                             f"({_mean(good):.4g} vs {_mean(bad):.4g}, {sep:.1f} standard errors, "
                             f"{SEPARATION_MIN:g} needed): a change within the samples' spread may lie between them",
                             "pass a larger --max-repeats, or ends on either side of the regression")
@@ -182,13 +198,15 @@ class MetricJudge(BaseJudge):
                             "and --good at this --bad; or set --higher-is-better/--lower-is-better")
 
     def ends(self, good: Sequence[float], bad: Sequence[float], final: bool, higher_is_better: bool,
-             find_fix: bool, where: str) -> bool:
+             find_fix: bool, where: str, min_change: float | None = None) -> bool:
         """Whether the window's ends are told apart (``final``: no more samples come): apart, or
-        final, they are checked (:meth:`check_ends`: a UserError unless apart and the later worse)."""
+        final, they are checked (:meth:`check_ends`: a UserError unless apart and the later worse;
+        not apart, they "do not differ" only where ``min_change`` is given and :meth:`alike` shows it)."""
         apart, sep = self.apart(good, bad)
         if not (apart or final):
             return False
-        self.check_ends(good, bad, sep, higher_is_better, find_fix, where)
+        alike = None if apart or min_change is None else self.alike(good, bad, min_change)
+        self.check_ends(good, bad, sep, higher_is_better, find_fix, where, alike)
         return True
 
     @staticmethod

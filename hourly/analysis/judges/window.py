@@ -37,9 +37,10 @@ class WindowJudge(Protocol):
         ...
 
     def ends(self, good: Sequence[float], bad: Sequence[float], final: bool, higher_is_better: bool,
-             find_fix: bool, where: str) -> bool:
+             find_fix: bool, where: str, min_change: float | None = None) -> bool:
         """Whether the window's ends are told apart (``final``: no more samples come); told, they are
-        checked: apart, the later one worse (better, finding a fix), a UserError otherwise."""
+        checked: apart, the later one worse (better, finding a fix), a UserError otherwise (alike
+        only where shown so against ``min_change``)."""
         ...
 
     def confirmed(self, good: Verdict, bad: Verdict) -> bool:
