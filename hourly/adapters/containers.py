@@ -404,7 +404,7 @@ def _remove(c: docker.DockerClient, container: Any, name: str) -> None:
         except docker.errors.NotFound:
             break
         except docker.errors.APIError as e:
-            if "already in progress" in _explanation(e).lower():
+            if _removal_in_progress(e):
                 break
             time.sleep(0.2)
         except KeyboardInterrupt as e:
@@ -439,10 +439,15 @@ def remove_listed(c: docker.DockerClient, cont: Listed) -> bool:
     except docker.errors.NotFound:
         return False
     except docker.errors.APIError as e:
-        if e.status_code == 409 and "already in progress" in _explanation(e).lower():
+        if _removal_in_progress(e):
             _wait_gone(c, cont.id)  # gone when this returns, as after our own removal
             return False
         raise
+
+
+def _removal_in_progress(e: docker.errors.APIError) -> bool:
+    """The engine's refusal of a removal another caller started: the container is going."""
+    return e.status_code == 409 and "already in progress" in _explanation(e).lower()
 
 
 class _StillThere(Exception):

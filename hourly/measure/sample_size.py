@@ -47,9 +47,8 @@ class Figures:
         def num(x: float) -> float | None:
             return None if not math.isfinite(x) else float(f"{x:.4g}")
         return {"samples_per_process": self.n, "how": self.how,
-                # the median of the processes' own, not the medians' difference (fixed less after)
-                "first_sample_s": None if self.cost is None else round(
-                    self.cost.fixed - self.cost.after if self.cost.first is None else self.cost.first, 3),
+                # the median of the processes' own (SampleSize.cost keeps it), not fixed less after
+                "first_sample_s": None if self.cost is None or self.cost.first is None else round(self.cost.first, 3),
                 "after_last_sample_s": None if self.cost is None else round(self.cost.after, 3),
                 "per_sample_s": None if self.cost is None else round(self.cost.per_sample, 5),
                 "within_var": num(self.within), "between_var": num(self.between)}

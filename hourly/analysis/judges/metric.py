@@ -98,6 +98,13 @@ def resolvable_change(sigma: float, max_repeats: int) -> float:
     return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
 
 
+def ruled_out(share: float | None, delta: float) -> str:
+    """The size Wald's "alike" ruled out, in the words both ends' checks say it (``share``: ``delta``
+    as a share of the level; None where the level is 0: ``delta`` in the metric's units)."""
+    size = f"{share * 100:.1f} %" if share is not None else f"{delta:.4g}"
+    return f"by Wald's test no difference of {size} or more"
+
+
 def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs)
 
@@ -173,7 +180,7 @@ class MetricJudge(BaseJudge):
         delta = max(INDIFFERENCE * min_change * level, resolvable_change(sigma, self.max_repeats))
         if self.differ(good, bad, sigma, pooled_sigma([good, bad])[1], delta) is not False:
             return None
-        return f"{delta / level * 100:.1f} %" if level else f"{delta:.4g}"
+        return ruled_out(delta / level if level else None, delta)
 
     def check_ends(self, good: Sequence[float], bad: Sequence[float], sep: float, higher_is_better: bool,
                    find_fix: bool, where: str, alike: str | None = None) -> None:
@@ -181,7 +188,7 @@ class MetricJudge(BaseJudge):
         ``alike``: not apart, and shown alike (:meth:`alike`: the size ruled out)."""
         if sep < SEPARATION_MIN and alike is not None:
             raise UserError(f"the ends of {where} do not differ ({_mean(good):.4g} vs {_mean(bad):.4g}, "
-                            f"{sep:.1f} standard errors; by Wald's test no difference of {alike} or more)",
+                            f"{sep:.1f} standard errors; {alike})",
                             "pass ends on either side of the regression, or a larger --max-repeats")
         if sep < SEPARATION_MIN:  # a difference not shown is not "no difference"
             raise UserError(f"the ends of {where} were not shown to differ, nor to be alike "

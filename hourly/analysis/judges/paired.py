@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Generic, Hashable, Mapping, Sequence
 
 from hourly.analysis.detect import NOISE_FLOOR_RELATIVE, PRIOR_RELATIVE_NOISE
 from hourly.analysis.judges.base import DEFAULT_OPTIONS, Call, JudgeOptions, Verdict
-from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
+from hourly.analysis.judges.metric import Judgement, Level, MetricJudge, ruled_out
 from hourly.analysis.paired import Paired, pooled_noise
 from hourly.analysis.process_stat import WORDS, choose_statistic, level_bound
 from hourly.analysis.samples import odds
@@ -229,9 +229,8 @@ class PairedMetricJudge(MetricJudge):
             return True, said
         if d is False:  # Wald's test: no difference of delta — said, so "do not differ" has its size
             # as a share of the level either way: the same words for the same values at any scale
-            rel = math.expm1(delta) if p.log else delta / abs(p.level[0]) if p.level[0] else None
-            size = _pct(rel).lstrip("+") if rel is not None else f"{delta:.4g}"
-            return False, f"{said}; by Wald's test no difference of {size} or more"
+            share = math.expm1(delta) if p.log else delta / abs(p.level[0]) if p.level[0] else None
+            return False, f"{said}; {ruled_out(share, delta)}"
         return None, said  # at the last look too: a difference not shown is not "the same"
 
     def differ_paired(self, p: Paired, x: Hashable, y: Hashable, sigma: float, dof: int, delta: float,
