@@ -685,6 +685,30 @@ def test_instants_inside_a_shallow_clones_cut_off_stop_the_scan_with_the_fix(cap
     assert not (tmp_path / "work").exists()  # stopped before anything was built or stored
 
 
+def test_a_bisection_whose_earlier_end_lies_inside_a_shallow_cut_off_stops_with_the_fix(capsys, scan_args, made,
+                                                                                       tmp_path):
+    """`hourly bisect --good/--bad` over a shallow clone: the states began at the cut-off, and a
+    regression in the hours before it went unsearched — the answer named a later commit, exit 0.
+    Now it stops as the scan does, naming the end by the user's flag (--bad, finding a fix)."""
+    shallow = tmp_path / "xla-shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "3", f"file://{made.upstream['xla']}", str(shallow)], check=True)
+    cut = min(int(x) for x in subprocess.run(["git", "-C", str(shallow), "log", "--first-parent", "--format=%ct",
+                                              "origin/main"], capture_output=True, text=True, check=True).stdout.split())
+    since = iso_utc(datetime.fromtimestamp(cut, timezone.utc))
+    args = scan_args()
+    common = args[args.index("--xla-repo"):]
+    common[common.index("--xla-repo") + 1] = str(shallow)
+    for ends, flag in ((["--good", "Aug 24 2023 10:00", "--bad", "Aug 26 2023 12:00"], "--good"),
+                       (["--bad", "Aug 24 2023 10:00", "--good", "Aug 26 2023 12:00", "--find-fix"], "--bad")):
+        code, out, err = run_cli(capsys, ["bisect", *ends, *common])
+        line = " ".join(err.split())
+        assert code == 1 and out == "", err
+        assert (f"the window's earlier end ({flag} 2023-08-24T10:00:00Z) lies before the history of the xla "
+                f"repository {shallow}: the cut-off of the shallow clone ({since})") in line, line
+        assert f"git -C {shallow} fetch --unshallow" in line and f"or pass {flag} at or after {since}" in line
+    assert not (tmp_path / "work").exists()  # stopped before anything was built or stored
+
+
 def test_from_before_the_first_commit_stops_the_scan_naming_the_first_commits_date(capsys, scan_args, tmp_path):
     # the demo's history starts at 2023-08-23T12:00:00Z: 09:00..11:00 have no commit
     code, out, err = run_cli(capsys, scan_args("Aug 23 2023 09:00", "Aug 23 2023 13:00"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from hourly.adapters.gitrepo import GitRepo
@@ -18,6 +18,7 @@ from hourly.analysis.timeline import Resolver
 from hourly.bisect.answer import iso
 from hourly.bisect.records import Window
 from hourly.errors import UserError
+from hourly.measure.resolve import MissingHistory
 from hourly.measure.settings import Settings
 from hourly.model import Mode, Pair, PointResult, Status
 from hourly.scan.table import LEVEL, SCAN_ORIGIN
@@ -134,11 +135,27 @@ def flags_window(b: "Histories", good: str, bad: str, tz: str, find_fix: bool, m
         if g < x:
             raise UserError(f"--good {good} is not later than --bad {bad}: with --find-fix the good "
                             "(fixed) end comes after the bad one", "swap them")
-        return Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
-    if x < g:
+        w = Window(x, g, "flags", kind={Mode.EXIT: "fix", Mode.PRINTED: "metric_back"}.get(mode, "improvement"))
+    elif x < g:
         raise UserError(f"--bad {bad} is not later than --good {good}",
                         "swap them" + (", or pass --find-fix to find what fixed it" if find_fix_hint else ""))
-    return Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
+    else:
+        w = Window(g, x, "flags", kind={Mode.EXIT: "crash", Mode.PRINTED: "metric_lost"}.get(mode, "regression"))
+    _within_history(b, w, find_fix)
+    return w
+
+
+def _within_history(b: "Histories", w: Window, find_fix: bool) -> None:
+    """Refuses a window whose earlier end lies before a walked repository's history (its first
+    commit, or a shallow clone's cut-off): the states would start where the history does, and the
+    hours before it — a regression among them — would go unsearched, as a scan refuses them."""
+    for name, ref in b.refs.items():
+        walk = b.walks.get(name) or []
+        if walk and w.good_time < min(ts for _, ts in walk):
+            flag = f"--{end_flag('good', find_fix)}"
+            raise MissingHistory(b.repos[name], ref, True, [datetime.fromtimestamp(w.good_time, timezone.utc)], 2,
+                                 walk=walk, search="a bisection", start_flag=flag,
+                                 lead=f"the window's earlier end ({flag} {iso(w.good_time)}) lies")
 
 
 def states_between(b: "Histories", w: Window) -> list[State]:

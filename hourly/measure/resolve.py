@@ -90,19 +90,25 @@ def resolve_pairs(xla: GitRepo | None, jax: GitRepo, times: list[datetime], ref:
 class MissingHistory(UserError):
     """Instants of the window lie before the first commit of a repository's fetched history."""
 
-    def __init__(self, repo: GitRepo, ref: str, first_parent: bool, lost: list[datetime], asked: int):
-        walk = repo.history(ref, first_parent)
+    def __init__(self, repo: GitRepo, ref: str, first_parent: bool, lost: list[datetime], asked: int,
+                 walk: list[tuple[str, int]] | None = None, search: str = "a scan", start_flag: str = "--from",
+                 lead: str | None = None):
+        """``walk``: the history walked already (else walked here); ``search`` and ``start_flag``:
+        what would go without those instants, and the flag that moves the window's start; ``lead``:
+        what lies before the history, in words (else the count of ``lost`` among ``asked``)."""
+        walk = repo.history(ref, first_parent) if walk is None else walk
         first = min(ts for _, ts in walk) if walk else None
         shallow = repo.is_shallow()
         since = iso_utc(datetime.fromtimestamp(first, timezone.utc)) if first is not None else "?"
         what = (f"the cut-off of the shallow clone ({since})" if shallow
                 else f"its first commit ({since})")
-        message = (f"{len(lost)} of {asked} instants of the window ({iso_utc(lost[0])} .. {iso_utc(lost[-1])}) "
-                   f"lie before the history of the {repo.name} repository {repo.path}: {what}; "
-                   "no commit stands there, and a scan without them could miss a regression in those hours")
+        lead = lead or (f"{len(lost)} of {asked} instants of the window ({iso_utc(lost[0])} .. {iso_utc(lost[-1])}) "
+                        "lie")
+        message = (f"{lead} before the history of the {repo.name} repository {repo.path}: {what}; "
+                   f"no commit stands there, and {search} that leaves those hours out could miss a regression in them")
         fix = (f"run `git -C {repo.path} fetch --unshallow` (or a deeper `git fetch --shallow-since`), "
-               f"or pass --from at or after {since}" if shallow
-               else f"pass --from at or after {since}")
+               f"or pass {start_flag} at or after {since}" if shallow
+               else f"pass {start_flag} at or after {since}")
         self.repo, self.first, self.shallow, self.lost = repo.name, since, shallow, lost
         super().__init__(message, fix)
 
