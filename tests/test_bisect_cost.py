@@ -249,3 +249,29 @@ def test_the_blames_mixed_states_are_judged_by_the_statistic_chosen_on_the_ends(
     assert len(blamed) == 2 and all(f"each process by its {words}" in r for r in blamed), blamed
     lines = [x for x in err.splitlines() if PROCESS_LINE.match(x) and x.startswith("  blame ")]
     assert lines and all(x.endswith(f"each process by its {words}") for x in lines), err
+
+
+def test_a_bisection_stopped_inside_its_ends_verdict_goes_on_from_the_rounds_it_kept(tmp_path, venv_python, capsys):
+    """Ctrl-C during the 5th process, the ends' third round: the two rounds before it are kept as
+    they ended (the store's ``bisect_rounds``), and the next call takes them up rather than running
+    their four processes again — on an accelerator each held the chip for seconds."""
+    made, slower, args = _setup(tmp_path, venv_python, samples=5,
+                                env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=5", f"HOURLY_PID={os.getpid()}"])
+    rc, _, err = _bisect(capsys, args)
+    assert rc == 130, err
+    store = Store(tmp_path / "work")
+    kept = [json.loads(states) for (states,) in store.conn.execute("SELECT states FROM bisect_rounds")]
+    assert len(kept) == 2 and kept[0] == kept[1] and len(kept[0]) == 2, kept  # the ends' two whole rounds
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    assert re.search(r"^ends: 2 rounds of \S+, \S+ measured before the stop taken up again$", err, re.M), err
+    a = got["regressions"][0]
+    assert a["culprit"]["sha"] == made.shas[slower.subject]
+    # the window's ends' rows, its first two
+    reason, decided = store.conn.execute("SELECT reason, created FROM bisect_probes WHERE role='end' ORDER BY seq").fetchone()
+    rounds = int(re.search(r"paired over (\d+) rounds", reason)[1])
+    # every round the ends' verdict rests on was measured once: the two kept, the rest in this call
+    # (the 5th process, stopped, gave no value); measured again, they would be 4 processes more
+    measured = sum(len(json.loads(runs)) for x, j, runs, c in store.conn.execute(
+        "SELECT xla, jax, runs, created FROM measurements WHERE origin='bisect'") if [x, j] in kept[0] and c < decided)
+    assert rounds >= 3 and 2 * rounds <= measured <= 2 * rounds + 1, (rounds, measured, reason)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import statistics
 
 import numpy as np
@@ -85,6 +86,8 @@ class Table:
         self.bids: dict[tuple[int, int], int] = {}  # each window's bisection
         self.sizes: list[int] = []  # requests per round
         self.raise_after = raise_after
+        self.kept: dict[int, dict[tuple, list[dict]]] = {}  # kept rounds, every call's (the store's)
+        self.left: dict[int, dict[tuple, list[dict]]] = {}  # and those no verdict of this call took yet
         self._ids = itertools.count(1)
 
     # the lab's read-only part
@@ -151,6 +154,17 @@ class Table:
     def probes(self, bid):
         return list(self.rows.get(bid, []))
 
+    # the kept rounds of paired verdicts, as the store keeps them: every call's, each handed back once a call
+    def keep_round(self, bid, pairs, block):
+        self.kept.setdefault(bid, {}).setdefault(tuple(pairs), []).append(dict(block))
+
+    def take_rounds(self, bid, pairs, count):
+        if bid not in self.left:
+            self.left[bid] = {k: list(v) for k, v in self.kept.get(bid, {}).items()}
+        q = self.left[bid].get(tuple(pairs), [])
+        taken, q[:] = q[:count], q[count:]
+        return taken
+
     def moved(self, old, new):
         return step_commits(self.walks, old, new)
 
@@ -167,6 +181,8 @@ class Table:
 def bisect(lab: Table, good: int, bad: int, kind: str = "regression", origin: str = "flags") -> list[Answer]:
     """``hourly bisect --good good --bad bad`` on the table: every step of the window, each
     window's rows kept under its own id (a second call resumes from them, as the store does)."""
+    lab.left = {}  # a new call: every kept round can be taken again
+
     def one(w: Window) -> Answer:
         states = candidate_states(lab.walks, w.good_time, w.bad_time)
         if len(states) < 2:
@@ -548,6 +564,75 @@ def test_a_killed_bisection_resumes_from_its_rows_to_the_same_answer(mode, worke
         assert after[:len(before)] == before
         probes = [(r["xla"], r["jax"]) for r in after if r["role"] == "probe"]
         assert len(set(probes)) == len(probes), (cut, probes)
+
+
+def test_a_paired_bisection_stopped_inside_a_verdict_goes_on_from_its_kept_rounds():
+    """Stopped after any process of a noisy paired bisection (the ends and probes needing several
+    rounds each, as on an accelerator), the next call takes the rounds the first kept — of the ends,
+    of a probe's unfinished verdict, of a step's check — and measures none of them again: the two calls
+    together run about the processes of the bisection that was never stopped, where a call that
+    started each unfinished verdict over ran more. Each call names the culprit. (Each process's value
+    is a function of the state and how many processes of it ran before, so the calls see the same
+    noise the uninterrupted bisection saw, bar the round under way at the stop.)"""
+    kw = dict(repeats=1, max_repeats=30, min_change=0.05)
+    value = level(("xla", 9, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.02 * np.random.default_rng([index(pair.xla), k, 7]).standard_normal())
+
+    class StartsOver(Table):  # a lab that keeps no round: each unfinished verdict starts over
+        def take_rounds(self, bid, pairs, count):
+            return []
+
+    whole = Table(line(20), Mode.METRIC, value=sample, **kw)
+    (want,) = bisect(whole, 0, 19 * H)
+    assert want.culprit.sha == "x9"
+    totals: dict[type, list[int]] = {Table: [], StartsOver: []}
+    said = set()
+    for cut in range(2, whole.rounds):
+        for kind in totals:
+            lab = kind(line(20), Mode.METRIC, value=sample, raise_after=cut, **kw)
+            with pytest.raises(KeyboardInterrupt):
+                bisect(lab, 0, 19 * H)
+            lab.raise_after = None
+            notes: list[str] = []
+            lab.handler.note = notes.append
+            (a,) = bisect(lab, 0, 19 * H)
+            assert a.culprit.sha == "x9", (kind, cut)
+            totals[kind].append(lab.rounds)  # one process a measure_many call here
+            said |= {n.split(":")[0].split(" of ")[0] for n in notes if "measured before the stop taken up again" in n}
+    kept, over = (float(np.mean(totals[k])) for k in (Table, StartsOver))
+    assert kept <= whole.rounds + 2 and kept < over - 3, (kept, over, whole.rounds)
+    assert said >= {"ends", "probe 1", "step check"}, said  # every kind of verdict went on from its rounds
+
+
+def test_a_verdict_that_min_change_makes_long_says_so_once_with_what_shortens_it():
+    """On a machine where a process costs 30 s and processes spread by 2 %, a probe at an end's level
+    takes many rounds to tell a 1 % step from none: the bisection says so once, naming --min-change;
+    at 6 % it settles in a few rounds and says nothing."""
+    class Chip(Table):  # 30 s of the machine a process
+        seconds = 0.0
+
+        def measure_many(self, reqs):
+            self.seconds += 30.0 * len(reqs)
+            return super().measure_many(reqs)
+
+    value = level(("xla", 9, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.02 * np.random.default_rng([index(pair.xla), k, 11]).standard_normal())
+
+    said = {}
+    for min_change in (0.01, 0.06):
+        lab = Chip(line(20), Mode.METRIC, value=sample, max_repeats=30, min_change=min_change)
+        notes: list[str] = []
+        lab.handler.note = notes.append
+        (a,) = bisect(lab, 0, 19 * H)
+        assert a.culprit.sha == "x9"
+        said[min_change] = [n for n in notes if "(--min-change) from none takes about" in n]
+    assert len(said[0.01]) == 1 and said[0.06] == [], said
+    assert re.match(r"probe \d+ of ~\d+: at this noise \(±\d+\.\d % a round\) telling a step of 1 % \(--min-change\) "
+                    r"from none takes about \d+ rounds, ~\d+ min of the benchmark more; a larger --min-change", said[0.01][0])
 
 
 # -- the manual judge: the person's word ------------------------------------------------------------

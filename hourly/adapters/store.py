@@ -64,7 +64,7 @@ from hourly.errors import UserError
 __all__ = ["LOGS", "MEASURE_KEYS", "MIGRATIONS", "SCHEMA_VERSION", "STORE_NAME", "BuildRecord", "Measurement",
            "Records", "Store", "log_dir", "metric_rows", "schema_tables", "store_fault"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 STORE_NAME = "hourly.sqlite"
 #: the folder of a workdir that holds every log (builds, runs, containers, hunts)
 LOGS = "logs"
@@ -443,4 +443,9 @@ MIGRATIONS: dict[int, list[str]] = {
     # 9: the per-process statistic a paired search chose on its window's ends (JSON: statistic, why,
     # candidates), on the ends' rows: a resumed search holds it without measuring the ends again
     9: ["ALTER TABLE bisect_probes ADD COLUMN statistic TEXT"],
+    # 10: each round of a paired verdict as it is measured (the states it compares, each process's value
+    # and samples): a bisection stopped in the middle of a verdict goes on from its rounds when resumed
+    10: ["""CREATE TABLE IF NOT EXISTS bisect_rounds (
+            bisection INTEGER NOT NULL REFERENCES bisections (id), states TEXT NOT NULL, seq INTEGER NOT NULL,
+            block TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (bisection, states, seq))"""],
 }

@@ -10,7 +10,7 @@ is the lab of a real bisection; a test hands a table instead (tests/test_drive.p
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
 from hourly.adapters.gitrepo import GitRepo
 from hourly.analysis.bisection import State
@@ -127,6 +127,16 @@ class Lab(Protocol):
         ...
 
     def probes(self, bid: int) -> list[dict]:
+        ...
+
+    def keep_round(self, bid: int, pairs: Sequence[Pair], block: Mapping[Pair, float | None]) -> None:
+        """One round of a paired verdict of bisection ``bid`` over ``pairs`` (in the verdict's
+        order), kept as it ends: each process's value (its samples with it)."""
+        ...
+
+    def take_rounds(self, bid: int, pairs: Sequence[Pair], count: int) -> list[dict[Pair, float | None]]:
+        """Up to ``count`` rounds over ``pairs`` that bisection ``bid`` kept in a call before this
+        one and that no verdict of this call has taken yet, oldest first (each handed back once)."""
         ...
 
     def moved(self, old: Pair, new: Pair) -> dict[str, list[str]]:

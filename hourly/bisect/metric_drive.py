@@ -31,6 +31,9 @@ from hourly.model import Pair
 from hourly.scan.table import SCAN_ORIGIN
 from hourly.text.plurals import plural
 
+#: every kept round of a window's ends (take_rounds' count): a resumed search reads all of them
+ALL_KEPT = 1 << 30
+
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
@@ -75,7 +78,11 @@ class MetricEnds:
         assert judge is not None  # the paired ends are the paired judge's
         good_pair, bad_pair = d.ends
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
-            return True, None
+            # compared in a call before: not measured again; their kept rounds (a store of schema 10 on)
+            # give the search the window's noise and change and its statistic, as when they were compared
+            kept = lab.take_rounds(d.bid, [good_pair, bad_pair], ALL_KEPT)
+            p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
+            return True, p if p is not None and p.rounds else None
         before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
         taken: list[tuple[Pair, Taken]] = []
 
@@ -97,14 +104,16 @@ class MetricEnds:
                 if read else "pick ends that measure, or use --mode exit for crashes")
 
         def rounds(count: int, earlier: Sequence[Mapping[Pair, float | None]]) -> list[dict[Pair, float | None]]:
-            new, got = measure_rounds(lab, [good_pair, bad_pair], count, d.round_no, what="ends", earlier=earlier)
+            new, got = measure_rounds(lab, [good_pair, bad_pair], count, d.round_no, what="ends", earlier=earlier,
+                                      bid=d.bid)
             d.round_no += len(new)
             taken.extend(got)
-            # an end whose build failed, or that measured nothing in its first rounds, stops the ends
-            # there: more rounds would only repeat it (a process on an accelerator costs seconds)
+            # an end whose build failed, or that measured nothing in its first rounds (kept ones too),
+            # stops the ends there: more rounds would only repeat it (a process on an accelerator costs seconds)
+            rounds_so_far = [*earlier, *new]
             if any(lab.unbuilt_end(q, side) for q, side in ((good_pair, "good"), (bad_pair, "bad"))) or (
-                    len(earlier) + len(new) >= END_ROUNDS
-                    and not all(any(t.evidence.ok for q, t in taken if q == e) for e in (good_pair, bad_pair))):
+                    len(rounds_so_far) >= END_ROUNDS
+                    and not all(any(b.get(e) is not None for b in rounds_so_far) for e in (good_pair, bad_pair))):
                 raise unmeasured()
             return new
 
@@ -232,7 +241,7 @@ class MetricEnds:
         stat = chosen.statistic if chosen.candidates > 1 else None
         while True:
             new, taken = measure_rounds(lab, [low, pair, high], want - len(blocks), self.d.round_no, stop_on=pair,
-                                        what=role, earlier=blocks, statistic=stat)
+                                        what=role, earlier=blocks, statistic=stat, bid=self.d.bid)
             if stat is not None:
                 new = [{q: v.by(stat) if isinstance(v, ProcessValue) else v for q, v in bl.items()} for bl in new]
             self.d.round_no += len(new)

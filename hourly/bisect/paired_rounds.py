@@ -16,6 +16,7 @@ from hourly.analysis.samples import location
 from hourly.bisect.events import ProcessDone
 from hourly.bisect.records import Taken
 from hourly.model import Pair
+from hourly.text.plurals import plural
 
 if TYPE_CHECKING:
     from hourly.bisect.lab import Lab
@@ -48,6 +49,9 @@ class Progress:
 
     #: standard errors at which the guess of "settled" is made
     Z = 3.0
+    #: a verdict guessed to need this many more seconds of the machine, where --min-change is what
+    #: sets its length, is said once a bisection with what would shorten it
+    SLOW_S = 600.0
 
     def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
                  earlier: Sequence[Mapping[Pair, float | None]], statistic: str | None = None):
@@ -76,9 +80,24 @@ class Progress:
                 need = math.ceil((sd / target) ** 2)
                 left = max(0, min(need, getattr(self.lab, "max_repeats", need)) - len(logs))
                 settle = left * per_round * spent / self.done
+                if settle >= self.SLOW_S and abs(mean) < math.log1p(self.lab.min_change or 0.0):
+                    self.slow(sd, need, settle)
         self.lab.handler.process(ProcessDone(self.what, pair, len(self.earlier) + round_no, change, error,
                                              self.seconds(), settle,
                                              by=WORDS[self.statistic] if self.statistic else ""))
+
+    def slow(self, sd: float, need: int, settle: float) -> None:
+        """Said once a bisection (on its lab): a verdict whose state reads within --min-change of
+        the other (a probe at an end's level) is long because telling a step of --min-change from
+        none at this noise takes that many rounds; a larger one would settle sooner."""
+        if getattr(self.lab, "told_slow", False):
+            return
+        setattr(self.lab, "told_slow", True)  # noqa: B010 - a lab's own flag, not in its Protocol
+        self.lab.handler.note(
+            f"{self.what}: at this noise (±{sd * 100:.1f} % a round) telling a step of {self.lab.min_change * 100:g} % "
+            f"(--min-change) from none takes about {need} rounds, ~{settle / 60:.0f} min of the benchmark more; "
+            "a larger --min-change (the smallest step worth pinning) settles each verdict sooner, and steps "
+            "below it go unpinned")
 
     def by(self, v: float | None) -> float | None:
         """A process's value by the statistic in force (its median where none was chosen)."""
@@ -86,8 +105,8 @@ class Progress:
 
 
 def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_on: Pair | None = None,
-                   what: str = "", earlier: Sequence[Mapping[Pair, float | None]] = (), statistic: str | None = None
-                   ) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, Taken]]]:
+                   what: str = "", earlier: Sequence[Mapping[Pair, float | None]] = (), statistic: str | None = None,
+                   bid: int | None = None) -> tuple[list[dict[Pair, float | None]], list[tuple[Pair, Taken]]]:
     """``count`` rounds of ``pairs``, one process each, measured through the lab: in alternation
     (round ``start + r`` in :func:`~hourly.analysis.paired.round_order`) when the lab can run its
     states alternately without installing them again (``lab.interleaves``: each state its own
@@ -96,12 +115,27 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
     (a probe that crashes is not run again, nor the others with it). Returns each round's values and
     every measurement taken (for the rows). ``what`` names the verdict for the handler, which hears of
     each process (:class:`Progress`; ``earlier``: the verdict's rounds measured before; ``statistic``:
-    the per-process statistic chosen on the window's ends that the change is read by, None: none)."""
-    blocks: list[dict[Pair, float | None]] = []
+    the per-process statistic chosen on the window's ends that the change is read by, None: none).
+
+    ``bid``: the bisection the rounds are of. Each round every state of which measured is kept as it
+    ends (``lab.keep_round``), and the rounds a call before this one kept of the same states, that
+    no verdict of this call took yet, come first, measured no more (``lab.take_rounds``): a
+    bisection stopped in the middle of a verdict (Ctrl-C, a job's time limit) goes on from its
+    rounds, each of which held the machine for seconds, rather than measuring them again."""
+    blocks: list[dict[Pair, float | None]] = lab.take_rounds(bid, pairs, count) if bid is not None else []
     taken: list[tuple[Pair, Taken]] = []
+    if blocks:
+        lab.handler.note(f"{what or 'rounds'}: {plural(len(blocks), 'round')} of {', '.join(p.short() for p in pairs)} "
+                         "measured before the stop taken up again")
+    count -= len(blocks)
+
+    def keep(block: dict[Pair, float | None]) -> None:
+        if bid is not None and all(block.get(p) is not None for p in pairs):
+            lab.keep_round(bid, pairs, block)
+
     progress = Progress(lab, what or "rounds", pairs, stop_on or pairs[-1], earlier, statistic)
     if lab.interleaves:
-        for r in range(count):
+        for r in range(len(blocks), len(blocks) + count):
             block: dict[Pair, float | None] = {}
             for pair in round_order(pairs, start + r):
                 t = lab.measure_many([(pair, 1)])[0]
@@ -112,6 +146,7 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
                     blocks.append(block)
                     return blocks, taken
             blocks.append(block)
+            keep(block)
         return blocks, taken
     lab.apart = lab.apart or "the states cannot be run alternately here"
     got: dict[Pair, list[float | None]] = {}
@@ -132,4 +167,5 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
             break
     for r in range(count):
         blocks.append({p: got[p][r] if r < len(got.get(p, ())) else None for p in pairs})
+        keep(blocks[-1])
     return blocks, taken

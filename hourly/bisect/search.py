@@ -22,12 +22,13 @@ import json
 import time
 from contextlib import ExitStack
 from dataclasses import replace
+from typing import Mapping, Sequence
 
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge, paired_judge
-from hourly.analysis.process_stat import Choice
+from hourly.analysis.process_stat import Choice, ProcessValue
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import commit
 from hourly.bisect.drive import WindowDrive, Witness, every_step
@@ -60,6 +61,41 @@ from hourly.text.timeparse import parse_time
 
 __all__ = ["Bisector", "check_new_window", "default_mode", "judge_for", "parse_end", "parse_ends", "run_bisect",
            "windows_from_store"]
+
+
+class KeptRounds:
+    """The rounds of a bisection's paired verdicts in the store (``bisect_rounds``), each kept as it
+    ends, and handed back to the verdicts of a later call (the lab's ``keep_round`` and
+    ``take_rounds``): read once a call, each round taken once."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        #: per bisection, the rounds the calls before this one kept that no verdict of this call has
+        #: taken yet, by the states they compare
+        self.left: dict[int, dict[str, list[list]]] = {}
+
+    @staticmethod
+    def key(pairs: Sequence[Pair]) -> str:
+        """The states a kept round compares, in the verdict's order, as the store keeps them."""
+        return json.dumps([[p.xla, p.jax] for p in pairs])
+
+    def keep(self, bid: int, pairs: Sequence[Pair], block: Mapping[Pair, float | None]) -> None:
+        """Each process's value as [value] or [value, samples] (its samples, for the statistic chosen
+        on the window's ends); null: the process measured nothing."""
+        def kept(v: float | None) -> list | None:
+            samples = list(getattr(v, "samples", ()) or ())
+            return None if v is None else [float(v), samples] if len(samples) > 1 else [float(v)]
+        self.store.add_round(bid, self.key(pairs), json.dumps([kept(block[p]) for p in pairs]))
+
+    def take(self, bid: int, pairs: Sequence[Pair], count: int) -> list[dict[Pair, float | None]]:
+        if bid not in self.left:  # read once a call: what the calls before this one kept
+            self.left[bid] = {k: [json.loads(b) for b in blocks] for k, blocks in self.store.rounds(bid).items()}
+        left = self.left[bid].get(self.key(pairs))
+        if not left:
+            return []
+        taken, left[:] = left[:count], left[count:]
+        return [{p: None if v is None else ProcessValue(float(v[0]), v[1]) if len(v) > 1 else float(v[0])
+                 for p, v in zip(pairs, b, strict=True)} for b in taken]
 
 
 def judge_for(mode: Mode, req: BisectRequest, repeats: int, max_repeats: int, paired: bool = False) -> Judge:
@@ -113,6 +149,9 @@ class Bisector:
         self._states: list[Pair] = []  # the states of the window bisected now (seed_sizes)
         self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
+        # the rounds of paired verdicts, in the store as measured: a resumed call goes on from them
+        self.kept = KeptRounds(store)
+        self.keep_round, self.take_rounds = self.kept.keep, self.kept.take
         self.handler = handler or BisectHandler()
         if req.find_fix:
             self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}

@@ -152,7 +152,8 @@ class StepSession:
         earlier = self.history.setdefault(key, [])
         choice = self.search.paired_verdicts.choice  # the progress lines read the statistic in force
         blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop,
-                                       self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None)
+                                       self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None,
+                                       bid=self.drive.bid if self.drive is not None else None)
         earlier += blocks
         self.round_no += len(blocks)
         for pair, t in taken:

@@ -1,4 +1,5 @@
-"""Every bisection of a workdir (schema 2): its window, its answer, and every verdict it reached (its probes)."""
+"""Every bisection of a workdir (schema 2): its window, its answer, every verdict it reached (its
+probes) and the rounds of its paired verdicts (schema 10)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class Spent(NamedTuple):
 
 
 class BisectionTables(Tables):
-    """The ``bisections`` and ``bisect_probes`` tables."""
+    """The ``bisections``, ``bisect_probes`` and ``bisect_rounds`` tables."""
 
     def bisection(self, key: str, fields: dict[str, Any]) -> tuple[int, str, dict | None]:
         """Find or create the bisection ``key``: (id, status, stored result or None)."""
@@ -55,9 +56,10 @@ class BisectionTables(Tables):
                       (time.time(), bid))
 
     def restart_bisection(self, bid: int) -> None:
-        """Forget a bisection's probes and answer (``--rerun``); measurements stay."""
+        """Forget a bisection's probes, rounds and answer (``--rerun``); measurements stay."""
         with self.transaction() as c:
             c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
+            c.execute("DELETE FROM bisect_rounds WHERE bisection=?", (bid,))
             c.execute("DELETE FROM manual_marks WHERE bisection=?", (bid,))  # verdicts given for the old run
             c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
                       (time.time(), bid))
@@ -76,13 +78,30 @@ class BisectionTables(Tables):
                        int(p.get("jaxlib_builds", 0)), int(p.get("jax_builds", 0)), int(p.get("run_samples", 0)),
                        json.dumps(p["statistic"]) if p.get("statistic") else None))
 
+    def add_round(self, bid: int, states: str, block: str) -> None:
+        """One round of a paired verdict of bisection ``bid``, as it is measured: ``states`` names the
+        states it compares (JSON, the caller's), ``block`` each process's value (JSON)."""
+        with self.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM bisect_rounds WHERE bisection=? AND states=?",
+                            (bid, states)).fetchone()[0]
+            c.execute("INSERT INTO bisect_rounds (bisection, states, seq, block, created) VALUES (?, ?, ?, ?, ?)",
+                      (bid, states, seq, block, time.time()))
+
+    def rounds(self, bid: int) -> dict[str, list[str]]:
+        """The rounds of bisection ``bid``'s paired verdicts by the states they compare, in order."""
+        out: dict[str, list[str]] = {}
+        for r in self.conn.execute("SELECT states, block FROM bisect_rounds WHERE bisection=? ORDER BY states, seq",
+                                   (bid,)):
+            out.setdefault(r["states"], []).append(r["block"])
+        return out
+
     def spent(self, bid: int, bench_key: str, xlas: set[str], jaxs: set[str], origin: str,
               metric: str | None = None) -> Spent:
         """What bisection ``bid`` has run of its window's states (``xlas`` × ``jaxs``: the states and
         the mixed states of a blame) under ``bench_key`` since it began, in every call of it: the
         benchmark processes, the samples they printed, their seconds, and the sample counts they were
         asked for (HOURLY_SAMPLES; each once, smallest first). Every process counts —
-        an interval's end measured beside a probe, a warm-up, a round a resume did not go on with —
+        an interval's end measured beside a probe, a warm-up, the processes of a round a stop cut short —
         for all of them held the machine. Rows of ``metric`` (each process records one row per
         named metric; ``origin``: the bisection's, as its rows record it)."""
         r = self.conn.execute("SELECT created FROM bisections WHERE id=?", (bid,)).fetchone()
