@@ -18,7 +18,8 @@ windows, as hourly.bisect.step_session drives it. Three ways to measure a proces
 
 - today: 12 samples a process, their median (hourly before issue 43);
 - new: 12 samples a process until the window's ends are compared, then n from the costs and the
-  two-level noise measured so far (hourly.analysis.process_stat: ``variance_components``,
+  two-level noise measured so far (hourly.analysis.process_stat: ``variance_components``, of the
+  samples until the statistic is chosen on the ends, then of the values it gives;
   ``between_floor``, ``samples_per_process``), revised after every verdict's rounds; each process
   reduced by the statistic chosen on the ends (``choose_statistic``: the ends' verdict held to
   ``selection_bound``), held fixed for the probes;
@@ -146,6 +147,9 @@ class Measure:
         if kind == "oracle":
             self.statistic, self.n = oracle_choice(h)
         self.seen: dict[int, list[list[float]]] = {}   # state -> its processes' samples
+        #: new: the statistic the verdicts hold once the search chose it on the ends, whose values'
+        #: noise n is chosen for (hourly.measure.sample_size.SampleSize.statistic); None before
+        self.held: str | None = None
 
     def value(self, i: int) -> float | None:
         x = self.h.process(i, self.n)
@@ -163,7 +167,7 @@ class Measure:
         comps = []
         for procs in self.seen.values():
             if len(procs) >= 2:
-                w, b = variance_components(procs)
+                w, b = variance_components(procs, self.held)
                 comps.append((w, b, float(np.mean([len(p) for p in procs])), len(procs)))
         if not comps:
             return
@@ -212,6 +216,8 @@ def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
                             higher_is_better=False, judge=judge, rounds=rounds, crash_windows=True,
                             stop_at_regression=True)
         search.seed(0, states - 1, p)
+        if search.paired_verdicts.choice.candidates > 1:
+            m.held = search.paired_verdicts.choice.statistic
         steps = search.run()
         named = [s for s in steps if s.hi - s.lo == 1 and s.regression(False)]
         result["right"] = any(s.hi == h.culprit for s in named)

@@ -275,3 +275,29 @@ def test_a_bisection_stopped_inside_its_ends_verdict_goes_on_from_the_rounds_it_
     measured = sum(len(json.loads(runs)) for x, j, runs, c in store.conn.execute(
         "SELECT xla, jax, runs, created FROM measurements WHERE origin='bisect'") if [x, j] in kept[0] and c < decided)
     assert rounds >= 3 and 2 * rounds <= measured <= 2 * rounds + 1, (rounds, measured, reason)
+
+
+def test_once_a_statistic_is_chosen_the_samples_a_process_gives_follow_its_noise(tmp_path, venv_python, capsys):
+    """A benchmark whose samples are bimodal (the ends choose a statistic other than the median):
+    after the choice, the noise the samples per process are chosen from is that of the processes'
+    values by that statistic — the answer's within-process figure is that statistic's, read from the
+    stored samples as hourly.analysis.process_stat reads it, not the samples' own variance."""
+    import math
+
+    from hourly.analysis.process_stat import variance_components
+    made, slower, args = _setup(tmp_path, venv_python, env=[f"COUNTER={tmp_path / 'count'}"])
+    (tmp_path / "sampled.py").write_text(BIMODAL)
+    rc, got, err = _bisect(capsys, args)
+    assert rc == 0, err
+    s = got["regressions"][0]["sampling"]
+    assert s["statistic"] in ("p10", "trimmed") and s["how"] == "chosen", s
+    by_state: dict[tuple[str, str], list[list[float]]] = {}
+    for x, j, raw in Store(tmp_path / "work").conn.execute("SELECT xla, jax, runs FROM measurements WHERE origin='bisect'"):
+        for r in json.loads(raw):
+            if len(r.get("samples") or []) >= 2:
+                by_state.setdefault((x, j), []).append([math.log(v) for v in r["samples"]])
+    def pooled(statistic):
+        comps = [variance_components(g, statistic) for g in by_state.values() if len(g) >= 2]
+        return sum(c[0] for c in comps) / len(comps)
+    assert s["within_var"] == pytest.approx(pooled(s["statistic"]), rel=1e-3), (s, pooled(None))
+    assert s["within_var"] != pytest.approx(pooled(None), rel=0.05)

@@ -159,11 +159,17 @@ class Table:
         self.kept.setdefault(bid, {}).setdefault(tuple(pairs), []).append(dict(block))
 
     def take_rounds(self, bid, pairs, count):
-        if bid not in self.left:
-            self.left[bid] = {k: list(v) for k, v in self.kept.get(bid, {}).items()}
-        q = self.left[bid].get(tuple(pairs), [])
+        q = self._left(bid).setdefault(tuple(pairs), [])
         taken, q[:] = q[:count], q[count:]
         return taken
+
+    def kept_rounds(self, bid, pairs):
+        return len(self._left(bid).get(tuple(pairs), []))
+
+    def _left(self, bid):
+        if bid not in self.left:
+            self.left[bid] = {k: list(v) for k, v in self.kept.get(bid, {}).items()}
+        return self.left[bid]
 
     def moved(self, old, new):
         return step_commits(self.walks, old, new)

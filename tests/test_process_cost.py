@@ -149,6 +149,10 @@ def test_the_count_starts_at_the_default_then_follows_the_costs_and_the_noise():
     f = sizes.figures()
     assert f.how == "chosen" and f.cost is not None and f.cost.fixed == 18.0
     assert math.sqrt(f.within) == pytest.approx(0.06, rel=0.2)
+    # once the verdicts hold a statistic (chosen on the window's ends), the noise is that of its
+    # values: a median of n Gaussian samples varies as π/2 · 0.06² / n
+    sizes.statistic = "median"
+    assert math.sqrt(sizes.figures().within) == pytest.approx(0.06 * math.sqrt(math.pi / 2), rel=0.2)
     assert 40 <= f.n <= 200
     assert sizes.asked[0] == DEFAULT_SAMPLES and sizes.asked[1] <= 2 * DEFAULT_SAMPLES
     assert sizes.n >= 2 * DEFAULT_SAMPLES  # revised upwards as the rounds came in

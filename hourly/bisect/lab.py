@@ -139,6 +139,10 @@ class Lab(Protocol):
         one and that no verdict of this call has taken yet, oldest first (each handed back once)."""
         ...
 
+    def kept_rounds(self, bid: int, pairs: Sequence[Pair]) -> int:
+        """How many such rounds are left to take."""
+        ...
+
     def moved(self, old: Pair, new: Pair) -> dict[str, list[str]]:
         """Per repository, the commits a step from ``old`` to ``new`` brings (the pairing's)."""
         ...

@@ -122,11 +122,12 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
     no verdict of this call took yet, come first, measured no more (``lab.take_rounds``): a
     bisection stopped in the middle of a verdict (Ctrl-C, a job's time limit) goes on from its
     rounds, each of which held the machine for seconds, rather than measuring them again."""
+    kept = lab.kept_rounds(bid, pairs) if bid is not None and not earlier else 0
+    if kept:  # said once a verdict: as it begins
+        lab.handler.note(f"{what or 'rounds'}: {plural(kept, 'round')} of {', '.join(p.short() for p in pairs)} "
+                         "measured before the stop taken up again")
     blocks: list[dict[Pair, float | None]] = lab.take_rounds(bid, pairs, count) if bid is not None else []
     taken: list[tuple[Pair, Taken]] = []
-    if blocks:
-        lab.handler.note(f"{what or 'rounds'}: {plural(len(blocks), 'round')} of {', '.join(p.short() for p in pairs)} "
-                         "measured before the stop taken up again")
     count -= len(blocks)
 
     def keep(block: dict[Pair, float | None]) -> None:

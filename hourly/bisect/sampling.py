@@ -14,6 +14,7 @@ from hourly.model import Pair, Status
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Measurement
+    from hourly.adapters.store_tables.bisections import Spent
     from hourly.bisect.lab import Metered
     from hourly.measure.benchmark import Run
     from hourly.measure.measurer import Measurer
@@ -43,6 +44,18 @@ def figures(m: "Measurer | None", chip_s: float, processes: int, samples: int, c
         out["asked"] = sorted(set(m.sizes.asked) | set(asked or ()))  # the calls before a resume too
         if m.unfollowed:
             out["not_followed"] = m.unfollowed
+    return out
+
+
+def window_figures(spent: "Spent", m: "Measurer | None", this_call_s: float, choice: Choice | None = None) -> dict:
+    """What a window of a bisection cost and how each process was sampled (:func:`figures`): every
+    process the bisection ran of its states (``spent``: in this call and the calls before a resume,
+    read from the store — not only this call's, nor only those the answer's verdict rows count),
+    this call's seconds (``this_call_s``) said apart when earlier calls ran too. ``choice``: the
+    per-process statistic the search held (None: its verdicts are not paired)."""
+    out = figures(m, spent.seconds, spent.processes, spent.samples, choice, spent.asked)
+    if spent.seconds - this_call_s >= 1.0:  # a resumed bisection: the calls before it too
+        out["this_call_chip_s"] = round(this_call_s, 1)
     return out
 
 

@@ -87,10 +87,16 @@ class KeptRounds:
             return None if v is None else [float(v), samples] if len(samples) > 1 else [float(v)]
         self.store.add_round(bid, self.key(pairs), json.dumps([kept(block[p]) for p in pairs]))
 
-    def take(self, bid: int, pairs: Sequence[Pair], count: int) -> list[dict[Pair, float | None]]:
+    def count(self, bid: int, pairs: Sequence[Pair]) -> int:
+        return len(self._left(bid).get(self.key(pairs), []))
+
+    def _left(self, bid: int) -> dict[str, list[list]]:
         if bid not in self.left:  # read once a call: what the calls before this one kept
             self.left[bid] = {k: [json.loads(b) for b in blocks] for k, blocks in self.store.rounds(bid).items()}
-        left = self.left[bid].get(self.key(pairs))
+        return self.left[bid]
+
+    def take(self, bid: int, pairs: Sequence[Pair], count: int) -> list[dict[Pair, float | None]]:
+        left = self._left(bid).get(self.key(pairs))
         if not left:
             return []
         taken, left[:] = left[:count], left[count:]
@@ -151,7 +157,7 @@ class Bisector:
         self.jobs = 0    # (pair, count) requests sent through it
         # the rounds of paired verdicts, in the store as measured: a resumed call goes on from them
         self.kept = KeptRounds(store)
-        self.keep_round, self.take_rounds = self.kept.keep, self.kept.take
+        self.keep_round, self.take_rounds, self.kept_rounds = self.kept.keep, self.kept.take, self.kept.count
         self.handler = handler or BisectHandler()
         if req.find_fix:
             self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}
@@ -174,6 +180,7 @@ class Bisector:
         #: metric mode: the window search whose rest of the window goes on (hourly.bisect.metric_drive.Going)
         self.going = None
         self._measurer: Measurer | None = None
+        self._held: str | None = None  # the per-process statistic the verdicts hold (hold_statistic)
         self._cache = Builder(None, self.jax, self.xla, build_spec(s), store)
         self.split = BuildSplit()  # jaxlib builds, jax package builds not yet in a recorded row
         self.gate = gate_for(self.jax, self.pin)
@@ -195,6 +202,7 @@ class Bisector:
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=paired_judge(self.judge) is not None)
             from hourly.bisect.sampling import seed, tell_runs
+            self._measurer.sizes.statistic = self._held
             seed(self._measurer, [self.stored_measurements(p) for p in self._states])
             if paired_judge(self.judge) is None:  # paired rounds say each process themselves
                 tell_runs(self, self._measurer)
@@ -304,19 +312,18 @@ class Bisector:
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def sampling_figures(self, bid: int, pairs: list[Pair], this_call_s: float, choice: Choice | None = None) -> dict:
-        """What the window of bisection ``bid`` (its states ``pairs``) cost and how each process was
-        sampled (hourly.bisect.sampling): every process the bisection ran of those states, in this
-        call and the calls before a resume, read from the store — not only this call's
-        (``this_call_s``, said apart when earlier calls ran too), nor only those the answer's
-        verdict rows count. ``choice``: the per-process statistic the search held (None: its
-        verdicts are not paired)."""
-        from hourly.bisect.sampling import figures
-        spent = self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs}, self.origin,
-                                 self.s.primary_metric())
-        out = figures(self._measurer, spent.seconds, spent.processes, spent.samples, choice, spent.asked)
-        if spent.seconds - this_call_s >= 1.0:  # a resumed bisection: the calls before it too
-            out["this_call_chip_s"] = round(this_call_s, 1)
-        return out
+        """What the window of bisection ``bid`` (its states ``pairs``) cost, in every call of it, and
+        how each process was sampled (hourly.bisect.sampling.window_figures)."""
+        from hourly.bisect.sampling import window_figures
+        return window_figures(self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs},
+                                               self.origin, self.s.primary_metric()), self._measurer, this_call_s, choice)
+
+    def hold_statistic(self, statistic: str) -> None:
+        """The per-process statistic the verdicts hold (chosen on the window's ends): the samples a
+        process gives are chosen for its noise (hourly.measure.sample_size.SampleSize.statistic)."""
+        self._held = statistic
+        if self._measurer is not None:  # else given it when made: holding it measures nothing
+            self._measurer.sizes.statistic = statistic
 
     def stored_measurements(self, pair: Pair) -> list[Measurement]:
         ms = self.store.measurements(self.key, pair.xla, pair.jax, self.s.primary_metric())  # --metric's rows

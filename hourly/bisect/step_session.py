@@ -120,6 +120,9 @@ class StepSession:
         elif self.paired and (chosen := stored_choice(rows or [])) is not None:
             # resumed: the ends are not measured again; the statistic chosen on them is held still
             self.search.paired_verdicts.choice = chosen
+        held = self.search.paired_verdicts.choice
+        if self.paired and held.candidates > 1 and (hold := getattr(lab, "hold_statistic", None)):
+            hold(held.statistic)  # the samples a process gives are chosen for the noise of its values
 
     def record(self, p: Probe) -> Probe:
         assert self.drive is not None  # next_regression attaches the window first

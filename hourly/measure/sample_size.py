@@ -6,7 +6,9 @@ its probes all revise the same figures).
 The arithmetic is hourly.analysis.process_stat's (:func:`~hourly.analysis.process_stat.samples_per_process`);
 this module gathers its inputs: each run's cost (hourly.measure.sample_cost.Timing), per state and
 pooled, and the within- and between-process variance of the states measured by several processes
-(on a log scale, so that states of different levels pool). ``--samples N`` fixes the count.
+(on a log scale, so that states of different levels pool), once the verdicts hold a statistic
+chosen on the window's ends that of the values they use, each process's samples reduced by it
+(:attr:`SampleSize.statistic`). ``--samples N`` fixes the count.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class SampleSize:
         #: every count asked for, in order (what the answer says was chosen)
         self.asked: list[int] = []
         self.revised_at = 0  # the processes measured when the count was last revised
+        #: the per-process statistic the verdicts hold, once chosen on the window's ends: the noise is
+        #: then that of its values (a process's samples reduced by it); None until then: the samples'
+        #: own variance (the more samples of the two while the statistic is not known)
+        self.statistic: str | None = None
 
     def next(self) -> int:
         """The count the next process is asked for."""
@@ -111,7 +117,7 @@ class SampleSize:
         within, between, sizes, dof = [], [], [], 0
         for groups in self.processes.values():
             logged = [[math.log(x) for x in g] for g in groups if all(x > 0 for x in g)]
-            w, b = variance_components(logged if len(logged) == len(groups) else groups)
+            w, b = variance_components(logged if len(logged) == len(groups) else groups, self.statistic)
             if math.isfinite(w) and math.isfinite(b):
                 within.append(w)
                 between.append(b)
