@@ -275,6 +275,10 @@ def test_a_bisection_stopped_inside_its_ends_verdict_goes_on_from_the_rounds_it_
     measured = sum(len(json.loads(runs)) for x, j, runs, c in store.conn.execute(
         "SELECT xla, jax, runs, created FROM measurements WHERE origin='bisect'") if [x, j] in kept[0] and c < decided)
     assert rounds >= 3 and 2 * rounds <= measured <= 2 * rounds + 1, (rounds, measured, reason)
+    # --rerun bisects the window again from nothing: its kept rounds are forgotten with its verdicts
+    rc, _, err = _bisect(capsys, [*args, "--rerun"])
+    assert rc == 0, err
+    assert "measured before the stop taken up again" not in err, err
 
 
 def test_once_a_statistic_is_chosen_the_samples_a_process_gives_follow_its_noise(tmp_path, venv_python, capsys):
