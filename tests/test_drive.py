@@ -612,6 +612,30 @@ def test_a_paired_bisection_stopped_inside_a_verdict_goes_on_from_its_kept_round
     assert said >= {"ends", "probe 1", "step check"}, said  # every kind of verdict went on from its rounds
 
 
+def test_a_resumed_search_numbers_its_probes_on_from_those_decided_before():
+    """Stopped after its first probe's verdict was stored, the next call's first probe is "probe 2",
+    not "probe 1" again: the person reading the lines counts the probes of the whole bisection."""
+    value = level(("xla", 9, 0.9))
+    whole = Table(line(20), Mode.METRIC, value=value)
+    heard: list = []
+    whole.handler.process = heard.append
+    (a,) = bisect(whole, 0, 19 * H)
+    labels = list(dict.fromkeys(e.what for e in heard if e.what.startswith("probe")))
+    assert len(labels) >= 3 and labels[0].startswith("probe 1 of") and labels[1].startswith("probe 2 of"), labels
+    # stop inside the second probe's rounds: its first process
+    first_of_second = next(k for k, e in enumerate(heard) if e.what == labels[1])
+    lab = Table(line(20), Mode.METRIC, value=value, raise_after=first_of_second + 1)
+    with pytest.raises(KeyboardInterrupt):
+        bisect(lab, 0, 19 * H)
+    assert sum(r["role"] == "probe" for r in lab.rows[1]) == 1  # the first probe's verdict is stored
+    lab.raise_after, again = None, []
+    lab.handler.process = again.append
+    (b,) = bisect(lab, 0, 19 * H)
+    assert b.culprit.sha == a.culprit.sha == "x9"
+    resumed = list(dict.fromkeys(e.what.split(" of ")[0] for e in again if e.what.startswith("probe")))
+    assert resumed and resumed[0] == "probe 2", resumed
+
+
 def test_a_verdict_that_min_change_makes_long_says_so_once_with_what_shortens_it():
     """On a machine where a process costs 30 s and processes spread by 2 %, a probe at an end's level
     takes many rounds to tell a 1 % step from none: the bisection says so once, naming --min-change;

@@ -108,6 +108,8 @@ class StepSession:
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
         self.probed: list[int] = []  # the states probed in rounds, in order ("probe 3 of ~7")
         given, checked = resumed(self.pairs, rows or []) if self.paired else ({}, {})
+        # a resumed search numbers its probes on from those an earlier call decided (stored verdicts)
+        self.probed += sorted(given)
         self.search = StepSearch(len(states), self.measure, repeats=lab.repeats, max_repeats=lab.max_repeats,
                                  min_change=lab.min_change, higher_is_better=lab.higher_is_better,
                                  cost=lambda i: lab.cost(self.pairs[i]), known=known, failed=failed,
