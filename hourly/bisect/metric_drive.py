@@ -31,9 +31,6 @@ from hourly.model import Pair
 from hourly.scan.table import SCAN_ORIGIN
 from hourly.text.plurals import plural
 
-#: every kept round of a window's ends (take_rounds' count): a resumed search reads all of them
-ALL_KEPT = 1 << 30
-
 if TYPE_CHECKING:
     from hourly.analysis.bisection import Step
     from hourly.analysis.crash_window import CrashWindow
@@ -80,7 +77,7 @@ class MetricEnds:
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
             # compared in a call before: not measured again; their kept rounds (a store of schema 10 on)
             # give the search the window's noise and change and its statistic, as when they were compared
-            kept = lab.take_rounds(d.bid, [good_pair, bad_pair], ALL_KEPT)
+            kept = lab.take_rounds(d.bid, d.ends, lab.kept_rounds(d.bid, d.ends))
             p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
             return True, p if p is not None and p.rounds else None
         before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
