@@ -24,7 +24,7 @@ from . import __version__
 from .commands.bench import bench
 from .commands.bisect import bisect
 from .commands.clean import clean
-from .commands.common import PanelledCommand
+from .commands.common import PanelledCommand, StoredAtStop, stored_at_stop
 from .commands.config import config_cmd, version
 from .commands.demo import demo
 from .commands.detect import detect
@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         pass
     _stopped_by.clear()
+    stored_at_stop.clear()  # what a stop finds stored, as the command says it
     try:
         code = _main(argv)
     finally:
@@ -162,14 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     if code == 130 and _stopped_by:
         code = 128 + _stopped_by[0]
     if code in (130, *(128 + s for s in STOP_SIGNALS)):
-        _err(stopped_line(code, argv))
+        _err(stopped_line(code, argv, stored_at_stop[0] if stored_at_stop else None))
     return code
 
 
-def stopped_line(code: int, argv: list[str]) -> str:
+def stopped_line(code: int, argv: list[str], stored: StoredAtStop | None = None) -> str:
     """What a run stopped by Ctrl-C (130) or a stop signal (128 + it) prints: the command that
-    resumes it, as it was given, secret-looking values redacted (hourly.options.join)."""
+    resumes it, as it was given, secret-looking values redacted (hourly.options.join); or, stopped
+    once it had ``stored`` what it was run for, that and the command that prints it."""
     what = "interrupted" if code == 130 else f"stopped by {signal.Signals(code - 128).name}"
+    if stored is not None:
+        again = [w for w in argv if w not in stored.leave_out]
+        return f"\n{what}. {stored.said}:\n  {join(['hourly', *again])}"
     if argv[:1] and argv[0] in STORES_NOTHING:
         return f"\n{what}. hourly {argv[0]} stores nothing; run it again with:\n  {join(['hourly', *argv])}"
     return f"\n{what}. Finished points are stored; resume with:\n  {join(['hourly', *argv])}"

@@ -1009,3 +1009,52 @@ def test_a_regression_inside_a_crash_window_is_said_with_the_window_its_crash_an
     assert w["cherry_pick"] == f"--cherry-pick jax@{made.shas[fixed.subject]}"
     assert a["reason"].startswith(f"the change lies inside the crash window jax@{made.shas[broke.subject][:12]} ..")
     assert "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS" in a["reason"] and w["cherry_pick"] in a["reason"]
+
+
+# -- stopped once the answer is stored ------------------------------------------------------------
+
+#: ``python -m hourly`` that sends itself the signal named by its first argument at the moment
+#: ``hourly bisect`` is about to print its answers: every answer stored, none printed yet
+STOP_BEFORE_PRINTING = r'''
+import os, signal, sys
+import hourly.render.bisect as render
+from hourly.cli import main
+signal.signal(signal.SIGINT, signal.default_int_handler)  # started with SIGINT ignored (a `&` job): Ctrl-C's own
+print_answers = render.print_answers
+def stopped_first(*args):
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # handled before the next line: raised here
+    print_answers(*args)
+render.print_answers = stopped_first
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+# quick: [SIGTERM] covers the line; Ctrl-C reaches it by the same path, typer's exit 130
+@pytest.mark.parametrize("sig", ["SIGTERM", pytest.param("SIGINT", marks=pytest.mark.slow)])
+def test_a_bisection_stopped_after_its_answer_was_stored_says_so_and_how_to_print_it(tmp_path, capsys, made, python,
+                                                                                     sig):
+    """Ctrl-C or SIGTERM after the answer is stored, before it is printed: not the resume line of a
+    run cut short but a line saying the answer is stored, with the command that prints it (without
+    --rerun: that would bisect the window again); the exit status stays the signal's."""
+    work = tmp_path / "work"
+    # the bad end at the culprit: the ends' rounds name it, no probe
+    args = ["bisect", "--good", "Aug 24 2023 13:00", "--bad", "Aug 24 2023 13:20", "--rerun",
+            *flags(made, python, work, warmup_runs=0)]
+    p = subprocess.run([sys.executable, "-c", STOP_BEFORE_PRINTING, sig, *args], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == {"SIGTERM": 143, "SIGINT": 130}[sig], p.stderr
+    assert p.stdout == "" and "culprit" not in p.stderr
+    what = "stopped by SIGTERM" if sig == "SIGTERM" else "interrupted"
+    tail = p.stderr.rstrip("\n").splitlines()[-2:]
+    assert tail[0] == f"{what}. The answer is stored; print it with:" and "resume" not in p.stderr, p.stderr
+    printed = shlex.split(tail[1])
+    assert printed[:2] == ["hourly", "bisect"] and printed[2:] == [a for a in args[1:] if a != "--rerun"]
+    store = Store(work)
+    probes, measured = (store.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                        for t in ("bisect_probes", "measurements"))
+    # the command printed prints the stored answer, measuring and judging nothing again
+    capsys.readouterr()
+    assert main(printed[1:]) == 0
+    assert "[XLA:GPU] Change priority fusion heuristic" in capsys.readouterr().out
+    assert [store.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("bisect_probes", "measurements")] == [probes, measured]

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from hourly.errors import UsageError
 from hourly.model import Mode, check_min_change
 
-from .common import command, console, err_console, refuse_together
+from .common import StoredAtStop, command, console, err_console, refuse_together, stored_at_stop
 
 
 @command("bisect")
@@ -89,34 +89,43 @@ def bisect(
         if others:
             handler.note(others)
     from hourly.scan.run import env_lock_for
-    with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
-        if manual:
-            from hourly.bisect.manual import run_manual
-            from hourly.commands.prompt import TerminalPrompt
-            answers = run_manual(s, store, req, handler, TerminalPrompt(), run_bench, executor)
+    answers: list[Any] = []  # set once every answer is stored: a stop from then on says so
+    try:
+        with env_lock_for(s.python, executor):  # builds are installed into --python: one run at a time
+            if manual:
+                from hourly.bisect.manual import run_manual
+                from hourly.commands.prompt import TerminalPrompt
+                answers = run_manual(s, store, req, handler, TerminalPrompt(), run_bench, executor)
+            else:
+                found = run_bisect(s, store, req, handler, executor)
+                from hourly.bisect.descent import descend
+                answers = descend(s, store, req, handler, executor, found)  # a culprit that moves a pin: inside it
+            if explain:
+                from hourly.explain.run import explain_answers
+                explain_answers(store, s, answers, handler=handler)
+        if json_out:
+            print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
+        elif log:
+            from hourly.render.console import escape_controls
+            answers = [a for a in answers if not a.error]
+            for i, a in enumerate(answers):
+                if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
+                    from hourly.render.bisect import log_heading
+                    print(escape_controls(log_heading(a, i + 1, len(answers))))
+                print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
         else:
-            answers = run_bisect(s, store, req, handler, executor)
-            from hourly.bisect.descent import descend
-            answers = descend(s, store, req, handler, executor, answers)  # a culprit that moves a pin: inside it
-        if explain:
-            from hourly.explain.run import explain_answers
-            explain_answers(store, s, answers, handler=handler)
-    if json_out:
-        print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
-    elif log:
-        from hourly.render.console import escape_controls
-        answers = [a for a in answers if not a.error]
-        for i, a in enumerate(answers):
-            if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
-                from hourly.render.bisect import log_heading
-                print(escape_controls(log_heading(a, i + 1, len(answers))))
-            print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
-    else:
-        print_answers(console, answers)
-        if explain:
-            from hourly.render.explain import explained_lines
-            for line in explained_lines(answers):
-                console.print(line, highlight=False, soft_wrap=True, markup=False)
+            print_answers(console, answers)
+            if explain:
+                from hourly.render.explain import explained_lines
+                for line in explained_lines(answers):
+                    console.print(line, highlight=False, soft_wrap=True, markup=False)
+    except KeyboardInterrupt:  # Ctrl-C or a stop signal
+        if answers:  # every answer stored: the command given prints them (less --rerun, which
+            # would bisect the windows again)
+            stored_at_stop.append(StoredAtStop("The answer is stored; print it with" if len(answers) == 1 else
+                                               f"The {len(answers)} answers are stored; print them with",
+                                               leave_out=("--rerun",)))
+        raise
     require_answered(answers)  # a window of the stored scan that could not be bisected: exit 1, as --good/--bad's
     if any(a.unconfirmed for a in answers):
         # a candidate the re-measurement did not confirm: scripts can tell it from an answer

@@ -36,6 +36,23 @@ if TYPE_CHECKING:
 console = make_console()
 err_console = make_console(stderr=True)
 
+
+@dataclasses.dataclass(frozen=True)
+class StoredAtStop:
+    """What a command had stored, not yet printed, when Ctrl-C or a stop signal came (a bisection's
+    answers): the top-level handler (hourly.cli.main) prints ``said`` and the command line that
+    prints it, the one given less ``leave_out`` (``--rerun`` would do the work again), instead of
+    the line that resumes a run cut short; the exit status stays 130, or 128 + the signal."""
+
+    said: str
+    leave_out: tuple[str, ...] = ()
+
+
+#: the running command's :class:`StoredAtStop`, once a stop came after it had stored what it was
+#: run for: set by the command as the stop passes, read (and cleared for the next) by hourly.cli.main
+stored_at_stop: list[StoredAtStop] = []
+
+
 def typer_option(opt: Option) -> tuple[Any, Any]:
     """The annotation and the typer option of ``opt`` (as one command reads it)."""
     t = opt.type
