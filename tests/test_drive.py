@@ -659,10 +659,65 @@ def test_a_verdict_that_min_change_makes_long_says_so_once_with_what_shortens_it
         lab.handler.note = notes.append
         (a,) = bisect(lab, 0, 19 * H)
         assert a.culprit.sha == "x9"
-        said[min_change] = [n for n in notes if "(--min-change) from none takes about" in n]
+        said[min_change] = [n for n in notes if "a larger --min-change" in n]
     assert len(said[0.01]) == 1 and said[0.06] == [], said
-    assert re.match(r"probe \d+ of ~\d+: at this noise \(±\d+\.\d % a round\) telling a step of 1 % \(--min-change\) "
-                    r"from none takes about \d+ rounds, ~\d+ min of the benchmark more; a larger --min-change", said[0.01][0])
+    # a probe at the later end's level whose reading strays past halfway to a level of its own
+    # (0.75 %, from --min-change) says that; one near its end, the rounds a step of 1 % takes
+    assert re.match(r"probe \d+ of ~\d+: (at this noise \(±\d+\.\d % a round\) telling a step of 1 % \(--min-change\) "
+                    r"from none takes about \d+ rounds|it reads \d+\.\d % from the (earlier|later) end, nearer a step of "
+                    r"its own \(0\.7 %, three quarters of --min-change 1 %\) than that end's level: at this noise "
+                    r"\(±\d+\.\d % a round\) it is taken at the end's level only when its reading moves back, and told a "
+                    r"level of its own after (about \d+|more than --max-repeats \(30\)) rounds), ~\d+ min of the benchmark more; "
+                    r"a larger --min-change", said[0.01][0]), said[0.01][0]
+
+
+def test_a_probe_nearer_a_level_of_its_own_than_the_end_is_not_said_to_be_settling():
+    """The TPU front-end window's first probe read +2.6, +2.7, +3.3, +2.2 % from the earlier end at
+    --min-change 5 %: nearer "a level of its own" (3.7 %, three quarters of --min-change) than the
+    end's level, so the judge took it at the end's level only when its reading fell back, after 7
+    rounds — while the line said "settling" from the fourth (the guess told the reading from
+    --min-change at three standard errors). Once the reading is two standard errors past halfway,
+    the guess is Wald's bound for that level, the line says where the probe reads, and the
+    long-verdict note says it once; a probe at the end's level is guessed as before.""" 
+    from hourly.bisect.paired_rounds import Progress
+    from hourly.render.bisect import process_words
+
+    class Lab:  # what Progress reads of a lab: 24 s of the chip a process
+        min_change, max_repeats, seconds = 0.05, 20, 0.0
+
+        def __init__(self):
+            self.events, self.notes = [], []
+            self.handler = type("H", (), {"process": self.events.append, "note": self.notes.append})()
+
+    a, p, b = Pair("a", "x0"), Pair("a", "x5"), Pair("a", "x10")
+    wobble = [0.0, 0.03, -0.03, 0.015, -0.015, 0.0, 0.03, -0.03]  # a round's spread of ≈2.5 %, as there
+
+    def run(probe: float) -> Lab:
+        lab = Lab()
+        progress = Progress(lab, "probe 1 of ~4", [a, p, b], p, [])
+        now: list = []
+        for r, w in enumerate(wobble):
+            block: dict = {}
+            now.append(block)
+            for pair, v in ((a, 100.0), (p, probe * (1 + w)), (b, 91.0)):
+                lab.seconds += 24.0
+                block[pair] = v
+                progress.tell(pair, now, r + 1, 3)
+        return lab
+
+    hovering = run(102.6)
+    late = [e for e in hovering.events if e.round >= 6]  # two standard errors past halfway from here
+    assert late and all(e.midway is not None and abs(e.midway - 0.0373) < 1e-3 and e.near == "earlier" for e in late)
+    assert all(e.settle_s is not None and e.settle_s > 0 for e in late), [e.settle_s for e in late]  # not "settling"
+    assert "(it reads nearer a step of its own, 3.7 % from the earlier end, than that end's level)" in process_words(late[-1])
+    (note,) = hovering.notes  # once
+    assert re.match(r"probe 1 of ~4: it reads \d\.\d % from the earlier end, nearer a step of its own \(3\.7 %, "
+                    r"three quarters of --min-change 5 %\) than that end's level: at this noise", note), note
+    at_end = run(100.4)  # at the end's level: the guess as before, nothing said
+    assert all(e.midway is None for e in at_end.events) and not at_end.notes
+    assert at_end.events[-1].settle_s == 0 and "settling" in process_words(at_end.events[-1])
+    apart = run(95.5)  # far from both (4.6 % and 4.8 %): a level of its own, soon told
+    assert apart.events[-1].midway is not None and apart.events[-1].settle_s < 600 and not apart.notes
 
 
 # -- the manual judge: the person's word ------------------------------------------------------------

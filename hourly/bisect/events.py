@@ -35,6 +35,13 @@ class ProcessDone:
     #: the per-process statistic the change is read by, in words, where one was chosen on the
     #: window's ends ("" : each process by its median, none chosen)
     by: str = ""
+    #: a probe that reads nearer "a level of its own" (a step this size from the end it is nearer,
+    #: three quarters of --min-change, as a fraction) than that end's level: it is taken at the
+    #: end's level only once its reading moves back, and "a level of its own" needs Wald's bound,
+    #: so ``settle_s`` is that bound's guess ("" words otherwise); which end: ``near`` ("earlier",
+    #: "later")
+    midway: float | None = None
+    near: str = ""
 
 
 class BisectHandler(Handler):

@@ -10,6 +10,7 @@ import statistics
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from hourly.analysis.judges import Evidence
+from hourly.analysis.judges.metric import INDIFFERENCE, neither_rounds
 from hourly.analysis.paired import round_order
 from hourly.analysis.process_stat import WORDS, ProcessValue
 from hourly.analysis.samples import location
@@ -52,10 +53,14 @@ class Progress:
     #: a verdict guessed to need this many more seconds of the machine, where --min-change is what
     #: sets its length, is said once a bisection with what would shorten it
     SLOW_S = 600.0
+    #: standard errors from the end a probe reading past halfway to a level of its own must be to
+    #: be guessed to settle as that level does (:meth:`between`)
+    Z_BETWEEN = 2.0
 
     def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
                  earlier: Sequence[Mapping[Pair, float | None]], statistic: str | None = None):
         self.lab, self.what, self.focus, self.statistic = lab, what, focus, statistic
+        self.pairs = pairs
         self.ref = pairs[0] if pairs[0] != focus else pairs[-1]
         self.earlier = list(earlier)
         self.chip0, self.done = self.seconds(), 0
@@ -70,32 +75,88 @@ class Progress:
         rounds = [{p: self.by(v) for p, v in b.items()} for b in self.earlier + now]
         logs = [math.log(b[self.focus]) - math.log(b[self.ref]) for b in rounds  # type: ignore[arg-type]
                 if (b.get(self.focus) or 0) > 0 and (b.get(self.ref) or 0) > 0]
-        change = error = settle = None
+        change = error = settle = midway = None
+        near = ""
         if len(logs) >= 2:
             mean, sd = statistics.fmean(logs), statistics.stdev(logs)
             change, error = math.expm1(mean), sd / math.sqrt(len(logs))
-            target = max(abs(mean), math.log1p(getattr(self.lab, "min_change", 0.0) or 0.0)) / self.Z
+            min_change = getattr(self.lab, "min_change", 0.0) or 0.0
+            x, sdx = abs(mean), sd  # a probe: from the end it reads nearer, which its verdict turns on
+            nearer = self.nearer(rounds)
+            if nearer is not None:
+                x, sdx, near = nearer
+            target = max(x, math.log1p(min_change)) / self.Z
             spent = self.seconds() - self.chip0
             if target > 0 and spent > 0:
-                need = math.ceil((sd / target) ** 2)
+                need = math.ceil((sdx / target) ** 2)
+                between = self.between(nearer, len(logs), min_change)
+                if between is not None:  # nearer a level of its own than the end: Wald's bound
+                    delta = between[2]
+                    need, midway = min(math.ceil(neither_rounds(x, sdx, delta)), 10 ** 6), math.expm1(delta)
                 left = max(0, min(need, getattr(self.lab, "max_repeats", need)) - len(logs))
                 settle = left * per_round * spent / self.done
-                if settle >= self.SLOW_S and abs(mean) < math.log1p(self.lab.min_change or 0.0):
-                    self.slow(sd, need, settle)
+                if settle >= self.SLOW_S and (midway is not None or x < math.log1p(min_change)):
+                    self.slow(sdx, need, settle, between)
         self.lab.handler.process(ProcessDone(self.what, pair, len(self.earlier) + round_no, change, error,
                                              self.seconds(), settle,
-                                             by=WORDS[self.statistic] if self.statistic else ""))
+                                             by=WORDS[self.statistic] if self.statistic else "",
+                                             midway=midway, near=near))
 
-    def slow(self, sd: float, need: int, settle: float) -> None:
+    def nearer(self, rounds: list[dict[Pair, float | None]]) -> tuple[float, float, str] | None:
+        """A probe (the middle of three states): how far it reads from the end it reads nearer (on a
+        log scale), a round's spread of that, and which end ("earlier", "later"); None for any
+        other verdict, or before two rounds ran it with both ends."""
+        if len(self.pairs) != 3 or self.focus != self.pairs[1]:
+            return None
+        reads = []
+        for end, word in ((self.pairs[0], "earlier"), (self.pairs[2], "later")):
+            d = [math.log(b[self.focus]) - math.log(b[end]) for b in rounds  # type: ignore[arg-type]
+                 if (b.get(self.focus) or 0) > 0 and (b.get(end) or 0) > 0]
+            if len(d) < 2:
+                return None
+            reads.append((abs(statistics.fmean(d)), statistics.stdev(d), word))
+        return min(reads)
+
+    def between(self, nearer: tuple[float, float, str] | None, rounds: int,
+                min_change: float) -> tuple[float, float, float, str] | None:
+        """A probe that reads nearer "a level of its own" than the end it is nearer — past halfway
+        to three quarters of --min-change from it, where the judge puts that level
+        (hourly.analysis.judges.metric.INDIFFERENCE) — and Z_BETWEEN standard errors or more from
+        that end (a reading past halfway by chance, the probe at the end's level, comes back soon):
+        it is taken at the end's level only once its reading moves back (a look at a time: the
+        rounds do not say when), and judged a level of its own only at Wald's bound, which the
+        guess is. Its distance from that end, a round's spread of it, the level's distance and
+        which end; None for any other verdict or reading."""
+        if nearer is None or min_change <= 0:
+            return None
+        x, sdx, word = nearer
+        delta = INDIFFERENCE * math.log1p(min_change)
+        if x > delta / 2 and x * math.sqrt(rounds) >= self.Z_BETWEEN * sdx:
+            return x, sdx, delta, word
+        return None
+
+    def slow(self, sd: float, need: int, settle: float,
+             between: tuple[float, float, float, str] | None = None) -> None:
         """Said once a bisection (on its lab): a verdict whose state reads within --min-change of
         the other (a probe at an end's level) is long because telling a step of --min-change from
-        none at this noise takes that many rounds; a larger one would settle sooner."""
+        none at this noise takes that many rounds; a larger one would settle sooner. ``between``
+        (:meth:`between`): a probe that reads nearer a level of its own than the end's, said so."""
         if getattr(self.lab, "told_slow", False):
             return
         setattr(self.lab, "told_slow", True)  # noqa: B010 - a lab's own flag, not in its Protocol
+        cap = getattr(self.lab, "max_repeats", need)
+        rounds = f"about {need} rounds" if need <= cap else f"more than --max-repeats ({cap}) rounds"
+        if between is None:
+            head = (f"at this noise (±{sd * 100:.1f} % a round) telling a step of {self.lab.min_change * 100:g} % "
+                    f"(--min-change) from none takes {rounds}")
+        else:
+            x, sdx, delta, near = between
+            head = (f"it reads {math.expm1(x) * 100:.1f} % from the {near} end, nearer a step of its own "
+                    f"({math.expm1(delta) * 100:.1f} %, three quarters of --min-change {self.lab.min_change * 100:g} %) "
+                    f"than that end's level: at this noise (±{sdx * 100:.1f} % a round) it is taken at the end's "
+                    f"level only when its reading moves back, and told a level of its own after {rounds}")
         self.lab.handler.note(
-            f"{self.what}: at this noise (±{sd * 100:.1f} % a round) telling a step of {self.lab.min_change * 100:g} % "
-            f"(--min-change) from none takes about {need} rounds, ~{settle / 60:.0f} min of the benchmark more; "
+            f"{self.what}: {head}, ~{settle / 60:.0f} min of the benchmark more; "
             "a larger --min-change (the smallest step worth pinning) settles each verdict sooner, and steps "
             "below it go unpinned")
 

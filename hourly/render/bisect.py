@@ -60,7 +60,11 @@ def process_words(e: ProcessDone) -> str:
         words.append(f"{e.change * 100:+.1f} % ± {e.error * 100:.1f} %".replace("-", "−"))
     words.append(f"{e.chip_s:.0f} chip-s so far")
     if e.settle_s is not None:
-        words.append("settling" if e.settle_s <= 0 else f"~{_duration(e.settle_s)} to settle")
+        settle = "settling" if e.settle_s <= 0 else f"~{_duration(e.settle_s)} to settle"
+        if e.midway is not None:  # the guess of a probe between an end's level and a step of its own
+            settle += (f" (it reads nearer a step of its own, {e.midway * 100:.1f} % from the {e.near} end, "
+                       f"than that end's level)")
+        words.append(settle)
     if e.by:
         words.append(f"each process by its {e.by}")
     return ", ".join(words)

@@ -98,6 +98,21 @@ def resolvable_change(sigma: float, max_repeats: int) -> float:
     return sigma * math.sqrt(4 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) / max(max_repeats, 1))
 
 
+def neither_rounds(x: float, sd: float, delta: float) -> float:
+    """About how many rounds a probe reading ``x`` from the end it is nearer (``sd``: a round's
+    spread of that difference) takes to be judged "a level of its own" at least ``delta`` from it
+    (:meth:`MetricJudge.level`), where it reads nearer that level than the end's (``x > delta/2``):
+    Wald's bound against the end, whose log-likelihood ratio grows by ``(x² − (x − μ)²) / (2·sd²)``
+    a round (``μ = max(delta, x)``, the level's most likely point). Infinite at halfway and below:
+    there only a reading that moves settles it."""
+    x = abs(x)
+    mu = max(delta, x)
+    gain = x * x - (x - mu) ** 2
+    if gain <= 0 or sd <= 0:
+        return math.inf if gain <= 0 else 1.0
+    return 2 * math.log((1 - STEP_ALPHA) / STEP_ALPHA) * sd * sd / gain
+
+
 def ruled_out(share: float | None, delta: float) -> str:
     """The size Wald's "alike" ruled out, in the words both ends' checks say it (``share``: ``delta``
     as a share of the level; None where the level is 0: ``delta`` in the metric's units)."""
