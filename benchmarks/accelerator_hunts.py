@@ -24,7 +24,9 @@ windows, as hourly.bisect.step_session drives it. Three ways to measure a proces
   reduced by the statistic chosen on the ends (``choose_statistic``: the ends' verdict held to
   ``selection_bound``), held fixed for the probes;
 - oracle: the n and statistic that cost the least chip time per unit of precision under the true
-  noise of the hunt (found by simulation of that noise), from the first process on.
+  noise of the hunt (found by simulation of that noise), from the first process on;
+- new-ride, a what-if (not what hourly does): new, with the search's first probe measured in the
+  ends' rounds (A P B rather than A B) and its verdict starting from all of them.
 
 A hunt is *right* when it names the planted step's commit, *wrong* when it names another (a single
 commit), else it gave no answer (the ends did not differ, or a range). ``--null``: windows whose ends
@@ -49,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hourly.analysis.judges.metric import SEPARATION_MIN
 from hourly.analysis.judges.paired import PairedMetricJudge, compare_ends, ends_bound
-from hourly.analysis.paired import round_order
+from hourly.analysis.paired import Paired, round_order
 from hourly.analysis.process_stat import (
     DEFAULT_SAMPLES,
     STATISTICS,
@@ -178,13 +180,40 @@ class Measure:
         self.n = samples_per_process(Cost(self.h.fixed, PER_SAMPLE, k), within, between, floor=floor)
 
 
-def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
-    """One hunt of ``kind`` (today, new, oracle) on the window drawn from ``seed``."""
+def first_probe(states: int) -> list[int]:
+    """The states of the first probe's rounds a fresh paired search of ``states`` asks for (the
+    interval's ends and the probe), found by asking it."""
+    class Asked(Exception):
+        pass
+
+    def rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
+        raise Asked(list(sts))
+
+    def measure(i: int, count: int) -> list[float] | None:
+        raise AssertionError("a paired search measures in rounds")
+    search = StepSearch(states, measure, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
+                        higher_is_better=False, judge=PairedMetricJudge(), rounds=rounds, crash_windows=True,
+                        stop_at_regression=True)
+    search.seed(0, states - 1, Paired.of([{0: 1.0 + k / 1000, states - 1: 1.05 + k / 1000} for k in range(6)],
+                                         [0, states - 1]))
+    try:
+        search.run()
+    except Asked as e:
+        return e.args[0]
+    raise AssertionError("the search asked for no round")
+
+
+def hunt(kind: str, states: int, crash: bool, seed: int, ride: bool = False) -> dict:
+    """One hunt of ``kind`` (today, new, oracle) on the window drawn from ``seed``. ``ride`` (a
+    what-if, not what hourly does): the first probe is measured in the ends' rounds (A P B rather
+    than A B), and its verdict starts from all of them."""
     h = Hunt(states, crash, np.random.default_rng(seed))
     m = Measure(kind, h)
     judge = PairedMetricJudge()
     round_no = 0
     search: StepSearch | None = None
+    first = first_probe(states) if ride else [0, states - 1]
+    riding: list[dict] = []  # the ends' rounds, the first probe in them
 
     def rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
         nonlocal round_no
@@ -204,16 +233,28 @@ def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
         m.revise()
         return out
 
+    def ends_rounds(count: int, earlier: object) -> list[dict]:
+        got = rounds(first, count, None)
+        riding.extend(got)
+        return got
+
+    def search_rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
+        if ride and list(sts) == first and riding:  # every round of the ends, at once
+            taken = list(riding)
+            riding.clear()
+            return taken
+        return rounds(sts, count, stop_on)
+
     # the ends, as the bisection compares them (hourly.bisect.metric_drive.separate_paired)
-    got = compare_ends(judge, lambda count, earlier: rounds([0, states - 1], count, None), 0, states - 1,
-                       cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
+    got = compare_ends(judge, ends_rounds, 0, states - 1, cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
     outcome, p = got.outcome, got.paired
-    result = {"kind": kind, "right": False, "wrong": False, "ends_differ": outcome is True}
+    result = {"kind": kind, "right": False, "wrong": False, "ends_differ": outcome is True,
+              "ends_rounds": len(got.blocks)}
     if outcome is True and p.difference(0, states - 1) > 0:
         def measure(i: int, count: int) -> list[float] | None:
             raise AssertionError("a paired search measures in rounds")
         search = StepSearch(states, measure, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
-                            higher_is_better=False, judge=judge, rounds=rounds, crash_windows=True,
+                            higher_is_better=False, judge=judge, rounds=search_rounds, crash_windows=True,
                             stop_at_regression=True)
         search.seed(0, states - 1, p)
         if search.paired_verdicts.choice.candidates > 1:
@@ -225,7 +266,7 @@ def hunt(kind: str, states: int, crash: bool, seed: int) -> dict:
         result["statistic"] = search.paired_verdicts.choice.statistic if kind == "new" else m.statistic
     else:
         result["statistic"] = m.statistic
-    result.update(chip=h.chip, processes=h.processes, n=m.n)
+    result.update(chip=h.chip, processes=h.processes, n=m.n, first_probe_processes=len(m.seen.get(first[1], ())) if ride else None)
     return result
 
 
@@ -278,8 +319,8 @@ def _null_job(args: tuple) -> tuple[str, bool]:
 def _hunt_job(args: tuple) -> dict:
     kind, family, seed = args
     states, crash = FAMILIES[family]
-    r = hunt(kind, states, crash, seed)
-    r["family"] = family
+    r = hunt(kind.removesuffix("-ride"), states, crash, seed, ride=kind.endswith("-ride"))
+    r["family"], r["kind"] = family, kind
     return r
 
 
@@ -288,7 +329,8 @@ def main() -> int:
     ap.add_argument("--hunts", type=int, default=200, help="seeded hunts a family (default 200)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these families")
-    ap.add_argument("--kinds", default="today,new,oracle")
+    ap.add_argument("--kinds", default="today,new,oracle",
+                    help="of today, new, oracle; new-ride: new, with the first probe in the ends' rounds (a what-if)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--null", action="store_true", help="the ends' false 'differ' rate on windows with no change")
     a = ap.parse_args()
