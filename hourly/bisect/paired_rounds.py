@@ -131,7 +131,8 @@ class Progress:
             return None
         x, sdx, word = nearer
         delta = INDIFFERENCE * math.log1p(min_change)
-        if x > delta / 2 and x * math.sqrt(rounds) >= self.Z_BETWEEN * sdx:
+        # from the third round: the spread of two is too rough to say where a probe reads
+        if rounds >= 3 and x > delta / 2 and x * math.sqrt(rounds) >= self.Z_BETWEEN * sdx:
             return x, sdx, delta, word
         return None
 
