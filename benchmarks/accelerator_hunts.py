@@ -25,8 +25,9 @@ windows, as hourly.bisect.step_session drives it. Three ways to measure a proces
   ``selection_bound``), held fixed for the probes;
 - oracle: the n and statistic that cost the least chip time per unit of precision under the true
   noise of the hunt (found by simulation of that noise), from the first process on;
-- new-ride, a what-if (not what hourly does): new, with the search's first probe measured in the
-  ends' rounds (A P B rather than A B) and its verdict starting from all of them.
+- new and oracle search as hourly does (since 2026-12-06): once the ends read apart, the search's
+  first probe is measured in their rounds (A P B rather than A B) and its verdict takes them first;
+  new-alone and oracle-alone search without it (hourly before), today never did.
 
 A hunt is *right* when it names the planted step's commit, *wrong* when it names another (a single
 commit), else it gave no answer (the ends did not differ, or a range). ``--null``: windows whose ends
@@ -50,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hourly.analysis.judges.metric import SEPARATION_MIN
-from hourly.analysis.judges.paired import PairedMetricJudge, compare_ends, ends_bound
+from hourly.analysis.judges.paired import PairedMetricJudge, compare_ends, ends_bound, read_apart
 from hourly.analysis.paired import Paired, round_order
 from hourly.analysis.process_stat import (
     DEFAULT_SAMPLES,
@@ -70,19 +71,28 @@ PER_SAMPLE = 0.33   # s a sample
 SLOW_MODE = 0.08    # every other sample this much slower
 FAMILIES = {        # name: (states, crash window)
     "40": (40, False), "40-crash": (40, True), "400": (400, False), "400-crash": (400, True)}
+#: families of another shape, not in the default run: ``--family`` names them. "11-clear": the TPU
+#: front-end case (benchmarks/README.md, run C): 11 states, a step of 8-10 % that stands clear of
+#: processes 1-2 % apart, 16-18 s before a process's first sample, 0.15 s a sample; --min-change 0.05
+SHAPES = {"11-clear": (11, False)}
+CLEAR_MIN_CHANGE = 0.05  # what the tpu-frontend window passes (its step is 8-10 %)
 N_GRID = (3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 200)
 
 
 class Hunt:
     """One simulated hunt: the window's true levels, the noise, the chip time spent."""
 
-    def __init__(self, states: int, crash: bool, rng: np.random.Generator):
+    def __init__(self, states: int, crash: bool, rng: np.random.Generator, clear: bool = False):
         self.rng = rng
         self.n_states = states
         self.fixed = float(rng.uniform(16, 20))
+        self.per_sample = PER_SAMPLE
         self.sd = float(rng.uniform(0.04, 0.10))
         self.between = float(rng.uniform(0.003, 0.01))
         self.step = float(rng.uniform(0.02, 0.05))
+        if clear:  # SHAPES' "11-clear"
+            self.fixed, self.per_sample = float(rng.uniform(16, 18)), 0.15
+            self.between, self.step = float(rng.uniform(0.01, 0.02)), float(rng.uniform(0.08, 0.10))
         self.culprit = int(rng.integers(1, states))          # the first state after the step
         self.crashes: range = range(0)
         if crash:
@@ -104,7 +114,7 @@ class Hunt:
         if i in self.crashes:
             self.chip += self.fixed
             return None
-        self.chip += self.fixed + n * PER_SAMPLE
+        self.chip += self.fixed + n * self.per_sample
         m = self.level(i) * math.exp(self.between * self.rng.standard_normal())
         x = m * (1 + self.sd * self.rng.standard_normal(n))
         x[int(self.rng.integers(2))::2] *= 1 + SLOW_MODE
@@ -132,7 +142,7 @@ def oracle_choice(h: Hunt) -> tuple[str, int]:
     best = None
     for s in STATISTICS:
         for n in N_GRID:
-            cost = (h.fixed + n * PER_SAMPLE) * (h.between ** 2 + stat_variance(h.sd, s, n))
+            cost = (h.fixed + n * h.per_sample) * (h.between ** 2 + stat_variance(h.sd, s, n))
             if best is None or cost < best[0]:
                 best = (cost, s, n)
     assert best is not None
@@ -177,7 +187,7 @@ class Measure:
         between = float(np.mean([c[1] for c in comps]))
         k = sum(c[3] - 1 for c in comps) + 1  # processes, less one per state: the between's dof + 1
         floor = between_floor(within, float(np.mean([c[2] for c in comps])), k)
-        self.n = samples_per_process(Cost(self.h.fixed, PER_SAMPLE, k), within, between, floor=floor)
+        self.n = samples_per_process(Cost(self.h.fixed, self.h.per_sample, k), within, between, floor=floor)
 
 
 def first_probe(states: int) -> list[int]:
@@ -203,17 +213,20 @@ def first_probe(states: int) -> list[int]:
     raise AssertionError("the search asked for no round")
 
 
-def hunt(kind: str, states: int, crash: bool, seed: int, ride: bool = False) -> dict:
-    """One hunt of ``kind`` (today, new, oracle) on the window drawn from ``seed``. ``ride`` (a
-    what-if, not what hourly does): the first probe is measured in the ends' rounds (A P B rather
-    than A B), and its verdict starts from all of them."""
-    h = Hunt(states, crash, np.random.default_rng(seed))
+def hunt(kind: str, states: int, crash: bool, seed: int, ride: bool = False, clear: bool = False) -> dict:
+    """One hunt of ``kind`` (today, new, oracle) on the window drawn from ``seed``. ``ride`` (the
+    search as hourly.bisect.metric_drive runs it since 2026-12-06): once the ends read apart
+    (``read_apart``), the first probe is measured in their rounds (A P B rather than A B), and its
+    verdict takes them first."""
+    h = Hunt(states, crash, np.random.default_rng(seed), clear=clear)
     m = Measure(kind, h)
     judge = PairedMetricJudge()
     round_no = 0
     search: StepSearch | None = None
     first = first_probe(states) if ride else [0, states - 1]
     riding: list[dict] = []  # the ends' rounds, the first probe in them
+    riding_failed: list[bool] = []
+    states_n = states
 
     def rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
         nonlocal round_no
@@ -233,27 +246,35 @@ def hunt(kind: str, states: int, crash: bool, seed: int, ride: bool = False) -> 
         m.revise()
         return out
 
-    def ends_rounds(count: int, earlier: object) -> list[dict]:
-        got = rounds(first, count, None)
-        riding.extend(got)
+    def ends_rounds(count: int, earlier: list[dict]) -> list[dict]:
+        # hourly.bisect.metric_drive: the first probe rides once the ends read apart, while it measures
+        sts = first if ride and read_apart(earlier, 0, states_n - 1) and not riding_failed else [0, states_n - 1]
+        got = rounds(sts, count, None)
+        if len(sts) == 3:
+            if any(b.get(first[1]) is None for b in got):
+                riding_failed.append(True)
+                riding.clear()
+            else:
+                riding.extend(got)
         return got
 
     def search_rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
-        if ride and list(sts) == first and riding:  # every round of the ends, at once
-            taken = list(riding)
-            riding.clear()
-            return taken
+        if ride and list(sts) == first and riding:  # the rounds it rode in first, as many as asked
+            taken = riding[:count]
+            del riding[:count]
+            return taken + (rounds(sts, count - len(taken), stop_on) if count > len(taken) else [])
         return rounds(sts, count, stop_on)
 
     # the ends, as the bisection compares them (hourly.bisect.metric_drive.separate_paired)
-    got = compare_ends(judge, ends_rounds, 0, states - 1, cap=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE)
+    min_change = CLEAR_MIN_CHANGE if clear else BISECT_MIN_CHANGE
+    got = compare_ends(judge, ends_rounds, 0, states - 1, cap=DEFAULT_MAX_REPEATS, min_change=min_change)
     outcome, p = got.outcome, got.paired
     result = {"kind": kind, "right": False, "wrong": False, "ends_differ": outcome is True,
               "ends_rounds": len(got.blocks)}
     if outcome is True and p.difference(0, states - 1) > 0:
         def measure(i: int, count: int) -> list[float] | None:
             raise AssertionError("a paired search measures in rounds")
-        search = StepSearch(states, measure, max_repeats=DEFAULT_MAX_REPEATS, min_change=BISECT_MIN_CHANGE,
+        search = StepSearch(states, measure, max_repeats=DEFAULT_MAX_REPEATS, min_change=min_change,
                             higher_is_better=False, judge=judge, rounds=search_rounds, crash_windows=True,
                             stop_at_regression=True)
         search.seed(0, states - 1, p)
@@ -318,8 +339,11 @@ def _null_job(args: tuple) -> tuple[str, bool]:
 
 def _hunt_job(args: tuple) -> dict:
     kind, family, seed = args
-    states, crash = FAMILIES[family]
-    r = hunt(kind.removesuffix("-ride"), states, crash, seed, ride=kind.endswith("-ride"))
+    states, crash = {**FAMILIES, **SHAPES}[family]
+    # hourly's search rides its first probe in the ends' rounds since 2026-12-06; today's did not
+    base = kind.removesuffix("-alone")
+    r = hunt(base, states, crash, seed, ride=base != "today" and not kind.endswith("-alone"),
+             clear=family in SHAPES)
     r["family"], r["kind"] = family, kind
     return r
 
@@ -328,9 +352,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hunts", type=int, default=200, help="seeded hunts a family (default 200)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these families")
+    ap.add_argument("--family", action="append", choices=sorted({**FAMILIES, **SHAPES}),
+                    help="only these families (and SHAPES': 11-clear)")
     ap.add_argument("--kinds", default="today,new,oracle",
-                    help="of today, new, oracle; new-ride: new, with the first probe in the ends' rounds (a what-if)")
+                    help="of today, new, oracle; new-alone, oracle-alone: their search without the first probe "
+                         "in the ends' rounds (hourly's before 2026-12-06)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--null", action="store_true", help="the ends' false 'differ' rate on windows with no change")
     a = ap.parse_args()

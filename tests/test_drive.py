@@ -671,6 +671,49 @@ def test_a_verdict_that_min_change_makes_long_says_so_once_with_what_shortens_it
                     r"a larger --min-change", said[0.01][0]), said[0.01][0]
 
 
+def test_the_first_probe_rides_in_the_ends_rounds_once_they_read_apart():
+    """Where a process is expensive, the ends' verdict takes several rounds and the first probe's
+    rounds hold the ends again: once the ends read apart the probe the search will ask for first is
+    measured in their rounds (A P B), and its verdict takes them first. The same culprit for fewer
+    processes; the probe's row owns its processes; said once. (Over many noisy windows:
+    benchmarks/README.md.)"""
+    value = level(("xla", 13, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.005 * np.random.default_rng([index(pair.xla), k, 3]).standard_normal())
+    jobs = {}
+    for rides in (True, False):
+        lab = Table(line(20), Mode.METRIC, value=sample, max_repeats=30)
+        lab.rides = rides
+        notes: list[str] = []
+        lab.handler.note = notes.append
+        (a,) = bisect(lab, 0, 19 * H)
+        assert a.culprit.sha == "x13", rides
+        jobs[rides] = lab.jobs
+        said = [n for n in notes if "measured beside the window's ends taken up" in n]
+        rows = lab.rows[1]
+        first = next(r for r in rows if r["role"] == "probe")
+        assert first["xla"] == "x9"  # the state the ends' rounds carried is the one the search probed
+        if rides:
+            assert len(said) == 1 and said[0].startswith("probe 1 of ~"), notes
+            # every process of it (those rounds its verdict did not need too) is its row's
+            assert first["runs"] >= len(first["samples"]) >= 2, first
+            assert all(r["runs"] == len(r["samples"]) for r in rows[:2]), rows[:2]  # the window's ends'
+        else:
+            assert not said
+    assert jobs[True] < jobs[False], jobs
+
+
+def test_ends_that_do_not_read_apart_take_no_rider():
+    """A window whose ends do not differ: no third process a round for a probe that may never run."""
+    def sample(pair, k):
+        return 100 * (1 + 0.03 * np.random.default_rng([index(pair.xla), k, 5]).standard_normal())
+    lab = Table(line(20), Mode.METRIC, value=sample, max_repeats=12)
+    with pytest.raises(UserError):
+        bisect(lab, 0, 19 * H)
+    assert len(lab.measured) == 2, list(lab.measured)  # the two ends alone
+
+
 def test_a_probe_nearer_a_level_of_its_own_than_the_end_is_not_said_to_be_settling():
     """The TPU front-end window's first probe read +2.6, +2.7, +3.3, +2.2 % from the earlier end at
     --min-change 5 %: nearer "a level of its own" (3.7 %, three quarters of --min-change) than the

@@ -314,10 +314,10 @@ def test_the_accelerator_hunt_simulator_drives_the_real_search():
     assert r["right"] and not r["wrong"], r
     assert r["statistic"] in STATISTICS and MIN_SAMPLES <= r["n"] <= MAX_SAMPLES and r["n"] != 12
     assert r["chip"] >= r["processes"] * 16
-    # the what-if: the first probe rides in the ends' rounds, a process of it in each
+    # as hourly's search: the first probe rides in the ends' rounds once they read apart
     assert ah.first_probe(40) == [0, 19, 39]
     w = ah.hunt("new", 40, True, 1, ride=True)
-    assert w["right"] and not w["wrong"] and w["first_probe_processes"] >= w["ends_rounds"] >= 3, w
+    assert w["right"] and not w["wrong"] and 0 < w["first_probe_processes"], w
 
 
 def test_values_of_another_statistic_measured_before_are_no_drift():

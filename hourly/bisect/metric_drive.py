@@ -17,14 +17,14 @@ from hourly.analysis.judges import Evidence, PairedJudge, Verdict, WindowJudge
 from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.base import samples_of
 from hourly.analysis.judges.metric import MIN_END_SAMPLES, Level, MetricJudge
-from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, compare_ends, more_rounds
+from hourly.analysis.judges.paired import END_ROUNDS, MIN_ROUNDS, compare_ends, more_rounds, read_apart
 from hourly.analysis.paired import Paired, drift
 from hourly.analysis.process_stat import ProcessValue, choose_statistic
 from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
 from hourly.bisect.records import Probe, Taken
-from hourly.bisect.step_session import StepSession
+from hourly.bisect.step_session import StepSession, first_probe
 from hourly.bisect.windows import end_flag
 from hourly.errors import UserError
 from hourly.model import Pair
@@ -54,6 +54,10 @@ class MetricEnds:
         self.judge, self.paired = judge, paired
         self.ahead: list[Pair] = []  # probes for the ends' round (plan)
         self.want = 0                 # and the samples each state of that round gets
+        #: paired: the rounds of the ends that measured the search's first probe too, in the order of
+        #: the three (separate_paired's ``rider``), for that probe's verdict to take first
+        self.riding: list[dict[Pair, float | None]] = []
+        self.rider_taken: list[Taken] = []  # its processes in them (builds, runs, samples)
 
     def plan(self) -> None:
         """With more workers than the two ends, the first round of a fresh window carries probes
@@ -65,19 +69,32 @@ class MetricEnds:
             self.ahead = [states[i].pair for i in split_points(len(states), lab.workers - 2, (), costs)]
             self.want = first_round_samples(lab.min_change, lab.repeats, lab.max_repeats)
 
-    def separate_paired(self) -> tuple[bool, Paired | None]:
+    def separate_paired(self, rider: Pair | None = None) -> tuple[bool, Paired | None]:
         """The window's two ends compared in rounds of the two (paired,
         :func:`~hourly.analysis.judges.paired.compare_ends`): different, the same, or unknown — unknown
         gets one more round at a time, up to --max-repeats rounds; different they must be, and the later end worse (better, finding a fix). Their
         earlier samples (the scan's) are context: a level that moved since is the machine's drift,
-        said. A resumed window whose ends were compared already goes on from its rows."""
+        said. A resumed window whose ends were compared already goes on from its rows.
+
+        ``rider``: the state the search will probe first (hourly.bisect.step_session.first_probe).
+        Once the ends read apart (:func:`~hourly.analysis.judges.paired.read_apart`), each round measures it too, between them (A
+        P B, then B P A): the ends' verdict reads the ends of those rounds, and the probe's verdict
+        takes them all first (``riding``) — its rounds hold the ends anyway, and the ends' verdict
+        takes rounds enough for most probes; on an accelerator that saves a verdict's processes. A
+        rider that fails to build or run is measured no more with them."""
         lab, d, judge = self.lab, self.d, self.paired
         assert judge is not None  # the paired ends are the paired judge's
         good_pair, bad_pair = d.ends
+        trio = [good_pair, rider, bad_pair] if rider is not None else None
         if ("end", good_pair) in d.stored and ("end", bad_pair) in d.stored:
             # compared in a call before: not measured again; their kept rounds (a store of schema 10 on)
             # give the search the window's noise and change and its statistic, as when they were compared
             kept = lab.take_rounds(d.bid, d.ends, lab.kept_rounds(d.bid, d.ends))
+            if trio is not None:  # and those its first probe rode in, with that probe's own since: all its
+                rode = lab.take_rounds(d.bid, trio, lab.kept_rounds(d.bid, trio))
+                self.riding = list(rode)
+                compared = len(d.stored[("end", good_pair)].get("samples") or ())  # the ends' rounds
+                kept = [*kept, *rode[:max(0, compared - len(kept))]]
             p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
             return True, p if p is not None and p.rounds else None
         before = {p: samples_of(lab.stored(p)) for p in (good_pair, bad_pair)}
@@ -100,10 +117,22 @@ class MetricEnds:
                  f"{lab.metric}: <value>` lines (that log), or pick ends that measure")
                 if read else "pick ends that measure, or use --mode exit for crashes")
 
+        riding = trio is not None
+
         def rounds(count: int, earlier: Sequence[Mapping[Pair, float | None]]) -> list[dict[Pair, float | None]]:
-            new, got = measure_rounds(lab, [good_pair, bad_pair], count, d.round_no, what="ends", earlier=earlier,
-                                      bid=d.bid)
+            nonlocal riding
+            states = trio if trio is not None and riding and read_apart(earlier, good_pair, bad_pair) \
+                else [good_pair, bad_pair]
+            new, got = measure_rounds(lab, states, count, d.round_no, what="ends" if len(states) == 2 else
+                                      "ends and probe 1", earlier=earlier, bid=d.bid)
             d.round_no += len(new)
+            if len(states) == 3:
+                if any(b.get(states[1]) is None for b in new):  # it failed: the search measures it alone
+                    riding, self.riding = False, []
+                else:
+                    self.riding += new
+                # what it cost goes to the probe's row (the search's verdict on it), not the ends'
+                self.rider_taken += [t for q, t in got if q == states[1]]
             taken.extend(got)
             # an end whose build failed, or that measured nothing in its first rounds (kept ones too),
             # stops the ends there: more rounds would only repeat it (a process on an accelerator costs seconds)
@@ -331,10 +360,21 @@ class MetricDrive:
             going = lab.going = None
         if going is None:
             if self.paired is not None:
-                differ, p = self.ends.separate_paired()
+                # one process at a time, states run alternately (a lab may say it does not ride)
+                rider = first_probe(lab, d.states, self.judge, self.paired, d.rows) \
+                    if lab.interleaves and lab.workers == 1 and getattr(lab, "rides", True) else None
+                differ, p = self.ends.separate_paired(rider)
                 keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
                 session, parent, off = StepSession(lab, d.states, self.judge, self.paired, d.rows,
                                                      ends=(differ, keyed)), d.states, 0
+                if rider is not None and self.ends.riding:
+                    session.riding[(d.ends[0], rider, d.ends[1])] = list(self.ends.riding)
+                    # its processes come to the search through those rounds, not as stored samples too
+                    session.search.samples.pop([st.pair for st in d.states].index(rider), None)
+                if rider is not None:
+                    i = [st.pair for st in d.states].index(rider)
+                    for t in self.ends.rider_taken:
+                        session.owe(i, t.builds, t.runs, t.samples)
             else:
                 self.ends.plan()
                 self.ends.separate()

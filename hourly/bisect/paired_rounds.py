@@ -53,9 +53,10 @@ class Progress:
     #: a verdict guessed to need this many more seconds of the machine, where --min-change is what
     #: sets its length, is said once a bisection with what would shorten it
     SLOW_S = 600.0
-    #: standard errors from the end a probe reading past halfway to a level of its own must be to
-    #: be guessed to settle as that level does (:meth:`between`)
+    #: standard errors from the end, and past halfway to a level of its own, a probe must read for
+    #: the long-verdict note to say so (:meth:`between`): not a reading a hair past halfway
     Z_BETWEEN = 2.0
+    PAST_HALFWAY = 0.5
 
     def __init__(self, lab: "Lab", what: str, pairs: list[Pair], focus: Pair,
                  earlier: Sequence[Mapping[Pair, float | None]], statistic: str | None = None):
@@ -95,7 +96,9 @@ class Progress:
                     need, midway = min(math.ceil(neither_rounds(x, sdx, delta)), 10 ** 6), math.expm1(delta)
                 left = max(0, min(need, getattr(self.lab, "max_repeats", need)) - len(logs))
                 settle = left * per_round * spent / self.done
-                if settle >= self.SLOW_S and (midway is not None or x < math.log1p(min_change)):
+                # said from the third round: the spread of two rounds is too rough to say it by
+                if settle >= self.SLOW_S and len(logs) >= 3 and (
+                        between[4] if between is not None else x < math.log1p(min_change)):
                     self.slow(sdx, need, settle, between)
         self.lab.handler.process(ProcessDone(self.what, pair, len(self.earlier) + round_no, change, error,
                                              self.seconds(), settle,
@@ -118,26 +121,28 @@ class Progress:
         return min(reads)
 
     def between(self, nearer: tuple[float, float, str] | None, rounds: int,
-                min_change: float) -> tuple[float, float, float, str] | None:
+                min_change: float) -> tuple[float, float, float, str, bool] | None:
         """A probe that reads nearer "a level of its own" than the end it is nearer — past halfway
         to three quarters of --min-change from it, where the judge puts that level
-        (hourly.analysis.judges.metric.INDIFFERENCE) — and Z_BETWEEN standard errors or more from
-        that end (a reading past halfway by chance, the probe at the end's level, comes back soon):
-        it is taken at the end's level only once its reading moves back (a look at a time: the
-        rounds do not say when), and judged a level of its own only at Wald's bound, which the
-        guess is. Its distance from that end, a round's spread of it, the level's distance and
-        which end; None for any other verdict or reading."""
-        if nearer is None or min_change <= 0:
+        (hourly.analysis.judges.metric.INDIFFERENCE), from its third round (the spread of two is
+        too rough to say where it reads): it is taken at the end's level only once its reading
+        moves back (a look at a time: the rounds do not say when), and judged a level of its own
+        only at Wald's bound, which the guess is. Its distance from that end, a round's spread of
+        it, the level's distance, which end, and whether it reads so clearly — past halfway by
+        PAST_HALFWAY standard errors and Z_BETWEEN of them from the end (a reading at halfway goes
+        either way next round; the long-verdict note waits for this); None for any other verdict
+        or reading."""
+        if nearer is None or min_change <= 0 or rounds < 3:
             return None
         x, sdx, word = nearer
         delta = INDIFFERENCE * math.log1p(min_change)
-        # from the third round: the spread of two is too rough to say where a probe reads
-        if rounds >= 3 and x > delta / 2 and x * math.sqrt(rounds) >= self.Z_BETWEEN * sdx:
-            return x, sdx, delta, word
-        return None
+        if x <= delta / 2:
+            return None
+        se = sdx / math.sqrt(rounds)
+        return x, sdx, delta, word, x - delta / 2 >= self.PAST_HALFWAY * se and x >= self.Z_BETWEEN * se
 
     def slow(self, sd: float, need: int, settle: float,
-             between: tuple[float, float, float, str] | None = None) -> None:
+             between: tuple[float, float, float, str, bool] | None = None) -> None:
         """Said once a bisection (on its lab): a verdict whose state reads within --min-change of
         the other (a probe at an end's level) is long because telling a step of --min-change from
         none at this noise takes that many rounds; a larger one would settle sooner. ``between``
@@ -151,7 +156,7 @@ class Progress:
             head = (f"at this noise (±{sd * 100:.1f} % a round) telling a step of {self.lab.min_change * 100:g} % "
                     f"(--min-change) from none takes {rounds}")
         else:
-            x, sdx, delta, near = between
+            x, sdx, delta, near, _ = between
             head = (f"it reads {math.expm1(x) * 100:.1f} % from the {near} end, nearer a step of its own "
                     f"({math.expm1(delta) * 100:.1f} %, three quarters of --min-change {self.lab.min_change * 100:g} %) "
                     f"than that end's level: at this noise (±{sdx * 100:.1f} % a round) it is taken at the end's "

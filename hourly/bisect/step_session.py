@@ -8,7 +8,7 @@ window after a step goes on with the same search (hourly.bisect.metric_drive.Goi
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import PairedJudge, Verdict, WindowJudge
@@ -73,6 +73,56 @@ if TYPE_CHECKING:
     from hourly.bisect.lab import Lab, WindowState
 
 
+def take_riding(riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]], pairs: list[Pair], count: int,
+                note: Callable[[str], None], label: str | None) -> list[dict[Pair, float | None]]:
+    """Up to ``count`` of the rounds of the window's ends that measured ``pairs``' probe too
+    (hourly.bisect.metric_drive: ``separate_paired``'s rider), taken: its verdict takes them
+    before it measures; ``label``: the verdict as it begins, said once with how many there are."""
+    rode = riding.get(tuple(pairs), [])
+    given, rode[:] = rode[:count], rode[count:]
+    if given and label is not None:
+        note(f"{label}: {plural(len(given) + len(rode), 'round')} measured beside the window's ends taken up")
+    return given
+
+
+class _Asked(Exception):
+    """A throwaway search's first request (:func:`first_probe`): what it asked for."""
+
+
+def first_probe(lab: "Lab", states: list[State], judge: MetricJudge, paired: PairedJudge,
+                rows: list[dict] | None = None) -> Pair | None:
+    """The state a paired search of ``states`` will probe first, asked of a search of its own that
+    measures nothing (its first request stops it; the window's ends as given, any stored verdicts
+    taken): the ends can be measured with it in their rounds (hourly.bisect.metric_drive's
+    ``separate_paired``). None where that search asks for anything else first (a crash window's
+    edge, the step's check) or nothing."""
+    from hourly.analysis.paired import Paired
+    n = len(states)
+    if n < 3:
+        return None
+    session = StepSession(lab, states, judge, paired, rows)
+    search = session.search
+
+    def measured(i: int, count: int) -> list[float] | None:
+        raise _Asked(None)
+
+    def rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict[int, float | None]]:
+        raise _Asked(sts)
+    search.measure = measured
+    search.paired_verdicts.rounds_fn = rounds
+    search.on_verdict = lambda *a: None
+    search.paired_verdicts.on_note = lambda *a: None
+    worse = 0.95 if lab.higher_is_better else 1.05  # ends that differ as the search is told they do
+    search.seed(0, n - 1, Paired.of([{0: 1.0 + k / 1000, n - 1: worse + k / 1000} for k in range(4)], [0, n - 1]))
+    try:
+        search.run()
+    except _Asked as e:
+        sts = e.args[0]
+        if sts is not None and len(sts) == 3 and sts[0] == 0 and sts[2] == n - 1:
+            return session.pairs[sts[1]]
+    return None
+
+
 class StepSession:
     """The window search over ``states`` (see the module's text)."""
 
@@ -107,6 +157,7 @@ class StepSession:
         #: paired rounds so far, by the states they compare (a verdict's progress reads them all)
         self.history: dict[tuple[int, ...], list[dict[Pair, float | None]]] = {}
         self.probed: list[int] = []  # the states probed in rounds, in order ("probe 3 of ~7")
+        self.riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]] = {}  # taken first: take_riding
         given, checked = resumed(self.pairs, rows or []) if self.paired else ({}, {})
         # a resumed search numbers its probes on from those an earlier call decided (stored verdicts)
         self.probed += sorted(given)
@@ -156,11 +207,17 @@ class StepSession:
         key = tuple(states)
         earlier = self.history.setdefault(key, [])
         choice = self.search.paired_verdicts.choice  # the progress lines read the statistic in force
-        blocks, taken = measure_rounds(self.lab, [self.pairs[i] for i in states], count, self.round_no, stop,
-                                       self.label(stop_on), earlier, choice.statistic if choice.candidates > 1 else None,
-                                       bid=self.drive.bid if self.drive is not None else None)
+        pairs = [self.pairs[i] for i in states]
+        label = self.label(stop_on)
+        given = take_riding(self.riding, pairs, count, self.lab.handler.note, label if not earlier else None)
+        earlier += given
+        blocks, taken = measure_rounds(self.lab, pairs, count - len(given), self.round_no, stop, label, earlier,
+                                       choice.statistic if choice.candidates > 1 else None,
+                                       bid=self.drive.bid if self.drive is not None else None) \
+            if count > len(given) else ([], [])
         earlier += blocks
         self.round_no += len(blocks)
+        blocks = [*given, *blocks]
         for pair, t in taken:
             ev, builds, runs, samples = t.evidence, t.builds, t.runs, t.samples
             i = index[pair]
