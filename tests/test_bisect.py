@@ -575,6 +575,26 @@ def test_a_rest_of_the_window_that_names_nothing_is_said_not_dropped(tmp_path, p
 # (test_a_small_step_after_a_large_one_under_noise, test_a_regression_an_improvement_and_a_regression)
 
 
+def test_bisect_log_of_a_stored_scan_exits_1_when_a_window_could_not_be_bisected(capsys, scanned_days, tmp_path,
+                                                                                  monkeypatch):
+    """--log prints the windows it bisected; one it could not (here: a regression of 5 % in 4 %
+    noise, 3 rounds allowed) has no log, and the run exits 1 with its line, as without --log — it
+    exited 0 (the windows without a log were dropped before the check)."""
+    monkeypatch.setenv("DEMO_NOISE", "0.04")  # the demo's benchmark, as `hourly demo` documents it
+    import shutil
+    _, work, _ = scanned_days
+    mine = tmp_path / "work"
+    shutil.copytree(work, mine)  # the shared workdir keeps no bisection of this --min-change
+    args = ["bisect", "--workdir", str(mine), "--max-repeats", "3"]
+    capsys.readouterr()
+    plain = main(args)
+    said = capsys.readouterr().err
+    assert plain == 1 and "could not be bisected" in said, said
+    assert main([*args, "--log"]) == 1
+    out = capsys.readouterr()
+    assert "could not be bisected" in out.err and "git bisect good" in out.out, out  # the crash window's log
+
+
 # -- finding the fix (#11 item 4) ---------------------------------------------------------------------
 
 def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):

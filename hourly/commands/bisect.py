@@ -107,11 +107,11 @@ def bisect(
             print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
         elif log:
             from hourly.render.console import escape_controls
-            answers = [a for a in answers if not a.error]
-            for i, a in enumerate(answers):
-                if len(answers) > 1:  # each window headed by its own kind (a crash window is no regression)
+            logged = [a for a in answers if not a.error]  # a window not bisected has no log: its error exits 1 below
+            for i, a in enumerate(logged):
+                if len(logged) > 1:  # each window headed by its own kind (a crash window is no regression)
                     from hourly.render.bisect import log_heading
-                    print(escape_controls(log_heading(a, i + 1, len(answers))))
+                    print(escape_controls(log_heading(a, i + 1, len(logged))))
                 print(escape_controls(bisect_log(a)[1]), end="")  # subjects in its comments: never terminal codes
         else:
             print_answers(console, answers)
