@@ -367,12 +367,12 @@ class MetricDrive:
                 keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
                 session, parent, off = StepSession(lab, d.states, self.judge, self.paired, d.rows,
                                                      ends=(differ, keyed)), d.states, 0
-                if rider is not None and self.ends.riding:
-                    session.riding[(d.ends[0], rider, d.ends[1])] = list(self.ends.riding)
-                    # its processes come to the search through those rounds, not as stored samples too
-                    session.search.samples.pop([st.pair for st in d.states].index(rider), None)
                 if rider is not None:
                     i = [st.pair for st in d.states].index(rider)
+                    if self.ends.riding:
+                        session.riding[(d.ends[0], rider, d.ends[1])] = list(self.ends.riding)
+                        # its processes come to the search through those rounds, not as stored samples too
+                        session.search.samples.pop(i, None)
                     for t in self.ends.rider_taken:
                         session.owe(i, t.builds, t.runs, t.samples)
             else:

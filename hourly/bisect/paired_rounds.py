@@ -74,8 +74,7 @@ class Progress:
         rounds measured in this call so far, the one under way last."""
         self.done += 1
         rounds = [{p: self.by(v) for p, v in b.items()} for b in self.earlier + now]
-        logs = [math.log(b[self.focus]) - math.log(b[self.ref]) for b in rounds  # type: ignore[arg-type]
-                if (b.get(self.focus) or 0) > 0 and (b.get(self.ref) or 0) > 0]
+        logs = self.log_differences(rounds, self.ref)
         change = error = settle = midway = None
         near = ""
         if len(logs) >= 2:
@@ -105,6 +104,11 @@ class Progress:
                                              by=WORDS[self.statistic] if self.statistic else "",
                                              midway=midway, near=near))
 
+    def log_differences(self, rounds: list[dict[Pair, float | None]], other: Pair) -> list[float]:
+        """Each round's log ratio of the state judged to ``other``, where both measured."""
+        return [math.log(b[self.focus]) - math.log(b[other]) for b in rounds  # type: ignore[arg-type]
+                if (b.get(self.focus) or 0) > 0 and (b.get(other) or 0) > 0]
+
     def nearer(self, rounds: list[dict[Pair, float | None]]) -> tuple[float, float, str] | None:
         """A probe (the middle of three states): how far it reads from the end it reads nearer (on a
         log scale), a round's spread of that, and which end ("earlier", "later"); None for any
@@ -113,8 +117,7 @@ class Progress:
             return None
         reads = []
         for end, word in ((self.pairs[0], "earlier"), (self.pairs[2], "later")):
-            d = [math.log(b[self.focus]) - math.log(b[end]) for b in rounds  # type: ignore[arg-type]
-                 if (b.get(self.focus) or 0) > 0 and (b.get(end) or 0) > 0]
+            d = self.log_differences(rounds, end)
             if len(d) < 2:
                 return None
             reads.append((abs(statistics.fmean(d)), statistics.stdev(d), word))
