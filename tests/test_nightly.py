@@ -448,6 +448,22 @@ def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are
         docker_client, bench_dir, test_scan_id):
     tmpl = f"localhost/hourly-test/kill-{test_scan_id}:nightly-{{date}}"
     make_image(docker_client, tmpl.format(date="2023-09-03"), NightlySpec("2023-09-03", mode="hang"))
+    # Every hourly that starts containers removes dead runs' containers as it starts (the same
+    # owner check as `hourly clean`): a parallel test worker's hourly starting between the kill and
+    # this clean removes the container first (seen in CI: "removed": []). Such a try is started
+    # again, so that `hourly clean` itself is seen to remove one; the container is gone either way.
+    outcomes = []
+    for _ in range(3):
+        outcomes.append(_kill_a_nightly_then_clean(docker_client, bench_dir, tmpl, test_scan_id))
+        if outcomes[-1] == "removed by this clean":
+            break
+    assert outcomes[-1] == "removed by this clean", outcomes
+    assert set(outcomes) <= {"removed by this clean", "removed by another hourly as it started"}, outcomes
+
+
+def _kill_a_nightly_then_clean(docker_client, bench_dir, tmpl, test_scan_id) -> str:
+    """Start a nightly whose date hangs, check that `hourly clean` keeps its container while it
+    lives, kill -9 it, clean again: who removed the container."""
     proc = subprocess.Popen([sys.executable, "-m", "hourly", "nightly", "--from", "2023-09-03",
                              "--to", "2023-09-03", "--image", tmpl, "--no-pull", "--gpus", "none",
                              "--workdir", str(bench_dir / "w"), "--json"],
@@ -464,12 +480,17 @@ def test_containers_of_a_killed_nightly_are_removed_by_clean_but_a_live_runs_are
         (cont,) = running
         res = hourly("clean", "--json", cwd=bench_dir)
         assert res.ok and cont.name not in json.loads(res.output)["removed"]  # its owner lives
+        assert cont.name in _leftovers(docker_client, test_scan_id)
         proc.send_signal(signal.SIGKILL)  # kill -9: no clean-up in the run
         proc.wait()
-        assert cont.name in _leftovers(docker_client, test_scan_id)
+        there = cont.name in _leftovers(docker_client, test_scan_id)
         res = hourly("clean", "--json", cwd=bench_dir)
-        assert res.ok and cont.name in json.loads(res.output)["removed"], res.output
+        assert res.ok, res.output
         assert cont.name not in _leftovers(docker_client, test_scan_id)
+        if cont.name in json.loads(res.output)["removed"]:
+            assert there
+            return "removed by this clean"
+        return "removed by another hourly as it started"
     finally:
         if proc.poll() is None:
             proc.kill()
