@@ -595,6 +595,60 @@ def test_bisect_log_of_a_stored_scan_exits_1_when_a_window_could_not_be_bisected
     assert "could not be bisected" in out.err and "git bisect good" in out.out, out  # the crash window's log
 
 
+#: ``python -m hourly`` that sends itself SIGTERM once the first bisection's answer is stored
+STOP_AFTER_ONE_WINDOW = r'''
+import os, signal, sys
+from hourly.adapters.store_tables import bisections
+from hourly.cli import main
+finish = bisections.BisectionTables.finish_bisection
+def finish_then_stop(self, bid, result):
+    finish(self, bid, result)
+    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
+bisections.BisectionTables.finish_bisection = finish_then_stop
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_a_rerun_stopped_after_a_window_goes_on_without_bisecting_that_window_again(capsys, scanned_days, tmp_path):
+    """A --rerun of every window of the stored scan, stopped once its first window's answer is
+    stored, resumed with the line it printed (--rerun in it): that window is not bisected a third
+    time (it was, every window finished before the rerun began was, with --rerun bisected anew);
+    the windows it had not reached are bisected again, not left at their old answers; the rerun
+    ends there, and a plain run after it answers every window from the store."""
+    import shutil
+    _, work, _ = scanned_days
+    mine = tmp_path / "work"
+    shutil.copytree(work, mine)
+    bisect_json(capsys, ["--workdir", str(mine)])  # every window answered (from the store, or now)
+
+    def windows():
+        rows = Store(mine).conn.execute("SELECT id, status, updated FROM bisections ORDER BY id").fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+    before = windows()
+    assert len(before) >= 2 and all(st == "done" for st, _ in before.values()), before
+    args = ["bisect", "--workdir", str(mine), "--rerun"]
+    p = subprocess.run([sys.executable, "-c", STOP_AFTER_ONE_WINDOW, *args], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 143, p.stderr
+    tail = p.stderr.rstrip("\n").splitlines()[-2:]
+    assert tail[0] == "stopped by SIGTERM. Finished points are stored; resume with:", p.stderr
+    printed = shlex.split(tail[1])
+    assert printed[:2] == ["hourly", "bisect"] and "--rerun" in printed
+    stopped = windows()
+    redone = [b for b in before if stopped[b] != before[b]]
+    assert len(redone) == 1 and stopped[redone[0]][0] == "done", (before, stopped)
+    capsys.readouterr()
+    assert main(printed[1:]) == 0
+    err = capsys.readouterr().err
+    assert "going on with the --rerun begun" in err, err
+    resumed = windows()
+    assert resumed[redone[0]] == stopped[redone[0]]  # kept: this rerun's own answer
+    assert all(resumed[b] != before[b] and resumed[b][0] == "done" for b in before), (before, resumed)
+    # the rerun ended: the same command without --rerun answers from the store, and says nothing of it
+    assert main(args[:-1]) == 0
+    assert windows() == resumed and "--rerun begun" not in capsys.readouterr().err
+
+
 # -- finding the fix (#11 item 4) ---------------------------------------------------------------------
 
 def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):

@@ -85,7 +85,12 @@ def test_bisect_argv_carries_the_daily_levels_benchmark_and_direction(tmp_path):
     assert opts["--build-cmd"] == "/opt/build.sh" and opts["--max-repeats"] == "5"
     assert opts["--repeats"] == "2" and "--lower-is-better" in argv and "--xla-repo" not in argv
     assert opts["--cache-dir"] == "/hourly-work/cache"  # wheels land on the host
-    assert "--jax-ref" not in argv
+    assert "--jax-ref" not in argv and "--rerun" not in argv
+    # hunt --rerun bisects again: the bisection inside, whose store on the host holds the window
+    # finished, is told so (without it, it answered from that store at once)
+    rerun = settings(tmp_path, rerun=True)
+    assert "--rerun" in H.bisect_argv(w, rerun, "/hourly-work/bisect/x")
+    assert "--rerun" in H.scanned_bisect_argv(rerun, "/hourly-work/bisect/x")
     # a repository's own ref (a JAX feature branch) reaches the bisection inside
     argv = H.bisect_argv(w, settings(tmp_path, jax_ref="origin/feature"), "/hourly-work/bisect/x")
     assert argv[argv.index("--jax-ref") + 1] == "origin/feature" and "--xla-ref" not in argv
@@ -204,7 +209,7 @@ def test_the_settings_of_a_hunt_and_its_levels_are_frozen_and_validation_returns
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(frozen, name, None)
     assert not any(f.name.startswith("_") for f in dataclasses.fields(H.HuntSettings))  # run state: H.HuntRun
-    assert H.HuntRun().run_id != H.HuntRun().run_id and H.HuntRun().measured == set()
+    assert H.HuntRun().run_id != H.HuntRun().run_id and H.HuntRun().rerun is None
     stored = hunt.validate().as_dict()  # what the hunt stores: every setting, and the levels' as dicts
     assert stored["nightly"]["mounts"] == [f"{tmp_path}:/dir"] and stored["releases"] is None
     assert set(stored) == {f.name for f in dataclasses.fields(H.HuntSettings)}

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import site
 import subprocess
@@ -76,6 +77,12 @@ def _toolkit(day: str) -> dict[str, str]:
 def hourly(*args, cwd, timeout=400):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     return run([sys.executable, "-m", "hourly", *args], cwd=cwd, env=env, timeout=timeout, check=False)
+
+
+def _nightly_rows(work: Path) -> int:
+    import sqlite3
+    with sqlite3.connect(work / "hourly.sqlite") as c:
+        return c.execute("SELECT COUNT(*) FROM nightly").fetchone()[0]
 
 
 def _json(res) -> dict:
@@ -259,11 +266,12 @@ def test_hunt_names_the_planted_commit_and_survives_kill_9(docker_client, hunt_i
 @pytest.mark.docker
 def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(docker_client, hunt_images, tmp_path):
     made, template, standin, root = hunt_images
-    res = hourly("hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23", "--bisect-in", "good",
-                 "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
-                 "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
-                 "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
-                 "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json", cwd=tmp_path)
+    args = ["hunt", "--good-date", "2023-08-22", "--bad-date", "2023-08-23", "--bisect-in", "good",
+            "--image", template, "--no-pull", "--gpus", "none", "--bench-cmd", "python3 /dir/MLUPS3d.py",
+            "--mount", f"{made.bench_script.parent}:/dir", "--mount", f"{standin.parent}:{standin.parent}",
+            "--mount", f"{made.upstream['xla'].parent}:{made.upstream['xla'].parent}",
+            "--build-cmd", str(standin), "--workdir", str(tmp_path / "work"), "--json"]
+    res = hourly(*args, cwd=tmp_path)
     assert res.returncode == 0, res.output
     (step,) = _json(res)["steps"]
     assert step["bisected_in"] == template.format(date="2023-08-22")
@@ -272,6 +280,15 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
     assert sorted(p.name for p in (tmp_path / "work" / "logs" / "nightly").glob("*.log")) == [
         "2023-08-22-run1.log", "2023-08-23-run1.log"]
     assert _hunt_containers(docker_client) == []
+    # --rerun: both dates measured again and the window bisected again — the bisection inside is
+    # given --rerun (its store on the host holds the window finished: without it, it answered from
+    # there at once, its log without a round, and the hunt printed the old culprit as bisected now)
+    log = tmp_path / "work" / "logs" / "hunt" / "2023-08-22..2023-08-23.log"
+    rerun = hourly(*args, "--rerun", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.output
+    assert _json(rerun)["steps"][0]["culprit"]["sha"] == made.shas[CULPRIT]
+    assert "round 1" in log.read_text() and "--rerun" in shlex.split(log.read_text().splitlines()[1])
+    assert _nightly_rows(tmp_path / "work") == 4  # each date measured again
 
 
 @pytest.mark.docker

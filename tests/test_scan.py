@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -105,7 +106,67 @@ def test_rerun_reuses_everything_and_rerun_flag_measures_again(capsys, scan_args
     forced = scan_json(capsys, args + ["--rerun"], ASSUMED_NOISE)
     assert forced["builds"] == 0  # wheels come from the cache
     assert len(measurements(tmp_path / "work")) == 2 * n
+    # the rerun ended with its last pair: the same scan again measures nothing
+    scan_json(capsys, args, ASSUMED_NOISE)
+    assert len(measurements(tmp_path / "work")) == 2 * n
 
+
+#: ``python -m hourly`` that sends itself SIGTERM once the first measurement is stored
+STOP_AFTER_ONE_PAIR = r'''
+import os, signal, sys
+from hourly.adapters.store_tables import scan
+from hourly.cli import main
+add = scan.ScanTables.add_measurements
+def add_then_stop(self, key, ms):
+    add(self, key, ms)
+    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
+scan.ScanTables.add_measurements = add_then_stop
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_a_rerun_stopped_midway_goes_on_without_measuring_a_pair_twice(capsys, scan_args, tmp_path):
+    """A --rerun stopped after its first pair, resumed with the line it printed (--rerun in it):
+    that pair is not measured a third time, the other is measured again (not left at its value from
+    before the rerun); then the rerun has ended and the same scan measures nothing. Before, the
+    printed line began the rerun anew: every pair measured again, however many the stopped run had."""
+    args = scan_args("Aug 24 2023 09:00", "Aug 24 2023 11:00")  # two pairs
+    scan_json(capsys, args, ASSUMED_NOISE)
+    assert list(Counter((x, j) for x, j, _, _ in measurements(tmp_path / "work")).values()) == [1, 1]
+    p = subprocess.run([sys.executable, "-c", STOP_AFTER_ONE_PAIR, *args, "--rerun"], capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 143, p.stderr
+    tail = p.stderr.rstrip("\n").splitlines()[-2:]
+    assert tail[0] == "stopped by SIGTERM. Finished points are stored; resume with:", p.stderr
+    printed = shlex.split(tail[1])
+    assert printed[-1] == "--rerun"
+    stopped = Counter((x, j) for x, j, _, _ in measurements(tmp_path / "work"))
+    assert sorted(stopped.values()) == [1, 2]
+    code, _, err = run_cli(capsys, printed[1:])
+    assert code == ASSUMED_NOISE and "going on with the --rerun begun" in err and "1 pair measured again" in err, err
+    assert sorted(Counter((x, j) for x, j, _, _ in measurements(tmp_path / "work")).values()) == [2, 2]
+    code, _, err = run_cli(capsys, printed[1:-1])
+    assert code == ASSUMED_NOISE and "--rerun begun" not in err
+    assert sorted(Counter((x, j) for x, j, _, _ in measurements(tmp_path / "work")).values()) == [2, 2]
+
+
+
+def test_a_rerun_under_way_is_kept_per_scope_until_it_ends(tmp_path):
+    """The store's record of a --rerun (SettingsTables.rerun): begun when asked, gone on with by a
+    later run of the same scope asked or not, never begun unasked, apart for another scope, gone
+    once ended; it survives the store being opened again (a new process)."""
+    from hourly.adapters.store import Store
+    scope, other = {"level": "scan", "bench": "k", "from": 1, "to": 2}, {"level": "scan", "bench": "k", "from": 1, "to": 3}
+    store = Store(tmp_path / "w")
+    assert store.rerun(scope, asked=False) is None
+    began = store.rerun(scope, asked=True)
+    assert began is not None and not began.resumed
+    again = Store(tmp_path / "w")
+    assert again.rerun(scope, asked=False) == (began.since, True) == again.rerun(scope, asked=True)
+    assert again.rerun(other, asked=False) is None
+    again.end_rerun(scope)
+    assert again.rerun(scope, asked=False) is None
+    assert again.rerun(scope, asked=True).since >= began.since
 
 def test_trees_restored_and_build_edits_never_block(capsys, scan_args, made):
     jax = GitRepo(made.jax, "jax")

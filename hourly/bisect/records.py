@@ -31,6 +31,10 @@ class BisectRequest:
     #: exit mode: probe every untestable state, as ``git bisect skip`` does, instead of jumping a run
     #: of them (hourly.analysis.bisection.run_probes)
     walk_skips: bool = False
+    #: when the --rerun under way began (the command's: hourly.commands.bisect, SettingsTables.rerun):
+    #: windows finished before it are bisected again, those finished since are its own; None with
+    #: ``rerun``: it begins as the search does (every finished window again)
+    rerun_since: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_repeats < 1:

@@ -133,7 +133,7 @@ class Bisector:
         self.find_fix = req.find_fix
         if req.find_fix and mode is Mode.METRIC:
             s = replace(s, higher_is_better=not s.higher_is_better)
-        self.s, self.store, self.mode, self.rerun = s, store, mode, req.rerun
+        self.s, self.store, self.mode = s, store, mode
         #: the named metric followed (--metric: its rows read and measured, its own bisection, in its
         #: answer); None: the regex's one metric
         self.metric = s.primary_metric() or None
@@ -162,6 +162,8 @@ class Bisector:
         if req.find_fix:
             self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}
         self.key = s.bench_key()
+        #: when the --rerun under way began (BisectRequest.rerun_since; None: no rerun)
+        self.rerun_since = req.rerun_since if req.rerun_since is not None else time.time() if req.rerun else None
         self.xla, self.jax = open_repos(s)
         self.repos = {r.name: r for r in trees(self.xla, self.jax)}
         #: how JAX and XLA are paired into states (--pairing; a descent lists its own: bisect/pairing.py)
@@ -378,7 +380,7 @@ class Bisector:
         return every_step(self, w, self.bisect_one)
 
     def bisect_one(self, w: Window) -> Answer:
-        """One window: its stored answer when it was bisected already (unless --rerun), else the drive's."""
+        """One window: its stored answer when it was bisected (not before a --rerun began), else the drive's."""
         states = states_between(self, w)
         self._states = [st.pair for st in states]
         good_pair, bad_pair = states[0].pair, states[-1].pair
@@ -397,7 +399,7 @@ class Bisector:
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.judge.mode, "good_time": w.good_time, "bad_time": w.bad_time,
             "good_xla": good_pair.xla, "good_jax": good_pair.jax, "bad_xla": bad_pair.xla, "bad_jax": bad_pair.jax})
-        if status == "done" and not self.rerun:
+        if status == "done" and (self.rerun_since is None or self.store.bisection_updated(bid) >= self.rerun_since):
             assert result is not None  # finish_bisection stores the answer with status 'done'
             return Answer.from_json(result)
         if status == "done":

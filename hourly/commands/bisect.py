@@ -88,6 +88,18 @@ def bisect(
         others = other_measurements(store, s, s.bench_key(), "this bisection")
         if others:
             handler.note(others)
+    # --rerun: the windows finished before it began are bisected again; one stopped and resumed,
+    # with or without the flag, keeps the windows it finished (SettingsTables.rerun); it ends once
+    # every answer is stored
+    scope = {"level": "bisect", "bench": s.bench_key(), "good": good, "bad": bad, "mode": mode.value if mode else None,
+             "find_fix": find_fix, "metric": s.primary_metric() or None, "manual": manual}
+    under_way = store.rerun(scope, rerun)
+    if under_way is not None:
+        from dataclasses import replace
+        req = replace(req, rerun=True, rerun_since=under_way.since)
+        if under_way.resumed:
+            handler.note(f"going on with the --rerun begun {under_way.began()}: the windows it has bisected are "
+                         "kept, the others are bisected again")
     from hourly.scan.run import env_lock_for
     answers: list[Any] = []  # set once every answer is stored: a stop from then on says so
     try:
@@ -103,6 +115,8 @@ def bisect(
             if explain:
                 from hourly.explain.run import explain_answers
                 explain_answers(store, s, answers, handler=handler)
+        if under_way is not None:
+            store.end_rerun(scope)  # every answer stored: the same command answers from the store
         if json_out:
             print(json.dumps({"regressions": [a.to_json() for a in answers]}, indent=1))
         elif log:

@@ -133,13 +133,14 @@ def describe_step(st: ReleaseStep) -> str:
 
 
 def run_release_level(rs: ReleaseSettings, metric: str | None, margin_days: int, store: Store,
-                      handler: Handler) -> tuple[Any, list[tuple[date, date, list]]]:
+                      handler: Handler, within: Any = None) -> tuple[Any, list[tuple[date, date, list]]]:
     """The release level of a hunt (its settings ``rs``: :func:`release_settings`; ``metric``: the
-    hunt's ``--metric``): its report and the day ranges for the daily level."""
+    hunt's ``--metric``; ``within``: the hunt's --rerun under way): its report and the day ranges
+    for the daily level."""
     from hourly.releases.run import run_releases
     handler.note(f"release level: jax {rs.from_} → {rs.to}, benchmark on the host: {rs.bench_cmd}"
         + (f" (in {rs.bench_cwd})" if rs.bench_cwd else ""))
-    report = run_releases(rs, store, handler)
+    report = run_releases(rs, store, handler, within)
     steps = report.steps if report.metrics is None else [  # every named metric's (--metric: its own)
         st for m in report.metrics if metric is None or m.name == metric for st in m.steps]
     hunted = [st for st in steps if st.kind in ("regression", "crash")]

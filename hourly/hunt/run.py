@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import time
 import uuid
 from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime, timedelta, timezone
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from hourly import options
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Store
+from hourly.adapters.store_tables.settings import Rerun
 from hourly.answers import Answer, HuntRow
 from hourly.errors import UsageError, UserError
 from hourly.events import SILENT, Handler
@@ -154,6 +156,14 @@ class HuntSettings:
             raise UsageError(f"--metric {self.metric} is not one of --metrics {self.nightly.metrics}",
                              f"add it: --metrics {self.nightly.metrics},{self.metric}")
 
+    def rerun_scope(self) -> dict[str, Any]:
+        """What a --rerun of this hunt is of (SettingsTables.rerun): its benchmark, dates and windows."""
+        r = self.releases
+        return {"level": LEVEL, "nightly": self.nightly.key(), "from": self.nightly.from_, "to": self.nightly.to,
+                "good_date": self.good_date, "bad_date": self.bad_date, "dates": self.dates,
+                "releases": [r.from_release, r.to_release] if r is not None else None, "bisect_in": self.bisect_in,
+                "scan_step": self.scan_step, "build_cmd": self.build_cmd, "metric": self.metric}
+
     def workdir_id(self) -> str:
         """The identity of this workdir's hunts (labels of their containers)."""
         wd = str(Path(self.nightly.workdir).expanduser().absolute())
@@ -163,10 +173,16 @@ class HuntSettings:
 @dataclass
 class HuntRun:
     """What one run of a hunt holds (never its settings): its identity (container labels, the owner
-    lock) and the dates it has measured (with --rerun each is measured once per run)."""
+    lock) and its --rerun under way."""
 
     run_id: str = field(default_factory=lambda: f"h{uuid.uuid4().hex[:8]}")
-    measured: set[str] = field(default_factory=set)
+    #: the hunt's --rerun under way (SettingsTables.rerun): dates and windows stored before it began
+    #: are measured and bisected again, those stored since are its own (None: no rerun)
+    rerun: Rerun | None = None
+
+    def again(self, stored_at: float | None) -> bool:
+        """Whether something stored at ``stored_at`` (None: not known, before any rerun) is done again."""
+        return self.rerun is not None and (stored_at is None or stored_at < self.rerun.since)
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,9 +349,11 @@ def window_min_change(h: HuntSettings, w: HuntWindow | None) -> float | None:
 
 def _bisect_options(h: HuntSettings, w: HuntWindow | None = None) -> dict[str, Any]:
     """The bisection's own options that the hunt passes on when given (--min-change: see
-    :func:`window_min_change`)."""
+    :func:`window_min_change`). --rerun too: the window's store on the host keeps its bisection
+    finished, and without it the bisection inside answered from there at once — a `hunt --rerun`
+    printed the stored culprit as if bisected again (its measurements are still reused)."""
     return {"max_repeats": h.max_repeats, "min_change": window_min_change(h, w), "explain": h.explain or None,
-            "samples": h.samples}
+            "samples": h.samples, "rerun": h.rerun or None}
 
 
 def _common(h: HuntSettings, mode: Mode | None = None, metric: str | None = None) -> dict[str, Any]:
@@ -523,13 +541,13 @@ def _point(day: date, h: HuntSettings, run: HuntRun, store: Store, docker_client
     named = s.named_metrics() is not None
     want = metric if named else ""
     p = store.nightly_points(key, metric=want).get(day.isoformat())
-    if p is None or p.status is Status.MISSING or (h.rerun and day.isoformat() not in run.measured):
+    fresh = run.rerun is not None and day.isoformat() in store.nightly_dates_since(key, run.rerun.since)
+    if p is None or p.status is Status.MISSING or (run.rerun is not None and not fresh):
         log_dir = store.logs / "nightly"
         log_dir.mkdir(parents=True, exist_ok=True)
         got = nightly_run.measure_day(day, s, run.run_id, s.gpus, log_dir, docker_client,
                                       known=store.nightly_metric_names(key) if named else None)
         store.add_nightlies(key, got, NIGHTLY_LEVEL)
-        run.measured.add(day.isoformat())
         p = next((x for x in got if want is None or x.metric in (want, "")), got[0])
     return p
 
@@ -586,7 +604,8 @@ def _searched(h: HuntSettings, run: HuntRun, store: Store, docker_client: Any,
     return [HuntWindow(good, bad_p, kind, good.value, bad_p.value, metric=metric if kind == "regression" else None)]
 
 
-def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: Handler, c: Any) -> list[HuntWindow]:
+def _from_releases(h: HuntSettings, run: HuntRun, store: Store, report: HuntReport, handler: Handler,
+                   c: Any) -> list[HuntWindow]:
     """``--from-release``: the release level (hourly/hunt/from_releases.py), then the daily level over
     the days of each release step; the windows of every range, each marked with its releases."""
     from dataclasses import replace
@@ -594,12 +613,12 @@ def _from_releases(h: HuntSettings, store: Store, report: HuntReport, handler: H
     from hourly.hunt.from_releases import release_settings, run_release_level
     from hourly.nightly.run import run_nightly
     report.releases, ranges = run_release_level(release_settings(h.nightly, h.releases, h.rerun), h.metric,
-                                                h.releases.margin_days, store, handler)
+                                                h.releases.margin_days, store, handler, run.rerun)
     windows: list[HuntWindow] = []
     for first, last, steps in ranges:
         handler.note(f"daily level: {first.isoformat()} → {last.isoformat()}")
         report.nightly = run_nightly(replace(h.nightly, from_=first.isoformat(), to=last.isoformat()),
-                                     store, handler, docker_client=c)
+                                     store, handler, docker_client=c, within=run.rerun)
         release = [{"last_good": st.before.version, "first_bad": st.after.version, "kind": st.kind}
                    for st in steps]
         for w in daily_windows(report.nightly, h.metric):
@@ -632,43 +651,57 @@ def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c: 
     from hourly.nightly.run import run_nightly
     say = handler.note
     store.save_settings(LEVEL, h.as_dict())
+    scope = h.rerun_scope()
+    run.rerun = store.rerun(scope, h.rerun)
+    if run.rerun is not None and run.rerun.resumed:
+        say(f"going on with the --rerun begun {run.rerun.began()}: the dates it has measured and the windows "
+            "it has bisected are kept, the others are measured and bisected again")
     report = HuntReport()
     if h.releases is not None:
-        windows = _from_releases(h, store, report, handler, c)
+        windows = _from_releases(h, run, store, report, handler, c)
     elif h.good_date:
         windows = _entered(h, run, store, c)
     elif h.dates == "search":
         windows = _searched(h, run, store, c, say)
     else:
-        report.nightly = run_nightly(h.nightly, store, handler, docker_client=c)
+        report.nightly = run_nightly(h.nightly, store, handler, docker_client=c, within=run.rerun)
         windows = daily_windows(report.nightly, h.metric)
     run_id = run.run_id
     for i, w in enumerate(windows, 1):
         key = w.key(h.nightly.key(), h.bisect_in, h.scan_step, h.build_cmd)
-        answer = None if h.rerun else store.load_settings(f"{LEVEL}/{key}")
+        answer = store.load_settings(f"{LEVEL}/{key}")
+        if answer is not None and run.again((store.load_settings(f"{LEVEL}/{key}/at") or {}).get("at")):
+            answer = None  # answered before the --rerun under way began: bisected again
         if answer is not None and h.explain and unexplained(answer):
             answer = None  # bisected before without --explain: again (the bisection inside reuses its store)
         if answer is None:
             say(f"window {i}/{len(windows)}: {w.name} ({w.kind}{f' of {w.metric}' if w.metric else ''}), "
                 f"bisecting in the {h.bisect_in} day's image")
             try:
-                answer = bisect_window(w, h, store, run_id, key, c, say)
+                answer = bisect_window(w, h, store, run_id, key, c, say, rerun=run.rerun is not None)
             except UserError as e:  # the other windows are still hunted; this one is retried next time
                 say(f"window {w.name} failed: {e.message}")
                 report.rows.append(step_row(w, {"regressions": [], "error": str(e)}))
                 continue
             store.save_settings(f"{LEVEL}/{key}", answer)
+            store.save_settings(f"{LEVEL}/{key}/at", {"at": time.time()})
             report.answered_now(answer)
         row = step_row(w, answer)
         report.rows.append(replace(row, release=w.release) if w.release else row)
     store.save_settings("hunt-rows", report.as_json())  # for `hourly report` (hourly/render/hunt_markdown.py)
+    if run.rerun is not None and not any(r.error for r in report.rows):
+        store.end_rerun(scope)  # every date and window done again: the rerun has ended
     return report
 
 
 def bisect_window(w: HuntWindow, h: HuntSettings, store: Store, run_id: str, key: str,
-                  docker_client: Any, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+                  docker_client: Any, say: Callable[[str], None] = lambda line: None,
+                  rerun: bool = False) -> dict[str, Any]:
     """Start the image to bisect in, run `hourly bisect` inside it (after `hourly scan` with
-    ``--scan-step``), remove it; the answer."""
+    ``--scan-step``), remove it; the answer. ``rerun``: the hunt's --rerun under way bisects the
+    window again (the bisection inside is given --rerun; its own store keeps a stopped one's
+    progress)."""
+    h = replace(h, rerun=rerun)
     from hourly.adapters import containers
     s = h.nightly
     image = (w.bad if h.bisect_in == "bad" else w.good).image

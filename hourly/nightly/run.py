@@ -20,6 +20,7 @@ from hourly.adapters.locks import owner_labels, run_lock
 from hourly.adapters.proc import parse_env
 from hourly.adapters.stale_runs import remove_dead_runs
 from hourly.adapters.store import Store
+from hourly.adapters.store_tables.settings import Rerun
 from hourly.events import SILENT, Handler
 from hourly.measure.benchmark import Run, metric_views, read_run, result_of, with_count
 from hourly.measure.sample_cost import SAMPLES_VAR
@@ -64,16 +65,24 @@ def measure_day(d: date, s: NightlySettings, scan_id: str, gpus: str, log_dir: P
 
 
 def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
-                docker_client: Any = None) -> NightlyReport:
-    """Measure every date not stored yet (all with ``rerun``; *missing* ones are retried, a
-    nightly may have been published since) and return the whole window's report."""
+                docker_client: Any = None, within: Rerun | None = None) -> NightlyReport:
+    """Measure every date not stored yet (*missing* ones are retried, a nightly may have been
+    published since) and return the whole window's report. With ``rerun``, every date stored
+    before the rerun began (a stopped one goes on: SettingsTables.rerun); ``within``: the rerun of
+    the hunt this level is part of, whose time decides instead (the hunt ends it)."""
     s = s.validate()
     dates = date_range(s.from_, s.to, s.every)
     key = s.key()
     store.save_settings(LEVEL, s.as_dict())
     have = store.nightly_points(key, metric=None)  # any row of a date: measured (of any metric)
     known = store.nightly_metric_names(key)
-    todo = [d for d in dates if s.rerun or d.isoformat() not in have
+    scope = {"level": LEVEL, "bench": key, "from": s.from_, "to": s.to, "every": s.every}
+    rerun = within or store.rerun(scope, s.rerun)
+    fresh = store.nightly_dates_since(key, rerun.since) if rerun else set()
+    if within is None and rerun is not None and rerun.resumed:
+        handler.note(f"going on with the --rerun begun {rerun.began()}: the dates it has measured are kept, "
+                     "the others are measured again")
+    todo = [d for d in dates if rerun and d.isoformat() not in fresh or d.isoformat() not in have
             or have[d.isoformat()].status is Status.MISSING]
     total, done = len(dates), len(dates) - len(todo)
     handler.progress(done, total, None)
@@ -102,6 +111,8 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
     finally:
         owner.release()
         owner.path.unlink(missing_ok=True)
+    if within is None and rerun is not None:
+        store.end_rerun(scope)  # every date measured: the rerun has ended
     return nightly_show(store, s, measured=len(todo), dates=dates)
 
 

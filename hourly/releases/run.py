@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from hourly.adapters.store import Store
+from hourly.adapters.store_tables.settings import Rerun
 from hourly.adapters.venvs import Installer, TargetPython, choose_installer, ensure_env, target_python
 from hourly.errors import ProcessError, UserError
 from hourly.events import SILENT, Handler
@@ -44,9 +45,11 @@ def _save_settings(store: Store, s: ReleaseSettings, key: str) -> None:
     store.save_settings(LEVEL, {"settings": s.as_dict(), "key": key})
 
 
-def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: Handler = SILENT) -> ReleaseReport:
-    """Measure every release of the window not finished yet (all with ``rerun``) and return the
-    window's report. Each release's result is stored as soon as it is known; given a workdir
+def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: Handler = SILENT,
+                 within: Rerun | None = None) -> ReleaseReport:
+    """Measure every release of the window not finished yet (with ``rerun``, every one stored
+    before the rerun began: a stopped one goes on, SettingsTables.rerun; ``within``: the rerun of
+    the hunt this level is part of, whose time decides instead) and return the window's report. Each release's result is stored as soon as it is known; given a workdir
     rather than a Store, it is created only once the window is planned (bad input makes nothing)."""
     s = s.validate()
     target = target_python(s.python)
@@ -68,13 +71,19 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
     def finished(p: Planned) -> bool:
         return p.version in have and have[p.version].status in FINISHED
 
-    todo = [p for p in planned if s.rerun or not finished(p)]
+    scope = {"level": "releases", "bench": key, "from": s.from_, "to": s.to}
+    rerun = within or store.rerun(scope, s.rerun)
+    fresh = store.releases_since(key, rerun.since) if rerun else set()
+    if within is None and rerun is not None and rerun.resumed:
+        handler.note(f"going on with the --rerun begun {rerun.began()}: the releases it has measured are kept, "
+                     "the others are measured again")
+    todo = [p for p in planned if rerun and p.version not in fresh or not finished(p)]
     total, done = len(planned), len(planned) - len(todo)
     log_dir = store.logs / "releases"
     log_dir.mkdir(parents=True, exist_ok=True)
     measured = 0
     window = {p.version for p in planned}
-    any_ok = any(v in window and r.status is Status.OK for v, r in have.items()) and not s.rerun
+    any_ok = any(v in window and r.status is Status.OK for v, r in have.items() if not rerun or v in fresh)
     failures: list[tuple[ReleasePoint, str | None]] = []  # this run's, while nothing measured
     for i, p in enumerate(todo):
         handler.progress(done, total, p.version)
@@ -96,6 +105,8 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
                     raise drift_error(failures, s, rest)
         done += 1
         handler.progress(done, total, None)
+    if within is None and rerun is not None:
+        store.end_rerun(scope)  # every release measured: the rerun has ended
     report = stored_releases(store, s, key, measured=measured, installer=installer.describe())
     ran = [q for q in report.points if q.status is not Status.MISSING]
     if ran and not any(q.status is Status.OK for q in ran):

@@ -34,6 +34,7 @@ from hourly.scan.table import (
     never_worked,
     scan_table,
 )
+from hourly.text.plurals import plural
 from hourly.text.timeparse import instants, iso_utc, parse_step, window
 
 
@@ -147,7 +148,11 @@ def dry_run(s: Settings, workdir: str | os.PathLike) -> ScanReport:
     builder = Builder(None, jax, xla, build_spec(s), store)  # the build cache is shared by all workdirs
     needs = builder.needs(pairs)  # one batch of git processes for all pairs, not one per pair
     built = {p for p in pairs if needs[p].value == "cached"}
-    todo = [p for p in pairs if s.rerun or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
+    # a --rerun under way (stopped, to be resumed) is read, never begun: a dry run stores nothing
+    pending = store.rerun(_rerun_scope(s, key), asked=False) if store and key else None
+    fresh = store.measured_since(key, pending.since, SCAN_ORIGIN) if store and key and pending else set()
+    todo = [p for p in pairs if (s.rerun or pending) and (p.xla, p.jax) not in fresh
+            or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     results = []
     for p in points:
         m = latest.get((p.pair.xla, p.pair.jax))
@@ -222,7 +227,16 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     notes = pairing_notes(s, xla, jax, pairs)
     store.save_settings("pairing", notes)
     latest = store.all_latest(key, origin=SCAN_ORIGIN)
-    todo = pairs if s.rerun else [p for p in pairs if _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
+    # --rerun: the pairs stored before it began (one stopped and resumed, with or without the flag,
+    # keeps what it measured: adapters/store_tables/settings.py, SettingsTables.rerun)
+    scope = _rerun_scope(s, key)
+    rerun = store.rerun(scope, s.rerun)
+    fresh = store.measured_since(key, rerun.since, SCAN_ORIGIN) if rerun else set()
+    again = {p for p in pairs if (p.xla, p.jax) not in fresh} if rerun else set()
+    if rerun is not None and rerun.resumed:
+        handler.note(f"going on with the --rerun begun {rerun.began()}: the pairs it has measured are kept, "
+                     f"{plural(len(again), 'pair')} measured again")
+    todo = [p for p in pairs if p in again or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     done = len(pairs) - len(todo)
     handler.progress(done, len(pairs), None)
     builds = 0
@@ -244,6 +258,8 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
                 measured.close()  # cancels the jobs still running (Ctrl-C leaves them to be adopted)
                 break
         jaxlib_builds, jax_builds = host.split.take()
+    if stopped is None and rerun is not None:
+        store.end_rerun(scope)  # every pair measured: the rerun has ended
     if stopped is None and s.confirm_edges and s.mode != "exit":
         more = confirm_edges(s, store, xla, jax, points, pin, handler, key)
         builds, jaxlib_builds, jax_builds = builds + more[0], jaxlib_builds + more[1], jax_builds + more[2]
@@ -251,6 +267,12 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     return ScanReport(results, len(pairs), builds, pin.as_json() if pin else None,
                       jaxlib_builds, jax_builds, stopped=stopped, edge_checks=checks, edge_json=as_json,
                       pairing=notes, metrics=metrics)
+
+
+def _rerun_scope(s: Settings, key: str) -> dict:
+    """What a --rerun of this scan is of: its benchmark and its window."""
+    t0, t1, _ = _window(s)
+    return {"level": LEVEL, "bench": key, "from": t0.timestamp(), "to": t1.timestamp()}
 
 
 def _rows(points: list[PlannedPoint]) -> list[tuple[str, str, str]]:

@@ -36,6 +36,10 @@ class BisectionTables(Tables):
                  None, now, now))
             return inserted_id(cur), "running", None
 
+    def bisection_updated(self, bid: int) -> float:
+        """When bisection ``bid`` last changed (its answer stored, for a finished one)."""
+        return float(self.conn.execute("SELECT updated FROM bisections WHERE id=?", (bid,)).fetchone()[0])
+
     def finish_bisection(self, bid: int, result: dict) -> None:
         with self.transaction() as c:
             c.execute("UPDATE bisections SET status='done', result=?, updated=? WHERE id=?",

@@ -37,6 +37,12 @@ class LevelTables(Tables):
                                            r["value"], json.loads(r["samples"]), json.loads(r["runs"]),
                                            r["detail"], r["installer"], r["env"], r["metric"]) for r in rows}
 
+    def releases_since(self, bench_key: str, since: float) -> set[str]:
+        """The releases under ``bench_key`` with a row stored at ``since`` or later (a --rerun's own)."""
+        rows = self.conn.execute("SELECT DISTINCT version FROM releases WHERE bench_key=? AND created>=?",
+                                 (bench_key, since))
+        return {r[0] for r in rows}
+
     def release_metric_names(self, bench_key: str) -> list[str]:
         """The named metrics of the release level under ``bench_key``, in the order first recorded."""
         rows = self.conn.execute("SELECT metric, MIN(id) AS first FROM releases WHERE bench_key=? AND metric != ''"
@@ -67,6 +73,12 @@ class LevelTables(Tables):
         return {r["date"]: NightlyPoint(r["date"], r["image"], Status(r["status"]), r["digest"],
                                         r["value"], json.loads(r["samples"]), r["xla"], r["jax"],
                                         json.loads(r["runs"]), r["detail"], r["metric"]) for r in rows}
+
+    def nightly_dates_since(self, bench_key: str, since: float) -> set[str]:
+        """The dates under ``bench_key`` with a row stored at ``since`` or later (a --rerun's own)."""
+        rows = self.conn.execute("SELECT DISTINCT date FROM nightly WHERE bench_key=? AND created>=?",
+                                 (bench_key, since))
+        return {r[0] for r in rows}
 
     def nightly_metric_names(self, bench_key: str) -> list[str]:
         """The named metrics of the daily level under ``bench_key``, in the order first recorded."""

@@ -89,6 +89,13 @@ class ScanTables(Tables):
                                  f" AND {METRIC_FILTER} ORDER BY id", (bench_key, origin, origin, metric, metric))
         return {(r["xla"], r["jax"]): measurement_of(r) for r in rows}
 
+    def measured_since(self, bench_key: str, since: float, origin: str) -> set[tuple[str, str]]:
+        """The pairs under ``bench_key`` with a row of ``origin`` stored at ``since`` or later (a
+        --rerun's own)."""
+        rows = self.conn.execute("SELECT DISTINCT xla, jax FROM measurements WHERE bench_key=? AND origin=?"
+                                 " AND created>=?", (bench_key, origin, since))
+        return {(r[0], r[1]) for r in rows}
+
     def measurements(self, bench_key: str, xla: str, jax: str, metric: str | None = None) -> list[Measurement]:
         """Every measurement of a pair, oldest first (of ``metric`` when given)."""
         rows = self.conn.execute(
