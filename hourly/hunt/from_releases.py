@@ -36,6 +36,7 @@ from hourly.events import Handler
 
 if TYPE_CHECKING:
     from hourly.adapters.store import Store
+    from hourly.adapters.store_tables.settings import Rerun
     from hourly.nightly.plan import NightlySettings
     from hourly.releases.plan import ReleaseSettings, ReleaseStep
 
@@ -133,7 +134,7 @@ def describe_step(st: ReleaseStep) -> str:
 
 
 def run_release_level(rs: ReleaseSettings, metric: str | None, margin_days: int, store: Store,
-                      handler: Handler, within: Any = None) -> tuple[Any, list[tuple[date, date, list]]]:
+                      handler: Handler, within: Rerun | None = None) -> tuple[Any, list[tuple[date, date, list]]]:
     """The release level of a hunt (its settings ``rs``: :func:`release_settings`; ``metric``: the
     hunt's ``--metric``; ``within``: the hunt's --rerun under way): its report and the day ranges
     for the daily level."""

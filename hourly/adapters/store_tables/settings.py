@@ -95,6 +95,5 @@ class SettingsTables(Tables):
         return self.load_settings(MEASURE_KEYS) or {}
 
 
-
 def _rerun_name(scope: dict[str, Any]) -> str:
     return "rerun/" + hashlib.sha256(json.dumps(scope, sort_keys=True, default=str).encode()).hexdigest()[:20]
