@@ -450,6 +450,28 @@ def test_kill_9_then_rerun_does_not_redo_finished_releases(wheel_dir, bench, tmp
         "SELECT version, COUNT(*) FROM releases GROUP BY version ORDER BY version").fetchall()
     assert rows == [("0.1.0", 1), ("0.1.1", 1), ("0.2.0", 1), ("0.2.1", 1)]
 
+    # --rerun killed at 0.2.0, then the same command again: the releases that rerun measured are
+    # kept, the rest measured again (the printed resume line keeps --rerun: it began the rerun over)
+    block.write_text("")
+    started.unlink()
+    p = subprocess.Popen([sys.executable, "-m", "hourly", *argv, "--rerun"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the blocked benchmark never started"
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    os.kill(int(started.read_text()), signal.SIGKILL)
+    block.unlink()
+    before = ["0.1.0", "0.1.1", "0.2.0", "0.2.0", "0.2.1"]
+    assert runs(tmp_path) == before + ["0.1.0", "0.1.1", "0.2.0"]
+    assert main(argv + ["--rerun"]) == 0
+    assert "going on with the --rerun begun" in capsys.readouterr().err
+    assert runs(tmp_path) == before + ["0.1.0", "0.1.1", "0.2.0", "0.2.0", "0.2.1"]  # 0.1.x not a third time
+    assert main(argv) == 0  # the rerun ended: nothing measured
+    assert runs(tmp_path) == before + ["0.1.0", "0.1.1", "0.2.0", "0.2.0", "0.2.1"]
+
 
 def test_a_step_between_releases_with_the_same_jaxlib_offers_the_jax_only_bisection(capsys):
     """When both releases install the same jaxlib, the step is in JAX's Python: besides the nightly
