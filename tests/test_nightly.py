@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import sqlite3
@@ -441,6 +442,49 @@ def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_depende
             reqs = {_norm(r.split(";")[0].split(" ")[0].split(">")[0].split("=")[0].split("<")[0])
                     for r in d.requires or [] if "extra ==" not in r}
             assert reqs & out, name
+
+
+#: ``python -m hourly`` that sends itself SIGTERM once the first date's rows are stored
+STOP_AFTER_ONE_DATE = r'''
+import os, signal, sys
+from hourly.adapters.store_tables import levels
+from hourly.cli import main
+add = levels.LevelTables.add_nightlies
+def add_then_stop(self, *args, **kwargs):
+    add(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
+levels.LevelTables.add_nightlies = add_then_stop
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+@pytest.mark.docker
+def test_a_nightly_rerun_stopped_after_a_date_goes_on_with_the_dates_it_had_not_reached(
+        docker_client, nightly_images, bench_dir):
+    """nightly --rerun stopped once its first date is stored, then the resume line it printed
+    (--rerun in it): the other dates are measured, that one is not (the line began the rerun over:
+    every date again); then the rerun has ended and the same command measures nothing."""
+    wd = bench_dir / "rerun"
+    args = ["nightly", "--from", "2023-08-20", "--to", "2023-08-22", "--image", nightly_images.registry_template,
+            "--gpus", "none", "--workdir", str(wd)]
+
+    def rows() -> list[int]:
+        with sqlite3.connect(wd / "hourly.sqlite") as c:
+            return [n for _, n in c.execute("SELECT date, COUNT(*) FROM nightly GROUP BY date ORDER BY date")]
+    assert hourly(*args, cwd=bench_dir).returncode in (0, 1)  # three dates: too few to tell noise is exit 1
+    assert rows() == [1, 1, 1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", STOP_AFTER_ONE_DATE, *args, "--rerun"], capture_output=True, text=True,
+                       timeout=300, cwd=bench_dir, env=env)
+    assert p.returncode == 143, p.stderr
+    printed = shlex.split(p.stderr.rstrip("\n").splitlines()[-1])
+    assert printed[:2] == ["hourly", "nightly"] and printed[-1] == "--rerun"
+    assert sorted(rows()) == [1, 1, 2]
+    res = hourly(*printed[1:], cwd=bench_dir)
+    assert "going on with the --rerun begun" in res.output, res.output
+    assert rows() == [2, 2, 2]
+    hourly(*args, cwd=bench_dir)
+    assert rows() == [2, 2, 2]
 
 
 @pytest.mark.docker
