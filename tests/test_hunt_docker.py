@@ -79,6 +79,20 @@ def hourly(*args, cwd, timeout=400):
     return run([sys.executable, "-m", "hourly", *args], cwd=cwd, env=env, timeout=timeout, check=False)
 
 
+#: ``python -m hourly`` that sends itself SIGTERM once the first date's rows are stored
+STOP_AFTER_ONE_DATE = r'''
+import os, signal, sys
+from hourly.adapters.store_tables import levels
+from hourly.cli import main
+add = levels.LevelTables.add_nightlies
+def add_then_stop(self, *args, **kwargs):
+    add(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
+levels.LevelTables.add_nightlies = add_then_stop
+sys.exit(main(sys.argv[1:]))
+'''
+
+
 def _nightly_rows(work: Path) -> int:
     import sqlite3
     with sqlite3.connect(work / "hourly.sqlite") as c:
@@ -283,12 +297,22 @@ def test_hunt_entered_at_two_dates_bisects_in_the_good_days_image_after_a_fetch(
     # --rerun: both dates measured again and the window bisected again — the bisection inside is
     # given --rerun (its store on the host holds the window finished: without it, it answered from
     # there at once, its log without a round, and the hunt printed the old culprit as bisected now)
+    # Stopped once its first date is stored and run again with the line it printed (--rerun in it),
+    # it measures the other date only (the line began the rerun over: both dates again)
     log = tmp_path / "work" / "logs" / "hunt" / "2023-08-22..2023-08-23.log"
-    rerun = hourly(*args, "--rerun", cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    p = subprocess.run([sys.executable, "-c", STOP_AFTER_ONE_DATE, *args, "--rerun"], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path, env=env)
+    assert p.returncode == 143 and _nightly_rows(tmp_path / "work") == 3, p.stdout + p.stderr
+    printed = shlex.split(p.stderr.rstrip("\n").splitlines()[-1])
+    assert printed[:2] == ["hourly", "hunt"] and "--rerun" in printed
+    rerun = hourly(*printed[1:], cwd=tmp_path)
     assert rerun.returncode == 0, rerun.output
     assert _json(rerun)["steps"][0]["culprit"]["sha"] == made.shas[CULPRIT]
     assert "round 1" in log.read_text() and "--rerun" in shlex.split(log.read_text().splitlines()[1])
-    assert _nightly_rows(tmp_path / "work") == 4  # each date measured again
+    assert _nightly_rows(tmp_path / "work") == 4  # each date measured once again
+    again = hourly(*args, cwd=tmp_path)  # the rerun ended: from the store
+    assert again.returncode == 0 and _nightly_rows(tmp_path / "work") == 4
 
 
 @pytest.mark.docker
