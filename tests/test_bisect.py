@@ -26,6 +26,7 @@ from hourly.scan.run import run_scan
 from tests.argv import with_flags
 from tests.conftest import make_venv_seeing_this_python
 from tests.in_place import editable_build
+from tests.stop_after import stop_after_first
 from tests.test_drive import Table
 from tests.test_drive import bisect as drive_bisect
 
@@ -596,17 +597,7 @@ def test_bisect_log_of_a_stored_scan_exits_1_when_a_window_could_not_be_bisected
 
 
 #: ``python -m hourly`` that sends itself SIGTERM once the first bisection's answer is stored
-STOP_AFTER_ONE_WINDOW = r'''
-import os, signal, sys
-from hourly.adapters.store_tables import bisections
-from hourly.cli import main
-finish = bisections.BisectionTables.finish_bisection
-def finish_then_stop(self, bid, result):
-    finish(self, bid, result)
-    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
-bisections.BisectionTables.finish_bisection = finish_then_stop
-sys.exit(main(sys.argv[1:]))
-'''
+STOP_AFTER_ONE_WINDOW = stop_after_first("hourly.adapters.store_tables.bisections", "BisectionTables.finish_bisection")
 
 
 def test_a_rerun_stopped_after_a_window_goes_on_without_bisecting_that_window_again(capsys, scanned_days, tmp_path):

@@ -31,8 +31,10 @@ from hourly.demo.repos import Change, make_repos, write_build_script
 pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker"]
 
 if __package__:
+    from .stop_after import stop_after_first
     from .waiting import measurement_count, wait_for
 else:
+    from stop_after import stop_after_first
     from waiting import measurement_count, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,17 +82,7 @@ def hourly(*args, cwd, timeout=400):
 
 
 #: ``python -m hourly`` that sends itself SIGTERM once the first date's rows are stored
-STOP_AFTER_ONE_DATE = r'''
-import os, signal, sys
-from hourly.adapters.store_tables import levels
-from hourly.cli import main
-add = levels.LevelTables.add_nightlies
-def add_then_stop(self, *args, **kwargs):
-    add(self, *args, **kwargs)
-    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
-levels.LevelTables.add_nightlies = add_then_stop
-sys.exit(main(sys.argv[1:]))
-'''
+STOP_AFTER_ONE_DATE = stop_after_first("hourly.adapters.store_tables.levels", "LevelTables.add_nightlies")
 
 
 def _nightly_rows(work: Path) -> int:

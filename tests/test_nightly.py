@@ -28,8 +28,10 @@ pytest_plugins = ["tests.conftest_docker"] if __package__ else ["conftest_docker
 
 if __package__:
     from .docker_fixtures import NightlySpec, add_site_packages, make_image
+    from .stop_after import stop_after_first
 else:
     from docker_fixtures import NightlySpec, add_site_packages, make_image
+    from stop_after import stop_after_first
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -445,17 +447,7 @@ def test_compiled_closure_leaves_out_exactly_compiled_packages_and_their_depende
 
 
 #: ``python -m hourly`` that sends itself SIGTERM once the first date's rows are stored
-STOP_AFTER_ONE_DATE = r'''
-import os, signal, sys
-from hourly.adapters.store_tables import levels
-from hourly.cli import main
-add = levels.LevelTables.add_nightlies
-def add_then_stop(self, *args, **kwargs):
-    add(self, *args, **kwargs)
-    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
-levels.LevelTables.add_nightlies = add_then_stop
-sys.exit(main(sys.argv[1:]))
-'''
+STOP_AFTER_ONE_DATE = stop_after_first("hourly.adapters.store_tables.levels", "LevelTables.add_nightlies")
 
 
 @pytest.mark.docker

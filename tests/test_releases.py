@@ -429,16 +429,23 @@ def test_kill_9_then_rerun_does_not_redo_finished_releases(wheel_dir, bench, tmp
     block.write_text("")
     argv = args(wheel_dir, bench, tmp_path, "0.1.0", "0.2.1", "--env", f"BLOCK_FILE={block}",
                 "--env", "BLOCK_VERSION=0.2.0")
-    p = subprocess.Popen([sys.executable, "-m", "hourly", *argv], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
     started = Path(str(block) + ".started")
-    deadline = time.monotonic() + 60
-    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert started.exists(), "the blocked benchmark never started"
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    os.kill(int(started.read_text()), signal.SIGKILL)  # the benchmark runs in its own session
+
+    def killed_at_the_block(*more: str) -> None:
+        """hourly releases started, kill -9'ed (its process group, then the benchmark, which runs in a
+        session of its own) once the blocked release's benchmark runs."""
+        started.unlink(missing_ok=True)
+        p = subprocess.Popen([sys.executable, "-m", "hourly", *argv, *more], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not started.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the blocked benchmark never started"
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        os.kill(int(started.read_text()), signal.SIGKILL)
+
+    killed_at_the_block()
     assert runs(tmp_path) == ["0.1.0", "0.1.1", "0.2.0"]
     block.unlink()
 
@@ -453,16 +460,7 @@ def test_kill_9_then_rerun_does_not_redo_finished_releases(wheel_dir, bench, tmp
     # --rerun killed at 0.2.0, then the same command again: the releases that rerun measured are
     # kept, the rest measured again (the printed resume line keeps --rerun: it began the rerun over)
     block.write_text("")
-    started.unlink()
-    p = subprocess.Popen([sys.executable, "-m", "hourly", *argv, "--rerun"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert started.exists(), "the blocked benchmark never started"
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    os.kill(int(started.read_text()), signal.SIGKILL)
+    killed_at_the_block("--rerun")
     block.unlink()
     before = ["0.1.0", "0.1.1", "0.2.0", "0.2.0", "0.2.1"]
     assert runs(tmp_path) == before + ["0.1.0", "0.1.1", "0.2.0"]

@@ -29,6 +29,7 @@ from hourly.text.timeparse import iso_utc
 from tests.argv import with_flags
 from tests.conftest import make_venv_seeing_this_python
 from tests.in_place import editable_build
+from tests.stop_after import stop_after_first
 
 
 def run_cli(capsys, argv):
@@ -112,17 +113,7 @@ def test_rerun_reuses_everything_and_rerun_flag_measures_again(capsys, scan_args
 
 
 #: ``python -m hourly`` that sends itself SIGTERM once the first measurement is stored
-STOP_AFTER_ONE_PAIR = r'''
-import os, signal, sys
-from hourly.adapters.store_tables import scan
-from hourly.cli import main
-add = scan.ScanTables.add_measurements
-def add_then_stop(self, key, ms):
-    add(self, key, ms)
-    os.kill(os.getpid(), signal.SIGTERM)  # handled before the next line: raised here
-scan.ScanTables.add_measurements = add_then_stop
-sys.exit(main(sys.argv[1:]))
-'''
+STOP_AFTER_ONE_PAIR = stop_after_first("hourly.adapters.store_tables.scan", "ScanTables.add_measurements")
 
 
 def test_a_rerun_stopped_midway_goes_on_without_measuring_a_pair_twice(capsys, scan_args, tmp_path):
