@@ -49,8 +49,9 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
                  within: Rerun | None = None) -> ReleaseReport:
     """Measure every release of the window not finished yet (with ``rerun``, every one stored
     before the rerun began: a stopped one goes on, SettingsTables.rerun; ``within``: the rerun of
-    the hunt this level is part of, whose time decides instead) and return the window's report. Each release's result is stored as soon as it is known; given a workdir
-    rather than a Store, it is created only once the window is planned (bad input makes nothing)."""
+    the hunt this level is part of, whose time decides instead) and return the window's report.
+    Each release's result is stored as soon as it is known; given a workdir rather than a Store,
+    it is created only once the window is planned (bad input makes nothing)."""
     s = s.validate()
     target = target_python(s.python)
     installer = choose_installer(s.installer)
