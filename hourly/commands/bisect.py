@@ -98,8 +98,7 @@ def bisect(
         from dataclasses import replace
         req = replace(req, rerun=True, rerun_since=under_way.since)
         if under_way.resumed:
-            handler.note(f"going on with the --rerun begun {under_way.began()}: the windows it has bisected are "
-                         "kept, the others are bisected again")
+            handler.note(under_way.going_on("the windows it has bisected", "the others are bisected again"))
     from hourly.scan.run import env_lock_for
     answers: list[Any] = []  # set once every answer is stored: a stop from then on says so
     try:

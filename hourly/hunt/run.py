@@ -654,8 +654,8 @@ def _run_hunt(h: HuntSettings, run: HuntRun, store: Store, handler: Handler, c: 
     scope = h.rerun_scope()
     run.rerun = store.rerun(scope, h.rerun)
     if run.rerun is not None and run.rerun.resumed:
-        say(f"going on with the --rerun begun {run.rerun.began()}: the dates it has measured and the windows "
-            "it has bisected are kept, the others are measured and bisected again")
+        say(run.rerun.going_on("the dates it has measured and the windows it has bisected",
+                               "the others are measured and bisected again"))
     report = HuntReport()
     if h.releases is not None:
         windows = _from_releases(h, run, store, report, handler, c)

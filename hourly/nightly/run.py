@@ -80,8 +80,7 @@ def run_nightly(s: NightlySettings, store: Store, handler: Handler = SILENT,
     rerun = within or store.rerun(scope, s.rerun)
     fresh = store.nightly_dates_since(key, rerun.since) if rerun else set()
     if within is None and rerun is not None and rerun.resumed:
-        handler.note(f"going on with the --rerun begun {rerun.began()}: the dates it has measured are kept, "
-                     "the others are measured again")
+        handler.note(rerun.going_on("the dates it has measured"))
     todo = [d for d in dates if rerun and d.isoformat() not in fresh or d.isoformat() not in have
             or have[d.isoformat()].status is Status.MISSING]
     total, done = len(dates), len(dates) - len(todo)

@@ -76,8 +76,7 @@ def run_releases(s: ReleaseSettings, store: Store | str | os.PathLike, handler: 
     rerun = within or store.rerun(scope, s.rerun)
     fresh = store.releases_since(key, rerun.since) if rerun else set()
     if within is None and rerun is not None and rerun.resumed:
-        handler.note(f"going on with the --rerun begun {rerun.began()}: the releases it has measured are kept, "
-                     "the others are measured again")
+        handler.note(rerun.going_on("the releases it has measured"))
     todo = [p for p in planned if rerun and p.version not in fresh or not finished(p)]
     total, done = len(planned), len(planned) - len(todo)
     log_dir = store.logs / "releases"

@@ -234,8 +234,7 @@ def _measure_held(s: Settings, store: Store, xla: GitRepo | None, jax: GitRepo, 
     fresh = store.measured_since(key, rerun.since, SCAN_ORIGIN) if rerun else set()
     again = {p for p in pairs if (p.xla, p.jax) not in fresh} if rerun else set()
     if rerun is not None and rerun.resumed:
-        handler.note(f"going on with the --rerun begun {rerun.began()}: the pairs it has measured are kept, "
-                     f"{plural(len(again), 'pair')} measured again")
+        handler.note(rerun.going_on("the pairs it has measured", f"{plural(len(again), 'pair')} measured again"))
     todo = [p for p in pairs if p in again or _wanted(latest.get((p.xla, p.jax)), s.retry_failed)]
     done = len(pairs) - len(todo)
     handler.progress(done, len(pairs), None)

@@ -26,6 +26,11 @@ class Rerun(NamedTuple):
         """When it began, in words for a note (the local time, to the minute)."""
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(self.since))
 
+    def going_on(self, kept: str, again: str = "the others are measured again") -> str:
+        """The note of a run that goes on with it: what it keeps (``kept``: "the dates it has
+        measured") and what it does again."""
+        return f"going on with the --rerun begun {self.began()}: {kept} are kept, {again}"
+
 
 class SettingsTables(Tables):
     """The ``settings`` table: a JSON value per name."""
