@@ -231,6 +231,10 @@ for (table,) in db.execute("select name from sqlite_master where type='table' or
         print(repr(row)[:600])
 SQL
 done
+# where each benchmark process's time before its first sample went (frontend_step.py's setup_s: lines)
+grep -h '^setup_s:' "$WORK/$WINDOW"/run-*/logs/bench-*.log > "$OUT/setup-lines-$WINDOW.txt" 2>/dev/null
+[ -s "$OUT/setup-lines-$WINDOW.txt" ] && awk '{n++; i+=$3; o+=$6; p+=$8; w+=$10} END {printf "setup (mean of %d processes): import %.2f s, open %.2f s, inputs %.2f s, warm-up %.2f s\n", n, i/n, o/n, p/n, w/n}' \
+    "$OUT/setup-lines-$WINDOW.txt" | tee -a "$LOG"
 # what each state's environment held (its own site-packages), and the machine's folders
 {
     for site in "$WORK/$WINDOW"/run-*/overlay/lib/python3*/site-packages "$WORK/$WINDOW"/run-*/states/*/lib/python3*/site-packages; do
