@@ -22,6 +22,7 @@ from hourly.analysis.process_stat import (
     MIN_SAMPLES,
     STATISTICS,
     WORDS,
+    Choice,
     Cost,
     ProcessValue,
     between_floor,
@@ -362,3 +363,31 @@ def test_a_process_near_the_floats_limit_is_reduced_and_chosen_as_its_scaled_sel
         small = choose_statistic(good, bad)
         assert huge.statistic == small.statistic
         assert [t for _, t in huge.separations] == pytest.approx([t for _, t in small.separations], rel=1e-9)
+
+
+
+def test_a_choice_stored_by_an_earlier_call_is_held_whatever_the_kept_rounds_would_choose_now():
+    """A resumed search is seeded with the ends' rounds kept in the store and the statistic chosen on
+    them in the call before: it holds that one, even where the rounds it is handed would choose
+    another now (on the TPU machine a resumed search read its probes by the 10th percentile where
+    the ends' verdict and the first probe, in the call before, had read them by the median)."""
+    rng = np.random.default_rng(2)
+    n = 24
+    blocks = [{s: ProcessValue.of(bimodal(rng, 1 + 0.03 * (s == n - 1), 40)) for s in round_order([0, n - 1], r)}
+              for r in range(12)]
+    p = Paired.of(blocks, [0, n - 1])
+
+    def search() -> StepSearch:
+        return StepSearch(n, None, max_repeats=20, higher_is_better=False, judge=PairedMetricJudge(),
+                          rounds=lambda sts, count, stop_on: [])
+    fresh = search()
+    fresh.seed(0, n - 1, p)
+    chosen = fresh.paired_verdicts.choice
+    assert chosen.candidates == 3 and chosen.statistic in STATISTICS
+    other = next(st for st in STATISTICS if st != chosen.statistic)
+    stored = Choice(other, f"it separates the ends best (stored by the call before: {other})", 3)
+    resumed = search()
+    resumed.seed(0, n - 1, p, stored)
+    assert resumed.paired_verdicts.choice == stored
+    # and the rounds it was handed are reduced by the held statistic, as every verdict after reads them
+    assert resumed.paired_verdicts.window_paired.raw(0) == pytest.approx(p.reduced(other).raw(0))

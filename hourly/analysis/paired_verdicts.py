@@ -224,13 +224,15 @@ class PairedVerdicts:
             want = len(blocks) + max(1, more_rounds(len(blocks), s.max_repeats))
 
     # -- what the driver hands over, and reads back -----------------------------------------------------
-    def seed(self, a: int, b: int, p: Paired) -> None:
+    def seed(self, a: int, b: int, p: Paired, held: Choice | None = None) -> None:
         """Rounds of ``a`` and ``b`` measured before the search (the window's ends, compared first):
         their noise joins the window's, they give the window's change, and a comparison of the two
         (the confirmation of a two-state window) goes on from them. On them the statistic each
         process is reduced by is chosen (:func:`~hourly.analysis.process_stat.choose_statistic`, as
-        the ends' verdict chose it: hourly.analysis.judges.paired), and held for every verdict after."""
-        self.choice = choose_statistic(p.processes(a), p.processes(b))
+        the ends' verdict chose it: hourly.analysis.judges.paired), and held for every verdict after;
+        ``held``: the choice an earlier call made on them and stored (a resumed search), held as it
+        is — never chosen again, so that no verdict of one search reads its processes otherwise."""
+        self.choice = held if held is not None else choose_statistic(p.processes(a), p.processes(b))
         p = p.reduced(self.choice.statistic)
         self.keep(p)
         self.window_paired = p

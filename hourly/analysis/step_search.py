@@ -26,6 +26,7 @@ from hourly.analysis.crash_window import Crashes
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
 from hourly.analysis.paired import Paired
 from hourly.analysis.paired_verdicts import PairedVerdicts, RoundsFn
+from hourly.analysis.process_stat import Choice
 from hourly.analysis.rounds import MeasureFn, MeasureManyFn, RoundPlanner
 from hourly.analysis.samples import location
 from hourly.analysis.search_state import SearchState
@@ -262,9 +263,9 @@ class StepSearch:
             self.get(m, 1)
 
     # -- what a driver hands the search -------------------------------------------------------
-    def seed(self, a: int, b: int, p: Paired) -> None:
+    def seed(self, a: int, b: int, p: Paired, held: Choice | None = None) -> None:
         """Rounds of ``a`` and ``b`` measured before the search (:meth:`PairedVerdicts.seed`)."""
-        self.paired_verdicts.seed(a, b, p)
+        self.paired_verdicts.seed(a, b, p, held)
 
     def give(self, i: int, samples: Sequence[float]) -> None:
         """Samples of state ``i`` measured ahead (in a round with others): the search takes them first."""

@@ -168,10 +168,12 @@ class StepSession:
                                  rounds=self.rounds if self.paired else None, crash_windows=lab.workers == 1,
                                  given=given, checked=checked, on_edge=self.on_edge, on_note=lab.handler.note)
         self.search.crashed |= crashed
+        # resumed: the statistic chosen on the ends in a call before is held as stored, whatever the
+        # rounds kept of them would choose now
+        chosen = stored_choice(rows or []) if self.paired else None
         if ends is not None and ends[1] is not None:  # the window's ends, compared in rounds already
-            self.search.seed(0, len(states) - 1, ends[1])
-        elif self.paired and (chosen := stored_choice(rows or [])) is not None:
-            # resumed: the ends are not measured again; the statistic chosen on them is held still
+            self.search.seed(0, len(states) - 1, ends[1], chosen)
+        elif chosen is not None:  # resumed, no rounds of the ends kept (a store from before they were)
             self.search.paired_verdicts.choice = chosen
         held = self.search.paired_verdicts.choice
         if self.paired and held.candidates > 1 and (hold := getattr(lab, "hold_statistic", None)):
