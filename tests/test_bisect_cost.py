@@ -5,6 +5,7 @@ resume; the answer's processes, samples, chip-seconds, samples per process and s
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 
@@ -192,6 +193,7 @@ def test_verdicts_that_are_not_paired_say_each_run_too(tmp_path, venv_python):
 BIMODAL = r'''
 import os, random, signal, time
 ''' + COUNTED + r'''    random.seed(n)
+time.sleep(float(os.environ.get("SLEEP", "0")))  # a process that costs something (the resume's chip-s)
 level = 577.1 * jax_demo.FACTOR
 slow = random.uniform(0.35, 0.65)
 for _ in range(int(os.environ["HOURLY_SAMPLES"])):
@@ -203,7 +205,8 @@ for _ in range(int(os.environ["HOURLY_SAMPLES"])):
 def test_a_resumed_search_holds_the_statistic_chosen_on_its_ends_and_its_answer_says_that_one(
         tmp_path, venv_python, capsys):
     made, slower, args = _setup(tmp_path, venv_python, samples=30,
-                                env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=13", f"HOURLY_PID={os.getpid()}"])
+                                env=[f"COUNTER={tmp_path / 'count'}", "STOP_AT=13", f"HOURLY_PID={os.getpid()}",
+                                     "SLEEP=0.15"])
     (tmp_path / "sampled.py").write_text(BIMODAL)
     rc, _, err = _bisect(capsys, args)
     assert rc == 130, err
@@ -214,9 +217,15 @@ def test_a_resumed_search_holds_the_statistic_chosen_on_its_ends_and_its_answer_
     chosen = ends[0]["statistic"]
     words = {"p10": "10th percentile", "trimmed": "trimmed mean"}[chosen]
     (seq,) = store.conn.execute("SELECT MAX(seq) FROM bisect_probes").fetchone()
+    before = sum(r.get("duration") or 0.0 for (raw,) in store.conn.execute(
+        "SELECT runs FROM measurements WHERE origin='bisect'") for r in json.loads(raw))  # the chip-s spent
     rc, got, err = _bisect(capsys, args)
     assert rc == 0, err
     assert "resuming after" in err
+    # "so far" is the window's, the call before the stop too: the first line after the resume says
+    # at least what that call spent (it said 0 chip-s, counting this call alone)
+    so_far = [float(m) for m in re.findall(r"(\d+) chip-s so far", err)]
+    assert so_far and so_far[0] >= math.floor(before) > 0, (before, so_far)
     # after the resume the progress lines, the verdicts and the answer all read the statistic chosen before
     lines = [x for x in err.splitlines() if PROCESS_LINE.match(x)]
     assert lines and all(x.endswith(f"each process by its {words}") for x in lines), err

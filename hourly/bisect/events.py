@@ -19,8 +19,8 @@ class ProcessDone:
     """One benchmark process of a verdict's rounds has finished: which verdict (``what``: ``ends``,
     ``probe 3 of ~7``, ``blame``), the state it measured, the round, the change the rounds read so
     far (``change`` ± ``error``, a fraction of the level; None before two rounds), the benchmark's
-    seconds this run so far (``chip_s``) and about how long until the verdict settles (None:
-    unknown)."""
+    seconds the window's bisection has spent so far, in the calls before a resume too (``chip_s``),
+    and about how long until the verdict settles (None: unknown)."""
 
     what: str
     pair: "Pair"

@@ -199,3 +199,7 @@ class Metered(Protocol):
 
     handler: BisectHandler
     seconds: float
+    #: added to ``seconds`` where a verdict's progress says its chip-seconds so far: the seconds the
+    #: window's bisection spent in the calls before this one, less ``seconds`` as the window began
+    #: (hourly.bisect.drive.WindowDrive), so that "so far" is the window's in every call of it
+    chip_offset: float

@@ -152,6 +152,7 @@ class Bisector:
             self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
         self.seconds = 0.0  # the benchmark processes' seconds so far (chip-seconds)
+        self.chip_offset = 0.0  # what the window bisected now spent before this call (Metered)
         self._states: list[Pair] = []  # the states of the window bisected now (seed_sizes)
         self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
@@ -319,6 +320,12 @@ class Bisector:
         from hourly.bisect.sampling import window_figures
         return window_figures(self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs},
                                                self.origin, self.s.primary_metric()), self._measurer, this_call_s, choice)
+
+    def spent_before(self, bid: int, pairs: list[Pair]) -> float:
+        """The benchmark's seconds bisection ``bid`` (its window's states ``pairs``) spent so far, in
+        every call of it: at a window's start, what the calls before this one spent."""
+        return self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs}, self.origin,
+                                self.s.primary_metric()).seconds
 
     def hold_statistic(self, statistic: str) -> None:
         """The per-process statistic the verdicts hold (chosen on the window's ends): the samples a
