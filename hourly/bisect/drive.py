@@ -38,10 +38,10 @@ class WindowDrive(WindowState):
     def run(self) -> Answer:
         lab, states = self.lab, self.states
         rounds0, jobs0 = lab.rounds, lab.jobs
+        spent = getattr(lab, "spent", None)  # the chip-seconds "so far": the window's, every call of it
+        if spent is not None and hasattr(lab, "seconds"):
+            lab.seconds = spent(self.bid, [st.pair for st in states]).seconds
         seconds0 = float(getattr(lab, "seconds", 0.0))
-        before = getattr(lab, "spent_before", None)  # a resumed window: what its calls before spent
-        if before is not None and hasattr(lab, "chip_offset"):
-            lab.chip_offset = before(self.bid, [st.pair for st in states]) - seconds0
         lab.handler.started(self.w, len(states), len(self.rows))
         known: dict[Pair, Verdict] | None = None
         evaluate: Callable[[Pair, str], Probe]

@@ -198,8 +198,6 @@ class Metered(Protocol):
     """A lab that counts the benchmark's seconds and tells its handler of each process."""
 
     handler: BisectHandler
+    #: the benchmark's seconds the window bisected now has spent, in the calls before a resume too
+    #: (hourly.bisect.drive.WindowDrive sets it from the store as the window begins)
     seconds: float
-    #: added to ``seconds`` where a verdict's progress says its chip-seconds so far: the seconds the
-    #: window's bisection spent in the calls before this one, less ``seconds`` as the window began
-    #: (hourly.bisect.drive.WindowDrive), so that "so far" is the window's in every call of it
-    chip_offset: float

@@ -67,8 +67,7 @@ class Progress:
         self.chip0, self.done = self.seconds(), 0
 
     def seconds(self) -> float:
-        """The window's chip-seconds so far, the calls before a resume too (``Metered.chip_offset``)."""
-        return float(getattr(self.lab, "seconds", 0.0)) + float(getattr(self.lab, "chip_offset", 0.0))
+        return float(getattr(self.lab, "seconds", 0.0))
 
     def tell(self, pair: Pair, now: list[dict[Pair, float | None]], round_no: int, per_round: int) -> None:
         """A process of ``pair`` finished in round ``round_no`` (of this call, from 1); ``now``: the

@@ -71,8 +71,7 @@ def tell_runs(lab: "Metered", m: "Measurer") -> None:
             counts.clear()
         seconds[1] += run.duration
         counts[pair] = counts.get(pair, 0) + 1
-        lab.handler.process(ProcessDone("measuring", pair, counts[pair], None, None,
-                                        seconds[0] + seconds[1] + lab.chip_offset,
+        lab.handler.process(ProcessDone("measuring", pair, counts[pair], None, None, seconds[0] + seconds[1],
                                         None, unit="run"))
     m.on_run = told
 

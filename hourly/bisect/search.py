@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 
 from hourly.adapters.locks import holds_store_lock
 from hourly.adapters.store import Measurement, Store
+from hourly.adapters.store_tables.bisections import Spent
 from hourly.analysis.bisection import COST_BUILD, COST_CACHED, COST_JAX_BUILD, COST_MEASURED
 from hourly.analysis.judges import Evidence, Judge, JudgeOptions, judge, paired_judge
 from hourly.analysis.process_stat import Choice, ProcessValue
@@ -35,6 +36,8 @@ from hourly.bisect.drive import WindowDrive, Witness, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.pairing import TimePairing, pairing_for
 from hourly.bisect.records import BisectRequest, Probe, Taken, Window
+from hourly.bisect.sampling import seed as seed_sizes
+from hourly.bisect.sampling import tell_runs, window_figures
 from hourly.bisect.windows import (
     _refuse_bad_sha,
     _require_complete_scan,
@@ -151,8 +154,7 @@ class Bisector:
         if mode is Mode.METRIC and not paired:
             self.apart = self.apart or "the verdicts are not paired"
         self.rounds = 0  # calls of measure_many
-        self.seconds = 0.0  # the benchmark processes' seconds so far (chip-seconds)
-        self.chip_offset = 0.0  # what the window bisected now spent before this call (Metered)
+        self.seconds = 0.0  # the benchmark's seconds of the window bisected now, its every call (WindowDrive)
         self._states: list[Pair] = []  # the states of the window bisected now (seed_sizes)
         self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
@@ -204,9 +206,8 @@ class Bisector:
             ws = self._stack.enter_context(Workspace(trees(self.xla, self.jax), force=self.s.force, keep=kept_paths(self.s)))
             self._measurer = Measurer(self.s, self.store, self.xla, self.jax, ws, self.pin,
                                       per_state=paired_judge(self.judge) is not None)
-            from hourly.bisect.sampling import seed, tell_runs
             self._measurer.sizes.statistic = self._held
-            seed(self._measurer, [self.stored_measurements(p) for p in self._states])
+            seed_sizes(self._measurer, [self.stored_measurements(p) for p in self._states])
             if paired_judge(self.judge) is None:  # paired rounds say each process themselves
                 tell_runs(self, self._measurer)
         return self._measurer
@@ -315,21 +316,16 @@ class Bisector:
         return measure_counted(self.measurer(), self.split, pair, count, self.origin)
 
     def sampling_figures(self, bid: int, pairs: list[Pair], this_call_s: float, choice: Choice | None = None) -> dict:
-        """What the window of bisection ``bid`` (its states ``pairs``) cost, in every call of it, and
-        how each process was sampled (hourly.bisect.sampling.window_figures)."""
-        from hourly.bisect.sampling import window_figures
-        return window_figures(self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs},
-                                               self.origin, self.s.primary_metric()), self._measurer, this_call_s, choice)
+        """What the window cost and how each process was sampled (hourly.bisect.sampling.window_figures)."""
+        return window_figures(self.spent(bid, pairs), self._measurer, this_call_s, choice)
 
-    def spent_before(self, bid: int, pairs: list[Pair]) -> float:
-        """The benchmark's seconds bisection ``bid`` (its window's states ``pairs``) spent so far, in
-        every call of it: at a window's start, what the calls before this one spent."""
+    def spent(self, bid: int, pairs: list[Pair]) -> Spent:
+        """What bisection ``bid`` ran of its window's states ``pairs``, in every call of it so far."""
         return self.store.spent(bid, self.key, {p.xla for p in pairs}, {p.jax for p in pairs}, self.origin,
-                                self.s.primary_metric()).seconds
+                                self.s.primary_metric())
 
     def hold_statistic(self, statistic: str) -> None:
-        """The per-process statistic the verdicts hold (chosen on the window's ends): the samples a
-        process gives are chosen for its noise (hourly.measure.sample_size.SampleSize.statistic)."""
+        """The statistic the verdicts hold (chosen on the ends): the samples a process gives follow its noise."""
         self._held = statistic
         if self._measurer is not None:  # else given it when made: holding it measures nothing
             self._measurer.sizes.statistic = statistic
