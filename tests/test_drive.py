@@ -704,6 +704,44 @@ def test_the_first_probe_rides_in_the_ends_rounds_once_they_read_apart():
     assert jobs[True] < jobs[False], jobs
 
 
+def test_a_search_resumed_after_its_ridden_first_probe_was_decided_still_takes_the_ends_rounds_it_rode_in():
+    """Stopped inside the second probe, after the first — which rode in the ends' rounds — was
+    decided and stored: the next call's first probe is another state, and the ends' rounds kept with
+    the first (A P B) are the ends' still. The resumed search takes them with the ends' own (the ends'
+    verdict's every round seeds the window's noise and change), as the TPU machine's resumed front-end
+    bisection did not: it was seeded with the ends' first 4 rounds of 7."""
+    value = level(("xla", 13, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.005 * np.random.default_rng([index(pair.xla), k, 3]).standard_normal())
+
+    class Taking(Table):
+        def take_rounds(self, bid, pairs, count):
+            got = super().take_rounds(bid, pairs, count)
+            self.took.append((tuple(p.xla for p in pairs), len(got)))
+            return got
+    whole = Table(line(20), Mode.METRIC, value=sample, max_repeats=30)
+    heard: list = []
+    whole.handler.process = heard.append
+    (a,) = bisect(whole, 0, 19 * H)
+    labels = list(dict.fromkeys(e.what for e in heard if e.what.startswith("probe")))
+    assert heard[0].what.startswith("ends") and any(e.what.startswith("ends and probe 1") for e in heard)
+    second = next(k for k, e in enumerate(heard) if e.what == labels[1])  # probe 1 rode, then was decided
+    lab = Taking(line(20), Mode.METRIC, value=sample, max_repeats=30, raise_after=second + 1)
+    lab.took = []
+    with pytest.raises(KeyboardInterrupt):
+        bisect(lab, 0, 19 * H)
+    ends = [r for r in lab.rows[1] if r["role"] == "end"]
+    rode = [r["xla"] for r in lab.rows[1] if r["role"] == "probe"]
+    assert len(ends) == 2 and rode == ["x9"], lab.rows[1]
+    lab.raise_after, lab.took = None, []
+    (b,) = bisect(lab, 0, 19 * H)
+    assert b.culprit.sha == a.culprit.sha == "x13"
+    ridden = [n for keys, n in lab.took if keys == ("x0", "x9", "x19")]
+    own = sum(n for keys, n in lab.took if keys == ("x0", "x19"))
+    assert ridden and ridden[0] >= 1 and own + ridden[0] >= len(ends[0]["samples"]), (lab.took, ends[0]["samples"])
+
+
 def test_ends_that_do_not_read_apart_take_no_rider():
     """A window whose ends do not differ: no third process a round for a probe that may never run."""
     def sample(pair, k):

@@ -90,9 +90,16 @@ class MetricEnds:
             # compared in a call before: not measured again; their kept rounds (a store of schema 10 on)
             # give the search the window's noise and change and its statistic, as when they were compared
             kept = lab.take_rounds(d.bid, d.ends, lab.kept_rounds(d.bid, d.ends))
-            if trio is not None:  # and those its first probe rode in, with that probe's own since: all its
-                rode = lab.take_rounds(d.bid, trio, lab.kept_rounds(d.bid, trio))
-                self.riding = list(rode)
+            # and those a first probe rode in, with that probe's own since: the probe they carried is
+            # found by its kept rounds, not taken to be this call's rider — once its verdict is stored,
+            # this call's first probe is another, and the ends' rounds it rode in are the ends' still
+            rode_with = next((q for q in [rider, *(st.pair for st in d.states[1:-1])]
+                              if q is not None and lab.kept_rounds(d.bid, [good_pair, q, bad_pair])), None)
+            if rode_with is not None:
+                with_it = [good_pair, rode_with, bad_pair]
+                rode = lab.take_rounds(d.bid, with_it, lab.kept_rounds(d.bid, with_it))
+                if rode_with == rider:  # its verdict is not stored yet: it goes on from them all
+                    self.riding = list(rode)
                 compared = len(d.stored[("end", good_pair)].get("samples") or ())  # the ends' rounds
                 kept = [*kept, *rode[:max(0, compared - len(kept))]]
             p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
