@@ -315,3 +315,23 @@ def test_once_a_statistic_is_chosen_the_samples_a_process_gives_follow_its_noise
         return sum(c[0] for c in comps) / len(comps)
     assert s["within_var"] == pytest.approx(pooled(s["statistic"]), rel=1e-3), (s, pooled(None))
     assert s["within_var"] != pytest.approx(pooled(None), rel=0.05)
+
+
+def test_a_rerun_says_what_it_spent_not_what_the_run_it_replaces_did(tmp_path, venv_python, capsys):
+    """``bisect --rerun`` of a finished window measures it again: its answer's processes and
+    chip-seconds, and its lines' "chip-s so far", are the rerun's — they counted the first run's
+    processes too ("in all its calls"), as if one search had taken both."""
+    made, slower, args = _setup(tmp_path, venv_python, samples=5)
+    rc, first, err = _bisect(capsys, args)
+    assert rc == 0, err
+    store = Store(tmp_path / "work")
+    (before,) = store.conn.execute("SELECT MAX(id) FROM measurements").fetchone()
+    rc, again, err = _bisect(capsys, [*args, "--rerun"])
+    assert rc == 0, err
+    runs = [r for (raw,) in store.conn.execute("SELECT runs FROM measurements WHERE origin='bisect' AND id>?",
+                                               (before,)) for r in json.loads(raw)]
+    s = again["regressions"][0]["sampling"]
+    assert s["processes"] == len(runs) < len(runs) + first["regressions"][0]["sampling"]["processes"], s
+    assert "this_call_chip_s" not in s, s  # one call: no earlier call to say apart
+    so_far = [float(m) for m in re.findall(r"(\d+) chip-s so far", err)]
+    assert so_far and so_far[0] <= math.ceil(runs[0]["duration"]), (so_far[:3], runs[0])

@@ -60,13 +60,15 @@ class BisectionTables(Tables):
                       (time.time(), bid))
 
     def restart_bisection(self, bid: int) -> None:
-        """Forget a bisection's probes, rounds and answer (``--rerun``); measurements stay."""
+        """Forget a bisection's probes, rounds and answer (``--rerun``); measurements stay. It begins
+        again now: what it has spent (:meth:`spent`) counts from here, not the run it replaces."""
         with self.transaction() as c:
             c.execute("DELETE FROM bisect_probes WHERE bisection=?", (bid,))
             c.execute("DELETE FROM bisect_rounds WHERE bisection=?", (bid,))
             c.execute("DELETE FROM manual_marks WHERE bisection=?", (bid,))  # verdicts given for the old run
-            c.execute("UPDATE bisections SET status='running', result=NULL, updated=? WHERE id=?",
-                      (time.time(), bid))
+            now = time.time()
+            c.execute("UPDATE bisections SET status='running', result=NULL, created=?, updated=? WHERE id=?",
+                      (now, now, bid))
 
     def add_probe(self, bid: int, p: dict[str, Any]) -> None:
         with self.transaction() as c:
