@@ -156,6 +156,19 @@ def test_env_without_a_value_not_set_here_is_a_usage_error_that_creates_no_workd
     assert not (tmp_path / "work").exists()
 
 
+@pytest.mark.parametrize("value", ["x", "0", "-3", "12.5", ""])
+def test_an_env_hourly_samples_that_is_no_count_is_a_usage_error_that_creates_no_workdir(capsys, scan_args, tmp_path,
+                                                                                         value):
+    """``--env HOURLY_SAMPLES=…`` fixes the samples hourly asks each process for: a value that is
+    not a count reached the benchmark while hourly counted its default (12) as asked — and said the
+    benchmark did not follow it. A usage error instead, before anything is made."""
+    code, _, err = run_cli(capsys, with_flags(scan_args(), "--env", f"HOURLY_SAMPLES={value}"))
+    assert code == 2, err
+    assert (f"--env HOURLY_SAMPLES={value}: the samples each benchmark process is asked for must be a whole "
+            "number, 1 or more — pass e.g. --env HOURLY_SAMPLES=12 (or --samples 12)") in " ".join(err.split()), err
+    assert not (tmp_path / "work").exists()
+
+
 @pytest.mark.parametrize("change,said", [
     (["--step", "0h"], "--step must be longer than 0, not 0h — pass e.g. --step 1h"),
     (["--step", "10000000000d"], "--step must be shorter than 10,000 years, not 10000000000d"),  # was a traceback

@@ -573,6 +573,12 @@ def parse_env(items: list[str]) -> dict[str, str]:
         if v == REDACTED and looks_secret(k):
             raise pasted_env(k)
         out[k] = v
+    # the samples hourly asks a process for (hourly.measure.sample_cost.SAMPLES_VAR): given, it fixes
+    # them, and a value that is not a count would reach the benchmark while hourly counted another
+    asked = out.get("HOURLY_SAMPLES")
+    if asked is not None and not (asked.strip().isdigit() and int(asked) > 0):
+        raise UsageError(f"--env HOURLY_SAMPLES={asked}: the samples each benchmark process is asked for must be a "
+                         "whole number, 1 or more", "pass e.g. --env HOURLY_SAMPLES=12 (or --samples 12)")
     return out
 
 
