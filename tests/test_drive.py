@@ -21,12 +21,14 @@ import pytest
 
 from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, candidate_states, step_commits
 from hourly.analysis.judges import JUDGES, Evidence, ExitJudge, JudgeOptions, Run, Verdict, Word, judge
+from hourly.analysis.judges.paired import MIN_ROUNDS
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.drive import WindowDrive, every_step
 from hourly.bisect.events import BisectHandler
 from hourly.bisect.records import BisectRequest, Taken, Window
 from hourly.bisect.search import judge_for
+from hourly.bisect.step_session import take_riding
 from hourly.errors import UserError
 from hourly.model import Mode, Pair
 
@@ -612,6 +614,40 @@ def test_a_paired_bisection_stopped_inside_a_verdict_goes_on_from_its_kept_round
     assert said >= {"ends", "probe 1", "step check"}, said  # every kind of verdict went on from its rounds
 
 
+def test_a_resumed_verdict_reads_every_round_kept_for_it_at_once():
+    """Stopped after several rounds of a verdict, the next call's verdict takes every round kept of
+    its states at once, however few it asks for first: one that read the first two of four kept
+    rounds could decide on them while the other two, measured already, said otherwise (the TPU
+    front-end case: a step's check stopped after 4 rounds was decided on 2 when resumed)."""
+    kw = dict(repeats=1, max_repeats=30, min_change=0.05)
+    value = level(("xla", 9, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.02 * np.random.default_rng([index(pair.xla), k, 7]).standard_normal())
+
+    class Spy(Table):
+        def take_rounds(self, bid, pairs, count):
+            there = self.kept_rounds(bid, pairs)
+            got = super().take_rounds(bid, pairs, count)
+            self.takes.append((count, there, len(got)))
+            return got
+
+    whole = Table(line(20), Mode.METRIC, value=sample, **kw)
+    bisect(whole, 0, 19 * H)
+    more_than_asked = 0
+    for cut in range(2, whole.rounds):
+        lab = Spy(line(20), Mode.METRIC, value=sample, raise_after=cut, **kw)
+        lab.takes = []
+        with pytest.raises(KeyboardInterrupt):
+            bisect(lab, 0, 19 * H)
+        lab.raise_after, lab.takes = None, []
+        (a,) = bisect(lab, 0, 19 * H)
+        assert a.culprit.sha == "x9", cut
+        assert all(got == there for _, there, got in lab.takes), (cut, lab.takes)
+        more_than_asked += any(there > MIN_ROUNDS for _, there, _ in lab.takes)  # a verdict asks for 2 first
+    assert more_than_asked, "no stop left a verdict more kept rounds than it first asks for"
+
+
 def test_a_resumed_search_numbers_its_probes_on_from_those_decided_before():
     """Stopped after its first probe's verdict was stored, the next call's first probe is "probe 2",
     not "probe 1" again: the person reading the lines counts the probes of the whole bisection."""
@@ -699,9 +735,24 @@ def test_the_first_probe_rides_in_the_ends_rounds_once_they_read_apart():
             # every process of it (those rounds its verdict did not need too) is its row's
             assert first["runs"] >= len(first["samples"]) >= 2, first
             assert all(r["runs"] == len(r["samples"]) for r in rows[:2]), rows[:2]  # the window's ends'
+            # its verdict read every round it rode in (the note's count), not the first it asked for
+            rode = int(re.search(r": (\d+) rounds? measured beside", said[0]).group(1))
+            assert int(re.search(r"paired over (\d+) round", first["reason"]).group(1)) >= rode, (said, first)
         else:
             assert not said
     assert jobs[True] < jobs[False], jobs
+
+
+def test_a_probe_takes_every_round_it_rode_in_whatever_it_asks_for_first():
+    """The ends' verdict carried the first probe in three of its rounds; the probe's verdict asks
+    for two first, and is handed all three (it reads every round it was measured in), said once."""
+    a, p, b = Pair("x0", "j0"), Pair("x5", "j0"), Pair("x9", "j0")
+    rode = [{a: 1.0 + k / 100, p: 0.95, b: 0.9} for k in range(3)]
+    riding = {(a, p, b): list(rode)}
+    notes: list[str] = []
+    assert take_riding(riding, [a, p, b], notes.append, "probe 1 of ~4") == rode
+    assert riding[(a, p, b)] == [] and notes == ["probe 1 of ~4: 3 rounds measured beside the window's ends taken up"]
+    assert take_riding(riding, [a, p, b], notes.append, None) == [] and len(notes) == 1
 
 
 def test_a_search_resumed_after_its_ridden_first_probe_was_decided_still_takes_the_ends_rounds_it_rode_in():

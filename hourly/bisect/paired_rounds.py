@@ -189,16 +189,19 @@ def measure_rounds(lab: "Lab", pairs: list[Pair], count: int, start: int, stop_o
 
     ``bid``: the bisection the rounds are of. Each round every state of which measured is kept as it
     ends (``lab.keep_round``), and the rounds a call before this one kept of the same states, that
-    no verdict of this call took yet, come first, measured no more (``lab.take_rounds``): a
+    no verdict of this call took yet, come first — all of them, more than ``count`` where there are
+    more: the verdict reads every round measured for it — measured no more (``lab.take_rounds``): a
     bisection stopped in the middle of a verdict (Ctrl-C, a job's time limit) goes on from its
     rounds, each of which held the machine for seconds, rather than measuring them again."""
-    kept = lab.kept_rounds(bid, pairs) if bid is not None and not earlier else 0
-    if kept:  # said once a verdict: as it begins
+    kept = lab.kept_rounds(bid, pairs) if bid is not None else 0
+    if kept and not earlier:  # said once a verdict: as it begins
         lab.handler.note(f"{what or 'rounds'}: {plural(kept, 'round')} of {', '.join(p.short() for p in pairs)} "
                          "measured before the stop taken up again")
-    blocks: list[dict[Pair, float | None]] = lab.take_rounds(bid, pairs, count) if bid is not None else []
+    # every kept round at once, however few were asked for: a verdict that looked at the first
+    # ``count`` of them could decide on those while the rest, already measured, said otherwise
+    blocks: list[dict[Pair, float | None]] = lab.take_rounds(bid, pairs, max(count, kept)) if kept and bid is not None else []
     taken: list[tuple[Pair, Taken]] = []
-    count -= len(blocks)
+    count = max(0, count - len(blocks))
 
     def keep(block: dict[Pair, float | None]) -> None:
         if bid is not None and all(block.get(p) is not None for p in pairs):

@@ -73,15 +73,16 @@ if TYPE_CHECKING:
     from hourly.bisect.lab import Lab, WindowState
 
 
-def take_riding(riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]], pairs: list[Pair], count: int,
+def take_riding(riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]], pairs: list[Pair],
                 note: Callable[[str], None], label: str | None) -> list[dict[Pair, float | None]]:
-    """Up to ``count`` of the rounds of the window's ends that measured ``pairs``' probe too
-    (hourly.bisect.metric_drive: ``separate_paired``'s rider), taken: its verdict takes them
-    before it measures; ``label``: the verdict as it begins, said once with how many there are."""
+    """The rounds of the window's ends that measured ``pairs``' probe too (hourly.bisect.metric_drive:
+    ``separate_paired``'s rider), taken — all of them, however few rounds the verdict asks for: it
+    reads every round it was measured in, before it measures; ``label``: the verdict as it
+    begins, said once with how many there are."""
     rode = riding.get(tuple(pairs), [])
-    given, rode[:] = rode[:count], rode[count:]
+    given, rode[:] = list(rode), []
     if given and label is not None:
-        note(f"{label}: {plural(len(given) + len(rode), 'round')} measured beside the window's ends taken up")
+        note(f"{label}: {plural(len(given), 'round')} measured beside the window's ends taken up")
     return given
 
 
@@ -211,12 +212,12 @@ class StepSession:
         choice = self.search.paired_verdicts.choice  # the progress lines read the statistic in force
         pairs = [self.pairs[i] for i in states]
         label = self.label(stop_on)
-        given = take_riding(self.riding, pairs, count, self.lab.handler.note, label if not earlier else None)
+        given = take_riding(self.riding, pairs, self.lab.handler.note, label if not earlier else None)
         earlier += given
-        blocks, taken = measure_rounds(self.lab, pairs, count - len(given), self.round_no, stop, label, earlier,
-                                       choice.statistic if choice.candidates > 1 else None,
-                                       bid=self.drive.bid if self.drive is not None else None) \
-            if count > len(given) else ([], [])
+        # called however many rounds were given: it takes any kept ones (all of them) too
+        blocks, taken = measure_rounds(self.lab, pairs, max(0, count - len(given)), self.round_no, stop, label,
+                                       earlier, choice.statistic if choice.candidates > 1 else None,
+                                       bid=self.drive.bid if self.drive is not None else None)
         earlier += blocks
         self.round_no += len(blocks)
         blocks = [*given, *blocks]
