@@ -27,7 +27,7 @@
 #
 # Environment: WINDOW (a window of real_history_2026.py, or auto: see PROBE; default tpu),
 # PROBE ("BEFORE AFTER" jax commits: benchmarks/tpu/dispatch_probe.sh first, ROUNDS, SAMPLES), RUNS (default 1), DEADLINE (s, default
-# 560), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, REPROFILE=1 (run the profile check
+# 560), SEED_STORE (see the bisection step), MARGIN (s, default 40: hourly gets SIGINT at the deadline less MARGIN, SIGKILL 30 s later), WORK, OUT, MACHINE_PY (default python3), SKIP_PROFILE=1, REPROFILE=1 (run the profile check
 # again), PROFILE_TIMEOUT (s, default 300), PROFILE_ARGS (default --processes 2), SWEEP, SWEEP_BENCH (2c), FRESH=1
 # (start the window's runs afresh), EXTRA (more hourly bisect flags). benchmarks/tpu/run.sh is this
 # without the profile check. Tested on CPU here (docs/real-history.md, "On the TPU machine").
@@ -184,6 +184,12 @@ fi
 
 # 3. the bisection ---------------------------------------------------------------------------------
 LEFT=$(( DEADLINE - $(elapsed) - MARGIN ))
+# SEED_STORE (a store under the carry, e.g. seed/tpu-frontend-run-f.sqlite): a search stopped on an
+# earlier machine goes on here (--resume) — copied into run 1's workdir when that has no store yet
+if [ -n "${SEED_STORE:-}" ] && [ ! -e "$WORK/$WINDOW/run-1/hourly.sqlite" ]; then
+    mkdir -p "$WORK/$WINDOW/run-1" && cp "$CARRY/$SEED_STORE" "$WORK/$WINDOW/run-1/hourly.sqlite" \
+        && say "seeded run 1's store from $SEED_STORE"
+fi
 RESUME=(--resume)
 [ "${FRESH:-0}" = 1 ] && RESUME=()
 JSON=$OUT/real_history_2026-$WINDOW-$STAMP.json
