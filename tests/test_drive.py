@@ -22,6 +22,7 @@ import pytest
 from hourly.analysis.bisection import COST_BUILD, COST_MEASURED, candidate_states, step_commits
 from hourly.analysis.judges import JUDGES, Evidence, ExitJudge, JudgeOptions, Run, Verdict, Word, judge
 from hourly.analysis.judges.paired import MIN_ROUNDS
+from hourly.analysis.paired_verdicts import PairedVerdicts
 from hourly.answers import Answer, Commit
 from hourly.bisect.answer import bisect_log
 from hourly.bisect.drive import WindowDrive, every_step
@@ -646,6 +647,45 @@ def test_a_resumed_verdict_reads_every_round_kept_for_it_at_once():
         assert all(got == there for _, there, got in lab.takes), (cut, lab.takes)
         more_than_asked += any(there > MIN_ROUNDS for _, there, _ in lab.takes)  # a verdict asks for 2 first
     assert more_than_asked, "no stop left a verdict more kept rounds than it first asks for"
+
+
+def test_a_resumed_search_judges_by_the_noise_of_every_verdict_decided_before(monkeypatch):
+    """Stopped after two probes' verdicts were stored, the next call pools their rounds' noise (the
+    first probe's rounds ridden in the ends' included) with the ends': its next verdict judges by
+    the noise the uninterrupted search had there. Before, it pooled the ends' alone and the verdicts
+    of its own call: on the TPU a step's check was judged at a noise of 0.9 % or 1.27 % by where the
+    calls had stopped, 0.99 % had none stopped."""
+    value = level(("xla", 13, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.01 * np.random.default_rng([index(pair.xla), k, 5]).standard_normal())
+
+    pooled: list[tuple[int, int]] = []  # (the state a verdict probes, the noise's degrees of freedom then)
+    decide = PairedVerdicts.decide
+
+    def spy(self, i, a, b):
+        pooled.append((i, sum(dof for _, _, dof in self.groups)))
+        return decide(self, i, a, b)
+    monkeypatch.setattr(PairedVerdicts, "decide", spy)
+    whole = Table(line(20), Mode.METRIC, value=sample, max_repeats=30)
+    heard: list = []
+    whole.handler.process = heard.append
+    (a,) = bisect(whole, 0, 19 * H)
+    labels = list(dict.fromkeys(e.what for e in heard if e.what.startswith("probe")))
+    assert len(labels) >= 3 and "probe 1 of" in labels[0], labels
+    third = next(k for k, e in enumerate(heard) if e.what == labels[2])  # its first process
+    # each state's last entry: a throwaway search (the first probe's, for the ends' rounds) asks too
+    probed = [int(r["xla"][1:]) for r in whole.rows[1] if r["role"] == "probe"]
+    want = dict(pooled)[probed[2]]
+    assert want > dict(pooled)[probed[0]]  # the first two probes' rounds were pooled by then
+    lab = Table(line(20), Mode.METRIC, value=sample, max_repeats=30, raise_after=third + 1)
+    with pytest.raises(KeyboardInterrupt):
+        bisect(lab, 0, 19 * H)
+    assert [int(r["xla"][1:]) for r in lab.rows[1] if r["role"] == "probe"] == probed[:2]
+    lab.raise_after, pooled[:] = None, []
+    (b,) = bisect(lab, 0, 19 * H)
+    assert b.culprit.sha == a.culprit.sha == "x13"
+    assert dict(pooled)[probed[2]] == want, (pooled, want)
 
 
 def test_a_resumed_search_numbers_its_probes_on_from_those_decided_before():

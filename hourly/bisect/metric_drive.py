@@ -24,7 +24,7 @@ from hourly.analysis.rounds import first_round_samples
 from hourly.answers import EndSamples
 from hourly.bisect.paired_rounds import APART, measure_rounds
 from hourly.bisect.records import Probe, Taken
-from hourly.bisect.step_session import StepSession, first_probe
+from hourly.bisect.step_session import StepSession, first_probe, pool_decided
 from hourly.bisect.windows import end_flag
 from hourly.errors import UserError
 from hourly.model import Pair
@@ -58,6 +58,9 @@ class MetricEnds:
         #: the three (separate_paired's ``rider``), for that probe's verdict to take first
         self.riding: list[dict[Pair, float | None]] = []
         self.rider_taken: list[Taken] = []  # its processes in them (builds, runs, samples)
+        #: resumed: the rounds a probe decided in a call before rode in (A P B), taken here for the
+        #: ends' seed; the search pools their noise as that probe's (hourly.bisect.step_session.pool_decided)
+        self.rode_decided: list[tuple[list[Pair], list[dict[Pair, float | None]]]] = []
 
     def plan(self) -> None:
         """With more workers than the two ends, the first round of a fresh window carries probes
@@ -100,6 +103,8 @@ class MetricEnds:
                 rode = lab.take_rounds(d.bid, with_it, lab.kept_rounds(d.bid, with_it))
                 if rode_with == rider:  # its verdict is not stored yet: it goes on from them all
                     self.riding = list(rode)
+                else:
+                    self.rode_decided.append((with_it, list(rode)))
                 compared = len(d.stored[("end", good_pair)].get("samples") or ())  # the ends' rounds
                 kept = [*kept, *rode[:max(0, compared - len(kept))]]
             p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
@@ -374,6 +379,7 @@ class MetricDrive:
                 keyed = replace(p, states=(0, len(d.states) - 1)) if p is not None else None  # by the search's indices
                 session, parent, off = StepSession(lab, d.states, self.judge, self.paired, d.rows,
                                                      ends=(differ, keyed)), d.states, 0
+                pool_decided(lab, d.bid, session.pairs, session.search.paired_verdicts, self.ends.rode_decided)
                 if rider is not None:
                     i = [st.pair for st in d.states].index(rider)
                     if self.ends.riding:

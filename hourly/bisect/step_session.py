@@ -8,13 +8,15 @@ window after a step goes on with the same search (hourly.bisect.metric_drive.Goi
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from hourly.analysis.bisection import State, Step
 from hourly.analysis.judges import PairedJudge, Verdict, WindowJudge
 from hourly.analysis.judges import metric as rules
 from hourly.analysis.judges.metric import Judgement, Level, MetricJudge
-from hourly.analysis.process_stat import Choice
+from hourly.analysis.paired import Paired
+from hourly.analysis.paired_verdicts import PairedVerdicts
+from hourly.analysis.process_stat import Choice, ProcessValue
 from hourly.analysis.step_search import StepSearch
 from hourly.bisect.paired_rounds import measure_rounds
 from hourly.bisect.records import Probe, Taken
@@ -69,7 +71,6 @@ def stored_choice(rows: list[dict]) -> Choice | None:
 
 
 if TYPE_CHECKING:
-    from hourly.analysis.paired import Paired
     from hourly.bisect.lab import Lab, WindowState
 
 
@@ -86,6 +87,29 @@ def take_riding(riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]], 
     return given
 
 
+def pool_decided(lab: "Lab", bid: int, pairs: list[Pair], verdicts: PairedVerdicts,
+                 rode: Sequence[tuple[list[Pair], list[dict[Pair, float | None]]]] = ()) -> None:
+    """A resumed search over ``pairs`` (``verdicts``: its paired verdicts): the noise of the verdicts
+    a call before decided (their rounds kept with the probe in the middle; ``rode``: those the ends
+    took for their seed) joins the window's, as it had when they were decided — the noise a verdict
+    of this call judges by does not depend on where the stops fell (on the TPU one step's check was
+    judged at three noises, by where the calls had stopped: the ends' alone, σ 0.9 %; the ends' and
+    the one probe measured in that call, 1.27 %; every verdict's, as never stopped, 0.99 %)."""
+    stat = verdicts.choice.statistic if verdicts.choice.candidates > 1 else None
+    found = list(rode)
+    for i in verdicts.given:
+        for a in range(i):
+            for b in range(i + 1, len(pairs)):
+                trio = [pairs[a], pairs[i], pairs[b]]
+                if left := lab.kept_rounds(bid, trio):
+                    found.append((trio, lab.take_rounds(bid, trio, left)))
+    for trio, blocks in found:
+        values = [{q: v.by(stat) if stat and isinstance(v, ProcessValue) else v for q, v in bl.items()}
+                  for bl in blocks]
+        if sum(all(v is not None for v in bl.values()) for bl in values) >= 2:
+            verdicts.keep(Paired.of(values, trio))
+
+
 class _Asked(Exception):
     """A throwaway search's first request (:func:`first_probe`): what it asked for."""
 
@@ -97,7 +121,6 @@ def first_probe(lab: "Lab", states: list[State], judge: MetricJudge, paired: Pai
     taken): the ends can be measured with it in their rounds (hourly.bisect.metric_drive's
     ``separate_paired``). None where that search asks for anything else first (a crash window's
     edge, the step's check) or nothing."""
-    from hourly.analysis.paired import Paired
     n = len(states)
     if n < 3:
         return None
