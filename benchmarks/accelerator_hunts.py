@@ -273,9 +273,9 @@ def hunt(kind: str, states: int, crash: bool, seed: int, ride: bool = False, cle
         return got
 
     def search_rounds(sts: list[int], count: int, stop_on: int | None) -> list[dict]:
-        if ride and list(sts) == first and riding:  # the rounds it rode in first, as many as asked
-            taken = riding[:count]
-            del riding[:count]
+        if ride and list(sts) == first and riding:  # every round it rode in first, however few it asks for
+            taken = list(riding)
+            riding.clear()
             return taken + (rounds(sts, count - len(taken), stop_on) if count > len(taken) else [])
         return rounds(sts, count, stop_on)
 
