@@ -640,6 +640,37 @@ def test_a_rerun_stopped_after_a_window_goes_on_without_bisecting_that_window_ag
     assert windows() == resumed and "--rerun begun" not in capsys.readouterr().err
 
 
+#: ``python -m hourly`` that sends itself SIGTERM once the first verdict row is stored
+STOP_AFTER_ONE_VERDICT = stop_after_first("hourly.adapters.store_tables.bisections", "BisectionTables.add_probe")
+
+
+def test_a_rerun_bisects_anew_a_window_stopped_before_it_began(capsys, scanned_days, tmp_path):
+    """A window stopped with verdicts of its own (SIGTERM after its first row), then a --rerun: the
+    rerun forgets those verdicts and bisects the window anew, as it does a finished one — it went on
+    from them (a --rerun that measured again only what had finished)."""
+    import shutil
+    import time
+    _, work, _ = scanned_days
+    mine = tmp_path / "work"
+    shutil.copytree(work, mine)
+    with Store(mine).conn as c:  # the scan alone: no window bisected yet (the shared workdir's are)
+        for table in ("bisect_rounds", "bisect_probes", "manual_marks", "bisections"):
+            c.execute(f"DELETE FROM {table}")
+    args = ["bisect", "--workdir", str(mine)]
+    p = subprocess.run([sys.executable, "-c", STOP_AFTER_ONE_VERDICT, *args], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 143, p.stderr
+    conn = Store(mine).conn
+    bid = max(r[0] for r in conn.execute("SELECT id FROM bisections WHERE status != 'done'"))  # the one stopped
+    old = [r[0] for r in conn.execute("SELECT created FROM bisect_probes WHERE bisection=?", (bid,))]
+    assert old, "the stopped window stored a verdict"
+    began = time.time()
+    capsys.readouterr()
+    assert main([*args, "--rerun"]) in (0, 4)
+    rows = [r[0] for r in Store(mine).conn.execute("SELECT created FROM bisect_probes WHERE bisection=?", (bid,))]
+    assert rows and all(t >= began for t in rows), (old, rows)
+
+
 # -- finding the fix (#11 item 4) ---------------------------------------------------------------------
 
 def test_find_fix_names_the_improvement_and_the_fix(capsys, scanned_days):

@@ -402,13 +402,11 @@ class Bisector:
         bid, status, result = self.store.bisection(key, {
             "bench_key": self.key, "mode": self.judge.mode, "good_time": w.good_time, "bad_time": w.bad_time,
             "good_xla": good_pair.xla, "good_jax": good_pair.jax, "bad_xla": bad_pair.xla, "bad_jax": bad_pair.jax})
-        if status == "done" and (self.rerun_since is None or self.store.bisection_updated(bid) >= self.rerun_since):
+        before = self.rerun_since is not None and self.store.bisection_updated(bid) < self.rerun_since
+        if status == "done" and not before:  # before a --rerun began (done or stopped): bisected anew
             assert result is not None  # finish_bisection stores the answer with status 'done'
             return Answer.from_json(result)
-        if status == "done":
-            self.store.restart_bisection(bid)
-        elif status == "stopped":
-            self.store.resume_bisection(bid)
+        self.store.restart_bisection(bid) if before else self.store.resume_bisection(bid)  # (a stopped one)
         try:
             answer = WindowDrive(self, w, states, bid, self.store.probes(bid)).run()
         except UserError as e:  # why it stopped, for show and report (not only "no answer yet")
