@@ -688,6 +688,47 @@ def test_a_resumed_search_judges_by_the_noise_of_every_verdict_decided_before(mo
     assert dict(pooled)[probed[2]] == want, (pooled, want)
 
 
+def test_a_resumed_search_pools_a_confirmed_steps_check_too(monkeypatch):
+    """Two steps in a window; stopped once the first step's confirmation is stored, the next call
+    answers that step from its rows and searches on past it, pooling the first step's check with
+    its probes: the first verdict after it is judged at the noise the uninterrupted search had."""
+    value = level(("xla", 6, 0.9), ("xla", 14, 0.9))
+
+    def sample(pair, k):
+        return value(pair) * (1 + 0.01 * np.random.default_rng([index(pair.xla), k, 9]).standard_normal())
+
+    pooled: list[tuple[int, int]] = []  # (the state a verdict probes, the noise's degrees of freedom); -1: confirmed
+    decide = PairedVerdicts.decide
+
+    def spy(self, i, a, b):
+        pooled.append((i, sum(dof for _, _, dof in self.groups)))
+        return decide(self, i, a, b)
+    monkeypatch.setattr(PairedVerdicts, "decide", spy)
+
+    class Confirms(Table):  # when (after how many processes) each confirmation row was stored
+        def record(self, bid, p):
+            if p.role == "confirm_bad":
+                self.confirmed.append(self.rounds)
+                pooled.append((-1, 0))
+            return super().record(bid, p)
+    whole = Confirms(line(20), Mode.METRIC, value=sample, max_repeats=30)
+    whole.confirmed = []
+    answers = bisect(whole, 0, 19 * H)
+    assert [a.culprit.sha for a in answers] == ["x6", "x14"], [a.reason for a in answers]
+    cut = whole.confirmed[0]
+    after = pooled[pooled.index((-1, 0)) + 1:]  # the verdicts decided past the first step
+    state, want = after[0]
+    lab = Confirms(line(20), Mode.METRIC, value=sample, max_repeats=30, raise_after=cut)
+    lab.confirmed = []
+    with pytest.raises(KeyboardInterrupt):
+        bisect(lab, 0, 19 * H)
+    lab.raise_after, pooled[:] = None, []
+    again = bisect(lab, 0, 19 * H)
+    assert [a.culprit.sha for a in again] == ["x6", "x14"]
+    resumed = [dof for i, dof in pooled if i == state]
+    assert resumed and resumed[-1] == want, (pooled, state, want)
+
+
 def test_a_resumed_search_numbers_its_probes_on_from_those_decided_before():
     """Stopped after its first probe's verdict was stored, the next call's first probe is "probe 2",
     not "probe 1" again: the person reading the lines counts the probes of the whole bisection."""

@@ -105,7 +105,10 @@ class MetricEnds:
                     self.riding = list(rode)
                 else:
                     self.rode_decided.append((with_it, list(rode)))
-                compared = len(d.stored[("end", good_pair)].get("samples") or ())  # the ends' rounds
+                # the rounds the ends' verdict read: its row's samples (the first end row of the good end;
+                # rows for the processes of later verdicts that measured an end, "end" too, come after it)
+                verdict = next(r for r in d.rows if r["role"] == "end" and Pair(r["xla"], r["jax"]) == good_pair)
+                compared = len(verdict.get("samples") or ())
                 kept = [*kept, *rode[:max(0, compared - len(kept))]]
             p = Paired.of(kept, [good_pair, bad_pair]) if kept else None
             return True, p if p is not None and p.rounds else None

@@ -90,19 +90,18 @@ def take_riding(riding: dict[tuple[Pair, ...], list[dict[Pair, float | None]]], 
 def pool_decided(lab: "Lab", bid: int, pairs: list[Pair], verdicts: PairedVerdicts,
                  rode: Sequence[tuple[list[Pair], list[dict[Pair, float | None]]]] = ()) -> None:
     """A resumed search over ``pairs`` (``verdicts``: its paired verdicts): the noise of the verdicts
-    a call before decided (their rounds kept with the probe in the middle; ``rode``: those the ends
-    took for their seed) joins the window's, as it had when they were decided — the noise a verdict
+    a call before decided (their rounds kept with the probe in the middle, a stored confirmation's
+    of its two states; ``rode``: those the ends took for their seed) joins the window's, as it had when they were decided — the noise a verdict
     of this call judges by does not depend on where the stops fell (on the TPU one step's check was
     judged at three noises, by where the calls had stopped: the ends' alone, σ 0.9 %; the ends' and
     the one probe measured in that call, 1.27 %; every verdict's, as never stopped, 0.99 %)."""
     stat = verdicts.choice.statistic if verdicts.choice.candidates > 1 else None
     found = list(rode)
-    for i in verdicts.given:
-        for a in range(i):
-            for b in range(i + 1, len(pairs)):
-                trio = [pairs[a], pairs[i], pairs[b]]
-                if left := lab.kept_rounds(bid, trio):
-                    found.append((trio, lab.take_rounds(bid, trio, left)))
+    decided = [[pairs[a], pairs[i], pairs[b]] for i in verdicts.given for a in range(i) for b in range(i + 1, len(pairs))]
+    decided += [[pairs[a], pairs[b]] for a, b in verdicts.checked]  # a step confirmed (stored): its check's
+    for states in decided:
+        if left := lab.kept_rounds(bid, states):
+            found.append((states, lab.take_rounds(bid, states, left)))
     for trio, blocks in found:
         values = [{q: v.by(stat) if stat and isinstance(v, ProcessValue) else v for q, v in bl.items()}
                   for bl in blocks]
