@@ -169,6 +169,9 @@ class Table:
     def kept_rounds(self, bid, pairs):
         return len(self._left(bid).get(tuple(pairs), []))
 
+    def kept_states(self, bid):
+        return [list(k) for k, q in self._left(bid).items() if q]
+
     def _left(self, bid):
         if bid not in self.left:
             self.left[bid] = {k: list(v) for k, v in self.kept.get(bid, {}).items()}

@@ -143,6 +143,10 @@ class Lab(Protocol):
         """How many such rounds are left to take."""
         ...
 
+    def kept_states(self, bid: int) -> list[list[Pair]]:
+        """The states of each verdict (in its order) with such rounds left to take."""
+        ...
+
     def moved(self, old: Pair, new: Pair) -> dict[str, list[str]]:
         """Per repository, the commits a step from ``old`` to ``new`` brings (the pairing's)."""
         ...

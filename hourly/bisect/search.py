@@ -93,6 +93,9 @@ class KeptRounds:
     def count(self, bid: int, pairs: Sequence[Pair]) -> int:
         return len(self._left(bid).get(self.key(pairs), []))
 
+    def states(self, bid: int) -> list[list[Pair]]:
+        return [[Pair(*p) for p in json.loads(k)] for k, blocks in self._left(bid).items() if blocks]
+
     def _left(self, bid: int) -> dict[str, list[list]]:
         if bid not in self.left:  # read once a call: what the calls before this one kept
             self.left[bid] = {k: [json.loads(b) for b in blocks] for k, blocks in self.store.rounds(bid).items()}
@@ -159,8 +162,8 @@ class Bisector:
         self._told = False  # whether a benchmark that does not follow HOURLY_SAMPLES was said
         self.jobs = 0    # (pair, count) requests sent through it
         # the rounds of paired verdicts, in the store as measured: a resumed call goes on from them
-        self.kept = KeptRounds(store)
-        self.keep_round, self.take_rounds, self.kept_rounds = self.kept.keep, self.kept.take, self.kept.count
+        self.kept = k = KeptRounds(store)
+        self.keep_round, self.take_rounds, self.kept_rounds, self.kept_states = k.keep, k.take, k.count, k.states
         self.handler = handler or BisectHandler()
         if req.find_fix:
             self.handler.terms = {"good": "old", "bad": {Mode.EXIT: "fixed", Mode.PRINTED: "back"}.get(mode, "improved")}
@@ -406,7 +409,9 @@ class Bisector:
         if status == "done" and not before:  # before a --rerun began (done or stopped): bisected anew
             assert result is not None  # finish_bisection stores the answer with status 'done'
             return Answer.from_json(result)
-        self.store.restart_bisection(bid) if before else self.store.resume_bisection(bid)  # (a stopped one)
+        if before:
+            self.store.restart_bisection(bid)
+        self.store.resume_bisection(bid)  # a stopped one taken up again (a restarted one runs already)
         try:
             answer = WindowDrive(self, w, states, bid, self.store.probes(bid)).run()
         except UserError as e:  # why it stopped, for show and report (not only "no answer yet")

@@ -97,11 +97,12 @@ def pool_decided(lab: "Lab", bid: int, pairs: list[Pair], verdicts: PairedVerdic
     the one probe measured in that call, 1.27 %; every verdict's, as never stopped, 0.99 %)."""
     stat = verdicts.choice.statistic if verdicts.choice.candidates > 1 else None
     found = list(rode)
-    decided = [[pairs[a], pairs[i], pairs[b]] for i in verdicts.given for a in range(i) for b in range(i + 1, len(pairs))]
-    decided += [[pairs[a], pairs[b]] for a, b in verdicts.checked]  # a step confirmed (stored): its check's
-    for states in decided:
-        if left := lab.kept_rounds(bid, states):
-            found.append((states, lab.take_rounds(bid, states, left)))
+    index = {p: i for i, p in enumerate(pairs)}
+    for states in lab.kept_states(bid):
+        at = [index.get(p) for p in states]
+        # a probe's rounds (the probe in the middle) or a confirmed step's check (stored)
+        if (len(at) == 3 and at[1] in verdicts.given) or (len(at) == 2 and tuple(at) in verdicts.checked):
+            found.append((states, lab.take_rounds(bid, states, lab.kept_rounds(bid, states))))
     for trio, blocks in found:
         values = [{q: v.by(stat) if stat and isinstance(v, ProcessValue) else v for q, v in bl.items()}
                   for bl in blocks]
